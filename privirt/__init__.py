@@ -1,0 +1,71 @@
+"""privirt: item response theory with differential privacy.
+
+The public API is re-exported here lazily (modules load on first use, so ``import privirt``
+stays fast and optional dependencies are only touched when needed).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    # input
+    "Responses": "responses",
+    "as_responses": "responses",
+    "load_dataset": "data",
+    "list_datasets": "data",
+    # errors
+    "PrivirtError": "exceptions",
+    "BudgetExceeded": "exceptions",
+    "DisconnectedComparisonGraph": "exceptions",
+    "EmptyResponsesWarning": "exceptions",
+    # backend
+    "gpu_available": "_backend",
+    # simulation
+    "simulate_rasch": "simulate",
+    "simulate_2pno": "simulate",
+    "simulate_2pl": "simulate",
+    # pairwise counts and non-private estimators
+    "pairwise_counts": "counts",
+    "spectral_estimate": "spectral",
+    "SpectralResult": "spectral",
+    "cmle_estimate": "cmle",
+    "CMLEResult": "cmle",
+    "estimate_abilities": "abilities",
+    # privacy
+    "Ledger": "ledger",
+    "release_counts": "private",
+    "private_spectral_estimate": "private",
+    "PrivacyStatement": "private",
+    # Bayesian samplers
+    "Posterior": "posterior",
+    "gibbs_2pno": "gibbs",
+    "gibbs_2pno_replicate": "gibbs",
+    "mh_2pl": "mh",
+}
+
+# submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
+_SUBMODULES = {"metrics", "accounting", "plots", "sensitivity", "sweep", "report"}
+
+__all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'privirt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,71 @@
+"""One backend switch for every array computation: ``device="auto" | "cpu" | "gpu"``.
+
+Code that runs on either device asks :func:`get_xp` for the array module (``numpy`` or
+``cupy``) and writes the computation once against it.  :func:`to_numpy` brings results
+back to the host.  ``"auto"`` picks the GPU when cupy is installed and a CUDA device is
+visible, otherwise the CPU; ``"gpu"`` without cupy raises an :class:`ImportError` that
+says how to install it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+
+Device = Literal["auto", "cpu", "gpu"]
+_VALID = ("auto", "cpu", "gpu")
+
+GPU_INSTALL_HINT = (
+    "the GPU path needs cupy: install it with `python -m pip install \"privirt[gpu]\"` "
+    "(or the cupy wheel matching your CUDA version), or pass device=\"cpu\""
+)
+
+
+@lru_cache(maxsize=1)
+def _cupy_or_none() -> ModuleType | None:
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except Exception:  # ImportError, or a broken CUDA install raising at import
+        return None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:
+        return None
+    return cupy
+
+
+def gpu_available() -> bool:
+    """Whether cupy is importable and at least one CUDA device is visible."""
+    return _cupy_or_none() is not None
+
+
+def resolve_device(device: str = "auto") -> Literal["cpu", "gpu"]:
+    """Turn ``"auto" | "cpu" | "gpu"`` into the concrete device, validating the value."""
+    if device not in _VALID:
+        raise ValueError(f"device must be one of {_VALID}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    if device == "gpu":
+        if _cupy_or_none() is None:
+            raise ImportError(GPU_INSTALL_HINT)
+        return "gpu"
+    return "gpu" if gpu_available() else "cpu"
+
+
+def get_xp(device: str = "auto") -> ModuleType:
+    """The array module for ``device``: :mod:`numpy` or :mod:`cupy`."""
+    return _cupy_or_none() if resolve_device(device) == "gpu" else np  # type: ignore[return-value]
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """A host numpy array from a numpy or cupy array (no copy for numpy input)."""
+    if isinstance(a, np.ndarray):
+        return a
+    get = getattr(a, "get", None)
+    if callable(get):
+        return get()
+    return np.asarray(a)

@@ -1,0 +1,75 @@
+"""The ``privirt`` command line.
+
+Each subcommand lives in its own module in this package and defines
+``register(subparsers) -> None``, which adds an :mod:`argparse` parser whose defaults carry
+``func=run`` (a callable taking the parsed namespace and returning an exit status).  Modules
+are discovered automatically, so adding a command means adding a module.
+
+Errors in user input (bad files, bad values, an exhausted budget) end the program with a
+one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Sequence
+
+from ..exceptions import BudgetExceeded, PrivirtError
+
+EXIT_USAGE = 2
+EXIT_BUDGET = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="privirt",
+        description="Item response theory with differential privacy.",
+    )
+    parser.add_argument("--version", action="version", version=f"privirt {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(sub)
+    return parser
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        status = args.func(args)
+    except BudgetExceeded as exc:
+        print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BUDGET
+    except (ValueError, OSError, ImportError, PrivirtError) as exc:
+        print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("privirt: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
