@@ -1,0 +1,102 @@
+"""Simulated response data with known truth, for tests, examples and experiments.
+
+All three generators draw persons' abilities θ ~ N(0, 1) and return ``(X, theta, <items>)``
+where ``X`` is a float persons × items array with NaN for unobserved cells (each cell observed
+independently with probability ``p_observed``).  Randomness comes from
+:func:`numpy.random.default_rng` with the given ``seed`` — simulation is not a privacy
+mechanism.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+__all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
+
+
+def _check(n_persons: int, n_items: int, p_observed: float) -> None:
+    for name, v in (("n_persons", n_persons), ("n_items", n_items)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if not (0.0 < float(p_observed) <= 1.0):
+        raise ValueError(f"p_observed must be in (0, 1], got {p_observed!r}")
+
+
+def _finish(prob: np.ndarray, p_observed: float, rng: np.random.Generator) -> np.ndarray:
+    X = (rng.random(prob.shape) < prob).astype(np.float64)
+    if p_observed < 1.0:
+        X[rng.random(prob.shape) >= p_observed] = np.nan
+    return X
+
+
+def simulate_rasch(
+    n_persons: int,
+    n_items: int,
+    *,
+    p_observed: float = 1.0,
+    beta_scale: float = 1.0,
+    seed: int | np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rasch data: P(X_li = 1) = logistic(θ_l − β_i).
+
+    Difficulties β ~ N(0, ``beta_scale``²), centred to sum zero.
+
+    Returns
+    -------
+    X : ndarray (n_persons, n_items), float with NaN for missing
+    theta : ndarray (n_persons,)
+    beta : ndarray (n_items,), centred
+    """
+    _check(n_persons, n_items, p_observed)
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n_persons)
+    beta = rng.normal(0.0, beta_scale, n_items)
+    beta -= beta.mean()
+    prob = special.expit(theta[:, None] - beta[None, :])
+    return _finish(prob, p_observed, rng), theta, beta
+
+
+def simulate_2pno(
+    n_persons: int,
+    n_items: int,
+    *,
+    p_observed: float = 1.0,
+    seed: int | np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two-parameter normal ogive data: P(X_ij = 1) = Φ(a_j θ_i − b_j).
+
+    As in Sheng, Welling & Zhu (2014): a_j ~ U(0, 2) (shifted to U(0.2, 2) to keep items
+    informative), b_j ~ U(−2, 2).
+
+    Returns ``(X, theta, a, b)``.
+    """
+    _check(n_persons, n_items, p_observed)
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n_persons)
+    a = rng.uniform(0.2, 2.0, n_items)
+    b = rng.uniform(-2.0, 2.0, n_items)
+    prob = special.ndtr(theta[:, None] * a[None, :] - b[None, :])
+    return _finish(prob, p_observed, rng), theta, a, b
+
+
+def simulate_2pl(
+    n_persons: int,
+    n_items: int,
+    *,
+    p_observed: float = 1.0,
+    seed: int | np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two-parameter logistic data: P(X_ij = 1) = logistic(a_j θ_i − b_j).
+
+    a_j ~ U(0.5, 2.5), b_j ~ N(0, 1).
+
+    Returns ``(X, theta, a, b)``.
+    """
+    _check(n_persons, n_items, p_observed)
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n_persons)
+    a = rng.uniform(0.5, 2.5, n_items)
+    b = rng.standard_normal(n_items)
+    prob = special.expit(theta[:, None] * a[None, :] - b[None, :])
+    return _finish(prob, p_observed, rng), theta, a, b
