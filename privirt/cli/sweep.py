@@ -1,0 +1,55 @@
+"""``privirt sweep CONFIG.toml --out DIR``: run an ε-sweep experiment (see :mod:`privirt.sweep`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="run an accuracy-vs-privacy sweep from a TOML configuration",
+        description="Run every cell (data set × mechanism × ε × trial) of the sweep described "
+        "by CONFIG and append one row per finished cell to DIR/results.csv. Cells are seeded "
+        "for reproducibility, so the runs are not private: they measure accuracy only. "
+        "Then `privirt report DIR` draws the plots and the summary.",
+    )
+    parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="output folder (created); receives results.csv and sweep.json")
+    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                        help="worker processes (default: the number of CPUs)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the sweep in DIR, skipping cells already in results.csv")
+    parser.add_argument("--report", action="store_true",
+                        help="build the report (plots, report.md, report.html) afterwards")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sweep import load_config, run_sweep
+
+    config = load_config(args.config)
+    stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
+                      progress=not args.no_progress)
+    print(f"{stats.total} cells: {stats.computed} computed ({stats.failed} failed), "
+          f"{stats.skipped} already done; {stats.seconds:.1f} s -> {stats.results}")
+    if args.report:
+        from ..report import build_report
+
+        files = build_report(args.out)
+        print(f"report: {files.markdown} and {files.html} ({len(files.plots)} plot(s))")
+    return 0
