@@ -188,6 +188,8 @@ def plot_dataset(
             lo, hi = s["ci_low"].to_numpy(), s["ci_high"].to_numpy()
             if log_y:
                 y, lo, hi = (np.maximum(v, floor) for v in (y, lo, hi))
+            elif metric == "top_k_accuracy":
+                lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
             ax.plot(x, y, marker="o", ms=3.5, lw=1.5, color=color, label=mech)
             if np.isfinite(lo).any():
                 ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
@@ -200,6 +202,8 @@ def plot_dataset(
             lo, hi = float(s["ci_low"].iloc[0]), float(s["ci_high"].iloc[0])
             if log_y:
                 y, lo, hi = (max(v, floor) if np.isfinite(v) else v for v in (y, lo, hi))
+            elif metric == "top_k_accuracy" and np.isfinite(lo):
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
             ax.axhline(y, color=color, ls=style, lw=1.2, label=f"{mech} (non-private)")
             if np.isfinite(lo):
                 ax.axhspan(lo, hi, color=color, alpha=0.08, lw=0)
