@@ -66,7 +66,7 @@ def estimate_abilities(
     -------
     pandas.DataFrame
         Indexed by person label, columns ``theta``, ``se``, ``score`` (raw score) and
-        ``n_answered``.
+        ``n_answered``.  Persons who answered nothing get NaN.
 
     Examples
     --------
@@ -79,7 +79,9 @@ def estimate_abilities(
     """
     if method not in ("wle", "mle", "eap"):
         raise ValueError(f"method must be 'wle', 'mle' or 'eap', got {method!r}")
-    resp = as_responses(X)
+    # items without responses are kept (their β is simply unused); persons without any
+    # response get NaN
+    resp = as_responses(X, empty="keep")
     b = _align_beta(beta, resp.items)
     xp = get_xp(device)
 
@@ -103,6 +105,9 @@ def estimate_abilities(
         theta, se = _solve(xp, M, B, R, K, weighted=(method == "wle"), tol=tol, max_iter=max_iter)
     theta = to_numpy(theta)[inverse]
     se = to_numpy(se)[inverse]
+    none = n_ans == 0
+    theta[none] = np.nan
+    se[none] = np.nan
     return pd.DataFrame(
         {"theta": theta, "se": se, "score": score, "n_answered": n_ans},
         index=resp.persons.copy(),

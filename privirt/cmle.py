@@ -41,6 +41,10 @@ from .responses import ResponsesLike, as_responses
 
 __all__ = ["CMLEResult", "cmle_estimate"]
 
+#: Patterns per batch are chosen so that a batch's (G, k, k) log-ESF buffers hold at most
+#: this many cells (8 bytes each: 32 MiB).
+_BATCH_CELLS = 4 * 2**20
+
 
 @dataclass(frozen=True)
 class CMLEResult:
@@ -82,8 +86,14 @@ class CMLEResult:
 
 @dataclass
 class _Group:
-    items: np.ndarray  # positions of the observed items
-    counts: np.ndarray  # n_r for r = 0..k (extremes zeroed)
+    """All persons whose observed-item sets have the same size ``k``, batched.
+
+    ``items[g]`` are the ``k`` observed item positions of pattern ``g``, ``counts[g, r]``
+    the number of persons of pattern ``g`` with score ``r`` (extremes zeroed).
+    """
+
+    items: np.ndarray  # (G, k) int
+    counts: np.ndarray  # (G, k + 1) float
 
 
 def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) -> CMLEResult:
@@ -136,9 +146,7 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         return -ll, -g
 
     # start: centred log-odds of the item p-values among the persons used
-    n_ans = np.zeros(m)
-    for g in groups:
-        n_ans[g.items] += g.counts.sum()
+    n_ans = _n_answered(groups, m)
     p = np.clip(totals / np.maximum(n_ans, 1), 1e-3, 1 - 1e-3)
     b0 = -np.log(p / (1 - p))
     b0 -= b0.mean()
@@ -152,8 +160,7 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     # polish with Newton steps on the numerical Hessian of the analytic gradient
     H = _hessian(beta, groups, totals, m)
     n_iter = int(opt.nit)
-    Hp = _project(H, m)
-    cov = np.linalg.pinv(-Hp, hermitian=True)
+    cov = np.linalg.pinv(-_project(H, m), hermitian=True)
     for _ in range(5):
         if np.max(np.abs(grad)) <= tol * scale:
             break
@@ -162,8 +169,6 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         ll, grad = _loglik_grad(beta, groups, totals, m)
         n_iter += 1
     converged = bool(np.max(np.abs(grad)) <= max(tol * scale, 1e-7 * scale))
-    H = _hessian(beta, groups, totals, m)
-    cov = np.linalg.pinv(-_project(H, m), hermitian=True)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     items = resp.items
     return CMLEResult(
@@ -188,26 +193,39 @@ def _groups(codes: np.ndarray) -> tuple[list[_Group], np.ndarray, int]:
     k = obs.sum(axis=1)
     keep = (score > 0) & (score < k)
     totals = (codes[keep] == 1).sum(axis=0).astype(np.float64)
-    packed = np.packbits(obs[keep], axis=1)
-    if packed.shape[0] == 0:
+    if not keep.any():
         return [], totals, 0
+    packed = np.packbits(obs[keep], axis=1)
     uniq, inverse = np.unique(packed, axis=0, return_inverse=True)
     inverse = inverse.ravel()
+    masks = np.unpackbits(uniq, axis=1)[:, :m].astype(bool)  # (U, m)
+    sizes = masks.sum(axis=1)
     scores_kept = score[keep]
     groups = []
-    for gi in range(uniq.shape[0]):
-        mask = np.unpackbits(uniq[gi])[:m].astype(bool)
-        items = np.flatnonzero(mask)
-        counts = np.bincount(scores_kept[inverse == gi], minlength=items.size + 1).astype(np.float64)
+    for size in np.unique(sizes):
+        sel = np.flatnonzero(sizes == size)
+        items = np.nonzero(masks[sel])[1].reshape(sel.size, size)
+        # counts[g, r]: persons of pattern sel[g] with score r
+        local = np.full(uniq.shape[0], -1)
+        local[sel] = np.arange(sel.size)
+        who = local[inverse]
+        ok = who >= 0
+        counts = np.zeros((sel.size, size + 1))
+        np.add.at(counts, (who[ok], scores_kept[ok]), 1.0)
         groups.append(_Group(items, counts))
     return groups, totals, int(keep.sum())
 
 
-def _check_estimable(resp, groups, totals) -> None:
-    m = resp.n_items
+def _n_answered(groups: list[_Group], m: int) -> np.ndarray:
     n_ans = np.zeros(m)
     for g in groups:
-        n_ans[g.items] += g.counts.sum()
+        np.add.at(n_ans, g.items, g.counts.sum(axis=1)[:, None])
+    return n_ans
+
+
+def _check_estimable(resp, groups, totals) -> None:
+    m = resp.n_items
+    n_ans = _n_answered(groups, m)
     bad = (totals <= 0) | (totals >= n_ans)
     if bad.any():
         names = list(resp.items[bad][:5])
@@ -222,7 +240,8 @@ def _check_estimable(resp, groups, totals) -> None:
 
     adj = np.zeros((m, m), dtype=bool)
     for g in groups:
-        adj[np.ix_(g.items, g.items)] = True
+        for row in g.items:
+            adj[np.ix_(row, row)] = True
     n_comp, lab = connected_components(csr_matrix(adj), directed=False)
     if n_comp > 1:
         sizes = np.bincount(lab)
@@ -234,37 +253,43 @@ def _check_estimable(resp, groups, totals) -> None:
 
 
 def _log_esf_table(le: np.ndarray) -> np.ndarray:
-    """Prefix log-ESFs: row ``j`` holds log γ_0..γ_k of the first ``j`` items."""
-    k = le.size
-    out = np.full((k + 1, k + 1), -np.inf)
-    out[0, 0] = 0.0
+    """Prefix log-ESFs, batched: ``out[:, j]`` holds log γ_0..γ_k of the first ``j`` items.
+
+    ``le`` is (G, k) of log ε; the result is (G, k + 1, k + 1).  Summation algorithm:
+    adding item ``j`` maps γ_r ↦ γ_r + ε_j γ_{r−1}, done with ``logaddexp``.
+    """
+    G, k = le.shape
+    out = np.full((G, k + 1, k + 1), -np.inf)
+    out[:, 0, 0] = 0.0
     for j in range(k):
-        prev = out[j]
-        cur = prev.copy()
-        cur[1:] = np.logaddexp(prev[1:], le[j] + prev[:-1])
-        out[j + 1] = cur
+        prev = out[:, j]
+        out[:, j + 1, 0] = 0.0
+        out[:, j + 1, 1:] = np.logaddexp(prev[:, 1:], le[:, j : j + 1] + prev[:, :-1])
     return out
 
 
 def _group_terms(beta_g: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
-    """Σ_r n_r log γ_r and the expected item totals Σ_r n_r π_{i|r} for one group."""
-    k = beta_g.size
+    """For a batch of patterns of size k: Σ n_r log γ_r and expected item totals.
+
+    ``beta_g`` (G, k), ``counts`` (G, k + 1).  Returns the scalar Σ_g Σ_r n_{g,r} log γ_r and
+    the (G, k) array Σ_r n_{g,r} π_{i|r} with π_{i|r} = ε_i γ^{(i)}_{r−1} / γ_r.
+    """
+    G, k = beta_g.shape
     le = -beta_g
-    pre = _log_esf_table(le)  # pre[i] = items < i
-    suf = _log_esf_table(le[::-1])[::-1]  # suf[i] = items ≥ i
-    log_gamma = pre[k]
-    r = np.flatnonzero(counts > 0)
-    ll = float(np.dot(counts[r], log_gamma[r]))
-    # leave-one-out: L[i, t] = log Σ_a pre[i, a] + suf[i+1, t-a],  t = 0..k-1
-    L = np.full((k, k), -np.inf)
-    P = pre[:k, :k]  # pre[i, a] for a < k
-    S = suf[1 : k + 1, :k]  # suf[i+1, b]
+    pre = _log_esf_table(le)  # pre[:, i] = items < i
+    suf = _log_esf_table(le[:, ::-1])[:, ::-1]  # suf[:, i] = items ≥ i
+    log_gamma = pre[:, k]  # (G, k + 1)
+    with np.errstate(invalid="ignore"):
+        ll = float(np.sum(np.where(counts > 0, counts * log_gamma, 0.0)))
+    # leave-one-out: L[:, i, t] = log Σ_a pre[:, i, a] + suf[:, i+1, t−a],  t = 0..k−1
+    L = np.full((G, k, k), -np.inf)
+    P = pre[:, :k, :k]
+    S = suf[:, 1 : k + 1, :k]
     for a in range(k):
-        L[:, a:] = np.logaddexp(L[:, a:], P[:, a : a + 1] + S[:, : k - a])
-    # π_{i|r} = ε_i γ^{(i)}_{r-1} / γ_r
-    rr = r[r >= 1]
-    logp = le[:, None] + L[:, rr - 1] - log_gamma[None, rr]
-    expected = np.exp(logp) @ counts[rr]
+        L[:, :, a:] = np.logaddexp(L[:, :, a:], P[:, :, a : a + 1] + S[:, :, : k - a])
+    # r = 1..k−1 (extremes have zero counts)
+    logp = le[:, :, None] + L[:, :, : k - 1] - log_gamma[:, None, 1:k]
+    expected = np.einsum("gir,gr->gi", np.exp(logp), counts[:, 1:k])
     return ll, expected
 
 
@@ -272,9 +297,13 @@ def _loglik_grad(beta, groups, totals, m):
     ll = -float(np.dot(totals, beta))
     grad = -totals.copy()
     for g in groups:
-        lg, e = _group_terms(beta[g.items], g.counts)
-        ll -= lg
-        grad[g.items] += e
+        G, k = g.items.shape
+        step = max(1, _BATCH_CELLS // max(1, (k + 1) ** 2))  # bound the (G, k, k) buffers
+        for s in range(0, G, step):
+            items = g.items[s : s + step]
+            lg, e = _group_terms(beta[items], g.counts[s : s + step])
+            ll -= lg
+            np.add.at(grad, items, e)
     return ll, grad
 
 
