@@ -133,7 +133,7 @@ def worker(kind: str, n: int, m: int, device: str, repeat: int) -> dict:
         out["input_mb"] = codes.nbytes / 2**20
         out["rss_before_mb"] = _rss_mb()
         # warm-up: lazy imports (scipy BLAS wrappers), and on the GPU cuBLAS handles and kernels
-            pairwise_counts(resp.subset(np.arange(min(n, 1000))), device=device)
+        pairwise_counts(resp.subset(np.arange(min(n, 1000))), device=device)
         t_counts, t_total, c_total = [], [], []
         for _ in range(repeat):
             t0 = time.perf_counter()
