@@ -25,9 +25,7 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterator
 
 from .accounting import (
     NEIGHBOURING_RELATION,
@@ -39,6 +37,9 @@ from .accounting import (
     total_epsilon,
 )
 from .exceptions import BudgetExceeded
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["Ledger", "LEDGER_TOLERANCE"]
 
@@ -195,8 +196,10 @@ class Ledger:
     def _fits(self, total: float) -> bool:
         return total <= self._epsilon * (1.0 + LEDGER_TOLERANCE)
 
-    def spends(self) -> pd.DataFrame:
+    def spends(self) -> "pd.DataFrame":
         """Every spend: ``id, time, mechanism, rho, epsilon, delta, note``."""
+        import pandas as pd
+
         with self._connect() as con:
             rows = con.execute(
                 "SELECT id, time, mechanism, rho, epsilon, delta, note FROM spends ORDER BY id"
