@@ -461,7 +461,8 @@ def release_counts(
         def tv_of(sigma: float) -> float:
             return _tv(mech_mod.DiscreteGaussian(sigma))
 
-        sigma = calibrate_gaussian_sigma(sens.l2, eps, dlt, draws=draws, tv_bound=tv_of)
+        # aim a hair inside the target: the mechanism reports ρ rounded up to the next float
+        sigma = calibrate_gaussian_sigma(sens.l2, eps * (1 - 1e-10), dlt, draws=draws, tv_bound=tv_of)
         mech = mech_mod.DiscreteGaussian(sigma, seed=seed)
         rho_formula = sens.l2**2 / (2.0 * sigma**2)
         rho = float(mech.privacy(sens.l2, l1_sensitivity=sens.l1, dimension=draws))
@@ -479,7 +480,7 @@ def release_counts(
             "(2020)" + (f"; sampler TV bound × {draws} draws = {tv_delta:.3g} added to δ" if tv_delta else "")
         )
     else:
-        scale = calibrate_laplace_scale(sens.l1, eps)
+        scale = calibrate_laplace_scale(sens.l1, eps * (1 - 1e-10))  # ε is rounded up by the mechanism
         mech = mech_mod.DiscreteLaplace(scale, seed=seed)
         claimed_eps = float(mech.privacy(sens.l1))
         if claimed_eps > eps * (1 + 1e-12):  # pragma: no cover
@@ -671,8 +672,9 @@ def private_spectral_estimate(
     n, m = resp.shape
     p = _check_p0(p0, m)
     G = sample_comparison_graph(m, p, seed=seed)
+    # a hair inside the target: m·ε₀ is recomputed (and rounded up) by the mechanism
     eps0, claimed, amplified = calibrate_rr_epsilon0(
-        eps, m, delta=dlt, n_persons=n, shuffle=bool(shuffle)
+        eps * (1 - 1e-10), m, delta=dlt, n_persons=n, shuffle=bool(shuffle)
     )
     mech_mod = _mechanisms()
     mech = mech_mod.RandomizedResponse(eps0, seed=seed)
