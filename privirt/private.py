@@ -59,7 +59,7 @@ __all__ = [
 
 #: ``p0="auto"`` uses p0 = (1 + AUTO_P0_C) · log(m) / m (capped at 1).
 AUTO_P0_C: float = 0.5
-_MAX_GRAPH_TRIES = 10_000
+_MAX_GRAPH_TRIES = 1_000
 
 CountMechanism = Literal["gaussian", "laplace"]
 Mechanism = Literal["gaussian", "laplace", "randomized_response"]
