@@ -91,7 +91,8 @@ def pairwise_counts(
         missing.  ``"auto"``: sparse on the CPU when fewer than 5 % of the cells are
         observed, dense otherwise.
     chunk_size : int, optional
-        Persons per chunk (default: about 64 MiB of buffers, see :func:`default_chunk_size`).
+        Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 512 MiB of
+        float16 buffers on the GPU; see :func:`default_chunk_size`).
         At most ``2**24`` (the exactness bound in the module docstring).
 
     Returns
@@ -134,7 +135,9 @@ def _pairwise(resp, device, method, chunk_size, want_b):
     dev = resolve_device(device)
     m = resp.n_items
     if chunk_size is None:
-        chunk_size = default_chunk_size(m)
+        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
+        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
+        chunk_size = default_chunk_size(m) if dev == "cpu" else default_chunk_size(m, 4) * 4
     elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     elif chunk_size > MAX_CHUNK:
