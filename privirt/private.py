@@ -554,16 +554,31 @@ def _uniform_bits(shape: tuple[int, ...], seed: int | None) -> np.ndarray:
     return bits.reshape(shape).astype(np.int8)
 
 
+_RR_CHUNK_CELLS = 1 << 22
+
+
 def _randomize(resp: Responses, mech: Any, seed: int | None) -> np.ndarray:
-    """n × m 0/1 matrix: RR on observed bits, a fair coin on missing cells."""
+    """n × m int8 0/1 matrix: RR on observed bits, a fair coin on missing cells.
+
+    Rows are processed in chunks of about 4 M cells so that the mechanism's int64 output
+    never needs more than ~32 MiB at a time.
+    """
     codes = resp.codes
-    observed = codes >= 0
-    bits = np.where(observed, codes, 0).astype(np.int8)
-    flipped = np.asarray(mech.apply(bits), dtype=np.int8).reshape(bits.shape)
-    if not observed.all():
-        coin = _uniform_bits(bits.shape, seed)
-        flipped = np.where(observed, flipped, coin).astype(np.int8)
-    return flipped
+    n, m = codes.shape
+    out = np.empty((n, m), dtype=np.int8)
+    rows = max(1, _RR_CHUNK_CELLS // max(1, m))
+    has_missing = resp.has_missing
+    coin_seed = None if seed is None else seed
+    for k, start in enumerate(range(0, n, rows)):
+        block = codes[start : start + rows]
+        observed = block >= 0
+        bits = np.where(observed, block, 0).astype(np.int8)
+        flipped = np.asarray(mech.apply(bits)).reshape(bits.shape).astype(np.int8)
+        if has_missing and not observed.all():
+            coin = _uniform_bits(bits.shape, None if coin_seed is None else coin_seed + 7919 * k)
+            flipped = np.where(observed, flipped, coin).astype(np.int8)
+        out[start : start + rows] = flipped
+    return out
 
 
 def _shuffle_rows(Z: np.ndarray, seed: int | None) -> np.ndarray:
@@ -710,11 +725,10 @@ def private_spectral_estimate(
         Z = _shuffle_rows(Z, seed)
     from .counts import differential_counts
 
-    Zf = Z.astype(np.float64)
     Zresp = Responses(Z, pd.RangeIndex(n), resp.items)
     Y_plain = differential_counts(Zresp, device=device).astype(np.float64)
     q = float(mech.keep_probability)
-    Y_deb = np.clip(_debiased_counts(Zf, q, Y_plain), 0.0, None)
+    Y_deb = np.clip(_debiased_counts(Z, q, Y_plain), 0.0, None)
     Y_plain_g = np.where(G, Y_plain, 0.0)
     Y_deb_g = np.where(G, Y_deb, 0.0)
     fit_plain = spectral_from_counts(Y_plain_g, items=resp.items, graph=G, regularization="auto", device=device)

@@ -230,3 +230,41 @@ def test_bad_delta(bad):
         acc.zcdp_to_approx_dp(0.1, bad)
     with pytest.raises(ValueError):
         acc.calibrate_gaussian_sigma(1.0, 1.0, bad)
+
+
+# -- properties over wide ranges ------------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    l2=st.floats(1e-3, 1e3),
+    eps=st.floats(1e-3, 50.0),
+    log_delta=st.floats(-14.0, -0.5),
+)
+def test_gaussian_calibration_is_valid_and_minimal(l2, eps, log_delta):
+    delta = 10.0**log_delta
+    sigma = acc.calibrate_gaussian_sigma(l2, eps, delta)
+    rho = l2**2 / (2 * sigma**2)
+    assert acc.zcdp_to_approx_dp(rho, delta) <= eps
+    assert acc.zcdp_to_approx_dp(l2**2 / (2 * (sigma * (1 - 1e-6)) ** 2), delta) > eps * (1 - 1e-9)
+    # the tight conversion never asks for more noise than Lemma 3.5
+    rho_classic = (math.sqrt(math.log(1 / delta) + eps) - math.sqrt(math.log(1 / delta))) ** 2
+    assert sigma <= l2 / math.sqrt(2 * rho_classic) * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.floats(0, 0.5), st.floats(0, 0.5), st.floats(0, 1e-7)), min_size=1, max_size=6))
+def test_total_epsilon_is_monotone_in_spends(spends):
+    costs = [acc.PrivacyCost(rho=r, epsilon=e, delta=d) for r, e, d in spends]
+    total = acc.total_epsilon(costs, 1e-5)
+    more = acc.total_epsilon(costs + [acc.PrivacyCost(epsilon=0.1)], 1e-5)
+    assert more >= total
+    # never worse than plain basic composition of the individually converted spends
+    basic = sum(
+        c.epsilon + (acc.zcdp_to_approx_dp(c.rho, 1e-5 / len(costs) - c.delta) if c.rho > 0 else 0.0)
+        for c in costs
+        if 1e-5 / len(costs) > c.delta
+    )
+    if all(1e-5 / len(costs) > c.delta for c in costs):
+        assert total <= basic + 1e-9
