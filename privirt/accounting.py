@@ -241,10 +241,16 @@ def pure_to_zcdp(epsilon: float) -> float:
     return 0.5 * e * e
 
 
-def _cks_epsilon_at(alpha: float, rho: float, log_inv_delta: float) -> float:
-    """CKS 2020 Cor. 13 bound at one Rényi order α > 1 (valid for every α > 1)."""
-    am1 = alpha - 1.0
-    return alpha * rho + (log_inv_delta + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1
+def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
+    """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
+
+    αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
+    log α = log1p(e^t) and log(1 − 1/α) = t − log α so that no cancellation occurs for α
+    near 1.
+    """
+    am1 = math.exp(t)
+    log_alpha = math.log1p(am1)
+    return (1.0 + am1) * rho + log_inv_delta / am1 + (t - log_alpha) - log_alpha / am1
 
 
 def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
@@ -280,10 +286,11 @@ def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
     # Minimise over t = log(α − 1); the objective is smooth and unimodal in practice, and the
     # minimiser lies near α ≈ 1 + √(L/ρ) (where the classic bound's α is).
     def f(t: float) -> float:
-        return _cks_epsilon_at(1.0 + math.exp(t), rho, L)
+        return _cks_epsilon_at(t, rho, L)
 
-    t0 = 0.5 * math.log(max(L / rho, 1e-300))
-    lo, hi = t0 - 30.0, t0 + 30.0
+    t0 = 0.5 * (math.log(L) - math.log(rho))  # in logs: ρ may be subnormal
+    lo, hi = t0 - 30.0, min(t0 + 30.0, 700.0)  # exp(t) must stay finite
+    lo = min(lo, hi - 1.0)
     grid = np.linspace(lo, hi, 241)
     vals = np.array([f(t) for t in grid])
     k = int(np.argmin(vals))
