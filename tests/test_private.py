@@ -193,6 +193,32 @@ def test_laplace_exact_and_empirical_audit():
         assert ratio >= ratio_bound - 5 * se  # the sampler has the claimed shape
 
 
+def test_randomized_response_empirical_audit_with_missing_cells():
+    """The whole RR release path (missing cells → coin flips) on two neighbouring rows:
+    the empirical log-ratio of every output pattern stays within m·ε₀ = ε."""
+    from privirt.private import _randomize
+
+    eps, m, reps = 1.5, 3, 200_000
+    x = np.array([1, 0, -1], dtype=np.int8)  # one missing cell
+    x2 = np.array([0, 1, 1], dtype=np.int8)
+    mech = mechanisms.RandomizedResponse(eps / m, seed=5)
+
+    def patterns(row):
+        resp = privirt.Responses(np.tile(row, (reps, 1)), pd.RangeIndex(reps), pd.Index(["a", "b", "c"]))
+        Z = _randomize(resp, mech, seed=9)
+        return np.bincount(Z @ np.array([4, 2, 1]), minlength=8) / reps
+
+    p, q = patterns(x), patterns(x2)
+    assert np.all(p > 0) and np.all(q > 0)
+    log_ratio = np.abs(np.log(p / q))
+    se = np.sqrt(1 / (p * reps) + 1 / (q * reps))
+    assert np.all(log_ratio <= eps + 5 * se)
+    # the missing cell is a fair coin: its marginal is 1/2 whatever the other cells are
+    assert abs(p[[1, 3, 5, 7]].sum() - 0.5) < 5 * math.sqrt(0.25 / reps)
+    # and the bound is nearly attained by the pattern that flips nothing on observed cells
+    assert log_ratio.max() > 0.5 * (2 * eps / m)
+
+
 # -- ledger integration ----------------------------------------------------------------------
 def test_ledger_debited_before_noise(tmp_path, monkeypatch):
     X, _ = _rasch()
