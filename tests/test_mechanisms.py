@@ -443,3 +443,20 @@ def test_rng_rekeys_deterministically(monkeypatch):
     assert np.array_equal(a, b)
     # after re-keying the stream is not a repeat of the first key's stream
     assert not np.array_equal(a[:128], a[128:256])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_rng_rekeys_after_fork():
+    import os
+
+    rng = SecureRNG()
+    rng.random_uint64(1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: write its next words and exit
+        os.write(w, rng.random_uint64(4).tobytes())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(os.read(r, 32), dtype=np.uint64)
+    parent = rng.random_uint64(4)
+    assert child.size == 4 and not np.array_equal(child, parent)
