@@ -141,8 +141,8 @@ class DiscreteGaussian(_AdditiveNoise):
         Reports ``ρ = Δ₂² / (2σ²)`` rounded up to the next float, where ``Δ₂`` is the L2
         sensitivity, replaced by ``min(Δ₂, Δ₁)`` when an L1 sensitivity is also given (every
         vector has ``‖v‖₂ ≤ ‖v‖₁``). This is valid in any dimension: Canonne, Kamath & Steinke
-        (2020, Thm. 14) show that adding independent discrete Gaussian noise to each of ``d``
-        integer coordinates satisfies ``½ε²``-concentrated DP with ``ε² = Σ_j Δ_j²/σ²``, i.e. the
+        (2020, multivariate discrete Gaussian theorem) show that adding independent discrete
+        Gaussian noise to each of ``d`` integer coordinates satisfies ``½ε²``-concentrated DP with ``ε² = Σ_j Δ_j²/σ²``, i.e. the
         same ρ as the continuous Gaussian, with no dimension-dependent correction. ``dimension``
         is checked and kept only for the caller's bookkeeping; the dimension-dependent
         refinement of that paper concerns direct (ε, δ) conversion, which is done by the

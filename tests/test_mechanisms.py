@@ -293,7 +293,7 @@ def test_privacy_maps_closed_form_and_rounding():
     g = DiscreteGaussian(2.0, seed=0)
     assert g.privacy(1) == 0.125
     assert g.privacy(3, l1_sensitivity=2) == g.privacy(2)  # ||v||_2 <= ||v||_1
-    assert g.privacy(2, dimension=1000) == g.privacy(2)    # zCDP map is dimension free (CKS20 Thm 14)
+    assert g.privacy(2, dimension=1000) == g.privacy(2)    # zCDP map is dimension free (CKS20 multivariate theorem)
     assert Fraction(DiscreteGaussian(3.0, seed=0).privacy(1)) >= Fraction(1, 18)  # rounded up
     assert Fraction(DiscreteLaplace(3.0, seed=0).privacy(1)) >= Fraction(1, 3)
     assert RandomizedResponse(0.5, seed=0).privacy() == 0.5
@@ -460,3 +460,17 @@ def test_rng_rekeys_after_fork():
     child = np.frombuffer(os.read(r, 32), dtype=np.uint64)
     parent = rng.random_uint64(4)
     assert child.size == 4 and not np.array_equal(child, parent)
+
+
+def test_readme_example_runs():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Mechanisms", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    ns: dict = {}
+    exec(compile(code, "README-mechanisms", "exec"), ns)
+    assert ns["rho"] == 1 / 32 and ns["eps"] == 0.5
+    assert ns["noisy"].dtype == np.int64 and ns["noisy"].shape == (4,)
+    assert ns["gauss"].private and not ns["lap"].private
+    assert set(np.unique(ns["randomized"])) <= {0, 1}
