@@ -50,6 +50,7 @@ class TruncatedGeometric:
         self.lam, self.K, self.N = Fraction(lam), int(K), 1 << int(K)
         self.C = self._table()
         self._Cext = np.concatenate([[np.uint64(0)], self.C, [np.uint64(TWO64 - 1)]]).astype(np.uint64)
+        self._Cext1 = self._Cext[1:].copy()
         lamN = float(self.lam * self.N)
         self._one_minus_zN = -math.expm1(-lamN)
         self._inv_neg_lam = -1.0 / float(self.lam)
@@ -91,17 +92,18 @@ class TruncatedGeometric:
     def sample_words(self, u: np.ndarray, word) -> np.ndarray:
         """Map uniform words ``u`` to exact draws (int64); ``word()`` supplies extra bits."""
         N = self.N
-        Uf = (u >> np.uint64(11)).astype(np.float64)
-        Uf *= 2.0**-53
-        Uf *= -self._one_minus_zN
+        Uf = (u >> np.uint64(11)).view(np.int64).astype(np.float64)
+        Uf *= -(2.0**-53) * self._one_minus_zN
         Uf += 1.0
         r = np.log(Uf)
-        r *= self._inv_neg_lam
+        r *= self._inv_neg_lam  # >= 0 since Uf <= 1
         np.floor(r, out=r)
-        np.clip(r, 0, N - 1, out=r)
+        np.minimum(r, N - 1, out=r)
         r = r.astype(np.int64)
-        ok = (u > np.take(self._Cext, r)) | (r == 0)
-        ok &= (u < np.take(self._Cext, r + 1)) | (r == N - 1)
+        # certified iff C_r < u < C_{r+1}; the sentinels Cext[0] = 0 and Cext[N] = 2**64 - 1 send
+        # the two extreme words u = 0 and u = 2**64 - 1 to the binary search below.
+        ok = u > np.take(self._Cext, r)
+        ok &= u < np.take(self._Cext1, r)
         bad = np.flatnonzero(~ok)
         if bad.size:
             ub = u[bad]
@@ -190,7 +192,7 @@ class DiscreteLaplaceSampler:
         x = self.geometric.sample(n, rng)
         x += 1
         x *= 1 - 2 * sign
-        x[zero] = 0
+        x *= ~zero
         return x
 
 
@@ -261,7 +263,7 @@ class DiscreteGaussianSampler:
     def _accept(self, y: np.ndarray, u: np.ndarray, rng) -> np.ndarray:
         a = np.abs(y).astype(np.float64)
         d = a - self.sigma_f
-        gamma = d * d
+        gamma = np.square(d)
         gamma *= self._inv2s2
         gamma[a > 2.0**52] = np.inf
         p = _exp_neg_approx(gamma)

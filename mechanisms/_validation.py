@@ -10,7 +10,7 @@ import numpy as np
 
 #: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
 #: acceptance test and the int64 output range are proven for this range).
-MIN_SCALE = 2.0**-32
+MIN_SCALE = 2.0**-10
 MAX_SCALE = 2.0**40
 _MAX_ABS_INPUT = 1 << 61
 
@@ -28,7 +28,7 @@ def check_scale(name: str, value: object) -> float:
         raise ValueError(f"{name} must be > 0, got {v}; pass the noise scale (a standard deviation-like "
                          "parameter), not a privacy budget")
     if not MIN_SCALE <= v <= MAX_SCALE:
-        raise ValueError(f"{name}={v!r} is outside the supported range [2**-32, 2**40]")
+        raise ValueError(f"{name}={v!r} is outside the supported range [2**-10, 2**40]")
     return v
 
 

@@ -104,7 +104,7 @@ class DiscreteGaussian(_AdditiveNoise):
     ----------
     sigma : float
         Scale ``σ > 0`` (the pmf's parameter; the variance is slightly below ``σ²``).
-        Supported range ``[2**-32, 2**40]``.
+        Supported range ``[2**-10, 2**40]``.
     seed : int, str, bytes or None, default None
         ``None`` (default): noise from a ChaCha20 keystream keyed by ``os.urandom``
         (``private=True``). A seed gives reproducible noise and ``private=False``: such noise
@@ -188,7 +188,7 @@ class DiscreteLaplace(_AdditiveNoise):
     Parameters
     ----------
     scale : float
-        ``t > 0`` (supported range ``[2**-32, 2**40]``). Pure ε-DP with ``ε = Δ₁ / t``.
+        ``t > 0`` (supported range ``[2**-10, 2**40]``). Pure ε-DP with ``ε = Δ₁ / t``.
     seed, backend
         As for :class:`DiscreteGaussian` (``"opendp"`` uses ``make_laplace``).
 

@@ -474,3 +474,15 @@ def test_readme_example_runs():
     assert ns["noisy"].dtype == np.int64 and ns["noisy"].shape == (4,)
     assert ns["gauss"].private and not ns["lap"].private
     assert set(np.unique(ns["randomized"])) <= {0, 1}
+
+
+def test_extreme_scales():
+    big = 2.0**40
+    x = DiscreteGaussian(big, seed=1).sample(20_000).astype(float)
+    assert abs(x.std() / big - 1) < 0.05 and abs(x.mean()) < 5 * big / math.sqrt(x.size)
+    y = DiscreteLaplace(big, seed=1).sample(20_000).astype(float)
+    assert abs(y.std() / (math.sqrt(2) * big) - 1) < 0.06
+    assert not DiscreteGaussian(2.0**-10, seed=1).sample(1000).any()  # P(x != 0) ~ e^-500000
+    assert not DiscreteLaplace(2.0**-10, seed=1).sample(1000).any()
+    with pytest.raises(ValueError, match="range"):
+        DiscreteGaussian(2.0**-11)
