@@ -56,18 +56,13 @@ def check_sensitivity(name: str, value: object) -> Fraction:
 
 
 def check_shape(size: object) -> tuple[int, ...]:
-    if isinstance(size, bool):
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}")
-    if isinstance(size, numbers.Integral):
-        size = (int(size),)
-    try:
-        shape = tuple(int(s) for s in size)  # type: ignore[union-attr]
-        ok = all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in size)  # type: ignore[union-attr]
-    except TypeError:
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}") from None
-    if not ok or any(s < 0 for s in shape):
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}")
-    return shape
+    """A non-negative int or a tuple of non-negative ints, as a shape tuple."""
+    dims = (size,) if isinstance(size, numbers.Integral) else size
+    if isinstance(dims, (tuple, list)) and all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0 for s in dims
+    ) and not isinstance(size, bool):
+        return tuple(int(s) for s in dims)
+    raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {size!r}")
 
 
 def as_integer_array(values: object, what: str = "values") -> np.ndarray:
