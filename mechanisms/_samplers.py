@@ -276,8 +276,9 @@ class DiscreteGaussianSampler:
             acc[i] = LazyUniform(int(u[i]), 64, rng.word).less_than(lambda b: exp_neg_enclosure(gam, b))
         return acc
 
-    def sample(self, n: int, rng) -> np.ndarray:
-        out = np.empty(n, dtype=np.int64)
+    def sample(self, n: int, rng, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty(n, dtype=np.int64)
         filled = 0
         while filled < n:
             need = n - filled

@@ -70,7 +70,10 @@ class _AdditiveNoise:
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, BLOCK):
             stop = min(n, start + BLOCK)
-            out[start:stop] = self._sampler.sample(stop - start, self._rng)
+            if isinstance(self._sampler, DiscreteGaussianSampler):
+                self._sampler.sample(stop - start, self._rng, out=out[start:stop])
+            else:
+                out[start:stop] = self._sampler.sample(stop - start, self._rng)
         return out.reshape(shape)
 
     def apply(self, values: object) -> np.ndarray:

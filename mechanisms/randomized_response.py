@@ -70,7 +70,7 @@ class RandomizedResponse:
         bad = (arr != 0) & (arr != 1)
         if np.any(bad):
             raise ValueError(f"bits must be 0 or 1, found {arr[bad].reshape(-1)[0].item()!r}")
-        arr = arr.astype(np.int64)
+        arr = arr.astype(np.int64, copy=False)
         flat = arr.reshape(-1)
         out = np.empty_like(flat)
         for start in range(0, flat.size, BLOCK):
