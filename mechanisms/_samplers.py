@@ -54,7 +54,6 @@ class TruncatedGeometric:
         lamN = float(self.lam * self.N)
         self._one_minus_zN = -math.expm1(-lamN)
         self._inv_neg_lam = -1.0 / float(self.lam)
-        self._guard = 16 + 2 * max(0, math.ceil(-math.log2(float(self.lam))))
 
     # exact CDF breakpoint F_j = (1 - e^{-lam j}) / (1 - e^{-lam N})
     def _F_enclosure(self, j: int):
@@ -80,6 +79,7 @@ class TruncatedGeometric:
             H[j] = -((-H[j - 1] * z_hi) >> P)
         den_lo, den_hi = one - H[self.N], one - L[self.N]  # bounds on 2**P (1 - e^{-lam N})
         C = np.empty(self.N - 1, dtype=np.uint64)
+        # extra enclosure bits for the slow path: 1 - e^{-lam j} loses ~log2(1/lam) leading bits
         self._guard = 16 + 2 * max(0, math.ceil(-math.log2(float(self.lam))))
         for j in range(1, self.N):
             a = ((one - H[j]) << 64) // den_hi  # floor of a lower bound of 2**64 F_j

@@ -77,6 +77,13 @@ class SecureRNG:
         self._epoch = 0
         self._rekey()
 
+    @classmethod
+    def seeded(cls, seed: object) -> "SecureRNG":
+        """Reproducible (non-private) generator: ``SecureRNG.seeded(s)`` equals ``SecureRNG(seed=s)``."""
+        if seed is None:
+            raise ValueError("seeded() needs a seed; use SecureRNG() for private OS-keyed bits")
+        return cls(seed)
+
     # -- keystream -----------------------------------------------------------------------
     def _rekey(self) -> None:
         if self._seed_key is None:

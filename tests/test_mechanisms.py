@@ -486,3 +486,16 @@ def test_extreme_scales():
     assert not DiscreteLaplace(2.0**-10, seed=1).sample(1000).any()
     with pytest.raises(ValueError, match="range"):
         DiscreteGaussian(2.0**-11)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from mechanisms import noise, randomized_response, rng
+
+    for mod in (noise, randomized_response, rng):
+        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, mod.__name__
+    assert mechanisms.SecureRNG.seeded(3).private is False
+    with pytest.raises(ValueError, match="seed"):
+        mechanisms.SecureRNG.seeded(None)
