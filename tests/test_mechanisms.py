@@ -212,6 +212,25 @@ def test_truncated_geometric_table_and_ties():
     assert np.all((tie == np.arange(1, 16)) | (tie == np.arange(0, 15)))
 
 
+@pytest.mark.parametrize("lam,K", [(Fraction(1, 3), 4), (Fraction(1, 10**6), 13), (Fraction(2), 5)])
+def test_tables_equal_independent_high_precision_values(lam, K):
+    """The 64-bit thresholds are exactly floor(2**64 p): check against 80-digit decimal values."""
+    from decimal import Decimal, localcontext
+
+    tg = _samplers.TruncatedGeometric(lam, K)
+    N = 1 << K
+    with localcontext() as ctx:
+        ctx.prec = 80
+        lam_d = Decimal(lam.numerator) / Decimal(lam.denominator)
+        den = 1 - (-lam_d * N).exp()
+        for j in sorted({1, 2, N // 3, N // 2, N - 1}):
+            F = (1 - (-lam_d * j).exp()) / den
+            assert int(tg.C[j - 1]) == int((F * (1 << 64)).to_integral_value(rounding="ROUND_FLOOR"))
+        t = _samplers.DiscreteLaplaceSampler(1 / lam).zero_threshold
+        q = (-lam_d).exp()
+        assert t == int(((1 - q) / (1 + q) * (1 << 64)).to_integral_value(rounding="ROUND_FLOOR"))
+
+
 def test_truncated_geometric_distribution():
     lam = Fraction(2, 7)
     tg = _samplers.TruncatedGeometric(lam, 5)
@@ -495,7 +514,7 @@ def test_docstring_examples():
 
     for mod in (noise, randomized_response, rng):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0, mod.__name__
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
     assert mechanisms.SecureRNG.seeded(3).private is False
     with pytest.raises(ValueError, match="seed"):
         mechanisms.SecureRNG.seeded(None)
