@@ -68,6 +68,8 @@ def check_shape(size: object) -> tuple[int, ...]:
 def as_integer_array(values: object, what: str = "values") -> np.ndarray:
     """Integer input as int64; floats are refused (noise is never added to floats)."""
     arr = np.asarray(values)
+    if arr.size == 0 and arr.dtype.kind in "biuf":
+        return arr.astype(np.int64)  # e.g. an empty list (numpy makes it float64)
     if arr.dtype == object:
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
             raise ValueError(f"{what} must be integers; got non-integer objects")

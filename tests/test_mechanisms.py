@@ -402,6 +402,8 @@ def test_shapes_and_integer_only_apply():
     assert out.shape == (3, 4) and out.dtype == np.int64
     assert not np.array_equal(out, vals)
     assert DiscreteLaplace(1.0, seed=1).apply([1, 2, 3]).dtype == np.int64
+    empty = DiscreteLaplace(1.0, seed=1).apply([])
+    assert empty.shape == (0,) and empty.dtype == np.int64
     for bad in (np.array([1.0, 2.0]), [0.5], np.array([1 + 0j]), ["a"]):
         with pytest.raises(ValueError, match="integer"):
             g.apply(bad)
