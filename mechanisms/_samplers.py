@@ -50,10 +50,10 @@ class TruncatedGeometric:
         self.lam, self.K, self.N = Fraction(lam), int(K), 1 << int(K)
         self.C = self._table()
         self._Cext = np.concatenate([[np.uint64(0)], self.C, [np.uint64(TWO64 - 1)]]).astype(np.uint64)
+        self._Cext1 = self._Cext[1:].copy()
         lamN = float(self.lam * self.N)
         self._one_minus_zN = -math.expm1(-lamN)
         self._inv_neg_lam = -1.0 / float(self.lam)
-        self._guard = 16 + 2 * max(0, math.ceil(-math.log2(float(self.lam))))
 
     # exact CDF breakpoint F_j = (1 - e^{-lam j}) / (1 - e^{-lam N})
     def _F_enclosure(self, j: int):
@@ -79,6 +79,7 @@ class TruncatedGeometric:
             H[j] = -((-H[j - 1] * z_hi) >> P)
         den_lo, den_hi = one - H[self.N], one - L[self.N]  # bounds on 2**P (1 - e^{-lam N})
         C = np.empty(self.N - 1, dtype=np.uint64)
+        # extra enclosure bits for the slow path: 1 - e^{-lam j} loses ~log2(1/lam) leading bits
         self._guard = 16 + 2 * max(0, math.ceil(-math.log2(float(self.lam))))
         for j in range(1, self.N):
             a = ((one - H[j]) << 64) // den_hi  # floor of a lower bound of 2**64 F_j
@@ -91,17 +92,18 @@ class TruncatedGeometric:
     def sample_words(self, u: np.ndarray, word) -> np.ndarray:
         """Map uniform words ``u`` to exact draws (int64); ``word()`` supplies extra bits."""
         N = self.N
-        Uf = (u >> np.uint64(11)).astype(np.float64)
-        Uf *= 2.0**-53
-        Uf *= -self._one_minus_zN
+        Uf = (u >> np.uint64(11)).view(np.int64).astype(np.float64)
+        Uf *= -(2.0**-53) * self._one_minus_zN
         Uf += 1.0
         r = np.log(Uf)
-        r *= self._inv_neg_lam
+        r *= self._inv_neg_lam  # >= 0 since Uf <= 1
         np.floor(r, out=r)
-        np.clip(r, 0, N - 1, out=r)
+        np.minimum(r, N - 1, out=r)
         r = r.astype(np.int64)
-        ok = (u > np.take(self._Cext, r)) | (r == 0)
-        ok &= (u < np.take(self._Cext, r + 1)) | (r == N - 1)
+        # certified iff C_r < u < C_{r+1}; the sentinels Cext[0] = 0 and Cext[N] = 2**64 - 1 send
+        # the two extreme words u = 0 and u = 2**64 - 1 to the binary search below.
+        ok = u > np.take(self._Cext, r)
+        ok &= u < np.take(self._Cext1, r)
         bad = np.flatnonzero(~ok)
         if bad.size:
             ub = u[bad]
@@ -190,7 +192,7 @@ class DiscreteLaplaceSampler:
         x = self.geometric.sample(n, rng)
         x += 1
         x *= 1 - 2 * sign
-        x[zero] = 0
+        x *= ~zero
         return x
 
 
@@ -261,7 +263,7 @@ class DiscreteGaussianSampler:
     def _accept(self, y: np.ndarray, u: np.ndarray, rng) -> np.ndarray:
         a = np.abs(y).astype(np.float64)
         d = a - self.sigma_f
-        gamma = d * d
+        gamma = np.square(d)
         gamma *= self._inv2s2
         gamma[a > 2.0**52] = np.inf
         p = _exp_neg_approx(gamma)
@@ -274,8 +276,9 @@ class DiscreteGaussianSampler:
             acc[i] = LazyUniform(int(u[i]), 64, rng.word).less_than(lambda b: exp_neg_enclosure(gam, b))
         return acc
 
-    def sample(self, n: int, rng) -> np.ndarray:
-        out = np.empty(n, dtype=np.int64)
+    def sample(self, n: int, rng, out: np.ndarray | None = None) -> np.ndarray:
+        if out is None:
+            out = np.empty(n, dtype=np.int64)
         filled = 0
         while filled < n:
             need = n - filled

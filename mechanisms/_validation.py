@@ -10,7 +10,7 @@ import numpy as np
 
 #: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
 #: acceptance test and the int64 output range are proven for this range).
-MIN_SCALE = 2.0**-32
+MIN_SCALE = 2.0**-10
 MAX_SCALE = 2.0**40
 _MAX_ABS_INPUT = 1 << 61
 
@@ -28,7 +28,7 @@ def check_scale(name: str, value: object) -> float:
         raise ValueError(f"{name} must be > 0, got {v}; pass the noise scale (a standard deviation-like "
                          "parameter), not a privacy budget")
     if not MIN_SCALE <= v <= MAX_SCALE:
-        raise ValueError(f"{name}={v!r} is outside the supported range [2**-32, 2**40]")
+        raise ValueError(f"{name}={v!r} is outside the supported range [2**-10, 2**40]")
     return v
 
 
@@ -56,23 +56,20 @@ def check_sensitivity(name: str, value: object) -> Fraction:
 
 
 def check_shape(size: object) -> tuple[int, ...]:
-    if isinstance(size, bool):
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}")
-    if isinstance(size, numbers.Integral):
-        size = (int(size),)
-    try:
-        shape = tuple(int(s) for s in size)  # type: ignore[union-attr]
-        ok = all(isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in size)  # type: ignore[union-attr]
-    except TypeError:
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}") from None
-    if not ok or any(s < 0 for s in shape):
-        raise ValueError(f"size must be a non-negative int or a tuple of ints, got {size!r}")
-    return shape
+    """A non-negative int or a tuple of non-negative ints, as a shape tuple."""
+    dims = (size,) if isinstance(size, numbers.Integral) else size
+    if isinstance(dims, (tuple, list)) and all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0 for s in dims
+    ) and not isinstance(size, bool):
+        return tuple(int(s) for s in dims)
+    raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {size!r}")
 
 
 def as_integer_array(values: object, what: str = "values") -> np.ndarray:
     """Integer input as int64; floats are refused (noise is never added to floats)."""
     arr = np.asarray(values)
+    if arr.size == 0 and arr.dtype.kind in "biuf":
+        return arr.astype(np.int64)  # e.g. an empty list (numpy makes it float64)
     if arr.dtype == object:
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
             raise ValueError(f"{what} must be integers; got non-integer objects")

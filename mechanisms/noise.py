@@ -70,7 +70,10 @@ class _AdditiveNoise:
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, BLOCK):
             stop = min(n, start + BLOCK)
-            out[start:stop] = self._sampler.sample(stop - start, self._rng)
+            if isinstance(self._sampler, DiscreteGaussianSampler):
+                self._sampler.sample(stop - start, self._rng, out=out[start:stop])
+            else:
+                out[start:stop] = self._sampler.sample(stop - start, self._rng)
         return out.reshape(shape)
 
     def apply(self, values: object) -> np.ndarray:
@@ -104,7 +107,7 @@ class DiscreteGaussian(_AdditiveNoise):
     ----------
     sigma : float
         Scale ``σ > 0`` (the pmf's parameter; the variance is slightly below ``σ²``).
-        Supported range ``[2**-32, 2**40]``.
+        Supported range ``[2**-10, 2**40]``.
     seed : int, str, bytes or None, default None
         ``None`` (default): noise from a ChaCha20 keystream keyed by ``os.urandom``
         (``private=True``). A seed gives reproducible noise and ``private=False``: such noise
@@ -141,8 +144,8 @@ class DiscreteGaussian(_AdditiveNoise):
         Reports ``ρ = Δ₂² / (2σ²)`` rounded up to the next float, where ``Δ₂`` is the L2
         sensitivity, replaced by ``min(Δ₂, Δ₁)`` when an L1 sensitivity is also given (every
         vector has ``‖v‖₂ ≤ ‖v‖₁``). This is valid in any dimension: Canonne, Kamath & Steinke
-        (2020, Thm. 14) show that adding independent discrete Gaussian noise to each of ``d``
-        integer coordinates satisfies ``½ε²``-concentrated DP with ``ε² = Σ_j Δ_j²/σ²``, i.e. the
+        (2020, multivariate discrete Gaussian theorem) show that adding independent discrete
+        Gaussian noise to each of ``d`` integer coordinates satisfies ``½ε²``-concentrated DP with ``ε² = Σ_j Δ_j²/σ²``, i.e. the
         same ρ as the continuous Gaussian, with no dimension-dependent correction. ``dimension``
         is checked and kept only for the caller's bookkeeping; the dimension-dependent
         refinement of that paper concerns direct (ε, δ) conversion, which is done by the
@@ -188,7 +191,7 @@ class DiscreteLaplace(_AdditiveNoise):
     Parameters
     ----------
     scale : float
-        ``t > 0`` (supported range ``[2**-32, 2**40]``). Pure ε-DP with ``ε = Δ₁ / t``.
+        ``t > 0`` (supported range ``[2**-10, 2**40]``). Pure ε-DP with ``ε = Δ₁ / t``.
     seed, backend
         As for :class:`DiscreteGaussian` (``"opendp"`` uses ``make_laplace``).
 

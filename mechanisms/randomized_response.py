@@ -59,17 +59,18 @@ class RandomizedResponse:
         return 1.0 / (1.0 + math.exp(-self.epsilon))
 
     def apply(self, bits: object) -> np.ndarray:
-        """Randomize a 0/1 array; returns an int64 0/1 array of the same shape."""
+        """Randomize a 0/1 array; returns an int64 0/1 array of the same shape.
+
+        Booleans, integers and floats equal to 0.0 or 1.0 are accepted; anything else (2, NaN,
+        strings) raises ``ValueError``.
+        """
         arr = np.asarray(bits)
-        if arr.dtype.kind == "b":
-            arr = arr.astype(np.int64)
-        if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and arr.size and np.all(np.isin(arr, (0.0, 1.0)))):
-            if arr.size:
-                raise ValueError(f"bits must be 0/1 integers, got dtype {arr.dtype}")
-        arr = arr.astype(np.int64)
-        if arr.size and not np.all((arr == 0) | (arr == 1)):
-            bad = arr[(arr != 0) & (arr != 1)].reshape(-1)[0]
-            raise ValueError(f"bits must be 0 or 1, found {bad}")
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"bits must be 0/1 integers (or booleans), got dtype {arr.dtype}")
+        bad = (arr != 0) & (arr != 1)
+        if np.any(bad):
+            raise ValueError(f"bits must be 0 or 1, found {arr[bad].reshape(-1)[0].item()!r}")
+        arr = arr.astype(np.int64, copy=False)
         flat = arr.reshape(-1)
         out = np.empty_like(flat)
         for start in range(0, flat.size, BLOCK):

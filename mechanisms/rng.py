@@ -9,7 +9,9 @@ drawn from it must never be released as private.
 The keystream of a stream cipher under a uniformly random key is computationally
 indistinguishable from uniform bits; that is the only property the samplers rely on. The key is
 replaced every ``REKEY_BYTES`` bytes (fresh OS entropy, or the next SHA-256 derivation for seeded
-streams) so the cipher's 32-bit block counter never wraps.
+streams) so the cipher's 32-bit block counter never wraps. An OS-keyed generator also re-keys when it
+finds itself in a forked child process, so parent and child never share noise. Generators are
+not thread-safe: give each thread its own mechanism object.
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ class SecureRNG:
         self._epoch = 0
         self._rekey()
 
+    @classmethod
+    def seeded(cls, seed: object) -> "SecureRNG":
+        """Reproducible (non-private) generator: ``SecureRNG.seeded(s)`` equals ``SecureRNG(seed=s)``."""
+        if seed is None:
+            raise ValueError("seeded() needs a seed; use SecureRNG() for private OS-keyed bits")
+        return cls(seed)
+
     # -- keystream -----------------------------------------------------------------------
     def _rekey(self) -> None:
         if self._seed_key is None:
@@ -82,6 +91,7 @@ class SecureRNG:
         else:
             key = hashlib.sha256(self._seed_key + self._epoch.to_bytes(8, "little")).digest()
         self._epoch += 1
+        self._pid = os.getpid()
         # The key is unique per stream, so a fixed all-zero nonce/counter block is safe.
         self._enc = Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor()
         self._used = 0
@@ -89,6 +99,8 @@ class SecureRNG:
     def _fill(self, flat: np.ndarray, total: int) -> None:
         """Write ``total`` keystream bytes into the uint8 array ``flat`` (which has >= 64 spare)."""
         pos = 0
+        if self._seed_key is None and os.getpid() != self._pid:
+            self._rekey()  # a forked child must never replay its parent's keystream
         while pos < total:
             if self._used >= REKEY_BYTES:
                 self._rekey()

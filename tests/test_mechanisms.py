@@ -212,6 +212,25 @@ def test_truncated_geometric_table_and_ties():
     assert np.all((tie == np.arange(1, 16)) | (tie == np.arange(0, 15)))
 
 
+@pytest.mark.parametrize("lam,K", [(Fraction(1, 3), 4), (Fraction(1, 10**6), 13), (Fraction(2), 5)])
+def test_tables_equal_independent_high_precision_values(lam, K):
+    """The 64-bit thresholds are exactly floor(2**64 p): check against 80-digit decimal values."""
+    from decimal import Decimal, localcontext
+
+    tg = _samplers.TruncatedGeometric(lam, K)
+    N = 1 << K
+    with localcontext() as ctx:
+        ctx.prec = 80
+        lam_d = Decimal(lam.numerator) / Decimal(lam.denominator)
+        den = 1 - (-lam_d * N).exp()
+        for j in sorted({1, 2, N // 3, N // 2, N - 1}):
+            F = (1 - (-lam_d * j).exp()) / den
+            assert int(tg.C[j - 1]) == int((F * (1 << 64)).to_integral_value(rounding="ROUND_FLOOR"))
+        t = _samplers.DiscreteLaplaceSampler(1 / lam).zero_threshold
+        q = (-lam_d).exp()
+        assert t == int(((1 - q) / (1 + q) * (1 << 64)).to_integral_value(rounding="ROUND_FLOOR"))
+
+
 def test_truncated_geometric_distribution():
     lam = Fraction(2, 7)
     tg = _samplers.TruncatedGeometric(lam, 5)
@@ -293,7 +312,7 @@ def test_privacy_maps_closed_form_and_rounding():
     g = DiscreteGaussian(2.0, seed=0)
     assert g.privacy(1) == 0.125
     assert g.privacy(3, l1_sensitivity=2) == g.privacy(2)  # ||v||_2 <= ||v||_1
-    assert g.privacy(2, dimension=1000) == g.privacy(2)    # zCDP map is dimension free (CKS20 Thm 14)
+    assert g.privacy(2, dimension=1000) == g.privacy(2)    # zCDP map is dimension free (CKS20 multivariate theorem)
     assert Fraction(DiscreteGaussian(3.0, seed=0).privacy(1)) >= Fraction(1, 18)  # rounded up
     assert Fraction(DiscreteLaplace(3.0, seed=0).privacy(1)) >= Fraction(1, 3)
     assert RandomizedResponse(0.5, seed=0).privacy() == 0.5
@@ -383,6 +402,8 @@ def test_shapes_and_integer_only_apply():
     assert out.shape == (3, 4) and out.dtype == np.int64
     assert not np.array_equal(out, vals)
     assert DiscreteLaplace(1.0, seed=1).apply([1, 2, 3]).dtype == np.int64
+    empty = DiscreteLaplace(1.0, seed=1).apply([])
+    assert empty.shape == (0,) and empty.dtype == np.int64
     for bad in (np.array([1.0, 2.0]), [0.5], np.array([1 + 0j]), ["a"]):
         with pytest.raises(ValueError, match="integer"):
             g.apply(bad)
@@ -443,3 +464,59 @@ def test_rng_rekeys_deterministically(monkeypatch):
     assert np.array_equal(a, b)
     # after re-keying the stream is not a repeat of the first key's stream
     assert not np.array_equal(a[:128], a[128:256])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_rng_rekeys_after_fork():
+    import os
+
+    rng = SecureRNG()
+    rng.random_uint64(1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: write its next words and exit
+        os.write(w, rng.random_uint64(4).tobytes())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = np.frombuffer(os.read(r, 32), dtype=np.uint64)
+    parent = rng.random_uint64(4)
+    assert child.size == 4 and not np.array_equal(child, parent)
+
+
+def test_readme_example_runs():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Mechanisms", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    ns: dict = {}
+    exec(compile(code, "README-mechanisms", "exec"), ns)
+    assert ns["rho"] == 1 / 32 and ns["eps"] == 0.5
+    assert ns["noisy"].dtype == np.int64 and ns["noisy"].shape == (4,)
+    assert ns["gauss"].private and not ns["lap"].private
+    assert set(np.unique(ns["randomized"])) <= {0, 1}
+
+
+def test_extreme_scales():
+    big = 2.0**40
+    x = DiscreteGaussian(big, seed=1).sample(20_000).astype(float)
+    assert abs(x.std() / big - 1) < 0.05 and abs(x.mean()) < 5 * big / math.sqrt(x.size)
+    y = DiscreteLaplace(big, seed=1).sample(20_000).astype(float)
+    assert abs(y.std() / (math.sqrt(2) * big) - 1) < 0.06
+    assert not DiscreteGaussian(2.0**-10, seed=1).sample(1000).any()  # P(x != 0) ~ e^-500000
+    assert not DiscreteLaplace(2.0**-10, seed=1).sample(1000).any()
+    with pytest.raises(ValueError, match="range"):
+        DiscreteGaussian(2.0**-11)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from mechanisms import noise, randomized_response, rng
+
+    for mod in (noise, randomized_response, rng):
+        result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
+    assert mechanisms.SecureRNG.seeded(3).private is False
+    with pytest.raises(ValueError, match="seed"):
+        mechanisms.SecureRNG.seeded(None)
