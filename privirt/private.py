@@ -362,13 +362,22 @@ def _graph_frame(G: np.ndarray, items: pd.Index) -> pd.DataFrame:
     return pd.DataFrame(G, index=items.copy(), columns=items.copy())
 
 
-def _debit(ledger: Any, cost: PrivacyCost, mechanism: str, note: str) -> int | None:
+def _resolve_ledger(ledger: Any):
+    """A :class:`~privirt.Ledger`, opened from a path if needed (it must exist)."""
     if ledger is None:
         return None
     from .ledger import Ledger
 
-    if not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger)  # a path to an existing ledger
+    if isinstance(ledger, Ledger):
+        return ledger
+    if isinstance(ledger, (str, os.PathLike)):
+        return Ledger(ledger)
+    raise ValueError(f"ledger must be a privirt.Ledger or the path of one, got {type(ledger).__name__}")
+
+
+def _debit(ledger: Any, cost: PrivacyCost, mechanism: str, note: str) -> int | None:
+    if ledger is None:
+        return None
     return ledger.spend(cost, mechanism=mechanism, note=note)
 
 
@@ -446,6 +455,7 @@ def release_counts(
     if sensitivity not in ("tight", "paper"):
         raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
     seed = _check_seed(seed)
+    ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     m = resp.n_items
     p = _check_p0(p0, m)
@@ -683,6 +693,7 @@ def private_spectral_estimate(
         )
 
     # randomized response
+    ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     n, m = resp.shape
     p = _check_p0(p0, m)

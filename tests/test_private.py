@@ -425,3 +425,12 @@ def test_gpu_matches_cpu_with_the_same_seed():
     b = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, device="gpu")
     assert a.counts.Y.equals(b.counts.Y)
     assert np.allclose(a.beta, b.beta, atol=1e-8)
+
+
+def test_bad_ledger_argument(tmp_path):
+    X, _ = _rasch(n=20, m=4)
+    with pytest.raises(ValueError, match="ledger"):
+        privirt.release_counts(X, epsilon=1.0, ledger=42)
+    with pytest.raises(FileNotFoundError):
+        privirt.private_spectral_estimate(X, epsilon=1.0, ledger=tmp_path / "missing.ledger")
+    assert not (tmp_path / "missing.ledger").exists()
