@@ -267,14 +267,13 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[list[str]]]:
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
-    header = ["mechanism"] + [f"ε = {e:g}" for e in eps]
+    header = ["mechanism"] + [f"ε = {e:.3g}" for e in eps]
     rows = []
     for mech in dict.fromkeys(s["mechanism"]):
         ms = s[s["mechanism"] == mech]
         if mech in NONPRIVATE_MECHANISMS:
             r = ms.iloc[0]
-            cell = _cell(r)
-            rows.append([f"{mech} (non-private)"] + [cell] * len(eps))
+            rows.append([f"{mech} (non-private)", _cell(r) + " (any ε)"] + [""] * (len(eps) - 1))
             continue
         by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
         rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])

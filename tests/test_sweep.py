@@ -112,6 +112,7 @@ def test_report_written(quick_run):
     assert "| mechanism | ε = 0.1 | ε = 1 | ε = 10 |" in md
     for mech in ("gaussian", "laplace", "rr", "spectral (non-private)"):
         assert f"| {mech} |" in md
+    assert "(any ε) |  |  |" in md
     assert "Smallest ε reaching the target" in md and "not private" in md
     html = files.html.read_text(encoding="utf-8")
     assert html.count("<table") == 2 and 'src="plots/synthetic_n1000_m20.png"' in html
