@@ -59,12 +59,15 @@ Each ``[[datasets]]`` table may override ``mechanisms``, ``epsilons``, ``trials`
     draws a random subset of ``m`` items.  Truth: the non-private spectral estimate on that
     subset.
 
-Mechanism names: ``spectral`` and ``cmle`` (non-private baselines, run once per trial),
-``gaussian`` (discrete Gaussian, dense comparison graph), ``gaussian_sparse`` (discrete
-Gaussian on a sparse Erdős–Rényi comparison graph, ``p0="auto"``), ``laplace`` (discrete
-Laplace), ``rr`` and ``rr_shuffle`` (randomized response without and with shuffling),
-``rr_debiased`` (randomized response with a debiased count estimate).  On real data the
-non-private ``spectral`` estimate *is* the reference, so its (zero-error) cells are skipped.
+Mechanism names (:data:`MECHANISMS`): ``spectral`` and ``cmle`` (non-private baselines, one
+cell per trial), ``gaussian`` (discrete Gaussian, complete comparison graph),
+``gaussian_sparse`` (discrete Gaussian on a sparse Erdős–Rényi comparison graph,
+``p0="auto"``), ``gaussian_paper`` (discrete Gaussian calibrated with the paper's looser
+sensitivity), ``laplace`` (discrete Laplace), ``rr`` and ``rr_shuffle`` (randomized response
+without and with shuffling; the spectral estimate on the randomized bits, as the paper),
+``rr_debiased`` and ``rr_shuffle_debiased`` (the same releases, spectral estimate on debiased
+counts).  On real data the non-private ``spectral`` estimate *is* the reference, so it gets no
+cells there.
 """
 
 from __future__ import annotations
