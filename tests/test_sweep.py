@@ -284,8 +284,10 @@ trials = 1
 p0 = 0.01
 """)
     out = tmp_path / "out"
-    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
-    assert "failed" in capsys.readouterr().out
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress",
+                 "--report"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 failed" in printed and "report.md" in printed
     frame = sw.read_results(out)
     resp = frame[frame["dataset"] == "resp"]
     # the non-private spectral estimate is the reference on real data: no cells for it
@@ -301,9 +303,9 @@ p0 = 0.01
     bad = frame[frame["dataset"] == "disconnected"]
     assert len(bad) == 2 and bad["status"].str.startswith("ValueError").all()
     assert bad["l2_error"].isna().all()
-    files = rep.build_report(out)
-    assert len(files.plots) == 3
-    assert "Failed cells" in files.markdown.read_text(encoding="utf-8")
+    assert sorted(p.name for p in (out / "plots").glob("*.png")) == [
+        "disconnected.png", "lsat7.png", "resp.png"]
+    assert "Failed cells" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_cli_subprocess_report(quick_run, tmp_path):
