@@ -146,6 +146,7 @@ def _pairwise(resp, device, method, chunk_size, want_b):
             f"got {chunk_size}"
         )
     chunk_size = int(chunk_size)
+    _cache_observed(resp)
     if method == "auto":
         method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"
     if method == "sparse":
@@ -170,6 +171,29 @@ def pairwise_counts_frame(
         pd.DataFrame(Y, index=items.copy(), columns=items.copy()),
         pd.DataFrame(B, index=items.copy(), columns=items.copy()),
     )
+
+
+def _cache_observed(resp, rows: int = 1 << 16) -> None:
+    """Count observed cells in chunks (no n × m boolean temporary) and cache the count."""
+    if "n_observed" in resp._cache:
+        return
+    codes = resp.codes
+    total = 0
+    for start in range(0, codes.shape[0], rows):
+        total += int(np.count_nonzero(codes[start : start + rows] >= 0))
+    resp._cache["n_observed"] = total
+
+
+def has_empty(resp, rows: int = 1 << 16) -> bool:
+    """Whether some person or item has no observed response (chunked, no big temporary)."""
+    codes = resp.codes
+    col_any = np.zeros(codes.shape[1], dtype=bool)
+    for start in range(0, codes.shape[0], rows):
+        obs = codes[start : start + rows] >= 0
+        if not obs.any(axis=1).all():
+            return True
+        col_any |= obs.any(axis=0)
+    return not col_any.all()
 
 
 # ---------------------------------------------------------------------------------------
