@@ -256,7 +256,7 @@ def main(argv=None) -> int:
             if "counts_device_s" in ours:
                 print(f"{'':>21} counts of device-resident data: {ours['counts_device_s']:.4f} s")
             if base is None or "error" in base:
-                note = "" if base is None else base["error"]
+                note = "not run" if base is None else base["error"]
                 print(f"{n:>9} {m:>5} {dev:>4} {ours['counts_s']:>9.3f} {ours['total_s']:>8.3f} "
                       f"{ours['cpu_s']:>7.2f} {ours['peak_mb']:>8.0f}   baseline {note}")
                 continue
