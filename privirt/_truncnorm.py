@@ -68,12 +68,16 @@ def std_truncnorm_upper(upper: np.ndarray, v: np.ndarray, out: np.ndarray | None
     if upper.ndim == 0:
         return std_truncnorm_upper(upper.reshape(1), v.reshape(1))[0]
     far = upper < -FAR_TAIL
+    # far-tail draws first: ``out`` may be ``v`` itself and is overwritten below
+    tail = (
+        special.ndtri_exp(np.log(v[far]) + special.log_ndtr(upper[far])) if far.any() else None
+    )
     p = special.ndtr(upper)
     np.multiply(p, v, out=p)
     np.minimum(p, _ONE_MINUS, out=p)  # Φ⁻¹(1) = inf: only reachable when upper > 8.3
     y = special.ndtri(p, out=out if out is not None else p)
-    if far.any():
-        y[far] = special.ndtri_exp(np.log(v[far]) + special.log_ndtr(upper[far]))
+    if tail is not None:
+        y[far] = tail
     return y
 
 

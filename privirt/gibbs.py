@@ -225,6 +225,29 @@ class _Progress:
 
 
 # ---------------------------------------------------------------------------------------
+# the (a, b) step: exact draw from a bivariate normal restricted to a > 0
+# ---------------------------------------------------------------------------------------
+def _draw_items(
+    p_aa: np.ndarray, p_ab: np.ndarray, p_bb: np.ndarray, r_a: np.ndarray, r_b: np.ndarray,
+    v: np.ndarray, e: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw (a, b) ~ N(P⁻¹ r, P⁻¹) restricted to a > 0, given uniforms v ∈ (0, 1], normals e.
+
+    The restricted density factorises as p(a) p(b | a) with p(a) the N(m_a, (P⁻¹)_aa)
+    marginal truncated to a > 0 (the restriction involves a only) and
+    b | a ~ N(m_b − (P_ab / P_bb)(a − m_a), 1 / P_bb) — an exact joint draw, no rejection.
+    """
+    det = p_aa * p_bb - p_ab * p_ab
+    m_a = (p_bb * r_a - p_ab * r_b) / det
+    m_b = (p_aa * r_b - p_ab * r_a) / det
+    sd_a = np.sqrt(p_bb / det)  # (P⁻¹)_aa = P_bb / det
+    a = m_a + sd_a * std_truncnorm_lower(-m_a / sd_a, v)
+    a = np.maximum(a, np.finfo(float).tiny)  # a = 0 exactly has probability ≤ 2⁻⁵³
+    b = m_b - (p_ab / p_bb) * (a - m_a) + e / np.sqrt(p_bb)
+    return a, b
+
+
+# ---------------------------------------------------------------------------------------
 # the batched sampler
 # ---------------------------------------------------------------------------------------
 class _Batch:
@@ -355,16 +378,9 @@ class _Batch:
         e = self._normals_cpu(self.n)
         self.theta = lin / prec + e / np.sqrt(prec)
         p_aa, p_ab, p_bb, r_a, r_b = self._item_moments()
-        det = p_aa * p_bb - p_ab * p_ab
-        m_a = (p_bb * r_a - p_ab * r_b) / det
-        m_b = (p_aa * r_b - p_ab * r_a) / det
-        sd_a = np.sqrt(p_bb / det)  # (P⁻¹)_aa = P_bb / det
         v = self._uniforms_cpu(self.k)
         e_b = self._normals_cpu(self.k)
-        a = m_a + sd_a * std_truncnorm_lower(-m_a / sd_a, v)
-        # guard against a = 0 exactly (probability ≤ 2⁻⁵³ per draw)
-        self.a = np.maximum(a, np.finfo(float).tiny)
-        self.b = m_b - (p_ab / p_bb) * (self.a - m_a) + e_b / np.sqrt(p_bb)
+        self.a, self.b = _draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
 
     # -- GPU steps -----------------------------------------------------------------------
     def _step_gpu(self) -> None:  # pragma: no cover - needs a CUDA GPU
