@@ -39,6 +39,7 @@ import math
 import sys
 import time
 import warnings
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -453,6 +454,7 @@ __device__ double std_tn_lower(double L, unsigned int c0, unsigned int stream,
 """
 
 
+@lru_cache(maxsize=1)
 def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA GPU
     import cupy as cp
 
