@@ -262,6 +262,7 @@ class _Batch:
         inits: list[dict[str, np.ndarray]],  # length B
         seeds: list[np.random.SeedSequence],  # length B, sampler streams
         device: str,
+        keep_z: bool = False,
     ) -> None:
         self.device = device
         xp = self.xp = get_xp(device)
@@ -291,11 +292,15 @@ class _Batch:
         self.theta = xp.asarray(np.stack([i["theta"] for i in inits]))
         self.a = xp.asarray(np.stack([i["a"] for i in inits]))
         self.b = xp.asarray(np.stack([i["b"] for i in inits]))
-        self.Z = xp.zeros((self.B, n, k))
         if device == "cpu":
-            self.rngs = [np.random.Generator(np.random.Philox(s)) for s in seeds]
-            self.U = np.empty((self.B, n, k))
+            # two Philox streams per chain: uniforms of the Z step, and everything else
+            self.rng_z = [np.random.Generator(np.random.Philox(_child(s, 0))) for s in seeds]
+            self.rng_e = [np.random.Generator(np.random.Philox(_child(s, 1))) for s in seeds]
+            self._plan_chunks()
+            # the CPU path never needs all of Z at once; keep_z stores it (for tests)
+            self.Z = np.zeros((self.B, n, k)) if keep_z else None
         else:
+            self.Z = xp.zeros((self.B, n, k))
             keys = np.stack([s.generate_state(2, dtype=np.uint32) for s in seeds])
             self.keys = xp.asarray(keys)
             self.codes_dev = xp.asarray(codes)
@@ -303,28 +308,98 @@ class _Batch:
         self.iteration = 0
 
     # -- CPU steps -----------------------------------------------------------------------
-    def _z_step_cpu(self) -> None:
-        mu = self.Z  # reuse the buffer: Z is overwritten below
-        np.multiply(self.theta[:, :, None], self.a[:, None, :], out=mu)
-        mu -= self.b[:, None, :]
-        U = self.U
-        for c in range(self.B):
-            self.rngs[c].random(out=U[c])
-        np.subtract(1.0, U, out=U)  # V in (0, 1]
-        # With s = ±1 (correct / incorrect): Z = μ − s·Y, Y ~ N(0,1) | Y < s·μ, so that
-        # Z > 0 when s = 1 and Z < 0 when s = −1.  Missing cells: s = 0, masked below.
-        t = self.S * mu
-        Y = std_truncnorm_upper(t, U, out=U)
-        Y *= self.S
-        mu -= Y
-        if self.M is not None:
-            mu *= self.M
+    _CHUNK_CELLS = 1 << 15  # cells per block: the working set stays in the CPU cache
 
-    def _normals_cpu(self, size: int) -> np.ndarray:
-        return np.stack([g.standard_normal(size) for g in self.rngs])
+    def _plan_chunks(self) -> None:
+        """Blocks (b0, b1, r0, r1) of batch elements × person rows, each ≤ _CHUNK_CELLS cells.
 
-    def _uniforms_cpu(self, size: int) -> np.ndarray:
-        return np.stack([1.0 - g.random(size) for g in self.rngs])
+        Each chain's rows are visited in order with boundaries that depend only on (n, k), so
+        its random streams do not depend on the batch it runs in.
+        """
+        B, n, k = self.B, self.n, self.k
+        cap = self._CHUNK_CELLS
+        if n * k >= cap:
+            rows = max(1, cap // k)
+            self.chunks = [(b, b + 1, r, min(r + rows, n)) for b in range(B) for r in range(0, n, rows)]
+        else:
+            g = max(1, cap // (n * k))
+            self.chunks = [(b, min(b + g, B), 0, n) for b in range(0, B, g)]
+        size = max((b1 - b0) * (r1 - r0) * k for b0, b1, r0, r1 in self.chunks)
+        self._buf = np.empty((3, size))
+
+    def _step_cpu(self) -> None:
+        """One iteration, streamed over cache-sized blocks of persons.
+
+        Per block: Z (truncated normals), then θ for those persons (their conditional uses
+        only their own row of Z), then the block's contributions to the item sums Σθ_i Z_ij
+        and Σ Z_ij.  The item step follows once all blocks are done.
+        """
+        B, n, k = self.B, self.n, self.k
+        a, b, S, M = self.a, self.b, self.S, self.M
+        theta_new = np.empty((B, n))
+        s_tz = np.zeros((B, k))
+        s_z = np.zeros((B, k))
+        if M is None:
+            prec_full = 1.0 + (a * a).sum(axis=1)  # (B,)
+            ab_full = (a * b).sum(axis=1)
+        else:
+            a2, ab = (a * a)[:, :, None], (a * b)[:, :, None]
+            s_tt = np.zeros((B, k))
+            s_t = np.zeros((B, k))
+        for b0, b1, r0, r1 in self.chunks:
+            g, rows = b1 - b0, r1 - r0
+            cells = g * rows * k
+            mu = self._buf[0, :cells].reshape(g, rows, k)
+            V = self._buf[1, :cells].reshape(g, rows, k)
+            t = self._buf[2, :cells].reshape(g, rows, k)
+            np.multiply(self.theta[b0:b1, r0:r1, None], a[b0:b1, None, :], out=mu)
+            mu -= b[b0:b1, None, :]
+            for c in range(g):
+                self.rng_z[b0 + c].random(out=V[c])
+            np.subtract(1.0, V, out=V)  # V in (0, 1]
+            Sc = S[:, r0:r1] if S.shape[0] == 1 else S[b0:b1, r0:r1]
+            # With s = ±1 (correct / incorrect): Z = μ − s·Y, Y ~ N(0,1) | Y < s·μ, so that
+            # Z > 0 when s = 1 and Z < 0 when s = −1.  Missing cells: s = 0, masked below.
+            np.multiply(Sc, mu, out=t)
+            Y = std_truncnorm_upper(t, V, out=V)
+            Y *= Sc
+            Z = np.subtract(mu, Y, out=mu)
+            if M is not None:
+                Mc = M[:, r0:r1] if M.shape[0] == 1 else M[b0:b1, r0:r1]
+                Z *= Mc
+            if self.Z is not None:
+                self.Z[b0:b1, r0:r1] = Z
+            # θ_i | Z, a, b  (sums over the items person i answered)
+            za = np.matmul(Z, a[b0:b1, :, None])[:, :, 0]
+            if M is None:
+                prec = prec_full[b0:b1, None]
+                lin = za + ab_full[b0:b1, None]
+            else:
+                prec = 1.0 + np.matmul(Mc, a2[b0:b1])[:, :, 0]
+                lin = za + np.matmul(Mc, ab[b0:b1])[:, :, 0]
+            e = np.stack([self.rng_e[b0 + c].standard_normal(rows) for c in range(g)])
+            th = lin / prec + e / np.sqrt(prec)
+            theta_new[b0:b1, r0:r1] = th
+            # this block's share of the item sums
+            s_tz[b0:b1] += np.matmul(th[:, None, :], Z)[:, 0, :]
+            s_z[b0:b1] += Z.sum(axis=1)
+            if M is not None:
+                s_tt[b0:b1] += np.matmul((th * th)[:, None, :], Mc)[:, 0, :]
+                s_t[b0:b1] += np.matmul(th[:, None, :], Mc)[:, 0, :]
+        self.theta = theta_new
+        if M is None:
+            s_tt = (theta_new * theta_new).sum(axis=1)[:, None]
+            s_t = theta_new.sum(axis=1)[:, None]
+        # (a_j, b_j) | Z, θ:  x_i = (θ_i, −1),  P = [[Σθ², −Σθ], [−Σθ, Σ1]] + prior,
+        # r = [Σθ Z, −Σ Z] + prior precision × prior mean
+        p_aa = s_tt + self.pa_prec
+        p_ab = -s_t
+        p_bb = self.n_obs_item + self.pb_prec
+        r_a = s_tz + self.pa_lin
+        r_b = -s_z + self.pb_lin
+        v = np.stack([1.0 - g.random(k) for g in self.rng_e])
+        e_b = np.stack([g.standard_normal(k) for g in self.rng_e])
+        self.a, self.b = _draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
 
     # -- shared linear algebra -------------------------------------------------------------
     def _mask(self) -> Any:
@@ -372,16 +447,6 @@ class _Batch:
         else:
             self._step_gpu()
         self.iteration += 1
-
-    def _step_cpu(self) -> None:
-        self._z_step_cpu()
-        prec, lin = self._theta_moments()
-        e = self._normals_cpu(self.n)
-        self.theta = lin / prec + e / np.sqrt(prec)
-        p_aa, p_ab, p_bb, r_a, r_b = self._item_moments()
-        v = self._uniforms_cpu(self.k)
-        e_b = self._normals_cpu(self.k)
-        self.a, self.b = _draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
 
     # -- GPU steps -----------------------------------------------------------------------
     def _step_gpu(self) -> None:  # pragma: no cover - needs a CUDA GPU
