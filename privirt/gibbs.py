@@ -302,8 +302,8 @@ class _Batch:
         else:
             self.Z = xp.zeros((self.B, n, k))
             keys = np.stack([s.generate_state(2, dtype=np.uint32) for s in seeds])
-            self.keys = xp.asarray(keys)
-            self.codes_dev = xp.asarray(codes)
+            self.keys = xp.asarray(keys).ravel()  # (B·2,) uint32
+            self.codes_dev = xp.asarray(codes).ravel()  # (D·n·k,) int8
             self._kernels = _gpu_kernels()
         self.iteration = 0
 
@@ -450,25 +450,27 @@ class _Batch:
 
     # -- GPU steps -----------------------------------------------------------------------
     def _step_gpu(self) -> None:  # pragma: no cover - needs a CUDA GPU
-        xp, K = self.xp, self._kernels
+        xp = self.xp
+        z_kernel, theta_kernel, item_kernel = self._kernels
         it = np.uint32(self.iteration)
-        z_kernel, theta_kernel, item_kernel = K
+
+        def flat(x: Any) -> Any:  # raw kernel arguments are indexed linearly
+            return xp.ascontiguousarray(x).ravel()
+
         z_kernel(
-            self.theta, self.a, self.b, self.codes_dev, self.keys, it,
-            np.int32(self.n), np.int32(self.k), np.int32(self.C), np.int32(self.D),
-            self.Z,
+            flat(self.theta), flat(self.a), flat(self.b), self.codes_dev, self.keys, it,
+            np.int32(self.n), np.int32(self.k), np.int32(self.C), np.int32(self.D), self.Z,
         )
         prec, lin = self._theta_moments()
         self.theta = theta_kernel(
-            xp.ascontiguousarray(lin), xp.ascontiguousarray(prec), self.keys, it, np.int32(self.n), xp.empty((self.B, self.n))
+            flat(lin), flat(prec), self.keys, it, np.int32(self.n), xp.empty((self.B, self.n))
         )
         p_aa, p_ab, p_bb, r_a, r_b = self._item_moments()
         a_new = xp.empty((self.B, self.k))
         b_new = xp.empty((self.B, self.k))
         item_kernel(
-            xp.ascontiguousarray(p_aa), xp.ascontiguousarray(p_ab), xp.ascontiguousarray(p_bb),
-            xp.ascontiguousarray(r_a), xp.ascontiguousarray(r_b),
-            self.keys, it, np.int32(self.k), a_new, b_new,
+            flat(p_aa), flat(p_ab), flat(p_bb), flat(r_a), flat(r_b), self.keys, it,
+            np.int32(self.k), a_new, b_new,
         )
         self.a, self.b = a_new, b_new
 
@@ -525,18 +527,19 @@ def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA G
 
     z_kernel = cp.ElementwiseKernel(
         "raw float64 theta, raw float64 a, raw float64 b, raw int8 codes, raw uint32 keys, "
-        "uint32 it, int32 n, int32 k, int32 C, int32 D",
+        "uint32 it, int32 n_persons, int32 n_items, int32 C, int32 D",
         "float64 z",
         r"""
-        const long long nk = (long long)n * k;
+        const long long nk = (long long)n_persons * n_items;
         const long long bidx = i / nk;
         const long long cell = i - bidx * nk;
-        const int row = (int)(cell / k), col = (int)(cell - (long long)row * k);
+        const int row = (int)(cell / n_items), col = (int)(cell - (long long)row * n_items);
         const long long d = (D == 1) ? 0 : bidx / C;
         const signed char y = codes[d * nk + cell];
         if (y < 0) { z = 0.0; }
         else {
-            const double mu = theta[bidx * n + row] * a[bidx * k + col] - b[bidx * k + col];
+            const double mu = theta[bidx * n_persons + row] * a[bidx * n_items + col]
+                              - b[bidx * n_items + col];
             const double s = (y == 1) ? 1.0 : -1.0;
             const double x = std_tn_lower(-s * mu, it, 0u, (unsigned int)cell,
                                           (unsigned int)(cell >> 32),
@@ -548,26 +551,26 @@ def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA G
         preamble=_CUDA_PREAMBLE,
     )
     theta_kernel = cp.ElementwiseKernel(
-        "raw float64 lin, raw float64 prec, raw uint32 keys, uint32 it, int32 n",
-        "float64 out",
+        "raw float64 lin, raw float64 prec, raw uint32 keys, uint32 it, int32 n_persons",
+        "float64 theta_out",
         r"""
-        const long long bidx = i / n;
-        const unsigned int person = (unsigned int)(i - bidx * n);
+        const long long bidx = i / n_persons;
+        const unsigned int person = (unsigned int)(i - bidx * n_persons);
         double u[2];
         uniform2(it, 1u, person, 0u, keys[2 * bidx], keys[2 * bidx + 1], u);
         const double p = prec[i];
-        out = lin[i] / p + normcdfinv(u[0]) / sqrt(p);
+        theta_out = lin[i] / p + normcdfinv(u[0]) / sqrt(p);
         """,
         "privirt_gibbs_theta",
         preamble=_CUDA_PREAMBLE,
     )
     item_kernel = cp.ElementwiseKernel(
         "raw float64 p_aa, raw float64 p_ab, raw float64 p_bb, raw float64 r_a, "
-        "raw float64 r_b, raw uint32 keys, uint32 it, int32 k",
+        "raw float64 r_b, raw uint32 keys, uint32 it, int32 n_items",
         "float64 a_out, float64 b_out",
         r"""
-        const long long bidx = i / k;
-        const unsigned int item = (unsigned int)(i - bidx * k);
+        const long long bidx = i / n_items;
+        const unsigned int item = (unsigned int)(i - bidx * n_items);
         const unsigned int k0 = keys[2 * bidx], k1 = keys[2 * bidx + 1];
         const double paa = p_aa[i], pab = p_ab[i], pbb = p_bb[i];
         const double det = paa * pbb - pab * pab;
