@@ -722,7 +722,10 @@ def gibbs_2pno(
         ``{"a": (mean, var)}``: N(mean, var) prior on a_j truncated to a_j > 0 (default:
         flat on a_j > 0, as in the paper); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
         (default: flat, as in the paper).  With a flat prior on b, an item answered all
-        correct or all incorrect has an improper posterior (a warning says so).
+        correct or all incorrect has an improper posterior (a warning says so).  The flat
+        prior on a is improper in the far tail (the likelihood stays positive as a → ∞):
+        steep items in small samples can drift to huge slopes; ``{"a": (1.0, 1.0)}``
+        avoids that (see ``docs/gibbs.md``).
     init : dict, optional
         Starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset; scalars are
         broadcast); the others start from the data (b from item p-values, a = 1, θ from
