@@ -24,6 +24,7 @@ See ``docs/privacy.md`` for the sensitivity proofs, the calibration and the acco
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import secrets
@@ -468,8 +469,13 @@ def release_counts(
 
     if mechanism == "gaussian":
 
-        def tv_of(sigma: float) -> float:
-            return _tv(mech_mod.DiscreteGaussian(sigma))
+        static_tv = inspect.getattr_static(mech_mod.DiscreteGaussian, "tv_bound", None)
+        if isinstance(static_tv, (int, float)):  # a constant per-draw bound (0 when exact)
+            tv_of: Any = _tv(mech_mod.DiscreteGaussian)
+        else:  # a bound that depends on σ: ask an instance
+
+            def tv_of(sigma: float) -> float:
+                return _tv(mech_mod.DiscreteGaussian(sigma))
 
         # aim a hair inside the target: the mechanism reports ρ rounded up to the next float
         sigma = calibrate_gaussian_sigma(sens.l2, eps * (1 - 1e-10), dlt, draws=draws, tv_bound=tv_of)
