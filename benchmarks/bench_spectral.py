@@ -49,7 +49,10 @@ QUICK_GRID = [(10_000, 50), (10_000, 200), (100_000, 200)]
 # ---------------------------------------------------------------------------------------
 # data (generated chunk by chunk, never as a full float64 n × m temporary for privirt)
 # ---------------------------------------------------------------------------------------
-def _chunks(n: int, m: int, seed: int = 0, rows: int = 50_000):
+def _chunks(n: int, m: int, seed: int = 0):
+    # about 2**22 cells per chunk: the float64 temporaries of the generator stay ~32 MiB each,
+    # small next to either method's own memory
+    rows = max(1000, 2**22 // m)
     rng = np.random.default_rng(seed)
     beta = rng.normal(size=m)
     beta -= beta.mean()
