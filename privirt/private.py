@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ._backend import resolve_device
 from .accounting import (
     NEIGHBOURING_RELATION,
     PrivacyCost,
@@ -456,6 +457,7 @@ def release_counts(
     if sensitivity not in ("tight", "paper"):
         raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
     seed = _check_seed(seed)
+    resolve_device(device)  # fail on a bad device before anything is computed or debited
     ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     m = resp.n_items
@@ -699,6 +701,7 @@ def private_spectral_estimate(
         )
 
     # randomized response
+    resolve_device(device)  # fail on a bad device before anything is debited
     ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     n, m = resp.shape
