@@ -313,7 +313,7 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
     if dup.any():
         r = int(np.flatnonzero(dup.to_numpy())[0])
         raise ValueError(
-            f"person {frame[pc].iloc[r]!r} answered item {frame[ic].iloc[r]!r} more than once "
+            f"person {_py(frame[pc].iloc[r])!r} answered item {_py(frame[ic].iloc[r])!r} more than once "
             f"(row {r} of the long table); keep one response per person and item"
         )
     persons = pd.Index(pd.unique(frame[pc]), name=None)
@@ -323,8 +323,8 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"invalid response {frame[rc].iloc[r]!r} for person {frame[pc].iloc[r]!r}, item "
-            f"{frame[ic].iloc[r]!r} (row {r} of the long table): responses must be 0, 1 or missing"
+            f"invalid response {_py(frame[rc].iloc[r])!r} for person {_py(frame[pc].iloc[r])!r}, item "
+            f"{_py(frame[ic].iloc[r])!r} (row {r} of the long table): responses must be 0, 1 or missing"
         )
     codes = np.full((len(persons), len(items)), MISSING, dtype=np.int8)
     ri = persons.get_indexer(frame[pc])
@@ -332,6 +332,11 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
     obs = ~np.isnan(vals)
     codes[ri[obs], ci[obs]] = vals[obs].astype(np.int8)
     return Responses(codes, persons, items)
+
+
+def _py(value: Any) -> Any:
+    """A numpy scalar as the plain Python value (so messages read ``5``, not ``np.int64(5)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _from_array(values: np.ndarray, persons, items) -> Responses:

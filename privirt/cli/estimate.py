@@ -1,0 +1,232 @@
+"""``privirt estimate FILE``: item difficulties from a responses file.
+
+Options live in :func:`add_arguments` (one place, so that more estimators and privacy options
+can be added there); :func:`run` dispatches on ``--method``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+#: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
+METHODS: dict[str, Callable[..., pd.DataFrame]] = {}
+
+
+def _method(name: str):
+    def wrap(fn):
+        METHODS[name] = fn
+        return fn
+
+    return wrap
+
+
+@_method("spectral")
+def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
+    from ..spectral import spectral_estimate
+
+    res = spectral_estimate(resp, device=args.device)
+    return pd.DataFrame({"beta": res.beta})
+
+
+@_method("cmle")
+def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
+    from ..cmle import cmle_estimate
+
+    res = cmle_estimate(resp)
+    return pd.DataFrame({"beta": res.beta, "se": res.se})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """All options of ``privirt estimate`` (add new ones here)."""
+    parser.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
+    parser.add_argument(
+        "--format",
+        choices=("wide", "long"),
+        default=None,
+        help="table layout: wide (rows persons, columns items) or long (person,item,response); "
+        "default: guessed from the columns",
+    )
+    parser.add_argument(
+        "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
+    )
+    parser.add_argument(
+        "--top-k", type=_positive_int, default=None, metavar="K",
+        help="also list the K hardest items",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="PATH",
+        help="write the table to PATH (.csv or .json, by suffix)",
+    )
+    parser.add_argument(
+        "--device", choices=("auto", "cpu", "gpu"), default="auto",
+        help="where array computations run (default: auto)",
+    )
+    add_privacy_arguments(parser)
+
+
+# -- private estimation (the accounting issue) ----------------------------------------------
+#: private options that only make sense together with --epsilon
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _p0(text: str):
+    return text if text == "auto" else _positive_float(text)
+
+
+def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--epsilon`` and friends: differentially private estimation (spectral only)."""
+    group = parser.add_argument_group(
+        "differential privacy",
+        "With --epsilon the spectral estimate is computed privately (Algorithm 2; neighbouring "
+        "relation: replace one person's row) and its privacy statement is printed.",
+    )
+    group.add_argument("--epsilon", type=_positive_float, default=None, metavar="E",
+                       help="privacy ε > 0: estimate privately")
+    group.add_argument("--delta", type=_positive_float, default=None, metavar="D",
+                       help="privacy δ in (0, 1) (default: the ledger's δ, else 1e-4)")
+    group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
+                       default=None, help="noise mechanism (default: gaussian)")
+    group.add_argument("--p0", type=_p0, default=None, metavar="P",
+                       help="edge probability of the comparison graph in (0, 1], or 'auto' "
+                       "(default 1: complete graph)")
+    group.add_argument("--shuffle", action="store_true", default=None,
+                       help="randomized response: shuffle reports and claim amplification")
+    group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
+                       help="budget ledger to debit (created with `privirt budget init`)")
+    group.add_argument("--seed", type=int, default=None, metavar="N",
+                       help="reproducible noise — the result is then NOT private")
+
+
+def _private_table(resp, args: argparse.Namespace):
+    from ..ledger import Ledger
+    from ..private import private_spectral_estimate
+
+    if args.method != "spectral":
+        raise ValueError("--epsilon is available with --method spectral only")
+    ledger = None
+    if args.ledger is not None:
+        ledger = Ledger(args.ledger)  # must exist: a typo must not create a fresh budget
+    delta = args.delta
+    if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
+        delta = ledger.delta if ledger is not None else 1e-4
+    res = private_spectral_estimate(
+        resp,
+        epsilon=args.epsilon,
+        delta=delta,
+        mechanism=args.mechanism or "gaussian",
+        p0=1.0 if args.p0 is None else args.p0,
+        shuffle=bool(args.shuffle),
+        ledger=ledger,
+        seed=args.seed,
+        device=args.device,
+        note=f"privirt estimate {Path(args.file).name}",
+    )
+    return pd.DataFrame({"beta": res.beta}), res.privacy
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "estimate",
+        help="estimate Rasch item difficulties from a responses file",
+        description="Estimate Rasch item difficulties (centred, higher = harder) from a file "
+        "of 0/1 responses and print them as a table.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _check_out(path: Path | None) -> None:
+    if path is not None and path.suffix.lower() not in (".csv", ".json"):
+        raise ValueError(f"--out must end in .csv or .json, got {path.name!r}")
+
+
+def load(args: argparse.Namespace):
+    """The validated responses named on the command line."""
+    from ..responses import as_responses
+
+    return as_responses(args.file, format=args.format or "auto")
+
+
+def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None) -> None:
+    """Write ``table`` (indexed by item) as CSV or JSON according to the suffix."""
+    if path.suffix.lower() == ".csv":
+        table.to_csv(path, index_label="item")
+    else:
+        records = [
+            {"item": _jsonable(item), **{k: float(v) for k, v in row.items()}}
+            for item, row in table.iterrows()
+        ]
+        payload = {**(meta or {}), "items": records}
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def _jsonable(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def format_table(table: pd.DataFrame) -> str:
+    return table.to_string(float_format=lambda v: f"{v: .4f}", index_names=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_out(args.out)
+    if args.top_k is not None and args.top_k < 1:
+        raise ValueError("--top-k must be a positive integer")
+    private = getattr(args, "epsilon", None) is not None
+    if not private:
+        given = [f"--{name}" for name in _PRIVATE_ONLY if getattr(args, name, None) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
+    statement = None
+    if private:
+        # The item and person sets are public: never drop "empty" ones by a data-dependent
+        # rule (whether an item is empty can hinge on one person).
+        from ..responses import as_responses
+
+        resp = as_responses(args.file, format=args.format or "auto", empty="keep")
+        table, statement = _private_table(resp, args)
+    else:
+        resp = load(args)
+        table = METHODS[args.method](resp, args)
+    table.index.name = "item"
+    if args.top_k is not None and args.top_k > len(table):
+        raise ValueError(f"--top-k {args.top_k} exceeds the number of items ({len(table)})")
+    label = f"private {args.method}" if private else args.method
+    print(f"{label} estimate: {resp.n_persons} persons × {resp.n_items} items "
+          f"(beta centred, higher = harder)")
+    print(format_table(table))
+    if args.top_k is not None:
+        top = table["beta"].sort_values(ascending=False, kind="stable").index[: args.top_k]
+        print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
+    if statement is not None:
+        print(str(statement))
+    if args.out is not None:
+        meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": resp.n_items}
+        if statement is not None:
+            meta["privacy"] = statement.to_dict()
+        write_table(table, args.out, meta)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0

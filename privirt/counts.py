@@ -1,0 +1,356 @@
+"""Pairwise differential counts of a persons × items 0/1 matrix, as chunked matrix products.
+
+For items ``i ≠ j``::
+
+    Y[i, j] = #{persons who answered both i and j, got i right and j wrong}
+    B[i, j] = #{persons who answered both i and j}
+
+With ``C`` the "correct" indicator (observed and 1), ``W`` the "wrong" indicator (observed
+and 0) and ``A = C + W`` the "observed" indicator (all n × m, 0/1)::
+
+    Y = Cᵀ W          B = Aᵀ A
+
+and, without missing data (``A = 1``), ``B = n`` off the diagonal and
+``Y = s 1ᵀ − Cᵀ C`` with ``s`` the item totals, so a single symmetric rank-k update
+(SYRK) suffices.
+
+Exactness
+---------
+Each product is computed chunk by chunk over persons in floating point and accumulated into
+``int64``.  Every entry of a chunk's product is a sum of at most ``chunk_size`` terms, each
+``0`` or ``1``; every partial sum is therefore an integer in ``[0, chunk_size]``.  IEEE
+binary32 represents every integer up to ``2**24`` exactly, and the sum of two exactly
+represented integers whose result is ≤ ``2**24`` is computed exactly (no rounding occurs
+when the exact result is representable).  Hence, whatever the summation order the BLAS
+uses, a chunk's float32 result is the exact integer as long as ``chunk_size ≤ 2**24``; the
+chunk results are rounded (a no-op) and added in ``int64``, which is exact up to ``2**63``.
+The same argument holds on the GPU with float16 or bfloat16 *inputs* (0 and 1 are exact in
+both) and float32 accumulation, and with TF32 tensor cores (inputs rounded to 10 mantissa
+bits, 0/1 unchanged).  ``chunk_size`` is capped at ``2**24`` accordingly.
+
+Memory
+------
+The input is held once as ``int8`` codes (``n × m`` bytes).  Each chunk of ``c`` persons
+allocates two float32 indicator matrices (``8 c m`` bytes); the default chunk keeps that
+near 64 MiB, so peak memory is ``n m + O(64 MiB + m²)`` bytes — about the size of the input.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ._backend import get_xp, resolve_device, to_numpy
+from .responses import ResponsesLike, as_responses
+
+__all__ = [
+    "pairwise_counts",
+    "pairwise_counts_frame",
+    "differential_counts",
+    "default_chunk_size",
+    "MAX_CHUNK",
+]
+
+#: Largest chunk for which float32 partial sums of 0/1 products are exact integers.
+MAX_CHUNK: int = 2**24
+#: Target size in bytes of the per-chunk float indicator buffers.
+_CHUNK_BYTES: int = 64 * 2**20
+#: Below this observed fraction, ``method="auto"`` uses the scipy.sparse path on the CPU.
+SPARSE_THRESHOLD: float = 0.05
+
+Method = Literal["auto", "dense", "sparse"]
+
+
+def default_chunk_size(n_items: int, bytes_per_cell: int = 8) -> int:
+    """Persons per chunk so that the chunk's indicator buffers take about 64 MiB."""
+    rows = _CHUNK_BYTES // max(1, bytes_per_cell * n_items)
+    return int(min(MAX_CHUNK, max(1024, rows)))
+
+
+def pairwise_counts(
+    X: ResponsesLike,
+    *,
+    device: str = "auto",
+    method: Method = "auto",
+    chunk_size: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise differential counts ``Y`` and co-response counts ``B``.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons × items 0/1 responses with missing entries (anything
+        :func:`privirt.as_responses` accepts).
+    device : {"auto", "cpu", "gpu"}
+        Where the matrix products run (``"gpu"`` needs cupy).
+    method : {"auto", "dense", "sparse"}
+        ``"dense"``: chunked float32 GEMM/SYRK (numpy BLAS or cuBLAS).  ``"sparse"``: chunked
+        ``scipy.sparse`` products with int64 entries (CPU only), faster when most cells are
+        missing.  ``"auto"``: sparse on the CPU when fewer than 5 % of the cells are
+        observed, dense otherwise.
+    chunk_size : int, optional
+        Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 512 MiB of
+        float16 buffers on the GPU; see :func:`default_chunk_size`).
+        At most ``2**24`` (the exactness bound in the module docstring).
+
+    Returns
+    -------
+    Y, B : ndarray of int64, shape (m, m)
+        ``Y[i, j]``: persons who answered both items, ``i`` right and ``j`` wrong;
+        ``B[i, j]``: persons who answered both.  Zero diagonals; ``B`` is symmetric and
+        ``Y + Yᵀ ≤ B`` entrywise.  Always host (numpy) arrays.
+
+    Examples
+    --------
+    >>> import numpy as np, privirt
+    >>> Y, B = privirt.pairwise_counts(np.array([[1, 0], [1, 1], [0, np.nan]]), device="cpu")
+    >>> Y.tolist(), B.tolist()
+    ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
+    """
+    resp = as_responses(X, empty="keep")
+    return _pairwise(resp, device, method, chunk_size, want_b=True)
+
+
+def differential_counts(
+    X: ResponsesLike,
+    *,
+    device: str = "auto",
+    method: Method = "auto",
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    """Only ``Y`` of :func:`pairwise_counts` (skips the ``B = AᵀA`` product).
+
+    What the spectral estimator needs; with missing data this saves one of the two
+    matrix products.
+    """
+    resp = as_responses(X, empty="keep")
+    return _pairwise(resp, device, method, chunk_size, want_b=False)[0]
+
+
+def _pairwise(resp, device, method, chunk_size, want_b):
+    if method not in ("auto", "dense", "sparse"):
+        raise ValueError(f"method must be 'auto', 'dense' or 'sparse', got {method!r}")
+    dev = resolve_device(device)
+    m = resp.n_items
+    if chunk_size is None:
+        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
+        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
+        chunk_size = default_chunk_size(m) if dev == "cpu" else default_chunk_size(m, 4) * 4
+    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    elif chunk_size > MAX_CHUNK:
+        raise ValueError(
+            f"chunk_size must be at most 2**24 = {MAX_CHUNK} (float32 exactness bound), "
+            f"got {chunk_size}"
+        )
+    chunk_size = int(chunk_size)
+    if method == "auto":
+        method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"
+    if method == "sparse":
+        if dev == "gpu" and device == "gpu":
+            raise ValueError("method='sparse' runs on the CPU only; use method='dense' on the GPU")
+        Y, B = _counts_sparse(resp.codes, chunk_size, want_b)
+    else:
+        Y, B = _counts_dense(resp.codes, chunk_size, dev, resp.has_missing, want_b)
+    np.fill_diagonal(Y, 0)
+    np.fill_diagonal(B, 0)
+    return Y, B
+
+
+def pairwise_counts_frame(
+    X: ResponsesLike, **kwargs
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`pairwise_counts` as two DataFrames labelled by item on both axes."""
+    resp = as_responses(X, empty="keep")
+    Y, B = pairwise_counts(resp, **kwargs)
+    items = resp.items
+    return (
+        pd.DataFrame(Y, index=items.copy(), columns=items.copy()),
+        pd.DataFrame(B, index=items.copy(), columns=items.copy()),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# dense path (numpy or cupy)
+# ---------------------------------------------------------------------------------------
+def _counts_dense(codes: np.ndarray, chunk: int, dev: str, has_missing: bool, want_b: bool):
+    n, m = codes.shape
+    if dev == "gpu":
+        return _counts_dense_gpu(codes, chunk, has_missing, want_b)
+    Y = np.zeros((m, m), dtype=np.int64)
+    B = np.zeros((m, m), dtype=np.int64)
+    totals = np.zeros(m, dtype=np.int64)
+    syrk = _ssyrk()
+    for start in range(0, n, chunk):
+        block = codes[start : start + chunk]
+        Cf = (block == 1).astype(np.float32)
+        if has_missing:
+            Wf = (block == 0).astype(np.float32)
+            Y += np.rint(Cf.T @ Wf).astype(np.int64)
+            del Wf
+            if want_b:
+                Af = (block >= 0).astype(np.float32)
+                B += _sym_gram(Af, syrk)
+                del Af
+        else:
+            totals += np.count_nonzero(block == 1, axis=0)
+            Y -= _sym_gram(Cf, syrk)
+        del Cf
+    if not has_missing:
+        # Y = s 1ᵀ − CᵀC and B = n (off the diagonal)
+        Y += totals[:, None]
+        B[:] = n
+    return Y, B
+
+
+def _ssyrk():
+    try:
+        from scipy.linalg.blas import ssyrk
+    except Exception:  # pragma: no cover - scipy always ships BLAS wrappers
+        return None
+    return ssyrk
+
+
+def _sym_gram(F: np.ndarray, syrk) -> np.ndarray:
+    """Exact int64 ``Fᵀ F`` of a 0/1 float32 chunk via SYRK (half the flops of a GEMM)."""
+    if syrk is None:
+        return np.rint(F.T @ F).astype(np.int64)
+    # F is C-contiguous (c × m), so F.T is a Fortran-contiguous m × c view: no copy.
+    upper = syrk(1.0, F.T, trans=0, lower=0)  # upper triangle of F.T @ F
+    G = np.rint(upper).astype(np.int64)
+    iu = np.tril_indices_from(G, -1)
+    G[iu] = G.T[iu]
+    return G
+
+
+def _counts_dense_gpu(codes: np.ndarray, chunk: int, has_missing: bool, want_b: bool):
+    """cupy mirror of the dense path: float16 0/1 inputs, float32 accumulation.
+
+    cupy's ``matmul`` on float16 returns float16 (whose 11-bit significand is *not* exact
+    beyond 2048), so the products go through :func:`_gemm_tn_f32`, which asks cuBLAS for a
+    float32 result (``gemmEx``, tensor cores) and otherwise falls back to float32 GEMM.
+    """
+    xp = get_xp("gpu")
+    n, m = codes.shape
+    Y = xp.zeros((m, m), dtype=xp.int64)
+    B = xp.zeros((m, m), dtype=xp.int64)
+    totals = xp.zeros(m, dtype=xp.int64)
+    for start in range(0, n, chunk):
+        block = xp.asarray(codes[start : start + chunk])
+        Ch = (block == 1).astype(xp.float16)
+        if has_missing:
+            Wh = (block == 0).astype(xp.float16)
+            Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
+            del Wh
+            if want_b:
+                Ah = (block >= 0).astype(xp.float16)
+                B += xp.rint(_gemm_tn_f32(xp, Ah, Ah)).astype(xp.int64)
+                del Ah
+        else:
+            totals += xp.count_nonzero(block == 1, axis=0)
+            Y -= xp.rint(_gemm_tn_f32(xp, Ch, Ch)).astype(xp.int64)
+        del Ch, block
+    if not has_missing:
+        Y += totals[:, None]
+        B[:] = n
+    return to_numpy(Y), to_numpy(B)
+
+
+_GEMM_EX_OK: bool | None = None
+
+
+def _gemm_tn_f32(xp, a, b):
+    """``aᵀ b`` of float16 0/1 matrices with a float32 result (exact for ≤ 2**24 rows).
+
+    Uses cuBLAS ``gemmEx`` (float16 inputs, float32 compute and output: tensor cores).  The
+    first call checks it against a float32 GEMM on a small random 0/1 problem; if the call
+    fails or disagrees, every later call uses the float32 GEMM instead (equally exact).
+    """
+    global _GEMM_EX_OK
+    if _GEMM_EX_OK is None:
+        _GEMM_EX_OK = _check_gemm_ex(xp)
+    if _GEMM_EX_OK:
+        from cupy.cuda import cublas, device  # type: ignore[import-not-found]
+
+        return _gemm_ex(xp, cublas, device, a, b)
+    return a.astype(xp.float32).T @ b.astype(xp.float32)
+
+
+def _check_gemm_ex(xp) -> bool:
+    try:
+        from cupy.cuda import cublas, device  # type: ignore[import-not-found]
+
+        rng = np.random.default_rng(0)
+        a = xp.asarray(rng.integers(0, 2, (3000, 7)).astype(np.float16))
+        b = xp.asarray(rng.integers(0, 2, (3000, 5)).astype(np.float16))
+        got = _gemm_ex(xp, cublas, device, a, b)
+        want = a.astype(xp.float32).T @ b.astype(xp.float32)
+        return bool(xp.array_equal(got, want))
+    except Exception:
+        return False
+
+
+def _gemm_ex(xp, cublas, device, a, b):
+    # Row-major a (k × m), b (k × p); we want out = aᵀ b (m × p), row-major.
+    # cuBLAS is column-major: a row-major (k × m) buffer is a column-major (m × k) matrix aᵀ.
+    # Row-major out (m × p) is column-major outᵀ (p × m) = bᵀ a, i.e. op(b_cm)=bᵀ... computed
+    # as gemm(transa=N on b_cm (p × k), transb=T on a_cm (m × k)).
+    a = xp.ascontiguousarray(a)
+    b = xp.ascontiguousarray(b)
+    k, m = a.shape
+    p = b.shape[1]
+    out = xp.empty((m, p), dtype=xp.float32)
+    one = np.array(1.0, dtype=np.float32)
+    zero = np.array(0.0, dtype=np.float32)
+    handle = device.get_cublas_handle()
+    cublas.gemmEx(
+        handle,
+        cublas.CUBLAS_OP_N,
+        cublas.CUBLAS_OP_T,
+        p,
+        m,
+        k,
+        one.ctypes.data,
+        b.data.ptr,
+        2,  # CUDA_R_16F
+        p,
+        a.data.ptr,
+        2,  # CUDA_R_16F
+        m,
+        zero.ctypes.data,
+        out.data.ptr,
+        0,  # CUDA_R_32F
+        p,
+        68,  # CUBLAS_COMPUTE_32F
+        -1,  # CUBLAS_GEMM_DEFAULT
+    )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# sparse path (scipy.sparse, CPU)
+# ---------------------------------------------------------------------------------------
+def _counts_sparse(codes: np.ndarray, chunk: int, want_b: bool):
+    from scipy import sparse
+
+    n, m = codes.shape
+    Y = np.zeros((m, m), dtype=np.int64)
+    B = np.zeros((m, m), dtype=np.int64)
+    for start in range(0, n, chunk):
+        block = codes[start : start + chunk]
+        rows, cols = np.nonzero(block >= 0)
+        vals = block[rows, cols]
+        shape = block.shape
+        right = vals == 1
+        one = np.ones(1, dtype=np.int64)
+        C = sparse.csr_matrix((np.broadcast_to(one, right.sum()), (rows[right], cols[right])), shape=shape)
+        W = sparse.csr_matrix(
+            (np.broadcast_to(one, (~right).sum()), (rows[~right], cols[~right])), shape=shape
+        )
+        Y += (C.T @ W).toarray()
+        if want_b:
+            A = sparse.csr_matrix((np.broadcast_to(one, rows.size), (rows, cols)), shape=shape)
+            B += (A.T @ A).toarray()
+    return Y, B

@@ -1,0 +1,90 @@
+"""Accuracy metrics for estimated item parameters against a reference (truth or another
+estimator).
+
+Rasch difficulties are identified only up to a common shift, so :func:`l2_error` and
+:func:`linf_error` compare the *centred* vectors (each minus its own mean).  Ranking metrics
+(:func:`top_k_accuracy`, :func:`kendall_tau`) are shift-invariant anyway.
+
+Every function accepts arrays or pandas Series.  Two Series are aligned by label (an error
+names labels present in only one); otherwise the lengths must match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["l2_error", "linf_error", "top_k_accuracy", "kendall_tau", "top_k_set"]
+
+
+def _pair(est: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(est, pd.Series) and isinstance(truth, pd.Series):
+        if not est.index.equals(truth.index):
+            only_e = est.index.difference(truth.index)
+            only_t = truth.index.difference(est.index)
+            if len(only_e) or len(only_t):
+                raise ValueError(
+                    f"est and truth have different labels (only in est: {list(only_e[:5])}, "
+                    f"only in truth: {list(only_t[:5])})"
+                )
+            truth = truth.reindex(est.index)
+    e = np.asarray(est, dtype=np.float64).ravel()
+    t = np.asarray(truth, dtype=np.float64).ravel()
+    if e.shape != t.shape:
+        raise ValueError(f"est and truth must have the same length, got {e.size} and {t.size}")
+    if e.size == 0:
+        raise ValueError("est and truth are empty")
+    if not (np.all(np.isfinite(e)) and np.all(np.isfinite(t))):
+        raise ValueError("est and truth must be finite")
+    return e, t
+
+
+def l2_error(est: Any, truth: Any, *, relative: bool = False) -> float:
+    """Euclidean distance ``‖(est − mean) − (truth − mean)‖₂`` of the centred vectors.
+
+    ``relative=True`` divides by ``‖truth − mean‖₂`` (the relative ℓ2 error of the paper).
+    """
+    e, t = _pair(est, truth)
+    diff = (e - e.mean()) - (t - t.mean())
+    err = float(np.linalg.norm(diff))
+    if relative:
+        denom = float(np.linalg.norm(t - t.mean()))
+        if denom == 0:
+            raise ValueError("relative error undefined: truth is constant")
+        err /= denom
+    return err
+
+
+def linf_error(est: Any, truth: Any) -> float:
+    """Largest absolute entrywise difference of the centred vectors."""
+    e, t = _pair(est, truth)
+    return float(np.max(np.abs((e - e.mean()) - (t - t.mean()))))
+
+
+def top_k_set(values: Any, k: int, *, largest: bool = True) -> np.ndarray:
+    """Positions of the ``k`` largest (or smallest) entries; ties broken by position."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= v.size:
+        raise ValueError(f"k must be an integer between 1 and {v.size}, got {k!r}")
+    order = np.argsort(-v if largest else v, kind="stable")
+    return order[: int(k)]
+
+
+def top_k_accuracy(est: Any, truth: Any, k: int, *, largest: bool = True) -> float:
+    """``|top-k(est) ∩ top-k(truth)| / k``: the share of the true ``k`` hardest items
+    (``largest=False``: easiest) that the estimate also puts in its top ``k``."""
+    e, t = _pair(est, truth)
+    a = set(top_k_set(e, k, largest=largest).tolist())
+    b = set(top_k_set(t, k, largest=largest).tolist())
+    return len(a & b) / int(k)
+
+
+def kendall_tau(est: Any, truth: Any) -> float:
+    """Kendall's τ-b rank correlation (:func:`scipy.stats.kendalltau`)."""
+    e, t = _pair(est, truth)
+    if e.size < 2:
+        raise ValueError("Kendall's tau needs at least 2 items")
+    return float(stats.kendalltau(e, t).statistic)

@@ -1,0 +1,104 @@
+"""Person abilities: WLE / MLE / EAP against independent scalar root finding and quadrature."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, optimize, special, stats
+
+import privirt
+
+BETA = np.array([-1.5, -0.5, 0.0, 0.7, 1.3])
+
+
+def wle_equation(theta, beta, r):
+    p = special.expit(theta - beta)
+    info = np.sum(p * (1 - p))
+    d_info = np.sum(p * (1 - p) * (1 - 2 * p))
+    return r - p.sum() + d_info / (2 * info)
+
+
+def all_patterns():
+    rows = [[(k >> j) & 1 for j in range(5)] for k in range(32)]
+    return np.array(rows, dtype=float)
+
+
+def test_wle_solves_warm_equation_and_is_finite():
+    X = all_patterns()
+    ab = privirt.estimate_abilities(X, BETA, device="cpu")
+    assert np.all(np.isfinite(ab["theta"])) and np.all(np.isfinite(ab["se"]))
+    for r in range(6):
+        ref = optimize.brentq(wle_equation, -30, 30, args=(BETA, r), xtol=1e-12)
+        got = ab.loc[ab["score"] == r, "theta"]
+        np.testing.assert_allclose(got, ref, atol=1e-8)
+
+
+def test_monotone_in_score():
+    X = all_patterns()
+    for method in ("wle", "eap", "mle"):
+        ab = privirt.estimate_abilities(X, BETA, method=method, device="cpu")
+        by_score = ab.groupby("score")["theta"].agg(["min", "max"])
+        # persons with the same score and items get the same θ (Rasch sufficiency)
+        np.testing.assert_allclose(by_score["min"], by_score["max"])
+        assert np.all(np.diff(by_score["min"].to_numpy()) > 0)
+
+
+def test_mle_infinite_for_extremes_and_matches_root():
+    X = all_patterns()
+    ab = privirt.estimate_abilities(X, BETA, method="mle", device="cpu")
+    assert ab.loc[ab["score"] == 0, "theta"].eq(-np.inf).all()
+    assert ab.loc[ab["score"] == 5, "theta"].eq(np.inf).all()
+    ref = optimize.brentq(lambda t: 2 - special.expit(t - BETA).sum(), -20, 20, xtol=1e-12)
+    np.testing.assert_allclose(ab.loc[ab["score"] == 2, "theta"], ref, atol=1e-8)
+    info = np.sum(special.expit(ref - BETA) * (1 - special.expit(ref - BETA)))
+    np.testing.assert_allclose(ab.loc[ab["score"] == 2, "se"], 1 / np.sqrt(info), rtol=1e-8)
+
+
+def test_eap_matches_numerical_integration():
+    x = np.array([[1, 0, 1, np.nan, 0]])
+    ab = privirt.estimate_abilities(x, BETA, method="eap", device="cpu")
+    obs = ~np.isnan(x[0])
+
+    def lik(t):
+        p = special.expit(t - BETA[obs])
+        return np.prod(np.where(x[0][obs] == 1, p, 1 - p)) * stats.norm.pdf(t)
+
+    z = integrate.quad(lik, -10, 10)[0]
+    mean = integrate.quad(lambda t: t * lik(t), -10, 10)[0] / z
+    var = integrate.quad(lambda t: (t - mean) ** 2 * lik(t), -10, 10)[0] / z
+    assert ab["theta"].iloc[0] == pytest.approx(mean, abs=1e-6)
+    assert ab["se"].iloc[0] == pytest.approx(np.sqrt(var), abs=1e-6)
+
+
+def test_missing_responses_drop_out():
+    full = np.array([[1.0, 0.0, 1.0]])
+    with_missing = np.array([[1.0, 0.0, 1.0, np.nan]])
+    b3 = BETA[:3]
+    a = privirt.estimate_abilities(full, b3, device="cpu")
+    b = privirt.estimate_abilities(with_missing, np.append(b3, 2.0), device="cpu")
+    assert a["theta"].iloc[0] == pytest.approx(b["theta"].iloc[0], abs=1e-10)
+    assert b["n_answered"].iloc[0] == 3
+
+
+def test_labels_and_series_alignment():
+    X = pd.DataFrame([[1, 0], [0, 0], [1, 1]], index=["ann", "bob", "cy"], columns=["q1", "q2"])
+    beta = pd.Series({"q2": 0.5, "q1": -0.5})  # other order: aligned by label
+    ab = privirt.estimate_abilities(X, beta, device="cpu")
+    assert list(ab.index) == ["ann", "bob", "cy"]
+    ab2 = privirt.estimate_abilities(X, np.array([-0.5, 0.5]), device="cpu")
+    np.testing.assert_allclose(ab["theta"], ab2["theta"])
+    with pytest.raises(ValueError, match="no value for item"):
+        privirt.estimate_abilities(X, pd.Series({"q1": 0.0}))
+    with pytest.raises(ValueError, match="one value per item"):
+        privirt.estimate_abilities(X, np.zeros(3))
+    with pytest.raises(ValueError, match="method"):
+        privirt.estimate_abilities(X, beta, method="map")
+
+
+def test_recovers_simulated_abilities():
+    X, theta, beta = privirt.simulate_rasch(2000, 40, p_observed=0.8, seed=4)
+    ab = privirt.estimate_abilities(X, beta, device="cpu")
+    assert np.corrcoef(ab["theta"], theta)[0, 1] > 0.85
+    # WLE is nearly unbiased: mean error small
+    assert abs(float(np.mean(ab["theta"] - theta))) < 0.1

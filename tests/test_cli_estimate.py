@@ -1,0 +1,136 @@
+"""CLI: ``privirt estimate`` and ``privirt demo``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def lsat_csv(tmp_path):
+    path = tmp_path / "lsat6.csv"
+    privirt.load_dataset("lsat6").to_csv(path)
+    return path
+
+
+def test_estimate_prints_table(lsat_csv, capsys):
+    assert main(["estimate", str(lsat_csv), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "1000 persons × 5 items" in out
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
+    table = {name: float(v) for name, v in lines}
+    ref = privirt.spectral_estimate(privirt.load_dataset("lsat6"), device="cpu").beta
+    for item, value in ref.items():
+        assert table[item] == pytest.approx(value, abs=1e-4)
+
+
+def test_estimate_cmle_with_se_and_top_k(lsat_csv, capsys):
+    assert main(["estimate", str(lsat_csv), "--method", "cmle", "--top-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "se" in out.splitlines()[1]
+    assert "top 2 hardest: item3, item2" in out  # lowest proportions correct: .553, .709
+
+
+def test_estimate_writes_csv_and_json(lsat_csv, tmp_path, capsys):
+    csv_out = tmp_path / "beta.csv"
+    assert main(["estimate", str(lsat_csv), "--method", "cmle", "--out", str(csv_out)]) == 0
+    frame = pd.read_csv(csv_out, index_col="item")
+    assert list(frame.columns) == ["beta", "se"] and len(frame) == 5
+    assert frame["beta"].sum() == pytest.approx(0.0, abs=1e-9)
+    json_out = tmp_path / "beta.json"
+    assert main(["estimate", str(lsat_csv), "--out", str(json_out)]) == 0
+    payload = json.loads(json_out.read_text())
+    assert payload["method"] == "spectral" and payload["n_items"] == 5
+    assert [r["item"] for r in payload["items"]] == [f"item{i}" for i in range(1, 6)]
+
+
+def test_estimate_long_format(tmp_path, capsys):
+    long = pd.DataFrame(
+        {"person": ["a", "a", "b", "b", "c", "c", "d"],
+         "item": ["x", "y", "x", "y", "x", "y", "x"],
+         "response": [1, 0, 0, 1, 1, 0, 1]}
+    )
+    path = tmp_path / "long.csv"
+    long.to_csv(path, index=False)
+    assert main(["estimate", str(path), "--format", "long", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "4 persons × 2 items" in out
+    # x is right-and-y-wrong twice, y-right-x-wrong once: x easier
+    rows = {ln.split()[0]: float(ln.split()[1]) for ln in out.splitlines() if ln[:1] in "xy"}
+    assert rows["x"] < rows["y"]
+
+
+@pytest.mark.parametrize(
+    "content, suffix, match",
+    [
+        (None, ".csv", "no such file"),
+        ("person,q1,q2\na,1,0\nb,2,1\n", ".csv", "invalid response 2"),
+        ("", ".csv", "empty"),
+        ("a,b\n1,0\n", ".xlsx", "suffix"),
+    ],
+)
+def test_bad_input_exit_2_one_line(tmp_path, capsys, content, suffix, match):
+    path = tmp_path / f"data{suffix}"
+    if content is not None:
+        path.write_text(content)
+    assert main(["estimate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error:") and match in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_out_suffix_and_top_k(lsat_csv, tmp_path, capsys):
+    assert main(["estimate", str(lsat_csv), "--out", str(tmp_path / "x.txt")]) == 2
+    assert "--out must end in .csv or .json" in capsys.readouterr().err
+    assert main(["estimate", str(lsat_csv), "--top-k", "9"]) == 2
+    assert "exceeds the number of items" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", str(lsat_csv), "--top-k", "0"])
+    assert exc.value.code == 2
+
+
+def test_disconnected_data_is_a_one_line_error(tmp_path, capsys):
+    X = pd.DataFrame({"a": [1, 0, np.nan, np.nan], "b": [0, 1, np.nan, np.nan],
+                      "c": [np.nan, np.nan, 1, 0], "d": [np.nan, np.nan, 0, 1]})
+    path = tmp_path / "split.csv"
+    X.to_csv(path, index=False)
+    assert main(["estimate", str(path), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "separate parts" in err and err.count("\n") == 1
+
+
+def test_demo_side_by_side(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[1].split()
+    assert header == ["p_correct", "spectral", "cmle", "cmle_se", "difference"]
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
+    assert len(rows) == 5
+    for row in rows:
+        spectral, cmle = float(row[2]), float(row[3])
+        assert abs(spectral - cmle) < 0.05
+
+
+def test_subprocess_estimate(lsat_csv):
+    proc = subprocess.run(
+        [sys.executable, "-m", "privirt", "estimate", str(lsat_csv), "--device", "cpu"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "item3" in proc.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "privirt", "estimate", str(lsat_csv) + ".missing"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

@@ -1,0 +1,137 @@
+"""Pairwise counts against brute-force loops (dense, sparse, chunked; with missing data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import privirt
+from privirt.counts import MAX_CHUNK, differential_counts, pairwise_counts, pairwise_counts_frame
+
+
+def brute_force(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Literal definition: loop over persons and item pairs (NaN = missing)."""
+    n, m = X.shape
+    Y = np.zeros((m, m), dtype=np.int64)
+    B = np.zeros((m, m), dtype=np.int64)
+    for person in range(n):
+        for i in range(m):
+            for j in range(m):
+                if i == j or np.isnan(X[person, i]) or np.isnan(X[person, j]):
+                    continue
+                B[i, j] += 1
+                if X[person, i] == 1 and X[person, j] == 0:
+                    Y[i, j] += 1
+    return Y, B
+
+
+# cells: 0, 1 or missing (NaN)
+cells = st.sampled_from([0.0, 1.0, np.nan])
+matrices = hnp.arrays(
+    np.float64,
+    st.tuples(st.integers(1, 25), st.integers(1, 7)),
+    elements=cells,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(X=matrices, chunk=st.integers(1, 30), method=st.sampled_from(["dense", "sparse"]))
+def test_counts_equal_brute_force(X, chunk, method):
+    Yb, Bb = brute_force(X)
+    Y, B = pairwise_counts(
+        privirt.as_responses(X, empty="keep"), device="cpu", method=method, chunk_size=chunk
+    )
+    assert Y.dtype == np.int64 and B.dtype == np.int64
+    np.testing.assert_array_equal(Y, Yb)
+    np.testing.assert_array_equal(B, Bb)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    X=hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(2, 6)),
+                 elements=st.sampled_from([0.0, 1.0])),
+    chunk=st.integers(1, 40),
+)
+def test_complete_data_single_syrk_path(X, chunk):
+    # no missing cells: the Y = s1ᵀ − CᵀC, B = n shortcut
+    Yb, Bb = brute_force(X)
+    Y, B = pairwise_counts(X, device="cpu", method="dense", chunk_size=chunk)
+    np.testing.assert_array_equal(Y, Yb)
+    np.testing.assert_array_equal(B, Bb)
+
+
+def test_properties_on_larger_random_data():
+    rng = np.random.default_rng(7)
+    X = (rng.random((3000, 12)) < 0.6).astype(float)
+    X[rng.random(X.shape) < 0.3] = np.nan
+    Y, B = pairwise_counts(X, device="cpu", chunk_size=257)
+    Yb, Bb = brute_force(X[:200])  # spot check on a slice
+    Ys, Bs = pairwise_counts(X[:200], device="cpu", method="sparse", chunk_size=64)
+    np.testing.assert_array_equal(Ys, Yb)
+    np.testing.assert_array_equal(Bs, Bb)
+    assert np.all(np.diag(Y) == 0) and np.all(np.diag(B) == 0)
+    np.testing.assert_array_equal(B, B.T)
+    assert np.all(Y + Y.T <= B)
+    # chunking does not change the result
+    Y1, B1 = pairwise_counts(X, device="cpu", chunk_size=len(X))
+    np.testing.assert_array_equal(Y, Y1)
+    np.testing.assert_array_equal(B, B1)
+    np.testing.assert_array_equal(differential_counts(X, device="cpu", chunk_size=100), Y)
+
+
+def test_auto_uses_sparse_for_mostly_missing_and_agrees():
+    rng = np.random.default_rng(3)
+    X = np.full((2000, 30), np.nan)
+    obs = rng.random(X.shape) < 0.02
+    X[obs] = rng.integers(0, 2, obs.sum())
+    resp = privirt.as_responses(X, empty="keep")
+    Ya, Ba = pairwise_counts(resp, device="cpu")
+    Yd, Bd = pairwise_counts(resp, device="cpu", method="dense")
+    np.testing.assert_array_equal(Ya, Yd)
+    np.testing.assert_array_equal(Ba, Bd)
+
+
+def test_labelled_frames_and_doc_example():
+    X = pd.DataFrame({"a": [1, 1, 0], "b": [0, 1, np.nan]}, index=["p", "q", "r"])
+    Y, B = pairwise_counts_frame(X, device="cpu")
+    assert list(Y.index) == ["a", "b"] and list(B.columns) == ["a", "b"]
+    assert Y.loc["a", "b"] == 1 and Y.loc["b", "a"] == 0
+    assert B.loc["a", "b"] == 2
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, MAX_CHUNK + 1])
+def test_chunk_size_validation(bad):
+    with pytest.raises(ValueError, match="chunk_size"):
+        pairwise_counts(np.ones((3, 2)), device="cpu", chunk_size=bad)
+
+
+def test_bad_method_and_device():
+    with pytest.raises(ValueError, match="method"):
+        pairwise_counts(np.ones((3, 2)), method="fast")
+    with pytest.raises(ValueError, match="device"):
+        pairwise_counts(np.ones((3, 2)), device="tpu")
+
+
+def test_invalid_responses_rejected():
+    with pytest.raises(ValueError, match="invalid response 2"):
+        pairwise_counts(np.array([[0, 2], [1, 0]]))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
+def test_gpu_counts_equal_cpu():
+    rng = np.random.default_rng(11)
+    X = (rng.random((5000, 40)) < 0.5).astype(float)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    Yc, Bc = pairwise_counts(X, device="cpu")
+    Yg, Bg = pairwise_counts(X, device="gpu", chunk_size=1000)
+    np.testing.assert_array_equal(Yg, Yc)
+    np.testing.assert_array_equal(Bg, Bc)
+    Xf = np.nan_to_num(X, nan=1.0)
+    np.testing.assert_array_equal(
+        pairwise_counts(Xf, device="gpu")[0], pairwise_counts(Xf, device="cpu")[0]
+    )

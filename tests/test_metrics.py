@@ -1,0 +1,56 @@
+"""Metrics on hand-computed examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privirt import metrics
+
+
+def test_l2_and_linf_compare_centred_vectors():
+    truth = np.array([-1.0, 0.0, 1.0])
+    est = truth + 5.0  # a pure shift is no error
+    assert metrics.l2_error(est, truth) == pytest.approx(0.0)
+    assert metrics.linf_error(est, truth) == pytest.approx(0.0)
+    est = np.array([-1.0, 0.0, 2.0])  # centred: [-4/3, -1/3, 5/3]
+    diff = np.array([-1 / 3, -1 / 3, 2 / 3])
+    assert metrics.l2_error(est, truth) == pytest.approx(np.sqrt(np.sum(diff**2)))
+    assert metrics.linf_error(est, truth) == pytest.approx(2 / 3)
+    assert metrics.l2_error(est, truth, relative=True) == pytest.approx(
+        np.sqrt(np.sum(diff**2)) / np.sqrt(2)
+    )
+
+
+def test_top_k_accuracy():
+    truth = [5, 4, 3, 2, 1]
+    est = [5, 3, 4, 1, 2]
+    assert metrics.top_k_accuracy(est, truth, 1) == 1.0
+    assert metrics.top_k_accuracy(est, truth, 2) == 0.5  # {0,2} vs {0,1}
+    assert metrics.top_k_accuracy(est, truth, 3) == 1.0
+    assert metrics.top_k_accuracy(est, truth, 1, largest=False) == 0.0
+    with pytest.raises(ValueError, match="k must"):
+        metrics.top_k_accuracy(est, truth, 0)
+
+
+def test_kendall_tau():
+    assert metrics.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert metrics.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # one discordant pair of 6: (5 - 1) / 6
+    assert metrics.kendall_tau([1, 2, 3, 4], [1, 2, 4, 3]) == pytest.approx(4 / 6)
+
+
+def test_series_are_aligned_by_label():
+    truth = pd.Series({"a": 0.0, "b": 1.0, "c": 2.0})
+    est = pd.Series({"c": 2.0, "a": 0.0, "b": 1.0})
+    assert metrics.linf_error(est, truth) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="only in est"):
+        metrics.l2_error(pd.Series({"a": 0.0, "z": 1.0}), pd.Series({"a": 0.0, "b": 1.0}))
+
+
+def test_length_and_finiteness_checks():
+    with pytest.raises(ValueError, match="same length"):
+        metrics.l2_error([1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="finite"):
+        metrics.linf_error([1, np.nan], [1, 2])

@@ -1,0 +1,162 @@
+"""The response data layer: formats, round trips with labels, validation messages, empty policy."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.exceptions import EmptyResponsesWarning
+from privirt.responses import Responses, as_responses
+
+
+@pytest.fixture
+def wide():
+    return pd.DataFrame(
+        {"q1": [1, 0, np.nan], "q2": [0, 1, 1], "q3": [np.nan, 1, 0]},
+        index=pd.Index(["ann", "bob", "cy"], name="person"),
+    )
+
+
+def test_array_codes_and_properties():
+    X = as_responses(np.array([[1, 0, np.nan], [0, 1, 1]]))
+    assert X.codes.dtype == np.int8
+    np.testing.assert_array_equal(X.codes, [[1, 0, -1], [0, 1, 1]])
+    assert X.n_persons == 2 and X.n_items == 3 and X.has_missing
+    assert X.n_observed == 5
+    np.testing.assert_array_equal(X.correct(), [[1, 0, 0], [0, 1, 1]])
+    np.testing.assert_array_equal(X.observed, [[True, True, False], [True, True, True]])
+    f = X.to_float()
+    assert np.isnan(f[0, 2]) and f[1, 2] == 1.0
+    assert list(X.persons) == [0, 1] and list(X.items) == [0, 1, 2]
+
+
+def test_bool_and_int_arrays():
+    assert as_responses(np.array([[True, False]])).codes.tolist() == [[1, 0]]
+    assert as_responses(np.array([[1, 0]], dtype=np.int64)).codes.tolist() == [[1, 0]]
+
+
+def test_wide_frame_keeps_labels(wide):
+    X = as_responses(wide)
+    assert list(X.persons) == ["ann", "bob", "cy"] and list(X.items) == ["q1", "q2", "q3"]
+    back = X.to_frame()
+    pd.testing.assert_frame_equal(back, wide.astype(float), check_names=False)
+
+
+def test_long_round_trip(wide):
+    X = as_responses(wide)
+    long = X.to_long()
+    assert list(long.columns) == ["person", "item", "response"] and len(long) == 7
+    Y = as_responses(long)
+    assert set(Y.persons) == set(X.persons) and set(Y.items) == set(X.items)
+    pd.testing.assert_frame_equal(
+        Y.to_frame().loc[X.persons, X.items], X.to_frame(), check_names=False
+    )
+
+
+def test_csv_round_trips_wide_and_long(tmp_path, wide):
+    path = tmp_path / "wide.csv"
+    wide.to_csv(path)
+    X = as_responses(path)
+    assert list(X.persons) == ["ann", "bob", "cy"] and list(X.items) == ["q1", "q2", "q3"]
+    np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
+    lpath = tmp_path / "long.csv"
+    as_responses(wide).to_long().to_csv(lpath, index=False)
+    L = as_responses(lpath, format="long")
+    assert L.n_observed == 7
+    assert L.to_frame().loc["cy", "q2"] == 1.0
+
+
+def test_parquet_round_trip(tmp_path, wide):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "wide.parquet"
+    wide.reset_index().to_parquet(path)
+    X = as_responses(path)
+    assert list(X.persons) == ["ann", "bob", "cy"]
+    np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
+
+
+def test_invalid_value_names_value_person_and_item(wide):
+    bad = wide.copy()
+    bad.loc["bob", "q3"] = 2
+    with pytest.raises(ValueError) as exc:
+        as_responses(bad)
+    msg = str(exc.value)
+    assert "2" in msg and "'bob'" in msg and "'q3'" in msg and "row 1" in msg and "column 2" in msg
+
+
+def test_invalid_text_value(wide):
+    bad = wide.astype(object)
+    bad.loc["ann", "q2"] = "yes"
+    with pytest.raises(ValueError, match="'yes'.*'ann'.*'q2'"):
+        as_responses(bad)
+
+
+def test_invalid_long_rows():
+    long = pd.DataFrame({"person": ["a", "a"], "item": ["x", "y"], "response": [1, 5]})
+    with pytest.raises(ValueError, match="invalid response 5 for person 'a', item 'y' .row 1"):
+        as_responses(long)
+    dup = pd.DataFrame({"person": ["a", "a"], "item": ["x", "x"], "response": [1, 0]})
+    with pytest.raises(ValueError, match="more than once"):
+        as_responses(dup)
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (np.array([1, 0, 1]), "2-D"),
+        (np.zeros((0, 3)), "empty"),
+        (np.array([[0.5, 1]]), "invalid response 0.5"),
+        (pd.Series([1, 0]), "one-dimensional"),
+    ],
+)
+def test_shape_and_value_errors(data, match):
+    with pytest.raises(ValueError, match=match):
+        as_responses(data)
+
+
+def test_missing_file_and_bad_suffix(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        as_responses(tmp_path / "nope.csv")
+    path = tmp_path / "x.xlsx"
+    path.write_text("a")
+    with pytest.raises(ValueError, match="suffix"):
+        as_responses(path)
+
+
+def test_duplicate_labels_rejected():
+    frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", "a"], columns=["x", "y"])
+    with pytest.raises(ValueError, match="duplicate person label 'a'"):
+        as_responses(frame)
+
+
+def test_empty_policy_drop_error_keep():
+    X = np.array([[1, np.nan, 0], [np.nan, np.nan, np.nan], [0, np.nan, 1]])
+    with pytest.warns(EmptyResponsesWarning, match="1 person.*1 item"):
+        d = as_responses(X, empty="drop")
+    assert d.shape == (2, 2) and list(d.persons) == [0, 2] and list(d.items) == [0, 2]
+    with pytest.raises(ValueError, match="no response"):
+        as_responses(X, empty="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k = as_responses(X, empty="keep")
+    assert k.shape == (3, 3)
+    with pytest.raises(ValueError, match="empty must be"):
+        as_responses(X, empty="ignore")
+
+
+def test_responses_passthrough_and_subset(wide):
+    X = as_responses(wide)
+    assert as_responses(X) is X
+    sub = X.subset(persons=[0, 2], items=[1, 2])
+    assert isinstance(sub, Responses)
+    assert list(sub.persons) == ["ann", "cy"] and list(sub.items) == ["q2", "q3"]
+    np.testing.assert_array_equal(sub.codes, X.codes[[0, 2]][:, [1, 2]])
+
+
+def test_package_exports():
+    assert privirt.as_responses is as_responses
+    assert privirt.pairwise_counts.__module__ == "privirt.counts"

@@ -1,0 +1,170 @@
+"""Spectral estimator: exact recovery from expected counts, LSAT6 vs CML, simulation recovery,
+solvers, regularisation, graph handling and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt import metrics
+from privirt.exceptions import DisconnectedComparisonGraph
+from privirt.spectral import SpectralResult, spectral_estimate, spectral_from_counts
+
+
+def expected_counts(beta: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Counts whose ratios are exactly Rasch: Y_ij / Y_ji = exp(β_j − β_i)."""
+    e = np.exp(beta)
+    Y = c * e[None, :] / (e[:, None] + e[None, :])
+    np.fill_diagonal(Y, 0.0)
+    return Y
+
+
+@pytest.mark.parametrize("solver", ["direct", "power"])
+@pytest.mark.parametrize("normalizer", ["max", "row"])
+def test_exact_recovery_from_rasch_ratios(solver, normalizer):
+    rng = np.random.default_rng(0)
+    m = 12
+    beta = rng.normal(size=m)
+    beta -= beta.mean()
+    c = rng.uniform(50, 500, (m, m))
+    c = c + c.T  # symmetric number of comparisons
+    res = spectral_from_counts(
+        expected_counts(beta, c), regularization=0, solver=solver, normalizer=normalizer,
+        device="cpu", tol=1e-13,
+    )
+    assert res.converged and res.solver == solver
+    np.testing.assert_allclose(res.beta.to_numpy(), beta, atol=1e-8)
+    assert abs(res.pi.sum() - 1) < 1e-12
+    assert res.beta.mean() == pytest.approx(0, abs=1e-12)
+
+
+def test_lsat6_close_to_cmle():
+    X = privirt.load_dataset("lsat6")
+    spec = spectral_estimate(X, device="cpu")
+    cml = privirt.cmle_estimate(X)
+    assert list(spec.beta.index) == list(X.columns)
+    assert metrics.linf_error(spec.beta, cml.beta) < 0.05
+    assert metrics.kendall_tau(spec.beta, cml.beta) == pytest.approx(1.0)
+    # the hardest item is the one answered correctly least often
+    assert spec.top_k(1)[0] == X.mean().idxmin()
+
+
+def test_recovery_on_simulated_rasch_with_missing():
+    X, _, beta = privirt.simulate_rasch(20_000, 20, p_observed=0.5, seed=5)
+    res = spectral_estimate(X, device="cpu")
+    assert metrics.linf_error(res.beta, beta) < 0.12
+    assert metrics.l2_error(res.beta, beta, relative=True) < 0.05
+    assert metrics.kendall_tau(res.beta, beta) > 0.9
+
+
+def test_power_and_direct_agree_on_data():
+    X, _, _ = privirt.simulate_rasch(3000, 15, p_observed=0.7, seed=1)
+    a = spectral_estimate(X, solver="power", device="cpu", tol=1e-13)
+    b = spectral_estimate(X, solver="direct", device="cpu")
+    assert a.solver == "power" and a.n_iter > 0 and b.n_iter == 0
+    np.testing.assert_allclose(a.beta, b.beta, atol=1e-8)
+
+
+def test_disconnected_graph_raises_named_error():
+    rng = np.random.default_rng(2)
+    X = np.full((400, 4), np.nan)
+    # persons 0..199 answer items 0,1; persons 200..399 answer items 2,3: never linked
+    X[:200, :2] = rng.integers(0, 2, (200, 2))
+    X[200:, 2:] = rng.integers(0, 2, (200, 2))
+    with pytest.raises(DisconnectedComparisonGraph, match="separate parts"):
+        spectral_estimate(X, device="cpu")
+    # it is also a ValueError, so the CLI reports it in one line
+    assert issubclass(DisconnectedComparisonGraph, ValueError)
+
+
+def test_one_directional_pair_needs_regularization():
+    # item 0 beaten by nobody: without regularisation state 0 cannot be left... and entered
+    Y = np.array([[0, 5, 3], [0, 0, 4], [0, 2, 0]], dtype=float)
+    with pytest.raises(DisconnectedComparisonGraph):
+        spectral_from_counts(Y, regularization=0, device="cpu")
+    res = spectral_from_counts(Y, device="cpu")  # λ = 1 makes every compared pair two-way
+    assert res.regularization == 1.0
+    assert np.all(np.isfinite(res.beta)) and res.converged
+    assert res.top_k(1, largest=False)[0] == 0  # item 0 (never wrong when 1/2 right) easiest
+
+
+def test_float_noisy_counts_and_labels():
+    Y = pd.DataFrame([[0, 10.5, 3.2], [4.1, 0, 6.0], [1.0, 2.5, 0]], index=["a", "b", "c"],
+                     columns=["a", "b", "c"])
+    res = spectral_from_counts(Y, device="cpu")
+    assert list(res.beta.index) == ["a", "b", "c"]
+    frame = res.to_frame()
+    assert list(frame.columns) == ["beta", "pi", "d"]
+    np.testing.assert_allclose(frame["beta"], np.log(res.pi / res.d) - np.log(res.pi / res.d).mean())
+
+
+def test_graph_restricts_transitions():
+    rng = np.random.default_rng(4)
+    m = 6
+    beta = rng.normal(size=m)
+    beta -= beta.mean()
+    Y = expected_counts(beta, np.full((m, m), 200.0))
+    ring = np.zeros((m, m), dtype=bool)
+    for i in range(m):
+        ring[i, (i + 1) % m] = ring[(i + 1) % m, i] = True
+    res = spectral_from_counts(Y, graph=ring, regularization=0, device="cpu")
+    np.testing.assert_allclose(res.beta, beta, atol=1e-8)  # a ring suffices for exact ratios
+    # a path split in two is disconnected
+    split = ring.copy()
+    split[0, 1] = split[1, 0] = split[3, 4] = split[4, 3] = False
+    with pytest.raises(DisconnectedComparisonGraph):
+        spectral_from_counts(Y, graph=split, device="cpu")
+    with pytest.raises(ValueError, match="symmetric"):
+        spectral_from_counts(Y, graph=np.triu(ring), device="cpu")
+
+
+@pytest.mark.parametrize(
+    "Y, match",
+    [
+        (np.array([[0, -1.0], [2, 0]]), "non-negative"),
+        (np.array([[0, np.nan], [2, 0]]), "finite"),
+        (np.ones((2, 3)), "square"),
+        (np.zeros((1, 1)), "at least 2"),
+    ],
+)
+def test_count_validation(Y, match):
+    with pytest.raises(ValueError, match=match):
+        spectral_from_counts(Y, device="cpu")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"regularization": -1}, "regularization"),
+        ({"regularization": "big"}, "regularization"),
+        ({"solver": "eigen"}, "solver"),
+        ({"normalizer": "sum"}, "normalizer"),
+        ({"tol": 0}, "tol"),
+        ({"max_iter": 0}, "max_iter"),
+    ],
+)
+def test_option_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        spectral_from_counts(np.array([[0, 1.0], [1, 0]]), device="cpu", **kwargs)
+
+
+def test_top_k_semantics():
+    beta = pd.Series([0.3, -1.0, 1.2, -0.5], index=list("wxyz"))
+    res = SpectralResult(beta=beta, pi=beta * 0 + 0.25, d=beta * 0 + 1, n_iter=0,
+                         converged=True, solver="direct", regularization=1.0)
+    assert list(res.top_k(2)) == ["y", "w"]
+    assert list(res.top_k(1, largest=False)) == ["x"]
+    with pytest.raises(ValueError, match="k must"):
+        res.top_k(5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
+def test_gpu_matches_cpu():
+    X, _, _ = privirt.simulate_rasch(5000, 30, p_observed=0.6, seed=8)
+    for solver in ("power", "direct"):
+        g = spectral_estimate(X, device="gpu", solver=solver, tol=1e-13)
+        c = spectral_estimate(X, device="cpu", solver=solver, tol=1e-13)
+        np.testing.assert_allclose(g.beta, c.beta, atol=1e-8)
