@@ -27,7 +27,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -600,8 +599,18 @@ def _randomize(resp: Responses, mech: Any, seed: int | None) -> np.ndarray:
 
 
 def _shuffle_rows(Z: np.ndarray, seed: int | None) -> np.ndarray:
-    rng = np.random.default_rng(secrets.randbits(128) if seed is None else [seed, 0x73687566])
-    return Z[rng.permutation(Z.shape[0])]
+    """Rows in a uniformly random order (the shuffler of the shuffle model).
+
+    The permutation comes from the secure ChaCha20 generator of :mod:`mechanisms` (keyed from
+    the OS), or from its seeded variant when the caller gave a seed.  The counts computed
+    afterwards do not depend on row order; the shuffle is kept so that the randomized
+    reports really pass through a shuffler, as the amplification theorem assumes.
+    """
+    from mechanisms.rng import SecureRNG
+
+    rng = SecureRNG() if seed is None else SecureRNG.seeded(f"shuffle:{seed}")
+    keys = rng.random_uint64(Z.shape[0])
+    return Z[np.argsort(keys, kind="stable")]
 
 
 def _debiased_counts(Z: np.ndarray, q: float, Y_plain: np.ndarray) -> np.ndarray:
