@@ -67,6 +67,74 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", choices=("auto", "cpu", "gpu"), default="auto",
         help="where array computations run (default: auto)",
     )
+    add_privacy_arguments(parser)
+
+
+# -- private estimation (the accounting issue) ----------------------------------------------
+#: private options that only make sense together with --epsilon
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _p0(text: str):
+    return text if text == "auto" else _positive_float(text)
+
+
+def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--epsilon`` and friends: differentially private estimation (spectral only)."""
+    group = parser.add_argument_group(
+        "differential privacy",
+        "With --epsilon the spectral estimate is computed privately (Algorithm 2; neighbouring "
+        "relation: replace one person's row) and its privacy statement is printed.",
+    )
+    group.add_argument("--epsilon", type=_positive_float, default=None, metavar="E",
+                       help="privacy ε > 0: estimate privately")
+    group.add_argument("--delta", type=_positive_float, default=None, metavar="D",
+                       help="privacy δ in (0, 1) (default: the ledger's δ, else 1e-4)")
+    group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
+                       default=None, help="noise mechanism (default: gaussian)")
+    group.add_argument("--p0", type=_p0, default=None, metavar="P",
+                       help="edge probability of the comparison graph in (0, 1], or 'auto' "
+                       "(default 1: complete graph)")
+    group.add_argument("--shuffle", action="store_true", default=None,
+                       help="randomized response: shuffle reports and claim amplification")
+    group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
+                       help="budget ledger to debit (created with `privirt budget init`)")
+    group.add_argument("--seed", type=int, default=None, metavar="N",
+                       help="reproducible noise — the result is then NOT private")
+
+
+def _private_table(resp, args: argparse.Namespace):
+    from ..ledger import Ledger
+    from ..private import private_spectral_estimate
+
+    if args.method != "spectral":
+        raise ValueError("--epsilon is available with --method spectral only")
+    ledger = None
+    if args.ledger is not None:
+        ledger = Ledger(args.ledger)  # must exist: a typo must not create a fresh budget
+    delta = args.delta
+    if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
+        delta = ledger.delta if ledger is not None else 1e-4
+    res = private_spectral_estimate(
+        resp,
+        epsilon=args.epsilon,
+        delta=delta,
+        mechanism=args.mechanism or "gaussian",
+        p0=1.0 if args.p0 is None else args.p0,
+        shuffle=bool(args.shuffle),
+        ledger=ledger,
+        seed=args.seed,
+        device=args.device,
+        note=f"privirt estimate {Path(args.file).name}",
+    )
+    return pd.DataFrame({"beta": res.beta}), res.privacy
 
 
 def register(subparsers) -> None:
@@ -127,19 +195,38 @@ def run(args: argparse.Namespace) -> int:
     _check_out(args.out)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError("--top-k must be a positive integer")
-    resp = load(args)
-    table = METHODS[args.method](resp, args)
+    private = getattr(args, "epsilon", None) is not None
+    if not private:
+        given = [f"--{name}" for name in _PRIVATE_ONLY if getattr(args, name, None) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
+    statement = None
+    if private:
+        # The item and person sets are public: never drop "empty" ones by a data-dependent
+        # rule (whether an item is empty can hinge on one person).
+        from ..responses import as_responses
+
+        resp = as_responses(args.file, format=args.format or "auto", empty="keep")
+        table, statement = _private_table(resp, args)
+    else:
+        resp = load(args)
+        table = METHODS[args.method](resp, args)
     table.index.name = "item"
     if args.top_k is not None and args.top_k > len(table):
         raise ValueError(f"--top-k {args.top_k} exceeds the number of items ({len(table)})")
-    print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items "
+    label = f"private {args.method}" if private else args.method
+    print(f"{label} estimate: {resp.n_persons} persons × {resp.n_items} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
     if args.top_k is not None:
         top = table["beta"].sort_values(ascending=False, kind="stable").index[: args.top_k]
         print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
+    if statement is not None:
+        print(str(statement))
     if args.out is not None:
-        write_table(table, args.out, {"method": args.method, "n_persons": resp.n_persons,
-                                      "n_items": resp.n_items})
+        meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": resp.n_items}
+        if statement is not None:
+            meta["privacy"] = statement.to_dict()
+        write_table(table, args.out, meta)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

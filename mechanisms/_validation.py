@@ -1,0 +1,98 @@
+"""Input checks shared by the mechanisms (errors say what was wrong and what to do)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+#: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
+#: acceptance test and the int64 output range are proven for this range).
+MIN_SCALE = 2.0**-10
+MAX_SCALE = 2.0**40
+_MAX_ABS_INPUT = 1 << 61
+
+
+def check_scale(name: str, value: object) -> float:
+    """A finite, positive real noise scale in ``[MIN_SCALE, MAX_SCALE]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive real number, got {value!r}")
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(f"{name} must be a positive real number, got NaN")
+    if math.isinf(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if v <= 0:
+        raise ValueError(f"{name} must be > 0, got {v}; pass the noise scale (a standard deviation-like "
+                         "parameter), not a privacy budget")
+    if not MIN_SCALE <= v <= MAX_SCALE:
+        raise ValueError(f"{name}={v!r} is outside the supported range [2**-10, 2**40]")
+    return v
+
+
+def check_epsilon(value: object, *, upper: float = 700.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"epsilon must be a positive real number, got {value!r}")
+    v = float(value)
+    if math.isnan(v) or math.isinf(v):
+        raise ValueError(f"epsilon must be finite, got {v}")
+    if v <= 0:
+        raise ValueError(f"epsilon must be > 0, got {v}")
+    if v > upper:
+        raise ValueError(f"epsilon={v} is above {upper}: the keep probability would round to 1 "
+                         "(no privacy); use a smaller epsilon")
+    return v
+
+
+def check_sensitivity(name: str, value: object) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a non-negative real number, got {value!r}")
+    v = float(value)
+    if math.isnan(v) or math.isinf(v) or v < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {v}")
+    return Fraction(v)
+
+
+def check_shape(size: object) -> tuple[int, ...]:
+    """A non-negative int or a tuple of non-negative ints, as a shape tuple."""
+    dims = (size,) if isinstance(size, numbers.Integral) else size
+    if isinstance(dims, (tuple, list)) and all(
+        isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0 for s in dims
+    ) and not isinstance(size, bool):
+        return tuple(int(s) for s in dims)
+    raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {size!r}")
+
+
+def as_integer_array(values: object, what: str = "values") -> np.ndarray:
+    """Integer input as int64; floats are refused (noise is never added to floats)."""
+    arr = np.asarray(values)
+    if arr.size == 0 and arr.dtype.kind in "biuf":
+        return arr.astype(np.int64)  # e.g. an empty list (numpy makes it float64)
+    if arr.dtype == object:
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
+            raise ValueError(f"{what} must be integers; got non-integer objects")
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(
+            f"{what} must be an integer array, got dtype {arr.dtype}. Discrete noise is only added to "
+            "integers (adding noise to floats leaks through their low-order bits, Mironov 2012); "
+            "if the values are integral counts, convert them first, e.g. np.rint(x).astype(np.int64)"
+        )
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > _MAX_ABS_INPUT:
+        raise ValueError(f"{what} exceed 2**61 in magnitude; noisy results could overflow int64")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and (int(arr.max()) > _MAX_ABS_INPUT or int(arr.min()) < -_MAX_ABS_INPUT):
+        raise ValueError(f"{what} exceed 2**61 in magnitude; noisy results could overflow int64")
+    return arr
+
+
+def round_up(x: Fraction) -> float:
+    """Smallest float >= the exact rational ``x`` (privacy parameters are rounded up)."""
+    f = float(x)  # correctly rounded
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f

@@ -1,0 +1,540 @@
+"""Privacy accounting: costs as values, conversions, composition and noise calibration.
+
+Three kinds of guarantee appear in privirt, each a small immutable value:
+
+* :class:`PureDP` — ε-differential privacy (the discrete Laplace mechanism, randomized
+  response without shuffling);
+* :class:`ZCDP` — ρ-zero-concentrated differential privacy (the discrete Gaussian mechanism);
+* :class:`ApproxDP` — (ε, δ)-differential privacy (what a user's budget is written in, and
+  what shuffled randomized response gives).
+
+The neighbouring relation throughout is **replace one person's row** (the relation of the
+paper this package implements); every guarantee computed here is with respect to it unless a
+function says otherwise.
+
+Conversions
+-----------
+* pure ε → ρ = ε²/2 (Bun & Steinke 2016, Proposition 1.4);
+* ρ → (ε, δ) by Bun & Steinke 2016, Lemma 3.5: ε = ρ + 2√(ρ log 1/δ) (``tight=False``), or by
+  the tight conversion of Canonne, Kamath & Steinke 2020 (Corollary 13, ``tight=True``,
+  default), ε = inf_{α>1} αρ + (log 1/δ + (α−1) log(1−1/α) − log α)/(α−1).
+  Any α > 1 gives a valid ε, so the numerical minimisation only affects tightness, never
+  validity.
+
+Composition
+-----------
+ρ's add (zCDP composition); ε's and δ's add (basic composition).  A general cost
+(:class:`PrivacyCost`) is a triple ``(rho, epsilon, delta)`` meaning "the composition of a
+ρ-zCDP mechanism with an (ε, δ)-DP mechanism"; :func:`total_epsilon` turns a list of such
+spends into one (ε, δ) statement — the rule the :class:`~privirt.Ledger` uses (see
+``docs/privacy.md``).
+
+Calibration
+-----------
+:func:`calibrate_gaussian_sigma`, :func:`calibrate_laplace_scale` and
+:func:`calibrate_rr_epsilon0` find the smallest noise meeting a target (ε, δ) for a given
+sensitivity; :func:`shuffle_amplified_epsilon` is Theorem III.1 of Feldman, McMillan & Talwar
+(2021).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence, Union
+
+import numpy as np
+from scipy import optimize
+
+__all__ = [
+    "NEIGHBOURING_RELATION",
+    "PureDP",
+    "ZCDP",
+    "ApproxDP",
+    "PrivacyCost",
+    "pure_to_zcdp",
+    "zcdp_to_approx_dp",
+    "zcdp_delta",
+    "compose",
+    "total_epsilon",
+    "calibrate_gaussian_sigma",
+    "calibrate_laplace_scale",
+    "calibrate_rr_epsilon0",
+    "shuffle_amplified_epsilon",
+    "shuffle_validity_limit",
+    "check_epsilon",
+    "check_delta",
+]
+
+NEIGHBOURING_RELATION = "replace one person's row"
+
+
+# ---------------------------------------------------------------------------------------
+# validation helpers (shared with the private release functions)
+def _finite_number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(f"{name} must not be NaN")
+    return v
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Validate a privacy parameter ε: a finite number > 0 (ε = ∞ would mean no privacy)."""
+    v = _finite_number(epsilon, name)
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(
+            f"{name} must be a finite number > 0, got {epsilon!r}; privirt has no "
+            "non-private path through its private functions (use spectral_estimate instead)"
+        )
+    return v
+
+
+def check_delta(delta: object, name: str = "delta") -> float:
+    """Validate δ: a number strictly between 0 and 1."""
+    v = _finite_number(delta, name)
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {delta!r}")
+    return v
+
+
+def _check_rho(rho: object) -> float:
+    v = _finite_number(rho, "rho")
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"rho must be a finite number >= 0, got {rho!r}")
+    return v
+
+
+# ---------------------------------------------------------------------------------------
+# guarantees as values
+@dataclass(frozen=True)
+class PureDP:
+    """ε-differential privacy (replace-one neighbours)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        v = _finite_number(self.epsilon, "epsilon")
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", v)
+
+    def to_zcdp(self) -> "ZCDP":
+        """ρ = ε²/2 (Bun & Steinke 2016, Proposition 1.4)."""
+        return ZCDP(pure_to_zcdp(self.epsilon))
+
+    def to_approx_dp(self, delta: float = 0.0) -> "ApproxDP":
+        return ApproxDP(self.epsilon, float(delta))
+
+    def __str__(self) -> str:
+        return f"{self.epsilon:.6g}-DP"
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """ρ-zero-concentrated differential privacy (replace-one neighbours)."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _check_rho(self.rho))
+
+    def to_approx_dp(self, delta: float, *, tight: bool = True) -> "ApproxDP":
+        """The (ε, δ) guarantee implied at the given δ (see :func:`zcdp_to_approx_dp`)."""
+        return ApproxDP(zcdp_to_approx_dp(self.rho, delta, tight=tight), float(delta))
+
+    def __str__(self) -> str:
+        return f"{self.rho:.6g}-zCDP"
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(ε, δ)-differential privacy (replace-one neighbours)."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        e = _finite_number(self.epsilon, "epsilon")
+        d = _finite_number(self.delta, "delta")
+        if not math.isfinite(e) or e < 0:
+            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+        if not (0.0 <= d <= 1.0):
+            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
+        object.__setattr__(self, "epsilon", e)
+        object.__setattr__(self, "delta", d)
+
+    def __str__(self) -> str:
+        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+
+
+@dataclass(frozen=True)
+class PrivacyCost:
+    """A general spend: the composition of a ρ-zCDP part and an (ε, δ)-DP part.
+
+    ``PrivacyCost(rho=ρ)`` is a zCDP mechanism, ``PrivacyCost(epsilon=ε)`` a pure-DP one,
+    ``PrivacyCost(epsilon=ε, delta=δ)`` an approximate-DP one, and a discrete Gaussian whose
+    sampler is within total variation ``t`` of the exact distribution is
+    ``PrivacyCost(rho=ρ, delta=t)``.  This is the row format of the :class:`~privirt.Ledger`.
+    """
+
+    rho: float = 0.0
+    epsilon: float = 0.0
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", _check_rho(self.rho))
+        e = _finite_number(self.epsilon, "epsilon")
+        if not math.isfinite(e) or e < 0:
+            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+        d = _finite_number(self.delta, "delta")
+        if not (0.0 <= d <= 1.0):
+            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
+        object.__setattr__(self, "epsilon", e)
+        object.__setattr__(self, "delta", d)
+
+    @classmethod
+    def of(cls, guarantee: "Guarantee") -> "PrivacyCost":
+        """The cost of a :class:`PureDP`, :class:`ZCDP`, :class:`ApproxDP` or cost."""
+        if isinstance(guarantee, PrivacyCost):
+            return guarantee
+        if isinstance(guarantee, PureDP):
+            return cls(epsilon=guarantee.epsilon)
+        if isinstance(guarantee, ZCDP):
+            return cls(rho=guarantee.rho)
+        if isinstance(guarantee, ApproxDP):
+            return cls(epsilon=guarantee.epsilon, delta=guarantee.delta)
+        raise TypeError(f"not a privacy guarantee: {guarantee!r}")
+
+    def __add__(self, other: "PrivacyCost") -> "PrivacyCost":
+        other = PrivacyCost.of(other)
+        return PrivacyCost(
+            self.rho + other.rho, self.epsilon + other.epsilon, min(1.0, self.delta + other.delta)
+        )
+
+    def to_approx_dp(self, delta: float) -> ApproxDP:
+        """The (ε, δ) guarantee of this single spend at total δ (see :func:`total_epsilon`)."""
+        return ApproxDP(total_epsilon([self], delta), float(delta))
+
+    def __str__(self) -> str:
+        parts = []
+        if self.rho:
+            parts.append(f"ρ={self.rho:.6g}")
+        if self.epsilon or not parts:
+            parts.append(f"ε={self.epsilon:.6g}")
+        if self.delta:
+            parts.append(f"δ={self.delta:.3g}")
+        return ", ".join(parts)
+
+
+Guarantee = Union[PureDP, ZCDP, ApproxDP, PrivacyCost]
+
+
+# ---------------------------------------------------------------------------------------
+# conversions
+def pure_to_zcdp(epsilon: float) -> float:
+    """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    e = _finite_number(epsilon, "epsilon")
+    if e < 0 or not math.isfinite(e):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    return 0.5 * e * e
+
+
+def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
+    """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
+
+    αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
+    log α = log1p(e^t) and log(1 − 1/α) = t − log α so that no cancellation occurs for α
+    near 1.
+    """
+    am1 = math.exp(t)
+    log_alpha = math.log1p(am1)
+    return (1.0 + am1) * rho + log_inv_delta / am1 + (t - log_alpha) - log_alpha / am1
+
+
+def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
+    """The ε such that a ρ-zCDP mechanism is (ε, δ)-DP.
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter, ≥ 0.
+    delta : float
+        Target δ in (0, 1).
+    tight : bool, default True
+        ``True``: the conversion of Canonne, Kamath & Steinke (2020), Corollary 13,
+        ε = inf_{α>1} αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), minimised numerically
+        over α (every α > 1 gives a valid bound, so the result is always valid; it agrees with
+        OpenDP's ``make_zCDP_to_approxDP`` to 1e-6 relative).  ``False``: Bun & Steinke
+        (2016), Lemma 3.5, ε = ρ + 2√(ρ log(1/δ)).
+
+    Returns
+    -------
+    float
+        ε ≥ 0.
+    """
+    rho = _check_rho(rho)
+    delta = check_delta(delta)
+    if rho == 0.0:
+        return 0.0
+    L = math.log(1.0 / delta)
+    classic = rho + 2.0 * math.sqrt(rho * L)
+    if not tight:
+        return classic
+
+    # Minimise over t = log(α − 1); the objective is smooth and unimodal in practice, and the
+    # minimiser lies near α ≈ 1 + √(L/ρ) (where the classic bound's α is).
+    def f(t: float) -> float:
+        return _cks_epsilon_at(t, rho, L)
+
+    t0 = 0.5 * (math.log(L) - math.log(rho))  # in logs: ρ may be subnormal
+    lo, hi = t0 - 30.0, min(t0 + 30.0, 700.0)  # exp(t) must stay finite
+    lo = min(lo, hi - 1.0)
+    grid = np.linspace(lo, hi, 241)
+    vals = np.array([f(t) for t in grid])
+    k = int(np.argmin(vals))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
+    best = min(float(res.fun), float(vals[k]), classic)
+    return max(0.0, best)
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """The smallest δ (tight CKS 2020 conversion) with ρ-zCDP ⇒ (ε, δ)-DP.
+
+    δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^(α−1) / α, capped at 1.
+    """
+    rho = _check_rho(rho)
+    eps = _finite_number(epsilon, "epsilon")
+    if eps < 0:
+        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    if rho == 0.0:
+        return 0.0
+
+    def logd(t: float) -> float:
+        a = 1.0 + math.exp(t)
+        return (a - 1.0) * (a * rho - eps) + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)
+
+    grid = np.linspace(-30.0, 30.0, 481)
+    vals = np.array([logd(t) for t in grid])
+    k = int(np.argmin(vals))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    res = optimize.minimize_scalar(logd, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
+    return float(min(1.0, math.exp(min(float(res.fun), float(vals[k])))))
+
+
+# ---------------------------------------------------------------------------------------
+# composition
+def compose(costs: Iterable[Guarantee]) -> PrivacyCost:
+    """Compose spends: ρ's add (zCDP), ε's and δ's add (basic composition)."""
+    total = PrivacyCost()
+    for c in costs:
+        total = total + PrivacyCost.of(c)
+    return total
+
+
+def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
+    """The ε of the composition of ``costs`` as an (ε, ``delta``)-DP guarantee.
+
+    Rule (documented in ``docs/privacy.md``): with ρ = Σρᵢ, ε = Σεᵢ and δ₀ = Σδᵢ, the
+    composition is (ε + ε_CKS(ρ, δ − δ₀), δ)-DP — the ρ-zCDP part converted with the tight
+    conversion at the δ left after the spends' own δ's, plus the ε's composed basic.  As an
+    alternative that is also valid, pure spends (δᵢ = 0) may be folded into the zCDP part as
+    εᵢ²/2; the smaller of the two results is returned.
+
+    Returns ``inf`` when the spends' own δ's already reach ``delta`` while a zCDP part
+    remains, or exceed it.
+    """
+    delta = float(delta)
+    items = [PrivacyCost.of(c) for c in costs]
+    rho = math.fsum(c.rho for c in items)
+    eps = math.fsum(c.epsilon for c in items)
+    d0 = math.fsum(c.delta for c in items)
+    if d0 > delta:
+        return math.inf
+
+    def conv(r: float, e: float) -> float:
+        if r == 0.0:
+            return e
+        if d0 >= delta:
+            return math.inf
+        return e + zcdp_to_approx_dp(r, delta - d0, tight=True)
+
+    best = conv(rho, eps)
+    pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
+    if pure and delta > d0:
+        rho_b = rho + math.fsum(0.5 * e * e for e in pure)
+        eps_b = eps - math.fsum(pure)
+        best = min(best, conv(rho_b, max(0.0, eps_b)))
+    return best
+
+
+# ---------------------------------------------------------------------------------------
+# calibration
+TvBound = Union[float, Callable[[float], float]]
+
+
+def _tv(tv_bound: TvBound, sigma: float) -> float:
+    return float(tv_bound(sigma)) if callable(tv_bound) else float(tv_bound)
+
+
+def calibrate_gaussian_sigma(
+    l2_sensitivity: float,
+    epsilon: float,
+    delta: float,
+    *,
+    draws: int = 0,
+    tv_bound: TvBound = 0.0,
+) -> float:
+    """The smallest σ of the discrete Gaussian meeting (ε, δ)-DP at this L2 sensitivity.
+
+    The discrete Gaussian with scale σ on a query of L2 sensitivity Δ₂ is ρ-zCDP with
+    ρ = Δ₂²/(2σ²) (Canonne, Kamath & Steinke 2020, Theorem 14).  A sampler that is within
+    total variation ``tv_bound`` (per draw; a number or a function of σ) of the exact
+    distribution adds ``draws · tv_bound`` to δ.  The returned σ is the smallest with
+    ``zcdp_to_approx_dp(ρ, δ − draws·tv, tight=True) ≤ ε``, found by
+    :func:`scipy.optimize.brentq` on that monotone function and then checked.
+
+    Raises
+    ------
+    ValueError
+        For invalid inputs, or when the sampler's TV term alone uses up δ.
+    """
+    l2 = _finite_number(l2_sensitivity, "l2_sensitivity")
+    if not (l2 > 0 and math.isfinite(l2)):
+        raise ValueError(f"l2_sensitivity must be a finite number > 0, got {l2_sensitivity!r}")
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    if draws < 0:
+        raise ValueError(f"draws must be >= 0, got {draws!r}")
+
+    def slack(sigma: float) -> float:
+        d = delta - draws * _tv(tv_bound, sigma)
+        if d <= 0:
+            return math.inf
+        return zcdp_to_approx_dp(l2 * l2 / (2.0 * sigma * sigma), d) - epsilon
+
+    # bracket: the classic bound's σ is an upper bound on the answer (the tight conversion
+    # is never worse); search below it.
+    rho_classic = (math.sqrt(math.log(1.0 / delta) + epsilon) - math.sqrt(math.log(1.0 / delta))) ** 2
+    hi = l2 / math.sqrt(2.0 * rho_classic) * 1.01
+    tries = 0
+    while slack(hi) > 0:
+        hi *= 2.0
+        tries += 1
+        if tries > 200:
+            raise ValueError(
+                f"cannot meet (ε={epsilon}, δ={delta}): the sampler's total-variation term "
+                f"({draws} draws) uses up δ; increase delta"
+            )
+    lo = hi / 2.0
+    while slack(lo) <= 0:
+        hi, lo = lo, lo / 2.0
+        if lo < 1e-300:
+            raise ValueError("calibration failed: no noise needed?")  # pragma: no cover
+    sigma = optimize.brentq(slack, lo, hi, xtol=1e-14 * hi, rtol=4 * np.finfo(float).eps, maxiter=500)
+    # brentq's root may sit a hair on the wrong side: step up until the guarantee holds.
+    for _ in range(200):
+        if slack(sigma) <= 0:
+            return float(sigma)
+        sigma = math.nextafter(sigma, math.inf) * (1 + 1e-15)
+    return float(hi)  # pragma: no cover
+
+
+def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
+    """Scale of the discrete Laplace meeting ε-DP: ``Δ₁/ε`` (pure DP, δ unused).
+
+    The discrete Laplace with pmf ∝ exp(−|z|/scale) on a query of L1 sensitivity Δ₁ is
+    (Δ₁/scale)-DP (Ghosh, Roughgarden & Sundararajan 2009; Canonne, Kamath & Steinke 2020).
+    """
+    l1 = _finite_number(l1_sensitivity, "l1_sensitivity")
+    if not (l1 > 0 and math.isfinite(l1)):
+        raise ValueError(f"l1_sensitivity must be a finite number > 0, got {l1_sensitivity!r}")
+    epsilon = check_epsilon(epsilon)
+    return l1 / epsilon
+
+
+def shuffle_validity_limit(n: int, delta: float) -> float:
+    """Largest local ε₀ for which Feldman–McMillan–Talwar Thm III.1 applies: log(n/(16 log(2/δ)))."""
+    delta = check_delta(delta)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n!r}")
+    arg = n / (16.0 * math.log(2.0 / delta))
+    return math.log(arg) if arg > 1.0 else -math.inf
+
+
+def shuffle_amplified_epsilon(epsilon0: float, n: int, delta: float) -> float | None:
+    """Central ε after shuffling n reports of an ε₀-LDP randomizer (FMT 2021, Thm III.1).
+
+    ε = log(1 + (e^{ε₀} − 1)/(e^{ε₀} + 1) · (8 √(e^{ε₀} log(4/δ)) / √n + 8 e^{ε₀}/n)),
+    valid when ε₀ ≤ log(n / (16 log(2/δ))).  Returns ``None`` when the theorem does not apply
+    (then no amplification may be claimed).  The guarantee is (ε, δ)-DP for the replace-one
+    relation on the n reports.
+    """
+    e0 = _finite_number(epsilon0, "epsilon0")
+    if e0 < 0 or not math.isfinite(e0):
+        raise ValueError(f"epsilon0 must be a finite number >= 0, got {epsilon0!r}")
+    delta = check_delta(delta)
+    if e0 > shuffle_validity_limit(n, delta):
+        return None
+    ee = math.exp(e0)
+    inner = (ee - 1.0) / (ee + 1.0) * (
+        8.0 * math.sqrt(ee * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * ee / n
+    )
+    return math.log1p(inner)
+
+
+def calibrate_rr_epsilon0(
+    epsilon: float,
+    n_bits: int,
+    *,
+    delta: float | None = None,
+    n_persons: int | None = None,
+    shuffle: bool = False,
+) -> tuple[float, float, bool]:
+    """Per-bit ε₀ of randomized response for a user-level target.
+
+    Each person reports ``n_bits`` independently randomized bits, so the person-level local
+    guarantee is ε_L = n_bits · ε₀ (basic composition).  Without shuffling ε₀ = ε / n_bits,
+    pure ε-DP.  With ``shuffle=True`` the largest ε_L whose amplified guarantee
+    (:func:`shuffle_amplified_epsilon`, n = ``n_persons``) is ≤ ε at ``delta`` is used, if it
+    beats ε_L = ε; amplification is only claimed where the theorem's validity condition holds.
+
+    Returns
+    -------
+    epsilon0 : float
+        The per-bit parameter.
+    epsilon_user : float
+        The guarantee claimed (ε-DP without amplification, (ε, δ) with it).
+    amplified : bool
+        Whether the shuffle amplification bound was used.
+    """
+    epsilon = check_epsilon(epsilon)
+    if not isinstance(n_bits, (int, np.integer)) or n_bits < 1:
+        raise ValueError(f"n_bits must be a positive integer, got {n_bits!r}")
+    base = epsilon / n_bits
+    if not shuffle:
+        return base, epsilon, False
+    if delta is None or n_persons is None:
+        raise ValueError("shuffle=True needs delta and n_persons")
+    delta = check_delta(delta)
+    limit = shuffle_validity_limit(n_persons, delta)
+    if not (limit > epsilon):  # amplification cannot allow a larger ε_L than ε itself
+        return base, epsilon, False
+
+    def g(eL: float) -> float:
+        out = shuffle_amplified_epsilon(eL, n_persons, delta)
+        return math.inf if out is None else out - epsilon
+
+    if g(limit) <= 0:
+        eL = limit
+    else:
+        if g(epsilon) > 0:  # amplified bound at ε_L = ε is already above ε: no gain
+            return base, epsilon, False
+        eL = optimize.brentq(g, epsilon, limit, xtol=1e-13, rtol=4 * np.finfo(float).eps)
+        while g(eL) > 0:
+            eL = math.nextafter(eL, -math.inf)
+    amp = shuffle_amplified_epsilon(eL, n_persons, delta)
+    assert amp is not None and amp <= epsilon
+    return eL / n_bits, amp, True

@@ -1,0 +1,85 @@
+"""``privirt budget``: create and inspect a privacy budget ledger.
+
+``privirt budget init PATH --epsilon E --delta D`` creates the SQLite ledger of one data
+set's total budget; ``privirt budget show PATH`` prints the budget, every spend, the total
+spent (composed as in :mod:`privirt.ledger`) and what remains.  Spending happens through the
+private commands and functions (``privirt estimate FILE --epsilon E --ledger PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "budget",
+        help="create or show a privacy budget ledger",
+        description="Create or inspect the privacy budget ledger (an SQLite file) of a data "
+        "set.  Neighbouring relation: replace one person's row.",
+    )
+    sub = parser.add_subparsers(dest="budget_command", metavar="ACTION")
+    init = sub.add_parser("init", help="create a ledger with a total (ε, δ) budget")
+    init.add_argument("path", metavar="PATH", type=Path, help="ledger file to create")
+    init.add_argument("--epsilon", type=_float, required=True, metavar="E", help="total ε (> 0)")
+    init.add_argument("--delta", type=_float, required=True, metavar="D", help="total δ in (0, 1)")
+    init.set_defaults(func=run_init)
+    show = sub.add_parser("show", help="print the budget, the spends and what remains")
+    show.add_argument("path", metavar="PATH", type=Path, help="ledger file")
+    show.add_argument("--json", action="store_true", help="print a JSON document instead")
+    show.set_defaults(func=run_show)
+    parser.set_defaults(func=_help(parser))
+
+
+def _help(parser: argparse.ArgumentParser):
+    def run(args: argparse.Namespace) -> int:
+        raise ValueError("give an action: `privirt budget init PATH ...` or `privirt budget show PATH`")
+
+    return run
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from ..accounting import check_delta, check_epsilon
+    from ..ledger import Ledger
+
+    eps = check_epsilon(args.epsilon)
+    dlt = check_delta(args.delta)
+    if args.path.exists():
+        raise ValueError(
+            f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
+            "budget show` to inspect it, or choose a new path"
+        )
+    led = Ledger(args.path, epsilon=eps, delta=dlt)
+    print(f"created ledger {led.path}: budget ε = {led.epsilon:g}, δ = {led.delta:g} "
+          f"(neighbouring relation: {led.relation})")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from ..ledger import Ledger
+
+    led = Ledger(args.path)
+    if args.json:
+        spends = led.spends().reset_index()
+        spent = led.spent()
+        doc = {
+            "path": str(led.path),
+            "relation": led.relation,
+            "budget": {"epsilon": led.epsilon, "delta": led.delta},
+            "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
+            "remaining_epsilon": led.remaining_epsilon(),
+            "spends": spends.to_dict(orient="records"),
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(led.summary())
+    return 0

@@ -1,0 +1,179 @@
+"""The ``privirt budget`` command and the private options of ``privirt estimate``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def responses_csv(tmp_path) -> Path:
+    X, _, _ = privirt.simulate_rasch(400, 6, seed=3, p_observed=0.9)
+    path = tmp_path / "resp.csv"
+    pd.DataFrame(X, columns=[f"item{i}" for i in range(1, 7)]).to_csv(path, index_label="person")
+    return path
+
+
+def _one_line_error(err: str) -> str:
+    lines = [l for l in err.strip().splitlines() if l]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("privirt: error: ")
+    return lines[0]
+
+
+def test_budget_init_and_show(tmp_path, capsys):
+    path = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(path), "--epsilon", "2", "--delta", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    assert "ε = 2" in out and "replace one person's row" in out
+    assert main(["budget", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "budget: ε = 2, δ = 1e-06" in out and "0 spend(s)" in out
+    assert main(["budget", "show", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["budget"] == {"epsilon": 2.0, "delta": 1e-6} and doc["spends"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--epsilon", "0", "--delta", "1e-5"],
+        ["--epsilon", "-1", "--delta", "1e-5"],
+        ["--epsilon", "nan", "--delta", "1e-5"],
+        ["--epsilon", "inf", "--delta", "1e-5"],
+        ["--epsilon", "1", "--delta", "0"],
+        ["--epsilon", "1", "--delta", "1.5"],
+    ],
+)
+def test_budget_init_bad_values(tmp_path, capsys, args):
+    path = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(path), *args]) == 2
+    _one_line_error(capsys.readouterr().err)
+    assert not path.exists()
+
+
+def test_budget_init_refuses_existing_and_show_missing(tmp_path, capsys):
+    path = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    assert main(["budget", "init", str(path), "--epsilon", "5", "--delta", "1e-5"]) == 2
+    assert "already exists" in _one_line_error(capsys.readouterr().err)
+    assert privirt.Ledger(path).epsilon == 1.0
+    assert main(["budget", "show", str(tmp_path / "nope.ledger")]) == 2
+    assert "budget init" in _one_line_error(capsys.readouterr().err)
+    assert main(["budget"]) == 2
+    _one_line_error(capsys.readouterr().err)
+
+
+def test_private_estimate_debits_and_over_budget_exits_nonzero(tmp_path, capsys, responses_csv):
+    path = tmp_path / "b.ledger"
+    main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"])
+    capsys.readouterr()
+    out_json = tmp_path / "est.json"
+    rc = main(["estimate", str(responses_csv), "--epsilon", "0.7", "--ledger", str(path),
+               "--device", "cpu", "--out", str(out_json)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "private spectral estimate" in out and "discrete Gaussian" in out
+    assert "replace one person's row" in out and "NOT PRIVATE" not in out
+    doc = json.loads(out_json.read_text())
+    assert doc["privacy"]["mechanism"] == "discrete Gaussian" and len(doc["items"]) == 6
+    led = privirt.Ledger(path)
+    assert len(led.spends()) == 1
+    before = path.read_bytes()
+    rc = main(["estimate", str(responses_csv), "--epsilon", "0.7", "--ledger", str(path), "--device", "cpu"])
+    assert rc == 3
+    captured = capsys.readouterr()
+    assert "budget exceeded" in _one_line_error(captured.err)
+    assert "beta" not in captured.out  # nothing was printed
+    assert path.read_bytes() == before  # ledger unchanged
+    # a smaller Laplace spend still fits
+    rc = main(["estimate", str(responses_csv), "--epsilon", "0.05", "--mechanism", "laplace",
+               "--ledger", str(path), "--device", "cpu"])
+    assert rc == 0 and "discrete Laplace" in capsys.readouterr().out
+    assert len(privirt.Ledger(path).spends()) == 2
+
+
+def test_private_estimate_options(capsys, responses_csv):
+    rc = main(["estimate", str(responses_csv), "--epsilon", "2", "--mechanism", "randomized_response",
+               "--p0", "auto", "--seed", "3", "--device", "cpu", "--top-k", "2"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "NOT PRIVATE: seeded noise" in out and "randomized response" in out
+    assert "top 2 hardest" in out
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--epsilon", "0"],
+        ["--epsilon", "-0.5"],
+        ["--epsilon", "nan"],
+        ["--epsilon", "inf"],
+        ["--epsilon", "1", "--delta", "0"],
+        ["--epsilon", "1", "--delta", "2"],
+        ["--epsilon", "1", "--p0", "0"],
+        ["--epsilon", "1", "--p0", "1.5"],
+        ["--epsilon", "1", "--method", "cmle"],
+        ["--delta", "1e-5"],  # private option without --epsilon: refuse, don't run non-privately
+        ["--mechanism", "laplace"],
+    ],
+)
+def test_private_estimate_bad_input(capsys, responses_csv, extra):
+    rc = main(["estimate", str(responses_csv), "--device", "cpu", *extra])
+    assert rc == 2
+    captured = capsys.readouterr()
+    _one_line_error(captured.err)
+    assert "beta" not in captured.out
+
+
+def test_missing_ledger_is_not_created(tmp_path, capsys, responses_csv):
+    path = tmp_path / "typo.ledger"
+    rc = main(["estimate", str(responses_csv), "--epsilon", "1", "--ledger", str(path), "--device", "cpu"])
+    assert rc == 2 and not path.exists()
+    _one_line_error(capsys.readouterr().err)
+
+
+def test_non_private_estimate_unchanged(capsys, responses_csv):
+    assert main(["estimate", str(responses_csv), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("spectral estimate") and "privacy" not in out
+
+
+def test_subprocess_over_budget(tmp_path, responses_csv):
+    path = tmp_path / "b.ledger"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "privirt", *args], cwd=str(ROOT), env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    assert run("budget", "init", str(path), "--epsilon", "0.5", "--delta", "1e-5").returncode == 0
+    r = run("estimate", str(responses_csv), "--epsilon", "0.6", "--ledger", str(path), "--device", "cpu")
+    assert r.returncode == 3
+    assert r.stderr.strip().count("\n") == 0 and "budget exceeded" in r.stderr
+    assert len(privirt.Ledger(path).spends()) == 0  # ledger unchanged
+
+
+def test_private_estimate_keeps_empty_items(tmp_path, capsys):
+    X, _, _ = privirt.simulate_rasch(300, 4, seed=1)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    frame["d"] = np.nan  # nobody answered d: a private run must not drop it (data-dependent)
+    path = tmp_path / "r.csv"
+    frame.to_csv(path, index_label="person")
+    assert main(["estimate", str(path), "--epsilon", "1", "--seed", "0", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "4 items" in out and "\nd " in out

@@ -1,0 +1,229 @@
+"""The budget ledger: accounting, refusals, crash safety and races between real processes."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import privirt
+from privirt.accounting import PrivacyCost, total_epsilon, zcdp_to_approx_dp
+from privirt.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _python(code: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=str(ROOT), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+    )
+
+
+# -- basic behaviour --------------------------------------------------------------------
+def test_create_open_and_budget_is_immutable(tmp_path):
+    path = tmp_path / "sub" / "data.ledger"
+    led = Ledger(path, epsilon=2.0, delta=1e-6)
+    assert path.exists() and led.epsilon == 2.0 and led.delta == 1e-6
+    again = Ledger(path)
+    assert (again.epsilon, again.delta) == (2.0, 1e-6)
+    assert Ledger(path, epsilon=2.0, delta=1e-6).epsilon == 2.0  # same budget: fine
+    with pytest.raises(ValueError, match="cannot be changed"):
+        Ledger(path, epsilon=3.0, delta=1e-6)
+    with pytest.raises(FileNotFoundError, match="budget init"):
+        Ledger(tmp_path / "missing.ledger")
+    with pytest.raises(ValueError):
+        Ledger(tmp_path / "x.ledger", epsilon=1.0)  # δ missing
+    with pytest.raises(ValueError):
+        Ledger(":memory:", epsilon=1.0, delta=1e-5)
+    junk = tmp_path / "junk.ledger"
+    junk.write_text("not a database at all, just text" * 10)
+    with pytest.raises(ValueError, match="not a privirt ledger"):
+        Ledger(junk)
+
+
+@pytest.mark.parametrize("eps,delta", [(0, 1e-5), (-1, 1e-5), (math.inf, 1e-5), (math.nan, 1e-5), (1, 0), (1, 1), (1, math.nan)])
+def test_bad_budget(tmp_path, eps, delta):
+    with pytest.raises(ValueError):
+        Ledger(tmp_path / "b.ledger", epsilon=eps, delta=delta)
+    assert not (tmp_path / "b.ledger").exists() or Ledger  # no half-created budget row
+    if (tmp_path / "b.ledger").exists():
+        with pytest.raises(ValueError):
+            Ledger(tmp_path / "b.ledger")
+
+
+def test_spends_compose_and_refusal_leaves_ledger_unchanged(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    led.spend(PrivacyCost(epsilon=0.3), mechanism="discrete Laplace", note="first")
+    led.spend(PrivacyCost(rho=0.01, delta=1e-8), mechanism="discrete Gaussian")
+    df = led.spends()
+    assert list(df["mechanism"]) == ["discrete Laplace", "discrete Gaussian"]
+    assert df.loc[1, "note"] == "first"
+    expected = min(
+        0.3 + zcdp_to_approx_dp(0.01, 1e-5 - 1e-8),
+        zcdp_to_approx_dp(0.01 + 0.3**2 / 2, 1e-5 - 1e-8),
+    )
+    assert led.spent().epsilon == pytest.approx(expected, rel=1e-9)
+    before = path_bytes = (tmp_path / "l.ledger").read_bytes()
+    with pytest.raises(privirt.BudgetExceeded, match="remaining"):
+        led.spend(PrivacyCost(epsilon=0.5), mechanism="discrete Laplace")
+    assert len(led.spends()) == 2
+    assert (tmp_path / "l.ledger").read_bytes() == before == path_bytes
+    # what remains is exactly spendable, and a hair more is not
+    rem = led.remaining_epsilon()
+    assert 0 < rem < 0.7
+    assert led.would_exceed(PrivacyCost(epsilon=rem * 1.001))
+    led.spend(PrivacyCost(epsilon=rem), mechanism="x")
+    assert led.spent().epsilon <= 1.0 * (1 + 1e-12)
+    assert led.remaining_epsilon() == pytest.approx(0.0, abs=1e-9)
+
+
+def test_exact_budget_fits(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    for _ in range(10):
+        led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace")  # 0.1 × 10 rounds above 1.0
+    with pytest.raises(privirt.BudgetExceeded):
+        led.spend(PrivacyCost(epsilon=1e-6), mechanism="laplace")
+
+
+def test_summary_mentions_relation_and_totals(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    led.spend(PrivacyCost(epsilon=0.25), mechanism="laplace", note="n1")
+    text = led.summary()
+    assert "replace one person's row" in text and "0.25" in text and "n1" in text
+    assert total_epsilon([PrivacyCost(epsilon=0.25)], 1e-5) == pytest.approx(0.25)
+
+
+# -- crash safety -------------------------------------------------------------------------
+def test_killed_mid_loop_never_shows_less_than_released(tmp_path):
+    """A process debits then 'releases' (prints) in a loop and is SIGKILLed at a random
+    moment: the ledger always holds at least every spend whose release was seen."""
+    path = tmp_path / "crash.ledger"
+    Ledger(path, epsilon=1e6, delta=1e-5)
+    for delay in (0.05, 0.3, 0.7):
+        proc = _python(
+            f"""
+            import sys
+            from privirt.ledger import Ledger
+            from privirt.accounting import PrivacyCost
+            led = Ledger({str(path)!r})
+            print("ready", flush=True)
+            while True:
+                i = led.spend(PrivacyCost(epsilon=1.0), mechanism="loop")
+                print(i, flush=True)   # the 'release' happens only after the debit
+            """
+        )
+        assert proc.stdout.readline().strip() == "ready"
+        first = int(proc.stdout.readline())  # at least one release has happened
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == -signal.SIGKILL
+        released = [first] + [int(x) for x in out.split()]
+        con = sqlite3.connect(str(path))
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        con.close()
+        ids = set(Ledger(path).spends().index)
+        assert released, "the child released nothing before being killed"
+        assert set(released) <= ids  # never less than was released
+
+
+def test_private_call_killed_after_debit_keeps_the_spend(tmp_path):
+    """release_counts is SIGKILLed while drawing noise: the debit is already durable."""
+    pytest.importorskip("mechanisms")
+    path = tmp_path / "kill.ledger"
+    marker = tmp_path / "in_noise"
+    Ledger(path, epsilon=5.0, delta=1e-5)
+    proc = _python(
+        f"""
+        import time, numpy as np
+        import mechanisms, privirt
+        def stuck(self, values):            # test-only hook: hang where noise is drawn
+            open({str(marker)!r}, "w").write("x")
+            time.sleep(120)
+        mechanisms.DiscreteGaussian.apply = stuck
+        X = np.array([[1, 0, 1], [0, 1, np.nan], [1, 1, 0]])
+        privirt.release_counts(X, epsilon=1.0, delta=1e-5, ledger=privirt.Ledger({str(path)!r}))
+        """
+    )
+    deadline = time.time() + 60
+    while not marker.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    df = Ledger(path).spends()
+    assert len(df) == 1
+    assert df.iloc[0]["rho"] > 0
+    # the stored cost is what a 1.0-ε call costs at this δ
+    assert zcdp_to_approx_dp(df.iloc[0]["rho"], 1e-5 - df.iloc[0]["delta"]) <= 1.0 + 1e-9
+
+
+# -- races ----------------------------------------------------------------------------------
+def _race(path: Path, go: Path, cost_code: str, n: int) -> list[int]:
+    procs = [
+        _python(
+            f"""
+            import os, sys, time
+            from privirt.ledger import Ledger
+            from privirt.accounting import PrivacyCost
+            from privirt.exceptions import BudgetExceeded
+            led = Ledger({str(path)!r})
+            print("ready", flush=True)
+            while not os.path.exists({str(go)!r}):
+                time.sleep(0.001)
+            try:
+                led.spend({cost_code}, mechanism="race")
+            except BudgetExceeded:
+                sys.exit(3)
+            sys.exit(0)
+            """
+        )
+        for _ in range(n)
+    ]
+    for p in procs:  # wait until every process has reached the barrier
+        assert p.stdout.readline().strip() == "ready"
+    go.write_text("go")
+    codes = []
+    for p in procs:
+        p.communicate(timeout=120)
+        codes.append(p.returncode)
+    return codes
+
+
+def test_racing_processes_cannot_overspend_pure(tmp_path):
+    path = tmp_path / "race.ledger"
+    Ledger(path, epsilon=1.0, delta=1e-5)
+    codes = _race(path, tmp_path / "go", "PrivacyCost(epsilon=0.4)", 5)
+    assert sorted(codes) == [0, 0, 3, 3, 3]  # exactly two 0.4's fit in 1.0
+    assert len(Ledger(path).spends()) == 2
+
+
+def test_racing_processes_cannot_overspend_zcdp(tmp_path):
+    path = tmp_path / "race2.ledger"
+    Ledger(path, epsilon=1.0, delta=1e-5)
+    # each spend alone is more than half of the budget's ρ: only one may succeed
+    rho_total = 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # the ρ whose conversion is exactly ε = 1 at δ = 1e-5
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if zcdp_to_approx_dp(mid, 1e-5) <= 1.0 else (lo, mid)
+    rho_total = lo
+    codes = _race(path, tmp_path / "go", f"PrivacyCost(rho={0.6 * rho_total!r})", 4)
+    assert sorted(codes) == [0, 3, 3, 3]
+    assert Ledger(path).spent().epsilon <= 1.0

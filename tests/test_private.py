@@ -1,0 +1,461 @@
+"""Private release and private spectral estimation: audit, accuracy, ledger, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.accounting import zcdp_to_approx_dp
+from privirt.counts import pairwise_counts
+from privirt.private import _debiased_counts, sample_comparison_graph
+from privirt.sensitivity import max_cut
+
+mechanisms = pytest.importorskip("mechanisms")
+
+
+def _rasch(n=300, m=6, seed=0, p_observed=1.0):
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed, p_observed=p_observed)
+    return X, beta
+
+
+def _rmse(a, b) -> float:
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    return float(np.sqrt(np.mean((a - a.mean() - (b - b.mean())) ** 2)))
+
+
+# -- the release and its statement ---------------------------------------------------------
+def test_release_counts_statement_and_shape():
+    X, _ = _rasch()
+    rel = privirt.release_counts(X, epsilon=1.0, delta=1e-5)
+    m = X.shape[1]
+    assert rel.Y.shape == (m, m) and rel.Y.to_numpy().dtype == np.int64
+    assert np.all(np.diag(rel.Y.to_numpy()) == 0)
+    p = rel.privacy
+    assert isinstance(p, privirt.PrivacyStatement)
+    assert p.mechanism == "discrete Gaussian" and p.relation == "replace one person's row"
+    assert p.private is True and "NOT PRIVATE" not in str(p)
+    assert p.sensitivity.l1 == 2 * 3 * 3 and p.sensitivity.bound == "tight"
+    assert p.noise_parameter == "sigma" and p.rho == pytest.approx(18 / (2 * p.noise_value**2))
+    assert p.epsilon <= 1.0 and p.delta == 1e-5 and p.n_edges == m * (m - 1) // 2 and p.p0 == 1.0
+    assert zcdp_to_approx_dp(p.rho, 1e-5) <= 1.0
+    assert "(1, 1e-05)" in str(p) or "(0.999" in str(p)
+
+
+def test_laplace_release_is_pure():
+    X, _ = _rasch()
+    rel = privirt.release_counts(X, epsilon=0.5, mechanism="laplace")
+    p = rel.privacy
+    assert p.mechanism == "discrete Laplace" and p.rho is None and p.delta == 0.0
+    assert p.noise_value == pytest.approx(p.sensitivity.l1 / 0.5, rel=1e-9)
+    assert p.epsilon <= 0.5 and "pure" in str(p)
+    assert any("δ is not used" in n for n in p.notes)
+
+
+def test_seeded_runs_are_reproducible_and_not_private():
+    X, _ = _rasch()
+    a = privirt.release_counts(X, epsilon=1.0, seed=7)
+    b = privirt.release_counts(X, epsilon=1.0, seed=7)
+    assert a.Y.equals(b.Y)
+    assert a.privacy.private is False and "NOT PRIVATE: seeded noise" in str(a.privacy)
+    c = privirt.release_counts(X, epsilon=1.0)
+    d = privirt.release_counts(X, epsilon=1.0)
+    assert c.privacy.private and not c.Y.equals(d.Y)
+
+
+def test_noise_is_actually_added_with_the_stated_scale():
+    X, _ = _rasch(n=200, m=8)
+    Y, _ = pairwise_counts(X, device="cpu")
+    rel = privirt.release_counts(X, epsilon=2.0, seed=3)
+    off = ~np.eye(8, dtype=bool)
+    resid = (rel.Y.to_numpy() - Y)[off]
+    sigma = rel.privacy.noise_value
+    assert np.any(resid != 0)
+    # 56 draws: the sample standard deviation is within a generous band of σ
+    assert 0.6 * sigma < resid.std() < 1.4 * sigma
+
+
+def test_sparse_graph_release():
+    X, _ = _rasch(n=200, m=30)
+    rel = privirt.release_counts(X, epsilon=1.0, p0="auto", seed=1)
+    G = rel.graph.to_numpy()
+    assert np.array_equal(G, G.T) and not G.diagonal().any()
+    assert rel.privacy.p0 == pytest.approx(1.5 * math.log(30) / 30)
+    assert rel.privacy.sensitivity.bound == "sparse-spectral"
+    assert rel.privacy.n_edges == int(G.sum() // 2) < 30 * 29 // 2
+    Yn = rel.Y.to_numpy()
+    assert np.all(Yn[~G] == 0)  # cells outside the graph are not released
+    assert len(rel.to_long()) == int(G.sum())
+    # the graph is connected
+    from scipy.sparse.csgraph import connected_components
+
+    assert connected_components(G, directed=False)[0] == 1
+
+
+def test_paper_sensitivity_adds_more_noise():
+    X, _ = _rasch(m=8)
+    tight = privirt.release_counts(X, epsilon=1.0, seed=0).privacy
+    paper = privirt.release_counts(X, epsilon=1.0, seed=0, sensitivity="paper").privacy
+    assert paper.sensitivity.l1 == 8 * 7 and tight.sensitivity.l1 == 32
+    assert paper.noise_value == pytest.approx(tight.noise_value * math.sqrt(56 / 32), rel=1e-6)
+
+
+# -- exact privacy audit -----------------------------------------------------------------------
+def _dg_pmf(sigma: float):
+    K = int(math.ceil(40 * sigma)) + 10
+    z = np.arange(-K, K + 1)
+    w = np.exp(-(z.astype(float) ** 2) / (2 * sigma**2))
+    return z, w / w.sum()
+
+
+def _exact_gaussian_delta(sigma: float, k: int, eps: float) -> float:
+    """Hockey-stick divergence of independent discrete Gaussian noise on k coordinates that
+    differ by ±1 (the rest identical): L = (2S + k)/(2σ²) with S a sum of k discrete Gaussians."""
+    z, p = _dg_pmf(sigma)
+    dist = p.copy()
+    for _ in range(k - 1):
+        dist = np.convolve(dist, p)
+    s = np.arange(dist.size) + k * z[0]
+    L = (2.0 * s + k) / (2.0 * sigma**2)
+    return float(np.sum(dist * np.clip(1.0 - np.exp(eps - L), 0.0, None)))
+
+
+def _worst_pair(m: int, graph: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows x, x' whose contributions have disjoint supports of maximal size."""
+    if graph is None:
+        S = np.arange(m) < m // 2
+    else:
+        best, S = -1, None
+        for mask in range(1 << m):
+            side = np.array([(mask >> i) & 1 for i in range(m)], dtype=bool)
+            cut = int(np.count_nonzero(graph[np.ix_(side, ~side)]))
+            if cut > best:
+                best, S = cut, side
+    return S.astype(float), (~S).astype(float)
+
+
+@pytest.mark.parametrize("m,n,eps,delta", [(3, 2, 1.0, 1e-4), (4, 3, 0.5, 1e-5), (4, 2, 3.0, 1e-3)])
+def test_gaussian_exact_privacy_audit(m, n, eps, delta):
+    x, x2 = _worst_pair(m)
+    others = np.tile(np.array([1.0, np.nan] + [0.0] * (m - 2)), (n - 1, 1))
+    D = np.vstack([x, others])
+    D2 = np.vstack([x2, others])
+    off = ~np.eye(m, dtype=bool)
+    diff = pairwise_counts(D, device="cpu")[0][off] - pairwise_counts(D2, device="cpu")[0][off]
+    k = int(np.abs(diff).sum())
+    assert set(np.unique(diff)) <= {-1, 0, 1}
+    rel = privirt.release_counts(D, epsilon=eps, delta=delta, seed=0)
+    sigma = rel.privacy.noise_value
+    assert k == rel.privacy.sensitivity.l1  # the worst case is attained
+    realised = _exact_gaussian_delta(sigma, k, rel.privacy.epsilon)
+    assert realised <= delta
+    # the audit has power: half the noise breaks the claim
+    assert _exact_gaussian_delta(sigma / 2, k, rel.privacy.epsilon) > delta
+
+
+def test_gaussian_exact_audit_on_sparse_graph():
+    m = 6
+    X = np.array([[1, 0, 1, 0, 1, 0], [0, 0, 1, 1, np.nan, 1]], dtype=float)
+    rel = privirt.release_counts(X, epsilon=1.0, delta=1e-4, p0=0.5, seed=5)
+    G = rel.graph.to_numpy()
+    x, x2 = _worst_pair(m, G)
+    Ya = pairwise_counts(np.vstack([x, X[1]]), device="cpu")[0][G]
+    Yb = pairwise_counts(np.vstack([x2, X[1]]), device="cpu")[0][G]
+    k = int(np.abs(Ya - Yb).sum())
+    assert k == 2 * max_cut(G) == rel.privacy.sensitivity.l1
+    assert _exact_gaussian_delta(rel.privacy.noise_value, k, rel.privacy.epsilon) <= 1e-4
+
+
+def test_laplace_exact_and_empirical_audit():
+    m, eps = 3, 2.0
+    rel = privirt.release_counts(np.array([[1.0, 0.0, 0.0]]), epsilon=eps, mechanism="laplace", seed=0)
+    scale = rel.privacy.noise_value
+    k = int(rel.privacy.sensitivity.l1)
+    # exact: the per-coordinate log-ratio of the pmf at a unit shift is at most 1/scale
+    z = np.arange(-200, 201)
+    logp = -np.abs(z) / scale
+    per_coord = np.max(logp[1:] - logp[:-1])
+    assert k * per_coord <= eps * (1 + 1e-9)
+    # empirical, with the actual sampler: tail events {Z ≥ t} vs {Z ≥ t+1} (shift by one)
+    mech = mechanisms.DiscreteLaplace(scale, seed=11)
+    draws = mech.sample(1_000_000)
+    ratio_bound = math.exp(1.0 / scale)
+    for t in range(0, 4):
+        a = np.count_nonzero(draws >= t)
+        b = np.count_nonzero(draws >= t + 1)
+        ratio = a / b
+        se = ratio * math.sqrt(1 / a + 1 / b)
+        assert ratio <= ratio_bound + 5 * se
+        assert ratio >= ratio_bound - 5 * se  # the sampler has the claimed shape
+
+
+def test_randomized_response_empirical_audit_with_missing_cells():
+    """The whole RR release path (missing cells → coin flips) on two neighbouring rows:
+    the empirical log-ratio of every output pattern stays within m·ε₀ = ε."""
+    from privirt.private import _randomize
+
+    eps, m, reps = 1.5, 3, 200_000
+    x = np.array([1, 0, -1], dtype=np.int8)  # one missing cell
+    x2 = np.array([0, 1, 1], dtype=np.int8)
+    mech = mechanisms.RandomizedResponse(eps / m, seed=5)
+
+    def patterns(row):
+        resp = privirt.Responses(np.tile(row, (reps, 1)), pd.RangeIndex(reps), pd.Index(["a", "b", "c"]))
+        Z = _randomize(resp, mech, seed=9)
+        return np.bincount(Z @ np.array([4, 2, 1]), minlength=8) / reps
+
+    p, q = patterns(x), patterns(x2)
+    assert np.all(p > 0) and np.all(q > 0)
+    log_ratio = np.abs(np.log(p / q))
+    se = np.sqrt(1 / (p * reps) + 1 / (q * reps))
+    assert np.all(log_ratio <= eps + 5 * se)
+    # the missing cell is a fair coin: its marginal is 1/2 whatever the other cells are
+    assert abs(p[[1, 3, 5, 7]].sum() - 0.5) < 5 * math.sqrt(0.25 / reps)
+    # and the bound is nearly attained by the pattern that flips nothing on observed cells
+    assert log_ratio.max() > 0.5 * (2 * eps / m)
+
+
+# -- ledger integration ----------------------------------------------------------------------
+def test_ledger_debited_before_noise(tmp_path, monkeypatch):
+    X, _ = _rasch()
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
+    seen = []
+    orig = mechanisms.DiscreteGaussian.apply
+
+    def spy(self, values):
+        seen.append(len(led.spends()))  # what the ledger shows when noise is drawn
+        return orig(self, values)
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    rel = privirt.release_counts(X, epsilon=1.0, delta=1e-5, ledger=led)
+    assert seen == [1]
+    assert rel.privacy.ledger_spend_id == 1
+    assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
+
+
+def test_over_budget_raises_before_any_noise(tmp_path, monkeypatch):
+    X, _ = _rasch()
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    privirt.private_spectral_estimate(X, epsilon=0.8, delta=1e-5, mechanism="laplace", ledger=led)
+
+    def boom(self, values):  # pragma: no cover - must not be reached
+        raise AssertionError("noise drawn although the budget was exceeded")
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    monkeypatch.setattr(mechanisms.DiscreteLaplace, "apply", boom)
+    monkeypatch.setattr(mechanisms.RandomizedResponse, "apply", boom)
+    before = (tmp_path / "l.ledger").read_bytes()
+    for mech in ("gaussian", "laplace", "randomized_response"):
+        with pytest.raises(privirt.BudgetExceeded):
+            privirt.private_spectral_estimate(X, epsilon=0.5, delta=1e-5, mechanism=mech, ledger=led)
+    assert (tmp_path / "l.ledger").read_bytes() == before
+    assert len(led.spends()) == 1
+
+
+def test_ledger_accepts_a_path(tmp_path):
+    X, _ = _rasch()
+    path = tmp_path / "l.ledger"
+    privirt.Ledger(path, epsilon=1.0, delta=1e-5)
+    privirt.release_counts(X, epsilon=0.3, mechanism="laplace", ledger=str(path))
+    assert privirt.Ledger(path).spent().epsilon == pytest.approx(0.3, rel=1e-6)
+
+
+# -- private spectral estimation -------------------------------------------------------------
+def test_private_spectral_gaussian_result():
+    X, beta = _rasch(n=1000, m=8)
+    res = privirt.private_spectral_estimate(X, epsilon=2.0)
+    assert isinstance(res.beta, pd.Series) and len(res.beta) == 8
+    assert abs(res.beta.mean()) < 1e-9
+    assert res.privacy.mechanism == "discrete Gaussian" and res.counts is not None
+    assert res.top_k(2).size == 2
+    assert _rmse(res.beta, beta) < 0.5
+
+
+def test_labels_are_carried_and_empty_items_kept():
+    X, _ = _rasch(n=200, m=5)
+    df = pd.DataFrame(X, columns=[f"q{i}" for i in range(5)])
+    df["q4"] = np.nan  # an item nobody answered: kept (the item set is public)
+    res = privirt.private_spectral_estimate(df, epsilon=1.0, seed=0)
+    assert list(res.beta.index) == [f"q{i}" for i in range(5)]
+    assert np.isfinite(res.beta).all()
+
+
+def test_randomized_response_statement_and_estimators():
+    X, beta = _rasch(n=3000, m=6, p_observed=0.9)
+    res = privirt.private_spectral_estimate(X, epsilon=3.0, mechanism="randomized_response", seed=2)
+    p = res.privacy
+    assert p.mechanism == "randomized response" and p.noise_parameter == "epsilon0"
+    assert p.noise_value == pytest.approx(0.5, rel=1e-6) and p.epsilon <= 3.0 and p.delta == 0.0
+    assert any("coin" in n for n in p.notes)  # missing-cell handling is stated
+    assert res.beta_plain is not None and res.beta_debiased is not None
+    assert res.beta.equals(res.beta_debiased)
+    plain = privirt.private_spectral_estimate(
+        X, epsilon=3.0, mechanism="randomized_response", seed=2, rr_estimator="plain"
+    )
+    assert plain.beta.equals(plain.beta_plain)
+    # RR shrinks the plain estimate towards 0; the debiased one undoes it on average
+    assert np.std(res.beta_plain) < np.std(res.beta_debiased)
+
+
+def test_debiased_counts_formula():
+    rng = np.random.default_rng(0)
+    Z = rng.integers(0, 2, size=(40, 5)).astype(np.int8)
+    q = 0.7
+    Y_plain = pairwise_counts(Z.astype(float), device="cpu")[0].astype(float)
+    got = _debiased_counts(Z.astype(float), q, Y_plain)
+    Xh = (Z - (1 - q)) / (2 * q - 1)
+    naive = Xh.T @ (1 - Xh)
+    np.fill_diagonal(naive, 0)
+    assert np.allclose(got, naive)
+
+
+def test_debiased_counts_are_unbiased():
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 2, size=(60, 4)).astype(float)
+    Y = pairwise_counts(codes, device="cpu")[0]
+    eps0 = 1.0
+    acc = np.zeros((4, 4))
+    reps = 400
+    for r in range(reps):
+        mech = mechanisms.RandomizedResponse(eps0, seed=r)
+        Z = mech.apply(codes.astype(np.int64)).astype(float)
+        Yp = pairwise_counts(Z, device="cpu")[0].astype(float)
+        acc += _debiased_counts(Z, mech.keep_probability, Yp)
+    mean = acc / reps
+    off = ~np.eye(4, dtype=bool)
+    # the per-replicate sd of Ŷ_ij is about 30 here: 5 standard errors of the mean
+    assert np.all(np.abs(mean[off] - Y[off]) < 5 * 30 / math.sqrt(reps))
+
+
+def test_shuffle_amplification_and_fallback():
+    X, _ = _rasch(n=20_000, m=5)
+    res = privirt.private_spectral_estimate(
+        X, epsilon=1.0, delta=1e-5, mechanism="randomized_response", shuffle=True, seed=0
+    )
+    p = res.privacy
+    assert p.shuffle and p.delta == 1e-5 and p.epsilon <= 1.0
+    assert p.noise_value * 5 > 1.0  # each person uses more than ε locally
+    small, _ = _rasch(n=50, m=5)
+    res2 = privirt.private_spectral_estimate(
+        small, epsilon=1.0, mechanism="randomized_response", shuffle=True, seed=0
+    )
+    assert not res2.privacy.shuffle and res2.privacy.delta == 0.0
+    assert any("no gain" in n for n in res2.privacy.notes)
+
+
+def test_accuracy_gaussian_beats_laplace_and_rr_and_approaches_nonprivate():
+    errs = {"gaussian": [], "laplace": [], "randomized_response": []}
+    high, nonpriv = [], []
+    for trial in range(3):
+        X, _, beta = privirt.simulate_rasch(2000, 20, seed=100 + trial)
+        for mech in errs:
+            res = privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mech)
+            errs[mech].append(_rmse(res.beta, beta))
+        high.append(_rmse(privirt.private_spectral_estimate(X, epsilon=100.0).beta, beta))
+        nonpriv.append(_rmse(privirt.spectral_estimate(X, device="cpu").beta, beta))
+    g, lap, rr = (np.mean(errs[k]) for k in ("gaussian", "laplace", "randomized_response"))
+    assert g < 0.75 * lap and g < 0.5 * rr  # the paper's finding at moderate ε
+    assert np.mean(high) < np.mean(nonpriv) + 0.03  # large ε ≈ the non-private estimate
+
+
+def test_error_decreases_with_epsilon():
+    X, _, beta = privirt.simulate_rasch(1500, 10, seed=9)
+    low = np.mean([_rmse(privirt.private_spectral_estimate(X, epsilon=0.2).beta, beta) for _ in range(3)])
+    high = np.mean([_rmse(privirt.private_spectral_estimate(X, epsilon=5.0).beta, beta) for _ in range(3)])
+    assert high < low
+
+
+# -- the ER graph ------------------------------------------------------------------------------
+def test_graph_sampling():
+    G = sample_comparison_graph(50, "auto", seed=3)
+    from scipy.sparse.csgraph import connected_components
+
+    assert connected_components(G, directed=False)[0] == 1
+    assert np.array_equal(G, sample_comparison_graph(50, "auto", seed=3))
+    assert sample_comparison_graph(5, 1.0).sum() == 20
+    with pytest.raises(ValueError, match="too small"):
+        sample_comparison_graph(60, 1e-3, seed=0)
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": -1.0},
+        {"epsilon": math.inf},
+        {"epsilon": math.nan},
+        {"epsilon": 1.0, "delta": 0.0},
+        {"epsilon": 1.0, "delta": 1.0},
+        {"epsilon": 1.0, "delta": math.nan},
+        {"epsilon": 1.0, "p0": 0.0},
+        {"epsilon": 1.0, "p0": 1.5},
+        {"epsilon": 1.0, "p0": math.nan},
+        {"epsilon": 1.0, "p0": "sparse"},
+        {"epsilon": 1.0, "mechanism": "gauss"},
+        {"epsilon": 1.0, "shuffle": True},
+        {"epsilon": 1.0, "seed": -3},
+        {"epsilon": 1.0, "sensitivity": "loose"},
+        {"epsilon": 1.0, "device": "tpu"},
+        {"epsilon": 1.0, "mechanism": "randomized_response", "device": "tpu"},
+    ],
+)
+def test_bad_input(kwargs):
+    X, _ = _rasch(n=20, m=4)
+    with pytest.raises(ValueError):
+        privirt.private_spectral_estimate(X, **kwargs)
+    if "shuffle" not in kwargs:
+        with pytest.raises(ValueError):
+            privirt.release_counts(X, **kwargs)
+
+
+def test_release_counts_rejects_randomized_response():
+    X, _ = _rasch(n=20, m=4)
+    with pytest.raises(ValueError, match="randomized response"):
+        privirt.release_counts(X, epsilon=1.0, mechanism="randomized_response")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
+def test_gpu_matches_cpu_with_the_same_seed():
+    X, _ = _rasch(n=500, m=10)
+    a = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, device="cpu")
+    b = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, device="gpu")
+    assert a.counts.Y.equals(b.counts.Y)
+    assert np.allclose(a.beta, b.beta, atol=1e-8)
+
+
+def test_bad_ledger_argument(tmp_path):
+    X, _ = _rasch(n=20, m=4)
+    with pytest.raises(ValueError, match="ledger"):
+        privirt.release_counts(X, epsilon=1.0, ledger=42)
+    with pytest.raises(FileNotFoundError):
+        privirt.private_spectral_estimate(X, epsilon=1.0, ledger=tmp_path / "missing.ledger")
+    assert not (tmp_path / "missing.ledger").exists()
+
+
+def test_sampler_tv_bound_is_added_to_delta(monkeypatch):
+    X, _ = _rasch(n=100, m=5)
+    exact = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    assert exact.cost.delta == 0.0
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "tv_bound", 1e-7, raising=False)
+    approx = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    draws = approx.sensitivity.n_released
+    assert approx.cost.delta == pytest.approx(draws * 1e-7)
+    assert approx.noise_value > exact.noise_value  # less δ left for the conversion
+    assert zcdp_to_approx_dp(approx.rho, 1e-5 - draws * 1e-7) <= 1.0
+    assert any("TV" in n for n in approx.notes)
+
+
+@pytest.mark.parametrize("mech", ["gaussian", "laplace", "randomized_response"])
+def test_invalid_call_never_debits(tmp_path, mech):
+    X, _ = _rasch(n=30, m=4)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    for bad in ({"device": "tpu"}, {"p0": 2.0}, {"delta": 0.0}):
+        with pytest.raises(ValueError):
+            privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mech, ledger=led, **bad)
+    assert len(led.spends()) == 0
