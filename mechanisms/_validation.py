@@ -85,7 +85,7 @@ def as_integer_array(values: object, what: str = "values") -> np.ndarray:
     if arr.dtype == np.uint64 and arr.size and int(arr.max()) > _MAX_ABS_INPUT:
         raise ValueError(f"{what} exceed 2**61 in magnitude; noisy results could overflow int64")
     arr = arr.astype(np.int64, copy=False)
-    if arr.size and int(np.abs(arr).max()) > _MAX_ABS_INPUT:
+    if arr.size and (int(arr.max()) > _MAX_ABS_INPUT or int(arr.min()) < -_MAX_ABS_INPUT):
         raise ValueError(f"{what} exceed 2**61 in magnitude; noisy results could overflow int64")
     return arr
 

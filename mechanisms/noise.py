@@ -175,7 +175,12 @@ class DiscreteGaussian(_AdditiveNoise):
         return round_up(d2 * d2 / (2 * s * s))
 
     def variance(self) -> float:
-        """Exact variance ``Σ x² p(x)`` (slightly below ``σ²``), by summation over ``|x| ≤ 40σ + 40``."""
+        """Variance ``Σ x² p(x)``, slightly below ``σ²``.
+
+        Summed over ``|x| ≤ 40σ + 40`` for ``σ < 10``; for ``σ ≥ 10`` it equals ``σ²`` to double
+        precision (by Poisson summation the relative deficit is about
+        ``4π²σ² e^{−2π²σ²} < 10^{−800}``).
+        """
         return _dg_variance(self.sigma)
 
     def __repr__(self) -> str:
@@ -231,10 +236,10 @@ class DiscreteLaplace(_AdditiveNoise):
 
 
 def _dg_variance(sigma: float) -> float:
-    import math
-
+    if sigma >= 10:
+        return sigma * sigma
     L = int(40 * sigma) + 40
     x = np.arange(0, L + 1, dtype=np.float64)
     w = np.exp(-(x * x) / (2 * sigma * sigma))
     w[1:] *= 2
-    return float(np.sum(w * x * x) / np.sum(w)) if math.isfinite(sigma) else math.nan
+    return float(np.sum(w * x * x) / np.sum(w))

@@ -90,9 +90,10 @@ class RandomizedResponse:
 
         With keep probability ``p``, ``E[randomized] = p·m + (1 − p)(1 − m)``, so
         ``m̂ = (mean − (1 − p)) / (2p − 1)``. The estimate is unbiased but not clipped to
-        ``[0, 1]``; its variance for ``n`` independent bits is at most
-        ``p(1 − p) / (n (2p − 1)²)`` plus the sampling variance of the true bits
-        (see :meth:`debias_variance`).
+        ``[0, 1]``. Given the true bits, its variance over ``n`` bits is exactly
+        ``p(1 − p) / (n (2p − 1)²)`` (each randomized bit has variance ``p(1 − p)`` whatever its
+        true value); see :meth:`debias_variance` for the variance when the true bits are
+        themselves i.i.d.
         """
         p = self.keep_probability
         m = np.asarray(mean_of_randomized, dtype=np.float64)
@@ -100,7 +101,12 @@ class RandomizedResponse:
         return float(est) if est.ndim == 0 else est
 
     def debias_variance(self, n: int, true_mean: float = 0.5) -> float:
-        """Variance of :meth:`debias` over ``n`` bits with the given true mean."""
+        """Variance of :meth:`debias` over ``n`` i.i.d. Bernoulli(``true_mean``) true bits.
+
+        Equals ``r(1 − r) / (n (2p − 1)²)`` with ``r = p m + (1 − p)(1 − m)``, i.e. the
+        randomization variance ``p(1 − p) / (n (2p − 1)²)`` plus the sampling variance
+        ``m(1 − m)/n``.
+        """
         p = self.keep_probability
         r = p * true_mean + (1 - p) * (1 - true_mean)
         return r * (1 - r) / (n * (2 * p - 1) ** 2)

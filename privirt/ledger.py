@@ -85,6 +85,11 @@ class Ledger:
     timeout : float, default 60
         Seconds to wait for another process's transaction to finish.
 
+    Notes
+    -----
+    Keep the file on a local file system: the crash and race guarantees rest on SQLite's
+    file locks and ``fsync``, which network file systems do not reliably provide.
+
     Examples
     --------
     >>> led = Ledger("scores.ledger", epsilon=1.0, delta=1e-5)   # doctest: +SKIP

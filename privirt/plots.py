@@ -76,3 +76,123 @@ def trace_plot(
     fig.suptitle(f"Trace and density: {param}")
     fig.tight_layout()
     return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------
+# 2PNO Gibbs sampler plots (Sheng, Welling & Zhu 2014, Figs. 9 and 10)
+# ---------------------------------------------------------------------------------------
+__all__ += ["item_response_curves", "theta_density"]
+
+
+def _posterior_means(posterior: Any, param: str) -> np.ndarray:
+    if getattr(posterior, "draws", None) is not None:  # cheap: no diagnostics needed
+        return np.asarray(posterior.get_draws(param), dtype=float).mean(axis=(0, 1))
+    return np.asarray(posterior.summary(param)["mean"], dtype=float)
+
+
+def item_response_curves(
+    posterior: Any,
+    items: Sequence[Any] | None = None,
+    *,
+    model: str = "2pno",
+    band: bool = True,
+    theta_range: tuple[float, float] = (-4.0, 4.0),
+    path: str | Path | None = None,
+) -> Any:
+    """Item response curves at the posterior means (the paper's Fig. 9).
+
+    Parameters
+    ----------
+    posterior : privirt.Posterior
+        A posterior with blocks ``"a"`` and ``"b"`` (2PNO Gibbs or 2PL MH).
+    items : sequence, optional
+        Item labels to draw (default: all items, at most 20).
+    model : {"2pno", "2pl"}
+        Response function: Φ(aθ − b) for ``"2pno"``, logistic(aθ − b) for ``"2pl"``.
+    band : bool
+        When draws were kept, shade the pointwise 95% posterior band of each curve.
+    theta_range : (float, float)
+        Range of θ on the horizontal axis.
+    path : str or Path, optional
+        Save the figure there as well.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from scipy import special
+
+    if model not in ("2pno", "2pl"):
+        raise ValueError(f"model must be '2pno' or '2pl', got {model!r}")
+    link = special.ndtr if model == "2pno" else special.expit
+    plt = _plt()
+    index = posterior.labels["a"]
+    chosen = list(index[:20]) if items is None else list(items)
+    missing = [lab for lab in chosen if lab not in index]
+    if missing:
+        raise ValueError(f"unknown item label(s) {missing[:5]}")
+    cols = [index.get_loc(lab) for lab in chosen]
+    a_mean, b_mean = _posterior_means(posterior, "a"), _posterior_means(posterior, "b")
+    grid = np.linspace(theta_range[0], theta_range[1], 201)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    draws_kept = getattr(posterior, "draws", None) is not None
+    for lab, j in zip(chosen, cols):
+        line, = ax.plot(grid, link(a_mean[j] * grid - b_mean[j]), lw=1.4, label=str(lab))
+        if band and draws_kept:
+            a_d = posterior.get_draws("a")[:, :, j].ravel()
+            b_d = posterior.get_draws("b")[:, :, j].ravel()
+            step = max(1, a_d.size // 500)
+            curves = link(np.outer(a_d[::step], grid) - b_d[::step, None])
+            lo, hi = np.quantile(curves, [0.025, 0.975], axis=0)
+            ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xlabel("θ")
+    ax.set_ylabel("P(correct)")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"Item response curves ({model.upper()}, posterior means)")
+    if len(chosen) <= 12:
+        ax.legend(fontsize="small", ncol=2, loc="lower right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def theta_density(
+    posterior: Any,
+    *,
+    bins: int = 40,
+    path: str | Path | None = None,
+) -> Any:
+    """Density of the persons' posterior mean abilities θ (the paper's Fig. 10).
+
+    A histogram of the posterior means with a kernel density estimate and the N(0, 1)
+    prior density for reference.
+
+    Parameters
+    ----------
+    posterior : privirt.Posterior
+        A posterior with a ``"theta"`` block.
+    bins : int
+        Histogram bins.
+    path : str or Path, optional
+        Save the figure there as well.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from scipy import stats
+
+    plt = _plt()
+    means = _posterior_means(posterior, "theta")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ax.hist(means, bins=bins, density=True, alpha=0.35, color="tab:blue", label="posterior means")
+    lo, hi = min(means.min(), -3.5), max(means.max(), 3.5)
+    grid = np.linspace(lo, hi, 300)
+    if means.size > 1 and np.ptp(means) > 0:
+        ax.plot(grid, stats.gaussian_kde(means)(grid), color="tab:blue", lw=1.6, label="KDE")
+    ax.plot(grid, stats.norm.pdf(grid), color="grey", ls="--", lw=1.0, label="N(0, 1) prior")
+    ax.set_xlabel("posterior mean of θ")
+    ax.set_ylabel("density")
+    ax.set_title(f"Posterior θ ({means.size} persons)")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)

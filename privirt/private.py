@@ -24,15 +24,16 @@ See ``docs/privacy.md`` for the sensitivity proofs, the calibration and the acco
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
-import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from ._backend import resolve_device
 from .accounting import (
     NEIGHBOURING_RELATION,
     PrivacyCost,
@@ -455,6 +456,7 @@ def release_counts(
     if sensitivity not in ("tight", "paper"):
         raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
     seed = _check_seed(seed)
+    resolve_device(device)  # fail on a bad device before anything is computed or debited
     ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     m = resp.n_items
@@ -468,8 +470,13 @@ def release_counts(
 
     if mechanism == "gaussian":
 
-        def tv_of(sigma: float) -> float:
-            return _tv(mech_mod.DiscreteGaussian(sigma))
+        static_tv = inspect.getattr_static(mech_mod.DiscreteGaussian, "tv_bound", None)
+        if isinstance(static_tv, (int, float)):  # a constant per-draw bound (0 when exact)
+            tv_of: Any = _tv(mech_mod.DiscreteGaussian)
+        else:  # a bound that depends on σ: ask an instance
+
+            def tv_of(sigma: float) -> float:
+                return _tv(mech_mod.DiscreteGaussian(sigma))
 
         # aim a hair inside the target: the mechanism reports ρ rounded up to the next float
         sigma = calibrate_gaussian_sigma(sens.l2, eps * (1 - 1e-10), dlt, draws=draws, tv_bound=tv_of)
@@ -592,8 +599,18 @@ def _randomize(resp: Responses, mech: Any, seed: int | None) -> np.ndarray:
 
 
 def _shuffle_rows(Z: np.ndarray, seed: int | None) -> np.ndarray:
-    rng = np.random.default_rng(secrets.randbits(128) if seed is None else [seed, 0x73687566])
-    return Z[rng.permutation(Z.shape[0])]
+    """Rows in a uniformly random order (the shuffler of the shuffle model).
+
+    The permutation comes from the secure ChaCha20 generator of :mod:`mechanisms` (keyed from
+    the OS), or from its seeded variant when the caller gave a seed.  The counts computed
+    afterwards do not depend on row order; the shuffle is kept so that the randomized
+    reports really pass through a shuffler, as the amplification theorem assumes.
+    """
+    from mechanisms.rng import SecureRNG
+
+    rng = SecureRNG() if seed is None else SecureRNG.seeded(f"shuffle:{seed}")
+    keys = rng.random_uint64(Z.shape[0])
+    return Z[np.argsort(keys, kind="stable")]
 
 
 def _debiased_counts(Z: np.ndarray, q: float, Y_plain: np.ndarray) -> np.ndarray:
@@ -693,6 +710,7 @@ def private_spectral_estimate(
         )
 
     # randomized response
+    resolve_device(device)  # fail on a bad device before anything is debited
     ledger = _resolve_ledger(ledger)
     resp = _responses(X)
     n, m = resp.shape

@@ -166,3 +166,14 @@ def test_subprocess_over_budget(tmp_path, responses_csv):
     assert r.returncode == 3
     assert r.stderr.strip().count("\n") == 0 and "budget exceeded" in r.stderr
     assert len(privirt.Ledger(path).spends()) == 0  # ledger unchanged
+
+
+def test_private_estimate_keeps_empty_items(tmp_path, capsys):
+    X, _, _ = privirt.simulate_rasch(300, 4, seed=1)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    frame["d"] = np.nan  # nobody answered d: a private run must not drop it (data-dependent)
+    path = tmp_path / "r.csv"
+    frame.to_csv(path, index_label="person")
+    assert main(["estimate", str(path), "--epsilon", "1", "--seed", "0", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "4 items" in out and "\nd " in out

@@ -407,8 +407,9 @@ def test_shapes_and_integer_only_apply():
     for bad in (np.array([1.0, 2.0]), [0.5], np.array([1 + 0j]), ["a"]):
         with pytest.raises(ValueError, match="integer"):
             g.apply(bad)
-    with pytest.raises(ValueError, match="2\\*\\*61"):
-        g.apply(np.array([2**62]))
+    for huge in (np.array([2**62]), np.array([-(2**63)], dtype=np.int64), np.array([2**63], dtype=np.uint64)):
+        with pytest.raises(ValueError, match="2\\*\\*61"):
+            g.apply(huge)
     with pytest.raises(ValueError, match="size"):
         g.sample(-1)
     with pytest.raises(ValueError, match="size"):

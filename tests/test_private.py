@@ -400,6 +400,8 @@ def test_graph_sampling():
         {"epsilon": 1.0, "shuffle": True},
         {"epsilon": 1.0, "seed": -3},
         {"epsilon": 1.0, "sensitivity": "loose"},
+        {"epsilon": 1.0, "device": "tpu"},
+        {"epsilon": 1.0, "mechanism": "randomized_response", "device": "tpu"},
     ],
 )
 def test_bad_input(kwargs):
@@ -434,3 +436,26 @@ def test_bad_ledger_argument(tmp_path):
     with pytest.raises(FileNotFoundError):
         privirt.private_spectral_estimate(X, epsilon=1.0, ledger=tmp_path / "missing.ledger")
     assert not (tmp_path / "missing.ledger").exists()
+
+
+def test_sampler_tv_bound_is_added_to_delta(monkeypatch):
+    X, _ = _rasch(n=100, m=5)
+    exact = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    assert exact.cost.delta == 0.0
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "tv_bound", 1e-7, raising=False)
+    approx = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    draws = approx.sensitivity.n_released
+    assert approx.cost.delta == pytest.approx(draws * 1e-7)
+    assert approx.noise_value > exact.noise_value  # less δ left for the conversion
+    assert zcdp_to_approx_dp(approx.rho, 1e-5 - draws * 1e-7) <= 1.0
+    assert any("TV" in n for n in approx.notes)
+
+
+@pytest.mark.parametrize("mech", ["gaussian", "laplace", "randomized_response"])
+def test_invalid_call_never_debits(tmp_path, mech):
+    X, _ = _rasch(n=30, m=4)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    for bad in ({"device": "tpu"}, {"p0": 2.0}, {"delta": 0.0}):
+        with pytest.raises(ValueError):
+            privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mech, ledger=led, **bad)
+    assert len(led.spends()) == 0

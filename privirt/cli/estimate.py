@@ -200,11 +200,16 @@ def run(args: argparse.Namespace) -> int:
         given = [f"--{name}" for name in _PRIVATE_ONLY if getattr(args, name, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
-    resp = load(args)
     statement = None
     if private:
+        # The item and person sets are public: never drop "empty" ones by a data-dependent
+        # rule (whether an item is empty can hinge on one person).
+        from ..responses import as_responses
+
+        resp = as_responses(args.file, format=args.format or "auto", empty="keep")
         table, statement = _private_table(resp, args)
     else:
+        resp = load(args)
         table = METHODS[args.method](resp, args)
     table.index.name = "item"
     if args.top_k is not None and args.top_k > len(table):

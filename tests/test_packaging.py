@@ -1,0 +1,51 @@
+"""Packaging rules: `datasets/` ships as data, never as an importable top-level package."""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+
+import privirt
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_datasets_folder_is_not_a_package():
+    assert not (ROOT / "datasets" / "__init__.py").exists()
+    spec = importlib.util.find_spec("datasets")
+    if spec is not None:  # Hugging Face's datasets may be installed; it must not be ours
+        assert spec.origin is None or not Path(spec.origin).is_relative_to(ROOT)
+
+
+def test_pyproject_declares_packages_and_extras():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = meta["tool"]["setuptools"]["packages"]
+    assert "privirt" in packages and "mechanisms" in packages
+    assert "datasets" not in packages
+    assert meta["tool"]["setuptools"]["package-dir"]["privirt._data"] == "datasets"
+    extras = meta["project"]["optional-dependencies"]
+    assert {"gpu", "test", "data"} <= set(extras)
+    assert any(dep.startswith("cupy") for dep in extras["gpu"])
+    core = " ".join(meta["project"]["dependencies"])
+    for dep in ("numpy", "scipy", "pandas", "opendp"):
+        assert dep in core
+    assert meta["project"]["scripts"]["privirt"] == "privirt.cli:main"
+
+
+def test_every_bundled_csv_is_listed_and_loadable():
+    names = privirt.list_datasets()
+    assert set(names) == {p.stem for p in (ROOT / "datasets").glob("*.csv")}
+    for name in names:
+        frame = privirt.load_dataset(name)
+        assert frame.shape[0] > 0 and set(frame.stack().unique()) <= {0, 1}
+
+
+def test_public_names_resolve():
+    missing = []
+    for name in privirt.__all__:
+        try:
+            getattr(privirt, name)
+        except (AttributeError, ImportError) as exc:
+            missing.append(f"{name}: {exc}")
+    assert not missing, missing

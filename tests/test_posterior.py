@@ -1,0 +1,123 @@
+"""Posterior summaries and MCMC diagnostics against closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privirt import diagnostics
+from privirt.posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
+
+
+def ar1(rng, n_chains, n, k, phi):
+    d = np.zeros((n_chains, n, k))
+    d[:, 0] = rng.normal(size=(n_chains, k)) / np.sqrt(1 - phi**2)
+    for t in range(1, n):
+        d[:, t] = phi * d[:, t - 1] + rng.normal(size=(n_chains, k))
+    return d
+
+
+def test_ess_matches_ar1_closed_form(rng):
+    phi, n, c = 0.8, 5000, 4
+    d = ar1(rng, c, n, 5, phi)
+    ess = diagnostics.ess_bulk(d)
+    theory = c * n * (1 - phi) / (1 + phi)
+    assert np.all(np.abs(ess / theory - 1) < 0.2), (ess, theory)
+
+
+def test_ess_of_independent_draws_is_near_total(rng):
+    d = rng.normal(size=(2, 4000, 3))
+    ess = diagnostics.ess_bulk(d)
+    assert np.all(ess > 0.8 * 8000) and np.all(ess < 1.2 * 8000)
+
+
+def test_mcse_batch_means_matches_theory(rng):
+    phi, n, c = 0.5, 20000, 2
+    d = ar1(rng, c, n, 4, phi)
+    mcse = diagnostics.mcse_batch_means(d)
+    # Var of the mean of an AR(1): sigma^2/(1-phi)^2 / N with innovation variance 1
+    theory = np.sqrt(1.0 / (1 - phi) ** 2 / (c * n))
+    assert np.all(np.abs(mcse / theory - 1) < 0.35), (mcse, theory)
+
+
+def test_rhat_detects_disagreeing_chains(rng):
+    good = rng.normal(size=(4, 1000, 2))
+    bad = good.copy()
+    bad[0] += 3.0
+    assert np.all(diagnostics.rhat(good) < 1.01)
+    assert np.all(diagnostics.rhat(bad) > 1.1)
+
+
+def test_rhat_detects_different_scales(rng):
+    d = rng.normal(size=(4, 2000, 1))
+    d[0] *= 4.0  # same location, different spread: only the folded (tail) R-hat sees it
+    assert diagnostics.rhat(d)[0] > 1.05
+
+
+def test_posterior_summary_labels_and_columns(rng):
+    draws = {"a": rng.normal(1.0, 0.1, size=(2, 500, 3)), "theta": rng.normal(size=(2, 500, 4))}
+    labels = {"a": pd.Index(["q1", "q2", "q3"]), "theta": pd.Index(list("wxyz"))}
+    post = Posterior(draws=draws, labels=labels, sampler="test")
+    s = post.summary("a")
+    assert list(s.columns) == SUMMARY_COLUMNS
+    assert list(s.index) == ["q1", "q2", "q3"]
+    assert np.allclose(s["mean"], 1.0, atol=0.02)
+    assert np.all(s["q2.5"] < s["q50"]) and np.all(s["q50"] < s["q97.5"])
+    full = post.summary()
+    assert full.index.names == ["parameter", "label"]
+    assert full.loc[("theta", "y"), "mean"] == pytest.approx(draws["theta"][:, :, 2].mean())
+    frame = post.draws_frame("theta", chain=1)
+    assert frame.shape == (500, 4) and list(frame.columns) == list("wxyz")
+
+
+def test_posterior_rejects_bad_shapes_and_params(rng):
+    with pytest.raises(ValueError, match="must be"):
+        Posterior(draws={"a": rng.normal(size=(2, 10, 3))}, labels={"a": pd.Index([1, 2])})
+    with pytest.raises(ValueError, match="no labels"):
+        Posterior(draws={"a": rng.normal(size=(1, 10, 2))}, labels={})
+    post = Posterior(draws={"a": rng.normal(size=(1, 10, 2))}, labels={"a": pd.Index([1, 2])})
+    with pytest.raises(ValueError, match="unknown parameter"):
+        post.summary("b")
+    with pytest.raises(ValueError, match="acceptance"):
+        post.acceptance_rates()
+
+
+def test_streaming_summary_agrees_with_full_draws(rng):
+    d = ar1(rng, 3, 3000, 4, 0.6)
+    labels = {"b": pd.Index(list("abcd"))}
+    full = Posterior(draws={"b": d}, labels=labels).summary("b")
+    acc = StreamingSummary(3, 4, 3000, max_kept=600)
+    for t in range(3000):
+        acc.update(d[:, t])
+    stream = Posterior(draws=None, streaming={"b": acc}, labels=labels).summary("b")
+    assert np.allclose(stream["mean"], full["mean"], atol=1e-12)
+    assert np.allclose(stream["sd"], full["sd"], rtol=1e-3)
+    assert np.allclose(stream["q50"], full["q50"], atol=0.1)
+    assert np.allclose(stream["q97.5"], full["q97.5"], atol=0.25)
+    assert np.allclose(stream["mcse"], full["mcse"], rtol=0.35)
+    assert np.all(np.abs(stream["rhat"] - 1) < 0.02)
+    with pytest.raises(RuntimeError):
+        acc.update(d[:, 0])
+
+
+def test_streaming_posterior_has_no_draws(rng):
+    acc = StreamingSummary(1, 2, 10)
+    for t in range(10):
+        acc.update(rng.normal(size=(1, 2)))
+    post = Posterior(draws=None, streaming={"a": acc}, labels={"a": pd.Index(["x", "y"])})
+    assert post.n_draws == 10 and post.n_chains == 1
+    with pytest.raises(ValueError, match="kept no draws"):
+        post.get_draws("a")
+
+
+def test_to_arviz_roundtrip_or_install_hint(rng):
+    post = Posterior(draws={"a": rng.normal(size=(2, 50, 2))}, labels={"a": pd.Index(["x", "y"])})
+    try:
+        import arviz  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="privirt\\[arviz\\]"):
+            post.to_arviz()
+        return
+    idata = post.to_arviz()
+    assert idata.posterior["a"].shape == (2, 50, 2)

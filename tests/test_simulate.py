@@ -1,0 +1,42 @@
+"""Simulators: shapes, missingness rate, and that the generating model is the stated one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import special
+
+import privirt
+
+
+def test_rasch_shapes_centring_and_missing_rate():
+    X, theta, beta = privirt.simulate_rasch(4000, 12, p_observed=0.7, seed=3)
+    assert X.shape == (4000, 12) and theta.shape == (4000,) and beta.shape == (12,)
+    assert abs(beta.mean()) < 1e-12
+    assert abs(np.isnan(X).mean() - 0.3) < 0.02
+    assert set(np.unique(X[~np.isnan(X)])) <= {0.0, 1.0}
+
+
+def test_rasch_item_means_follow_the_model():
+    X, theta, beta = privirt.simulate_rasch(20000, 5, seed=11)
+    expected = special.expit(theta[:, None] - beta[None, :]).mean(axis=0)
+    assert np.allclose(X.mean(axis=0), expected, atol=0.015)
+
+
+@pytest.mark.parametrize("fn, link", [(privirt.simulate_2pno, special.ndtr),
+                                      (privirt.simulate_2pl, special.expit)])
+def test_two_parameter_models(fn, link):
+    X, theta, a, b = fn(20000, 4, seed=5)
+    assert np.all(a > 0)
+    expected = link(theta[:, None] * a - b).mean(axis=0)
+    assert np.allclose(X.mean(axis=0), expected, atol=0.015)
+
+
+def test_seed_reproducible_and_bad_arguments():
+    a = privirt.simulate_rasch(50, 3, seed=1)[0]
+    b = privirt.simulate_rasch(50, 3, seed=1)[0]
+    assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="p_observed"):
+        privirt.simulate_rasch(10, 3, p_observed=0)
+    with pytest.raises(ValueError, match="n_items"):
+        privirt.simulate_2pl(10, 0)
