@@ -1,0 +1,716 @@
+"""Bayesian two-parameter logistic (2PL) model by Metropolis–Hastings, with missing data.
+
+Model
+-----
+For person (voter) ``i`` and item (vote) ``j``
+
+    P(y_ij = 1) = logistic(a_j θ_i − b_j),
+
+with slope ``a_j`` (discrimination, "polarity" of a vote), intercept ``b_j`` (the
+difficulty or cut point, in the same parametrisation as the 2PNO Gibbs sampler) and
+ability / ideal point ``θ_i``.  Priors are independent normals
+
+    θ_i ~ N(μ_θ, σ²_θ),   a_j ~ N(a0, A0),   b_j ~ N(b0, B0)   (mean, variance),
+
+defaulting to θ ~ N(0, 1), a ~ N(0, 100), b ~ N(1, 100): the defaults of ``MH_irt`` in the
+R/Rcpp tutorial this sampler follows, whose ``A0``/``B0`` are standard deviations (R's
+``dnorm`` takes an sd) of 10 — here written as variances.  (The tutorial calls the intercept
+α and the slope β; its ``a0, A0`` belong to the intercept and ``b0, B0`` to the slope.)
+The slope is *not* constrained positive: in an ideal-point model a vote may discriminate in
+either direction.  Missing responses (abstentions, absences) drop out of the likelihood.
+
+Sampler
+-------
+Each iteration updates three blocks in turn — θ, then a, then b — by random-walk
+Metropolis with a normal proposal per parameter.  Given the other two blocks, the
+conditionals of the persons' θ_i are independent (and so are the items' a_j, and b_j), so
+one vectorised proposal moves all persons (all items) at once and each is accepted or
+rejected on its own log acceptance ratio.  The likelihood work is organised so that each
+block costs one pass of ``softplus`` over the persons × items matrix:
+
+* ``F = softplus(η) = log(1 + e^η)`` of the current state is kept (missing cells hold 0);
+  the block's candidate ``F'`` is computed once, its row (θ) or column (a, b) sums are
+  compared with those of ``F``, and accepted rows/columns are copied into ``F``.
+* The ``y·η`` part of the log-likelihood is linear in the moving parameter, so its change
+  is a matrix–vector product (θ and a blocks) or a precomputed column count (b block).
+* Several chains run as a leading array axis.
+
+See ``docs/mh.md`` for the derivation, the adaptation rule and identification.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._backend import get_xp, resolve_device, to_numpy
+from .posterior import Posterior
+from .responses import ResponsesLike, as_responses
+
+__all__ = ["mh_2pl", "DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE"]
+
+#: Prior (mean, variance) per block; the tutorial's ``MH_irt`` defaults as variances.
+DEFAULT_PRIORS: dict[str, tuple[float, float]] = {
+    "theta": (0.0, 1.0),
+    "a": (0.0, 100.0),
+    "b": (1.0, 100.0),
+}
+#: Proposal standard deviations (θ, a, b): the tutorial's ``MH_irt`` defaults.
+DEFAULT_PROPOSAL_SD: tuple[float, float, float] = (0.4, 0.4, 0.4)
+#: Acceptance rate the adaptation aims at (optimal one-dimensional random walk).
+TARGET_ACCEPTANCE = 0.44
+#: Acceptance band the adaptation is meant to reach.
+ACCEPTANCE_BAND = (0.2, 0.5)
+
+_BLOCKS = ("theta", "a", "b")
+_ADAPT_WINDOW = 50
+_SD_LIMITS = (1e-4, 1e2)
+_RNG_BATCH = 64
+
+
+# ---------------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------------
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    out = dict(DEFAULT_PRIORS)
+    if priors is None:
+        return out
+    if not isinstance(priors, Mapping):
+        raise ValueError(
+            'priors must be a dict like {"theta": (0, 1), "a": (0, 100), "b": (1, 100)} '
+            f"of (mean, variance) pairs, got {type(priors).__name__}"
+        )
+    for key, value in priors.items():
+        if key not in _BLOCKS:
+            raise ValueError(f"unknown prior block {key!r}; use 'theta', 'a' or 'b'")
+        try:
+            mean, var = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {value!r}"
+            ) from None
+        if not (math.isfinite(mean) and math.isfinite(var)) or var <= 0:
+            raise ValueError(
+                f"priors[{key!r}] = ({mean}, {var}): the mean must be finite and the variance "
+                "finite and positive"
+            )
+        out[key] = (mean, var)
+    return out
+
+
+def _check_proposal_sd(proposal_sd: Any) -> dict[str, float]:
+    if isinstance(proposal_sd, Mapping):
+        unknown = set(proposal_sd) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown proposal_sd block(s) {sorted(unknown)}; use theta, a, b")
+        values = [proposal_sd.get(k, d) for k, d in zip(_BLOCKS, DEFAULT_PROPOSAL_SD)]
+    elif np.isscalar(proposal_sd):
+        values = [proposal_sd] * 3
+    else:
+        values = list(proposal_sd)
+        if len(values) != 3:
+            raise ValueError(
+                "proposal_sd must be (sd_theta, sd_a, sd_b), a dict or one number, "
+                f"got {proposal_sd!r}"
+            )
+    out = {}
+    for key, v in zip(_BLOCKS, values):
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"proposal_sd for {key} must be a number, got {v!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"proposal_sd for {key} must be finite and positive, got {v}")
+        out[key] = v
+    return out
+
+
+def _match_label(index: pd.Index, key: Any) -> int:
+    """Position of ``key`` in ``index``; also matches by ``str`` (labels typed on a CLI)."""
+    if key in index:
+        loc = index.get_loc(key)
+        if isinstance(loc, (int, np.integer)):
+            return int(loc)
+    as_str = [str(x) for x in index]
+    hits = [i for i, s in enumerate(as_str) if s == str(key)]
+    if len(hits) == 1:
+        return hits[0]
+    shown = ", ".join(as_str[:8]) + (", ..." if len(as_str) > 8 else "")
+    if len(hits) > 1:
+        raise ValueError(f"anchor label {key!r} matches several persons")
+    raise ValueError(f"unknown anchor label {key!r}; persons are: {shown}")
+
+
+def _check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[tuple[int, float]]:
+    if anchors is None:
+        return []
+    if not isinstance(anchors, Mapping):
+        raise ValueError(
+            'anchors must be a dict of person label -> sign or value, e.g. {"Ginsburg": -1, '
+            f'"Scalia": 1}}, got {type(anchors).__name__}'
+        )
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for key, value in anchors.items():
+        pos = _match_label(persons, key)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"anchor value for {key!r} must be a number, got {value!r}") from None
+        if not math.isfinite(v) or v == 0:
+            raise ValueError(
+                f"anchor value for {key!r} must be a non-zero finite number (its sign is the "
+                f"constraint, e.g. -1 or +1), got {value!r}"
+            )
+        if pos in seen:
+            raise ValueError(f"person {key!r} is anchored twice")
+        seen.add(pos)
+        out.append((pos, v))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# initial values
+# ---------------------------------------------------------------------------------------
+def _default_init(y: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Data-driven start: θ from the first principal component of the (mean-imputed,
+    column-centred) response matrix, a from the item–score correlations, b from the
+    item means.  A cheap, common start for ideal-point models."""
+    n, m = y.shape
+    cnt = obs.sum(axis=0)
+    p = np.where(cnt > 0, y.sum(axis=0) / np.maximum(cnt, 1), 0.5)
+    filled = np.where(obs, y, p[None, :]) - p[None, :]
+    theta = np.zeros(n)
+    if n > 1 and m > 0 and np.any(filled):
+        u, s, _ = np.linalg.svd(filled, full_matrices=False)
+        t = u[:, 0] * s[0]
+        sd = t.std()
+        if sd > 0:
+            theta = (t - t.mean()) / sd
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = (filled * theta[:, None]).mean(axis=0)
+        colsd = filled.std(axis=0)
+        corr = np.where(colsd > 0, cov / colsd, 0.0)
+    a = np.clip(2.0 * np.nan_to_num(corr), -2.0, 2.0)
+    pc = np.clip(p, 0.05, 0.95)
+    b = -np.log(pc / (1.0 - pc))
+    return theta, a, b
+
+
+def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape == (size,):
+        arr = np.broadcast_to(arr, (n_chains, size)).copy()
+    if arr.shape != (n_chains, size):
+        raise ValueError(
+            f"init[{name!r}] must be a number, an array of {size} values or "
+            f"({n_chains}, {size}) (one row per chain), got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"init[{name!r}] must be finite")
+    return arr
+
+
+def _initial_state(
+    init: Any,
+    y: np.ndarray,
+    obs: np.ndarray,
+    n_chains: int,
+    anchors: list[tuple[int, float]],
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    n, m = y.shape
+    if init is None or init == "pca":
+        t0, a0, b0 = _default_init(y, obs)
+        # orient the start as the draws will be reported: anchors on their sides, or
+        # (without anchors) a non-negative mean slope
+        if anchors:
+            flip = sum(math.copysign(1.0, v) * t0[i] for i, v in anchors) < 0
+        else:
+            flip = a0.mean() < 0
+        if flip:
+            t0, a0 = -t0, -a0
+        jitter = 0.25 if n_chains > 1 else 0.0
+        state = {
+            "theta": t0[None, :] + jitter * rng.standard_normal((n_chains, n)),
+            "a": a0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+            "b": b0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+        }
+    elif init == "tutorial":
+        state = {
+            "theta": np.full((n_chains, n), 0.1),
+            "a": np.full((n_chains, m), 1.0),
+            "b": np.zeros((n_chains, m)),
+        }
+    elif isinstance(init, Mapping):
+        unknown = set(init) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown init block(s) {sorted(unknown)}; use theta, a, b")
+        t0, a0, b0 = _default_init(y, obs)
+        defaults = {"theta": t0, "a": a0, "b": b0}
+        sizes = {"theta": n, "a": m, "b": m}
+        state = {
+            k: _user_init(init[k], k, sizes[k], n_chains)
+            if k in init
+            else np.broadcast_to(defaults[k], (n_chains, sizes[k])).copy()
+            for k in _BLOCKS
+        }
+    else:
+        raise ValueError(
+            "init must be None/'pca' (data-driven start), 'tutorial' (θ=0.1, a=1, b=0) or a "
+            f'dict like {{"theta": ..., "a": ..., "b": ...}}, got {init!r}'
+        )
+    for i, v in anchors:
+        # anchored persons start at their anchor value (on the constrained side)
+        state["theta"][:, i] = v
+    return state
+
+
+# ---------------------------------------------------------------------------------------
+# the sampler
+# ---------------------------------------------------------------------------------------
+def mh_2pl(
+    X: ResponsesLike,
+    *,
+    n_iter: int = 10000,
+    warmup: int = 5000,
+    thin: int = 1,
+    proposal_sd: Sequence[float] | Mapping[str, float] | float = DEFAULT_PROPOSAL_SD,
+    priors: Mapping[str, Sequence[float]] | None = None,
+    init: Mapping[str, Any] | str | None = None,
+    anchors: Mapping[Any, float] | None = None,
+    adapt: bool = True,
+    n_chains: int = 1,
+    seed: int | None = None,
+    progress: bool = True,
+    device: str = "auto",
+) -> Posterior:
+    """Sample the posterior of the Bayesian 2PL model by blockwise random-walk Metropolis.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons (voters) × items (votes) 0/1 matrix with missing entries (NaN), or anything
+        :func:`privirt.as_responses` accepts.  Labels are kept in the result.
+    n_iter : int
+        Total iterations per chain, *including* the warmup (as ``iter`` in Stan).  The
+        tutorial's ``iter = 10000, warmup = 5000`` is ``n_iter=15000, warmup=5000`` here.
+    warmup : int
+        Iterations discarded at the start (and, with ``adapt=True``, used to tune the
+        proposal scales).  Must be smaller than ``n_iter``.
+    thin : int
+        Keep every ``thin``-th post-warmup iteration: ``(n_iter - warmup) // thin`` draws.
+    proposal_sd : (float, float, float) or dict or float
+        Starting standard deviations of the normal random-walk proposals for (θ, a, b)
+        (tutorial defaults 0.4 each).  With ``adapt=False`` they stay fixed.
+    priors : dict, optional
+        ``{"theta": (mean, variance), "a": (a0, A0), "b": (b0, B0)}``; missing keys keep
+        the defaults θ ~ N(0, 1), a ~ N(0, 100), b ~ N(1, 100).
+    init : None, "pca", "tutorial" or dict
+        Starting values.  ``None``/``"pca"``: θ from the first principal component of
+        the responses, a from item–score correlations, b from item means (jittered per
+        chain when ``n_chains > 1``); ``"tutorial"``: θ = 0.1, a = 1, b = 0; or a dict of
+        numbers / arrays (length n, or one row per chain).
+    anchors : dict, optional
+        Person label -> non-zero number, e.g. ``{"Ginsburg": -1, "Scalia": +1}``.  Each
+        anchored θ is constrained to the sign of its value (a truncated prior: proposals
+        on the wrong side are rejected) and starts at that value.  Draws are then oriented
+        so that the anchors have their signs.
+    adapt : bool
+        Tune each parameter's proposal sd during warmup, every 50 iterations, toward an
+        acceptance rate of 0.44; frozen afterwards, so the kept draws come from a
+        fixed-kernel Metropolis chain.  ``False``: plain fixed-scale Metropolis.
+    n_chains : int
+        Independent chains, run together as a leading array axis.
+    seed : int, optional
+        Seed of the random generator; results are reproducible for a given
+        (seed, n_chains, device).
+    progress : bool
+        Print a progress line to stderr.
+    device : {"auto", "cpu", "gpu"}
+        Where the arrays live (the GPU path needs cupy).
+
+    Returns
+    -------
+    Posterior
+        Draws ``theta`` (chain, draw, person), ``a`` and ``b`` (chain, draw, item), with
+        ``acceptance`` (per block, (chain, index) acceptance rates over the post-warmup
+        iterations) and ``info`` (settings, final proposal sds, sign flips, run time).
+
+    Raises
+    ------
+    ValueError
+        Bad responses, settings, priors, proposal sds, initial values or anchors (an
+        unknown anchor label, a zero anchor).
+    """
+    resp = as_responses(X)
+    n_iter = _check_int("n_iter", n_iter, 1)
+    warmup = _check_int("warmup", warmup, 0)
+    thin = _check_int("thin", thin, 1)
+    n_chains = _check_int("n_chains", n_chains, 1)
+    if warmup >= n_iter:
+        raise ValueError(
+            f"warmup ({warmup}) must be smaller than n_iter ({n_iter}); n_iter counts all "
+            "iterations including the warmup"
+        )
+    n_keep = (n_iter - warmup) // thin
+    if n_keep < 1:
+        raise ValueError(
+            f"thin={thin} keeps no draw from {n_iter - warmup} post-warmup iterations; "
+            "lower thin or raise n_iter"
+        )
+    if not isinstance(adapt, (bool, np.bool_)):
+        raise ValueError(f"adapt must be True or False, got {adapt!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise ValueError(f"seed must be an integer or None, got {seed!r}")
+    pri = _check_priors(priors)
+    sd0 = _check_proposal_sd(proposal_sd)
+    anc = _check_anchors(anchors, resp.persons)
+    dev = resolve_device(device)
+    xp = get_xp(dev)
+
+    codes = resp.codes
+    obs = codes >= 0
+    y = (codes == 1).astype(np.float64)
+    n, m = y.shape
+    host_rng = np.random.default_rng(seed)
+    state = _initial_state(init, y, obs, n_chains, anc, host_rng)
+
+    start = time.perf_counter()
+    result = _run(
+        xp, y, obs, state, pri, sd0, anc,
+        n_iter=n_iter, warmup=warmup, thin=thin, n_keep=n_keep, adapt=bool(adapt),
+        seed=int(host_rng.integers(2**63 - 1)), progress=progress, gpu=(dev == "gpu"),
+    )
+    elapsed = time.perf_counter() - start
+    draws = {k: to_numpy(v) for k, v in result["draws"].items()}
+    flips = _normalise_signs(draws, anc)
+    acceptance = {k: to_numpy(v) for k, v in result["acceptance"].items()}
+    info = {
+        "n_iter": n_iter,
+        "warmup": warmup,
+        "thin": thin,
+        "n_chains": n_chains,
+        "seed": seed,
+        "device": dev,
+        "adapt": bool(adapt),
+        "priors": pri,
+        "proposal_sd_initial": sd0,
+        "proposal_sd": {k: to_numpy(v) for k, v in result["sd"].items()},
+        "anchors": {str(resp.persons[i]): v for i, v in anc},
+        "sign_flips": flips,
+        "time_s": elapsed,
+        "n_persons": n,
+        "n_items": m,
+        "observed_fraction": resp.observed_fraction,
+    }
+    return Posterior(
+        draws=draws,
+        labels={"theta": resp.persons.copy(), "a": resp.items.copy(), "b": resp.items.copy()},
+        sampler="mh_2pl",
+        acceptance=acceptance,
+        info=info,
+    )
+
+
+def _softplus_block(xp: Any, E: Any, eta_fn: Any, mask: Any, gpu: bool) -> None:
+    """E <- softplus(η) in place, η = eta_fn(E) already in E.
+
+    Fast path ``log(1 + exp(η))`` (two vectorised transcendental passes); where η > ~709
+    the exponential overflows to inf and the block is recomputed with the stable form
+    ``max(η, 0) + log1p(exp(-|η|))``.  Missing cells carry η = -inf and give exactly 0.
+    """
+    ctx = contextlib.nullcontext() if gpu else np.errstate(over="ignore")
+    with ctx:
+        xp.exp(E, out=E)
+    E += 1.0
+    xp.log(E, out=E)
+    if not bool(xp.isfinite(E.sum())):
+        eta_fn(E)
+        if mask is not None:
+            E += mask
+        pos = xp.maximum(E, 0.0)
+        xp.abs(E, out=E)
+        xp.negative(E, out=E)
+        xp.exp(E, out=E)
+        xp.log1p(E, out=E)
+        E += pos
+
+
+class _Rng:
+    """Batched standard normals and exponentials for the proposals and the accept tests."""
+
+    def __init__(self, xp: Any, seed: int, shape: tuple[int, ...], gpu: bool) -> None:
+        self.xp, self.shape, self.gpu = xp, shape, gpu
+        if gpu:
+            self.gen = xp.random.RandomState(seed % (2**32))
+        else:
+            self.gen = np.random.default_rng(seed)
+        self.pos = _RNG_BATCH
+
+    def next(self) -> tuple[Any, Any]:
+        if self.pos == _RNG_BATCH:
+            size = (_RNG_BATCH,) + self.shape
+            if self.gpu:
+                self.z = self.gen.standard_normal(size)
+                self.e = self.gen.standard_exponential(size)
+            else:
+                self.z = self.gen.standard_normal(size)
+                self.e = self.gen.standard_exponential(size)
+            self.pos = 0
+        i = self.pos
+        self.pos += 1
+        return self.z[i], self.e[i]
+
+
+def _run(
+    xp: Any,
+    y_host: np.ndarray,
+    obs_host: np.ndarray,
+    state: dict[str, np.ndarray],
+    pri: dict[str, tuple[float, float]],
+    sd0: dict[str, float],
+    anchors: list[tuple[int, float]],
+    *,
+    n_iter: int,
+    warmup: int,
+    thin: int,
+    n_keep: int,
+    adapt: bool,
+    seed: int,
+    progress: bool,
+    gpu: bool,
+) -> dict[str, Any]:
+    C = state["theta"].shape[0]
+    n, m = y_host.shape
+    Y = xp.asarray(y_host)
+    YT = xp.ascontiguousarray(Y.T)
+    ycol = Y.sum(axis=0)  # (m,)
+    mask = None if obs_host.all() else xp.asarray(np.where(obs_host, 0.0, -np.inf))
+
+    theta = xp.asarray(state["theta"])
+    a = xp.asarray(state["a"])
+    b = xp.asarray(state["b"])
+    (mt, vt), (ma, va), (mb, vb) = pri["theta"], pri["a"], pri["b"]
+
+    # U = [θ, 1] (C, n, 2) and V = [a; -b] (C, 2, m) so that η = U @ V
+    U = xp.ones((C, n, 2))
+    U[:, :, 0] = theta
+    Up = U.copy()
+    V = xp.empty((C, 2, m))
+    V[:, 0, :] = a
+    V[:, 1, :] = -b
+    Vp = V.copy()
+
+    E = xp.empty((C, n, m))
+    F = xp.empty((C, n, m))
+
+    def eta_cur(out: Any) -> None:
+        xp.matmul(U, V, out=out)
+
+    eta_cur(F)
+    if mask is not None:
+        F += mask
+    _softplus_block(xp, F, eta_cur, mask, gpu)
+
+    sd = {
+        "theta": xp.full((C, n), sd0["theta"]),
+        "a": xp.full((C, m), sd0["a"]),
+        "b": xp.full((C, m), sd0["b"]),
+    }
+    acc_post = {"theta": xp.zeros((C, n)), "a": xp.zeros((C, m)), "b": xp.zeros((C, m))}
+    acc_win = {"theta": xp.zeros((C, n)), "a": xp.zeros((C, m)), "b": xp.zeros((C, m))}
+    draws = {
+        "theta": xp.empty((C, n_keep, n)),
+        "a": xp.empty((C, n_keep, m)),
+        "b": xp.empty((C, n_keep, m)),
+    }
+    if anchors:
+        anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
+        anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
+    rng = _Rng(xp, seed, (C, n + 2 * m), gpu)
+    reporter = _Progress(n_iter, warmup) if progress else None
+    k_window = 0
+    n_post = n_iter - warmup
+
+    for it in range(n_iter):
+        z_all, e_all = rng.next()
+        in_warmup = it < warmup
+        # ---- θ block ------------------------------------------------------------------
+        zt = z_all[:, :n] * sd["theta"]
+        tp = theta + zt
+        Up[:, :, 0] = tp
+        xp.matmul(Up, V, out=E)
+        if mask is not None:
+            E += mask
+        _softplus_block(xp, E, lambda o: xp.matmul(Up, V, out=o), mask, gpu)
+        logr = zt * xp.matmul(a[:, None, :], YT)[:, 0, :]
+        logr -= E.sum(axis=2)
+        logr += F.sum(axis=2)
+        logr += ((theta - mt) ** 2 - (tp - mt) ** 2) / (2.0 * vt)
+        logr += e_all[:, :n]
+        acc = logr > 0
+        if anchors:
+            acc[:, anc_idx] &= tp[:, anc_idx] * anc_sign > 0
+        xp.copyto(theta, tp, where=acc)
+        xp.copyto(F, E, where=acc[:, :, None])
+        U[:, :, 0] = theta
+        if in_warmup:
+            acc_win["theta"] += acc
+        else:
+            acc_post["theta"] += acc
+        colsum = F.sum(axis=1)
+        # ---- a block ------------------------------------------------------------------
+        za = z_all[:, n : n + m] * sd["a"]
+        ap = a + za
+        Vp[:, 0, :] = ap
+        Vp[:, 1, :] = V[:, 1, :]
+        xp.matmul(U, Vp, out=E)
+        if mask is not None:
+            E += mask
+        _softplus_block(xp, E, lambda o: xp.matmul(U, Vp, out=o), mask, gpu)
+        cs_new = E.sum(axis=1)
+        logr = za * xp.matmul(theta[:, None, :], Y)[:, 0, :]
+        logr -= cs_new
+        logr += colsum
+        logr += ((a - ma) ** 2 - (ap - ma) ** 2) / (2.0 * va)
+        logr += e_all[:, n : n + m]
+        acc = logr > 0
+        xp.copyto(a, ap, where=acc)
+        xp.copyto(F, E, where=acc[:, None, :])
+        xp.copyto(colsum, cs_new, where=acc)
+        V[:, 0, :] = a
+        if in_warmup:
+            acc_win["a"] += acc
+        else:
+            acc_post["a"] += acc
+        # ---- b block ------------------------------------------------------------------
+        zb = z_all[:, n + m :] * sd["b"]
+        bp = b + zb
+        Vp[:, 0, :] = a
+        xp.negative(bp, out=Vp[:, 1, :])
+        xp.matmul(U, Vp, out=E)
+        if mask is not None:
+            E += mask
+        _softplus_block(xp, E, lambda o: xp.matmul(U, Vp, out=o), mask, gpu)
+        cs_new = E.sum(axis=1)
+        logr = -zb * ycol
+        logr -= cs_new
+        logr += colsum
+        logr += ((b - mb) ** 2 - (bp - mb) ** 2) / (2.0 * vb)
+        logr += e_all[:, n + m :]
+        acc = logr > 0
+        xp.copyto(b, bp, where=acc)
+        xp.copyto(F, E, where=acc[:, None, :])
+        xp.negative(b, out=V[:, 1, :])
+        if in_warmup:
+            acc_win["b"] += acc
+        else:
+            acc_post["b"] += acc
+
+        # ---- adaptation, storage, progress ------------------------------------------------
+        if in_warmup:
+            if (it + 1) % _ADAPT_WINDOW == 0:
+                k_window += 1
+                if adapt:
+                    step = 3.0 / math.sqrt(k_window + 2)
+                    for key in _BLOCKS:
+                        rate = acc_win[key] / _ADAPT_WINDOW
+                        sd[key] *= xp.exp(step * (rate - TARGET_ACCEPTANCE))
+                        xp.clip(sd[key], _SD_LIMITS[0], _SD_LIMITS[1], out=sd[key])
+                for key in _BLOCKS:
+                    acc_win[key][...] = 0.0
+        else:
+            j = it + 1 - warmup
+            if j % thin == 0 and j // thin <= n_keep:
+                d = j // thin - 1
+                draws["theta"][:, d] = theta
+                draws["a"][:, d] = a
+                draws["b"][:, d] = b
+        if reporter is not None and (it + 1) % 50 == 0:
+            reporter.update(it + 1)
+    if reporter is not None:
+        reporter.finish(n_iter)
+    return {
+        "draws": draws,
+        "acceptance": {k: v / n_post for k, v in acc_post.items()},
+        "sd": sd,
+    }
+
+
+class _Progress:
+    """A one-line progress report on stderr (at most a few updates per second)."""
+
+    def __init__(self, n_iter: int, warmup: int) -> None:
+        self.n_iter, self.warmup = n_iter, warmup
+        self.start = time.perf_counter()
+        self.last = -1.0
+
+    def _line(self, it: int) -> str:
+        phase = "warmup  " if it <= self.warmup else "sampling"
+        elapsed = time.perf_counter() - self.start
+        return (
+            f"\rmh_2pl {phase} {it:>{len(str(self.n_iter))}}/{self.n_iter} "
+            f"[{100 * it / self.n_iter:3.0f}%] {elapsed:7.1f} s"
+        )
+
+    def update(self, it: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= 0.5:
+            self.last = now
+            sys.stderr.write(self._line(it))
+            sys.stderr.flush()
+
+    def finish(self, it: int) -> None:
+        sys.stderr.write(self._line(it) + "\n")
+        sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# identification after sampling
+# ---------------------------------------------------------------------------------------
+def _normalise_signs(draws: dict[str, np.ndarray], anchors: list[tuple[int, float]]) -> list[int]:
+    """Orient every draw: (θ, a) -> (-θ, -a) leaves the likelihood unchanged.
+
+    With anchors, a draw is flipped when the anchored θ disagree with their signs on
+    balance.  Without anchors, each draw is aligned with a reference direction (chain 0's
+    mean after aligning its draws with its first), and the whole posterior is then oriented
+    so that the mean slope is non-negative.  Returns the number of flipped draws per chain.
+    """
+    theta, a = draws["theta"], draws["a"]
+    C, D, n = theta.shape
+    if anchors:
+        idx = np.array([i for i, _ in anchors])
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        score = (theta[:, :, idx] * sgn).sum(axis=2)
+        flip = score < 0
+    else:
+        first = theta[0, 0]
+        s0 = np.where(theta[0] @ first < 0, -1.0, 1.0)
+        ref = (theta[0] * s0[:, None]).mean(axis=0)
+        if not np.any(ref):
+            ref = first
+        flip = np.einsum("cdn,n->cd", theta, ref) < 0
+        sign = np.where(flip, -1.0, 1.0)
+        if (a * sign[:, :, None]).mean() < 0:
+            flip = ~flip
+    if flip.any():
+        theta[flip] *= -1.0
+        a[flip] *= -1.0
+    return [int(v) for v in flip.sum(axis=1)]
