@@ -71,7 +71,7 @@ ACCEPTANCE_BAND = (0.2, 0.5)
 _BLOCKS = ("theta", "a", "b")
 _ADAPT_WINDOW = 50
 _SD_LIMITS = (1e-4, 1e2)
-_RNG_BATCH = 64
+_RNG_BATCH = _ADAPT_WINDOW
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,57 +429,54 @@ def mh_2pl(
     )
 
 
-def _softplus_block(xp: Any, E: Any, eta_fn: Any, mask: Any, gpu: bool) -> None:
-    """E <- softplus(η) in place, η = eta_fn(E) already in E.
+def _softplus_fast(xp: Any, E: Any, gpu: bool) -> None:
+    """E <- log(1 + exp(E)) in place: two vectorised transcendental passes.
 
-    Fast path ``log(1 + exp(η))`` (two vectorised transcendental passes); where η > ~709
-    the exponential overflows to inf and the block is recomputed with the stable form
-    ``max(η, 0) + log1p(exp(-|η|))``.  Missing cells carry η = -inf and give exactly 0.
+    Exact to rounding for η ≤ 709; above, exp overflows to inf, which the caller detects
+    (a non-finite sum) and then recomputes with :func:`_softplus_stable`.  Missing cells
+    carry η = -inf and give exactly 0.
     """
-    ctx = contextlib.nullcontext() if gpu else np.errstate(over="ignore")
-    with ctx:
-        xp.exp(E, out=E)
+    xp.exp(E, out=E)  # the caller silences numpy's overflow warning
     E += 1.0
     xp.log(E, out=E)
-    if not bool(xp.isfinite(E.sum())):
-        eta_fn(E)
-        if mask is not None:
-            E += mask
-        pos = xp.maximum(E, 0.0)
-        xp.abs(E, out=E)
-        xp.negative(E, out=E)
-        xp.exp(E, out=E)
-        xp.log1p(E, out=E)
-        E += pos
+
+
+def _softplus_stable(xp: Any, E: Any) -> None:
+    """E <- max(E, 0) + log1p(exp(-|E|)) in place (no overflow for any finite E)."""
+    pos = xp.maximum(E, 0.0)
+    xp.abs(E, out=E)
+    xp.negative(E, out=E)
+    xp.exp(E, out=E)
+    xp.log1p(E, out=E)
+    E += pos
 
 
 class _Rng:
-    """Batched standard normals and exponentials for the proposals and the accept tests."""
+    """Batched proposals (standard normals scaled by the current proposal sds) and
+    negated standard exponentials (``log u`` for the accept test ``log u < log r``)."""
 
     def __init__(self, xp: Any, seed: int, shape: tuple[int, ...], gpu: bool) -> None:
-        self.xp, self.shape, self.gpu = xp, shape, gpu
-        if gpu:
-            self.gen = xp.random.RandomState(seed % (2**32))
-        else:
-            self.gen = np.random.default_rng(seed)
+        self.xp, self.shape = xp, shape
+        self.gen = xp.random.RandomState(seed % (2**32)) if gpu else np.random.default_rng(seed)
         self.pos = _RNG_BATCH
 
-    def next(self) -> tuple[Any, Any]:
-        if self.pos == _RNG_BATCH:
-            size = (_RNG_BATCH,) + self.shape
-            if self.gpu:
-                self.z = self.gen.standard_normal(size)
-                self.e = self.gen.standard_exponential(size)
-            else:
-                self.z = self.gen.standard_normal(size)
-                self.e = self.gen.standard_exponential(size)
-            self.pos = 0
-        i = self.pos
-        self.pos += 1
-        return self.z[i], self.e[i]
+    def refill(self, sd_all: Any) -> None:
+        size = (_RNG_BATCH,) + self.shape
+        self.z = self.xp.asarray(self.gen.standard_normal(size))
+        self.z *= sd_all
+        self.le = self.xp.asarray(self.gen.standard_exponential(size))
+        self.xp.negative(self.le, out=self.le)
+        self.pos = 0
 
 
-def _run(
+def _run(xp: Any, *args: Any, gpu: bool, **kwargs: Any) -> dict[str, Any]:
+    """Run the chains; numpy's overflow warning is silenced (the softplus fast path
+    overflows to inf on purpose and is then recomputed)."""
+    with contextlib.nullcontext() if gpu else np.errstate(over="ignore"):
+        return _run_chains(xp, *args, gpu=gpu, **kwargs)
+
+
+def _run_chains(
     xp: Any,
     y_host: np.ndarray,
     obs_host: np.ndarray,
@@ -503,39 +500,68 @@ def _run(
     YT = xp.ascontiguousarray(Y.T)
     ycol = Y.sum(axis=0)  # (m,)
     mask = None if obs_host.all() else xp.asarray(np.where(obs_host, 0.0, -np.inf))
-
-    theta = xp.asarray(state["theta"])
-    a = xp.asarray(state["a"])
-    b = xp.asarray(state["b"])
     (mt, vt), (ma, va), (mb, vb) = pri["theta"], pri["a"], pri["b"]
+    sl_t, sl_a, sl_b = slice(0, n), slice(n, n + m), slice(n + m, n + 2 * m)
 
-    # U = [θ, 1] (C, n, 2) and V = [a; -b] (C, 2, m) so that η = U @ V
+    # η = U @ V with U = [θ, 1] (C, n, 2) and V = [a; -b] (C, 2, m).  The parameters live
+    # inside U and V (θ, a and nb = -b are views), candidates inside Up and Vp.
     U = xp.ones((C, n, 2))
-    U[:, :, 0] = theta
-    Up = U.copy()
+    Up = xp.ones((C, n, 2))
     V = xp.empty((C, 2, m))
-    V[:, 0, :] = a
-    V[:, 1, :] = -b
-    Vp = V.copy()
+    Vp = xp.empty((C, 2, m))
+    theta, tp = U[:, :, 0], Up[:, :, 0]
+    a, ap = V[:, 0, :], Vp[:, 0, :]
+    nb, nbp = V[:, 1, :], Vp[:, 1, :]
+    theta[...] = xp.asarray(state["theta"])
+    a[...] = xp.asarray(state["a"])
+    xp.negative(xp.asarray(state["b"]), out=nb)
+    a3 = a[:, None, :]
+    th3 = theta[:, None, :]
 
     E = xp.empty((C, n, m))
     F = xp.empty((C, n, m))
+    D = xp.empty((C, n, m))
+    ya = xp.empty((C, 1, n))
+    yt = xp.empty((C, 1, m))
+    h_t = xp.empty((C, n))
+    h_m = xp.empty((C, m))
+    logr_t = xp.empty((C, n))
+    logr_m = xp.empty((C, m))
+    acc_t = xp.empty((C, n), dtype=bool)
+    acc_m = xp.empty((C, m), dtype=bool)
 
-    def eta_cur(out: Any) -> None:
-        xp.matmul(U, V, out=out)
+    def softplus(out: Any, UU: Any, VV: Any, sums: Any) -> Any:
+        """out <- softplus(UU @ VV (+ mask)); returns sums(out), recomputed stably if
+        the fast path overflowed."""
+        xp.matmul(UU, VV, out=out)
+        if mask is not None:
+            out += mask
+        _softplus_fast(xp, out, gpu)
+        s = sums(out)
+        if not math.isfinite(float(s.sum())):
+            xp.matmul(UU, VV, out=out)
+            if mask is not None:
+                out += mask
+            _softplus_stable(xp, out)
+            s = sums(out)
+        return s
 
-    eta_cur(F)
-    if mask is not None:
-        F += mask
-    _softplus_block(xp, F, eta_cur, mask, gpu)
+    add_reduce = xp.add.reduce
 
-    sd = {
-        "theta": xp.full((C, n), sd0["theta"]),
-        "a": xp.full((C, m), sd0["a"]),
-        "b": xp.full((C, m), sd0["b"]),
-    }
-    acc_post = {"theta": xp.zeros((C, n)), "a": xp.zeros((C, m)), "b": xp.zeros((C, m))}
-    acc_win = {"theta": xp.zeros((C, n)), "a": xp.zeros((C, m)), "b": xp.zeros((C, m))}
+    def rowsum(A: Any) -> Any:
+        return add_reduce(A, axis=2)
+
+    def colsum(A: Any) -> Any:
+        return add_reduce(A, axis=1)
+
+    softplus(F, U, V, rowsum)
+
+    sd_all = xp.empty((C, n + 2 * m))
+    sd_all[:, sl_t] = sd0["theta"]
+    sd_all[:, sl_a] = sd0["a"]
+    sd_all[:, sl_b] = sd0["b"]
+    acc_post = xp.zeros((C, n + 2 * m))
+    acc_win = xp.zeros((C, n + 2 * m))
     draws = {
         "theta": xp.empty((C, n_keep, n)),
         "a": xp.empty((C, n_keep, m)),
@@ -548,109 +574,105 @@ def _run(
     reporter = _Progress(n_iter, warmup) if progress else None
     k_window = 0
     n_post = n_iter - warmup
+    c_t, c_a, c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
 
     for it in range(n_iter):
-        z_all, e_all = rng.next()
-        in_warmup = it < warmup
-        # ---- θ block ------------------------------------------------------------------
-        zt = z_all[:, :n] * sd["theta"]
-        tp = theta + zt
-        Up[:, :, 0] = tp
-        xp.matmul(Up, V, out=E)
-        if mask is not None:
-            E += mask
-        _softplus_block(xp, E, lambda o: xp.matmul(Up, V, out=o), mask, gpu)
-        logr = zt * xp.matmul(a[:, None, :], YT)[:, 0, :]
-        logr -= E.sum(axis=2)
-        logr += F.sum(axis=2)
-        logr += ((theta - mt) ** 2 - (tp - mt) ** 2) / (2.0 * vt)
-        logr += e_all[:, :n]
-        acc = logr > 0
+        if rng.pos == _RNG_BATCH:
+            rng.refill(sd_all)
+        z_all, le_all = rng.z[rng.pos], rng.le[rng.pos]
+        rng.pos += 1
+        counts = acc_win if it < warmup else acc_post
+
+        # ---- θ block: all persons at once ------------------------------------------------
+        # log r = Δθ (Y a) − Σ_j [sp(η') − sp(η)] + [(θ−μ)² − (θ'−μ)²] / (2σ²)
+        #       = Δθ [(Y a) − (θ + θ' − 2μ)/(2σ²)] + Σ_j [F − F']
+        z = z_all[:, sl_t]
+        xp.add(theta, z, out=tp)
+        s_new = softplus(E, Up, V, rowsum)
+        xp.matmul(a3, YT, out=ya)
+        xp.add(theta, tp, out=h_t)
+        if mt:
+            h_t -= 2.0 * mt
+        h_t *= -c_t
+        h_t += ya[:, 0, :]
+        xp.multiply(z, h_t, out=logr_t)
+        logr_t -= s_new
+        logr_t += rowsum(F)
+        xp.greater(logr_t, le_all[:, sl_t], out=acc_t)
         if anchors:
-            acc[:, anc_idx] &= tp[:, anc_idx] * anc_sign > 0
-        xp.copyto(theta, tp, where=acc)
-        xp.copyto(F, E, where=acc[:, :, None])
-        U[:, :, 0] = theta
-        if in_warmup:
-            acc_win["theta"] += acc
-        else:
-            acc_post["theta"] += acc
-        colsum = F.sum(axis=1)
-        # ---- a block ------------------------------------------------------------------
-        za = z_all[:, n : n + m] * sd["a"]
-        ap = a + za
-        Vp[:, 0, :] = ap
-        Vp[:, 1, :] = V[:, 1, :]
-        xp.matmul(U, Vp, out=E)
-        if mask is not None:
-            E += mask
-        _softplus_block(xp, E, lambda o: xp.matmul(U, Vp, out=o), mask, gpu)
-        cs_new = E.sum(axis=1)
-        logr = za * xp.matmul(theta[:, None, :], Y)[:, 0, :]
-        logr -= cs_new
-        logr += colsum
-        logr += ((a - ma) ** 2 - (ap - ma) ** 2) / (2.0 * va)
-        logr += e_all[:, n : n + m]
-        acc = logr > 0
-        xp.copyto(a, ap, where=acc)
-        xp.copyto(F, E, where=acc[:, None, :])
-        xp.copyto(colsum, cs_new, where=acc)
-        V[:, 0, :] = a
-        if in_warmup:
-            acc_win["a"] += acc
-        else:
-            acc_post["a"] += acc
-        # ---- b block ------------------------------------------------------------------
-        zb = z_all[:, n + m :] * sd["b"]
-        bp = b + zb
-        Vp[:, 0, :] = a
-        xp.negative(bp, out=Vp[:, 1, :])
-        xp.matmul(U, Vp, out=E)
-        if mask is not None:
-            E += mask
-        _softplus_block(xp, E, lambda o: xp.matmul(U, Vp, out=o), mask, gpu)
-        cs_new = E.sum(axis=1)
-        logr = -zb * ycol
-        logr -= cs_new
-        logr += colsum
-        logr += ((b - mb) ** 2 - (bp - mb) ** 2) / (2.0 * vb)
-        logr += e_all[:, n + m :]
-        acc = logr > 0
-        xp.copyto(b, bp, where=acc)
-        xp.copyto(F, E, where=acc[:, None, :])
-        xp.negative(b, out=V[:, 1, :])
-        if in_warmup:
-            acc_win["b"] += acc
-        else:
-            acc_post["b"] += acc
+            acc_t[:, anc_idx] &= tp[:, anc_idx] * anc_sign > 0
+        xp.copyto(theta, tp, where=acc_t)
+        xp.copyto(F, E, where=acc_t[:, :, None])
+        counts[:, sl_t] += acc_t
+        cs_cur = colsum(F)
+
+        # ---- a block: all items at once --------------------------------------------------
+        z = z_all[:, sl_a]
+        xp.add(a, z, out=ap)
+        nbp[...] = nb
+        s_new = softplus(E, U, Vp, colsum)
+        xp.matmul(th3, Y, out=yt)
+        xp.add(a, ap, out=h_m)
+        if ma:
+            h_m -= 2.0 * ma
+        h_m *= -c_a
+        h_m += yt[:, 0, :]
+        xp.multiply(z, h_m, out=logr_m)
+        logr_m -= s_new
+        logr_m += cs_cur
+        xp.greater(logr_m, le_all[:, sl_a], out=acc_m)
+        xp.copyto(a, ap, where=acc_m)
+        xp.copyto(F, E, where=acc_m[:, None, :])
+        xp.copyto(cs_cur, s_new, where=acc_m)
+        counts[:, sl_a] += acc_m
+
+        # ---- b block: all items at once (b' = b + z, i.e. -b' = nb - z) -----------------
+        z = z_all[:, sl_b]
+        ap[...] = a
+        xp.subtract(nb, z, out=nbp)
+        s_new = softplus(E, U, Vp, colsum)
+        # Δ(y η) summed over persons = −Δb · ycol; prior: [(b−μ)² − (b'−μ)²]/(2σ²)
+        xp.add(nb, nbp, out=h_m)  # = −(b + b')
+        if mb:
+            h_m += 2.0 * mb
+        h_m *= c_b
+        h_m -= ycol
+        xp.multiply(z, h_m, out=logr_m)
+        logr_m -= s_new
+        logr_m += cs_cur
+        xp.greater(logr_m, le_all[:, sl_b], out=acc_m)
+        xp.copyto(nb, nbp, where=acc_m)
+        xp.copyto(F, E, where=acc_m[:, None, :])
+        counts[:, sl_b] += acc_m
 
         # ---- adaptation, storage, progress ------------------------------------------------
-        if in_warmup:
+        if it < warmup:
             if (it + 1) % _ADAPT_WINDOW == 0:
                 k_window += 1
                 if adapt:
                     step = 3.0 / math.sqrt(k_window + 2)
-                    for key in _BLOCKS:
-                        rate = acc_win[key] / _ADAPT_WINDOW
-                        sd[key] *= xp.exp(step * (rate - TARGET_ACCEPTANCE))
-                        xp.clip(sd[key], _SD_LIMITS[0], _SD_LIMITS[1], out=sd[key])
-                for key in _BLOCKS:
-                    acc_win[key][...] = 0.0
+                    acc_win *= step / _ADAPT_WINDOW
+                    acc_win -= step * TARGET_ACCEPTANCE
+                    sd_all *= xp.exp(acc_win)
+                    xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
+                acc_win[...] = 0.0
+                rng.pos = _RNG_BATCH  # new proposals at the new scales
         else:
             j = it + 1 - warmup
             if j % thin == 0 and j // thin <= n_keep:
                 d = j // thin - 1
                 draws["theta"][:, d] = theta
                 draws["a"][:, d] = a
-                draws["b"][:, d] = b
+                xp.negative(nb, out=draws["b"][:, d])
         if reporter is not None and (it + 1) % 50 == 0:
             reporter.update(it + 1)
     if reporter is not None:
         reporter.finish(n_iter)
+    rates = acc_post / n_post
     return {
         "draws": draws,
-        "acceptance": {k: v / n_post for k, v in acc_post.items()},
-        "sd": sd,
+        "acceptance": {"theta": rates[:, sl_t], "a": rates[:, sl_a], "b": rates[:, sl_b]},
+        "sd": {"theta": sd_all[:, sl_t], "a": sd_all[:, sl_a], "b": sd_all[:, sl_b]},
     }
 
 
