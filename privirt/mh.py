@@ -276,9 +276,16 @@ def _initial_state(
             "init must be None/'pca' (data-driven start), 'tutorial' (θ=0.1, a=1, b=0) or a "
             f'dict like {{"theta": ..., "a": ..., "b": ...}}, got {init!r}'
         )
-    for i, v in anchors:
-        # anchored persons start at their anchor value (on the constrained side)
-        state["theta"][:, i] = v
+    if anchors:
+        # reflect a chain's start (θ, a) -> (-θ, -a) when its anchored persons sit on the
+        # wrong sides on balance; then anchored persons start at their anchor values
+        idx = [i for i, _ in anchors]
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        wrong = (state["theta"][:, idx] * sgn).sum(axis=1) < 0
+        state["theta"][wrong] *= -1.0
+        state["a"][wrong] *= -1.0
+        for i, v in anchors:
+            state["theta"][:, i] = v
     return state
 
 
@@ -429,7 +436,7 @@ def mh_2pl(
     )
 
 
-def _softplus_fast(xp: Any, E: Any, gpu: bool) -> None:
+def _softplus_fast(xp: Any, E: Any) -> None:
     """E <- log(1 + exp(E)) in place: two vectorised transcendental passes.
 
     Exact to rounding for η ≤ 709; above, exp overflows to inf, which the caller detects
@@ -536,7 +543,7 @@ def _run_chains(
         xp.matmul(UU, VV, out=out)
         if mask is not None:
             out += mask
-        _softplus_fast(xp, out, gpu)
+        _softplus_fast(xp, out)
         s = sums(out)
         if not math.isfinite(float(s.sum())):
             xp.matmul(UU, VV, out=out)
@@ -708,31 +715,30 @@ class _Progress:
 # identification after sampling
 # ---------------------------------------------------------------------------------------
 def _normalise_signs(draws: dict[str, np.ndarray], anchors: list[tuple[int, float]]) -> list[int]:
-    """Orient every draw: (θ, a) -> (-θ, -a) leaves the likelihood unchanged.
+    """Orient each chain: (θ, a) -> (-θ, -a) leaves the likelihood unchanged.
 
-    With anchors, a draw is flipped when the anchored θ disagree with their signs on
-    balance.  Without anchors, each draw is aligned with a reference direction (chain 0's
-    mean after aligning its draws with its first), and the whole posterior is then oriented
-    so that the mean slope is non-negative.  Returns the number of flipped draws per chain.
+    Whole chains are flipped, never single draws (flipping draws one by one by a sign
+    test would truncate the posterior).  With anchors, a chain is flipped when its anchored
+    θ disagree with their signs on balance (with the sign constraints this never happens,
+    but anchors given only as starting values would rely on it).  Without anchors, each
+    chain is aligned with chain 0 (sign of the inner product of the centred posterior-mean
+    θ), and then all chains are oriented so that the mean slope is non-negative.  Returns
+    the number of flipped draws per chain.
     """
     theta, a = draws["theta"], draws["a"]
     C, D, n = theta.shape
+    means = theta.mean(axis=1)  # (C, n)
     if anchors:
         idx = np.array([i for i, _ in anchors])
         sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
-        score = (theta[:, :, idx] * sgn).sum(axis=2)
-        flip = score < 0
+        flip = (means[:, idx] * sgn).sum(axis=1) < 0
     else:
-        first = theta[0, 0]
-        s0 = np.where(theta[0] @ first < 0, -1.0, 1.0)
-        ref = (theta[0] * s0[:, None]).mean(axis=0)
-        if not np.any(ref):
-            ref = first
-        flip = np.einsum("cdn,n->cd", theta, ref) < 0
+        centred = means - means.mean(axis=1, keepdims=True)
+        flip = centred @ centred[0] < 0
         sign = np.where(flip, -1.0, 1.0)
-        if (a * sign[:, :, None]).mean() < 0:
+        if (a.mean(axis=1) * sign[:, None]).mean() < 0:
             flip = ~flip
-    if flip.any():
-        theta[flip] *= -1.0
-        a[flip] *= -1.0
-    return [int(v) for v in flip.sum(axis=1)]
+    for c in np.flatnonzero(flip):
+        theta[c] *= -1.0
+        a[c] *= -1.0
+    return [D if f else 0 for f in flip]
