@@ -476,11 +476,25 @@ class _Rng:
         self.pos = 0
 
 
+class _OverflowFlag:
+    """numpy floating-point error callback: records that an overflow happened."""
+
+    def __init__(self) -> None:
+        self.hit = False
+
+    def __call__(self, err: str, flag: int) -> None:
+        self.hit = True
+
+
 def _run(xp: Any, *args: Any, gpu: bool, **kwargs: Any) -> dict[str, Any]:
-    """Run the chains; numpy's overflow warning is silenced (the softplus fast path
-    overflows to inf on purpose and is then recomputed)."""
-    with contextlib.nullcontext() if gpu else np.errstate(over="ignore"):
-        return _run_chains(xp, *args, gpu=gpu, **kwargs)
+    """Run the chains.  On the CPU, numpy reports an overflow of the softplus fast path to
+    a flag (no warning, no extra pass over the data) and the block is then recomputed
+    stably; on the GPU a non-finite block sum triggers the recomputation."""
+    if gpu:
+        return _run_chains(xp, *args, gpu=gpu, flag=None, **kwargs)
+    flag = _OverflowFlag()
+    with np.errstate(over="call", call=flag):
+        return _run_chains(xp, *args, gpu=gpu, flag=flag, **kwargs)
 
 
 def _run_chains(
@@ -500,6 +514,7 @@ def _run_chains(
     seed: int,
     progress: bool,
     gpu: bool,
+    flag: _OverflowFlag | None,
 ) -> dict[str, Any]:
     C = state["theta"].shape[0]
     n, m = y_host.shape
@@ -530,6 +545,7 @@ def _run_chains(
     D = xp.empty((C, n, m))
     ya = xp.empty((C, 1, n))
     yt = xp.empty((C, 1, m))
+    ya2, yt2 = ya[:, 0, :], yt[:, 0, :]
     h_t = xp.empty((C, n))
     h_m = xp.empty((C, m))
     logr_t = xp.empty((C, n))
@@ -543,9 +559,16 @@ def _run_chains(
         xp.matmul(UU, VV, out=out)
         if mask is not None:
             out += mask
-        _softplus_fast(xp, out)
-        s = sums(out)
-        if not math.isfinite(float(s.sum())):
+        if flag is None:
+            _softplus_fast(xp, out)
+            s = sums(out)
+            redo = not math.isfinite(float(s.sum()))
+        else:
+            flag.hit = False
+            _softplus_fast(xp, out)
+            s = sums(out)
+            redo = flag.hit
+        if redo:
             xp.matmul(UU, VV, out=out)
             if mask is not None:
                 out += mask
@@ -601,7 +624,7 @@ def _run_chains(
         if mt:
             h_t -= 2.0 * mt
         h_t *= -c_t
-        h_t += ya[:, 0, :]
+        h_t += ya2
         xp.multiply(z, h_t, out=logr_t)
         logr_t -= s_new
         logr_t += rowsum(F)
@@ -623,7 +646,7 @@ def _run_chains(
         if ma:
             h_m -= 2.0 * ma
         h_m *= -c_a
-        h_m += yt[:, 0, :]
+        h_m += yt2
         xp.multiply(z, h_m, out=logr_m)
         logr_m -= s_new
         logr_m += cs_cur

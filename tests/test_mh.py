@@ -145,11 +145,17 @@ def test_softplus_paths_agree_with_logaddexp():
     assert np.isinf(overflow).all()  # detected by the caller, which recomputes stably
 
 
-def test_extreme_values_use_the_stable_path():
-    # slopes so large that η overflows exp(): results must stay finite
+def test_extreme_values_use_the_stable_path(monkeypatch):
+    # slopes so large that η overflows exp(): the overflow must be detected, the block
+    # recomputed stably, and the results stay finite
+    calls = []
+    stable = mhmod._softplus_stable
+    monkeypatch.setattr(mhmod, "_softplus_stable", lambda xp, E: (calls.append(1), stable(xp, E)))
     X, _, _, _ = simulate_2pl(20, 6, seed=2)
     post = privirt.mh_2pl(X, n_iter=60, warmup=20, init={"a": 900.0}, priors={"a": (0, 1e6)},
                           seed=1, progress=False, device="cpu")
+    assert len(calls) > 0
+    assert post.acceptance_rates()["a"].iloc[0] > 0.1  # moves, not stuck on inf − inf
     for block in ("theta", "a", "b"):
         assert np.isfinite(post.get_draws(block)).all()
 
