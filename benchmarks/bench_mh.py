@@ -20,8 +20,9 @@ Cases (both run in the same process, one chain each):
     10,000, thin 10).  The port may be timed on fewer iterations (``--port-iters``) and
     extrapolated linearly (its cost per iteration is constant); the table says so.
 
-privirt runs with the same proposal sds, priors and starts and ``adapt=False`` (the same
-fixed-kernel algorithm); ``--adapt`` times it with adaptation instead.
+privirt runs with the same proposal sds, priors and starts, ``adapt=False`` and
+``ridge_moves=False`` (the same fixed-kernel algorithm); ``--adapt`` and ``--ridge`` time it
+with adaptation and with its extra scale/shift moves (privirt's defaults) instead.
 
 Usage::
 
@@ -165,7 +166,8 @@ def MH_irt(Y, alpha_init, beta_init, theta_init, MH_alpha, MH_beta, MH_theta,
 TUTORIAL = dict(MH_alpha=2.0, MH_beta=0.6, MH_theta=0.9, a0=0.0, A0=10.0, b0=1.0, B0=0.2)
 
 
-def run_case(name, Y, n_iter, warmup, thin, port_iters, adapt, seed, anchor_rows):
+def run_case(name, Y, n_iter, warmup, thin, port_iters, adapt, seed, anchor_rows,
+             ridge=False):
     I, J = Y.shape
     theta_init = np.full(I, 0.1)
     lo, hi = anchor_rows
@@ -192,7 +194,7 @@ def run_case(name, Y, n_iter, warmup, thin, port_iters, adapt, seed, anchor_rows
         priors={"theta": (0.0, 1.0), "a": (TUTORIAL["b0"], TUTORIAL["B0"] ** 2),
                 "b": (TUTORIAL["a0"], TUTORIAL["A0"] ** 2)},
         init={"theta": theta_init, "a": beta_init, "b": alpha_init},
-        adapt=adapt, seed=seed, progress=False, device="cpu",
+        adapt=adapt, seed=seed, progress=False, device="cpu", ridge_moves=ridge,
     )
     ours_s, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
 
@@ -216,6 +218,7 @@ def main(argv=None):
     ap.add_argument("--port-iters", type=int, default=None,
                     help="time the port on this many iterations of case (b) and extrapolate")
     ap.add_argument("--adapt", action="store_true", help="run privirt with adaptation")
+    ap.add_argument("--ridge", action="store_true", help="run privirt with ridge moves")
     ap.add_argument("--quick", action="store_true", help="short smoke run (1/10 iterations)")
     ap.add_argument("--only", choices=["a", "b"], help="run one case")
     ap.add_argument("--seed", type=int, default=1)
@@ -238,13 +241,13 @@ def main(argv=None):
             Y, theta, _, _ = simulate_2pl(9, 43, seed=args.seed)
             name = "(a) sim 9x43"
         rows.append(run_case(name, Y, 15000 // scale, 5000 // scale, 10, None, args.adapt,
-                             args.seed, (0, Y.shape[0] - 1)))
+                             args.seed, (0, Y.shape[0] - 1), args.ridge))
     if args.only in (None, "b"):
         Y, theta, _, _ = simulate_2pl(100, 700, p_observed=0.8, seed=args.seed)
         lo, hi = int(np.argmin(theta)), int(np.argmax(theta))
         rows.append(run_case("(b) sim 100x700, 20% missing", Y, 20000 // scale,
                              10000 // scale, 10, args.port_iters and args.port_iters // scale,
-                             args.adapt, args.seed, (lo, hi)))
+                             args.adapt, args.seed, (lo, hi), args.ridge))
 
     print("wall-clock seconds (and CPU seconds of this process, less sensitive to other load)")
     print(f"{'case':32s} {'iters':>6s} {'port s':>9s} {'privirt s':>10s} {'ratio':>6s} "

@@ -72,6 +72,7 @@ _BLOCKS = ("theta", "a", "b")
 _ADAPT_WINDOW = 50
 _SD_LIMITS = (1e-4, 1e2)
 _RNG_BATCH = _ADAPT_WINDOW
+_RIDGE_SD0 = (0.05, 0.05)  # starting sds of the ridge moves' log-scale and shift
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,6 +308,7 @@ def mh_2pl(
     seed: int | None = None,
     progress: bool = True,
     device: str = "auto",
+    ridge_moves: bool = True,
 ) -> Posterior:
     """Sample the posterior of the Bayesian 2PL model by blockwise random-walk Metropolis.
 
@@ -352,6 +354,13 @@ def mh_2pl(
         Print a progress line to stderr.
     device : {"auto", "cpu", "gpu"}
         Where the arrays live (the GPU path needs cupy).
+    ridge_moves : bool
+        After the three blocks, also propose (per chain) the two moves along which the
+        likelihood is constant — a scale move (θ, a) -> (cθ, a/c) and a shift move
+        (θ, b) -> (θ + d, b + a d) — accepted on the priors and the Jacobian alone.  They
+        cost O(n + m) and speed up mixing along the 2PL's weakly identified scale and
+        location; ``False`` gives the tutorial's algorithm exactly.  (An addition to the
+        issue's signature.)
 
     Returns
     -------
@@ -384,6 +393,8 @@ def mh_2pl(
         )
     if not isinstance(adapt, (bool, np.bool_)):
         raise ValueError(f"adapt must be True or False, got {adapt!r}")
+    if not isinstance(ridge_moves, (bool, np.bool_)):
+        raise ValueError(f"ridge_moves must be True or False, got {ridge_moves!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
         raise ValueError(f"seed must be an integer or None, got {seed!r}")
     pri = _check_priors(priors)
@@ -404,6 +415,7 @@ def mh_2pl(
         xp, y, obs, state, pri, sd0, anc,
         n_iter=n_iter, warmup=warmup, thin=thin, n_keep=n_keep, adapt=bool(adapt),
         seed=int(host_rng.integers(2**63 - 1)), progress=progress, gpu=(dev == "gpu"),
+        ridge_moves=bool(ridge_moves),
     )
     elapsed = time.perf_counter() - start
     draws = {k: to_numpy(v) for k, v in result["draws"].items()}
@@ -422,6 +434,10 @@ def mh_2pl(
         "proposal_sd": {k: to_numpy(v) for k, v in result["sd"].items()},
         "anchors": {str(resp.persons[i]): v for i, v in anc},
         "sign_flips": flips,
+        "ridge_moves": bool(ridge_moves),
+        "ridge_acceptance": None if result["ridge_acceptance"] is None
+        else to_numpy(result["ridge_acceptance"]),
+        "ridge_sd": None if result["ridge_sd"] is None else to_numpy(result["ridge_sd"]),
         "time_s": elapsed,
         "n_persons": n,
         "n_items": m,
@@ -515,6 +531,7 @@ def _run_chains(
     progress: bool,
     gpu: bool,
     flag: _OverflowFlag | None,
+    ridge_moves: bool,
 ) -> dict[str, Any]:
     C = state["theta"].shape[0]
     n, m = y_host.shape
@@ -586,12 +603,16 @@ def _run_chains(
 
     softplus(F, U, V, rowsum)
 
-    sd_all = xp.empty((C, n + 2 * m))
+    K = n + 2 * m + 2  # θ, a, b, then the ridge moves' log-scale and shift
+    i_sc, i_sh = n + 2 * m, n + 2 * m + 1
+    sd_all = xp.empty((C, K))
     sd_all[:, sl_t] = sd0["theta"]
     sd_all[:, sl_a] = sd0["a"]
     sd_all[:, sl_b] = sd0["b"]
-    acc_post = xp.zeros((C, n + 2 * m))
-    acc_win = xp.zeros((C, n + 2 * m))
+    sd_all[:, i_sc] = _RIDGE_SD0[0]
+    sd_all[:, i_sh] = _RIDGE_SD0[1]
+    acc_post = xp.zeros((C, K))
+    acc_win = xp.zeros((C, K))
     draws = {
         "theta": xp.empty((C, n_keep, n)),
         "a": xp.empty((C, n_keep, m)),
@@ -600,7 +621,7 @@ def _run_chains(
     if anchors:
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
-    rng = _Rng(xp, seed, (C, n + 2 * m), gpu)
+    rng = _Rng(xp, seed, (C, K), gpu)
     reporter = _Progress(n_iter, warmup) if progress else None
     k_window = 0
     n_post = n_iter - warmup
@@ -675,6 +696,34 @@ def _run_chains(
         xp.copyto(F, E, where=acc_m[:, None, :])
         counts[:, sl_b] += acc_m
 
+        # ---- ridge moves: directions along which the likelihood is constant ---------------
+        if ridge_moves:
+            # scale: (θ, a) -> (cθ, a/c), c = exp(ε); η unchanged, so only the priors and
+            # the Jacobian c^(n - m) enter.  Signs are preserved (c > 0).
+            lc = z_all[:, i_sc]
+            c = xp.exp(lc)
+            tc = theta * c[:, None]
+            ac = a / c[:, None]
+            lr = (((theta - mt) ** 2).sum(axis=1) - ((tc - mt) ** 2).sum(axis=1)) * c_t
+            lr += (((a - ma) ** 2).sum(axis=1) - ((ac - ma) ** 2).sum(axis=1)) * c_a
+            lr += (n - m) * lc
+            ok = lr > le_all[:, i_sc]
+            xp.copyto(theta, tc, where=ok[:, None])
+            xp.copyto(a, ac, where=ok[:, None])
+            counts[:, i_sc] += ok
+            # shift: (θ, b) -> (θ + d, b + a d); η unchanged, volume preserved
+            d = z_all[:, i_sh]
+            ts = theta + d[:, None]
+            nbs = nb - a * d[:, None]  # -(b + a d)
+            lr = (((theta - mt) ** 2).sum(axis=1) - ((ts - mt) ** 2).sum(axis=1)) * c_t
+            lr += (((nb + mb) ** 2).sum(axis=1) - ((nbs + mb) ** 2).sum(axis=1)) * c_b
+            ok = lr > le_all[:, i_sh]
+            if anchors:
+                ok &= (ts[:, anc_idx] * anc_sign > 0).all(axis=1)
+            xp.copyto(theta, ts, where=ok[:, None])
+            xp.copyto(nb, nbs, where=ok[:, None])
+            counts[:, i_sh] += ok
+
         # ---- adaptation, storage, progress ------------------------------------------------
         if it < warmup:
             if (it + 1) % _ADAPT_WINDOW == 0:
@@ -703,6 +752,8 @@ def _run_chains(
         "draws": draws,
         "acceptance": {"theta": rates[:, sl_t], "a": rates[:, sl_a], "b": rates[:, sl_b]},
         "sd": {"theta": sd_all[:, sl_t], "a": sd_all[:, sl_a], "b": sd_all[:, sl_b]},
+        "ridge_acceptance": rates[:, i_sc:] if ridge_moves else None,
+        "ridge_sd": sd_all[:, i_sc:] if ridge_moves else None,
     }
 
 
