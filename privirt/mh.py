@@ -35,6 +35,11 @@ block costs one pass of ``softplus`` over the persons × items matrix:
   is a matrix–vector product (θ and a blocks) or a precomputed column count (b block).
 * Several chains run as a leading array axis.
 
+After the three blocks, two cheap moves along the directions in which the likelihood is
+constant — a scale move (θ, a) -> (cθ, a/c) and a shift move (θ, b) -> (θ + d, b + a d) —
+are proposed per chain and accepted on the priors and the Jacobian alone
+(``ridge_moves=True``, the default; ``False`` is the tutorial's algorithm exactly).
+
 See ``docs/mh.md`` for the derivation, the adaptation rule and identification.
 """
 
@@ -593,7 +598,11 @@ def _run_chains(
             s = sums(out)
         return s
 
-    add_reduce = xp.add.reduce
+    if gpu:
+        def add_reduce(A: Any, axis: int) -> Any:
+            return A.sum(axis=axis)
+    else:
+        add_reduce = np.add.reduce  # skips ndarray.sum's Python wrapper (small problems)
 
     def rowsum(A: Any) -> Any:
         return add_reduce(A, axis=2)

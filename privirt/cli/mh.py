@@ -63,6 +63,8 @@ def register(subparsers: Any) -> None:
                    default=None, help="starting proposal sds (default 0.4 0.4 0.4)")
     p.add_argument("--no-adapt", action="store_true",
                    help="keep the proposal sds fixed (plain Metropolis)")
+    p.add_argument("--no-ridge-moves", action="store_true",
+                   help="skip the scale/shift moves (the tutorial's algorithm exactly)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
     p.add_argument("--out", default=None, help="write the posterior summary CSV here")
@@ -94,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     post = mh_2pl(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin, n_chains=args.chains,
         seed=args.seed, anchors=anchors or None, adapt=not args.no_adapt,
+        ridge_moves=not args.no_ridge_moves,
         progress=not args.no_progress, device=args.device, **kwargs,
     )
     summary = post.summary()
