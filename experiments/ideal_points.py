@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop-cols", nargs="*", default=[], help="non-vote columns to drop")
     ap.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                     metavar="NAME=VALUE", help="sign anchor, e.g. --anchor Scalia=+1")
+    ap.add_argument("--prior-a", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
+                    help="normal prior of the slopes (default 0 100; e.g. 0 4 keeps θ on "
+                    "the N(0, 1) scale when there are many more votes than voters)")
     ap.add_argument("--iter", type=int, default=10000, help="iterations incl. warmup")
     ap.add_argument("--warmup", type=int, default=5000)
     ap.add_argument("--thin", type=int, default=1)
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
               "(mean slope positive)", file=sys.stderr)
     post = privirt.mh_2pl(resp, n_iter=args.iter, warmup=args.warmup, thin=args.thin,
                           n_chains=args.chains, seed=args.seed, anchors=anchors,
+                          priors=None if args.prior_a is None else {"a": tuple(args.prior_a)},
                           progress=not args.quiet)
 
     out = Path(args.out)

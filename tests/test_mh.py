@@ -390,6 +390,7 @@ def test_cli_end_to_end_with_anchors(votes_csv, tmp_path, capsys):
         "mh", str(path), "--person-col", "voter", "--iter", "600", "--warmup", "300",
         "--thin", "2", "--chains", "2", "--seed", "3", "--anchor", f"{lo}=-1",
         "--anchor", f"{hi}=+1", "--out", str(out), "--plots", str(plots),
+        "--prior-a", "0", "4",
     ])
     assert code == 0
     captured = capsys.readouterr()
@@ -449,6 +450,7 @@ def test_experiment_script_runs(votes_csv, tmp_path):
         [sys.executable, str(ROOT / "experiments" / "ideal_points.py"), str(path),
          "--person-col", "voter", "--anchor", f"{lo}=-1", "--anchor", f"{hi}=+1",
          "--iter", "400", "--warmup", "200", "--chains", "2", "--seed", "1",
+         "--prior-a", "0", "4",
          "--out", str(out), "--quiet"],
         capture_output=True, text=True, cwd=tmp_path, timeout=180,
     )

@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
                    "it there (repeatable), e.g. --anchor Scalia=+1")
     p.add_argument("--proposal-sd", type=float, nargs=3, metavar=("THETA", "A", "B"),
                    default=None, help="starting proposal sds (default 0.4 0.4 0.4)")
+    for block, default in (("theta", "0 1"), ("a", "0 100"), ("b", "1 100")):
+        p.add_argument(f"--prior-{block}", type=float, nargs=2, metavar=("MEAN", "VAR"),
+                       default=None, help=f"normal prior of {block} (default {default})")
     p.add_argument("--no-adapt", action="store_true",
                    help="keep the proposal sds fixed (plain Metropolis)")
     p.add_argument("--no-ridge-moves", action="store_true",
@@ -88,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.proposal_sd is not None:
         kwargs["proposal_sd"] = tuple(args.proposal_sd)
+    priors = {
+        block: tuple(value)
+        for block in ("theta", "a", "b")
+        if (value := getattr(args, f"prior_{block}")) is not None
+    }
+    if priors:
+        kwargs["priors"] = priors
     if args.plots:
         from ..plots import _plt
 
