@@ -38,14 +38,13 @@ block costs one pass of ``softplus`` over the persons × items matrix:
 After the three blocks, two cheap moves along the directions in which the likelihood is
 constant — a scale move (θ, a) -> (cθ, a/c) and a shift move (θ, b) -> (θ + d, b + a d) —
 are proposed per chain and accepted on the priors and the Jacobian alone
-(``ridge_moves=True``, the default; ``False`` is the tutorial's algorithm exactly).
+(``ridge_moves=True``, the default; ``False`` leaves the tutorial's three-block scheme).
 
 See ``docs/mh.md`` for the derivation, the adaptation rule and identification.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import time
