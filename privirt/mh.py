@@ -457,15 +457,14 @@ def mh_2pl(
 
 
 def _softplus_fast(xp: Any, E: Any) -> None:
-    """E <- log(1 + exp(E)) in place: two vectorised transcendental passes.
+    """E <- log1p(exp(E)) in place: two vectorised transcendental passes.
 
-    Exact to rounding for η ≤ 709; above, exp overflows to inf, which the caller detects
-    (a non-finite sum) and then recomputes with :func:`_softplus_stable`.  Missing cells
-    carry η = -inf and give exactly 0.
+    Accurate to rounding for η ≤ 709; above, exp overflows to inf, which the caller
+    detects (numpy's overflow flag, or a non-finite sum on the GPU) and then recomputes
+    with :func:`_softplus_stable`.  Missing cells carry η = -inf and give exactly 0.
     """
-    xp.exp(E, out=E)  # the caller silences numpy's overflow warning
-    E += 1.0
-    xp.log(E, out=E)
+    xp.exp(E, out=E)  # the caller routes numpy's overflow report to a flag
+    xp.log1p(E, out=E)
 
 
 def _softplus_stable(xp: Any, E: Any) -> None:
@@ -630,6 +629,14 @@ def _run_chains(
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
     rng = _Rng(xp, seed, (C, K), gpu)
+    Ut = U.transpose(0, 2, 1)
+    Vt = V.transpose(0, 2, 1)
+    ridge_win = [[0, 0] for _ in range(C)]
+    ridge_post = [[0, 0] for _ in range(C)]
+    ridge_z: list = []
+    ridge_le: list = []
+    anc_idx_host = [i for i, _ in anchors]
+    anchors_host = [math.copysign(1.0, v) for _, v in anchors]
     reporter = _Progress(n_iter, warmup) if progress else None
     k_window = 0
     n_post = n_iter - warmup
@@ -706,36 +713,22 @@ def _run_chains(
 
         # ---- ridge moves: directions along which the likelihood is constant ---------------
         if ridge_moves:
-            # scale: (θ, a) -> (cθ, a/c), c = exp(ε); η unchanged, so only the priors and
-            # the Jacobian c^(n - m) enter.  Signs are preserved (c > 0).
-            lc = z_all[:, i_sc]
-            c = xp.exp(lc)
-            tc = theta * c[:, None]
-            ac = a / c[:, None]
-            lr = (((theta - mt) ** 2).sum(axis=1) - ((tc - mt) ** 2).sum(axis=1)) * c_t
-            lr += (((a - ma) ** 2).sum(axis=1) - ((ac - ma) ** 2).sum(axis=1)) * c_a
-            lr += (n - m) * lc
-            ok = lr > le_all[:, i_sc]
-            xp.copyto(theta, tc, where=ok[:, None])
-            xp.copyto(a, ac, where=ok[:, None])
-            counts[:, i_sc] += ok
-            # shift: (θ, b) -> (θ + d, b + a d); η unchanged, volume preserved
-            d = z_all[:, i_sh]
-            ts = theta + d[:, None]
-            nbs = nb - a * d[:, None]  # -(b + a d)
-            lr = (((theta - mt) ** 2).sum(axis=1) - ((ts - mt) ** 2).sum(axis=1)) * c_t
-            lr += (((nb + mb) ** 2).sum(axis=1) - ((nbs + mb) ** 2).sum(axis=1)) * c_b
-            ok = lr > le_all[:, i_sh]
-            if anchors:
-                ok &= (ts[:, anc_idx] * anc_sign > 0).all(axis=1)
-            xp.copyto(theta, ts, where=ok[:, None])
-            xp.copyto(nb, nbs, where=ok[:, None])
-            counts[:, i_sh] += ok
+            if rng.pos == 1:  # new batch: its ridge variates as host floats
+                ridge_z = rng.z[:, :, i_sc:].tolist()
+                ridge_le = rng.le[:, :, i_sc:].tolist()
+            _ridge_moves(
+                xp, theta, a, nb, U, V, Ut, Vt, n, m, pri, c_t, c_a, c_b,
+                ridge_z[rng.pos - 1], ridge_le[rng.pos - 1],
+                ridge_win if it < warmup else ridge_post, anchors_host, anc_idx_host,
+            )
 
         # ---- adaptation, storage, progress ------------------------------------------------
         if it < warmup:
             if (it + 1) % _ADAPT_WINDOW == 0:
                 k_window += 1
+                if ridge_moves:
+                    acc_win[:, i_sc:] = xp.asarray(np.array(ridge_win, dtype=float))
+                    ridge_win = [[0, 0] for _ in range(C)]
                 if adapt:
                     step = 3.0 / math.sqrt(k_window + 2)
                     acc_win *= step / _ADAPT_WINDOW
@@ -755,6 +748,8 @@ def _run_chains(
             reporter.update(it + 1)
     if reporter is not None:
         reporter.finish(n_iter)
+    if ridge_moves:
+        acc_post[:, i_sc:] = xp.asarray(np.array(ridge_post, dtype=float))
     rates = acc_post / n_post
     return {
         "draws": draws,
@@ -763,6 +758,54 @@ def _run_chains(
         "ridge_acceptance": rates[:, i_sc:] if ridge_moves else None,
         "ridge_sd": sd_all[:, i_sc:] if ridge_moves else None,
     }
+
+
+def _ridge_moves(
+    xp: Any, theta: Any, a: Any, nb: Any, U: Any, V: Any, Ut: Any, Vt: Any, n: int, m: int,
+    pri: dict[str, tuple[float, float]], c_t: float, c_a: float, c_b: float,
+    z: list, le: list, counts: list, anc_sign: list, anc_idx: list,
+) -> None:
+    """Per chain: a scale move (θ, a) -> (cθ, a/c) then a shift move (θ, b) -> (θ + d,
+    b + a d).  Both leave η = aθ − b, hence the likelihood and ``F``, unchanged; they are
+    accepted on the priors and the Jacobian (c^(n−m) for the scale, 1 for the shift).
+
+    Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two tiny
+    matrix products, so the move costs O(n + m); the scalar work is done on host floats.
+    """
+    mt, ma, mb = pri["theta"][0], pri["a"][0], pri["b"][0]
+    G = xp.matmul(Ut, U).tolist()  # [[Σθ², Σθ], [Σθ, n]]
+    H = xp.matmul(V, Vt).tolist()  # [[Σa², Σ a·nb], ...]
+    S = V.sum(axis=2).tolist()  # [Σa, Σnb]
+    anc = theta[:, anc_idx].tolist() if anc_idx else None
+    for c in range(len(G)):
+        stt, st = G[c][0][0], G[c][0][1]
+        saa, sanb = H[c][0][0], H[c][0][1]
+        sa = S[c][0]
+        # scale move
+        lc = z[c][0]
+        k = math.exp(lc)
+        lr = c_t * ((1.0 - k * k) * stt + 2.0 * mt * (k - 1.0) * st)
+        lr += c_a * ((1.0 - 1.0 / (k * k)) * saa + 2.0 * ma * (1.0 / k - 1.0) * sa)
+        lr += (n - m) * lc
+        if lr > le[c][0]:
+            theta[c] *= k
+            a[c] /= k
+            stt, st = stt * k * k, st * k
+            saa, sanb, sa = saa / (k * k), sanb / k, sa / k
+            if anc is not None:
+                anc[c] = [v * k for v in anc[c]]
+            counts[c][0] += 1
+        # shift move: θ -> θ + d, b -> b + a d (nb -> nb − a d)
+        d = z[c][1]
+        lr = c_t * (-2.0 * d * (st - n * mt) - n * d * d)
+        lr += c_b * (2.0 * d * (sanb + mb * sa) - d * d * saa)
+        ok = lr > le[c][1]
+        if ok and anc is not None:
+            ok = all(sg * (v + d) > 0 for sg, v in zip(anc_sign, anc[c]))
+        if ok:
+            theta[c] += d
+            nb[c] -= d * a[c]
+            counts[c][1] += 1
 
 
 class _Progress:
