@@ -371,7 +371,9 @@ def mh_2pl(
     Posterior
         Draws ``theta`` (chain, draw, person), ``a`` and ``b`` (chain, draw, item), with
         ``acceptance`` (per block, (chain, index) acceptance rates over the post-warmup
-        iterations) and ``info`` (settings, final proposal sds, sign flips, run time).
+        iterations) and ``info`` (settings and priors, final proposal sds
+        ``proposal_sd``, ``sign_flips`` per chain, ``ridge_acceptance`` and ``ridge_sd`` of
+        the scale/shift moves (chain, 2), ``time_s``).
 
     Raises
     ------
