@@ -80,9 +80,10 @@ def pairwise_counts(
 
     Parameters
     ----------
-    X : ResponsesLike
+    X : ResponsesLike or cupy.ndarray
         Persons × items 0/1 responses with missing entries (anything
-        :func:`privirt.as_responses` accepts).
+        :func:`privirt.as_responses` accepts).  A cupy array (0/1 with NaN for missing) is
+        counted where it lies, on the GPU, without a copy to the host.
     device : {"auto", "cpu", "gpu"}
         Where the matrix products run (``"gpu"`` needs cupy).
     method : {"auto", "dense", "sparse"}
@@ -109,6 +110,9 @@ def pairwise_counts(
     >>> Y.tolist(), B.tolist()
     ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
     """
+    on_device = _device_pairwise(X, device, method, chunk_size, want_b=True)
+    if on_device is not None:
+        return on_device
     resp = as_responses(X, empty="keep")
     return _pairwise(resp, device, method, chunk_size, want_b=True)
 
@@ -125,8 +129,62 @@ def differential_counts(
     What the spectral estimator needs; with missing data this saves one of the two
     matrix products.
     """
+    on_device = _device_pairwise(X, device, method, chunk_size, want_b=False)
+    if on_device is not None:
+        return on_device[0]
     resp = as_responses(X, empty="keep")
     return _pairwise(resp, device, method, chunk_size, want_b=False)[0]
+
+
+def _device_pairwise(X, device, method, chunk_size, want_b):
+    """Counts of a cupy array already in GPU memory, without copying it to the host.
+
+    Returns ``None`` (use the host path) unless ``X`` is a cupy array and the device is not
+    ``"cpu"``.  Values are validated on the device; invalid input falls back to the host
+    path, whose error message names the offending value, row and column.
+    """
+    if type(X).__module__.split(".")[0] != "cupy" or device == "cpu":
+        return None
+    if method == "sparse":
+        raise ValueError("method='sparse' runs on the CPU only; use method='dense' on the GPU")
+    xp = get_xp("gpu")
+    if X.ndim != 2 or X.size == 0:
+        return None
+    if X.dtype.kind == "f":
+        nan = xp.isnan(X)
+        if bool(xp.any(~nan & (X != 0) & (X != 1))):
+            return None
+        codes = xp.where(nan, -1, X).astype(xp.int8)
+        has_missing = bool(nan.any())
+        del nan
+    elif X.dtype.kind in "biu":
+        if X.dtype.kind != "b" and bool(xp.any((X != 0) & (X != 1))):
+            return None
+        codes = X.astype(xp.int8)
+        has_missing = False
+    else:
+        return None
+    m = codes.shape[1]
+    chunk = _check_chunk(chunk_size, m, "gpu")
+    Y, B = _counts_dense_gpu(codes, chunk, has_missing, want_b)
+    np.fill_diagonal(Y, 0)
+    np.fill_diagonal(B, 0)
+    return Y, B
+
+
+def _check_chunk(chunk_size, m: int, dev: str) -> int:
+    if chunk_size is None:
+        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
+        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
+        return default_chunk_size(m) if dev == "cpu" else default_chunk_size(m, 4) * 4
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    if chunk_size > MAX_CHUNK:
+        raise ValueError(
+            f"chunk_size must be at most 2**24 = {MAX_CHUNK} (float32 exactness bound), "
+            f"got {chunk_size}"
+        )
+    return int(chunk_size)
 
 
 def _pairwise(resp, device, method, chunk_size, want_b):
@@ -134,18 +192,8 @@ def _pairwise(resp, device, method, chunk_size, want_b):
         raise ValueError(f"method must be 'auto', 'dense' or 'sparse', got {method!r}")
     dev = resolve_device(device)
     m = resp.n_items
-    if chunk_size is None:
-        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
-        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
-        chunk_size = default_chunk_size(m) if dev == "cpu" else default_chunk_size(m, 4) * 4
-    elif isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    elif chunk_size > MAX_CHUNK:
-        raise ValueError(
-            f"chunk_size must be at most 2**24 = {MAX_CHUNK} (float32 exactness bound), "
-            f"got {chunk_size}"
-        )
-    chunk_size = int(chunk_size)
+    chunk_size = _check_chunk(chunk_size, m, dev)
+    _cache_observed(resp)
     if method == "auto":
         method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"
     if method == "sparse":
@@ -170,6 +218,29 @@ def pairwise_counts_frame(
         pd.DataFrame(Y, index=items.copy(), columns=items.copy()),
         pd.DataFrame(B, index=items.copy(), columns=items.copy()),
     )
+
+
+def _cache_observed(resp, rows: int = 1 << 16) -> None:
+    """Count observed cells in chunks (no n × m boolean temporary) and cache the count."""
+    if "n_observed" in resp._cache:
+        return
+    codes = resp.codes
+    total = 0
+    for start in range(0, codes.shape[0], rows):
+        total += int(np.count_nonzero(codes[start : start + rows] >= 0))
+    resp._cache["n_observed"] = total
+
+
+def has_empty(resp, rows: int = 1 << 16) -> bool:
+    """Whether some person or item has no observed response (chunked, no big temporary)."""
+    codes = resp.codes
+    col_any = np.zeros(codes.shape[1], dtype=bool)
+    for start in range(0, codes.shape[0], rows):
+        obs = codes[start : start + rows] >= 0
+        if not obs.any(axis=1).all():
+            return True
+        col_any |= obs.any(axis=0)
+    return not col_any.all()
 
 
 # ---------------------------------------------------------------------------------------

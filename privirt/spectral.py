@@ -144,9 +144,15 @@ def spectral_estimate(
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    from .counts import differential_counts
+    from .counts import differential_counts, has_empty
+    from .responses import Responses
 
-    resp = as_responses(X)
+    # a validated Responses without empty rows/columns is used as is (the check is chunked,
+    # so no n × m temporary); anything else goes through as_responses (drops empties)
+    if isinstance(X, Responses) and not has_empty(X):
+        resp = X
+    else:
+        resp = as_responses(X)
     Y = differential_counts(resp, device=device, chunk_size=chunk_size)
     return spectral_from_counts(
         Y,

@@ -135,3 +135,19 @@ def test_gpu_counts_equal_cpu():
     np.testing.assert_array_equal(
         pairwise_counts(Xf, device="gpu")[0], pairwise_counts(Xf, device="cpu")[0]
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
+def test_gpu_device_resident_input():
+    import cupy
+
+    rng = np.random.default_rng(12)
+    X = (rng.random((3000, 20)) < 0.5).astype(float)
+    X[rng.random(X.shape) < 0.25] = np.nan
+    Yc, Bc = pairwise_counts(X, device="cpu")
+    Yg, Bg = pairwise_counts(cupy.asarray(X), device="gpu", chunk_size=700)
+    np.testing.assert_array_equal(Yg, Yc)
+    np.testing.assert_array_equal(Bg, Bc)
+    with pytest.raises(ValueError, match="invalid response"):
+        pairwise_counts(cupy.asarray(np.array([[0.0, 3.0]])), device="gpu")

@@ -168,3 +168,15 @@ def test_gpu_matches_cpu():
         g = spectral_estimate(X, device="gpu", solver=solver, tol=1e-13)
         c = spectral_estimate(X, device="cpu", solver=solver, tol=1e-13)
         np.testing.assert_allclose(g.beta, c.beta, atol=1e-8)
+
+
+def test_responses_with_empty_item_is_dropped_with_warning():
+    X, _, _ = privirt.simulate_rasch(500, 4, seed=3)
+    X = np.column_stack([X, np.full(500, np.nan)])
+    resp = privirt.as_responses(X, empty="keep")
+    with pytest.warns(privirt.EmptyResponsesWarning):
+        res = spectral_estimate(resp, device="cpu")
+    assert list(res.beta.index) == [0, 1, 2, 3]
+    # a clean Responses is used as is and gives the same estimate as the array
+    clean = privirt.as_responses(X[:, :4])
+    np.testing.assert_allclose(spectral_estimate(clean, device="cpu").beta, res.beta)
