@@ -196,3 +196,70 @@ def theta_density(
     ax.legend(fontsize="small")
     fig.tight_layout()
     return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------
+# 2PL Metropolis–Hastings / ideal-point plots
+# ---------------------------------------------------------------------------------------
+__all__ += ["ideal_point_plot"]
+
+
+def ideal_point_plot(
+    posterior: Any,
+    *,
+    param: str = "theta",
+    sort: bool = True,
+    center: str = "mean",
+    labels: Sequence[Any] | None = None,
+    path: str | Path | None = None,
+) -> Any:
+    """Dot-and-interval plot of ideal points (or abilities): one row per person.
+
+    The dot is the posterior mean (``center="mean"``) or median (``center="median"``), the
+    line the central 95 % interval (2.5 % and 97.5 % quantiles); person labels are on the
+    y axis.
+
+    Parameters
+    ----------
+    posterior : privirt.Posterior
+        E.g. the result of :func:`privirt.mh_2pl` or :func:`privirt.gibbs_2pno`.
+    param : str
+        The person block (default ``"theta"``).
+    sort : bool
+        Order rows by the point estimate (lowest at the bottom); otherwise keep the data
+        order (first person at the top).
+    center : {"mean", "median"}
+        Which point estimate the dot shows.
+    labels : sequence, optional
+        Show only these persons.
+    path : str or Path, optional
+        Also save the figure there.
+    """
+    if center not in ("mean", "median"):
+        raise ValueError(f"center must be 'mean' or 'median', got {center!r}")
+    plt = _plt()
+    summary = posterior.summary(param)
+    if labels is not None:
+        missing = [lab for lab in labels if lab not in summary.index]
+        if missing:
+            raise ValueError(f"unknown {param} label(s) {missing[:5]}")
+        summary = summary.loc[list(labels)]
+    point = summary["mean" if center == "mean" else "q50"]
+    if sort:
+        order = np.argsort(point.to_numpy(), kind="stable")
+    else:
+        order = np.arange(len(summary))[::-1]
+    summary, point = summary.iloc[order], point.iloc[order]
+    k = len(summary)
+    ypos = np.arange(k)
+    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.28 * max(k, 3)))
+    ax.hlines(ypos, summary["q2.5"], summary["q97.5"], color="0.45", lw=1.5)
+    ax.plot(point, ypos, "o", color="C0", ms=5)
+    ax.set_yticks(ypos)
+    ax.set_yticklabels([str(x) for x in summary.index], fontsize="small" if k > 30 else None)
+    ax.set_ylim(-0.7, k - 0.3)
+    ax.axvline(0.0, color="0.8", lw=0.8, zorder=0)
+    ax.set_xlabel(f"{param} (posterior {center}, 95 % interval)")
+    ax.set_title("Ideal points" if param == "theta" else f"Posterior of {param}")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,140 @@
+"""``privirt mh``: the Bayesian 2PL model by Metropolis–Hastings (ideal points).
+
+Example::
+
+    privirt mh votes.csv --transpose --iter 15000 --warmup 5000 --thin 10 \\
+        --anchor Ginsburg=-1 --anchor Scalia=+1 --out summary.csv --plots figs/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run", "parse_anchor"]
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` -> (name, value); the value's sign is the constraint."""
+    name, sep, value = text.rpartition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"--anchor expects NAME=VALUE such as Scalia=+1 or Ginsburg=-1, got {text!r}"
+        )
+    try:
+        v = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--anchor {text!r}: the value after '=' must be a number such as -1 or +1"
+        ) from None
+    return name, v
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "mh",
+        help="2PL Metropolis-Hastings sampler (ideal points)",
+        description=(
+            "Sample the Bayesian 2PL model P(y=1) = logistic(a_j theta_i - b_j) by blockwise "
+            "random-walk Metropolis-Hastings; missing responses drop out of the likelihood. "
+            "Rows are persons/voters and columns items/votes (use --transpose otherwise)."
+        ),
+    )
+    p.add_argument("file", metavar="FILE", help="responses / votes: CSV or Parquet")
+    p.add_argument("--format", choices=["auto", "wide", "long"], default="auto",
+                   help="table layout (default: auto)")
+    p.add_argument("--person-col", default=None,
+                   help="wide tables: the column with the row labels")
+    p.add_argument("--transpose", action="store_true",
+                   help="the file has voters as columns (e.g. cases x justices)")
+    p.add_argument("--iter", type=int, default=10000, dest="n_iter",
+                   help="total iterations per chain, including warmup (default 10000)")
+    p.add_argument("--warmup", type=int, default=5000, help="warmup iterations (default 5000)")
+    p.add_argument("--thin", type=int, default=1, help="keep every THIN-th draw (default 1)")
+    p.add_argument("--chains", type=int, default=1, help="number of chains (default 1)")
+    p.add_argument("--seed", type=int, default=None, help="random seed")
+    p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
+                   metavar="NAME=VALUE",
+                   help="constrain person NAME's ideal point to the sign of VALUE and start "
+                   "it there (repeatable), e.g. --anchor Scalia=+1")
+    p.add_argument("--proposal-sd", type=float, nargs=3, metavar=("THETA", "A", "B"),
+                   default=None, help="starting proposal sds (default 0.4 0.4 0.4)")
+    for block, default in (("theta", "0 1"), ("a", "0 100"), ("b", "1 100")):
+        p.add_argument(f"--prior-{block}", type=float, nargs=2, metavar=("MEAN", "VAR"),
+                       default=None, help=f"normal prior of {block} (default {default})")
+    p.add_argument("--no-adapt", action="store_true",
+                   help="keep the proposal sds fixed (plain Metropolis)")
+    p.add_argument("--no-ridge-moves", action="store_true",
+                   help="skip the scale/shift moves (the tutorial's algorithm exactly)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
+    p.add_argument("--out", default=None, help="write the posterior summary CSV here")
+    p.add_argument("--plots", default=None, metavar="DIR",
+                   help="write ideal-point and trace plots (PNG) into DIR")
+    p.add_argument("--top", type=int, default=20,
+                   help="print this many persons of the ranking at each end (default 20)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..mh import mh_2pl
+    from ..responses import as_responses
+
+    resp = as_responses(args.file, format=args.format, person_col=args.person_col)
+    if args.transpose:
+        resp = as_responses(resp.to_frame().T)
+    anchors = dict(args.anchor)
+    if len(anchors) != len(args.anchor):
+        raise ValueError("a person is given more than one --anchor")
+    kwargs: dict[str, Any] = {}
+    if args.proposal_sd is not None:
+        kwargs["proposal_sd"] = tuple(args.proposal_sd)
+    priors = {
+        block: tuple(value)
+        for block in ("theta", "a", "b")
+        if (value := getattr(args, f"prior_{block}")) is not None
+    }
+    if priors:
+        kwargs["priors"] = priors
+    if args.plots:
+        from ..plots import _plt
+
+        _plt()  # fail early, before sampling, when matplotlib is missing
+    print(f"privirt mh: {resp}", file=sys.stderr)
+    post = mh_2pl(
+        resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin, n_chains=args.chains,
+        seed=args.seed, anchors=anchors or None, adapt=not args.no_adapt,
+        ridge_moves=not args.no_ridge_moves,
+        progress=not args.no_progress, device=args.device, **kwargs,
+    )
+    summary = post.summary()
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        summary.to_csv(out)
+        print(f"wrote {out}", file=sys.stderr)
+    rates = post.acceptance_rates()
+    print("acceptance rate (mean over parameters) per chain:")
+    print(rates.round(3).to_string())
+    theta = post.summary("theta").sort_values("mean")
+    k = args.top
+    shown = theta if len(theta) <= 2 * k else theta.iloc[list(range(k)) + list(range(-k, 0))]
+    print(f"\nideal points (theta), lowest to highest ({len(theta)} persons"
+          + ("" if len(theta) <= 2 * k else f", {k} at each end") + "):")
+    print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
+    rhat_max = float(summary["rhat"].max())
+    if post.n_chains > 1 and rhat_max > 1.05:
+        print(f"warning: max R-hat {rhat_max:.3f} > 1.05; run longer", file=sys.stderr)
+    if args.plots:
+        from ..plots import ideal_point_plot, trace_plot
+
+        d = Path(args.plots)
+        d.mkdir(parents=True, exist_ok=True)
+        ideal_point_plot(post, path=d / "ideal_points.png")
+        ends = list(theta.index[:3]) + list(theta.index[-3:])
+        trace_plot(post, "theta", labels=list(dict.fromkeys(ends)), path=d / "trace_theta.png")
+        trace_plot(post, "a", path=d / "trace_a.png")
+        print(f"wrote plots to {d}", file=sys.stderr)
+    return 0

@@ -1,0 +1,871 @@
+"""Bayesian two-parameter logistic (2PL) model by Metropolis–Hastings, with missing data.
+
+Model
+-----
+For person (voter) ``i`` and item (vote) ``j``
+
+    P(y_ij = 1) = logistic(a_j θ_i − b_j),
+
+with slope ``a_j`` (discrimination, "polarity" of a vote), intercept ``b_j`` (the
+difficulty or cut point, in the same parametrisation as the 2PNO Gibbs sampler) and
+ability / ideal point ``θ_i``.  Priors are independent normals
+
+    θ_i ~ N(μ_θ, σ²_θ),   a_j ~ N(a0, A0),   b_j ~ N(b0, B0)   (mean, variance),
+
+defaulting to θ ~ N(0, 1), a ~ N(0, 100), b ~ N(1, 100): the defaults of ``MH_irt`` in the
+R/Rcpp tutorial this sampler follows, whose ``A0``/``B0`` are standard deviations (R's
+``dnorm`` takes an sd) of 10 — here written as variances.  (The tutorial calls the intercept
+α and the slope β; its ``a0, A0`` belong to the intercept and ``b0, B0`` to the slope.)
+The slope is *not* constrained positive: in an ideal-point model a vote may discriminate in
+either direction.  Missing responses (abstentions, absences) drop out of the likelihood.
+
+Sampler
+-------
+Each iteration updates three blocks in turn — θ, then a, then b — by random-walk
+Metropolis with a normal proposal per parameter.  Given the other two blocks, the
+conditionals of the persons' θ_i are independent (and so are the items' a_j, and b_j), so
+one vectorised proposal moves all persons (all items) at once and each is accepted or
+rejected on its own log acceptance ratio.  The likelihood work is organised so that each
+block costs one pass of ``softplus`` over the persons × items matrix:
+
+* ``F = softplus(η) = log(1 + e^η)`` of the current state is kept (missing cells hold 0);
+  the block's candidate ``F'`` is computed once, its row (θ) or column (a, b) sums are
+  compared with those of ``F``, and accepted rows/columns are copied into ``F``.
+* The ``y·η`` part of the log-likelihood is linear in the moving parameter, so its change
+  is a matrix–vector product (θ and a blocks) or a precomputed column count (b block).
+* Several chains run as a leading array axis.
+
+After the three blocks, two cheap moves along the directions in which the likelihood is
+constant — a scale move (θ, a) -> (cθ, a/c) and a shift move (θ, b) -> (θ + d, b + a d) —
+are proposed per chain and accepted on the priors and the Jacobian alone
+(``ridge_moves=True``, the default; ``False`` leaves the tutorial's three-block scheme).
+
+See ``docs/mh.md`` for the derivation, the adaptation rule and identification.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._backend import get_xp, resolve_device, to_numpy
+from .posterior import Posterior
+from .responses import ResponsesLike, as_responses
+
+__all__ = ["mh_2pl", "DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE"]
+
+#: Prior (mean, variance) per block; the tutorial's ``MH_irt`` defaults as variances.
+DEFAULT_PRIORS: dict[str, tuple[float, float]] = {
+    "theta": (0.0, 1.0),
+    "a": (0.0, 100.0),
+    "b": (1.0, 100.0),
+}
+#: Proposal standard deviations (θ, a, b): the tutorial's ``MH_irt`` defaults.
+DEFAULT_PROPOSAL_SD: tuple[float, float, float] = (0.4, 0.4, 0.4)
+#: Acceptance rate the adaptation aims at (optimal one-dimensional random walk).
+TARGET_ACCEPTANCE = 0.44
+#: Acceptance band the adaptation is meant to reach.
+ACCEPTANCE_BAND = (0.2, 0.5)
+
+_BLOCKS = ("theta", "a", "b")
+_ADAPT_WINDOW = 50
+_SD_LIMITS = (1e-4, 1e2)
+_RNG_BATCH = _ADAPT_WINDOW
+_RIDGE_SD0 = (0.05, 0.05)  # starting sds of the ridge moves' log-scale and shift
+
+
+# ---------------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------------
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    out = dict(DEFAULT_PRIORS)
+    if priors is None:
+        return out
+    if not isinstance(priors, Mapping):
+        raise ValueError(
+            'priors must be a dict like {"theta": (0, 1), "a": (0, 100), "b": (1, 100)} '
+            f"of (mean, variance) pairs, got {type(priors).__name__}"
+        )
+    for key, value in priors.items():
+        if key not in _BLOCKS:
+            raise ValueError(f"unknown prior block {key!r}; use 'theta', 'a' or 'b'")
+        try:
+            mean, var = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {value!r}"
+            ) from None
+        if not (math.isfinite(mean) and math.isfinite(var)) or var <= 0:
+            raise ValueError(
+                f"priors[{key!r}] = ({mean}, {var}): the mean must be finite and the variance "
+                "finite and positive"
+            )
+        out[key] = (mean, var)
+    return out
+
+
+def _check_proposal_sd(proposal_sd: Any) -> dict[str, float]:
+    if isinstance(proposal_sd, Mapping):
+        unknown = set(proposal_sd) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown proposal_sd block(s) {sorted(unknown)}; use theta, a, b")
+        values = [proposal_sd.get(k, d) for k, d in zip(_BLOCKS, DEFAULT_PROPOSAL_SD)]
+    elif np.isscalar(proposal_sd):
+        values = [proposal_sd] * 3
+    else:
+        values = list(proposal_sd)
+        if len(values) != 3:
+            raise ValueError(
+                "proposal_sd must be (sd_theta, sd_a, sd_b), a dict or one number, "
+                f"got {proposal_sd!r}"
+            )
+    out = {}
+    for key, v in zip(_BLOCKS, values):
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"proposal_sd for {key} must be a number, got {v!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"proposal_sd for {key} must be finite and positive, got {v}")
+        out[key] = v
+    return out
+
+
+def _match_label(index: pd.Index, key: Any) -> int:
+    """Position of ``key`` in ``index``; also matches by ``str`` (labels typed on a CLI)."""
+    if key in index:
+        loc = index.get_loc(key)
+        if isinstance(loc, (int, np.integer)):
+            return int(loc)
+    as_str = [str(x) for x in index]
+    hits = [i for i, s in enumerate(as_str) if s == str(key)]
+    if len(hits) == 1:
+        return hits[0]
+    shown = ", ".join(as_str[:8]) + (", ..." if len(as_str) > 8 else "")
+    if len(hits) > 1:
+        raise ValueError(f"anchor label {key!r} matches several persons")
+    raise ValueError(f"unknown anchor label {key!r}; persons are: {shown}")
+
+
+def _check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[tuple[int, float]]:
+    if anchors is None:
+        return []
+    if not isinstance(anchors, Mapping):
+        raise ValueError(
+            'anchors must be a dict of person label -> sign or value, e.g. {"Ginsburg": -1, '
+            f'"Scalia": 1}}, got {type(anchors).__name__}'
+        )
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for key, value in anchors.items():
+        pos = _match_label(persons, key)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"anchor value for {key!r} must be a number, got {value!r}") from None
+        if not math.isfinite(v) or v == 0:
+            raise ValueError(
+                f"anchor value for {key!r} must be a non-zero finite number (its sign is the "
+                f"constraint, e.g. -1 or +1), got {value!r}"
+            )
+        if pos in seen:
+            raise ValueError(f"person {key!r} is anchored twice")
+        seen.add(pos)
+        out.append((pos, v))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# initial values
+# ---------------------------------------------------------------------------------------
+def _default_init(y: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Data-driven start: θ from the first principal component of the (mean-imputed,
+    column-centred) response matrix, a from the item–score correlations, b from the
+    item means.  A cheap, common start for ideal-point models."""
+    n, m = y.shape
+    cnt = obs.sum(axis=0)
+    p = np.where(cnt > 0, y.sum(axis=0) / np.maximum(cnt, 1), 0.5)
+    filled = np.where(obs, y, p[None, :]) - p[None, :]
+    theta = np.zeros(n)
+    if n > 1 and m > 0 and np.any(filled):
+        u, s, _ = np.linalg.svd(filled, full_matrices=False)
+        t = u[:, 0] * s[0]
+        sd = t.std()
+        if sd > 0:
+            theta = (t - t.mean()) / sd
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = (filled * theta[:, None]).mean(axis=0)
+        colsd = filled.std(axis=0)
+        corr = np.where(colsd > 0, cov / colsd, 0.0)
+    a = np.clip(2.0 * np.nan_to_num(corr), -2.0, 2.0)
+    pc = np.clip(p, 0.05, 0.95)
+    b = -np.log(pc / (1.0 - pc))
+    return theta, a, b
+
+
+def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape == (size,):
+        arr = np.broadcast_to(arr, (n_chains, size)).copy()
+    if arr.shape != (n_chains, size):
+        raise ValueError(
+            f"init[{name!r}] must be a number, an array of {size} values or "
+            f"({n_chains}, {size}) (one row per chain), got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"init[{name!r}] must be finite")
+    return arr
+
+
+def _initial_state(
+    init: Any,
+    y: np.ndarray,
+    obs: np.ndarray,
+    n_chains: int,
+    anchors: list[tuple[int, float]],
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    n, m = y.shape
+    if init is None or init == "pca":
+        t0, a0, b0 = _default_init(y, obs)
+        # orient the start as the draws will be reported: anchors on their sides, or
+        # (without anchors) a non-negative mean slope
+        if anchors:
+            flip = sum(math.copysign(1.0, v) * t0[i] for i, v in anchors) < 0
+        else:
+            flip = a0.mean() < 0
+        if flip:
+            t0, a0 = -t0, -a0
+        jitter = 0.25 if n_chains > 1 else 0.0
+        state = {
+            "theta": t0[None, :] + jitter * rng.standard_normal((n_chains, n)),
+            "a": a0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+            "b": b0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+        }
+    elif init == "tutorial":
+        state = {
+            "theta": np.full((n_chains, n), 0.1),
+            "a": np.full((n_chains, m), 1.0),
+            "b": np.zeros((n_chains, m)),
+        }
+    elif isinstance(init, Mapping):
+        unknown = set(init) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown init block(s) {sorted(unknown)}; use theta, a, b")
+        t0, a0, b0 = _default_init(y, obs)
+        defaults = {"theta": t0, "a": a0, "b": b0}
+        sizes = {"theta": n, "a": m, "b": m}
+        state = {
+            k: _user_init(init[k], k, sizes[k], n_chains)
+            if k in init
+            else np.broadcast_to(defaults[k], (n_chains, sizes[k])).copy()
+            for k in _BLOCKS
+        }
+    else:
+        raise ValueError(
+            "init must be None/'pca' (data-driven start), 'tutorial' (θ=0.1, a=1, b=0) or a "
+            f'dict like {{"theta": ..., "a": ..., "b": ...}}, got {init!r}'
+        )
+    if anchors:
+        # reflect a chain's start (θ, a) -> (-θ, -a) when its anchored persons sit on the
+        # wrong sides on balance; then anchored persons start at their anchor values
+        idx = [i for i, _ in anchors]
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        wrong = (state["theta"][:, idx] * sgn).sum(axis=1) < 0
+        state["theta"][wrong] *= -1.0
+        state["a"][wrong] *= -1.0
+        for i, v in anchors:
+            state["theta"][:, i] = v
+    return state
+
+
+# ---------------------------------------------------------------------------------------
+# the sampler
+# ---------------------------------------------------------------------------------------
+def mh_2pl(
+    X: ResponsesLike,
+    *,
+    n_iter: int = 10000,
+    warmup: int = 5000,
+    thin: int = 1,
+    proposal_sd: Sequence[float] | Mapping[str, float] | float = DEFAULT_PROPOSAL_SD,
+    priors: Mapping[str, Sequence[float]] | None = None,
+    init: Mapping[str, Any] | str | None = None,
+    anchors: Mapping[Any, float] | None = None,
+    adapt: bool = True,
+    n_chains: int = 1,
+    seed: int | None = None,
+    progress: bool = True,
+    device: str = "auto",
+    ridge_moves: bool = True,
+) -> Posterior:
+    """Sample the posterior of the Bayesian 2PL model by blockwise random-walk Metropolis.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons (voters) × items (votes) 0/1 matrix with missing entries (NaN), or anything
+        :func:`privirt.as_responses` accepts.  Labels are kept in the result.
+    n_iter : int
+        Total iterations per chain, *including* the warmup (as ``iter`` in Stan).  The
+        tutorial's ``iter = 10000, warmup = 5000`` is ``n_iter=15000, warmup=5000`` here.
+    warmup : int
+        Iterations discarded at the start (and, with ``adapt=True``, used to tune the
+        proposal scales).  Must be smaller than ``n_iter``.
+    thin : int
+        Keep every ``thin``-th post-warmup iteration: ``(n_iter - warmup) // thin`` draws.
+    proposal_sd : (float, float, float) or dict or float
+        Starting standard deviations of the normal random-walk proposals for (θ, a, b)
+        (tutorial defaults 0.4 each).  With ``adapt=False`` they stay fixed.
+    priors : dict, optional
+        ``{"theta": (mean, variance), "a": (a0, A0), "b": (b0, B0)}``; missing keys keep
+        the defaults θ ~ N(0, 1), a ~ N(0, 100), b ~ N(1, 100).
+    init : None, "pca", "tutorial" or dict
+        Starting values.  ``None``/``"pca"``: θ from the first principal component of
+        the responses, a from item–score correlations, b from item means (jittered per
+        chain when ``n_chains > 1``); ``"tutorial"``: θ = 0.1, a = 1, b = 0; or a dict of
+        numbers / arrays (length n, or one row per chain).
+    anchors : dict, optional
+        Person label -> non-zero number, e.g. ``{"Ginsburg": -1, "Scalia": +1}``.  Each
+        anchored θ is constrained to the sign of its value (a truncated prior: proposals
+        on the wrong side are rejected) and starts at that value.  Draws are then oriented
+        so that the anchors have their signs.
+    adapt : bool
+        Tune each parameter's proposal sd during warmup, every 50 iterations, toward an
+        acceptance rate of 0.44; frozen afterwards, so the kept draws come from a
+        fixed-kernel Metropolis chain.  ``False``: plain fixed-scale Metropolis.
+    n_chains : int
+        Independent chains, run together as a leading array axis.
+    seed : int, optional
+        Seed of the random generator; results are reproducible for a given
+        (seed, n_chains, device).
+    progress : bool
+        Print a progress line to stderr.
+    device : {"auto", "cpu", "gpu"}
+        Where the arrays live (the GPU path needs cupy).
+    ridge_moves : bool
+        After the three blocks, also propose (per chain) the two moves along which the
+        likelihood is constant — a scale move (θ, a) -> (cθ, a/c) and a shift move
+        (θ, b) -> (θ + d, b + a d) — accepted on the priors and the Jacobian alone.  They
+        cost O(n + m) and speed up mixing along the 2PL's weakly identified scale and
+        location; ``False`` gives the tutorial's algorithm exactly.  (An addition to the
+        issue's signature.)
+
+    Returns
+    -------
+    Posterior
+        Draws ``theta`` (chain, draw, person), ``a`` and ``b`` (chain, draw, item), with
+        ``acceptance`` (per block, (chain, index) acceptance rates over the post-warmup
+        iterations) and ``info`` (settings and priors, final proposal sds
+        ``proposal_sd``, ``sign_flips`` per chain, ``ridge_acceptance`` and ``ridge_sd`` of
+        the scale/shift moves (chain, 2), ``time_s``).
+
+    Raises
+    ------
+    ValueError
+        Bad responses, settings, priors, proposal sds, initial values or anchors (an
+        unknown anchor label, a zero anchor).
+    """
+    resp = as_responses(X)
+    n_iter = _check_int("n_iter", n_iter, 1)
+    warmup = _check_int("warmup", warmup, 0)
+    thin = _check_int("thin", thin, 1)
+    n_chains = _check_int("n_chains", n_chains, 1)
+    if warmup >= n_iter:
+        raise ValueError(
+            f"warmup ({warmup}) must be smaller than n_iter ({n_iter}); n_iter counts all "
+            "iterations including the warmup"
+        )
+    n_keep = (n_iter - warmup) // thin
+    if n_keep < 1:
+        raise ValueError(
+            f"thin={thin} keeps no draw from {n_iter - warmup} post-warmup iterations; "
+            "lower thin or raise n_iter"
+        )
+    if not isinstance(adapt, (bool, np.bool_)):
+        raise ValueError(f"adapt must be True or False, got {adapt!r}")
+    if not isinstance(ridge_moves, (bool, np.bool_)):
+        raise ValueError(f"ridge_moves must be True or False, got {ridge_moves!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise ValueError(f"seed must be an integer or None, got {seed!r}")
+    pri = _check_priors(priors)
+    sd0 = _check_proposal_sd(proposal_sd)
+    anc = _check_anchors(anchors, resp.persons)
+    dev = resolve_device(device)
+    xp = get_xp(dev)
+
+    codes = resp.codes
+    obs = codes >= 0
+    y = (codes == 1).astype(np.float64)
+    n, m = y.shape
+    host_rng = np.random.default_rng(seed)
+    state = _initial_state(init, y, obs, n_chains, anc, host_rng)
+
+    start = time.perf_counter()
+    result = _run(
+        xp, y, obs, state, pri, sd0, anc,
+        n_iter=n_iter, warmup=warmup, thin=thin, n_keep=n_keep, adapt=bool(adapt),
+        seed=int(host_rng.integers(2**63 - 1)), progress=progress, gpu=(dev == "gpu"),
+        ridge_moves=bool(ridge_moves),
+    )
+    elapsed = time.perf_counter() - start
+    draws = {k: to_numpy(v) for k, v in result["draws"].items()}
+    flips = _normalise_signs(draws, anc)
+    acceptance = {k: to_numpy(v) for k, v in result["acceptance"].items()}
+    info = {
+        "n_iter": n_iter,
+        "warmup": warmup,
+        "thin": thin,
+        "n_chains": n_chains,
+        "seed": seed,
+        "device": dev,
+        "adapt": bool(adapt),
+        "priors": pri,
+        "proposal_sd_initial": sd0,
+        "proposal_sd": {k: to_numpy(v) for k, v in result["sd"].items()},
+        "anchors": {str(resp.persons[i]): v for i, v in anc},
+        "sign_flips": flips,
+        "ridge_moves": bool(ridge_moves),
+        "ridge_acceptance": None if result["ridge_acceptance"] is None
+        else to_numpy(result["ridge_acceptance"]),
+        "ridge_sd": None if result["ridge_sd"] is None else to_numpy(result["ridge_sd"]),
+        "time_s": elapsed,
+        "n_persons": n,
+        "n_items": m,
+        "observed_fraction": resp.observed_fraction,
+    }
+    return Posterior(
+        draws=draws,
+        labels={"theta": resp.persons.copy(), "a": resp.items.copy(), "b": resp.items.copy()},
+        sampler="mh_2pl",
+        acceptance=acceptance,
+        info=info,
+    )
+
+
+def _softplus_fast(xp: Any, E: Any) -> None:
+    """E <- log1p(exp(E)) in place: two vectorised transcendental passes.
+
+    Accurate to rounding for η ≤ 709; above, exp overflows to inf, which the caller
+    detects (numpy's overflow flag, or a non-finite sum on the GPU) and then recomputes
+    with :func:`_softplus_stable`.  Missing cells carry η = -inf and give exactly 0.
+    """
+    xp.exp(E, out=E)  # the caller routes numpy's overflow report to a flag
+    xp.log1p(E, out=E)
+
+
+def _softplus_stable(xp: Any, E: Any) -> None:
+    """E <- max(E, 0) + log1p(exp(-|E|)) in place (no overflow for any finite E)."""
+    pos = xp.maximum(E, 0.0)
+    xp.abs(E, out=E)
+    xp.negative(E, out=E)
+    xp.exp(E, out=E)
+    xp.log1p(E, out=E)
+    E += pos
+
+
+class _Rng:
+    """Batched proposals (standard normals scaled by the current proposal sds) and
+    negated standard exponentials (``log u`` for the accept test ``log u < log r``)."""
+
+    def __init__(self, xp: Any, seed: int, shape: tuple[int, ...], gpu: bool) -> None:
+        self.xp, self.shape = xp, shape
+        self.gen = xp.random.RandomState(seed % (2**32)) if gpu else np.random.default_rng(seed)
+        self.pos = _RNG_BATCH
+
+    def refill(self, sd_all: Any) -> None:
+        size = (_RNG_BATCH,) + self.shape
+        self.z = self.xp.asarray(self.gen.standard_normal(size))
+        self.z *= sd_all
+        self.le = self.xp.asarray(self.gen.standard_exponential(size))
+        self.xp.negative(self.le, out=self.le)
+        self.pos = 0
+
+
+class _OverflowFlag:
+    """numpy floating-point error callback: records that an overflow happened."""
+
+    def __init__(self) -> None:
+        self.hit = False
+
+    def __call__(self, err: str, flag: int) -> None:
+        self.hit = True
+
+
+def _run(xp: Any, *args: Any, gpu: bool, **kwargs: Any) -> dict[str, Any]:
+    """Run the chains.  On the CPU, numpy reports an overflow of the softplus fast path to
+    a flag (no warning, no extra pass over the data) and the block is then recomputed
+    stably; on the GPU a non-finite block sum triggers the recomputation."""
+    if gpu:
+        return _run_chains(xp, *args, gpu=gpu, flag=None, **kwargs)
+    flag = _OverflowFlag()
+    with np.errstate(over="call", call=flag):
+        return _run_chains(xp, *args, gpu=gpu, flag=flag, **kwargs)
+
+
+def _run_chains(
+    xp: Any,
+    y_host: np.ndarray,
+    obs_host: np.ndarray,
+    state: dict[str, np.ndarray],
+    pri: dict[str, tuple[float, float]],
+    sd0: dict[str, float],
+    anchors: list[tuple[int, float]],
+    *,
+    n_iter: int,
+    warmup: int,
+    thin: int,
+    n_keep: int,
+    adapt: bool,
+    seed: int,
+    progress: bool,
+    gpu: bool,
+    flag: _OverflowFlag | None,
+    ridge_moves: bool,
+) -> dict[str, Any]:
+    C = state["theta"].shape[0]
+    n, m = y_host.shape
+    Y = xp.asarray(y_host)
+    YT = xp.ascontiguousarray(Y.T)
+    ycol = Y.sum(axis=0)  # (m,)
+    mask = None if obs_host.all() else xp.asarray(np.where(obs_host, 0.0, -np.inf))
+    (mt, vt), (ma, va), (mb, vb) = pri["theta"], pri["a"], pri["b"]
+    sl_t, sl_a, sl_b = slice(0, n), slice(n, n + m), slice(n + m, n + 2 * m)
+
+    # η = U @ V with U = [θ, 1] (C, n, 2) and V = [a; -b] (C, 2, m).  The parameters live
+    # inside U and V (θ, a and nb = -b are views), candidates inside Up and Vp.
+    U = xp.ones((C, n, 2))
+    Up = xp.ones((C, n, 2))
+    V = xp.empty((C, 2, m))
+    Vp = xp.empty((C, 2, m))
+    theta, tp = U[:, :, 0], Up[:, :, 0]
+    a, ap = V[:, 0, :], Vp[:, 0, :]
+    nb, nbp = V[:, 1, :], Vp[:, 1, :]
+    theta[...] = xp.asarray(state["theta"])
+    a[...] = xp.asarray(state["a"])
+    xp.negative(xp.asarray(state["b"]), out=nb)
+    a3 = a[:, None, :]
+    th3 = theta[:, None, :]
+
+    E = xp.empty((C, n, m))
+    F = xp.empty((C, n, m))
+    D = xp.empty((C, n, m))
+    ya = xp.empty((C, 1, n))
+    yt = xp.empty((C, 1, m))
+    ya2, yt2 = ya[:, 0, :], yt[:, 0, :]
+    h_t = xp.empty((C, n))
+    h_m = xp.empty((C, m))
+    logr_t = xp.empty((C, n))
+    logr_m = xp.empty((C, m))
+    acc_t = xp.empty((C, n), dtype=bool)
+    acc_m = xp.empty((C, m), dtype=bool)
+
+    def softplus(out: Any, UU: Any, VV: Any, sums: Any) -> Any:
+        """out <- softplus(UU @ VV (+ mask)); returns sums(out), recomputed stably if
+        the fast path overflowed."""
+        xp.matmul(UU, VV, out=out)
+        if mask is not None:
+            out += mask
+        if flag is None:
+            _softplus_fast(xp, out)
+            s = sums(out)
+            redo = not math.isfinite(float(s.sum()))
+        else:
+            flag.hit = False
+            _softplus_fast(xp, out)
+            s = sums(out)
+            redo = flag.hit
+        if redo:
+            xp.matmul(UU, VV, out=out)
+            if mask is not None:
+                out += mask
+            _softplus_stable(xp, out)
+            s = sums(out)
+        return s
+
+    if gpu:
+        def add_reduce(A: Any, axis: int) -> Any:
+            return A.sum(axis=axis)
+    else:
+        add_reduce = np.add.reduce  # skips ndarray.sum's Python wrapper (small problems)
+
+    def rowsum(A: Any) -> Any:
+        return add_reduce(A, axis=2)
+
+    def colsum(A: Any) -> Any:
+        return add_reduce(A, axis=1)
+
+    softplus(F, U, V, rowsum)
+
+    K = n + 2 * m + 2  # θ, a, b, then the ridge moves' log-scale and shift
+    i_sc, i_sh = n + 2 * m, n + 2 * m + 1
+    sd_all = xp.empty((C, K))
+    sd_all[:, sl_t] = sd0["theta"]
+    sd_all[:, sl_a] = sd0["a"]
+    sd_all[:, sl_b] = sd0["b"]
+    sd_all[:, i_sc] = _RIDGE_SD0[0]
+    sd_all[:, i_sh] = _RIDGE_SD0[1]
+    acc_post = xp.zeros((C, K))
+    acc_win = xp.zeros((C, K))
+    draws = {
+        "theta": xp.empty((C, n_keep, n)),
+        "a": xp.empty((C, n_keep, m)),
+        "b": xp.empty((C, n_keep, m)),
+    }
+    if anchors:
+        anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
+        anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
+    rng = _Rng(xp, seed, (C, K), gpu)
+    Ut = U.transpose(0, 2, 1)
+    Vt = V.transpose(0, 2, 1)
+    ridge_win = [[0, 0] for _ in range(C)]
+    ridge_post = [[0, 0] for _ in range(C)]
+    ridge_z: list = []
+    ridge_le: list = []
+    anc_idx_host = [i for i, _ in anchors]
+    anchors_host = [math.copysign(1.0, v) for _, v in anchors]
+    reporter = _Progress(n_iter, warmup) if progress else None
+    k_window = 0
+    n_post = n_iter - warmup
+    c_t, c_a, c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
+
+    for it in range(n_iter):
+        if rng.pos == _RNG_BATCH:
+            rng.refill(sd_all)
+        z_all, le_all = rng.z[rng.pos], rng.le[rng.pos]
+        rng.pos += 1
+        counts = acc_win if it < warmup else acc_post
+
+        # ---- θ block: all persons at once ------------------------------------------------
+        # log r = Δθ (Y a) − Σ_j [sp(η') − sp(η)] + [(θ−μ)² − (θ'−μ)²] / (2σ²)
+        #       = Δθ [(Y a) − (θ + θ' − 2μ)/(2σ²)] + Σ_j [F − F']
+        z = z_all[:, sl_t]
+        xp.add(theta, z, out=tp)
+        s_new = softplus(E, Up, V, rowsum)
+        xp.matmul(a3, YT, out=ya)
+        xp.add(theta, tp, out=h_t)
+        if mt:
+            h_t -= 2.0 * mt
+        h_t *= -c_t
+        h_t += ya2
+        xp.multiply(z, h_t, out=logr_t)
+        logr_t -= s_new
+        logr_t += rowsum(F)
+        xp.greater(logr_t, le_all[:, sl_t], out=acc_t)
+        if anchors:
+            acc_t[:, anc_idx] &= tp[:, anc_idx] * anc_sign > 0
+        xp.copyto(theta, tp, where=acc_t)
+        xp.copyto(F, E, where=acc_t[:, :, None])
+        counts[:, sl_t] += acc_t
+        cs_cur = colsum(F)
+
+        # ---- a block: all items at once --------------------------------------------------
+        z = z_all[:, sl_a]
+        xp.add(a, z, out=ap)
+        nbp[...] = nb
+        s_new = softplus(E, U, Vp, colsum)
+        xp.matmul(th3, Y, out=yt)
+        xp.add(a, ap, out=h_m)
+        if ma:
+            h_m -= 2.0 * ma
+        h_m *= -c_a
+        h_m += yt2
+        xp.multiply(z, h_m, out=logr_m)
+        logr_m -= s_new
+        logr_m += cs_cur
+        xp.greater(logr_m, le_all[:, sl_a], out=acc_m)
+        xp.copyto(a, ap, where=acc_m)
+        xp.copyto(F, E, where=acc_m[:, None, :])
+        xp.copyto(cs_cur, s_new, where=acc_m)
+        counts[:, sl_a] += acc_m
+
+        # ---- b block: all items at once (b' = b + z, i.e. -b' = nb - z) -----------------
+        z = z_all[:, sl_b]
+        ap[...] = a
+        xp.subtract(nb, z, out=nbp)
+        s_new = softplus(E, U, Vp, colsum)
+        # Δ(y η) summed over persons = −Δb · ycol; prior: [(b−μ)² − (b'−μ)²]/(2σ²)
+        xp.add(nb, nbp, out=h_m)  # = −(b + b')
+        if mb:
+            h_m += 2.0 * mb
+        h_m *= c_b
+        h_m -= ycol
+        xp.multiply(z, h_m, out=logr_m)
+        logr_m -= s_new
+        logr_m += cs_cur
+        xp.greater(logr_m, le_all[:, sl_b], out=acc_m)
+        xp.copyto(nb, nbp, where=acc_m)
+        xp.copyto(F, E, where=acc_m[:, None, :])
+        counts[:, sl_b] += acc_m
+
+        # ---- ridge moves: directions along which the likelihood is constant ---------------
+        if ridge_moves:
+            if rng.pos == 1:  # new batch: its ridge variates as host floats
+                ridge_z = rng.z[:, :, i_sc:].tolist()
+                ridge_le = rng.le[:, :, i_sc:].tolist()
+            _ridge_moves(
+                xp, theta, a, nb, U, V, Ut, Vt, n, m, pri, c_t, c_a, c_b,
+                ridge_z[rng.pos - 1], ridge_le[rng.pos - 1],
+                ridge_win if it < warmup else ridge_post, anchors_host, anc_idx_host,
+            )
+
+        # ---- adaptation, storage, progress ------------------------------------------------
+        if it < warmup:
+            if (it + 1) % _ADAPT_WINDOW == 0:
+                k_window += 1
+                if ridge_moves:
+                    acc_win[:, i_sc:] = xp.asarray(np.array(ridge_win, dtype=float))
+                    ridge_win = [[0, 0] for _ in range(C)]
+                if adapt:
+                    step = 3.0 / math.sqrt(k_window + 2)
+                    acc_win *= step / _ADAPT_WINDOW
+                    acc_win -= step * TARGET_ACCEPTANCE
+                    sd_all *= xp.exp(acc_win)
+                    xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
+                acc_win[...] = 0.0
+                rng.pos = _RNG_BATCH  # new proposals at the new scales
+        else:
+            j = it + 1 - warmup
+            if j % thin == 0 and j // thin <= n_keep:
+                d = j // thin - 1
+                draws["theta"][:, d] = theta
+                draws["a"][:, d] = a
+                xp.negative(nb, out=draws["b"][:, d])
+        if reporter is not None and (it + 1) % 50 == 0:
+            reporter.update(it + 1)
+    if reporter is not None:
+        reporter.finish(n_iter)
+    if ridge_moves:
+        acc_post[:, i_sc:] = xp.asarray(np.array(ridge_post, dtype=float))
+    rates = acc_post / n_post
+    return {
+        "draws": draws,
+        "acceptance": {"theta": rates[:, sl_t], "a": rates[:, sl_a], "b": rates[:, sl_b]},
+        "sd": {"theta": sd_all[:, sl_t], "a": sd_all[:, sl_a], "b": sd_all[:, sl_b]},
+        "ridge_acceptance": rates[:, i_sc:] if ridge_moves else None,
+        "ridge_sd": sd_all[:, i_sc:] if ridge_moves else None,
+    }
+
+
+def _ridge_moves(
+    xp: Any, theta: Any, a: Any, nb: Any, U: Any, V: Any, Ut: Any, Vt: Any, n: int, m: int,
+    pri: dict[str, tuple[float, float]], c_t: float, c_a: float, c_b: float,
+    z: list, le: list, counts: list, anc_sign: list, anc_idx: list,
+) -> None:
+    """Per chain: a scale move (θ, a) -> (cθ, a/c) then a shift move (θ, b) -> (θ + d,
+    b + a d).  Both leave η = aθ − b, hence the likelihood and ``F``, unchanged; they are
+    accepted on the priors and the Jacobian (c^(n−m) for the scale, 1 for the shift).
+
+    Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two tiny
+    matrix products, so the move costs O(n + m); the scalar work is done on host floats.
+    """
+    mt, ma, mb = pri["theta"][0], pri["a"][0], pri["b"][0]
+    G = xp.matmul(Ut, U).tolist()  # [[Σθ², Σθ], [Σθ, n]]
+    H = xp.matmul(V, Vt).tolist()  # [[Σa², Σ a·nb], ...]
+    S = V.sum(axis=2).tolist()  # [Σa, Σnb]
+    anc = theta[:, anc_idx].tolist() if anc_idx else None
+    for c in range(len(G)):
+        stt, st = G[c][0][0], G[c][0][1]
+        saa, sanb = H[c][0][0], H[c][0][1]
+        sa = S[c][0]
+        # scale move
+        lc = z[c][0]
+        k = math.exp(lc)
+        lr = c_t * ((1.0 - k * k) * stt + 2.0 * mt * (k - 1.0) * st)
+        lr += c_a * ((1.0 - 1.0 / (k * k)) * saa + 2.0 * ma * (1.0 / k - 1.0) * sa)
+        lr += (n - m) * lc
+        if lr > le[c][0]:
+            theta[c] *= k
+            a[c] /= k
+            stt, st = stt * k * k, st * k
+            saa, sanb, sa = saa / (k * k), sanb / k, sa / k
+            if anc is not None:
+                anc[c] = [v * k for v in anc[c]]
+            counts[c][0] += 1
+        # shift move: θ -> θ + d, b -> b + a d (nb -> nb − a d)
+        d = z[c][1]
+        lr = c_t * (-2.0 * d * (st - n * mt) - n * d * d)
+        lr += c_b * (2.0 * d * (sanb + mb * sa) - d * d * saa)
+        ok = lr > le[c][1]
+        if ok and anc is not None:
+            ok = all(sg * (v + d) > 0 for sg, v in zip(anc_sign, anc[c]))
+        if ok:
+            theta[c] += d
+            nb[c] -= d * a[c]
+            counts[c][1] += 1
+
+
+class _Progress:
+    """A one-line progress report on stderr (at most a few updates per second)."""
+
+    def __init__(self, n_iter: int, warmup: int) -> None:
+        self.n_iter, self.warmup = n_iter, warmup
+        self.start = time.perf_counter()
+        self.last = -1.0
+
+    def _line(self, it: int) -> str:
+        phase = "warmup  " if it <= self.warmup else "sampling"
+        elapsed = time.perf_counter() - self.start
+        return (
+            f"\rmh_2pl {phase} {it:>{len(str(self.n_iter))}}/{self.n_iter} "
+            f"[{100 * it / self.n_iter:3.0f}%] {elapsed:7.1f} s"
+        )
+
+    def update(self, it: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= 0.5:
+            self.last = now
+            sys.stderr.write(self._line(it))
+            sys.stderr.flush()
+
+    def finish(self, it: int) -> None:
+        sys.stderr.write(self._line(it) + "\n")
+        sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# identification after sampling
+# ---------------------------------------------------------------------------------------
+def _normalise_signs(draws: dict[str, np.ndarray], anchors: list[tuple[int, float]]) -> list[int]:
+    """Orient each chain: (θ, a) -> (-θ, -a) leaves the likelihood unchanged.
+
+    Whole chains are flipped, never single draws (flipping draws one by one by a sign
+    test would truncate the posterior).  With anchors, a chain is flipped when its anchored
+    θ disagree with their signs on balance (with the sign constraints this never happens,
+    but anchors given only as starting values would rely on it).  Without anchors, each
+    chain is aligned with chain 0 (sign of the inner product of the centred posterior-mean
+    θ), and then all chains are oriented so that the mean slope is non-negative.  Returns
+    the number of flipped draws per chain.
+    """
+    theta, a = draws["theta"], draws["a"]
+    C, D, n = theta.shape
+    means = theta.mean(axis=1)  # (C, n)
+    if anchors:
+        idx = np.array([i for i, _ in anchors])
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        flip = (means[:, idx] * sgn).sum(axis=1) < 0
+    else:
+        centred = means - means.mean(axis=1, keepdims=True)
+        flip = centred @ centred[0] < 0
+        sign = np.where(flip, -1.0, 1.0)
+        if (a.mean(axis=1) * sign[:, None]).mean() < 0:
+            flip = ~flip
+    for c in np.flatnonzero(flip):
+        theta[c] *= -1.0
+        a[c] *= -1.0
+    return [D if f else 0 for f in flip]
