@@ -36,7 +36,6 @@ See ``docs/gibbs.md`` for the algorithm as implemented.
 from __future__ import annotations
 
 import math
-import sys
 import time
 import warnings
 from functools import lru_cache
@@ -48,6 +47,7 @@ from scipy import special
 
 from ._backend import get_xp, resolve_device, to_numpy
 from ._truncnorm import std_truncnorm_lower, std_truncnorm_upper
+from ._progress import ProgressBar
 from .posterior import Posterior, StreamingSummary
 from .responses import Responses, ResponsesLike, as_responses
 
@@ -191,38 +191,6 @@ def _check_init(init: Mapping[str, Any] | None, n: int, k: int) -> dict[str, np.
             raise ValueError("init['a'] must be positive (the model restricts a > 0)")
         out[key] = v
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# progress line
-# ---------------------------------------------------------------------------------------
-class _Progress:
-    """A one-line stderr progress bar, redrawn at most ``rate`` times per second."""
-
-    def __init__(self, total: int, label: str, enabled: bool, rate: float = 4.0) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
-        self.interval = 1.0 / rate
-        self.start = time.perf_counter()
-        self.last = -1.0
-
-    def update(self, done: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self.last < self.interval and done < self.total:
-            return
-        self.last = now
-        elapsed = now - self.start
-        frac = done / self.total
-        width = 24
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        eta = elapsed / frac - elapsed if frac > 0 else float("nan")
-        sys.stderr.write(
-            f"\r{self.label} [{bar}] {done}/{self.total} it, {elapsed:6.1f} s, ETA {eta:6.1f} s"
-        )
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 # ---------------------------------------------------------------------------------------
@@ -628,7 +596,7 @@ def _run(
         store = {p: xp.empty((B, n_keep, s)) for p, s in sizes.items()}
     else:
         stream = {p: StreamingSummary(B, s, n_keep, xp=xp) for p, s in sizes.items()}
-    bar = _Progress(n_iter, label, progress)
+    bar = ProgressBar(n_iter, label, enabled=progress)
     t0 = time.perf_counter()
     kept = 0
     for it in range(1, n_iter + 1):

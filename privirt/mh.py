@@ -46,7 +46,6 @@ See ``docs/mh.md`` for the derivation, the adaptation rule and identification.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from typing import Any, Mapping, Sequence
 
@@ -54,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
+from ._progress import ProgressBar
 from .posterior import Posterior
 from .responses import ResponsesLike, as_responses
 
@@ -639,7 +639,10 @@ def _run_chains(
     ridge_le: list = []
     anc_idx_host = [i for i, _ in anchors]
     anchors_host = [math.copysign(1.0, v) for _, v in anchors]
-    reporter = _Progress(n_iter, warmup) if progress else None
+    reporter = ProgressBar(
+        n_iter, "mh_2pl", enabled=progress,
+        phase=lambda it: "warmup  " if it <= warmup else "sampling",
+    ) if progress else None
     k_window = 0
     n_post = n_iter - warmup
     c_t, c_a, c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
@@ -749,7 +752,7 @@ def _run_chains(
         if reporter is not None and (it + 1) % 50 == 0:
             reporter.update(it + 1)
     if reporter is not None:
-        reporter.finish(n_iter)
+        reporter.update(n_iter)
     if ridge_moves:
         acc_post[:, i_sc:] = xp.asarray(np.array(ridge_post, dtype=float))
     rates = acc_post / n_post
@@ -808,34 +811,6 @@ def _ridge_moves(
             theta[c] += d
             nb[c] -= d * a[c]
             counts[c][1] += 1
-
-
-class _Progress:
-    """A one-line progress report on stderr (at most a few updates per second)."""
-
-    def __init__(self, n_iter: int, warmup: int) -> None:
-        self.n_iter, self.warmup = n_iter, warmup
-        self.start = time.perf_counter()
-        self.last = -1.0
-
-    def _line(self, it: int) -> str:
-        phase = "warmup  " if it <= self.warmup else "sampling"
-        elapsed = time.perf_counter() - self.start
-        return (
-            f"\rmh_2pl {phase} {it:>{len(str(self.n_iter))}}/{self.n_iter} "
-            f"[{100 * it / self.n_iter:3.0f}%] {elapsed:7.1f} s"
-        )
-
-    def update(self, it: int) -> None:
-        now = time.perf_counter()
-        if now - self.last >= 0.5:
-            self.last = now
-            sys.stderr.write(self._line(it))
-            sys.stderr.flush()
-
-    def finish(self, it: int) -> None:
-        sys.stderr.write(self._line(it) + "\n")
-        sys.stderr.flush()
 
 
 # ---------------------------------------------------------------------------------------

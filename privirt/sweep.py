@@ -79,7 +79,6 @@ import json
 import math
 import os
 import platform
-import sys
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -89,6 +88,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ._progress import ProgressBar
 from .exceptions import PrivirtError
 
 __all__ = [
@@ -966,46 +966,6 @@ def _csv_value(v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------
-# progress bar
-# ----------------------------------------------------------------------------------------
-class _Progress:
-    """A dependency-free progress bar on stderr (redrawn in place on a terminal)."""
-
-    def __init__(self, total: int, *, enabled: bool, stream: Any = None, width: int = 30) -> None:
-        self.total, self.done, self.failed = total, 0, 0
-        self.enabled = enabled and total > 0
-        self.stream = stream if stream is not None else sys.stderr
-        self.width = width
-        self.start = time.perf_counter()
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._last_decile = -1
-
-    def update(self, failed: bool = False) -> None:
-        self.done += 1
-        self.failed += int(failed)
-        if not self.enabled:
-            return
-        frac = self.done / self.total
-        if not self.tty:
-            decile = int(frac * 10)
-            if decile == self._last_decile and self.done != self.total:
-                return
-            self._last_decile = decile
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / self.done * (self.total - self.done)
-        fill = int(round(frac * self.width))
-        bar = "#" * fill + "." * (self.width - fill)
-        msg = (f"[{bar}] {self.done}/{self.total} cells {frac:4.0%}  "
-               f"{elapsed:6.1f}s elapsed, ~{eta:5.1f}s left")
-        if self.failed:
-            msg += f", {self.failed} failed"
-        self.stream.write(("\r" + msg) if self.tty else (msg + "\n"))
-        if self.tty and self.done == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-# ----------------------------------------------------------------------------------------
 # driver
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -1090,8 +1050,8 @@ def run_sweep(
 
     specs = {s.name: s for s in config.datasets}
     start = time.perf_counter()
-    bar = _Progress(len(todo), enabled=progress)
-    failed = 0
+    bar = ProgressBar(len(todo), "privirt sweep", unit="cells", enabled=progress)
+    failed = finished = 0
     writer = _Writer(results)
     try:
         bases = _prepare_bases(config, todo) if todo else {}
@@ -1106,7 +1066,8 @@ def run_sweep(
                 row = _worker(*a)
                 writer.write(row)
                 failed += row["status"] != "ok"
-                bar.update(row["status"] != "ok")
+                finished += 1
+                bar.update(finished, failed=failed)
         elif todo:
             # Fresh ("spawn") workers with one BLAS/OpenMP thread each: `jobs` processes
             # then use `jobs` cores instead of oversubscribing them, which with OpenBLAS's
@@ -1128,7 +1089,8 @@ def run_sweep(
                             row = fut.result()
                             writer.write(row)
                             failed += row["status"] != "ok"
-                            bar.update(row["status"] != "ok")
+                            finished += 1
+                            bar.update(finished, failed=failed)
                     except BaseException:
                         pool.shutdown(wait=True, cancel_futures=True)
                         raise

@@ -1,0 +1,90 @@
+"""One progress bar for every long-running loop (samplers, sweeps).
+
+Hand-written rather than taken from ``tqdm`` to keep the core dependencies to numpy, scipy,
+pandas and opendp.  On a terminal the bar is redrawn in place at most every
+``min_interval`` seconds; when stderr is a file or a pipe (CI logs, ``capsys``) it prints one
+plain line each time another tenth of the work is done, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+__all__ = ["ProgressBar"]
+
+
+class ProgressBar:
+    """A one-line progress report.
+
+    Parameters
+    ----------
+    total : int
+        Number of steps (iterations, cells).
+    label : str
+        Printed first, e.g. ``"gibbs_2pno"``.
+    unit : str
+        What a step is called (``"it"``, ``"cells"``).
+    enabled : bool
+        False makes every call a no-op.
+    stream : file-like, optional
+        Defaults to :data:`sys.stderr` at the time of the call.
+    phase : callable, optional
+        ``phase(done) -> str`` appended to the label (e.g. ``"warmup"`` / ``"sampling"``).
+    """
+
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        unit: str = "it",
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        phase: Callable[[int], str] | None = None,
+        width: int = 24,
+        min_interval: float = 0.25,
+    ) -> None:
+        self.total = int(total)
+        self.label, self.unit, self.phase = label, unit, phase
+        self.enabled = bool(enabled) and self.total > 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.width, self.min_interval = width, min_interval
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.start = time.perf_counter()
+        self._last_time = -float("inf")
+        self._last_decile = -1
+        self._last_done = -1
+
+    def _line(self, done: int, failed: int) -> str:
+        frac = min(1.0, done / self.total)
+        fill = int(frac * self.width)
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / done * (self.total - done) if done else float("nan")
+        label = self.label if self.phase is None else f"{self.label} {self.phase(done)}"
+        text = (
+            f"{label} [{'#' * fill}{'-' * (self.width - fill)}] {done}/{self.total} "
+            f"{self.unit} {100 * frac:3.0f}%  {elapsed:6.1f} s elapsed, ETA {eta:6.1f} s"
+        )
+        return text + (f", {failed} failed" if failed else "")
+
+    def update(self, done: int, *, failed: int = 0) -> None:
+        """Report that ``done`` steps (absolute, not an increment) are finished."""
+        if not self.enabled or done == self._last_done:
+            return
+        final = done >= self.total
+        if self.tty:
+            now = time.perf_counter()
+            if not final and now - self._last_time < self.min_interval:
+                return
+            self._last_time = now
+            self.stream.write("\r" + self._line(done, failed) + ("\n" if final else ""))
+        else:
+            decile = int(10 * done / self.total)
+            if not final and decile == self._last_decile:
+                return
+            self._last_decile = decile
+            self.stream.write(self._line(done, failed) + "\n")
+        self._last_done = done
+        self.stream.flush()
