@@ -28,7 +28,7 @@ import inspect
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ from .accounting import (
     check_epsilon,
     zcdp_to_approx_dp,
 )
-from .responses import Responses, ResponsesLike, as_responses
+from .responses import MISSING, Responses, ResponsesLike, as_responses
 from .sensitivity import Sensitivity, pairwise_counts_sensitivity
 
 __all__ = [
@@ -284,9 +284,29 @@ def _check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
-def _responses(X: ResponsesLike) -> Responses:
-    # The item set is public: never drop items (or persons) by a data-dependent rule.
+def _responses(X: ResponsesLike, items: Sequence[Any] | None = None) -> Responses:
+    """Validated responses whose item set does not depend on the data.
+
+    Never drops items (or persons) by a data-dependent rule.  With ``items`` (the public item
+    set) the columns are exactly those, in that order: an item nobody answered becomes an
+    all-missing column, and an item of the data that is not in the list is an error.
+    """
     resp = as_responses(X, empty="keep")
+    if items is not None:
+        public = pd.Index(list(items))
+        if public.has_duplicates:
+            raise ValueError(f"items lists {public[public.duplicated()][0]!r} twice")
+        extra = resp.items.difference(public)
+        if len(extra):
+            raise ValueError(
+                f"the data have item(s) {list(extra[:5])} that are not in the public item set "
+                "`items`; add them to `items` or remove them from the data"
+            )
+        pos = resp.items.get_indexer(public)
+        codes = np.full((resp.n_persons, len(public)), MISSING, dtype=np.int8)
+        present = pos >= 0
+        codes[:, present] = resp.codes[:, pos[present]]
+        resp = Responses(codes, resp.persons, public)
     if resp.n_items < 2:
         raise ValueError(f"private estimation needs at least 2 items, got {resp.n_items}")
     if resp.n_persons < 1:
@@ -396,6 +416,7 @@ def release_counts(
     seed: int | None = None,
     device: str = "auto",
     note: str = "",
+    items: Sequence[Any] | None = None,
 ) -> NoisyCounts:
     """Release the pairwise differential counts with discrete noise, (ε, δ)-DP.
 
@@ -433,6 +454,12 @@ def release_counts(
         Where the counts are computed (the noise is drawn on the host).
     note : str
         Stored with the ledger entry.
+    items : sequence, optional
+        The public item set.  The result covers exactly these items, in this order; an item
+        nobody answered is an all-missing column (it is not dropped, which would reveal that
+        nobody answered it), and a data item not in the list is an error.  Without it the
+        item set is the columns of ``X`` (wide input) or the items present in a long table —
+        pass ``items`` whenever the latter could depend on who is in the data.
 
     Returns
     -------
@@ -458,7 +485,7 @@ def release_counts(
     seed = _check_seed(seed)
     resolve_device(device)  # fail on a bad device before anything is computed or debited
     ledger = _resolve_ledger(ledger)
-    resp = _responses(X)
+    resp = _responses(X, items)
     m = resp.n_items
     p = _check_p0(p0, m)
     G = sample_comparison_graph(m, p, seed=seed)
@@ -646,6 +673,7 @@ def private_spectral_estimate(
     sensitivity: Literal["tight", "paper"] = "tight",
     rr_estimator: Literal["debiased", "plain"] = "debiased",
     note: str = "",
+    items: Sequence[Any] | None = None,
 ) -> PrivateSpectralResult:
     """Private Rasch item difficulties: the spectral estimator on private data (Algorithm 2).
 
@@ -670,7 +698,7 @@ def private_spectral_estimate(
         Randomized response only: shuffle the reports and claim the amplification of Feldman,
         McMillan & Talwar (2021), Thm III.1, where its condition holds (otherwise no
         amplification is claimed and a note says so).
-    ledger, seed, device, sensitivity, note
+    ledger, seed, device, sensitivity, note, items
         As in :func:`release_counts`.
     rr_estimator : {"debiased", "plain"}
         Randomized response: which estimate is ``beta`` (both are returned).
@@ -699,7 +727,7 @@ def private_spectral_estimate(
     if mechanism in ("gaussian", "laplace"):
         counts = release_counts(
             X, epsilon=eps, delta=dlt, mechanism=mechanism, p0=p0, sensitivity=sensitivity,
-            ledger=ledger, seed=seed, device=device, note=note,
+            ledger=ledger, seed=seed, device=device, note=note, items=items,
         )
         G = counts.graph.to_numpy()
         fit = spectral_from_counts(
@@ -712,7 +740,7 @@ def private_spectral_estimate(
     # randomized response
     resolve_device(device)  # fail on a bad device before anything is debited
     ledger = _resolve_ledger(ledger)
-    resp = _responses(X)
+    resp = _responses(X, items)
     n, m = resp.shape
     p = _check_p0(p0, m)
     G = sample_comparison_graph(m, p, seed=seed)

@@ -459,3 +459,33 @@ def test_invalid_call_never_debits(tmp_path, mech):
         with pytest.raises(ValueError):
             privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mech, ledger=led, **bad)
     assert len(led.spends()) == 0
+
+
+# ---------------------------------------------------------------------------------------
+# the public item set
+def test_public_items_keep_an_item_nobody_answered_in_long_data():
+    import pandas as pd
+
+    long = pd.DataFrame({
+        "person": ["p1", "p1", "p2", "p2", "p3", "p3"] * 20,
+        "item": ["q1", "q2", "q1", "q3", "q2", "q3"] * 20,
+        "response": [1, 0, 0, 1, 1, 1] * 20,
+    })
+    long["person"] = long["person"] + "_" + (long.index // 6).astype(str)
+    public = ["q1", "q2", "q3", "q4"]  # nobody answered q4
+    rel = privirt.release_counts(long, epsilon=1.0, items=public, seed=1)
+    assert list(rel.Y.index) == public and list(rel.graph.columns) == public
+    assert rel.privacy.sensitivity.l1 == 2 * 2 * 2  # m = 4: 2·⌊4/2⌋·⌈4/2⌉
+    res = privirt.private_spectral_estimate(long, epsilon=1.0, items=public, seed=1)
+    assert list(res.beta.index) == public and np.isfinite(res.beta).all()
+    rr = privirt.private_spectral_estimate(long, epsilon=4.0, mechanism="randomized_response",
+                                           items=public[::-1], seed=1)
+    assert list(rr.beta.index) == public[::-1]
+
+
+def test_public_items_reject_unlisted_and_duplicate_items():
+    X = np.array([[1, 0, 1], [0, 1, 1]], dtype=float)
+    with pytest.raises(ValueError, match="not in the public item set"):
+        privirt.release_counts(X, epsilon=1.0, items=[0, 1], seed=1)
+    with pytest.raises(ValueError, match="twice"):
+        privirt.release_counts(X, epsilon=1.0, items=[0, 1, 2, 2], seed=1)
