@@ -14,6 +14,8 @@ from typing import Callable
 
 import pandas as pd
 
+from ._types import number, positive_int
+
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
 METHODS: dict[str, Callable[..., pd.DataFrame]] = {}
 
@@ -56,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
     )
     parser.add_argument(
-        "--top-k", type=_positive_int, default=None, metavar="K",
+        "--top-k", type=positive_int, default=None, metavar="K",
         help="also list the K hardest items",
     )
     parser.add_argument(
@@ -75,15 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle")
 
 
-def _positive_float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
 def _p0(text: str):
-    return text if text == "auto" else _positive_float(text)
+    return text if text == "auto" else number(text)
 
 
 def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,9 +88,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
         "With --epsilon the spectral estimate is computed privately (Algorithm 2; neighbouring "
         "relation: replace one person's row) and its privacy statement is printed.",
     )
-    group.add_argument("--epsilon", type=_positive_float, default=None, metavar="E",
+    group.add_argument("--epsilon", type=number, default=None, metavar="E",
                        help="privacy ε > 0: estimate privately")
-    group.add_argument("--delta", type=_positive_float, default=None, metavar="D",
+    group.add_argument("--delta", type=number, default=None, metavar="D",
                        help="privacy δ in (0, 1) (default: the ledger's δ, else 1e-4)")
     group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
                        default=None, help="noise mechanism (default: gaussian)")
@@ -146,16 +141,6 @@ def register(subparsers) -> None:
     )
     add_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def _check_out(path: Path | None) -> None:

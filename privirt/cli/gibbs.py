@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._sampler_args import add_chain_arguments, add_data_arguments, check_plotting, write_summary
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -23,27 +25,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(mean, sd, quantiles, batch-means MCSE, R-hat, ESS) of every parameter."
         ),
     )
-    p.add_argument("file", metavar="FILE", help="responses: CSV or Parquet, wide or long")
-    p.add_argument("--format", choices=["auto", "wide", "long"], default="auto",
-                   help="table layout (default: auto)")
-    p.add_argument("--iter", type=int, default=10000, dest="n_iter",
-                   help="total iterations including burn-in (default 10000)")
-    p.add_argument("--burn-in", type=int, default=5000, help="discarded iterations (default 5000)")
-    p.add_argument("--thin", type=int, default=1, help="keep every THIN-th draw (default 1)")
-    p.add_argument("--chains", type=int, default=1, help="number of chains (default 1)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (reproducible runs)")
-    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
-                   help="where to run (default: GPU when available)")
+    add_data_arguments(p)
+    add_chain_arguments(
+        p, warmup_flag="--burn-in", warmup_help="discarded burn-in iterations",
+        plots_help="write trace plots of a and b, item response curves and the θ density as "
+                   "PNG files into DIR (needs matplotlib)",
+    )
     p.add_argument("--b-prior", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
                    help="normal prior on b (default: flat, as in the paper)")
     p.add_argument("--a-prior", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
                    help="normal prior on a truncated to a > 0 (default: flat on a > 0)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--out", default=None,
-                   help="write the summary as CSV here (default: print it)")
-    p.add_argument("--plots", default=None, metavar="DIR",
-                   help="write trace plots of a and b, item response curves and the θ "
-                        "density as PNG files into DIR (needs matplotlib)")
     p.set_defaults(func=run)
 
 
@@ -51,16 +42,13 @@ def run(args: argparse.Namespace) -> int:
     from ..gibbs import gibbs_2pno
     from ..responses import as_responses
 
-    resp = as_responses(args.file, format=args.format)
+    resp = as_responses(args.file, format=args.format, person_col=args.person_col)
     priors = {}
     if args.b_prior is not None:
         priors["b"] = tuple(args.b_prior)
     if args.a_prior is not None:
         priors["a"] = tuple(args.a_prior)
-    if args.plots is not None:
-        from ..plots import _plt
-
-        _plt()  # fail early, before sampling, when matplotlib is missing
+    check_plotting(args)
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, burn_in=args.burn_in, thin=args.thin,
         n_chains=args.chains, priors=priors or None, device=args.device, seed=args.seed,
@@ -68,10 +56,7 @@ def run(args: argparse.Namespace) -> int:
     )
     table = post.summary()
     if args.out:
-        out = Path(args.out)
-        if out.parent and not out.parent.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out)
+        out = write_summary(table, args.out)
         print(
             f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "
             f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws, "

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._sampler_args import add_chain_arguments, add_data_arguments, check_plotting, write_summary
+
 __all__ = ["register", "run", "parse_anchor"]
 
 
@@ -42,19 +44,13 @@ def register(subparsers: Any) -> None:
             "Rows are persons/voters and columns items/votes (use --transpose otherwise)."
         ),
     )
-    p.add_argument("file", metavar="FILE", help="responses / votes: CSV or Parquet")
-    p.add_argument("--format", choices=["auto", "wide", "long"], default="auto",
-                   help="table layout (default: auto)")
-    p.add_argument("--person-col", default=None,
-                   help="wide tables: the column with the row labels")
+    add_data_arguments(p, what="responses / votes")
     p.add_argument("--transpose", action="store_true",
                    help="the file has voters as columns (e.g. cases x justices)")
-    p.add_argument("--iter", type=int, default=10000, dest="n_iter",
-                   help="total iterations per chain, including warmup (default 10000)")
-    p.add_argument("--warmup", type=int, default=5000, help="warmup iterations (default 5000)")
-    p.add_argument("--thin", type=int, default=1, help="keep every THIN-th draw (default 1)")
-    p.add_argument("--chains", type=int, default=1, help="number of chains (default 1)")
-    p.add_argument("--seed", type=int, default=None, help="random seed")
+    add_chain_arguments(
+        p, warmup_flag="--warmup", warmup_help="warmup iterations (proposal adaptation)",
+        plots_help="write ideal-point and trace plots (PNG) into DIR",
+    )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                    metavar="NAME=VALUE",
                    help="constrain person NAME's ideal point to the sign of VALUE and start "
@@ -68,11 +64,6 @@ def register(subparsers: Any) -> None:
                    help="keep the proposal sds fixed (plain Metropolis)")
     p.add_argument("--no-ridge-moves", action="store_true",
                    help="skip the scale/shift moves (the tutorial's algorithm exactly)")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto")
-    p.add_argument("--out", default=None, help="write the posterior summary CSV here")
-    p.add_argument("--plots", default=None, metavar="DIR",
-                   help="write ideal-point and trace plots (PNG) into DIR")
     p.add_argument("--top", type=int, default=20,
                    help="print this many persons of the ranking at each end (default 20)")
     p.set_defaults(func=run)
@@ -98,10 +89,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if priors:
         kwargs["priors"] = priors
-    if args.plots:
-        from ..plots import _plt
-
-        _plt()  # fail early, before sampling, when matplotlib is missing
+    check_plotting(args)
     print(f"privirt mh: {resp}", file=sys.stderr)
     post = mh_2pl(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin, n_chains=args.chains,
@@ -111,9 +99,7 @@ def run(args: argparse.Namespace) -> int:
     )
     summary = post.summary()
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        summary.to_csv(out)
+        out = write_summary(summary, args.out)
         print(f"wrote {out}", file=sys.stderr)
     rates = post.acceptance_rates()
     print("acceptance rate (mean over parameters) per chain:")

@@ -5,15 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+from ._types import positive_int
 
 
 def register(subparsers) -> None:
@@ -28,7 +20,7 @@ def register(subparsers) -> None:
     parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
                         help="output folder (created); receives results.csv and sweep.json")
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="worker processes (default: the number of CPUs)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the sweep in DIR, skipping cells already in results.csv")

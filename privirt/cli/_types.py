@@ -1,0 +1,27 @@
+"""Argument types shared by the commands (argparse turns their errors into usage messages).
+
+Range checks beyond "is a number" stay with the library functions, whose ``ValueError``
+messages the command line prints as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def number(text: str) -> float:
+    """A float; NaN, infinities and ranges are left to the library to judge."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
