@@ -510,14 +510,14 @@ def test_gpu_sampler_recovers_parameters(fake_gpu_gibbs):
         assert np.all(np.abs(z) < 4.5), (param, z)
         assert np.mean(z**2) < 4.0, (param, z)
     th_hat = post.summary("theta")["mean"].to_numpy()
-    assert np.corrcoef(th_hat, theta)[0, 1] > 0.85
+    assert np.corrcoef(th_hat, theta)[0, 1] > 0.75  # 8 items: reliability ≈ 0.7
     assert isinstance(post.draws["a"], np.ndarray) and post.draws["a"].shape == (1, 300, 8)
     assert np.all(post.draws["a"] > 0)
 
 
 def test_gpu_sampler_with_missing_data_and_chains(fake_gpu_gibbs):
     X, theta, a, b = privirt.simulate_2pno(2000, 6, seed=5, p_observed=0.7)
-    post = privirt.gibbs_2pno(X, n_iter=400, burn_in=150, n_chains=2, seed=6, device="gpu",
+    post = privirt.gibbs_2pno(X, n_iter=1000, burn_in=400, n_chains=2, seed=6, device="gpu",
                               progress=False, keep_draws=False)
     z = _z_scores(post, "b", b)
     assert np.all(np.abs(z) < 4.5) and np.mean(z**2) < 4.0, z
@@ -570,6 +570,9 @@ class _DevArray(np.ndarray):
     @property
     def data(self):  # type: ignore[override]
         return _Ptr(self.ctypes.data)
+
+    def get(self) -> np.ndarray:
+        return np.asarray(self).view(np.ndarray).copy()
 
 
 _DevArray.__module__ = "cupy"
@@ -700,7 +703,7 @@ def test_device_resident_counts_equal_cpu_counts(fake_gpu_counts, dtype):
     Yg, Bg = privirt.pairwise_counts(Xd, chunk_size=64)
     np.testing.assert_array_equal(Yg, Yc)
     np.testing.assert_array_equal(Bg, Bc)
-    Y_only = privirt.differential_counts(Xd, chunk_size=100)
+    Y_only = counts_mod.differential_counts(Xd, chunk_size=100)
     np.testing.assert_array_equal(Y_only, Yc)
 
 
