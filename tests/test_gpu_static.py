@@ -734,10 +734,12 @@ def test_default_gpu_chunk_respects_the_exactness_bound():
 # ---------------------------------------------------------------------------------------
 # spectral and abilities: the device code with numpy standing in for cupy
 # ---------------------------------------------------------------------------------------
-def test_gpu_spectral_equals_cpu(fake_gpu_counts):
-    X, _, beta = privirt.simulate_rasch(3000, 12, seed=14)
-    cpu = privirt.spectral_estimate(X, device="cpu")
-    gpu = privirt.spectral_estimate(X, device="gpu")
+@pytest.mark.parametrize("solver", ["power", "direct"])
+def test_gpu_spectral_equals_cpu(fake_gpu_counts, solver):
+    X, _, beta = privirt.simulate_rasch(3000, 12, p_observed=0.8, seed=14)
+    cpu = privirt.spectral_estimate(X, device="cpu", solver=solver, tol=1e-13)
+    gpu = privirt.spectral_estimate(X, device="gpu", solver=solver, tol=1e-13)
+    assert gpu.solver == cpu.solver
     np.testing.assert_allclose(np.asarray(gpu.beta), np.asarray(cpu.beta), atol=1e-8)
 
 
