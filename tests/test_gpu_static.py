@@ -64,25 +64,35 @@ def _parse(params: str) -> list[tuple[bool, str, str]]:
 
 
 def _emit_cupy_source(name: str, spec: tuple[str, str, str], preamble: str) -> str:
-    """The kernel as cupy's ElementwiseKernel emits it (contiguous 1-D operands)."""
+    """The kernel as cupy's ElementwiseKernel emits it for contiguous 1-D operands.
+
+    Mirrors ``_get_elementwise_kernel_code`` in cupy/_core/_kernel.pyx: inputs are
+    ``const``, array parameters are ``CArray<T, ndim, c_contiguous, 32-bit indexing>``,
+    a non-raw output ``x`` is the reference ``T &x = _raw_x[_ind.get()]`` and the body runs
+    inside ``CUPY_FOR(i, _ind.size())`` (``i`` is a ``ptrdiff_t``).  Raw operands are
+    flattened by the caller (``_Batch._step_gpu``) and the outputs are C-contiguous, so
+    cupy's dimension reduction makes every operand 1-D.
+    """
     in_params, out_params, operation = spec
     decls, refs = [], []
     for (raw, t, n), is_out in [(p, False) for p in _parse(in_params)] + [
         (p, True) for p in _parse(out_params)
     ]:
         ct = _CTYPES[t]
+        const = "" if is_out else "const "  # cupy declares every input parameter const
         if raw:
-            decls.append(f"CArray<{ct}, 1, true, true> {n}")
+            decls.append(f"{const}CArray<{ct}, 1, true, true> {n}")
         elif is_out:
             decls.append(f"CArray<{ct}, 1, true, true> _raw_{n}")
             refs.append(f"{ct} &{n} = _raw_{n}[_ind.get()];")
         else:
-            decls.append(f"{ct} {n}")
+            decls.append(f"{const}{ct} {n}")
     decls.append("CIndexer<1, true> _ind")
     return (
         "#include <cupy/carray.cuh>\n"
         f"{preamble}\n"
         f'extern "C" __global__ void {name}({", ".join(decls)}) {{\n'
+        "  #pragma unroll 1\n"
         "  CUPY_FOR(i, _ind.size()) {\n"
         "    _ind.set(i);\n"
         f"    {' '.join(refs)}\n"
