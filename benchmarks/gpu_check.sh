@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python}"
-if ! "$PY" -c "import cupy, cupy.cuda.cublas" >/dev/null 2>&1; then
+if ! "$PY" -c "from cupy.cuda import cublas" >/dev/null 2>&1; then
     echo "# cupy (with cuBLAS) not importable: installing cupy-cuda12x" >&2
     "$PY" -m pip install -q "cupy-cuda12x[ctk]" || "$PY" -m pip install -q cupy-cuda12x || {
         echo "# could not install cupy-cuda12x; GPU checks cannot run" >&2
