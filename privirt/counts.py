@@ -150,33 +150,45 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
     xp = get_xp("gpu")
     if X.ndim != 2 or X.size == 0:
         return None
-    if X.dtype.kind == "f":
-        nan = xp.isnan(X)
-        if bool(xp.any(~nan & (X != 0) & (X != 1))):
-            return None
-        codes = xp.where(nan, -1, X).astype(xp.int8)
-        has_missing = bool(nan.any())
-        del nan
-    elif X.dtype.kind in "biu":
-        if X.dtype.kind != "b" and bool(xp.any((X != 0) & (X != 1))):
-            return None
-        codes = X.astype(xp.int8)
-        has_missing = False
-    else:
+    if X.dtype.kind not in "fbiu":
         return None
-    m = codes.shape[1]
+    n, m = X.shape
     chunk = _check_chunk(chunk_size, m, "gpu")
-    Y, B = _counts_dense_gpu(codes, chunk, has_missing, want_b)
+    # validate in row chunks: no n × m temporaries next to an input that may fill the GPU
+    has_missing = False
+    for start in range(0, n, chunk):
+        block = X[start : start + chunk]
+        if X.dtype.kind == "f":
+            nan = xp.isnan(block)
+            if bool(xp.any(~nan & (block != 0) & (block != 1))):
+                return None
+            has_missing = has_missing or bool(nan.any())
+            del nan
+        elif X.dtype.kind != "b" and bool(xp.any((block != 0) & (block != 1))):
+            return None
+        del block
+    Y, B = _counts_dense_gpu(X, chunk, has_missing, want_b)
     np.fill_diagonal(Y, 0)
     np.fill_diagonal(B, 0)
     return Y, B
+
+
+def _device_codes(xp, block):
+    """int8 codes (1, 0, −1 for missing) of a chunk of 0/1/NaN (or 0/1 integer) values."""
+    if block.dtype == xp.int8:
+        return block
+    if block.dtype.kind == "f":
+        return xp.where(xp.isnan(block), -1, block).astype(xp.int8)
+    return block.astype(xp.int8)
 
 
 def _check_chunk(chunk_size, m: int, dev: str) -> int:
     if chunk_size is None:
         # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
         # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
-        return default_chunk_size(m) if dev == "cpu" else default_chunk_size(m, 4) * 4
+        if dev == "cpu":
+            return default_chunk_size(m)
+        return min(MAX_CHUNK, default_chunk_size(m, 4) * 4)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     if chunk_size > MAX_CHUNK:
@@ -296,8 +308,12 @@ def _sym_gram(F: np.ndarray, syrk) -> np.ndarray:
     return G
 
 
-def _counts_dense_gpu(codes: np.ndarray, chunk: int, has_missing: bool, want_b: bool):
+def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
     """cupy mirror of the dense path: float16 0/1 inputs, float32 accumulation.
+
+    ``codes`` is a host int8 code matrix (copied to the device one chunk at a time) or a
+    device array of 0/1/NaN values (converted to codes one chunk at a time), so that the
+    only full-size array is the input itself.
 
     cupy's ``matmul`` on float16 returns float16 (whose 11-bit significand is *not* exact
     beyond 2048), so the products go through :func:`_gemm_tn_f32`, which asks cuBLAS for a
@@ -309,7 +325,7 @@ def _counts_dense_gpu(codes: np.ndarray, chunk: int, has_missing: bool, want_b: 
     B = xp.zeros((m, m), dtype=xp.int64)
     totals = xp.zeros(m, dtype=xp.int64)
     for start in range(0, n, chunk):
-        block = xp.asarray(codes[start : start + chunk])
+        block = _device_codes(xp, xp.asarray(codes[start : start + chunk]))
         Ch = (block == 1).astype(xp.float16)
         if has_missing:
             Wh = (block == 0).astype(xp.float16)
@@ -330,6 +346,10 @@ def _counts_dense_gpu(codes: np.ndarray, chunk: int, has_missing: bool, want_b: 
 
 
 _GEMM_EX_OK: bool | None = None
+
+#: ``cudaDataType`` values (library_types.h) for gemmEx's operand and result types.
+_CUDA_R_16F: int = 2
+_CUDA_R_32F: int = 0
 
 
 def _gemm_tn_f32(xp, a, b):
@@ -376,27 +396,35 @@ def _gemm_ex(xp, cublas, device, a, b):
     one = np.array(1.0, dtype=np.float32)
     zero = np.array(0.0, dtype=np.float32)
     handle = device.get_cublas_handle()
-    cublas.gemmEx(
-        handle,
-        cublas.CUBLAS_OP_N,
-        cublas.CUBLAS_OP_T,
-        p,
-        m,
-        k,
-        one.ctypes.data,
-        b.data.ptr,
-        2,  # CUDA_R_16F
-        p,
-        a.data.ptr,
-        2,  # CUDA_R_16F
-        m,
-        zero.ctypes.data,
-        out.data.ptr,
-        0,  # CUDA_R_32F
-        p,
-        68,  # CUBLAS_COMPUTE_32F
-        -1,  # CUBLAS_GEMM_DEFAULT
-    )
+    # alpha and beta are host pointers: make sure the shared handle is in host pointer mode
+    mode = cublas.getPointerMode(handle)
+    if mode != cublas.CUBLAS_POINTER_MODE_HOST:
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    try:
+        cublas.gemmEx(
+            handle,
+            cublas.CUBLAS_OP_N,
+            cublas.CUBLAS_OP_T,
+            p,
+            m,
+            k,
+            one.ctypes.data,
+            b.data.ptr,
+            _CUDA_R_16F,
+            p,
+            a.data.ptr,
+            _CUDA_R_16F,
+            m,
+            zero.ctypes.data,
+            out.data.ptr,
+            _CUDA_R_32F,
+            p,
+            cublas.CUBLAS_COMPUTE_32F,
+            cublas.CUBLAS_GEMM_DEFAULT,
+        )
+    finally:
+        if mode != cublas.CUBLAS_POINTER_MODE_HOST:
+            cublas.setPointerMode(handle, mode)
     return out
 
 

@@ -246,10 +246,13 @@ class _Batch:
         def per_batch(arr: np.ndarray) -> np.ndarray:  # (D, ...) -> (B, ...)
             return arr if C == 1 else np.repeat(arr, C, axis=0)
 
-        sign = np.where(codes == 1, 1.0, np.where(codes == 0, -1.0, 0.0))  # (D, n, k)
         # (D, n, k) broadcasts against (B, n, k) when D = 1 (chains share one data set) or
         # C = 1 (B = D); only D > 1 with C > 1 needs the data repeated per chain.
-        self.S = xp.asarray(per_batch(sign) if (D > 1 and C > 1) else sign)
+        if device == "cpu":
+            sign = np.where(codes == 1, 1.0, np.where(codes == 0, -1.0, 0.0))  # (D, n, k)
+            self.S = per_batch(sign) if (D > 1 and C > 1) else sign
+        else:  # the Z kernel reads the int8 codes directly
+            self.S = None
         if self.has_missing:
             mask = (codes >= 0).astype(np.float64)
             self.M = xp.asarray(per_batch(mask) if (D > 1 and C > 1) else mask)
@@ -417,7 +420,12 @@ class _Batch:
         self.iteration += 1
 
     # -- GPU steps -----------------------------------------------------------------------
-    def _step_gpu(self) -> None:  # pragma: no cover - needs a CUDA GPU
+    def _step_gpu(self) -> None:
+        """One iteration on the device: three fused kernels and batched matrix products.
+
+        Every argument stays on the device (the iteration number and sizes are host
+        scalars passed by value), so no iteration waits for a device-to-host copy.
+        """
         xp = self.xp
         z_kernel, theta_kernel, item_kernel = self._kernels
         it = np.uint32(self.iteration)
@@ -489,11 +497,11 @@ __device__ double std_tn_lower(double L, unsigned int c0, unsigned int stream,
 """
 
 
-@lru_cache(maxsize=1)
-def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA GPU
-    import cupy as cp
-
-    z_kernel = cp.ElementwiseKernel(
+#: The fused kernels as ``name: (in_params, out_params, operation)`` in
+#: :class:`cupy.ElementwiseKernel` syntax (all share :data:`_CUDA_PREAMBLE`).  ``i`` is
+#: cupy's ``ptrdiff_t`` loop index over the output; raw arguments are indexed linearly.
+_KERNEL_SPECS: dict[str, tuple[str, str, str]] = {
+    "privirt_gibbs_z": (
         "raw float64 theta, raw float64 a, raw float64 b, raw int8 codes, raw uint32 keys, "
         "uint32 it, int32 n_persons, int32 n_items, int32 C, int32 D",
         "float64 z",
@@ -515,10 +523,8 @@ def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA G
             z = mu + s * x;
         }
         """,
-        "privirt_gibbs_z",
-        preamble=_CUDA_PREAMBLE,
-    )
-    theta_kernel = cp.ElementwiseKernel(
+    ),
+    "privirt_gibbs_theta": (
         "raw float64 lin, raw float64 prec, raw uint32 keys, uint32 it, int32 n_persons",
         "float64 theta_out",
         r"""
@@ -529,10 +535,8 @@ def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA G
         const double p = prec[i];
         theta_out = lin[i] / p + normcdfinv(u[0]) / sqrt(p);
         """,
-        "privirt_gibbs_theta",
-        preamble=_CUDA_PREAMBLE,
-    )
-    item_kernel = cp.ElementwiseKernel(
+    ),
+    "privirt_gibbs_item": (
         "raw float64 p_aa, raw float64 p_ab, raw float64 p_bb, raw float64 r_a, "
         "raw float64 r_b, raw uint32 keys, uint32 it, int32 n_items",
         "float64 a_out, float64 b_out",
@@ -552,10 +556,18 @@ def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA G
         a_out = a;
         b_out = mb - (pab / pbb) * (a - ma) + normcdfinv(u[0]) / sqrt(pbb);
         """,
-        "privirt_gibbs_item",
-        preamble=_CUDA_PREAMBLE,
+    ),
+}
+
+
+@lru_cache(maxsize=1)
+def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA GPU
+    import cupy as cp
+
+    return tuple(
+        cp.ElementwiseKernel(in_params, out_params, operation, name, preamble=_CUDA_PREAMBLE)
+        for name, (in_params, out_params, operation) in _KERNEL_SPECS.items()
     )
-    return z_kernel, theta_kernel, item_kernel
 
 
 # ---------------------------------------------------------------------------------------
@@ -611,7 +623,7 @@ def _run(
                     stream[p].update(v)
             kept += 1
         bar.update(it)
-    if dev == "gpu":  # pragma: no cover
+    if dev == "gpu":
         xp.cuda.Device().synchronize()
     seconds = time.perf_counter() - t0
     info_common = {
@@ -631,7 +643,7 @@ def _run(
             draws = {p: to_numpy(store[p][sl]) for p in sizes}
             out.append(Posterior(draws=draws, labels=labels, sampler=SAMPLER, info=info))
         else:
-            parts = {p: _slice_streaming(stream[p], sl) for p in sizes}
+            parts = {p: _slice_streaming(_streaming_to_host(stream[p]), sl) for p in sizes}
             out.append(Posterior(draws=None, labels=labels, sampler=SAMPLER, streaming=parts,
                                  info=info))
     return out
@@ -647,6 +659,20 @@ def _slice_streaming(s: StreamingSummary, sl: slice) -> StreamingSummary:
     for name in ("mean", "m2", "batch_sum", "batch_means", "kept"):
         setattr(part, name, getattr(s, name)[sl].copy())
     return part
+
+
+def _streaming_to_host(s: StreamingSummary) -> StreamingSummary:
+    """The accumulator with its arrays copied to host memory (after a GPU run).
+
+    A finished run's summaries are only read, on the host; keeping them as cupy arrays would
+    pin device memory for as long as the returned Posterior lives.
+    """
+    if s.xp is np:
+        return s
+    for name in ("mean", "m2", "batch_sum", "batch_means", "kept"):
+        setattr(s, name, to_numpy(getattr(s, name)))
+    s.xp = np
+    return s
 
 
 def gibbs_2pno(

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# GPU checklist in one command (about 10 minutes at most on one H100/H200):
+#   bash benchmarks/gpu_check.sh
+# Installs cupy when it is missing (the wheel for CUDA 12, with the CUDA libraries it
+# loads), then runs benchmarks/gpu_check.py: the GPU tests, the Gibbs GPU cases and the
+# 1e7 x 1000 spectral benchmark, and prints a table.  Extra arguments go to gpu_check.py.
+set -u
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python}"
+if ! "$PY" -c "from cupy.cuda import cublas" >/dev/null 2>&1; then
+    echo "# cupy (with cuBLAS) not importable: installing cupy-cuda12x" >&2
+    "$PY" -m pip install -q "cupy-cuda12x[ctk]" || "$PY" -m pip install -q cupy-cuda12x || {
+        echo "# could not install cupy-cuda12x; GPU checks cannot run" >&2
+        exit 2
+    }
+fi
+"$PY" -c "import cupy; print('# cupy', cupy.__version__, 'devices:', cupy.cuda.runtime.getDeviceCount())" || true
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+exec "$PY" benchmarks/gpu_check.py "$@"
