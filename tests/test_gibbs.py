@@ -484,7 +484,10 @@ def test_gpu_and_cpu_posteriors_agree(sim):
     assert np.corrcoef(reps[1].mean("b"), b)[0, 1] > 0.95
     cpu_m = privirt.gibbs_2pno(Xm, n_iter=1000, burn_in=500, seed=2, device="cpu",
                                progress=False, keep_draws=False)
-    np.testing.assert_allclose(reps[1].mean("b"), cpu_m.mean("b"), atol=0.1)
+    # single chains of 500 kept draws: compare within their own Monte Carlo error
+    g_s, c_s = reps[1].summary("b"), cpu_m.summary("b")
+    tol = 5 * np.sqrt(g_s["mcse"].to_numpy() ** 2 + c_s["mcse"].to_numpy() ** 2) + 0.05
+    assert np.all(np.abs(g_s["mean"].to_numpy() - c_s["mean"].to_numpy()) < tol)
 
 
 def test_cache_blocking_does_not_change_the_chain(monkeypatch, sim):
