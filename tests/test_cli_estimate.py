@@ -111,7 +111,7 @@ def test_disconnected_data_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_demo_side_by_side(capsys):
-    assert main(["demo"]) == 0
+    assert main(["demo", "--no-private"]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[1].split()
     assert header == ["p_correct", "spectral", "cmle", "cmle_se", "difference"]
@@ -120,6 +120,19 @@ def test_demo_side_by_side(capsys):
     for row in rows:
         spectral, cmle = float(row[2]), float(row[3])
         assert abs(spectral - cmle) < 0.05
+
+
+def test_demo_private_column_states_its_guarantee(capsys):
+    assert main(["demo", "--epsilon", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[-1] == "private_eps2"
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
+    private = [float(r[-1]) for r in rows]
+    cmle = [float(r[2]) for r in rows]
+    assert abs(sum(private)) < 5e-4  # centred (printed to 4 decimals)
+    assert max(abs(p - c) for p, c in zip(private, cmle)) < 0.6  # n = 1000, ε = 2
+    assert "(2, 0.0001)-DP" in out and "replace one person's row" in out
+    assert main(["demo", "--epsilon", "0"]) == 2
 
 
 def test_subprocess_estimate(lsat_csv):
