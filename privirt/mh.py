@@ -75,7 +75,8 @@ ACCEPTANCE_BAND = (0.2, 0.5)
 _BLOCKS = ("theta", "a", "b")
 _ADAPT_WINDOW = 50
 _SD_LIMITS = (1e-4, 1e2)
-_RNG_BATCH = _ADAPT_WINDOW
+_RNG_BATCH = 256  # iterations of random numbers per draw call
+_RNG_BUDGET = 2**20  # at most this many numbers per array and draw call
 _RIDGE_SD0 = (0.05, 0.05)  # starting sds of the ridge moves' log-scale and shift
 
 
@@ -480,21 +481,44 @@ def _softplus_stable(xp: Any, E: Any) -> None:
 
 
 class _Rng:
-    """Batched proposals (standard normals scaled by the current proposal sds) and
-    negated standard exponentials (``log u`` for the accept test ``log u < log r``)."""
+    """Random numbers drawn ahead of the iterations that use them.
+
+    The proposals' standard normals and the accept tests' standard exponentials
+    (``E = −log u``: accept when ``log r > −E``) do not depend on the state, so they are
+    drawn for up to ``_RNG_BATCH`` iterations per call (fewer when a batch would exceed
+    ``_RNG_BUDGET`` numbers) and scaled by the current proposal sds only when used.
+    """
 
     def __init__(self, xp: Any, seed: int, shape: tuple[int, ...], gpu: bool) -> None:
         self.xp, self.shape = xp, shape
         self.gen = xp.random.RandomState(seed % (2**32)) if gpu else np.random.default_rng(seed)
-        self.pos = _RNG_BATCH
+        per_iter = max(1, int(np.prod(shape)))
+        self.rows = max(1, min(_RNG_BATCH, _RNG_BUDGET // per_iter))
 
-    def refill(self, sd_all: Any) -> None:
-        size = (_RNG_BATCH,) + self.shape
-        self.z = self.xp.asarray(self.gen.standard_normal(size))
-        self.z *= sd_all
-        self.le = self.xp.asarray(self.gen.standard_exponential(size))
-        self.xp.negative(self.le, out=self.le)
-        self.pos = 0
+    def draw(self, rows: int) -> tuple[Any, Any]:
+        size = (rows,) + self.shape
+        z = self.xp.asarray(self.gen.standard_normal(size))
+        e = self.xp.asarray(self.gen.standard_exponential(size))
+        return z, e
+
+
+def _segments(n_iter: int, warmup: int, batch: int) -> list[tuple[int, int, bool]]:
+    """Split the iterations into segments ``(start, end, new_batch)``: a segment never
+    crosses a random-number batch, the end of warmup or (during warmup) the end of an
+    adaptation window, so its random numbers can be scaled once and its acceptance
+    counts go to one place.  ``new_batch`` marks a segment that starts a batch."""
+    out = []
+    it, batch_end = 0, 0
+    while it < n_iter:
+        new_batch = it == batch_end
+        if new_batch:
+            batch_end = min(it + batch, n_iter)
+        end = batch_end
+        if it < warmup:
+            end = min(end, warmup, (it // _ADAPT_WINDOW + 1) * _ADAPT_WINDOW)
+        out.append((it, end, new_batch))
+        it = end
+    return out
 
 
 class _OverflowFlag:
@@ -540,88 +564,96 @@ def _run_chains(
 ) -> dict[str, Any]:
     C = state["theta"].shape[0]
     n, m = y_host.shape
-    Y = xp.asarray(y_host)
-    YT = xp.ascontiguousarray(Y.T)
-    ycol = Y.sum(axis=0)  # (m,)
-    mask = None if obs_host.all() else xp.asarray(np.where(obs_host, 0.0, -np.inf))
-    (mt, vt), (ma, va), (mb, vb) = pri["theta"], pri["a"], pri["b"]
-    sl_t, sl_a, sl_b = slice(0, n), slice(n, n + m), slice(n + m, n + 2 * m)
+    nm = n + 2 * m  # θ, a, nb = -b
+    K = nm + 2  # then the ridge moves' log-scale and shift
+    sl_t, sl_a, sl_b = slice(0, n), slice(n, n + m), slice(n + m, nm)
+    i_sc = nm
 
-    # η = U @ V with U = [θ, 1] (C, n, 2) and V = [a; -b] (C, 2, m).  The parameters live
-    # inside U and V (θ, a and nb = -b are views), candidates inside Up and Vp.
-    U = xp.ones((C, n, 2))
-    Up = xp.ones((C, n, 2))
-    V = xp.empty((C, 2, m))
-    Vp = xp.empty((C, 2, m))
-    theta, tp = U[:, :, 0], Up[:, :, 0]
-    a, ap = V[:, 0, :], Vp[:, 0, :]
-    nb, nbp = V[:, 1, :], Vp[:, 1, :]
-    theta[...] = xp.asarray(state["theta"])
-    a[...] = xp.asarray(state["a"])
-    xp.negative(xp.asarray(state["b"]), out=nb)
-    a3 = a[:, None, :]
-    th3 = theta[:, None, :]
+    # F = softplus(W ∘ η) is minus the log-likelihood cell by cell: W = +1 where y = 0,
+    # -1 where y = 1 (softplus(η) − η = softplus(−η)), and 0 where missing (a constant
+    # log 2 that cancels in every difference).
+    w_host = np.where(obs_host, 1.0 - 2.0 * y_host, 0.0)
+    W = xp.asarray(np.ascontiguousarray(np.broadcast_to(w_host, (C, n, m))))
 
-    E = xp.empty((C, n, m))
-    F = xp.empty((C, n, m))
+    # η = U @ V with U = [θ, 1] (C, n, 2) and V = [a; nb] (C, 2, m).  They are stored
+    # parameter-major, UT (2, C, n) and VT (3, C, m) (a third row of ones for the ridge
+    # moves' sums), so θ, a and nb are contiguous rows; U, V are transposed views.
+    # Candidates: UTp = [θ'; 1]; VA = [a'; nb] (a block); VB = [a; nb'] (b block).  The
+    # copies of nb in VA and of a in VB are kept equal to the current values.
+    UT, UTp = xp.ones((2, C, n)), xp.ones((2, C, n))
+    VT, VA, VB = xp.ones((3, C, m)), xp.empty((2, C, m)), xp.empty((2, C, m))
+    UT[0] = xp.asarray(state["theta"])
+    VT[0] = xp.asarray(state["a"])
+    VT[1] = -xp.asarray(state["b"])
+    VA[1] = VT[1]
+    VB[0] = VT[0]
+    U, Up = UT.transpose(1, 2, 0), UTp.transpose(1, 2, 0)
+    V = VT[:2].transpose(1, 0, 2)
+    Va, Vb = VA.transpose(1, 0, 2), VB.transpose(1, 0, 2)
+    theta, tp = UT[0][:, :, None], UTp[0][:, :, None]  # (C, n, 1)
+    a, ap = VT[0][:, None, :], VA[0][:, None, :]  # (C, 1, m)
+    nb, nbp = VT[1][:, None, :], VB[1][:, None, :]
+    nb_a, a_b = VA[1][:, None, :], VB[0][:, None, :]
+
+    E = xp.empty((C, n, m))  # candidate block's softplus(W ∘ η')
+    F = xp.empty((C, n, m))  # current state's
     D = xp.empty((C, n, m))
-    ya = xp.empty((C, 1, n))
-    yt = xp.empty((C, 1, m))
-    ya2, yt2 = ya[:, 0, :], yt[:, 0, :]
-    h_t = xp.empty((C, n))
-    h_m = xp.empty((C, m))
-    logr_t = xp.empty((C, n))
-    logr_m = xp.empty((C, m))
-    acc_t = xp.empty((C, n), dtype=bool)
-    acc_m = xp.empty((C, m), dtype=bool)
+    ones_m = xp.ones((m, 1))
+    ones_n = xp.ones((1, n))
+    d_t, tmp_t = xp.empty((C, n, 1)), xp.empty((C, n, 1))
+    d_m, tmp_m = xp.empty((C, 1, m)), xp.empty((C, 1, m))
+    acc = xp.empty((C, nm), dtype=bool)  # this iteration's accept decisions
+    acc_t = acc[:, sl_t][:, :, None]
+    acc_a = acc[:, sl_a][:, None, :]
+    acc_b = acc[:, sl_b][:, None, :]
+    if gpu:
+        def put_rows(mask: Any) -> Any:
+            return mask
 
-    def softplus(out: Any, UU: Any, VV: Any, sums: Any) -> Any:
-        """out <- softplus(UU @ VV (+ mask)); returns sums(out), recomputed stably if
-        the fast path overflowed."""
+        def putmask(dst: Any, mask: Any, src: Any) -> None:
+            xp.copyto(dst, src, where=mask)
+    else:
+        def put_rows(mask: Any) -> Any:
+            return np.broadcast_to(mask, (C, n, m))
+        putmask = np.putmask  # with a broadcast mask: faster than copyto(where=) by columns
+    accF_t, accF_a, accF_b = put_rows(acc_t), put_rows(acc_a), put_rows(acc_b)
+
+    def neg_loglik(out: Any, UU: Any, VV: Any) -> None:
+        """out <- softplus(W ∘ (UU @ VV)), recomputed stably if the fast path overflowed."""
         xp.matmul(UU, VV, out=out)
-        if mask is not None:
-            out += mask
+        xp.multiply(out, W, out=out)
         if flag is None:
             _softplus_fast(xp, out)
-            s = sums(out)
-            redo = not math.isfinite(float(s.sum()))
+            redo = not math.isfinite(float(out.sum()))
         else:
             flag.hit = False
             _softplus_fast(xp, out)
-            s = sums(out)
             redo = flag.hit
         if redo:
             xp.matmul(UU, VV, out=out)
-            if mask is not None:
-                out += mask
+            xp.multiply(out, W, out=out)
             _softplus_stable(xp, out)
-            s = sums(out)
-        return s
 
-    if gpu:
-        def add_reduce(A: Any, axis: int) -> Any:
-            return A.sum(axis=axis)
-    else:
-        add_reduce = np.add.reduce  # skips ndarray.sum's Python wrapper (small problems)
+    neg_loglik(F, U, V)
 
-    def rowsum(A: Any) -> Any:
-        return add_reduce(A, axis=2)
+    # per-parameter constants of the prior term (internal coordinates: nb = -b has prior
+    # mean -b0): with p' = p + z, log r = Σ(F − F') − c z (2 (p − μ) + z), c = 1 / (2 var)
+    (mt, vt), (ma, va), (mb, vb) = pri["theta"], pri["a"], pri["b"]
+    c_t, c_a, c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
+    cvec_h = np.zeros(K)
+    mu2_h = np.zeros(K)
+    cvec_h[sl_t], cvec_h[sl_a], cvec_h[sl_b] = c_t, c_a, c_b
+    mu2_h[sl_t], mu2_h[sl_a], mu2_h[sl_b] = 2.0 * mt, 2.0 * ma, -2.0 * mb
+    cvec, two_c, mu2 = xp.asarray(cvec_h), xp.asarray(2.0 * cvec_h), xp.asarray(mu2_h)
 
-    def colsum(A: Any) -> Any:
-        return add_reduce(A, axis=1)
-
-    softplus(F, U, V, rowsum)
-
-    K = n + 2 * m + 2  # θ, a, b, then the ridge moves' log-scale and shift
-    i_sc, i_sh = n + 2 * m, n + 2 * m + 1
     sd_all = xp.empty((C, K))
     sd_all[:, sl_t] = sd0["theta"]
     sd_all[:, sl_a] = sd0["a"]
     sd_all[:, sl_b] = sd0["b"]
     sd_all[:, i_sc] = _RIDGE_SD0[0]
-    sd_all[:, i_sh] = _RIDGE_SD0[1]
-    acc_post = xp.zeros((C, K))
-    acc_win = xp.zeros((C, K))
+    sd_all[:, i_sc + 1] = _RIDGE_SD0[1]
+    cnt_win = xp.zeros((C, nm), dtype=xp.int64)
+    cnt_post = xp.zeros((C, nm), dtype=xp.int64)
     draws = {
         "theta": xp.empty((C, n_keep, n)),
         "a": xp.empty((C, n_keep, m)),
@@ -630,128 +662,123 @@ def _run_chains(
     if anchors:
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
-    rng = _Rng(xp, seed, (C, K), gpu)
-    Ut = U.transpose(0, 2, 1)
-    Vt = V.transpose(0, 2, 1)
+        acc_t2, tp2 = acc[:, sl_t], UTp[0]
+    anc_idx_host = [i for i, _ in anchors]
+    anc_sign_host = [math.copysign(1.0, v) for _, v in anchors]
     ridge_win = [[0, 0] for _ in range(C)]
     ridge_post = [[0, 0] for _ in range(C)]
-    ridge_z: list = []
-    ridge_le: list = []
-    anc_idx_host = [i for i, _ in anchors]
-    anchors_host = [math.copysign(1.0, v) for _, v in anchors]
+    rng = _Rng(xp, seed, (C, K), gpu)
     reporter = _Progress(n_iter, warmup) if progress else None
     k_window = 0
     n_post = n_iter - warmup
-    c_t, c_a, c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
+    n_stored = 0
+    next_keep = warmup + thin - 1  # iteration (0-based) whose state is the next draw
 
-    for it in range(n_iter):
-        if rng.pos == _RNG_BATCH:
-            rng.refill(sd_all)
-        z_all, le_all = rng.z[rng.pos], rng.le[rng.pos]
-        rng.pos += 1
-        counts = acc_win if it < warmup else acc_post
-
-        # ---- θ block: all persons at once ------------------------------------------------
-        # log r = Δθ (Y a) − Σ_j [sp(η') − sp(η)] + [(θ−μ)² − (θ'−μ)²] / (2σ²)
-        #       = Δθ [(Y a) − (θ + θ' − 2μ)/(2σ²)] + Σ_j [F − F']
-        z = z_all[:, sl_t]
-        xp.add(theta, z, out=tp)
-        s_new = softplus(E, Up, V, rowsum)
-        xp.matmul(a3, YT, out=ya)
-        xp.add(theta, tp, out=h_t)
-        if mt:
-            h_t -= 2.0 * mt
-        h_t *= -c_t
-        h_t += ya2
-        xp.multiply(z, h_t, out=logr_t)
-        logr_t -= s_new
-        logr_t += rowsum(F)
-        xp.greater(logr_t, le_all[:, sl_t], out=acc_t)
-        if anchors:
-            acc_t[:, anc_idx] &= tp[:, anc_idx] * anc_sign > 0
-        xp.copyto(theta, tp, where=acc_t)
-        xp.copyto(F, E, where=acc_t[:, :, None])
-        counts[:, sl_t] += acc_t
-        cs_cur = colsum(F)
-
-        # ---- a block: all items at once --------------------------------------------------
-        z = z_all[:, sl_a]
-        xp.add(a, z, out=ap)
-        nbp[...] = nb
-        s_new = softplus(E, U, Vp, colsum)
-        xp.matmul(th3, Y, out=yt)
-        xp.add(a, ap, out=h_m)
-        if ma:
-            h_m -= 2.0 * ma
-        h_m *= -c_a
-        h_m += yt2
-        xp.multiply(z, h_m, out=logr_m)
-        logr_m -= s_new
-        logr_m += cs_cur
-        xp.greater(logr_m, le_all[:, sl_a], out=acc_m)
-        xp.copyto(a, ap, where=acc_m)
-        xp.copyto(F, E, where=acc_m[:, None, :])
-        xp.copyto(cs_cur, s_new, where=acc_m)
-        counts[:, sl_a] += acc_m
-
-        # ---- b block: all items at once (b' = b + z, i.e. -b' = nb - z) -----------------
-        z = z_all[:, sl_b]
-        ap[...] = a
-        xp.subtract(nb, z, out=nbp)
-        s_new = softplus(E, U, Vp, colsum)
-        # Δ(y η) summed over persons = −Δb · ycol; prior: [(b−μ)² − (b'−μ)²]/(2σ²)
-        xp.add(nb, nbp, out=h_m)  # = −(b + b')
-        if mb:
-            h_m += 2.0 * mb
-        h_m *= c_b
-        h_m -= ycol
-        xp.multiply(z, h_m, out=logr_m)
-        logr_m -= s_new
-        logr_m += cs_cur
-        xp.greater(logr_m, le_all[:, sl_b], out=acc_m)
-        xp.copyto(nb, nbp, where=acc_m)
-        xp.copyto(F, E, where=acc_m[:, None, :])
-        counts[:, sl_b] += acc_m
-
-        # ---- ridge moves: directions along which the likelihood is constant ---------------
+    for start, end, new_batch in _segments(n_iter, warmup, rng.rows):
+        if new_batch:
+            Z_raw, E_raw = rng.draw(min(rng.rows, n_iter - start))
+            batch_start = start
+        rows = slice(start - batch_start, end - batch_start)
+        # scale this segment's proposals and fold everything that does not depend on the
+        # state into two arrays: accept p + z  <=>  Σ(F − F') − k1 p > thr, with
+        # k1 = 2 c z and thr = c z (z − 2μ) − E
+        z = Z_raw[rows] * sd_all
+        k1 = z * two_c
+        thr = z - mu2
+        thr *= z
+        thr *= cvec
+        thr -= E_raw[rows]
+        per_iter = []
+        for arr in (z, k1, thr):
+            per_iter.append(xp.ascontiguousarray(arr[:, :, sl_t])[:, :, :, None])
+            per_iter.append(xp.ascontiguousarray(arr[:, :, sl_a])[:, :, None, :])
+            per_iter.append(xp.ascontiguousarray(arr[:, :, sl_b])[:, :, None, :])
         if ridge_moves:
-            if rng.pos == 1:  # new batch: its ridge variates as host floats
-                ridge_z = rng.z[:, :, i_sc:].tolist()
-                ridge_le = rng.le[:, :, i_sc:].tolist()
-            _ridge_moves(
-                xp, theta, a, nb, U, V, Ut, Vt, n, m, pri, c_t, c_a, c_b,
-                ridge_z[rng.pos - 1], ridge_le[rng.pos - 1],
-                ridge_win if it < warmup else ridge_post, anchors_host, anc_idx_host,
-            )
+            ridge_z = z[:, :, i_sc:].tolist()
+            ridge_le = (-E_raw[rows, :, i_sc:]).tolist()
+        in_warmup = start < warmup
+        cnt = cnt_win if in_warmup else cnt_post
+        ridge_cnt = ridge_win if in_warmup else ridge_post
 
-        # ---- adaptation, storage, progress ------------------------------------------------
-        if it < warmup:
-            if (it + 1) % _ADAPT_WINDOW == 0:
-                k_window += 1
-                if ridge_moves:
-                    acc_win[:, i_sc:] = xp.asarray(np.array(ridge_win, dtype=float))
-                    ridge_win = [[0, 0] for _ in range(C)]
-                if adapt:
-                    step = 3.0 / math.sqrt(k_window + 2)
-                    acc_win *= step / _ADAPT_WINDOW
-                    acc_win -= step * TARGET_ACCEPTANCE
-                    sd_all *= xp.exp(acc_win)
-                    xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
-                acc_win[...] = 0.0
-                rng.pos = _RNG_BATCH  # new proposals at the new scales
-        else:
-            j = it + 1 - warmup
-            if j % thin == 0 and j // thin <= n_keep:
-                d = j // thin - 1
-                draws["theta"][:, d] = theta
-                draws["a"][:, d] = a
-                xp.negative(nb, out=draws["b"][:, d])
-        if reporter is not None and (it + 1) % 50 == 0:
-            reporter.update(it + 1)
+        it = start
+        for z_t, z_a, z_b, k1_t, k1_a, k1_b, th_t, th_a, th_b in zip(*per_iter):
+            # ---- θ block: all persons at once -----------------------------------------
+            xp.add(theta, z_t, out=tp)
+            neg_loglik(E, Up, V)
+            xp.subtract(F, E, out=D)
+            xp.matmul(D, ones_m, out=d_t)  # Σ_j (F − F')
+            xp.multiply(k1_t, theta, out=tmp_t)
+            d_t -= tmp_t
+            xp.greater(d_t, th_t, out=acc_t)
+            if anchors:  # truncated prior: reject anchored θ' on the wrong side of 0
+                acc_t2[:, anc_idx] &= tp2[:, anc_idx] * anc_sign > 0
+            xp.copyto(theta, tp, where=acc_t)
+            putmask(F, accF_t, E)
+
+            # ---- a block: all items at once -------------------------------------------
+            xp.add(a, z_a, out=ap)
+            neg_loglik(E, U, Va)
+            xp.subtract(F, E, out=D)
+            xp.matmul(ones_n, D, out=d_m)  # Σ_i (F − F')
+            xp.multiply(k1_a, a, out=tmp_m)
+            d_m -= tmp_m
+            xp.greater(d_m, th_a, out=acc_a)
+            xp.copyto(a, ap, where=acc_a)
+            xp.copyto(a_b, ap, where=acc_a)
+            putmask(F, accF_a, E)
+
+            # ---- b block (as nb = -b): all items at once ------------------------------
+            xp.add(nb, z_b, out=nbp)
+            neg_loglik(E, U, Vb)
+            xp.subtract(F, E, out=D)
+            xp.matmul(ones_n, D, out=d_m)
+            xp.multiply(k1_b, nb, out=tmp_m)
+            d_m -= tmp_m
+            xp.greater(d_m, th_b, out=acc_b)
+            xp.copyto(nb, nbp, where=acc_b)
+            xp.copyto(nb_a, nbp, where=acc_b)
+            putmask(F, accF_b, E)
+            xp.add(cnt, acc, out=cnt)
+
+            # ---- ridge moves: directions along which the likelihood is constant -------
+            if ridge_moves:
+                k = it - start
+                _ridge_moves(
+                    xp, UT, VT, VA, VB, U, n, m, pri, c_t, c_a, c_b,
+                    ridge_z[k], ridge_le[k], ridge_cnt, anc_sign_host, anc_idx_host,
+                )
+
+            # ---- storage ----------------------------------------------------------------
+            if it == next_keep:
+                draws["theta"][:, n_stored] = UT[0]
+                draws["a"][:, n_stored] = VT[0]
+                draws["b"][:, n_stored] = VT[1]  # negated below
+                n_stored += 1
+                next_keep = next_keep + thin if n_stored < n_keep else -1
+            it += 1
+
+        # ---- adaptation (at the end of each warmup window), progress --------------------
+        if in_warmup and end % _ADAPT_WINDOW == 0:
+            k_window += 1
+            if adapt:
+                rate = xp.empty((C, K))
+                rate[:, :nm] = cnt_win
+                rate[:, nm:] = xp.asarray(np.array(ridge_win, dtype=float))
+                step = 3.0 / math.sqrt(k_window + 2)
+                rate *= step / _ADAPT_WINDOW
+                rate -= step * TARGET_ACCEPTANCE
+                sd_all *= xp.exp(rate)
+                xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
+            cnt_win[...] = 0
+            ridge_win = [[0, 0] for _ in range(C)]
+        if reporter is not None:
+            reporter.update(end)
     if reporter is not None:
         reporter.finish(n_iter)
-    if ridge_moves:
-        acc_post[:, i_sc:] = xp.asarray(np.array(ridge_post, dtype=float))
+    xp.negative(draws["b"], out=draws["b"])
+    acc_post = xp.empty((C, K))
+    acc_post[:, :nm] = cnt_post
+    acc_post[:, nm:] = xp.asarray(np.array(ridge_post, dtype=float))
     rates = acc_post / n_post
     return {
         "draws": draws,
@@ -763,7 +790,7 @@ def _run_chains(
 
 
 def _ridge_moves(
-    xp: Any, theta: Any, a: Any, nb: Any, U: Any, V: Any, Ut: Any, Vt: Any, n: int, m: int,
+    xp: Any, UT: Any, VT: Any, VA: Any, VB: Any, U: Any, n: int, m: int,
     pri: dict[str, tuple[float, float]], c_t: float, c_a: float, c_b: float,
     z: list, le: list, counts: list, anc_sign: list, anc_idx: list,
 ) -> None:
@@ -773,16 +800,17 @@ def _ridge_moves(
 
     Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two tiny
     matrix products, so the move costs O(n + m); the scalar work is done on host floats.
+    ``UT`` = [θ; 1] and ``VT`` = [a; nb; 1] hold the state; the copies of a in ``VB`` and
+    of nb in ``VA`` are updated with it.
     """
     mt, ma, mb = pri["theta"][0], pri["a"][0], pri["b"][0]
-    G = xp.matmul(Ut, U).tolist()  # [[Σθ², Σθ], [Σθ, n]]
-    H = xp.matmul(V, Vt).tolist()  # [[Σa², Σ a·nb], ...]
-    S = V.sum(axis=2).tolist()  # [Σa, Σnb]
-    anc = theta[:, anc_idx].tolist() if anc_idx else None
+    G = xp.matmul(UT.transpose(1, 0, 2), U).tolist()  # [[Σθ², Σθ], [Σθ, n]]
+    V3 = VT.transpose(1, 0, 2)
+    H = xp.matmul(V3, V3.transpose(0, 2, 1)).tolist()  # [[Σa², Σ a·nb, Σa], ...]
+    anc = UT[0][:, anc_idx].tolist() if anc_idx else None
     for c in range(len(G)):
         stt, st = G[c][0][0], G[c][0][1]
-        saa, sanb = H[c][0][0], H[c][0][1]
-        sa = S[c][0]
+        saa, sanb, sa = H[c][0][0], H[c][0][1], H[c][0][2]
         # scale move
         lc = z[c][0]
         k = math.exp(lc)
@@ -790,8 +818,9 @@ def _ridge_moves(
         lr += c_a * ((1.0 - 1.0 / (k * k)) * saa + 2.0 * ma * (1.0 / k - 1.0) * sa)
         lr += (n - m) * lc
         if lr > le[c][0]:
-            theta[c] *= k
-            a[c] /= k
+            UT[0, c] *= k
+            VT[0, c] /= k
+            VB[0, c] = VT[0, c]
             stt, st = stt * k * k, st * k
             saa, sanb, sa = saa / (k * k), sanb / k, sa / k
             if anc is not None:
@@ -805,8 +834,9 @@ def _ridge_moves(
         if ok and anc is not None:
             ok = all(sg * (v + d) > 0 for sg, v in zip(anc_sign, anc[c]))
         if ok:
-            theta[c] += d
-            nb[c] -= d * a[c]
+            UT[0, c] += d
+            VT[1, c] -= d * VT[0, c]
+            VA[1, c] = VT[1, c]
             counts[c][1] += 1
 
 
