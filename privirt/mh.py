@@ -568,6 +568,21 @@ def _run_chains(
     K = nm + 2  # then the ridge moves' log-scale and shift
     sl_t, sl_a, sl_b = slice(0, n), slice(n, n + m), slice(n + m, nm)
     i_sc = nm
+    if flag is None:  # GPU: set below from a non-finite sum
+        flag = _OverflowFlag()
+
+    # Array calls with the output as a positional argument (cheaper to parse than out=);
+    # cupy gets it as a keyword.  np.dot on 2-D views is the fastest product for one chain.
+    if gpu:
+        add, sub, mul, greater, exp, log1p, matmul = (
+            _out_keyword(f)
+            for f in (xp.add, xp.subtract, xp.multiply, xp.greater, xp.exp, xp.log1p, xp.matmul)
+        )
+    else:
+        add, sub, mul, greater, exp, log1p, matmul = (
+            np.add, np.subtract, np.multiply, np.greater, np.exp, np.log1p, np.matmul
+        )
+    copyto = xp.copyto
 
     # F = softplus(W ∘ η) is minus the log-likelihood cell by cell: W = +1 where y = 0,
     # -1 where y = 1 (softplus(η) − η = softplus(−η)), and 0 where missing (a constant
@@ -602,39 +617,34 @@ def _run_chains(
     ones_n = xp.ones((1, n))
     d_t, tmp_t = xp.empty((C, n, 1)), xp.empty((C, n, 1))
     d_m, tmp_m = xp.empty((C, 1, m)), xp.empty((C, 1, m))
-    acc = xp.empty((C, nm), dtype=bool)  # this iteration's accept decisions
-    acc_t = acc[:, sl_t][:, :, None]
-    acc_a = acc[:, sl_a][:, None, :]
-    acc_b = acc[:, sl_b][:, None, :]
-    if gpu:
-        def put_rows(mask: Any) -> Any:
-            return mask
-
-        def putmask(dst: Any, mask: Any, src: Any) -> None:
-            xp.copyto(dst, src, where=mask)
+    # operands of the products: 2-D views for one chain on the CPU, else batched
+    if C == 1 and not gpu:
+        prod = np.dot
+        U_, Up_, V_, Va_, Vb_ = U[0], Up[0], V[0], Va[0], Vb[0]
+        E_, D_, d_t_, d_m_ = E[0], D[0], d_t[0], d_m[0]
     else:
-        def put_rows(mask: Any) -> Any:
-            return np.broadcast_to(mask, (C, n, m))
-        putmask = np.putmask  # with a broadcast mask: faster than copyto(where=) by columns
-    accF_t, accF_a, accF_b = put_rows(acc_t), put_rows(acc_a), put_rows(acc_b)
+        prod = matmul
+        U_, Up_, V_, Va_, Vb_, E_, D_, d_t_, d_m_ = U, Up, V, Va, Vb, E, D, d_t, d_m
 
-    def neg_loglik(out: Any, UU: Any, VV: Any) -> None:
-        """out <- softplus(W ∘ (UU @ VV)), recomputed stably if the fast path overflowed."""
-        xp.matmul(UU, VV, out=out)
-        xp.multiply(out, W, out=out)
-        if flag is None:
-            _softplus_fast(xp, out)
-            redo = not math.isfinite(float(out.sum()))
-        else:
-            flag.hit = False
-            _softplus_fast(xp, out)
-            redo = flag.hit
-        if redo:
-            xp.matmul(UU, VV, out=out)
-            xp.multiply(out, W, out=out)
-            _softplus_stable(xp, out)
+    def neg_loglik(out: Any, out_: Any, UU: Any, VV: Any) -> None:
+        """out <- softplus(W ∘ (UU @ VV)) (``out_`` is ``out`` as the product's operand),
+        recomputed stably if the fast path overflowed (inlined in the loop below)."""
+        flag.hit = False
+        prod(UU, VV, out_)
+        mul(out, W, out)
+        exp(out, out)
+        log1p(out, out)
+        if gpu:
+            flag.hit = not math.isfinite(float(out.sum()))
+        if flag.hit:
+            _stable(out, out_, UU, VV)
 
-    neg_loglik(F, U, V)
+    def _stable(out: Any, out_: Any, UU: Any, VV: Any) -> None:
+        prod(UU, VV, out_)
+        mul(out, W, out)
+        _softplus_stable(xp, out)
+
+    neg_loglik(F, F[0] if prod is np.dot else F, U_, V_)
 
     # per-parameter constants of the prior term (internal coordinates: nb = -b has prior
     # mean -b0): with p' = p + z, log r = Σ(F − F') − c z (2 (p − μ) + z), c = 1 / (2 var)
@@ -662,12 +672,13 @@ def _run_chains(
     if anchors:
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
-        acc_t2, tp2 = acc[:, sl_t], UTp[0]
+        tp2 = UTp[0]
     anc_idx_host = [i for i, _ in anchors]
     anc_sign_host = [math.copysign(1.0, v) for _, v in anchors]
     ridge_win = [[0, 0] for _ in range(C)]
     ridge_post = [[0, 0] for _ in range(C)]
     rng = _Rng(xp, seed, (C, K), gpu)
+    acc_buf = xp.empty((rng.rows, C, nm), dtype=bool)  # accept decisions of a segment
     reporter = _Progress(n_iter, warmup) if progress else None
     k_window = 0
     n_post = n_iter - warmup
@@ -678,10 +689,13 @@ def _run_chains(
         if new_batch:
             Z_raw, E_raw = rng.draw(min(rng.rows, n_iter - start))
             batch_start = start
+        L = end - start
         rows = slice(start - batch_start, end - batch_start)
-        # scale this segment's proposals and fold everything that does not depend on the
-        # state into two arrays: accept p + z  <=>  Σ(F − F') − k1 p > thr, with
-        # k1 = 2 c z and thr = c z (z − 2μ) − E
+        # Scale this segment's proposals and fold everything that does not depend on the
+        # state into two arrays: accept p' = p + z  <=>  Σ(F − F') − k1 p > thr, with
+        # k1 = 2 c z and thr = c z (z − 2μ) − E.  Each is split by block and shaped to
+        # broadcast against the (chain, person, item) arrays; iterating over the leading
+        # axis then hands the loop one view per iteration.
         z = Z_raw[rows] * sd_all
         k1 = z * two_c
         thr = z - mu2
@@ -693,52 +707,87 @@ def _run_chains(
             per_iter.append(xp.ascontiguousarray(arr[:, :, sl_t])[:, :, :, None])
             per_iter.append(xp.ascontiguousarray(arr[:, :, sl_a])[:, :, None, :])
             per_iter.append(xp.ascontiguousarray(arr[:, :, sl_b])[:, :, None, :])
+        acc_seg = acc_buf[:L]
+        acc_ts = acc_seg[:, :, sl_t][:, :, :, None]
+        acc_as = acc_seg[:, :, sl_a][:, :, None, :]
+        acc_bs = acc_seg[:, :, sl_b][:, :, None, :]
+        per_iter += [acc_ts, acc_as, acc_bs]
+        if gpu:  # copyto(where=) broadcasts the (C, n, 1) / (C, 1, m) masks itself
+            per_iter += [acc_ts, acc_as, acc_bs]
+            putmask = _copy_where(xp)
+        else:  # putmask with a broadcast mask: faster than copyto(where=) by columns
+            per_iter += [np.broadcast_to(s, (L, C, n, m)) for s in (acc_ts, acc_as, acc_bs)]
+            putmask = np.putmask
         if ridge_moves:
             ridge_z = z[:, :, i_sc:].tolist()
             ridge_le = (-E_raw[rows, :, i_sc:]).tolist()
         in_warmup = start < warmup
-        cnt = cnt_win if in_warmup else cnt_post
         ridge_cnt = ridge_win if in_warmup else ridge_post
 
         it = start
-        for z_t, z_a, z_b, k1_t, k1_a, k1_b, th_t, th_a, th_b in zip(*per_iter):
+        for (z_t, z_a, z_b, k1_t, k1_a, k1_b, th_t, th_a, th_b,
+             acc_t, acc_a, acc_b, accF_t, accF_a, accF_b) in zip(*per_iter):
             # ---- θ block: all persons at once -----------------------------------------
-            xp.add(theta, z_t, out=tp)
-            neg_loglik(E, Up, V)
-            xp.subtract(F, E, out=D)
-            xp.matmul(D, ones_m, out=d_t)  # Σ_j (F − F')
-            xp.multiply(k1_t, theta, out=tmp_t)
+            # (the softplus of the candidate is neg_loglik(), inlined)
+            add(theta, z_t, tp)
+            flag.hit = False
+            prod(Up_, V_, E_)
+            mul(E, W, E)
+            exp(E, E)
+            log1p(E, E)
+            if gpu:
+                flag.hit = not math.isfinite(float(E.sum()))
+            if flag.hit:
+                _stable(E, E_, Up_, V_)
+            sub(F, E, D)
+            prod(D_, ones_m, d_t_)  # Σ_j (F − F')
+            mul(k1_t, theta, tmp_t)
             d_t -= tmp_t
-            xp.greater(d_t, th_t, out=acc_t)
+            greater(d_t, th_t, acc_t)
             if anchors:  # truncated prior: reject anchored θ' on the wrong side of 0
-                acc_t2[:, anc_idx] &= tp2[:, anc_idx] * anc_sign > 0
-            xp.copyto(theta, tp, where=acc_t)
+                acc_t[:, anc_idx, 0] &= tp2[:, anc_idx] * anc_sign > 0
+            copyto(theta, tp, where=acc_t)
             putmask(F, accF_t, E)
 
             # ---- a block: all items at once -------------------------------------------
-            xp.add(a, z_a, out=ap)
-            neg_loglik(E, U, Va)
-            xp.subtract(F, E, out=D)
-            xp.matmul(ones_n, D, out=d_m)  # Σ_i (F − F')
-            xp.multiply(k1_a, a, out=tmp_m)
+            add(a, z_a, ap)
+            flag.hit = False
+            prod(U_, Va_, E_)
+            mul(E, W, E)
+            exp(E, E)
+            log1p(E, E)
+            if gpu:
+                flag.hit = not math.isfinite(float(E.sum()))
+            if flag.hit:
+                _stable(E, E_, U_, Va_)
+            sub(F, E, D)
+            prod(ones_n, D_, d_m_)  # Σ_i (F − F')
+            mul(k1_a, a, tmp_m)
             d_m -= tmp_m
-            xp.greater(d_m, th_a, out=acc_a)
-            xp.copyto(a, ap, where=acc_a)
-            xp.copyto(a_b, ap, where=acc_a)
+            greater(d_m, th_a, acc_a)
+            copyto(a, ap, where=acc_a)
+            copyto(a_b, ap, where=acc_a)
             putmask(F, accF_a, E)
 
             # ---- b block (as nb = -b): all items at once ------------------------------
-            xp.add(nb, z_b, out=nbp)
-            neg_loglik(E, U, Vb)
-            xp.subtract(F, E, out=D)
-            xp.matmul(ones_n, D, out=d_m)
-            xp.multiply(k1_b, nb, out=tmp_m)
+            add(nb, z_b, nbp)
+            flag.hit = False
+            prod(U_, Vb_, E_)
+            mul(E, W, E)
+            exp(E, E)
+            log1p(E, E)
+            if gpu:
+                flag.hit = not math.isfinite(float(E.sum()))
+            if flag.hit:
+                _stable(E, E_, U_, Vb_)
+            sub(F, E, D)
+            prod(ones_n, D_, d_m_)
+            mul(k1_b, nb, tmp_m)
             d_m -= tmp_m
-            xp.greater(d_m, th_b, out=acc_b)
-            xp.copyto(nb, nbp, where=acc_b)
-            xp.copyto(nb_a, nbp, where=acc_b)
+            greater(d_m, th_b, acc_b)
+            copyto(nb, nbp, where=acc_b)
+            copyto(nb_a, nbp, where=acc_b)
             putmask(F, accF_b, E)
-            xp.add(cnt, acc, out=cnt)
 
             # ---- ridge moves: directions along which the likelihood is constant -------
             if ridge_moves:
@@ -757,7 +806,9 @@ def _run_chains(
                 next_keep = next_keep + thin if n_stored < n_keep else -1
             it += 1
 
-        # ---- adaptation (at the end of each warmup window), progress --------------------
+        # ---- acceptance counts, adaptation (end of each warmup window), progress --------
+        cnt = cnt_win if in_warmup else cnt_post
+        cnt += acc_seg.sum(axis=0)
         if in_warmup and end % _ADAPT_WINDOW == 0:
             k_window += 1
             if adapt:
@@ -787,6 +838,24 @@ def _run_chains(
         "ridge_acceptance": rates[:, i_sc:] if ridge_moves else None,
         "ridge_sd": sd_all[:, i_sc:] if ridge_moves else None,
     }
+
+
+def _out_keyword(f: Any) -> Any:
+    """``f(x, y, out)`` as ``f(x, y, out=out)`` (and ``f(x, out)`` as ``f(x, out=out)``)."""
+
+    def call(*args: Any) -> Any:
+        return f(*args[:-1], out=args[-1])
+
+    return call
+
+
+def _copy_where(xp: Any) -> Any:
+    """``putmask(dst, mask, src)`` done as ``copyto(dst, src, where=mask)``."""
+
+    def putmask(dst: Any, mask: Any, src: Any) -> None:
+        xp.copyto(dst, src, where=mask)
+
+    return putmask
 
 
 def _ridge_moves(
