@@ -591,24 +591,22 @@ def _run_chains(
     W = xp.asarray(np.ascontiguousarray(np.broadcast_to(w_host, (C, n, m))))
 
     # η = U @ V with U = [θ, 1] (C, n, 2) and V = [a; nb] (C, 2, m).  They are stored
-    # parameter-major, UT (2, C, n) and VT (3, C, m) (a third row of ones for the ridge
-    # moves' sums), so θ, a and nb are contiguous rows; U, V are transposed views.
-    # Candidates: UTp = [θ'; 1]; VA = [a'; nb] (a block); VB = [a; nb'] (b block).  The
-    # copies of nb in VA and of a in VB are kept equal to the current values.
+    # parameter-major, so that θ, a and nb are contiguous rows and U, V transposed views:
+    # UT = [θ; 1] (2, C, n), UTp = [θ'; 1] for the θ block's candidates, and for the items
+    # one array of rows R = [a', a, nb, 1, nb'] (5, C, m) in which every product operand
+    # is an evenly spaced pair of rows: V = [a; nb] (rows 1, 2), the a block's candidate
+    # Va = [a'; nb] (rows 0, 2), the b block's Vb = [a; nb'] (rows 1, 4), and [a; nb; 1]
+    # (rows 1-3) gives the ridge moves' sums.  So the current a and nb have one home.
     UT, UTp = xp.ones((2, C, n)), xp.ones((2, C, n))
-    VT, VA, VB = xp.ones((3, C, m)), xp.empty((2, C, m)), xp.empty((2, C, m))
+    R = xp.ones((5, C, m))
     UT[0] = xp.asarray(state["theta"])
-    VT[0] = xp.asarray(state["a"])
-    VT[1] = -xp.asarray(state["b"])
-    VA[1] = VT[1]
-    VB[0] = VT[0]
+    R[1] = xp.asarray(state["a"])
+    R[2] = -xp.asarray(state["b"])
     U, Up = UT.transpose(1, 2, 0), UTp.transpose(1, 2, 0)
-    V = VT[:2].transpose(1, 0, 2)
-    Va, Vb = VA.transpose(1, 0, 2), VB.transpose(1, 0, 2)
+    V = R[1:3].transpose(1, 0, 2)
+    Va, Vb = R[0:3:2].transpose(1, 0, 2), R[1:5:3].transpose(1, 0, 2)
     theta, tp = UT[0][:, :, None], UTp[0][:, :, None]  # (C, n, 1)
-    a, ap = VT[0][:, None, :], VA[0][:, None, :]  # (C, 1, m)
-    nb, nbp = VT[1][:, None, :], VB[1][:, None, :]
-    nb_a, a_b = VA[1][:, None, :], VB[0][:, None, :]
+    ap, a, nb, nbp = (R[r][:, None, :] for r in (0, 1, 2, 4))  # (C, 1, m)
 
     E = xp.empty((C, n, m))  # candidate block's softplus(W ∘ η')
     F = xp.empty((C, n, m))  # current state's
@@ -766,7 +764,6 @@ def _run_chains(
             d_m -= tmp_m
             greater(d_m, th_a, acc_a)
             copyto(a, ap, where=acc_a)
-            copyto(a_b, ap, where=acc_a)
             putmask(F, accF_a, E)
 
             # ---- b block (as nb = -b): all items at once ------------------------------
@@ -786,22 +783,21 @@ def _run_chains(
             d_m -= tmp_m
             greater(d_m, th_b, acc_b)
             copyto(nb, nbp, where=acc_b)
-            copyto(nb_a, nbp, where=acc_b)
             putmask(F, accF_b, E)
 
             # ---- ridge moves: directions along which the likelihood is constant -------
             if ridge_moves:
                 k = it - start
                 _ridge_moves(
-                    xp, UT, VT, VA, VB, U, n, m, pri, c_t, c_a, c_b,
+                    xp, UT, R, n, m, pri, c_t, c_a, c_b,
                     ridge_z[k], ridge_le[k], ridge_cnt, anc_sign_host, anc_idx_host,
                 )
 
             # ---- storage ----------------------------------------------------------------
             if it == next_keep:
                 draws["theta"][:, n_stored] = UT[0]
-                draws["a"][:, n_stored] = VT[0]
-                draws["b"][:, n_stored] = VT[1]  # negated below
+                draws["a"][:, n_stored] = R[1]
+                draws["b"][:, n_stored] = R[2]  # negated below
                 n_stored += 1
                 next_keep = next_keep + thin if n_stored < n_keep else -1
             it += 1
@@ -859,7 +855,7 @@ def _copy_where(xp: Any) -> Any:
 
 
 def _ridge_moves(
-    xp: Any, UT: Any, VT: Any, VA: Any, VB: Any, U: Any, n: int, m: int,
+    xp: Any, UT: Any, R: Any, n: int, m: int,
     pri: dict[str, tuple[float, float]], c_t: float, c_a: float, c_b: float,
     z: list, le: list, counts: list, anc_sign: list, anc_idx: list,
 ) -> None:
@@ -869,13 +865,17 @@ def _ridge_moves(
 
     Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two tiny
     matrix products, so the move costs O(n + m); the scalar work is done on host floats.
-    ``UT`` = [θ; 1] and ``VT`` = [a; nb; 1] hold the state; the copies of a in ``VB`` and
-    of nb in ``VA`` are updated with it.
+    ``UT`` = [θ; 1] and the rows 1-3 of ``R`` = [a; nb; 1] hold the state (nb = −b).
     """
     mt, ma, mb = pri["theta"][0], pri["a"][0], pri["b"][0]
-    G = xp.matmul(UT.transpose(1, 0, 2), U).tolist()  # [[Σθ², Σθ], [Σθ, n]]
-    V3 = VT.transpose(1, 0, 2)
-    H = xp.matmul(V3, V3.transpose(0, 2, 1)).tolist()  # [[Σa², Σ a·nb, Σa], ...]
+    if UT.shape[1] == 1:  # one chain: 2-D products
+        u, s = UT[:, 0, :], R[1:4, 0, :]
+        G = [xp.dot(u, u.T).tolist()]  # [[Σθ², Σθ], [Σθ, n]]
+        H = [xp.dot(s, s.T).tolist()]  # [[Σa², Σ a·nb, Σa], ...]
+    else:
+        u, s = UT.transpose(1, 0, 2), R[1:4].transpose(1, 0, 2)
+        G = xp.matmul(u, u.transpose(0, 2, 1)).tolist()
+        H = xp.matmul(s, s.transpose(0, 2, 1)).tolist()
     anc = UT[0][:, anc_idx].tolist() if anc_idx else None
     for c in range(len(G)):
         stt, st = G[c][0][0], G[c][0][1]
@@ -888,8 +888,7 @@ def _ridge_moves(
         lr += (n - m) * lc
         if lr > le[c][0]:
             UT[0, c] *= k
-            VT[0, c] /= k
-            VB[0, c] = VT[0, c]
+            R[1, c] /= k
             stt, st = stt * k * k, st * k
             saa, sanb, sa = saa / (k * k), sanb / k, sa / k
             if anc is not None:
@@ -904,8 +903,7 @@ def _ridge_moves(
             ok = all(sg * (v + d) > 0 for sg, v in zip(anc_sign, anc[c]))
         if ok:
             UT[0, c] += d
-            VT[1, c] -= d * VT[0, c]
-            VA[1, c] = VT[1, c]
+            R[2, c] -= d * R[1, c]
             counts[c][1] += 1
 
 
