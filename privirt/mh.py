@@ -671,8 +671,7 @@ def _run_chains(
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
         tp2 = UTp[0]
-    anc_idx_host = [i for i, _ in anchors]
-    anc_sign_host = [math.copysign(1.0, v) for _, v in anchors]
+    ridge = _RidgeMoves(xp, UT, R, pri, anchors) if ridge_moves else None
     ridge_win = [[0, 0] for _ in range(C)]
     ridge_post = [[0, 0] for _ in range(C)]
     rng = _Rng(xp, seed, (C, K), gpu)
@@ -788,10 +787,7 @@ def _run_chains(
             # ---- ridge moves: directions along which the likelihood is constant -------
             if ridge_moves:
                 k = it - start
-                _ridge_moves(
-                    xp, UT, R, n, m, pri, c_t, c_a, c_b,
-                    ridge_z[k], ridge_le[k], ridge_cnt, anc_sign_host, anc_idx_host,
-                )
+                ridge(ridge_z[k], ridge_le[k], ridge_cnt)
 
             # ---- storage ----------------------------------------------------------------
             if it == next_keep:
@@ -854,57 +850,79 @@ def _copy_where(xp: Any) -> Any:
     return putmask
 
 
-def _ridge_moves(
-    xp: Any, UT: Any, R: Any, n: int, m: int,
-    pri: dict[str, tuple[float, float]], c_t: float, c_a: float, c_b: float,
-    z: list, le: list, counts: list, anc_sign: list, anc_idx: list,
-) -> None:
+class _RidgeMoves:
     """Per chain: a scale move (θ, a) -> (cθ, a/c) then a shift move (θ, b) -> (θ + d,
     b + a d).  Both leave η = aθ − b, hence the likelihood and ``F``, unchanged; they are
     accepted on the priors and the Jacobian (c^(n−m) for the scale, 1 for the shift).
 
-    Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two tiny
-    matrix products, so the move costs O(n + m); the scalar work is done on host floats.
-    ``UT`` = [θ; 1] and the rows 1-3 of ``R`` = [a; nb; 1] hold the state (nb = −b).
+    Only sufficient statistics enter (Σθ, Σθ², Σa, Σa², Σ a·(−b)), obtained from two
+    matrix–vector products, so a move costs O(n + m); the scalar work is done on host
+    floats, and an accepted move scales or shifts its chain's rows in place.  ``UT`` =
+    [θ; 1] and the rows 1-3 of ``R`` = [a; nb; 1] hold the state (nb = −b).
     """
-    mt, ma, mb = pri["theta"][0], pri["a"][0], pri["b"][0]
-    if UT.shape[1] == 1:  # one chain: 2-D products
-        u, s = UT[:, 0, :], R[1:4, 0, :]
-        G = [xp.dot(u, u.T).tolist()]  # [[Σθ², Σθ], [Σθ, n]]
-        H = [xp.dot(s, s.T).tolist()]  # [[Σa², Σ a·nb, Σa], ...]
-    else:
-        u, s = UT.transpose(1, 0, 2), R[1:4].transpose(1, 0, 2)
-        G = xp.matmul(u, u.transpose(0, 2, 1)).tolist()
-        H = xp.matmul(s, s.transpose(0, 2, 1)).tolist()
-    anc = UT[0][:, anc_idx].tolist() if anc_idx else None
-    for c in range(len(G)):
-        stt, st = G[c][0][0], G[c][0][1]
-        saa, sanb, sa = H[c][0][0], H[c][0][1], H[c][0][2]
-        # scale move
-        lc = z[c][0]
-        k = math.exp(lc)
-        lr = c_t * ((1.0 - k * k) * stt + 2.0 * mt * (k - 1.0) * st)
-        lr += c_a * ((1.0 - 1.0 / (k * k)) * saa + 2.0 * ma * (1.0 / k - 1.0) * sa)
-        lr += (n - m) * lc
-        if lr > le[c][0]:
-            UT[0, c] *= k
-            R[1, c] /= k
-            stt, st = stt * k * k, st * k
-            saa, sanb, sa = saa / (k * k), sanb / k, sa / k
-            if anc is not None:
-                anc[c] = [v * k for v in anc[c]]
-            counts[c][0] += 1
-        # shift move: θ -> θ + d, b -> b + a d (nb -> nb − a d)
-        d = z[c][1]
-        lr = c_t * (-2.0 * d * (st - n * mt) - n * d * d)
-        lr += c_b * (2.0 * d * (sanb + mb * sa) - d * d * saa)
-        ok = lr > le[c][1]
-        if ok and anc is not None:
-            ok = all(sg * (v + d) > 0 for sg, v in zip(anc_sign, anc[c]))
-        if ok:
-            UT[0, c] += d
-            R[2, c] -= d * R[1, c]
-            counts[c][1] += 1
+
+    def __init__(
+        self, xp: Any, UT: Any, R: Any, pri: dict[str, tuple[float, float]],
+        anchors: list[tuple[int, float]],
+    ) -> None:
+        C, n = UT.shape[1], UT.shape[2]
+        m = R.shape[2]
+        self.n, self.m, self.C = n, m, C
+        (self.mt, vt), (self.ma, va), (self.mb, vb) = pri["theta"], pri["a"], pri["b"]
+        self.c_t, self.c_a, self.c_b = 1.0 / (2.0 * vt), 1.0 / (2.0 * va), 1.0 / (2.0 * vb)
+        self.xp, self.UT = xp, UT
+        if C == 1:  # [θ; 1] θ = [Σθ², Σθ] and [a; nb; 1] a = [Σa², Σ a·nb, Σa]
+            self.u, self.t, self.s, self.a = UT[:, 0, :], UT[0, 0], R[1:4, 0, :], R[1, 0]
+        else:
+            self.u, self.t = UT.transpose(1, 0, 2), UT[0][:, :, None]
+            self.s, self.a = R[1:4].transpose(1, 0, 2), R[1][:, :, None]
+        self.th_rows = [UT[0, c] for c in range(C)]
+        self.a_rows = [R[1, c] for c in range(C)]
+        self.nb_rows = [R[2, c] for c in range(C)]
+        self.anc_idx = [i for i, _ in anchors]
+        self.anc_sign = [math.copysign(1.0, v) for _, v in anchors]
+
+    def __call__(self, z: list, le: list, counts: list) -> None:
+        """One scale and one shift proposal per chain; ``z[c]`` holds the chain's
+        log-scale and shift proposals, ``le[c]`` their ``log u``, ``counts[c]`` the
+        acceptance counters."""
+        n, m = self.n, self.m
+        mt, ma, mb, c_t, c_a, c_b = self.mt, self.ma, self.mb, self.c_t, self.c_a, self.c_b
+        if self.C == 1:
+            G = [self.u.dot(self.t).tolist()]
+            H = [self.s.dot(self.a).tolist()]
+        else:
+            G = self.xp.matmul(self.u, self.t)[:, :, 0].tolist()
+            H = self.xp.matmul(self.s, self.a)[:, :, 0].tolist()
+        anc = self.UT[0][:, self.anc_idx].tolist() if self.anc_idx else None
+        for c in range(self.C):
+            stt, st = G[c]
+            saa, sanb, sa = H[c]
+            # scale move
+            lc = z[c][0]
+            k = math.exp(lc)
+            lr = c_t * ((1.0 - k * k) * stt + 2.0 * mt * (k - 1.0) * st)
+            lr += c_a * ((1.0 - 1.0 / (k * k)) * saa + 2.0 * ma * (1.0 / k - 1.0) * sa)
+            lr += (n - m) * lc
+            if lr > le[c][0]:
+                self.th_rows[c] *= k
+                self.a_rows[c] /= k
+                stt, st = stt * k * k, st * k
+                saa, sanb, sa = saa / (k * k), sanb / k, sa / k
+                if anc is not None:
+                    anc[c] = [v * k for v in anc[c]]
+                counts[c][0] += 1
+            # shift move: θ -> θ + d, b -> b + a d (nb -> nb − a d)
+            d = z[c][1]
+            lr = c_t * (-2.0 * d * (st - n * mt) - n * d * d)
+            lr += c_b * (2.0 * d * (sanb + mb * sa) - d * d * saa)
+            ok = lr > le[c][1]
+            if ok and anc is not None:
+                ok = all(sg * (v + d) > 0 for sg, v in zip(self.anc_sign, anc[c]))
+            if ok:
+                self.th_rows[c] += d
+                self.nb_rows[c] -= d * self.a_rows[c]
+                counts[c][1] += 1
 
 
 class _Progress:
