@@ -502,11 +502,14 @@ class _Rng:
         return z, e
 
 
-def _segments(n_iter: int, warmup: int, batch: int) -> list[tuple[int, int, bool]]:
+def _segments(
+    n_iter: int, warmup: int, batch: int, windows: bool
+) -> list[tuple[int, int, bool]]:
     """Split the iterations into segments ``(start, end, new_batch)``: a segment never
-    crosses a random-number batch, the end of warmup or (during warmup) the end of an
-    adaptation window, so its random numbers can be scaled once and its acceptance
-    counts go to one place.  ``new_batch`` marks a segment that starts a batch."""
+    crosses a random-number batch, the end of warmup or (with ``windows``, during warmup)
+    the end of an adaptation window, so its random numbers can be scaled once and its
+    acceptance counts go to one place.  ``new_batch`` marks a segment that starts a
+    batch."""
     out = []
     it, batch_end = 0, 0
     while it < n_iter:
@@ -515,7 +518,9 @@ def _segments(n_iter: int, warmup: int, batch: int) -> list[tuple[int, int, bool
             batch_end = min(it + batch, n_iter)
         end = batch_end
         if it < warmup:
-            end = min(end, warmup, (it // _ADAPT_WINDOW + 1) * _ADAPT_WINDOW)
+            end = min(end, warmup)
+            if windows:
+                end = min(end, (it // _ADAPT_WINDOW + 1) * _ADAPT_WINDOW)
         out.append((it, end, new_batch))
         it = end
     return out
@@ -636,6 +641,7 @@ def _run_chains(
             flag.hit = not math.isfinite(float(out.sum()))
         if flag.hit:
             _stable(out, out_, UU, VV)
+            flag.hit = False
 
     def _stable(out: Any, out_: Any, UU: Any, VV: Any) -> None:
         prod(UU, VV, out_)
@@ -682,7 +688,7 @@ def _run_chains(
     n_stored = 0
     next_keep = warmup + thin - 1  # iteration (0-based) whose state is the next draw
 
-    for start, end, new_batch in _segments(n_iter, warmup, rng.rows):
+    for start, end, new_batch in _segments(n_iter, warmup, rng.rows, adapt):
         if new_batch:
             Z_raw, E_raw = rng.draw(min(rng.rows, n_iter - start))
             batch_start = start
@@ -725,9 +731,9 @@ def _run_chains(
         for (z_t, z_a, z_b, k1_t, k1_a, k1_b, th_t, th_a, th_b,
              acc_t, acc_a, acc_b, accF_t, accF_a, accF_b) in zip(*per_iter):
             # ---- θ block: all persons at once -----------------------------------------
-            # (the softplus of the candidate is neg_loglik(), inlined)
+            # (the candidate's softplus is neg_loglik() inlined; the overflow flag is clear
+            # on entry and cleared again after a stable recomputation)
             add(theta, z_t, tp)
-            flag.hit = False
             prod(Up_, V_, E_)
             mul(E, W, E)
             exp(E, E)
@@ -736,6 +742,7 @@ def _run_chains(
                 flag.hit = not math.isfinite(float(E.sum()))
             if flag.hit:
                 _stable(E, E_, Up_, V_)
+                flag.hit = False
             sub(F, E, D)
             prod(D_, ones_m, d_t_)  # Σ_j (F − F')
             mul(k1_t, theta, tmp_t)
@@ -748,7 +755,6 @@ def _run_chains(
 
             # ---- a block: all items at once -------------------------------------------
             add(a, z_a, ap)
-            flag.hit = False
             prod(U_, Va_, E_)
             mul(E, W, E)
             exp(E, E)
@@ -757,6 +763,7 @@ def _run_chains(
                 flag.hit = not math.isfinite(float(E.sum()))
             if flag.hit:
                 _stable(E, E_, U_, Va_)
+                flag.hit = False
             sub(F, E, D)
             prod(ones_n, D_, d_m_)  # Σ_i (F − F')
             mul(k1_a, a, tmp_m)
@@ -767,7 +774,6 @@ def _run_chains(
 
             # ---- b block (as nb = -b): all items at once ------------------------------
             add(nb, z_b, nbp)
-            flag.hit = False
             prod(U_, Vb_, E_)
             mul(E, W, E)
             exp(E, E)
@@ -776,6 +782,7 @@ def _run_chains(
                 flag.hit = not math.isfinite(float(E.sum()))
             if flag.hit:
                 _stable(E, E_, U_, Vb_)
+                flag.hit = False
             sub(F, E, D)
             prod(ones_n, D_, d_m_)
             mul(k1_b, nb, tmp_m)
@@ -801,17 +808,16 @@ def _run_chains(
         # ---- acceptance counts, adaptation (end of each warmup window), progress --------
         cnt = cnt_win if in_warmup else cnt_post
         cnt += acc_seg.sum(axis=0)
-        if in_warmup and end % _ADAPT_WINDOW == 0:
+        if adapt and in_warmup and end % _ADAPT_WINDOW == 0:
             k_window += 1
-            if adapt:
-                rate = xp.empty((C, K))
-                rate[:, :nm] = cnt_win
-                rate[:, nm:] = xp.asarray(np.array(ridge_win, dtype=float))
-                step = 3.0 / math.sqrt(k_window + 2)
-                rate *= step / _ADAPT_WINDOW
-                rate -= step * TARGET_ACCEPTANCE
-                sd_all *= xp.exp(rate)
-                xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
+            rate = xp.empty((C, K))
+            rate[:, :nm] = cnt_win
+            rate[:, nm:] = xp.asarray(np.array(ridge_win, dtype=float))
+            step = 3.0 / math.sqrt(k_window + 2)
+            rate *= step / _ADAPT_WINDOW
+            rate -= step * TARGET_ACCEPTANCE
+            sd_all *= xp.exp(rate)
+            xp.clip(sd_all, _SD_LIMITS[0], _SD_LIMITS[1], out=sd_all)
             cnt_win[...] = 0
             ridge_win = [[0, 0] for _ in range(C)]
         if reporter is not None:
