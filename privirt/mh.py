@@ -588,6 +588,9 @@ def _run_chains(
             np.add, np.subtract, np.multiply, np.greater, np.exp, np.log1p, np.matmul
         )
     copyto = xp.copyto
+    # accepted rows / columns of a block's candidate into F: np.putmask with a broadcast
+    # mask is faster than copyto(where=) when the mask selects columns
+    putmask = _copy_where(xp) if gpu else np.putmask
 
     # F = softplus(W ∘ η) is minus the log-likelihood cell by cell: W = +1 where y = 0,
     # -1 where y = 1 (softplus(η) − η = softplus(−η)), and 0 where missing (a constant
@@ -717,10 +720,8 @@ def _run_chains(
         per_iter += [acc_ts, acc_as, acc_bs]
         if gpu:  # copyto(where=) broadcasts the (C, n, 1) / (C, 1, m) masks itself
             per_iter += [acc_ts, acc_as, acc_bs]
-            putmask = _copy_where(xp)
-        else:  # putmask with a broadcast mask: faster than copyto(where=) by columns
+        else:  # putmask wants a mask of the target's shape: broadcast views
             per_iter += [np.broadcast_to(s, (L, C, n, m)) for s in (acc_ts, acc_as, acc_bs)]
-            putmask = np.putmask
         if ridge_moves:
             ridge_z = z[:, :, i_sc:].tolist()
             ridge_le = (-E_raw[rows, :, i_sc:]).tolist()
