@@ -211,6 +211,21 @@ def run_case(name, Y, n_iter, warmup, thin, port_iters, adapt, seed, anchor_rows
     }
 
 
+def warm_allocator():
+    """Put the C allocator in the state it reaches after any large temporary was freed.
+
+    glibc serves blocks above its mmap threshold (128 KiB at start) with fresh pages from
+    the kernel, and raises the threshold when such a block is freed.  The port allocates
+    dozens of 100 × 700 temporaries per iteration; at the initial threshold each costs
+    page faults, and case (b) of the port ran about 3.5× slower when it was timed before
+    anything in the process had freed a block of a few MiB than after.  Freeing one
+    16 MiB block first makes the timings independent of the order in which things run
+    (and gives the port its faster state).  Elsewhere this is a harmless allocation.
+    """
+    block = np.ones(2**21)
+    del block
+
+
 def repeat(times, run):
     """``times`` runs of one case, then (for several) a row of per-column medians."""
     runs = [run() for _ in range(times)]
@@ -243,6 +258,7 @@ def main(argv=None):
     # import and first-call costs (lazy imports of privirt's modules) are not timed
     privirt.mh_2pl(np.array([[1.0, 0.0], [0.0, 1.0]]), n_iter=3, warmup=1, progress=False,
                    device="cpu").summary()
+    warm_allocator()
     rows = []
     if args.only in (None, "a"):
         if args.data:

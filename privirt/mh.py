@@ -28,11 +28,15 @@ one vectorised proposal moves all persons (all items) at once and each is accept
 rejected on its own log acceptance ratio.  The likelihood work is organised so that each
 block costs one pass of ``softplus`` over the persons × items matrix:
 
-* ``F = softplus(η) = log(1 + e^η)`` of the current state is kept (missing cells hold 0);
-  the block's candidate ``F'`` is computed once, its row (θ) or column (a, b) sums are
-  compared with those of ``F``, and accepted rows/columns are copied into ``F``.
-* The ``y·η`` part of the log-likelihood is linear in the moving parameter, so its change
-  is a matrix–vector product (θ and a blocks) or a precomputed column count (b block).
+* ``F = softplus(w·η)`` of the current state is kept, with ``w = 1 − 2y`` for an observed
+  cell and 0 for a missing one: minus the cell's log-likelihood (a missing cell holds the
+  constant log 2, which cancels).  The block's candidate ``F'`` is computed once, the row
+  (θ) or column (a, b) sums of ``F − F'`` give the likelihood ratios, and accepted
+  rows/columns are copied into ``F``.
+* The random numbers are drawn ahead for up to 256 iterations, and everything in the
+  accept test that does not depend on the state (the scaled proposals, the prior terms'
+  constant parts, the uniforms) is computed once per segment of iterations, so an
+  iteration is about 40 array calls — what counts for small problems.
 * Several chains run as a leading array axis.
 
 After the three blocks, two cheap moves along the directions in which the likelihood is
@@ -462,9 +466,9 @@ def mh_2pl(
 def _softplus_fast(xp: Any, E: Any) -> None:
     """E <- log1p(exp(E)) in place: two vectorised transcendental passes.
 
-    Accurate to rounding for η ≤ 709; above, exp overflows to inf, which the caller
+    Accurate to rounding for E ≤ 709; above, exp overflows to inf, which the caller
     detects (numpy's overflow flag, or a non-finite sum on the GPU) and then recomputes
-    with :func:`_softplus_stable`.  Missing cells carry η = -inf and give exactly 0.
+    with :func:`_softplus_stable`.  (The sampler's loop makes the same two calls inline.)
     """
     xp.exp(E, out=E)  # the caller routes numpy's overflow report to a flag
     xp.log1p(E, out=E)
@@ -638,8 +642,7 @@ def _run_chains(
         flag.hit = False
         prod(UU, VV, out_)
         mul(out, W, out)
-        exp(out, out)
-        log1p(out, out)
+        _softplus_fast(xp, out)
         if gpu:
             flag.hit = not math.isfinite(float(out.sum()))
         if flag.hit:
