@@ -81,6 +81,7 @@ _ADAPT_WINDOW = 50
 _SD_LIMITS = (1e-4, 1e2)
 _RNG_BATCH = 256  # iterations of random numbers per draw call
 _RNG_BUDGET = 2**20  # at most this many numbers per array and draw call
+_SPLIT_SUMS_CELLS = 8192  # from this many cells, reduce F and F' separately
 _RIDGE_SD0 = (0.05, 0.05)  # starting sds of the ridge moves' log-scale and shift
 
 
@@ -631,10 +632,17 @@ def _run_chains(
     if C == 1 and not gpu:
         prod = np.dot
         U_, Up_, V_, Va_, Vb_ = U[0], Up[0], V[0], Va[0], Vb[0]
-        E_, D_, d_t_, d_m_ = E[0], D[0], d_t[0], d_m[0]
+        E_, F_, D_, d_t_, d_m_, tmp_t_, tmp_m_ = (
+            E[0], F[0], D[0], d_t[0], d_m[0], tmp_t[0], tmp_m[0]
+        )
     else:
         prod = matmul
-        U_, Up_, V_, Va_, Vb_, E_, D_, d_t_, d_m_ = U, Up, V, Va, Vb, E, D, d_t, d_m
+        U_, Up_, V_, Va_, Vb_, E_, F_, D_ = U, Up, V, Va, Vb, E, F, D
+        d_t_, d_m_, tmp_t_, tmp_m_ = d_t, d_m, tmp_t, tmp_m
+    # Σ(F − F') over a block's axis: for small matrices one subtraction and one product
+    # (fewest calls); for large ones a product each for F and F' and a subtraction of the
+    # two sum vectors (one pass over each matrix instead of three)
+    split_sums = C * n * m >= _SPLIT_SUMS_CELLS
 
     def neg_loglik(out: Any, out_: Any, UU: Any, VV: Any) -> None:
         """out <- softplus(W ∘ (UU @ VV)) (``out_`` is ``out`` as the product's operand),
@@ -747,8 +755,13 @@ def _run_chains(
             if flag.hit:
                 _stable(E, E_, Up_, V_)
                 flag.hit = False
-            sub(F, E, D)
-            prod(D_, ones_m, d_t_)  # Σ_j (F − F')
+            if split_sums:  # Σ_j (F − F')
+                prod(F_, ones_m, tmp_t_)
+                prod(E_, ones_m, d_t_)
+                sub(tmp_t, d_t, d_t)
+            else:
+                sub(F, E, D)
+                prod(D_, ones_m, d_t_)
             mul(k1_t, theta, tmp_t)
             d_t -= tmp_t
             greater(d_t, th_t, acc_t)
@@ -768,8 +781,13 @@ def _run_chains(
             if flag.hit:
                 _stable(E, E_, U_, Va_)
                 flag.hit = False
-            sub(F, E, D)
-            prod(ones_n, D_, d_m_)  # Σ_i (F − F')
+            if split_sums:  # Σ_i (F − F')
+                prod(ones_n, F_, tmp_m_)
+                prod(ones_n, E_, d_m_)
+                sub(tmp_m, d_m, d_m)
+            else:
+                sub(F, E, D)
+                prod(ones_n, D_, d_m_)
             mul(k1_a, a, tmp_m)
             d_m -= tmp_m
             greater(d_m, th_a, acc_a)
@@ -787,8 +805,13 @@ def _run_chains(
             if flag.hit:
                 _stable(E, E_, U_, Vb_)
                 flag.hit = False
-            sub(F, E, D)
-            prod(ones_n, D_, d_m_)
+            if split_sums:
+                prod(ones_n, F_, tmp_m_)
+                prod(ones_n, E_, d_m_)
+                sub(tmp_m, d_m, d_m)
+            else:
+                sub(F, E, D)
+                prod(ones_n, D_, d_m_)
             mul(k1_b, nb, tmp_m)
             d_m -= tmp_m
             greater(d_m, th_b, acc_b)
