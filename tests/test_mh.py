@@ -268,6 +268,24 @@ def test_acceptance_counts_match_the_moves_in_the_draws(monkeypatch):
 
 
 @pytest.mark.parametrize("n_chains", [1, 2])
+def test_split_and_joint_likelihood_sums_give_the_same_chain(monkeypatch, n_chains):
+    """Σ(F − F') is computed as one sum of the difference (small matrices) or as the
+    difference of two sums (large ones); with the same seed both must give the same
+    accept decisions, hence the same draws up to rounding."""
+    X, *_ = simulate_2pl(12, 9, p_observed=0.9, seed=8)
+    kw = dict(n_iter=300, warmup=100, n_chains=n_chains, seed=6, progress=False,
+              device="cpu")
+    monkeypatch.setattr(mhmod, "_SPLIT_SUMS_CELLS", 0)
+    split = privirt.mh_2pl(X, **kw)
+    monkeypatch.setattr(mhmod, "_SPLIT_SUMS_CELLS", 10**12)
+    joint = privirt.mh_2pl(X, **kw)
+    for block in ("theta", "a", "b"):
+        np.testing.assert_allclose(split.get_draws(block), joint.get_draws(block),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(split.acceptance[block], joint.acceptance[block])
+
+
+@pytest.mark.parametrize("n_chains", [1, 2])
 def test_ridge_moves_scale_and_shift_without_changing_eta(n_chains):
     rng = np.random.default_rng(2)
     n, m = 6, 4
