@@ -621,9 +621,13 @@ def _run_chains(
     theta, tp = UT[0][:, :, None], UTp[0][:, :, None]  # (C, n, 1)
     ap, a, nb, nbp = (R[r][:, None, :] for r in (0, 1, 2, 4))  # (C, 1, m)
 
+    # Σ(F − F') over a block's axis: for small matrices one subtraction and one product
+    # (fewest calls); for large ones a product each for F and F' and a subtraction of the
+    # two sum vectors (one pass over each matrix instead of three, and no matrix D)
+    split_sums = C * n * m >= _SPLIT_SUMS_CELLS
     E = xp.empty((C, n, m))  # candidate block's softplus(W ∘ η')
     F = xp.empty((C, n, m))  # current state's
-    D = xp.empty((C, n, m))
+    D = None if split_sums else xp.empty((C, n, m))  # F − F'
     ones_m = xp.ones((m, 1))
     ones_n = xp.ones((1, n))
     d_t, tmp_t = xp.empty((C, n, 1)), xp.empty((C, n, 1))
@@ -632,17 +636,12 @@ def _run_chains(
     if C == 1 and not gpu:
         prod = np.dot
         U_, Up_, V_, Va_, Vb_ = U[0], Up[0], V[0], Va[0], Vb[0]
-        E_, F_, D_, d_t_, d_m_, tmp_t_, tmp_m_ = (
-            E[0], F[0], D[0], d_t[0], d_m[0], tmp_t[0], tmp_m[0]
-        )
+        E_, F_, d_t_, d_m_, tmp_t_, tmp_m_ = E[0], F[0], d_t[0], d_m[0], tmp_t[0], tmp_m[0]
+        D_ = None if D is None else D[0]
     else:
         prod = matmul
         U_, Up_, V_, Va_, Vb_, E_, F_, D_ = U, Up, V, Va, Vb, E, F, D
         d_t_, d_m_, tmp_t_, tmp_m_ = d_t, d_m, tmp_t, tmp_m
-    # Σ(F − F') over a block's axis: for small matrices one subtraction and one product
-    # (fewest calls); for large ones a product each for F and F' and a subtraction of the
-    # two sum vectors (one pass over each matrix instead of three)
-    split_sums = C * n * m >= _SPLIT_SUMS_CELLS
 
     def neg_loglik(out: Any, out_: Any, UU: Any, VV: Any) -> None:
         """out <- softplus(W ∘ (UU @ VV)) (``out_`` is ``out`` as the product's operand),
