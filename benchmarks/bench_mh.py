@@ -28,6 +28,7 @@ Usage::
 
     python benchmarks/bench_mh.py                 # both cases
     python benchmarks/bench_mh.py --quick         # short smoke run
+    python benchmarks/bench_mh.py --repeat 3      # three runs of each case and their medians
     python benchmarks/bench_mh.py --data votes.csv --person-col case --transpose
 """
 
@@ -210,6 +211,32 @@ def run_case(name, Y, n_iter, warmup, thin, port_iters, adapt, seed, anchor_rows
     }
 
 
+def warm_allocator():
+    """Put the C allocator in the state it reaches after any large temporary was freed.
+
+    glibc serves blocks above its mmap threshold (128 KiB at start) with fresh pages from
+    the kernel, and raises the threshold when such a block is freed.  The port allocates
+    dozens of 100 × 700 temporaries per iteration; at the initial threshold each costs
+    page faults, and case (b) of the port ran about 3.5× slower when it was timed before
+    anything in the process had freed a block of a few MiB than after.  Freeing one
+    16 MiB block first makes the timings independent of the order in which things run
+    (and gives the port its faster state).  Elsewhere this is a harmless allocation.
+    """
+    block = np.ones(2**21)
+    del block
+
+
+def repeat(times, run):
+    """``times`` runs of one case, then (for several) a row of per-column medians."""
+    runs = [run() for _ in range(times)]
+    if times == 1:
+        return runs
+    med = dict(runs[0], case=runs[0]["case"] + f" median of {times}")
+    for key in ("port_s", "privirt_s", "ratio", "port_cpu", "privirt_cpu", "ratio_cpu", "corr"):
+        med[key] = float(np.median([r[key] for r in runs]))
+    return runs + [med]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="votes CSV for case (a) instead of simulated votes")
@@ -222,12 +249,16 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="short smoke run (1/10 iterations)")
     ap.add_argument("--only", choices=["a", "b"], help="run one case")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each case this many times (port and privirt alternating) and "
+                         "add a row of medians (the VM may be shared)")
     args = ap.parse_args(argv)
     scale = 10 if args.quick else 1
 
     # import and first-call costs (lazy imports of privirt's modules) are not timed
     privirt.mh_2pl(np.array([[1.0, 0.0], [0.0, 1.0]]), n_iter=3, warmup=1, progress=False,
                    device="cpu").summary()
+    warm_allocator()
     rows = []
     if args.only in (None, "a"):
         if args.data:
@@ -240,22 +271,24 @@ def main(argv=None):
         else:
             Y, theta, _, _ = simulate_2pl(9, 43, seed=args.seed)
             name = "(a) sim 9x43"
-        rows.append(run_case(name, Y, 15000 // scale, 5000 // scale, 10, None, args.adapt,
-                             args.seed, (0, Y.shape[0] - 1), args.ridge))
+        rows += repeat(args.repeat, lambda: run_case(
+            name, Y, 15000 // scale, 5000 // scale, 10, None, args.adapt, args.seed,
+            (0, Y.shape[0] - 1), args.ridge))
     if args.only in (None, "b"):
         Y, theta, _, _ = simulate_2pl(100, 700, p_observed=0.8, seed=args.seed)
         lo, hi = int(np.argmin(theta)), int(np.argmax(theta))
-        rows.append(run_case("(b) sim 100x700, 20% missing", Y, 20000 // scale,
-                             10000 // scale, 10, args.port_iters and args.port_iters // scale,
-                             args.adapt, args.seed, (lo, hi), args.ridge))
+        rows += repeat(args.repeat, lambda: run_case(
+            "(b) sim 100x700, 20% missing", Y, 20000 // scale, 10000 // scale, 10,
+            args.port_iters and args.port_iters // scale, args.adapt, args.seed, (lo, hi),
+            args.ridge))
 
     print("wall-clock seconds (and CPU seconds of this process, less sensitive to other load)")
-    print(f"{'case':32s} {'iters':>6s} {'port s':>9s} {'privirt s':>10s} {'ratio':>6s} "
+    print(f"{'case':45s} {'iters':>6s} {'port s':>9s} {'privirt s':>10s} {'ratio':>6s} "
           f"{'port cpu':>9s} {'privirt cpu':>11s} {'ratio':>6s} {'corr θ':>7s}")
     for r in rows:
         note = f"  (port timed on {r['port_iters']} iterations, extrapolated)" if r[
             "extrapolated"] else ""
-        print(f"{r['case']:32s} {r['iters']:6d} {r['port_s']:9.2f} {r['privirt_s']:10.2f} "
+        print(f"{r['case']:45s} {r['iters']:6d} {r['port_s']:9.2f} {r['privirt_s']:10.2f} "
               f"{r['ratio']:6.1f} {r['port_cpu']:9.2f} {r['privirt_cpu']:11.2f} "
               f"{r['ratio_cpu']:6.1f} {r['corr']:7.3f}{note}")
     print("tutorial's R code, case (a) on its author's machine: 28.5 s")

@@ -190,6 +190,129 @@ def test_ridge_moves_keep_the_posterior_and_speed_up_mixing():
     assert s_r["rhat"].max() < 1.1
 
 
+# ---------------------------------------------------------------------------------------
+# random numbers drawn ahead in batches, segments, acceptance bookkeeping
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "n_iter, warmup, batch, windows",
+    [(1000, 300, 256, True), (1000, 300, 256, False), (97, 40, 7, True), (10, 0, 3, True),
+     (120, 100, 1, False)],
+)
+def test_segments_respect_batches_warmup_and_windows(n_iter, warmup, batch, windows):
+    segs = mhmod._segments(n_iter, warmup, batch, windows)
+    starts = [s for s, _, _ in segs]
+    ends = [e for _, e, _ in segs]
+    assert starts[0] == 0 and ends[-1] == n_iter and starts[1:] == ends[:-1]
+    assert all(s < e for s, e in zip(starts, ends))
+    batch_starts = [s for s, _, new in segs if new]
+    assert batch_starts == list(range(0, n_iter, batch))  # one draw call per batch
+    for s, e, _ in segs:
+        # never across a batch, the end of warmup or (when adapting) a warmup window
+        assert (s // batch) == ((e - 1) // batch)
+        assert not (s < warmup < e)
+        if windows and s < warmup:
+            assert s // mhmod._ADAPT_WINDOW == (e - 1) // mhmod._ADAPT_WINDOW
+
+
+@pytest.mark.parametrize("n_chains", [1, 3])
+def test_small_random_batches_give_the_exact_theta_posterior(monkeypatch, n_chains):
+    """Random numbers drawn 7 iterations at a time (segments cut by batches and the end of
+    warmup), for one chain (2-D products) and several (batched products): θ's posterior
+    with the items held fixed must still match numerical integration."""
+    monkeypatch.setattr(mhmod, "_RNG_BATCH", 7)
+    a_true = np.array([1.2, -0.7, 1.8, 0.5, -1.4])
+    b_true = np.array([0.2, 0.6, -0.4, -1.0, 0.3])
+    Y = np.array([
+        [1, 1, 0, np.nan, 0],
+        [0, np.nan, 1, 1, 1],
+        [1, 0, np.nan, np.nan, 0],
+    ])
+    post = privirt.mh_2pl(
+        Y, n_iter=24000 // n_chains + 500, warmup=500, n_chains=n_chains, seed=11,
+        progress=False, device="cpu", init={"a": a_true, "b": b_true},
+        proposal_sd={"theta": 1.5, "a": 1e-12, "b": 1e-12}, adapt=False,
+        priors={"theta": (0.3, 1.5)}, ridge_moves=False,
+    )
+    assert np.allclose(post.get_draws("b"), b_true, atol=1e-6)
+    grid = np.linspace(-8, 8, 4001)
+    for i in range(Y.shape[0]):
+        obs = ~np.isnan(Y[i])
+        eta = grid[:, None] * a_true[None, obs] - b_true[None, obs]
+        loglik = (Y[i, obs] * eta - np.logaddexp(0, eta)).sum(axis=1)
+        logpost = loglik - 0.5 * (grid - 0.3) ** 2 / 1.5
+        w = np.exp(logpost - logpost.max())
+        w /= w.sum()
+        mean = (w * grid).sum()
+        sd = np.sqrt((w * (grid - mean) ** 2).sum())
+        draws = post.get_draws("theta")[:, :, i].ravel()
+        assert draws.mean() == pytest.approx(mean, abs=0.06 * sd + 0.02)
+        assert draws.std() == pytest.approx(sd, rel=0.08)
+
+
+def test_acceptance_counts_match_the_moves_in_the_draws(monkeypatch):
+    """With thin=1 and no ridge moves a parameter changes exactly when its proposal is
+    accepted, so the reported post-warmup acceptance counts (summed per segment) must
+    equal the number of changes seen in the draws, up to the first post-warmup step."""
+    monkeypatch.setattr(mhmod, "_RNG_BATCH", 13)
+    X, *_ = simulate_2pl(15, 8, p_observed=0.85, seed=5)
+    n_post = 400
+    post = privirt.mh_2pl(X, n_iter=130 + n_post, warmup=130, n_chains=2, seed=3,
+                          progress=False, device="cpu", ridge_moves=False)
+    for block in ("theta", "a", "b"):
+        d = post.get_draws(block)
+        changes = (np.diff(d, axis=1) != 0).sum(axis=1)  # (chain, parameter)
+        accepted = np.rint(post.acceptance[block] * n_post).astype(int)
+        assert accepted.shape == changes.shape
+        assert ((changes <= accepted) & (accepted <= changes + 1)).all(), block
+        assert 0.1 < accepted.mean() / n_post < 0.9
+
+
+@pytest.mark.parametrize("n_chains", [1, 2])
+def test_split_and_joint_likelihood_sums_give_the_same_chain(monkeypatch, n_chains):
+    """Σ(F − F') is computed as one sum of the difference (small matrices) or as the
+    difference of two sums (large ones); with the same seed both must give the same
+    accept decisions, hence the same draws up to rounding."""
+    X, *_ = simulate_2pl(12, 9, p_observed=0.9, seed=8)
+    kw = dict(n_iter=300, warmup=100, n_chains=n_chains, seed=6, progress=False,
+              device="cpu")
+    monkeypatch.setattr(mhmod, "_SPLIT_SUMS_CELLS", 0)
+    split = privirt.mh_2pl(X, **kw)
+    monkeypatch.setattr(mhmod, "_SPLIT_SUMS_CELLS", 10**12)
+    joint = privirt.mh_2pl(X, **kw)
+    for block in ("theta", "a", "b"):
+        np.testing.assert_allclose(split.get_draws(block), joint.get_draws(block),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(split.acceptance[block], joint.acceptance[block])
+
+
+@pytest.mark.parametrize("n_chains", [1, 2])
+def test_ridge_moves_scale_and_shift_without_changing_eta(n_chains):
+    rng = np.random.default_rng(2)
+    n, m = 6, 4
+    theta = rng.standard_normal((n_chains, n))
+    a = rng.standard_normal((n_chains, m))
+    b = rng.standard_normal((n_chains, m))
+    UT = np.ones((2, n_chains, n))
+    R = np.ones((5, n_chains, m))
+    UT[0], R[1], R[2] = theta, a, -b
+    moves = mhmod._RidgeMoves(np, UT, R, dict(mhmod.DEFAULT_PRIORS), [])
+    eta0 = a[:, None, :] * theta[:, :, None] - b[:, None, :]
+    z = [[0.3, -0.2]] * n_chains
+    counts = [[0, 0] for _ in range(n_chains)]
+    moves(z, [[np.inf, np.inf]] * n_chains, counts)  # log u = inf: every move rejected
+    assert counts == [[0, 0]] * n_chains
+    np.testing.assert_array_equal(UT[0], theta)
+    moves(z, [[-np.inf, -np.inf]] * n_chains, counts)  # every move accepted
+    assert counts == [[1, 1]] * n_chains
+    c, d = np.exp(0.3), -0.2
+    np.testing.assert_allclose(UT[0], c * theta + d, rtol=1e-13)
+    np.testing.assert_allclose(R[1], a / c, rtol=1e-13)
+    np.testing.assert_allclose(-R[2], b + (a / c) * d, rtol=1e-13)
+    eta1 = R[1][:, None, :] * UT[0][:, :, None] + R[2][:, None, :]
+    np.testing.assert_allclose(eta1, eta0, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(R[3], 1.0)  # the row of ones is untouched
+
+
 def test_softplus_paths_agree_with_logaddexp():
     x = np.array([[[-np.inf, -800.0, -40.0, -1.0, 0.0, 3.0, 40.0, 700.0, 710.0, 5000.0]]])
     want = np.logaddexp(0.0, x)
