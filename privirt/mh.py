@@ -468,8 +468,9 @@ def _softplus_fast(xp: Any, E: Any) -> None:
     """E <- log1p(exp(E)) in place: two vectorised transcendental passes.
 
     Accurate to rounding for E ≤ 709; above, exp overflows to inf, which the caller
-    detects (numpy's overflow flag, or a non-finite sum on the GPU) and then recomputes
-    with :func:`_softplus_stable`.  (The sampler's loop makes the same two calls inline.)
+    detects (numpy's overflow flag) and then recomputes with :func:`_softplus_stable`.
+    On the GPU the sampler always uses the stable form instead, since checking for
+    overflow would wait on the device.  (The sampler's loop makes the same two calls inline.)
     """
     xp.exp(E, out=E)  # the caller routes numpy's overflow report to a flag
     xp.log1p(E, out=E)
@@ -647,11 +648,12 @@ def _run_chains(
         """out <- softplus(W ∘ (UU @ VV)) (``out_`` is ``out`` as the product's operand),
         recomputed stably if the fast path overflowed (inlined in the loop below)."""
         flag.hit = False
+        if gpu:  # always the stable form: an overflow check would cost a host sync
+            _stable(out, out_, UU, VV)
+            return
         prod(UU, VV, out_)
         mul(out, W, out)
         _softplus_fast(xp, out)
-        if gpu:
-            flag.hit = not math.isfinite(float(out.sum()))
         if flag.hit:
             _stable(out, out_, UU, VV)
             flag.hit = False
@@ -748,15 +750,16 @@ def _run_chains(
             # (the candidate's softplus is neg_loglik() inlined; the overflow flag is clear
             # on entry and cleared again after a stable recomputation)
             add(theta, z_t, tp)
-            prod(Up_, V_, E_)
-            mul(E, W, E)
-            exp(E, E)
-            log1p(E, E)
-            if gpu:
-                flag.hit = not math.isfinite(float(E.sum()))
-            if flag.hit:
+            if gpu:  # always the stable form: an overflow check would cost a host sync
                 _stable(E, E_, Up_, V_)
-                flag.hit = False
+            else:
+                prod(Up_, V_, E_)
+                mul(E, W, E)
+                exp(E, E)
+                log1p(E, E)
+                if flag.hit:
+                    _stable(E, E_, Up_, V_)
+                    flag.hit = False
             if split_sums:  # Σ_j (F − F')
                 prod(F_, ones_m, tmp_t_)
                 prod(E_, ones_m, d_t_)
@@ -774,15 +777,16 @@ def _run_chains(
 
             # ---- a block: all items at once -------------------------------------------
             add(a, z_a, ap)
-            prod(U_, Va_, E_)
-            mul(E, W, E)
-            exp(E, E)
-            log1p(E, E)
-            if gpu:
-                flag.hit = not math.isfinite(float(E.sum()))
-            if flag.hit:
+            if gpu:  # always the stable form: an overflow check would cost a host sync
                 _stable(E, E_, U_, Va_)
-                flag.hit = False
+            else:
+                prod(U_, Va_, E_)
+                mul(E, W, E)
+                exp(E, E)
+                log1p(E, E)
+                if flag.hit:
+                    _stable(E, E_, U_, Va_)
+                    flag.hit = False
             if split_sums:  # Σ_i (F − F')
                 prod(ones_n, F_, tmp_m_)
                 prod(ones_n, E_, d_m_)
@@ -798,15 +802,16 @@ def _run_chains(
 
             # ---- b block (as nb = -b): all items at once ------------------------------
             add(nb, z_b, nbp)
-            prod(U_, Vb_, E_)
-            mul(E, W, E)
-            exp(E, E)
-            log1p(E, E)
-            if gpu:
-                flag.hit = not math.isfinite(float(E.sum()))
-            if flag.hit:
+            if gpu:  # always the stable form: an overflow check would cost a host sync
                 _stable(E, E_, U_, Vb_)
-                flag.hit = False
+            else:
+                prod(U_, Vb_, E_)
+                mul(E, W, E)
+                exp(E, E)
+                log1p(E, E)
+                if flag.hit:
+                    _stable(E, E_, U_, Vb_)
+                    flag.hit = False
             if split_sums:
                 prod(ones_n, F_, tmp_m_)
                 prod(ones_n, E_, d_m_)
