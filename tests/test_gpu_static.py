@@ -35,6 +35,7 @@ import privirt
 import privirt._backend as backend
 from privirt import counts as counts_mod
 from privirt import gibbs as gibbs_mod
+from tests._philox import uniform2 as _uniform2
 
 # ---------------------------------------------------------------------------------------
 # emitting the source cupy compiles for an ElementwiseKernel
@@ -367,26 +368,6 @@ def test_host_normcdfinv_shim_is_accurate(host_lib):
 
 
 # numpy port of the Philox4x32-10 block (independent of the CUDA text)
-_M32 = np.uint64(0xFFFFFFFF)
-
-
-def _philox(c0, c1, c2, c3, k0, k1):
-    c0, c1, c2, c3, k0, k1 = (np.asarray(x, dtype=np.uint64) & _M32 for x in (c0, c1, c2, c3, k0, k1))
-    for _ in range(10):
-        p0 = np.uint64(0xD2511F53) * c0
-        p1 = np.uint64(0xCD9E8D57) * c2
-        c0, c1, c2, c3 = (p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & _M32, (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & _M32
-        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
-        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
-    return c0, c1, c2, c3
-
-
-def _uniform2(c0, c1, c2, c3, k0, k1):
-    o = _philox(c0, c1, c2, c3, k0, k1)
-    six, sh = np.uint64(6), np.uint64(26)
-    u0 = (((o[0] >> six) << sh) + (o[1] >> six)).astype(np.float64)
-    u1 = (((o[2] >> six) << sh) + (o[3] >> six)).astype(np.float64)
-    return (u0 + 0.5) * 2.0**-52, (u1 + 0.5) * 2.0**-52
 
 
 def test_compiled_philox_matches_random123_known_answers(host_lib):

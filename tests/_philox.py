@@ -1,0 +1,30 @@
+"""numpy port of the device random-number code of privirt.gibbs (Philox4x32-10 and the
+two-uniforms draw), shared by the Gibbs and GPU-static tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """numpy port of ``philox4x32_10`` in privirt.gibbs._CUDA_PREAMBLE (uint64 lanes)."""
+    c0, c1, c2, c3, k0, k1 = (np.asarray(x, dtype=np.uint64) & _M32 for x in (c0, c1, c2, c3, k0, k1))
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        hi0, lo0 = p0 >> np.uint64(32), p0 & _M32
+        hi1, lo1 = p1 >> np.uint64(32), p1 & _M32
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
+    return c0, c1, c2, c3
+
+
+def uniform2(c0, c1, c2, c3, k0, k1):
+    o = philox4x32_10(c0, c1, c2, c3, k0, k1)
+    six, sh = np.uint64(6), np.uint64(26)
+    u0 = (((o[0] >> six) << sh) + (o[1] >> six)).astype(np.float64)
+    u1 = (((o[2] >> six) << sh) + (o[3] >> six)).astype(np.float64)
+    return (u0 + 0.5) * 2.0**-52, (u1 + 0.5) * 2.0**-52
