@@ -646,14 +646,15 @@ def _run_chains(
 
     def neg_loglik(out: Any, out_: Any, UU: Any, VV: Any) -> None:
         """out <- softplus(W ∘ (UU @ VV)) (``out_`` is ``out`` as the product's operand),
-        recomputed stably if the fast path overflowed (inlined in the loop below)."""
+        recomputed stably if the fast path overflowed."""
         flag.hit = False
         if gpu:  # always the stable form: an overflow check would cost a host sync
             _stable(out, out_, UU, VV)
             return
         prod(UU, VV, out_)
         mul(out, W, out)
-        _softplus_fast(xp, out)
+        exp(out, out)  # the fast softplus (see _softplus_fast); numpy flags an overflow
+        log1p(out, out)
         if flag.hit:
             _stable(out, out_, UU, VV)
             flag.hit = False
@@ -662,6 +663,25 @@ def _run_chains(
         prod(UU, VV, out_)
         mul(out, W, out)
         _softplus_stable(xp, out)
+
+    def item_step(p: Any, z: Any, pp: Any, VV_: Any, k1: Any, th: Any, acc: Any, accF: Any) -> None:
+        """One item block (a, or nb = −b): propose p' = p + z for every item at once, accept
+        where Σ_i (F − F') − k1·p > th (the state-free part of the log ratio and the
+        log-uniform threshold are precomputed per segment), and keep F in step."""
+        add(p, z, pp)
+        neg_loglik(E, E_, U_, VV_)  # the candidate's softplus matrix
+        if split_sums:  # Σ_i (F − F')
+            prod(ones_n, F_, tmp_m_)
+            prod(ones_n, E_, d_m_)
+            sub(tmp_m, d_m, d_m)
+        else:
+            sub(F, E, D)
+            prod(ones_n, D_, d_m_)
+        mul(k1, p, tmp_m)
+        sub(d_m, tmp_m, d_m)
+        greater(d_m, th, acc)
+        copyto(p, pp, where=acc)
+        putmask(F, accF, E)
 
     neg_loglik(F, F[0] if prod is np.dot else F, U_, V_)
 
@@ -747,19 +767,8 @@ def _run_chains(
         for (z_t, z_a, z_b, k1_t, k1_a, k1_b, th_t, th_a, th_b,
              acc_t, acc_a, acc_b, accF_t, accF_a, accF_b) in zip(*per_iter):
             # ---- θ block: all persons at once -----------------------------------------
-            # (the candidate's softplus is neg_loglik() inlined; the overflow flag is clear
-            # on entry and cleared again after a stable recomputation)
             add(theta, z_t, tp)
-            if gpu:  # always the stable form: an overflow check would cost a host sync
-                _stable(E, E_, Up_, V_)
-            else:
-                prod(Up_, V_, E_)
-                mul(E, W, E)
-                exp(E, E)
-                log1p(E, E)
-                if flag.hit:
-                    _stable(E, E_, Up_, V_)
-                    flag.hit = False
+            neg_loglik(E, E_, Up_, V_)  # the candidate's softplus matrix
             if split_sums:  # Σ_j (F − F')
                 prod(F_, ones_m, tmp_t_)
                 prod(E_, ones_m, d_t_)
@@ -775,55 +784,9 @@ def _run_chains(
             copyto(theta, tp, where=acc_t)
             putmask(F, accF_t, E)
 
-            # ---- a block: all items at once -------------------------------------------
-            add(a, z_a, ap)
-            if gpu:  # always the stable form: an overflow check would cost a host sync
-                _stable(E, E_, U_, Va_)
-            else:
-                prod(U_, Va_, E_)
-                mul(E, W, E)
-                exp(E, E)
-                log1p(E, E)
-                if flag.hit:
-                    _stable(E, E_, U_, Va_)
-                    flag.hit = False
-            if split_sums:  # Σ_i (F − F')
-                prod(ones_n, F_, tmp_m_)
-                prod(ones_n, E_, d_m_)
-                sub(tmp_m, d_m, d_m)
-            else:
-                sub(F, E, D)
-                prod(ones_n, D_, d_m_)
-            mul(k1_a, a, tmp_m)
-            d_m -= tmp_m
-            greater(d_m, th_a, acc_a)
-            copyto(a, ap, where=acc_a)
-            putmask(F, accF_a, E)
-
-            # ---- b block (as nb = -b): all items at once ------------------------------
-            add(nb, z_b, nbp)
-            if gpu:  # always the stable form: an overflow check would cost a host sync
-                _stable(E, E_, U_, Vb_)
-            else:
-                prod(U_, Vb_, E_)
-                mul(E, W, E)
-                exp(E, E)
-                log1p(E, E)
-                if flag.hit:
-                    _stable(E, E_, U_, Vb_)
-                    flag.hit = False
-            if split_sums:
-                prod(ones_n, F_, tmp_m_)
-                prod(ones_n, E_, d_m_)
-                sub(tmp_m, d_m, d_m)
-            else:
-                sub(F, E, D)
-                prod(ones_n, D_, d_m_)
-            mul(k1_b, nb, tmp_m)
-            d_m -= tmp_m
-            greater(d_m, th_b, acc_b)
-            copyto(nb, nbp, where=acc_b)
-            putmask(F, accF_b, E)
+            # ---- a block, then the b block (as nb = -b): all items at once -------------
+            item_step(a, z_a, ap, Va_, k1_a, th_a, acc_a, accF_a)
+            item_step(nb, z_b, nbp, Vb_, k1_b, th_b, acc_b, accF_b)
 
             # ---- ridge moves: directions along which the likelihood is constant -------
             if ridge_moves:
