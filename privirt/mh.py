@@ -470,7 +470,8 @@ def _softplus_fast(xp: Any, E: Any) -> None:
     Accurate to rounding for E ≤ 709; above, exp overflows to inf, which the caller
     detects (numpy's overflow flag) and then recomputes with :func:`_softplus_stable`.
     On the GPU the sampler always uses the stable form instead, since checking for
-    overflow would wait on the device.  (The sampler's loop makes the same two calls inline.)
+    overflow would wait on the device.  (The sampler makes the same two calls with positional
+    outputs in ``neg_loglik``.)
     """
     xp.exp(E, out=E)  # the caller routes numpy's overflow report to a flag
     xp.log1p(E, out=E)
