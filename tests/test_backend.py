@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from privirt import _backend
-from tests.conftest import requires_gpu
 
 
 def test_cpu_is_numpy():
@@ -37,7 +36,7 @@ def test_to_numpy_passthrough():
     assert _backend.to_numpy([1, 2]).tolist() == [1, 2]
 
 
-@requires_gpu
+@pytest.mark.gpu
 def test_to_numpy_from_cupy():
     import cupy
 

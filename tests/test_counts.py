@@ -122,7 +122,6 @@ def test_invalid_responses_rejected():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
 def test_gpu_counts_equal_cpu():
     rng = np.random.default_rng(11)
     X = (rng.random((5000, 40)) < 0.5).astype(float)
@@ -138,7 +137,6 @@ def test_gpu_counts_equal_cpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
 def test_gpu_device_resident_input():
     import cupy
 

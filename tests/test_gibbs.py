@@ -19,7 +19,6 @@ from privirt.posterior import SUMMARY_COLUMNS
 from tests._philox import philox4x32_10 as _philox4x32_10
 from tests._philox import uniform2 as _uniform2
 
-requires_gpu = pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
 
 
 # ---------------------------------------------------------------------------------------
@@ -463,7 +462,6 @@ def test_cli_subprocess_prints_summary(lsat6_csv):
 # GPU
 # ---------------------------------------------------------------------------------------
 @pytest.mark.gpu
-@requires_gpu
 def test_gpu_and_cpu_posteriors_agree(sim):
     X, theta, a, b = sim
     kw = dict(n_iter=2000, burn_in=500, n_chains=2, seed=4, progress=False)

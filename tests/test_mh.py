@@ -21,9 +21,6 @@ from privirt.simulate import simulate_2pl
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-requires_gpu = pytest.mark.skipif(
-    not privirt.gpu_available(), reason="needs a CUDA GPU with cupy"
-)
 
 
 def _corr(x, y):
@@ -613,7 +610,6 @@ def test_device_branches_run_with_numpy_standing_in_for_cupy(sim300, fit300):
 
 
 @pytest.mark.gpu
-@requires_gpu
 def test_gpu_matches_cpu_statistically(sim300, fit300):
     X, theta, a, b = sim300
     post = privirt.mh_2pl(X, n_iter=1600, warmup=600, seed=5, progress=False, device="gpu")

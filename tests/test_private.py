@@ -420,7 +420,6 @@ def test_release_counts_rejects_randomized_response():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
 def test_gpu_matches_cpu_with_the_same_seed():
     X, _ = _rasch(n=500, m=10)
     a = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, device="cpu")

@@ -161,7 +161,6 @@ def test_top_k_semantics():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not privirt.gpu_available(), reason="needs a CUDA GPU with cupy")
 def test_gpu_matches_cpu():
     X, _, _ = privirt.simulate_rasch(5000, 30, p_observed=0.6, seed=8)
     for solver in ("power", "direct"):
