@@ -643,36 +643,10 @@ def _run(
             draws = {p: to_numpy(store[p][sl]) for p in sizes}
             out.append(Posterior(draws=draws, labels=labels, sampler=SAMPLER, info=info))
         else:
-            parts = {p: _slice_streaming(_streaming_to_host(stream[p]), sl) for p in sizes}
+            parts = {p: stream[p].to_host().select_chains(sl) for p in sizes}
             out.append(Posterior(draws=None, labels=labels, sampler=SAMPLER, streaming=parts,
                                  info=info))
     return out
-
-
-def _slice_streaming(s: StreamingSummary, sl: slice) -> StreamingSummary:
-    """The accumulator restricted to the chains ``sl`` (used to split a batched run)."""
-    if sl.start == 0 and sl.stop == s.n_chains:
-        return s
-    part = object.__new__(StreamingSummary)
-    part.__dict__.update(s.__dict__)
-    part.n_chains = sl.stop - sl.start
-    for name in ("mean", "m2", "batch_sum", "batch_means", "kept"):
-        setattr(part, name, getattr(s, name)[sl].copy())
-    return part
-
-
-def _streaming_to_host(s: StreamingSummary) -> StreamingSummary:
-    """The accumulator with its arrays copied to host memory (after a GPU run).
-
-    A finished run's summaries are only read, on the host; keeping them as cupy arrays would
-    pin device memory for as long as the returned Posterior lives.
-    """
-    if s.xp is np:
-        return s
-    for name in ("mean", "m2", "batch_sum", "batch_means", "kept"):
-        setattr(s, name, to_numpy(getattr(s, name)))
-    s.xp = np
-    return s
 
 
 def gibbs_2pno(

@@ -75,6 +75,29 @@ class StreamingSummary:
         self.kept = xp.zeros((n_chains, n_kept, size))
         self._n_kept = 0
 
+    #: the per-chain accumulator arrays (leading axis = chain)
+    _ARRAYS = ("mean", "m2", "batch_sum", "batch_means", "kept")
+
+    def select_chains(self, chains: slice) -> "StreamingSummary":
+        """The accumulator restricted to ``chains`` (e.g. one data set of a batched run)."""
+        if chains.start in (0, None) and chains.stop in (None, self.n_chains):
+            return self
+        part = object.__new__(StreamingSummary)
+        part.__dict__.update(self.__dict__)
+        for name in self._ARRAYS:
+            setattr(part, name, getattr(self, name)[chains].copy())
+        part.n_chains = part.mean.shape[0]
+        return part
+
+    def to_host(self) -> "StreamingSummary":
+        """Move the accumulators to host (numpy) memory in place, e.g. after a GPU run, so
+        that a finished summary does not pin device memory; returns ``self``."""
+        if self.xp is not np:
+            for name in self._ARRAYS:
+                setattr(self, name, to_numpy(getattr(self, name)))
+            self.xp = np
+        return self
+
     def update(self, values: Any) -> None:
         """Add one draw per chain: ``values`` shaped (n_chains, size)."""
         if self.count >= self.n_draws:

@@ -121,3 +121,19 @@ def test_to_arviz_roundtrip_or_install_hint(rng):
         return
     idata = post.to_arviz()
     assert idata.posterior["a"].shape == (2, 50, 2)
+
+
+def test_streaming_select_chains_matches_a_separate_accumulator(rng):
+    d = rng.normal(size=(4, 200, 3))
+    acc = StreamingSummary(4, 3, 200)
+    alone = StreamingSummary(2, 3, 200)
+    for t in range(200):
+        acc.update(d[:, t])
+        alone.update(d[2:, t])
+    part = acc.select_chains(slice(2, 4))
+    assert part.n_chains == 2 and acc.n_chains == 4
+    a, b = part.summary_arrays(), alone.summary_arrays()
+    for key in ("mean", "sd", "mcse", "rhat", "q50"):
+        np.testing.assert_allclose(a[key], b[key])
+    assert acc.select_chains(slice(0, 4)) is acc
+    assert acc.to_host() is acc and acc.xp is np
