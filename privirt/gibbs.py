@@ -28,8 +28,9 @@ Iterations are counted as in the paper: ``n_iter`` is the *total* number, includ
 All chains (and, for :func:`gibbs_2pno_replicate`, all data sets) are advanced together as
 one batch of arrays shaped (batch, persons, items): on the CPU with vectorised numpy/scipy
 (one truncated-normal evaluation over the whole batch per iteration, batched matrix
-products for the sums), on the GPU with cupy, fused elementwise kernels and a counter-based
-Philox4x32-10 generator evaluated inside the kernels (no host round trip per iteration).
+products for the sums), on the GPU with cupy: four fused kernels per iteration and a
+counter-based Philox4x32-10 generator evaluated inside them (no host round trip per
+iteration).
 See ``docs/gibbs.md`` for the algorithm as implemented.
 """
 
@@ -253,13 +254,15 @@ class _Batch:
             self.S = per_batch(sign) if (D > 1 and C > 1) else sign
         else:  # the Z kernel reads the int8 codes directly
             self.S = None
-        if self.has_missing:
+        if device != "cpu":  # the GPU kernels read the mask from the int8 codes
+            self.M = self.n_obs_item = None
+        elif self.has_missing:
             mask = (codes >= 0).astype(np.float64)
-            self.M = xp.asarray(per_batch(mask) if (D > 1 and C > 1) else mask)
-            self.n_obs_item = xp.asarray(per_batch(mask.sum(axis=1)))  # (B, k)
+            self.M = per_batch(mask) if (D > 1 and C > 1) else mask
+            self.n_obs_item = per_batch(mask.sum(axis=1))  # (B, k)
         else:
             self.M = None
-            self.n_obs_item = xp.full((self.B, k), float(n))
+            self.n_obs_item = np.full((self.B, k), float(n))
         self.theta = xp.asarray(np.stack([i["theta"] for i in inits]))
         self.a = xp.asarray(np.stack([i["a"] for i in inits]))
         self.b = xp.asarray(np.stack([i["b"] for i in inits]))
@@ -271,12 +274,26 @@ class _Batch:
             # the CPU path never needs all of Z at once; keep_z stores it (for tests)
             self.Z = np.zeros((self.B, n, k)) if keep_z else None
         else:
-            self.Z = xp.zeros((self.B, n, k))
             keys = np.stack([s.generate_state(2, dtype=np.uint32) for s in seeds])
             self.keys = xp.asarray(keys).ravel()  # (B·2,) uint32
             self.codes_dev = xp.asarray(codes).ravel()  # (D·n·k,) int8
-            self._kernels = _gpu_kernels()
+            self._setup_gpu()
         self.iteration = 0
+
+    def step(self, store: Mapping[str, Any] | None = None, slot: int = -1) -> None:
+        """One iteration of all batch elements.
+
+        With ``store`` (C-contiguous arrays ``{"a", "b", "theta"}`` shaped (B, n_keep, ·) on
+        the batch's device), this iteration's values are also written to draw ``slot``.
+        """
+        if self.device == "cpu":
+            self._step_cpu()
+            if store is not None:
+                for p, v in (("a", self.a), ("b", self.b), ("theta", self.theta)):
+                    store[p][:, slot] = v
+        else:
+            self._step_gpu(store, slot)
+        self.iteration += 1
 
     # -- CPU steps -----------------------------------------------------------------------
     _CHUNK_CELLS = 1 << 15  # cells per block: the working set stays in the CPU cache
@@ -372,87 +389,73 @@ class _Batch:
         e_b = np.stack([g.standard_normal(k) for g in self.rng_e])
         self.a, self.b = _draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
 
-    # -- shared linear algebra -------------------------------------------------------------
-    def _mask(self) -> Any:
-        return self.M  # (D or B, n, k) or None; matmul broadcasts the batch axis
-
-    def _theta_moments(self) -> tuple[Any, Any]:
-        """Precision and precision × mean of θ_i | Z, a, b, each (B, n)."""
-        xp, Z, a, b = self.xp, self.Z, self.a, self.b
-        M = self._mask()
-        za = xp.matmul(Z, a[:, :, None])[:, :, 0]  # Σ_j Z_ij a_j (Z = 0 where missing)
-        if M is None:
-            prec = 1.0 + (a * a).sum(axis=1)[:, None]
-            lin = za + (a * b).sum(axis=1)[:, None]
-            prec = xp.broadcast_to(prec, za.shape)
-        else:
-            prec = 1.0 + xp.matmul(M, (a * a)[:, :, None])[:, :, 0]
-            lin = za + xp.matmul(M, (a * b)[:, :, None])[:, :, 0]
-        return prec, lin
-
-    def _item_moments(self) -> tuple[Any, ...]:
-        """Entries of P (2×2 precision) and r per item, each (B, k)."""
-        xp, Z, th = self.xp, self.Z, self.theta
-        M = self._mask()
-        s_tz = xp.matmul(th[:, None, :], Z)[:, 0, :]  # Σ_i θ_i Z_ij
-        s_z = Z.sum(axis=1)  # Σ_i Z_ij
-        if M is None:
-            s_tt = xp.broadcast_to((th * th).sum(axis=1)[:, None], s_z.shape)
-            s_t = xp.broadcast_to(th.sum(axis=1)[:, None], s_z.shape)
-            s_1 = self.n_obs_item
-        else:
-            s_tt = xp.matmul((th * th)[:, None, :], M)[:, 0, :]
-            s_t = xp.matmul(th[:, None, :], M)[:, 0, :]
-            s_1 = self.n_obs_item
-        # x_i = (θ_i, −1):  P = [[Σθ², −Σθ], [−Σθ, Σ1]],  r = [Σθ Z, −Σ Z]
-        p_aa = s_tt + self.pa_prec
-        p_ab = -s_t
-        p_bb = s_1 + self.pb_prec
-        r_a = s_tz + self.pa_lin
-        r_b = -s_z + self.pb_lin
-        return p_aa, p_ab, p_bb, r_a, r_b
-
-    def step(self) -> None:
-        if self.device == "cpu":
-            self._step_cpu()
-        else:
-            self._step_gpu()
-        self.iteration += 1
-
     # -- GPU steps -----------------------------------------------------------------------
-    def _step_gpu(self) -> None:
-        """One iteration on the device: three fused kernels and batched matrix products.
+    def _setup_gpu(self) -> None:
+        """Device buffers, the kernels, and the split of the item sums over person chunks.
 
-        Every argument stays on the device (the iteration number and sizes are host
-        scalars passed by value), so no iteration waits for a device-to-host copy.
+        The item sums Σ_i θ_i Z_ij, … are reduced in two deterministic stages: ``P`` chunks
+        of ``rows`` persons give partial sums (one thread per chunk × batch element × item,
+        reading Z along rows, so neighbouring threads read neighbouring items), then the
+        item kernel adds the P partials in a fixed order.  P ≈ √n balances the two loops.
         """
-        xp = self.xp
-        z_kernel, theta_kernel, item_kernel = self._kernels
+        xp, B, n, k = self.xp, self.B, self.n, self.k
+        rows = math.ceil(n / max(1, math.isqrt(n)))
+        self.gpu_rows = rows
+        self.gpu_chunks = math.ceil(n / rows)
+        # flat device buffers (the kernels index them linearly); θ, a and b are updated in
+        # place, and self.theta / self.a / self.b are (B, ·) views of them
+        self._theta_flat = xp.ascontiguousarray(self.theta, dtype=xp.float64).ravel()
+        self._a_flat = xp.ascontiguousarray(self.a, dtype=xp.float64).ravel()
+        self._b_flat = xp.ascontiguousarray(self.b, dtype=xp.float64).ravel()
+        self.theta = self._theta_flat.reshape(B, n)
+        self.a = self._a_flat.reshape(B, k)
+        self.b = self._b_flat.reshape(B, k)
+        self.Z = xp.zeros((B, n, k))
+        self._z_flat = self.Z.ravel()
+        self._sums = tuple(xp.zeros(self.gpu_chunks * B * k) for _ in range(5))
+        self._no_store = xp.zeros(1)  # stands in for the draw stores when nothing is kept
+        self._kernels = _gpu_kernels()
+
+    def _step_gpu(self, store: Mapping[str, Any] | None, slot: int) -> None:
+        """One iteration on the device: four fused kernels, no host round trip.
+
+        1. ``z``: Z for every cell (truncated normals);
+        2. ``theta``: θ per person, one thread a row (Σ_j Z_ij a_j and the masked Σ a_j²,
+           Σ a_j b_j in the same pass);
+        3. ``item_sums``: partial item sums over chunks of persons;
+        4. ``item``: (a, b) per item from the summed partials.
+
+        Every argument is a device array or a host scalar passed by value (iteration, sizes,
+        prior constants, the draw slot), so no iteration waits for a copy back.  With
+        ``store`` (flat (B, n_keep, ·) arrays), kernels 2 and 4 also write this iteration's
+        θ, a and b into draw slot ``slot``.
+        """
+        kz, kth, ks, kit = self._kernels
+        B, n, k = self.B, self.n, self.k
         it = np.uint32(self.iteration)
-
-        def flat(x: Any) -> Any:  # raw kernel arguments are indexed linearly
-            return xp.ascontiguousarray(x).ravel()
-
-        z_kernel(
-            flat(self.theta), flat(self.a), flat(self.b), self.codes_dev, self.keys, it,
-            np.int32(self.n), np.int32(self.k), np.int32(self.C), np.int32(self.D), self.Z,
-        )
-        prec, lin = self._theta_moments()
-        self.theta = theta_kernel(
-            flat(lin), flat(prec), self.keys, it, np.int32(self.n), xp.empty((self.B, self.n))
-        )
-        p_aa, p_ab, p_bb, r_a, r_b = self._item_moments()
-        a_new = xp.empty((self.B, self.k))
-        b_new = xp.empty((self.B, self.k))
-        item_kernel(
-            flat(p_aa), flat(p_ab), flat(p_bb), flat(r_a), flat(r_b), self.keys, it,
-            np.int32(self.k), a_new, b_new,
-        )
-        self.a, self.b = a_new, b_new
+        n32, k32, C32, D32 = np.int32(n), np.int32(k), np.int32(self.C), np.int32(self.D)
+        miss = np.int32(self.has_missing)
+        if store is None:
+            keep, n_keep = np.int32(-1), np.int32(0)
+            st_theta = st_a = st_b = self._no_store
+        else:
+            keep = np.int32(slot)
+            n_keep = np.int32(store["a"].shape[1])
+            st_theta, st_a, st_b = (store[p].ravel() for p in ("theta", "a", "b"))
+        kz(B * n * k, self._theta_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys,
+           it, n32, k32, C32, D32, self._z_flat)
+        kth(B * n, self._z_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys, it,
+            n32, k32, C32, D32, miss, keep, n_keep, self._theta_flat, st_theta)
+        ks(self.gpu_chunks * B * k, self._z_flat, self._theta_flat, self.codes_dev, n32, k32,
+           C32, D32, np.int32(B), miss, np.int32(self.gpu_rows), *self._sums)
+        kit(B * k, *self._sums, np.int32(self.gpu_chunks), np.int32(B),
+            np.float64(self.pa_prec), np.float64(self.pa_lin), np.float64(self.pb_prec),
+            np.float64(self.pb_lin), self.keys, it, k32, keep, n_keep,
+            self._a_flat, self._b_flat, st_a, st_b)
 
 
 # ---------------------------------------------------------------------------------------
-# GPU kernels (cupy): counter-based Philox4x32-10 inside fused elementwise kernels
+# GPU kernels (cupy RawModule): counter-based Philox4x32-10 inside fused kernels
 # ---------------------------------------------------------------------------------------
 _CUDA_PREAMBLE = r"""
 __device__ __forceinline__ void philox4x32_10(unsigned int c0, unsigned int c1,
@@ -496,23 +499,29 @@ __device__ double std_tn_lower(double L, unsigned int c0, unsigned int stream,
 }
 """
 
-
-#: The fused kernels as ``name: (in_params, out_params, operation)`` in
-#: :class:`cupy.ElementwiseKernel` syntax (all share :data:`_CUDA_PREAMBLE`).  ``i`` is
-#: cupy's ``ptrdiff_t`` loop index over the output; raw arguments are indexed linearly.
-_KERNEL_SPECS: dict[str, tuple[str, str, str]] = {
+#: The fused kernels, in the order of one iteration, as ``name: (parameters, body)``.
+#: Each becomes ``extern "C" __global__ void name(parameters, long long size)`` whose
+#: body runs once for every ``i`` in [0, size) (a grid-stride loop).  Arrays are flat:
+#: Z (B, n, k); θ (B, n); a, b (B, k); the int8 codes (D, n, k), batch element ``bidx``
+#: reading data set ``bidx / C``; the partial sums (P, B, k); the draw stores
+#: (B, n_keep, ·), written at draw slot ``keep`` when ``keep >= 0``.  Random numbers: the
+#: counter (iteration, stream, index, ·) under the batch element's two-word key, with
+#: streams 0 (Z), 1 (θ), 2 and 3 (a and b), and stream + (t << 8) for the t-th retry of a
+#: rejection step.
+_KERNELS: dict[str, tuple[str, str]] = {
     "privirt_gibbs_z": (
-        "raw float64 theta, raw float64 a, raw float64 b, raw int8 codes, raw uint32 keys, "
-        "uint32 it, int32 n_persons, int32 n_items, int32 C, int32 D",
-        "float64 z",
+        "const double* __restrict__ theta, const double* __restrict__ a, "
+        "const double* __restrict__ b, const signed char* __restrict__ codes, "
+        "const unsigned int* __restrict__ keys, unsigned int it, int n_persons, "
+        "int n_items, int C, int D, double* __restrict__ z",
         r"""
         const long long nk = (long long)n_persons * n_items;
         const long long bidx = i / nk;
         const long long cell = i - bidx * nk;
-        const int row = (int)(cell / n_items), col = (int)(cell - (long long)row * n_items);
+        const long long row = cell / n_items, col = cell - row * n_items;
         const long long d = (D == 1) ? 0 : bidx / C;
         const signed char y = codes[d * nk + cell];
-        if (y < 0) { z = 0.0; }
+        if (y < 0) { z[i] = 0.0; }
         else {
             const double mu = theta[bidx * n_persons + row] * a[bidx * n_items + col]
                               - b[bidx * n_items + col];
@@ -520,54 +529,144 @@ _KERNEL_SPECS: dict[str, tuple[str, str, str]] = {
             const double x = std_tn_lower(-s * mu, it, 0u, (unsigned int)cell,
                                           (unsigned int)(cell >> 32),
                                           keys[2 * bidx], keys[2 * bidx + 1]);
-            z = mu + s * x;
+            z[i] = mu + s * x;
         }
         """,
     ),
     "privirt_gibbs_theta": (
-        "raw float64 lin, raw float64 prec, raw uint32 keys, uint32 it, int32 n_persons",
-        "float64 theta_out",
+        "const double* __restrict__ z, const double* __restrict__ a, "
+        "const double* __restrict__ b, const signed char* __restrict__ codes, "
+        "const unsigned int* __restrict__ keys, unsigned int it, int n_persons, "
+        "int n_items, int C, int D, int missing, int keep, int n_keep, "
+        "double* __restrict__ theta, double* __restrict__ store",
         r"""
         const long long bidx = i / n_persons;
-        const unsigned int person = (unsigned int)(i - bidx * n_persons);
+        const long long person = i - bidx * n_persons;
+        const long long d = (D == 1) ? 0 : bidx / C;
+        const long long row = i * n_items;  /* Z is 0 where missing */
+        const long long crow = (d * n_persons + person) * n_items;
+        const long long item0 = bidx * n_items;
+        double za = 0.0, aa = 0.0, ab = 0.0;
+        for (int j = 0; j < n_items; ++j) {
+            const double aj = a[item0 + j];
+            za += z[row + j] * aj;
+            if (missing && codes[crow + j] < 0) continue;
+            aa += aj * aj;
+            ab += aj * b[item0 + j];
+        }
+        const double p = 1.0 + aa;
         double u[2];
-        uniform2(it, 1u, person, 0u, keys[2 * bidx], keys[2 * bidx + 1], u);
-        const double p = prec[i];
-        theta_out = lin[i] / p + normcdfinv(u[0]) / sqrt(p);
+        uniform2(it, 1u, (unsigned int)person, 0u, keys[2 * bidx], keys[2 * bidx + 1], u);
+        const double t = (za + ab) / p + normcdfinv(u[0]) / sqrt(p);
+        theta[i] = t;
+        if (keep >= 0) store[(bidx * n_keep + keep) * n_persons + person] = t;
+        """,
+    ),
+    "privirt_gibbs_item_sums": (
+        "const double* __restrict__ z, const double* __restrict__ theta, "
+        "const signed char* __restrict__ codes, int n_persons, int n_items, int C, int D, "
+        "int batch, int missing, int rows, double* __restrict__ s_tz, "
+        "double* __restrict__ s_z, double* __restrict__ s_tt, double* __restrict__ s_t, "
+        "double* __restrict__ s_1",
+        r"""
+        const long long bk = (long long)batch * n_items;
+        const long long chunk = i / bk;
+        const long long bidx = (i - chunk * bk) / n_items;
+        const long long j = i - chunk * bk - bidx * n_items;
+        const long long d = (D == 1) ? 0 : bidx / C;
+        const long long r0 = chunk * rows;
+        const long long r1 = (r0 + rows < n_persons) ? r0 + rows : n_persons;
+        double tz = 0.0, sz = 0.0, tt = 0.0, st = 0.0, s1 = 0.0;
+        for (long long r = r0; r < r1; ++r) {
+            const double zz = z[(bidx * n_persons + r) * n_items + j];
+            const double th = theta[bidx * n_persons + r];
+            tz += th * zz;
+            sz += zz;
+            if (missing && codes[(d * n_persons + r) * n_items + j] < 0) continue;
+            tt += th * th;
+            st += th;
+            s1 += 1.0;
+        }
+        s_tz[i] = tz; s_z[i] = sz; s_tt[i] = tt; s_t[i] = st; s_1[i] = s1;
         """,
     ),
     "privirt_gibbs_item": (
-        "raw float64 p_aa, raw float64 p_ab, raw float64 p_bb, raw float64 r_a, "
-        "raw float64 r_b, raw uint32 keys, uint32 it, int32 n_items",
-        "float64 a_out, float64 b_out",
+        "const double* __restrict__ s_tz, const double* __restrict__ s_z, "
+        "const double* __restrict__ s_tt, const double* __restrict__ s_t, "
+        "const double* __restrict__ s_1, int chunks, int batch, double pa_prec, "
+        "double pa_lin, double pb_prec, double pb_lin, const unsigned int* __restrict__ keys, "
+        "unsigned int it, int n_items, int keep, int n_keep, double* __restrict__ a, "
+        "double* __restrict__ b, double* __restrict__ store_a, double* __restrict__ store_b",
         r"""
+        const long long bk = (long long)batch * n_items;
         const long long bidx = i / n_items;
-        const unsigned int item = (unsigned int)(i - bidx * n_items);
+        const long long item = i - bidx * n_items;
+        double tz = 0.0, sz = 0.0, tt = 0.0, st = 0.0, s1 = 0.0;
+        for (int c = 0; c < chunks; ++c) {
+            const long long q = c * bk + i;
+            tz += s_tz[q]; sz += s_z[q]; tt += s_tt[q]; st += s_t[q]; s1 += s_1[q];
+        }
+        /* x_i = (theta_i, -1): P = [[sum th^2, -sum th], [-sum th, sum 1]] + prior,
+           r = [sum th Z, -sum Z] + prior precision x prior mean */
+        const double paa = tt + pa_prec, pab = -st, pbb = s1 + pb_prec;
+        const double ra = tz + pa_lin, rb = -sz + pb_lin;
         const unsigned int k0 = keys[2 * bidx], k1 = keys[2 * bidx + 1];
-        const double paa = p_aa[i], pab = p_ab[i], pbb = p_bb[i];
         const double det = paa * pbb - pab * pab;
-        const double ma = (pbb * r_a[i] - pab * r_b[i]) / det;
-        const double mb = (paa * r_b[i] - pab * r_a[i]) / det;
+        const double ma = (pbb * ra - pab * rb) / det;
+        const double mb = (paa * rb - pab * ra) / det;
         const double sda = sqrt(pbb / det);
-        double a = ma + sda * std_tn_lower(-ma / sda, it, 2u, item, 0u, k0, k1);
-        a = fmax(a, 2.2250738585072014e-308);
+        double av = ma + sda * std_tn_lower(-ma / sda, it, 2u, (unsigned int)item, 0u, k0, k1);
+        av = fmax(av, 2.2250738585072014e-308);
         double u[2];
-        uniform2(it, 3u, item, 0u, k0, k1, u);
-        a_out = a;
-        b_out = mb - (pab / pbb) * (a - ma) + normcdfinv(u[0]) / sqrt(pbb);
+        uniform2(it, 3u, (unsigned int)item, 0u, k0, k1, u);
+        const double bv = mb - (pab / pbb) * (av - ma) + normcdfinv(u[0]) / sqrt(pbb);
+        a[i] = av;
+        b[i] = bv;
+        if (keep >= 0) {
+            const long long o = (bidx * n_keep + keep) * n_items + item;
+            store_a[o] = av;
+            store_b[o] = bv;
+        }
         """,
     ),
 }
 
+#: Threads per block of every kernel launch.
+_BLOCK = 128
+
+
+def _cuda_source() -> str:
+    """The CUDA C++ source of all kernels, as compiled by :func:`_gpu_kernels`."""
+    parts = [_CUDA_PREAMBLE]
+    for name, (params, body) in _KERNELS.items():
+        parts.append(
+            f'extern "C" __global__ void {name}({params}, long long size) {{\n'
+            "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "         i < size; i += (long long)blockDim.x * gridDim.x) {\n"
+            f"{body}\n"
+            "    }\n"
+            "}\n"
+        )
+    return "\n".join(parts)
+
+
+class _Launcher:
+    """Calls one compiled kernel as ``kernel(size, *args)`` over indices [0, size)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, size: int, *args: Any) -> None:
+        grid = max(1, min(-(-size // _BLOCK), 1 << 20))  # the grid-stride loop does the rest
+        self.fn((grid,), (_BLOCK,), (*args, np.int64(size)))
+
 
 @lru_cache(maxsize=1)
-def _gpu_kernels() -> tuple[Any, Any, Any]:  # pragma: no cover - needs a CUDA GPU
+def _gpu_kernels() -> tuple[_Launcher, ...]:  # pragma: no cover - needs a CUDA GPU
     import cupy as cp
 
-    return tuple(
-        cp.ElementwiseKernel(in_params, out_params, operation, name, preamble=_CUDA_PREAMBLE)
-        for name, (in_params, out_params, operation) in _KERNEL_SPECS.items()
-    )
+    module = cp.RawModule(code=_cuda_source(), options=("--std=c++17",))
+    return tuple(_Launcher(module.get_function(name)) for name in _KERNELS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -612,16 +711,16 @@ def _run(
     t0 = time.perf_counter()
     kept = 0
     for it in range(1, n_iter + 1):
-        batch.step()
         if it > burn_in and (it - burn_in - 1) % thin == 0:
-            values = {"a": batch.a, "b": batch.b, "theta": batch.theta}
             if keep_draws:
-                for p, v in values.items():
-                    store[p][:, kept] = v
+                batch.step(store, kept)  # the step writes draw `kept` itself
             else:
-                for p, v in values.items():
+                batch.step()
+                for p, v in (("a", batch.a), ("b", batch.b), ("theta", batch.theta)):
                     stream[p].update(v)
             kept += 1
+        else:
+            batch.step()
         bar.update(it)
     if dev == "gpu":
         xp.cuda.Device().synchronize()

@@ -1,13 +1,14 @@
 """Checks of the GPU code paths that need no GPU.
 
-* The fused Gibbs kernels are emitted as the CUDA source cupy's ``ElementwiseKernel``
-  generates (parameter declarations as cupy types, the ``CUPY_FOR`` loop, references for
-  non-raw outputs) and compiled for sm_90 with ``nvcc`` and with NVRTC, when available.
+* The fused Gibbs kernels (``privirt.gibbs._cuda_source()``, the exact text cupy's
+  ``RawModule`` compiles) are compiled for sm_90 with ``nvcc`` and with NVRTC, when
+  available.
 * The same kernel bodies are compiled for the *host* with a C++ compiler (with host
-  versions of ``__umulhi``, ``normcdf`` and ``normcdfinv``) and called through ctypes in
-  place of the cupy kernels, while the GPU driver code runs with numpy standing in for
-  cupy.  This runs the real kernel text and the real Python-level GPU logic (shapes,
-  dtypes, batch indexing, streaming summaries) on the CPU.
+  versions of ``__umulhi``, ``normcdf`` and ``normcdfinv``, and every array parameter a
+  bounds-checked span) and called through ctypes in place of the device kernels, while the
+  GPU driver code runs with numpy standing in for cupy.  This runs the real kernel text
+  and the real Python-level GPU logic (shapes, argument types, batch indexing, draw
+  stores, streaming summaries) on the CPU, and fails on any out-of-bounds index.
 * The cuBLAS ``gemmEx`` call of the counts is checked against an independent
   column-major GEMM that reads the operands through the pointers, leading dimensions and
   transpose flags it is given.
@@ -18,14 +19,12 @@ Everything skips cleanly where a tool (nvcc, NVRTC, a C++ compiler) is missing.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,159 +37,78 @@ from privirt import gibbs as gibbs_mod
 from tests._philox import uniform2 as _uniform2
 
 # ---------------------------------------------------------------------------------------
-# emitting the source cupy compiles for an ElementwiseKernel
+# the kernels' parameter lists
 # ---------------------------------------------------------------------------------------
-_CTYPES = {
-    "float64": "double", "float32": "float", "int8": "signed char", "uint8": "unsigned char",
-    "int32": "int", "uint32": "unsigned int", "int64": "long long", "uint64": "unsigned long long",
-    "bool": "bool",
-}
+#: C type of a kernel parameter -> the numpy dtype its argument must have (cupy's RawKernel
+#: passes an array as a bare pointer and a numpy scalar by value, without conversion).
 _NPTYPES = {
-    "float64": np.float64, "float32": np.float32, "int8": np.int8, "uint8": np.uint8,
-    "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
-    "bool": np.bool_,
+    "double": np.float64, "float": np.float32, "signed char": np.int8,
+    "unsigned char": np.uint8, "int": np.int32, "unsigned int": np.uint32,
+    "long long": np.int64, "unsigned long long": np.uint64,
+}
+_CSCALAR = {
+    "double": ctypes.c_double, "int": ctypes.c_int32, "unsigned int": ctypes.c_uint32,
+    "long long": ctypes.c_int64,
 }
 
 
-def _parse(params: str) -> list[tuple[bool, str, str]]:
+def _parse(params: str) -> list[tuple[bool, bool, str, str]]:
+    """``(is_pointer, is_const, C type, name)`` for each parameter of a kernel."""
     out = []
     for p in params.split(","):
-        words = p.split()
-        raw = words[0] == "raw"
-        if raw:
-            words = words[1:]
-        assert len(words) == 2, f"cannot parse parameter {p!r}"
-        out.append((raw, words[0], words[1]))
+        m = re.fullmatch(
+            r"\s*(const\s+)?([a-z ]+?)\s*(\*\s*(?:__restrict__)?)?\s*([A-Za-z_]\w*)\s*", p
+        )
+        assert m, f"cannot parse parameter {p!r}"
+        const, ctype, ptr, name = m.groups()
+        assert ctype in _NPTYPES, f"unexpected type {ctype!r} in {p!r}"
+        out.append((ptr is not None, const is not None, ctype, name))
     return out
 
 
-def _emit_cupy_source(name: str, spec: tuple[str, str, str], preamble: str) -> str:
-    """The kernel as cupy's ElementwiseKernel emits it for contiguous 1-D operands.
-
-    Mirrors ``_get_elementwise_kernel_code`` in cupy/_core/_kernel.pyx: inputs are
-    ``const``, array parameters are ``CArray<T, ndim, c_contiguous, 32-bit indexing>``,
-    a non-raw output ``x`` is the reference ``T &x = _raw_x[_ind.get()]`` and the body runs
-    inside ``CUPY_FOR(i, _ind.size())`` (``i`` is a ``ptrdiff_t``).  Raw operands are
-    flattened by the caller (``_Batch._step_gpu``) and the outputs are C-contiguous, so
-    cupy's dimension reduction makes every operand 1-D.
-    """
-    in_params, out_params, operation = spec
-    decls, refs = [], []
-    for (raw, t, n), is_out in [(p, False) for p in _parse(in_params)] + [
-        (p, True) for p in _parse(out_params)
-    ]:
-        ct = _CTYPES[t]
-        const = "" if is_out else "const "  # cupy declares every input parameter const
-        if raw:
-            decls.append(f"{const}CArray<{ct}, 1, true, true> {n}")
-        elif is_out:
-            decls.append(f"CArray<{ct}, 1, true, true> _raw_{n}")
-            refs.append(f"{ct} &{n} = _raw_{n}[_ind.get()];")
-        else:
-            decls.append(f"{const}{ct} {n}")
-    decls.append("CIndexer<1, true> _ind")
-    return (
-        "#include <cupy/carray.cuh>\n"
-        f"{preamble}\n"
-        f'extern "C" __global__ void {name}({", ".join(decls)}) {{\n'
-        "  #pragma unroll 1\n"
-        "  CUPY_FOR(i, _ind.size()) {\n"
-        "    _ind.set(i);\n"
-        f"    {' '.join(refs)}\n"
-        f"{operation};\n"
-        "  }\n"
-        "}\n"
-    )
-
-
-def _cupy_include() -> Path | None:
-    """cupy's kernel headers, located without importing cupy (no GPU needed)."""
-    try:
-        spec = importlib.util.find_spec("cupy")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin:
-        return None
-    inc = Path(spec.origin).parent / "_core" / "include"
-    return inc if (inc / "cupy" / "carray.cuh").exists() else None
-
-
-# a minimal stand-in for cupy/carray.cuh where cupy is not installed: just what the
-# emitted kernels use (1-D contiguous CArray, CIndexer, CUPY_FOR)
-_MINI_CARRAY = r"""
-#pragma once
-#include <cstddef>
-template <typename T, int ndim, bool c_contiguous = false, bool use_32bit = false>
-struct CArray {
-  T* data_; ptrdiff_t size_; ptrdiff_t shape_[1]; ptrdiff_t strides_[1];
-  __device__ T& operator[](ptrdiff_t i) { return data_[i]; }
-  __device__ const T& operator[](ptrdiff_t i) const { return data_[i]; }
-  __device__ T& operator[](const ptrdiff_t* idx) { return data_[idx[0]]; }
-  __device__ ptrdiff_t size() const { return size_; }
-};
-template <int ndim, bool use_32bit = false>
-struct CIndexer {
-  ptrdiff_t size_; ptrdiff_t shape_[1]; ptrdiff_t index_[1];
-  __device__ ptrdiff_t size() const { return size_; }
-  __device__ void set(ptrdiff_t i) { index_[0] = i; }
-  __device__ const ptrdiff_t* get() const { return index_; }
-};
-#define CUPY_FOR(i, n) \
-  for (ptrdiff_t i = static_cast<ptrdiff_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
-       i < (n); i += static_cast<ptrdiff_t>(blockDim.x) * gridDim.x)
-"""
-
-
 @pytest.fixture(scope="module")
-def kernel_sources(tmp_path_factory):
-    d = tmp_path_factory.mktemp("kernels")
-    inc = _cupy_include()
-    if inc is None:
-        (d / "cupy").mkdir()
-        (d / "cupy" / "carray.cuh").write_text(_MINI_CARRAY)
-        inc = d
-    files = {}
-    for name, spec in gibbs_mod._KERNEL_SPECS.items():
-        f = d / f"{name}.cu"
-        f.write_text(_emit_cupy_source(name, spec, gibbs_mod._CUDA_PREAMBLE))
-        files[name] = f
-    return files, inc
+def kernel_source(tmp_path_factory):
+    f = tmp_path_factory.mktemp("kernels") / "privirt_gibbs.cu"
+    f.write_text(gibbs_mod._cuda_source())
+    return f
 
 
 def test_kernel_specs_are_well_formed():
-    """Parameters parse, types are cupy types, and every parameter is used by its body."""
-    assert set(gibbs_mod._KERNEL_SPECS) == {
-        "privirt_gibbs_z", "privirt_gibbs_theta", "privirt_gibbs_item"
-    }
-    for name, (inp, outp, op) in gibbs_mod._KERNEL_SPECS.items():
-        params = _parse(inp) + _parse(outp)
-        names = [n for _, _, n in params]
+    """Parameters parse; every parameter is used; outputs are written, inputs never."""
+    assert list(gibbs_mod._KERNELS) == [
+        "privirt_gibbs_z", "privirt_gibbs_theta", "privirt_gibbs_item_sums",
+        "privirt_gibbs_item",
+    ]
+    for name, (params, body) in gibbs_mod._KERNELS.items():
+        parsed = _parse(params)
+        names = [n for *_, n in parsed]
         assert len(set(names)) == len(names), name
-        for raw, t, n in params:
-            assert t in _CTYPES, (name, t)
-            assert re.search(rf"\b{n}\b", op), f"{name}: parameter {n} unused"
-        for raw, _, n in _parse(outp):
-            assert not raw and re.search(rf"\b{n}\s*=", op), f"{name}: output {n} never set"
-        # cupy reserves names starting with an underscore for its own variables
-        assert not any(n.startswith("_") for n in names)
+        assert "size" not in names and "i" not in names  # added by _cuda_source
+        for ptr, const, _, n in parsed:
+            assert re.search(rf"\b{n}\b", body), f"{name}: parameter {n} unused"
+            written = re.search(rf"\b{n}\[[^\]]*\]\s*=(?!=)", body)
+            if ptr and not const:
+                assert written, f"{name}: output {n} never written"
+            else:
+                assert not written, f"{name}: input {n} written"
+            assert ptr or not const, f"{name}: scalar {n} declared const"
+    src = gibbs_mod._cuda_source()
+    for name in gibbs_mod._KERNELS:
+        assert f'extern "C" __global__ void {name}(' in src
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-def test_kernels_compile_with_nvcc_for_sm90(kernel_sources):
-    files, inc = kernel_sources
-    for name, f in files.items():
-        proc = subprocess.run(
-            ["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-include", "cassert", f"-I{inc}",
-             "-Xptxas", "-warn-spills", str(f), "-o", str(f.with_suffix(".o"))],
-            capture_output=True, text=True, timeout=120,
-        )
-        assert proc.returncode == 0, f"{name}:\n{proc.stderr}"
-        assert "warning" not in proc.stderr.lower(), f"{name}:\n{proc.stderr}"
+def test_kernels_compile_with_nvcc_for_sm90(kernel_source):
+    proc = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-Xptxas", "-warn-spills",
+         str(kernel_source), "-o", str(kernel_source.with_suffix(".o"))],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
 
 
 def _nvrtc():
-    if _cupy_include() is None:
-        return None
     try:
         from cupy_backends.cuda.libs import nvrtc  # type: ignore[import-not-found]
 
@@ -200,20 +118,19 @@ def _nvrtc():
     return nvrtc
 
 
-def test_kernels_compile_with_nvrtc_for_sm90(kernel_sources):
-    """NVRTC is what cupy itself compiles ElementwiseKernels with."""
+def test_kernels_compile_with_nvrtc_for_sm90(kernel_source):
+    """NVRTC is what cupy's RawModule compiles the source with."""
     nvrtc = _nvrtc()
     if nvrtc is None:
         pytest.skip("needs cupy with a loadable NVRTC")
-    files, inc = kernel_sources
-    for name, f in files.items():
-        prog = nvrtc.createProgram(f.read_text(), f.name, [], [])
-        try:
-            nvrtc.compileProgram(prog, [f"-I{inc}", "--std=c++17", "-arch=compute_90"])
-        except Exception:
-            pytest.fail(f"{name}:\n{nvrtc.getProgramLog(prog)}")
-        ptx = nvrtc.getPTX(prog)
-        ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    prog = nvrtc.createProgram(kernel_source.read_text(), kernel_source.name, [], [])
+    try:
+        nvrtc.compileProgram(prog, ["--std=c++17", "-arch=compute_90"])
+    except Exception:
+        pytest.fail(nvrtc.getProgramLog(prog))
+    ptx = nvrtc.getPTX(prog)
+    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    for name in gibbs_mod._KERNELS:
         assert f".entry {name}(" in ptx
 
 
@@ -223,8 +140,23 @@ def test_kernels_compile_with_nvrtc_for_sm90(kernel_sources):
 _HOST_SHIM = r"""
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #define __device__
 #define __forceinline__ inline
+#define __global__
+struct HostDim3 { unsigned int x; };
+static const HostDim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+// every array parameter becomes a span that counts out-of-bounds accesses
+static long long g_out_of_bounds = 0;
+extern "C" long long host_out_of_bounds() { return g_out_of_bounds; }
+template <typename T> struct Span {
+    T* p; long long n;
+    T& operator[](long long i) const {
+        static typename std::remove_const<T>::type dummy{};
+        if (i < 0 || i >= n) { ++g_out_of_bounds; return dummy; }
+        return p[i];
+    }
+};
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
     return (unsigned int)(((unsigned long long)a * b) >> 32);
 }
@@ -269,19 +201,20 @@ using std::sqrt; using std::log; using std::fmax;
 
 
 def _emit_host_source() -> str:
+    """The preamble and kernel bodies of ``_cuda_source()`` verbatim; in each signature the
+    array parameters become bounds-checked spans."""
     parts = [_HOST_SHIM, gibbs_mod._CUDA_PREAMBLE]
-    for name, (inp, outp, op) in gibbs_mod._KERNEL_SPECS.items():
-        decls, refs = ["ptrdiff_t _size"], []
-        for raw, t, n in _parse(inp):
-            ct = _CTYPES[t]
-            decls.append(f"const {ct}* {n}" if raw else f"{ct} {n}")
-        for raw, t, n in _parse(outp):
-            ct = _CTYPES[t]
-            decls.append(f"{ct}* _raw_{n}")
-            refs.append(f"{ct} &{n} = _raw_{n}[i];")
+    for name, (params, body) in gibbs_mod._KERNELS.items():
+        decls = []
+        for ptr, const, ctype, n in _parse(params):
+            decls.append(f"Span<{'const ' if const else ''}{ctype}> {n}" if ptr else f"{ctype} {n}")
+        src = gibbs_mod._cuda_source()
+        head = f'extern "C" __global__ void {name}({params}, long long size) {{\n'
+        start = src.index(head) + len(head)
+        end = src.index("\n}\n", start)  # the kernel's closing brace
         parts.append(
-            f'extern "C" void host_{name}({", ".join(decls)}) {{\n'
-            f"  for (ptrdiff_t i = 0; i < _size; ++i) {{\n    {' '.join(refs)}\n{op};\n  }}\n}}\n"
+            f'extern "C" __global__ void {name}({", ".join(decls)}, long long size) {{\n'
+            f"{src[start:end]}\n}}\n"
         )
     parts.append(
         'extern "C" void host_philox(unsigned int* c, unsigned int* k, unsigned int* o) {\n'
@@ -290,39 +223,44 @@ def _emit_host_source() -> str:
     return "\n".join(parts)
 
 
+class _Span(ctypes.Structure):
+    _fields_ = [("p", ctypes.c_void_p), ("n", ctypes.c_longlong)]
+
+
 class _HostKernel:
-    """Calls a host-compiled kernel body like a cupy ElementwiseKernel (size from outputs)."""
+    """A host-compiled kernel called like the device launcher: ``kernel(size, *args)``.
 
-    def __init__(self, lib, name, spec):
-        self.fn = getattr(lib, f"host_{name}")
-        self.ins = _parse(spec[0])
-        self.outs = _parse(spec[1])
+    Arguments are checked as cupy's RawKernel would need them: arrays C-contiguous with
+    exactly the parameter's element type, scalars numpy scalars of exactly its type (a
+    Python int would reach the device as a 64-bit value).  After the call no array may
+    have been indexed out of bounds.
+    """
+
+    def __init__(self, lib, name, params):
+        self.lib = lib
+        self.name = name
+        self.fn = getattr(lib, name)
         self.fn.restype = None
+        self.params = _parse(params)
 
-    def __call__(self, *args):
-        assert len(args) == len(self.ins) + len(self.outs), "wrong number of arguments"
-        c_args, outs = [], []
-        size = None
-        for (raw, t, n), v in zip(self.ins + self.outs, args):
-            if raw or isinstance(v, np.ndarray):
-                # cupy passes raw operands as they are: the kernel reads them with the
-                # declared element type, so the dtype must match exactly
+    def __call__(self, size, *args):
+        assert len(args) == len(self.params), f"{self.name}: wrong number of arguments"
+        c_args = []
+        for (ptr, const, ctype, n), v in zip(self.params, args):
+            if ptr:
                 assert isinstance(v, np.ndarray), f"{n}: expected an array"
-                assert v.dtype == _NPTYPES[t], f"{n}: dtype {v.dtype}, kernel expects {t}"
+                assert v.dtype == _NPTYPES[ctype], f"{n}: dtype {v.dtype}, kernel expects {ctype}"
                 assert v.flags.c_contiguous, f"{n}: not contiguous"
-                c_args.append(v.ctypes.data_as(ctypes.c_void_p))
-                if not raw:
-                    outs.append(v)
-                    size = v.size if size is None else size
-                    assert v.size == size
+                assert const or v.flags.writeable, f"{n}: read-only output"
+                c_args.append(_Span(v.ctypes.data, v.size))
             else:
-                assert np.ndim(v) == 0, f"{n}: expected a scalar"
-                c_type = {"uint32": ctypes.c_uint32, "int32": ctypes.c_int32,
-                          "float64": ctypes.c_double, "int64": ctypes.c_int64}[t]
-                assert np.can_cast(np.asarray(v).dtype, _NPTYPES[t], casting="same_kind")
-                c_args.append(c_type(int(v) if "int" in t else float(v)))
-        self.fn(ctypes.c_ssize_t(size), *c_args)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+                assert isinstance(v, np.generic) and v.dtype == _NPTYPES[ctype], (
+                    f"{self.name}: {n} must be a numpy {ctype} scalar, got {type(v).__name__}"
+                )
+                c_args.append(_CSCALAR[ctype](v.item()))
+        before = self.lib.host_out_of_bounds()
+        self.fn(*c_args, ctypes.c_longlong(int(size)))
+        assert self.lib.host_out_of_bounds() == before, f"{self.name}: out-of-bounds index"
 
 
 def _cxx() -> str | None:
@@ -343,31 +281,60 @@ def host_lib(tmp_path_factory):
          str(src), "-o", str(lib)], capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    return ctypes.CDLL(str(lib))
+    lib = ctypes.CDLL(str(lib))
+    lib.host_out_of_bounds.restype = ctypes.c_longlong
+    return lib
 
 
 @pytest.fixture
 def host_kernels(host_lib):
     return tuple(
-        _HostKernel(host_lib, name, spec) for name, spec in gibbs_mod._KERNEL_SPECS.items()
+        _HostKernel(host_lib, name, spec[0]) for name, spec in gibbs_mod._KERNELS.items()
     )
 
 
-def test_host_normcdfinv_shim_is_accurate(host_lib):
+def _u32(*v):
+    return tuple(np.uint32(x) for x in v)
+
+
+def _i32(*v):
+    return tuple(np.int32(x) for x in v)
+
+
+def test_host_harness_catches_out_of_bounds(host_kernels):
+    """Guard for the bounds check: an item-sums call with too short a Z is caught."""
+    _, _, sums_kernel, _ = host_kernels
+    n, k = 6, 3
+    sums = [np.zeros(2 * k) for _ in range(5)]
+    with pytest.raises(AssertionError, match="out-of-bounds"):
+        sums_kernel(2 * k, np.zeros(n * k - 1), np.zeros(n), np.zeros(n * k, np.int8),
+                    *_i32(n, k, 1, 1, 1, 0, 3), *sums)
+
+
+def test_host_harness_rejects_python_scalars(host_kernels):
+    """A Python int where the kernel takes a 32-bit int would be misread on the device."""
+    theta_kernel = host_kernels[1]
+    with pytest.raises(AssertionError, match="numpy int scalar"):
+        theta_kernel(1, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, np.int8),
+                     np.zeros(2, np.uint32), np.uint32(0), 1, *_i32(1, 1, 1, 0, -1, 0),
+                     np.zeros(1), np.zeros(1))
+
+
+def test_host_normcdfinv_shim_is_accurate(host_kernels):
     """The host stand-in for CUDA's normcdfinv must be accurate for the checks below.
 
-    The θ kernel with lin = 0, prec = 1 returns normcdfinv(u) for its Philox uniforms u.
+    The θ kernel with no items (so precision 1 and mean 0) returns normcdfinv(u) for its
+    Philox uniforms u.
     """
-    kern = _HostKernel(host_lib, "privirt_gibbs_theta", gibbs_mod._KERNEL_SPECS["privirt_gibbs_theta"])
+    theta_kernel = host_kernels[1]
     n = 4000
-    out = kern(np.zeros(n), np.ones(n), np.array([7, 9], dtype=np.uint32), np.uint32(3),
-               np.int32(n), np.empty(n))
+    out = np.empty(n)
+    e = np.empty(0)
+    theta_kernel(n, e, e, e, np.empty(0, np.int8), np.array([7, 9], dtype=np.uint32),
+                 np.uint32(3), *_i32(n, 0, 1, 1, 0, -1, 0), out, np.zeros(1))
     # the uniforms are those of the numpy Philox port; the normal is their inverse CDF
     u0, _ = _uniform2(3, 1, np.arange(n), 0, 7, 9)
     np.testing.assert_allclose(out, special.ndtri(u0), rtol=1e-12, atol=1e-12)
-
-
-# numpy port of the Philox4x32-10 block (independent of the CUDA text)
 
 
 def test_compiled_philox_matches_random123_known_answers(host_lib):
@@ -386,18 +353,25 @@ def test_compiled_philox_matches_random123_known_answers(host_lib):
         assert tuple(o) == expected
 
 
+def _batch_problem(rng, D, C, n, k, p_missing=0.3):
+    B = D * C
+    codes = rng.integers(0, 2, (D, n, k)).astype(np.int8)
+    codes[rng.random((D, n, k)) < p_missing] = -1
+    theta, a, b = rng.normal(size=(B, n)), rng.uniform(0.5, 2, (B, k)), rng.normal(size=(B, k))
+    keys = rng.integers(0, 2**32, 2 * B, dtype=np.uint64).astype(np.uint32)
+    return codes, theta, a, b, keys
+
+
 def test_z_kernel_indexing_and_truncation(host_kernels):
     """Each cell reads its own data set, person, item and chain key; Z has the right sign."""
     z_kernel = host_kernels[0]
     rng = np.random.default_rng(0)
     D, C, n, k = 3, 2, 7, 5
     B = D * C
-    codes = rng.integers(-1, 2, (D, n, k)).astype(np.int8)
-    theta, a, b = rng.normal(size=(B, n)), rng.uniform(0.5, 2, (B, k)), rng.normal(size=(B, k))
-    keys = rng.integers(0, 2**32, 2 * B, dtype=np.uint64).astype(np.uint32)
+    codes, theta, a, b, keys = _batch_problem(rng, D, C, n, k)
     Z = np.full((B, n, k), np.nan)
-    z_kernel(theta.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys, np.uint32(11),
-             np.int32(n), np.int32(k), np.int32(C), np.int32(D), Z)
+    z_kernel(B * n * k, theta.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys,
+             np.uint32(11), *_i32(n, k, C, D), Z.ravel())
     y = np.repeat(codes, C, axis=0)  # batch element d·C + c uses data set d
     assert np.all(Z[y == -1] == 0)
     assert np.all(Z[y == 1] > 0) and np.all(Z[y == 0] < 0)
@@ -419,32 +393,97 @@ def test_z_kernel_far_tail(host_kernels):
     n = 20000
     codes = np.ones(n, dtype=np.int8)  # y = 1 everywhere, μ = −θ·1 − 0 = −8: L = 8
     Z = np.empty(n)
-    z_kernel(np.full(n, 8.0), np.array([-1.0]), np.array([0.0]), codes,
-             np.array([5, 6], dtype=np.uint32), np.uint32(0), np.int32(n), np.int32(1),
-             np.int32(1), np.int32(1), Z)
+    z_kernel(n, np.full(n, 8.0), np.array([-1.0]), np.array([0.0]), codes,
+             np.array([5, 6], dtype=np.uint32), np.uint32(0), *_i32(n, 1, 1, 1), Z)
     x = Z + 8.0  # X = Z − μ ~ N(0, 1) | X > 8
     assert np.all(x > 8.0)
     assert stats.kstest(x, stats.truncnorm(8.0, np.inf).cdf).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("missing", [0, 1])
+def test_theta_kernel_matches_the_full_conditional(host_kernels, missing):
+    """θ_i = (Σ' a_j (Z_ij + b_j)) / (1 + Σ' a_j²) + e / √(1 + Σ' a_j²), sums over observed
+    items, e the inverse CDF of the person's stream-1 uniform; written to the draw slot."""
+    theta_kernel = host_kernels[1]
+    rng = np.random.default_rng(2)
+    D, C, n, k = 2, 3, 9, 6
+    B = D * C
+    codes, _, a, b, keys = _batch_problem(rng, D, C, n, k, p_missing=0.3 if missing else 0.0)
+    y = np.repeat(codes, C, axis=0)
+    Z = np.where(y >= 0, rng.normal(size=(B, n, k)), 0.0)
+    n_keep, slot = 4, 2
+    store = np.full((B, n_keep, n), np.nan)
+    out = np.empty((B, n))
+    theta_kernel(B * n, Z.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys, np.uint32(5),
+                 *_i32(n, k, C, D, missing, slot, n_keep), out.ravel(), store.ravel())
+    M = (y >= 0) if missing else np.ones_like(y, dtype=bool)
+    prec = 1.0 + (M * a[:, None, :] ** 2).sum(axis=2)
+    lin = (Z * a[:, None, :]).sum(axis=2) + (M * (a * b)[:, None, :]).sum(axis=2)
+    kk = keys.reshape(B, 2).astype(np.uint64)
+    u0, _ = _uniform2(5, 1, np.arange(n)[None, :], 0, kk[:, :1], kk[:, 1:])
+    expected = lin / prec + special.ndtri(u0) / np.sqrt(prec)
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(store[:, slot], out)
+    assert np.isnan(np.delete(store, slot, axis=1)).all()
+
+
+@pytest.mark.parametrize("rows", [1, 4, 9, 13])
+def test_item_sums_kernel_adds_up_to_the_item_sums(host_kernels, rows):
+    """Partial sums over person chunks (the last one short) add up to Σ_i θ_i Z_ij, Σ_i Z_ij,
+    and the masked Σ θ_i², Σ θ_i, Σ 1 of each batch element's data set."""
+    sums_kernel = host_kernels[2]
+    rng = np.random.default_rng(3)
+    D, C, n, k = 2, 2, 13, 5
+    B = D * C
+    codes, theta, _, _, _ = _batch_problem(rng, D, C, n, k)
+    y = np.repeat(codes, C, axis=0)
+    Z = np.where(y >= 0, rng.normal(size=(B, n, k)), 0.0)
+    P = -(-n // rows)
+    parts = [np.full((P, B, k), np.nan) for _ in range(5)]
+    sums_kernel(P * B * k, Z.ravel(), theta.ravel(), codes.ravel(),
+                *_i32(n, k, C, D, B, 1, rows), *(p.ravel() for p in parts))
+    M = (y >= 0).astype(float)
+    th = theta[:, :, None]
+    expected = [(th * Z).sum(1), Z.sum(1), (th**2 * M).sum(1), (th * M).sum(1), M.sum(1)]
+    for got, want in zip(parts, expected):
+        np.testing.assert_allclose(got.sum(axis=0), want, rtol=1e-12, atol=1e-12)
+    # each chunk holds its own rows only
+    r = slice(0, rows)
+    np.testing.assert_allclose(parts[1][0], Z[:, r].sum(1), rtol=1e-12, atol=1e-12)
+
+
 def test_item_kernel_matches_the_cpu_item_step(host_kernels):
-    """Same uniforms in, same (a, b) out as the CPU's exact restricted-normal draw."""
-    item_kernel = host_kernels[2]
+    """Same uniforms in, same (a, b) out as the CPU's exact restricted-normal draw, from
+    partial sums over chunks plus the prior terms; written to the draw slot."""
+    item_kernel = host_kernels[3]
     rng = np.random.default_rng(1)
-    B, k = 3, 40
+    B, k, P = 3, 40, 3
     th = rng.normal(size=(B, 60))
-    p_aa = (th * th).sum(axis=1)[:, None] + np.zeros((B, k))
-    p_ab = -th.sum(axis=1)[:, None] + np.zeros((B, k))
-    p_bb = np.full((B, k), 60.0)
-    r_a, r_b = rng.normal(0, 5, (B, k)), rng.normal(0, 5, (B, k))
+    s_tt = (th * th).sum(axis=1)[:, None] + np.zeros((B, k))
+    s_t = th.sum(axis=1)[:, None] + np.zeros((B, k))
+    s_1 = np.full((B, k), 60.0)
+    s_tz, s_z = rng.normal(0, 5, (B, k)), rng.normal(0, 5, (B, k))
+    pa_prec, pa_lin, pb_prec, pb_lin = 0.5, 0.25, 0.1, -0.2
+
+    def split(x):  # P partials adding up to x
+        w = rng.dirichlet(np.ones(P), size=x.shape).transpose(2, 0, 1)
+        return np.ascontiguousarray(w * x)
+
+    parts = [split(x) for x in (s_tz, s_z, s_tt, s_t, s_1)]
     keys = np.array([1, 2, 3, 4, 5, 6], dtype=np.uint32)
     a_out, b_out = np.empty((B, k)), np.empty((B, k))
-    item_kernel(p_aa.ravel(), p_ab.ravel(), p_bb.ravel(), r_a.ravel(), r_b.ravel(), keys,
-                np.uint32(4), np.int32(k), a_out, b_out)
+    n_keep, slot = 3, 0
+    st_a, st_b = np.full((B, n_keep, k), np.nan), np.full((B, n_keep, k), np.nan)
+    item_kernel(B * k, *(p.ravel() for p in parts), *_i32(P, B),
+                *(np.float64(x) for x in (pa_prec, pa_lin, pb_prec, pb_lin)), keys,
+                np.uint32(4), *_i32(k, slot, n_keep), a_out.ravel(), b_out.ravel(),
+                st_a.ravel(), st_b.ravel())
     kk = keys.reshape(B, 2).astype(np.uint64)
     item = np.broadcast_to(np.arange(k), (B, k))
     v, _ = _uniform2(4, 2, item, 0, kk[:, :1], kk[:, 1:])
     e, _ = _uniform2(4, 3, item, 0, kk[:, :1], kk[:, 1:])
+    p_aa, p_ab, p_bb = s_tt + pa_prec, -s_t, s_1 + pb_prec
+    r_a, r_b = s_tz + pa_lin, -s_z + pb_lin
     # both draw a from the inverse CDF of the upper tail when L = −m_a / sd_a ≤ 5
     det = p_aa * p_bb - p_ab**2
     m_a = (p_bb * r_a - p_ab * r_b) / det
@@ -454,6 +493,9 @@ def test_item_kernel_matches_the_cpu_item_step(host_kernels):
     assert np.all(a_out > 0)
     np.testing.assert_allclose(a_out, a_cpu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(b_out, b_cpu, rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(st_a[:, slot], a_out)
+    np.testing.assert_array_equal(st_b[:, slot], b_out)
+    assert np.isnan(st_a[:, 1:]).all() and np.isnan(st_b[:, 1:]).all()
 
 
 # ---------------------------------------------------------------------------------------
@@ -528,6 +570,34 @@ def test_gpu_replicate_batches_data_sets_and_chains(fake_gpu_gibbs):
     np.testing.assert_allclose(m1, -m2, atol=0.25)
     assert np.corrcoef(m1, b1)[0, 1] > 0.9
     assert posts[0].n_chains == 2 and posts[1].n_chains == 2
+
+
+def test_gpu_draws_written_by_the_kernels_equal_the_streamed_values(fake_gpu_gibbs):
+    """With keep_draws the θ and item kernels write each kept draw into its slot; without,
+    the same iterations feed the streaming summaries.  Same seed: the same numbers."""
+    X, _, _, _ = privirt.simulate_2pno(150, 6, seed=21, p_observed=0.8)
+    kw = dict(n_iter=70, burn_in=31, thin=3, n_chains=2, seed=22, device="gpu", progress=False)
+    kept = privirt.gibbs_2pno(X, keep_draws=True, **kw)
+    streamed = privirt.gibbs_2pno(X, keep_draws=False, **kw)
+    for param in ("a", "b", "theta"):
+        d = kept.draws[param]
+        assert d.shape[:2] == (2, 13) and np.isfinite(d).all()
+        assert np.all(np.diff(d, axis=1) != 0)  # every slot written, by a later iteration
+        np.testing.assert_allclose(d.mean(axis=1), streamed.streaming[param].mean, rtol=1e-12)
+
+
+def test_gpu_replicate_reproduces_single_runs_exactly(fake_gpu_gibbs):
+    """Replicate r is ``gibbs_2pno(datasets[r], seed=SeedSequence(s).spawn(R)[r])``; on the
+    device the reductions have a fixed order, so the draws agree exactly."""
+    X1, _, _, _ = privirt.simulate_2pno(120, 5, seed=23)
+    X2, _, _, _ = privirt.simulate_2pno(120, 5, seed=24)
+    kw = dict(n_iter=40, burn_in=20, n_chains=2, device="gpu", progress=False, keep_draws=True)
+    reps = privirt.gibbs_2pno_replicate([X1, X2], seed=25, **kw)
+    child = np.random.SeedSequence(25).spawn(2)[1]
+    single = privirt.gibbs_2pno(X2, seed=child, **kw)
+    for param in ("a", "b", "theta"):
+        np.testing.assert_array_equal(reps[1].draws[param], single.draws[param])
+    assert not np.array_equal(reps[0].draws["b"], reps[1].draws["b"])
 
 
 def test_gpu_step_has_no_host_round_trip(fake_gpu_gibbs, monkeypatch):
