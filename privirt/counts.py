@@ -164,7 +164,12 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
                 return None
             has_missing = has_missing or bool(nan.any())
             del nan
-        elif X.dtype.kind != "b" and bool(xp.any((block != 0) & (block != 1))):
+        elif X.dtype.kind == "u" or X.dtype == xp.int8:
+            # one pass: read as unsigned, 0 and 1 are the only values ≤ 1 (−1 is 255)
+            as_unsigned = block.view(xp.uint8) if X.dtype == xp.int8 else block
+            if bool(xp.any(as_unsigned > 1)):
+                return None
+        elif X.dtype.kind == "i" and bool(xp.any((block < 0) | (block > 1))):
             return None
         del block
     Y, B = _counts_dense_gpu(X, chunk, has_missing, want_b)
@@ -326,7 +331,8 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
     totals = xp.zeros(m, dtype=xp.int64)
     for start in range(0, n, chunk):
         block = _device_codes(xp, xp.asarray(codes[start : start + chunk]))
-        Ch = (block == 1).astype(xp.float16)
+        # without missing cells the codes are 0/1 already: one conversion pass, not two
+        Ch = (block == 1).astype(xp.float16) if has_missing else block.astype(xp.float16)
         if has_missing:
             Wh = (block == 0).astype(xp.float16)
             Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
@@ -336,8 +342,10 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
                 B += xp.rint(_gemm_tn_f32(xp, Ah, Ah)).astype(xp.int64)
                 del Ah
         else:
-            totals += xp.count_nonzero(block == 1, axis=0)
-            Y -= xp.rint(_gemm_tn_f32(xp, Ch, Ch)).astype(xp.int64)
+            G = xp.rint(_gemm_tn_f32(xp, Ch, Ch)).astype(xp.int64)
+            totals += xp.diagonal(G)  # (CᵀC)_ii = Σ_l C_li² = item i's number correct
+            Y -= G
+            del G
         del Ch, block
     if not has_missing:
         Y += totals[:, None]

@@ -785,6 +785,27 @@ def test_device_resident_invalid_values_fall_back_to_the_host_error(fake_gpu_cou
         privirt.pairwise_counts(X, chunk_size=1)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint16, np.int64])
+@pytest.mark.parametrize("bad", [2, -1, 255, -128])
+def test_device_resident_integer_input_is_validated(fake_gpu_counts, dtype, bad):
+    """An integer value other than 0 or 1 (−1 included, 255 as uint8) takes the host path,
+    whose error names it; valid integer input of every width gives the exact counts."""
+    rng = np.random.default_rng(16)
+    X = rng.integers(0, 2, (40, 4))
+    Yc, Bc = privirt.pairwise_counts(X.astype(float), device="cpu")
+    Yg, Bg = privirt.pairwise_counts(X.astype(dtype).view(_DevArray), chunk_size=16)
+    np.testing.assert_array_equal(Yg, Yc)
+    np.testing.assert_array_equal(Bg, Bc)
+    if not np.can_cast(np.min_scalar_type(bad), dtype) and not (
+        np.iinfo(dtype).min <= bad <= np.iinfo(dtype).max
+    ):
+        return  # not representable in this dtype
+    X = X.astype(dtype)
+    X[23, 2] = bad
+    with pytest.raises(ValueError, match=str(bad)):
+        privirt.pairwise_counts(X.view(_DevArray), chunk_size=16)
+
+
 def test_default_gpu_chunk_respects_the_exactness_bound():
     for m in (1, 2, 3, 10, 1000, 20000):
         c = counts_mod._check_chunk(None, m, "gpu")
