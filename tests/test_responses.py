@@ -95,6 +95,40 @@ def test_invalid_text_value(wide):
         as_responses(bad)
 
 
+def test_text_in_a_csv_column_names_the_text_not_a_number(tmp_path):
+    # one word makes pandas read the whole column as text: the message must name the word
+    # and its row, not the first (numeric-looking) cell of the column
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2\nann,1,0\nbob,0,yes\ncy,1,1\n")
+    with pytest.raises(ValueError, match="'yes' for person 'bob' .row 1.*'q2'"):
+        as_responses(path)
+
+
+def test_text_in_a_long_response_column_names_person_item_and_row(tmp_path):
+    long = pd.DataFrame({"person": ["a", "b", "c"], "item": ["x", "y", "x"],
+                         "response": [1, "yes", 0]})
+    with pytest.raises(ValueError, match="'yes' for person 'b', item 'y' .row 1 of the long"):
+        as_responses(long)
+    path = tmp_path / "long.csv"
+    path.write_text("person,item,response\na,x,1\nb,y,no\nc,x,0\n")
+    with pytest.raises(ValueError, match="'no' for person 'b', item 'y' .row 1 of the long"):
+        as_responses(path)
+
+
+def test_duplicate_item_columns_in_a_csv_header_are_rejected(tmp_path):
+    # pandas would silently rename the second column to 'q1.1'
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q1,q2\nann,1,0,1\nbob,0,1,1\n")
+    with pytest.raises(ValueError, match="duplicate column .q1."):
+        as_responses(path)
+
+
+def test_invalid_object_array_value_names_row_and_column():
+    X = np.array([[1, 0], [None, "yes"]], dtype=object)
+    with pytest.raises(ValueError, match=r"'yes' for person 1 \(row 1\), item 1 \(column 1\)"):
+        as_responses(X)
+
+
 def test_invalid_long_rows():
     long = pd.DataFrame({"person": ["a", "a"], "item": ["x", "y"], "response": [1, 5]})
     with pytest.raises(ValueError, match="invalid response 5 for person 'a', item 'y' .row 1"):
