@@ -41,6 +41,22 @@ def test_mcse_batch_means_matches_theory(rng):
     assert np.all(np.abs(mcse / theory - 1) < 0.35), (mcse, theory)
 
 
+@pytest.mark.parametrize("phi, shape", [(0.9, (3, 33, 4)), (0.5, (3, 33, 4)),
+                                         (-0.5, (2, 100, 4)), (0.0, (1, 50, 4)),
+                                         (0.99, (2, 100, 3)), (0.6, (4, 400, 3))])
+def test_rhat_and_bulk_ess_match_arviz(rng, phi, shape):
+    # the module promises the ArviZ/Stan definitions (rank-normalised split R-hat, bulk
+    # ESS with Geyer's initial monotone sequence as Stan truncates and completes it)
+    az = pytest.importorskip("arviz")
+    c, n, k = shape
+    d = ar1(rng, c, n, k, phi)
+    ref_ess = np.array([az.ess(d[:, :, j], method="bulk") for j in range(k)], dtype=float)
+    np.testing.assert_allclose(diagnostics.ess_bulk(d), ref_ess, rtol=1e-10)
+    if c > 1:
+        ref_rhat = np.array([az.rhat(d[:, :, j], method="rank") for j in range(k)], dtype=float)
+        np.testing.assert_allclose(diagnostics.rhat(d), ref_rhat, rtol=1e-10)
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()
