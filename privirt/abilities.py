@@ -79,6 +79,14 @@ def estimate_abilities(
     """
     if method not in ("wle", "mle", "eap"):
         raise ValueError(f"method must be 'wle', 'mle' or 'eap', got {method!r}")
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float, np.integer, np.floating))
+        or not (np.isfinite(tol) and tol > 0)
+    ):
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
     # items without responses are kept (their β is simply unused); persons without any
     # response get NaN
     resp = as_responses(X, empty="keep")

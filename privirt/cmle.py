@@ -131,7 +131,11 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    if not (np.isfinite(tol) and tol > 0):
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float, np.integer, np.floating))
+        or not (np.isfinite(tol) and tol > 0)
+    ):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")

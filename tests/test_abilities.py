@@ -96,6 +96,18 @@ def test_labels_and_series_alignment():
         privirt.estimate_abilities(X, beta, method="map")
 
 
+def test_solver_options_are_validated():
+    # max_iter=0 returned the starting values as if they were estimates
+    X = pd.DataFrame([[1, 0], [0, 0], [1, 1]], columns=["q1", "q2"])
+    beta = np.array([-0.5, 0.5])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_iter"):
+            privirt.estimate_abilities(X, beta, max_iter=bad, device="cpu")
+    for bad in (0.0, -1.0, float("nan"), "x", None):
+        with pytest.raises(ValueError, match="tol"):
+            privirt.estimate_abilities(X, beta, tol=bad, device="cpu")
+
+
 def test_recovers_simulated_abilities():
     X, theta, beta = privirt.simulate_rasch(2000, 40, p_observed=0.8, seed=4)
     ab = privirt.estimate_abilities(X, beta, device="cpu")

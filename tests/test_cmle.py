@@ -119,6 +119,13 @@ def test_option_validation():
         privirt.cmle_estimate(X, max_iter=0)
 
 
+def test_non_numeric_tol_is_a_value_error():
+    X = privirt.load_dataset("lsat6")
+    for bad in ("x", None, float("nan")):
+        with pytest.raises(ValueError, match="tol"):
+            privirt.cmle_estimate(X, tol=bad)
+
+
 def test_top_k():
     res = privirt.cmle_estimate(privirt.load_dataset("lsat6"))
     assert list(res.top_k(2)) == list(res.beta.sort_values(ascending=False).index[:2])
