@@ -153,8 +153,10 @@ def _moments(xp, theta, M, B):
 
 def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     G = R.shape[0]
-    lo = xp.full(G, -_BRACKET)
-    hi = xp.full(G, _BRACKET)
+    # every root lies within _BRACKET of the difficulties (an extreme score's WLE sits
+    # about log(2k) beyond the last of them), wherever those are
+    lo = xp.full(G, float(B.min()) - _BRACKET)
+    hi = xp.full(G, float(B.max()) + _BRACKET)
     # start from the log-odds of the score against the mean difficulty answered
     mean_b = (M * B).sum(axis=1) / xp.maximum(K, 1)
     p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)

@@ -108,6 +108,17 @@ def test_solver_options_are_validated():
             privirt.estimate_abilities(X, beta, tol=bad, device="cpu")
 
 
+def test_wle_root_found_for_difficulties_far_from_zero():
+    # the root bracket was fixed at ±40: with difficulties beyond it the estimate was
+    # silently clamped to the bracket's end
+    beta = np.array([-45.0, 0.0, 45.0])
+    X = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 0]], dtype=float)
+    ab = privirt.estimate_abilities(X, beta, device="cpu")
+    for (_, row), x in zip(ab.iterrows(), X):
+        assert abs(wle_equation(row["theta"], beta, x.sum())) < 1e-8
+    assert ab["theta"].iloc[0] > 45 and ab["theta"].iloc[1] < -45
+
+
 def test_recovers_simulated_abilities():
     X, theta, beta = privirt.simulate_rasch(2000, 40, p_observed=0.8, seed=4)
     ab = privirt.estimate_abilities(X, beta, device="cpu")
