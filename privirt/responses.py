@@ -418,7 +418,10 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
         )
     persons = pd.RangeIndex(values.shape[0]) if persons is None else pd.Index(persons)
     items = pd.RangeIndex(values.shape[1]) if items is None else pd.Index(items)
-    for what, idx in (("person", persons), ("item", items)):
+    for what, idx, axis in (("person", persons, "row"), ("item", items, "column")):
+        if idx.hasnans:
+            pos = int(np.flatnonzero(idx.isna())[0])
+            raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
         if idx.has_duplicates:
             raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
     return Responses(np.ascontiguousarray(codes), persons, items)

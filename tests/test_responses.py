@@ -167,6 +167,19 @@ def test_duplicate_labels_rejected():
         as_responses(frame)
 
 
+def test_missing_person_label_in_a_wide_table_is_rejected(tmp_path):
+    # the long layout refused a missing label; the wide one kept a person labelled NaN
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2\nann,1,0\n,0,1\n")
+    with pytest.raises(ValueError, match="missing person label .row 1"):
+        as_responses(path)
+    frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", None], columns=["x", np.nan])
+    with pytest.raises(ValueError, match="missing person label .row 1"):
+        as_responses(frame)
+    with pytest.raises(ValueError, match="missing item label .column 1"):
+        as_responses(frame.set_axis(["a", "b"], axis=0))
+
+
 def test_empty_policy_drop_error_keep():
     X = np.array([[1, np.nan, 0], [np.nan, np.nan, np.nan], [0, np.nan, 1]])
     with pytest.warns(EmptyResponsesWarning, match="1 person.*1 item"):
