@@ -277,9 +277,9 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         label_col = frame.columns[0]
     if label_col is not None:
         frame = frame.set_index(label_col)
+    # a CSV without a label column reads with index 0 … n-1; a Parquet file may restore
+    # the labelled index it was written with: keep it
     persons = frame.index
-    if from_file and label_col is None:
-        persons = pd.RangeIndex(frame.shape[0])
     if frame.shape[1] == 0:
         raise ValueError("the responses table has no item columns")
     values = _frame_values(frame)

@@ -79,6 +79,18 @@ def test_parquet_round_trip(tmp_path, wide):
     np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
 
 
+def test_parquet_keeps_labels_stored_as_its_index(tmp_path, wide):
+    # DataFrame.to_parquet stores a labelled index; reading it back replaced the labels
+    # by 0 … n-1
+    pytest.importorskip("pyarrow")
+    for name in ("person", "voter", None):
+        path = tmp_path / f"idx_{name}.parquet"
+        wide.rename_axis(name).to_parquet(path)
+        X = as_responses(path)
+        assert list(X.persons) == ["ann", "bob", "cy"]
+        np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
+
+
 def test_invalid_value_names_value_person_and_item(wide):
     bad = wide.copy()
     bad.loc["bob", "q3"] = 2
