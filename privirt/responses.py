@@ -392,8 +392,8 @@ def _py(value: Any) -> Any:
 
 
 def _from_array(values: np.ndarray, persons, items) -> Responses:
-    if values.dtype == object:
-        values = _object_array(values, persons, items)
+    if values.dtype == object or values.dtype.kind in "US":
+        values = _object_array(values.astype(object), persons, items)
     if values.ndim != 2:
         raise ValueError(
             f"responses must be a 2-D persons × items matrix, got an array with {values.ndim} "

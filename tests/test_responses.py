@@ -164,6 +164,15 @@ def test_shape_and_value_errors(data, match):
         as_responses(data)
 
 
+def test_text_array_error_names_value_person_and_item():
+    # a numpy string array was refused by its dtype alone, naming no value or cell
+    X = np.array([["1", "0"], ["yes", "1"]])
+    with pytest.raises(ValueError, match=r"'yes' for person 1 \(row 1\), item 0 \(column 0\)"):
+        as_responses(X)
+    with pytest.raises(ValueError, match=r"invalid response '1' for person 0 \(row 0\)"):
+        as_responses(np.array([["1", "0"]]))
+
+
 def test_missing_file_and_bad_suffix(tmp_path):
     with pytest.raises(FileNotFoundError):
         as_responses(tmp_path / "nope.csv")
