@@ -99,6 +99,15 @@ def test_posterior_rejects_bad_shapes_and_params(rng):
         post.acceptance_rates()
 
 
+def test_draws_frame_rejects_a_chain_that_does_not_exist(rng):
+    # chain=5 (or -1) of a 2-chain run returned an empty frame instead of an error
+    post = Posterior(draws={"a": rng.normal(size=(2, 10, 2))}, labels={"a": pd.Index(["x", "y"])})
+    assert post.draws_frame("a", chain=1).shape == (10, 2)
+    for bad in (2, 5, -1, 1.5, True):
+        with pytest.raises(ValueError, match="chain"):
+            post.draws_frame("a", chain=bad)
+
+
 def test_streaming_summary_agrees_with_full_draws(rng):
     d = ar1(rng, 3, 3000, 4, 0.6)
     labels = {"b": pd.Index(list("abcd"))}
