@@ -131,7 +131,13 @@ def _align_beta(beta: Any, items: pd.Index) -> np.ndarray:
             )
         b = beta.reindex(items).to_numpy(dtype=np.float64)
     else:
-        b = np.asarray(to_numpy(beta) if not isinstance(beta, np.ndarray) else beta, dtype=np.float64)
+        try:
+            b = np.asarray(to_numpy(beta), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "beta must be a pandas Series indexed by item or a numeric array with one "
+                f"value per item, got {type(beta).__name__}"
+            ) from None
         if b.ndim != 1 or b.size != len(items):
             raise ValueError(
                 f"beta must have one value per item ({len(items)}), got shape {b.shape}"
