@@ -164,6 +164,8 @@ def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndar
     c, n, k = a.shape
     if n_batches is None:
         n_batches = int(min(50, max(2, np.floor(np.sqrt(n)))))
+    elif isinstance(n_batches, bool) or not isinstance(n_batches, (int, np.integer)) or n_batches < 1:
+        raise ValueError(f"n_batches must be a positive integer, got {n_batches!r}")
     n_batches = max(1, min(n_batches, n))
     size = n // n_batches
     if size < 1 or c * n_batches < 2:

@@ -57,6 +57,15 @@ def test_rhat_and_bulk_ess_match_arviz(rng, phi, shape):
         np.testing.assert_allclose(diagnostics.rhat(d), ref_rhat, rtol=1e-10)
 
 
+def test_mcse_batch_count_is_validated(rng):
+    # n_batches=0 or a negative count was silently turned into one batch (MCSE NaN)
+    d = rng.normal(size=(1, 100, 2))
+    assert np.all(np.isfinite(diagnostics.mcse_batch_means(d, n_batches=10)))
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="n_batches"):
+            diagnostics.mcse_batch_means(d, n_batches=bad)
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()
