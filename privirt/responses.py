@@ -64,6 +64,11 @@ class Responses:
         c = self.codes
         if not isinstance(c, np.ndarray) or c.dtype != np.int8 or c.ndim != 2:
             raise ValueError("Responses.codes must be a 2-D int8 numpy array; use as_responses()")
+        if c.size and (c.min() < MISSING or c.max() > 1):  # two passes, no n × m temporary
+            raise ValueError(
+                "Responses.codes must be 1 (correct), 0 (incorrect) or -1 (missing); "
+                "use as_responses() to convert data"
+            )
         if len(self.persons) != c.shape[0] or len(self.items) != c.shape[1]:
             raise ValueError(
                 f"label lengths ({len(self.persons)} persons, {len(self.items)} items) do not "

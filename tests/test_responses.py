@@ -225,6 +225,17 @@ def test_responses_passthrough_and_subset(wide):
     np.testing.assert_array_equal(sub.codes, X.codes[[0, 2]][:, [1, 2]])
 
 
+def test_constructor_checks_the_codes():
+    # the docstring says the constructor checks the codes: a 5 was accepted and then
+    # counted as "answered" but neither right nor wrong
+    with pytest.raises(ValueError, match="codes"):
+        Responses(np.array([[1, 5], [0, 1]], dtype=np.int8), pd.RangeIndex(2), pd.RangeIndex(2))
+    with pytest.raises(ValueError, match="codes"):
+        Responses(np.array([[1, -2]], dtype=np.int8), pd.RangeIndex(1), pd.RangeIndex(2))
+    ok = Responses(np.array([[1, -1], [0, 1]], dtype=np.int8), pd.RangeIndex(2), pd.RangeIndex(2))
+    assert ok.n_observed == 3
+
+
 def test_package_exports():
     assert privirt.as_responses is as_responses
     assert privirt.pairwise_counts.__module__ == "privirt.counts"
