@@ -65,7 +65,7 @@ def to_numpy(a: Any) -> np.ndarray:
     """A host numpy array from a numpy or cupy array (no copy for numpy input)."""
     if isinstance(a, np.ndarray):
         return a
-    get = getattr(a, "get", None)
-    if callable(get):
-        return get()
+    # cupy's .get() is the device-to-host copy; other objects' .get (dict, DataFrame) is not
+    if type(a).__module__.split(".")[0] in ("cupy", "cupyx"):
+        return a.get()
     return np.asarray(a)

@@ -79,6 +79,14 @@ def estimate_abilities(
     """
     if method not in ("wle", "mle", "eap"):
         raise ValueError(f"method must be 'wle', 'mle' or 'eap', got {method!r}")
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float, np.integer, np.floating))
+        or not (np.isfinite(tol) and tol > 0)
+    ):
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
     # items without responses are kept (their β is simply unused); persons without any
     # response get NaN
     resp = as_responses(X, empty="keep")
@@ -123,7 +131,13 @@ def _align_beta(beta: Any, items: pd.Index) -> np.ndarray:
             )
         b = beta.reindex(items).to_numpy(dtype=np.float64)
     else:
-        b = np.asarray(to_numpy(beta) if not isinstance(beta, np.ndarray) else beta, dtype=np.float64)
+        try:
+            b = np.asarray(to_numpy(beta), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "beta must be a pandas Series indexed by item or a numeric array with one "
+                f"value per item, got {type(beta).__name__}"
+            ) from None
         if b.ndim != 1 or b.size != len(items):
             raise ValueError(
                 f"beta must have one value per item ({len(items)}), got shape {b.shape}"
@@ -145,8 +159,10 @@ def _moments(xp, theta, M, B):
 
 def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     G = R.shape[0]
-    lo = xp.full(G, -_BRACKET)
-    hi = xp.full(G, _BRACKET)
+    # every root lies within _BRACKET of the difficulties (an extreme score's WLE sits
+    # about log(2k) beyond the last of them), wherever those are
+    lo = xp.full(G, float(B.min()) - _BRACKET)
+    hi = xp.full(G, float(B.max()) + _BRACKET)
     # start from the log-odds of the score against the mean difficulty answered
     mean_b = (M * B).sum(axis=1) / xp.maximum(K, 1)
     p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)

@@ -119,7 +119,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     ------
     ValueError
         An item answered correctly (or incorrectly) by every person who answered it with a
-        non-extreme score: its CML estimate is infinite.
+        non-extreme score, or a set of items that no such person got right while getting
+        another item wrong (Fischer's condition): their CML estimates are infinite.
     DisconnectedComparisonGraph
         The items split into groups never answered by a common person.
 
@@ -130,7 +131,11 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    if not (np.isfinite(tol) and tol > 0):
+    if (
+        isinstance(tol, bool)
+        or not isinstance(tol, (int, float, np.integer, np.floating))
+        or not (np.isfinite(tol) and tol > 0)
+    ):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
@@ -250,6 +255,45 @@ def _check_estimable(resp, groups, totals) -> None:
             f"items {list(outside[:5])} share no person (with a non-extreme score) with the "
             f"other items ({n_comp} separate parts): difficulties are not identified"
         )
+    _check_fischer(resp)
+
+
+def _check_fischer(resp) -> None:
+    """Fischer's (1981) condition for a finite CML estimate.
+
+    Let ``i → j`` when some person with a non-extreme score got ``i`` right and ``j``
+    wrong.  If this directed graph is not strongly connected, some set ``T`` of items has
+    no edge to the other items: nobody got an item of ``T`` right and another item wrong,
+    every person's observed pattern then has the most correct answers outside ``T`` that
+    its score allows, and the conditional likelihood does not decrease as the difficulties
+    of ``T`` grow without bound — there is no finite maximiser.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from .counts import differential_counts
+
+    codes = resp.codes
+    score = (codes == 1).sum(axis=1)
+    k = (codes >= 0).sum(axis=1)
+    keep = np.flatnonzero((score > 0) & (score < k))
+    Y = differential_counts(resp.subset(keep), device="cpu")
+    n_comp, lab = connected_components(csr_matrix(Y > 0), directed=True, connection="strong")
+    if n_comp == 1:
+        return
+    rows, cols = np.nonzero(Y > 0)
+    has_out = np.zeros(n_comp, dtype=bool)
+    has_out[lab[rows[lab[rows] != lab[cols]]]] = True
+    sinks = np.flatnonzero(~has_out)
+    sizes = np.bincount(lab, minlength=n_comp)
+    sink = sinks[np.argmin(sizes[sinks])]
+    names = list(resp.items[lab == sink])
+    raise ValueError(
+        f"no person with a non-extreme score got one of the items {names[:5]}"
+        f"{' …' if len(names) > 5 else ''} right and one of the other items wrong, so the CML "
+        f"difficulties of {names[:5]}{' …' if len(names) > 5 else ''} are infinite relative to "
+        "the others; collect responses that link them or use spectral_estimate (regularised)"
+    )
 
 
 def _log_esf_table(le: np.ndarray) -> np.ndarray:

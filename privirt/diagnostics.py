@@ -114,17 +114,37 @@ def _ess(a: np.ndarray) -> np.ndarray:
             out[j] = np.nan if var_plus[j] != 0 else float(c * n)
             continue
         rho = 1.0 - (w[j] - acov[:, :, j].mean(axis=0)) / var_plus[j]
-        rho[0] = 1.0
-        # Geyer: sum pairs P_t = rho[2t] + rho[2t+1] while positive, made monotone.
-        n_pairs = n // 2
-        pairs = rho[: 2 * n_pairs].reshape(n_pairs, 2).sum(axis=1)
-        positive = pairs > 0
-        stop = int(np.argmin(positive)) if not positive.all() else n_pairs
-        pairs = np.minimum.accumulate(pairs[:stop]) if stop > 0 else pairs[:0]
-        tau = -1.0 + 2.0 * pairs.sum()
-        tau = max(tau, 1.0 / np.log10(c * n))
-        out[j] = c * n / tau
+        out[j] = c * n / _geyer_tau(rho, c * n)
     return out
+
+
+def _geyer_tau(rho: np.ndarray, total: int) -> float:
+    """Integrated autocorrelation time from autocorrelations ``rho`` (lag 0, 1, …), as Stan
+    and ArviZ compute it: Geyer's initial positive sequence of pair sums
+    ``rho[t] + rho[t+1]`` (stopped at the first non-positive pair and 3 lags before the
+    end), completed by the last positive even-lag term, made monotone, and floored at
+    ``1 / log10(total)``."""
+    n = rho.shape[0]
+    r = np.zeros(n)
+    r[0] = 1.0
+    even, odd = 1.0, rho[1]
+    r[1] = odd
+    t = 1
+    while t < n - 3 and even + odd > 0.0:
+        even, odd = rho[t + 1], rho[t + 2]
+        if even + odd >= 0.0:
+            r[t + 1], r[t + 2] = even, odd
+        t += 2
+    max_t = t - 2
+    if even > 0.0:
+        r[max_t + 1] = even
+    t = 1
+    while t <= max_t - 2:  # initial monotone sequence
+        if r[t + 1] + r[t + 2] > r[t - 1] + r[t]:
+            r[t + 1] = r[t + 2] = (r[t - 1] + r[t]) / 2.0
+        t += 2
+    tau = -1.0 + 2.0 * r[: max_t + 1].sum() + r[max_t + 1 : max_t + 2].sum()
+    return max(tau, 1.0 / np.log10(total))
 
 
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
@@ -144,6 +164,8 @@ def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndar
     c, n, k = a.shape
     if n_batches is None:
         n_batches = int(min(50, max(2, np.floor(np.sqrt(n)))))
+    elif isinstance(n_batches, bool) or not isinstance(n_batches, (int, np.integer)) or n_batches < 1:
+        raise ValueError(f"n_batches must be a positive integer, got {n_batches!r}")
     n_batches = max(1, min(n_batches, n))
     size = n // n_batches
     if size < 1 or c * n_batches < 2:

@@ -241,6 +241,12 @@ class Posterior:
         """Draws of one block as a DataFrame (rows: (chain, draw), columns: labels)."""
         d = self.get_draws(param)
         if chain is not None:
+            if (
+                isinstance(chain, bool)
+                or not isinstance(chain, (int, np.integer))
+                or not 0 <= chain < d.shape[0]
+            ):
+                raise ValueError(f"chain must be an integer in [0, {d.shape[0]}), got {chain!r}")
             d = d[chain : chain + 1]
         c, n, k = d.shape
         index = pd.MultiIndex.from_product(

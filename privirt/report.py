@@ -267,13 +267,15 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[list[str]]]:
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
-    header = ["mechanism"] + [f"ε = {e:.3g}" for e in eps]
+    # a sweep of non-private baselines only has no ε column: give their values one
+    header = ["mechanism"] + ([f"ε = {e:.3g}" for e in eps] or ["value"])
     rows = []
     for mech in dict.fromkeys(s["mechanism"]):
         ms = s[s["mechanism"] == mech]
         if mech in NONPRIVATE_MECHANISMS:
             r = ms.iloc[0]
-            rows.append([f"{mech} (non-private)", _cell(r) + " (any ε)"] + [""] * (len(eps) - 1))
+            rows.append([f"{mech} (non-private)", _cell(r) + " (any ε)"]
+                        + [""] * (len(header) - 2))
             continue
         by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
         rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])

@@ -64,6 +64,11 @@ class Responses:
         c = self.codes
         if not isinstance(c, np.ndarray) or c.dtype != np.int8 or c.ndim != 2:
             raise ValueError("Responses.codes must be a 2-D int8 numpy array; use as_responses()")
+        if c.size and (c.min() < MISSING or c.max() > 1):  # two passes, no n × m temporary
+            raise ValueError(
+                "Responses.codes must be 1 (correct), 0 (incorrect) or -1 (missing); "
+                "use as_responses() to convert data"
+            )
         if len(self.persons) != c.shape[0] or len(self.items) != c.shape[1]:
             raise ValueError(
                 f"label lengths ({len(self.persons)} persons, {len(self.items)} items) do not "
@@ -229,11 +234,27 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col) -> Resp
             frame = pd.read_csv(path, sep=sep, keep_default_na=True)
         except pd.errors.EmptyDataError:
             raise ValueError(f"{path} is empty") from None
+        _check_csv_header(path, sep)
     else:
         raise ValueError(
             f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or .parquet"
         )
     return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True)
+
+
+def _check_csv_header(path: Path, sep: str) -> None:
+    """Refuse repeated column names (pandas would silently rename the second ``q1.1``)."""
+    header = pd.read_csv(
+        path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False
+    ).iloc[0].tolist()
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise ValueError(
+                f"duplicate column {name!r} in the header of {path.name}; item (and person) "
+                "labels must be unique"
+            )
+        seen.add(name)
 
 
 def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file) -> Responses:
@@ -261,17 +282,21 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         label_col = frame.columns[0]
     if label_col is not None:
         frame = frame.set_index(label_col)
+    # a CSV without a label column reads with index 0 … n-1; a Parquet file may restore
+    # the labelled index it was written with: keep it
     persons = frame.index
-    if from_file and label_col is None:
-        persons = pd.RangeIndex(frame.shape[0])
     if frame.shape[1] == 0:
         raise ValueError("the responses table has no item columns")
     values = _frame_values(frame)
     return _from_array(values, persons, frame.columns)
 
 
-def _frame_values(frame: pd.DataFrame) -> np.ndarray:
-    """Column-wise conversion that refuses strings and other non-numeric dtypes."""
+def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
+    """Column-wise conversion that refuses strings and other non-numeric dtypes.
+
+    ``describe(i, j, value)``, if given, words the error for the cell in row ``i`` and
+    column ``j``.
+    """
     out = np.empty(frame.shape, dtype=np.float64)
     for j, (name, col) in enumerate(frame.items()):
         dtype = col.dtype
@@ -279,18 +304,43 @@ def _frame_values(frame: pd.DataFrame) -> np.ndarray:
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             obj = col.to_numpy(dtype=object)
-            for i, v in enumerate(obj):
-                if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-                    out[i, j] = np.nan
-                elif isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
-                    out[i, j] = float(v)
-                else:
-                    raise ValueError(
-                        f"invalid response {v!r} for person {frame.index[i]!r} (row {i}), "
-                        f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
-                        "convert text such as 'yes'/'no' to 0/1 first"
-                    )
+            vals = [_cell_number(v) for v in obj]
+            if any(v is None for v in vals):
+                i = _first_offender(obj, vals)
+                v = obj[i]
+                if describe is not None:
+                    raise ValueError(describe(i, j, v))
+                raise ValueError(
+                    f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
+                    f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
+                    "convert text such as 'yes'/'no' to 0/1 first"
+                )
+            out[:, j] = vals
     return out
+
+
+def _cell_number(v: Any) -> float | None:
+    """The float value of one cell of an object array (NaN if missing), None if no number."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return np.nan
+    if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
+        return float(v)
+    return None
+
+
+def _first_offender(obj: Any, vals: list) -> int:
+    """Position of the non-number to report: the first that is not even numeric text.
+
+    One word in a CSV column makes pandas read the whole column as text, so its first
+    cell (say ``'1'``) is not the problem; the word is.
+    """
+    bad = [i for i, v in enumerate(vals) if v is None]
+    for i in bad:
+        try:
+            float(obj[i])
+        except (TypeError, ValueError):
+            return i
+    return bad[0]
 
 
 def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Responses:
@@ -318,7 +368,14 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
         )
     persons = pd.Index(pd.unique(frame[pc]), name=None)
     items = pd.Index(pd.unique(frame[ic]), name=None)
-    vals = _frame_values(frame[[rc]]).ravel()
+    def describe(i, j, v):
+        return (
+            f"invalid response {v!r} for person {_py(frame[pc].iloc[i])!r}, item "
+            f"{_py(frame[ic].iloc[i])!r} (row {i} of the long table): responses must be 0, 1 "
+            "or missing; convert text such as 'yes'/'no' to 0/1 first"
+        )
+
+    vals = _frame_values(frame[[rc]], describe).ravel()
     bad = ~(np.isnan(vals) | (vals == 0) | (vals == 1))
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
@@ -340,8 +397,8 @@ def _py(value: Any) -> Any:
 
 
 def _from_array(values: np.ndarray, persons, items) -> Responses:
-    if values.dtype == object:
-        values = _object_array(values)
+    if values.dtype == object or values.dtype.kind in "US":
+        values = _object_array(values.astype(object), persons, items)
     if values.ndim != 2:
         raise ValueError(
             f"responses must be a 2-D persons × items matrix, got an array with {values.ndim} "
@@ -366,27 +423,33 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
         )
     persons = pd.RangeIndex(values.shape[0]) if persons is None else pd.Index(persons)
     items = pd.RangeIndex(values.shape[1]) if items is None else pd.Index(items)
-    for what, idx in (("person", persons), ("item", items)):
+    for what, idx, axis in (("person", persons, "row"), ("item", items, "column")):
+        if idx.hasnans:
+            pos = int(np.flatnonzero(idx.isna())[0])
+            raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
         if idx.has_duplicates:
             raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
     return Responses(np.ascontiguousarray(codes), persons, items)
 
 
-def _object_array(values: np.ndarray) -> np.ndarray:
-    out = np.empty(values.shape, dtype=np.float64)
+def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:
     flat = values.ravel()
-    oflat = out.ravel()
-    for k, v in enumerate(flat):
-        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-            oflat[k] = np.nan
-        elif isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
-            oflat[k] = float(v)
+    vals = [_cell_number(v) for v in flat]
+    if any(v is None for v in vals):
+        k = _first_offender(flat, vals)
+        v = flat[k]
+        idx = tuple(int(t) for t in np.unravel_index(k, values.shape))
+        if values.ndim == 2:
+            i, j = idx
+            p = persons[i] if persons is not None else i
+            it = items[j] if items is not None else j
+            where = f"for person {p!r} (row {i}), item {it!r} (column {j})"
         else:
-            idx = np.unravel_index(k, values.shape)
-            raise ValueError(
-                f"invalid response {v!r} at {idx}: responses must be 0, 1 or missing (NaN)"
-            )
-    return out.reshape(values.shape)
+            where = f"at position {idx}"
+        raise ValueError(
+            f"invalid response {v!r} {where}: responses must be 0, 1 or missing (NaN)"
+        )
+    return np.array(vals, dtype=np.float64).reshape(values.shape)
 
 
 def _raise_bad(values, bad, persons, items) -> None:

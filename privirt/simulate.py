@@ -17,10 +17,14 @@ __all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
 
 def _check(n_persons: int, n_items: int, p_observed: float) -> None:
     for name, v in (("n_persons", n_persons), ("n_items", n_items)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    if not (0.0 < float(p_observed) <= 1.0):
-        raise ValueError(f"p_observed must be in (0, 1], got {p_observed!r}")
+    if (
+        isinstance(p_observed, bool)
+        or not isinstance(p_observed, (int, float, np.integer, np.floating))
+        or not 0.0 < float(p_observed) <= 1.0
+    ):
+        raise ValueError(f"p_observed must be a number in (0, 1], got {p_observed!r}")
 
 
 def _finish(prob: np.ndarray, p_observed: float, rng: np.random.Generator) -> np.ndarray:

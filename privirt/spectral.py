@@ -297,6 +297,15 @@ def _validate_counts(Y: Any, items: Any) -> tuple[np.ndarray, pd.Index]:
     labels = None
     if isinstance(Y, pd.DataFrame):
         labels = Y.index
+        if not Y.columns.equals(labels):
+            # Y[i, j] pairs row i with column j by item: align the columns to the rows
+            same = len(Y.columns) == len(labels) and set(Y.columns) == set(labels)
+            if labels.has_duplicates or not same:
+                raise ValueError(
+                    "the rows and columns of the counts frame Y must carry the same item "
+                    f"labels; rows {list(labels[:5])}, columns {list(Y.columns[:5])}"
+                )
+            Y = Y.loc[:, labels]
         Y = Y.to_numpy()
     Y = to_numpy(Y) if not isinstance(Y, np.ndarray) else Y
     try:

@@ -96,6 +96,29 @@ def test_labels_and_series_alignment():
         privirt.estimate_abilities(X, beta, method="map")
 
 
+def test_solver_options_are_validated():
+    # max_iter=0 returned the starting values as if they were estimates
+    X = pd.DataFrame([[1, 0], [0, 0], [1, 1]], columns=["q1", "q2"])
+    beta = np.array([-0.5, 0.5])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_iter"):
+            privirt.estimate_abilities(X, beta, max_iter=bad, device="cpu")
+    for bad in (0.0, -1.0, float("nan"), "x", None):
+        with pytest.raises(ValueError, match="tol"):
+            privirt.estimate_abilities(X, beta, tol=bad, device="cpu")
+
+
+def test_wle_root_found_for_difficulties_far_from_zero():
+    # the root bracket was fixed at ±40: with difficulties beyond it the estimate was
+    # silently clamped to the bracket's end
+    beta = np.array([-45.0, 0.0, 45.0])
+    X = np.array([[1, 1, 1], [0, 0, 0], [1, 0, 0]], dtype=float)
+    ab = privirt.estimate_abilities(X, beta, device="cpu")
+    for (_, row), x in zip(ab.iterrows(), X):
+        assert abs(wle_equation(row["theta"], beta, x.sum())) < 1e-8
+    assert ab["theta"].iloc[0] > 45 and ab["theta"].iloc[1] < -45
+
+
 def test_recovers_simulated_abilities():
     X, theta, beta = privirt.simulate_rasch(2000, 40, p_observed=0.8, seed=4)
     ab = privirt.estimate_abilities(X, beta, device="cpu")

@@ -106,6 +106,24 @@ def test_private_estimate_debits_and_over_budget_exits_nonzero(tmp_path, capsys,
     assert len(privirt.Ledger(path).spends()) == 2
 
 
+def test_private_estimate_checks_its_options_before_spending(tmp_path, capsys, responses_csv):
+    # a --top-k larger than the (public) number of items, or an --out folder that does not
+    # exist, used to be found only after the ledger was debited and the noise drawn
+    path = tmp_path / "b.ledger"
+    main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"])
+    capsys.readouterr()
+    rc = main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(path),
+               "--device", "cpu", "--top-k", "9"])
+    assert rc == 2
+    assert "exceeds the number of items" in _one_line_error(capsys.readouterr().err)
+    rc = main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(path),
+               "--device", "cpu", "--out", str(tmp_path / "nowhere" / "est.json")])
+    assert rc == 2
+    captured = capsys.readouterr()
+    assert "nowhere" in _one_line_error(captured.err) and "beta" not in captured.out
+    assert len(privirt.Ledger(path).spends()) == 0
+
+
 def test_private_estimate_options(capsys, responses_csv):
     rc = main(["estimate", str(responses_csv), "--epsilon", "2", "--mechanism", "randomized_response",
                "--p0", "auto", "--seed", "3", "--device", "cpu", "--top-k", "2"])

@@ -102,12 +102,28 @@ def test_disconnected_items_raise():
         privirt.cmle_estimate(X)
 
 
+def test_one_way_linked_item_sets_raise_instead_of_huge_estimates():
+    # every item has a non-extreme total and all items share persons, but nobody gets item
+    # 2 or 3 right while getting item 0 or 1 wrong: the CML likelihood grows without bound
+    # as beta_2, beta_3 - beta_0, beta_1 -> infinity (Fischer's condition fails)
+    X = np.array([[1, 1, 1, 0], [1, 1, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]] * 5, dtype=float)
+    with pytest.raises(ValueError, match=r"infinite.*\[2, 3\]|\[2, 3\].*infinite"):
+        privirt.cmle_estimate(X)
+
+
 def test_option_validation():
     X = privirt.load_dataset("lsat6")
     with pytest.raises(ValueError, match="tol"):
         privirt.cmle_estimate(X, tol=-1)
     with pytest.raises(ValueError, match="max_iter"):
         privirt.cmle_estimate(X, max_iter=0)
+
+
+def test_non_numeric_tol_is_a_value_error():
+    X = privirt.load_dataset("lsat6")
+    for bad in ("x", None, float("nan")):
+        with pytest.raises(ValueError, match="tol"):
+            privirt.cmle_estimate(X, tol=bad)
 
 
 def test_top_k():

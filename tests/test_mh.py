@@ -545,6 +545,15 @@ def test_cli_transpose_and_errors(votes_csv, tmp_path, capsys):
         cli_main(["mh", str(path), "--anchor", "v1"])
 
 
+def test_cli_top_must_be_positive(votes_csv, capsys):
+    # a negative --top printed an empty ranking instead of refusing the value
+    path, _, _, _ = votes_csv
+    for bad in ("-3", "0"):
+        with pytest.raises(SystemExit):
+            cli_main(["mh", str(path), "--person-col", "voter", "--top", bad])
+        assert "--top" in capsys.readouterr().err
+
+
 def test_cli_subprocess(votes_csv):
     path, lo, _, _ = votes_csv
     env = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -41,6 +41,31 @@ def test_mcse_batch_means_matches_theory(rng):
     assert np.all(np.abs(mcse / theory - 1) < 0.35), (mcse, theory)
 
 
+@pytest.mark.parametrize("phi, shape", [(0.9, (3, 33, 4)), (0.5, (3, 33, 4)),
+                                         (-0.5, (2, 100, 4)), (0.0, (1, 50, 4)),
+                                         (0.99, (2, 100, 3)), (0.6, (4, 400, 3))])
+def test_rhat_and_bulk_ess_match_arviz(rng, phi, shape):
+    # the module promises the ArviZ/Stan definitions (rank-normalised split R-hat, bulk
+    # ESS with Geyer's initial monotone sequence as Stan truncates and completes it)
+    az = pytest.importorskip("arviz")
+    c, n, k = shape
+    d = ar1(rng, c, n, k, phi)
+    ref_ess = np.array([az.ess(d[:, :, j], method="bulk") for j in range(k)], dtype=float)
+    np.testing.assert_allclose(diagnostics.ess_bulk(d), ref_ess, rtol=1e-10)
+    if c > 1:
+        ref_rhat = np.array([az.rhat(d[:, :, j], method="rank") for j in range(k)], dtype=float)
+        np.testing.assert_allclose(diagnostics.rhat(d), ref_rhat, rtol=1e-10)
+
+
+def test_mcse_batch_count_is_validated(rng):
+    # n_batches=0 or a negative count was silently turned into one batch (MCSE NaN)
+    d = rng.normal(size=(1, 100, 2))
+    assert np.all(np.isfinite(diagnostics.mcse_batch_means(d, n_batches=10)))
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="n_batches"):
+            diagnostics.mcse_batch_means(d, n_batches=bad)
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()
@@ -81,6 +106,15 @@ def test_posterior_rejects_bad_shapes_and_params(rng):
         post.summary("b")
     with pytest.raises(ValueError, match="acceptance"):
         post.acceptance_rates()
+
+
+def test_draws_frame_rejects_a_chain_that_does_not_exist(rng):
+    # chain=5 (or -1) of a 2-chain run returned an empty frame instead of an error
+    post = Posterior(draws={"a": rng.normal(size=(2, 10, 2))}, labels={"a": pd.Index(["x", "y"])})
+    assert post.draws_frame("a", chain=1).shape == (10, 2)
+    for bad in (2, 5, -1, 1.5, True):
+        with pytest.raises(ValueError, match="chain"):
+            post.draws_frame("a", chain=bad)
 
 
 def test_streaming_summary_agrees_with_full_draws(rng):

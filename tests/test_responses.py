@@ -79,6 +79,18 @@ def test_parquet_round_trip(tmp_path, wide):
     np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
 
 
+def test_parquet_keeps_labels_stored_as_its_index(tmp_path, wide):
+    # DataFrame.to_parquet stores a labelled index; reading it back replaced the labels
+    # by 0 … n-1
+    pytest.importorskip("pyarrow")
+    for name in ("person", "voter", None):
+        path = tmp_path / f"idx_{name}.parquet"
+        wide.rename_axis(name).to_parquet(path)
+        X = as_responses(path)
+        assert list(X.persons) == ["ann", "bob", "cy"]
+        np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
+
+
 def test_invalid_value_names_value_person_and_item(wide):
     bad = wide.copy()
     bad.loc["bob", "q3"] = 2
@@ -93,6 +105,40 @@ def test_invalid_text_value(wide):
     bad.loc["ann", "q2"] = "yes"
     with pytest.raises(ValueError, match="'yes'.*'ann'.*'q2'"):
         as_responses(bad)
+
+
+def test_text_in_a_csv_column_names_the_text_not_a_number(tmp_path):
+    # one word makes pandas read the whole column as text: the message must name the word
+    # and its row, not the first (numeric-looking) cell of the column
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2\nann,1,0\nbob,0,yes\ncy,1,1\n")
+    with pytest.raises(ValueError, match="'yes' for person 'bob' .row 1.*'q2'"):
+        as_responses(path)
+
+
+def test_text_in_a_long_response_column_names_person_item_and_row(tmp_path):
+    long = pd.DataFrame({"person": ["a", "b", "c"], "item": ["x", "y", "x"],
+                         "response": [1, "yes", 0]})
+    with pytest.raises(ValueError, match="'yes' for person 'b', item 'y' .row 1 of the long"):
+        as_responses(long)
+    path = tmp_path / "long.csv"
+    path.write_text("person,item,response\na,x,1\nb,y,no\nc,x,0\n")
+    with pytest.raises(ValueError, match="'no' for person 'b', item 'y' .row 1 of the long"):
+        as_responses(path)
+
+
+def test_duplicate_item_columns_in_a_csv_header_are_rejected(tmp_path):
+    # pandas would silently rename the second column to 'q1.1'
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q1,q2\nann,1,0,1\nbob,0,1,1\n")
+    with pytest.raises(ValueError, match="duplicate column .q1."):
+        as_responses(path)
+
+
+def test_invalid_object_array_value_names_row_and_column():
+    X = np.array([[1, 0], [None, "yes"]], dtype=object)
+    with pytest.raises(ValueError, match=r"'yes' for person 1 \(row 1\), item 1 \(column 1\)"):
+        as_responses(X)
 
 
 def test_invalid_long_rows():
@@ -118,6 +164,15 @@ def test_shape_and_value_errors(data, match):
         as_responses(data)
 
 
+def test_text_array_error_names_value_person_and_item():
+    # a numpy string array was refused by its dtype alone, naming no value or cell
+    X = np.array([["1", "0"], ["yes", "1"]])
+    with pytest.raises(ValueError, match=r"'yes' for person 1 \(row 1\), item 0 \(column 0\)"):
+        as_responses(X)
+    with pytest.raises(ValueError, match=r"invalid response '1' for person 0 \(row 0\)"):
+        as_responses(np.array([["1", "0"]]))
+
+
 def test_missing_file_and_bad_suffix(tmp_path):
     with pytest.raises(FileNotFoundError):
         as_responses(tmp_path / "nope.csv")
@@ -131,6 +186,19 @@ def test_duplicate_labels_rejected():
     frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", "a"], columns=["x", "y"])
     with pytest.raises(ValueError, match="duplicate person label 'a'"):
         as_responses(frame)
+
+
+def test_missing_person_label_in_a_wide_table_is_rejected(tmp_path):
+    # the long layout refused a missing label; the wide one kept a person labelled NaN
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2\nann,1,0\n,0,1\n")
+    with pytest.raises(ValueError, match="missing person label .row 1"):
+        as_responses(path)
+    frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", None], columns=["x", np.nan])
+    with pytest.raises(ValueError, match="missing person label .row 1"):
+        as_responses(frame)
+    with pytest.raises(ValueError, match="missing item label .column 1"):
+        as_responses(frame.set_axis(["a", "b"], axis=0))
 
 
 def test_empty_policy_drop_error_keep():
@@ -155,6 +223,17 @@ def test_responses_passthrough_and_subset(wide):
     assert isinstance(sub, Responses)
     assert list(sub.persons) == ["ann", "cy"] and list(sub.items) == ["q2", "q3"]
     np.testing.assert_array_equal(sub.codes, X.codes[[0, 2]][:, [1, 2]])
+
+
+def test_constructor_checks_the_codes():
+    # the docstring says the constructor checks the codes: a 5 was accepted and then
+    # counted as "answered" but neither right nor wrong
+    with pytest.raises(ValueError, match="codes"):
+        Responses(np.array([[1, 5], [0, 1]], dtype=np.int8), pd.RangeIndex(2), pd.RangeIndex(2))
+    with pytest.raises(ValueError, match="codes"):
+        Responses(np.array([[1, -2]], dtype=np.int8), pd.RangeIndex(1), pd.RangeIndex(2))
+    ok = Responses(np.array([[1, -1], [0, 1]], dtype=np.int8), pd.RangeIndex(2), pd.RangeIndex(2))
+    assert ok.n_observed == 3
 
 
 def test_package_exports():

@@ -32,6 +32,19 @@ def test_two_parameter_models(fn, link):
     assert np.allclose(X.mean(axis=0), expected, atol=0.015)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"p_observed": "0.5"}, "p_observed"),
+    ({"p_observed": None}, "p_observed"),
+    ({"n_persons": True}, "n_persons"),
+    ({"n_items": False}, "n_items"),
+])
+def test_bad_arguments_are_value_errors(kwargs, match):
+    args = {"n_persons": 5, "n_items": 3, **kwargs}
+    for fn in (privirt.simulate_rasch, privirt.simulate_2pno, privirt.simulate_2pl):
+        with pytest.raises(ValueError, match=match):
+            fn(**args)
+
+
 def test_seed_reproducible_and_bad_arguments():
     a = privirt.simulate_rasch(50, 3, seed=1)[0]
     b = privirt.simulate_rasch(50, 3, seed=1)[0]

@@ -100,6 +100,21 @@ def test_float_noisy_counts_and_labels():
     np.testing.assert_allclose(frame["beta"], np.log(res.pi / res.d) - np.log(res.pi / res.d).mean())
 
 
+def test_count_frame_is_aligned_by_label():
+    # Y[i, j] is meaningful only when row i and column i are the same item: a frame whose
+    # rows were reordered (and columns not) gave silently wrong difficulties
+    from privirt.counts import pairwise_counts_frame
+
+    Y, _ = pairwise_counts_frame(privirt.load_dataset("lsat6"))
+    ref = spectral_from_counts(Y, device="cpu").beta
+    order = ["item5", "item4", "item3", "item2", "item1"]
+    res = spectral_from_counts(Y.loc[order], device="cpu")
+    assert list(res.beta.index) == order
+    np.testing.assert_allclose(res.beta[order], ref[order], atol=1e-10)
+    with pytest.raises(ValueError, match="same item labels"):
+        spectral_from_counts(Y.rename(columns={"item1": "zzz"}), device="cpu")
+
+
 def test_graph_restricts_transitions():
     rng = np.random.default_rng(4)
     m = 6

@@ -118,6 +118,20 @@ def test_report_written(quick_run):
     assert html.count("<table") == 2 and 'src="plots/synthetic_n1000_m20.png"' in html
 
 
+def test_report_of_a_baselines_only_sweep(tmp_path):
+    # only non-private mechanisms: no ε column at all; the report crashed building the table
+    pytest.importorskip("matplotlib")
+    cfg = tmp_path / "base.toml"
+    cfg.write_text('seed = 1\ntrials = 2\nepsilons = [1.0]\nmechanisms = ["spectral", "cmle"]\n'
+                   '[[datasets]]\nsource = "synthetic"\nn = 200\nm = 5\n')
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    files = rep.build_report(out)
+    md = files.markdown.read_text(encoding="utf-8")
+    assert "| spectral (non-private) |" in md and "(any ε)" in md
+    assert files.html.read_text(encoding="utf-8").count("<table") == 2
+
+
 def test_resume_skips_finished_cells(quick_run, tmp_path):
     src, _ = quick_run
     out = tmp_path / "copy"

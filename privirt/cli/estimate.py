@@ -146,6 +146,14 @@ def register(subparsers) -> None:
 def _check_out(path: Path | None) -> None:
     if path is not None and path.suffix.lower() not in (".csv", ".json"):
         raise ValueError(f"--out must end in .csv or .json, got {path.name!r}")
+    # checked before any estimate (and before a private one spends budget)
+    if path is not None and not path.resolve().parent.is_dir():
+        raise ValueError(f"--out {path}: the folder {path.parent} does not exist")
+
+
+def _check_top_k(top_k: int | None, n_items: int) -> None:
+    if top_k is not None and top_k > n_items:
+        raise ValueError(f"--top-k {top_k} exceeds the number of items ({n_items})")
 
 
 def load(args: argparse.Namespace):
@@ -192,13 +200,13 @@ def run(args: argparse.Namespace) -> int:
         from ..responses import as_responses
 
         resp = as_responses(args.file, format=args.format or "auto", empty="keep")
+        _check_top_k(args.top_k, resp.n_items)  # the item set is public
         table, statement = _private_table(resp, args)
     else:
         resp = load(args)
+        _check_top_k(args.top_k, resp.n_items)
         table = METHODS[args.method](resp, args)
     table.index.name = "item"
-    if args.top_k is not None and args.top_k > len(table):
-        raise ValueError(f"--top-k {args.top_k} exceeds the number of items ({len(table)})")
     label = f"private {args.method}" if private else args.method
     print(f"{label} estimate: {resp.n_persons} persons × {resp.n_items} items "
           f"(beta centred, higher = harder)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._sampler_args import add_chain_arguments, add_data_arguments, check_plotting, write_summary
+from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor"]
 
@@ -64,7 +65,7 @@ def register(subparsers: Any) -> None:
                    help="keep the proposal sds fixed (plain Metropolis)")
     p.add_argument("--no-ridge-moves", action="store_true",
                    help="skip the scale/shift moves (the tutorial's algorithm exactly)")
-    p.add_argument("--top", type=int, default=20,
+    p.add_argument("--top", type=positive_int, default=20,
                    help="print this many persons of the ranking at each end (default 20)")
     p.set_defaults(func=run)
 
