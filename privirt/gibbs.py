@@ -129,7 +129,29 @@ def _describe_seed(ss: np.random.SeedSequence) -> dict[str, Any]:
     return {"entropy": ss.entropy, "spawn_key": tuple(ss.spawn_key)}
 
 
+def _check_item_precision(resp: Responses, priors: dict, where: str = "") -> None:
+    """Refuse items whose (a, b) conditional has a singular precision under flat priors.
+
+    With x_i = (θ_i, −1) over the n_j persons who answered item j, det P = n_j Σ'θ_i² −
+    (Σ'θ_i)² = n_j Σ'(θ_i − θ̄)², zero when n_j = 1: the draw would be NaN and spread to
+    every parameter.  A proper prior on a or on b adds its precision and makes P positive
+    definite, so only the flat-flat case is refused.
+    """
+    if priors["a"] is not None or priors["b"] is not None:
+        return
+    n_obs = (resp.codes >= 0).sum(axis=0)
+    few = n_obs == 1
+    if few.any():
+        raise ValueError(
+            f"{where}item(s) {list(resp.items[few][:5])} were answered by a single person: "
+            "under the flat priors on a and b their conditional has a singular precision "
+            "matrix and no posterior draw exists; drop them or pass a proper prior, e.g. "
+            'priors={"b": (0.0, 4.0)}'
+        )
+
+
 def _warn_improper(resp: Responses, priors: dict, where: str = "") -> None:
+    _check_item_precision(resp, priors, where)
     if priors["b"] is not None:
         return
     obs = resp.codes >= 0

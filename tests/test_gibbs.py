@@ -603,3 +603,23 @@ def test_gpu_truncated_normal_algorithm(lower):
     assert stats.kstest(x, stats.truncnorm(lower, np.inf).cdf).pvalue > 1e-3
     u0, u1 = _uniform2(1, 0, counters, 0, 12345, 678)
     assert 0 < u0.min() and u0.max() < 1 and stats.kstest(u1, "uniform").pvalue > 1e-3
+
+
+def test_item_answered_by_one_person_is_refused_under_flat_priors():
+    """n_j = 1 makes det P = n_j Σ(θ − θ̄)² = 0: refused, not NaN everywhere; a proper prior
+    on a or on b makes the conditional proper again."""
+    X, _, _, _ = privirt.simulate_2pno(60, 4, seed=31)
+    X[1:, 3] = np.nan  # item 4: one response
+    with pytest.raises(ValueError, match="single person"):
+        privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=False, device="cpu")
+    with pytest.raises(ValueError, match="data set 1: .*single person"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # data set 0's all-incorrect item 4
+        privirt.gibbs_2pno_replicate([np.nan_to_num(X, nan=0.0), X], n_iter=20, burn_in=10,
+                                     seed=1, progress=False, device="cpu")
+    for priors in ({"b": (0.0, 4.0)}, {"a": (1.0, 1.0)}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = privirt.gibbs_2pno(X, n_iter=60, burn_in=20, seed=1, progress=False,
+                                      device="cpu", priors=priors)
+        for param in ("a", "b", "theta"):
+            assert np.isfinite(post.draws[param]).all(), (priors, param)
