@@ -310,10 +310,14 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
                 v = obj[i]
                 if describe is not None:
                     raise ValueError(describe(i, j, v))
+                hint = "convert text such as 'yes'/'no' to 0/1 first"
+                if j == 0 and col.is_unique:  # distinct text in the first column: labels?
+                    hint = (f"if column {name!r} holds person labels, name it with "
+                            f"person_col={name!r} (CLI: --person-col {name}); otherwise {hint}")
                 raise ValueError(
                     f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
                     f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
-                    "convert text such as 'yes'/'no' to 0/1 first"
+                    f"{hint}"
                 )
             out[:, j] = vals
     return out

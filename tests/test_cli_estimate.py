@@ -147,3 +147,22 @@ def test_subprocess_estimate(lsat_csv):
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_person_col_names_the_label_column(tmp_path, capsys):
+    """A wide file whose label column is not called 'person': without --person-col the
+    error points at the option; with it, the labels come through to the JSON output."""
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=3)
+    frame = pd.DataFrame(X, columns=[f"q{j}" for j in range(4)])
+    frame.insert(0, "voter", [f"v{i:03d}" for i in range(80)])
+    path = tmp_path / "votes.csv"
+    frame.to_csv(path, index=False)
+    assert main(["estimate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--person-col voter" in err
+    out = tmp_path / "est.json"
+    assert main(["estimate", str(path), "--person-col", "voter", "--out", str(out)]) == 0
+    items = [r["item"] for r in json.loads(out.read_text())["items"]]
+    assert items == ["q0", "q1", "q2", "q3"]
+    assert main(["estimate", str(path), "--person-col", "nobody"]) == 2
+    assert "nobody" in capsys.readouterr().err

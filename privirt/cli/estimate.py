@@ -55,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: guessed from the columns",
     )
     parser.add_argument(
+        "--person-col", default=None, metavar="COL",
+        help="wide tables: the column with the person labels (default: a column named "
+        "'person', or an unnamed first column)",
+    )
+    parser.add_argument(
         "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
     )
     parser.add_argument(
@@ -160,7 +165,7 @@ def load(args: argparse.Namespace):
     """The validated responses named on the command line."""
     from ..responses import as_responses
 
-    return as_responses(args.file, format=args.format or "auto")
+    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col)
 
 
 def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None) -> None:
@@ -199,7 +204,8 @@ def run(args: argparse.Namespace) -> int:
         # rule (whether an item is empty can hinge on one person).
         from ..responses import as_responses
 
-        resp = as_responses(args.file, format=args.format or "auto", empty="keep")
+        resp = as_responses(args.file, format=args.format or "auto", empty="keep",
+                            person_col=args.person_col)
         _check_top_k(args.top_k, resp.n_items)  # the item set is public
         table, statement = _private_table(resp, args)
     else:
