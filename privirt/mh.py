@@ -431,7 +431,11 @@ def mh_2pl(
     )
     elapsed = time.perf_counter() - start
     draws = {k: to_numpy(v) for k, v in result["draws"].items()}
-    flips = _normalise_signs(draws, anc)
+    # Reflecting whole chains maps the posterior to itself only when the priors of θ and a
+    # are symmetric about 0; otherwise the mirror image is a different (less probable)
+    # distribution and a reflected chain would no longer sample the posterior.
+    mirror_symmetric = pri["theta"][0] == 0.0 and pri["a"][0] == 0.0
+    flips = _normalise_signs(draws, anc) if mirror_symmetric else [0] * n_chains
     acceptance = {k: to_numpy(v) for k, v in result["acceptance"].items()}
     info = {
         "n_iter": n_iter,
@@ -446,6 +450,7 @@ def mh_2pl(
         "proposal_sd": {k: to_numpy(v) for k, v in result["sd"].items()},
         "anchors": {str(resp.persons[i]): v for i, v in anc},
         "sign_flips": flips,
+        "sign_normalisation": mirror_symmetric,
         "ridge_moves": bool(ridge_moves),
         "ridge_acceptance": None if result["ridge_acceptance"] is None
         else to_numpy(result["ridge_acceptance"]),

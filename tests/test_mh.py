@@ -400,6 +400,23 @@ def test_unanchored_chains_started_mirrored_agree_after_normalisation():
     assert post.info["sign_flips"] == [0, 400]  # chain 1 was reported reflected
 
 
+def test_no_reflection_when_the_priors_are_not_mirror_symmetric():
+    """With a prior mean of a below 0 the posterior favours negative slopes: reflecting
+    chains to a positive mean slope (the symmetric-prior convention) would move them to
+    the improbable mirror image.  They are left as sampled."""
+    X, theta, a, b = simulate_2pl(80, 30, seed=6)
+    kw = dict(n_iter=500, warmup=200, n_chains=2, seed=3, progress=False, device="cpu",
+              init={"theta": np.vstack([-theta, -theta]), "a": np.vstack([-a, -a])})
+    post = privirt.mh_2pl(X, priors={"a": (-1.0, 0.05)}, **kw)
+    assert post.info["sign_normalisation"] is False
+    assert post.info["sign_flips"] == [0, 0]
+    assert (post.get_draws("a").mean(axis=(0, 1)) < 0).all()
+    assert _corr(post.mean("theta"), theta) < -0.9
+    sym = privirt.mh_2pl(X, **kw)  # default priors: mean 0, the convention applies
+    assert sym.info["sign_normalisation"] is True and sym.info["sign_flips"] == [300, 300]
+    assert sym.get_draws("a").mean() > 0
+
+
 # ---------------------------------------------------------------------------------------
 # reproducibility, labels, thinning, errors
 # ---------------------------------------------------------------------------------------
