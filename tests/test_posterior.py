@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -145,16 +147,22 @@ def test_streaming_posterior_has_no_draws(rng):
         post.get_draws("a")
 
 
-def test_to_arviz_roundtrip_or_install_hint(rng):
+def test_to_arviz_without_arviz_gives_the_install_hint(rng, monkeypatch):
     post = Posterior(draws={"a": rng.normal(size=(2, 50, 2))}, labels={"a": pd.Index(["x", "y"])})
-    try:
-        import arviz  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="privirt\\[arviz\\]"):
-            post.to_arviz()
-        return
+    monkeypatch.setitem(sys.modules, "arviz", None)  # import arviz raises ImportError
+    with pytest.raises(ImportError, match="privirt\\[arviz\\]"):
+        post.to_arviz()
+
+
+def test_to_arviz_roundtrip_keeps_draws_and_labels(rng):
+    az = pytest.importorskip("arviz")
+    d = rng.normal(size=(2, 50, 2))
+    post = Posterior(draws={"a": d}, labels={"a": pd.Index(["x", "y"])})
     idata = post.to_arviz()
-    assert idata.posterior["a"].shape == (2, 50, 2)
+    assert isinstance(idata, az.InferenceData)
+    np.testing.assert_array_equal(idata.posterior["a"].values, d)
+    dim = [k for k in idata.posterior["a"].dims if k not in ("chain", "draw")][0]
+    assert list(idata.posterior[dim].values) == ["x", "y"]
 
 
 def test_streaming_select_chains_matches_a_separate_accumulator(rng):
