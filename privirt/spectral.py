@@ -228,7 +228,9 @@ def spectral_from_counts(
     Ymat, labels = _validate_counts(Y, items)
     m = Ymat.shape[0]
     lam = _validate_regularization(regularization)
-    if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol > 0):
+    if isinstance(tol, bool) or not (
+        isinstance(tol, (int, float, np.integer, np.floating)) and np.isfinite(tol) and tol > 0
+    ):
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
@@ -333,6 +335,9 @@ def _validate_counts(Y: Any, items: Any) -> tuple[np.ndarray, pd.Index]:
         labels = pd.RangeIndex(m)
     if len(labels) != m:
         raise ValueError(f"{len(labels)} item labels given for {m} items")
+    if labels.has_duplicates:
+        dup = list(labels[labels.duplicated()].unique()[:5])
+        raise ValueError(f"item labels must be unique; repeated: {dup}")
     return Ymat, pd.Index(labels)
 
 

@@ -194,3 +194,15 @@ def test_responses_with_empty_item_is_dropped_with_warning():
     # a clean Responses is used as is and gives the same estimate as the array
     clean = privirt.as_responses(X[:, :4])
     np.testing.assert_allclose(spectral_estimate(clean, device="cpu").beta, res.beta)
+
+
+def test_from_counts_refuses_repeated_labels_and_boolean_tol():
+    Y = np.array([[0, 3, 1], [2, 0, 4], [5, 1, 0]])
+    with pytest.raises(ValueError, match="unique; repeated: \\['q1'\\]"):
+        spectral_from_counts(Y, items=["q1", "q2", "q1"])
+    with pytest.raises(ValueError, match="tol"):
+        spectral_from_counts(Y, tol=True)
+    frame = pd.DataFrame(Y, index=["x", "x", "y"], columns=["x", "x", "y"])
+    with pytest.raises(ValueError, match="unique"):
+        spectral_from_counts(frame)
+    assert np.isfinite(spectral_from_counts(Y, items=["q1", "q2", "q3"]).beta).all()
