@@ -34,3 +34,14 @@ def test_python_dash_m_entry_point():
     out = subprocess.run([sys.executable, "-m", "privirt", "--version"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "privirt" in out.stdout
+
+
+def test_warnings_are_one_line_without_source_location(tmp_path, capsys):
+    """A dropped empty item is reported as one 'privirt: warning:' line, not Python's
+    default 'file:line: Category: message' plus the source line."""
+    path = tmp_path / "r.csv"
+    path.write_text("q1,q2,q3\n1,0,\n0,1,\n1,1,\n0,0,\n1,0,\n")
+    assert main(["estimate", str(path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: warning: ")
+    assert "q3" in err[0] and ".py" not in err[0]

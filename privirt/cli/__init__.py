@@ -15,6 +15,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from typing import Sequence
 
 from ..exceptions import BudgetExceeded, PrivirtError
@@ -51,6 +52,11 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings of a command as one ``privirt: warning: ...`` line (no source location)."""
+    print(f"privirt: warning: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -58,7 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        status = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            status = args.func(args)
     except BudgetExceeded as exc:
         print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BUDGET
