@@ -488,3 +488,17 @@ def test_public_items_reject_unlisted_and_duplicate_items():
         privirt.release_counts(X, epsilon=1.0, items=[0, 1], seed=1)
     with pytest.raises(ValueError, match="twice"):
         privirt.release_counts(X, epsilon=1.0, items=[0, 1, 2, 2], seed=1)
+
+
+@pytest.mark.parametrize("m", [5, 6, 7])
+def test_stated_rho_is_never_below_the_proven_rho(m):
+    # ρ = Δ₂²/(2σ²) with Δ₂² = Δ₁ (0/±1 differences); the debited ρ must not be smaller
+    from fractions import Fraction
+
+    X, _ = _rasch(n=50, m=m)
+    for eps in (0.5, 1.0, 2.0):
+        p = privirt.release_counts(X, epsilon=eps, delta=1e-5, seed=0).privacy
+        sigma = Fraction(p.noise_value)
+        proven = Fraction(int(p.sensitivity.l1)) / (2 * sigma * sigma)
+        assert Fraction(p.rho) >= proven
+        assert Fraction(p.cost.rho) >= proven
