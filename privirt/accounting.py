@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
@@ -535,6 +536,23 @@ def calibrate_rr_epsilon0(
         eL = optimize.brentq(g, epsilon, limit, xtol=1e-13, rtol=4 * np.finfo(float).eps)
         while g(eL) > 0:
             eL = math.nextafter(eL, -math.inf)
-    amp = shuffle_amplified_epsilon(eL, n_persons, delta)
-    assert amp is not None and amp <= epsilon
-    return eL / n_bits, amp, True
+    # The randomizer runs with the float ε₀ and is (n_bits·ε₀)-LDP for the exact product, which
+    # fl(ε_L / n_bits) can push an ulp above ε_L (and above the validity limit when ε_L is at
+    # it).  Take ε₀ with n_bits·ε₀ ≤ ε_L exactly, and state the amplified ε of that local ε
+    # rounded up (what the mechanism reports), so the claim covers the randomizer actually run.
+    e0 = eL / n_bits
+    while True:
+        while Fraction(e0) * n_bits > Fraction(eL):
+            e0 = math.nextafter(e0, 0.0)
+        amp = shuffle_amplified_epsilon(_round_up(Fraction(e0) * n_bits), n_persons, delta)
+        if amp is not None and amp <= epsilon:
+            return e0, amp, True
+        e0 = math.nextafter(e0, 0.0)  # pragma: no cover - float noise in the formula
+
+
+def _round_up(x: Fraction) -> float:
+    """The smallest float ≥ the rational ``x``."""
+    f = float(x)
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f

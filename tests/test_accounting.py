@@ -215,6 +215,25 @@ def test_shuffle_calibration_is_largest_valid_local_epsilon():
     assert not amp_small and eps0_small == pytest.approx(eps / m) and claimed_small == eps
 
 
+@pytest.mark.parametrize("n,m,eps,delta", [(2000, 3, 2.0, 1e-5), (5000, 5, 3.0, 1e-4),
+                                          (2000, 3, 0.5, 1e-5), (20000, 7, 1.0, 1e-4)])
+def test_shuffle_calibration_holds_for_the_per_bit_epsilon_actually_used(n, m, eps, delta):
+    # The randomizer runs with the float ε₀ and is m·ε₀-LDP (exact rational m·ε₀, reported
+    # rounded up): that — not the ε_L found by the search — must satisfy the theorem's
+    # validity condition and give an amplified ε no larger than the one claimed.
+    from fractions import Fraction
+
+    eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True)
+    assert amplified and claimed <= eps
+    local_exact = Fraction(eps0) * m
+    assert local_exact <= Fraction(acc.shuffle_validity_limit(n, delta))
+    local = float(local_exact)
+    if Fraction(local) < local_exact:
+        local = math.nextafter(local, math.inf)  # what RandomizedResponse.privacy(m) reports
+    amp = acc.shuffle_amplified_epsilon(local, n, delta)
+    assert amp is not None and amp <= claimed
+
+
 # -- bad input ----------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "1", True, None])
 def test_bad_epsilon(bad):

@@ -502,3 +502,17 @@ def test_stated_rho_is_never_below_the_proven_rho(m):
         proven = Fraction(int(p.sensitivity.l1)) / (2 * sigma * sigma)
         assert Fraction(p.rho) >= proven
         assert Fraction(p.cost.rho) >= proven
+
+
+def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
+    from privirt.accounting import shuffle_amplified_epsilon, shuffle_validity_limit
+
+    n, m, delta = 2000, 3, 1e-5
+    X, _ = _rasch(n=n, m=m)
+    p = privirt.private_spectral_estimate(
+        X, epsilon=2.0, delta=delta, mechanism="randomized_response", shuffle=True, seed=0
+    ).privacy
+    assert p.shuffle
+    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m)
+    assert local <= shuffle_validity_limit(n, delta)  # the theorem applies to this randomizer
+    assert shuffle_amplified_epsilon(local, n, delta) <= p.epsilon <= 2.0
