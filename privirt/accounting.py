@@ -246,12 +246,13 @@ def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
     """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
 
     αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
-    log α = log1p(e^t) and log(1 − 1/α) = t − log α so that no cancellation occurs for α
-    near 1.
+    log α = log1p(e^t) and log(1 − 1/α) = −log1p(e^{−t}) so that no cancellation occurs for
+    α near 1 or for large α (small ρ, where ``t − log α`` would lose every digit and
+    understate ε).
     """
     am1 = math.exp(t)
     log_alpha = math.log1p(am1)
-    return (1.0 + am1) * rho + log_inv_delta / am1 + (t - log_alpha) - log_alpha / am1
+    return (1.0 + am1) * rho + log_inv_delta / am1 - math.log1p(math.exp(-t)) - log_alpha / am1
 
 
 def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
@@ -418,7 +419,9 @@ def calibrate_gaussian_sigma(
 
     # bracket: the classic bound's σ is an upper bound on the answer (the tight conversion
     # is never worse); search below it.
-    rho_classic = (math.sqrt(math.log(1.0 / delta) + epsilon) - math.sqrt(math.log(1.0 / delta))) ** 2
+    # (√(L + ε) − √L)², written without the cancellation that makes it 0 for tiny ε
+    log_inv = math.log(1.0 / delta)
+    rho_classic = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
     hi = l2 / math.sqrt(2.0 * rho_classic) * 1.01
     tries = 0
     while slack(hi) > 0:

@@ -287,3 +287,23 @@ def test_total_epsilon_is_monotone_in_spends(spends):
     )
     if all(1e-5 / len(costs) > c.delta for c in costs):
         assert total <= basic + 1e-9
+
+
+@pytest.mark.parametrize("rho", [1e-12, 1e-10, 1e-8, 1e-6])
+def test_tight_conversion_never_below_opendp_for_small_rho(rho):
+    # small ρ puts the optimal Rényi order far from 1, where log(1 − 1/α) must be evaluated
+    # without cancellation: an understated ε would be an invalid claim
+    profile = dp.c.make_zCDP_to_approxDP(_opendp_scalar_gaussian_for_rho(rho)).map(1.0)
+    for delta in (1e-5, 1e-9):
+        theirs = profile.epsilon(delta)
+        ours = acc.zcdp_to_approx_dp(rho, delta)
+        assert ours >= theirs * (1 - 1e-12)
+        assert ours == pytest.approx(theirs, rel=1e-12)
+
+
+@pytest.mark.parametrize("eps", [1e-17, 1e-14, 1e-12])
+def test_gaussian_calibration_at_tiny_epsilon(eps):
+    # no ZeroDivisionError from the bracket, and the σ found meets the target
+    sigma = acc.calibrate_gaussian_sigma(1.0, eps, 1e-5)
+    assert acc.zcdp_to_approx_dp(1.0 / (2 * sigma * sigma), 1e-5) <= eps
+    assert acc.zcdp_to_approx_dp(1.0 / (2 * (sigma * 0.999) ** 2), 1e-5) > eps
