@@ -516,3 +516,13 @@ def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
     local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m)
     assert local <= shuffle_validity_limit(n, delta)  # the theorem applies to this randomizer
     assert shuffle_amplified_epsilon(local, n, delta) <= p.epsilon <= 2.0
+
+
+def test_rr_epsilon_too_small_to_debias_is_refused_before_the_debit(tmp_path):
+    # ε₀ = ε/m so small that the keep probability is 1/2 in double precision: the debiasing
+    # divides by 2q − 1 = 0.  A clear ValueError, raised before anything is debited.
+    X, _ = _rasch(n=30, m=5)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="too small"):
+        privirt.private_spectral_estimate(X, epsilon=1e-17, mechanism="randomized_response", ledger=led)
+    assert len(led.spends()) == 0
