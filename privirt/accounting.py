@@ -536,21 +536,28 @@ def calibrate_rr_epsilon0(
     else:
         if g(epsilon) > 0:  # amplified bound at ε_L = ε is already above ε: no gain
             return base, epsilon, False
-        eL = optimize.brentq(g, epsilon, limit, xtol=1e-13, rtol=4 * np.finfo(float).eps)
-        while g(eL) > 0:
+        # xtol relative to ε: an absolute 1e-13 is far coarser than an ulp of a small root and
+        # left the ulp-by-ulp correction below ~1e10 steps to walk
+        eL = optimize.brentq(g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps)
+        for _ in range(64):
+            if g(eL) <= 0:
+                break
             eL = math.nextafter(eL, -math.inf)
+        else:  # pragma: no cover - brentq's root is within a few ulps
+            eL = epsilon  # g(ε) ≤ 0 was checked above
     # The randomizer runs with the float ε₀ and is (n_bits·ε₀)-LDP for the exact product, which
     # fl(ε_L / n_bits) can push an ulp above ε_L (and above the validity limit when ε_L is at
     # it).  Take ε₀ with n_bits·ε₀ ≤ ε_L exactly, and state the amplified ε of that local ε
     # rounded up (what the mechanism reports), so the claim covers the randomizer actually run.
     e0 = eL / n_bits
-    while True:
+    for _ in range(64):
         while Fraction(e0) * n_bits > Fraction(eL):
             e0 = math.nextafter(e0, 0.0)
         amp = shuffle_amplified_epsilon(_round_up(Fraction(e0) * n_bits), n_persons, delta)
         if amp is not None and amp <= epsilon:
             return e0, amp, True
         e0 = math.nextafter(e0, 0.0)  # pragma: no cover - float noise in the formula
+    return base, epsilon, False  # pragma: no cover
 
 
 def _round_up(x: Fraction) -> float:

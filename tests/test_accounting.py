@@ -234,6 +234,32 @@ def test_shuffle_calibration_holds_for_the_per_bit_epsilon_actually_used(n, m, e
     assert amp is not None and amp <= claimed
 
 
+@pytest.mark.parametrize("eps,delta", [(1e-8, 1e-4), (1e-8, 0.5), (1e-12, 0.5), (3e-5, 1e-6)])
+def test_shuffle_calibration_at_small_epsilon_terminates(eps, delta):
+    # brentq's absolute xtol (1e-13) was far coarser than an ulp of a root near 1e-8, and the
+    # ulp-by-ulp correction loop that followed ran ~1e10 times; a watchdog turns a hang into
+    # a failure
+    import signal
+
+    if not hasattr(signal, "SIGALRM"):  # pragma: no cover
+        pytest.skip("needs SIGALRM")
+
+    def hang(*_):
+        raise TimeoutError("calibrate_rr_epsilon0 did not return")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(30)
+    try:
+        eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, 5, delta=delta, n_persons=300, shuffle=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert claimed <= eps
+    if amplified:
+        assert eps0 * 5 > eps  # the gain: more local ε than the target
+        assert acc.shuffle_amplified_epsilon(eps0 * 5, 300, delta) == pytest.approx(claimed, rel=1e-9)
+
+
 # -- bad input ----------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "1", True, None])
 def test_bad_epsilon(bad):
