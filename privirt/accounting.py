@@ -538,7 +538,9 @@ def calibrate_rr_epsilon0(
             return base, epsilon, False
         # xtol relative to ε: an absolute 1e-13 is far coarser than an ulp of a small root and
         # left the ulp-by-ulp correction below ~1e10 steps to walk
-        eL = optimize.brentq(g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps)
+        eL = optimize.brentq(
+            g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps, maxiter=1000
+        )
         for _ in range(64):
             if g(eL) <= 0:
                 break

@@ -234,7 +234,7 @@ def test_shuffle_calibration_holds_for_the_per_bit_epsilon_actually_used(n, m, e
     assert amp is not None and amp <= claimed
 
 
-@pytest.mark.parametrize("eps,delta", [(1e-8, 1e-4), (1e-8, 0.5), (1e-12, 0.5), (3e-5, 1e-6)])
+@pytest.mark.parametrize("eps,delta", [(1e-8, 1e-4), (1e-8, 0.5), (1e-12, 0.5), (3e-5, 1e-6), (1e-20, 1e-4)])
 def test_shuffle_calibration_at_small_epsilon_terminates(eps, delta):
     # brentq's absolute xtol (1e-13) was far coarser than an ulp of a root near 1e-8, and the
     # ulp-by-ulp correction loop that followed ran ~1e10 times; a watchdog turns a hang into
