@@ -348,7 +348,9 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     Returns ``inf`` when the spends' own δ's already reach ``delta`` while a zCDP part
     remains, or exceed it.
     """
-    delta = float(delta)
+    delta = _finite_number(delta, "delta")
+    if not (0.0 <= delta <= 1.0):
+        raise ValueError(f"delta must be in [0, 1], got {delta!r}")
     items = [PrivacyCost.of(c) for c in costs]
     rho = math.fsum(c.rho for c in items)
     eps = math.fsum(c.epsilon for c in items)

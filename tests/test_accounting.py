@@ -333,3 +333,12 @@ def test_gaussian_calibration_at_tiny_epsilon(eps):
     sigma = acc.calibrate_gaussian_sigma(1.0, eps, 1e-5)
     assert acc.zcdp_to_approx_dp(1.0 / (2 * sigma * sigma), 1e-5) <= eps
     assert acc.zcdp_to_approx_dp(1.0 / (2 * (sigma * 0.999) ** 2), 1e-5) > eps
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1.0, 1.5, None, "1e-5"])
+def test_total_epsilon_rejects_an_invalid_delta(bad):
+    # a NaN δ silently gave ε = 1 for a pure spend, a negative one gave inf
+    for spends in ([acc.PureDP(1.0)], [acc.ZCDP(0.1)], []):
+        with pytest.raises(ValueError, match="delta"):
+            acc.total_epsilon(spends, bad)
+    assert acc.total_epsilon([acc.PureDP(1.0)], 0.0) == 1.0  # δ = 0 stays valid for pure spends
