@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
@@ -245,12 +246,13 @@ def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
     """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
 
     αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
-    log α = log1p(e^t) and log(1 − 1/α) = t − log α so that no cancellation occurs for α
-    near 1.
+    log α = log1p(e^t) and log(1 − 1/α) = −log1p(e^{−t}) so that no cancellation occurs for
+    α near 1 or for large α (small ρ, where ``t − log α`` would lose every digit and
+    understate ε).
     """
     am1 = math.exp(t)
     log_alpha = math.log1p(am1)
-    return (1.0 + am1) * rho + log_inv_delta / am1 + (t - log_alpha) - log_alpha / am1
+    return (1.0 + am1) * rho + log_inv_delta / am1 - math.log1p(math.exp(-t)) - log_alpha / am1
 
 
 def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
@@ -346,7 +348,9 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     Returns ``inf`` when the spends' own δ's already reach ``delta`` while a zCDP part
     remains, or exceed it.
     """
-    delta = float(delta)
+    delta = _finite_number(delta, "delta")
+    if not (0.0 <= delta <= 1.0):
+        raise ValueError(f"delta must be in [0, 1], got {delta!r}")
     items = [PrivacyCost.of(c) for c in costs]
     rho = math.fsum(c.rho for c in items)
     eps = math.fsum(c.epsilon for c in items)
@@ -417,7 +421,9 @@ def calibrate_gaussian_sigma(
 
     # bracket: the classic bound's σ is an upper bound on the answer (the tight conversion
     # is never worse); search below it.
-    rho_classic = (math.sqrt(math.log(1.0 / delta) + epsilon) - math.sqrt(math.log(1.0 / delta))) ** 2
+    # (√(L + ε) − √L)², written without the cancellation that makes it 0 for tiny ε
+    log_inv = math.log(1.0 / delta)
+    rho_classic = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
     hi = l2 / math.sqrt(2.0 * rho_classic) * 1.01
     tries = 0
     while slack(hi) > 0:
@@ -532,9 +538,35 @@ def calibrate_rr_epsilon0(
     else:
         if g(epsilon) > 0:  # amplified bound at ε_L = ε is already above ε: no gain
             return base, epsilon, False
-        eL = optimize.brentq(g, epsilon, limit, xtol=1e-13, rtol=4 * np.finfo(float).eps)
-        while g(eL) > 0:
+        # xtol relative to ε: an absolute 1e-13 is far coarser than an ulp of a small root and
+        # left the ulp-by-ulp correction below ~1e10 steps to walk
+        eL = optimize.brentq(
+            g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps, maxiter=1000
+        )
+        for _ in range(64):
+            if g(eL) <= 0:
+                break
             eL = math.nextafter(eL, -math.inf)
-    amp = shuffle_amplified_epsilon(eL, n_persons, delta)
-    assert amp is not None and amp <= epsilon
-    return eL / n_bits, amp, True
+        else:  # pragma: no cover - brentq's root is within a few ulps
+            eL = epsilon  # g(ε) ≤ 0 was checked above
+    # The randomizer runs with the float ε₀ and is (n_bits·ε₀)-LDP for the exact product, which
+    # fl(ε_L / n_bits) can push an ulp above ε_L (and above the validity limit when ε_L is at
+    # it).  Take ε₀ with n_bits·ε₀ ≤ ε_L exactly, and state the amplified ε of that local ε
+    # rounded up (what the mechanism reports), so the claim covers the randomizer actually run.
+    e0 = eL / n_bits
+    for _ in range(64):
+        while Fraction(e0) * n_bits > Fraction(eL):
+            e0 = math.nextafter(e0, 0.0)
+        amp = shuffle_amplified_epsilon(_round_up(Fraction(e0) * n_bits), n_persons, delta)
+        if amp is not None and amp <= epsilon:
+            return e0, amp, True
+        e0 = math.nextafter(e0, 0.0)  # pragma: no cover - float noise in the formula
+    return base, epsilon, False  # pragma: no cover
+
+
+def _round_up(x: Fraction) -> float:
+    """The smallest float ≥ the rational ``x``."""
+    f = float(x)
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f

@@ -149,22 +149,39 @@ class Ledger:
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._write() as con:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    con.execute(statement)
-            con.execute(
-                "INSERT OR IGNORE INTO budget (id, epsilon, delta, relation, created, schema_version)"
-                " VALUES (1, ?, ?, ?, ?, ?)",
-                (epsilon, delta, NEIGHBOURING_RELATION, _now(), _SCHEMA_VERSION),
-            )
-            row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+        try:
+            with self._write() as con:
+                self._create_in(con, epsilon, delta)
+                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path} is not a privirt ledger ({exc})") from None
         if row[0] != epsilon or row[1] != delta:
             raise ValueError(
                 f"the ledger at {self.path} already holds the budget ε={row[0]:g}, δ={row[1]:g}; "
                 "a budget cannot be changed — open it without epsilon/delta"
             )
         self._epsilon, self._delta = float(row[0]), float(row[1])
+
+    def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> None:
+        """Create the schema and the budget row (inside the caller's write transaction).
+
+        A database that already holds tables but no ``budget`` table is someone else's file:
+        it is refused, never turned into a ledger.
+        """
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "budget" not in tables:
+            raise ValueError(
+                f"{self.path} is not a privirt ledger (an SQLite database with other tables); "
+                "choose a new path for the ledger"
+            )
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                con.execute(statement)
+        con.execute(
+            "INSERT OR IGNORE INTO budget (id, epsilon, delta, relation, created, schema_version)"
+            " VALUES (1, ?, ?, ?, ?, ?)",
+            (epsilon, delta, NEIGHBOURING_RELATION, _now(), _SCHEMA_VERSION),
+        )
 
     def _read_budget(self) -> None:
         try:

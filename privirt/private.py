@@ -750,6 +750,12 @@ def private_spectral_estimate(
     )
     mech_mod = _mechanisms()
     mech = mech_mod.RandomizedResponse(eps0, seed=seed)
+    if not 2.0 * float(mech.keep_probability) - 1.0 > 0.0:  # checked before anything is debited
+        raise ValueError(
+            f"epsilon={eps:g} is too small for randomized response on {m} items: the per-bit "
+            f"ε₀ = {eps0:.3g} makes the keep probability 1/2 in double precision, so the "
+            "randomized bits cannot be debiased (and carry no usable signal); use a larger epsilon"
+        )
     local_eps = float(mech.privacy(n_bits=m))
     notes = [
         "missing cells are replaced by fair coin flips before release, so the observed mask is "

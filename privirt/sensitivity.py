@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -76,6 +77,18 @@ class Sensitivity:
             f"L1 = {self.l1:g}, L2 = {self.l2:.6g} ({self.bound} bound, {self.relation}, "
             f"{self.n_released} released counts)"
         )
+
+
+def _sqrt_up(s: int) -> float:
+    """The smallest float whose square is ≥ the integer ``s``: Δ₂ = √s rounded up.
+
+    ``math.sqrt`` rounds to nearest and so falls below √s for many integers (e.g. 18), which
+    would make Δ₂ — and ρ = Δ₂²/(2σ²) — smaller than the proven value.
+    """
+    r = math.sqrt(s)
+    while Fraction(r) ** 2 < s:
+        r = math.nextafter(r, math.inf)
+    return r
 
 
 def _adjacency(graph: np.ndarray | None, m: int) -> np.ndarray | None:
@@ -191,14 +204,14 @@ def pairwise_counts_sensitivity(
         # one unit per released cell (what the paper's Lemma 4.1 assumes); under add/remove
         # a single person touches at most every cell once too.
         s = n_released
-        return Sensitivity(float(s), math.sqrt(s), "paper", rel, n_released)
+        return Sensitivity(float(s), _sqrt_up(s), "paper", rel, n_released)
     if complete:
         s = factor * (m // 2) * ((m + 1) // 2)
         label = "tight"
     else:
         cut, label = max_cut_upper_bound(A)
         s = factor * cut
-    return Sensitivity(float(s), math.sqrt(s), label, rel, n_released)
+    return Sensitivity(float(s), _sqrt_up(s), label, rel, n_released)
 
 
 def count_contribution(row: np.ndarray) -> np.ndarray:

@@ -195,3 +195,20 @@ def test_private_estimate_keeps_empty_items(tmp_path, capsys):
     assert main(["estimate", str(path), "--epsilon", "1", "--seed", "0", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "4 items" in out and "\nd " in out
+
+
+@pytest.mark.parametrize("seed", [None, "4"])
+def test_private_csv_output_carries_the_privacy_statement(tmp_path, capsys, responses_csv, seed):
+    # the CSV is a released file: without the statement a seeded (NOT private) table would be
+    # indistinguishable from a private one
+    out = tmp_path / "beta.csv"
+    extra = [] if seed is None else ["--seed", seed]
+    assert main(["estimate", str(responses_csv), "--epsilon", "1", "--device", "cpu",
+                 "--out", str(out), *extra]) == 0
+    text = out.read_text()
+    header = [l for l in text.splitlines() if l.startswith("#")]
+    assert header and text.startswith("#")
+    assert any("privacy: (" in l for l in header)
+    assert any("NOT PRIVATE" in l for l in header) == (seed is not None)
+    frame = pd.read_csv(out, comment="#", index_col="item")
+    assert list(frame.columns) == ["beta"] and len(frame) == 6

@@ -56,6 +56,31 @@ def test_create_open_and_budget_is_immutable(tmp_path):
         Ledger(junk)
 
 
+def test_creating_over_a_file_that_is_not_a_ledger_is_refused(tmp_path):
+    # with a budget given, an existing non-ledger file must be refused (ValueError), not turned
+    # into a ledger (another SQLite database) or answered with sqlite3's own exception
+    import sqlite3
+
+    junk = tmp_path / "junk.ledger"
+    junk.write_text("not a database at all, just text" * 10)
+    with pytest.raises(ValueError, match="not a privirt ledger"):
+        Ledger(junk, epsilon=1.0, delta=1e-5)
+    other = tmp_path / "results.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE results (x REAL)")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match="not a privirt ledger"):
+        Ledger(other, epsilon=1.0, delta=1e-5)
+    con = sqlite3.connect(other)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    con.close()
+    assert tables == {"results"}  # untouched
+    empty = tmp_path / "empty.ledger"
+    empty.touch()  # e.g. left by a process killed before its first commit: becomes a ledger
+    assert Ledger(empty, epsilon=1.0, delta=1e-5).epsilon == 1.0
+
+
 @pytest.mark.parametrize("eps,delta", [(0, 1e-5), (-1, 1e-5), (math.inf, 1e-5), (math.nan, 1e-5), (1, 0), (1, 1), (1, math.nan)])
 def test_bad_budget(tmp_path, eps, delta):
     with pytest.raises(ValueError):

@@ -488,3 +488,41 @@ def test_public_items_reject_unlisted_and_duplicate_items():
         privirt.release_counts(X, epsilon=1.0, items=[0, 1], seed=1)
     with pytest.raises(ValueError, match="twice"):
         privirt.release_counts(X, epsilon=1.0, items=[0, 1, 2, 2], seed=1)
+
+
+@pytest.mark.parametrize("m", [5, 6, 7])
+def test_stated_rho_is_never_below_the_proven_rho(m):
+    # ρ = Δ₂²/(2σ²) with Δ₂² = Δ₁ (0/±1 differences); the debited ρ must not be smaller
+    from fractions import Fraction
+
+    X, _ = _rasch(n=50, m=m)
+    for eps in (0.5, 1.0, 2.0):
+        p = privirt.release_counts(X, epsilon=eps, delta=1e-5, seed=0).privacy
+        sigma = Fraction(p.noise_value)
+        proven = Fraction(int(p.sensitivity.l1)) / (2 * sigma * sigma)
+        assert Fraction(p.rho) >= proven
+        assert Fraction(p.cost.rho) >= proven
+
+
+def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
+    from privirt.accounting import shuffle_amplified_epsilon, shuffle_validity_limit
+
+    n, m, delta = 2000, 3, 1e-5
+    X, _ = _rasch(n=n, m=m)
+    p = privirt.private_spectral_estimate(
+        X, epsilon=2.0, delta=delta, mechanism="randomized_response", shuffle=True, seed=0
+    ).privacy
+    assert p.shuffle
+    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m)
+    assert local <= shuffle_validity_limit(n, delta)  # the theorem applies to this randomizer
+    assert shuffle_amplified_epsilon(local, n, delta) <= p.epsilon <= 2.0
+
+
+def test_rr_epsilon_too_small_to_debias_is_refused_before_the_debit(tmp_path):
+    # ε₀ = ε/m so small that the keep probability is 1/2 in double precision: the debiasing
+    # divides by 2q − 1 = 0.  A clear ValueError, raised before anything is debited.
+    X, _ = _rasch(n=30, m=5)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="too small"):
+        privirt.private_spectral_estimate(X, epsilon=1e-17, mechanism="randomized_response", ledger=led)
+    assert len(led.spends()) == 0

@@ -154,3 +154,19 @@ def test_bad_inputs():
         pairwise_counts_sensitivity(4, graph=asym)
     with pytest.raises(ValueError):
         pairwise_counts_sensitivity(4, graph=np.ones((3, 3), dtype=bool))
+
+
+def test_l2_is_rounded_up_so_it_stays_an_upper_bound():
+    # Δ₂ = √s for the integer s = ‖D‖₂²; the float square root rounded to nearest falls below
+    # √s for many s (e.g. s = 18 at m = 6), which would understate ρ = Δ₂²/(2σ²).
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    G = np.triu(rng.random((7, 7)) < 0.5, 1)
+    G = G | G.T
+    cases = [pairwise_counts_sensitivity(m) for m in range(2, 60)]
+    cases += [pairwise_counts_sensitivity(m, bound="paper") for m in range(2, 60)]
+    cases += [pairwise_counts_sensitivity(7, graph=G)]
+    for s in cases:
+        assert Fraction(s.l2) ** 2 >= Fraction(s.l1), s  # an upper bound on √(Δ₁) = Δ₂
+        assert s.l2 == pytest.approx(np.sqrt(s.l1), rel=1e-15)

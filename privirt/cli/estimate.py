@@ -168,10 +168,18 @@ def load(args: argparse.Namespace):
     return as_responses(args.file, format=args.format or "auto", person_col=args.person_col)
 
 
-def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None) -> None:
-    """Write ``table`` (indexed by item) as CSV or JSON according to the suffix."""
+def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
+                statement: str | None = None) -> None:
+    """Write ``table`` (indexed by item) as CSV or JSON according to the suffix.
+
+    ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
+    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``.
+    """
     if path.suffix.lower() == ".csv":
-        table.to_csv(path, index_label="item")
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            for line in (statement or "").splitlines():
+                fh.write(f"# {line}\n")
+            table.to_csv(fh, index_label="item")
     else:
         records = [
             {"item": _jsonable(item), **{k: float(v) for k, v in row.items()}}
@@ -226,6 +234,6 @@ def run(args: argparse.Namespace) -> int:
         meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": resp.n_items}
         if statement is not None:
             meta["privacy"] = statement.to_dict()
-        write_table(table, args.out, meta)
+        write_table(table, args.out, meta, None if statement is None else str(statement))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
