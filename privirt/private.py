@@ -292,6 +292,14 @@ def _responses(X: ResponsesLike, items: Sequence[Any] | None = None) -> Response
     all-missing column, and an item of the data that is not in the list is an error.
     """
     resp = as_responses(X, empty="keep")
+    if isinstance(items, (str, bytes)):
+        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+    if items is None and resp.items_from_data:
+        raise ValueError(
+            "the item set of a long (person, item, response) table is read from its rows, so "
+            "it depends on who is in the data (an item answered by one person comes and goes "
+            "with that person); pass the public item list as items=[...] (CLI: --items)"
+        )
     if items is not None:
         public = pd.Index(list(items))
         if public.has_duplicates:
@@ -458,8 +466,9 @@ def release_counts(
         The public item set.  The result covers exactly these items, in this order; an item
         nobody answered is an all-missing column (it is not dropped, which would reveal that
         nobody answered it), and a data item not in the list is an error.  Without it the
-        item set is the columns of ``X`` (wide input) or the items present in a long table —
-        pass ``items`` whenever the latter could depend on who is in the data.
+        item set is the columns of ``X`` (wide input, a public schema); a long table's items
+        are read from its rows and so depend on who is in the data: long input without
+        ``items`` is refused.
 
     Returns
     -------

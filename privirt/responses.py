@@ -50,6 +50,10 @@ class Responses:
         ``1`` correct, ``0`` incorrect, ``-1`` missing.
     persons, items : pandas.Index
         Labels of the rows and columns.
+    items_from_data : bool
+        True when the item labels were collected from the rows of a long table, so that the
+        item set itself depends on who is in the data (an item answered by one person comes
+        and goes with that person).  Private estimators then ask for the public item list.
 
     Use :func:`as_responses` to build one from user data; the constructor checks shapes and
     codes but does not convert.
@@ -59,6 +63,7 @@ class Responses:
     persons: pd.Index
     items: pd.Index
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    items_from_data: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         c = self.codes
@@ -392,7 +397,7 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
     ci = items.get_indexer(frame[ic])
     obs = ~np.isnan(vals)
     codes[ri[obs], ci[obs]] = vals[obs].astype(np.int8)
-    return Responses(codes, persons, items)
+    return Responses(codes, persons, items, items_from_data=True)
 
 
 def _py(value: Any) -> Any:

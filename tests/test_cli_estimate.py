@@ -166,3 +166,34 @@ def test_person_col_names_the_label_column(tmp_path, capsys):
     assert items == ["q0", "q1", "q2", "q3"]
     assert main(["estimate", str(path), "--person-col", "nobody"]) == 2
     assert "nobody" in capsys.readouterr().err
+
+
+def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
+    """A long file's item set comes from its rows: a private run asks for --items; with it
+    (a list, or @FILE) the result covers exactly those items, one nobody answered too."""
+    X, _, _ = privirt.simulate_rasch(300, 4, seed=5)
+    long = (pd.DataFrame(X, columns=[1, 2, 3, 4]).rename_axis("person").reset_index()
+            .melt(id_vars="person", var_name="item", value_name="response"))
+    path = tmp_path / "long.csv"
+    long.to_csv(path, index=False)
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(path), "--epsilon", "1", "--ledger", str(ledger)]) == 2
+    assert "--items" in capsys.readouterr().err
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "spent" in capsys.readouterr().out  # nothing debited (checked below)
+    out = tmp_path / "est.json"
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5",
+                 "--ledger", str(ledger), "--out", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    assert [r["item"] for r in payload["items"]] == [1, 2, 3, 4, "5"]
+    assert payload["n_items"] == 5 and payload["privacy"]["private"] is True
+    spent = privirt.Ledger(ledger).spent().epsilon
+    assert 0 < spent <= 1.0 + 1e-12  # one release only: the refused run debited nothing
+    (tmp_path / "items.txt").write_text("1\n2\n\n3\n4\n")
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", f"@{tmp_path / 'items.txt'}",
+                 "--seed", "1"]) == 0
+    assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
+    assert "--items need --epsilon" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2

@@ -482,6 +482,27 @@ def test_public_items_keep_an_item_nobody_answered_in_long_data():
     assert list(rr.beta.index) == public[::-1]
 
 
+def test_long_data_without_the_public_item_set_is_refused_before_any_debit(tmp_path):
+    """A long table's items are read from its rows: whether q3 exists depends on the one
+    person who answered it.  Without items= nothing is released and nothing is debited."""
+    import pandas as pd
+
+    long = pd.DataFrame({"person": ["a", "a", "b", "b", "c"], "item": ["q1", "q2", "q1", "q2", "q3"],
+                         "response": [1, 0, 0, 1, 1]})
+    assert privirt.as_responses(long).items_from_data
+    assert not privirt.as_responses(long.pivot(index="person", columns="item",
+                                               values="response")).items_from_data
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    for call in (privirt.release_counts, privirt.private_spectral_estimate):
+        with pytest.raises(ValueError, match="items=\\[...\\]"):
+            call(long, epsilon=1.0, ledger=ledger)
+        with pytest.raises(ValueError, match="not the string"):
+            call(long, epsilon=1.0, items="q1q2q3", ledger=ledger)
+    assert ledger.spent().epsilon == 0
+    rel = privirt.release_counts(long, epsilon=1.0, items=["q1", "q2", "q3"], ledger=ledger)
+    assert list(rel.Y.index) == ["q1", "q2", "q3"] and ledger.spent().epsilon > 0
+
+
 def test_public_items_reject_unlisted_and_duplicate_items():
     X = np.array([[1, 0, 1], [0, 1, 1]], dtype=float)
     with pytest.raises(ValueError, match="not in the public item set"):

@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- private estimation (the accounting issue) ----------------------------------------------
 #: private options that only make sense together with --epsilon
-_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle")
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items")
 
 
 def _p0(text: str):
@@ -108,9 +108,31 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        help="budget ledger to debit (created with `privirt budget init`)")
     group.add_argument("--seed", type=int, default=None, metavar="N",
                        help="reproducible noise — the result is then NOT private")
+    group.add_argument("--items", default=None, metavar="LIST",
+                       help="the public item set, comma-separated or @FILE (one label a line); "
+                       "required for a long table, whose items are otherwise read from the data")
 
 
-def _private_table(resp, args: argparse.Namespace):
+def public_items(spec: str, data_items: pd.Index) -> list:
+    """The labels of ``--items`` (``a,b,c`` or ``@FILE``), matched to the data's labels by
+    their text (a long table's item column may be read as numbers)."""
+    if spec.startswith("@"):
+        path = Path(spec[1:])
+        if not path.is_file():
+            raise ValueError(f"--items {spec}: no such file {path}")
+        names = [line.strip() for line in path.read_text().splitlines()]
+        names = [n for n in names if n]
+    else:
+        names = [n.strip() for n in spec.split(",")]
+        if any(not n for n in names):
+            raise ValueError(f"--items {spec!r}: empty label (use a,b,c or @FILE)")
+    if len(names) < 2:
+        raise ValueError(f"--items needs at least 2 item labels, got {names}")
+    by_text = {str(label): label for label in data_items}
+    return [by_text.get(n, n) for n in names]
+
+
+def _private_table(resp, args: argparse.Namespace, items: list | None):
     from ..ledger import Ledger
     from ..private import private_spectral_estimate
 
@@ -133,6 +155,7 @@ def _private_table(resp, args: argparse.Namespace):
         seed=args.seed,
         device=args.device,
         note=f"privirt estimate {Path(args.file).name}",
+        items=items,
     )
     return pd.DataFrame({"beta": res.beta}), res.privacy
 
@@ -214,15 +237,16 @@ def run(args: argparse.Namespace) -> int:
 
         resp = as_responses(args.file, format=args.format or "auto", empty="keep",
                             person_col=args.person_col)
-        _check_top_k(args.top_k, resp.n_items)  # the item set is public
-        table, statement = _private_table(resp, args)
+        items = None if args.items is None else public_items(args.items, resp.items)
+        _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
+        table, statement = _private_table(resp, args, items)
     else:
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
         table = METHODS[args.method](resp, args)
     table.index.name = "item"
     label = f"private {args.method}" if private else args.method
-    print(f"{label} estimate: {resp.n_persons} persons × {resp.n_items} items "
+    print(f"{label} estimate: {resp.n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
     if args.top_k is not None:
@@ -231,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if statement is not None:
         print(str(statement))
     if args.out is not None:
-        meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": resp.n_items}
+        meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": len(table)}
         if statement is not None:
             meta["privacy"] = statement.to_dict()
         write_table(table, args.out, meta, None if statement is None else str(statement))
