@@ -36,7 +36,7 @@ from .accounting import (
     check_epsilon,
     total_epsilon,
 )
-from .exceptions import BudgetExceeded
+from .exceptions import BudgetExceeded, PrivirtError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -131,6 +131,14 @@ class Ledger:
         try:
             con.execute("PRAGMA synchronous=FULL")
             yield con
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise PrivirtError(
+                    f"the ledger {self.path} stayed locked by another process for more than "
+                    f"{self.timeout:g} s; nothing was spent — retry, or open the ledger with a "
+                    "longer timeout="
+                ) from exc
+            raise
         finally:
             con.close()
 

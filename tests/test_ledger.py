@@ -252,3 +252,20 @@ def test_racing_processes_cannot_overspend_zcdp(tmp_path):
     codes = _race(path, tmp_path / "go", f"PrivacyCost(rho={0.6 * rho_total!r})", 4)
     assert sorted(codes) == [0, 3, 3, 3]
     assert Ledger(path).spent().epsilon <= 1.0
+
+
+def test_a_ledger_locked_past_the_timeout_is_a_clear_error_and_spends_nothing(tmp_path):
+    from privirt.exceptions import PrivirtError
+
+    path = tmp_path / "l.ledger"
+    Ledger(path, epsilon=1.0, delta=1e-5)
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        led = Ledger(path, timeout=0.05)
+        with pytest.raises(PrivirtError, match="locked .* nothing was spent"):
+            led.spend(PrivacyCost(epsilon=0.1), mechanism="test")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert Ledger(path).spent().epsilon == 0
