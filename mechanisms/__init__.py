@@ -10,8 +10,12 @@ keystream keyed by the operating system (:class:`mechanisms.rng.SecureRNG`) unle
 given, in which case the object reports ``private=False``. See ``docs/mechanisms.md``.
 """
 
+from ._validation import EPSILON_MAX, MAX_SCALE, MIN_SCALE
 from .noise import DiscreteGaussian, DiscreteLaplace
 from .randomized_response import RandomizedResponse
 from .rng import SecureRNG
 
-__all__ = ["DiscreteGaussian", "DiscreteLaplace", "RandomizedResponse", "SecureRNG"]
+__all__ = [
+    "DiscreteGaussian", "DiscreteLaplace", "RandomizedResponse", "SecureRNG",
+    "MIN_SCALE", "MAX_SCALE", "EPSILON_MAX",
+]

@@ -32,7 +32,11 @@ def check_scale(name: str, value: object) -> float:
     return v
 
 
-def check_epsilon(value: object, *, upper: float = 700.0) -> float:
+#: Largest per-bit ε of randomized response: beyond it the keep probability rounds to 1.
+EPSILON_MAX = 700.0
+
+
+def check_epsilon(value: object, *, upper: float = EPSILON_MAX) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"epsilon must be a positive real number, got {value!r}")
     v = float(value)

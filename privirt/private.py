@@ -284,6 +284,16 @@ def _check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+def _check_calibrated(eps: float, calibrated: str, value: float, lo: float, hi: float) -> None:
+    """Refuse, in terms of the ε the caller chose, a noise parameter outside the range the
+    exact samplers support (before anything is debited)."""
+    if not lo <= value <= hi:
+        raise ValueError(
+            f"epsilon={eps:g} calibrates to {calibrated}, outside the range the exact sampler "
+            f"supports [{lo:g}, {hi:g}]; choose an epsilon in the usual range (say 0.01 to 100)"
+        )
+
+
 def _responses(X: ResponsesLike, items: Sequence[Any] | None = None) -> Responses:
     """Validated responses whose item set does not depend on the data.
 
@@ -516,6 +526,8 @@ def release_counts(
 
         # aim a hair inside the target: the mechanism reports ρ rounded up to the next float
         sigma = calibrate_gaussian_sigma(sens.l2, eps * (1 - 1e-10), dlt, draws=draws, tv_bound=tv_of)
+        _check_calibrated(eps, f"σ = {sigma:.4g}", sigma,
+                          mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
         mech = mech_mod.DiscreteGaussian(sigma, seed=seed)
         rho_formula = sens.l2**2 / (2.0 * sigma**2)
         rho = float(mech.privacy(sens.l2, l1_sensitivity=sens.l1, dimension=draws))
@@ -534,6 +546,8 @@ def release_counts(
         )
     else:
         scale = calibrate_laplace_scale(sens.l1, eps * (1 - 1e-10))  # ε is rounded up by the mechanism
+        _check_calibrated(eps, f"a Laplace scale of {scale:.4g}", scale,
+                          mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
         mech = mech_mod.DiscreteLaplace(scale, seed=seed)
         claimed_eps = float(mech.privacy(sens.l1))
         if claimed_eps > eps * (1 + 1e-12):  # pragma: no cover
@@ -758,6 +772,8 @@ def private_spectral_estimate(
         eps * (1 - 1e-10), m, delta=dlt, n_persons=n, shuffle=bool(shuffle)
     )
     mech_mod = _mechanisms()
+    _check_calibrated(eps, f"a per-response ε₀ = {eps0:.6g} (ε spread over {m} items)", eps0,
+                      0.0, mech_mod.EPSILON_MAX)
     mech = mech_mod.RandomizedResponse(eps0, seed=seed)
     if not 2.0 * float(mech.keep_probability) - 1.0 > 0.0:  # checked before anything is debited
         raise ValueError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -547,3 +549,15 @@ def test_rr_epsilon_too_small_to_debias_is_refused_before_the_debit(tmp_path):
     with pytest.raises(ValueError, match="too small"):
         privirt.private_spectral_estimate(X, epsilon=1e-17, mechanism="randomized_response", ledger=led)
     assert len(led.spends()) == 0
+
+
+@pytest.mark.parametrize("mechanism,eps", [("laplace", 1e6), ("laplace", 1e-13),
+                                           ("randomized_response", 1e6)])
+def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_path, mechanism, eps):
+    """An ε whose calibrated noise the exact samplers cannot produce is refused naming the ε
+    the caller chose (not only an internal noise parameter), and nothing is spent."""
+    X, _, _ = privirt.simulate_rasch(50, 3, seed=2)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1e7, delta=1e-5)
+    with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g} calibrates to") + ".* outside the range"):
+        privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    assert ledger.spent().epsilon == 0
