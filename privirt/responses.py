@@ -252,6 +252,14 @@ def _check_csv_header(path: Path, sep: str) -> None:
     header = pd.read_csv(
         path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False
     ).iloc[0].tolist()
+    named = [name for name in header if name.strip()]
+    if named and all(_looks_like_response(name) for name in named):
+        raise ValueError(
+            f"the first row of {path.name} ({', '.join(header[:6])}"
+            f"{', …' if len(header) > 6 else ''}) looks like responses, not item labels: "
+            "a CSV needs a header row naming the items (and optionally a person column); if "
+            "these are the item labels, rename them (say q0, q1, …)"
+        )
     seen = set()
     for name in header:
         if name in seen:
@@ -260,6 +268,14 @@ def _check_csv_header(path: Path, sep: str) -> None:
                 "labels must be unique"
             )
         seen.add(name)
+
+
+def _looks_like_response(name: str) -> bool:
+    """A header cell that reads as a response value (0, 1, 0.0, 1.0)."""
+    try:
+        return float(name.strip()) in (0.0, 1.0)
+    except ValueError:
+        return False
 
 
 def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file) -> Responses:

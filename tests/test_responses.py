@@ -239,3 +239,16 @@ def test_constructor_checks_the_codes():
 def test_package_exports():
     assert privirt.as_responses is as_responses
     assert privirt.pairwise_counts.__module__ == "privirt.counts"
+
+
+def test_csv_without_a_header_row_is_refused(tmp_path):
+    """A headerless file would lose its first person to the item labels: refused, saying so."""
+    path = tmp_path / "noheader.csv"
+    path.write_text("1,0,1\n0,0,1\n1,1,\n")
+    with pytest.raises(ValueError, match="looks like responses, not item labels"):
+        as_responses(path)
+    path.write_text("1,0\n0,1\n1,1\n")  # two distinct 'labels': no duplicate to catch it
+    with pytest.raises(ValueError, match="header row"):
+        as_responses(path)
+    path.write_text("q1,q2\n0,1\n1,1\n")
+    assert list(as_responses(path).items) == ["q1", "q2"]
