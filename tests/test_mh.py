@@ -503,6 +503,11 @@ def test_progress_line_on_stderr(capsys):
         ({"adapt": "yes"}, "adapt"),
         ({"device": "tpu"}, "device"),
         ({"seed": 1.5}, "seed"),
+        # an array is not a start specification (was numpy's "truth value ... ambiguous")
+        ({"init": np.zeros(3)}, "init must be"),
+        ({"init": {"a": ["x", 1, 2]}}, r"init\['a'\]"),
+        ({"proposal_sd": None}, "proposal_sd"),  # was a TypeError
+        ({"seed": -1}, "seed"),  # was numpy's "expected non-negative integer"
     ],
 )
 def test_bad_input_errors(kwargs, match):
