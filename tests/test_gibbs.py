@@ -368,6 +368,10 @@ def test_init_is_used():
         ({"priors": {"b": (0.0, 0.0)}}, "positive variance"),
         ({"priors": {"b": 1.0}}, "mean, variance"),
         ({"priors": {"theta": (0, 1)}}, "unknown prior"),
+        # a non-numeric start names its key (was numpy's "could not convert string")
+        ({"init": {"b": ["x", 0, 1]}}, r"init\['b'\]"),
+        # keep_draws decides what the result holds: a string is refused, not read as True
+        ({"keep_draws": "False"}, "keep_draws must be True or False"),
     ],
 )
 def test_bad_arguments_raise(kwargs, message):
