@@ -187,9 +187,11 @@ def test_ridge_moves_keep_the_posterior_and_speed_up_mixing():
     assert s_r["rhat"].max() < 1.1
 
 
-def test_joint_posterior_with_ridge_moves_matches_importance_sampling():
+@pytest.mark.parametrize("n_chains, n_iter", [(16, 4000), (1, 31000)])
+def test_joint_posterior_with_ridge_moves_matches_importance_sampling(n_chains, n_iter):
     """The default sampler (adaptation during warmup, ridge moves) against the exact joint
-    posterior of a 6 × 2 problem with missing cells.  The priors' means are not 0, so no
+    posterior of a 6 × 2 problem with missing cells, for one chain (2-D products, scalar
+    ridge sums) and several (batched).  The priors' means are not 0, so no
     chain is reflected and the raw chains must sample the posterior itself.  The moments of
     every parameter come from self-normalised importance sampling from the prior; the
     sampler's mean of x and x² must agree within 4.5 combined standard errors (batch-means
@@ -209,9 +211,9 @@ def test_joint_posterior_with_ridge_moves_matches_importance_sampling():
     logw = np.where(obs, -np.logaddexp(0.0, -sign * eta), 0.0).sum(axis=(1, 2))
     w = np.exp(logw - logw.max())
     w /= w.sum()
-    post = privirt.mh_2pl(Y, n_iter=4000, warmup=1000, n_chains=16, seed=7, progress=False,
-                          device="cpu", priors=pri)
-    assert post.info["ridge_moves"] and post.info["sign_flips"] == [0] * 16
+    post = privirt.mh_2pl(Y, n_iter=n_iter, warmup=1000, n_chains=n_chains, seed=7,
+                          progress=False, device="cpu", priors=pri)
+    assert post.info["ridge_moves"] and post.info["sign_flips"] == [0] * n_chains
     for name, x in prior.items():
         d = post.get_draws(name)
         for xs, ds in ((x, d), (x**2, d**2)):
