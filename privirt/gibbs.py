@@ -68,6 +68,12 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def _check_keep_draws(keep_draws: Any) -> bool:
+    if not isinstance(keep_draws, (bool, np.bool_)):
+        raise ValueError(f"keep_draws must be True or False, got {keep_draws!r}")
+    return bool(keep_draws)
+
+
 def _check_schedule(n_iter: Any, burn_in: Any, thin: Any, n_chains: Any) -> tuple[int, int, int, int, int]:
     n_iter = _int_arg("n_iter", n_iter, 1)
     burn_in = _int_arg("burn_in", burn_in, 0)
@@ -203,7 +209,12 @@ def _check_init(init: Mapping[str, Any] | None, n: int, k: int) -> dict[str, np.
     for key, size in (("theta", n), ("a", k), ("b", k)):
         if key not in init or init[key] is None:
             continue
-        v = np.asarray(init[key], dtype=np.float64)
+        try:
+            v = np.asarray(init[key], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"init[{key!r}] must be a number or an array of numbers, got {init[key]!r}"
+            ) from None
         if v.ndim == 0:
             v = np.full(size, float(v))
         if v.shape != (size,):
@@ -840,8 +851,8 @@ def gibbs_2pno(
     Raises
     ------
     ValueError
-        Bad responses, schedule (``burn_in >= n_iter``, non-positive counts), priors, init
-        or seed.
+        Bad responses, schedule (``burn_in >= n_iter``, non-positive counts), priors, init,
+        seed or ``keep_draws`` (not a bool).
     ImportError
         ``device="gpu"`` without cupy.
 
@@ -854,6 +865,7 @@ def gibbs_2pno(
     ['mean', 'sd', 'q2.5', 'q50', 'q97.5', 'mcse', 'rhat', 'ess']
     """
     n_iter, burn_in, thin, n_chains, n_keep = _check_schedule(n_iter, burn_in, thin, n_chains)
+    keep_draws = _check_keep_draws(keep_draws)
     pri = _check_priors(priors)
     resolve_device(device)
     ss = _seed_sequence(seed)
@@ -905,6 +917,7 @@ def gibbs_2pno_replicate(
         One per data set, in order.
     """
     n_iter, burn_in, thin, n_chains, n_keep = _check_schedule(n_iter, burn_in, thin, n_chains)
+    keep_draws = _check_keep_draws(keep_draws)
     pri = _check_priors(priors)
     resolve_device(device)
     ss = _seed_sequence(seed)

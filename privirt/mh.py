@@ -132,7 +132,10 @@ def _check_proposal_sd(proposal_sd: Any) -> dict[str, float]:
     elif np.isscalar(proposal_sd):
         values = [proposal_sd] * 3
     else:
-        values = list(proposal_sd)
+        try:
+            values = list(proposal_sd)
+        except TypeError:
+            values = []
         if len(values) != 3:
             raise ValueError(
                 "proposal_sd must be (sd_theta, sd_a, sd_b), a dict or one number, "
@@ -223,7 +226,12 @@ def _default_init(y: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"init[{name!r}] must be a number or an array of numbers, got {value!r}"
+        ) from None
     if arr.ndim == 0:
         arr = np.full(size, float(arr))
     if arr.shape == (size,):
@@ -247,7 +255,7 @@ def _initial_state(
     rng: np.random.Generator,
 ) -> dict[str, np.ndarray]:
     n, m = y.shape
-    if init is None or init == "pca":
+    if init is None or (isinstance(init, str) and init == "pca"):
         t0, a0, b0 = _default_init(y, obs)
         # orient the start as the draws will be reported: anchors on their sides, or
         # (without anchors) a non-negative mean slope
@@ -263,7 +271,7 @@ def _initial_state(
             "a": a0[None, :] + jitter * rng.standard_normal((n_chains, m)),
             "b": b0[None, :] + jitter * rng.standard_normal((n_chains, m)),
         }
-    elif init == "tutorial":
+    elif isinstance(init, str) and init == "tutorial":
         state = {
             "theta": np.full((n_chains, n), 0.1),
             "a": np.full((n_chains, m), 1.0),
@@ -409,6 +417,8 @@ def mh_2pl(
         raise ValueError(f"ridge_moves must be True or False, got {ridge_moves!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
         raise ValueError(f"seed must be an integer or None, got {seed!r}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
     pri = _check_priors(priors)
     sd0 = _check_proposal_sd(proposal_sd)
     anc = _check_anchors(anchors, resp.persons)
