@@ -16,6 +16,7 @@ import privirt
 from privirt._truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
 from privirt.gibbs import _draw_items
 from privirt.posterior import SUMMARY_COLUMNS
+from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import philox4x32_10 as _philox4x32_10
 from tests._philox import uniform2 as _uniform2
 
@@ -557,63 +558,15 @@ def test_agrees_with_an_independent_naive_sampler():
         assert np.all((ratio > 0.6) & (ratio < 1.6)) and abs(np.median(ratio) - 1) < 0.15
 
 
-def _importance_moments(draw_prior, log_lik, size, seed):
-    """Exact posterior first and second moments of every parameter on a tiny problem by
-    self-normalised importance sampling from the prior, with their standard errors
-    (delta method)."""
-    rng = np.random.default_rng(seed)
-    params = draw_prior(rng, size)
-    logw = log_lik(params)
-    w = np.exp(logw - logw.max())
-    w /= w.sum()
-    out = {}
-    for name, x in params.items():
-        m1, m2 = w @ x, w @ x**2
-        out[name] = (m1, np.sqrt(w**2 @ (x - m1) ** 2), m2, np.sqrt(w**2 @ (x**2 - m2) ** 2))
-    return out
-
-
-def _assert_moments_match(post, exact, limit=4.5):
-    """Sampler means of x and x² against the exact ones: the difference over the combined
-    standard error (batch-means MCSE of the chains, importance-sampling error) is N(0, 1)
-    for a correct sampler, so |z| < 4.5 over a few dozen comparisons fails by chance with
-    probability below 1e-3 (and the seeds are fixed)."""
-    from privirt.diagnostics import mcse_batch_means
-
-    worst = 0.0
-    for name, (m1, se1, m2, se2) in exact.items():
-        d = post.get_draws(name)
-        for x, m, se in ((d, m1, se1), (d**2, m2, se2)):
-            z = (x.mean(axis=(0, 1)) - m) / np.sqrt(mcse_batch_means(x) ** 2 + se**2)
-            assert np.all(np.abs(z) < limit), (name, z)
-            worst = max(worst, float(np.abs(z).max()))
-    return worst
-
-
 def test_joint_posterior_matches_importance_sampling_on_a_tiny_problem():
     """The whole chain (Z, θ and (a, b) steps, proper priors on a and b, a missing cell)
     against the exact posterior of a 4 × 2 problem: the moments of every parameter by
     importance sampling from the prior.  A wrong conditional (a prior term dropped, the
     b | a regression, a missing cell counted) moves some moment by many standard errors."""
-    Y = np.array([[1, 0], [0, np.nan], [1, 1], [0, 0]])
-    pa, pb = (0.8, 0.5), (0.3, 1.0)
-    obs, sign = ~np.isnan(Y), np.where(Y == 1, 1.0, -1.0)
-
-    def draw_prior(rng, size):
-        sa = np.sqrt(pa[1])
-        a = stats.truncnorm.rvs(-pa[0] / sa, np.inf, loc=pa[0], scale=sa, size=(size, 2),
-                                random_state=rng)
-        return {"theta": rng.standard_normal((size, 4)), "a": a,
-                "b": pb[0] + np.sqrt(pb[1]) * rng.standard_normal((size, 2))}
-
-    def log_lik(p):
-        eta = p["theta"][:, :, None] * p["a"][:, None, :] - p["b"][:, None, :]
-        return np.where(obs, special.log_ndtr(sign * eta), 0.0).sum(axis=(1, 2))
-
-    exact = _importance_moments(draw_prior, log_lik, 400_000, seed=0)
+    Y, priors, exact = tiny_2pno_problem()
     post = privirt.gibbs_2pno(Y, n_iter=3000, burn_in=500, n_chains=40, seed=7,
-                              progress=False, device="cpu", priors={"a": pa, "b": pb})
-    _assert_moments_match(post, exact)
+                              progress=False, device="cpu", priors=priors)
+    assert_moments_match(post, exact)
 
 
 # ---------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import privirt
 import privirt._backend as backend
 from privirt import counts as counts_mod
 from privirt import gibbs as gibbs_mod
+from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import uniform2 as _uniform2
 
 # ---------------------------------------------------------------------------------------
@@ -570,6 +571,17 @@ def test_gpu_replicate_batches_data_sets_and_chains(fake_gpu_gibbs):
     np.testing.assert_allclose(m1, -m2, atol=0.25)
     assert np.corrcoef(m1, b1)[0, 1] > 0.9
     assert posts[0].n_chains == 2 and posts[1].n_chains == 2
+
+
+def test_gpu_sampler_matches_the_exact_posterior_of_a_tiny_problem(fake_gpu_gibbs):
+    """The device kernels (Z, θ, chunked item sums, item draw with proper priors, a missing
+    cell) run as a whole chain and compared with the exact posterior moments of a 4 × 2
+    problem (importance sampling), as the CPU sampler is in test_gibbs.py."""
+    Y, priors, exact = tiny_2pno_problem()
+    post = privirt.gibbs_2pno(Y, n_iter=3000, burn_in=500, n_chains=40, seed=8,
+                              progress=False, device="gpu", priors=priors)
+    assert post.info["device"] == "gpu"
+    assert_moments_match(post, exact)
 
 
 def test_gpu_draws_written_by_the_kernels_equal_the_streamed_values(fake_gpu_gibbs):
