@@ -906,8 +906,11 @@ def gibbs_2pno_replicate(
     n_iter, burn_in, thin, n_chains, priors, device, progress
         As in :func:`gibbs_2pno`.
     seed : int or numpy.random.SeedSequence, optional
-        Data set r uses ``SeedSequence(seed).spawn(R)[r]``: the same draws (up to
-        floating-point summation order) as ``gibbs_2pno(datasets[r], seed=that child)``.
+        Data set r uses the child ``SeedSequence(entropy, spawn_key=spawn_key + (r,))`` of
+        the seed's sequence — ``SeedSequence(seed).spawn(R)[r]`` for an int seed or a
+        sequence that has not spawned children yet — and gives the same draws as
+        ``gibbs_2pno(datasets[r], seed=that child)`` (on the CPU up to floating-point
+        summation order, on the GPU exactly).
     keep_draws : bool
         Default False: streaming summaries (memory independent of ``n_iter``).
 
