@@ -916,7 +916,12 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
                 skip += 1
             else:
                 break
-    frame = pd.read_csv(path, skiprows=skip, keep_default_na=True)
+    # Only an empty field is missing: a data set called "NA" or "null" stays a name, and the
+    # 64-bit seeds stay exact (inferred, a column of seeds below 2**63 with blanks for the
+    # non-private cells would become float64 and lose the low digits).
+    text_cols = {c: str for c in ("dataset", "source", "mechanism", "status", "cell_key")}
+    frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""],
+                        dtype={**text_cols, "seed": "UInt64"})
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path} is not a privirt sweep results file (missing columns {missing})")

@@ -442,3 +442,39 @@ m = 8
     # the same target (ε, δ) means the same ρ whatever the sensitivity bound: the paper's
     # looser bound changes the noise scale, not the guarantee
     assert frame.loc["gaussian_paper", "rho"] == pytest.approx(frame.loc["gaussian", "rho"])
+
+
+# ---------------------------------------------------------------------------------------
+# reading results back
+def test_read_results_keeps_names_that_look_missing(tmp_path):
+    # a data set called "NA" (North America, or a file NA.csv) or "null" was read back as
+    # NaN: both collapsed into one group that summarize() dropped, and the report crashed
+    pytest.importorskip("matplotlib")
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "synthetic"\nname = "NA"\nn = 60\nm = 4\n'
+                 '[[datasets]]\nsource = "synthetic"\nname = "null"\nn = 60\nm = 4\n')
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    frame = sw.read_results(out)
+    assert frame["dataset"].tolist() == ["NA", "null"]
+    assert set(rep.summarize(frame, "l2_error")["dataset"]) == {"NA", "null"}
+    files = rep.build_report(out)
+    assert [p.name for p in files.plots] == ["NA.png", "null.png"]
+
+
+def test_read_results_seeds_are_exact(tmp_path):
+    # seeds are 64-bit; when every one in the file is below 2**63 and the non-private cells
+    # leave the column blank, inference made it float64 and the seed printed was not the seed
+    base = {c: "" for c in sw.RESULT_COLUMNS}
+    rows = [dict(base, dataset="d", source="synthetic", n=10, m=4, mechanism="spectral",
+                 trial=0, top_k=2, private=False, status="ok", cell_key="a"),
+            dict(base, dataset="d", source="synthetic", n=10, m=4, mechanism="gaussian",
+                 epsilon=1.0, delta=1e-4, trial=0, top_k=2, private=False, status="ok",
+                 seed=9007199254740993123, cell_key="b")]
+    path = tmp_path / "results.csv"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(sw.PRIVACY_NOTE + "\n")
+        pd.DataFrame(rows, columns=list(sw.RESULT_COLUMNS)).to_csv(fh, index=False)
+    frame = sw.read_results(tmp_path)
+    assert pd.isna(frame["seed"].iloc[0])
+    assert int(frame["seed"].iloc[1]) == 9007199254740993123
