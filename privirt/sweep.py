@@ -1130,9 +1130,12 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
             runs = list(json.loads(manifest_path.read_text(encoding="utf-8")).get("runs", []))
         except (ValueError, OSError):
             runs = []
+    software = {"privirt": __version__, "python": platform.python_version(),
+                "numpy": np.__version__, "pandas": pd.__version__}
+    # each run keeps its own versions: a resumed sweep's rows may come from several
     entry = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo,
+        "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo, "software": software,
     }
     if finished and runs:
         runs[-1].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -1142,8 +1145,7 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
     manifest = {
         "config": config.to_dict(),
         "note": "Seeded noise: these runs are not private; they measure accuracy only.",
-        "software": {"privirt": __version__, "python": platform.python_version(),
-                     "numpy": np.__version__, "pandas": pd.__version__},
+        "software": software,
         "machine": {"platform": platform.platform(), "processor": platform.machine(),
                     "cpu_count": os.cpu_count()},
         "runs": runs,

@@ -495,3 +495,23 @@ def test_read_results_seeds_are_exact(tmp_path):
     frame = sw.read_results(tmp_path)
     assert pd.isna(frame["seed"].iloc[0])
     assert int(frame["seed"].iloc[1]) == 9007199254740993123
+
+
+def test_resume_with_other_software_is_stated(tmp_path, monkeypatch):
+    # the manifest kept only the last run's versions, so a sweep extended with --resume
+    # under another privirt showed one version for rows computed by two
+    pytest.importorskip("matplotlib")
+    text = 'seed = 1\ntrials = {}\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n' \
+           '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n'
+    out = tmp_path / "out"
+    sw.run_sweep(_write(tmp_path, text.format(1)), out, jobs=1, progress=False)
+    old = privirt.__version__
+    monkeypatch.setattr(privirt, "__version__", "9.9.9")
+    sw.run_sweep(_write(tmp_path, text.format(2)), out, jobs=1, resume=True, progress=False)
+    import json
+
+    runs = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]
+    assert [r["software"]["privirt"] for r in runs] == [old, "9.9.9"]
+    md = rep.build_report(out).markdown.read_text(encoding="utf-8")
+    assert "2 different software versions" in md
+    assert f"privirt {old}" in md and "privirt 9.9.9" in md
