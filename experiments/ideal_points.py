@@ -71,6 +71,15 @@ def load_votes(path: str, *, transpose: bool, person_col: str | None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the workflow; bad input is one ``ideal_points.py: error: ...`` line, status 2."""
+    try:
+        return _run(argv)
+    except (OSError, ValueError, privirt.PrivirtError) as exc:
+        print(f"ideal_points.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _run(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description="Ideal points from a votes matrix (2PL MH).")
     ap.add_argument("votes", help="votes CSV/Parquet: rows voters, columns votes")
     ap.add_argument("--transpose", action="store_true", help="voters are the columns")

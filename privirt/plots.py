@@ -62,6 +62,12 @@ def trace_plot(
     draws = posterior.get_draws(param)
     index = posterior.labels[param]
     chosen = list(index[:max_panels]) if labels is None else list(labels)
+    missing = [lab for lab in chosen if lab not in index]
+    if missing:
+        raise ValueError(f"unknown {param} label(s) {missing[:5]}; e.g. {list(index[:3])}")
+    if not chosen:
+        raise ValueError("labels is empty: give at least one label (or None for the first "
+                         f"{max_panels})")
     cols = [index.get_loc(lab) for lab in chosen]
     fig, axes = plt.subplots(len(cols), 2, figsize=(9, 1.8 * len(cols) + 0.6), squeeze=False,
                              gridspec_kw={"width_ratios": [3, 1]})

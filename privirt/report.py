@@ -383,6 +383,14 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
                     f"{sw.get('numpy', '?')}; {mach.get('cpu_count', '?')} CPU(s), "
                     f"{mach.get('platform', '?')}; {len(runs)} run(s), "
                     f"{secs:.1f} s of sweep time; seed {manifest.get('config', {}).get('seed')}.")
+        versions = {json.dumps(r["software"], sort_keys=True) for r in runs
+                    if isinstance(r, dict) and r.get("cells_to_compute") and r.get("software")}
+        if len(versions) > 1:
+            listed = "; ".join(
+                ", ".join(f"{k} {v}" for k, v in sorted(json.loads(t).items()))
+                for t in sorted(versions))
+            prov.append(f"The cells were computed by {len(versions)} different software "
+                        f"versions over the runs of this sweep ({listed}): results may mix.")
     blocks.append(("p", " ".join(prov)))
     blocks.append(("p", "Every cell used seeded noise so that the sweep is reproducible; seeded "
                         "noise is not private (private=False). These figures measure accuracy "

