@@ -1024,8 +1024,9 @@ def run_sweep(
     Raises
     ------
     ValueError
-        On an invalid configuration, a folder with results but no ``resume``, or a
-        ``resume`` whose folder holds cells the configuration does not define.
+        On an invalid configuration, a folder with results but no ``resume``, a
+        ``resume`` whose folder holds cells the configuration does not define, or a folder
+        another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
     ImportError
         If a requested mechanism's estimator (or the MovieLens loader) is unavailable.
     """
@@ -1038,6 +1039,49 @@ def run_sweep(
     _check_mechanisms_available(config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    with _FolderLock(out):
+        return _run_in(out, config, jobs=jobs, resume=resume, progress=progress)
+
+
+class _FolderLock:
+    """An exclusive advisory lock on a sweep folder (``.sweep.lock``), so that two runs do
+    not append the same cells to one ``results.csv``.  The operating system releases it
+    when the process ends, so a crashed run leaves no stale lock.  Where neither ``fcntl``
+    nor ``msvcrt`` exists the folder is not locked."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / ".sweep.lock"
+        self._fh: Any = None
+
+    def __enter__(self) -> "_FolderLock":
+        self._fh = self.path.open("a+b")
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # pragma: no cover - Windows
+                import msvcrt
+
+                self._fh.seek(0)
+                msvcrt.locking(self._fh.fileno(), msvcrt.LK_NBLCK, 1)
+        except ImportError:  # pragma: no cover - neither available
+            pass
+        except OSError:
+            self._fh.close()
+            raise ValueError(
+                f"another privirt sweep is writing into {self.path.parent}; wait for it to "
+                "finish (then --resume) or choose another output folder"
+            ) from None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._fh.close()  # closing the file releases the lock
+
+
+def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
+            progress: bool) -> SweepStats:
+    """The body of :func:`run_sweep`, with the folder locked."""
     results = out / RESULTS_FILE
     cells = expand_grid(config)
     grid_keys = {c.key for c in cells}

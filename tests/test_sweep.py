@@ -132,6 +132,23 @@ def test_report_of_a_baselines_only_sweep(tmp_path):
     assert files.html.read_text(encoding="utf-8").count("<table") == 2
 
 
+def test_a_folder_being_written_by_another_sweep_is_refused(quick_run, tmp_path):
+    """Two runs appending to one results.csv would duplicate cells: the second is refused
+    while the first holds the folder's lock; once it is released, resuming works."""
+    src, _ = quick_run
+    out = tmp_path / "busy"
+    out.mkdir()
+    for name in ("results.csv", "sweep.json"):
+        shutil.copy(src / name, out / name)
+    before = (out / "results.csv").read_bytes()
+    with sw._FolderLock(out):  # another run in progress
+        with pytest.raises(ValueError, match="another privirt sweep is writing"):
+            sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
+    assert (out / "results.csv").read_bytes() == before
+    stats = sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
+    assert (stats.skipped, stats.computed) == (30, 0)
+
+
 def test_resume_skips_finished_cells(quick_run, tmp_path):
     src, _ = quick_run
     out = tmp_path / "copy"
