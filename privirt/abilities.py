@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ._backend import get_xp, to_numpy
+from ._checks import check_positive_int, check_positive_number
 from .responses import ResponsesLike, as_responses
 
 __all__ = ["estimate_abilities"]
@@ -79,14 +80,8 @@ def estimate_abilities(
     """
     if method not in ("wle", "mle", "eap"):
         raise ValueError(f"method must be 'wle', 'mle' or 'eap', got {method!r}")
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, (int, float, np.integer, np.floating))
-        or not (np.isfinite(tol) and tol > 0)
-    ):
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    tol = check_positive_number("tol", tol)
+    max_iter = check_positive_int("max_iter", max_iter)
     # items without responses are kept (their β is simply unused); persons without any
     # response get NaN
     resp = as_responses(X, empty="keep")

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from ._checks import check_positive_int, check_positive_number
 from .exceptions import DisconnectedComparisonGraph
 from .responses import ResponsesLike, as_responses
 
@@ -131,14 +132,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    if (
-        isinstance(tol, bool)
-        or not isinstance(tol, (int, float, np.integer, np.floating))
-        or not (np.isfinite(tol) and tol > 0)
-    ):
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    tol = check_positive_number("tol", tol)
+    max_iter = check_positive_int("max_iter", max_iter)
     resp = as_responses(X)
     m = resp.n_items
     if m < 2:

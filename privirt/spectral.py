@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
+from ._checks import check_positive_int, check_positive_number
 from .exceptions import DisconnectedComparisonGraph
 from .responses import ResponsesLike, as_responses
 
@@ -228,12 +229,8 @@ def spectral_from_counts(
     Ymat, labels = _validate_counts(Y, items)
     m = Ymat.shape[0]
     lam = _validate_regularization(regularization)
-    if isinstance(tol, bool) or not (
-        isinstance(tol, (int, float, np.integer, np.floating)) and np.isfinite(tol) and tol > 0
-    ):
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    tol = check_positive_number("tol", tol)
+    max_iter = check_positive_int("max_iter", max_iter)
     if solver not in ("auto", "power", "direct"):
         raise ValueError(f"solver must be 'auto', 'power' or 'direct', got {solver!r}")
     if normalizer not in ("max", "row"):

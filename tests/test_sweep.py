@@ -30,6 +30,15 @@ def quick_run(tmp_path_factory):
     return out, stats
 
 
+def _copy_of_quick_run(quick_run, out: Path) -> Path:
+    """A new folder holding the quick run's results and manifest (to resume from)."""
+    src, _ = quick_run
+    out.mkdir()
+    for name in ("results.csv", "sweep.json"):
+        shutil.copy(src / name, out / name)
+    return out
+
+
 def _metrics_by_key(frame: pd.DataFrame) -> pd.DataFrame:
     cols = ["cell_key", "l2_error", "linf_error", "relative_l2_error", "top_k_accuracy",
             "kendall_tau", "seed", "status"]
@@ -135,11 +144,7 @@ def test_report_of_a_baselines_only_sweep(tmp_path):
 def test_a_folder_being_written_by_another_sweep_is_refused(quick_run, tmp_path):
     """Two runs appending to one results.csv would duplicate cells: the second is refused
     while the first holds the folder's lock; once it is released, resuming works."""
-    src, _ = quick_run
-    out = tmp_path / "busy"
-    out.mkdir()
-    for name in ("results.csv", "sweep.json"):
-        shutil.copy(src / name, out / name)
+    out = _copy_of_quick_run(quick_run, tmp_path / "busy")
     before = (out / "results.csv").read_bytes()
     with sw._FolderLock(out):  # another run in progress
         with pytest.raises(ValueError, match="another privirt sweep is writing"):
@@ -151,10 +156,7 @@ def test_a_folder_being_written_by_another_sweep_is_refused(quick_run, tmp_path)
 
 def test_resume_skips_finished_cells(quick_run, tmp_path):
     src, _ = quick_run
-    out = tmp_path / "copy"
-    out.mkdir()
-    for name in ("results.csv", "sweep.json"):
-        shutil.copy(src / name, out / name)
+    out = _copy_of_quick_run(quick_run, tmp_path / "copy")
     before = (out / "results.csv").read_bytes()
     # without --resume a folder with results is refused
     with pytest.raises(ValueError, match="--resume"):
