@@ -7,6 +7,14 @@ import numpy as np
 
 _M32 = np.uint64(0xFFFFFFFF)
 
+#: Random123's known-answer vectors for Philox4x32-10: (counter, key, output).
+KNOWN_ANSWERS = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
 
 def philox4x32_10(c0, c1, c2, c3, k0, k1):
     """numpy port of ``philox4x32_10`` in privirt.gibbs._CUDA_PREAMBLE (uint64 lanes)."""

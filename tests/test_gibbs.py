@@ -17,6 +17,7 @@ from privirt._truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncno
 from privirt.gibbs import _draw_items
 from privirt.posterior import SUMMARY_COLUMNS
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
+from tests._philox import KNOWN_ANSWERS
 from tests._philox import philox4x32_10 as _philox4x32_10
 from tests._philox import uniform2 as _uniform2
 
@@ -596,13 +597,7 @@ def _std_tn_lower_port(L, counters, key):
 def test_gpu_philox_matches_random123_known_answers():
     from privirt.gibbs import _CUDA_PREAMBLE
 
-    kat = [
-        ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-        ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-        ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
-         (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
-    ]
-    for ctr, key, expected in kat:
+    for ctr, key, expected in KNOWN_ANSWERS:
         assert tuple(int(x) for x in _philox4x32_10(*ctr, *key)) == expected
     # the CUDA source has the same multipliers, Weyl constants and round structure
     for token in ("0xD2511F53u", "0xCD9E8D57u", "0x9E3779B9u", "0xBB67AE85u",

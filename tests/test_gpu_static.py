@@ -35,6 +35,7 @@ import privirt._backend as backend
 from privirt import counts as counts_mod
 from privirt import gibbs as gibbs_mod
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
+from tests._philox import KNOWN_ANSWERS
 from tests._philox import uniform2 as _uniform2
 
 # ---------------------------------------------------------------------------------------
@@ -340,13 +341,7 @@ def test_host_normcdfinv_shim_is_accurate(host_kernels):
 
 def test_compiled_philox_matches_random123_known_answers(host_lib):
     """The CUDA Philox text, compiled, reproduces Random123's known-answer vectors."""
-    kat = [
-        ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-        ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-        ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
-         (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
-    ]
-    for ctr, key, expected in kat:
+    for ctr, key, expected in KNOWN_ANSWERS:
         c = (ctypes.c_uint32 * 4)(*ctr)
         k = (ctypes.c_uint32 * 2)(*key)
         o = (ctypes.c_uint32 * 4)()
