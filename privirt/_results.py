@@ -1,0 +1,53 @@
+"""The result contract shared by every item estimator.
+
+:class:`ItemEstimate` is the base of the spectral, CML, private and Bayesian item results: a
+``beta`` Series indexed by item label, ``items``, ``top_k``, ``to_frame`` and an ``info``
+dictionary; private results add ``privacy``.  Subclasses add their own columns to
+``to_frame`` by overriding :meth:`ItemEstimate._frame_columns`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ItemEstimate", "top_k_labels"]
+
+
+def top_k_labels(beta: pd.Series, k: int, largest: bool = True) -> pd.Index:
+    """Labels of the ``k`` largest (or smallest) values of ``beta``, most extreme first; ties
+    keep item order."""
+    m = len(beta)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
+        raise ValueError(f"k must be an integer between 1 and the number of items ({m}), got {k!r}")
+    values = beta.to_numpy(dtype=float)
+    order = np.argsort(-values if largest else values, kind="stable")
+    return beta.index[order[: int(k)]]
+
+
+class ItemEstimate:
+    """Mixin for results holding item difficulties ``beta`` (a Series indexed by item)."""
+
+    beta: pd.Series
+    info: dict
+
+    @property
+    def items(self) -> pd.Index:
+        """Item labels, in the order of ``beta``."""
+        return self.beta.index
+
+    def top_k(self, k: int, *, largest: bool = True) -> pd.Index:
+        """Labels of the ``k`` hardest items (largest β), or the ``k`` easiest with
+        ``largest=False``, ordered from the most extreme.  Ties keep item order."""
+        return top_k_labels(self.beta, k, largest)
+
+    def _frame_columns(self) -> dict[str, Any]:
+        return {"beta": self.beta}
+
+    def to_frame(self) -> pd.DataFrame:
+        """DataFrame indexed by item, one column per per-item quantity (``beta`` first)."""
+        frame = pd.DataFrame(self._frame_columns())
+        frame.index.name = self.beta.index.name
+        return frame
