@@ -34,7 +34,7 @@ Calibration
 :func:`calibrate_gaussian_sigma`, :func:`calibrate_laplace_scale` and
 :func:`calibrate_rr_epsilon0` find the smallest noise meeting a target (ε, δ) for a given
 sensitivity; :func:`shuffle_amplified_epsilon` bounds the amplification by shuffling of Feldman,
-McMillan & Talwar (2021): numerically from their Theorem 3.2 by default, or by the authors'
+McMillan & Talwar (2021): numerically from the pair of their §3 by default, or by the authors'
 conservative closed form (:mod:`privirt.shuffling`).
 """
 
@@ -478,8 +478,8 @@ def shuffle_validity_limit(n: int, delta: float) -> float:
 #: ε than ε itself: below that, pure ε-DP (δ = 0) is the stronger statement for the same noise.
 SHUFFLE_MIN_GAIN = 1.01
 
-#: How shuffled randomized response is accounted: "numerical" (FMT Thm 3.2 computed exactly,
-#: the default) or "closed_form" (the authors' conservative closed form, the fallback).
+#: How shuffled randomized response is accounted: "numerical" (the FMT §3 pair computed
+#: exactly, the default) or "closed_form" (the authors' conservative closed form, the fallback).
 SHUFFLE_BOUNDS = ("numerical", "closed_form")
 
 
@@ -488,7 +488,7 @@ def shuffle_amplified_epsilon(
 ) -> float | None:
     """Central ε after shuffling n reports of an ε₀-LDP randomizer (Feldman, McMillan & Talwar).
 
-    ``bound="numerical"`` (default) is the smallest ε at which the pair of FMT Theorem 3.2 is
+    ``bound="numerical"`` (default) is the smallest ε at which the pair of FMT §3 is
     (ε, δ)-indistinguishable, computed exactly (:mod:`privirt.shuffling`); ``"closed_form"`` is
     the authors' conservative closed form, valid for ε₀ ≤ :func:`shuffle_validity_limit`.
     Returns ``None`` when the bound gives nothing (then no amplification may be claimed).  The

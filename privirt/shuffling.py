@@ -3,9 +3,9 @@
 Two upper bounds on the central (ε, δ) of n shuffled reports of an ε₀-LDP randomizer, for the
 replace-one relation on the n reports (derivations and citations in ``docs/privacy.md``):
 
-* :func:`numerical_epsilon` (the default) — the reduction of FMT Theorem 3.2 (arXiv v4
-  numbering; "Theorem III.2" in the FOCS version): the shuffled output is a post-processing of one
-  sample of the pair P, Q below, so any (ε, δ) for which P and Q are indistinguishable holds for
+* :func:`numerical_epsilon` (the default) — the clone reduction of FMT §3 (arXiv:2012.12803;
+  the quantity their Appendix E computes numerically): the shuffled output is a post-processing
+  of one sample of the pair P, Q below, so any (ε, δ) for which P and Q are indistinguishable holds for
   the shuffled output.  δ(ε) of the pair is computed here exactly (closed-form cut-off per
   conditioning value, a rigorous bound on the truncated tail, a floating-point margin), then
   the smallest ε with δ(ε) ≤ δ is found by bisection.  This is the quantity the authors'
@@ -72,7 +72,7 @@ def _divergence_given_c(c: np.ndarray, eps0: float, eps: float) -> np.ndarray:
 
 
 def shuffle_delta(epsilon0: float, n: int, epsilon: float) -> float:
-    """An upper bound on the δ at which n shuffled ε₀-LDP reports are (ε, δ)-DP (FMT Thm 3.2).
+    """An upper bound on the δ at which n shuffled ε₀-LDP reports are (ε, δ)-DP (FMT §3 pair).
 
     Exact for the pair (P, Q) up to the tail mass left out (added in full) and a rounding margin
     of 1e-14·e^ε (added), so the returned value is an upper bound on δ(ε) of the pair.
