@@ -290,6 +290,17 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     )
     if is_long:
         return _from_long(frame, long_pcol, item_col, response_col, cols_lower)
+    if (
+        fmt == "auto"
+        and frame.shape[1] == 3
+        and {long_pcol.lower(), item_col.lower()} <= set(cols_lower)
+    ):
+        other = [c for c in frame.columns if str(c).lower() not in (long_pcol.lower(), item_col.lower())]
+        raise ValueError(
+            f"this table looks long (columns {', '.join(map(str, frame.columns))}) but has no "
+            f"{response_col!r} column: rename {other[0]!r} to {response_col!r}, or read it with "
+            f"format='long' (CLI: --format long), which takes the third column as the responses"
+        )
 
     # wide layout
     label_col = None
@@ -325,7 +336,7 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             obj = col.to_numpy(dtype=object)
-            vals = [_cell_number(v) for v in obj]
+            vals = [_cell_number(v, numeric_text=True) for v in obj]
             if any(v is None for v in vals):
                 i = _first_offender(obj, vals)
                 v = obj[i]
@@ -344,12 +355,25 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
     return out
 
 
-def _cell_number(v: Any) -> float | None:
-    """The float value of one cell of an object array (NaN if missing), None if no number."""
+def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
+    """The float value of one cell of an object array (NaN if missing), None if no number.
+
+    ``numeric_text``: table columns read as text (a Parquet string column) accept numeric text
+    the way a CSV reader parses it; arrays of strings are refused."""
     if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
         return np.nan
     if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
         return float(v)
+    if numeric_text and isinstance(v, str):
+        # numeric text ("0", "1", "1.0"; "" for missing), as a CSV reader would parse it; a
+        # Parquet or object column keeps it as text
+        text = v.strip()
+        if text == "":
+            return np.nan
+        try:
+            return float(text)
+        except ValueError:
+            return None
     return None
 
 
@@ -370,6 +394,15 @@ def _first_offender(obj: Any, vals: list) -> int:
 
 def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Responses:
     names = []
+    lowered = {person_col.lower(), item_col.lower()}
+    if (
+        frame.shape[1] == 3
+        and response_col not in frame.columns
+        and response_col.lower() not in cols_lower
+        and lowered <= set(cols_lower)
+    ):
+        # an explicit long table of three columns: the one that is not person/item holds the responses
+        response_col = next(str(c) for c in frame.columns if str(c).lower() not in lowered)
     for want in (person_col, item_col, response_col):
         if want in frame.columns:
             names.append(want)

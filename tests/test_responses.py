@@ -252,3 +252,24 @@ def test_csv_without_a_header_row_is_refused(tmp_path):
         as_responses(path)
     path.write_text("q1,q2\n0,1\n1,1\n")
     assert list(as_responses(path).items) == ["q1", "q2"]
+
+
+def test_parquet_with_numeric_text_reads_like_the_same_csv(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"a": ["0", "1", "1", ""], "b": ["1", "0", "1", "1.0"]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    from_parquet = as_responses(tmp_path / "t.parquet")
+    from_csv = as_responses(tmp_path / "t.csv")
+    np.testing.assert_array_equal(from_parquet.codes, from_csv.codes)
+    with pytest.raises(ValueError, match="invalid response 'yes'"):
+        as_responses(pd.DataFrame({"a": ["0", "yes"], "b": ["1", "0"]}))
+
+
+def test_long_table_with_other_response_column_name(tmp_path):
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"person": [1, 1, 2, 2], "item": ["a", "b", "a", "b"], "answer": [0, 1, 1, 0]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"looks long.*rename 'answer' to 'response'.*format='long'"):
+        as_responses(path)
+    resp = as_responses(path, format="long")
+    assert list(resp.items) == ["a", "b"] and resp.codes.tolist() == [[0, 1], [1, 0]]
