@@ -32,7 +32,8 @@ def _method(name: str):
 def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
     from ..spectral import spectral_estimate
 
-    res = spectral_estimate(resp, device=args.device)
+    reg = "auto" if args.regularization is None else args.regularization
+    res = spectral_estimate(resp, device=args.device, regularization=reg)
     return pd.DataFrame({"beta": res.beta})
 
 
@@ -42,6 +43,13 @@ def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
 
     res = cmle_estimate(resp)
     return pd.DataFrame({"beta": res.beta, "se": res.se})
+
+
+def _regularization(text: str) -> float:
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
+    )
+    parser.add_argument(
+        "--regularization", type=_regularization, default=None, metavar="L",
+        help="spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
+        "0 refuses data whose comparison graph is disconnected",
     )
     parser.add_argument(
         "--top-k", type=positive_int, default=None, metavar="K",
@@ -235,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
         # rule (whether an item is empty can hinge on one person).
         from ..responses import as_responses
 
+        if args.regularization is not None:
+            raise ValueError("--regularization applies to the non-private spectral estimate only")
         resp = as_responses(args.file, format=args.format or "auto", empty="keep",
                             person_col=args.person_col)
         items = None if args.items is None else public_items(args.items, resp.items)
@@ -243,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
+        if args.regularization is not None and args.method != "spectral":
+            raise ValueError("--regularization applies to --method spectral only")
         table = METHODS[args.method](resp, args)
     table.index.name = "item"
     label = f"private {args.method}" if private else args.method
