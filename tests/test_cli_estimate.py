@@ -215,3 +215,15 @@ def test_regularization_option_and_one_person_warning(tmp_path, capsys):
     assert ">= 0" in capsys.readouterr().err
     assert main(["estimate", str(path), "--method", "cmle", "--regularization", "1"]) == 2
     assert "spectral only" in capsys.readouterr().err
+
+
+def test_bundled_pattern_table_with_weights_col(capsys):
+    from privirt.cli import main
+    from privirt.data import dataset_path
+
+    path = str(dataset_path("lsat6"))
+    assert main(["estimate", path, "--device", "cpu"]) == 2
+    assert "--weights-col frequency" in capsys.readouterr().err
+    assert main(["estimate", path, "--weights-col", "frequency", "--method", "cmle"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cmle estimate: 1000 persons × 5 items")

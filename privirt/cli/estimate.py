@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'person', or an unnamed first column)",
     )
     parser.add_argument(
+        "--weights-col", default=None, metavar="COL",
+        help="a pattern table: COL holds how many persons gave each row's answers (e.g. "
+        "'frequency' in the bundled LSAT files); rows are expanded into persons",
+    )
+    parser.add_argument(
         "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
     )
     parser.add_argument(
@@ -201,7 +206,8 @@ def load(args: argparse.Namespace):
     """The validated responses named on the command line."""
     from ..responses import as_responses
 
-    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col)
+    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col,
+                        weights=args.weights_col)
 
 
 def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
@@ -251,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         if args.regularization is not None:
             raise ValueError("--regularization applies to the non-private spectral estimate only")
         resp = as_responses(args.file, format=args.format or "auto", empty="keep",
-                            person_col=args.person_col)
+                            person_col=args.person_col, weights=args.weights_col)
         items = None if args.items is None else public_items(args.items, resp.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         table, statement = _private_table(resp, args, items)
