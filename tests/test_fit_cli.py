@@ -100,3 +100,13 @@ def test_fit_module_does_not_import_pandas_or_scipy():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_fit_package_is_shipped():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = meta["tool"]["setuptools"]["packages"]
+    subpackages = {f"privirt.{p.parent.name}" for p in (ROOT / "privirt").glob("*/__init__.py")}
+    assert "privirt.fit" in subpackages
+    assert subpackages <= set(packages), subpackages - set(packages)
