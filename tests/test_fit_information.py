@@ -104,3 +104,14 @@ def test_person_reliability_tracks_kr20_and_test_length():
     assert r_long.person_reliability > r_short.person_reliability + 0.2
     assert abs(r_long.person_reliability - r_long.kr20) < 0.06
     assert "person separation reliability" in str(r_long)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("meansquares", "information", "reliability", "andersen"):
+        module = importlib.import_module(f"privirt.fit.{name}")
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name
+        assert result.attempted > 0, name

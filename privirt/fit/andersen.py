@@ -113,9 +113,9 @@ def andersen_test(
     Examples
     --------
     >>> import privirt
-    >>> res = privirt.andersen_test(privirt.load_dataset("lsat7"))
-    >>> res.df
-    4
+    >>> res = privirt.andersen_test(privirt.load_dataset("lsat7"), split="mean")
+    >>> res.df, round(res.pvalue, 3)
+    (4, 0.028)
     """
     from ..cmle import cmle_estimate
 
