@@ -59,6 +59,9 @@ def test_readme_fit_example_prints_its_values(tmp_path, monkeypatch):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(EXAMPLE, "README fit example", "exec"), {"__name__": "__readme__"})
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
     assert out.getvalue() == PRINTED
     assert (tmp_path / "wright_map.png").stat().st_size > 0
     assert (tmp_path / "test_information.png").stat().st_size > 0

@@ -15,6 +15,16 @@ pytest.importorskip("matplotlib")
 from privirt import plots  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Figures are returned to the caller, who closes them: here, after each test (pyplot
+    warns past 20 open figures, and privirt's RuntimeWarnings are errors in this suite)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def small_posterior():
     X, *_ = privirt.simulate_2pno(60, 4, seed=1)
