@@ -110,3 +110,14 @@ def test_fit_package_is_shipped():
     subpackages = {f"privirt.{p.parent.name}" for p in (ROOT / "privirt").glob("*/__init__.py")}
     assert "privirt.fit" in subpackages
     assert subpackages <= set(packages), subpackages - set(packages)
+
+
+def test_fit_reads_a_pattern_table(capsys):
+    from privirt.data import dataset_path
+
+    assert main(["fit", str(dataset_path("lsat7")), "--weights-col", "frequency",
+                 "--andersen", "mean"]) == 0
+    out = capsys.readouterr().out
+    assert "1000 persons × 5 items" in out
+    res = privirt.andersen_test(privirt.load_dataset("lsat7"), "mean")
+    assert f"LR = {res.statistic:.3f}, df = 4" in out

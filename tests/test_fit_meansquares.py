@@ -190,3 +190,17 @@ def test_reversed_person_underfits():
     X[0, order[-4:]] = 1.0  # right on the four hardest items only
     fit = privirt.person_fit(X, beta)
     assert fit.loc[0, "outfit"] > 2 and fit.loc[0, "outfit_z"] > 2
+
+
+def test_items_without_responses_follow_the_estimator():
+    X, _, _ = privirt.simulate_rasch(300, 6, seed=9)
+    X[:, 4] = np.nan  # nobody answered item 4: the estimators drop it with a warning
+    with pytest.warns(privirt.EmptyResponsesWarning):
+        est = privirt.cmle_estimate(X)
+    fit = privirt.item_fit(X, est)
+    assert list(fit.index) == [0, 1, 2, 3, 5]
+    assert (fit["n"] > 0).all()
+    # an array for the six columns still works: item 4 then has no response to judge
+    fit6 = privirt.item_fit(X, np.insert(est.beta.to_numpy(), 4, 0.0))
+    assert fit6.loc[4, "n"] == 0 and np.isnan(fit6.loc[4, "infit"])
+    np.testing.assert_allclose(fit6.drop(index=4).to_numpy(float), fit.to_numpy(float))

@@ -32,6 +32,9 @@ def register(subparsers) -> None:
                    help="table layout (default: auto)")
     p.add_argument("--person-col", default=None, metavar="COL",
                    help="wide tables: the column with the person labels")
+    p.add_argument("--weights-col", default=None, metavar="COL",
+                   help="a pattern table: COL holds how many persons gave each row's answers "
+                   "(e.g. 'frequency' in the bundled LSAT files); rows are expanded into persons")
     p.add_argument("--method", choices=("cmle", "spectral"), default="cmle",
                    help="item estimator (default: cmle)")
     p.add_argument("--andersen", nargs="?", const="median", choices=("median", "mean"),
@@ -78,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from ..fit import andersen_test, item_fit, reliability
     from ..responses import as_responses
 
-    resp = as_responses(args.file, format=args.format, person_col=args.person_col)
+    resp = as_responses(args.file, format=args.format, person_col=args.person_col,
+                        weights=args.weights_col)
     if args.method == "cmle":
         from ..cmle import cmle_estimate
 

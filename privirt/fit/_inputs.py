@@ -71,6 +71,14 @@ def as_beta(beta: Any, items: pd.Index | None = None) -> pd.Series:
     return pd.Series(values, index=index.copy(), name="beta")
 
 
+def _labelled_beta(beta: Any) -> pd.Series | None:
+    if hasattr(beta, "beta") and not isinstance(beta, (pd.Series, pd.DataFrame, np.ndarray)):
+        beta = beta.beta
+    if isinstance(beta, pd.DataFrame) and "beta" in beta.columns:
+        beta = beta["beta"]
+    return beta if isinstance(beta, pd.Series) else None
+
+
 def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
     """Person abilities as a float array in row order (Series checked against ``persons``)."""
     if isinstance(theta, pd.DataFrame):
@@ -108,6 +116,13 @@ def prepare(
     if extreme not in ("drop", "keep"):
         raise ValueError(f"extreme must be 'drop' or 'keep', got {extreme!r}")
     resp = X if isinstance(X, Responses) else as_responses(X, empty="keep")
+    labelled = _labelled_beta(beta)
+    if labelled is not None and not labelled.index.equals(resp.items):
+        # the estimators drop items without any response; follow them when beta is
+        # exactly the responses' items less those
+        answered = (resp.codes >= 0).any(axis=0)
+        if not answered.all() and labelled.index.equals(resp.items[answered]):
+            resp = resp.subset(items=np.flatnonzero(answered))
     b = as_beta(beta, resp.items)
     if theta is None:
         from ..abilities import estimate_abilities
