@@ -437,9 +437,9 @@ def test_cli_end_to_end(lsat6_csv, tmp_path, capsys):
 
     out = tmp_path / "summary.csv"
     plots_dir = tmp_path / "plots"
-    status = main(["gibbs", str(lsat6_csv), "--iter", "300", "--burn-in", "100", "--chains",
+    status = main(["gibbs", str(lsat6_csv), "--iter", "300", "--warmup", "100", "--chains",
                    "2", "--seed", "3", "--no-progress", "--out", str(out), "--plots",
-                   str(plots_dir), "--b-prior", "0", "10"])
+                   str(plots_dir), "--prior-b", "0", "10"])
     assert status == 0
     table = pd.read_csv(out, index_col=[0, 1])
     assert list(table.columns) == SUMMARY_COLUMNS
@@ -447,22 +447,26 @@ def test_cli_end_to_end(lsat6_csv, tmp_path, capsys):
     assert (table.loc["a", "mean"] > 0).all()
     for name in ("trace_a.png", "trace_b.png", "item_response_curves.png", "theta_density.png"):
         assert (plots_dir / name).stat().st_size > 1000
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "total" in printed and "summary" in printed
     # bad value: one-line error, exit status 2
-    assert main(["gibbs", str(lsat6_csv), "--iter", "10", "--burn-in", "10",
+    assert main(["gibbs", str(lsat6_csv), "--iter", "10", "--warmup", "10",
                  "--no-progress"]) == 2
-    assert "burn_in" in capsys.readouterr().err
+    assert "warmup" in capsys.readouterr().err
 
 
 def test_cli_subprocess_prints_summary(lsat6_csv):
     proc = subprocess.run(
         [sys.executable, "-m", "privirt", "gibbs", str(lsat6_csv), "--iter", "40",
-         "--burn-in", "20", "--seed", "1", "--device", "cpu"],
+         "--warmup", "20", "--seed", "1", "--device", "cpu"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "item3" in proc.stdout and "rhat" in proc.stdout
     assert "40/40" in proc.stderr  # progress bar
+    # the summary stage is announced after the bar, and the total time reported
+    assert proc.stderr.index("summarising") > proc.stderr.index("40/40")
+    assert "total" in proc.stderr.split("summarising")[1]
 
 
 # ---------------------------------------------------------------------------------------
