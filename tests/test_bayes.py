@@ -227,6 +227,20 @@ def test_to_arviz_has_the_log_likelihood_and_loo_waic_run(small, name):
     assert per_person.shape == (2, 50, 40)
     np.testing.assert_allclose(per_person.values.sum(-1), ll.values.sum(-1), rtol=1e-10)
     assert "log_likelihood" not in post.to_arviz(log_likelihood=None).groups()
+    with pytest.raises(ValueError, match="log_likelihood must be"):
+        post.to_arviz(log_likelihood="item")
+
+
+def test_to_arviz_falls_back_to_per_person_terms_for_huge_runs(small, monkeypatch):
+    pytest.importorskip("arviz")
+    from privirt.bayes import loglik
+
+    post = _gibbs(small, n_iter=30, warmup=10, seed=2)
+    monkeypatch.setattr(loglik, "MAX_CELL_TERMS", 100)
+    with pytest.warns(UserWarning, match="one term per person"):
+        idata = post.to_arviz()
+    assert idata.log_likelihood["y"].shape == (1, 20, 40)
+    assert post.to_arviz(log_likelihood="cell").log_likelihood["y"].shape[2] > 40
 
 
 def _slopes_data(seed):

@@ -8,6 +8,7 @@ under the 2PL model.  Missing cells have no term.  ``by="person"`` sums each per
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,8 @@ from ..posterior import Posterior
 __all__ = ["pointwise_log_likelihood", "SamplerPosterior", "MODELS"]
 
 MODELS = ("2pno", "2pl")
+#: ``to_arviz()`` keeps per-response terms up to this many values (1 GiB of float64)
+MAX_CELL_TERMS = 2**27
 _BY = ("cell", "person")
 
 
@@ -98,19 +101,35 @@ class SamplerPosterior(Posterior):
         rows, cols = np.nonzero(self.codes >= 0)
         return [f"{persons[i]}|{items[j]}" for i, j in zip(rows, cols)]
 
-    def to_arviz(self, log_likelihood: str | None = "cell") -> Any:
+    def to_arviz(self, log_likelihood: str | None = "auto") -> Any:
         """An :class:`arviz.InferenceData` with the draws and the pointwise log-likelihood.
 
         Parameters
         ----------
-        log_likelihood : {"cell", "person"} or None
+        log_likelihood : {"auto", "cell", "person"} or None
             Group ``log_likelihood`` with variable ``y`` over dimension ``obs``: one term
-            per observed response (labels ``"person|item"``) or per person; None leaves
+            per observed response (``"cell"``, labels ``"person|item"``) or per person
+            (``"person"``); ``"auto"`` is ``"cell"`` unless that array would exceed
+            :data:`MAX_CELL_TERMS` values, then ``"person"`` (with a warning); None leaves
             the group out.
         """
+        if log_likelihood not in ("auto", "cell", "person", None):
+            raise ValueError(
+                f"log_likelihood must be 'auto', 'cell', 'person' or None, got {log_likelihood!r}"
+            )
         idata = super().to_arviz()
         if log_likelihood is None:
             return idata
+        if log_likelihood == "auto":
+            cells = self.n_chains * self.n_draws * int((self.codes >= 0).sum())
+            log_likelihood = "cell" if cells <= MAX_CELL_TERMS else "person"
+            if log_likelihood == "person":
+                warnings.warn(
+                    f"the per-response log-likelihood would hold {cells:,} values; the "
+                    "log_likelihood group holds one term per person instead (pass "
+                    'log_likelihood="cell" to force per-response terms)',
+                    UserWarning, stacklevel=2,
+                )
         ll = self.log_likelihood(log_likelihood)
         idata.add_groups(
             {"log_likelihood": {"y": ll}},
