@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     rates = post.acceptance_rates()
     print("acceptance rate (mean over parameters) per chain:")
     print(rates.round(3).to_string())
-    theta = post.summary("theta").sort_values("mean")
+    theta = summary.loc["theta"].sort_values("mean")  # the table already computed
     k = args.top
     shown = theta if len(theta) <= 2 * k else theta.iloc[list(range(k)) + list(range(-k, 0))]
     print(f"\nideal points (theta), lowest to highest ({len(theta)} persons"
