@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import special, stats
 
 import privirt
@@ -52,6 +54,18 @@ def test_schedule_keeps_first_post_warmup_draw_then_every_thin(n_iter, warmup, t
     assert s.n_draws == n_draws == len(kept) == -(-(n_iter - warmup) // thin)
     assert kept == list(s.kept_iterations()) and kept[0] == warmup
     assert np.all(np.diff(kept) == thin)
+
+
+@given(st.integers(1, 400), st.integers(0, 399), st.integers(1, 400))
+def test_schedule_rule_holds_for_any_valid_schedule(n_iter, warmup, thin):
+    if warmup >= n_iter or thin > n_iter - warmup:
+        with pytest.raises(ValueError):
+            Schedule(n_iter, warmup, thin)
+        return
+    s = Schedule(n_iter, warmup, thin)
+    kept = np.flatnonzero([s.is_kept(it) for it in range(n_iter)])
+    np.testing.assert_array_equal(kept, np.arange(warmup, n_iter, thin))
+    assert s.n_draws == len(kept) >= 1 and kept[-1] <= n_iter - 1 < kept[-1] + thin
 
 
 @pytest.mark.parametrize("args, message", [
