@@ -663,6 +663,8 @@ def test_device_branches_run_with_numpy_standing_in_for_cupy(sim300, fit300):
     out = mhmod.run_chains(
         np, y, obs, state, dict(setupmod.DEFAULT_PRIORS),
         {"theta": 0.4, "a": 0.4, "b": 0.4}, [], schedule=Schedule(1600, 600, 1),
+        store={"theta": np.empty((1, 1000, len(theta))), "a": np.empty((1, 1000, len(a))),
+               "b": np.empty((1, 1000, len(b)))},
         adapt=True, seed=7, bar=ProgressBar(1600, "mh", enabled=False), gpu=True,
         ridge_moves=True,
     )

@@ -1,19 +1,23 @@
-"""The sampling driver shared by the samplers: progress bar, iteration loop, timing and the
-``info`` dictionary whose common keys are the same for every sampler.
+"""The sampling driver shared by the samplers: progress bar, iteration loop, where the kept
+draws go (full arrays or streaming summaries), timing and the ``info`` dictionary whose
+common keys are the same for every sampler.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .._backend import to_numpy
 from .._progress import ProgressBar
 from .._seeds import describe_seed
+from ..posterior import StreamingSummary
 from .schedule import Schedule, warn_once
 
-__all__ = ["Info", "COMMON_INFO_KEYS", "progress_bar", "iterate", "timed", "common_info"]
+__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "progress_bar", "iterate", "timed",
+           "common_info"]
 
 #: Keys every sampler's ``info`` holds, with the same meaning.
 COMMON_INFO_KEYS = (
@@ -37,6 +41,40 @@ class Info(dict):
             warn_once(f"info[{key}]", f'info["{key}"] is deprecated; use info["{new}"]')
             return self[new]
         raise KeyError(key)
+
+
+class DrawSink:
+    """Where the kept draws of ``batch`` chains go, on the sampler's device.
+
+    ``keep_draws=True``: ``store[param]``, arrays (batch, n_draws, size) that a kernel fills
+    slot by slot.  ``False``: one :class:`~privirt.posterior.StreamingSummary` per block,
+    fed by :meth:`update`, in memory independent of the number of draws.
+    """
+
+    def __init__(self, xp: Any, batch: int, sizes: Mapping[str, int], n_draws: int,
+                 keep_draws: bool = True) -> None:
+        self.keep_draws = keep_draws
+        if keep_draws:
+            self.store: dict[str, Any] | None = {
+                p: xp.empty((batch, n_draws, s)) for p, s in sizes.items()
+            }
+            self.stream: dict[str, StreamingSummary] | None = None
+        else:
+            self.store = None
+            self.stream = {p: StreamingSummary(batch, s, n_draws, xp=xp) for p, s in sizes.items()}
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Add one draw per chain to the streaming summaries: ``values[param]`` (batch, size)."""
+        for p, v in values.items():
+            self.stream[p].update(v)  # type: ignore[index]
+
+    def draws(self, chains: slice = slice(None)) -> dict[str, np.ndarray]:
+        """The kept draws of ``chains`` as host arrays (chain, draw, index)."""
+        return {p: to_numpy(v[chains]) for p, v in self.store.items()}  # type: ignore[union-attr]
+
+    def summaries(self, chains: slice = slice(None)) -> dict[str, StreamingSummary]:
+        """The streaming summaries of ``chains``, moved to host memory."""
+        return {p: v.to_host().select_chains(chains) for p, v in self.stream.items()}  # type: ignore[union-attr]
 
 
 def progress_bar(schedule: Schedule, label: str, enabled: bool) -> ProgressBar:

@@ -13,9 +13,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._backend import get_xp, resolve_device, to_numpy
+from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
-from ..posterior import StreamingSummary
 from ..responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_gpu
 from .loglik import SamplerPosterior
@@ -147,20 +146,15 @@ def _run(
             seeds.append(child(ss, c, 1))
     batch = _Batch(codes, C, priors, inits, seeds, dev)
     B = batch.B
-    sizes = {"a": k, "b": k, "theta": n}
-    if keep_draws:
-        store = {p: xp.empty((B, n_keep, s)) for p, s in sizes.items()}
+    sink = driver.DrawSink(xp, B, {"a": k, "b": k, "theta": n}, n_keep, keep_draws)
 
-        def step(slot: int) -> None:
-            batch.step(store, slot)  # the step writes draw `slot` itself
-    else:
-        stream = {p: StreamingSummary(B, s, n_keep, xp=xp) for p, s in sizes.items()}
-
-        def step(slot: int) -> None:
+    def step(slot: int) -> None:
+        if keep_draws:
+            batch.step(sink.store, slot)  # the step writes draw `slot` itself
+        else:
             batch.step()
             if slot >= 0:
-                for p, v in (("a", batch.a), ("b", batch.b), ("theta", batch.theta)):
-                    stream[p].update(v)
+                sink.update({"a": batch.a, "b": batch.b, "theta": batch.theta})
 
     bar = driver.progress_bar(schedule, label, progress)
     sync = (lambda: xp.cuda.Device().synchronize()) if dev == "gpu" else None
@@ -175,15 +169,11 @@ def _run(
             n_items=k, observed_fraction=resp.observed_fraction, priors=prior_info,
             batch_size=B, has_missing=resp.has_missing,
         )
-        if keep_draws:
-            draws = {p: to_numpy(store[p][sl]) for p in sizes}
-            out.append(SamplerPosterior(draws=draws, labels=labels, sampler=SAMPLER, info=info,
-                                        model="2pno", codes=resp.codes))
-        else:
-            parts = {p: stream[p].to_host().select_chains(sl) for p in sizes}
-            out.append(SamplerPosterior(draws=None, labels=labels, sampler=SAMPLER,
-                                        streaming=parts, info=info, model="2pno",
-                                        codes=resp.codes))
+        out.append(SamplerPosterior(
+            draws=sink.draws(sl) if keep_draws else None,
+            streaming=None if keep_draws else sink.summaries(sl),
+            labels=labels, sampler=SAMPLER, info=info, model="2pno", codes=resp.codes,
+        ))
     return out
 
 

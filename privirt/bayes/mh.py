@@ -139,11 +139,13 @@ def mh_2pl(
     state = twopl_setup.initial_state(init, y, obs, n_chains, anc, host_rng)
     kernel_seed = int(host_rng.integers(2**63 - 1))
     bar = driver.progress_bar(schedule, SAMPLER, bool(progress))
+    sink = driver.DrawSink(xp, n_chains, {"theta": n, "a": m, "b": m}, schedule.n_draws)
     result, seconds = driver.timed(lambda: twopl.run_chains(
-        xp, y, obs, state, pri, sd0, anc, schedule=schedule, adapt=bool(adapt),
-        seed=kernel_seed, bar=bar, gpu=(dev == "gpu"), ridge_moves=bool(ridge_moves),
+        xp, y, obs, state, pri, sd0, anc, schedule=schedule, store=sink.store,
+        adapt=bool(adapt), seed=kernel_seed, bar=bar, gpu=(dev == "gpu"),
+        ridge_moves=bool(ridge_moves),
     ))
-    draws = {k: to_numpy(v) for k, v in result["draws"].items()}
+    draws = sink.draws()
     # Reflecting whole chains maps the posterior to itself only when the priors of θ and a
     # are symmetric about 0; otherwise the mirror image is a different (less probable)
     # distribution and a reflected chain would no longer sample the posterior.

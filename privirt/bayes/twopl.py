@@ -131,6 +131,7 @@ def _run_chains(
     anchors: list[tuple[int, float]],
     *,
     schedule: Schedule,
+    store: dict[str, Any],
     adapt: bool,
     seed: int,
     bar: ProgressBar,
@@ -269,11 +270,7 @@ def _run_chains(
     sd_all[:, i_sc + 1] = _RIDGE_SD0[1]
     cnt_win = xp.zeros((C, nm), dtype=xp.int64)
     cnt_post = xp.zeros((C, nm), dtype=xp.int64)
-    draws = {
-        "theta": xp.empty((C, n_keep, n)),
-        "a": xp.empty((C, n_keep, m)),
-        "b": xp.empty((C, n_keep, m)),
-    }
+    draws = store  # (C, n_keep, ·) arrays, filled at the kept iterations
     if anchors:
         anc_idx = xp.asarray(np.array([i for i, _ in anchors], dtype=np.int64))
         anc_sign = xp.asarray(np.array([math.copysign(1.0, v) for _, v in anchors]))
