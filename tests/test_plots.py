@@ -28,7 +28,7 @@ def _close_figures():
 @pytest.fixture(scope="module")
 def small_posterior():
     X, *_ = privirt.simulate_2pno(60, 4, seed=1)
-    return privirt.gibbs_2pno(X, n_iter=40, burn_in=20, seed=1, progress=False)
+    return privirt.gibbs_2pno(X, n_iter=40, warmup=20, seed=1, progress=False)
 
 
 def test_trace_plot_unknown_or_no_labels(small_posterior):
