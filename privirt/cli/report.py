@@ -1,4 +1,4 @@
-"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.report`)."""
+"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.sweeps.report`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from ..report import METRICS
+    from ..sweeps.results import METRICS
 
     parser = subparsers.add_parser(
         "report",
         help="turn a sweep's results.csv into plots and a Markdown/HTML summary",
         description="Read DIR/results.csv (written by `privirt sweep`) and write "
-        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 %% confidence "
+        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 % confidence "
         "bands, log axes), DIR/report.md and DIR/report.html (results tables and, for a target "
         "accuracy, the smallest ε that reaches it per mechanism).",
     )
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import build_report
+    from ..sweeps.report import build_report
 
     files = build_report(args.directory, metric=args.metric, target=args.target)
     print(f"wrote {files.markdown}, {files.html} and {len(files.plots)} plot(s) in "
