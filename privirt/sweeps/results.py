@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["RESULTS_FILE", "MANIFEST_FILE", "CONFIG_COPY", "RESULT_COLUMNS", "PRIVACY_NOTE", "METRICS", "DEFAULT_METRIC",
-           "read_results"]
+__all__ = ["RESULTS_FILE", "MANIFEST_FILE", "CONFIG_COPY", "RESULT_COLUMNS", "PRIVACY_NOTE",
+           "METRICS", "DEFAULT_METRIC", "read_results", "ResultsWriter", "finished_keys",
+           "has_rows", "repair_tail"]
 
 RESULTS_FILE = "results.csv"
 MANIFEST_FILE = "sweep.json"
