@@ -211,9 +211,18 @@ def complete_low_rank(
     DataFrame
         Completed preference scores, users × items, labelled ``u<id>`` and ``m<id>``.
     """
+    from ._checks import check_positive_int, check_positive_number
+
     for col in ("userId", "movieId", "rating"):
         if col not in ratings.columns:
             raise ValueError(f"ratings need a {col!r} column")
+    rank = check_positive_int("rank", rank)
+    min_item_ratings = check_positive_int("min_item_ratings", min_item_ratings)
+    max_iter = check_positive_int("max_iter", max_iter)
+    tol = check_positive_number("tol", tol)
+    if isinstance(shrinkage, bool) or not isinstance(shrinkage, (int, float, np.number)) \
+            or not 0.0 <= shrinkage < 1.0:
+        raise ValueError(f"shrinkage must be a number in [0, 1), got {shrinkage!r}")
     counts = ratings.groupby("movieId")["userId"].nunique()
     keep = counts.index[counts >= min_item_ratings]
     if len(keep) < 2:

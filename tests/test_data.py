@@ -122,3 +122,16 @@ def test_missing_u_data_is_a_one_line_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no MovieLens ratings file at") as exc:
         privirt.load_movielens(tmp_path / "nothing" / "u.data")
     assert "\n" not in str(exc.value) and "u.data" in str(exc.value)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rank": 0}, "rank must be a positive integer"),
+    ({"min_item_ratings": 2.5}, "min_item_ratings must be a positive integer"),
+    ({"shrinkage": 1.0}, r"shrinkage must be a number in \[0, 1\)"),
+    ({"m": 1}, "m must be an integer from 2"),
+])
+def test_load_movielens_checks_its_options(tmp_path, kwargs, message):
+    path = tmp_path / "u.data"
+    _write_u_data(path)
+    with pytest.raises(ValueError, match=message):
+        privirt.load_movielens(path, **kwargs)
