@@ -22,7 +22,7 @@ __all__ = ["Estimator", "REGISTRY", "register", "get", "names", "nonprivate_name
 _RESERVED = frozenset({"epsilon", "delta", "seed", "device", "ledger"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Estimator:
     """One mechanism name of the sweeps.
 
