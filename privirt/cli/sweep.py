@@ -15,7 +15,8 @@ def register(subparsers) -> None:
         description="Run every cell (data set × mechanism × ε × trial) of the sweep described "
         "by CONFIG and append one row per finished cell to DIR/results.csv. Cells are seeded "
         "for reproducibility, so the runs are not private: they measure accuracy only. "
-        "Then `privirt report DIR` draws the plots and the summary.",
+        "Then `privirt report DIR` draws the plots and the summary. The configuration "
+        "format (data sources, mechanism names, options) is described in docs/sweeps.md.",
     )
     parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
