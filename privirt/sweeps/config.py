@@ -160,8 +160,7 @@ def parse_config(
     options: dict[str, dict[str, Any]] = {}
     for mech, opts in options_raw.items():
         if mech not in registry.REGISTRY:
-            raise ValueError(f"mechanism_options: unknown mechanism {mech!r}; known: "
-                             f"{', '.join(registry.names())}")
+            raise ValueError(f"mechanism_options: {registry.unknown_message(mech)}")
         if not isinstance(opts, Mapping):
             raise ValueError(f"mechanism_options.{mech} must be a table")
         _no_unknown(opts, set(registry.get(mech).option_keys), f"mechanism_options.{mech}")
@@ -343,8 +342,7 @@ def _mechanisms(value: Any, key: str) -> tuple[str, ...]:
     out: list[str] = []
     for v in value:
         if v not in registry.REGISTRY:
-            raise ValueError(f"{key}: unknown mechanism {v!r}; known: "
-                             f"{', '.join(registry.names())}")
+            raise ValueError(f"{key}: {registry.unknown_message(v)}")
         if v not in out:
             out.append(v)
     return tuple(out)

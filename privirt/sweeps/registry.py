@@ -16,7 +16,8 @@ from ..cmle import cmle_estimate
 from ..private import private_spectral_estimate
 from ..spectral import spectral_estimate
 
-__all__ = ["Estimator", "REGISTRY", "register", "get", "names", "nonprivate_names"]
+__all__ = ["Estimator", "REGISTRY", "UNAVAILABLE", "register", "get", "names",
+           "nonprivate_names"]
 
 #: keyword arguments the sweep itself passes; an entry may not fix or expose them
 _RESERVED = frozenset({"epsilon", "delta", "seed", "device", "ledger"})
@@ -68,6 +69,8 @@ class Estimator:
 
 #: name -> entry, in registration order (the order of plots and tables)
 REGISTRY: dict[str, Estimator] = {}
+#: name -> why its estimator could not be imported (a configuration naming it is refused)
+UNAVAILABLE: dict[str, str] = {}
 
 
 def register(
@@ -118,7 +121,15 @@ def get(name: str) -> Estimator:
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown mechanism {name!r}; known: {', '.join(REGISTRY)}") from None
+        raise ValueError(unknown_message(name)) from None
+
+
+def unknown_message(name: Any) -> str:
+    """Why ``name`` is not a usable mechanism, in one line."""
+    if isinstance(name, str) and name in UNAVAILABLE:
+        return (f"mechanism {name!r} is not available in this installation "
+                f"({UNAVAILABLE[name]})")
+    return f"unknown mechanism {name!r}; known: {', '.join(REGISTRY)}"
 
 
 def names() -> tuple[str, ...]:
