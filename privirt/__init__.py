@@ -44,13 +44,13 @@ _EXPORTS: dict[str, str] = {
     "PrivacyStatement": "private",
     # Bayesian samplers
     "Posterior": "posterior",
-    "gibbs_2pno": "gibbs",
-    "gibbs_2pno_replicate": "gibbs",
-    "mh_2pl": "mh",
+    "gibbs_2pno": "bayes",
+    "gibbs_2pno_replicate": "bayes",
+    "mh_2pl": "bayes",
 }
 
 # submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"metrics", "accounting", "plots", "sensitivity", "sweeps"}
+_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps"}
 # old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
 _DEPRECATED_SUBMODULES = {"sweep", "report"}
 
