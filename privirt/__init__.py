@@ -37,6 +37,15 @@ _EXPORTS: dict[str, str] = {
     "cmle_estimate": "cmle",
     "CMLEResult": "cmle",
     "estimate_abilities": "abilities",
+    # model checks (fit, information, reliability, Andersen's test)
+    "item_fit": "fit",
+    "person_fit": "fit",
+    "item_information": "fit",
+    "test_information": "fit",
+    "reliability": "fit",
+    "Reliability": "fit",
+    "andersen_test": "fit",
+    "AndersenResult": "fit",
     # privacy
     "Ledger": "ledger",
     "release_counts": "private",
@@ -50,7 +59,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 # submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps"}
+_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps", "fit"}
 # old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
 _DEPRECATED_SUBMODULES = {"sweep", "report"}
 
