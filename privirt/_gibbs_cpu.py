@@ -5,8 +5,8 @@ them one iteration per :meth:`FusedGibbs.step`; :func:`run_chain` runs a whole s
 returns the kept draws.  Two engines compute the same iteration from the same random
 numbers:
 
-* ``"numba"`` (with the ``fast`` extra): :func:`privirt._gibbs_numba.iteration`, one parallel
-  sweep over the n × k matrix per iteration (Z, θ and the item sums from the same pass, Z
+* ``"numba"`` (with the ``fast`` extra): :mod:`privirt._gibbs_numba`, one sweep over the
+  n × k matrix per iteration, split over the cores (Z, θ and the item sums from the same pass, Z
   never stored), then the (a, b) draws;
 * ``"numpy"``: the same steps as whole-matrix numpy/scipy operations.
 
@@ -21,6 +21,9 @@ The model, priors and conditionals are those of :mod:`privirt.gibbs` (``docs/gib
 from __future__ import annotations
 
 import importlib.util
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -40,6 +43,13 @@ _TINY = np.finfo(float).tiny
 def numba_available() -> bool:
     """Whether numba is installed (the ``fast`` extra)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    """Worker threads for the numba sweep (the kernels release the GIL)."""
+    return ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+                              thread_name_prefix="privirt-gibbs")
 
 
 def _resolve_engine(engine: str) -> str:
@@ -136,6 +146,11 @@ class FusedGibbs:
         ``"auto"``: numba when installed.
     keep_z : bool
         Keep the latest Z in ``self.Z`` (B, n, k) (for tests; costs memory).
+    threads : {None, 1}
+        numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
+        core, swept by worker threads (the kernel releases the GIL), when an iteration has at
+        least ``PARALLEL_CELLS`` cells; ``1`` keeps the sweep on the calling thread (same
+        draws either way).
 
     Attributes
     ----------
@@ -159,8 +174,11 @@ class FusedGibbs:
         keys: Any,
         engine: str = "auto",
         keep_z: bool = False,
+        threads: int | None = None,
     ) -> None:
         self.engine = _resolve_engine(engine)
+        if threads not in (None, 1):
+            raise ValueError(f"threads must be None or 1, got {threads!r}")
         codes = np.asarray(codes)
         if codes.ndim == 2:
             codes = codes[None]
@@ -191,10 +209,16 @@ class FusedGibbs:
         if self.engine == "numba":
             from . import _gibbs_numba
 
-            big = B * n * k >= PARALLEL_CELLS
-            self._kernel = _gibbs_numba.iteration if big else _gibbs_numba.iteration_serial
+            self._nb = _gibbs_numba
             blocks = -(-n // BLOCK_ROWS)
             self._partial = np.zeros((B, blocks, 5, k))
+            tasks = B * blocks
+            workers = min(os.cpu_count() or 1, tasks)
+            if threads == 1 or B * n * k < PARALLEL_CELLS or workers < 2:
+                self._ranges = None
+            else:  # contiguous task ranges, one per worker thread
+                cuts = np.linspace(0, tasks, workers + 1).round().astype(int)
+                self._ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         else:
             obs = self.codes >= 0
             self._sign = np.where(self.codes == 1, 1.0, np.where(obs, -1.0, 0.0))
@@ -208,20 +232,34 @@ class FusedGibbs:
         """One iteration of every chain; with ``store`` (C-contiguous ``{"theta", "a", "b"}``
         arrays shaped (B, n_keep, ·)) the new values are also written at draw ``slot``."""
         if self.engine == "numba":
-            st = (store["theta"], store["a"], store["b"]) if store is not None else (
-                self._no_store,) * 3
-            self._kernel(
-                self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
-                self.iteration, BLOCK_ROWS, self.pa_prec, self.pa_lin, self.pb_prec,
-                self.pb_lin, self._partial, self.Z if self.keep_z else self._no_store,
-                self.keep_z, *st, slot if store is not None else -1,
-            )
+            self._step_numba(store, slot)
         else:
             self._step_numpy()
             if store is not None:
                 for p, v in (("theta", self.theta), ("a", self.a), ("b", self.b)):
                     store[p][:, slot] = v
         self.iteration += 1
+
+    def _step_numba(self, store: Mapping[str, np.ndarray] | None, slot: int) -> None:
+        st_theta, st_a, st_b = (store["theta"], store["a"], store["b"]) if store is not None \
+            else (self._no_store,) * 3
+        slot = slot if store is not None else -1
+        z = self.Z if self.keep_z else self._no_store
+        common = (self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
+                  self.iteration, BLOCK_ROWS)
+        if self._ranges is None:
+            self._nb.iteration_serial(*common, self.pa_prec, self.pa_lin, self.pb_prec,
+                                      self.pb_lin, self._partial, z, self.keep_z, st_theta,
+                                      st_a, st_b, slot)
+            return
+        args = (*common, self._partial, z, self.keep_z, st_theta, slot)
+        pool = _pool()
+        futures = [pool.submit(self._nb.sweep, t0, t1, *args) for t0, t1 in self._ranges[1:]]
+        self._nb.sweep(*self._ranges[0], *args)
+        for f in futures:
+            f.result()
+        self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
+                       self.pa_lin, self.pb_prec, self.pb_lin, self._partial, st_a, st_b, slot)
 
     def _step_numpy(self) -> None:
         it = self.iteration
@@ -280,6 +318,7 @@ def run_chain(
     inits: Sequence[Mapping[str, np.ndarray]],
     seeds: Sequence[np.random.SeedSequence],
     engine: str = "auto",
+    threads: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Run B = D · n_chains chains for ``n_iter`` iterations and return the kept draws.
 
@@ -300,6 +339,8 @@ def run_chain(
         B sampler sequences; chain ``bb`` uses the Philox key ``philox_keys(seeds)[bb]``.
     engine : {"auto", "numba", "numpy"}
         See :class:`FusedGibbs`.
+    threads : {None, 1}
+        See :class:`FusedGibbs`.
 
     Returns
     -------
@@ -312,6 +353,7 @@ def run_chain(
         codes, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
+        threads=threads,
     )
     n_keep = -(-(n_iter - burn_in) // thin)
     store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),

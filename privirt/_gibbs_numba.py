@@ -1,9 +1,10 @@
 """numba kernels of the fused CPU 2PNO Gibbs iteration (imported only when numba is installed).
 
-One call of :func:`iteration` advances B chains by one Gibbs iteration: a parallel sweep over
-fixed blocks of person rows draws Z_ij cell by cell, θ_i from its row, and adds the row's
-terms to the block's item sums; a short serial pass then adds the block sums in a fixed order
-and draws (a_j, b_j).  Z is never stored (unless asked for).  Random numbers are the
+One iteration of B chains: a sweep over fixed blocks of person rows draws Z_ij cell by cell,
+θ_i from its row, and adds the row's terms to the block's item sums (:func:`sweep`, which
+releases the GIL so that disjoint block ranges run on several threads); a short pass then adds
+the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`iteration_serial`
+does both in one call.  Z is never stored (unless asked for).  Random numbers are the
 counter-based Philox4x32-10 stream of the GPU kernels (``privirt.gibbs._CUDA_PREAMBLE``): a
 pure function of (key, counter), so the draws do not depend on the number of threads.  The
 numpy twin of every function is in :mod:`privirt._gibbs_cpu`; the maths is in ``docs/gibbs.md``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
@@ -30,6 +31,14 @@ _TWO_M52 = 2.0**-52
 _SQRT1_2 = 0.7071067811865476
 _TINY = 2.2250738585072014e-308
 _FAR = 5.0
+_MANT = np.uint64(0x000FFFFFFFFFFFFF)
+_EXP1 = np.uint64(0x3FF0000000000000)
+_S52 = np.uint64(52)
+_SQRT2 = 1.4142135623730951
+_LN2 = 0.6931471805599453
+#: |p − ½| beyond which AS 241 switches to its far-tail polynomial (p < e^{−25}): done by
+#: the scalar :func:`ndtri`, not by :func:`_neg_ndtri_block`
+_DEEP = 0.5 - 1.3887943864964021e-11
 
 
 @njit(inline="always", **_JIT)
@@ -107,6 +116,8 @@ def ndtri(p):
 def _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1):
     """X ~ N(0, 1) | X > L for L > 5: Robert's (1995) exponential rejection, retry t using
     the counter's stream word ``stream + (t << 8)``."""
+    if not L < np.inf:  # an infinite bound (a diverged state): no finite draw exists
+        return L
     alpha = 0.5 * (L + math.sqrt(L * L + 4.0))
     t = np.uint64(0)
     while True:
@@ -125,6 +136,66 @@ def std_tn_lower(L, c0, stream, c2, c3, k0, k1):
     if L <= _FAR:
         return -ndtri(u0 * ndtr(-L))
     return _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1)
+
+
+@njit(**_JIT)
+def _neg_ndtri_block(p, x, w, mb, nc):
+    """x[c] = −Φ⁻¹(p[c]) for c < nc, for normal doubles p in (0, 1) with |p − ½| ≤ _DEEP
+    (others get a finite placeholder); ``w`` (float64) and ``mb`` (uint64) are scratch.
+
+    AS 241's central and first tail rational functions, evaluated for every cell without
+    branches or library calls so that the compiler vectorises the loops: the tail's
+    log(min(p, 1 − p)) is taken from the exponent bits and a mantissa m ∈ [√½, √2) as
+    e ln 2 + 2 atanh((m − 1)/(m + 1)) (odd series to s²³, error below 1e-17).
+    """
+    for c in range(nc):
+        w[c] = p[c] if p[c] < 0.5 else 1.0 - p[c]
+    wb = w.view(np.uint64)
+    for c in range(nc):
+        mb[c] = (wb[c] & _MANT) | _EXP1
+    m = mb.view(np.float64)
+    for c in range(nc):
+        e = float(np.int64(wb[c] >> _S52) - 1023)
+        mm = m[c]
+        big = mm > _SQRT2
+        mm = mm * 0.5 if big else mm
+        e = e + 1.0 if big else e
+        s = (mm - 1.0) / (mm + 1.0)
+        s2 = s * s
+        t = 1.0 / 23.0
+        t = t * s2 + 1.0 / 21.0
+        t = t * s2 + 1.0 / 19.0
+        t = t * s2 + 1.0 / 17.0
+        t = t * s2 + 1.0 / 15.0
+        t = t * s2 + 1.0 / 13.0
+        t = t * s2 + 1.0 / 11.0
+        t = t * s2 + 1.0 / 9.0
+        t = t * s2 + 1.0 / 7.0
+        t = t * s2 + 1.0 / 5.0
+        t = t * s2 + 1.0 / 3.0
+        t = t * s2 + 1.0
+        r = math.sqrt(-(e * _LN2 + 2.0 * s * t)) - 1.6
+        num_t = (((((((r * 7.7454501427834140764e-4 + 0.0227238449892691845833) * r
+                      + 0.24178072517745061177) * r + 1.27045825245236838258) * r
+                    + 3.64784832476320460504) * r + 5.7694972214606914055) * r
+                  + 4.6303378461565452959) * r + 1.42343711074968357734)
+        den_t = (((((((r * 1.05075007164441684324e-9 + 5.475938084995344946e-4) * r
+                      + 0.0151986665636164571966) * r + 0.14810397642748007459) * r
+                    + 0.68976733498510000455) * r + 1.6763848301838038494) * r
+                  + 2.05319162663775882187) * r + 1.0)
+        q = p[c] - 0.5
+        u = 0.180625 - q * q
+        num_c = (((((((u * 2509.0809287301226727 + 33430.575583588128105) * u
+                      + 67265.770927008700853) * u + 45921.953931549871457) * u
+                    + 13731.693765509461125) * u + 1971.5909503065514427) * u
+                  + 133.14166789178437745) * u + 3.387132872796366608)
+        den_c = (((((((u * 5226.495278852545925 + 28729.085735721942674) * u
+                      + 39307.89580009271061) * u + 21213.794301586595867) * u
+                    + 5394.1960214247511077) * u + 687.1870074920579083) * u
+                  + 42.313330701600911252) * u + 1.0)
+        central = abs(q) <= 0.425
+        num = q * num_c if central else (num_t if q >= 0.0 else -num_t)
+        x[c] = -num / (den_c if central else den_t)
 
 
 @njit(**_JIT)
@@ -157,6 +228,8 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, ke
     mu = np.empty(nc)
     p = np.empty(nc)
     x = np.empty(nc)
+    w = np.empty(nc)
+    mb = np.empty(nc, dtype=np.uint64)
     zrow = np.empty(k)
     # 1. uniforms of every cell: counter (it, 0, cell)
     base = r0 * k
@@ -172,9 +245,8 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, ke
             mu[o + j] = m
             sm = m if codes[d, i, j] == 1 else -m
             p[o + j] = u0[o + j] * ndtr(sm)
-    # 3. X = −Φ⁻¹(p), central part for every cell (tails redone below)
-    for c in range(nc):
-        x[c] = -_central(p[c] - 0.5)
+    # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
+    _neg_ndtri_block(p, x, w, mb, nc)
     # 4. per row: the tails, Z, θ_i, and the row's terms of the item sums
     for i in range(r0, r1):
         o = (i - r0) * k
@@ -192,7 +264,7 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, ke
                 cell = np.uint64(base + o + j)
                 xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
                                   cell >> _S32, k0, k1)
-            elif abs(p[o + j] - 0.5) > 0.425:
+            elif abs(p[o + j] - 0.5) > _DEEP:
                 xx = -ndtri(p[o + j])
             else:
                 xx = x[o + j]
@@ -268,21 +340,20 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, sto
                 store_b[bb, slot, j] = bv
 
 
-@njit(parallel=True, **_JIT)
-def iteration(codes, data_of, theta, a, b, keys, it, rows, pa_prec, pa_lin, pb_prec, pb_lin,
-              partial, z_out, keep_z, store_theta, store_a, store_b, slot):
-    """One Gibbs iteration of B chains, in place on ``theta`` (B, n), ``a`` and ``b`` (B, k),
-    the blocks of person rows spread over the threads.
-
-    ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
-    ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
-    ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
-    ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
-    also written to ``store_*[bb, slot]``.
-    """
-    for task in prange(theta.shape[0] * partial.shape[1]):
+@njit(**_JIT)
+def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
+          store_theta, slot):
+    """:func:`_block` for tasks t0 … t1 − 1 (releases the GIL: callers run disjoint ranges on
+    several threads)."""
+    for task in range(t0, t1):
         _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
                store_theta, slot)
+
+
+@njit(**_JIT)
+def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
+          slot):
+    """:func:`_items` (the (a, b) draws once every block is done)."""
     _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
            slot)
 
@@ -290,8 +361,16 @@ def iteration(codes, data_of, theta, a, b, keys, it, rows, pa_prec, pa_lin, pb_p
 @njit(**_JIT)
 def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, pa_prec, pa_lin, pb_prec,
                      pb_lin, partial, z_out, keep_z, store_theta, store_a, store_b, slot):
-    """:func:`iteration` on the calling thread (small problems, where starting the worker
-    threads costs more than the sweep)."""
+    """One Gibbs iteration of B chains on the calling thread, in place on ``theta`` (B, n),
+    ``a`` and ``b`` (B, k).
+
+    ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
+    ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
+    ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
+    ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
+    also written to ``store_*[bb, slot]``.  The same as :func:`sweep` over every task then
+    :func:`items`, in one call.
+    """
     for task in range(theta.shape[0] * partial.shape[1]):
         _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
                store_theta, slot)
@@ -306,6 +385,14 @@ def ndtri_array(p):
     for i in range(p.shape[0]):
         out[i] = ndtri(p[i])
     return out
+
+
+@njit(**_JIT)
+def neg_ndtri_array(p):
+    """:func:`_neg_ndtri_block` over a 1-D array (for tests)."""
+    x = np.empty_like(p)
+    _neg_ndtri_block(p, x, np.empty_like(p), np.empty(p.shape[0], dtype=np.uint64), p.shape[0])
+    return x
 
 
 @njit(**_JIT)

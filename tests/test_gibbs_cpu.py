@@ -25,7 +25,8 @@ def _codes(X) -> np.ndarray:
     return privirt.as_responses(X, empty="keep").codes
 
 
-def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False, jitter=True):
+def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False, jitter=True,
+            threads=None):
     codes3 = codes if codes.ndim == 3 else codes[None]
     D = codes3.shape[0]
     ss = np.random.SeedSequence(seed)
@@ -38,7 +39,7 @@ def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False
         codes3, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=_gibbs_cpu.philox_keys(seeds),
-        engine=engine, keep_z=keep_z,
+        engine=engine, keep_z=keep_z, threads=threads,
     )
 
 
@@ -75,6 +76,12 @@ def test_numba_philox_and_ndtri_match_numpy():
     ref = special.ndtri(p)
     rel = np.abs(_gibbs_numba.ndtri_array(p) - ref) / np.maximum(np.abs(ref), 1e-300)
     assert rel.max() < 1e-14
+    # the branch-free block version the Z step uses, down to its limit p = e^-25 (the
+    # scalar function takes over below)
+    p = p[np.abs(p - 0.5) <= _gibbs_numba._DEEP]
+    ref = special.ndtri(p)
+    got = -_gibbs_numba.neg_ndtri_array(p)
+    assert np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)) < 1e-14
 
 
 # ---------------------------------------------------------------------------------------
@@ -134,22 +141,18 @@ def test_numba_kernel_equals_the_numpy_fallback(priors):
 
 @needs_numba
 def test_numba_draws_do_not_depend_on_the_thread_count(monkeypatch):
-    import numba
-
     monkeypatch.setattr(_gibbs_cpu, "PARALLEL_CELLS", 0)  # the threaded sweep, even this small
+    monkeypatch.setattr(_gibbs_cpu.os, "cpu_count", lambda: 3)  # three block ranges
     codes = _codes(privirt.simulate_2pno(300, 5, seed=7)[0])
     runs = []
-    before = numba.get_num_threads()
-    try:
-        for threads in (1, before):
-            numba.set_num_threads(threads)
-            eng = _engine(codes, engine="numba")
-            assert eng._kernel.__name__ == "iteration"
-            for _ in range(5):
-                eng.step()
-            runs.append((eng.theta.copy(), eng.a.copy(), eng.b.copy()))
-    finally:
-        numba.set_num_threads(before)
+    for threads in (1, None):
+        eng = _engine(codes, n_chains=2, engine="numba", threads=threads)
+        assert (eng._ranges is None) == (threads == 1)
+        store = {p: np.zeros((2, 2, s)) for p, s in (("theta", 300), ("a", 5), ("b", 5))}
+        for it in range(5):
+            eng.step(store, it - 3) if it >= 3 else eng.step()
+        runs.append((eng.theta.copy(), eng.a.copy(), eng.b.copy(), *store.values()))
+    assert len(eng._ranges) == 3
     for x, y in zip(*runs):
         np.testing.assert_array_equal(x, y)
 
