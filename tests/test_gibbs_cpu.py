@@ -220,3 +220,24 @@ def test_fused_chain_agrees_with_the_current_sampler():
         ratio = ours.reshape(-1, ours.shape[2]).std(axis=0) / theirs.reshape(
             -1, ours.shape[2]).std(axis=0)
         assert abs(np.median(ratio) - 1) < 0.1 and np.all((ratio > 0.7) & (ratio < 1.4)), p
+
+
+@needs_numba
+@pytest.mark.slow
+def test_benchmark_peer_samples_the_same_posterior():
+    """benchmarks/bench_gibbs.py's peer (vectorised numpy, rejection for a ≤ 0) against the
+    fused kernel on complete data under the default flat priors."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gibbs.py"
+    spec = importlib.util.spec_from_file_location("bench_gibbs", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    X, *_ = privirt.simulate_2pno(800, 15, seed=8)  # enough items to pin θ, so a, b mix
+    peer = bench.peer_gibbs(X.astype(np.int8), 3000, 500, seed=1)
+    ours = bench.run_fused(X, 3000, 500, "numba", n_chains=2, seed=2)
+    for p in ("a", "b", "theta"):
+        se = np.sqrt(mcse_batch_means(peer[p][None]) ** 2 + mcse_batch_means(ours[p]) ** 2)
+        z = (peer[p].mean(axis=0) - ours[p].mean(axis=(0, 1))) / se
+        assert np.all(np.abs(z) < 4.5), (p, np.abs(z).max())
