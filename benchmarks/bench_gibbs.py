@@ -54,11 +54,11 @@ GRIDS = {
 # ---------------------------------------------------------------------------------------
 # the peer: a strong vectorised numpy sampler
 # ---------------------------------------------------------------------------------------
-def peer_gibbs(Y: np.ndarray, n_iter: int, burn_in: int, seed: int = 0) -> dict[str, np.ndarray]:
+def peer_gibbs(Y: np.ndarray, n_iter: int, warmup: int, seed: int = 0) -> dict[str, np.ndarray]:
     """2PNO Gibbs sampler for complete 0/1 data, flat priors (a > 0), as privirt's defaults.
 
     Starts from b = −√2 Φ⁻¹(p̂_j), a = 1, θ = Φ⁻¹(person proportion correct); keeps the
-    ``n_iter − burn_in`` last draws, shaped (draw, ·).
+    ``n_iter − warmup`` last draws, shaped (draw, ·).
     """
     rng = np.random.default_rng(seed)
     n, k = Y.shape
@@ -66,7 +66,7 @@ def peer_gibbs(Y: np.ndarray, n_iter: int, burn_in: int, seed: int = 0) -> dict[
     a = np.ones(k)
     b = -np.sqrt(2.0) * special.ndtri(np.clip(Y.mean(axis=0), 0.02, 0.98))
     theta = special.ndtri(np.clip(Y.mean(axis=1), 0.02, 0.98))
-    n_keep = n_iter - burn_in
+    n_keep = n_iter - warmup
     out = {"a": np.empty((n_keep, k)), "b": np.empty((n_keep, k)), "theta": np.empty((n_keep, n))}
     for it in range(n_iter):
         # Z | y, θ, a, b by the inverse CDF: Z = μ − s Φ⁻¹(U Φ(s μ)), U ~ U(0, 1)
@@ -89,9 +89,9 @@ def peer_gibbs(Y: np.ndarray, n_iter: int, burn_in: int, seed: int = 0) -> dict[
             ok = xi[0] > 0
             a[todo[ok]], b[todo[ok]] = xi[0, ok], xi[1, ok]
             todo = todo[~ok]
-        if it >= burn_in:
-            out["a"][it - burn_in], out["b"][it - burn_in] = a, b
-            out["theta"][it - burn_in] = theta
+        if it >= warmup:
+            out["a"][it - warmup], out["b"][it - warmup] = a, b
+            out["theta"][it - warmup] = theta
     return out
 
 
@@ -111,23 +111,24 @@ def _codes(X: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(X), -1, X).astype(np.int8)
 
 
-def run_fused(X: np.ndarray, n_iter: int, burn_in: int, engine: str, n_chains: int = 1,
+def run_fused(X: np.ndarray, n_iter: int, warmup: int, engine: str, n_chains: int = 1,
               seed: int = 1, threads: int | None = None) -> dict[str, np.ndarray]:
     """The fused engine with gibbs_2pno's default starting values and seed layout."""
     from privirt._gibbs_cpu import run_chain
-    from privirt.gibbs import _child, _default_init
+    from privirt._seeds import child as _child
+    from privirt.bayes.twopno import default_init as _default_init
 
     codes = _codes(X)
     ss = np.random.SeedSequence(seed)
     inits = [_default_init(codes, np.random.Generator(np.random.Philox(_child(ss, c, 0))),
                            jitter=n_chains > 1) for c in range(n_chains)]
-    return run_chain(codes, n_iter=n_iter, burn_in=burn_in, n_chains=n_chains, inits=inits,
+    return run_chain(codes, n_iter=n_iter, warmup=warmup, n_chains=n_chains, inits=inits,
                      seeds=[_child(ss, c, 1) for c in range(n_chains)], engine=engine,
                      threads=threads)
 
 
 def time_impl(impl: str, X: np.ndarray, n_iter: int, repeat: int = 1) -> float:
-    """Best wall-clock seconds of ``n_iter`` iterations (half burn-in), after a warm-up."""
+    """Best wall-clock seconds of ``n_iter`` iterations (half warm-up), after a warm-up."""
     if impl == "peer":
         Y = _codes(X)
         peer_gibbs(Y, 2, 1)
@@ -138,8 +139,8 @@ def time_impl(impl: str, X: np.ndarray, n_iter: int, repeat: int = 1) -> float:
         run_fused(X, 2, 1, engine, threads=threads)
         return _best(lambda: run_fused(X, n_iter, n_iter // 2, engine, threads=threads), repeat)
     dev = impl.split("-")[1]
-    privirt.gibbs_2pno(X, n_iter=2, burn_in=1, device=dev, seed=0, progress=False)
-    return _best(lambda: privirt.gibbs_2pno(X, n_iter=n_iter, burn_in=n_iter // 2, device=dev,
+    privirt.gibbs_2pno(X, n_iter=2, warmup=1, device=dev, seed=0, progress=False)
+    return _best(lambda: privirt.gibbs_2pno(X, n_iter=n_iter, warmup=n_iter // 2, device=dev,
                                             seed=1, progress=False), repeat)
 
 
@@ -179,7 +180,7 @@ def issue14(repeat: int) -> None:
 
     n_iter = 1500
     X, *_ = privirt.simulate_2pno(2000, 30, seed=1)
-    print(f"# issue 14 — 2PNO Gibbs, 2000 × 30, {n_iter} iterations (half burn-in), one chain, "
+    print(f"# issue 14 — 2PNO Gibbs, 2000 × 30, {n_iter} iterations (half warm-up), one chain, "
           f"best of {repeat}; {_load()}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'not set')}")
     impls = ["peer", "privirt-cpu"] + (
@@ -200,14 +201,14 @@ def issue14(repeat: int) -> None:
     # summaries against the sampling they summarise
     X, *_ = privirt.simulate_2pno(1000, 20, seed=2)
     print(f"\n# Posterior.summary of a, b, θ — 1000 × 20, 4 chains × 2000 kept draws "
-          f"(4000 iterations, 2000 burn-in); best of {repeat}; {_load()}")
+          f"(4000 iterations, 2000 warm-up); best of {repeat}; {_load()}")
     print("| step | s | summary / sampling |")
     print("|---|---|---|")
     post = None
     samp = np.inf
     for _ in range(repeat):
         t = time.perf_counter()
-        post = privirt.gibbs_2pno(X, n_iter=4000, burn_in=2000, n_chains=4, seed=3,
+        post = privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4, seed=3,
                                   progress=False, device="cpu")
         samp = min(samp, time.perf_counter() - t)
     summ = _best(lambda: [post.summary(p) for p in ("a", "b", "theta")], repeat)
@@ -290,11 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         R = args.reps
         data = [privirt.simulate_2pno(2000, 50, seed=r)[0] for r in range(R)]
         for dev in devices:
-            privirt.gibbs_2pno_replicate(data[:2], n_iter=2, burn_in=1, device=dev,
+            privirt.gibbs_2pno_replicate(data[:2], n_iter=2, warmup=1, device=dev,
                                          progress=False)
             t = time.perf_counter()
             privirt.gibbs_2pno_replicate(data, n_iter=args.reps_iter,
-                                         burn_in=args.reps_iter // 2, device=dev,
+                                         warmup=args.reps_iter // 2, device=dev,
                                          seed=1, progress=False)
             per = (time.perf_counter() - t) / args.reps_iter
             print(f"| 2000 | 50 × {R} replications | privirt-{dev} (one batch) | "

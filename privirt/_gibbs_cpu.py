@@ -15,7 +15,7 @@ by two 32-bit words: (iteration, 0, cell) for Z, (iteration, 1, person) for θ,
 (iteration, 2 or 3, item) for a and b, and stream + (t << 8) for the t-th retry of a
 far-tail rejection step.  So the draws do not depend on the engine (up to rounding: Φ⁻¹ is
 Wichura's AS 241 in numba, ``scipy.special.ndtri`` in numpy) nor on the number of threads.
-The model, priors and conditionals are those of :mod:`privirt.gibbs` (``docs/gibbs.md``).
+The model, priors and conditionals are those of :func:`privirt.gibbs_2pno` (``docs/gibbs.md``).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class FusedGibbs:
         ``bb // n_chains``.
     priors : dict, optional
         ``{"a": (mean, var) or None, "b": (mean, var) or None}``, None meaning the flat prior
-        (on a > 0 for a), as validated by ``privirt.gibbs._check_priors``.
+        (on a > 0 for a), as validated by ``privirt.bayes.twopno.check_priors``.
     theta, a, b : array_like, shapes (B, n), (B, k), (B, k)
         Starting values (a > 0).
     keys : array_like, shape (B, 2)
@@ -311,7 +311,7 @@ def run_chain(
     codes: np.ndarray,
     *,
     n_iter: int,
-    burn_in: int = 0,
+    warmup: int = 0,
     thin: int = 1,
     n_chains: int = 1,
     priors: Mapping[str, Any] | None = None,
@@ -326,9 +326,9 @@ def run_chain(
     ----------
     codes : ndarray of int8, shape (D, n, k) or (n, k)
         Responses 1 / 0 / −1 (missing).
-    n_iter, burn_in, thin : int
-        Schedule as in :func:`privirt.gibbs_2pno`: iterations ``burn_in + 1``,
-        ``burn_in + 1 + thin``, … ≤ ``n_iter`` are kept.
+    n_iter, warmup, thin : int
+        Schedule as in :func:`privirt.gibbs_2pno`: iterations ``warmup + 1``,
+        ``warmup + 1 + thin``, … ≤ ``n_iter`` are kept.
     n_chains : int
         Chains per data set.
     priors : dict, optional
@@ -355,12 +355,12 @@ def run_chain(
         b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
         threads=threads,
     )
-    n_keep = -(-(n_iter - burn_in) // thin)
+    n_keep = -(-(n_iter - warmup) // thin)
     store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),
                                                            ("b", kern.k))}
     kept = 0
     for it in range(1, n_iter + 1):
-        if it > burn_in and (it - burn_in - 1) % thin == 0:
+        if it > warmup and (it - warmup - 1) % thin == 0:
             kern.step(store, kept)
             kept += 1
         else:

@@ -5,7 +5,7 @@ One iteration of B chains: a sweep over fixed blocks of person rows draws Z_ij c
 releases the GIL so that disjoint block ranges run on several threads); a short pass then adds
 the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`iteration_serial`
 does both in one call.  Z is never stored (unless asked for).  Random numbers are the
-counter-based Philox4x32-10 stream of the GPU kernels (``privirt.gibbs._CUDA_PREAMBLE``): a
+counter-based Philox4x32-10 stream of the GPU kernels (``privirt/bayes/gibbs_2pno.cu``): a
 pure function of (key, counter), so the draws do not depend on the number of threads.  The
 numpy twin of every function is in :mod:`privirt._gibbs_cpu`; the maths is in ``docs/gibbs.md``.
 """

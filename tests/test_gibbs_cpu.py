@@ -12,7 +12,8 @@ from scipy import special, stats
 import privirt
 from privirt import _gibbs_cpu
 from privirt.diagnostics import mcse_batch_means
-from privirt.gibbs import _child, _default_init
+from privirt._seeds import child as _child
+from privirt.bayes.twopno import default_init as _default_init
 from privirt.posterior import Posterior
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import KNOWN_ANSWERS
@@ -110,7 +111,7 @@ def test_numpy_fallback_runs_a_chain_with_missing_data():
         assert np.all(Z[:, codes < 0] == 0)
         assert np.all(eng.a > 0) and np.all(np.isfinite(eng.theta))
     draws = _gibbs_cpu.run_chain(
-        codes, n_iter=400, burn_in=150, n_chains=1, engine="numpy",
+        codes, n_iter=400, warmup=150, n_chains=1, engine="numpy",
         inits=[_default_init(codes, None, False)], seeds=[np.random.SeedSequence(3)],
     )
     assert draws["a"].shape == (1, 250, 6) and draws["theta"].shape == (1, 250, 400)
@@ -191,7 +192,7 @@ def test_fused_chain_matches_the_exact_posterior_of_a_tiny_problem():
     ss = np.random.SeedSequence(7)
     inits = [_default_init(codes, np.random.default_rng(c), True) for c in range(C)]
     draws = _gibbs_cpu.run_chain(
-        codes, n_iter=3000, burn_in=500, n_chains=C, priors=priors, inits=inits,
+        codes, n_iter=3000, warmup=500, n_chains=C, priors=priors, inits=inits,
         seeds=[_child(ss, c, 1) for c in range(C)], engine="numba",
     )
     labels = {"theta": pd.RangeIndex(4), "a": pd.RangeIndex(2), "b": pd.RangeIndex(2)}
@@ -204,12 +205,12 @@ def test_fused_chain_agrees_with_the_current_sampler():
     privirt.gibbs_2pno (its own CPU path) on a 300 × 8 problem with missing cells."""
     X, *_ = privirt.simulate_2pno(300, 8, seed=12, p_observed=0.9)
     priors = {"a": (1.0, 1.0), "b": None}
-    ref = privirt.gibbs_2pno(X, n_iter=2500, burn_in=500, n_chains=3, seed=3, progress=False,
+    ref = privirt.gibbs_2pno(X, n_iter=2500, warmup=500, n_chains=3, seed=3, progress=False,
                              device="cpu", priors=priors)
     codes = privirt.as_responses(X).codes
     ss = np.random.SeedSequence(21)
     inits = [_default_init(codes, np.random.default_rng(c), True) for c in range(3)]
-    draws = _gibbs_cpu.run_chain(codes, n_iter=2500, burn_in=500, n_chains=3, priors=priors,
+    draws = _gibbs_cpu.run_chain(codes, n_iter=2500, warmup=500, n_chains=3, priors=priors,
                                  inits=inits, seeds=[_child(ss, c, 1) for c in range(3)],
                                  engine="numba")
     for p in ("a", "b", "theta"):
