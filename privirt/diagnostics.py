@@ -21,6 +21,7 @@ against ArviZ when it is installed.  Internally the draws are held parameter-maj
 from __future__ import annotations
 
 import numpy as np
+from scipy import fft as sp_fft
 from scipy import special
 
 __all__ = [
@@ -139,8 +140,8 @@ def _autocov_fft(x: np.ndarray) -> np.ndarray:
     n = x.shape[-1]
     xc = x - x.mean(axis=-1, keepdims=True)
     size = 1 << int(np.ceil(np.log2(2 * n)))
-    f = np.fft.rfft(xc, n=size, axis=-1)
-    acov = np.fft.irfft(f.real**2 + f.imag**2, n=size, axis=-1)[..., :n]
+    f = sp_fft.rfft(xc, n=size, axis=-1)  # scipy's pocketfft: ~2× numpy's on many rows
+    acov = sp_fft.irfft(f.real**2 + f.imag**2, n=size, axis=-1)[..., :n]
     return acov / n
 
 
