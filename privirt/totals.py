@@ -18,7 +18,7 @@ the derivation of the split: ``docs/totals.md``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -288,23 +288,28 @@ class TotalsEstimate(ItemEstimate):
                 "beta_unshrunk": self.beta_unshrunk}
 
 
+def _check_n_boot(n_boot: Any) -> None:
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
+        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+
+
 def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float, edges: np.ndarray,
-         shrink: bool, flexible: bool = True):
+         shrink: bool, flexible: bool = True, support=None):
     if shrink:
         s, c, diag = marginal.shrink_totals(totals, n, var_t)
     else:
         s, c, diag = np.asarray(totals, dtype=float), 1.0, {}
     p = np.clip(s / n, 0.5 / n, 1.0 - 0.5 / n)
-    fit = marginal.fit_spread(p, hist, n, var_h, edges, flexible=flexible)
+    fit = marginal.fit_spread(p, hist, n, var_h, edges, flexible=flexible, support=support)
     return fit, c, diag
 
 
 def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                       sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
     """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
-    if fit.model == "normal":
-        lt = np.array([math.log(fit.tau)])
-        theta, w = marginal.ability_grid(lt)
+    if fit.model == "mixture":
+        k = fit.map_index
+        theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1])
     else:
         theta, w = marginal.ability_grid(fit.log_tau, fit.shape[None, :])
     nodes = rng.choice(theta.shape[1], size=n, p=w[0])
@@ -335,8 +340,8 @@ def estimate_from_release(
     ----------
     release : TotalsRelease
     confidence : float in (0, 1)
-    n_boot : int ≥ 20
-        Bootstrap replicates.
+    n_boot : int
+        Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se`` and ``ci`` are NaN).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
     """
@@ -344,8 +349,7 @@ def estimate_from_release(
         raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
-        raise ValueError(f"n_boot must be an integer >= 20, got {n_boot!r}")
+    _check_n_boot(n_boot)
     ss = seed_sequence(seed)
     n = release.n_persons
     edges = release.edges
@@ -358,17 +362,21 @@ def estimate_from_release(
     ufit, _, _ = _fit(t, h, n, var_t, var_h, edges, shrink=False)
     beta, beta_u = fit.beta, ufit.beta
 
-    rng = numpy_rng(ss if ss is not None else None, "bootstrap")
-    reps = np.empty((int(n_boot), beta.size))
-    flexible = fit.model == "flexible"
-    for b in range(int(n_boot)):
-        tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
-        reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, flexible=flexible)[0].beta
-    err = reps - beta[None, :]
-    bias = err.mean(axis=0)
-    se = err.std(axis=0, ddof=1)
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    centre = beta_u - bias
+    if n_boot:
+        rng = numpy_rng(ss, "bootstrap")
+        reps = np.empty((int(n_boot), beta.size))
+        flexible = fit.model == "flexible"
+        support = None if flexible else ufit.support()
+        for b in range(int(n_boot)):
+            tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
+            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, flexible=flexible, support=support)[0].beta
+        err = reps - beta[None, :]
+        se = err.std(axis=0, ddof=1)
+        centre = beta_u - err.mean(axis=0)
+    else:
+        se = np.full(beta.size, np.nan)
+        centre = np.full(beta.size, np.nan)
     items = release.items
     info = {
         "shrinkage": float(c), "ability_model": fit.model, "tau": float(fit.tau),
@@ -413,8 +421,7 @@ def private_totals_estimate(
     """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 20:
-        raise ValueError(f"n_boot must be an integer >= 20, got {n_boot!r}")
+    _check_n_boot(n_boot)
     ss = seed_sequence(seed)
     release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
