@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 __all__ = [
     "Z_NODES",
@@ -25,7 +25,8 @@ __all__ = [
     "bin_probabilities",
     "reference_difficulties",
     "optimal_split",
-    "shrink_totals",
+    "centre_totals",
+    "shrink_difficulties",
     "SpreadFit",
     "fit_spread",
 ]
@@ -36,40 +37,35 @@ Z_NODES = np.linspace(-5.0, 5.0, 41)
 TAU_GRID = np.exp(np.linspace(math.log(0.1), math.log(6.0), 21))
 #: prior on log τ: N(0, PRIOR_LOG_TAU_SD²) — abilities of SD about 1 logit, weakly
 PRIOR_LOG_TAU_SD = 0.7
-#: prior SD of the two shape coefficients of the flexible ability model
-PRIOR_SHAPE_SD = 1.0
 
-_HE3 = (Z_NODES**3 - 3 * Z_NODES) / 6.0
-_HE4 = (Z_NODES**4 - 6 * Z_NODES**2 + 3) / 24.0
 _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.inf]])
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
+#: level of the test "the spread of the totals is above the noise" (below it: equal difficulties)
+DETECT_ALPHA = 0.01
+#: scale of the half-normal prior on the SD of the difficulties (logits)
+SPREAD_PRIOR_SD = 1.0
+#: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
+MEAN_PRIOR_SD = 0.2
+#: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05)
+REFINE_BELOW = 12
+USE_MAP = False
 
 
-def ability_grid(
-    log_tau: np.ndarray, shape: np.ndarray | None = None, kappa: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def ability_grid(log_tau: np.ndarray, kappa: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Nodes θ and weights w of the ability distribution, one row per parameter set.
 
-    ``θ_k = τ z_k``.  ``shape = None``: a symmetric two-component normal mixture in z with
-    components at ±√κ and SD √(1 − κ) (variance 1; κ = 0 is the normal model, κ → 1 two
-    points), weights from the mixture's probability of each grid cell.  ``shape = (a₃, a₄)``:
-    ``log w_k = −z_k²/2 + a₃ He₃(z_k)/6 + a₄ He₄(z_k)/24`` (the flexible model).
+    ``θ_k = τ z_k``; in z, a symmetric two-component normal mixture with components at ±√κ
+    and SD √(1 − κ) (variance 1; κ = 0 is the normal model, κ → 1 two points); the weights
+    are the mixture's probabilities of the grid cells.
     """
     log_tau = np.atleast_1d(np.asarray(log_tau, dtype=float))
     T = log_tau.size
-    if shape is not None:
-        logw = np.broadcast_to(-0.5 * Z_NODES**2, (T, Z_NODES.size)).copy()
-        shape = np.atleast_2d(shape)
-        logw += shape[:, :1] * _HE3 + shape[:, 1:2] * _HE4
-        logw -= logw.max(axis=1, keepdims=True)
-        w = np.exp(logw)
-    else:
-        k = np.zeros(T) if kappa is None else np.broadcast_to(np.asarray(kappa, dtype=float), (T,))
-        loc = np.sqrt(k)[:, None]
-        sd = np.sqrt(1.0 - k)[:, None]
-        cdf = 0.5 * (special.ndtr((_Z_EDGES[None, :] - loc) / sd) + special.ndtr((_Z_EDGES[None, :] + loc) / sd))
-        w = np.diff(cdf, axis=1)
+    k = np.zeros(T) if kappa is None else np.broadcast_to(np.asarray(kappa, dtype=float), (T,))
+    loc = np.sqrt(k)[:, None]
+    sd = np.sqrt(1.0 - k)[:, None]
+    cdf = 0.5 * (special.ndtr((_Z_EDGES[None, :] - loc) / sd) + special.ndtr((_Z_EDGES[None, :] + loc) / sd))
+    w = np.diff(cdf, axis=1)
     w = w / w.sum(axis=1, keepdims=True)
     theta = np.exp(log_tau)[:, None] * Z_NODES[None, :]
     return theta, w
@@ -212,54 +208,71 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
 
 # ---------------------------------------------------------------------------------------
 # shrinkage of the totals
-def shrink_totals(
-    totals: np.ndarray, n: int, var_noise: float, *, alpha: float = 0.01, spread_bound: float = 3.0
-) -> tuple[np.ndarray, float, dict]:
-    """Positive-part James–Stein shrinkage of the centred noisy totals (known variance).
+def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
+    """Proportions correct with their noisy mean shrunk toward 1/2.
 
-    Returns the shrunk totals, the factor c ∈ [0, 1] and diagnostics.  c = 0 (equal
-    difficulties) unless ‖s_c‖²/v exceeds the (1 − α) quantile of χ²_{m−1} (the spread is
-    detectably above the noise); c is capped by A/(A + v), the Bayes factor under the largest
-    plausible spread of difficulties ``spread_bound`` (A = (n·spread_bound/4)²).
+    The mean of the m noisy totals has noise variance v/m; with a N(1/2, MEAN_PRIOR_SD²)
+    prior on the mean proportion its posterior mean replaces it (the deviations are kept).
+    Clipped to [1/(2n), 1 − 1/(2n)].
     """
     s = np.asarray(totals, dtype=float)
     m = s.size
-    d = m - 1
-    pbar = min(max(s.mean() / n, 0.5 / n), 1 - 0.5 / n)
     p = np.clip(s / n, 0.5 / n, 1 - 0.5 / n)
     v = var_noise + n * float(np.mean(p * (1 - p)))
-    sc = s - s.mean()
-    T = float(sc @ sc) / v
-    crit = float(stats.chi2.ppf(1.0 - alpha, d))
-    A = (n * spread_bound / 4.0) ** 2
-    cap = A / (A + v)
-    if T <= crit or T <= 0:
-        c = 0.0
-    else:
-        c = max(0.0, 1.0 - (max(d - 2, 1)) / T)
-        c = min(c, cap)
-    shrunk = n * pbar + c * sc
-    return shrunk, c, {"chi2": T, "chi2_critical": crit, "var_totals": v, "cap": cap}
+    k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + v / m)
+    pbar = 0.5 + k_mean * (s.mean() / n - 0.5)
+    return np.clip(pbar + (s - s.mean()) / n, 0.5 / n, 1 - 0.5 / n)
+
+
+def shrink_difficulties(
+    beta: np.ndarray, var: np.ndarray, *, alpha: float | None = None, prior_sd: float | None = None
+) -> tuple[np.ndarray, float, dict]:
+    """Empirical-Bayes shrinkage of centred difficulties with known error variances.
+
+    Model: β̂_i ~ N(β_i, v_i), β_i ~ N(0, A), A = σ² with a half-normal prior of scale
+    ``prior_sd`` on σ (grid up to 4 × that scale).  Each β̂_i is multiplied by
+    E[A/(A + v_i) | β̂] and the result re-centred.  All difficulties are set equal (0) when
+    Σ β̂_i²/v_i does not exceed the (1 − α) quantile of χ²_{m−1} (spread not detectable).
+    Returns the shrunk β, the mean factor and diagnostics.
+    """
+    alpha = DETECT_ALPHA if alpha is None else alpha
+    prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
+    b = np.asarray(beta, dtype=float)
+    v = np.asarray(var, dtype=float)
+    m = b.size
+    T = float(np.sum(b * b / v))
+    crit = float(stats.chi2.ppf(1.0 - alpha, m - 1)) if alpha > 0 else 0.0
+    if T <= crit:
+        return np.zeros(m), 0.0, {"chi2": T, "chi2_critical": crit}
+    sd = np.linspace(0.0, 4.0 * prior_sd, 801)[1:]
+    A = sd * sd
+    tot = A[:, None] + v[None, :]
+    loglik = -0.5 * np.sum(np.log(tot) + (b * b)[None, :] / tot, axis=1) - 0.5 * (sd / prior_sd) ** 2
+    post = np.exp(loglik - loglik.max())
+    post /= post.sum()
+    factor = post @ (A[:, None] / tot)
+    out = factor * b
+    return out - out.mean(), float(np.mean(factor)), {"chi2": T, "chi2_critical": crit,
+                                                      "spread_sd": float(post @ sd)}
 
 
 # ---------------------------------------------------------------------------------------
 # the ability model fitted to the histogram
 @dataclass
 class SpreadFit:
-    """The fitted ability model and the difficulties it maps the totals to."""
+    """The fitted ability model (a posterior over the (τ, κ) grid) and the difficulties."""
 
-    beta: np.ndarray  # centred, (m,)
-    model: str  # "mixture" (averaged over τ, κ) or "flexible" (τ, a₃, a₄ at the MAP)
-    tau: float  # posterior mean of τ (mixture) or MAP τ (flexible)
-    log_tau: np.ndarray  # (T,) the grid or the one MAP value
-    weights: np.ndarray  # posterior weights over the grid (sums to 1)
-    shape: np.ndarray | None  # (a₃, a₄) of the flexible model
-    aic: dict
-    kappa: np.ndarray | None = None  # (T,) bimodality of each grid point
-    map_index: int = 0
+    beta: np.ndarray  # centred posterior mean, (m,)
+    tau: float  # posterior mean of τ
+    kappa_mean: float  # posterior mean of κ
+    log_tau: np.ndarray  # (T,) grid points
+    kappa: np.ndarray  # (T,)
+    weights: np.ndarray  # posterior weights (sum to 1)
+    map_index: int
+    slope: np.ndarray  # (m,) ∂π_i/∂β_i (absolute) at the posterior mode
 
     def support(self, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-        """The grid points whose posterior weight exceeds ``tol`` × the largest (mixture model)."""
+        """The grid points whose posterior weight exceeds ``tol`` × the largest."""
         keep = self.weights >= tol * self.weights.max()
         return self.log_tau[keep], self.kappa[keep]
 
@@ -270,56 +283,45 @@ def _nll(hist, n, var_h, P):
     return 0.5 * np.sum(r * r / V + np.log(V), axis=1)
 
 
+def _posterior(p, hist, n, var_hist, edges, lt, kap):
+    theta, w = ability_grid(lt, kappa=kap)
+    beta = invert_marginals(p, theta, w)
+    P = bin_probabilities(beta, theta, w, edges)
+    nll = _nll(hist, n, var_hist, P) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
+    post = np.exp(-(nll - nll.min()))
+    return post / post.sum(), beta, nll
+
+
 def fit_spread(
-    p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *, flexible: bool = True,
+    p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *,
     support: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SpreadFit:
     """Fit the ability distribution to the noisy histogram and map the marginals ``p`` to β.
 
     Mixture model: the Gaussian approximate likelihood of the histogram (sampling plus the known
     noise variance) times the prior on log τ, on the grid :data:`TAU_GRID` × :data:`KAPPA_GRID`
-    (or the points ``support``); β is the posterior mean of β(τ, κ) (centred).  When there are ≥ 6 bins the flexible model (τ, a₃, a₄) is also fitted at
-    its MAP, and chosen when its AIC is lower.
+    (or the points ``support``); β is the posterior mean of β(τ, κ) (centred).  A posterior
+    concentrated on ≤ :data:`REFINE_BELOW` points is recomputed on a finer grid around them.
     """
     hist = np.asarray(hist, dtype=float)
     if support is None:
         lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
         kap = np.tile(KAPPA_GRID, TAU_GRID.size)
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
+        keep = post >= 1e-6 * post.max()
+        if np.count_nonzero(keep) <= REFINE_BELOW:  # concentrated: refine around the support
+            dlt = np.diff(np.log(TAU_GRID))[0]
+            lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
+            k_lo, k_hi = kap[keep].min(), kap[keep].max()
+            kap_f = np.unique(np.clip(np.concatenate([np.linspace(k_lo - 0.1, k_hi + 0.1, 9), [0.0]]), 0.0, 0.95))
+            lt, kap = np.repeat(lt_f, kap_f.size), np.tile(kap_f, lt_f.size)
+            post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
     else:
         lt, kap = support
-    theta, w = ability_grid(lt, kappa=kap)
-    beta = invert_marginals(p, theta, w)
-    P = bin_probabilities(beta, theta, w, edges)
-    nll = _nll(hist, n, var_hist, P) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
-    post = np.exp(-(nll - nll.min()))
-    post /= post.sum()
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
     bc = beta - beta.mean(axis=1, keepdims=True)
     k = int(np.argmin(nll))
-    fit = SpreadFit(
-        beta=post @ bc, model="mixture", tau=float(post @ np.exp(lt)), log_tau=lt, weights=post,
-        shape=None, aic={"mixture": float(2 * nll[k] + 4)}, kappa=kap, map_index=k,
-    )
-    if not flexible or len(edges) - 1 < 6:
-        return fit
-
-    def obj(x):
-        th, ww = ability_grid(x[:1], x[None, 1:])
-        b = invert_marginals(p, th, ww)
-        Pb = bin_probabilities(b, th, ww, edges)
-        return float(_nll(hist, n, var_hist, Pb)[0] + 0.5 * (x[0] / PRIOR_LOG_TAU_SD) ** 2
-                     + 0.5 * (x[1] ** 2 + x[2] ** 2) / PRIOR_SHAPE_SD**2)
-
-    res = optimize.minimize(obj, np.array([lt[k], 0.0, 0.0]), method="Nelder-Mead",
-                            options={"xatol": 1e-4, "fatol": 1e-6, "maxiter": 400})
-    aic_flex = float(2 * res.fun + 6)
-    fit.aic["flexible"] = aic_flex
-    if aic_flex < fit.aic["mixture"]:
-        th, ww = ability_grid(res.x[:1], res.x[None, 1:])
-        b = invert_marginals(p, th, ww)[0]
-        fit.beta = b - b.mean()
-        fit.model = "flexible"
-        fit.tau = float(math.exp(res.x[0]))
-        fit.log_tau = res.x[:1].copy()
-        fit.weights = np.ones(1)
-        fit.shape = res.x[1:].copy()
-    return fit
+    theta, w = ability_grid(lt[k:k + 1], kappa=kap[k:k + 1])
+    e = special.expit(theta[0][None, :] - beta[k][:, None])
+    return SpreadFit(beta=(post @ bc) if not USE_MAP else bc[k], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+                     log_tau=lt, kappa=kap, weights=post, map_index=k, slope=(e * (1 - e)) @ w[0])

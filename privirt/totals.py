@@ -198,6 +198,11 @@ def release_totals(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     ss = seed_sequence(seed)
+    if ss is not None and ledger is not None:
+        raise ValueError(
+            "seed= makes the noise reproducible (NOT private), so it cannot be charged to a "
+            "ledger; drop seed= for a private release, or drop ledger= for a reproducible test run"
+        )
     ledger = _resolve_ledger(ledger)
     resp = _responses(X, items)
     if resp.has_missing:
@@ -294,24 +299,22 @@ def _check_n_boot(n_boot: Any) -> None:
 
 
 def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float, edges: np.ndarray,
-         shrink: bool, flexible: bool = True, support=None):
-    if shrink:
-        s, c, diag = marginal.shrink_totals(totals, n, var_t)
-    else:
-        s, c, diag = np.asarray(totals, dtype=float), 1.0, {}
-    p = np.clip(s / n, 0.5 / n, 1.0 - 0.5 / n)
-    fit = marginal.fit_spread(p, hist, n, var_h, edges, flexible=flexible, support=support)
-    return fit, c, diag
+         shrink: bool, support=None):
+    """The marginal fit (unshrunk β) and, with ``shrink``, the empirical-Bayes β."""
+    p = marginal.centre_totals(totals, n, var_t)
+    fit = marginal.fit_spread(p, hist, n, var_h, edges, support=support)
+    if not shrink:
+        return fit, fit.beta, 1.0, {}
+    var = (var_t + n * p * (1 - p)) / (n * np.maximum(fit.slope, 1e-12)) ** 2
+    beta, c, diag = marginal.shrink_difficulties(fit.beta, var)
+    return fit, beta, c, diag
 
 
 def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                       sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
     """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
-    if fit.model == "mixture":
-        k = fit.map_index
-        theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1])
-    else:
-        theta, w = marginal.ability_grid(fit.log_tau, fit.shape[None, :])
+    k = fit.map_index
+    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1])
     nodes = rng.choice(theta.shape[1], size=n, p=w[0])
     th = theta[0, nodes] + (rng.random(n) - 0.5) * (theta[0, 1] - theta[0, 0])
     X = rng.random((n, beta.size)) < 1.0 / (1.0 + np.exp(beta[None, :] - th[:, None]))
@@ -329,8 +332,7 @@ def estimate_from_release(
     """Difficulties, standard errors and intervals from a :class:`TotalsRelease`.
 
     Pure post-processing (no privacy cost): the ability spread is fitted to the noisy histogram
-    (normal model averaged over τ, or a flexible three-parameter model when enough bins and
-    AIC prefer it), the centred totals are shrunk by positive-part James–Stein with the known
+    (a posterior over the spread τ and the bimodality κ of a normal-mixture ability model), the centred totals are shrunk by positive-part James–Stein with the known
     noise variance (all difficulties equal when their spread is not detectable), and mapped to
     difficulties through the fitted ability distribution.  Intervals: parametric bootstrap of
     the unshrunk fit from the released statistics (``n_boot`` replicates), bias-corrected,
@@ -358,19 +360,17 @@ def estimate_from_release(
     var_t = release.sigma_totals**2
     var_h = release.sigma_histogram**2
 
-    fit, c, diag = _fit(t, h, n, var_t, var_h, edges, shrink=True)
-    ufit, _, _ = _fit(t, h, n, var_t, var_h, edges, shrink=False)
-    beta, beta_u = fit.beta, ufit.beta
+    fit, beta, c, diag = _fit(t, h, n, var_t, var_h, edges, shrink=True)
+    beta_u = fit.beta
 
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
         reps = np.empty((int(n_boot), beta.size))
-        flexible = fit.model == "flexible"
-        support = None if flexible else ufit.support()
+        support = fit.support()
         for b in range(int(n_boot)):
             tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
-            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, flexible=flexible, support=support)[0].beta
+            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, support=support)[1]
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
@@ -379,8 +379,7 @@ def estimate_from_release(
         centre = np.full(beta.size, np.nan)
     items = release.items
     info = {
-        "shrinkage": float(c), "ability_model": fit.model, "tau": float(fit.tau),
-        "aic": fit.aic, "n_boot": int(n_boot), "confidence": float(confidence),
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot), "confidence": float(confidence),
         "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
         "bootstrap_seed": describe_seed(ss),
     }
