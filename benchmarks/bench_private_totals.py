@@ -132,7 +132,7 @@ def main() -> None:
         print(f"worst mean relative error of totals over the grid: {worst:.3f} (target <= 1.0)")
 
     if "coverage" in only:
-        ct = 20 if args.quick else 40
+        ct = 12 if args.quick else 30
         print(f"\n## coverage of nominal 95% intervals, n=2000, m=20 ({ct} data sets x 20 items, 200 bootstrap)")
         for eps in (0.3, 1.0, 3.0):
             hits, widths = [], []

@@ -26,7 +26,7 @@ __all__ = [
     "reference_difficulties",
     "optimal_split",
     "centre_totals",
-    "shrink_difficulties",
+    "shrink_totals",
     "SpreadFit",
     "fit_spread",
 ]
@@ -41,15 +41,14 @@ PRIOR_LOG_TAU_SD = 0.7
 _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.inf]])
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
-#: level of the test "the spread of the totals is above the noise" (below it: equal difficulties)
-DETECT_ALPHA = 0.01
-#: scale of the half-normal prior on the SD of the difficulties (logits)
+#: level of the test "the spread of the totals is above the noise"
+DETECT_ALPHA = 0.2
+#: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
 MEAN_PRIOR_SD = 0.2
 #: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05)
 REFINE_BELOW = 12
-USE_MAP = False
 
 
 def ability_grid(log_tau: np.ndarray, kappa: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -224,36 +223,42 @@ def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
     return np.clip(pbar + (s - s.mean()) / n, 0.5 / n, 1 - 0.5 / n)
 
 
-def shrink_difficulties(
-    beta: np.ndarray, var: np.ndarray, *, alpha: float | None = None, prior_sd: float | None = None
+def shrink_totals(
+    totals: np.ndarray, n: int, var_noise: float, *, prior_sd: float | None = None
 ) -> tuple[np.ndarray, float, dict]:
-    """Empirical-Bayes shrinkage of centred difficulties with known error variances.
+    """Empirical-Bayes shrinkage of the noisy totals, as proportions correct.
 
-    Model: β̂_i ~ N(β_i, v_i), β_i ~ N(0, A), A = σ² with a half-normal prior of scale
-    ``prior_sd`` on σ (grid up to 4 × that scale).  Each β̂_i is multiplied by
-    E[A/(A + v_i) | β̂] and the result re-centred.  All difficulties are set equal (0) when
-    Σ β̂_i²/v_i does not exceed the (1 − α) quantile of χ²_{m−1} (spread not detectable).
-    Returns the shrunk β, the mean factor and diagnostics.
+    Model: the centred totals s_c ~ N(0, (A + v) I) in m − 1 dimensions, v = σ_s² + n·mean(p(1 − p))
+    (privacy noise known exactly, sampling estimated), A the spread of the true totals with a
+    half-normal prior on √A of scale n·p̄(1 − p̄)·0.8·``prior_sd`` (≈ the totals' spread for a
+    difficulty SD of ``prior_sd`` logits; default :data:`SPREAD_PRIOR_SD`).  The factor
+    c = E[A/(A + v) | s_c] — the Bayes rule for it — multiplies s_c; the mean comes from
+    :func:`centre_totals`.  c = 0 (equal difficulties) when ‖s_c‖²/v does not exceed the
+    (1 − :data:`DETECT_ALPHA`) quantile of χ²_{m−1} (the spread is not detectably above the
+    noise).  Returns the proportions (clipped to [1/(2n), 1 − 1/(2n)]), c and
+    diagnostics.
     """
-    alpha = DETECT_ALPHA if alpha is None else alpha
     prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
-    b = np.asarray(beta, dtype=float)
-    v = np.asarray(var, dtype=float)
-    m = b.size
-    T = float(np.sum(b * b / v))
-    crit = float(stats.chi2.ppf(1.0 - alpha, m - 1)) if alpha > 0 else 0.0
-    if T <= crit:
-        return np.zeros(m), 0.0, {"chi2": T, "chi2_critical": crit}
-    sd = np.linspace(0.0, 4.0 * prior_sd, 801)[1:]
+    s = np.asarray(totals, dtype=float)
+    m = s.size
+    p = centre_totals(s, n, var_noise)
+    pb = float(np.mean(p))
+    v = var_noise + n * float(np.mean(p * (1 - p)))
+    sc = s - s.mean()
+    scale = n * pb * (1 - pb) * 0.8 * prior_sd
+    sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]
     A = sd * sd
-    tot = A[:, None] + v[None, :]
-    loglik = -0.5 * np.sum(np.log(tot) + (b * b)[None, :] / tot, axis=1) - 0.5 * (sd / prior_sd) ** 2
+    T = float(sc @ sc)
+    loglik = -0.5 * (m - 1) * np.log(A + v) - 0.5 * T / (A + v) - 0.5 * (sd / scale) ** 2
     post = np.exp(loglik - loglik.max())
     post /= post.sum()
-    factor = post @ (A[:, None] / tot)
-    out = factor * b
-    return out - out.mean(), float(np.mean(factor)), {"chi2": T, "chi2_critical": crit,
-                                                      "spread_sd": float(post @ sd)}
+    c = float(post @ (A / (A + v)))
+    crit = float(stats.chi2.ppf(1.0 - DETECT_ALPHA, m - 1))
+    if T / v <= crit:  # spread not detectably above the noise: equal difficulties
+        c = 0.0
+    spread = float(post @ sd)
+    return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
+            {"chi2": T / v, "var_totals": v, "spread_totals": spread})
 
 
 # ---------------------------------------------------------------------------------------
@@ -262,14 +267,13 @@ def shrink_difficulties(
 class SpreadFit:
     """The fitted ability model (a posterior over the (τ, κ) grid) and the difficulties."""
 
-    beta: np.ndarray  # centred posterior mean, (m,)
+    beta: np.ndarray  # centred, (m,)
     tau: float  # posterior mean of τ
     kappa_mean: float  # posterior mean of κ
     log_tau: np.ndarray  # (T,) grid points
     kappa: np.ndarray  # (T,)
     weights: np.ndarray  # posterior weights (sum to 1)
     map_index: int
-    slope: np.ndarray  # (m,) ∂π_i/∂β_i (absolute) at the posterior mode
 
     def support(self, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
         """The grid points whose posterior weight exceeds ``tol`` × the largest."""
@@ -300,7 +304,8 @@ def fit_spread(
 
     Mixture model: the Gaussian approximate likelihood of the histogram (sampling plus the known
     noise variance) times the prior on log τ, on the grid :data:`TAU_GRID` × :data:`KAPPA_GRID`
-    (or the points ``support``); β is the posterior mean of β(τ, κ) (centred).  A posterior
+    (or the points ``support``); β is β(τ, κ) (centred) at the grid point nearest the
+    posterior mean of (log τ, κ).  A posterior
     concentrated on ≤ :data:`REFINE_BELOW` points is recomputed on a finer grid around them.
     """
     hist = np.asarray(hist, dtype=float)
@@ -321,7 +326,9 @@ def fit_spread(
         post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
     bc = beta - beta.mean(axis=1, keepdims=True)
     k = int(np.argmin(nll))
-    theta, w = ability_grid(lt[k:k + 1], kappa=kap[k:k + 1])
-    e = special.expit(theta[0][None, :] - beta[k][:, None])
-    return SpreadFit(beta=(post @ bc) if not USE_MAP else bc[k], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
-                     log_tau=lt, kappa=kap, weights=post, map_index=k, slope=(e * (1 - e)) @ w[0])
+    # β at the grid point nearest the posterior mean of (log τ, κ) (averaging β(τ) itself
+    # would inflate the scale when the posterior is wide: β grows with τ)
+    j = int(np.argmin(((lt - post @ lt) / 0.2) ** 2 + ((kap - post @ kap) / 0.1) ** 2))
+    bpt = bc[j]
+    return SpreadFit(beta=bpt, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+                     log_tau=lt, kappa=kap, weights=post, map_index=k)

@@ -300,14 +300,13 @@ def _check_n_boot(n_boot: Any) -> None:
 
 def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float, edges: np.ndarray,
          shrink: bool, support=None):
-    """The marginal fit (unshrunk β) and, with ``shrink``, the empirical-Bayes β."""
-    p = marginal.centre_totals(totals, n, var_t)
+    """The marginal fit of the shrunk (or only re-centred) totals: (fit, β, factor, diagnostics)."""
+    if shrink:
+        p, c, diag = marginal.shrink_totals(totals, n, var_t)
+    else:
+        p, c, diag = marginal.centre_totals(totals, n, var_t), 1.0, {}
     fit = marginal.fit_spread(p, hist, n, var_h, edges, support=support)
-    if not shrink:
-        return fit, fit.beta, 1.0, {}
-    var = (var_t + n * p * (1 - p)) / (n * np.maximum(fit.slope, 1e-12)) ** 2
-    beta, c, diag = marginal.shrink_difficulties(fit.beta, var)
-    return fit, beta, c, diag
+    return fit, fit.beta, c, diag
 
 
 def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
@@ -361,7 +360,7 @@ def estimate_from_release(
     var_h = release.sigma_histogram**2
 
     fit, beta, c, diag = _fit(t, h, n, var_t, var_h, edges, shrink=True)
-    beta_u = fit.beta
+    beta_u = _fit(t, h, n, var_t, var_h, edges, shrink=False, support=fit.support())[1]
 
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
