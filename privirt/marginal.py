@@ -2,7 +2,7 @@
 
 An ability distribution on a fixed standardised grid, the item marginals it implies and
 their inversion, the raw-score distribution (Poisson-binomial per grid node), the fit of the
-ability spread to a noisy binned score histogram, the James–Stein shrinkage of the noisy
+ability spread to a noisy binned score histogram, the empirical-Bayes shrinkage of the noisy
 totals, and the budget split / bin layout derived at a public reference model.  The maths is
 in ``docs/totals.md``.
 """
@@ -41,29 +41,37 @@ PRIOR_LOG_TAU_SD = 0.7
 _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.inf]])
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
-#: level of the test "the spread of the totals is above the noise"
-DETECT_ALPHA = 0.2
+#: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
+CONSERVATIVE = 0.5
 #: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
 MEAN_PRIOR_SD = 0.2
-#: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05)
+#: component weights λ tried when the grid is refined (skewed abilities)
+LAMBDA_GRID = np.array([0.03, 0.07, 0.15, 0.3, 0.5, 0.7, 0.85, 0.93, 0.97])
+#: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
 REFINE_BELOW = 12
 
 
-def ability_grid(log_tau: np.ndarray, kappa: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def ability_grid(
+    log_tau: np.ndarray, kappa: np.ndarray | None = None, lam: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Nodes θ and weights w of the ability distribution, one row per parameter set.
 
-    ``θ_k = τ z_k``; in z, a symmetric two-component normal mixture with components at ±√κ
-    and SD √(1 − κ) (variance 1; κ = 0 is the normal model, κ → 1 two points); the weights
-    are the mixture's probabilities of the grid cells.
+    ``θ_k = τ z_k``; in z, a two-component normal mixture of mean 0 and variance 1: weights
+    λ and 1 − λ, components at −√(κ(1 − λ)/λ) and √(κλ/(1 − λ)), each of SD √(1 − κ)
+    (κ = 0 is the normal model, κ → 1 two groups; λ = ½ symmetric, λ ≠ ½ skewed).  The
+    weights are the mixture's probabilities of the grid cells.
     """
     log_tau = np.atleast_1d(np.asarray(log_tau, dtype=float))
     T = log_tau.size
     k = np.zeros(T) if kappa is None else np.broadcast_to(np.asarray(kappa, dtype=float), (T,))
-    loc = np.sqrt(k)[:, None]
+    lm = np.full(T, 0.5) if lam is None else np.broadcast_to(np.asarray(lam, dtype=float), (T,))
+    lo = -np.sqrt(k * (1 - lm) / lm)[:, None]
+    hi = np.sqrt(k * lm / (1 - lm))[:, None]
     sd = np.sqrt(1.0 - k)[:, None]
-    cdf = 0.5 * (special.ndtr((_Z_EDGES[None, :] - loc) / sd) + special.ndtr((_Z_EDGES[None, :] + loc) / sd))
+    e = _Z_EDGES[None, :]
+    cdf = lm[:, None] * special.ndtr((e - lo) / sd) + (1 - lm[:, None]) * special.ndtr((e - hi) / sd)
     w = np.diff(cdf, axis=1)
     w = w / w.sum(axis=1, keepdims=True)
     theta = np.exp(log_tau)[:, None] * Z_NODES[None, :]
@@ -228,15 +236,14 @@ def shrink_totals(
 ) -> tuple[np.ndarray, float, dict]:
     """Empirical-Bayes shrinkage of the noisy totals, as proportions correct.
 
-    Model: the centred totals s_c ~ N(0, (A + v) I) in m − 1 dimensions, v = σ_s² + n·mean(p(1 − p))
-    (privacy noise known exactly, sampling estimated), A the spread of the true totals with a
-    half-normal prior on √A of scale n·p̄(1 − p̄)·0.8·``prior_sd`` (≈ the totals' spread for a
-    difficulty SD of ``prior_sd`` logits; default :data:`SPREAD_PRIOR_SD`).  The factor
-    c = E[A/(A + v) | s_c] — the Bayes rule for it — multiplies s_c; the mean comes from
-    :func:`centre_totals`.  c = 0 (equal difficulties) when ‖s_c‖²/v does not exceed the
-    (1 − :data:`DETECT_ALPHA`) quantile of χ²_{m−1} (the spread is not detectably above the
-    noise).  Returns the proportions (clipped to [1/(2n), 1 − 1/(2n)]), c and
-    diagnostics.
+    Model: the centred totals s_c ~ N(0, (A + v) I) in m − 1 dimensions,
+    v = σ_s² + n·mean(p(1 − p)) (privacy noise known exactly, sampling estimated), A the
+    spread of the true totals with a half-normal prior on √A of scale n·p̄(1 − p̄)·0.8·``prior_sd``
+    (≈ the totals' spread for a difficulty SD of ``prior_sd`` logits; default
+    :data:`SPREAD_PRIOR_SD`).  s_c is multiplied by E[c] − :data:`CONSERVATIVE`·SD[c] (floored
+    at 0; c = A/(A + v) under its posterior given s_c): equal difficulties when the spread is
+    not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
+    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics.
     """
     prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
     s = np.asarray(totals, dtype=float)
@@ -252,10 +259,10 @@ def shrink_totals(
     loglik = -0.5 * (m - 1) * np.log(A + v) - 0.5 * T / (A + v) - 0.5 * (sd / scale) ** 2
     post = np.exp(loglik - loglik.max())
     post /= post.sum()
-    c = float(post @ (A / (A + v)))
-    crit = float(stats.chi2.ppf(1.0 - DETECT_ALPHA, m - 1))
-    if T / v <= crit:  # spread not detectably above the noise: equal difficulties
-        c = 0.0
+    ratio = A / (A + v)
+    c = float(post @ ratio)
+    c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
+    c = max(0.0, c - CONSERVATIVE * c_sd)  # 0: spread not detectably above the noise
     spread = float(post @ sd)
     return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
             {"chi2": T / v, "var_totals": v, "spread_totals": spread})
@@ -272,13 +279,14 @@ class SpreadFit:
     kappa_mean: float  # posterior mean of κ
     log_tau: np.ndarray  # (T,) grid points
     kappa: np.ndarray  # (T,)
+    lam: np.ndarray  # (T,) weight of the lower component
     weights: np.ndarray  # posterior weights (sum to 1)
     map_index: int
 
-    def support(self, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    def support(self, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The grid points whose posterior weight exceeds ``tol`` × the largest."""
         keep = self.weights >= tol * self.weights.max()
-        return self.log_tau[keep], self.kappa[keep]
+        return self.log_tau[keep], self.kappa[keep], self.lam[keep]
 
 
 def _nll(hist, n, var_h, P):
@@ -287,8 +295,8 @@ def _nll(hist, n, var_h, P):
     return 0.5 * np.sum(r * r / V + np.log(V), axis=1)
 
 
-def _posterior(p, hist, n, var_hist, edges, lt, kap):
-    theta, w = ability_grid(lt, kappa=kap)
+def _posterior(p, hist, n, var_hist, edges, lt, kap, lam):
+    theta, w = ability_grid(lt, kappa=kap, lam=lam)
     beta = invert_marginals(p, theta, w)
     P = bin_probabilities(beta, theta, w, edges)
     nll = _nll(hist, n, var_hist, P) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
@@ -298,37 +306,42 @@ def _posterior(p, hist, n, var_hist, edges, lt, kap):
 
 def fit_spread(
     p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *,
-    support: tuple[np.ndarray, np.ndarray] | None = None,
+    support: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> SpreadFit:
     """Fit the ability distribution to the noisy histogram and map the marginals ``p`` to β.
 
     Mixture model: the Gaussian approximate likelihood of the histogram (sampling plus the known
     noise variance) times the prior on log τ, on the grid :data:`TAU_GRID` × :data:`KAPPA_GRID`
-    (or the points ``support``); β is β(τ, κ) (centred) at the grid point nearest the
-    posterior mean of (log τ, κ).  A posterior
-    concentrated on ≤ :data:`REFINE_BELOW` points is recomputed on a finer grid around them.
+    (or the points ``support``); β is β(τ, κ, λ) (centred) at the grid point nearest the
+    posterior mean of (log τ, κ, λ).  A posterior concentrated on ≤ :data:`REFINE_BELOW`
+    points is recomputed on a finer grid around them that also lets the mixture be skewed
+    (λ ∈ :data:`LAMBDA_GRID`).
     """
     hist = np.asarray(hist, dtype=float)
     if support is None:
         lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
         kap = np.tile(KAPPA_GRID, TAU_GRID.size)
-        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
+        lam = np.full(lt.size, 0.5)
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
         keep = post >= 1e-6 * post.max()
         if np.count_nonzero(keep) <= REFINE_BELOW:  # concentrated: refine around the support
             dlt = np.diff(np.log(TAU_GRID))[0]
             lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
             k_lo, k_hi = kap[keep].min(), kap[keep].max()
-            kap_f = np.unique(np.clip(np.concatenate([np.linspace(k_lo - 0.1, k_hi + 0.1, 9), [0.0]]), 0.0, 0.95))
-            lt, kap = np.repeat(lt_f, kap_f.size), np.tile(kap_f, lt_f.size)
-            post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
+            kap_f = np.unique(np.clip(np.linspace(k_lo - 0.3, k_hi + 0.3, 13), 0.0, 0.95))
+            g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
+            g = g[:, (g[1] > 0) | (g[2] == 0.5)]  # λ is void when κ = 0
+            lt, kap, lam = g
+            post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
     else:
-        lt, kap = support
-        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap)
+        lt, kap, lam = support
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
     bc = beta - beta.mean(axis=1, keepdims=True)
     k = int(np.argmin(nll))
-    # β at the grid point nearest the posterior mean of (log τ, κ) (averaging β(τ) itself
+    # β at the grid point nearest the posterior mean of (log τ, κ, λ) (averaging β(τ) itself
     # would inflate the scale when the posterior is wide: β grows with τ)
-    j = int(np.argmin(((lt - post @ lt) / 0.2) ** 2 + ((kap - post @ kap) / 0.1) ** 2))
+    j = int(np.argmin(((lt - post @ lt) / 0.2) ** 2 + ((kap - post @ kap) / 0.1) ** 2
+                      + ((lam - post @ lam) / 0.1) ** 2))
     bpt = bc[j]
     return SpreadFit(beta=bpt, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
-                     log_tau=lt, kappa=kap, weights=post, map_index=k)
+                     log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=k)

@@ -8,7 +8,7 @@ Three layers, each usable alone:
    histogram by the derived rule, debit the ledger, then add exact discrete Gaussian noise;
    the :class:`TotalsRelease` may be published;
 3. estimation — :func:`estimate_from_release`: pure post-processing (marginal fit of the
-   ability spread, James–Stein shrinkage with the known noise variance, parametric-bootstrap
+   ability spread, empirical-Bayes shrinkage with the known noise variance, parametric-bootstrap
    intervals); :func:`private_totals_estimate` is 2 then 3.
 
 Complete data only (incomplete data: :func:`privirt.private_spectral_estimate`).  Proofs and
@@ -313,7 +313,7 @@ def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, e
                       sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
     """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
     k = fit.map_index
-    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1])
+    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
     nodes = rng.choice(theta.shape[1], size=n, p=w[0])
     th = theta[0, nodes] + (rng.random(n) - 0.5) * (theta[0, 1] - theta[0, 0])
     X = rng.random((n, beta.size)) < 1.0 / (1.0 + np.exp(beta[None, :] - th[:, None]))
@@ -330,10 +330,11 @@ def estimate_from_release(
 ) -> TotalsEstimate:
     """Difficulties, standard errors and intervals from a :class:`TotalsRelease`.
 
-    Pure post-processing (no privacy cost): the ability spread is fitted to the noisy histogram
-    (a posterior over the spread τ and the bimodality κ of a normal-mixture ability model), the centred totals are shrunk by positive-part James–Stein with the known
-    noise variance (all difficulties equal when their spread is not detectable), and mapped to
-    difficulties through the fitted ability distribution.  Intervals: parametric bootstrap of
+    Pure post-processing (no privacy cost): the centred totals are shrunk by empirical Bayes
+    with the known noise variance (all difficulties equal when their spread is not detectable),
+    the ability distribution is fitted to the noisy histogram (a posterior over the spread τ
+    and the bimodality κ of a normal-mixture model), and the totals are mapped to
+    difficulties through it (``docs/totals.md``).  Intervals: parametric bootstrap of
     the unshrunk fit from the released statistics (``n_boot`` replicates), bias-corrected,
     normal quantiles.
 
