@@ -210,3 +210,21 @@ def test_interval_coverage_on_a_small_case():
         hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
     cov = float(np.mean(hits))
     assert 0.85 <= cov <= 0.995, cov
+
+
+def test_benchmark_helpers_compare_on_the_same_data():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_private_totals.py"
+    spec = importlib.util.spec_from_file_location("bench_private_totals", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(0)
+    for shape in ("normal", "bimodal", "skewed"):
+        X, beta = bench.simulate(4000, 6, shape, np.random.default_rng(1))
+        assert X.shape == (4000, 6) and abs(beta.sum()) < 1e-9 and set(np.unique(X)) <= {0, 1}
+    with pytest.raises(ValueError):
+        bench.simulate(10, 3, "uniform", rng)
+    r_t, r_a, mse_t, mse_a = bench.one_pair(X, beta, 2.0, seed=3)
+    assert 0 < r_t < 1 and 0 < r_a < 1.5 and mse_t == pytest.approx((r_t * np.linalg.norm(beta)) ** 2)
