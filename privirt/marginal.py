@@ -48,7 +48,7 @@ SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
 MEAN_PRIOR_SD = 0.2
 #: component weights λ tried when the grid is refined (skewed abilities)
-LAMBDA_GRID = np.array([0.03, 0.07, 0.15, 0.3, 0.5, 0.7, 0.85, 0.93, 0.97])
+LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
 #: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
 REFINE_BELOW = 12
 
@@ -283,9 +283,10 @@ class SpreadFit:
     weights: np.ndarray  # posterior weights (sum to 1)
     map_index: int
 
-    def support(self, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The grid points whose posterior weight exceeds ``tol`` × the largest."""
-        keep = self.weights >= tol * self.weights.max()
+    def support(self, tol: float = 1e-4, most: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
+        order = np.argsort(-self.weights, kind="stable")[:most]
+        keep = order[self.weights[order] >= tol * self.weights.max()]
         return self.log_tau[keep], self.kappa[keep], self.lam[keep]
 
 
@@ -328,7 +329,7 @@ def fit_spread(
             dlt = np.diff(np.log(TAU_GRID))[0]
             lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
             k_lo, k_hi = kap[keep].min(), kap[keep].max()
-            kap_f = np.unique(np.clip(np.linspace(k_lo - 0.3, k_hi + 0.3, 13), 0.0, 0.95))
+            kap_f = np.unique(np.clip(np.linspace(k_lo - 0.3, k_hi + 0.3, 9), 0.0, 0.95))
             g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
             g = g[:, (g[1] > 0) | (g[2] == 0.5)]  # λ is void when κ = 0
             lt, kap, lam = g
