@@ -628,6 +628,30 @@ def test_registry_holds_callables():
     assert sw.REGISTRY["laplace"].fixed["mechanism"] == "laplace"
     assert registry.nonprivate_names() == {"spectral", "cmle"}
     assert sw.REGISTRY["spectral"].takes_device and not sw.REGISTRY["cmle"].takes_device
+    if "totals" in sw.REGISTRY:  # the private-totals estimator, where this installation has it
+        from privirt.totals import private_totals_estimate
+
+        assert sw.REGISTRY["totals"].function is private_totals_estimate
+        assert sw.REGISTRY["totals"].private and not sw.REGISTRY["totals"].takes_device
+
+
+def _proportion_logits(X, *, epsilon, delta=1e-4, seed=None, scale=1.0):
+    """A stand-in with the calling convention of a private estimator (it adds no noise)."""
+    p = np.asarray(X, dtype=float).mean(axis=0).clip(0.01, 0.99)
+    return type("R", (), {"beta": pd.Series(-scale * np.log(p / (1 - p)), index=X.columns)})()
+
+
+def test_a_registered_estimator_reaches_worker_processes(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    registry.register("logits", _proportion_logits, private=True, options=("scale",))
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 2\nepsilons = [0.5, 2.0]\nmechanisms = '
+                 '["logits"]\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    stats = sw.run_sweep(cfg, tmp_path / "par", jobs=2, progress=False)
+    assert (stats.computed, stats.failed) == (4, 0)
+    par = _metrics_by_key(sw.read_results(tmp_path / "par"))
+    sw.run_sweep(cfg, tmp_path / "ser", jobs=1, progress=False)
+    pd.testing.assert_frame_equal(par, _metrics_by_key(sw.read_results(tmp_path / "ser")))
+    assert par["l2_error"].notna().all()
 
 
 def test_registering_an_estimator_is_one_entry(tmp_path, monkeypatch):

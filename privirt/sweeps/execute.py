@@ -167,13 +167,19 @@ def _metrics(est: np.ndarray, truth: np.ndarray, k: int) -> dict[str, float]:
 
 
 def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, device: str,
-             options: Mapping[str, Any]) -> dict[str, Any]:
-    """Run one cell and return its results row (errors of the estimator become a status)."""
+             options: Mapping[str, Any],
+             entry: registry.Estimator | None = None) -> dict[str, Any]:
+    """Run one cell and return its results row (errors of the estimator become a status).
+
+    ``entry`` is the cell's registry entry (looked up by the mechanism name when omitted);
+    the runner passes it, so that entries registered at run time reach worker processes.
+    """
     frame, truth = load_data(spec, cell.trial, config_seed, device)
     n, m = frame.shape
     k = spec.top_k if spec.top_k is not None else max(1, min(5, m // 2))
     k = min(k, m - 1)
-    entry = registry.get(cell.mechanism)
+    if entry is None:
+        entry = registry.get(cell.mechanism)
     seed = cell_seed(config_seed, cell.dataset, cell.mechanism, cell.epsilon, cell.trial)
     row: dict[str, Any] = {
         "dataset": cell.dataset, "source": spec.source, "n": n, "m": m,
@@ -210,10 +216,11 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
 
 
 def worker(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, device: str,
-           options: Mapping[str, Any]) -> dict[str, Any]:
+           options: Mapping[str, Any],
+           entry: registry.Estimator | None = None) -> dict[str, Any]:
     """:func:`run_cell` with the estimators' warnings silenced (run in the pool)."""
     with warnings.catch_warnings():
         # the sweep reports the seeded runs as non-private in every row; estimator warnings
         # about it (or about regularisation) would only flood stderr from every process
         warnings.simplefilter("ignore")
-        return run_cell(cell, spec, config_seed, delta, device, options)
+        return run_cell(cell, spec, config_seed, delta, device, options, entry)

@@ -9,7 +9,6 @@ the option keys a ``[mechanism_options.NAME]`` table may set, whether the callab
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping
 
 from ..cmle import cmle_estimate
@@ -104,7 +103,7 @@ def register(
         raise ValueError(f"mechanism {name!r}: {clash} are passed by the sweep itself; do not "
                          "fix them or list them as options")
     entry = Estimator(name=name, function=function, private=bool(private),
-                      fixed=MappingProxyType(fixed), option_keys=option_keys,
+                      fixed=fixed, option_keys=option_keys,
                       takes_device=bool(device), description=description)
     REGISTRY[name] = entry
     return entry
@@ -179,3 +178,14 @@ for _name, _shuffle, _rr, _text in (
                     "rr_estimator": _rr},
              options=_PRIVATE_SPECTRAL_OPTIONS, device=True, description=_text)
 del _name, _shuffle, _rr, _text
+
+try:
+    from ..totals import private_totals_estimate
+except ImportError as _exc:  # pragma: no cover - an installation without the totals estimator
+    UNAVAILABLE["totals"] = str(_exc)
+else:
+    # the sweep measures point estimates: no bootstrap intervals (n_boot = 0; β is the same)
+    register("totals", private_totals_estimate, private=True, fixed={"n_boot": 0},
+             options=("n_boot",),
+             description="discrete Gaussian on the item totals and the raw-score histogram, "
+                         "marginal ML, empirical-Bayes shrinkage")

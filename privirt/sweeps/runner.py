@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .._progress import ProgressBar
+from . import registry
 from .config import SweepConfig, load_config
 from .execute import init_worker, prepare_bases, worker
 from .grid import expand_grid, mechanism_options
@@ -167,7 +168,7 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
     failed = finished = 0
     args = [
         (c, specs[c.dataset], config.seed, config.delta, config.device,
-         mechanism_options(config, c.mechanism))
+         mechanism_options(config, c.mechanism), registry.get(c.mechanism))
         for c in todo
     ]
     with ResultsWriter(results) as writer:
