@@ -83,6 +83,27 @@ def test_properties_on_larger_random_data():
     np.testing.assert_array_equal(differential_counts(X, device="cpu", chunk_size=100), Y)
 
 
+@pytest.mark.parametrize("observed", [1.0, 0.8])
+def test_dense_cpu_equals_integer_products_with_a_short_last_chunk(observed):
+    # reused chunk buffers and totals read off the Gram diagonal, against int64 products
+    rng = np.random.default_rng(21)
+    X = (rng.random((2503, 17)) < 0.55).astype(float)
+    X[rng.random(X.shape) >= observed] = np.nan
+    C = (X == 1).astype(np.int64)
+    W = (X == 0).astype(np.int64)
+    A = C + W
+    Ye, Be = C.T @ W, A.T @ A
+    np.fill_diagonal(Ye, 0)
+    np.fill_diagonal(Be, 0)
+    for chunk in (1000, 2503, 4096):
+        Y, B = pairwise_counts(X, device="cpu", method="dense", chunk_size=chunk)
+        np.testing.assert_array_equal(Y, Ye)
+        np.testing.assert_array_equal(B, Be)
+        np.testing.assert_array_equal(
+            differential_counts(X, device="cpu", method="dense", chunk_size=chunk), Ye
+        )
+
+
 def test_auto_uses_sparse_for_mostly_missing_and_agrees():
     rng = np.random.default_rng(3)
     X = np.full((2000, 30), np.nan)
