@@ -47,8 +47,9 @@ def _chain(C: np.ndarray, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
     ``C[r, g, i] = ε_i γ_r / γ_{r+1}`` (r = 0..K−1) for groups of ``sizes[g]`` items; returns
     ``P[r, g, i] = π_{i|r}``, r = 0..K.  Upward ``π_{r+1} = c_r (1 − π_r)`` (errors damped
     while ``c_r ≤ 1``), downward from ``π_k = 1``: ``π_r = 1 − π_{r+1} / c_r`` (damped while
-    ``c_r > 1``); ``π_r`` is taken from the upward pass where ``c_{r−1} ≤ 1`` (``c_r``
-    increases with ``r``).  With ``lo``/``hi`` (groups sorted by ``hi``), only the scores
+    ``c_r > 1``; ``C`` must be positive and finite); ``π_r`` is taken from the upward pass
+    where ``c_{r−1} ≤ 1`` (``c_r`` increases with ``r``).  Entries past a group's size are
+    unspecified (possibly infinite).  With ``lo``/``hi`` (groups sorted by ``hi``), only the scores
     ``lo[g] ≤ r ≤ hi[g]`` are guaranteed; the other entries are unspecified.
     """
     K, G, W = C.shape
@@ -62,28 +63,29 @@ def _chain(C: np.ndarray, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
         lo_suffix_min = np.minimum.accumulate(lo[::-1])[::-1]
         dn_to = np.searchsorted(lo_suffix_min, np.arange(K + 1), side="right")
     tmp = np.empty((G, W))
-    for r in range(K):
-        a = up_from[r + 1]
-        t = tmp[a:]
-        np.subtract(1.0, P[r, a:], out=t)
-        np.multiply(C[r, a:], t, out=P[r + 1, a:])
-        np.minimum(P[r + 1, a:], 1.0, out=P[r + 1, a:])
-    dn = np.ones((G, W))
-    done = np.empty((G, 1), dtype=bool)
-    sel = np.empty((G, W), dtype=bool)
-    for r in range(K - 1, 0, -1):
-        b = dn_to[r]
-        if b == 0:
-            continue
-        d, t = dn[:b], tmp[:b]
-        np.maximum(C[r, :b], 1e-300, out=t)
-        np.divide(d, t, out=d)
-        np.subtract(1.0, d, out=d)
-        np.clip(d, 0.0, 1.0, out=d)
-        np.less_equal(sizes[:b, None], r, out=done[:b])
-        np.copyto(d, 1.0, where=done[:b])  # π_{k_g} = 1 starts each group's recursion
-        np.greater(C[r - 1, :b], 1.0, out=sel[:b])
-        np.copyto(P[r, :b], d, where=sel[:b])
+    # the discarded branch of each recursion may grow without bound (to ±inf, never NaN:
+    # C > 0 and finite); only entries from the damped branch are kept
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(K):
+            a = up_from[r + 1]
+            t = tmp[a:]
+            np.subtract(1.0, P[r, a:], out=t)
+            np.multiply(C[r, a:], t, out=P[r + 1, a:])
+        dn = np.ones((G, W))
+        sel = np.empty((G, W), dtype=bool)
+        smallest = int(sizes.min()) if G else 0
+        for r in range(K - 1, 0, -1):
+            b = dn_to[r]
+            if b == 0:
+                continue
+            d = dn[:b]
+            np.divide(d, C[r, :b], out=d)
+            np.subtract(1.0, d, out=d)
+            if r >= smallest:  # π_{k_g} = 1 starts each group's recursion
+                d[sizes[:b] <= r] = 1.0
+            np.greater(C[r - 1, :b], 1.0, out=sel[:b])
+            np.copyto(P[r, :b], d, where=sel[:b])
+    P[K, sizes == K] = 1.0  # π_k = 1 (smaller groups got theirs in the downward pass)
     return P
 
 
@@ -132,11 +134,12 @@ def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray,
         lg = np.log(_lin_esf(et)) if linear else _log_esf(-bt)
     lr = _log_ratios(lg, sizes)
     if linear:
-        C = np.multiply(np.exp(lr).T[:, :, None], et[None, :, :])
+        # empty slots get ε = 1e-300 (not 0) so that every multiplier is positive
+        C = np.multiply(np.exp(lr).T[:, :, None], np.where(real, et, 1e-300)[None, :, :])
     else:
         with np.errstate(over="ignore"):
             C = np.exp(lr.T[:, :, None] - bt[None, :, :])
-    np.minimum(C, _C_MAX, out=C)
+        np.clip(C, 1e-300, _C_MAX, out=C)
     return lg, shift, _chain(C, sizes, lo, hi), bt
 
 
@@ -155,8 +158,9 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     lgt = lg[gi]
     lr = _log_ratios(lgt, k)
     with np.errstate(over="ignore"):
-        ca = np.minimum(np.exp(lr - bt[gi, ia][:, None]), _C_MAX)  # (t, K)
+        ca = np.clip(np.exp(lr - bt[gi, ia][:, None]), 1e-300, _C_MAX)  # (t, K)
     pa = _chain(ca.T[:, :, None], k)[:, :, 0].T  # (t, K + 1): π_{a|r}
+    pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
     with np.errstate(divide="ignore", invalid="ignore"):
         # log γ^{(a)}_s, s = 0..K−1
         one = lgt[:, :K] + np.log1p(-np.minimum(pa[:, :K], 1.0))
@@ -164,7 +168,8 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
         lga = np.where(pa[:, :K] <= 0.5, one, two)
     lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
     with np.errstate(over="ignore"):
-        cb = np.minimum(np.exp(lrb - bt[gi, ib][:, None]), _C_MAX)
+        cb = np.clip(np.exp(lrb - bt[gi, ib][:, None]), 1e-300, _C_MAX)
     pb = _chain(cb.T[:, :, None], k - 1)[:, :, 0].T  # (t, K): π'_{b|s} on k − 1 items
+    pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0
     # Σ_{r=1..K} n_r π_{a|r} π'_{b|r−1}
     return np.einsum("tr,tr,tr->t", counts[gi][:, 1:], pa[:, 1:], pb)

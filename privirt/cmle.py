@@ -24,8 +24,8 @@ from .responses import ResponsesLike, as_responses
 __all__ = ["CMLEResult", "cmle_estimate"]
 
 #: Groups per batch are chosen so that a batch's (G, K + 1, K) probability array holds at
-#: most this many cells (8 bytes each: 32 MiB).
-_BATCH_CELLS = 4 * 2**20
+#: most this many cells (8 bytes each: 64 MiB).
+_BATCH_CELLS = 8 * 2**20
 #: Item pairs closer than this in difficulty get their pair term from the exact recursion
 #: instead of the divided difference (whose rounding error grows like 1/|β_i − β_j|).
 _NEAR = 1e-3
@@ -343,6 +343,7 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
     pa, pb = np.nonzero(np.triu(np.abs(D) < _NEAR, 1))
     near = np.zeros(pa.size)
     beta_ext = np.append(beta, 0.0)
+    e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
     for b in stats.batches:
         G, K = b.items.shape
         lg, shift, P, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
@@ -350,18 +351,23 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
             ll -= float(np.sum(np.where(b.counts > 0, b.counts * (lg - np.outer(shift, np.arange(K + 1))), 0.0)))
         gsel, rsel = np.nonzero(b.counts > 0)  # every group has a count
         Pn = P[rsel, gsel, :]
-        E = np.add.reduceat(Pn * b.counts[gsel, rsel][:, None], np.flatnonzero(np.diff(gsel, prepend=-1)))
+        w = b.counts[gsel, rsel][:, None]
+        E = np.add.reduceat(Pn * w, np.flatnonzero(np.diff(gsel, prepend=-1)))
         expected += np.bincount(b.items.ravel(), weights=E.ravel(), minlength=m + 1)
         rows = np.arange(G)[:, None]
         Ef = np.zeros((G, m + 1))
         Ef[rows, b.items] = E
         Mf = np.zeros((G, m + 1))
         Mf[rows, b.items] = 1.0
-        A += Ef[:, :m].T @ Mf[:, :m]
-        vals = Pn * np.sqrt(b.counts[gsel, rsel])[:, None]
         Qf = np.zeros((gsel.size, m + 1))
-        Qf[np.arange(gsel.size)[:, None], b.items[gsel]] = vals
-        H2 += Qf[:, :m].T @ Qf[:, :m]
+        Qf[np.arange(gsel.size)[:, None], b.items[gsel]] = Pn * np.sqrt(w)
+        e_rows.append(Ef[:, :m])
+        m_rows.append(Mf[:, :m])
+        q_rows.append(Qf[:, :m])
+        if sum(len(q) for q in q_rows) * m > _BATCH_CELLS:  # one GEMM per flush
+            A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
+            H2 += _gram(np.concatenate(q_rows))
+            e_rows, m_rows, q_rows = [], [], []
         if pa.size:
             loc = np.full((G, m + 1), -1)
             loc[rows, b.items] = np.arange(K)[None, :]
@@ -369,6 +375,9 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
             gi, pi = np.nonzero((la >= 0) & (lb >= 0))
             t = near_pair_terms(lg, bt, b.sizes, b.counts, gi, la[gi, pi], lb[gi, pi])
             near += np.bincount(pi, weights=t, minlength=pa.size)
+    if q_rows:
+        A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
+        H2 += _gram(np.concatenate(q_rows))
     grad = -stats.totals + expected[:m]
     # Σ_r n_r π_{ij|r} by the divided difference (e_hard − q e_easy) / (1 − q),
     # q = exp(−|β_i − β_j|) ≤ 1
@@ -382,6 +391,14 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
     np.fill_diagonal(T, expected[:m])
     H = H2 - T
     return ll, grad, 0.5 * (H + H.T)
+
+
+def _gram(Q: np.ndarray) -> np.ndarray:
+    """``QᵀQ`` by SYRK (half the flops of a GEMM)."""
+    from scipy.linalg.blas import dsyrk
+
+    U = dsyrk(1.0, Q.T, trans=0, lower=0) if Q.shape[0] else np.zeros((Q.shape[1],) * 2)
+    return np.triu(U) + np.triu(U, 1).T
 
 
 def _newton_step(H: np.ndarray, grad: np.ndarray, m: int) -> np.ndarray:
