@@ -315,3 +315,17 @@ def test_result_contract():
     np.testing.assert_array_equal(frame["se"].to_numpy(), res.se.to_numpy())
     assert list(res.top_k(2, largest=False)) == list(res.beta.sort_values().index[:2])
     assert res.info["optimizer"].startswith("Newton") and res.info["n_groups"] == 1
+
+
+def test_benchmark_reference_cml_agrees():
+    # the plain CML the benchmark compares against at scale is itself a correct CML
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cmle.py"
+    spec = importlib.util.spec_from_file_location("bench_cmle", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    X = bench.simulate(3000, 12, 0.0, seed=3)
+    ref = bench.reference_cml(X)
+    np.testing.assert_allclose(privirt.cmle_estimate(X).beta.to_numpy(), ref, atol=1e-6)

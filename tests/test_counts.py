@@ -170,3 +170,18 @@ def test_gpu_device_resident_input():
     np.testing.assert_array_equal(Bg, Bc)
     with pytest.raises(ValueError, match="invalid response"):
         pairwise_counts(cupy.asarray(np.array([[0.0, 3.0]])), device="gpu")
+
+
+def test_counts_benchmark_runs_and_prints_its_table(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_counts.py"
+    spec = importlib.util.spec_from_file_location("bench_counts", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--sizes", "3000x12", "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "sgemm/privirt" in lines[1] and len(lines) == 4
+    codes = bench.make_codes(500, 7, 0.9)
+    assert set(np.unique(codes)) <= {-1, 0, 1} and (codes == -1).any()
