@@ -43,13 +43,13 @@ _EXPORTS: dict[str, str] = {
     "PrivacyStatement": "private",
     # Bayesian samplers
     "Posterior": "posterior",
-    "gibbs_2pno": "gibbs",
-    "gibbs_2pno_replicate": "gibbs",
-    "mh_2pl": "mh",
+    "gibbs_2pno": "bayes",
+    "gibbs_2pno_replicate": "bayes",
+    "mh_2pl": "bayes",
 }
 
 # submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"metrics", "accounting", "plots", "sensitivity", "sweep", "report"}
+_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweep", "report"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
