@@ -7,11 +7,12 @@ privirt gets the persons × items float array (NaN for missing) a user would pas
 time includes validation and conversion.
 
 Agreement: ``max |Δβ|`` between privirt's centred difficulties and girth's conditional ML
-(centred), and a plain reference CML written in this script (``reference_cml``); girth stops at its own tolerance (about 1e-5).  girth's conditional ML is slow
-(minutes at m = 100), so it runs only up to ``--conditional-max-m`` items.  ``cpu s`` is
-privirt's process CPU time, less sensitive than wall time to other load on a shared machine.  The missing-data row has no peer
-(girth needs complete data); its correctness per missingness pattern is tested against a
-brute-force conditional likelihood in ``tests/test_cmle.py``.
+(centred; girth stops at its own tolerance, about 1e-5), and a plain reference CML written in
+this script (``reference_cml``).  girth's conditional ML is slow (minutes at m = 100), so it
+runs only up to ``--conditional-max-m`` items.  ``cpu s`` is privirt's process CPU time, less
+sensitive than wall time to other load on a shared machine.  The missing-data row has no
+peer (girth needs complete data); its correctness per missingness pattern is tested against
+a brute-force conditional likelihood in ``tests/test_cmle.py``.
 
 Each method gets one untimed warm-up call on a small data set (imports, first-call costs),
 then the best of ``--repeat`` timed runs.

@@ -41,18 +41,19 @@ def _lin_esf(et: np.ndarray) -> np.ndarray:
     return out
 
 
-def _chain(C: np.ndarray, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
+def _chain(mult, G: int, W: int, K: int, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
     """Conditional success probabilities from the recursion multipliers.
 
-    ``C[r, g, i] = ε_i γ_r / γ_{r+1}`` (r = 0..K−1) for groups of ``sizes[g]`` items; returns
-    ``P[r, g, i] = π_{i|r}``, r = 0..K.  Upward ``π_{r+1} = c_r (1 − π_r)`` (errors damped
-    while ``c_r ≤ 1``), downward from ``π_k = 1``: ``π_r = 1 − π_{r+1} / c_r`` (damped while
-    ``c_r > 1``; ``C`` must be positive and finite); ``π_r`` is taken from the upward pass
-    where ``c_{r−1} ≤ 1`` (``c_r`` increases with ``r``).  Entries past a group's size are
-    unspecified (possibly infinite).  With ``lo``/``hi`` (groups sorted by ``hi``), only the scores
-    ``lo[g] ≤ r ≤ hi[g]`` are guaranteed; the other entries are unspecified.
+    ``mult(r, a, b, out)`` writes ``c_r = ε_i γ_r / γ_{r+1}`` (positive and finite) for the
+    groups ``a:b`` into ``out`` (shape ``(b − a, W)``), r = 0..K−1, for groups of
+    ``sizes[g]`` items; the multipliers are made one step at a time, so no (K, G, W) array
+    of them is held.  Returns ``P[r, g, i] = π_{i|r}``, r = 0..K.  Upward
+    ``π_{r+1} = c_r (1 − π_r)`` (errors damped while ``c_r ≤ 1``), downward from ``π_k = 1``:
+    ``π_r = 1 − π_{r+1} / c_r`` (damped while ``c_r > 1``); ``π_r`` is taken from the upward
+    pass where ``c_{r−1} ≤ 1`` (``c_r`` increases with ``r``).  Entries past a group's size
+    are unspecified (possibly infinite).  With ``lo``/``hi`` (groups sorted by ``hi``), only
+    the scores ``lo[g] ≤ r ≤ hi[g]`` are guaranteed; the other entries are unspecified.
     """
-    K, G, W = C.shape
     P = np.empty((K + 1, G, W))
     P[0] = 0.0
     if lo is None:
@@ -63,14 +64,15 @@ def _chain(C: np.ndarray, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
         lo_suffix_min = np.minimum.accumulate(lo[::-1])[::-1]
         dn_to = np.searchsorted(lo_suffix_min, np.arange(K + 1), side="right")
     tmp = np.empty((G, W))
+    c = np.empty((G, W))
     # the discarded branch of each recursion may grow without bound (to ±inf, never NaN:
-    # C > 0 and finite); only entries from the damped branch are kept
+    # c > 0 and finite); only entries from the damped branch are kept
     with np.errstate(over="ignore", invalid="ignore"):
         for r in range(K):
             a = up_from[r + 1]
-            t = tmp[a:]
-            np.subtract(1.0, P[r, a:], out=t)
-            np.multiply(C[r, a:], t, out=P[r + 1, a:])
+            mult(r, a, G, c[a:])
+            np.subtract(1.0, P[r, a:], out=tmp[a:])
+            np.multiply(c[a:], tmp[a:], out=P[r + 1, a:])
         dn = np.ones((G, W))
         sel = np.empty((G, W), dtype=bool)
         smallest = int(sizes.min()) if G else 0
@@ -79,14 +81,25 @@ def _chain(C: np.ndarray, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
             if b == 0:
                 continue
             d = dn[:b]
-            np.divide(d, C[r, :b], out=d)
+            mult(r, 0, b, c[:b])
+            np.divide(d, c[:b], out=d)
             np.subtract(1.0, d, out=d)
             if r >= smallest:  # π_{k_g} = 1 starts each group's recursion
                 d[sizes[:b] <= r] = 1.0
-            np.greater(C[r - 1, :b], 1.0, out=sel[:b])
+            mult(r - 1, 0, b, c[:b])
+            np.greater(c[:b], 1.0, out=sel[:b])
             np.copyto(P[r, :b], d, where=sel[:b])
     P[K, sizes == K] = 1.0  # π_k = 1 (smaller groups got theirs in the downward pass)
     return P
+
+
+def _array_mult(C: np.ndarray):
+    """``mult`` for :func:`_chain` reading multipliers ``C[r, g, i]`` from an array."""
+
+    def mult(r, a, b, out):
+        np.copyto(out, C[r, a:b])
+
+    return mult
 
 
 def _log_ratios(lg: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -134,13 +147,22 @@ def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray,
         lg = np.log(_lin_esf(et)) if linear else _log_esf(-bt)
     lr = _log_ratios(lg, sizes)
     if linear:
-        # empty slots get ε = 1e-300 (not 0) so that every multiplier is positive
-        C = np.multiply(np.exp(lr).T[:, :, None], np.where(real, et, 1e-300)[None, :, :])
+        rho = np.exp(lr).T[:, :, None]  # (K, G, 1)
+        et_pos = np.where(real, et, 1e-300)  # empty slots: a positive multiplier
+
+        def mult(r, a, b, out):
+            np.multiply(rho[r, a:b], et_pos[a:b], out=out)
     else:
-        with np.errstate(over="ignore"):
-            C = np.exp(lr.T[:, :, None] - bt[None, :, :])
-        np.clip(C, 1e-300, _C_MAX, out=C)
-    return lg, shift, _chain(C, sizes, lo, hi), bt
+        lrT = lr.T[:, :, None]
+        le = np.where(real, -bt, -690.0)
+
+        def mult(r, a, b, out):
+            np.add(lrT[r, a:b], le[a:b], out=out)
+            with np.errstate(over="ignore"):
+                np.exp(out, out=out)
+            np.clip(out, 1e-300, _C_MAX, out=out)
+
+    return lg, shift, _chain(mult, G, K, K, sizes, lo, hi), bt
 
 
 def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
@@ -159,7 +181,7 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     lr = _log_ratios(lgt, k)
     with np.errstate(over="ignore"):
         ca = np.clip(np.exp(lr - bt[gi, ia][:, None]), 1e-300, _C_MAX)  # (t, K)
-    pa = _chain(ca.T[:, :, None], k)[:, :, 0].T  # (t, K + 1): π_{a|r}
+    pa = _chain(_array_mult(ca.T[:, :, None]), t, 1, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
     pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
     with np.errstate(divide="ignore", invalid="ignore"):
         # log γ^{(a)}_s, s = 0..K−1
@@ -169,7 +191,7 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
     with np.errstate(over="ignore"):
         cb = np.clip(np.exp(lrb - bt[gi, ib][:, None]), 1e-300, _C_MAX)
-    pb = _chain(cb.T[:, :, None], k - 1)[:, :, 0].T  # (t, K): π'_{b|s} on k − 1 items
+    pb = _chain(_array_mult(cb.T[:, :, None]), t, 1, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
     pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0
     # Σ_{r=1..K} n_r π_{a|r} π'_{b|r−1}
     return np.einsum("tr,tr,tr->t", counts[gi][:, 1:], pa[:, 1:], pb)

@@ -239,7 +239,8 @@ def _statistics(codes: np.ndarray) -> _Stats:
         K = int(sizes[order[min(U, i + cap(int(sizes[order[i]]))) - 1]])
         sel = order[i : i + cap(K)]
         has = cnt[sel] > 0
-        sel = sel[np.argsort(m - np.argmax(has[:, ::-1], axis=1), kind="stable")]  # by highest score
+        highest = m - np.argmax(has[:, ::-1], axis=1)
+        sel = sel[np.argsort(highest, kind="stable")]
         G = sel.size
         rows, cols = np.nonzero(masks[sel])
         sz = sizes[sel]
@@ -348,7 +349,8 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
         G, K = b.items.shape
         lg, shift, P, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
         with np.errstate(invalid="ignore"):
-            ll -= float(np.sum(np.where(b.counts > 0, b.counts * (lg - np.outer(shift, np.arange(K + 1))), 0.0)))
+            log_gamma = lg - np.outer(shift, np.arange(K + 1))  # log γ_r of the uncentred β
+            ll -= float(np.sum(np.where(b.counts > 0, b.counts * log_gamma, 0.0)))
         gsel, rsel = np.nonzero(b.counts > 0)  # every group has a count
         Pn = P[rsel, gsel, :]
         w = b.counts[gsel, rsel][:, None]
