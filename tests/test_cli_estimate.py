@@ -115,7 +115,7 @@ def _demo_table(out: str, title: str) -> list[list[str]]:
     start = next(i for i, ln in enumerate(lines) if ln.startswith(title))
     rows = []
     for ln in lines[start + 1:]:
-        if not ln.strip():
+        if not ln.strip() or (rows and not ln.startswith("item")):
             break
         rows.append(ln.split())
     return rows
