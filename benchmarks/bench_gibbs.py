@@ -7,8 +7,8 @@ In one run, for every (n persons, k items) cell of the grid, this times
   (``scipy.special.ndtr``/``ndtri``), θ drawn vectorised, all (a, b) drawn at once from the
   2 × 2 posterior the items share, with rejection for a ≤ 0 (the default flat priors);
 * ``privirt-cpu``: :func:`privirt.gibbs_2pno` with ``device="cpu"`` (batched numpy/scipy);
-* ``fused-numba`` / ``fused-numpy``: the fused CPU engine :mod:`privirt._gibbs_cpu`
-  (:func:`~privirt._gibbs_cpu.run_chain`) with its numba kernel and its numpy fallback;
+* ``fused-numba`` / ``fused-numpy``: the fused CPU engine :mod:`privirt.bayes.twopno_fused`
+  (:func:`~privirt.bayes.twopno_fused.run_chain`) with its numba kernel and its numpy fallback;
 * ``privirt-gpu``: ``device="gpu"`` when cupy sees a CUDA GPU.
 
 All run the same conditionals on the same simulated data, one chain.  Times are wall-clock
@@ -114,7 +114,7 @@ def _codes(X: np.ndarray) -> np.ndarray:
 def run_fused(X: np.ndarray, n_iter: int, warmup: int, engine: str, n_chains: int = 1,
               seed: int = 1, threads: int | None = None) -> dict[str, np.ndarray]:
     """The fused engine with gibbs_2pno's default starting values and seed layout."""
-    from privirt._gibbs_cpu import run_chain
+    from privirt.bayes.twopno_fused import run_chain
     from privirt._seeds import child as _child
     from privirt.bayes.twopno import default_init as _default_init
 
@@ -149,7 +149,7 @@ def _first_call_cost() -> tuple[float, float]:
     cache (compilation), then with the cache it left (loading)."""
     code = (
         "import time, numpy as np, privirt\n"
-        "from privirt._gibbs_cpu import FusedGibbs\n"
+        "from privirt.bayes.twopno_fused import FusedGibbs\n"
         "codes = np.zeros((200, 10), np.int8); codes[::2] = 1\n"
         "t = time.perf_counter()\n"
         "FusedGibbs(codes, theta=np.zeros((1, 200)), a=np.ones((1, 10)), b=np.zeros((1, 10)),\n"
@@ -176,7 +176,7 @@ def _load() -> str:
 
 def issue14(repeat: int) -> None:
     """Issue 14's Gibbs and summary rows, in full."""
-    from privirt._gibbs_cpu import numba_available
+    from privirt.bayes.twopno_fused import numba_available
 
     n_iter = 1500
     X, *_ = privirt.simulate_2pno(2000, 30, seed=1)
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.issue14:
         issue14(args.repeat)
         return 0
-    from privirt._gibbs_cpu import numba_available
+    from privirt.bayes.twopno_fused import numba_available
 
     devices = ["cpu"]
     if args.device in ("gpu", "both") or (args.device == "auto" and privirt.gpu_available()):

@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "private_spectral_estimate": "private",
     "PrivacyStatement": "private",
     # Bayesian samplers
-    "Posterior": "posterior",
+    "Posterior": "bayes",
     "gibbs_2pno": "bayes",
     "gibbs_2pno_replicate": "bayes",
     "mh_2pl": "bayes",

@@ -13,9 +13,9 @@ import pytest
 from scipy import optimize, special, stats
 
 import privirt
-from privirt._truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
+from privirt.bayes.truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
 from privirt.bayes.twopno import draw_items as _draw_items
-from privirt.posterior import SUMMARY_COLUMNS
+from privirt.bayes.posterior import SUMMARY_COLUMNS
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import KNOWN_ANSWERS
 from tests._philox import philox4x32_10 as _philox4x32_10
@@ -549,7 +549,7 @@ def test_agrees_with_an_independent_naive_sampler():
     """Same posterior as a naive implementation.  A proper N(1, 1) prior on a is used in
     both: under the flat prior the slope posterior of steep items is improper (the likelihood
     stays positive as a → ∞), and neither chain would settle on such items."""
-    from privirt.diagnostics import mcse_batch_means
+    from privirt.bayes.diagnostics import mcse_batch_means
 
     X, *_ = privirt.simulate_2pno(300, 8, seed=12)
     ref_a, ref_b = _plain_gibbs(X.astype(int), 2000, 400, np.random.default_rng(1))

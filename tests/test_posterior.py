@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privirt import diagnostics
-from privirt.posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
+from privirt.bayes import diagnostics
+from privirt.bayes.posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
 
 
 def ar1(rng, n_chains, n, k, phi):

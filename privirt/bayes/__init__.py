@@ -9,8 +9,8 @@ log-likelihood for ``arviz.loo`` / ``arviz.waic``.
 
 from __future__ import annotations
 
-from ..diagnostics import ess_bulk, mcse_batch_means, rhat
-from ..posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
+from .diagnostics import ess_bulk, mcse_batch_means, rhat
+from .posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
 from .driver import COMMON_INFO_KEYS
 from .gibbs import gibbs_2pno, gibbs_2pno_replicate
 from .loglik import SamplerPosterior, pointwise_log_likelihood

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..posterior import Posterior
+from .posterior import Posterior
 
 __all__ = ["pointwise_log_likelihood", "SamplerPosterior", "MODELS"]
 
@@ -72,7 +72,7 @@ def pointwise_log_likelihood(
 
 @dataclass(repr=False)
 class SamplerPosterior(Posterior):
-    """A :class:`~privirt.posterior.Posterior` that also knows its model and data, so
+    """A :class:`~privirt.bayes.Posterior` that also knows its model and data, so
     :meth:`to_arviz` adds the pointwise ``log_likelihood`` group.
 
     Attributes

@@ -102,7 +102,7 @@ def mh_2pl(
     Returns
     -------
     SamplerPosterior
-        A :class:`~privirt.posterior.Posterior` with draws ``theta`` (chain, draw, person),
+        A :class:`~privirt.bayes.Posterior` with draws ``theta`` (chain, draw, person),
         ``a`` and ``b`` (chain, draw, item), ``acceptance`` (per block, (chain, index)
         acceptance rates over the post-warmup iterations) and ``info``: the keys of
         :data:`privirt.bayes.COMMON_INFO_KEYS` (``seconds`` among them) plus the final
