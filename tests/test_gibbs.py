@@ -658,3 +658,29 @@ def test_item_answered_by_one_person_is_refused_under_flat_priors(engine):
                                       device="cpu", priors=priors, engine=engine)
         for param in ("a", "b", "theta"):
             assert np.isfinite(post.draws[param]).all(), (priors, param)
+
+
+def test_engine_argument(monkeypatch):
+    """engine= is validated before any work, recorded in info, and "auto" falls back to the
+    numpy engine without numba; "fused" without numba names the extra to install."""
+    X, *_ = privirt.simulate_2pno(40, 4, seed=2)
+    kw = dict(n_iter=6, warmup=2, seed=1, progress=False, device="cpu")
+    with pytest.raises(ValueError, match='engine must be "auto", "fused" or "numpy"'):
+        privirt.gibbs_2pno(X, engine="numba", **kw)
+    with pytest.raises(ValueError, match="engine"):
+        privirt.gibbs_2pno_replicate([X, X], engine=None, **kw)
+    assert privirt.gibbs_2pno(X, engine="numpy", **kw).info["engine"] == "numpy"
+    monkeypatch.setattr(twopno_fused, "numba_available", lambda: False)
+    assert privirt.gibbs_2pno(X, **kw).info["engine"] == "numpy"
+    with pytest.raises(ImportError, match=r"privirt\[fast\]"):
+        privirt.gibbs_2pno(X, engine="fused", **kw)
+
+
+@needs_numba
+def test_auto_engine_is_fused_with_numba():
+    X, *_ = privirt.simulate_2pno(40, 4, seed=2)
+    post = privirt.gibbs_2pno(X, n_iter=6, warmup=2, seed=1, progress=False, device="cpu")
+    assert post.info["engine"] == "fused"
+    again = privirt.gibbs_2pno(X, n_iter=6, warmup=2, seed=1, progress=False, device="cpu",
+                               engine="fused")
+    np.testing.assert_array_equal(again.get_draws("a"), post.get_draws("a"))
