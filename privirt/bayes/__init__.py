@@ -10,10 +10,10 @@ log-likelihood for ``arviz.loo`` / ``arviz.waic``.
 from __future__ import annotations
 
 from .diagnostics import ess_bulk, mcse_batch_means, rhat
-from .posterior import SUMMARY_COLUMNS, Posterior, StreamingSummary
+from .posterior import SUMMARY_COLUMNS, Posterior, SamplerPosterior, StreamingSummary
 from .driver import COMMON_INFO_KEYS
 from .gibbs import gibbs_2pno, gibbs_2pno_replicate
-from .loglik import SamplerPosterior, pointwise_log_likelihood
+from .loglik import pointwise_log_likelihood
 from .mh import mh_2pl
 from .schedule import Schedule
 from .twopl_setup import ACCEPTANCE_BAND, DEFAULT_PRIORS, DEFAULT_PROPOSAL_SD, TARGET_ACCEPTANCE

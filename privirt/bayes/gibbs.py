@@ -19,7 +19,7 @@ from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
 from ..responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
-from .loglik import SamplerPosterior
+from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 
 __all__ = ["gibbs_2pno", "gibbs_2pno_replicate", "ENGINES"]
@@ -270,9 +270,9 @@ def gibbs_2pno(
     seed : int or numpy.random.SeedSequence, optional
         Makes the run reproducible (on a given device).  Chain c uses the child streams
         ``(c, 0)`` (starting values) and ``(c, 1)`` (the sampler: a Philox4x32-10
-        counter-based stream keyed by that sequence on GPU and in the fused CPU engine, so
-        the two give the same draws up to rounding; numpy's Philox generators in the numpy
-        engine) of the seed's sequence.
+        counter-based stream keyed by that sequence on GPU and in the fused CPU engine,
+        numpy's Philox generators in the numpy engine) of the seed's sequence.  The same
+        seed gives different chains on different engines.
     progress : bool
         Draw a progress bar on stderr.
     keep_draws : bool

@@ -17,7 +17,7 @@ from .._backend import get_xp, resolve_device, to_numpy
 from .._seeds import seed_sequence
 from ..responses import ResponsesLike, as_responses
 from . import driver, twopl, twopl_setup
-from .loglik import SamplerPosterior
+from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 from .twopl_setup import DEFAULT_PROPOSAL_SD
 

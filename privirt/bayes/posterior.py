@@ -16,16 +16,17 @@ Gelman–Rubin statistic from the per-chain moments and ESS = variance / MCSE².
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
-from . import diagnostics
+from . import diagnostics, loglik
 from .._backend import to_numpy
 
-__all__ = ["Posterior", "StreamingSummary", "SUMMARY_COLUMNS"]
+__all__ = ["Posterior", "SamplerPosterior", "StreamingSummary", "SUMMARY_COLUMNS"]
 
 SUMMARY_COLUMNS = ["mean", "sd", "q2.5", "q50", "q97.5", "mcse", "rhat", "ess"]
 _QUANTILES = (0.025, 0.5, 0.975)
@@ -173,6 +174,11 @@ class Posterior:
         Metropolis–Hastings acceptance rates per block, (chain, index).
     info : dict
         Run settings (iterations, burn-in, thinning, seed, device, time, ...).
+    model : {"2pno", "2pl"} or ""
+        The likelihood the draws belong to ("" when unknown); with ``codes``, it lets
+        :meth:`to_arviz` add the pointwise log-likelihood.
+    codes : ndarray of int8, (n, k), optional
+        The responses the sampler read (1, 0, −1 for missing).
     """
 
     draws: dict[str, np.ndarray] | None
@@ -181,6 +187,8 @@ class Posterior:
     streaming: dict[str, StreamingSummary] | None = None
     acceptance: dict[str, np.ndarray] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    codes: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.draws is None and self.streaming is None:
@@ -299,8 +307,40 @@ class Posterior:
         return pd.DataFrame(rows, index=pd.RangeIndex(self.n_chains, name="chain"))
 
     # -- interoperability ---------------------------------------------------------------
-    def to_arviz(self) -> Any:
-        """An :class:`arviz.InferenceData` with the draws and labelled coordinates."""
+    def log_likelihood(self, by: str = "cell") -> np.ndarray:
+        """Pointwise log-likelihood (chain, draw, obs); see
+        :func:`~privirt.bayes.pointwise_log_likelihood`."""
+        if self.codes is None or self.model not in loglik.MODELS:
+            raise ValueError("this posterior carries no data or model to evaluate")
+        draws = {p: self.get_draws(p) for p in ("theta", "a", "b")}
+        return loglik.pointwise_log_likelihood(self.model, draws, self.codes, by=by)
+
+    def _obs_labels(self, by: str) -> list[str]:
+        persons = list(map(str, self.labels["theta"]))
+        if by == "person":
+            return persons
+        items = list(map(str, self.labels["a"]))
+        rows, cols = np.nonzero(self.codes >= 0)
+        return [f"{persons[i]}|{items[j]}" for i, j in zip(rows, cols)]
+
+    def to_arviz(self, log_likelihood: str | None = "auto") -> Any:
+        """An :class:`arviz.InferenceData` with the draws, labelled coordinates and, when the
+        posterior knows its model and data, the pointwise log-likelihood.
+
+        Parameters
+        ----------
+        log_likelihood : {"auto", "cell", "person"} or None
+            Group ``log_likelihood`` with variable ``y`` over dimension ``obs``: one term
+            per observed response (``"cell"``, labels ``"person|item"``) or per person
+            (``"person"``); ``"auto"`` is ``"cell"`` unless that array would exceed
+            ``privirt.bayes.loglik.MAX_CELL_TERMS`` values, then ``"person"`` (with a
+            warning), and no group for a posterior without model and data; None leaves the
+            group out.
+        """
+        if log_likelihood not in ("auto", "cell", "person", None):
+            raise ValueError(
+                f"log_likelihood must be 'auto', 'cell', 'person' or None, got {log_likelihood!r}"
+            )
         try:
             import arviz as az  # type: ignore[import-not-found]
         except ImportError as exc:
@@ -311,7 +351,26 @@ class Posterior:
             raise ValueError("this run kept no draws (keep_draws=False); nothing to convert")
         dims = {p: [f"{p}_dim"] for p in self.params}
         coords = {f"{p}_dim": list(map(str, self.labels[p])) for p in self.params}
-        return az.from_dict(posterior=dict(self.draws), coords=coords, dims=dims)
+        idata = az.from_dict(posterior=dict(self.draws), coords=coords, dims=dims)
+        known = self.codes is not None and self.model in loglik.MODELS
+        if log_likelihood is None or (log_likelihood == "auto" and not known):
+            return idata
+        if log_likelihood == "auto":
+            cells = self.n_chains * self.n_draws * int((self.codes >= 0).sum())
+            log_likelihood = "cell" if cells <= loglik.MAX_CELL_TERMS else "person"
+            if log_likelihood == "person":
+                warnings.warn(
+                    f"the per-response log-likelihood would hold {cells:,} values; the "
+                    "log_likelihood group holds one term per person instead (pass "
+                    'log_likelihood="cell" to force per-response terms)',
+                    UserWarning, stacklevel=2,
+                )
+        ll = self.log_likelihood(log_likelihood)
+        idata.add_groups(
+            {"log_likelihood": {"y": ll}},
+            coords={"obs": self._obs_labels(log_likelihood)}, dims={"y": ["obs"]},
+        )
+        return idata
 
     @classmethod
     def from_draws(
@@ -321,3 +380,7 @@ class Posterior:
         **kwargs: Any,
     ) -> "Posterior":
         return cls(draws={k: np.asarray(v) for k, v in draws.items()}, labels=dict(labels), **kwargs)
+
+
+#: The samplers' posterior (the same class: :class:`Posterior` holds the model and data).
+SamplerPosterior = Posterior
