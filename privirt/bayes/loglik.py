@@ -8,7 +8,6 @@ under the 2PL model.  Missing cells have no term.  ``by="person"`` sums each per
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import special
 
