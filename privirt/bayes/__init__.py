@@ -2,9 +2,11 @@
 
 One :class:`Schedule` (``n_iter``, ``warmup``, ``thin``, ``n_chains``; one thinning rule),
 one driver (progress, timing, the ``info`` keys in :data:`COMMON_INFO_KEYS`), the model
-maths per sampler (:mod:`.twopno`, :mod:`.twopno_gpu` with its CUDA source
-``gibbs_2pno.cu``, :mod:`.twopl`, :mod:`.twopl_setup`), and the posterior with its pointwise
-log-likelihood for ``arviz.loo`` / ``arviz.waic``.
+maths per sampler (:mod:`.twopno` with :mod:`.truncnorm`, the fused CPU engine
+:mod:`.twopno_fused` with its numba kernel :mod:`.twopno_numba`, :mod:`.twopno_gpu` with its
+CUDA source ``gibbs_2pno.cu``, :mod:`.twopl`, :mod:`.twopl_setup`), and the
+:mod:`.posterior` with its :mod:`.diagnostics` and pointwise log-likelihood
+(:mod:`.loglik`) for ``arviz.loo`` / ``arviz.waic``.
 """
 
 from __future__ import annotations
