@@ -535,7 +535,7 @@ def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
         X, epsilon=2.0, delta=delta, mechanism="randomized_response", shuffle=True, seed=0
     ).privacy
     assert p.shuffle
-    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m)
+    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m).epsilon
     assert local <= shuffle_validity_limit(n, delta)  # the theorem applies to this randomizer
     assert shuffle_amplified_epsilon(local, n, delta) <= p.epsilon <= 2.0
 
