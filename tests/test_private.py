@@ -197,7 +197,7 @@ def test_laplace_exact_and_empirical_audit():
 def test_randomized_response_empirical_audit_with_missing_cells():
     """The whole RR release path (missing cells → coin flips) on two neighbouring rows:
     the empirical log-ratio of every output pattern stays within m·ε₀ = ε."""
-    from privirt.private import _randomize
+    from privirt.private.rr import randomize
 
     eps, m, reps = 1.5, 3, 200_000
     x = np.array([1, 0, -1], dtype=np.int8)  # one missing cell
@@ -206,7 +206,7 @@ def test_randomized_response_empirical_audit_with_missing_cells():
 
     def patterns(row):
         resp = privirt.Responses(np.tile(row, (reps, 1)), pd.RangeIndex(reps), pd.Index(["a", "b", "c"]))
-        Z = _randomize(resp, mech, seed=9)
+        Z = randomize(resp, mech, mechanisms.SecureRNG(seed=9))
         return np.bincount(Z @ np.array([4, 2, 1]), minlength=8) / reps
 
     p, q = patterns(x), patterns(x2)
