@@ -259,6 +259,9 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
 # calibration
 TvBound = Union[float, Callable[[float], float]]
 
+#: Above this the classic bound's σ is not used as the start of the calibration search.
+_SIGMA_START_MAX = 1e150
+
 
 def _tv(tv_bound: TvBound, sigma: float) -> float:
     return float(tv_bound(sigma)) if callable(tv_bound) else float(tv_bound)
@@ -302,10 +305,14 @@ def calibrate_gaussian_sigma(
 
     # bracket: the classic bound's σ is an upper bound on the answer (the tight conversion
     # is never worse); search below it.
-    # (√(L + ε) − √L)², written without the cancellation that makes it 0 for tiny ε
+    # ρ = (√(L + ε) − √L)² = (ε / (√(L + ε) + √L))², so σ = Δ₂ (√(L + ε) + √L) / (√2 ε),
+    # computed without forming ρ (which underflows to 0 below ε ≈ 1e-150).  For tiny ε that
+    # σ overflows, while the tight conversion is met by a moderate σ (where it gives ε = 0,
+    # i.e. the δ alone covers the shift): start the search from σ = Δ₂ then.
     log_inv = math.log(1.0 / delta)
-    rho_classic = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
-    hi = l2 / math.sqrt(2.0 * rho_classic) * 1.01
+    hi = l2 * (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv)) / (math.sqrt(2.0) * epsilon) * 1.01
+    if not hi < _SIGMA_START_MAX:
+        hi = l2
     tries = 0
     while slack(hi) > 0:
         hi *= 2.0

@@ -197,3 +197,21 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
     assert "--items need --epsilon" in capsys.readouterr().err
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2
+
+
+@pytest.mark.parametrize("eps", ["1e-300", "1e-200"])
+def test_vanishing_epsilon_is_calibrated_or_refused_in_one_line(lsat_csv, tmp_path, capsys, eps):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    # discrete Gaussian: a correct calibration (the guarantee stated is within the target)
+    assert main(["estimate", str(lsat_csv), "--epsilon", eps, "--ledger", str(ledger), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "privacy: (0, 1e-05)-differential privacy" in out
+    assert len(privirt.Ledger(ledger).spends()) == 1
+    # discrete Laplace cannot: one line naming the ε, nothing spent
+    assert main(["estimate", str(lsat_csv), "--epsilon", eps, "--mechanism", "laplace",
+                 "--ledger", str(ledger), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privirt: error: epsilon={float(eps):g}") and err.count("\n") == 1
+    assert len(privirt.Ledger(ledger).spends()) == 1

@@ -560,3 +560,29 @@ def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_p
     with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g} calibrates to") + ".* outside the range"):
         privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
     assert ledger.spent().epsilon == 0
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-200, 5e-324])
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace", "randomized_response"])
+def test_vanishing_epsilon_calibrates_correctly_or_is_refused_in_its_own_terms(tmp_path, mechanism, eps):
+    """ε = 1e-300 used to escape as ZeroDivisionError from the Gaussian calibration.  The
+    discrete Gaussian meets (ε, δ) for any ε > 0 with a moderate σ (the tight conversion
+    gives ε = 0 once δ covers the shift): it is calibrated and states a guarantee within the
+    target.  Laplace and randomized response cannot: they are refused naming the ε, with
+    nothing spent."""
+    X, _, _ = privirt.simulate_rasch(40, 4, seed=3)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    if mechanism == "gaussian":
+        res = privirt.private_spectral_estimate(X, epsilon=eps, delta=1e-5, ledger=ledger)
+        p = res.privacy
+        assert p.epsilon <= eps and p.delta == 1e-5 and np.isfinite(res.beta).all()
+        assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps
+        assert zcdp_to_approx_dp(4 * p.rho, 1e-5) > eps  # σ/2 would not do: σ is the smallest
+        assert len(ledger.spends()) == 1
+        return
+    with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
+        privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    if mechanism != "randomized_response":
+        with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
+            privirt.release_counts(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    assert len(ledger.spends()) == 0

@@ -258,14 +258,14 @@ class ResponsesRR(Measurement):
         )
         check_supported(eps, f"a per-response ε₀ = {eps0:.6g} (ε spread over {m} items)", eps0,
                         0.0, mech_mod.EPSILON_MAX)
-        mech = mech_mod.RandomizedResponse(eps0)
-        keep = float(mech.keep_probability)
+        keep = 1.0 / (1.0 + math.exp(-eps0))  # the mechanism's keep_probability
         if not 2.0 * keep - 1.0 > 0.0:
             raise ValueError(
                 f"epsilon={eps:g} is too small for randomized response on {m} items: the per-bit "
                 f"ε₀ = {eps0:.3g} makes the keep probability 1/2 in double precision, so the "
                 "randomized bits cannot be debiased (and carry no usable signal); use a larger epsilon"
             )
+        mech = mech_mod.RandomizedResponse(eps0)
         local = mech.privacy(n_bits=m)
         self = cls()
         self.noise_value = float(eps0)
