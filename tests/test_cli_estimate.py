@@ -215,3 +215,26 @@ def test_vanishing_epsilon_is_calibrated_or_refused_in_one_line(lsat_csv, tmp_pa
     err = capsys.readouterr().err
     assert err.startswith(f"privirt: error: epsilon={float(eps):g}") and err.count("\n") == 1
     assert len(privirt.Ledger(ledger).spends()) == 1
+
+
+def test_seed_with_ledger_is_refused_in_one_line_and_nothing_is_written(lsat_csv, tmp_path, capsys):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    out = tmp_path / "est.csv"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--seed", "3", "--ledger", str(ledger),
+                 "--out", str(out), "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("privirt: error:") and captured.err.count("\n") == 1
+    assert "--seed" in captured.err and "--ledger" in captured.err
+    assert "beta" not in captured.out and not out.exists() and ledger.read_bytes() == before
+
+
+def test_seeded_run_never_prints_a_guarantee_without_saying_it_does_not_apply(lsat_csv, capsys):
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--seed", "3", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT PRIVATE" in out
+    for line in out.splitlines():
+        if "differential privacy" in line or "-DP" in line:
+            assert "does NOT apply" in line, line

@@ -586,3 +586,32 @@ def test_vanishing_epsilon_calibrates_correctly_or_is_refused_in_its_own_terms(t
         with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
             privirt.release_counts(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
     assert len(ledger.spends()) == 0
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace", "randomized_response"])
+def test_seeded_noise_with_a_ledger_is_refused_and_nothing_is_spent(tmp_path, mechanism):
+    """Seeded noise is not private, so it must not be charged to (or pass as) a private
+    release: refused in one line before anything is computed."""
+    X, _ = _rasch(n=40, m=4)
+    path = tmp_path / "l.ledger"
+    privirt.Ledger(path, epsilon=5.0, delta=1e-5)
+    before = path.read_bytes()
+    for seed in (0, np.random.SeedSequence(3)):
+        with pytest.raises(ValueError, match="seed.*ledger") as info:
+            privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mechanism, seed=seed, ledger=path)
+        assert "\n" not in str(info.value)
+        if mechanism != "randomized_response":
+            with pytest.raises(ValueError, match="seed.*ledger"):
+                privirt.release_counts(X, epsilon=1.0, mechanism=mechanism, seed=seed, ledger=path)
+    assert path.read_bytes() == before and len(privirt.Ledger(path).spends()) == 0
+
+
+def test_a_seeded_statement_says_its_guarantee_does_not_apply():
+    X, _ = _rasch(n=40, m=4)
+    text = str(privirt.release_counts(X, epsilon=1.0, seed=1).privacy)
+    lines = text.splitlines()
+    assert lines[0].startswith("NOT PRIVATE")
+    guarantee = [line for line in lines if "differential privacy" in line]
+    assert guarantee and all("does NOT apply" in line for line in guarantee)
+    private = str(privirt.release_counts(X, epsilon=1.0).privacy)
+    assert "NOT" not in private and private.startswith("privacy: (")

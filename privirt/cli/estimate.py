@@ -107,7 +107,8 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
                        help="budget ledger to debit (created with `privirt budget init`)")
     group.add_argument("--seed", type=int, default=None, metavar="N",
-                       help="reproducible noise — the result is then NOT private")
+                       help="reproducible noise — the result is then NOT private (refused "
+                       "together with --ledger)")
     group.add_argument("--items", default=None, metavar="LIST",
                        help="the public item set, comma-separated or @FILE (one label a line); "
                        "required for a long table, whose items are otherwise read from the data")
@@ -230,6 +231,12 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
     statement = None
+    if private and args.seed is not None and args.ledger is not None:
+        raise ValueError(
+            "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
+            "records private releases only; drop --seed to spend from the ledger, or --ledger for "
+            "a reproducible non-private run (nothing was spent)"
+        )
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).

@@ -66,6 +66,12 @@ def validate_call(
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     ss = seed_sequence(seed)
+    if ss is not None and ledger is not None:
+        raise ValueError(
+            "seed= makes the noise reproducible, so the result is NOT private, and a ledger "
+            "records private releases only; drop seed= to spend from the ledger, or drop ledger= "
+            "for a reproducible non-private run (nothing was spent)"
+        )
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
     resp = public_responses(X, items, n_persons)
