@@ -185,6 +185,9 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert "spent" in capsys.readouterr().out  # nothing debited (checked below)
     out = tmp_path / "est.json"
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5",
+                 "--ledger", str(ledger), "--out", str(out)]) == 2  # and the number of persons
+    assert "--n-persons" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5", "--n-persons", "300",
                  "--ledger", str(ledger), "--out", str(out)]) == 0
     payload = json.loads(out.read_text())
     assert [r["item"] for r in payload["items"]] == [1, 2, 3, 4, "5"]
@@ -193,7 +196,7 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert 0 < spent <= 1.0 + 1e-12  # one release only: the refused run debited nothing
     (tmp_path / "items.txt").write_text("1\n2\n\n3\n4\n")
     assert main(["estimate", str(path), "--epsilon", "1", "--items", f"@{tmp_path / 'items.txt'}",
-                 "--seed", "1"]) == 0
+                 "--n-persons", "300", "--seed", "1"]) == 0
     assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
     assert "--items need --epsilon" in capsys.readouterr().err
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2

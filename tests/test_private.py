@@ -473,13 +473,14 @@ def test_public_items_keep_an_item_nobody_answered_in_long_data():
     })
     long["person"] = long["person"] + "_" + (long.index // 6).astype(str)
     public = ["q1", "q2", "q3", "q4"]  # nobody answered q4
-    rel = privirt.release_counts(long, epsilon=1.0, items=public, seed=1)
+    n = long["person"].nunique()  # the public number of persons (a long table needs it)
+    rel = privirt.release_counts(long, epsilon=1.0, items=public, n_persons=n, seed=1)
     assert list(rel.Y.index) == public and list(rel.graph.columns) == public
     assert rel.privacy.sensitivity.l1 == 2 * 2 * 2  # m = 4: 2·⌊4/2⌋·⌈4/2⌉
-    res = privirt.private_spectral_estimate(long, epsilon=1.0, items=public, seed=1)
+    res = privirt.private_spectral_estimate(long, epsilon=1.0, items=public, n_persons=n, seed=1)
     assert list(res.beta.index) == public and np.isfinite(res.beta).all()
     rr = privirt.private_spectral_estimate(long, epsilon=4.0, mechanism="randomized_response",
-                                           items=public[::-1], seed=1)
+                                           items=public[::-1], n_persons=n, seed=1)
     assert list(rr.beta.index) == public[::-1]
 
 
@@ -500,7 +501,7 @@ def test_long_data_without_the_public_item_set_is_refused_before_any_debit(tmp_p
         with pytest.raises(ValueError, match="not the string"):
             call(long, epsilon=1.0, items="q1q2q3", ledger=ledger)
     assert ledger.spent().epsilon == 0
-    rel = privirt.release_counts(long, epsilon=1.0, items=["q1", "q2", "q3"], ledger=ledger)
+    rel = privirt.release_counts(long, epsilon=1.0, items=["q1", "q2", "q3"], n_persons=3, ledger=ledger)
     assert list(rel.Y.index) == ["q1", "q2", "q3"] and ledger.spent().epsilon > 0
 
 

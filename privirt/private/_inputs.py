@@ -113,6 +113,12 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
             "it depends on who is in the data (an item answered by one person comes and goes "
             "with that person); pass the public item list as items=[...] (CLI: --items)"
         )
+    if n_persons is None and resp.items_from_data:
+        raise ValueError(
+            "the number of persons of a long (person, item, response) table is read from its "
+            "rows, so it depends on the data (a person with no answers has no rows); pass the "
+            "public number of persons as n_persons=N (CLI: --n-persons)"
+        )
     if items is not None:
         public = pd.Index(list(items))
         if public.has_duplicates:
