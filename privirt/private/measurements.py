@@ -281,16 +281,17 @@ class ResponsesRR(Measurement):
             self.native = self.guarantee = ApproxDP(claimed, dlt)
             self.cost = PrivacyCost(epsilon=claimed, delta=dlt)
             notes.append(
-                f"shuffled: central ({claimed:.6g}, {dlt:.3g})-DP for n = {int(n_persons)} by Feldman, "
-                "McMillan & Talwar (2021) Thm III.1"
+                f"shuffled: central ({claimed:.6g}, {dlt:.3g})-DP for n = {int(n_persons)} (public) by "
+                "the numerical amplification bound of Feldman, McMillan & Talwar (2021), §3 clone "
+                "reduction (privirt.shuffling)"
             )
         else:
             self.native = self.guarantee = local
             self.cost = PrivacyCost(epsilon=local.epsilon)
             if shuffle:
                 notes.append(
-                    "shuffled, but the amplification theorem gives no gain here (its condition "
-                    "ε_L ≤ log(n/(16 log(2/δ))) fails or the bound is worse): pure local ε claimed"
+                    f"shuffled, but amplification gives no gain here for n = {int(n_persons)} "
+                    "(public): pure local ε claimed"
                 )
         self.shuffle_requested = bool(shuffle)
         self.notes = tuple(notes)
