@@ -616,3 +616,71 @@ def test_a_seeded_statement_says_its_guarantee_does_not_apply():
     assert guarantee and all("does NOT apply" in line for line in guarantee)
     private = str(privirt.release_counts(X, epsilon=1.0).privacy)
     assert "NOT" not in private and private.startswith("privacy: (")
+
+
+# ---------------------------------------------------------------------------------------
+# the contract: seeds, typed guarantees, measurement objects, result objects
+def test_seed_accepts_int_and_seed_sequence_and_streams_are_named():
+    X, _ = _rasch(n=60, m=8)
+    a = privirt.release_counts(X, epsilon=1.0, p0="auto", seed=7)
+    b = privirt.release_counts(X, epsilon=1.0, p0="auto", seed=np.random.SeedSequence(7))
+    assert a.Y.equals(b.Y) and a.graph.equals(b.graph) and not b.privacy.private
+    # the graph has its own child stream: the mechanism does not change it
+    c = privirt.release_counts(X, epsilon=1.0, p0="auto", mechanism="laplace", seed=7)
+    assert c.graph.equals(a.graph)
+    child = np.random.SeedSequence(7).spawn(1)[0]
+    assert not privirt.release_counts(X, epsilon=1.0, p0="auto", seed=child).Y.equals(a.Y)
+    for bad in (np.random.default_rng(0), -1, 1.5, "7", True):
+        with pytest.raises(ValueError, match="seed"):
+            privirt.release_counts(X, epsilon=1.0, seed=bad)
+
+
+def test_statements_hold_typed_guarantees():
+    from mechanisms import ApproxDP, PureDP, ZCDP
+
+    X, _ = _rasch(n=60, m=5)
+    g = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    assert isinstance(g.guarantee, ApproxDP) and g.guarantee.delta == 1e-5 and g.epsilon <= 1.0
+    assert g.native == ZCDP(g.rho) and g.cost.rho == g.rho
+    assert g.guarantee.epsilon == pytest.approx(zcdp_to_approx_dp(g.rho, 1e-5))
+    lap = privirt.release_counts(X, epsilon=1.0, mechanism="laplace", seed=0).privacy
+    assert lap.guarantee == lap.native and isinstance(lap.native, PureDP) and lap.delta == 0.0
+    assert lap.rho is None
+    rr = privirt.private_spectral_estimate(X, epsilon=2.0, mechanism="randomized_response", seed=0).privacy
+    assert isinstance(rr.guarantee, PureDP) and rr.to_dict()["measure"] == "PureDP"
+
+
+def test_measurement_objects_carry_their_privacy_map_and_one_calibration_margin():
+    from mechanisms import ApproxDP, PureDP, ZCDP
+    from privirt.accounting import calibrate_gaussian_sigma
+    from privirt.private import CALIBRATION_MARGIN, CountsGaussian, CountsLaplace, ResponsesRR
+    from privirt.sensitivity import pairwise_counts_sensitivity
+
+    sens = pairwise_counts_sensitivity(6)
+    target = ApproxDP(0.7, 1e-6)
+    g = CountsGaussian.calibrate(target, sens)
+    assert g.measure is ZCDP and isinstance(g.native, ZCDP)
+    assert g.noise_value == calibrate_gaussian_sigma(sens.l2, 0.7 * (1 - CALIBRATION_MARGIN), 1e-6)
+    assert g.guarantee.epsilon <= 0.7
+    lap = CountsLaplace.calibrate(target, sens)
+    assert lap.measure is PureDP and lap.noise_value == sens.l1 / (0.7 * (1 - CALIBRATION_MARGIN))
+    assert lap.native.epsilon <= 0.7
+    rr = ResponsesRR.calibrate(target, n_items=6, n_persons=100, shuffle=False)
+    assert rr.native == rr.guarantee and rr.native.epsilon <= 0.7 and rr.noise_parameter == "epsilon0"
+    st = g.statement(private=True, p0=1.0, n_edges=15, n_persons=100, spend_id=None)
+    assert st.guarantee == g.guarantee and st.n_persons == 100 and st.cost == g.cost
+
+
+def test_private_results_follow_the_item_estimate_contract():
+    from privirt._results import ItemEstimate
+
+    X, _ = _rasch(n=300, m=5)
+    X = pd.DataFrame(X, columns=list("abcde"))
+    res = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1)
+    assert isinstance(res, ItemEstimate) and isinstance(res.spectral, ItemEstimate)
+    assert list(res.items) == list("abcde")
+    assert list(res.to_frame().columns) == ["beta"] and res.to_frame()["beta"].equals(res.beta)
+    assert list(res.spectral.to_frame().columns) == ["beta", "pi", "d"]
+    assert res.top_k(2).equals(res.beta.sort_values(ascending=False).index[:2])
+    rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
+    assert list(rr.to_frame().columns) == ["beta", "beta_plain", "beta_debiased"]
