@@ -245,7 +245,12 @@ class ResponsesRR(Measurement):
     name = "randomized response"
     ledger_label = "randomized response"
     noise_parameter = "epsilon0"
-    measure = PureDP
+    measure = PureDP  # ApproxDP on an instance whose shuffle amplification was claimed
+
+    #: e^ε₀ / (1 + e^ε₀), for the debiasing.
+    keep_probability: float
+    #: Whether ``apply`` shuffles the reports (asked for; ``shuffled``: amplification claimed).
+    shuffle_requested: bool
 
     @classmethod
     def calibrate(cls, target: ApproxDP, *, n_items: int, n_persons: int,
