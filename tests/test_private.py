@@ -667,6 +667,11 @@ def test_measurement_objects_carry_their_privacy_map_and_one_calibration_margin(
     assert lap.native.epsilon <= 0.7
     rr = ResponsesRR.calibrate(target, n_items=6, n_persons=100, shuffle=False)
     assert rr.native == rr.guarantee and rr.native.epsilon <= 0.7 and rr.noise_parameter == "epsilon0"
+    # each carries its privacy map: the native guarantee is the map at the calibrated sensitivity
+    assert g.map(sens) == g.native and lap.map(sens) == lap.native and rr.map(6) == rr.native
+    smaller = pairwise_counts_sensitivity(4)
+    assert g.map(smaller).rho < g.native.rho and lap.map(smaller).epsilon < lap.native.epsilon
+    assert rr.map(3).epsilon == pytest.approx(rr.native.epsilon / 2)
     st = g.statement(private=True, p0=1.0, n_edges=15, n_persons=100, spend_id=None)
     assert st.guarantee == g.guarantee and st.n_persons == 100 and st.cost == g.cost
 

@@ -12,12 +12,14 @@ debited *before* any noise is drawn.
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
 (:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`), each with
-``calibrate``, ``apply`` and ``statement`` and carrying its privacy map; ``api`` holds the
+``calibrate``, ``apply`` and ``statement`` and carrying its privacy map (``map``) and the
+measure it is stated in (``measure``); ``api`` holds the
 thin entry points (validate → choose the measurement → debit → apply → state); ``graph``,
 ``rr``, ``statement`` and ``results`` hold the rest.
 
-Adding a mechanism: write a :class:`Measurement` subclass whose ``calibrate`` class method
-sets ``native`` (its privacy map's guarantee, a :mod:`mechanisms.measures` value),
+Adding a mechanism: write a :class:`Measurement` subclass with a ``map`` (the privacy map)
+and a ``calibrate`` class method that sets ``native`` (the map at the calibrated sensitivity,
+a :mod:`mechanisms.measures` value),
 ``guarantee``, ``cost``, ``noise_value`` and ``notes`` from the validated target and the
 public facts it needs, and whose ``apply`` draws noise from ``noise_seed(seed)`` (or another
 named child stream); then write an entry point that calls :func:`validate_call`, calibrates,

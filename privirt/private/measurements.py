@@ -1,7 +1,8 @@
 """Measurements: one object per private mechanism, each carrying its privacy map.
 
 A measurement is built by its ``calibrate(...)`` class method from the target (ε, δ) and the
-public facts it needs (a sensitivity, the number of items and persons); it then knows its
+public facts it needs (a sensitivity, the number of items and persons); it carries its privacy
+map (``map(d_in)``: the guarantee at its noise for a given sensitivity), and knows its
 noise parameter, its guarantee in the measure its privacy map is stated in (``native``:
 ρ-zCDP for the discrete Gaussian, pure ε for the discrete Laplace and randomized response),
 the guarantee claimed to the user (``guarantee``), and the ``cost`` debited from a ledger.
@@ -178,11 +179,9 @@ class CountsGaussian(Measurement):
         self = cls()
         self.sensitivity = sensitivity
         self.noise_value = float(sigma)
-        mech = mech_mod.DiscreteGaussian(sigma)
-        rho = mech.privacy(sensitivity.l2, l1_sensitivity=sensitivity.l1, dimension=draws).rho
-        rho = max(rho, sensitivity.l2**2 / (2.0 * sigma**2))  # never below the proven Δ₂²/(2σ²)
-        tv_delta = draws * _tv(mech)
-        self.native = ZCDP(rho)
+        self.native = self.map(sensitivity)
+        rho = self.native.rho
+        tv_delta = draws * _tv(mech_mod.DiscreteGaussian(sigma))
         self.guarantee = ApproxDP(zcdp_to_approx_dp(rho, target.delta - tv_delta), target.delta)
         self.cost = PrivacyCost(rho=rho, delta=tv_delta)
         self.notes = (
@@ -191,6 +190,15 @@ class CountsGaussian(Measurement):
         )
         self._check_claim(target)
         return self
+
+    def map(self, sensitivity: Sensitivity) -> ZCDP:
+        """The privacy map: ρ-zCDP at this σ for a query of the given sensitivity (the
+        mechanism's ρ, never below the proven Δ₂²/(2σ²))."""
+        sigma = self.noise_value
+        mech = load_mechanisms().DiscreteGaussian(sigma)
+        rho = mech.privacy(sensitivity.l2, l1_sensitivity=sensitivity.l1,
+                           dimension=sensitivity.n_released).rho
+        return ZCDP(max(rho, sensitivity.l2**2 / (2.0 * sigma**2)))
 
     def apply(self, values: np.ndarray, *, seed: np.random.SeedSequence | None) -> np.ndarray:
         """``values`` + independent discrete Gaussian noise (int64)."""
@@ -220,7 +228,7 @@ class CountsLaplace(Measurement):
         self = cls()
         self.sensitivity = sensitivity
         self.noise_value = float(scale)
-        self.native = mech.privacy(sensitivity.l1)
+        self.native = self.map(sensitivity)
         eps = self.native.epsilon
         self.guarantee = ApproxDP(eps, tv_delta) if tv_delta else PureDP(eps)
         self.cost = PrivacyCost(epsilon=eps, delta=tv_delta)
@@ -230,6 +238,10 @@ class CountsLaplace(Measurement):
         )
         self._check_claim(target)
         return self
+
+    def map(self, sensitivity: Sensitivity) -> PureDP:
+        """The privacy map: pure ε = Δ₁/scale (rounded up) for the given sensitivity."""
+        return load_mechanisms().DiscreteLaplace(self.noise_value).privacy(sensitivity.l1)
 
     def apply(self, values: np.ndarray, *, seed: np.random.SeedSequence | None) -> np.ndarray:
         """``values`` + independent discrete Laplace noise (int64)."""
@@ -270,10 +282,9 @@ class ResponsesRR(Measurement):
                 f"ε₀ = {eps0:.3g} makes the keep probability 1/2 in double precision, so the "
                 "randomized bits cannot be debiased (and carry no usable signal); use a larger epsilon"
             )
-        mech = mech_mod.RandomizedResponse(eps0)
-        local = mech.privacy(n_bits=m)
         self = cls()
         self.noise_value = float(eps0)
+        local = self.map(m)
         self.keep_probability = keep
         self.shuffled = bool(amplified)
         notes = [
@@ -302,6 +313,11 @@ class ResponsesRR(Measurement):
         self.notes = tuple(notes)
         self._check_claim(target)
         return self
+
+    def map(self, n_bits: int) -> PureDP:
+        """The (local) privacy map: pure (n_bits·ε₀)-DP for a person whose ``n_bits`` bits
+        may all change (the shuffled statement is made by ``calibrate``)."""
+        return load_mechanisms().RandomizedResponse(self.noise_value).privacy(n_bits=int(n_bits))
 
     def apply(self, resp: Responses, *, seed: np.random.SeedSequence | None) -> np.ndarray:
         """The randomized n × m 0/1 matrix (rows shuffled when shuffling was asked for)."""
