@@ -616,6 +616,14 @@ def test_a_seeded_statement_says_its_guarantee_does_not_apply():
     assert guarantee and all("does NOT apply" in line for line in guarantee)
     private = str(privirt.release_counts(X, epsilon=1.0).privacy)
     assert "NOT" not in private and private.startswith("privacy: (")
+    # shuffled randomized response, where amplification is claimed: no note restates it
+    X, _ = _rasch(n=2000, m=3)
+    shuffled = privirt.private_spectral_estimate(X, epsilon=2.0, delta=1e-5, seed=0, shuffle=True,
+                                                 mechanism="randomized_response").privacy
+    assert shuffled.shuffle
+    for line in str(shuffled).splitlines():
+        if "-DP" in line or "differential privacy" in line:
+            assert "does NOT apply" in line, line
 
 
 # ---------------------------------------------------------------------------------------

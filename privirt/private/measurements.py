@@ -297,9 +297,9 @@ class ResponsesRR(Measurement):
             self.native = self.guarantee = ApproxDP(claimed, dlt)
             self.cost = PrivacyCost(epsilon=claimed, delta=dlt)
             notes.append(
-                f"shuffled: central ({claimed:.6g}, {dlt:.3g})-DP for n = {int(n_persons)} (public) by "
-                "the numerical amplification bound of Feldman, McMillan & Talwar (2021), §3 clone "
-                "reduction (privirt.shuffling)"
+                f"shuffled: the central guarantee is amplified from the local one for n = "
+                f"{int(n_persons)} (public) by the numerical bound of Feldman, McMillan & Talwar "
+                "(2021), §3 clone reduction (privirt.shuffling)"
             )
         else:
             self.native = self.guarantee = local
