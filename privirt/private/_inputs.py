@@ -104,6 +104,12 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     all-missing rows up to that number; more persons than that is an error.  A long table's
     items and persons are read from its rows, so both are required for it.
     """
+    if (isinstance(X, pd.DataFrame) and len(X) == 0 and len(X.columns) == 3 and items is not None
+            and n_persons is not None and not isinstance(items, (str, bytes))):
+        # a long table without rows: every one of the public persons is all-missing
+        n = check_positive_int("n_persons", n_persons)
+        X = Responses(np.full((n, len(list(items))), MISSING, dtype=np.int8), pd.RangeIndex(n),
+                      pd.Index(list(items)), items_from_data=True)
     resp = as_responses(X, empty="keep")
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
