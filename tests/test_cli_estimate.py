@@ -286,3 +286,34 @@ def test_bundled_pattern_table_with_weights_col(capsys):
     assert main(["estimate", path, "--weights-col", "frequency", "--method", "cmle"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cmle estimate: 1000 persons × 5 items")
+
+
+def test_private_method_default_is_chosen_from_public_quantities_only():
+    from privirt.private.choose import default_private_method
+
+    assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # where Algorithm 2 measured better
+    assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
+    assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
+
+
+def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
+    from privirt.data import dataset_path
+
+    path = str(dataset_path("lsat6"))
+    args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]
+    assert main(args) == 0  # n = 1000 > 500: totals by default
+    out = capsys.readouterr().out
+    assert out.startswith("private totals estimate: 1000 persons × 5 items")
+    header = out.splitlines()[1].split()
+    assert header == ["beta", "se", "lo", "hi"]
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
+    assert len(rows) == 5 and all(float(r[3]) <= float(r[1]) <= float(r[4]) for r in rows)
+    assert "item totals + score histogram" in out and "NOT PRIVATE" in out
+    assert main([*args, "--method", "spectral"]) == 0
+    assert capsys.readouterr().out.startswith("private spectral estimate")
+    assert main([*args, "--method", "totals", "--shuffle"]) == 2
+    assert "--shuffle apply to --method spectral" in capsys.readouterr().err
+    assert main(["estimate", path, "--weights-col", "frequency", "--method", "totals"]) == 2
+    assert "give --epsilon" in capsys.readouterr().err
+    assert main([*args, "--method", "cmle"]) == 2
+    assert "no private version" in capsys.readouterr().err
