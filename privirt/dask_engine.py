@@ -1,0 +1,400 @@
+"""Sufficient statistics on a Dask cluster: per-partition sums, added up exactly.
+
+Every partition (a Parquet row group read in batches, a dask DataFrame partition or a row
+block of a dask Array) is converted to int8 codes and reduced on a worker to the int64 sums
+of :func:`privirt.sufficient.block_statistics`; the sums are added in a tree (fan-in 8) on the
+cluster and only the final sums come back to the driver.  See ``docs/scale.md``.
+
+Without a ``client`` an embedded :class:`distributed.LocalCluster` (one single-threaded worker
+process per core) is started and closed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .counts import MAX_CHUNK, default_chunk_size
+from .sufficient import (
+    SufficientStatistics,
+    add_statistics,
+    block_statistics,
+    check_n_rows,
+    to_result,
+)
+
+__all__ = ["dask_statistics", "dask_pairwise", "is_dask_source", "embedded_client", "DASK_HINT"]
+
+DASK_HINT = (
+    'the Dask engine needs dask and distributed: python -m pip install "privirt[dask]"'
+)
+#: partial sums are added in a tree with this many children per node
+FAN_IN: int = 8
+_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+def _require_dask():
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(DASK_HINT) from exc
+
+
+def is_dask_source(source: Any) -> bool:
+    """Whether ``source`` is a dask collection (a DataFrame or an Array)."""
+    return type(source).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+# ---------------------------------------------------------------------------------------
+# the cluster
+@contextlib.contextmanager
+def embedded_client(client: Any = None) -> Iterator[Any]:
+    """The given client, a client of the scheduler at an address, or an embedded cluster's.
+
+    A client made here (from an address or with a new ``LocalCluster``) is closed on exit.
+    """
+    _require_dask()
+    from distributed import Client, LocalCluster
+
+    if client is not None and not isinstance(client, (str, Client)):
+        raise ValueError(
+            f"client must be a distributed.Client or a scheduler address such as "
+            f"'tcp://host:8786', got {type(client).__name__}"
+        )
+    if isinstance(client, Client):
+        yield client
+        return
+    if isinstance(client, str):
+        try:
+            own = Client(client, timeout="10s")
+        except OSError as exc:
+            raise ValueError(
+                f"cannot reach the Dask scheduler at {client!r} ({exc}); check the address "
+                "or leave it out to start a local cluster"
+            ) from None
+        with own:
+            yield own
+        return
+    workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    with LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True,
+        dashboard_address=None, silence_logs=logging.ERROR,
+    ) as cluster, Client(cluster) as own:
+        yield own
+
+
+# ---------------------------------------------------------------------------------------
+# per-partition work (runs on the workers)
+def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
+    """int8 codes of one Arrow column of 0/1 values with nulls (NaN counts as null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    t = col.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_null(t)):
+        raise ValueError(
+            f"{where}: item {name!r} has type {t}; responses must be numeric 0/1 with nulls "
+            "for missing"
+        )
+    if pa.types.is_null(t):
+        return np.full(len(col), -1, dtype=np.int8)
+    if col.null_count:
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        vals = pc.fill_null(col, pa.scalar(0, t)).to_numpy(zero_copy_only=False)
+    else:
+        valid = None
+        vals = col.to_numpy(zero_copy_only=False)
+    if vals.dtype.kind == "f":
+        nan = np.isnan(vals)
+        if nan.any():
+            valid = ~nan if valid is None else valid & ~nan
+            vals = np.where(nan, 0, vals)
+    if vals.dtype.kind != "b":
+        bad = (vals != 0) & (vals != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{where}: invalid response {vals[i].item()!r} for item {name!r} at row "
+                f"{offset + i}: responses must be 0, 1 or missing (null)"
+            )
+    codes = vals.astype(np.int8)
+    if valid is not None:
+        codes[~valid] = -1
+    return codes
+
+
+def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list, m: int,
+                  offset: int, batch_rows: int, pairwise: bool, chunk_size) -> dict:
+    """Sums of one Parquet row group, read in batches of at most ``batch_rows`` rows."""
+    import pyarrow.parquet as pq
+
+    total = None
+    with fs.open(path, "rb") as fh:
+        pf = pq.ParquetFile(fh)
+        for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[row_group],
+                                     columns=columns, use_pandas_metadata=False):
+            codes = np.full((batch.num_rows, m), -1, dtype=np.int8, order="F")
+            for name, pos in zip(columns, positions):
+                codes[:, pos] = _column_codes(batch.column(name), name, path, offset)
+            offset += batch.num_rows
+            part = block_statistics(np.ascontiguousarray(codes), pairwise=pairwise,
+                                    chunk_size=chunk_size)
+            del codes
+            total = part if total is None else add_statistics(total, part)
+    if total is None:
+        total = block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise)
+    return total
+
+
+def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
+                 chunk_size) -> dict:
+    """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
+    from .responses import _from_array
+
+    m = len(items)
+    if isinstance(values, pd.DataFrame):
+        values = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = np.asarray(values)
+    if values.shape[0] == 0:
+        return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise)
+    if values.ndim != 2 or values.shape[1] != m:
+        raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
+    try:
+        resp = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return block_statistics(resp.codes, pairwise=pairwise, chunk_size=chunk_size)
+
+
+# ---------------------------------------------------------------------------------------
+# sources -> one delayed partial sum per partition
+def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tuple[pd.Index, list, list]:
+    """Item labels, and which data columns go to which item position."""
+    if items is None:
+        labels = pd.Index(columns)
+        return labels, list(columns), list(range(len(columns)))
+    if isinstance(items, (str, bytes)):
+        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+    labels = pd.Index(list(items))
+    if labels.has_duplicates:
+        raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+    by_text = {str(c): c for c in columns}
+    if public:
+        extra = [c for c in columns if str(c) not in {str(i) for i in labels}]
+        if extra:
+            raise ValueError(
+                f"the data have item(s) {extra[:5]} that are not in the public item set "
+                "`items`; add them to `items` or remove them from the data"
+            )
+    cols, pos = [], []
+    for j, label in enumerate(labels):
+        col = by_text.get(str(label))
+        if col is None:
+            if not public:
+                raise ValueError(f"item {label!r} of `items` is not a column of the data")
+            continue  # a public item nobody answered: an all-missing column
+        cols.append(col)
+        pos.append(j)
+    return labels, cols, pos
+
+
+def _parquet_files(source) -> tuple[Any, list[str]]:
+    import fsspec
+
+    text = os.fspath(source)
+    fs, _, paths = fsspec.get_fs_token_paths(text)
+    files: list[str] = []
+    for p in paths:
+        if fs.isdir(p):
+            found = [f for f in fs.find(p) if f.lower().endswith(_PARQUET_SUFFIXES)]
+            files.extend(f for f in found
+                         if not any(part.startswith(("_", ".")) for part in f.split("/")[-1:]))
+        elif fs.exists(p):
+            files.append(p)
+    if not files:
+        raise FileNotFoundError(f"no Parquet files at {text!r} (a folder, a glob or a file)")
+    return fs, sorted(files)
+
+
+def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size):
+    import pyarrow.parquet as pq
+    from dask import delayed
+
+    fs, files = _parquet_files(source)
+    tasks, labels, schema_cols = [], None, None
+    for path in files:
+        with fs.open(path, "rb") as fh:
+            meta = pq.ParquetFile(fh)
+            schema = meta.schema_arrow
+            row_groups = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        index_cols = set()
+        if schema.pandas_metadata:
+            index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
+        cols = [c for c in schema.names if c not in index_cols
+                and c != person_col and (person_col is not None or c.lower() != "person")]
+        if schema_cols is None:
+            schema_cols = cols
+            labels, use, pos = _match_items(items, cols, public)
+            if len(labels) < 1:
+                raise ValueError(f"{path}: no item columns")
+        elif (items is None and cols != schema_cols) or not set(use) <= set(cols):
+            raise ValueError(
+                f"{path} has different item columns from {files[0]}; every file of the data set "
+                "needs the same schema"
+            )
+        offset = 0
+        for rg, rows in enumerate(row_groups):
+            batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
+            tasks.append(delayed(_parquet_part, pure=True)(
+                fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size))
+            offset += rows
+    return tasks, labels
+
+
+def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size):
+    from dask import delayed
+
+    cols = [c for c in ddf.columns
+            if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    labels, use, pos = _match_items(items, cols, public)
+    m = len(labels)
+
+    def select(part, use=use, pos=pos, m=m):
+        out = np.full((len(part), m), np.nan)
+        if len(part):
+            out[:, pos] = part[use].to_numpy(dtype=np.float64, na_value=np.nan)
+        return out
+
+    tasks = [
+        delayed(_values_part, pure=True)(delayed(select, pure=True)(p), labels,
+                                         f"partition {i}", 0, pairwise, chunk_size)
+        for i, p in enumerate(ddf.to_delayed())
+    ]
+    return tasks, labels
+
+
+def _array_tasks(arr, items, public, pairwise, chunk_size):
+    from dask import delayed
+
+    if arr.ndim != 2:
+        raise ValueError(f"responses must be a 2-D persons × items array, got {arr.ndim} dimension(s)")
+    m = arr.shape[1]
+    if items is None:
+        labels = pd.RangeIndex(m)
+    else:
+        if isinstance(items, (str, bytes)):
+            raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+        labels = pd.Index(list(items))
+        if labels.has_duplicates:
+            raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+        if len(labels) != m:
+            raise ValueError(f"items has {len(labels)} labels for an array with {m} columns")
+    arr = arr.rechunk({1: -1}) if len(arr.chunks[1]) > 1 else arr
+    blocks = arr.to_delayed().ravel()
+    starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int)
+    tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise, chunk_size)
+             for i, (b, s) in enumerate(zip(blocks, starts))]
+    return tasks, labels
+
+
+def _tasks(source, items, public, person_col, pairwise, chunk_size):
+    if isinstance(source, (str, os.PathLike)):
+        return _parquet_tasks(source, items, public, person_col, pairwise, chunk_size)
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(source, dd.DataFrame):
+        return _frame_tasks(source, items, public, person_col, pairwise, chunk_size)
+    if isinstance(source, da.Array):
+        return _array_tasks(source, items, public, pairwise, chunk_size)
+    raise ValueError(
+        "engine='dask' takes a Parquet folder, glob or file, a dask.dataframe.DataFrame or a "
+        f"2-D dask.array.Array, got {type(source).__name__}"
+    )
+
+
+def _tree_sum(parts: list) -> Any:
+    from dask import delayed
+
+    while len(parts) > 1:
+        parts = [delayed(add_statistics, pure=True)(*parts[i : i + FAN_IN])
+                 for i in range(0, len(parts), FAN_IN)]
+    return parts[0]
+
+
+# ---------------------------------------------------------------------------------------
+# entry points
+def dask_statistics(
+    source: Any,
+    *,
+    pairwise: bool = True,
+    client: Any = None,
+    items: Sequence[Any] | None = None,
+    n_persons: int | None = None,
+    chunk_size: int | None = None,
+    person_col: str | None = None,
+    public: bool = False,
+) -> SufficientStatistics:
+    """:func:`privirt.sufficient_statistics` with ``engine="dask"``.
+
+    ``public=True`` (the private paths) treats ``items`` as the public item set: an item
+    absent from the data is an all-missing column and a data column outside the list is an
+    error.  Only the summed statistics come back from the cluster; an error on any
+    partition raises here and returns nothing.
+    """
+    _require_dask()
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer))
+                                   or not 1 <= chunk_size <= MAX_CHUNK):
+        raise ValueError(f"chunk_size must be an integer in [1, 2**24], got {chunk_size!r}")
+    if n_persons is not None:
+        check_n_rows(0, n_persons)  # validates n_persons before any work
+    tasks, labels = _tasks(source, items, public, person_col, pairwise, chunk_size)
+    if not tasks:
+        raise ValueError("the data set has no partitions")
+    root = _tree_sum(tasks)
+    with embedded_client(client) as cl:
+        future = cl.compute(root)
+        try:
+            stats = future.result()
+        finally:
+            future.cancel()
+    if n_persons is not None:
+        check_n_rows(stats["n"], n_persons)
+    if stats["n"] == 0:
+        raise ValueError("the data set has no rows")
+    return to_result(stats, labels)
+
+
+def dask_pairwise(source: Any, *, want_b: bool = True, client: Any = None,
+                  items: Sequence[Any] | None = None, chunk_size: int | None = None):
+    """``(Y, B)`` (or ``Y``) of a Dask source: :func:`privirt.pairwise_counts` with engine='dask'."""
+    st = dask_statistics(source, pairwise=True, client=client, items=items, chunk_size=chunk_size)
+    assert st.counts is not None
+    return st.counts if want_b else st.counts[0]
+
+
+def dispatch_pairwise(X, engine, client, items, chunk_size, device="auto", method="auto"):
+    """The ``engine=`` switch of :func:`privirt.pairwise_counts` (validated here)."""
+    from .sufficient import check_engine
+
+    check_engine(engine)
+    if engine == "local":
+        if is_dask_source(X):
+            raise ValueError("a dask collection is counted with engine='dask'")
+        raise ValueError("client= and items= apply to engine='dask' only")
+    if device not in ("auto", "cpu"):
+        raise ValueError(f"engine='dask' counts on the workers' CPUs; got device={device!r}")
+    if method not in ("auto", "dense"):
+        raise ValueError(f"engine='dask' uses the dense products; got method={method!r}")
+    return dask_pairwise(X, client=client, items=items, chunk_size=chunk_size)
