@@ -328,7 +328,7 @@ def _tree_sum(parts: list) -> Any:
     from dask import delayed
 
     while len(parts) > 1:
-        parts = [delayed(add_statistics, pure=True)(*parts[i : i + FAN_IN])
+        parts = [delayed(add_statistics, pure=False)(*parts[i : i + FAN_IN])
                  for i in range(0, len(parts), FAN_IN)]
     return parts[0]
 
@@ -354,6 +354,8 @@ def dask_statistics(
     partition raises here and returns nothing.
     """
     _require_dask()
+    from dask import delayed
+
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer))
                                    or not 1 <= chunk_size <= MAX_CHUNK):
         raise ValueError(f"chunk_size must be an integer in [1, 2**24], got {chunk_size!r}")
@@ -363,12 +365,16 @@ def dask_statistics(
     if not tasks:
         raise ValueError("the data set has no partitions")
     root = _tree_sum(tasks)
+    if len(tasks) == 1:  # one partition: still a fresh key for this call
+        root = delayed(add_statistics, pure=False)(root)
     with embedded_client(client) as cl:
         future = cl.compute(root)
         try:
             stats = future.result()
-        finally:
-            future.cancel()
+        except BaseException:
+            future.cancel()  # a failed computation: stop the rest, return nothing
+            raise
+        del future
     if n_persons is not None:
         check_n_rows(stats["n"], n_persons)
     if stats["n"] == 0:
