@@ -94,6 +94,25 @@ def run_dask(source, workers: int, warm: str, expected) -> dict:
     return {"wall": wall, "start": start_s, "rss": max(rss.values()), "exact": exact}
 
 
+def projection_rate(tmp: Path, m: int, rows: int) -> float:
+    """Persons per second per core of one row group at ``m`` items (read + all statistics)."""
+    folder = tmp / f"m{m}"
+    folder.mkdir()
+    generate(folder, rows, m, 0.05, rows, rows, seed=1)
+    seconds, _ = on_one_worker(per_partition, folder, m)
+    return rows / seconds
+
+
+def on_one_worker(fn, *args):
+    """Run ``fn`` on a single-threaded worker process (one core, single-threaded BLAS)."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, memory_limit=0) as cluster, \
+            distributed.Client(cluster) as client:
+        return client.submit(fn, *args, pure=False).result()
+
+
 def per_partition(folder: Path, m: int, repeat: int = 3) -> tuple[float, int]:
     """Seconds for one row group on one core, in this process (no scheduler)."""
     import fsspec
@@ -125,6 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="in-memory: best of this many")
     ap.add_argument("--quick", action="store_true", help="2e5 × 20: a smoke run")
     ap.add_argument("--tmp", default=None, help="parent folder of the temporary data")
+    ap.add_argument("--project-m", type=int, default=200,
+                    help="also measure one row group at this many items (the projection)")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.m, args.file_rows, args.row_group = 2e5, 20, 5e4, 2e4
@@ -156,7 +177,8 @@ def main(argv=None) -> int:
         q_expected = privirt.pairwise_counts(
             Responses(codes[:n_quarter], pd.RangeIndex(n_quarter), resp.items), device="cpu")
         del codes, resp
-        part_s, part_rows = per_partition(data, m)
+        part_s, part_rows = on_one_worker(per_partition, data, m)
+        proj_rate = projection_rate(tmp, args.project_m, min(row_group, n))
 
         rows = [("in-memory (this process)", n, mem_s, None, None, True)]
         sources = [("n/4", str(qdir), n_quarter, q_expected), ("n", str(data), n, expected)]
@@ -182,9 +204,13 @@ def main(argv=None) -> int:
         print(f"{name:<30} {nn:>12,} {wall:>8.2f} {rate:>9.1f} {ratio:>7.2f} "
               f"{'' if start is None else f'{start:.1f}':>8} "
               f"{'' if rss is None else f'{rss:,.0f}':>20} {str(exact):>6}")
-    print(f"per-partition (one core, one row group of {part_rows:,} rows, read + count): "
+    print(f"per-partition (one worker process, one row group of {part_rows:,} rows, read + count): "
           f"{part_s:.3f} s = {part_rows * m / part_s / 1e6:.1f} Mcells/s; "
           f"bench process peak RSS {_maxrss_mib():,.0f} MiB")
+    workers = 1e9 / proj_rate / 3600
+    print(f"per-partition at m = {args.project_m}: {proj_rate:,.0f} persons/s per core -> "
+          f"n = 1e9 needs {1e9 / proj_rate:,.0f} core-seconds ({workers:.1f} core-hours): "
+          f"{workers * 60 / 10:.0f} cores for 10 minutes, {workers:.1f} cores for an hour")
     ok = all(r[-1] for r in rows)
     return 0 if ok else 1
 

@@ -72,7 +72,7 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
         return
     if isinstance(client, str):
         try:
-            own = Client(client, timeout="10s")
+            own = Client(client)  # waits distributed.comm.timeouts.connect
         except OSError as exc:
             raise ValueError(
                 f"cannot reach the Dask scheduler at {client!r} ({exc}); check the address "
@@ -404,3 +404,75 @@ def dispatch_pairwise(X, engine, client, items, chunk_size, device="auto", metho
     if method not in ("auto", "dense"):
         raise ValueError(f"engine='dask' uses the dense products; got method={method!r}")
     return dask_pairwise(X, client=client, items=items, chunk_size=chunk_size)
+
+
+# ---------------------------------------------------------------------------------------
+# the private paths: a Dask data set with a public item set and a public number of persons
+class DaskSource:
+    """A Dask data set on a private path: its items and number of persons are public.
+
+    Built by :func:`public_source` before anything is computed or debited; the private entry
+    point then asks for the sums (:meth:`statistics`, :meth:`differential_counts`) — computed
+    on the cluster, nothing but sums returned — debits the ledger, and draws the noise once.
+    Rows beyond the public ``n_persons`` are refused; rows short of it count as persons
+    without answers (as the in-memory private path pads them).
+    """
+
+    engine = "dask"
+
+    def __init__(self, source: Any, items: pd.Index, n_persons: int, client: Any = None,
+                 person_col: str | None = None) -> None:
+        self.source, self.items, self._n = source, items, int(n_persons)
+        self.client, self.person_col = client, person_col
+
+    @property
+    def n_persons(self) -> int:
+        return self._n
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._n, len(self.items))
+
+    def __repr__(self) -> str:
+        return f"DaskSource({self._n} persons (public) × {len(self.items)} items)"
+
+    def statistics(self, *, pairwise: bool = True) -> SufficientStatistics:
+        """The exact sums, padded to the public number of persons (never publish as is)."""
+        st = dask_statistics(self.source, pairwise=pairwise, client=self.client,
+                             items=list(self.items), n_persons=self._n,
+                             person_col=self.person_col, public=True)
+        hist = st.score_hist.copy()
+        hist[0, 0] += self._n - st.n_rows  # absent persons: nothing answered, score 0
+        return SufficientStatistics(counts=st.counts, totals=st.totals, answered=st.answered,
+                                    score_hist=hist, n_rows=self._n)
+
+    def differential_counts(self) -> np.ndarray:
+        """``Y`` of the whole data set (exact; the caller adds the noise)."""
+        counts = self.statistics(pairwise=True).counts
+        assert counts is not None
+        return counts[0]
+
+
+def public_source(source: Any, *, items: Sequence[Any] | None, n_persons: Any,
+                  client: Any = None, person_col: str | None = None) -> DaskSource:
+    """Validate a Dask source for a private path: public ``n_persons`` (required) and items.
+
+    The item set is ``items`` (an item absent from the data is an all-missing column, a data
+    column outside it is an error) or else the data's schema (a wide table's columns).  Only
+    metadata is read here.
+    """
+    _require_dask()
+    if n_persons is None:
+        raise ValueError(
+            "engine='dask' on a private path needs the public number of persons: pass "
+            "n_persons=... (CLI: --n-persons); counting the rows would make it depend on the data"
+        )
+    check_n_rows(0, n_persons)
+    _, labels = _tasks(source, items, True, person_col, False, None)
+    if len(labels) < 2:
+        raise ValueError(f"private estimation needs at least 2 items, got {len(labels)}")
+    return DaskSource(source, labels, int(n_persons), client, person_col)

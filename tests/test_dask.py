@@ -17,6 +17,7 @@ import pytest
 
 import privirt
 
+dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -29,7 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+        protocol="tcp",  # a real address, so that the CLI can be pointed at it (--scheduler)
     ) as cluster, distributed.Client(cluster) as cl:
         yield cl
 
@@ -238,3 +240,52 @@ def test_install_hint_without_dask(tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert 'HINT: the Dask engine needs dask and distributed: python -m pip install "privirt[dask]"' in out.stdout
+
+
+def test_public_source_for_private_paths(tmp_path, client):
+    from privirt.dask_engine import public_source
+
+    X = _data(n=800, m=3, seed=5)
+    folder = _write_parquet(tmp_path / "pub", X, ["a", "b", "c"], files=2)
+    with pytest.raises(ValueError, match="needs the public number of persons"):
+        public_source(folder, items=None, n_persons=None, client=client)
+    with pytest.raises(ValueError, match=r"item\(s\) \['c'\] that are not in the public item set"):
+        public_source(folder, items=["a", "b"], n_persons=800, client=client)
+    src = public_source(folder, items=["c", "zz", "a", "b"], n_persons=1000, client=client)
+    assert src.shape == (1000, 4) and list(src.items) == ["c", "zz", "a", "b"]
+    st = src.statistics()
+    # the same as the in-memory data with the public item set and 200 absent persons
+    padded = np.full((1000, 4), np.nan)
+    padded[:800, [0, 2, 3]] = X[:, [2, 0, 1]]
+    ref = privirt.sufficient_statistics(pd.DataFrame(padded, columns=["c", "zz", "a", "b"]))
+    _assert_same(st, ref)
+    assert st.answered["zz"] == 0 and st.score_hist[0, 0] >= 200
+    with pytest.raises(ValueError, match="more rows than n_persons=799"):
+        public_source(folder, items=None, n_persons=799, client=client).statistics()
+
+
+def test_cli_estimate_engine_dask(tmp_path, capsys, client):
+    from privirt.cli import main
+
+    frame = privirt.load_dataset("lsat6")
+    folder = _write_parquet(tmp_path / "lsat", frame.to_numpy(dtype=float), list(frame.columns),
+                            files=2)
+    address = client.scheduler.address
+    assert main(["estimate", str(folder), "--engine", "dask", "--scheduler", address,
+                 "--out", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "spectral estimate (dask): 1000 persons × 5 items" in out
+    got = pd.read_csv(tmp_path / "b.csv", index_col="item")["beta"]
+    ref = privirt.spectral_estimate(frame, device="cpu").beta
+    np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), atol=1e-12)
+    # errors: one line, nothing written
+    for argv, msg in (
+        (["--engine", "dask", "--method", "cmle"], "--engine dask supports --method spectral"),
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+        (["--engine", "dask", "--epsilon", "1"], "needs --n-persons"),
+        (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
+    ):
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+            assert main(["estimate", str(folder), *argv]) != 0
+        err = capsys.readouterr().err
+        assert err.startswith("privirt: error: ") and msg in err and err.count("\n") == 1

@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where array computations run (default: auto)",
     )
     add_privacy_arguments(parser)
+    from ._dask import add_engine_arguments
+
+    add_engine_arguments(parser)  # --engine dask, --scheduler
 
 
 # -- private estimation (the accounting issue) ----------------------------------------------
@@ -229,6 +232,10 @@ def run(args: argparse.Namespace) -> int:
         given = [f"--{name}" for name in _PRIVATE_ONLY if getattr(args, name, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
+    if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
+        from ._dask import run_dask
+
+        return run_dask(args)
     statement = None
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
