@@ -74,6 +74,15 @@ def generate(folder: Path, n: int, m: int, missing: float, file_rows: int, row_g
 
 
 def _maxrss_mib() -> float:
+    """This process's peak RSS (VmHWM: reset by exec, unlike ru_maxrss, which a spawned
+    worker inherits from the process it was forked from)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -152,6 +161,7 @@ def main(argv=None) -> int:
     n, m = int(args.n), args.m
     file_rows, row_group = int(args.file_rows), int(args.row_group)
 
+    load_before = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="privirt-bench-dask-", dir=args.tmp))
     try:
         t = time.perf_counter()
@@ -194,7 +204,7 @@ def main(argv=None) -> int:
     print(f"# bench_dask: n = {n:,} × m = {m}, {args.missing:.0%} missing; Parquet {size_mib:,.0f} MiB "
           f"in {len(files)} files, row groups of {row_group:,} rows (generated in {gen_s:.0f} s)")
     print(f"# machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"numpy {np.__version__}; load average before/after {load[0]:.2f} "
+          f"numpy {np.__version__}; 1-min load average {load_before:.2f} before, {load[0]:.2f} after "
           f"(OPENBLAS_CORETYPE={'set' if os.environ.get('OPENBLAS_CORETYPE') else 'not set'})")
     print(f"{'path':<30} {'n':>12} {'wall s':>8} {'Mcells/s':>9} {'vs mem':>7} "
           f"{'start s':>8} {'peak RSS/worker MiB':>20} {'exact':>6}")

@@ -476,3 +476,20 @@ def public_source(source: Any, *, items: Sequence[Any] | None, n_persons: Any,
     if len(labels) < 2:
         raise ValueError(f"private estimation needs at least 2 items, got {len(labels)}")
     return DaskSource(source, labels, int(n_persons), client, person_col)
+
+
+def as_public_source(source: Any, *, items: Sequence[Any] | None = None, n_persons: Any = None,
+                     client: Any = None) -> DaskSource:
+    """The :class:`DaskSource` of a private entry point's ``X`` (``engine="dask"``).
+
+    ``source`` may already be a :class:`DaskSource` (then ``items`` and ``n_persons``, if
+    given, must agree with it).
+    """
+    if isinstance(source, DaskSource):
+        if n_persons is not None and n_persons != source.n_persons:
+            raise ValueError(f"n_persons={n_persons!r} differs from the source's public "
+                             f"n_persons={source.n_persons}")
+        if items is not None and [str(i) for i in items] != [str(i) for i in source.items]:
+            raise ValueError("items differs from the source's public item set")
+        return source
+    return public_source(source, items=items, n_persons=n_persons, client=client)
