@@ -33,8 +33,9 @@ Calibration
 -----------
 :func:`calibrate_gaussian_sigma`, :func:`calibrate_laplace_scale` and
 :func:`calibrate_rr_epsilon0` find the smallest noise meeting a target (ε, δ) for a given
-sensitivity; :func:`shuffle_amplified_epsilon` is Theorem III.1 of Feldman, McMillan & Talwar
-(2021).
+sensitivity; :func:`shuffle_amplified_epsilon` bounds the amplification by shuffling of Feldman,
+McMillan & Talwar (2021): numerically from the pair of their §3 by default, or by the authors'
+conservative closed form (:mod:`privirt.shuffling`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 from scipy import optimize
+
+from . import shuffling
 
 __all__ = [
     "NEIGHBOURING_RELATION",
@@ -63,6 +66,7 @@ __all__ = [
     "calibrate_rr_epsilon0",
     "shuffle_amplified_epsilon",
     "shuffle_validity_limit",
+    "SHUFFLE_BOUNDS",
     "check_epsilon",
     "check_delta",
 ]
@@ -462,33 +466,45 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
 
 
 def shuffle_validity_limit(n: int, delta: float) -> float:
-    """Largest local ε₀ for which Feldman–McMillan–Talwar Thm III.1 applies: log(n/(16 log(2/δ)))."""
+    """Largest local ε₀ for the conservative closed form (:func:`privirt.shuffling.closed_form_epsilon`):
+    log(n / (16 log(4/δ))).  The default numerical bound has no such limit."""
     delta = check_delta(delta)
-    if n < 1:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be >= 1, got {n!r}")
-    arg = n / (16.0 * math.log(2.0 / delta))
-    return math.log(arg) if arg > 1.0 else -math.inf
+    return shuffling.closed_form_validity_limit(int(n), delta)
 
 
-def shuffle_amplified_epsilon(epsilon0: float, n: int, delta: float) -> float | None:
-    """Central ε after shuffling n reports of an ε₀-LDP randomizer (FMT 2021, Thm III.1).
+#: Amplification is claimed only when it lets each person use at least this factor more local
+#: ε than ε itself: below that, pure ε-DP (δ = 0) is the stronger statement for the same noise.
+SHUFFLE_MIN_GAIN = 1.01
 
-    ε = log(1 + (e^{ε₀} − 1)/(e^{ε₀} + 1) · (8 √(e^{ε₀} log(4/δ)) / √n + 8 e^{ε₀}/n)),
-    valid when ε₀ ≤ log(n / (16 log(2/δ))).  Returns ``None`` when the theorem does not apply
-    (then no amplification may be claimed).  The guarantee is (ε, δ)-DP for the replace-one
-    relation on the n reports.
+#: How shuffled randomized response is accounted: "numerical" (the FMT §3 pair computed
+#: exactly, the default) or "closed_form" (the authors' conservative closed form, the fallback).
+SHUFFLE_BOUNDS = ("numerical", "closed_form")
+
+
+def shuffle_amplified_epsilon(
+    epsilon0: float, n: int, delta: float, *, bound: str = "numerical"
+) -> float | None:
+    """Central ε after shuffling n reports of an ε₀-LDP randomizer (Feldman, McMillan & Talwar).
+
+    ``bound="numerical"`` (default) is the smallest ε at which the pair of FMT §3 is
+    (ε, δ)-indistinguishable, computed exactly (:mod:`privirt.shuffling`); ``"closed_form"`` is
+    the authors' conservative closed form, valid for ε₀ ≤ :func:`shuffle_validity_limit`.
+    Returns ``None`` when the bound gives nothing (then no amplification may be claimed).  The
+    guarantee is (ε, δ)-DP for the replace-one relation on the n reports.
     """
     e0 = _finite_number(epsilon0, "epsilon0")
     if e0 < 0 or not math.isfinite(e0):
         raise ValueError(f"epsilon0 must be a finite number >= 0, got {epsilon0!r}")
     delta = check_delta(delta)
-    if e0 > shuffle_validity_limit(n, delta):
-        return None
-    ee = math.exp(e0)
-    inner = (ee - 1.0) / (ee + 1.0) * (
-        8.0 * math.sqrt(ee * math.log(4.0 / delta)) / math.sqrt(n) + 8.0 * ee / n
-    )
-    return math.log1p(inner)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be >= 1, got {n!r}")
+    if bound == "numerical":
+        return shuffling.numerical_epsilon(e0, int(n), delta)
+    if bound == "closed_form":
+        return shuffling.closed_form_epsilon(e0, int(n), delta)
+    raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {bound!r}")
 
 
 def calibrate_rr_epsilon0(
@@ -498,21 +514,24 @@ def calibrate_rr_epsilon0(
     delta: float | None = None,
     n_persons: int | None = None,
     shuffle: bool = False,
+    bound: str = "numerical",
 ) -> tuple[float, float, bool]:
     """Per-bit ε₀ of randomized response for a user-level target.
 
     Each person reports ``n_bits`` independently randomized bits, so the person-level local
     guarantee is ε_L = n_bits · ε₀ (basic composition).  Without shuffling ε₀ = ε / n_bits,
     pure ε-DP.  With ``shuffle=True`` the largest ε_L whose amplified guarantee
-    (:func:`shuffle_amplified_epsilon`, n = ``n_persons``) is ≤ ε at ``delta`` is used, if it
-    beats ε_L = ε; amplification is only claimed where the theorem's validity condition holds.
+    (:func:`shuffle_amplified_epsilon` with ``bound``, n = ``n_persons``) is ≤ ε at ``delta`` is
+    used if it beats ε_L = ε by the factor :data:`SHUFFLE_MIN_GAIN` (else pure ε-DP is the
+    stronger statement); amplification is only claimed where the bound verifies it.
 
     Returns
     -------
     epsilon0 : float
         The per-bit parameter.
     epsilon_user : float
-        The guarantee claimed (ε-DP without amplification, (ε, δ) with it).
+        The guarantee claimed (ε-DP without amplification, (ε, δ) with it: the target ε with
+        the numerical bound, the closed form's amplified ε ≤ ε with ``bound="closed_form"``).
     amplified : bool
         Whether the shuffle amplification bound was used.
     """
@@ -525,30 +544,17 @@ def calibrate_rr_epsilon0(
     if delta is None or n_persons is None:
         raise ValueError("shuffle=True needs delta and n_persons")
     delta = check_delta(delta)
-    limit = shuffle_validity_limit(n_persons, delta)
-    if not (limit > epsilon):  # amplification cannot allow a larger ε_L than ε itself
-        return base, epsilon, False
-
-    def g(eL: float) -> float:
-        out = shuffle_amplified_epsilon(eL, n_persons, delta)
-        return math.inf if out is None else out - epsilon
-
-    if g(limit) <= 0:
-        eL = limit
+    if bound not in SHUFFLE_BOUNDS:
+        raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {bound!r}")
+    if isinstance(n_persons, bool) or not isinstance(n_persons, (int, np.integer)) or n_persons < 1:
+        raise ValueError(f"n_persons must be a positive integer, got {n_persons!r}")
+    n_persons = int(n_persons)
+    if bound == "numerical":
+        eL = _largest_amplified_local_epsilon(epsilon, n_persons, delta)
     else:
-        if g(epsilon) > 0:  # amplified bound at ε_L = ε is already above ε: no gain
-            return base, epsilon, False
-        # xtol relative to ε: an absolute 1e-13 is far coarser than an ulp of a small root and
-        # left the ulp-by-ulp correction below ~1e10 steps to walk
-        eL = optimize.brentq(
-            g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps, maxiter=1000
-        )
-        for _ in range(64):
-            if g(eL) <= 0:
-                break
-            eL = math.nextafter(eL, -math.inf)
-        else:  # pragma: no cover - brentq's root is within a few ulps
-            eL = epsilon  # g(ε) ≤ 0 was checked above
+        eL = _largest_local_epsilon_closed_form(epsilon, n_persons, delta)
+    if eL is None or eL < SHUFFLE_MIN_GAIN * epsilon:
+        return base, epsilon, False
     # The randomizer runs with the float ε₀ and is (n_bits·ε₀)-LDP for the exact product, which
     # fl(ε_L / n_bits) can push an ulp above ε_L (and above the validity limit when ε_L is at
     # it).  Take ε₀ with n_bits·ε₀ ≤ ε_L exactly, and state the amplified ε of that local ε
@@ -557,12 +563,63 @@ def calibrate_rr_epsilon0(
     for _ in range(64):
         while Fraction(e0) * n_bits > Fraction(eL):
             e0 = math.nextafter(e0, 0.0)
-        amp = shuffle_amplified_epsilon(_round_up(Fraction(e0) * n_bits), n_persons, delta)
-        if amp is not None and amp <= epsilon:
-            return e0, amp, True
+        e_local = _round_up(Fraction(e0) * n_bits)
+        if bound == "numerical":
+            # the claim is the target ε itself, verified directly for the local ε actually run
+            if shuffling.shuffle_delta(e_local, n_persons, epsilon) <= delta:
+                return e0, epsilon, True
+        else:
+            amp = shuffle_amplified_epsilon(e_local, n_persons, delta, bound=bound)
+            if amp is not None and amp <= epsilon:
+                return e0, amp, True
         e0 = math.nextafter(e0, 0.0)  # pragma: no cover - float noise in the formula
     return base, epsilon, False  # pragma: no cover
 
+
+def _largest_amplified_local_epsilon(epsilon: float, n: int, delta: float) -> float | None:
+    """Largest person-level ε_L > ε whose shuffled reports are (ε, δ)-DP by the numerical bound
+    (δ(ε_L; ε) is increasing in ε_L); ``None`` when nothing above ε qualifies."""
+    def ok(eL: float) -> bool:
+        return shuffling.shuffle_delta(eL, n, epsilon) <= delta
+
+    lo = epsilon  # δ(ε; ε) = 0: always feasible
+    hi = 2.0 * epsilon
+    while ok(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 64.0 + math.log(n):  # e^{-ε_L}·n ≪ 1: no amplification left to find
+            return lo
+    while hi - lo > 1e-13 * hi:
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo if lo > epsilon else None
+
+
+def _largest_local_epsilon_closed_form(epsilon: float, n: int, delta: float) -> float | None:
+    """Largest ε_L whose closed-form amplified ε is ≤ ε (within its validity range)."""
+    limit = shuffle_validity_limit(n, delta)
+    if not (limit > epsilon):  # amplification cannot allow a larger ε_L than ε itself
+        return None
+
+    def g(eL: float) -> float:
+        out = shuffle_amplified_epsilon(eL, n, delta, bound="closed_form")
+        return math.inf if out is None else out - epsilon
+
+    if g(limit) <= 0:
+        return limit
+    if g(epsilon) > 0:  # amplified bound at ε_L = ε is already above ε: no gain
+        return None
+    # xtol relative to ε: an absolute 1e-13 is far coarser than an ulp of a small root
+    eL = optimize.brentq(g, epsilon, limit, xtol=1e-15 * epsilon, rtol=4 * np.finfo(float).eps, maxiter=1000)
+    for _ in range(64):
+        if g(eL) <= 0:
+            return eL
+        eL = math.nextafter(eL, -math.inf)
+    return epsilon  # pragma: no cover - brentq's root is within a few ulps; g(ε) ≤ 0 was checked
 
 def _round_up(x: Fraction) -> float:
     """The smallest float ≥ the rational ``x``."""

@@ -21,3 +21,8 @@ class DisconnectedComparisonGraph(PrivirtError, ValueError):
 
 class EmptyResponsesWarning(UserWarning):
     """Persons or items without a single observed response were dropped."""
+
+
+class IdentifiabilityWarning(UserWarning):
+    """Some estimates are set by a regularization or prior rather than by the data (for
+    example items never compared, in both directions, with the others)."""

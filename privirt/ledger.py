@@ -138,6 +138,11 @@ class Ledger:
                     f"{self.timeout:g} s; nothing was spent — retry, or open the ledger with a "
                     "longer timeout="
                 ) from exc
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise PrivirtError(
+                    f"the ledger {self.path} cannot be written (read-only file, folder or file "
+                    "system); nothing was spent — make it writable or use another ledger"
+                ) from exc
             raise
         finally:
             con.close()

@@ -38,6 +38,8 @@ __all__ = ["Responses", "as_responses", "ResponsesLike"]
 MISSING: int = -1
 EmptyPolicy = Literal["drop", "error", "keep"]
 _LONG_COLUMNS = ("person", "item", "response")
+#: column names that suggest a pattern table's frequencies (named in the error hint)
+_FREQUENCY_NAMES = {"frequency", "freq", "count", "counts", "n", "weight", "weights"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,6 +169,7 @@ def as_responses(
     item_col: str = "item",
     response_col: str = "response",
     empty: EmptyPolicy = "drop",
+    weights: str | Iterable[int] | None = None,
 ) -> Responses:
     """Validate user data and return a :class:`Responses`.
 
@@ -187,6 +190,11 @@ def as_responses(
         Column names in the long layout.
     empty : {"drop", "error", "keep"}
         What to do with persons or items that have no observed response (see module doc).
+    weights : str or sequence of int, optional
+        A pattern table: each row is a response pattern held by ``weights`` persons (a column
+        name of a wide table, such as the ``frequency`` column of the bundled LSAT files, or
+        one non-negative integer per row).  Rows are expanded into that many persons,
+        labelled ``p0001``, ``p0002``, … in row order.
 
     Raises
     ------
@@ -201,26 +209,60 @@ def as_responses(
     if format not in ("auto", "wide", "long"):
         raise ValueError(f"format must be 'auto', 'wide' or 'long', got {format!r}")
 
+    if isinstance(weights, str) and not isinstance(data, (str, os.PathLike, pd.DataFrame)):
+        raise ValueError(f"weights={weights!r} names a column: pass a table (DataFrame or file), "
+                         "or one integer weight per row")
+    weight_col = weights if isinstance(weights, str) else None
     if isinstance(data, Responses):
         resp = data
     elif isinstance(data, (str, os.PathLike)):
-        resp = _from_path(Path(data), format, person_col, item_col, response_col)
+        resp = _from_path(Path(data), format, person_col, item_col, response_col, weight_col)
     elif isinstance(data, pd.DataFrame):
-        resp = _from_frame(data, format, person_col, item_col, response_col, from_file=False)
+        resp = _from_frame(data, format, person_col, item_col, response_col, from_file=False,
+                           weight_col=weight_col)
     elif isinstance(data, pd.Series):
         raise ValueError("a pandas Series is one-dimensional; pass a persons × items DataFrame")
     else:
         if _is_cupy(data):
             data = data.get()
         resp = _from_array(np.asarray(data), None, None)
+    if weights is not None:
+        counts = resp._cache.pop("pattern_weights", None) if weight_col else weights
+        resp = _expand_patterns(resp, counts)
     return _apply_empty_policy(resp, empty)
+
+
+def _expand_patterns(resp: Responses, weights: Any) -> Responses:
+    """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons)."""
+    w = np.asarray(weights, dtype=object).ravel() if not isinstance(weights, np.ndarray) else weights.ravel()
+    if len(w) != resp.n_persons:
+        raise ValueError(f"weights has {len(w)} entries for {resp.n_persons} rows; give one per row")
+    try:
+        wf = np.asarray(w, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("weights must be non-negative whole numbers (pattern frequencies)") from None
+    bad = ~np.isfinite(wf) | (wf < 0) | (wf != np.round(wf))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"weight {w[i]!r} of row {i} is not a non-negative whole number: weights are pattern "
+            "frequencies (how many persons gave that row's answers)"
+        )
+    counts = wf.astype(np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        raise ValueError("the weights add up to zero persons")
+    codes = np.repeat(resp.codes, counts, axis=0)
+    width = len(str(total))
+    persons = pd.Index([f"p{k + 1:0{width}d}" for k in range(total)], name="person")
+    return Responses(np.ascontiguousarray(codes), persons, resp.items)
 
 
 def _is_cupy(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "cupy"
 
 
-def _from_path(path: Path, fmt: str, person_col, item_col, response_col) -> Responses:
+def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_col=None) -> Responses:
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
@@ -244,7 +286,8 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col) -> Resp
         raise ValueError(
             f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or .parquet"
         )
-    return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True)
+    return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
+                       weight_col=weight_col)
 
 
 def _check_csv_header(path: Path, sep: str) -> None:
@@ -278,9 +321,21 @@ def _looks_like_response(name: str) -> bool:
         return False
 
 
-def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file) -> Responses:
+def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file,
+                weight_col: str | None = None) -> Responses:
     if frame.shape[0] == 0 or frame.shape[1] == 0:
         raise ValueError(f"the responses table is empty (shape {frame.shape})")
+    if weight_col is not None:
+        if weight_col not in frame.columns:
+            raise ValueError(f"weights column {weight_col!r} is not a column of the table "
+                             f"(columns: {', '.join(map(str, frame.columns[:8]))})")
+        if fmt == "long":
+            raise ValueError("weights apply to wide pattern tables (one row per response pattern)")
+        counts = frame[weight_col].to_numpy()
+        resp = _from_frame(frame.drop(columns=[weight_col]), "wide", person_col, item_col,
+                           response_col, from_file)
+        resp._cache["pattern_weights"] = counts
+        return resp
     cols_lower = {str(c).lower(): c for c in frame.columns}
     long_pcol = person_col or "person"
     is_long = fmt == "long" or (
@@ -290,6 +345,17 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     )
     if is_long:
         return _from_long(frame, long_pcol, item_col, response_col, cols_lower)
+    if (
+        fmt == "auto"
+        and frame.shape[1] == 3
+        and {long_pcol.lower(), item_col.lower()} <= set(cols_lower)
+    ):
+        other = [c for c in frame.columns if str(c).lower() not in (long_pcol.lower(), item_col.lower())]
+        raise ValueError(
+            f"this table looks long (columns {', '.join(map(str, frame.columns))}) but has no "
+            f"{response_col!r} column: rename {other[0]!r} to {response_col!r}, or read it with "
+            f"format='long' (CLI: --format long), which takes the third column as the responses"
+        )
 
     # wide layout
     label_col = None
@@ -325,7 +391,7 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             obj = col.to_numpy(dtype=object)
-            vals = [_cell_number(v) for v in obj]
+            vals = [_cell_number(v, numeric_text=True) for v in obj]
             if any(v is None for v in vals):
                 i = _first_offender(obj, vals)
                 v = obj[i]
@@ -344,12 +410,25 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
     return out
 
 
-def _cell_number(v: Any) -> float | None:
-    """The float value of one cell of an object array (NaN if missing), None if no number."""
+def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
+    """The float value of one cell of an object array (NaN if missing), None if no number.
+
+    ``numeric_text``: table columns read as text (a Parquet string column) accept numeric text
+    the way a CSV reader parses it; arrays of strings are refused."""
     if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
         return np.nan
     if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
         return float(v)
+    if numeric_text and isinstance(v, str):
+        # numeric text ("0", "1", "1.0"; "" for missing), as a CSV reader would parse it; a
+        # Parquet or object column keeps it as text
+        text = v.strip()
+        if text == "":
+            return np.nan
+        try:
+            return float(text)
+        except ValueError:
+            return None
     return None
 
 
@@ -370,6 +449,15 @@ def _first_offender(obj: Any, vals: list) -> int:
 
 def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Responses:
     names = []
+    lowered = {person_col.lower(), item_col.lower()}
+    if (
+        frame.shape[1] == 3
+        and response_col not in frame.columns
+        and response_col.lower() not in cols_lower
+        and lowered <= set(cols_lower)
+    ):
+        # an explicit long table of three columns: the one that is not person/item holds the responses
+        response_col = next(str(c) for c in frame.columns if str(c).lower() not in lowered)
     for want in (person_col, item_col, response_col):
         if want in frame.columns:
             names.append(want)
@@ -483,9 +571,13 @@ def _raise_bad(values, bad, persons, items) -> None:
     i, j = (int(t[0]) for t in np.nonzero(bad))
     p = persons[i] if persons is not None else i
     it = items[j] if items is not None else j
+    hint = ""
+    if str(it).strip().lower() in _FREQUENCY_NAMES:
+        hint = (f"; if column {it!r} holds how many persons gave each row's answers (a pattern "
+                f"table), pass weights={str(it)!r} (CLI: --weights-col {it})")
     raise ValueError(
         f"invalid response {values[i, j].item()!r} for person {p!r} (row {i}), item {it!r} "
-        f"(column {j}): responses must be 0, 1 or missing (NaN)"
+        f"(column {j}): responses must be 0, 1 or missing (NaN){hint}"
     )
 
 

@@ -19,6 +19,7 @@ See ``docs/spectral.md`` for the derivation, the regularisation and the solvers.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
 from ._checks import check_positive_int, check_positive_number
-from .exceptions import DisconnectedComparisonGraph
+from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
 from .responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
@@ -245,9 +246,12 @@ def spectral_from_counts(
         G = _validate_graph(graph, m) & offdiag
         reg_pairs = G
     M = np.where(G, Ymat, 0.0)
+    raw = M
     if lam > 0:
         M = M + lam * reg_pairs
     _check_connected(M, labels)
+    if lam > 0 and graph is None:
+        _warn_if_regularization_connects(raw, labels, lam)
 
     rowsum = M.sum(axis=1)
     if normalizer == "max":
@@ -370,11 +374,33 @@ def _validate_graph(graph: Any, m: int) -> np.ndarray:
     return G
 
 
-def _check_connected(M: np.ndarray, labels: pd.Index) -> None:
+def _strong_components(M: np.ndarray) -> tuple[int, np.ndarray]:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    n_comp, lab = connected_components(csr_matrix(M > 0), directed=True, connection="strong")
+    return connected_components(csr_matrix(M > 0), directed=True, connection="strong")
+
+
+def _warn_if_regularization_connects(M: np.ndarray, labels: pd.Index, lam: float) -> None:
+    """Warn when the data alone leave the chain reducible, so that the pseudo-count λ, not the
+    responses, decides how the separated items compare (e.g. a single person's answers)."""
+    n_comp, lab = _strong_components(M)
+    if n_comp == 1:
+        return
+    sizes = np.bincount(lab)
+    outside = labels[lab != int(np.argmax(sizes))]
+    warnings.warn(
+        f"the responses never compare item(s) {list(outside[:5])}{' …' if len(outside) > 5 else ''} "
+        f"with the other items in both directions ({n_comp} separate parts): their difficulties "
+        f"relative to the rest are set by the regularization λ = {lam:g}, not by the data; "
+        "collect more responses, or pass regularization=0 (CLI: --regularization 0) to refuse",
+        IdentifiabilityWarning,
+        stacklevel=3,
+    )
+
+
+def _check_connected(M: np.ndarray, labels: pd.Index) -> None:
+    n_comp, lab = _strong_components(M)
     if n_comp == 1:
         return
     sizes = np.bincount(lab)
@@ -386,7 +412,7 @@ def _check_connected(M: np.ndarray, labels: pd.Index) -> None:
         "or through other items) with the other "
         f"{int(sizes[main])} items in both directions, so their difficulties are not identified; "
         "estimate the parts separately, collect responses linking them, or use "
-        "regularization > 0"
+        "regularization > 0 (CLI: --regularization 1)"
     )
 
 

@@ -184,62 +184,142 @@ def test_rr_calibration_against_opendp():
     assert dp.c.make_composition([rr] * m).map(1) == pytest.approx(user_eps, rel=1e-9)
 
 
-def _fmt_reference(e0: float, n: int, delta: float) -> float:
-    # Feldman, McMillan & Talwar (2021), Theorem III.1, transcribed independently
-    a = math.exp(e0)
-    return math.log(1 + (a - 1) / (a + 1) * (8 * math.sqrt(a * math.log(4 / delta)) / math.sqrt(n) + 8 * a / n))
+def _fmt_closed_form_reference(e0: float, n: int, delta: float) -> float:
+    # the conservative closed form of the authors' reference implementation, transcribed
+    # independently: log(1 + (1 - e^-e0) / (1 + e^(-e0 - ea)) * (a + c)), ea = log(1 + a + c)
+    a = 8 * math.sqrt(math.exp(e0) * math.log(4 / delta) / n)
+    c = 8 * math.exp(e0) / n
+    ea = math.log(1 + a + c)
+    return math.log(1 + (1 - math.exp(-e0)) / (1 + math.exp(-e0 - ea)) * (a + c))
 
 
-def test_shuffle_amplification_formula_and_validity():
+def test_shuffle_closed_form_and_its_validity_limit():
     n, delta = 100_000, 1e-6
-    assert acc.shuffle_amplified_epsilon(2.0, n, delta) == pytest.approx(_fmt_reference(2.0, n, delta), rel=1e-12)
-    limit = math.log(n / (16 * math.log(2 / delta)))
+    got = acc.shuffle_amplified_epsilon(2.0, n, delta, bound="closed_form")
+    assert got == pytest.approx(_fmt_closed_form_reference(2.0, n, delta), rel=1e-12)
+    # the value the authors' example prints for n = 1e5, eps0 = 4, delta = 1e-6
+    assert acc.shuffle_amplified_epsilon(4.0, n, delta, bound="closed_form") == pytest.approx(0.5378040242374512, rel=1e-12)
+    limit = math.log(n / (16 * math.log(4 / delta)))  # log(4/delta): stricter than log(2/delta)
     assert acc.shuffle_validity_limit(n, delta) == pytest.approx(limit)
-    assert acc.shuffle_amplified_epsilon(limit + 1e-6, n, delta) is None
-    assert acc.shuffle_amplified_epsilon(5.0, 100, delta) is None  # n too small: no claim
-    vals = [acc.shuffle_amplified_epsilon(e, n, delta) for e in np.linspace(0.1, limit, 20)]
+    assert acc.shuffle_amplified_epsilon(limit + 1e-6, n, delta, bound="closed_form") is None
+    assert acc.shuffle_amplified_epsilon(5.0, 100, delta, bound="closed_form") is None  # n too small
+    vals = [acc.shuffle_amplified_epsilon(e, n, delta, bound="closed_form") for e in np.linspace(0.1, limit, 20)]
     assert np.all(np.diff(vals) > 0)
+    # never below the Theorem 3.1 expression usually quoted (the previous implementation)
+    for e in np.linspace(0.1, limit, 7):
+        a = math.exp(e)
+        quoted = math.log(1 + (a - 1) / (a + 1) * (8 * math.sqrt(a * math.log(4 / delta)) / math.sqrt(n) + 8 * a / n))
+        assert acc.shuffle_amplified_epsilon(e, n, delta, bound="closed_form") >= quoted
+
+
+def test_shuffle_numerical_bound_between_the_authors_published_bounds():
+    # the authors' example (n = 1e5, eps0 = 4, delta = 1e-6) prints a numerical lower bound of
+    # 0.16754 and an upper bound of 0.17279 (their stepped approximation); the exact
+    # computation of the same quantity lies between, far below the closed form's 0.5378
+    got = acc.shuffle_amplified_epsilon(4.0, 100_000, 1e-6)
+    assert 0.1675385583317841 <= got <= 0.172790550755978
+    assert got < acc.shuffle_amplified_epsilon(4.0, 100_000, 1e-6, bound="closed_form")
+
+
+def test_shuffle_numerical_bound_is_no_smaller_than_the_closed_form_claims_allow():
+    # numerical <= closed form wherever the closed form applies (it is the tighter analysis)
+    n, delta = 20_000, 1e-5
+    for e0 in (0.5, 1.0, 2.0, acc.shuffle_validity_limit(n, delta)):
+        assert acc.shuffle_amplified_epsilon(e0, n, delta) <= acc.shuffle_amplified_epsilon(e0, n, delta, bound="closed_form")
+
+
+@pytest.mark.parametrize("e0", [0.5, 1.5, 3.0])
+def test_shuffle_delta_bounds_the_exact_delta_of_shuffled_binary_randomized_response(e0):
+    # Shuffled binary RR releases the number of 1-reports.  For neighbours that differ in one
+    # person's bit (others: k ones), the exact delta(eps) of the two count distributions must
+    # not exceed the bound, which holds for every eps0-LDP randomizer.
+    from scipy import stats
+
+    from privirt.shuffling import shuffle_delta
+
+    n = 60
+    keep = math.exp(e0) / (1 + math.exp(e0))
+    for k in (0, 20, 59):
+        base = np.convolve(stats.binom.pmf(np.arange(k + 1), k, keep),
+                           stats.binom.pmf(np.arange(n - k), n - 1 - k, 1 - keep))
+        p0 = np.concatenate([base * (1 - keep), [0.0]]) + np.concatenate([[0.0], base * keep])  # bit 1
+        p1 = np.concatenate([base * keep, [0.0]]) + np.concatenate([[0.0], base * (1 - keep)])  # bit 0
+        for eps in (0.05, 0.3, 1.0):
+            exact = max(np.maximum(p0 - math.exp(eps) * p1, 0).sum(), np.maximum(p1 - math.exp(eps) * p0, 0).sum())
+            assert exact <= shuffle_delta(e0, n, eps) + 1e-15
+
+
+def test_shuffle_delta_per_conditioning_value_matches_brute_force():
+    from scipy import stats
+
+    from privirt.shuffling import _divergence_given_c
+
+    for e0, eps in [(1.3, 0.4), (4.0, 0.1), (0.01, 0.002), (2.0, 0.0)]:
+        alpha = math.exp(e0) / (1 + math.exp(e0))
+        for c in (0, 1, 2, 5, 17, 200):
+            b = stats.binom.pmf(np.arange(c + 2), c, 0.5)
+            bm1 = np.concatenate([[0.0], b[:-1]])
+            P, Q = (1 - alpha) * b + alpha * bm1, alpha * b + (1 - alpha) * bm1
+            both = (np.maximum(P - math.exp(eps) * Q, 0).sum(), np.maximum(Q - math.exp(eps) * P, 0).sum())
+            got = _divergence_given_c(np.array([float(c)]), e0, eps)[0]
+            assert got == pytest.approx(both[0], abs=1e-15) and got == pytest.approx(both[1], abs=1e-15)
 
 
 def test_shuffle_calibration_is_largest_valid_local_epsilon():
+    from privirt.shuffling import shuffle_delta
+
     n, delta, eps, m = 200_000, 1e-5, 0.5, 10
-    eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True)
-    assert amplified and claimed <= eps
-    eL = eps0 * m
-    assert eL > eps  # amplification lets each person use more than ε locally
+    for bound in ("numerical", "closed_form"):
+        eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True, bound=bound)
+        assert amplified and claimed <= eps
+        assert eps0 * m > eps  # amplification lets each person use more than ε locally
+    eps0_num, claimed_num, _ = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True)
+    eps0_cf, _, _ = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True, bound="closed_form")
+    assert eps0_num > eps0_cf  # the numerical bound allows more local epsilon
+    assert claimed_num == eps and shuffle_delta(eps0_num * m, n, eps) <= delta
+    assert shuffle_delta(eps0_num * m * (1 + 1e-6), n, eps) > delta  # largest, to the search's precision
+    eL = eps0_cf * m
     assert eL <= acc.shuffle_validity_limit(n, delta)
-    bigger = acc.shuffle_amplified_epsilon(eL * (1 + 1e-6), n, delta)
+    bigger = acc.shuffle_amplified_epsilon(eL * (1 + 1e-6), n, delta, bound="closed_form")
     assert bigger is None or bigger > eps or eL == pytest.approx(acc.shuffle_validity_limit(n, delta))
-    # tiny n: no amplification possible, falls back to ε/m
-    eps0_small, claimed_small, amp_small = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=50, shuffle=True)
+    # tiny n: the closed form does not apply
+    eps0_small, claimed_small, amp_small = acc.calibrate_rr_epsilon0(
+        eps, m, delta=delta, n_persons=50, shuffle=True, bound="closed_form")
     assert not amp_small and eps0_small == pytest.approx(eps / m) and claimed_small == eps
+    with pytest.raises(ValueError, match="bound"):
+        acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True, bound="tight")
 
 
 @pytest.mark.parametrize("n,m,eps,delta", [(2000, 3, 2.0, 1e-5), (5000, 5, 3.0, 1e-4),
                                           (2000, 3, 0.5, 1e-5), (20000, 7, 1.0, 1e-4)])
 def test_shuffle_calibration_holds_for_the_per_bit_epsilon_actually_used(n, m, eps, delta):
     # The randomizer runs with the float ε₀ and is m·ε₀-LDP (exact rational m·ε₀, reported
-    # rounded up): that — not the ε_L found by the search — must satisfy the theorem's
-    # validity condition and give an amplified ε no larger than the one claimed.
+    # rounded up): that — not the ε_L found by the search — must satisfy the bound.
     from fractions import Fraction
 
-    eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True)
-    assert amplified and claimed <= eps
-    local_exact = Fraction(eps0) * m
-    assert local_exact <= Fraction(acc.shuffle_validity_limit(n, delta))
-    local = float(local_exact)
-    if Fraction(local) < local_exact:
-        local = math.nextafter(local, math.inf)  # what RandomizedResponse.privacy(m) reports
-    amp = acc.shuffle_amplified_epsilon(local, n, delta)
-    assert amp is not None and amp <= claimed
+    from privirt.shuffling import shuffle_delta
+
+    for bound in ("numerical", "closed_form"):
+        eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True, bound=bound)
+        assert amplified and claimed <= eps
+        local_exact = Fraction(eps0) * m
+        local = float(local_exact)
+        if Fraction(local) < local_exact:
+            local = math.nextafter(local, math.inf)  # what RandomizedResponse.privacy(m) reports
+        if bound == "numerical":
+            assert shuffle_delta(local, n, claimed) <= delta
+        else:
+            assert local_exact <= Fraction(acc.shuffle_validity_limit(n, delta))
+            amp = acc.shuffle_amplified_epsilon(local, n, delta, bound=bound)
+            assert amp is not None and amp <= claimed
 
 
 @pytest.mark.parametrize("eps,delta", [(1e-8, 1e-4), (1e-8, 0.5), (1e-12, 0.5), (3e-5, 1e-6), (1e-20, 1e-4)])
 def test_shuffle_calibration_at_small_epsilon_terminates(eps, delta):
-    # brentq's absolute xtol (1e-13) was far coarser than an ulp of a root near 1e-8, and the
-    # ulp-by-ulp correction loop that followed ran ~1e10 times; a watchdog turns a hang into
-    # a failure
+    # a watchdog turns a hang of the searches into a failure
     import signal
+
+    from privirt.shuffling import shuffle_delta
 
     if not hasattr(signal, "SIGALRM"):  # pragma: no cover
         pytest.skip("needs SIGALRM")
@@ -250,14 +330,19 @@ def test_shuffle_calibration_at_small_epsilon_terminates(eps, delta):
     old = signal.signal(signal.SIGALRM, hang)
     signal.alarm(30)
     try:
-        eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, 5, delta=delta, n_persons=300, shuffle=True)
+        results = [acc.calibrate_rr_epsilon0(eps, 5, delta=delta, n_persons=300, shuffle=True, bound=b)
+                   for b in ("numerical", "closed_form")]
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
-    assert claimed <= eps
-    if amplified:
-        assert eps0 * 5 > eps  # the gain: more local ε than the target
-        assert acc.shuffle_amplified_epsilon(eps0 * 5, 300, delta) == pytest.approx(claimed, rel=1e-9)
+    for (eps0, claimed, amplified), bound in zip(results, ("numerical", "closed_form")):
+        assert 0 < claimed <= eps
+        if amplified:
+            assert eps0 * 5 > eps  # the gain: more local ε than the target
+            if bound == "numerical":
+                assert shuffle_delta(eps0 * 5, 300, claimed) <= delta
+            else:
+                assert acc.shuffle_amplified_epsilon(eps0 * 5, 300, delta, bound=bound) == pytest.approx(claimed, rel=1e-9)
 
 
 # -- bad input ----------------------------------------------------------------------------

@@ -212,3 +212,14 @@ def test_private_csv_output_carries_the_privacy_statement(tmp_path, capsys, resp
     assert any("NOT PRIVATE" in l for l in header) == (seed is not None)
     frame = pd.read_csv(out, comment="#", index_col="item")
     assert list(frame.columns) == ["beta"] and len(frame) == 6
+
+
+def test_budget_init_zero_epsilon_names_the_budget_and_missing_folder_is_refused(tmp_path, capsys):
+    path = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(path), "--epsilon", "0", "--delta", "1e-5"]) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert "budget" in line and "spectral_estimate" not in line
+    deep = tmp_path / "no" / "such" / "b.ledger"
+    assert main(["budget", "init", str(deep), "--epsilon", "1", "--delta", "1e-5"]) == 2
+    assert "does not exist" in _one_line_error(capsys.readouterr().err)
+    assert not (tmp_path / "no").exists()

@@ -197,3 +197,33 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
     assert "--items need --epsilon" in capsys.readouterr().err
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2
+
+
+def test_regularization_option_and_one_person_warning(tmp_path, capsys):
+    from privirt.cli import main
+
+    path = tmp_path / "one.csv"
+    path.write_text("a,b,c\n1,0,1\n")
+    assert main(["estimate", str(path), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "privirt: warning:" in err and "regularization" in err
+    assert main(["estimate", str(path), "--device", "cpu", "--regularization", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--regularization 1" in err
+    with pytest.raises(SystemExit):  # argparse: usage error, status 2
+        main(["estimate", str(path), "--regularization", "-1"])
+    assert ">= 0" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--method", "cmle", "--regularization", "1"]) == 2
+    assert "spectral only" in capsys.readouterr().err
+
+
+def test_bundled_pattern_table_with_weights_col(capsys):
+    from privirt.cli import main
+    from privirt.data import dataset_path
+
+    path = str(dataset_path("lsat6"))
+    assert main(["estimate", path, "--device", "cpu"]) == 2
+    assert "--weights-col frequency" in capsys.readouterr().err
+    assert main(["estimate", path, "--weights-col", "frequency", "--method", "cmle"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cmle estimate: 1000 persons × 5 items")

@@ -269,3 +269,59 @@ def test_a_ledger_locked_past_the_timeout_is_a_clear_error_and_spends_nothing(tm
         holder.execute("ROLLBACK")
         holder.close()
     assert Ledger(path).spent().epsilon == 0
+
+
+def _make_read_only(path) -> bool:
+    """Make ``path`` unwritable for real: ``chattr +i`` (works for root on ext4) or, for a
+    non-root user, mode 0444.  False when neither is possible here."""
+    import os
+    import shutil
+    import subprocess
+
+    if hasattr(os, "geteuid") and os.geteuid() != 0:
+        os.chmod(path, 0o444)
+        return True
+    if shutil.which("chattr") and subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0:
+        return True
+    return False
+
+
+def _undo_read_only(path) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr"):
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+    os.chmod(path, 0o644)
+
+
+def test_read_only_ledger_is_one_line_error_and_nothing_is_released(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    import privirt
+    from privirt.exceptions import PrivirtError
+
+    path = tmp_path / "ro.ledger"
+    Ledger(path, epsilon=5.0, delta=1e-5)
+    X, _, _ = privirt.simulate_rasch(100, 4, seed=1)
+    csv = tmp_path / "x.csv"
+    np.savetxt(csv, X, fmt="%d", delimiter=",", header="a,b,c,d", comments="")
+    if not _make_read_only(path):
+        pytest.skip("cannot make a file read-only here (root without chattr)")
+    try:
+        with pytest.raises(PrivirtError, match="cannot be written.*nothing was spent"):
+            privirt.release_counts(X, epsilon=1.0, ledger=Ledger(path))
+        out = subprocess.run([sys.executable, "-m", "privirt", "estimate", str(csv), "--epsilon", "1",
+                              "--ledger", str(path), "--out", str(tmp_path / "est.csv")],
+                             capture_output=True, text=True)
+        assert out.returncode != 0
+        assert "Traceback" not in out.stderr
+        assert out.stderr.strip().count("\n") == 0 and "cannot be written" in out.stderr
+        assert not (tmp_path / "est.csv").exists()
+    finally:
+        _undo_read_only(path)
+    assert Ledger(path).spends().empty

@@ -252,3 +252,58 @@ def test_csv_without_a_header_row_is_refused(tmp_path):
         as_responses(path)
     path.write_text("q1,q2\n0,1\n1,1\n")
     assert list(as_responses(path).items) == ["q1", "q2"]
+
+
+def test_parquet_with_numeric_text_reads_like_the_same_csv(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"a": ["0", "1", "1", ""], "b": ["1", "0", "1", "1.0"]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    from_parquet = as_responses(tmp_path / "t.parquet")
+    from_csv = as_responses(tmp_path / "t.csv")
+    np.testing.assert_array_equal(from_parquet.codes, from_csv.codes)
+    with pytest.raises(ValueError, match="invalid response 'yes'"):
+        as_responses(pd.DataFrame({"a": ["0", "yes"], "b": ["1", "0"]}))
+
+
+def test_long_table_with_other_response_column_name(tmp_path):
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"person": [1, 1, 2, 2], "item": ["a", "b", "a", "b"], "answer": [0, 1, 1, 0]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"looks long.*rename 'answer' to 'response'.*format='long'"):
+        as_responses(path)
+    resp = as_responses(path, format="long")
+    assert list(resp.items) == ["a", "b"] and resp.codes.tolist() == [[0, 1], [1, 0]]
+
+
+def test_pattern_table_weights_expand_to_persons():
+    from privirt.data import dataset_path
+
+    path = dataset_path("lsat6")
+    resp = as_responses(path, weights="frequency")
+    expected = privirt.load_dataset("lsat6")
+    assert resp.shape == (1000, 5) and list(resp.items) == list(expected.columns)
+    np.testing.assert_array_equal(resp.codes, expected.to_numpy())
+    assert resp.persons[0] == "p0001"
+    with pytest.raises(ValueError, match=r"weights='frequency' \(CLI: --weights-col frequency\)"):
+        as_responses(path)
+    # weights as one integer per row, on an array
+    X = np.array([[1, 0], [0, 1], [1, 1]])
+    r = as_responses(X, weights=[2, 0, 1])
+    assert r.codes.tolist() == [[1, 0], [1, 0], [1, 1]]
+
+
+@pytest.mark.parametrize("weights,match", [([1, -1], "non-negative whole"), ([1.5, 1], "non-negative whole"),
+                                           ([1], "one per row"), ([0, 0], "zero persons"),
+                                           ("freq", "names a column")])
+def test_bad_weights_are_one_line_errors(weights, match):
+    with pytest.raises(ValueError, match=match):
+        as_responses(np.array([[1, 0], [0, 1]]), weights=weights)
+
+
+def test_weights_column_must_exist_and_table_must_be_wide():
+    frame = pd.DataFrame({"a": [1, 0], "b": [0, 1], "n": [3, 4]})
+    assert as_responses(frame, weights="n").n_persons == 7
+    with pytest.raises(ValueError, match="not a column"):
+        as_responses(frame, weights="count")
+    with pytest.raises(ValueError, match="wide pattern tables"):
+        as_responses(frame, weights="n", format="long")

@@ -3,6 +3,8 @@ solvers, regularisation, graph handling and errors."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -84,7 +86,10 @@ def test_one_directional_pair_needs_regularization():
     Y = np.array([[0, 5, 3], [0, 0, 4], [0, 2, 0]], dtype=float)
     with pytest.raises(DisconnectedComparisonGraph):
         spectral_from_counts(Y, regularization=0, device="cpu")
-    res = spectral_from_counts(Y, device="cpu")  # λ = 1 makes every compared pair two-way
+    from privirt.exceptions import IdentifiabilityWarning
+
+    with pytest.warns(IdentifiabilityWarning, match=r"item\(s\) \[0\]"):
+        res = spectral_from_counts(Y, device="cpu")  # λ = 1 makes every compared pair two-way
     assert res.regularization == 1.0
     assert np.all(np.isfinite(res.beta)) and res.converged
     assert res.top_k(1, largest=False)[0] == 0  # item 0 (never wrong when 1/2 right) easiest
@@ -206,3 +211,18 @@ def test_from_counts_refuses_repeated_labels_and_boolean_tol():
     with pytest.raises(ValueError, match="unique"):
         spectral_from_counts(frame)
     assert np.isfinite(spectral_from_counts(Y, items=["q1", "q2", "q3"]).beta).all()
+
+
+def test_one_person_is_warned_that_regularization_not_data_sets_the_estimates():
+    from privirt.exceptions import IdentifiabilityWarning
+
+    X = np.array([[1, 0, 1]])
+    with pytest.warns(IdentifiabilityWarning, match=r"set by the regularization λ = 1"):
+        privirt.spectral_estimate(X, device="cpu")
+    with pytest.raises(privirt.DisconnectedComparisonGraph, match="--regularization 1"):
+        privirt.spectral_estimate(X, device="cpu", regularization=0)
+    # connected data: no warning
+    X2, _, _ = privirt.simulate_rasch(300, 5, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        privirt.spectral_estimate(X2, device="cpu")

@@ -22,6 +22,7 @@ from ..exceptions import BudgetExceeded, PrivirtError
 
 EXIT_USAGE = 2
 EXIT_BUDGET = 3
+EXIT_SIGPIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +58,27 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"privirt: warning: {_one_line(message)}", file=sys.stderr)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`privirt ... | head`): stop quietly, as Unix tools do
+        _silence_stdout()
+        return EXIT_SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -67,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             status = args.func(args)
+    except BrokenPipeError:
+        raise  # handled in main(), also for --help
     except BudgetExceeded as exc:
         print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BUDGET

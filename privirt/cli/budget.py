@@ -46,8 +46,14 @@ def run_init(args: argparse.Namespace) -> int:
     from ..accounting import check_delta, check_epsilon
     from ..ledger import Ledger
 
+    import math
+
+    if not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        raise ValueError(f"a ledger's total budget --epsilon must be a finite number > 0, got {args.epsilon:g}")
     eps = check_epsilon(args.epsilon)
     dlt = check_delta(args.delta)
+    if not args.path.parent.is_dir():
+        raise ValueError(f"folder {args.path.parent} does not exist; create it first or choose another path")
     if args.path.exists():
         raise ValueError(
             f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "

@@ -32,7 +32,8 @@ def _method(name: str):
 def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
     from ..spectral import spectral_estimate
 
-    res = spectral_estimate(resp, device=args.device)
+    reg = "auto" if args.regularization is None else args.regularization
+    res = spectral_estimate(resp, device=args.device, regularization=reg)
     return pd.DataFrame({"beta": res.beta})
 
 
@@ -42,6 +43,13 @@ def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
 
     res = cmle_estimate(resp)
     return pd.DataFrame({"beta": res.beta, "se": res.se})
+
+
+def _regularization(text: str) -> float:
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +68,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'person', or an unnamed first column)",
     )
     parser.add_argument(
+        "--weights-col", default=None, metavar="COL",
+        help="a pattern table: COL holds how many persons gave each row's answers (e.g. "
+        "'frequency' in the bundled LSAT files); rows are expanded into persons",
+    )
+    parser.add_argument(
         "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
+    )
+    parser.add_argument(
+        "--regularization", type=_regularization, default=None, metavar="L",
+        help="spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
+        "0 refuses data whose comparison graph is disconnected",
     )
     parser.add_argument(
         "--top-k", type=positive_int, default=None, metavar="K",
@@ -191,7 +209,8 @@ def load(args: argparse.Namespace):
     """The validated responses named on the command line."""
     from ..responses import as_responses
 
-    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col)
+    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col,
+                        weights=args.weights_col)
 
 
 def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
@@ -242,14 +261,18 @@ def run(args: argparse.Namespace) -> int:
         # rule (whether an item is empty can hinge on one person).
         from ..responses import as_responses
 
+        if args.regularization is not None:
+            raise ValueError("--regularization applies to the non-private spectral estimate only")
         resp = as_responses(args.file, format=args.format or "auto", empty="keep",
-                            person_col=args.person_col)
+                            person_col=args.person_col, weights=args.weights_col)
         items = None if args.items is None else public_items(args.items, resp.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         table, statement = _private_table(resp, args, items)
     else:
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
+        if args.regularization is not None and args.method != "spectral":
+            raise ValueError("--regularization applies to --method spectral only")
         table = METHODS[args.method](resp, args)
     table.index.name = "item"
     label = f"private {args.method}" if private else args.method
