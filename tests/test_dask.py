@@ -289,3 +289,72 @@ def test_cli_estimate_engine_dask(tmp_path, capsys, client):
             assert main(["estimate", str(folder), *argv]) != 0
         err = capsys.readouterr().err
         assert err.startswith("privirt: error: ") and msg in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------------------
+# the private entry points on a Dask source
+def test_private_release_on_dask_equals_in_memory(tmp_path, client):
+    items = ["a", "b", "c", "d"]
+    X = _data(n=700, m=4, seed=6)
+    folder = _write_parquet(tmp_path / "priv", X, items, files=2)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=7, n_persons=1000, items=["d", "c", "b", "a", "e"])
+    got = privirt.release_counts(folder, engine="dask", client=client, **kw)
+    ref = privirt.release_counts(pd.DataFrame(X, columns=items), **kw)
+    pd.testing.assert_frame_equal(got.Y, ref.Y)  # same exact counts, same seeded noise
+    assert not got.privacy.private and got.privacy.epsilon == ref.privacy.epsilon
+    est = privirt.private_spectral_estimate(folder, engine="dask", client=client, **kw)
+    pd.testing.assert_series_equal(
+        est.beta, privirt.private_spectral_estimate(pd.DataFrame(X, columns=items), **kw).beta)
+
+
+def test_private_dask_failures_spend_nothing(tmp_path, client):
+    items = ["a", "b", "c"]
+    X = _data(n=600, m=3, seed=8)
+    folder = _write_parquet(tmp_path / "ok", X, items, files=2)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    # more rows than the public n: refused after counting, before the debit
+    with pytest.raises(ValueError, match="more rows than n_persons=599"):
+        privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0,
+                               n_persons=599, ledger=ledger)
+    # a bad value on one partition: the computation fails, nothing is debited
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for p in folder.glob("*.parquet"):
+        (bad / p.name).write_bytes(p.read_bytes())
+    table = pq.read_table(bad / "part-1.parquet")
+    values = table.column("c").to_numpy(zero_copy_only=False).copy()
+    values[5] = 3
+    pq.write_table(table.set_column(2, "c", pa.array(values)), bad / "part-1.parquet")
+    with pytest.raises(ValueError, match="invalid response 3"):
+        privirt.private_spectral_estimate(bad, engine="dask", client=client, epsilon=1.0,
+                                          n_persons=600, ledger=ledger)
+    with pytest.raises(ValueError, match="public number of persons"):
+        privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0, ledger=ledger)
+    with pytest.raises(ValueError, match="randomized response"):
+        privirt.private_spectral_estimate(folder, engine="dask", client=client, epsilon=1.0,
+                                          n_persons=600, ledger=ledger,
+                                          mechanism="randomized_response")
+    assert len(ledger.spends()) == 0
+    # success: one debit
+    res = privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0,
+                                 n_persons=600, ledger=ledger)
+    assert len(ledger.spends()) == 1 and res.privacy.private
+
+
+def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
+    from privirt.cli import main
+
+    frame = privirt.load_dataset("lsat6")
+    folder = _write_parquet(tmp_path / "lsat", frame.to_numpy(dtype=float), list(frame.columns))
+    argv = ["--epsilon", "1", "--seed", "3", "--n-persons", "1200", "--items",
+            ",".join(frame.columns)]
+    assert main(["estimate", str(folder), "--engine", "dask", "--scheduler",
+                 client.scheduler.address, *argv, "--out", str(tmp_path / "d.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "private spectral estimate (dask): 1200 persons × 5 items" in out
+    csv = tmp_path / "lsat.csv"
+    frame.to_csv(csv)
+    assert main(["estimate", str(csv), *argv, "--out", str(tmp_path / "l.csv")]) == 0
+    got = pd.read_csv(tmp_path / "d.csv", comment="#", index_col="item")
+    ref = pd.read_csv(tmp_path / "l.csv", comment="#", index_col="item")
+    pd.testing.assert_frame_equal(got, ref)

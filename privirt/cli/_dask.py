@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
+import numpy as np
 import pandas as pd
+
+from ..exceptions import EmptyResponsesWarning
 
 from ._types import positive_int
 
@@ -36,6 +40,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--scheduler needs --engine dask")
     if args.engine != "dask":
         return
+    if getattr(args, "weights_col", None) is not None:
+        raise ValueError("--weights-col (pattern tables) is read in memory; use --engine local")
     if args.format == "long":
         raise ValueError("--engine dask reads wide Parquet (one column per item); "
                          "convert the long table or use --engine local")
@@ -55,6 +61,8 @@ def run_dask(args: argparse.Namespace) -> int:
     _check_out(args.out)
     statement = None
     if args.epsilon is not None:
+        if getattr(args, "regularization", None) is not None:
+            raise ValueError("--regularization applies to the non-private spectral estimate only")
         if args.n_persons is None:
             raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
                              "of persons)")
@@ -70,8 +78,15 @@ def run_dask(args: argparse.Namespace) -> int:
         n_rows = source.n_persons
     else:
         st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
-        _check_top_k(args.top_k, len(st.items))
-        fit = spectral_from_counts(st.counts[0], items=st.items, device="cpu")
+        Y, items = st.counts[0], st.items
+        empty = st.answered.to_numpy() == 0
+        if empty.any():  # as in memory: items nobody answered are dropped, with a warning
+            warnings.warn(f"dropped {int(empty.sum())} item(s) without any observed response: "
+                          f"{list(items[empty][:10])}", EmptyResponsesWarning, stacklevel=2)
+            Y, items = Y[np.ix_(~empty, ~empty)], items[~empty]
+        _check_top_k(args.top_k, len(items))
+        reg = "auto" if getattr(args, "regularization", None) is None else args.regularization
+        fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
         table = pd.DataFrame({"beta": fit.beta})
         n_rows = st.n_rows
     table.index.name = "item"
