@@ -109,25 +109,42 @@ def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
         )
     if pa.types.is_null(t):
         return np.full(len(col), -1, dtype=np.int8)
+    if not pa.types.is_floating(t):
+        # integers and booleans: validate with one min/max pass (nulls skipped), then let
+        # Arrow write the codes (null -> -1) straight into int8
+        if pa.types.is_boolean(t):
+            col = pc.cast(col, pa.int8())
+        lo_hi = pc.min_max(col)
+        lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        if lo is not None and (lo < 0 or hi > 1):
+            bad_value = lo if lo < 0 else hi
+            i = pc.index(col, pa.scalar(bad_value, col.type)).as_py()
+            raise ValueError(
+                f"{where}: invalid response {bad_value!r} for item {name!r} at row "
+                f"{offset + i}: responses must be 0, 1 or missing (null)"
+            )
+        if t != pa.int8():
+            col = pc.cast(col, pa.int8())  # safe: every value is 0 or 1
+        if col.null_count:
+            col = pc.fill_null(col, pa.scalar(-1, pa.int8()))
+        return col.to_numpy(zero_copy_only=False)
     if col.null_count:
         valid = col.is_valid().to_numpy(zero_copy_only=False)
         vals = pc.fill_null(col, pa.scalar(0, t)).to_numpy(zero_copy_only=False)
     else:
         valid = None
         vals = col.to_numpy(zero_copy_only=False)
-    if vals.dtype.kind == "f":
-        nan = np.isnan(vals)
-        if nan.any():
-            valid = ~nan if valid is None else valid & ~nan
-            vals = np.where(nan, 0, vals)
-    if vals.dtype.kind != "b":
-        bad = (vals != 0) & (vals != 1)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{where}: invalid response {vals[i].item()!r} for item {name!r} at row "
-                f"{offset + i}: responses must be 0, 1 or missing (null)"
-            )
+    nan = np.isnan(vals)
+    if nan.any():
+        valid = ~nan if valid is None else valid & ~nan
+        vals = np.where(nan, 0, vals)
+    bad = (vals != 0) & (vals != 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{where}: invalid response {vals[i].item()!r} for item {name!r} at row "
+            f"{offset + i}: responses must be 0, 1 or missing (null)"
+        )
     codes = vals.astype(np.int8)
     if valid is not None:
         codes[~valid] = -1

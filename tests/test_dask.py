@@ -139,6 +139,17 @@ def test_bad_value_is_one_line_error(tmp_path, client):
     with pytest.raises(ValueError, match=r"invalid response 2\.0 for item 'b' at row 123") as info:
         privirt.pairwise_counts(folder, engine="dask", client=client)
     assert "\n" not in str(info.value)
+    # integer and boolean columns (validated by Arrow's min/max), nulls and NaN as missing
+    ints = pa.array(np.array([0, 1, 1, 0, 1], dtype=np.int16), mask=np.array([0, 0, 1, 0, 0], bool))
+    ok = pa.table({"i": ints, "b": pa.array([True, None, False, True, True]),
+                   "f": pa.array([np.nan, 1.0, 0.0, None, 1.0])})
+    pq.write_table(ok, folder / "part-0.parquet")
+    st = privirt.sufficient_statistics(folder, engine="dask", client=client)
+    assert st.totals.tolist() == [2, 3, 2] and st.answered.tolist() == [4, 4, 3]
+    pq.write_table(ok.set_column(0, "i", pa.array(np.array([0, 1, -1, 0, 1], np.int16))),
+                   folder / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"invalid response -1 for item 'i' at row 2"):
+        privirt.sufficient_statistics(folder, engine="dask", client=client)
 
 
 def test_rows_beyond_public_n_refused(client):
@@ -201,7 +212,10 @@ def test_worker_killed_mid_computation_result_exact():
         killed = {}
 
         def kill_one():
+            deadline = time.monotonic() + 60
             while not any(cl.processing().values()):  # wait until tasks are running
+                if time.monotonic() > deadline:
+                    return
                 time.sleep(0.02)
             time.sleep(0.5)
             addr, pid = sorted(pids.items())[0]
@@ -217,6 +231,15 @@ def test_worker_killed_mid_computation_result_exact():
         cl.wait_for_workers(2, timeout=30)
         assert set(cl.run(os.getpid).values()) != set(pids.values())  # a new worker process
         _assert_same(st, expected)
+
+
+def test_dask_extra_declared_and_in_test_extra():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("dask[dataframe]") for d in extras["dask"])
+    assert any(d.startswith("distributed") for d in extras["dask"])
+    assert set(extras["dask"]) <= set(extras["test"])
 
 
 def test_install_hint_without_dask(tmp_path):
