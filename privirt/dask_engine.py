@@ -152,7 +152,8 @@ def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
 
 
 def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list, m: int,
-                  offset: int, batch_rows: int, pairwise: bool, chunk_size) -> dict:
+                  offset: int, batch_rows: int, pairwise: bool, chunk_size,
+                  extras: bool = True) -> dict:
     """Sums of one Parquet row group, read in batches of at most ``batch_rows`` rows."""
     import pyarrow.parquet as pq
 
@@ -166,16 +167,17 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
                 codes[:, pos] = _column_codes(batch.column(name), name, path, offset)
             offset += batch.num_rows
             part = block_statistics(np.ascontiguousarray(codes), pairwise=pairwise,
-                                    chunk_size=chunk_size)
+                                    chunk_size=chunk_size, extras=extras)
             del codes
             total = part if total is None else add_statistics(total, part)
     if total is None:
-        total = block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise)
+        total = block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
+                                 extras=extras)
     return total
 
 
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
-                 chunk_size) -> dict:
+                 chunk_size, extras: bool = True) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
     from .responses import _from_array
 
@@ -184,14 +186,15 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
         values = values.to_numpy(dtype=np.float64, na_value=np.nan)
     values = np.asarray(values)
     if values.shape[0] == 0:
-        return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise)
+        return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
+                                extras=extras)
     if values.ndim != 2 or values.shape[1] != m:
         raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
     try:
         resp = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    return block_statistics(resp.codes, pairwise=pairwise, chunk_size=chunk_size)
+    return block_statistics(resp.codes, pairwise=pairwise, chunk_size=chunk_size, extras=extras)
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,7 +247,7 @@ def _parquet_files(source) -> tuple[Any, list[str]]:
     return fs, sorted(files)
 
 
-def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size):
+def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
     import pyarrow.parquet as pq
     from dask import delayed
 
@@ -274,12 +277,12 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size):
         for rg, rows in enumerate(row_groups):
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
             tasks.append(delayed(_parquet_part, pure=True)(
-                fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size))
+                fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size, extras))
             offset += rows
     return tasks, labels
 
 
-def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size):
+def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=True):
     from dask import delayed
 
     cols = [c for c in ddf.columns
@@ -295,13 +298,13 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size):
 
     tasks = [
         delayed(_values_part, pure=True)(delayed(select, pure=True)(p), labels,
-                                         f"partition {i}", 0, pairwise, chunk_size)
+                                         f"partition {i}", 0, pairwise, chunk_size, extras)
         for i, p in enumerate(ddf.to_delayed())
     ]
     return tasks, labels
 
 
-def _array_tasks(arr, items, public, pairwise, chunk_size):
+def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
     from dask import delayed
 
     if arr.ndim != 2:
@@ -320,21 +323,22 @@ def _array_tasks(arr, items, public, pairwise, chunk_size):
     arr = arr.rechunk({1: -1}) if len(arr.chunks[1]) > 1 else arr
     blocks = arr.to_delayed().ravel()
     starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int)
-    tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise, chunk_size)
+    tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise,
+                                                     chunk_size, extras)
              for i, (b, s) in enumerate(zip(blocks, starts))]
     return tasks, labels
 
 
-def _tasks(source, items, public, person_col, pairwise, chunk_size):
+def _tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
     if isinstance(source, (str, os.PathLike)):
-        return _parquet_tasks(source, items, public, person_col, pairwise, chunk_size)
+        return _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extras)
     import dask.array as da
     import dask.dataframe as dd
 
     if isinstance(source, dd.DataFrame):
-        return _frame_tasks(source, items, public, person_col, pairwise, chunk_size)
+        return _frame_tasks(source, items, public, person_col, pairwise, chunk_size, extras)
     if isinstance(source, da.Array):
-        return _array_tasks(source, items, public, pairwise, chunk_size)
+        return _array_tasks(source, items, public, pairwise, chunk_size, extras)
     raise ValueError(
         "engine='dask' takes a Parquet folder, glob or file, a dask.dataframe.DataFrame or a "
         f"2-D dask.array.Array, got {type(source).__name__}"
@@ -370,6 +374,14 @@ def dask_statistics(
     error.  Only the summed statistics come back from the cluster; an error on any
     partition raises here and returns nothing.
     """
+    stats, labels = _dask_sums(source, pairwise, True, client, items, n_persons, chunk_size,
+                               person_col, public)
+    return to_result(stats, labels)
+
+
+def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, person_col,
+               public) -> tuple[dict, pd.Index]:
+    """The summed block statistics (a dict, see ``block_statistics``) and the item labels."""
     _require_dask()
     from dask import delayed
 
@@ -378,7 +390,7 @@ def dask_statistics(
         raise ValueError(f"chunk_size must be an integer in [1, 2**24], got {chunk_size!r}")
     if n_persons is not None:
         check_n_rows(0, n_persons)  # validates n_persons before any work
-    tasks, labels = _tasks(source, items, public, person_col, pairwise, chunk_size)
+    tasks, labels = _tasks(source, items, public, person_col, pairwise, chunk_size, extras)
     if not tasks:
         raise ValueError("the data set has no partitions")
     root = _tree_sum(tasks)
@@ -396,15 +408,23 @@ def dask_statistics(
         check_n_rows(stats["n"], n_persons)
     if stats["n"] == 0:
         raise ValueError("the data set has no rows")
-    return to_result(stats, labels)
+    return stats, labels
 
 
 def dask_pairwise(source: Any, *, want_b: bool = True, client: Any = None,
-                  items: Sequence[Any] | None = None, chunk_size: int | None = None):
-    """``(Y, B)`` (or ``Y``) of a Dask source: :func:`privirt.pairwise_counts` with engine='dask'."""
-    st = dask_statistics(source, pairwise=True, client=client, items=items, chunk_size=chunk_size)
-    assert st.counts is not None
-    return st.counts if want_b else st.counts[0]
+                  items: Sequence[Any] | None = None, chunk_size: int | None = None,
+                  n_persons: int | None = None, public: bool = False,
+                  person_col: str | None = None):
+    """``(Y, B)`` (or ``Y``) of a Dask source: :func:`privirt.pairwise_counts` with engine='dask'.
+
+    Only the counts are summed (no totals or histogram).
+    """
+    stats, _ = _dask_sums(source, True, False, client, items, n_persons, chunk_size,
+                          person_col, public)
+    Y, B = stats["Y"], stats["B"]
+    np.fill_diagonal(Y, 0)
+    np.fill_diagonal(B, 0)
+    return (Y, B) if want_b else Y
 
 
 def dispatch_pairwise(X, engine, client, items, chunk_size, device="auto", method="auto"):
@@ -469,9 +489,9 @@ class DaskSource:
 
     def differential_counts(self) -> np.ndarray:
         """``Y`` of the whole data set (exact; the caller adds the noise)."""
-        counts = self.statistics(pairwise=True).counts
-        assert counts is not None
-        return counts[0]
+        return dask_pairwise(self.source, want_b=False, client=self.client,
+                             items=list(self.items), n_persons=self._n, public=True,
+                             person_col=self.person_col)
 
 
 def public_source(source: Any, *, items: Sequence[Any] | None, n_persons: Any,

@@ -68,11 +68,13 @@ class SufficientStatistics:
         return iter((self.counts, self.totals, self.answered, self.score_hist))
 
 
-def block_statistics(codes: np.ndarray, *, pairwise: bool = True, chunk_size: int | None = None) -> dict:
+def block_statistics(codes: np.ndarray, *, pairwise: bool = True, chunk_size: int | None = None,
+                     extras: bool = True) -> dict:
     """Sums of one block of int8 codes (1 right, 0 wrong, −1 missing) as int64 arrays.
 
     Returns a dict with ``Y``, ``B`` (only with ``pairwise``), ``totals``, ``answered``,
     ``hist`` (flattened ``(m + 1)²``) and ``n``; blocks combine with :func:`add_statistics`.
+    ``extras=False`` leaves out ``totals``, ``answered`` and ``hist`` (counts only).
     The pairwise counts go through the in-memory :func:`privirt.pairwise_counts`, whose
     chunks keep every float32 partial sum below 2**24 (exact).
     """
@@ -83,6 +85,8 @@ def block_statistics(codes: np.ndarray, *, pairwise: bool = True, chunk_size: in
     if pairwise:
         resp = Responses(codes, pd.RangeIndex(n), pd.RangeIndex(m))
         out["Y"], out["B"] = pairwise_counts(resp, device="cpu", chunk_size=chunk_size)
+    if not extras:
+        return out
     right = codes == 1
     seen = codes >= 0
     out["totals"] = np.count_nonzero(right, axis=0).astype(np.int64)
