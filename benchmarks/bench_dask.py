@@ -91,7 +91,7 @@ def run_dask(source, workers: int, warm: str, expected) -> dict:
 
     t0 = time.perf_counter()
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, memory_limit=0) as cluster, \
+                                  dashboard_address=":0", memory_limit=0) as cluster, \
             distributed.Client(cluster) as client:
         start_s = time.perf_counter() - t0
         privirt.pairwise_counts(warm, engine="dask", client=client)  # imports, first calls
@@ -117,7 +117,7 @@ def on_one_worker(fn, *args):
     import distributed
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, memory_limit=0) as cluster, \
+                                  dashboard_address=":0", memory_limit=0) as cluster, \
             distributed.Client(cluster) as client:
         return client.submit(fn, *args, pure=False).result()
 

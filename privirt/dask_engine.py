@@ -84,7 +84,7 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
     workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     with LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True,
-        dashboard_address=None, silence_logs=logging.ERROR,
+        dashboard_address=":0", silence_logs=logging.ERROR,
     ) as cluster, Client(cluster) as own:
         yield own
 

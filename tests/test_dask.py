@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
         protocol="tcp",  # a real address, so that the CLI can be pointed at it (--scheduler)
     ) as cluster, distributed.Client(cluster) as cl:
         yield cl
@@ -204,7 +204,7 @@ def _slow_block(block, block_info=None):
 def test_worker_killed_mid_computation_result_exact():
     n, m, rows = 40 * 250, 6, 250
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as cl:
         source = da.zeros((n, m), chunks=(rows, m)).map_blocks(_slow_block, dtype=float)
         expected = privirt.sufficient_statistics(source.compute(scheduler="sync"))
