@@ -80,9 +80,9 @@ def _gibbs_once(X, R: int, n_iter: int, seed: int):
     import privirt
 
     if R == 1:
-        return privirt.gibbs_2pno(X[0], n_iter=n_iter, burn_in=n_iter // 2, device="gpu",
+        return privirt.gibbs_2pno(X[0], n_iter=n_iter, warmup=n_iter // 2, device="gpu",
                                   seed=seed, progress=False, keep_draws=False)
-    return privirt.gibbs_2pno_replicate(X, n_iter=n_iter, burn_in=n_iter // 2, device="gpu",
+    return privirt.gibbs_2pno_replicate(X, n_iter=n_iter, warmup=n_iter // 2, device="gpu",
                                         seed=seed, progress=False)
 
 

@@ -39,6 +39,15 @@ _EXPORTS: dict[str, str] = {
     "cmle_estimate": "cmle",
     "CMLEResult": "cmle",
     "estimate_abilities": "abilities",
+    # model checks (fit, information, reliability, Andersen's test)
+    "item_fit": "fit",
+    "person_fit": "fit",
+    "item_information": "fit",
+    "test_information": "fit",
+    "reliability": "fit",
+    "Reliability": "fit",
+    "andersen_test": "fit",
+    "AndersenResult": "fit",
     # privacy
     "Ledger": "ledger",
     "release_counts": "private",
@@ -46,13 +55,13 @@ _EXPORTS: dict[str, str] = {
     "PrivacyStatement": "private",
     # Bayesian samplers
     "Posterior": "posterior",
-    "gibbs_2pno": "gibbs",
-    "gibbs_2pno_replicate": "gibbs",
-    "mh_2pl": "mh",
+    "gibbs_2pno": "bayes",
+    "gibbs_2pno_replicate": "bayes",
+    "mh_2pl": "bayes",
 }
 
 # submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"metrics", "accounting", "plots", "sensitivity", "sweep", "report"}
+_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweep", "report", "fit"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 

@@ -269,3 +269,294 @@ def ideal_point_plot(
     ax.set_title("Ideal points" if param == "theta" else f"Posterior of {param}")
     fig.tight_layout()
     return _save(fig, path)
+
+
+# ---------------------------------------------------------------------------------------
+# Rasch model checks: information, Wright map, Andersen's graphical test
+# ---------------------------------------------------------------------------------------
+__all__ += ["item_information_curves", "test_information_curve", "wright_map", "andersen_plot"]
+
+
+def _theta_range(beta: Any, theta_range: tuple[float, float] | None) -> np.ndarray:
+    from .fit.information import theta_grid
+
+    if theta_range is None:
+        return theta_grid(beta, n_points=241)
+    lo, hi = (float(v) for v in theta_range)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"theta_range must be two finite numbers, low < high, got {theta_range!r}")
+    return np.linspace(lo, hi, 241)
+
+
+def item_information_curves(
+    beta: Any,
+    items: Sequence[Any] | None = None,
+    *,
+    theta_range: tuple[float, float] | None = None,
+    path: str | Path | None = None,
+) -> Any:
+    """Rasch item information curves ``P(1 − P)``, one per item.
+
+    Parameters
+    ----------
+    beta : item estimate, pandas.Series or array-like
+        Item difficulties (e.g. the result of :func:`privirt.cmle_estimate`).
+    items : sequence, optional
+        Item labels to draw (default: all).  Up to 12 items get a legend; more are coloured
+        by difficulty with a colour bar (pass ``items`` to pick out a few by name).
+    theta_range : (float, float), optional
+        Horizontal range (default: the difficulties with 3 logits either side, at least
+        −4 to 4).
+    path : str or Path, optional
+        Also save the figure there.
+    """
+    from .fit.information import item_information
+    from .fit._inputs import as_beta
+
+    b = as_beta(beta)
+    if items is not None:
+        chosen = list(items)
+        missing = [lab for lab in chosen if lab not in b.index]
+        if missing:
+            raise ValueError(f"unknown item label(s) {missing[:5]}; e.g. {list(b.index[:3])}")
+        if not chosen:
+            raise ValueError("items is empty: give at least one item label (or None for all)")
+        b = b.loc[chosen]
+    plt = _plt()
+    grid = _theta_range(b, theta_range)
+    info = item_information(b, grid)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    order = np.argsort(b.to_numpy(), kind="stable")
+    if len(b) <= 12:
+        cmap = plt.get_cmap("tab10" if len(b) <= 10 else "tab20")
+        for rank, j in enumerate(order):
+            ax.plot(grid, info.iloc[:, j], lw=1.4, color=cmap(rank), label=str(b.index[j]))
+        ax.legend(title="item (easiest first)", fontsize="small", ncol=2 if len(b) > 6 else 1,
+                  loc="upper right", framealpha=0.9)
+    else:  # too many for a legend: colour by difficulty, with a colour bar
+        from matplotlib.colors import Normalize
+
+        norm = Normalize(float(b.min()), float(b.max()))
+        cmap = plt.get_cmap("viridis")
+        for j in order:
+            ax.plot(grid, info.iloc[:, j], lw=1.0, color=cmap(norm(b.iloc[j])), alpha=0.85)
+        bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, pad=0.02)
+        bar.set_label("item difficulty β")
+    ax.set_xlim(grid[0], grid[-1])
+    ax.set_ylim(0, 0.3)
+    ax.set_xlabel("ability θ (logits)")
+    ax.set_ylabel("item information P(1 − P)")
+    ax.set_title(f"Item information curves ({len(b)} items)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def test_information_curve(
+    beta: Any,
+    *,
+    theta: Any = None,
+    theta_range: tuple[float, float] | None = None,
+    path: str | Path | None = None,
+) -> Any:
+    """Test information ``Σ P(1 − P)`` (left axis) and the standard error ``1/√I`` (right
+    axis) against ability.
+
+    Parameters
+    ----------
+    beta : item estimate, pandas.Series or array-like
+        Item difficulties.
+    theta : array-like or DataFrame, optional
+        Person abilities (e.g. :func:`privirt.estimate_abilities`): drawn as a rug of ticks
+        along the bottom so that one sees where the persons are measured precisely.
+    theta_range : (float, float), optional
+        Horizontal range (default: the difficulties with 3 logits either side).
+    path : str or Path, optional
+        Also save the figure there.
+    """
+    from .fit.information import test_information
+
+    plt = _plt()
+    from .fit._inputs import as_beta
+
+    b = as_beta(beta)
+    grid = _theta_range(b, theta_range)
+    table = test_information(b, grid)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(grid, table["information"], color="tab:blue", lw=1.8, label="test information")
+    ax.set_xlabel("ability θ (logits)")
+    ax.set_ylabel("test information", color="tab:blue")
+    ax.tick_params(axis="y", colors="tab:blue")
+    ax.set_ylim(0, 1.1 * float(table["information"].max()))
+    ax2 = ax.twinx()
+    se_cap = 2.0 * float(table["se"].min()) * 2.5
+    ax2.plot(grid, table["se"], color="tab:red", lw=1.5, ls="--", label="standard error")
+    ax2.set_ylabel("standard error 1/√I(θ)", color="tab:red")
+    ax2.tick_params(axis="y", colors="tab:red")
+    ax2.set_ylim(0, se_cap)
+    ax.plot(b.to_numpy(), np.zeros(len(b)), "|", color="k", ms=12, mew=1.2, clip_on=False,
+            label="item difficulties")
+    if theta is not None:
+        th = np.asarray(theta["theta"] if hasattr(theta, "columns") else theta, dtype=float)
+        th = th[np.isfinite(th)]
+        if th.size:
+            top = ax.get_ylim()[1]
+            ax.plot(th, np.full(th.size, 0.03 * top), "|", color="tab:green",
+                    alpha=0.6 if np.unique(th).size < 100 else 0.15, ms=8,
+                    label="person abilities")
+    ax.set_xlim(grid[0], grid[-1])
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize="small", loc="upper left",
+              framealpha=0.9)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"Test information and standard error ({len(b)} items)")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+test_information_curve.__test__ = False  # a plot, not a pytest test
+
+
+def wright_map(
+    beta: Any,
+    theta: Any,
+    *,
+    bins: int = 30,
+    max_item_labels: int = 60,
+    path: str | Path | None = None,
+) -> Any:
+    """Wright map (person–item map): persons' abilities and items' difficulties on one
+    logit scale.
+
+    Left, a horizontal histogram of the abilities; right, each item at its difficulty,
+    labelled (labels of nearby items are spread apart so that they stay readable).
+
+    Parameters
+    ----------
+    beta : item estimate, pandas.Series or array-like
+        Item difficulties.
+    theta : array-like, Series or DataFrame
+        Person abilities (the DataFrame of :func:`privirt.estimate_abilities` is accepted);
+        non-finite values are left out.
+    bins : int
+        Histogram bins.
+    max_item_labels : int
+        With more items than this, items are drawn as ticks without labels.
+    path : str or Path, optional
+        Also save the figure there.
+    """
+    from .fit._inputs import as_beta
+
+    b = as_beta(beta)
+    th = np.asarray(theta["theta"] if hasattr(theta, "columns") else theta, dtype=float).ravel()
+    th = th[np.isfinite(th)]
+    if th.size == 0:
+        raise ValueError("theta has no finite ability to draw")
+    plt = _plt()
+    values = b.to_numpy()
+    lo = min(th.min(), values.min()) - 0.5
+    hi = max(th.max(), values.max()) + 0.5
+    height = min(10.0, max(4.5, 0.22 * min(len(b), max_item_labels) + 1.5))
+    line = (hi - lo) * 1.25 * 9 / (72 * height * 0.82)  # one text line, in logits
+    rows = _label_rows(b, line, lo) if len(b) <= max_item_labels else {}
+    chars = max([len(t) for t in rows.values()] + [12])
+    text_width = 0.6 + 0.075 * chars  # inches for the item panel
+    fig, (axp, axi) = plt.subplots(1, 2, sharey=True, figsize=(4.5 + text_width, height),
+                                   gridspec_kw={"width_ratios": [4.0, text_width],
+                                                "wspace": 0.02})
+    levels, counts = np.unique(th, return_counts=True)
+    if levels.size <= 2 * bins:  # few distinct values (e.g. WLE: one per raw score)
+        width = 0.8 * float(np.min(np.diff(levels))) if levels.size > 1 else 0.2
+        axp.barh(levels, counts, height=min(width, 0.8 * (hi - lo) / bins), color="tab:blue",
+                 alpha=0.7)
+    else:
+        axp.hist(th, bins=np.linspace(lo, hi, int(bins) + 1), orientation="horizontal",
+                 color="tab:blue", alpha=0.7)
+    axp.invert_xaxis()
+    axp.set_xlabel("persons")
+    axp.set_ylabel("logits (higher = more able / harder)")
+    axp.axhline(float(np.mean(th)), color="tab:blue", ls=":", lw=1)
+    axp.set_title(f"persons (n = {th.size})", fontsize="medium")
+    axi.axhline(float(np.mean(values)), color="tab:red", ls=":", lw=1)
+    axi.plot(np.full(len(b), 0.12 / text_width), values, "_", color="tab:red", ms=12, mew=2)
+    axi.set_xlim(0, 1.0)
+    axi.set_xticks([])
+    axi.set_title(f"items (n = {len(b)})", fontsize="medium")
+    for y, text in rows.items():
+        axi.text(0.3 / text_width + 0.02, y, text, va="center", fontsize=9)
+    axp.set_ylim(lo, hi)
+    for ax in (axp, axi):
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Wright map")
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.55 / height, top=1 - 0.75 / height)
+    return _save(fig, path)
+
+
+def _label_rows(b: Any, line: float, lo: float) -> dict[float, str]:
+    """The classic Wright-map layout: the logit axis cut into rows one text line high; the
+    labels of the items in a row side by side (at most ~44 characters, then "+k more")."""
+    values = b.to_numpy()
+    row_of = np.floor((values - lo) / line).astype(np.int64)
+    rows: dict[float, str] = {}
+    for r in np.unique(row_of):
+        members = np.flatnonzero(row_of == r)
+        members = members[np.argsort(values[members], kind="stable")]
+        names = [str(b.index[j]) for j in members]
+        text, shown = "", 0
+        for name in names:
+            if shown and len(text) + 2 + len(name) > 44:
+                break
+            text = f"{text}  {name}" if shown else name
+            shown += 1
+        if shown < len(names):
+            text += f"  +{len(names) - shown} more"
+        rows[lo + (r + 0.5) * line] = text
+    return rows
+
+
+def andersen_plot(
+    result: Any,
+    groups: Sequence[Any] | None = None,
+    *,
+    path: str | Path | None = None,
+) -> Any:
+    """Graphical model check for :func:`privirt.andersen_test`: each item's difficulty in one
+    group against another, with 95 % intervals; under the Rasch model the points lie on the
+    identity line.
+
+    Parameters
+    ----------
+    result : privirt.AndersenResult
+    groups : (label, label), optional
+        Which two groups to compare (default: the first two).
+    path : str or Path, optional
+        Also save the figure there.
+    """
+    names = list(result.beta.columns)
+    pair = names[:2] if groups is None else list(groups)
+    if len(pair) != 2 or any(g not in names for g in pair):
+        raise ValueError(f"groups must name two of the groups {names}, got {groups!r}")
+    plt = _plt()
+    x, y = result.beta[pair[0]], result.beta[pair[1]]
+    sx, sy = 1.96 * result.se[pair[0]], 1.96 * result.se[pair[1]]
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    lo = float(min((x - sx).min(), (y - sy).min())) - 0.3
+    hi = float(max((x + sx).max(), (y + sy).max())) + 0.3
+    ax.plot([lo, hi], [lo, hi], color="0.5", lw=1, zorder=0)
+    ax.errorbar(x, y, xerr=sx, yerr=sy, fmt="o", ms=4, color="tab:blue", ecolor="0.6",
+                elinewidth=0.8, capsize=0)
+    if len(x) <= 40:
+        for lab in x.index:
+            ax.annotate(str(lab), (x[lab], y[lab]), xytext=(4, 4), textcoords="offset points",
+                        fontsize="x-small")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"β in group {pair[0]}")
+    ax.set_ylabel(f"β in group {pair[1]}")
+    ax.set_title(f"Andersen test: LR = {result.statistic:.2f}, df = {result.df}, "
+                 f"p = {result.pvalue:.3g}", fontsize="medium")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)

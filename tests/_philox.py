@@ -1,5 +1,5 @@
-"""numpy port of the device random-number code of privirt.gibbs (Philox4x32-10 and the
-two-uniforms draw), shared by the Gibbs and GPU-static tests."""
+"""numpy port of the device random-number code of privirt/bayes/gibbs_2pno.cu (Philox4x32-10
+and the two-uniforms draw), shared by the Gibbs and GPU-static tests."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ KNOWN_ANSWERS = [
 
 
 def philox4x32_10(c0, c1, c2, c3, k0, k1):
-    """numpy port of ``philox4x32_10`` in privirt.gibbs._CUDA_PREAMBLE (uint64 lanes)."""
+    """numpy port of ``philox4x32_10`` in privirt/bayes/gibbs_2pno.cu (uint64 lanes)."""
     c0, c1, c2, c3, k0, k1 = (np.asarray(x, dtype=np.uint64) & _M32 for x in (c0, c1, c2, c3, k0, k1))
     for _ in range(10):
         p0 = np.uint64(0xD2511F53) * c0

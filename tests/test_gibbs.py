@@ -14,7 +14,7 @@ from scipy import optimize, special, stats
 
 import privirt
 from privirt._truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
-from privirt.gibbs import _draw_items
+from privirt.bayes.twopno import draw_items as _draw_items
 from privirt.posterior import SUMMARY_COLUMNS
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import KNOWN_ANSWERS
@@ -99,7 +99,7 @@ def sim():
 @pytest.fixture(scope="module")
 def fit(sim):
     X = sim[0]
-    return privirt.gibbs_2pno(X, n_iter=1500, burn_in=500, n_chains=2, seed=11, progress=False)
+    return privirt.gibbs_2pno(X, n_iter=1500, warmup=500, n_chains=2, seed=11, progress=False)
 
 
 def _rmse(x, y):
@@ -126,7 +126,7 @@ def test_posterior_structure_and_labels(sim, fit):
     assert fit.sampler == "gibbs_2pno"
     assert fit.get_draws("a").shape == (2, 1000, 10)
     assert fit.get_draws("theta").shape == (2, 1000, 1000)
-    assert fit.info["n_iter"] == 1500 and fit.info["burn_in"] == 500 and fit.info["device"] == "cpu"
+    assert fit.info["n_iter"] == 1500 and fit.info["warmup"] == 500 and fit.info["device"] == "cpu"
     table = fit.summary("b")
     assert list(table.columns) == SUMMARY_COLUMNS
     assert np.all(fit.get_draws("a") > 0)
@@ -143,7 +143,7 @@ def test_posterior_structure_and_labels(sim, fit):
 
     frame = pd.DataFrame(sim[0][:200, :6], index=[f"s{i}" for i in range(200)],
                          columns=list("ABCDEF"))
-    post = privirt.gibbs_2pno(frame, n_iter=60, burn_in=20, seed=1, progress=False)
+    post = privirt.gibbs_2pno(frame, n_iter=60, warmup=20, seed=1, progress=False)
     assert list(post.summary("a").index) == list("ABCDEF")
     assert list(post.summary("theta").index[:2]) == ["s0", "s1"]
 
@@ -152,7 +152,7 @@ def test_missing_data_still_recovers(sim):
     X, theta, a, b = sim
     Xm = X.copy()
     Xm[np.random.default_rng(5).random(X.shape) < 0.2] = np.nan
-    post = privirt.gibbs_2pno(Xm, n_iter=1500, burn_in=500, seed=2, progress=False,
+    post = privirt.gibbs_2pno(Xm, n_iter=1500, warmup=500, seed=2, progress=False,
                               keep_draws=False)
     assert post.info["has_missing"]
     a_hat, b_hat = post.mean("a").to_numpy(), post.mean("b").to_numpy()
@@ -166,7 +166,8 @@ def test_missing_data_still_recovers(sim):
 
 def test_latent_z_signs_and_missing_cells():
     """One iteration: Z > 0 where y = 1, Z < 0 where y = 0, Z = 0 (out of all sums) where missing."""
-    from privirt.gibbs import _Batch, _default_init
+    from privirt.bayes.gibbs import _Batch
+    from privirt.bayes.twopno import default_init as _default_init
 
     X, *_ = privirt.simulate_2pno(200, 6, seed=4, p_observed=0.7)
     codes = privirt.as_responses(X).codes
@@ -186,7 +187,7 @@ def test_empty_persons_are_dropped_with_a_warning():
     X, *_ = privirt.simulate_2pno(300, 6, seed=4)
     X[5, :] = np.nan
     with pytest.warns(privirt.EmptyResponsesWarning):
-        post = privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=False)
+        post = privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=False)
     assert post.get_draws("theta").shape[2] == 299
 
 
@@ -216,7 +217,7 @@ def test_lsat6_close_to_marginal_ml():
     np.testing.assert_allclose(d_l, [2.773, 0.990, 0.249, 1.285, 2.054], atol=0.01)
     # … and the exact probit (2PNO) MML fit
     a_p, d_p = _mml_2pl(pats, counts, "probit")
-    post = privirt.gibbs_2pno(data, n_iter=3000, burn_in=1000, n_chains=2, seed=6,
+    post = privirt.gibbs_2pno(data, n_iter=3000, warmup=1000, n_chains=2, seed=6,
                               progress=False, keep_draws=False)
     a_hat, b_hat = post.mean("a").to_numpy(), post.mean("b").to_numpy()
     # P = Φ(aθ − b) ≈ logistic(1.702 (aθ − b)):  a ≈ a_L / 1.702, b ≈ −d_L / 1.702
@@ -230,7 +231,7 @@ def test_lsat6_close_to_marginal_ml():
 
 def test_streaming_summaries_match_kept_draws(sim):
     X = sim[0][:400]
-    kw = dict(n_iter=700, burn_in=200, n_chains=2, seed=21, progress=False)
+    kw = dict(n_iter=700, warmup=200, n_chains=2, seed=21, progress=False)
     full = privirt.gibbs_2pno(X, keep_draws=True, **kw)
     streamed = privirt.gibbs_2pno(X, keep_draws=False, **kw)
     assert streamed.draws is None
@@ -255,7 +256,7 @@ def test_streaming_summaries_match_kept_draws(sim):
 
 def test_streaming_memory_is_bounded():
     X, *_ = privirt.simulate_2pno(50, 4, seed=1)
-    post = privirt.gibbs_2pno(X, n_iter=3000, burn_in=500, seed=1, progress=False,
+    post = privirt.gibbs_2pno(X, n_iter=3000, warmup=500, seed=1, progress=False,
                               keep_draws=False)
     s = post.streaming["theta"]
     assert s.count == 2500 and s.kept.shape[1] <= 1000
@@ -263,7 +264,7 @@ def test_streaming_memory_is_bounded():
 
 def test_seeds_are_reproducible(sim):
     X = sim[0][:200]
-    kw = dict(n_iter=100, burn_in=50, n_chains=2, progress=False)
+    kw = dict(n_iter=100, warmup=50, n_chains=2, progress=False)
     p1 = privirt.gibbs_2pno(X, seed=5, **kw)
     p2 = privirt.gibbs_2pno(X, seed=5, **kw)
     p3 = privirt.gibbs_2pno(X, seed=6, **kw)
@@ -275,14 +276,14 @@ def test_seeds_are_reproducible(sim):
 
 
 def test_thinning_and_draw_count(sim):
-    post = privirt.gibbs_2pno(sim[0][:100], n_iter=105, burn_in=50, thin=10, seed=1,
+    post = privirt.gibbs_2pno(sim[0][:100], n_iter=105, warmup=50, thin=10, seed=1,
                               progress=False)
     assert post.n_draws == 6  # iterations 51, 61, …, 101
 
 
 def test_replicate_matches_individual_runs():
     datasets = [privirt.simulate_2pno(150, 5, seed=s, p_observed=0.9)[0] for s in range(3)]
-    kw = dict(n_iter=120, burn_in=60, progress=False)
+    kw = dict(n_iter=120, warmup=60, progress=False)
     reps = privirt.gibbs_2pno_replicate(datasets, seed=13, keep_draws=True, **kw)
     assert len(reps) == 3
     children = np.random.SeedSequence(13).spawn(3)
@@ -305,18 +306,18 @@ def test_replicate_bad_input():
     X1 = privirt.simulate_2pno(50, 4, seed=1)[0]
     X2 = privirt.simulate_2pno(60, 4, seed=2)[0]
     with pytest.raises(ValueError, match="same shape"):
-        privirt.gibbs_2pno_replicate([X1, X2], n_iter=10, burn_in=5, progress=False)
+        privirt.gibbs_2pno_replicate([X1, X2], n_iter=10, warmup=5, progress=False)
     with pytest.raises(ValueError, match="empty"):
-        privirt.gibbs_2pno_replicate([], n_iter=10, burn_in=5, progress=False)
+        privirt.gibbs_2pno_replicate([], n_iter=10, warmup=5, progress=False)
     X3 = X1.copy()
     X3[:, 2] = np.nan
     with pytest.raises(ValueError, match="no observed response"):
-        privirt.gibbs_2pno_replicate([X1, X3], n_iter=10, burn_in=5, progress=False)
+        privirt.gibbs_2pno_replicate([X1, X3], n_iter=10, warmup=5, progress=False)
 
 
 def test_priors_pull_towards_their_means(sim):
     X = sim[0][:300]
-    kw = dict(n_iter=300, burn_in=100, seed=3, progress=False)
+    kw = dict(n_iter=300, warmup=100, seed=3, progress=False)
     post = privirt.gibbs_2pno(X, priors={"b": (3.0, 1e-6)}, **kw)
     np.testing.assert_allclose(post.mean("b"), 3.0, atol=0.01)
     assert post.info["priors"]["b"] == (3.0, 1e-6)
@@ -326,7 +327,7 @@ def test_priors_pull_towards_their_means(sim):
     weak = privirt.gibbs_2pno(X, priors={"b": (0.0, 100.0)}, **kw)
     flat0 = privirt.gibbs_2pno(X, **kw)
     np.testing.assert_allclose(weak.mean("b"), flat0.mean("b"), atol=0.1)
-    flat = privirt.gibbs_2pno(X, n_iter=30, burn_in=10, seed=3, progress=False)
+    flat = privirt.gibbs_2pno(X, n_iter=30, warmup=10, seed=3, progress=False)
     assert flat.info["priors"] == {"a": "flat on a > 0", "b": "flat"}
 
 
@@ -334,38 +335,38 @@ def test_improper_posterior_warning():
     X, *_ = privirt.simulate_2pno(100, 4, seed=1)
     X[:, 1] = 1.0
     with pytest.warns(UserWarning, match="improper"):
-        privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=False)
+        privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=False,
+        privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=False,
                            priors={"b": (0.0, 4.0)})
 
 
 def test_init_is_used():
     X, *_ = privirt.simulate_2pno(80, 4, seed=1)
-    post = privirt.gibbs_2pno(X, n_iter=2, burn_in=1, seed=1, progress=False,
+    post = privirt.gibbs_2pno(X, n_iter=2, warmup=1, seed=1, progress=False,
                               init={"a": 1.0, "b": [0, 0, 0, 0], "theta": np.zeros(80)})
     assert post.n_draws == 1 and np.all(np.isfinite(post.get_draws("a")))
     with pytest.raises(ValueError, match="positive"):
-        privirt.gibbs_2pno(X, n_iter=2, burn_in=1, init={"a": -1.0}, progress=False)
+        privirt.gibbs_2pno(X, n_iter=2, warmup=1, init={"a": -1.0}, progress=False)
     with pytest.raises(ValueError, match="length 4"):
-        privirt.gibbs_2pno(X, n_iter=2, burn_in=1, init={"b": [0, 1]}, progress=False)
+        privirt.gibbs_2pno(X, n_iter=2, warmup=1, init={"b": [0, 1]}, progress=False)
     with pytest.raises(ValueError, match="unknown init"):
-        privirt.gibbs_2pno(X, n_iter=2, burn_in=1, init={"c": 1}, progress=False)
+        privirt.gibbs_2pno(X, n_iter=2, warmup=1, init={"c": 1}, progress=False)
 
 
 @pytest.mark.parametrize(
     "kwargs, message",
     [
         ({"n_iter": -5}, "n_iter must be at least 1"),
-        ({"n_iter": 100, "burn_in": 100}, "burn_in .* must be smaller than n_iter"),
-        ({"n_iter": 100, "burn_in": -1}, "burn_in must be at least 0"),
-        ({"n_iter": 100, "burn_in": 10, "thin": 0}, "thin must be at least 1"),
-        ({"n_iter": 100, "burn_in": 10, "n_chains": 0}, "n_chains must be at least 1"),
+        ({"n_iter": 100, "warmup": 100}, "warmup .* must be smaller than n_iter"),
+        ({"n_iter": 100, "warmup": -1}, "warmup must be at least 0"),
+        ({"n_iter": 100, "warmup": 10, "thin": 0}, "thin must be at least 1"),
+        ({"n_iter": 100, "warmup": 10, "n_chains": 0}, "n_chains must be at least 1"),
         ({"n_iter": 10.5}, "n_iter must be an integer"),
         ({"n_iter": True}, "n_iter must be an integer"),
         ({"device": "tpu"}, "device must be one of"),
-        ({"seed": -3}, "seed must be non-negative"),
+        ({"seed": -3}, "seed must be a non-negative integer"),
         ({"seed": "abc"}, "seed must be"),
         ({"priors": {"b": (0.0, 0.0)}}, "positive variance"),
         ({"priors": {"b": 1.0}}, "mean, variance"),
@@ -378,22 +379,22 @@ def test_init_is_used():
 )
 def test_bad_arguments_raise(kwargs, message):
     X, *_ = privirt.simulate_2pno(20, 3, seed=1)
-    args = {"n_iter": 20, "burn_in": 10, "progress": False} | kwargs
+    args = {"n_iter": 20, "warmup": 10, "progress": False} | kwargs
     with pytest.raises(ValueError, match=message):
         privirt.gibbs_2pno(X, **args)
 
 
 def test_bad_responses_raise():
     with pytest.raises(ValueError):
-        privirt.gibbs_2pno(np.array([[0, 1, 2], [1, 0, 1]]), n_iter=10, burn_in=5,
+        privirt.gibbs_2pno(np.array([[0, 1, 2], [1, 0, 1]]), n_iter=10, warmup=5,
                            progress=False)
     with pytest.raises(ValueError):
-        privirt.gibbs_2pno(np.array([0, 1, 1]), n_iter=10, burn_in=5, progress=False)
+        privirt.gibbs_2pno(np.array([0, 1, 1]), n_iter=10, warmup=5, progress=False)
 
 
 def test_progress_bar_goes_to_stderr(capsys):
     X, *_ = privirt.simulate_2pno(30, 3, seed=1)
-    privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=True)
+    privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=True)
     captured = capsys.readouterr()
     assert "20/20" in captured.err and captured.out == ""
 
@@ -436,9 +437,9 @@ def test_cli_end_to_end(lsat6_csv, tmp_path, capsys):
 
     out = tmp_path / "summary.csv"
     plots_dir = tmp_path / "plots"
-    status = main(["gibbs", str(lsat6_csv), "--iter", "300", "--burn-in", "100", "--chains",
+    status = main(["gibbs", str(lsat6_csv), "--iter", "300", "--warmup", "100", "--chains",
                    "2", "--seed", "3", "--no-progress", "--out", str(out), "--plots",
-                   str(plots_dir), "--b-prior", "0", "10"])
+                   str(plots_dir), "--prior-b", "0", "10"])
     assert status == 0
     table = pd.read_csv(out, index_col=[0, 1])
     assert list(table.columns) == SUMMARY_COLUMNS
@@ -446,22 +447,26 @@ def test_cli_end_to_end(lsat6_csv, tmp_path, capsys):
     assert (table.loc["a", "mean"] > 0).all()
     for name in ("trace_a.png", "trace_b.png", "item_response_curves.png", "theta_density.png"):
         assert (plots_dir / name).stat().st_size > 1000
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "total" in printed and "summary" in printed
     # bad value: one-line error, exit status 2
-    assert main(["gibbs", str(lsat6_csv), "--iter", "10", "--burn-in", "10",
+    assert main(["gibbs", str(lsat6_csv), "--iter", "10", "--warmup", "10",
                  "--no-progress"]) == 2
-    assert "burn_in" in capsys.readouterr().err
+    assert "warmup" in capsys.readouterr().err
 
 
 def test_cli_subprocess_prints_summary(lsat6_csv):
     proc = subprocess.run(
         [sys.executable, "-m", "privirt", "gibbs", str(lsat6_csv), "--iter", "40",
-         "--burn-in", "20", "--seed", "1", "--device", "cpu"],
+         "--warmup", "20", "--seed", "1", "--device", "cpu"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "item3" in proc.stdout and "rhat" in proc.stdout
     assert "40/40" in proc.stderr  # progress bar
+    # the summary stage is announced after the bar, and the total time reported
+    assert proc.stderr.index("summarising") > proc.stderr.index("40/40")
+    assert "total" in proc.stderr.split("summarising")[1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -470,7 +475,7 @@ def test_cli_subprocess_prints_summary(lsat6_csv):
 @pytest.mark.gpu
 def test_gpu_and_cpu_posteriors_agree(sim):
     X, theta, a, b = sim
-    kw = dict(n_iter=2000, burn_in=500, n_chains=2, seed=4, progress=False)
+    kw = dict(n_iter=2000, warmup=500, n_chains=2, seed=4, progress=False)
     cpu = privirt.gibbs_2pno(X, device="cpu", **kw)
     gpu = privirt.gibbs_2pno(X, device="gpu", **kw)
     assert gpu.info["device"] == "gpu"
@@ -485,10 +490,10 @@ def test_gpu_and_cpu_posteriors_agree(sim):
     # missing data and replications on the device
     Xm = X.copy()
     Xm[np.random.default_rng(1).random(X.shape) < 0.2] = np.nan
-    reps = privirt.gibbs_2pno_replicate([X, Xm], n_iter=1000, burn_in=500, seed=2,
+    reps = privirt.gibbs_2pno_replicate([X, Xm], n_iter=1000, warmup=500, seed=2,
                                         device="gpu", progress=False)
     assert np.corrcoef(reps[1].mean("b"), b)[0, 1] > 0.95
-    cpu_m = privirt.gibbs_2pno(Xm, n_iter=1000, burn_in=500, seed=2, device="cpu",
+    cpu_m = privirt.gibbs_2pno(Xm, n_iter=1000, warmup=500, seed=2, device="cpu",
                                progress=False, keep_draws=False)
     # single chains of 500 kept draws: compare within their own Monte Carlo error
     g_s, c_s = reps[1].summary("b"), cpu_m.summary("b")
@@ -498,11 +503,11 @@ def test_gpu_and_cpu_posteriors_agree(sim):
 
 def test_cache_blocking_does_not_change_the_chain(monkeypatch, sim):
     """Streaming the persons in small blocks gives the same draws as one block."""
-    from privirt.gibbs import _Batch
+    from privirt.bayes.gibbs import _Batch
 
     X = sim[0][:300].copy()
     X[np.random.default_rng(2).random(X.shape) < 0.1] = np.nan
-    kw = dict(n_iter=40, burn_in=20, n_chains=2, seed=8, progress=False)
+    kw = dict(n_iter=40, warmup=20, n_chains=2, seed=8, progress=False)
     whole = privirt.gibbs_2pno(X, **kw)
     monkeypatch.setattr(_Batch, "_CHUNK_CELLS", 64)  # blocks of 6 persons
     blocked = privirt.gibbs_2pno(X, **kw)
@@ -548,7 +553,7 @@ def test_agrees_with_an_independent_naive_sampler():
 
     X, *_ = privirt.simulate_2pno(300, 8, seed=12)
     ref_a, ref_b = _plain_gibbs(X.astype(int), 2000, 400, np.random.default_rng(1))
-    post = privirt.gibbs_2pno(X, n_iter=6000, burn_in=1000, n_chains=2, seed=3,
+    post = privirt.gibbs_2pno(X, n_iter=6000, warmup=1000, n_chains=2, seed=3,
                               progress=False, keep_draws=False, priors={"a": (1.0, 1.0)})
     for param, ref in (("a", ref_a), ("b", ref_b)):
         ours = post.summary(param)
@@ -565,7 +570,7 @@ def test_joint_posterior_matches_importance_sampling_on_a_tiny_problem():
     importance sampling from the prior.  A wrong conditional (a prior term dropped, the
     b | a regression, a missing cell counted) moves some moment by many standard errors."""
     Y, priors, exact = tiny_2pno_problem()
-    post = privirt.gibbs_2pno(Y, n_iter=3000, burn_in=500, n_chains=40, seed=7,
+    post = privirt.gibbs_2pno(Y, n_iter=3000, warmup=500, n_chains=40, seed=7,
                               progress=False, device="cpu", priors=priors)
     assert_moments_match(post, exact)
 
@@ -595,7 +600,9 @@ def _std_tn_lower_port(L, counters, key):
 
 
 def test_gpu_philox_matches_random123_known_answers():
-    from privirt.gibbs import _CUDA_PREAMBLE
+    from privirt.bayes.twopno_gpu import cuda_preamble
+
+    _CUDA_PREAMBLE = cuda_preamble()
 
     for ctr, key, expected in KNOWN_ANSWERS:
         assert tuple(int(x) for x in _philox4x32_10(*ctr, *key)) == expected
@@ -622,15 +629,15 @@ def test_item_answered_by_one_person_is_refused_under_flat_priors():
     X, _, _, _ = privirt.simulate_2pno(60, 4, seed=31)
     X[1:, 3] = np.nan  # item 4: one response
     with pytest.raises(ValueError, match="single person"):
-        privirt.gibbs_2pno(X, n_iter=20, burn_in=10, seed=1, progress=False, device="cpu")
+        privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=False, device="cpu")
     with pytest.raises(ValueError, match="data set 1: .*single person"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # data set 0's all-incorrect item 4
-        privirt.gibbs_2pno_replicate([np.nan_to_num(X, nan=0.0), X], n_iter=20, burn_in=10,
+        privirt.gibbs_2pno_replicate([np.nan_to_num(X, nan=0.0), X], n_iter=20, warmup=10,
                                      seed=1, progress=False, device="cpu")
     for priors in ({"b": (0.0, 4.0)}, {"a": (1.0, 1.0)}):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            post = privirt.gibbs_2pno(X, n_iter=60, burn_in=20, seed=1, progress=False,
+            post = privirt.gibbs_2pno(X, n_iter=60, warmup=20, seed=1, progress=False,
                                       device="cpu", priors=priors)
         for param in ("a", "b", "theta"):
             assert np.isfinite(post.draws[param]).all(), (priors, param)

@@ -1,6 +1,6 @@
 """Checks of the GPU code paths that need no GPU.
 
-* The fused Gibbs kernels (``privirt.gibbs._cuda_source()``, the exact text cupy's
+* The fused Gibbs kernels (``privirt/bayes/gibbs_2pno.cu``, the exact text cupy's
   ``RawModule`` compiles) are compiled for sm_90 with ``nvcc`` and with NVRTC, when
   available.
 * The same kernel bodies are compiled for the *host* with a C++ compiler (with host
@@ -33,7 +33,9 @@ from scipy import special, stats
 import privirt
 import privirt._backend as backend
 from privirt import counts as counts_mod
-from privirt import gibbs as gibbs_mod
+from privirt.bayes import gibbs as gibbs_mod
+from privirt.bayes import twopno
+from privirt.bayes import twopno_gpu as gpu_mod
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import KNOWN_ANSWERS
 from tests._philox import uniform2 as _uniform2
@@ -71,17 +73,17 @@ def _parse(params: str) -> list[tuple[bool, bool, str, str]]:
 @pytest.fixture(scope="module")
 def kernel_source(tmp_path_factory):
     f = tmp_path_factory.mktemp("kernels") / "privirt_gibbs.cu"
-    f.write_text(gibbs_mod._cuda_source())
+    f.write_text(gpu_mod.cuda_source())
     return f
 
 
 def test_kernel_specs_are_well_formed():
     """Parameters parse; every parameter is used; outputs are written, inputs never."""
-    assert list(gibbs_mod._KERNELS) == [
+    assert list(gpu_mod.kernel_specs()) == [
         "privirt_gibbs_z", "privirt_gibbs_theta", "privirt_gibbs_item_sums",
         "privirt_gibbs_item",
     ]
-    for name, (params, body) in gibbs_mod._KERNELS.items():
+    for name, (params, body) in gpu_mod.kernel_specs().items():
         parsed = _parse(params)
         names = [n for *_, n in parsed]
         assert len(set(names)) == len(names), name
@@ -94,8 +96,8 @@ def test_kernel_specs_are_well_formed():
             else:
                 assert not written, f"{name}: input {n} written"
             assert ptr or not const, f"{name}: scalar {n} declared const"
-    src = gibbs_mod._cuda_source()
-    for name in gibbs_mod._KERNELS:
+    src = gpu_mod.cuda_source()
+    for name in gpu_mod.kernel_specs():
         assert f'extern "C" __global__ void {name}(' in src
 
 
@@ -132,7 +134,7 @@ def test_kernels_compile_with_nvrtc_for_sm90(kernel_source):
         pytest.fail(nvrtc.getProgramLog(prog))
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
-    for name in gibbs_mod._KERNELS:
+    for name in gpu_mod.kernel_specs():
         assert f".entry {name}(" in ptx
 
 
@@ -203,20 +205,16 @@ using std::sqrt; using std::log; using std::fmax;
 
 
 def _emit_host_source() -> str:
-    """The preamble and kernel bodies of ``_cuda_source()`` verbatim; in each signature the
+    """The preamble and kernel bodies of ``gibbs_2pno.cu`` verbatim; in each signature the
     array parameters become bounds-checked spans."""
-    parts = [_HOST_SHIM, gibbs_mod._CUDA_PREAMBLE]
-    for name, (params, body) in gibbs_mod._KERNELS.items():
+    parts = [_HOST_SHIM, gpu_mod.cuda_preamble()]
+    for name, (params, body) in gpu_mod.kernel_specs().items():
         decls = []
         for ptr, const, ctype, n in _parse(params):
             decls.append(f"Span<{'const ' if const else ''}{ctype}> {n}" if ptr else f"{ctype} {n}")
-        src = gibbs_mod._cuda_source()
-        head = f'extern "C" __global__ void {name}({params}, long long size) {{\n'
-        start = src.index(head) + len(head)
-        end = src.index("\n}\n", start)  # the kernel's closing brace
         parts.append(
             f'extern "C" __global__ void {name}({", ".join(decls)}, long long size) {{\n'
-            f"{src[start:end]}\n}}\n"
+            f"{body}\n}}\n"
         )
     parts.append(
         'extern "C" void host_philox(unsigned int* c, unsigned int* k, unsigned int* o) {\n'
@@ -291,7 +289,7 @@ def host_lib(tmp_path_factory):
 @pytest.fixture
 def host_kernels(host_lib):
     return tuple(
-        _HostKernel(host_lib, name, spec[0]) for name, spec in gibbs_mod._KERNELS.items()
+        _HostKernel(host_lib, name, spec[0]) for name, spec in gpu_mod.kernel_specs().items()
     )
 
 
@@ -485,7 +483,7 @@ def test_item_kernel_matches_the_cpu_item_step(host_kernels):
     m_a = (p_bb * r_a - p_ab * r_b) / det
     sd_a = np.sqrt(p_bb / det)
     assert np.all(-m_a / sd_a <= 5)
-    a_cpu, b_cpu = gibbs_mod._draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, special.ndtri(e))
+    a_cpu, b_cpu = twopno.draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, special.ndtri(e))
     assert np.all(a_out > 0)
     np.testing.assert_allclose(a_out, a_cpu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(b_out, b_cpu, rtol=1e-8, atol=1e-10)
@@ -519,7 +517,7 @@ def fake_gpu(monkeypatch):
 
 @pytest.fixture
 def fake_gpu_gibbs(fake_gpu, host_kernels, monkeypatch):
-    monkeypatch.setattr(gibbs_mod, "_gpu_kernels", lambda: host_kernels)
+    monkeypatch.setattr(gpu_mod, "gpu_kernels", lambda: host_kernels)
     return fake_gpu
 
 
@@ -532,7 +530,7 @@ def test_gpu_sampler_recovers_parameters(fake_gpu_gibbs):
     """The device sampler (kernels compiled for the host) recovers simulated parameters:
     the truth lies within a few posterior standard deviations of the posterior mean."""
     X, theta, a, b = privirt.simulate_2pno(3000, 8, seed=3)
-    post = privirt.gibbs_2pno(X, n_iter=500, burn_in=200, seed=4, device="gpu", progress=False)
+    post = privirt.gibbs_2pno(X, n_iter=500, warmup=200, seed=4, device="gpu", progress=False)
     assert post.info["device"] == "gpu"
     for param, truth in (("a", a), ("b", b)):
         z = _z_scores(post, param, truth)
@@ -546,7 +544,7 @@ def test_gpu_sampler_recovers_parameters(fake_gpu_gibbs):
 
 def test_gpu_sampler_with_missing_data_and_chains(fake_gpu_gibbs):
     X, theta, a, b = privirt.simulate_2pno(2000, 6, seed=5, p_observed=0.7)
-    post = privirt.gibbs_2pno(X, n_iter=1000, burn_in=400, n_chains=2, seed=6, device="gpu",
+    post = privirt.gibbs_2pno(X, n_iter=1000, warmup=400, n_chains=2, seed=6, device="gpu",
                               progress=False, keep_draws=False)
     z = _z_scores(post, "b", b)
     assert np.all(np.abs(z) < 4.5) and np.mean(z**2) < 4.0, z
@@ -559,7 +557,7 @@ def test_gpu_replicate_batches_data_sets_and_chains(fake_gpu_gibbs):
     """D data sets × C chains: each batch element samples from its own data set."""
     X1, _, _, b1 = privirt.simulate_2pno(800, 5, seed=7)
     X2 = 1.0 - X1  # mirror image: b flips sign
-    posts = privirt.gibbs_2pno_replicate([X1, X2], n_iter=300, burn_in=100, n_chains=2,
+    posts = privirt.gibbs_2pno_replicate([X1, X2], n_iter=300, warmup=100, n_chains=2,
                                          seed=8, device="gpu", progress=False)
     m1 = posts[0].summary("b")["mean"].to_numpy()
     m2 = posts[1].summary("b")["mean"].to_numpy()
@@ -573,7 +571,7 @@ def test_gpu_sampler_matches_the_exact_posterior_of_a_tiny_problem(fake_gpu_gibb
     cell) run as a whole chain and compared with the exact posterior moments of a 4 × 2
     problem (importance sampling), as the CPU sampler is in test_gibbs.py."""
     Y, priors, exact = tiny_2pno_problem()
-    post = privirt.gibbs_2pno(Y, n_iter=3000, burn_in=500, n_chains=40, seed=8,
+    post = privirt.gibbs_2pno(Y, n_iter=3000, warmup=500, n_chains=40, seed=8,
                               progress=False, device="gpu", priors=priors)
     assert post.info["device"] == "gpu"
     assert_moments_match(post, exact)
@@ -583,7 +581,7 @@ def test_gpu_draws_written_by_the_kernels_equal_the_streamed_values(fake_gpu_gib
     """With keep_draws the θ and item kernels write each kept draw into its slot; without,
     the same iterations feed the streaming summaries.  Same seed: the same numbers."""
     X, _, _, _ = privirt.simulate_2pno(150, 6, seed=21, p_observed=0.8)
-    kw = dict(n_iter=70, burn_in=31, thin=3, n_chains=2, seed=22, device="gpu", progress=False)
+    kw = dict(n_iter=70, warmup=31, thin=3, n_chains=2, seed=22, device="gpu", progress=False)
     kept = privirt.gibbs_2pno(X, keep_draws=True, **kw)
     streamed = privirt.gibbs_2pno(X, keep_draws=False, **kw)
     for param in ("a", "b", "theta"):
@@ -598,7 +596,7 @@ def test_gpu_replicate_reproduces_single_runs_exactly(fake_gpu_gibbs):
     device the reductions have a fixed order, so the draws agree exactly."""
     X1, _, _, _ = privirt.simulate_2pno(120, 5, seed=23)
     X2, _, _, _ = privirt.simulate_2pno(120, 5, seed=24)
-    kw = dict(n_iter=40, burn_in=20, n_chains=2, device="gpu", progress=False, keep_draws=True)
+    kw = dict(n_iter=40, warmup=20, n_chains=2, device="gpu", progress=False, keep_draws=True)
     reps = privirt.gibbs_2pno_replicate([X1, X2], seed=25, **kw)
     child = np.random.SeedSequence(25).spawn(2)[1]
     single = privirt.gibbs_2pno(X2, seed=child, **kw)
@@ -608,14 +606,18 @@ def test_gpu_replicate_reproduces_single_runs_exactly(fake_gpu_gibbs):
 
 
 def test_gpu_step_has_no_host_round_trip(fake_gpu_gibbs, monkeypatch):
-    """No device-to-host copy (to_numpy / .get() / float()) inside the iteration loop."""
+    """No device-to-host copy (to_numpy / .get() / float()) inside the iteration loop: the
+    iteration's modules do not import to_numpy, and the driver's is not called."""
+    from privirt.bayes import driver
+
+    assert not hasattr(gibbs_mod, "to_numpy") and not hasattr(gpu_mod, "to_numpy")
     X, _, _, _ = privirt.simulate_2pno(200, 4, seed=9)
     calls = []
-    real = gibbs_mod.to_numpy
-    monkeypatch.setattr(gibbs_mod, "to_numpy", lambda x: calls.append(1) or real(x))
+    real = driver.to_numpy
+    monkeypatch.setattr(driver, "to_numpy", lambda x: calls.append(1) or real(x))
     resp = privirt.as_responses(X)
     codes = resp.codes[None]
-    init = gibbs_mod._default_init(resp.codes, np.random.default_rng(0), False)
+    init = twopno.default_init(resp.codes, np.random.default_rng(0), False)
     batch = gibbs_mod._Batch(codes, 1, {"a": None, "b": None}, [init],
                              [np.random.SeedSequence(1)], "gpu")
     for _ in range(5):

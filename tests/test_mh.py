@@ -14,7 +14,10 @@ import pytest
 from scipy import special
 
 import privirt
-from privirt import mh as mhmod
+from privirt._progress import ProgressBar
+from privirt.bayes import Schedule
+from privirt.bayes import twopl as mhmod
+from privirt.bayes import twopl_setup as setupmod
 from privirt.cli import main as cli_main
 from privirt.simulate import simulate_2pl
 from tests._exact_posterior import assert_moments_match, importance_moments
@@ -323,7 +326,7 @@ def test_ridge_moves_scale_and_shift_without_changing_eta(n_chains):
     UT = np.ones((2, n_chains, n))
     R = np.ones((5, n_chains, m))
     UT[0], R[1], R[2] = theta, a, -b
-    moves = mhmod._RidgeMoves(np, UT, R, dict(mhmod.DEFAULT_PRIORS), [])
+    moves = mhmod._RidgeMoves(np, UT, R, dict(setupmod.DEFAULT_PRIORS), [])
     eta0 = a[:, None, :] * theta[:, :, None] - b[:, None, :]
     z = [[0.3, -0.2]] * n_chains
     counts = [[0, 0] for _ in range(n_chains)]
@@ -405,18 +408,18 @@ def test_sign_normalisation_flips_whole_chains():
     a[1] *= -1
     kept = theta[0].copy()
     draws = {"theta": theta, "a": a, "b": np.zeros((3, 50, 12))}
-    counts = mhmod._normalise_signs(draws, [])
+    counts = setupmod.normalise_signs(draws, [])
     assert counts == [0, 50, 0]
     np.testing.assert_array_equal(draws["theta"][0], kept)  # draws are never flipped singly
     assert (draws["theta"].mean(axis=1) @ base_t > 0).all()
     assert draws["a"].mean() > 0
     # all chains in the mirror mode: the convention (mean slope >= 0) flips them all
     draws = {"theta": -theta, "a": -a, "b": np.zeros((3, 50, 12))}
-    assert mhmod._normalise_signs(draws, []) == [50, 50, 50]
+    assert setupmod.normalise_signs(draws, []) == [50, 50, 50]
     # an anchor overrides the convention
     draws2 = {"theta": theta.copy(), "a": a.copy(), "b": np.zeros((3, 50, 12))}
     idx = int(np.argmax(base_t))
-    mhmod._normalise_signs(draws2, [(idx, -1.0)])
+    setupmod.normalise_signs(draws2, [(idx, -1.0)])
     assert (draws2["theta"][:, :, idx].mean(axis=1) < 0).all()
 
 
@@ -656,14 +659,17 @@ def test_device_branches_run_with_numpy_standing_in_for_cupy(sim300, fit300):
     obs = resp.codes >= 0
     y = (resp.codes == 1).astype(float)
     rng = np.random.default_rng(0)
-    state = mhmod._initial_state(None, y, obs, 1, [], rng)
-    out = mhmod._run(
-        np, y, obs, state, dict(mhmod.DEFAULT_PRIORS),
-        {"theta": 0.4, "a": 0.4, "b": 0.4}, [], n_iter=1600, warmup=600, thin=1,
-        n_keep=1000, adapt=True, seed=7, progress=False, gpu=True, ridge_moves=True,
+    state = setupmod.initial_state(None, y, obs, 1, [], rng)
+    out = mhmod.run_chains(
+        np, y, obs, state, dict(setupmod.DEFAULT_PRIORS),
+        {"theta": 0.4, "a": 0.4, "b": 0.4}, [], schedule=Schedule(1600, 600, 1),
+        store={"theta": np.empty((1, 1000, len(theta))), "a": np.empty((1, 1000, len(a))),
+               "b": np.empty((1, 1000, len(b)))},
+        adapt=True, seed=7, bar=ProgressBar(1600, "mh", enabled=False), gpu=True,
+        ridge_moves=True,
     )
     draws = {k: np.asarray(v) for k, v in out["draws"].items()}
-    mhmod._normalise_signs(draws, [])
+    setupmod.normalise_signs(draws, [])
     means = draws["theta"].mean(axis=(0, 1))
     assert _corr(means, theta) > 0.9
     assert _corr(means, fit300.mean("theta")) > 0.97

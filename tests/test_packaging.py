@@ -49,3 +49,22 @@ def test_public_names_resolve():
         except (AttributeError, ImportError) as exc:
             missing.append(f"{name}: {exc}")
     assert not missing, missing
+
+
+def test_cuda_sources_are_package_data():
+    """Every ``.cu`` file of a package is declared package data, and the kernels load
+    through importlib.resources (as the installed package reads them)."""
+    from importlib import resources
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = meta["tool"]["setuptools"]["packages"]
+    data = meta["tool"]["setuptools"]["package-data"]
+    for cu in (ROOT / "privirt").rglob("*.cu"):
+        package = ".".join(cu.parent.relative_to(ROOT).parts)
+        assert package in packages, package
+        assert "*.cu" in data.get(package, []), (package, data)
+    src = resources.files("privirt.bayes").joinpath("gibbs_2pno.cu").read_text()
+    assert 'extern "C" __global__ void privirt_gibbs_z(' in src
+    from privirt.bayes import twopno_gpu
+
+    assert tuple(twopno_gpu.kernel_specs()) == twopno_gpu.KERNEL_NAMES

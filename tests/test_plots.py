@@ -3,6 +3,10 @@ samplers that produce the posteriors)."""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
+import pandas as pd
 import pytest
 
 import privirt
@@ -11,10 +15,20 @@ pytest.importorskip("matplotlib")
 from privirt import plots  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Figures are returned to the caller, who closes them: here, after each test (pyplot
+    warns past 20 open figures, and privirt's RuntimeWarnings are errors in this suite)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture(scope="module")
 def small_posterior():
     X, *_ = privirt.simulate_2pno(60, 4, seed=1)
-    return privirt.gibbs_2pno(X, n_iter=40, burn_in=20, seed=1, progress=False)
+    return privirt.gibbs_2pno(X, n_iter=40, warmup=20, seed=1, progress=False)
 
 
 def test_trace_plot_unknown_or_no_labels(small_posterior):
@@ -27,3 +41,77 @@ def test_trace_plot_unknown_or_no_labels(small_posterior):
     label = small_posterior.labels["a"][1]
     fig = plots.trace_plot(small_posterior, "a", labels=[label])
     assert len(fig.axes) == 2
+
+
+# -- Rasch model checks -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def lsat7():
+    X = privirt.load_dataset("lsat7")
+    est = privirt.cmle_estimate(X)
+    return X, est, privirt.estimate_abilities(X, est.beta)
+
+
+def test_item_information_curves(lsat7, tmp_path):
+    _, est, _ = lsat7
+    fig = plots.item_information_curves(est, path=tmp_path / "iic.png")
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 5
+    # each curve peaks at 1/4 at its item's difficulty
+    for line in ax.get_lines():
+        x, y = line.get_data()
+        assert max(y) == pytest.approx(0.25, abs=1e-3)
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == list(est.beta.index)
+    assert (tmp_path / "iic.png").stat().st_size > 0
+    fig = plots.item_information_curves(est, items=["item2", "item4"])
+    assert len(fig.axes[0].get_lines()) == 2
+    with pytest.raises(ValueError, match=r"unknown item label\(s\) \['nope'\]"):
+        plots.item_information_curves(est, items=["nope"])
+    with pytest.raises(ValueError, match="theta_range"):
+        plots.item_information_curves(est, theta_range=(2, -2))
+    many = pd.Series(np.linspace(-2, 2, 30))
+    fig = plots.item_information_curves(many)  # colour bar instead of a legend
+    assert fig.axes[0].get_legend() is None and len(fig.axes) == 2
+
+
+def test_test_information_curve(lsat7, tmp_path):
+    _, est, ab = lsat7
+    fig = plots.test_information_curve(est, theta=ab, path=tmp_path / "tic.png")
+    info_ax, se_ax = fig.axes
+    x, y = info_ax.get_lines()[0].get_data()
+    np.testing.assert_allclose(y, privirt.test_information(est, x)["information"])
+    x, se = se_ax.get_lines()[0].get_data()
+    np.testing.assert_allclose(se, 1 / np.sqrt(privirt.test_information(est, x)["information"]))
+    labels = [t.get_text() for t in info_ax.get_legend().get_texts()]
+    assert labels == ["test information", "item difficulties", "person abilities",
+                      "standard error"]
+
+
+def test_wright_map(lsat7, tmp_path):
+    _, est, ab = lsat7
+    fig = plots.wright_map(est, ab, path=tmp_path / "wm.png")
+    persons, items = fig.axes
+    texts = " ".join(t.get_text() for t in items.texts)
+    assert all(label in texts for label in est.beta.index)
+    # persons and items share the logit axis
+    assert persons.get_ylim() == items.get_ylim()
+    # 60 items with long names: rows of labels one text line apart, none overlapping
+    beta = pd.Series(np.random.default_rng(0).normal(0, 1, 60),
+                     index=[f"question_{i}" for i in range(60)])
+    fig = plots.wright_map(beta, np.random.default_rng(1).normal(0, 1, 3000))
+    ys = sorted(t.get_position()[1] for t in fig.axes[1].texts)
+    assert np.min(np.diff(ys)) > 0
+    shown = " ".join(t.get_text() for t in fig.axes[1].texts)
+    hidden = sum(int(k) for k in re.findall(r"\+(\d+) more", shown))
+    assert shown.count("question_") + hidden == 60
+    with pytest.raises(ValueError, match="no finite ability"):
+        plots.wright_map(est, [np.inf, np.nan])
+
+
+def test_andersen_plot(tmp_path):
+    X, _, _ = privirt.simulate_rasch(400, 6, seed=31)
+    res = privirt.andersen_test(X)
+    fig = plots.andersen_plot(res, path=tmp_path / "a.png")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "β in group low" and "LR =" in ax.get_title()
+    with pytest.raises(ValueError, match="groups must name two"):
+        plots.andersen_plot(res, groups=["low", "x"])

@@ -1,11 +1,51 @@
-"""Command-line options shared by the Bayesian samplers (``privirt gibbs``, ``privirt mh``)."""
+"""Command-line options shared by the Bayesian samplers (``privirt gibbs``, ``privirt mh``).
+
+One spelling per option: ``--warmup`` and ``--prior-BLOCK MEAN VAR``; the old spellings
+``--burn-in`` and ``--a-prior`` / ``--b-prior`` are accepted as hidden aliases that warn.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from ._paths import check_output_dir, check_output_file
+
+#: suffixes ``--out`` accepts for a posterior summary
+SUMMARY_SUFFIXES = (".csv",)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """Stores into the new option's ``dest`` and records that the old spelling was used."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        used = list(getattr(namespace, "deprecated_flags", []))
+        used.append((option_string, self.new))
+        namespace.deprecated_flags = used
+
+
+def _alias(p: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs: Any) -> None:
+    p.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS, **kwargs)
+
+
+def warn_deprecated_flags(args: argparse.Namespace) -> None:
+    """One ``privirt: warning`` line per old option spelling used."""
+    for old, new in dict(getattr(args, "deprecated_flags", [])).items():
+        warnings.warn(f"{old} is deprecated; use {new} (same meaning)", FutureWarning,
+                      stacklevel=2)
 
 
 def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> None:
@@ -17,34 +57,81 @@ def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> N
                    help="wide tables: the column with the person labels")
 
 
-def add_chain_arguments(
-    p: argparse.ArgumentParser, *, warmup_flag: str, warmup_help: str, plots_help: str
-) -> None:
-    """Iterations, warmup (``--burn-in`` or ``--warmup``), thinning, chains, seed, device,
-    progress, ``--out`` and ``--plots``."""
+def add_chain_arguments(p: argparse.ArgumentParser, *, warmup_help: str, plots_help: str) -> None:
+    """Iterations, ``--warmup`` (old spelling ``--burn-in``), thinning, chains, seed,
+    device, progress, ``--out`` and ``--plots``."""
     p.add_argument("--iter", type=int, default=10000, dest="n_iter",
                    help="total iterations per chain, including the warmup (default 10000)")
-    p.add_argument(warmup_flag, type=int, default=5000, help=f"{warmup_help} (default 5000)")
-    p.add_argument("--thin", type=int, default=1, help="keep every THIN-th draw (default 1)")
+    p.add_argument("--warmup", type=int, default=5000, help=f"{warmup_help} (default 5000)")
+    _alias(p, "--burn-in", "--warmup", "warmup", type=int)
+    p.add_argument("--thin", type=int, default=1,
+                   help="keep the first post-warmup draw and every THIN-th after it (default 1)")
     p.add_argument("--chains", type=int, default=1, help="number of chains (default 1)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible runs)")
     p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
                    help="where to run (default: the GPU when one is available)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--out", default=None, help="write the posterior summary as CSV here")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar or stage messages on stderr")
+    p.add_argument("--out", default=None, metavar="PATH",
+                   help="write the posterior summary here (.csv); the folder must exist")
     p.add_argument("--plots", default=None, metavar="DIR", help=plots_help)
 
 
-def check_plotting(args: argparse.Namespace) -> None:
-    """Fail before sampling, not after, when --plots is asked for without matplotlib."""
+def add_prior_arguments(p: argparse.ArgumentParser, helps: dict[str, str]) -> None:
+    """``--prior-BLOCK MEAN VAR`` for each block in ``helps`` (old spelling
+    ``--BLOCK-prior`` for a and b)."""
+    for block, text in helps.items():
+        dest = f"prior_{block}"
+        p.add_argument(f"--prior-{block}", type=float, nargs=2, metavar=("MEAN", "VAR"),
+                       default=None, dest=dest, help=text)
+        if block in ("a", "b"):
+            _alias(p, f"--{block}-prior", f"--prior-{block}", dest, type=float, nargs=2)
+
+
+def priors_from_args(args: argparse.Namespace, blocks: tuple[str, ...]) -> dict:
+    return {
+        block: tuple(value)
+        for block in blocks
+        if (value := getattr(args, f"prior_{block}", None)) is not None
+    }
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: ``--out`` and ``--plots`` are writable paths of the right kind, and
+    matplotlib is there when plots are asked for."""
+    if args.out is not None:
+        check_output_file(args.out, "--out", SUMMARY_SUFFIXES)
     if args.plots is not None:
+        check_output_dir(args.plots, "--plots")
         from ..plots import _plt
 
         _plt()
 
 
-def write_summary(table: pd.DataFrame, out: str | Path) -> Path:
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(path)
-    return path
+def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.DataFrame, str]:
+    """The posterior summary, with its stage announced on stderr; returns the table and a
+    timing note (sampling, summary and total seconds)."""
+    n_params = sum(len(post.labels[p]) for p in post.params)
+    if not args.no_progress:
+        print(f"summarising {n_params} parameters (R-hat, ESS, MCSE)...", file=sys.stderr,
+              flush=True)
+    t0 = time.perf_counter()
+    table = post.summary()
+    summary_s = time.perf_counter() - t0
+    total = time.perf_counter() - started
+    note = (f"sampling {post.info['seconds']:.1f} s, summary {summary_s:.1f} s, "
+            f"total {total:.1f} s on {post.info['device']}")
+    return table, note
+
+
+def write_summary(table: pd.DataFrame, out: str) -> str:
+    """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`)."""
+    table.to_csv(out)
+    return out
+
+
+def make_plot_dir(path: str) -> Path:
+    """The ``--plots`` folder (checked beforehand), created if new; its parents never are."""
+    folder = Path(path)
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -14,6 +14,7 @@ from typing import Callable
 
 import pandas as pd
 
+from ._paths import check_output_file
 from ._types import number, positive_int
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
@@ -193,11 +194,9 @@ def register(subparsers) -> None:
 
 
 def _check_out(path: Path | None) -> None:
-    if path is not None and path.suffix.lower() not in (".csv", ".json"):
-        raise ValueError(f"--out must end in .csv or .json, got {path.name!r}")
     # checked before any estimate (and before a private one spends budget)
-    if path is not None and not path.resolve().parent.is_dir():
-        raise ValueError(f"--out {path}: the folder {path.parent} does not exist")
+    if path is not None:
+        check_output_file(path, "--out", (".csv", ".json"))
 
 
 def _check_top_k(top_k: int | None, n_items: int) -> None:

@@ -2,7 +2,7 @@
 
 Example::
 
-    privirt gibbs responses.csv --iter 10000 --burn-in 5000 --chains 4 \\
+    privirt gibbs responses.csv --iter 10000 --warmup 5000 --chains 4 \\
         --out summary.csv --plots figures/
 """
 
@@ -10,9 +10,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+import time
 
-from ._sampler_args import add_chain_arguments, add_data_arguments, check_plotting, write_summary
+from ._sampler_args import (
+    add_chain_arguments,
+    add_data_arguments,
+    add_prior_arguments,
+    check_outputs,
+    make_plot_dir,
+    priors_from_args,
+    summarise,
+    warn_deprecated_flags,
+    write_summary,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,48 +37,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_data_arguments(p)
     add_chain_arguments(
-        p, warmup_flag="--burn-in", warmup_help="discarded burn-in iterations",
+        p, warmup_help="discarded warmup (burn-in) iterations",
         plots_help="write trace plots of a and b, item response curves and the θ density as "
                    "PNG files into DIR (needs matplotlib)",
     )
-    p.add_argument("--b-prior", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
-                   help="normal prior on b (default: flat, as in the paper)")
-    p.add_argument("--a-prior", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
-                   help="normal prior on a truncated to a > 0 (default: flat on a > 0)")
+    add_prior_arguments(p, {
+        "a": "normal prior on a truncated to a > 0 (default: flat on a > 0)",
+        "b": "normal prior on b (default: flat, as in the paper)",
+    })
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..gibbs import gibbs_2pno
+    from ..bayes import gibbs_2pno
     from ..responses import as_responses
 
+    started = time.perf_counter()
+    warn_deprecated_flags(args)
+    check_outputs(args)
     resp = as_responses(args.file, format=args.format, person_col=args.person_col)
-    priors = {}
-    if args.b_prior is not None:
-        priors["b"] = tuple(args.b_prior)
-    if args.a_prior is not None:
-        priors["a"] = tuple(args.a_prior)
-    check_plotting(args)
+    priors = priors_from_args(args, ("a", "b"))
     post = gibbs_2pno(
-        resp, n_iter=args.n_iter, burn_in=args.burn_in, thin=args.thin,
+        resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors or None, device=args.device, seed=args.seed,
         progress=not args.no_progress, keep_draws=True,
     )
-    table = post.summary()
+    table, timing = summarise(post, args, started)
     if args.out:
         out = write_summary(table, args.out)
         print(
             f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "
-            f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws, "
-            f"{post.info['seconds']:.1f} s on {post.info['device']})"
+            f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws; "
+            f"{timing})"
         )
     else:
         sys.stdout.write(table.to_string() + "\n")
+        print(timing, file=sys.stderr)
     if args.plots is not None:
         from .. import plots
 
-        folder = Path(args.plots)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_plot_dir(args.plots)
         import matplotlib.pyplot as plt
 
         written = []

@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+import time
 from typing import Any
 
-from ._sampler_args import add_chain_arguments, add_data_arguments, check_plotting, write_summary
+from ._sampler_args import (
+    add_chain_arguments,
+    add_data_arguments,
+    add_prior_arguments,
+    check_outputs,
+    make_plot_dir,
+    priors_from_args,
+    summarise,
+    warn_deprecated_flags,
+    write_summary,
+)
 from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor"]
@@ -49,7 +59,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--transpose", action="store_true",
                    help="the file has voters as columns (e.g. cases x justices)")
     add_chain_arguments(
-        p, warmup_flag="--warmup", warmup_help="warmup iterations (proposal adaptation)",
+        p, warmup_help="warmup iterations (proposal adaptation)",
         plots_help="write ideal-point and trace plots (PNG) into DIR",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
@@ -58,9 +68,10 @@ def register(subparsers: Any) -> None:
                    "it there (repeatable), e.g. --anchor Scalia=+1")
     p.add_argument("--proposal-sd", type=float, nargs=3, metavar=("THETA", "A", "B"),
                    default=None, help="starting proposal sds (default 0.4 0.4 0.4)")
-    for block, default in (("theta", "0 1"), ("a", "0 100"), ("b", "1 100")):
-        p.add_argument(f"--prior-{block}", type=float, nargs=2, metavar=("MEAN", "VAR"),
-                       default=None, help=f"normal prior of {block} (default {default})")
+    add_prior_arguments(p, {
+        block: f"normal prior of {block} (default {default})"
+        for block, default in (("theta", "0 1"), ("a", "0 100"), ("b", "1 100"))
+    })
     p.add_argument("--no-adapt", action="store_true",
                    help="keep the proposal sds fixed (plain Metropolis)")
     p.add_argument("--no-ridge-moves", action="store_true",
@@ -71,9 +82,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..mh import mh_2pl
+    from ..bayes import mh_2pl
     from ..responses import as_responses
 
+    started = time.perf_counter()
+    warn_deprecated_flags(args)
+    check_outputs(args)
     resp = as_responses(args.file, format=args.format, person_col=args.person_col)
     if args.transpose:
         resp = as_responses(resp.to_frame().T)
@@ -83,14 +97,9 @@ def run(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.proposal_sd is not None:
         kwargs["proposal_sd"] = tuple(args.proposal_sd)
-    priors = {
-        block: tuple(value)
-        for block in ("theta", "a", "b")
-        if (value := getattr(args, f"prior_{block}")) is not None
-    }
+    priors = priors_from_args(args, ("theta", "a", "b"))
     if priors:
         kwargs["priors"] = priors
-    check_plotting(args)
     print(f"privirt mh: {resp}", file=sys.stderr)
     post = mh_2pl(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin, n_chains=args.chains,
@@ -98,14 +107,15 @@ def run(args: argparse.Namespace) -> int:
         ridge_moves=not args.no_ridge_moves,
         progress=not args.no_progress, device=args.device, **kwargs,
     )
-    summary = post.summary()
+    summary, timing = summarise(post, args, started)
     if args.out:
         out = write_summary(summary, args.out)
         print(f"wrote {out}", file=sys.stderr)
+    print(timing, file=sys.stderr)
     rates = post.acceptance_rates()
     print("acceptance rate (mean over parameters) per chain:")
     print(rates.round(3).to_string())
-    theta = post.summary("theta").sort_values("mean")
+    theta = summary.loc["theta"].sort_values("mean")  # the table already computed
     k = args.top
     shown = theta if len(theta) <= 2 * k else theta.iloc[list(range(k)) + list(range(-k, 0))]
     print(f"\nideal points (theta), lowest to highest ({len(theta)} persons"
@@ -117,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plots:
         from ..plots import ideal_point_plot, trace_plot
 
-        d = Path(args.plots)
-        d.mkdir(parents=True, exist_ok=True)
+        d = make_plot_dir(args.plots)
         ideal_point_plot(post, path=d / "ideal_points.png")
         ends = list(theta.index[:3]) + list(theta.index[-3:])
         trace_plot(post, "theta", labels=list(dict.fromkeys(ends)), path=d / "trace_theta.png")

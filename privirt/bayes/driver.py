@@ -1,0 +1,132 @@
+"""The sampling driver shared by the samplers: progress bar, iteration loop, where the kept
+draws go (full arrays or streaming summaries), timing and the ``info`` dictionary whose
+common keys are the same for every sampler.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .._backend import to_numpy
+from .._progress import ProgressBar
+from .._seeds import describe_seed
+from ..posterior import StreamingSummary
+from .schedule import Schedule, warn_once
+
+__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "progress_bar", "iterate", "timed",
+           "common_info"]
+
+#: Keys every sampler's ``info`` holds, with the same meaning.
+COMMON_INFO_KEYS = (
+    "sampler", "n_iter", "warmup", "thin", "n_chains", "n_draws", "device", "seed",
+    "seconds", "iterations_per_second", "n_persons", "n_items", "observed_fraction", "priors",
+)
+
+
+class Info(dict):
+    """A sampler's ``info``: a plain dict in which the old key names still resolve.
+
+    ``info["burn_in"]`` (Gibbs) is ``info["warmup"]`` and ``info["time_s"]`` (MH) is
+    ``info["seconds"]``; reading an old name warns once.
+    """
+
+    _ALIASES = {"burn_in": "warmup", "time_s": "seconds"}
+
+    def __missing__(self, key: str) -> Any:
+        if key in self._ALIASES:
+            new = self._ALIASES[key]
+            warn_once(f"info[{key}]", f'info["{key}"] is deprecated; use info["{new}"]')
+            return self[new]
+        raise KeyError(key)
+
+
+class DrawSink:
+    """Where the kept draws of ``batch`` chains go, on the sampler's device.
+
+    ``keep_draws=True``: ``store[param]``, arrays (batch, n_draws, size) that a kernel fills
+    slot by slot.  ``False``: one :class:`~privirt.posterior.StreamingSummary` per block,
+    fed by :meth:`update`, in memory independent of the number of draws.
+    """
+
+    def __init__(self, xp: Any, batch: int, sizes: Mapping[str, int], n_draws: int,
+                 keep_draws: bool = True) -> None:
+        self.keep_draws = keep_draws
+        if keep_draws:
+            self.store: dict[str, Any] | None = {
+                p: xp.empty((batch, n_draws, s)) for p, s in sizes.items()
+            }
+            self.stream: dict[str, StreamingSummary] | None = None
+        else:
+            self.store = None
+            self.stream = {p: StreamingSummary(batch, s, n_draws, xp=xp) for p, s in sizes.items()}
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Add one draw per chain to the streaming summaries: ``values[param]`` (batch, size)."""
+        for p, v in values.items():
+            self.stream[p].update(v)  # type: ignore[index]
+
+    def draws(self, chains: slice = slice(None)) -> dict[str, np.ndarray]:
+        """The kept draws of ``chains`` as host arrays (chain, draw, index)."""
+        return {p: to_numpy(v[chains]) for p, v in self.store.items()}  # type: ignore[union-attr]
+
+    def summaries(self, chains: slice = slice(None)) -> dict[str, StreamingSummary]:
+        """The streaming summaries of ``chains``, moved to host memory."""
+        return {p: v.to_host().select_chains(chains) for p, v in self.stream.items()}  # type: ignore[union-attr]
+
+
+def progress_bar(schedule: Schedule, label: str, enabled: bool) -> ProgressBar:
+    """The sampler's bar, its label followed by the phase (warmup, then sampling)."""
+    return ProgressBar(
+        schedule.n_iter, label, enabled=enabled,
+        phase=lambda it: "warmup  " if it <= schedule.warmup else "sampling",
+    )
+
+
+def iterate(step: Callable[[int], None], schedule: Schedule, bar: ProgressBar) -> None:
+    """Run ``step(slot)`` once per iteration: ``slot`` is the index of the draw the
+    iteration's state becomes, or −1 for an iteration that is not kept."""
+    kept = 0
+    for it in range(schedule.n_iter):
+        if schedule.is_kept(it):
+            step(kept)
+            kept += 1
+        else:
+            step(-1)
+        bar.update(it + 1)
+
+
+def timed(run: Callable[[], Any], sync: Callable[[], None] | None = None) -> tuple[Any, float]:
+    """``run()`` and its wall-clock seconds (after ``sync()``, e.g. a device synchronise)."""
+    t0 = time.perf_counter()
+    out = run()
+    if sync is not None:
+        sync()
+    return out, time.perf_counter() - t0
+
+
+def common_info(
+    sampler: str,
+    schedule: Schedule,
+    *,
+    seconds: float,
+    device: str,
+    seed: np.random.SeedSequence | None,
+    n_persons: int,
+    n_items: int,
+    observed_fraction: float,
+    priors: dict[str, Any],
+    **extra: Any,
+) -> Info:
+    """The ``info`` of a run: the common keys, then the sampler's own ``extra`` keys."""
+    info = Info(
+        sampler=sampler, **schedule.info(), device=device, seed=describe_seed(seed),
+        seconds=seconds,
+        iterations_per_second=schedule.n_iter / seconds if seconds > 0 else float("inf"),
+        n_persons=n_persons, n_items=n_items, observed_fraction=observed_fraction,
+        priors=priors,
+    )
+    info.update(extra)
+    return info

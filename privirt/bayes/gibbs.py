@@ -1,0 +1,355 @@
+"""The 2PNO Gibbs sampler (Sheng, Welling & Zhu 2014): :func:`gibbs_2pno` and
+:func:`gibbs_2pno_replicate`.
+
+All chains (and, for the replicate runner, all data sets) advance together as one batch of
+arrays shaped (batch, persons, items): on the CPU by :func:`.twopno.cpu_iteration`, on the
+GPU by the fused kernels of :mod:`.twopno_gpu`.  See ``docs/gibbs.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._backend import get_xp, resolve_device
+from .._seeds import child, seed_sequence
+from ..responses import Responses, ResponsesLike, as_responses
+from . import driver, twopno, twopno_gpu
+from .loglik import SamplerPosterior
+from .schedule import Schedule, resolve_warmup
+
+__all__ = ["gibbs_2pno", "gibbs_2pno_replicate"]
+
+SAMPLER = "gibbs_2pno"
+
+
+def _check_keep_draws(keep_draws: Any) -> bool:
+    if not isinstance(keep_draws, (bool, np.bool_)):
+        raise ValueError(f"keep_draws must be True or False, got {keep_draws!r}")
+    return bool(keep_draws)
+
+
+class _Batch:
+    """D data sets × C chains advanced together as B = D·C batch elements."""
+
+    #: cells per block of the CPU iteration (the working set stays in the CPU cache)
+    _CHUNK_CELLS = twopno.CHUNK_CELLS
+
+    def __init__(
+        self,
+        codes: np.ndarray,  # (D, n, k) int8
+        n_chains: int,
+        priors: dict,
+        inits: list[dict[str, np.ndarray]],  # length B
+        seeds: list[np.random.SeedSequence],  # length B, sampler streams
+        device: str,
+        keep_z: bool = False,
+    ) -> None:
+        self.device = device
+        D, n, k = codes.shape
+        C = n_chains
+        self.D, self.C, self.B, self.n, self.k = D, C, D * C, n, k
+        pa, pb = priors["a"], priors["b"]
+        # prior precisions and precision × mean (0 for flat priors)
+        pa_prec, pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
+        pb_prec, pb_lin = (1.0 / pb[1], pb[0] / pb[1]) if pb else (0.0, 0.0)
+        theta = np.stack([i["theta"] for i in inits])
+        a = np.stack([i["a"] for i in inits])
+        b = np.stack([i["b"] for i in inits])
+        self.iteration = 0
+        if device != "cpu":
+            self.gpu = twopno_gpu.GpuIteration(
+                get_xp(device), codes, C, theta, a, b, seeds, (pa_prec, pa_lin, pb_prec, pb_lin),
+                twopno_gpu.gpu_kernels(),
+            )
+            self.theta, self.a, self.b = self.gpu.theta, self.gpu.a, self.gpu.b
+            return
+
+        def per_batch(arr: np.ndarray) -> np.ndarray:  # (D, ...) -> (B, ...)
+            return arr if C == 1 else np.repeat(arr, C, axis=0)
+
+        # (D, n, k) broadcasts against (B, n, k) when D = 1 (chains share one data set) or
+        # C = 1 (B = D); only D > 1 with C > 1 needs the data repeated per chain.
+        sign = np.where(codes == 1, 1.0, np.where(codes == 0, -1.0, 0.0))  # (D, n, k)
+        S = per_batch(sign) if (D > 1 and C > 1) else sign
+        if (codes < 0).any():
+            mask = (codes >= 0).astype(np.float64)
+            M = per_batch(mask) if (D > 1 and C > 1) else mask
+            n_obs_item = per_batch(mask.sum(axis=1))  # (B, k)
+        else:
+            M = None
+            n_obs_item = np.full((self.B, k), float(n))
+        chunks, buf = twopno.plan_chunks(self.B, n, k, self._CHUNK_CELLS)
+        self.cpu = twopno.CpuData(
+            S=S, M=M, n_obs_item=n_obs_item, pa_prec=pa_prec, pa_lin=pa_lin,
+            pb_prec=pb_prec, pb_lin=pb_lin, chunks=chunks, buf=buf,
+            Z=np.zeros((self.B, n, k)) if keep_z else None,
+        )
+        # two Philox streams per chain: uniforms of the Z step, and everything else
+        self.rng_z = [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds]
+        self.rng_e = [np.random.Generator(np.random.Philox(child(s, 1))) for s in seeds]
+        self.theta, self.a, self.b = theta, a, b
+
+    @property
+    def Z(self) -> Any:
+        """The latent Z of the last iteration (GPU; CPU only with ``keep_z=True``)."""
+        return self.cpu.Z if self.device == "cpu" else self.gpu.Z
+
+    def step(self, store: Mapping[str, Any] | None = None, slot: int = -1) -> None:
+        """One iteration of all batch elements.
+
+        With ``store`` (C-contiguous arrays ``{"a", "b", "theta"}`` shaped (B, n_keep, ·) on
+        the batch's device) and ``slot >= 0``, this iteration's values are also written to
+        draw ``slot``.
+        """
+        if store is not None and slot < 0:
+            store = None
+        if self.device == "cpu":
+            # the CPU iteration (state in, state out): the one call a faster kernel replaces
+            state = twopno.cpu_iteration(twopno.GibbsState(self.theta, self.a, self.b),
+                                         self.cpu, self.rng_z, self.rng_e)
+            self.theta, self.a, self.b = state.theta, state.a, state.b
+            if store is not None:
+                for p, v in (("a", self.a), ("b", self.b), ("theta", self.theta)):
+                    store[p][:, slot] = v
+        else:
+            self.gpu.step(self.iteration, store, slot)
+        self.iteration += 1
+
+
+def _run(
+    resps: Sequence[Responses],
+    *,
+    schedule: Schedule,
+    priors: dict,
+    init: dict[str, np.ndarray],
+    device: str,
+    seqs: Sequence[np.random.SeedSequence],
+    progress: bool,
+    keep_draws: bool,
+    label: str,
+) -> list[SamplerPosterior]:
+    dev = resolve_device(device)
+    xp = get_xp(dev)
+    codes = np.stack([r.codes for r in resps])  # (D, n, k)
+    D, n, k = codes.shape
+    C, n_keep = schedule.n_chains, schedule.n_draws
+    inits, seeds = [], []
+    for d, ss in enumerate(seqs):
+        for c in range(C):
+            init_rng = np.random.Generator(np.random.Philox(child(ss, c, 0)))
+            start = twopno.default_init(codes[d], init_rng, jitter=C > 1)
+            start.update(init)
+            inits.append(start)
+            seeds.append(child(ss, c, 1))
+    batch = _Batch(codes, C, priors, inits, seeds, dev)
+    B = batch.B
+    sink = driver.DrawSink(xp, B, {"a": k, "b": k, "theta": n}, n_keep, keep_draws)
+
+    def step(slot: int) -> None:
+        if keep_draws:
+            batch.step(sink.store, slot)  # the step writes draw `slot` itself
+        else:
+            batch.step()
+            if slot >= 0:
+                sink.update({"a": batch.a, "b": batch.b, "theta": batch.theta})
+
+    bar = driver.progress_bar(schedule, label, progress)
+    sync = (lambda: xp.cuda.Device().synchronize()) if dev == "gpu" else None
+    _, seconds = driver.timed(lambda: driver.iterate(step, schedule, bar), sync)
+    prior_info = {"a": priors["a"] or "flat on a > 0", "b": priors["b"] or "flat"}
+    out = []
+    for d, resp in enumerate(resps):
+        sl = slice(d * C, (d + 1) * C)
+        labels = {"a": resp.items.copy(), "b": resp.items.copy(), "theta": resp.persons.copy()}
+        info = driver.common_info(
+            SAMPLER, schedule, seconds=seconds, device=dev, seed=seqs[d], n_persons=n,
+            n_items=k, observed_fraction=resp.observed_fraction, priors=prior_info,
+            batch_size=B, has_missing=resp.has_missing,
+        )
+        out.append(SamplerPosterior(
+            draws=sink.draws(sl) if keep_draws else None,
+            streaming=None if keep_draws else sink.summaries(sl),
+            labels=labels, sampler=SAMPLER, info=info, model="2pno", codes=resp.codes,
+        ))
+    return out
+
+
+def gibbs_2pno(
+    X: ResponsesLike,
+    *,
+    n_iter: int = 10000,
+    warmup: int | None = None,
+    thin: int = 1,
+    n_chains: int = 1,
+    priors: Mapping[str, Any] | None = None,
+    init: Mapping[str, Any] | None = None,
+    device: str = "auto",
+    seed: int | np.random.SeedSequence | None = None,
+    progress: bool = True,
+    keep_draws: bool = True,
+    burn_in: int | None = None,
+) -> SamplerPosterior:
+    """Gibbs sampler for the two-parameter normal ogive model (Sheng, Welling & Zhu 2014).
+
+    Samples the posterior of P(y_ij = 1) = Φ(a_j θ_i − b_j) with θ_i ~ N(0, 1) by Albert's
+    (1992) data augmentation; ``docs/gibbs.md`` gives the exact conditionals.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons × items 0/1 responses with missing cells (anything
+        :func:`privirt.as_responses` accepts).  Missing cells are skipped: they contribute
+        to no sum.  Persons or items without any response are dropped (with a warning).
+    n_iter : int
+        Total number of iterations, *including* the warmup (the paper's convention:
+        10,000 iterations of which 5,000 warmup, its "burn-in").
+    warmup : int
+        Initial iterations discarded (default 5000); must be smaller than ``n_iter``.
+    thin : int
+        Keep the first post-warmup iteration and every ``thin``-th after it: each chain
+        yields ``ceil((n_iter − warmup) / thin)`` draws (the rule of every sampler here).
+    n_chains : int
+        Independent chains, started from over-dispersed data-based values (when more than
+        one) and advanced together in one batch.
+    priors : dict, optional
+        ``{"a": (mean, var)}``: N(mean, var) prior on a_j truncated to a_j > 0 (default:
+        flat on a_j > 0, as in the paper); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
+        (default: flat, as in the paper).  With a flat prior on b, an item answered all
+        correct or all incorrect has an improper posterior (a warning says so).  The flat
+        prior on a is improper in the far tail: steep items in small samples can drift to
+        huge slopes; ``{"a": (1.0, 1.0)}`` avoids that (see ``docs/gibbs.md``).
+    init : dict, optional
+        Starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset; scalars are
+        broadcast); the others start from the data (b from item p-values, a = 1, θ from
+        standardised sum scores), jittered per chain when ``n_chains > 1``.
+    device : {"auto", "cpu", "gpu"}
+        Where to run; ``"auto"`` uses a CUDA GPU when cupy sees one.
+    seed : int or numpy.random.SeedSequence, optional
+        Makes the run reproducible (on a given device).  Chain c uses the child streams
+        ``(c, 0)`` (starting values) and ``(c, 1)`` (the sampler; numpy's Philox on CPU, a
+        Philox4x32-10 counter-based stream on GPU) of the seed's sequence.
+    progress : bool
+        Draw a progress bar on stderr.
+    keep_draws : bool
+        Keep every draw (``posterior.draws``, (chain, draw, index)); ``False`` keeps
+        streaming summaries only, in memory independent of the number of iterations.
+    burn_in : int, optional
+        Deprecated name of ``warmup`` (warns once).
+
+    Returns
+    -------
+    SamplerPosterior
+        A :class:`~privirt.posterior.Posterior` with blocks ``"a"``, ``"b"`` (labelled by
+        item) and ``"theta"`` (by person); ``.summary(param)`` gives mean, sd, quantiles,
+        batch-means MCSE, R-hat and ESS; ``.to_arviz()`` includes the pointwise
+        log-likelihood; ``info`` holds the keys of :data:`privirt.bayes.COMMON_INFO_KEYS`
+        plus ``batch_size`` and ``has_missing``.
+
+    Raises
+    ------
+    ValueError
+        Bad responses, schedule (``warmup >= n_iter``, non-positive counts), priors, init,
+        seed or ``keep_draws`` (not a bool).
+    ImportError
+        ``device="gpu"`` without cupy.
+
+    Examples
+    --------
+    >>> import privirt
+    >>> X, theta, a, b = privirt.simulate_2pno(300, 8, seed=1)
+    >>> post = privirt.gibbs_2pno(X, n_iter=400, warmup=200, seed=2, progress=False)
+    >>> post.summary("a").columns.tolist()
+    ['mean', 'sd', 'q2.5', 'q50', 'q97.5', 'mcse', 'rhat', 'ess']
+    """
+    warmup = resolve_warmup(warmup, burn_in)
+    schedule = Schedule(n_iter, warmup, thin, n_chains)
+    keep_draws = _check_keep_draws(keep_draws)
+    pri = twopno.check_priors(priors)
+    resolve_device(device)
+    ss = seed_sequence(seed) or np.random.SeedSequence()
+    resp = as_responses(X)
+    start = twopno.check_init(init, resp.n_persons, resp.n_items)
+    twopno.warn_improper(resp, pri)
+    return _run(
+        [resp], schedule=schedule, priors=pri, init=start, device=device, seqs=[ss],
+        progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno",
+    )[0]
+
+
+def gibbs_2pno_replicate(
+    datasets: Sequence[ResponsesLike],
+    *,
+    n_iter: int = 10000,
+    warmup: int | None = None,
+    thin: int = 1,
+    n_chains: int = 1,
+    priors: Mapping[str, Any] | None = None,
+    device: str = "auto",
+    seed: int | np.random.SeedSequence | None = None,
+    progress: bool = True,
+    keep_draws: bool = False,
+    burn_in: int | None = None,
+) -> list[SamplerPosterior]:
+    """Run the 2PNO Gibbs sampler on R same-shape data sets in one batch.
+
+    This is the Monte Carlo study use case of Sheng, Welling & Zhu (2014): all R × n_chains
+    chains advance together as one (R·n_chains, persons, items) array, on CPU or GPU.
+
+    Parameters
+    ----------
+    datasets : sequence of ResponsesLike
+        R response matrices of the same shape (persons × items).  Persons without a response
+        are kept (their θ is sampled from the prior); an item without any response is an
+        error.
+    n_iter, warmup, thin, n_chains, priors, device, progress, burn_in
+        As in :func:`gibbs_2pno`.
+    seed : int or numpy.random.SeedSequence, optional
+        Data set r uses the child ``(r,)`` of the seed's sequence —
+        ``SeedSequence(seed).spawn(R)[r]`` for an int seed — and gives the same draws as
+        ``gibbs_2pno(datasets[r], seed=that child)`` (on the CPU up to floating-point
+        summation order, on the GPU exactly).
+    keep_draws : bool
+        Default False: streaming summaries (memory independent of ``n_iter``).
+
+    Returns
+    -------
+    list of SamplerPosterior
+        One per data set, in order.
+    """
+    warmup = resolve_warmup(warmup, burn_in)
+    schedule = Schedule(n_iter, warmup, thin, n_chains)
+    keep_draws = _check_keep_draws(keep_draws)
+    pri = twopno.check_priors(priors)
+    resolve_device(device)
+    ss = seed_sequence(seed) or np.random.SeedSequence()
+    if isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) and not (
+        isinstance(datasets, np.ndarray) and datasets.ndim == 3
+    ):
+        raise ValueError(
+            "datasets must be a sequence of response matrices (or a 3-D array R × n × k)"
+        )
+    resps = [as_responses(d, empty="keep") for d in datasets]
+    if not resps:
+        raise ValueError("datasets is empty; pass at least one response matrix")
+    shape = resps[0].shape
+    for r, resp in enumerate(resps):
+        if resp.shape != shape:
+            raise ValueError(
+                f"all data sets must have the same shape; data set 0 is {shape}, "
+                f"data set {r} is {resp.shape}"
+            )
+        empty_items = ~(resp.codes >= 0).any(axis=0)
+        if empty_items.any():
+            raise ValueError(
+                f"data set {r}: item(s) {list(resp.items[empty_items][:5])} have no observed "
+                "response; remove them from every data set"
+            )
+        twopno.warn_improper(resp, pri, where=f"data set {r}: ")
+    seqs = [child(ss, r) for r in range(len(resps))]
+    return _run(
+        resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,
+        progress=bool(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
+    )

@@ -1,0 +1,282 @@
+"""2PL model set-up for the Metropolis–Hastings sampler: argument checks, anchors,
+starting values and the orientation of chains after sampling.
+
+Model ``P(y_ij = 1) = logistic(a_j θ_i − b_j)`` with independent normal priors; see
+``docs/mh.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
+           "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
+           "normalise_signs"]
+
+#: Prior (mean, variance) per block; the tutorial's ``MH_irt`` defaults as variances.
+DEFAULT_PRIORS: dict[str, tuple[float, float]] = {
+    "theta": (0.0, 1.0),
+    "a": (0.0, 100.0),
+    "b": (1.0, 100.0),
+}
+#: Proposal standard deviations (θ, a, b): the tutorial's ``MH_irt`` defaults.
+DEFAULT_PROPOSAL_SD: tuple[float, float, float] = (0.4, 0.4, 0.4)
+#: Acceptance rate the adaptation aims at (optimal one-dimensional random walk).
+TARGET_ACCEPTANCE = 0.44
+#: Acceptance band the adaptation is meant to reach.
+ACCEPTANCE_BAND = (0.2, 0.5)
+
+_BLOCKS = ("theta", "a", "b")
+
+
+# ---------------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------------
+def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    out = dict(DEFAULT_PRIORS)
+    if priors is None:
+        return out
+    if not isinstance(priors, Mapping):
+        raise ValueError(
+            'priors must be a dict like {"theta": (0, 1), "a": (0, 100), "b": (1, 100)} '
+            f"of (mean, variance) pairs, got {type(priors).__name__}"
+        )
+    for key, value in priors.items():
+        if key not in _BLOCKS:
+            raise ValueError(f"unknown prior block {key!r}; use 'theta', 'a' or 'b'")
+        try:
+            mean, var = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {value!r}"
+            ) from None
+        if not (math.isfinite(mean) and math.isfinite(var)) or var <= 0:
+            raise ValueError(
+                f"priors[{key!r}] = ({mean}, {var}): the mean must be finite and the variance "
+                "finite and positive"
+            )
+        out[key] = (mean, var)
+    return out
+
+
+def check_proposal_sd(proposal_sd: Any) -> dict[str, float]:
+    if isinstance(proposal_sd, Mapping):
+        unknown = set(proposal_sd) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown proposal_sd block(s) {sorted(unknown)}; use theta, a, b")
+        values = [proposal_sd.get(k, d) for k, d in zip(_BLOCKS, DEFAULT_PROPOSAL_SD)]
+    elif np.isscalar(proposal_sd):
+        values = [proposal_sd] * 3
+    else:
+        try:
+            values = list(proposal_sd)
+        except TypeError:
+            values = []
+        if len(values) != 3:
+            raise ValueError(
+                "proposal_sd must be (sd_theta, sd_a, sd_b), a dict or one number, "
+                f"got {proposal_sd!r}"
+            )
+    out = {}
+    for key, v in zip(_BLOCKS, values):
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"proposal_sd for {key} must be a number, got {v!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError(f"proposal_sd for {key} must be finite and positive, got {v}")
+        out[key] = v
+    return out
+
+
+def _match_label(index: pd.Index, key: Any) -> int:
+    """Position of ``key`` in ``index``; also matches by ``str`` (labels typed on a CLI)."""
+    if key in index:
+        loc = index.get_loc(key)
+        if isinstance(loc, (int, np.integer)):
+            return int(loc)
+    as_str = [str(x) for x in index]
+    hits = [i for i, s in enumerate(as_str) if s == str(key)]
+    if len(hits) == 1:
+        return hits[0]
+    shown = ", ".join(as_str[:8]) + (", ..." if len(as_str) > 8 else "")
+    if len(hits) > 1:
+        raise ValueError(f"anchor label {key!r} matches several persons")
+    raise ValueError(f"unknown anchor label {key!r}; persons are: {shown}")
+
+
+def check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[tuple[int, float]]:
+    if anchors is None:
+        return []
+    if not isinstance(anchors, Mapping):
+        raise ValueError(
+            'anchors must be a dict of person label -> sign or value, e.g. {"Ginsburg": -1, '
+            f'"Scalia": 1}}, got {type(anchors).__name__}'
+        )
+    out: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for key, value in anchors.items():
+        pos = _match_label(persons, key)
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"anchor value for {key!r} must be a number, got {value!r}") from None
+        if not math.isfinite(v) or v == 0:
+            raise ValueError(
+                f"anchor value for {key!r} must be a non-zero finite number (its sign is the "
+                f"constraint, e.g. -1 or +1), got {value!r}"
+            )
+        if pos in seen:
+            raise ValueError(f"person {key!r} is anchored twice")
+        seen.add(pos)
+        out.append((pos, v))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# initial values
+# ---------------------------------------------------------------------------------------
+def _default_init(y: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Data-driven start: θ from the first principal component of the (mean-imputed,
+    column-centred) response matrix, a from the item–score correlations, b from the
+    item means.  A cheap, common start for ideal-point models."""
+    n, m = y.shape
+    cnt = obs.sum(axis=0)
+    p = np.where(cnt > 0, y.sum(axis=0) / np.maximum(cnt, 1), 0.5)
+    filled = np.where(obs, y, p[None, :]) - p[None, :]
+    theta = np.zeros(n)
+    if n > 1 and m > 0 and np.any(filled):
+        u, s, _ = np.linalg.svd(filled, full_matrices=False)
+        t = u[:, 0] * s[0]
+        sd = t.std()
+        if sd > 0:
+            theta = (t - t.mean()) / sd
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = (filled * theta[:, None]).mean(axis=0)
+        colsd = filled.std(axis=0)
+        corr = np.where(colsd > 0, cov / colsd, 0.0)
+    a = np.clip(2.0 * np.nan_to_num(corr), -2.0, 2.0)
+    pc = np.clip(p, 0.05, 0.95)
+    b = -np.log(pc / (1.0 - pc))
+    return theta, a, b
+
+
+def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"init[{name!r}] must be a number or an array of numbers, got {value!r}"
+        ) from None
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape == (size,):
+        arr = np.broadcast_to(arr, (n_chains, size)).copy()
+    if arr.shape != (n_chains, size):
+        raise ValueError(
+            f"init[{name!r}] must be a number, an array of {size} values or "
+            f"({n_chains}, {size}) (one row per chain), got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"init[{name!r}] must be finite")
+    return arr
+
+
+def initial_state(
+    init: Any,
+    y: np.ndarray,
+    obs: np.ndarray,
+    n_chains: int,
+    anchors: list[tuple[int, float]],
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    n, m = y.shape
+    if init is None or (isinstance(init, str) and init == "pca"):
+        t0, a0, b0 = _default_init(y, obs)
+        # orient the start as the draws will be reported: anchors on their sides, or
+        # (without anchors) a non-negative mean slope
+        if anchors:
+            flip = sum(math.copysign(1.0, v) * t0[i] for i, v in anchors) < 0
+        else:
+            flip = a0.mean() < 0
+        if flip:
+            t0, a0 = -t0, -a0
+        jitter = 0.25 if n_chains > 1 else 0.0
+        state = {
+            "theta": t0[None, :] + jitter * rng.standard_normal((n_chains, n)),
+            "a": a0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+            "b": b0[None, :] + jitter * rng.standard_normal((n_chains, m)),
+        }
+    elif isinstance(init, str) and init == "tutorial":
+        state = {
+            "theta": np.full((n_chains, n), 0.1),
+            "a": np.full((n_chains, m), 1.0),
+            "b": np.zeros((n_chains, m)),
+        }
+    elif isinstance(init, Mapping):
+        unknown = set(init) - set(_BLOCKS)
+        if unknown:
+            raise ValueError(f"unknown init block(s) {sorted(unknown)}; use theta, a, b")
+        t0, a0, b0 = _default_init(y, obs)
+        defaults = {"theta": t0, "a": a0, "b": b0}
+        sizes = {"theta": n, "a": m, "b": m}
+        state = {
+            k: _user_init(init[k], k, sizes[k], n_chains)
+            if k in init
+            else np.broadcast_to(defaults[k], (n_chains, sizes[k])).copy()
+            for k in _BLOCKS
+        }
+    else:
+        raise ValueError(
+            "init must be None/'pca' (data-driven start), 'tutorial' (θ=0.1, a=1, b=0) or a "
+            f'dict like {{"theta": ..., "a": ..., "b": ...}}, got {init!r}'
+        )
+    if anchors:
+        # reflect a chain's start (θ, a) -> (-θ, -a) when its anchored persons sit on the
+        # wrong sides on balance; then anchored persons start at their anchor values
+        idx = [i for i, _ in anchors]
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        wrong = (state["theta"][:, idx] * sgn).sum(axis=1) < 0
+        state["theta"][wrong] *= -1.0
+        state["a"][wrong] *= -1.0
+        for i, v in anchors:
+            state["theta"][:, i] = v
+    return state
+
+
+
+# ---------------------------------------------------------------------------------------
+# identification after sampling
+# ---------------------------------------------------------------------------------------
+def normalise_signs(draws: dict[str, np.ndarray], anchors: list[tuple[int, float]]) -> list[int]:
+    """Orient each chain: (θ, a) -> (-θ, -a) leaves the likelihood unchanged.
+
+    Whole chains are flipped, never single draws (flipping draws one by one by a sign
+    test would truncate the posterior).  With anchors, a chain is flipped when its anchored
+    θ disagree with their signs on balance (with the sign constraints this never happens,
+    but anchors given only as starting values would rely on it).  Without anchors, each
+    chain is aligned with chain 0 (sign of the inner product of the centred posterior-mean
+    θ), and then all chains are oriented so that the mean slope is non-negative.  Returns
+    the number of flipped draws per chain.
+    """
+    theta, a = draws["theta"], draws["a"]
+    C, D, n = theta.shape
+    means = theta.mean(axis=1)  # (C, n)
+    if anchors:
+        idx = np.array([i for i, _ in anchors])
+        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+        flip = (means[:, idx] * sgn).sum(axis=1) < 0
+    else:
+        centred = means - means.mean(axis=1, keepdims=True)
+        flip = centred @ centred[0] < 0
+        sign = np.where(flip, -1.0, 1.0)
+        if (a.mean(axis=1) * sign[:, None]).mean() < 0:
+            flip = ~flip
+    for c in np.flatnonzero(flip):
+        theta[c] *= -1.0
+        a[c] *= -1.0
+    return [D if f else 0 for f in flip]

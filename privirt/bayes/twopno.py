@@ -1,0 +1,307 @@
+"""2PNO model maths for the Gibbs sampler: argument checks, starting values, the exact
+(a, b) draw and one CPU iteration (state in, state out).
+
+``P(y_ij = 1) = Φ(a_j θ_i − b_j)``, θ_i ~ N(0, 1), a_j > 0, with Albert's (1992) latent
+Z_ij; the conditionals are derived in ``docs/gibbs.md``.  :func:`cpu_iteration` is the one
+place a faster CPU kernel is swapped in.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+from scipy import special
+
+from .._truncnorm import std_truncnorm_lower, std_truncnorm_upper
+from ..responses import Responses
+
+__all__ = ["GibbsState", "CpuData", "cpu_iteration", "draw_items", "check_priors",
+           "check_init", "default_init", "warn_improper"]
+
+
+# ---------------------------------------------------------------------------------------
+# argument checks
+# ---------------------------------------------------------------------------------------
+def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, float] | None]:
+    """``{"a": (mean, var) | None, "b": (mean, var) | None}``; None is the flat prior."""
+    out: dict[str, tuple[float, float] | None] = {"a": None, "b": None}
+    if priors is None:
+        return out
+    if not isinstance(priors, Mapping):
+        raise ValueError('priors must be a dict such as {"b": (0.0, 4.0)} or None')
+    unknown = set(priors) - {"a", "b"}
+    if unknown:
+        raise ValueError(f"unknown prior key(s) {sorted(unknown)}; use 'a' and/or 'b'")
+    for key, spec in priors.items():
+        if spec is None:
+            continue
+        try:
+            mean, var = (float(v) for v in spec)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {spec!r}"
+            ) from None
+        if not (math.isfinite(mean) and math.isfinite(var) and var > 0):
+            raise ValueError(
+                f"priors[{key!r}] needs a finite mean and a finite positive variance, got {spec!r}"
+            )
+        out[key] = (mean, var)
+    return out
+
+
+def check_item_precision(resp: Responses, priors: dict, where: str = "") -> None:
+    """Refuse items whose (a, b) conditional has a singular precision under flat priors.
+
+    With x_i = (θ_i, −1) over the n_j persons who answered item j, det P = n_j Σ'θ_i² −
+    (Σ'θ_i)² = n_j Σ'(θ_i − θ̄)², zero when n_j = 1.  A proper prior on a or on b makes P
+    positive definite, so only the flat-flat case is refused.
+    """
+    if priors["a"] is not None or priors["b"] is not None:
+        return
+    n_obs = (resp.codes >= 0).sum(axis=0)
+    few = n_obs == 1
+    if few.any():
+        raise ValueError(
+            f"{where}item(s) {list(resp.items[few][:5])} were answered by a single person: "
+            "under the flat priors on a and b their conditional has a singular precision "
+            "matrix and no posterior draw exists; drop them or pass a proper prior, e.g. "
+            'priors={"b": (0.0, 4.0)}'
+        )
+
+
+def warn_improper(resp: Responses, priors: dict, where: str = "") -> None:
+    """Refuse singular items; warn about items with an improper posterior (flat prior on b)."""
+    check_item_precision(resp, priors, where)
+    if priors["b"] is not None:
+        return
+    obs = resp.codes >= 0
+    correct = (resp.codes == 1).sum(axis=0)
+    n_obs = obs.sum(axis=0)
+    extreme = (correct == 0) | (correct == n_obs)
+    if extreme.any():
+        items = list(resp.items[extreme][:5])
+        warnings.warn(
+            f"{where}item(s) {items} were answered all correct or all incorrect: under the "
+            "flat prior on b their posterior is improper and b drifts without bound; drop "
+            'them or pass priors={"b": (0.0, 4.0)}',
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# starting values
+# ---------------------------------------------------------------------------------------
+def default_init(codes: np.ndarray, rng: np.random.Generator, jitter: bool) -> dict[str, np.ndarray]:
+    """Data-based starting values: b from the item p-values (a = 1), θ from sum scores."""
+    obs = codes >= 0
+    n_obs_item = np.maximum(obs.sum(axis=0), 1)
+    p_item = np.clip((codes == 1).sum(axis=0) / n_obs_item, 0.02, 0.98)
+    # with a = 1 and θ ~ N(0, 1): P(y = 1) = Φ(−b / √2)
+    b = -np.sqrt(2.0) * special.ndtri(p_item)
+    n_obs_person = np.maximum(obs.sum(axis=1), 1)
+    p_person = np.clip((codes == 1).sum(axis=1) / n_obs_person, 0.02, 0.98)
+    theta = special.ndtri(p_person)
+    theta = (theta - theta.mean()) / (theta.std() if theta.std() > 0 else 1.0)
+    a = np.ones(codes.shape[1])
+    if jitter:  # over-dispersed starts so that R-hat can see non-convergence
+        a = a * np.exp(rng.normal(0.0, 0.3, a.shape))
+        b = b + rng.normal(0.0, 0.5, b.shape)
+        theta = theta + rng.normal(0.0, 0.5, theta.shape)
+    return {"theta": theta, "a": a, "b": b}
+
+
+def check_init(init: Mapping[str, Any] | None, n: int, k: int) -> dict[str, np.ndarray]:
+    """User starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset)."""
+    if init is None:
+        return {}
+    if not isinstance(init, Mapping):
+        raise ValueError('init must be a dict with keys among "theta", "a", "b" or None')
+    unknown = set(init) - {"theta", "a", "b"}
+    if unknown:
+        raise ValueError(f"unknown init key(s) {sorted(unknown)}; use 'theta', 'a', 'b'")
+    out = {}
+    for key, size in (("theta", n), ("a", k), ("b", k)):
+        if key not in init or init[key] is None:
+            continue
+        try:
+            v = np.asarray(init[key], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"init[{key!r}] must be a number or an array of numbers, got {init[key]!r}"
+            ) from None
+        if v.ndim == 0:
+            v = np.full(size, float(v))
+        if v.shape != (size,):
+            raise ValueError(f"init[{key!r}] must have length {size}, got shape {v.shape}")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"init[{key!r}] must be finite")
+        if key == "a" and np.any(v <= 0):
+            raise ValueError("init['a'] must be positive (the model restricts a > 0)")
+        out[key] = v
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the (a, b) step: exact draw from a bivariate normal restricted to a > 0
+# ---------------------------------------------------------------------------------------
+def draw_items(
+    p_aa: np.ndarray, p_ab: np.ndarray, p_bb: np.ndarray, r_a: np.ndarray, r_b: np.ndarray,
+    v: np.ndarray, e: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Draw (a, b) ~ N(P⁻¹ r, P⁻¹) restricted to a > 0, given uniforms v ∈ (0, 1], normals e.
+
+    The restricted density factorises as p(a) p(b | a) with p(a) the N(m_a, (P⁻¹)_aa)
+    marginal truncated to a > 0 and b | a ~ N(m_b − (P_ab / P_bb)(a − m_a), 1 / P_bb):
+    an exact joint draw, no rejection.
+    """
+    det = p_aa * p_bb - p_ab * p_ab
+    m_a = (p_bb * r_a - p_ab * r_b) / det
+    m_b = (p_aa * r_b - p_ab * r_a) / det
+    sd_a = np.sqrt(p_bb / det)  # (P⁻¹)_aa = P_bb / det
+    a = m_a + sd_a * std_truncnorm_lower(-m_a / sd_a, v)
+    a = np.maximum(a, np.finfo(float).tiny)  # a = 0 exactly has probability ≤ 2⁻⁵³
+    b = m_b - (p_ab / p_bb) * (a - m_a) + e / np.sqrt(p_bb)
+    return a, b
+
+
+# ---------------------------------------------------------------------------------------
+# one CPU iteration
+# ---------------------------------------------------------------------------------------
+@dataclass
+class GibbsState:
+    """The sampled parameters of B batch elements: θ (B, n), a (B, k), b (B, k)."""
+
+    theta: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+
+#: cells per block of :func:`cpu_iteration`: the working set stays in the CPU cache
+CHUNK_CELLS = 1 << 15
+
+
+@dataclass
+class CpuData:
+    """What a CPU iteration reads besides the state (fixed during a run).
+
+    ``S`` is +1 / −1 / 0 for correct / incorrect / missing, (D or B, n, k); ``M`` the
+    0/1 observed mask of the same shape or None when nothing is missing; ``n_obs_item``
+    (B, k) the number of responses per item; the prior constants are precision and
+    precision × mean (0 for a flat prior); ``chunks`` the blocks (b0, b1, r0, r1) of
+    batch elements × person rows; ``Z`` optionally receives the latent draws (tests).
+    """
+
+    S: np.ndarray
+    M: np.ndarray | None
+    n_obs_item: np.ndarray
+    pa_prec: float
+    pa_lin: float
+    pb_prec: float
+    pb_lin: float
+    chunks: list[tuple[int, int, int, int]]
+    buf: np.ndarray
+    Z: np.ndarray | None = None
+
+
+def plan_chunks(B: int, n: int, k: int, cap: int = CHUNK_CELLS) -> tuple[list, np.ndarray]:
+    """Blocks (b0, b1, r0, r1) of batch elements × person rows, each ≤ ``cap`` cells, and a
+    scratch buffer for them.
+
+    Each chain's rows are visited in order with boundaries that depend only on (n, k), so
+    its random streams do not depend on the batch it runs in.
+    """
+    if n * k >= cap:
+        rows = max(1, cap // k)
+        chunks = [(b, b + 1, r, min(r + rows, n)) for b in range(B) for r in range(0, n, rows)]
+    else:
+        g = max(1, cap // (n * k))
+        chunks = [(b, min(b + g, B), 0, n) for b in range(0, B, g)]
+    size = max((b1 - b0) * (r1 - r0) * k for b0, b1, r0, r1 in chunks)
+    return chunks, np.empty((3, size))
+
+
+def cpu_iteration(
+    state: GibbsState,
+    data: CpuData,
+    rng_z: list[np.random.Generator],
+    rng_e: list[np.random.Generator],
+) -> GibbsState:
+    """One Gibbs iteration of every batch element, streamed over cache-sized blocks.
+
+    Per block: Z (truncated normals, uniforms from ``rng_z[chain]``), then θ for those
+    persons (their conditional uses only their own row of Z), then the block's share of the
+    item sums Σθ_i Z_ij and Σ Z_ij.  The (a, b) step follows once all blocks are done
+    (its uniforms and normals, like θ's normals, from ``rng_e[chain]``).
+    """
+    theta, a, b, S, M = state.theta, state.a, state.b, data.S, data.M
+    B, n = theta.shape
+    k = a.shape[1]
+    theta_new = np.empty((B, n))
+    s_tz = np.zeros((B, k))
+    s_z = np.zeros((B, k))
+    if M is None:
+        prec_full = 1.0 + (a * a).sum(axis=1)  # (B,)
+        ab_full = (a * b).sum(axis=1)
+    else:
+        a2, ab = (a * a)[:, :, None], (a * b)[:, :, None]
+        s_tt = np.zeros((B, k))
+        s_t = np.zeros((B, k))
+    for b0, b1, r0, r1 in data.chunks:
+        g, rows = b1 - b0, r1 - r0
+        cells = g * rows * k
+        mu = data.buf[0, :cells].reshape(g, rows, k)
+        V = data.buf[1, :cells].reshape(g, rows, k)
+        t = data.buf[2, :cells].reshape(g, rows, k)
+        np.multiply(theta[b0:b1, r0:r1, None], a[b0:b1, None, :], out=mu)
+        mu -= b[b0:b1, None, :]
+        for c in range(g):
+            rng_z[b0 + c].random(out=V[c])
+        np.subtract(1.0, V, out=V)  # V in (0, 1]
+        Sc = S[:, r0:r1] if S.shape[0] == 1 else S[b0:b1, r0:r1]
+        # With s = ±1 (correct / incorrect): Z = μ − s·Y, Y ~ N(0,1) | Y < s·μ, so that
+        # Z > 0 when s = 1 and Z < 0 when s = −1.  Missing cells: s = 0, masked below.
+        np.multiply(Sc, mu, out=t)
+        Y = std_truncnorm_upper(t, V, out=V)
+        Y *= Sc
+        Z = np.subtract(mu, Y, out=mu)
+        if M is not None:
+            Mc = M[:, r0:r1] if M.shape[0] == 1 else M[b0:b1, r0:r1]
+            Z *= Mc
+        if data.Z is not None:
+            data.Z[b0:b1, r0:r1] = Z
+        # θ_i | Z, a, b  (sums over the items person i answered)
+        za = np.matmul(Z, a[b0:b1, :, None])[:, :, 0]
+        if M is None:
+            prec = prec_full[b0:b1, None]
+            lin = za + ab_full[b0:b1, None]
+        else:
+            prec = 1.0 + np.matmul(Mc, a2[b0:b1])[:, :, 0]
+            lin = za + np.matmul(Mc, ab[b0:b1])[:, :, 0]
+        e = np.stack([rng_e[b0 + c].standard_normal(rows) for c in range(g)])
+        th = lin / prec + e / np.sqrt(prec)
+        theta_new[b0:b1, r0:r1] = th
+        # this block's share of the item sums
+        s_tz[b0:b1] += np.matmul(th[:, None, :], Z)[:, 0, :]
+        s_z[b0:b1] += Z.sum(axis=1)
+        if M is not None:
+            s_tt[b0:b1] += np.matmul((th * th)[:, None, :], Mc)[:, 0, :]
+            s_t[b0:b1] += np.matmul(th[:, None, :], Mc)[:, 0, :]
+    if M is None:
+        s_tt = (theta_new * theta_new).sum(axis=1)[:, None]
+        s_t = theta_new.sum(axis=1)[:, None]
+    # (a_j, b_j) | Z, θ:  x_i = (θ_i, −1),  P = [[Σθ², −Σθ], [−Σθ, Σ1]] + prior,
+    # r = [Σθ Z, −Σ Z] + prior precision × prior mean
+    p_aa = s_tt + data.pa_prec
+    p_ab = -s_t
+    p_bb = data.n_obs_item + data.pb_prec
+    r_a = s_tz + data.pa_lin
+    r_b = -s_z + data.pb_lin
+    v = np.stack([1.0 - g.random(k) for g in rng_e])
+    e_b = np.stack([g.standard_normal(k) for g in rng_e])
+    a_new, b_new = draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
+    return GibbsState(theta_new, a_new, b_new)

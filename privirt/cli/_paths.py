@@ -1,0 +1,55 @@
+"""Output paths checked before any work: a command refuses a bad ``--out`` or ``--plots``
+in one line, before it reads data, samples or spends budget, and never creates folders the
+user did not ask for."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["check_output_file", "check_output_dir"]
+
+
+def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str]) -> Path:
+    """``path`` as a file to write: a known suffix, in a folder that exists and is writable.
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, the problem and what to do.
+    """
+    p = Path(path)
+    allowed = " or ".join(suffixes)
+    if p.is_dir():
+        raise ValueError(f"{flag} {p} is a folder; give a file name ending in {allowed}")
+    if p.suffix.lower() not in suffixes:
+        raise ValueError(f"{flag} must end in {allowed}, got {p.name!r}")
+    folder = p.resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{flag} {p}: the folder {p.parent} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{flag} {p}: the folder {p.parent} is not writable")
+    return p
+
+
+def check_output_dir(path: str | Path, flag: str) -> Path:
+    """``path`` as a folder to write files into: an existing folder, or a new one whose
+    parent exists (it is created, its parents never are).
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, the problem and what to do.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{flag} {p} exists and is not a folder; give a folder name")
+    parent = p.resolve().parent
+    if not p.exists() and not parent.is_dir():
+        raise ValueError(
+            f"{flag} {p}: the folder {p.parent} does not exist; create it first"
+        )
+    if not os.access(p if p.exists() else parent, os.W_OK):
+        raise ValueError(f"{flag} {p}: not writable")
+    return p

@@ -1,0 +1,134 @@
+"""``privirt fit FILE``: Rasch item fit, reliability and (optionally) Andersen's test and plots.
+
+Only :mod:`argparse` and :mod:`pathlib` are imported here; numpy, pandas, scipy and
+matplotlib load inside :func:`run`, so that building the command-line parser stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+#: plot file name -> what it shows (written by ``--plots DIR``)
+PLOTS = {
+    "wright_map.png": "Wright map",
+    "item_information.png": "item information curves",
+    "test_information.png": "test information and standard error",
+}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit",
+        help="Rasch item fit (infit/outfit), reliability, Andersen's test and plots",
+        description="Estimate Rasch item difficulties, then print each item's infit and outfit "
+        "mean squares with their standardized z values, and the person and item separation "
+        "reliability.  Person abilities are Warm's weighted likelihood estimates; persons with "
+        "an extreme score are left out of the fit statistics (see docs/fit.md).",
+    )
+    p.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
+    p.add_argument("--format", choices=("auto", "wide", "long"), default="auto",
+                   help="table layout (default: auto)")
+    p.add_argument("--person-col", default=None, metavar="COL",
+                   help="wide tables: the column with the person labels")
+    p.add_argument("--weights-col", default=None, metavar="COL",
+                   help="a pattern table: COL holds how many persons gave each row's answers "
+                   "(e.g. 'frequency' in the bundled LSAT files); rows are expanded into persons")
+    p.add_argument("--method", choices=("cmle", "spectral"), default="cmle",
+                   help="item estimator (default: cmle)")
+    p.add_argument("--andersen", nargs="?", const="median", choices=("median", "mean"),
+                   default=None, metavar="SPLIT",
+                   help="also run Andersen's likelihood-ratio test by CML, persons split at the "
+                   "median (default) or mean raw score")
+    p.add_argument("--out", type=Path, default=None, metavar="PATH",
+                   help="write the item table to PATH (.csv)")
+    p.add_argument("--plots", type=Path, default=None, metavar="DIR",
+                   help="write " + ", ".join(PLOTS) + " (and andersen.png with --andersen) "
+                   "into DIR (needs matplotlib)")
+    p.set_defaults(func=run)
+
+
+def _check_folder(path: Path | None) -> None:
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--plots {path}: exists and is not a folder")
+    if not path.exists() and not path.resolve().parent.is_dir():
+        raise ValueError(f"--plots {path}: the folder {path.parent} does not exist")
+
+
+def _check_out(path: Path | None) -> None:
+    if path is None:
+        return
+    if path.suffix.lower() != ".csv":
+        raise ValueError(f"--out must end in .csv, got {path.name!r}")
+    if not path.resolve().parent.is_dir():
+        raise ValueError(f"--out {path}: the folder {path.parent} does not exist")
+
+
+def run(args: argparse.Namespace) -> int:
+    # every check that can fail on the arguments comes before any work or output
+    _check_folder(args.plots)
+    _check_out(args.out)
+    if args.plots is not None:
+        from ..plots import _plt
+
+        _plt()  # fails with the install hint when matplotlib is missing
+    import pandas as pd
+
+    from ..abilities import estimate_abilities
+    from ..fit import andersen_test, item_fit, reliability
+    from ..responses import as_responses
+
+    resp = as_responses(args.file, format=args.format, person_col=args.person_col,
+                        weights=args.weights_col)
+    if args.method == "cmle":
+        from ..cmle import cmle_estimate
+
+        est = cmle_estimate(resp)
+        table = pd.DataFrame({"beta": est.beta, "se": est.se})
+    else:
+        from ..spectral import spectral_estimate
+
+        est = spectral_estimate(resp)
+        table = pd.DataFrame({"beta": est.beta})
+    abilities = estimate_abilities(resp, est.beta, method="wle")
+    fit = item_fit(resp, est, abilities)
+    rel = reliability(resp, est, abilities)
+    andersen = andersen_test(resp, args.andersen) if args.andersen else None
+    table = table.join(fit)
+    table.index.name = "item"
+    print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items; fit with "
+          f"WLE abilities, persons with an extreme score left out")
+    print(table.to_string(float_format=lambda v: f"{v: .3f}", index_names=False))
+    print("infit/outfit: mean squares, 1 as the model expects (> 1 noise, < 1 redundancy); "
+          "*_z: standardized, |z| > 2 flags misfit; n: responses used")
+    print(f"reliability: {rel}")
+    if andersen is not None:
+        print(str(andersen))
+    if args.out is not None:
+        table.to_csv(args.out, index_label="item")
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.plots is not None:
+        _write_plots(args.plots, est, abilities, andersen)
+    return 0
+
+
+def _write_plots(folder: Path, est, abilities, andersen) -> None:
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+
+    folder.mkdir(exist_ok=True)
+    drawers = {
+        "wright_map.png": lambda p: plots.wright_map(est, abilities, path=p),
+        "item_information.png": lambda p: plots.item_information_curves(est, path=p),
+        "test_information.png": lambda p: plots.test_information_curve(est, theta=abilities,
+                                                                       path=p),
+    }
+    if andersen is not None:
+        drawers["andersen.png"] = lambda p: plots.andersen_plot(andersen, path=p)
+    for name, draw in drawers.items():
+        plt.close(draw(folder / name))
+    print(f"wrote {', '.join(drawers)} to {folder}", file=sys.stderr)

@@ -1,0 +1,25 @@
+"""Rasch model checks on any item estimate: item and person fit (infit/outfit mean squares),
+item and test information, separation reliability and KR-20, Andersen's likelihood-ratio test.
+
+Every function takes the responses and an item estimate (any object with a ``beta`` Series,
+such as the spectral, CML or private results, or a Series or array of difficulties).  The
+formulas are in ``docs/fit.md``; the plots are in :mod:`privirt.plots`.
+"""
+
+from __future__ import annotations
+
+from .andersen import AndersenResult, andersen_test
+from .information import item_information, test_information
+from .meansquares import item_fit, person_fit
+from .reliability import Reliability, reliability
+
+__all__ = [
+    "AndersenResult",
+    "Reliability",
+    "andersen_test",
+    "item_fit",
+    "item_information",
+    "person_fit",
+    "reliability",
+    "test_information",
+]

@@ -1,0 +1,295 @@
+"""The samplers' common contract (privirt.bayes): one Schedule and thinning rule, the same
+``info`` keys, ``warmup`` with ``burn_in`` as a deprecated alias, the seed contract, the
+deprecated module shims, and the pointwise log-likelihood for ArviZ's LOO / WAIC."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import special, stats
+
+import privirt
+from privirt.bayes import COMMON_INFO_KEYS, Schedule, pointwise_log_likelihood
+from privirt.bayes import schedule as schedule_mod
+
+
+@pytest.fixture(autouse=True)
+def _fresh_deprecations(monkeypatch):
+    """Each test sees the once-only deprecation warnings afresh."""
+    monkeypatch.setattr(schedule_mod, "_WARNED", set())
+
+
+@pytest.fixture(scope="module")
+def small():
+    X, *_ = privirt.simulate_2pno(40, 5, seed=1, p_observed=0.9)
+    return X
+
+
+def _gibbs(X, **kw):
+    return privirt.gibbs_2pno(X, progress=False, device="cpu", **kw)
+
+
+def _mh(X, **kw):
+    return privirt.mh_2pl(X, progress=False, device="cpu", **kw)
+
+
+SAMPLERS = {"gibbs": _gibbs, "mh": _mh}
+
+
+# ---------------------------------------------------------------------------------------
+# schedule and thinning
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_iter, warmup, thin, n_draws", [
+    (10, 5, 1, 5), (105, 50, 10, 6), (100, 50, 50, 1), (101, 50, 25, 3), (7, 0, 3, 3),
+])
+def test_schedule_keeps_first_post_warmup_draw_then_every_thin(n_iter, warmup, thin, n_draws):
+    s = Schedule(n_iter, warmup, thin)
+    kept = [it for it in range(n_iter) if s.is_kept(it)]
+    assert s.n_draws == n_draws == len(kept) == -(-(n_iter - warmup) // thin)
+    assert kept == list(s.kept_iterations()) and kept[0] == warmup
+    assert np.all(np.diff(kept) == thin)
+
+
+@given(st.integers(1, 400), st.integers(0, 399), st.integers(1, 400))
+def test_schedule_rule_holds_for_any_valid_schedule(n_iter, warmup, thin):
+    if warmup >= n_iter or thin > n_iter - warmup:
+        with pytest.raises(ValueError):
+            Schedule(n_iter, warmup, thin)
+        return
+    s = Schedule(n_iter, warmup, thin)
+    kept = np.flatnonzero([s.is_kept(it) for it in range(n_iter)])
+    np.testing.assert_array_equal(kept, np.arange(warmup, n_iter, thin))
+    assert s.n_draws == len(kept) >= 1 and kept[-1] <= n_iter - 1 < kept[-1] + thin
+
+
+@pytest.mark.parametrize("args, message", [
+    ((10, 10), r"warmup \(10\) must be smaller than n_iter"),
+    ((10, -1), "warmup must be at least 0"),
+    ((10, 5, 6), "thin=6 is larger than the 5 post-warmup"),
+    ((10, 5, 0), "thin must be at least 1"),
+    ((10, 5, 1, 0), "n_chains must be at least 1"),
+    ((10.0, 5), "n_iter must be an integer"),
+])
+def test_schedule_refuses_bad_values(args, message):
+    with pytest.raises(ValueError, match=message):
+        Schedule(*args)
+
+
+@pytest.mark.parametrize("name", ["gibbs", "mh"])
+def test_one_thinning_rule_in_both_samplers(small, name):
+    """Thinning selects iterations and changes nothing else: thin=3 keeps exactly
+    iterations warmup, warmup + 3, … of the thin=1 chain."""
+    run = SAMPLERS[name]
+    full = run(small, n_iter=50, warmup=20, seed=3, n_chains=2)
+    thinned = run(small, n_iter=50, warmup=20, thin=3, seed=3, n_chains=2)
+    assert thinned.n_draws == 10 == Schedule(50, 20, 3).n_draws
+    for p in ("a", "b", "theta"):
+        np.testing.assert_array_equal(thinned.get_draws(p), full.get_draws(p)[:, ::3])
+
+
+def test_info_keys_are_the_same_for_both_samplers(small):
+    g = _gibbs(small, n_iter=30, warmup=10, thin=2, seed=1)
+    m = _mh(small, n_iter=30, warmup=10, thin=2, seed=1)
+    for post in (g, m):
+        assert set(COMMON_INFO_KEYS) <= set(post.info)
+        assert post.info["warmup"] == 10 and post.info["n_draws"] == 10 == post.n_draws
+        assert post.info["seconds"] > 0 and post.info["device"] == "cpu"
+    assert [g.info[k] for k in ("n_iter", "warmup", "thin", "n_chains", "n_draws", "seed",
+                                "n_persons", "n_items", "observed_fraction")] == \
+        [m.info[k] for k in ("n_iter", "warmup", "thin", "n_chains", "n_draws", "seed",
+                             "n_persons", "n_items", "observed_fraction")]
+    assert (g.info["sampler"], m.info["sampler"]) == ("gibbs_2pno", "mh_2pl")
+
+
+@pytest.mark.parametrize("name, old, new", [("gibbs", "burn_in", "warmup"),
+                                             ("mh", "time_s", "seconds")])
+def test_old_info_keys_resolve_with_a_warning(small, name, old, new):
+    post = SAMPLERS[name](small, n_iter=20, warmup=10, seed=1)
+    assert old not in post.info  # only the new names are stored
+    with pytest.warns(DeprecationWarning, match=f'info\\["{old}"\\] is deprecated'):
+        assert post.info[old] == post.info[new]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        post.info[old]  # once only
+    with pytest.raises(KeyError):
+        post.info["no_such_key"]
+
+
+# ---------------------------------------------------------------------------------------
+# warmup and its deprecated alias
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gibbs", "mh"])
+def test_burn_in_is_a_deprecated_alias_of_warmup(small, name):
+    run = SAMPLERS[name]
+    new = run(small, n_iter=30, warmup=12, seed=4)
+    with pytest.warns(DeprecationWarning, match="burn_in= is deprecated; use warmup="):
+        old = run(small, n_iter=30, burn_in=12, seed=4)
+    assert old.info["warmup"] == 12
+    np.testing.assert_array_equal(old.get_draws("b"), new.get_draws("b"))
+    with warnings.catch_warnings():  # warns once per process
+        warnings.simplefilter("error")
+        run(small, n_iter=30, burn_in=12, seed=4)
+    with pytest.raises(ValueError, match="disagree"):
+        run(small, n_iter=30, warmup=10, burn_in=12, seed=4)
+
+
+def test_replicate_accepts_warmup_and_burn_in(small):
+    a = privirt.gibbs_2pno_replicate([small, small], n_iter=20, warmup=10, seed=1,
+                                     progress=False, device="cpu")
+    with pytest.warns(DeprecationWarning):
+        b = privirt.gibbs_2pno_replicate([small, small], n_iter=20, burn_in=10, seed=1,
+                                         progress=False, device="cpu")
+    assert a[1].info["warmup"] == b[1].info["warmup"] == 10
+    np.testing.assert_array_equal(a[1].streaming["a"].mean, b[1].streaming["a"].mean)
+
+
+# ---------------------------------------------------------------------------------------
+# seeds
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gibbs", "mh"])
+def test_seed_contract(small, name):
+    run = SAMPLERS[name]
+    kw = dict(n_iter=20, warmup=10)
+    by_int = run(small, seed=7, **kw)
+    by_seq = run(small, seed=np.random.SeedSequence(7), **kw)
+    np.testing.assert_array_equal(by_int.get_draws("a"), by_seq.get_draws("a"))
+    assert by_int.info["seed"] == {"entropy": 7, "spawn_key": []}
+    child = np.random.SeedSequence(7).spawn(2)[1]
+    assert run(small, seed=child, **kw).info["seed"]["spawn_key"] == [1]
+    unseeded = run(small, seed=None, **kw)
+    assert isinstance(unseeded.info["seed"]["entropy"], int)
+    for bad in (np.random.default_rng(1), -1, 1.5, "1", True):
+        with pytest.raises(ValueError, match="seed must be"):
+            run(small, seed=bad, **kw)
+
+
+# ---------------------------------------------------------------------------------------
+# the deprecated modules
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("module, names", [
+    ("privirt.gibbs", ["gibbs_2pno", "gibbs_2pno_replicate"]),
+    ("privirt.mh", ["mh_2pl", "DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE"]),
+])
+def test_old_modules_are_deprecated_shims(monkeypatch, module, names):
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"{module} is deprecated"):
+        mod = importlib.import_module(module)
+    import privirt.bayes as bayes
+
+    for name in names:
+        assert getattr(mod, name) is getattr(bayes, name)
+    assert privirt.gibbs_2pno is bayes.gibbs_2pno and privirt.mh_2pl is bayes.mh_2pl
+
+
+# ---------------------------------------------------------------------------------------
+# pointwise log-likelihood, LOO and WAIC
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model, logcdf", [("2pno", stats.norm.logcdf),
+                                           ("2pl", lambda x: np.log(special.expit(x)))])
+def test_pointwise_log_likelihood_against_a_direct_computation(model, logcdf):
+    rng = np.random.default_rng(0)
+    C, D, n, k = 2, 3, 6, 4
+    codes = rng.integers(0, 2, (n, k)).astype(np.int8)
+    codes[1, 2] = codes[4, 0] = -1
+    draws = {"theta": rng.normal(size=(C, D, n)), "a": rng.uniform(0.3, 2, (C, D, k)),
+             "b": rng.normal(size=(C, D, k))}
+    cell = pointwise_log_likelihood(model, draws, codes)
+    person = pointwise_log_likelihood(model, draws, codes, by="person")
+    assert cell.shape == (C, D, n * k - 2) and person.shape == (C, D, n)
+    for c in range(C):
+        for d in range(D):
+            terms, sums = [], np.zeros(n)
+            for i in range(n):
+                for j in range(k):
+                    if codes[i, j] < 0:
+                        continue
+                    eta = draws["a"][c, d, j] * draws["theta"][c, d, i] - draws["b"][c, d, j]
+                    t = logcdf(eta if codes[i, j] == 1 else -eta)
+                    terms.append(t)
+                    sums[i] += t
+            np.testing.assert_allclose(cell[c, d], terms, rtol=1e-12)
+            np.testing.assert_allclose(person[c, d], sums, rtol=1e-12)
+    with pytest.raises(ValueError, match="model must be"):
+        pointwise_log_likelihood("3pl", draws, codes)
+    with pytest.raises(ValueError, match="by must be"):
+        pointwise_log_likelihood(model, draws, codes, by="item")
+
+
+@pytest.mark.parametrize("name", ["gibbs", "mh"])
+def test_to_arviz_has_the_log_likelihood_and_loo_waic_run(small, name):
+    az = pytest.importorskip("arviz")
+    post = SAMPLERS[name](small, n_iter=80, warmup=30, n_chains=2, seed=2)
+    idata = post.to_arviz()
+    ll = idata.log_likelihood["y"]
+    n_obs = int((privirt.as_responses(small).codes >= 0).sum())
+    assert ll.shape == (2, 50, n_obs) and ll.dims == ("chain", "draw", "obs")
+    assert str(ll.coords["obs"].values[0]) == "0|0"
+    assert np.all(ll.values < 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pareto k notes on a short run
+        loo = az.loo(idata)
+        waic = az.waic(idata)
+    assert np.isfinite(loo.elpd_loo) and np.isfinite(waic.elpd_waic)
+    # the sum of the per-person terms equals the sum of the per-cell terms, draw by draw
+    per_person = post.to_arviz(log_likelihood="person").log_likelihood["y"]
+    assert per_person.shape == (2, 50, 40)
+    np.testing.assert_allclose(per_person.values.sum(-1), ll.values.sum(-1), rtol=1e-10)
+    assert "log_likelihood" not in post.to_arviz(log_likelihood=None).groups()
+    with pytest.raises(ValueError, match="log_likelihood must be"):
+        post.to_arviz(log_likelihood="item")
+
+
+def test_to_arviz_falls_back_to_per_person_terms_for_huge_runs(small, monkeypatch):
+    pytest.importorskip("arviz")
+    from privirt.bayes import loglik
+
+    post = _gibbs(small, n_iter=30, warmup=10, seed=2)
+    monkeypatch.setattr(loglik, "MAX_CELL_TERMS", 100)
+    with pytest.warns(UserWarning, match="one term per person"):
+        idata = post.to_arviz()
+    assert idata.log_likelihood["y"].shape == (1, 20, 40)
+    assert post.to_arviz(log_likelihood="cell").log_likelihood["y"].shape[2] > 40
+
+
+def _slopes_data(seed):
+    """2PNO/2PL-style data whose items discriminate very differently (slopes 0.3 to 3)."""
+    n, k = 200, 8
+    rng = np.random.default_rng(seed)
+    a = np.tile([0.3, 3.0], k // 2)
+    b = rng.normal(0.0, 0.5, k)
+    theta = rng.normal(size=n)
+    return theta, a, b, rng
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gibbs", "mh"])
+def test_loo_prefers_free_slopes_on_data_with_unequal_slopes(name):
+    """Data from a model whose slopes differ (0.3 vs 3): the sampler with free slopes beats
+    the same sampler with every slope pinned at 1 (a prior of variance 1e-6), by more than
+    four standard errors of the leave-one-person-out difference."""
+    az = pytest.importorskip("arviz")
+    theta, a, b, rng = _slopes_data(5)
+    eta = theta[:, None] * a - b
+    p = special.ndtr(eta) if name == "gibbs" else special.expit(1.7 * eta)
+    X = (rng.random(p.shape) < p).astype(float)
+    if name == "gibbs":
+        kw = dict(n_iter=400, warmup=150, n_chains=2, seed=1)
+        free = _gibbs(X, **kw)
+        fixed = _gibbs(X, priors={"a": (1.0, 1e-6)}, **kw)
+    else:
+        kw = dict(n_iter=1200, warmup=400, n_chains=2, seed=1, thin=2)
+        free = _mh(X, **kw)
+        fixed = _mh(X, priors={"a": (1.0, 1e-6)}, **kw)
+    np.testing.assert_allclose(fixed.get_draws("a"), 1.0, atol=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        table = az.compare({"free": free.to_arviz(log_likelihood="person"),
+                            "fixed": fixed.to_arviz(log_likelihood="person")})
+    assert table.index[0] == "free"
+    assert table.loc["fixed", "elpd_diff"] > 4 * table.loc["fixed", "dse"]

@@ -1,0 +1,110 @@
+"""``privirt gibbs`` / ``privirt mh``: output paths checked before any work, one spelling of
+the warmup and prior flags (old spellings warn), the summary stage and total time shown."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.cli import main
+
+
+@pytest.fixture
+def data_csv(tmp_path):
+    X, *_ = privirt.simulate_2pno(60, 5, seed=1)
+    path = tmp_path / "data.csv"
+    pd.DataFrame(X, index=[f"p{i}" for i in range(60)],
+                 columns=[f"i{j}" for j in range(5)]).to_csv(path)
+    return path
+
+
+def _run(command, path, *extra):
+    # progress stays on: a run that started sampling would print its bar
+    return main([command, str(path), "--iter", "40", "--warmup", "20", "--seed", "1",
+                 "--device", "cpu", *extra])
+
+
+def _bad_outputs(tmp_path):
+    existing = tmp_path / "file.txt"
+    existing.write_text("x")
+    return [
+        (["--plots", str(existing)], "--plots .* not a folder"),
+        (["--plots", str(tmp_path / "no" / "figs")], "--plots .* does not exist"),
+        (["--out", str(tmp_path / "s.xlsx")], r"--out must end in \.csv"),
+        (["--out", str(tmp_path / "missing" / "s.csv")], "--out .* does not exist"),
+        (["--out", str(tmp_path)], "--out .* is a folder"),
+    ]
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_bad_output_paths_are_refused_before_sampling(command, data_csv, tmp_path, capsys):
+    for extra, message in _bad_outputs(tmp_path):
+        assert _run(command, data_csv, *extra) == 2, extra
+        err = capsys.readouterr().err
+        assert err.startswith("privirt: error:") and len(err.strip().splitlines()) == 1, err
+        assert re.search(message, err), (extra, err)
+        assert "/40 it" not in err and "%" not in err  # no progress bar: nothing was sampled
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "no").exists()
+    assert not (tmp_path / "s.xlsx").exists()
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_bad_output_paths_are_refused_before_reading_the_data(command, tmp_path, capsys):
+    """The path check comes first: a missing data file is not even opened."""
+    assert _run(command, tmp_path / "absent.csv", "--out", str(tmp_path / "s.xlsx")) == 2
+    assert "--out must end in .csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_new_plots_folder_is_created_but_not_its_parents(command, data_csv, tmp_path):
+    pytest.importorskip("matplotlib")
+    figs = tmp_path / "figs"
+    assert _run(command, data_csv, "--no-progress", "--plots", str(figs)) == 0
+    assert figs.is_dir() and any(figs.iterdir())
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_summary_stage_and_total_time_are_shown(command, data_csv, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert _run(command, data_csv, "--out", str(out)) == 0
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "summarising" in captured.err
+    assert captured.err.index("summarising") > captured.err.index("40/40")
+    assert "sampling" in text and "total" in text
+    # --no-progress silences the stage line but still reports the time
+    assert _run(command, data_csv, "--out", str(out), "--no-progress") == 0
+    captured = capsys.readouterr()
+    assert "summarising" not in captured.err
+    assert "total" in captured.out + captured.err
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_old_flag_spellings_still_work_and_warn(command, data_csv, tmp_path, capsys):
+    new, old = tmp_path / "new.csv", tmp_path / "old.csv"
+    assert main([command, str(data_csv), "--iter", "40", "--warmup", "20", "--seed", "2",
+                 "--device", "cpu", "--no-progress", "--prior-b", "0", "4",
+                 "--out", str(new)]) == 0
+    assert "deprecated" not in capsys.readouterr().err
+    assert main([command, str(data_csv), "--iter", "40", "--burn-in", "20", "--seed", "2",
+                 "--device", "cpu", "--no-progress", "--b-prior", "0", "4",
+                 "--out", str(old)]) == 0
+    err = capsys.readouterr().err
+    assert "privirt: warning: --burn-in is deprecated; use --warmup" in err
+    assert "privirt: warning: --b-prior is deprecated; use --prior-b" in err
+    # the same run: identical summaries
+    pd.testing.assert_frame_equal(pd.read_csv(new), pd.read_csv(old))
+
+
+def test_gibbs_prior_flag_reaches_the_sampler(data_csv, tmp_path):
+    """--prior-a 0.5 1e-6 pins every slope at 0.5 (the flag is not ignored)."""
+    out = tmp_path / "s.csv"
+    assert main(["gibbs", str(data_csv), "--iter", "40", "--warmup", "20", "--seed", "2",
+                 "--device", "cpu", "--no-progress", "--prior-a", "0.5", "1e-6",
+                 "--out", str(out)]) == 0
+    table = pd.read_csv(out, index_col=[0, 1])
+    np.testing.assert_allclose(table.loc["a", "mean"], 0.5, atol=0.01)

@@ -1,0 +1,113 @@
+"""Andersen's likelihood-ratio test: the statistic from separate CML fits, its null
+distribution on Rasch data, its power against 2PL data, and subgroup-extreme items."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import privirt
+
+
+def test_statistic_from_separate_cml_fits():
+    X, _, _ = privirt.simulate_rasch(400, 6, seed=31)
+    res = privirt.andersen_test(X)
+    score = np.nansum(X, axis=1)
+    high = score > np.median(score)
+    ll_all = privirt.cmle_estimate(X).loglik
+    ll_low = privirt.cmle_estimate(X[~high]).loglik
+    ll_high = privirt.cmle_estimate(X[high]).loglik
+    assert res.statistic == pytest.approx(2 * (ll_low + ll_high - ll_all), rel=1e-6, abs=1e-6)
+    assert res.df == 5
+    assert res.pvalue == pytest.approx(stats.chi2.sf(res.statistic, 5))
+    assert list(res.n_persons.index) == ["low", "high"]
+    assert res.n_persons.sum() == 400 and res.n_persons["high"] == high.sum()
+    assert res.beta.shape == (6, 2) and res.items_dropped == []
+    np.testing.assert_allclose(res.beta["high"], privirt.cmle_estimate(X[high]).beta, atol=1e-6)
+    assert "df = 5" in str(res)
+
+
+def test_covariate_split_with_three_groups():
+    X, _, _ = privirt.simulate_rasch(600, 5, seed=32)
+    persons = pd.Index([f"p{i}" for i in range(600)])
+    frame = pd.DataFrame(X, index=persons)
+    group = pd.Series(np.tile(["a", "b", "c"], 200), index=persons, name="site")
+    res = privirt.andersen_test(frame, group)
+    assert res.df == 2 * 4
+    assert list(res.beta.columns) == ["a", "b", "c"]
+    assert "by site" in res.split
+    ll = [privirt.cmle_estimate(X[group.to_numpy() == g]).loglik for g in "abc"]
+    assert res.statistic == pytest.approx(2 * (sum(ll) - privirt.cmle_estimate(X).loglik),
+                                          rel=1e-6, abs=1e-6)
+    # an array in row order does the same
+    assert privirt.andersen_test(frame, group.to_numpy()).statistic == pytest.approx(res.statistic)
+
+
+def test_mean_split():
+    X = privirt.load_dataset("lsat7")
+    res = privirt.andersen_test(X, "mean")
+    assert res.df == 4 and 0 < res.pvalue < 1
+    assert "mean" in res.split
+
+
+def test_bad_splits_are_refused():
+    X = privirt.load_dataset("lsat7")
+    # the median raw score of LSAT-7 is 4 of 5: the upper group holds only perfect scores
+    with pytest.raises(ValueError, match="no person with a non-extreme score"):
+        privirt.andersen_test(X)
+    with pytest.raises(ValueError, match="split must be"):
+        privirt.andersen_test(X, "quartile")
+    with pytest.raises(ValueError, match="one group"):
+        privirt.andersen_test(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="labels but"):
+        privirt.andersen_test(X, np.zeros(10))
+    with pytest.raises(ValueError, match="no group for"):
+        privirt.andersen_test(X, np.where(np.arange(len(X)) == 3, np.nan, np.arange(len(X)) % 2))
+    with pytest.raises(ValueError, match="persons do not match"):
+        privirt.andersen_test(X, pd.Series(np.arange(len(X)) % 2, index=X.index[::-1]))
+
+
+def test_item_extreme_within_a_group_is_dropped_with_a_warning():
+    X, _, _ = privirt.simulate_rasch(500, 6, seed=33)
+    group = np.arange(500) % 2
+    X[group == 1, 2] = 1.0  # item 2 right for everyone in group 1: infinite there
+    with pytest.warns(UserWarning, match="dropped 1 item"):
+        res = privirt.andersen_test(X, group)
+    assert res.items_dropped == [2]
+    assert res.df == 4 and 2 not in res.beta.index
+    keep = [0, 1, 3, 4, 5]
+    ll = [privirt.cmle_estimate(X[group == g][:, keep]).loglik for g in (0, 1)]
+    full = privirt.cmle_estimate(X[:, keep]).loglik
+    assert res.statistic == pytest.approx(2 * (sum(ll) - full), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_pvalues_are_uniform_on_rasch_data():
+    pvalues = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # occasional subgroup-extreme items
+        for rep in range(50):
+            X, _, _ = privirt.simulate_rasch(200, 6, seed=5000 + rep)
+            pvalues.append(privirt.andersen_test(X).pvalue)
+    assert stats.kstest(pvalues, "uniform").pvalue > 0.01
+    assert 0 <= np.mean(np.array(pvalues) < 0.05) <= 0.16
+
+
+@pytest.mark.slow
+def test_power_against_2pl_data():
+    rng = np.random.default_rng(34)
+    rejected = 0
+    for _ in range(10):
+        theta = rng.standard_normal(400)
+        a = np.linspace(0.3, 2.5, 8)  # unequal slopes: the Rasch model does not hold
+        b = rng.normal(0, 1, 8)
+        prob = 1 / (1 + np.exp(-(a[None, :] * theta[:, None] - b[None, :])))
+        X = (rng.random(prob.shape) < prob).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            rejected += privirt.andersen_test(X).pvalue < 0.05
+    assert rejected >= 8

@@ -1,0 +1,123 @@
+"""CLI: ``privirt fit``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def data_csv(tmp_path):
+    X, _, _ = privirt.simulate_rasch(600, 8, seed=40)
+    frame = pd.DataFrame(X, columns=[f"q{i}" for i in range(8)])
+    frame.index.name = "person"
+    path = tmp_path / "responses.csv"
+    frame.to_csv(path)
+    return path, frame
+
+
+def _table(out: str) -> pd.DataFrame:
+    lines = out.splitlines()
+    header = lines[1].split()
+    rows = [ln.split() for ln in lines[2:] if ln.startswith("q")]
+    return pd.DataFrame([[float(v) for v in r[1:]] for r in rows], index=[r[0] for r in rows],
+                        columns=header)
+
+
+def test_fit_prints_item_table_and_reliability(data_csv, capsys):
+    path, frame = data_csv
+    assert main(["fit", str(path)]) == 0
+    out = capsys.readouterr().out
+    table = _table(out)
+    assert list(table.columns) == ["beta", "se", "infit", "outfit", "infit_z", "outfit_z", "n"]
+    est = privirt.cmle_estimate(frame)
+    fit = privirt.item_fit(frame, est)
+    np.testing.assert_allclose(table["infit"], fit["infit"], atol=6e-4)
+    np.testing.assert_allclose(table["outfit_z"], fit["outfit_z"], atol=6e-4)
+    np.testing.assert_allclose(table["beta"], est.beta, atol=6e-4)
+    rel = privirt.reliability(frame, est)
+    assert f"person separation reliability {rel.person_reliability:.3f}" in out
+    assert "KR-20" in out
+
+
+def test_fit_spectral_andersen_out_and_plots(data_csv, tmp_path, capsys):
+    path, frame = data_csv
+    folder = tmp_path / "plots"
+    out_csv = tmp_path / "fit.csv"
+    assert main(["fit", str(path), "--method", "spectral", "--andersen", "--out", str(out_csv),
+                 "--plots", str(folder)]) == 0
+    captured = capsys.readouterr()
+    assert "spectral estimate: 600 persons × 8 items" in captured.out
+    res = privirt.andersen_test(frame)
+    assert f"LR = {res.statistic:.3f}, df = 7" in captured.out
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "andersen.png", "item_information.png", "test_information.png", "wright_map.png"]
+    written = pd.read_csv(out_csv, index_col="item")
+    assert list(written.columns) == ["beta", "infit", "outfit", "infit_z", "outfit_z", "n"]
+    np.testing.assert_allclose(written["beta"], privirt.spectral_estimate(frame).beta)
+
+
+def test_fit_errors_are_one_line_and_write_nothing(data_csv, tmp_path, capsys):
+    path, _ = data_csv
+    cases = [
+        (["--plots", str(tmp_path / "missing" / "dir")], "does not exist"),
+        (["--plots", str(path)], "is not a folder"),
+        (["--out", str(tmp_path / "x.json")], "must end in .csv"),
+    ]
+    for extra, message in cases:
+        assert main(["fit", str(path), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("privirt: error:") and message in err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "x.json").exists()
+    assert main(["fit", str(tmp_path / "nope.csv")]) == 2
+    assert "privirt: error:" in capsys.readouterr().err
+    # a failing Andersen test (LSAT-7: median split leaves only perfect scores above) stops
+    # before any plot is written
+    lsat = tmp_path / "lsat7.csv"
+    privirt.load_dataset("lsat7").to_csv(lsat)
+    folder = tmp_path / "plots"
+    assert main(["fit", str(lsat), "--andersen", "--plots", str(folder)]) == 2
+    assert "non-extreme" in capsys.readouterr().err
+    assert not folder.exists()
+
+
+def test_fit_module_does_not_import_pandas_or_scipy():
+    code = ("import sys, argparse; import privirt.cli.fit as f; "
+            "f.register(argparse.ArgumentParser().add_subparsers()); "
+            "print(sorted(m for m in ('pandas', 'scipy', 'matplotlib', 'numpy') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_fit_package_is_shipped():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = meta["tool"]["setuptools"]["packages"]
+    subpackages = {f"privirt.{p.parent.name}" for p in (ROOT / "privirt").glob("*/__init__.py")}
+    assert "privirt.fit" in subpackages
+    assert subpackages <= set(packages), subpackages - set(packages)
+
+
+def test_fit_reads_a_pattern_table(capsys):
+    from privirt.data import dataset_path
+
+    assert main(["fit", str(dataset_path("lsat7")), "--weights-col", "frequency",
+                 "--andersen", "mean"]) == 0
+    out = capsys.readouterr().out
+    assert "1000 persons × 5 items" in out
+    res = privirt.andersen_test(privirt.load_dataset("lsat7"), "mean")
+    assert f"LR = {res.statistic:.3f}, df = 4" in out

@@ -1,0 +1,117 @@
+"""Item and test information, separation reliability and KR-20: against direct formulas
+and their known behaviour."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.fit.reliability import separation
+
+
+def test_item_information_is_p_times_q():
+    beta = pd.Series([-1.0, 0.5, 2.0], index=["a", "b", "c"])
+    grid = [-2.0, 0.0, 0.5, 3.0]
+    info = privirt.item_information(beta, grid)
+    assert list(info.columns) == ["a", "b", "c"]
+    for t in grid:
+        for lab, b in beta.items():
+            p = 1 / (1 + math.exp(-(t - b)))
+            assert info.loc[t, lab] == pytest.approx(p * (1 - p), rel=1e-12)
+    # an item is most informative (1/4) at its own difficulty
+    assert info.loc[0.5, "b"] == pytest.approx(0.25)
+
+
+def test_test_information_and_standard_error():
+    est = privirt.cmle_estimate(privirt.load_dataset("lsat7"))
+    table = privirt.test_information(est)
+    items = privirt.item_information(est)
+    np.testing.assert_allclose(table["information"], items.sum(axis=1))
+    np.testing.assert_allclose(table["se"], 1 / np.sqrt(items.sum(axis=1)))
+    # default grid covers the difficulties with room either side
+    assert table.index.min() <= -4 and table.index.max() >= 4
+    with pytest.raises(ValueError, match="finite"):
+        privirt.test_information(est, [0.0, np.nan])
+
+
+def test_test_information_is_the_inverse_squared_se_of_the_abilities():
+    X, _, beta = privirt.simulate_rasch(200, 10, seed=1)
+    ab = privirt.estimate_abilities(X, beta)
+    table = privirt.test_information(beta, ab["theta"].to_numpy())
+    np.testing.assert_allclose(table["se"].to_numpy(), ab["se"].to_numpy(), rtol=1e-8)
+
+
+def test_separation_matches_wright_masters():
+    rng = np.random.default_rng(3)
+    measures = rng.normal(0, 1.5, 50)
+    se = rng.uniform(0.3, 0.6, 50)
+    got = separation(measures, se)
+    obs_var = np.sum((measures - measures.mean()) ** 2) / 50
+    mse = np.sum(se**2) / 50
+    rel = (obs_var - mse) / obs_var
+    sep = math.sqrt(obs_var - mse) / math.sqrt(mse)
+    assert got["reliability"] == pytest.approx(rel)
+    assert got["separation"] == pytest.approx(sep)
+    assert got["strata"] == pytest.approx((4 * sep + 1) / 3)
+    # reliability and separation are two views of one quantity: R = G² / (1 + G²)
+    assert got["reliability"] == pytest.approx(sep**2 / (1 + sep**2))
+    # error variance above the observed variance: no true spread, reliability 0
+    assert separation(measures, np.full(50, 5.0))["reliability"] == 0.0
+    assert math.isnan(separation(measures[:1], se[:1])["reliability"])
+
+
+def test_reliability_against_direct_computation():
+    X, _, _ = privirt.simulate_rasch(400, 12, p_observed=0.9, seed=8)
+    est = privirt.cmle_estimate(X)
+    rel = privirt.reliability(X, est)
+    ab = privirt.estimate_abilities(X, est.beta)
+    answered = (~np.isnan(X)).sum(axis=1)
+    extreme = (ab["score"] == 0) | (ab["score"] == answered)
+    used = ab[~extreme.to_numpy()]
+    expect = separation(used["theta"].to_numpy(), used["se"].to_numpy())
+    assert rel.person == pytest.approx(expect)
+    assert rel.item_se_source == "estimate"
+    assert rel.item == pytest.approx(separation(est.beta.to_numpy(), est.se.to_numpy()))
+    # KR-20 as Cronbach's α on the complete rows: k/(k−1)(1 − Σ var_i / var_total)
+    full = X[~np.isnan(X).any(axis=1)]
+    k = full.shape[1]
+    alpha = k / (k - 1) * (1 - full.var(axis=0).sum() / full.sum(axis=1).var())
+    assert rel.kr20 == pytest.approx(alpha)
+    assert rel.kr20_n == len(full)
+    frame = rel.to_frame()
+    assert list(frame.index) == ["person", "item"]
+    assert frame.loc["person", "reliability"] == pytest.approx(rel.person_reliability)
+
+
+def test_item_se_from_information_without_estimate_se():
+    X, _, beta = privirt.simulate_rasch(300, 8, seed=2)
+    rel = privirt.reliability(X, beta)
+    assert rel.item_se_source == "information"
+    assert 0.8 < rel.item_reliability <= 1
+
+
+def test_person_reliability_tracks_kr20_and_test_length():
+    # on Rasch data the measure-based reliability is close to the raw-score KR-20, and
+    # both grow with the number of items
+    short, _, _ = privirt.simulate_rasch(2000, 8, beta_scale=0.8, seed=21)
+    long_, _, _ = privirt.simulate_rasch(2000, 40, beta_scale=0.8, seed=21)
+    r_short = privirt.reliability(short, privirt.cmle_estimate(short))
+    r_long = privirt.reliability(long_, privirt.cmle_estimate(long_))
+    assert r_long.person_reliability > r_short.person_reliability + 0.2
+    assert abs(r_long.person_reliability - r_long.kr20) < 0.06
+    assert "person separation reliability" in str(r_long)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("meansquares", "information", "reliability", "andersen"):
+        module = importlib.import_module(f"privirt.fit.{name}")
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name
+        assert result.attempted > 0, name

@@ -1,0 +1,206 @@
+"""Infit/outfit mean squares: against a cell-by-cell computation and against their known
+behaviour on Rasch and 2PL data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.fit.meansquares import wilson_hilferty
+
+
+def _naive_fit(X, theta, beta, *, by, drop_extreme=True):
+    """Straight from Wright & Masters (1982): loops over cells, the fourth central moment
+    written out as P(1−P)⁴ + (1−P)P⁴."""
+    n, m = X.shape
+    units = m if by == "item" else n
+    out = []
+    for u in range(units):
+        z2, r2, w_sum, c_over_w2, c_minus_w2, count = 0.0, 0.0, 0.0, 0.0, 0.0, 0
+        for l in range(n):
+            row = X[l]
+            answered = ~np.isnan(row)
+            score = np.nansum(row)
+            if answered.sum() == 0:
+                continue
+            if drop_extreme and (score == 0 or score == answered.sum()):
+                continue
+            for i in range(m):
+                if (by == "item" and i != u) or (by == "person" and l != u):
+                    continue
+                x = X[l, i]
+                if math.isnan(x):
+                    continue
+                p = 1.0 / (1.0 + math.exp(-(theta[l] - beta[i])))
+                w = p * (1 - p)
+                c = p * (1 - p) ** 4 + (1 - p) * p**4
+                z2 += (x - p) ** 2 / w
+                r2 += (x - p) ** 2
+                w_sum += w
+                c_over_w2 += c / w**2
+                c_minus_w2 += c - w**2
+                count += 1
+        if count == 0:
+            out.append((np.nan, np.nan, np.nan, np.nan, 0))
+            continue
+        outfit, infit = z2 / count, r2 / w_sum
+        q_out = math.sqrt(c_over_w2 / count**2 - 1 / count)
+        q_in = math.sqrt(c_minus_w2 / w_sum**2)
+        z_out = (outfit ** (1 / 3) - 1) * 3 / q_out + q_out / 3
+        z_in = (infit ** (1 / 3) - 1) * 3 / q_in + q_in / 3
+        out.append((infit, outfit, z_in, z_out, count))
+    return pd.DataFrame(out, columns=["infit", "outfit", "infit_z", "outfit_z", "n"])
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(7)
+    X, _, _ = privirt.simulate_rasch(40, 6, p_observed=0.8, seed=7)
+    X[3, :] = 1.0  # an all-correct person (extreme)
+    X[5, :] = np.nan  # a person without responses
+    X[5, 2] = 0.0  # ... except one wrong answer (extreme too)
+    theta = rng.normal(0, 1, 40)
+    beta = np.array([-1.2, -0.4, 0.0, 0.3, 0.8, 1.5])
+    return X, theta, beta
+
+
+@pytest.mark.parametrize("extreme", ["drop", "keep"])
+def test_item_fit_matches_cellwise_formula(small, extreme):
+    X, theta, beta = small
+    got = privirt.item_fit(X, beta, theta, extreme=extreme)
+    want = _naive_fit(X, theta, beta, by="item", drop_extreme=extreme == "drop")
+    np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), rtol=1e-10)
+    assert list(got.columns) == ["infit", "outfit", "infit_z", "outfit_z", "n"]
+
+
+def test_person_fit_matches_cellwise_formula(small):
+    X, theta, beta = small
+    got = privirt.person_fit(X, beta, theta)
+    want = _naive_fit(X, theta, beta, by="person")
+    cols = ["infit", "outfit", "infit_z", "outfit_z"]
+    np.testing.assert_allclose(got[cols].to_numpy(), want[cols].to_numpy(), rtol=1e-10)
+    # n is the number of items each person answered, fit values NaN for extreme scores
+    np.testing.assert_array_equal(got["n"].to_numpy(), (~np.isnan(X)).sum(axis=1))
+    assert got.loc[3, ["infit", "outfit"]].isna().all()
+    assert got.loc[5, ["infit", "outfit"]].isna().all()
+    np.testing.assert_allclose(got["theta"].to_numpy(), theta)
+
+
+def test_missing_cells_drop_out(small):
+    X, theta, beta = small
+    fit = privirt.item_fit(X, beta, theta, extreme="keep")
+    answered = (~np.isnan(X)).sum(axis=0)
+    np.testing.assert_array_equal(fit["n"].to_numpy(), answered)
+
+
+def test_wilson_hilferty_at_expectation():
+    # ms = 1 gives z = q/3 (the transform's small bias correction); q = 0 is undefined
+    np.testing.assert_allclose(wilson_hilferty(np.array([1.0]), np.array([0.3])), [0.1])
+    assert np.isnan(wilson_hilferty(np.array([1.0]), np.array([0.0]))[0])
+
+
+def test_default_theta_is_the_wle():
+    X, _, _ = privirt.simulate_rasch(300, 8, seed=2)
+    est = privirt.cmle_estimate(X)
+    wle = privirt.estimate_abilities(X, est.beta, method="wle")
+    pd.testing.assert_frame_equal(privirt.item_fit(X, est), privirt.item_fit(X, est, wle))
+    pd.testing.assert_frame_equal(privirt.item_fit(X, est),
+                                  privirt.item_fit(X, est.beta, wle["theta"].to_numpy()))
+
+
+def test_labels_are_carried_and_order_mismatch_refused():
+    X = privirt.load_dataset("lsat7")
+    est = privirt.cmle_estimate(X)
+    fit = privirt.item_fit(X, est)
+    assert list(fit.index) == list(X.columns)
+    pf = privirt.person_fit(X, est)
+    assert pf.index.equals(X.index)
+    with pytest.raises(ValueError, match="different order"):
+        privirt.item_fit(X, est.beta.iloc[::-1])
+    with pytest.raises(ValueError, match="do not match"):
+        privirt.item_fit(X, est.beta.rename({"item1": "other"}))
+    with pytest.raises(ValueError, match="5 items"):
+        privirt.item_fit(X, np.zeros(4))
+    with pytest.raises(ValueError, match="persons"):
+        privirt.item_fit(X, est, pd.Series(0.0, index=X.index[::-1]))
+    with pytest.raises(ValueError, match="finite"):
+        privirt.item_fit(X, [0.0, 0.0, np.inf, 0.0, 0.0])
+    mle = privirt.estimate_abilities(X, est.beta, method="mle")
+    with pytest.raises(ValueError, match="not finite"):
+        privirt.item_fit(X, est, mle, extreme="keep")
+    # infinite MLEs only belong to extreme scores, which "drop" leaves out
+    assert np.isfinite(privirt.item_fit(X, est, mle)["infit"]).all()
+    with pytest.raises(ValueError, match="extreme must be"):
+        privirt.item_fit(X, est, extreme="no")
+
+
+def test_spectral_result_is_accepted():
+    X, _, _ = privirt.simulate_rasch(500, 10, seed=4)
+    fit = privirt.item_fit(X, privirt.spectral_estimate(X))
+    assert fit["infit"].between(0.8, 1.2).all()
+
+
+def test_mean_squares_near_one_on_rasch_data():
+    X, theta, beta = privirt.simulate_rasch(3000, 15, seed=11)
+    est = privirt.cmle_estimate(X)
+    fit = privirt.item_fit(X, est)
+    assert fit[["infit", "outfit"]].stack().between(0.85, 1.15).all(), fit
+    pfit = privirt.person_fit(X, est)
+    assert abs(pfit["infit"].mean() - 1) < 0.1
+
+
+def test_z_is_standard_normal_at_the_true_parameters():
+    # with the generating θ and β the mean squares' model variances are exact, so the
+    # standardized values over many items are close to N(0, 1)
+    X, theta, beta = privirt.simulate_rasch(400, 200, seed=5)
+    fit = privirt.item_fit(X, beta, theta, extreme="keep")
+    for col in ("infit_z", "outfit_z"):
+        z = fit[col].to_numpy()
+        assert abs(z.mean()) < 0.25, (col, z.mean())
+        assert 0.8 < z.std() < 1.25, (col, z.std())
+
+
+def _two_pl(slopes, n, seed):
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n)
+    b = np.linspace(-1, 1, len(slopes))
+    prob = 1 / (1 + np.exp(-(np.asarray(slopes)[None, :] * (theta[:, None] - b[None, :]))))
+    return (rng.random(prob.shape) < prob).astype(float)
+
+
+def test_steep_item_overfits_and_flat_item_underfits():
+    slopes = [1.0] * 10
+    slopes[3], slopes[7] = 3.0, 0.3
+    X = _two_pl(slopes, 3000, seed=12)
+    fit = privirt.item_fit(X, privirt.cmle_estimate(X))
+    assert fit.loc[3, "infit"] < 0.85 and fit.loc[3, "infit_z"] < -2, fit.loc[3]
+    assert fit.loc[7, "infit"] > 1.15 and fit.loc[7, "infit_z"] > 2, fit.loc[7]
+    others = fit.drop(index=[3, 7])
+    assert others["infit"].between(0.85, 1.15).all()
+
+
+def test_reversed_person_underfits():
+    X, _, beta = privirt.simulate_rasch(500, 12, seed=3)
+    order = np.argsort(beta)
+    X[0] = 0.0
+    X[0, order[-4:]] = 1.0  # right on the four hardest items only
+    fit = privirt.person_fit(X, beta)
+    assert fit.loc[0, "outfit"] > 2 and fit.loc[0, "outfit_z"] > 2
+
+
+def test_items_without_responses_follow_the_estimator():
+    X, _, _ = privirt.simulate_rasch(300, 6, seed=9)
+    X[:, 4] = np.nan  # nobody answered item 4: the estimators drop it with a warning
+    with pytest.warns(privirt.EmptyResponsesWarning):
+        est = privirt.cmle_estimate(X)
+    fit = privirt.item_fit(X, est)
+    assert list(fit.index) == [0, 1, 2, 3, 5]
+    assert (fit["n"] > 0).all()
+    # an array for the six columns still works: item 4 then has no response to judge
+    fit6 = privirt.item_fit(X, np.insert(est.beta.to_numpy(), 4, 0.0))
+    assert fit6.loc[4, "n"] == 0 and np.isnan(fit6.loc[4, "infit"])
+    np.testing.assert_allclose(fit6.drop(index=4).to_numpy(float), fit.to_numpy(float))
