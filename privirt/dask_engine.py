@@ -238,8 +238,8 @@ def _parquet_files(source) -> tuple[Any, list[str]]:
     for p in paths:
         if fs.isdir(p):
             found = [f for f in fs.find(p) if f.lower().endswith(_PARQUET_SUFFIXES)]
-            files.extend(f for f in found
-                         if not any(part.startswith(("_", ".")) for part in f.split("/")[-1:]))
+            # skip metadata and hidden files (_metadata, _common_metadata, .crc, ...)
+            files.extend(f for f in found if not f.rsplit("/", 1)[-1].startswith(("_", ".")))
         elif fs.exists(p):
             files.append(p)
     if not files:
@@ -265,14 +265,17 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
                 and c != person_col and (person_col is not None or c.lower() != "person")]
         if schema_cols is None:
             schema_cols = cols
-            labels, use, pos = _match_items(items, cols, public)
+            labels, _, _ = _match_items(items, cols, public)
             if len(labels) < 1:
                 raise ValueError(f"{path}: no item columns")
-        elif (items is None and cols != schema_cols) or not set(use) <= set(cols):
+        if items is None and cols != schema_cols:
             raise ValueError(
                 f"{path} has different item columns from {files[0]}; every file of the data set "
-                "needs the same schema"
+                "needs the same schema (or pass the item list as items=...)"
             )
+        # each file's columns matched to the item positions (a public item a file lacks is
+        # all-missing there; a column outside the public item set is an error)
+        _, use, pos = _match_items(labels if items is None else items, cols, public)
         offset = 0
         for rg, rows in enumerate(row_groups):
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))

@@ -285,6 +285,12 @@ def test_public_source_for_private_paths(tmp_path, client):
     assert st.answered["zz"] == 0 and st.score_hist[0, 0] >= 200
     with pytest.raises(ValueError, match="more rows than n_persons=799"):
         public_source(folder, items=None, n_persons=799, client=client).statistics()
+    # a later file with a column outside the public item set (or another schema): refused
+    pq.write_table(pa.table({"a": [1], "b": [0], "c": [1], "x": [1]}), folder / "part-9.parquet")
+    with pytest.raises(ValueError, match=r"item\(s\) \['x'\] that are not in the public item set"):
+        public_source(folder, items=["a", "b", "c"], n_persons=1000, client=client)
+    with pytest.raises(ValueError, match="different item columns"):
+        public_source(folder, items=None, n_persons=1000, client=client)
 
 
 def test_cli_estimate_engine_dask(tmp_path, capsys, client):
