@@ -1,25 +1,30 @@
-"""Benchmark of the 2PNO Gibbs sampler (Sheng, Welling & Zhu 2014 grid).
+"""Benchmark of the 2PNO Gibbs sampler and of its posterior summaries.
 
 In one run, for every (n persons, k items) cell of the grid, this times
 
-* ``privirt-cpu``: :func:`privirt.gibbs_2pno` with ``device="cpu"`` (batched numpy/scipy),
-* ``privirt-gpu``: the same with ``device="gpu"`` when cupy sees a CUDA GPU,
-* ``reference``: a straightforward numpy/scipy implementation written below — Z drawn with
-  ``scipy.stats.truncnorm.rvs``, θ vectorised, (a_j, b_j) in a per-item Python loop with
-  ``Generator.multivariate_normal`` and redraws while a_j ≤ 0 — the way the algorithm is
-  usually first coded.
+* ``peer``: a strong vectorised numpy sampler written below (:func:`peer_gibbs`), what a
+  careful user writes in ~40 lines: inverse-CDF truncated normals on the whole matrix
+  (``scipy.special.ndtr``/``ndtri``), θ drawn vectorised, all (a, b) drawn at once from the
+  2 × 2 posterior the items share, with rejection for a ≤ 0 (the default flat priors);
+* ``privirt-cpu``: :func:`privirt.gibbs_2pno` with ``device="cpu"`` (batched numpy/scipy);
+* ``fused-numba`` / ``fused-numpy``: the fused CPU engine :mod:`privirt._gibbs_cpu`
+  (:func:`~privirt._gibbs_cpu.run_chain`) with its numba kernel and its numpy fallback;
+* ``privirt-gpu``: ``device="gpu"`` when cupy sees a CUDA GPU.
 
-All three run the same conditionals on the same simulated data.  Times are wall-clock seconds
-per iteration after one warm-up iteration, and the "10k it" column is that figure × 10,000
-(the paper's chain length) — **extrapolated** whenever fewer iterations were run (the column
-``measured it`` says how many).  Optional extra rows: the paper's CBASE size (3356 × 180) and
-a Monte Carlo study of R replications (2000 × 50, 5000 iterations) run with
-:func:`privirt.gibbs_2pno_replicate`.
+All run the same conditionals on the same simulated data, one chain.  Times are wall-clock
+seconds per iteration after a warm-up (best of ``--repeat``); "10k it" is that × 10,000,
+**extrapolated** whenever fewer iterations were run.
+
+``--issue14`` instead times issue 14's rows in full: 2000 × 30 for 1500 iterations (peer,
+privirt-cpu, fused-numba, fused-numpy), numba's first-call cost (compilation into an empty
+cache, then loading from the cache, each in a fresh process), and ``Posterior.summary`` of
+a, b and θ after 4 chains × 2000 kept draws on 1000 × 20, against the sampling time.
 
 Usage::
 
+    python benchmarks/bench_gibbs.py --issue14 --repeat 3
     python benchmarks/bench_gibbs.py --grid quick
-    python benchmarks/bench_gibbs.py --grid paper --iter 100 --ref-iter 3 --cbase --reps 100
+    python benchmarks/bench_gibbs.py --grid paper --iter 100 --peer-iter 20 --cbase --reps 100
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,53 +52,171 @@ GRIDS = {
 
 
 # ---------------------------------------------------------------------------------------
-# the straightforward reference implementation
+# the peer: a strong vectorised numpy sampler
 # ---------------------------------------------------------------------------------------
-def reference_gibbs(Y: np.ndarray, n_iter: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Plain 2PNO Gibbs sampler (complete data), flat priors as in the paper."""
+def peer_gibbs(Y: np.ndarray, n_iter: int, warmup: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """2PNO Gibbs sampler for complete 0/1 data, flat priors (a > 0), as privirt's defaults.
+
+    Starts from b = −√2 Φ⁻¹(p̂_j), a = 1, θ = Φ⁻¹(person proportion correct); keeps the
+    ``n_iter − warmup`` last draws, shaped (draw, ·).
+    """
     rng = np.random.default_rng(seed)
     n, k = Y.shape
-    theta = np.zeros(n)
+    s = np.where(Y == 1, 1.0, -1.0)
     a = np.ones(k)
-    b = np.zeros(k)
-    correct = Y == 1
-    for _ in range(n_iter):
-        mu = np.outer(theta, a) - b
-        lower = np.where(correct, -mu, -np.inf)  # standardised bounds for Z − μ
-        upper = np.where(correct, np.inf, -mu)
-        Z = mu + stats.truncnorm.rvs(lower, upper, random_state=rng)
-        prec = a @ a + 1.0
-        theta = rng.normal(((Z + b) @ a) / prec, 1.0 / np.sqrt(prec))
-        X = np.column_stack([theta, -np.ones(n)])
-        cov = np.linalg.inv(X.T @ X)
-        for j in range(k):
-            mean = cov @ (X.T @ Z[:, j])
-            while True:
-                draw = rng.multivariate_normal(mean, cov)
-                if draw[0] > 0:
-                    break
-            a[j], b[j] = draw
-    return {"a": a, "b": b, "theta": theta}
+    b = -np.sqrt(2.0) * special.ndtri(np.clip(Y.mean(axis=0), 0.02, 0.98))
+    theta = special.ndtri(np.clip(Y.mean(axis=1), 0.02, 0.98))
+    n_keep = n_iter - warmup
+    out = {"a": np.empty((n_keep, k)), "b": np.empty((n_keep, k)), "theta": np.empty((n_keep, n))}
+    for it in range(n_iter):
+        # Z | y, θ, a, b by the inverse CDF: Z = μ − s Φ⁻¹(U Φ(s μ)), U ~ U(0, 1)
+        mu = np.multiply.outer(theta, a)
+        mu -= b
+        u = rng.random((n, k))
+        u *= special.ndtr(s * mu)
+        Z = mu - s * special.ndtri(u, out=u)
+        # θ | Z, a, b
+        prec = 1.0 + a @ a
+        theta = (Z @ a + a @ b) / prec + rng.standard_normal(n) / np.sqrt(prec)
+        # (a, b) | Z, θ: x_i = (θ_i, −1), every item has the same P = Σ x xᵀ
+        st = theta.sum()
+        cov = np.linalg.inv(np.array([[theta @ theta, -st], [-st, float(n)]]))
+        mean = cov @ np.vstack([theta @ Z, -Z.sum(axis=0)])  # (2, k)
+        chol = np.linalg.cholesky(cov)
+        todo = np.arange(k)
+        while todo.size:  # redraw the items whose a came out ≤ 0
+            xi = mean[:, todo] + chol @ rng.standard_normal((2, todo.size))
+            ok = xi[0] > 0
+            a[todo[ok]], b[todo[ok]] = xi[0, ok], xi[1, ok]
+            todo = todo[~ok]
+        if it >= warmup:
+            out["a"][it - warmup], out["b"][it - warmup] = a, b
+            out["theta"][it - warmup] = theta
+    return out
 
 
 # ---------------------------------------------------------------------------------------
 # timing helpers
 # ---------------------------------------------------------------------------------------
-def _time_privirt(X: np.ndarray, n_iter: int, device: str) -> float:
-    privirt.gibbs_2pno(X, n_iter=2, burn_in=1, device=device, seed=0, progress=False,
-                       keep_draws=False)  # warm-up (imports, kernel compilation)
-    t = time.perf_counter()
-    privirt.gibbs_2pno(X, n_iter=n_iter, burn_in=n_iter // 2, device=device, seed=1,
-                       progress=False, keep_draws=False)
-    return (time.perf_counter() - t) / n_iter
+def _best(fn, repeat: int) -> float:
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
-def _time_reference(X: np.ndarray, n_iter: int) -> float:
-    Y = np.nan_to_num(X).astype(np.int8)
-    reference_gibbs(Y, 1)  # warm-up
-    t = time.perf_counter()
-    reference_gibbs(Y, n_iter)
-    return (time.perf_counter() - t) / n_iter
+def _codes(X: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(X), -1, X).astype(np.int8)
+
+
+def run_fused(X: np.ndarray, n_iter: int, warmup: int, engine: str, n_chains: int = 1,
+              seed: int = 1, threads: int | None = None) -> dict[str, np.ndarray]:
+    """The fused engine with gibbs_2pno's default starting values and seed layout."""
+    from privirt._gibbs_cpu import run_chain
+    from privirt._seeds import child as _child
+    from privirt.bayes.twopno import default_init as _default_init
+
+    codes = _codes(X)
+    ss = np.random.SeedSequence(seed)
+    inits = [_default_init(codes, np.random.Generator(np.random.Philox(_child(ss, c, 0))),
+                           jitter=n_chains > 1) for c in range(n_chains)]
+    return run_chain(codes, n_iter=n_iter, warmup=warmup, n_chains=n_chains, inits=inits,
+                     seeds=[_child(ss, c, 1) for c in range(n_chains)], engine=engine,
+                     threads=threads)
+
+
+def time_impl(impl: str, X: np.ndarray, n_iter: int, repeat: int = 1) -> float:
+    """Best wall-clock seconds of ``n_iter`` iterations (half warm-up), after a warm-up."""
+    if impl == "peer":
+        Y = _codes(X)
+        peer_gibbs(Y, 2, 1)
+        return _best(lambda: peer_gibbs(Y, n_iter, n_iter // 2), repeat)
+    if impl.startswith("fused-"):  # fused-numba, fused-numba-1thread, fused-numpy
+        engine = impl.split("-")[1]
+        threads = 1 if impl.endswith("1thread") else None
+        run_fused(X, 2, 1, engine, threads=threads)
+        return _best(lambda: run_fused(X, n_iter, n_iter // 2, engine, threads=threads), repeat)
+    dev = impl.split("-")[1]
+    privirt.gibbs_2pno(X, n_iter=2, warmup=1, device=dev, seed=0, progress=False)
+    return _best(lambda: privirt.gibbs_2pno(X, n_iter=n_iter, warmup=n_iter // 2, device=dev,
+                                            seed=1, progress=False), repeat)
+
+
+def _first_call_cost() -> tuple[float, float]:
+    """Seconds of the first fused-numba iteration in a fresh process: with an empty numba
+    cache (compilation), then with the cache it left (loading)."""
+    code = (
+        "import time, numpy as np, privirt\n"
+        "from privirt._gibbs_cpu import FusedGibbs\n"
+        "codes = np.zeros((200, 10), np.int8); codes[::2] = 1\n"
+        "t = time.perf_counter()\n"
+        "FusedGibbs(codes, theta=np.zeros((1, 200)), a=np.ones((1, 10)), b=np.zeros((1, 10)),\n"
+        "           keys=np.ones((1, 2)), engine='numba').step()\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    out = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root)
+        for _ in range(2):
+            res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True, cwd=root)
+            out.append(float(res.stdout.strip().splitlines()[-1]))
+    return out[0], out[1]
+
+
+def _load() -> str:
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover - not on every platform
+        return "load average unavailable"
+
+
+def issue14(repeat: int) -> None:
+    """Issue 14's Gibbs and summary rows, in full."""
+    from privirt._gibbs_cpu import numba_available
+
+    n_iter = 1500
+    X, *_ = privirt.simulate_2pno(2000, 30, seed=1)
+    print(f"# issue 14 — 2PNO Gibbs, 2000 × 30, {n_iter} iterations (half warm-up), one chain, "
+          f"best of {repeat}; {_load()}; OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', 'not set')}")
+    impls = ["peer", "privirt-cpu"] + (
+        ["fused-numba", "fused-numba-1thread"] if numba_available() else []) + ["fused-numpy"]
+    print("| impl | total s | ms / it | speed-up vs peer |")
+    print("|---|---|---|---|")
+    peer = np.nan
+    for impl in impls:
+        sec = time_impl(impl, X, n_iter, repeat)
+        if impl == "peer":
+            peer = sec
+        print(f"| {impl} | {sec:.2f} | {sec / n_iter * 1e3:.2f} | {peer / sec:.2f}× |",
+              flush=True)
+    if numba_available():
+        cold, warm = _first_call_cost()
+        print(f"\n# numba first call in a fresh process: {cold:.1f} s compiling into an empty "
+              f"cache, {warm:.2f} s loading from the cache ({_load()})")
+    # summaries against the sampling they summarise
+    X, *_ = privirt.simulate_2pno(1000, 20, seed=2)
+    print(f"\n# Posterior.summary of a, b, θ — 1000 × 20, 4 chains × 2000 kept draws "
+          f"(4000 iterations, 2000 warm-up); best of {repeat}; {_load()}")
+    print("| step | s | summary / sampling |")
+    print("|---|---|---|")
+    post = None
+    samp = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        post = privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4, seed=3,
+                                  progress=False, device="cpu")
+        samp = min(samp, time.perf_counter() - t)
+    summ = _best(lambda: [post.summary(p) for p in ("a", "b", "theta")], repeat)
+    print(f"| sampling, gibbs_2pno CPU | {samp:.2f} | |")
+    print(f"| summary (R-hat, ESS, MCSE, quantiles) | {summ:.2f} | {summ / samp:.0%} |")
+    if numba_available():
+        fused = _best(lambda: run_fused(X, 4000, 2000, "numba", n_chains=4), repeat)
+        print(f"| sampling, fused-numba | {fused:.2f} | summary = {summ / fused:.0%} of it |")
 
 
 def _fmt(x: float) -> str:
@@ -102,14 +227,17 @@ def _fmt(x: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--issue14", action="store_true",
+                    help="time issue 14's rows (2000 × 30 × 1500 iterations; summaries)")
     ap.add_argument("--grid", choices=sorted(GRIDS), default="quick")
     ap.add_argument("--iter", type=int, default=100,
                     help="iterations timed per cell for privirt (default 100)")
-    ap.add_argument("--ref-iter", type=int, default=3,
-                    help="iterations timed per cell for the reference (default 3)")
+    ap.add_argument("--peer-iter", type=int, default=100,
+                    help="iterations timed per cell for the peer (default 100)")
+    ap.add_argument("--repeat", type=int, default=1, help="best of this many timed runs")
     ap.add_argument("--device", choices=["auto", "cpu", "gpu", "both"], default="auto",
                     help="privirt device(s): auto = CPU, plus GPU when available")
-    ap.add_argument("--no-reference", action="store_true", help="skip the reference")
+    ap.add_argument("--no-peer", action="store_true", help="skip the peer")
     ap.add_argument("--cbase", action="store_true",
                     help="also time the paper's CBASE size, 3356 × 180")
     ap.add_argument("--reps", type=int, default=0,
@@ -118,17 +246,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="iterations timed for the replication study (default 20)")
     args = ap.parse_args(argv)
 
+    print(f"# 2PNO Gibbs benchmark — {platform.machine()} {platform.system()}, "
+          f"{os.cpu_count()} CPU(s), numpy {np.__version__}, "
+          f"GPU available: {privirt.gpu_available()}")
+    if args.issue14:
+        issue14(args.repeat)
+        return 0
+    from privirt._gibbs_cpu import numba_available
+
     devices = ["cpu"]
     if args.device in ("gpu", "both") or (args.device == "auto" and privirt.gpu_available()):
         devices.append("gpu")
     if args.device == "gpu":
         devices = ["gpu"]
-    print(f"# 2PNO Gibbs benchmark — {platform.machine()} {platform.system()}, "
-          f"{os.cpu_count()} CPU(s), numpy {np.__version__}, devices {devices}, "
-          f"GPU available: {privirt.gpu_available()}")
-    print(f"# privirt timed over {args.iter} iterations, reference over {args.ref_iter}; "
+    impls = [f"privirt-{d}" for d in devices]
+    if "cpu" in devices:
+        impls += (["fused-numba"] if numba_available() else []) + ["fused-numpy"]
+    print(f"# privirt timed over {args.iter} iterations, peer over {args.peer_iter}; "
           "'10k it' = seconds per iteration × 10,000 (extrapolated)")
-    header = ["n", "k", "impl", "measured it", "s / it", "10k it (s)", "speed-up vs ref"]
+    header = ["n", "k", "impl", "measured it", "s / it", "10k it (s)", "speed-up vs peer"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     ns, ks = GRIDS[args.grid]
@@ -136,30 +272,30 @@ def main(argv: list[str] | None = None) -> int:
         for k in ks:
             X, *_ = privirt.simulate_2pno(n, k, seed=n + k)
             ref = np.nan
-            if not args.no_reference:
-                ref = _time_reference(X, args.ref_iter)
-                print(f"| {n} | {k} | reference (truncnorm.rvs, item loop) | {args.ref_iter} | "
+            if not args.no_peer:
+                ref = time_impl("peer", X, args.peer_iter, args.repeat) / args.peer_iter
+                print(f"| {n} | {k} | peer (vectorised numpy) | {args.peer_iter} | "
                       f"{ref:.4f} | {_fmt(ref * 1e4)} | 1 |", flush=True)
-            for dev in devices:
-                per = _time_privirt(X, args.iter, dev)
+            for impl in impls:
+                per = time_impl(impl, X, args.iter, args.repeat) / args.iter
                 ratio = ref / per if np.isfinite(ref) else np.nan
-                print(f"| {n} | {k} | privirt-{dev} | {args.iter} | {per:.4f} | "
+                print(f"| {n} | {k} | {impl} | {args.iter} | {per:.4f} | "
                       f"{_fmt(per * 1e4)} | {_fmt(ratio)} |", flush=True)
     if args.cbase:
         X, *_ = privirt.simulate_2pno(3356, 180, seed=1)
         for dev in devices:
-            per = _time_privirt(X, args.iter, dev)
+            per = time_impl(f"privirt-{dev}", X, args.iter) / args.iter
             print(f"| 3356 | 180 (CBASE size) | privirt-{dev} | {args.iter} | {per:.4f} | "
                   f"{_fmt(per * 1e4)} | paper: 40 s (K20c GPU), 17 min (serial C) |", flush=True)
     if args.reps:
         R = args.reps
         data = [privirt.simulate_2pno(2000, 50, seed=r)[0] for r in range(R)]
         for dev in devices:
-            privirt.gibbs_2pno_replicate(data[:2], n_iter=2, burn_in=1, device=dev,
+            privirt.gibbs_2pno_replicate(data[:2], n_iter=2, warmup=1, device=dev,
                                          progress=False)
             t = time.perf_counter()
             privirt.gibbs_2pno_replicate(data, n_iter=args.reps_iter,
-                                         burn_in=args.reps_iter // 2, device=dev,
+                                         warmup=args.reps_iter // 2, device=dev,
                                          seed=1, progress=False)
             per = (time.perf_counter() - t) / args.reps_iter
             print(f"| 2000 | 50 × {R} replications | privirt-{dev} (one batch) | "

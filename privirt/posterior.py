@@ -258,17 +258,9 @@ class Posterior:
     def _summary_arrays(self, param: str) -> dict[str, np.ndarray]:
         if self.draws is None:
             return self.streaming[param].summary_arrays()  # type: ignore[index]
-        d = self.draws[param]
-        flat = d.reshape(-1, d.shape[2])
-        qs = np.quantile(flat, _QUANTILES, axis=0)
-        return {
-            "mean": flat.mean(axis=0),
-            "sd": flat.std(axis=0, ddof=1) if flat.shape[0] > 1 else np.full(d.shape[2], np.nan),
-            "q2.5": qs[0], "q50": qs[1], "q97.5": qs[2],
-            "mcse": diagnostics.mcse_batch_means(d),
-            "rhat": diagnostics.rhat(d),
-            "ess": diagnostics.ess_bulk(d),
-        }
+        s = diagnostics.summarize(self.draws[param], _QUANTILES)
+        q = s.pop("q")
+        return dict(s, **{"q2.5": q[0], "q50": q[1], "q97.5": q[2]})
 
     def summary(self, param: str | None = None) -> pd.DataFrame:
         """Posterior summary table.

@@ -179,3 +179,50 @@ def test_streaming_select_chains_matches_a_separate_accumulator(rng):
         np.testing.assert_allclose(a[key], b[key])
     assert acc.select_chains(slice(0, 4)) is acc
     assert acc.to_host() is acc and acc.xp is np
+
+
+@pytest.mark.parametrize("shape, levels", [((4, 60, 5), 3), ((3, 41, 4), 7), ((2, 100, 3), 0)])
+def test_batched_diagnostics_match_arviz_with_ties(rng, shape, levels):
+    # discrete draws give many tied ranks (average ranks, as scipy's rankdata); odd draw
+    # counts drop the middle draw when splitting; the folded R-hat always has the two middle
+    # draws tied around the median
+    az = pytest.importorskip("arviz")
+    c, n, k = shape
+    d = ar1(rng, c, n, k, 0.7)
+    if levels:
+        d = np.floor(d * levels / 3.0)
+    ess = np.array([az.ess(d[:, :, j], method="bulk") for j in range(k)], dtype=float)
+    rh = np.array([az.rhat(d[:, :, j], method="rank") for j in range(k)], dtype=float)
+    got_rhat, got_ess = diagnostics.rhat_ess_bulk(d)
+    np.testing.assert_allclose(got_ess, ess, rtol=1e-10)
+    np.testing.assert_allclose(got_rhat, rh, rtol=1e-10)
+    np.testing.assert_array_equal(diagnostics.ess_bulk(d), got_ess)
+    np.testing.assert_array_equal(diagnostics.rhat(d), got_rhat)
+
+
+@pytest.mark.parametrize("n", [2000, 1999, 1])
+def test_summarize_matches_the_one_at_a_time_definitions(rng, n):
+    # quantiles read off the sort used for the ranks (n even) equal numpy's; mean, sd and
+    # MCSE are numpy's and the batch-means estimator
+    d = ar1(rng, 3, n, 6, 0.5)
+    d[:, :, 0] = np.round(d[:, :, 0])  # ties
+    s = diagnostics.summarize(d, (0.025, 0.5, 0.975, 0.0, 1.0))
+    flat = d.reshape(-1, 6)
+    np.testing.assert_allclose(s["q"], np.quantile(flat, (0.025, 0.5, 0.975, 0.0, 1.0), axis=0),
+                               rtol=1e-15, atol=1e-15)
+    np.testing.assert_array_equal(s["mean"], flat.mean(axis=0))
+    if n > 1:
+        np.testing.assert_allclose(s["sd"], flat.std(axis=0, ddof=1), rtol=1e-14)
+        np.testing.assert_array_equal(s["mcse"], diagnostics.mcse_batch_means(d))
+        np.testing.assert_array_equal(s["ess"], diagnostics.ess_bulk(d))
+        np.testing.assert_array_equal(s["rhat"], diagnostics.rhat(d))
+
+
+def test_rank_normalize_gives_tied_values_their_average_rank():
+    from scipy import special
+    from scipy.stats import rankdata
+
+    d = np.array([[3.0, 1.0, 3.0, 2.0, 3.0, 1.0]])[:, :, None]
+    z = diagnostics.rank_normalize(d)[0, :, 0]
+    r = rankdata(d.ravel())
+    np.testing.assert_allclose(z, special.ndtri((r - 0.375) / 6.25), rtol=1e-15)

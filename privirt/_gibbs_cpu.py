@@ -1,0 +1,368 @@
+"""Fused CPU engine of the 2PNO Gibbs sampler: numba kernel, numpy fallback.
+
+:class:`FusedGibbs` holds B chains (chain ``bb`` on data set ``bb // n_chains``) and advances
+them one iteration per :meth:`FusedGibbs.step`; :func:`run_chain` runs a whole schedule and
+returns the kept draws.  Two engines compute the same iteration from the same random
+numbers:
+
+* ``"numba"`` (with the ``fast`` extra): :mod:`privirt._gibbs_numba`, one sweep over the
+  n × k matrix per iteration, split over the cores (Z, θ and the item sums from the same pass, Z
+  never stored), then the (a, b) draws;
+* ``"numpy"``: the same steps as whole-matrix numpy/scipy operations.
+
+Random numbers are the counter-based Philox4x32-10 stream of the GPU kernels, keyed per chain
+by two 32-bit words: (iteration, 0, cell) for Z, (iteration, 1, person) for θ,
+(iteration, 2 or 3, item) for a and b, and stream + (t << 8) for the t-th retry of a
+far-tail rejection step.  So the draws do not depend on the engine (up to rounding: Φ⁻¹ is
+Wichura's AS 241 in numba, ``scipy.special.ndtri`` in numpy) nor on the number of threads.
+The model, priors and conditionals are those of :func:`privirt.gibbs_2pno` (``docs/gibbs.md``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy import special
+
+__all__ = ["FusedGibbs", "run_chain", "numba_available", "philox_keys"]
+
+#: Persons per block of the numba sweep (fixed, so sums do not depend on the thread count).
+BLOCK_ROWS = 64
+#: Below this many cells per iteration (all chains) the numba sweep runs on one thread.
+PARALLEL_CELLS = 16384
+_FAR = 5.0
+_M32 = np.uint64(0xFFFFFFFF)
+_TINY = np.finfo(float).tiny
+
+
+def numba_available() -> bool:
+    """Whether numba is installed (the ``fast`` extra)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    """Worker threads for the numba sweep (the kernels release the GIL)."""
+    return ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+                              thread_name_prefix="privirt-gibbs")
+
+
+def _resolve_engine(engine: str) -> str:
+    if engine not in ("auto", "numba", "numpy"):
+        raise ValueError(f'engine must be "auto", "numba" or "numpy", got {engine!r}')
+    if engine == "auto":
+        return "numba" if numba_available() else "numpy"
+    if engine == "numba" and not numba_available():
+        raise ImportError(
+            'engine="numba" needs numba: python -m pip install "privirt[fast]" '
+            '(or use engine="numpy")'
+        )
+    return engine
+
+
+def philox_keys(seeds: Sequence[np.random.SeedSequence]) -> np.ndarray:
+    """The (B, 2) Philox keys of B chains, two 32-bit words of each chain's sequence (the
+    same words as the GPU path of :func:`privirt.gibbs_2pno`)."""
+    return np.stack([s.generate_state(2, dtype=np.uint32) for s in seeds]).astype(np.uint64)
+
+
+# ---------------------------------------------------------------------------------------
+# numpy twins of the kernel's random-number functions
+# ---------------------------------------------------------------------------------------
+def uniform2(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Two uniforms in (0, 1) per counter from Philox4x32-10 (uint64 lanes, 32-bit words)."""
+    c0, c1, c2, c3, k0, k1 = (np.asarray(x, dtype=np.uint64) for x in (c0, c1, c2, c3, k0, k1))
+    s32 = np.uint64(32)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c0
+        p1 = np.uint64(0xCD9E8D57) * c2
+        c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & _M32, (p0 >> s32) ^ c3 ^ k1, p0 & _M32
+        k0 = (k0 + np.uint64(0x9E3779B9)) & _M32
+        k1 = (k1 + np.uint64(0xBB67AE85)) & _M32
+    s6, s26 = np.uint64(6), np.uint64(26)
+    u0 = (((c0 >> s6) << s26) + (c1 >> s6)).astype(np.float64)
+    u1 = (((c2 >> s6) << s26) + (c3 >> s6)).astype(np.float64)
+    return (u0 + 0.5) * 2.0**-52, (u1 + 0.5) * 2.0**-52
+
+
+def std_tn_lower(L: np.ndarray, c0: Any, stream: int, c2: Any, c3: Any, k0: Any, k1: Any) -> np.ndarray:
+    """X ~ N(0, 1) | X > L elementwise from the counters' uniforms: upper-tail inverse CDF for
+    L ≤ 5, Robert's (1995) exponential rejection beyond (retry t on stream + (t << 8))."""
+    L = np.asarray(L, dtype=np.float64)
+    u0, u1 = uniform2(c0, stream, c2, c3, k0, k1)
+    u0, u1 = np.broadcast_to(u0, L.shape), np.broadcast_to(u1, L.shape)
+    out = special.ndtr(-L)
+    out *= u0
+    special.ndtri(out, out=out)
+    np.negative(out, out=out)
+    far = np.flatnonzero(L > _FAR)
+    if far.size:
+        Lf = L.ravel()[far]
+        alpha = 0.5 * (Lf + np.sqrt(Lf * Lf + 4.0))
+        v0, v1 = u0.ravel()[far], u1.ravel()[far]
+        c0f, c2f, c3f = (np.broadcast_to(np.asarray(c, dtype=np.uint64), L.shape).ravel()[far]
+                         for c in (c0, c2, c3))
+        res = np.empty(far.size)
+        todo = np.arange(far.size)
+        t = 0
+        while todo.size:
+            x = Lf[todo] - np.log(v0) / alpha[todo]
+            ok = np.log(v1) <= -0.5 * (x - alpha[todo]) ** 2
+            res[todo[ok]] = x[ok]
+            todo = todo[~ok]
+            t += 1
+            v0, v1 = uniform2(c0f[todo], stream + (t << 8), c2f[todo], c3f[todo], k0, k1)
+        out.ravel()[far] = res
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the engine
+# ---------------------------------------------------------------------------------------
+class FusedGibbs:
+    """B chains of the 2PNO Gibbs sampler, advanced one iteration per :meth:`step`.
+
+    Parameters
+    ----------
+    codes : ndarray of int8, shape (D, n, k) or (n, k)
+        Responses 1 / 0, −1 for a missing cell.  Every item needs two or more responses under
+        the flat priors (the caller validates the data as :func:`privirt.gibbs_2pno` does).
+    n_chains : int
+        Chains per data set; chain ``bb`` (of B = D · n_chains) reads data set
+        ``bb // n_chains``.
+    priors : dict, optional
+        ``{"a": (mean, var) or None, "b": (mean, var) or None}``, None meaning the flat prior
+        (on a > 0 for a), as validated by ``privirt.bayes.twopno.check_priors``.
+    theta, a, b : array_like, shapes (B, n), (B, k), (B, k)
+        Starting values (a > 0).
+    keys : array_like, shape (B, 2)
+        Philox keys, 32-bit words (see :func:`philox_keys`).
+    engine : {"auto", "numba", "numpy"}
+        ``"auto"``: numba when installed.
+    keep_z : bool
+        Keep the latest Z in ``self.Z`` (B, n, k) (for tests; costs memory).
+    threads : {None, 1}
+        numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
+        core, swept by worker threads (the kernel releases the GIL), when an iteration has at
+        least ``PARALLEL_CELLS`` cells; ``1`` keeps the sweep on the calling thread (same
+        draws either way).
+
+    Attributes
+    ----------
+    theta, a, b : ndarray
+        Current state, (B, n), (B, k), (B, k).
+    iteration : int
+        Iterations done (the counter word of the random stream).
+    engine : str
+        The engine in use.
+    """
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        *,
+        n_chains: int = 1,
+        priors: Mapping[str, Any] | None = None,
+        theta: Any,
+        a: Any,
+        b: Any,
+        keys: Any,
+        engine: str = "auto",
+        keep_z: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        self.engine = _resolve_engine(engine)
+        if threads not in (None, 1):
+            raise ValueError(f"threads must be None or 1, got {threads!r}")
+        codes = np.asarray(codes)
+        if codes.ndim == 2:
+            codes = codes[None]
+        if codes.ndim != 3 or codes.dtype != np.int8:
+            raise ValueError("codes must be an int8 array shaped (D, n, k) or (n, k)")
+        self.codes = np.ascontiguousarray(codes)
+        D, n, k = codes.shape
+        B = D * int(n_chains)
+        self.n, self.k, self.B = n, k, B
+        self.data_of = np.arange(B, dtype=np.int64) // int(n_chains)
+        self.theta = np.array(theta, dtype=np.float64, order="C", ndmin=2)
+        self.a = np.array(a, dtype=np.float64, order="C", ndmin=2)
+        self.b = np.array(b, dtype=np.float64, order="C", ndmin=2)
+        self.keys = np.ascontiguousarray(np.asarray(keys, dtype=np.uint64).reshape(B, 2))
+        for name, arr, size in (("theta", self.theta, n), ("a", self.a, k), ("b", self.b, k)):
+            if arr.shape != (B, size):
+                raise ValueError(f"{name} must be shaped ({B}, {size}), got {arr.shape}")
+        if np.any(self.a <= 0):
+            raise ValueError("a must be positive (the model restricts a > 0)")
+        pri = priors or {}
+        pa, pb = pri.get("a"), pri.get("b")
+        self.pa_prec, self.pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
+        self.pb_prec, self.pb_lin = (1.0 / pb[1], pb[0] / pb[1]) if pb else (0.0, 0.0)
+        self.iteration = 0
+        self.keep_z = bool(keep_z)
+        self.Z = np.zeros((B, n, k)) if keep_z else None
+        self._no_store = np.zeros((1, 1, 1))
+        if self.engine == "numba":
+            from . import _gibbs_numba
+
+            self._nb = _gibbs_numba
+            blocks = -(-n // BLOCK_ROWS)
+            self._partial = np.zeros((B, blocks, 5, k))
+            tasks = B * blocks
+            workers = min(os.cpu_count() or 1, tasks)
+            if threads == 1 or B * n * k < PARALLEL_CELLS or workers < 2:
+                self._ranges = None
+            else:  # contiguous task ranges, one per worker thread
+                cuts = np.linspace(0, tasks, workers + 1).round().astype(int)
+                self._ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+        else:
+            obs = self.codes >= 0
+            self._sign = np.where(self.codes == 1, 1.0, np.where(obs, -1.0, 0.0))
+            self._mask = obs.astype(np.float64) if not obs.all() else None
+            cells = np.arange(n * k, dtype=np.uint64).reshape(n, k)
+            self._cell_lo, self._cell_hi = cells & _M32, cells >> np.uint64(32)
+            self._persons = np.arange(n, dtype=np.uint64)
+            self._items = np.arange(k, dtype=np.uint64)
+
+    def step(self, store: Mapping[str, np.ndarray] | None = None, slot: int = -1) -> None:
+        """One iteration of every chain; with ``store`` (C-contiguous ``{"theta", "a", "b"}``
+        arrays shaped (B, n_keep, ·)) the new values are also written at draw ``slot``."""
+        if self.engine == "numba":
+            self._step_numba(store, slot)
+        else:
+            self._step_numpy()
+            if store is not None:
+                for p, v in (("theta", self.theta), ("a", self.a), ("b", self.b)):
+                    store[p][:, slot] = v
+        self.iteration += 1
+
+    def _step_numba(self, store: Mapping[str, np.ndarray] | None, slot: int) -> None:
+        st_theta, st_a, st_b = (store["theta"], store["a"], store["b"]) if store is not None \
+            else (self._no_store,) * 3
+        slot = slot if store is not None else -1
+        z = self.Z if self.keep_z else self._no_store
+        common = (self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
+                  self.iteration, BLOCK_ROWS)
+        if self._ranges is None:
+            self._nb.iteration_serial(*common, self.pa_prec, self.pa_lin, self.pb_prec,
+                                      self.pb_lin, self._partial, z, self.keep_z, st_theta,
+                                      st_a, st_b, slot)
+            return
+        args = (*common, self._partial, z, self.keep_z, st_theta, slot)
+        pool = _pool()
+        futures = [pool.submit(self._nb.sweep, t0, t1, *args) for t0, t1 in self._ranges[1:]]
+        self._nb.sweep(*self._ranges[0], *args)
+        for f in futures:
+            f.result()
+        self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
+                       self.pa_lin, self.pb_prec, self.pb_lin, self._partial, st_a, st_b, slot)
+
+    def _step_numpy(self) -> None:
+        it = self.iteration
+        for bb in range(self.B):
+            d = self.data_of[bb]
+            k0, k1 = self.keys[bb]
+            S = self._sign[d]
+            M = None if self._mask is None else self._mask[d]
+            a, b = self.a[bb], self.b[bb]
+            mu = np.multiply.outer(self.theta[bb], a)
+            mu -= b
+            x = std_tn_lower(-S * mu, it, 0, self._cell_lo, self._cell_hi, k0, k1)
+            Z = mu + S * x
+            if M is not None:
+                Z *= M
+            if self.keep_z:
+                self.Z[bb] = Z
+            if M is None:
+                prec = 1.0 + a @ a
+                lin = Z @ a + a @ b
+            else:
+                prec = 1.0 + M @ (a * a)
+                lin = Z @ a + M @ (a * b)
+            u0, _ = uniform2(it, 1, self._persons, 0, k0, k1)
+            th = lin / prec + special.ndtri(u0) / np.sqrt(prec)
+            self.theta[bb] = th
+            if M is None:
+                s_tt, s_t, s_1 = th @ th, th.sum(), float(self.n)
+            else:
+                s_tt, s_t, s_1 = (th * th) @ M, th @ M, M.sum(axis=0)
+            p_aa = s_tt + self.pa_prec
+            p_ab = -s_t
+            p_bb = s_1 + self.pb_prec
+            r_a = th @ Z + self.pa_lin
+            r_b = -Z.sum(axis=0) + self.pb_lin
+            det = p_aa * p_bb - p_ab * p_ab
+            m_a = (p_bb * r_a - p_ab * r_b) / det
+            m_b = (p_aa * r_b - p_ab * r_a) / det
+            sd_a = np.sqrt(p_bb / det)
+            lower = np.broadcast_to(-m_a / sd_a, (self.k,))
+            new_a = m_a + sd_a * std_tn_lower(lower, it, 2, self._items, 0, k0, k1)
+            new_a = np.maximum(new_a, _TINY)
+            u0, _ = uniform2(it, 3, self._items, 0, k0, k1)
+            self.b[bb] = m_b - (p_ab / p_bb) * (new_a - m_a) + special.ndtri(u0) / np.sqrt(p_bb)
+            self.a[bb] = new_a
+
+
+def run_chain(
+    codes: np.ndarray,
+    *,
+    n_iter: int,
+    warmup: int = 0,
+    thin: int = 1,
+    n_chains: int = 1,
+    priors: Mapping[str, Any] | None = None,
+    inits: Sequence[Mapping[str, np.ndarray]],
+    seeds: Sequence[np.random.SeedSequence],
+    engine: str = "auto",
+    threads: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Run B = D · n_chains chains for ``n_iter`` iterations and return the kept draws.
+
+    Parameters
+    ----------
+    codes : ndarray of int8, shape (D, n, k) or (n, k)
+        Responses 1 / 0 / −1 (missing).
+    n_iter, warmup, thin : int
+        Schedule as in :func:`privirt.gibbs_2pno`: iterations ``warmup + 1``,
+        ``warmup + 1 + thin``, … ≤ ``n_iter`` are kept.
+    n_chains : int
+        Chains per data set.
+    priors : dict, optional
+        As in :class:`FusedGibbs`.
+    inits : sequence of dict
+        B starting points ``{"theta": (n,), "a": (k,), "b": (k,)}``.
+    seeds : sequence of numpy.random.SeedSequence
+        B sampler sequences; chain ``bb`` uses the Philox key ``philox_keys(seeds)[bb]``.
+    engine : {"auto", "numba", "numpy"}
+        See :class:`FusedGibbs`.
+    threads : {None, 1}
+        See :class:`FusedGibbs`.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``"theta"`` (B, n_keep, n), ``"a"`` and ``"b"`` (B, n_keep, k).
+    """
+    if len(inits) != len(seeds):
+        raise ValueError(f"need one init per seed, got {len(inits)} and {len(seeds)}")
+    kern = FusedGibbs(
+        codes, n_chains=n_chains, priors=priors,
+        theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
+        b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
+        threads=threads,
+    )
+    n_keep = -(-(n_iter - warmup) // thin)
+    store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),
+                                                           ("b", kern.k))}
+    kept = 0
+    for it in range(1, n_iter + 1):
+        if it > warmup and (it - warmup - 1) % thin == 0:
+            kern.step(store, kept)
+            kept += 1
+        else:
+            kern.step()
+    return store

@@ -1,0 +1,404 @@
+"""numba kernels of the fused CPU 2PNO Gibbs iteration (imported only when numba is installed).
+
+One iteration of B chains: a sweep over fixed blocks of person rows draws Z_ij cell by cell,
+θ_i from its row, and adds the row's terms to the block's item sums (:func:`sweep`, which
+releases the GIL so that disjoint block ranges run on several threads); a short pass then adds
+the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`iteration_serial`
+does both in one call.  Z is never stored (unless asked for).  Random numbers are the
+counter-based Philox4x32-10 stream of the GPU kernels (``privirt/bayes/gibbs_2pno.cu``): a
+pure function of (key, counter), so the draws do not depend on the number of threads.  The
+numpy twin of every function is in :mod:`privirt._gibbs_cpu`; the maths is in ``docs/gibbs.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_JIT = {"cache": True, "error_model": "numpy", "nogil": True}
+
+_M32 = np.uint64(0xFFFFFFFF)
+_MUL0 = np.uint64(0xD2511F53)
+_MUL1 = np.uint64(0xCD9E8D57)
+_W0 = np.uint64(0x9E3779B9)
+_W1 = np.uint64(0xBB67AE85)
+_S6 = np.uint64(6)
+_S26 = np.uint64(26)
+_S32 = np.uint64(32)
+_TWO_M52 = 2.0**-52
+_SQRT1_2 = 0.7071067811865476
+_TINY = 2.2250738585072014e-308
+_FAR = 5.0
+_MANT = np.uint64(0x000FFFFFFFFFFFFF)
+_EXP1 = np.uint64(0x3FF0000000000000)
+_S52 = np.uint64(52)
+_SQRT2 = 1.4142135623730951
+_LN2 = 0.6931471805599453
+#: |p − ½| beyond which AS 241 switches to its far-tail polynomial (p < e^{−25}): done by
+#: the scalar :func:`ndtri`, not by :func:`_neg_ndtri_block`
+_DEEP = 0.5 - 1.3887943864964021e-11
+
+
+@njit(inline="always", **_JIT)
+def uniform2(c0, c1, c2, c3, k0, k1):
+    """Two uniforms in (0, 1) (52 random bits each) from one Philox4x32-10 block.
+
+    All arguments are uint64 holding 32-bit words."""
+    for _ in range(10):
+        p0 = _MUL0 * c0
+        p1 = _MUL1 * c2
+        n0 = (p1 >> _S32) ^ c1 ^ k0
+        n2 = (p0 >> _S32) ^ c3 ^ k1
+        c0, c1, c2, c3 = n0, p1 & _M32, n2, p0 & _M32
+        k0 = (k0 + _W0) & _M32
+        k1 = (k1 + _W1) & _M32
+    u0 = (float(((c0 >> _S6) << _S26) + (c1 >> _S6)) + 0.5) * _TWO_M52
+    u1 = (float(((c2 >> _S6) << _S26) + (c3 >> _S6)) + 0.5) * _TWO_M52
+    return u0, u1
+
+
+@njit(inline="always", **_JIT)
+def ndtr(x):
+    """Φ(x), standard normal CDF, by the complementary error function."""
+    return 0.5 * math.erfc(-x * _SQRT1_2)
+
+
+@njit(inline="always", **_JIT)
+def _central(q):
+    """Φ⁻¹(0.5 + q) for |q| ≤ 0.425 (AS 241's central rational function, no branches)."""
+    r = 0.180625 - q * q
+    num = (((((((r * 2509.0809287301226727 + 33430.575583588128105) * r
+                + 67265.770927008700853) * r + 45921.953931549871457) * r
+              + 13731.693765509461125) * r + 1971.5909503065514427) * r
+            + 133.14166789178437745) * r + 3.387132872796366608)
+    den = (((((((r * 5226.495278852545925 + 28729.085735721942674) * r
+                + 39307.89580009271061) * r + 21213.794301586595867) * r
+              + 5394.1960214247511077) * r + 687.1870074920579083) * r
+            + 42.313330701600911252) * r + 1.0)
+    return q * num / den
+
+
+@njit(**_JIT)
+def ndtri(p):
+    """Φ⁻¹(p) for p in (0, 1): Wichura's (1988) algorithm AS 241 (PPND16), relative error
+    about 1e-16."""
+    q = p - 0.5
+    if abs(q) <= 0.425:
+        return _central(q)
+    r = math.sqrt(-math.log(p if q < 0.0 else 1.0 - p))
+    if r <= 5.0:
+        r -= 1.6
+        num = (((((((r * 7.7454501427834140764e-4 + 0.0227238449892691845833) * r
+                    + 0.24178072517745061177) * r + 1.27045825245236838258) * r
+                  + 3.64784832476320460504) * r + 5.7694972214606914055) * r
+                + 4.6303378461565452959) * r + 1.42343711074968357734)
+        den = (((((((r * 1.05075007164441684324e-9 + 5.475938084995344946e-4) * r
+                    + 0.0151986665636164571966) * r + 0.14810397642748007459) * r
+                  + 0.68976733498510000455) * r + 1.6763848301838038494) * r
+                + 2.05319162663775882187) * r + 1.0)
+    else:
+        r -= 5.0
+        num = (((((((r * 2.01033439929228813265e-7 + 2.71155556874348757815e-5) * r
+                    + 0.0012426609473880784386) * r + 0.026532189526576123093) * r
+                  + 0.29656057182850489123) * r + 1.7848265399172913358) * r
+                + 5.4637849111641143699) * r + 6.6579046435011037772)
+        den = (((((((r * 2.04426310338993978564e-15 + 1.4215117583164458887e-7) * r
+                    + 1.8463183175100546818e-5) * r + 7.868691311456132591e-4) * r
+                  + 0.0148753612908506148525) * r + 0.13692988092273580531) * r
+                + 0.59983220655588793769) * r + 1.0)
+    val = num / den
+    return -val if q < 0.0 else val
+
+
+@njit(**_JIT)
+def _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1):
+    """X ~ N(0, 1) | X > L for L > 5: Robert's (1995) exponential rejection, retry t using
+    the counter's stream word ``stream + (t << 8)``."""
+    if not L < np.inf:  # an infinite bound (a diverged state): no finite draw exists
+        return L
+    alpha = 0.5 * (L + math.sqrt(L * L + 4.0))
+    t = np.uint64(0)
+    while True:
+        x = L - math.log(u0) / alpha
+        d = x - alpha
+        if math.log(u1) <= -0.5 * d * d:
+            return x
+        t += np.uint64(1)
+        u0, u1 = uniform2(c0, stream + (t << np.uint64(8)), c2, c3, k0, k1)
+
+
+@njit(inline="always", **_JIT)
+def std_tn_lower(L, c0, stream, c2, c3, k0, k1):
+    """X ~ N(0, 1) | X > L: upper-tail inverse CDF for L ≤ 5, Robert (1995) beyond."""
+    u0, u1 = uniform2(c0, stream, c2, c3, k0, k1)
+    if L <= _FAR:
+        return -ndtri(u0 * ndtr(-L))
+    return _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1)
+
+
+@njit(**_JIT)
+def _neg_ndtri_block(p, x, w, mb, nc):
+    """x[c] = −Φ⁻¹(p[c]) for c < nc, for normal doubles p in (0, 1) with |p − ½| ≤ _DEEP
+    (others get a finite placeholder); ``w`` (float64) and ``mb`` (uint64) are scratch.
+
+    AS 241's central and first tail rational functions, evaluated for every cell without
+    branches or library calls so that the compiler vectorises the loops: the tail's
+    log(min(p, 1 − p)) is taken from the exponent bits and a mantissa m ∈ [√½, √2) as
+    e ln 2 + 2 atanh((m − 1)/(m + 1)) (odd series to s²³, error below 1e-17).
+    """
+    for c in range(nc):
+        w[c] = p[c] if p[c] < 0.5 else 1.0 - p[c]
+    wb = w.view(np.uint64)
+    for c in range(nc):
+        mb[c] = (wb[c] & _MANT) | _EXP1
+    m = mb.view(np.float64)
+    for c in range(nc):
+        e = float(np.int64(wb[c] >> _S52) - 1023)
+        mm = m[c]
+        big = mm > _SQRT2
+        mm = mm * 0.5 if big else mm
+        e = e + 1.0 if big else e
+        s = (mm - 1.0) / (mm + 1.0)
+        s2 = s * s
+        t = 1.0 / 23.0
+        t = t * s2 + 1.0 / 21.0
+        t = t * s2 + 1.0 / 19.0
+        t = t * s2 + 1.0 / 17.0
+        t = t * s2 + 1.0 / 15.0
+        t = t * s2 + 1.0 / 13.0
+        t = t * s2 + 1.0 / 11.0
+        t = t * s2 + 1.0 / 9.0
+        t = t * s2 + 1.0 / 7.0
+        t = t * s2 + 1.0 / 5.0
+        t = t * s2 + 1.0 / 3.0
+        t = t * s2 + 1.0
+        r = math.sqrt(-(e * _LN2 + 2.0 * s * t)) - 1.6
+        num_t = (((((((r * 7.7454501427834140764e-4 + 0.0227238449892691845833) * r
+                      + 0.24178072517745061177) * r + 1.27045825245236838258) * r
+                    + 3.64784832476320460504) * r + 5.7694972214606914055) * r
+                  + 4.6303378461565452959) * r + 1.42343711074968357734)
+        den_t = (((((((r * 1.05075007164441684324e-9 + 5.475938084995344946e-4) * r
+                      + 0.0151986665636164571966) * r + 0.14810397642748007459) * r
+                    + 0.68976733498510000455) * r + 1.6763848301838038494) * r
+                  + 2.05319162663775882187) * r + 1.0)
+        q = p[c] - 0.5
+        u = 0.180625 - q * q
+        num_c = (((((((u * 2509.0809287301226727 + 33430.575583588128105) * u
+                      + 67265.770927008700853) * u + 45921.953931549871457) * u
+                    + 13731.693765509461125) * u + 1971.5909503065514427) * u
+                  + 133.14166789178437745) * u + 3.387132872796366608)
+        den_c = (((((((u * 5226.495278852545925 + 28729.085735721942674) * u
+                      + 39307.89580009271061) * u + 21213.794301586595867) * u
+                    + 5394.1960214247511077) * u + 687.1870074920579083) * u
+                  + 42.313330701600911252) * u + 1.0)
+        central = abs(q) <= 0.425
+        num = q * num_c if central else (num_t if q >= 0.0 else -num_t)
+        x[c] = -num / (den_c if central else den_t)
+
+
+@njit(**_JIT)
+def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
+           store_theta, slot):
+    """Z, θ and the item-sum terms of one block of person rows of one chain (``task`` =
+    chain × blocks + block).
+
+    The cells go through branch-free passes that the compiler vectorises (the Philox
+    uniforms; Φ⁻¹'s central rational function) and scalar passes (Φ by ``erfc``; Φ⁻¹'s tails
+    and Robert's far-tail sampler for the few cells that need them).
+    """
+    n = theta.shape[1]
+    k = a.shape[1]
+    blocks = partial.shape[1]
+    c_it = np.uint64(it)
+    zero = np.uint64(0)
+    bb = task // blocks
+    blk = task - bb * blocks
+    r0 = blk * rows
+    r1 = min(r0 + rows, n)
+    nc = (r1 - r0) * k
+    d = data_of[bb]
+    k0 = keys[bb, 0]
+    k1 = keys[bb, 1]
+    acc = partial[bb, blk]
+    acc[:, :] = 0.0
+    u0 = np.empty(nc)
+    u1 = np.empty(nc)
+    mu = np.empty(nc)
+    p = np.empty(nc)
+    x = np.empty(nc)
+    w = np.empty(nc)
+    mb = np.empty(nc, dtype=np.uint64)
+    zrow = np.empty(k)
+    # 1. uniforms of every cell: counter (it, 0, cell)
+    base = r0 * k
+    for c in range(nc):
+        cell = np.uint64(base + c)
+        u0[c], u1[c] = uniform2(c_it, zero, cell & _M32, cell >> _S32, k0, k1)
+    # 2. μ and the probability V Φ(−L) to invert, L = −s μ the standardised bound
+    for i in range(r0, r1):
+        th = theta[bb, i]
+        o = (i - r0) * k
+        for j in range(k):
+            m = th * a[bb, j] - b[bb, j]
+            mu[o + j] = m
+            sm = m if codes[d, i, j] == 1 else -m
+            p[o + j] = u0[o + j] * ndtr(sm)
+    # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
+    _neg_ndtri_block(p, x, w, mb, nc)
+    # 4. per row: the tails, Z, θ_i, and the row's terms of the item sums
+    for i in range(r0, r1):
+        o = (i - r0) * k
+        za = 0.0
+        aa = 0.0
+        ab = 0.0
+        for j in range(k):
+            y = codes[d, i, j]
+            if y < 0:
+                zrow[j] = 0.0
+                continue
+            m = mu[o + j]
+            L = -m if y == 1 else m
+            if L > _FAR:
+                cell = np.uint64(base + o + j)
+                xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
+                                  cell >> _S32, k0, k1)
+            elif abs(p[o + j] - 0.5) > _DEEP:
+                xx = -ndtri(p[o + j])
+            else:
+                xx = x[o + j]
+            z = m + xx if y == 1 else m - xx
+            zrow[j] = z
+            aj = a[bb, j]
+            za += z * aj
+            aa += aj * aj
+            ab += aj * b[bb, j]
+        prec = 1.0 + aa
+        v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
+        tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
+        theta[bb, i] = tn
+        if slot >= 0:
+            store_theta[bb, slot, i] = tn
+        if keep_z:
+            for j in range(k):
+                z_out[bb, i, j] = zrow[j]
+        t2 = tn * tn
+        for j in range(k):
+            if codes[d, i, j] < 0:
+                continue
+            acc[0, j] += tn * zrow[j]
+            acc[1, j] += zrow[j]
+            acc[2, j] += t2
+            acc[3, j] += tn
+            acc[4, j] += 1.0
+
+
+@njit(**_JIT)
+def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
+           slot):
+    """(a_j, b_j) | Z, θ for every chain and item from the block sums."""
+    n_chains = theta.shape[0]
+    k = a.shape[1]
+    blocks = partial.shape[1]
+    c_it = np.uint64(it)
+    zero = np.uint64(0)
+    # (a_j, b_j) | Z, θ: block sums added in a fixed order, then the exact restricted draw
+    for bb in range(n_chains):
+        k0 = keys[bb, 0]
+        k1 = keys[bb, 1]
+        for j in range(k):
+            tz = 0.0
+            sz = 0.0
+            tt = 0.0
+            st = 0.0
+            s1 = 0.0
+            for blk in range(blocks):
+                tz += partial[bb, blk, 0, j]
+                sz += partial[bb, blk, 1, j]
+                tt += partial[bb, blk, 2, j]
+                st += partial[bb, blk, 3, j]
+                s1 += partial[bb, blk, 4, j]
+            paa = tt + pa_prec
+            pab = -st
+            pbb = s1 + pb_prec
+            ra = tz + pa_lin
+            rb = -sz + pb_lin
+            det = paa * pbb - pab * pab
+            ma = (pbb * ra - pab * rb) / det
+            mb = (paa * rb - pab * ra) / det
+            sda = math.sqrt(pbb / det)
+            cj = np.uint64(j)
+            av = ma + sda * std_tn_lower(-ma / sda, c_it, np.uint64(2), cj, zero, k0, k1)
+            av = max(av, _TINY)
+            u0, _ = uniform2(c_it, np.uint64(3), cj, zero, k0, k1)
+            bv = mb - (pab / pbb) * (av - ma) + ndtri(u0) / math.sqrt(pbb)
+            a[bb, j] = av
+            b[bb, j] = bv
+            if slot >= 0:
+                store_a[bb, slot, j] = av
+                store_b[bb, slot, j] = bv
+
+
+@njit(**_JIT)
+def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
+          store_theta, slot):
+    """:func:`_block` for tasks t0 … t1 − 1 (releases the GIL: callers run disjoint ranges on
+    several threads)."""
+    for task in range(t0, t1):
+        _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
+               store_theta, slot)
+
+
+@njit(**_JIT)
+def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
+          slot):
+    """:func:`_items` (the (a, b) draws once every block is done)."""
+    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
+           slot)
+
+
+@njit(**_JIT)
+def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, pa_prec, pa_lin, pb_prec,
+                     pb_lin, partial, z_out, keep_z, store_theta, store_a, store_b, slot):
+    """One Gibbs iteration of B chains on the calling thread, in place on ``theta`` (B, n),
+    ``a`` and ``b`` (B, k).
+
+    ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
+    ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
+    ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
+    ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
+    also written to ``store_*[bb, slot]``.  The same as :func:`sweep` over every task then
+    :func:`items`, in one call.
+    """
+    for task in range(theta.shape[0] * partial.shape[1]):
+        _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
+               store_theta, slot)
+    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
+           slot)
+
+
+@njit(**_JIT)
+def ndtri_array(p):
+    """:func:`ndtri` over a 1-D array (for tests)."""
+    out = np.empty_like(p)
+    for i in range(p.shape[0]):
+        out[i] = ndtri(p[i])
+    return out
+
+
+@njit(**_JIT)
+def neg_ndtri_array(p):
+    """:func:`_neg_ndtri_block` over a 1-D array (for tests)."""
+    x = np.empty_like(p)
+    _neg_ndtri_block(p, x, np.empty_like(p), np.empty(p.shape[0], dtype=np.uint64), p.shape[0])
+    return x
+
+
+@njit(**_JIT)
+def uniform2_array(c0, c1, c2, c3, k0, k1):
+    """:func:`uniform2` over 1-D uint64 counter arrays (for tests)."""
+    u = np.empty((2, c0.shape[0]))
+    for i in range(c0.shape[0]):
+        u[0, i], u[1, i] = uniform2(c0[i], c1[i], c2[i], c3[i], k0[i], k1[i])
+    return u
