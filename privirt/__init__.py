@@ -53,6 +53,11 @@ _EXPORTS: dict[str, str] = {
     "release_counts": "private",
     "private_spectral_estimate": "private",
     "PrivacyStatement": "private",
+    "release_totals": "totals",
+    "estimate_from_release": "totals",
+    "private_totals_estimate": "totals",
+    "TotalsRelease": "totals",
+    "TotalsEstimate": "totals",
     # Bayesian samplers
     "Posterior": "posterior",
     "gibbs_2pno": "bayes",

@@ -1,0 +1,348 @@
+"""Marginal Rasch maths for the private-totals estimator (pure post-processing).
+
+An ability distribution on a fixed standardised grid, the item marginals it implies and
+their inversion, the raw-score distribution (Poisson-binomial per grid node), the fit of the
+ability spread to a noisy binned score histogram, the empirical-Bayes shrinkage of the noisy
+totals, and the budget split / bin layout derived at a public reference model.  The maths is
+in ``docs/totals.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+__all__ = [
+    "Z_NODES",
+    "TAU_GRID",
+    "ability_grid",
+    "item_marginals",
+    "invert_marginals",
+    "score_distribution",
+    "bin_probabilities",
+    "reference_difficulties",
+    "optimal_split",
+    "centre_totals",
+    "shrink_totals",
+    "SpreadFit",
+    "fit_spread",
+]
+
+#: standardised ability grid (abilities are θ = τ·z; the weights carry the shape)
+Z_NODES = np.linspace(-5.0, 5.0, 41)
+#: spreads τ (SD of the abilities, logits) over which the normal model is averaged
+TAU_GRID = np.exp(np.linspace(math.log(0.1), math.log(6.0), 21))
+#: prior on log τ: N(0, PRIOR_LOG_TAU_SD²) — abilities of SD about 1 logit, weakly
+PRIOR_LOG_TAU_SD = 0.7
+
+_Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.inf]])
+#: bimodality κ of the mixture ability model, averaged over with equal prior weight
+KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
+#: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
+CONSERVATIVE = 0.5
+#: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
+SPREAD_PRIOR_SD = 1.0
+#: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
+MEAN_PRIOR_SD = 0.2
+#: component weights λ tried when the grid is refined (skewed abilities)
+LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
+#: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
+REFINE_BELOW = 12
+
+
+def ability_grid(
+    log_tau: np.ndarray, kappa: np.ndarray | None = None, lam: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes θ and weights w of the ability distribution, one row per parameter set.
+
+    ``θ_k = τ z_k``; in z, a two-component normal mixture of mean 0 and variance 1: weights
+    λ and 1 − λ, components at −√(κ(1 − λ)/λ) and √(κλ/(1 − λ)), each of SD √(1 − κ)
+    (κ = 0 is the normal model, κ → 1 two groups; λ = ½ symmetric, λ ≠ ½ skewed).  The
+    weights are the mixture's probabilities of the grid cells.
+    """
+    log_tau = np.atleast_1d(np.asarray(log_tau, dtype=float))
+    T = log_tau.size
+    k = np.zeros(T) if kappa is None else np.broadcast_to(np.asarray(kappa, dtype=float), (T,))
+    lm = np.full(T, 0.5) if lam is None else np.broadcast_to(np.asarray(lam, dtype=float), (T,))
+    lo = -np.sqrt(k * (1 - lm) / lm)[:, None]
+    hi = np.sqrt(k * lm / (1 - lm))[:, None]
+    sd = np.sqrt(1.0 - k)[:, None]
+    e = _Z_EDGES[None, :]
+    cdf = lm[:, None] * special.ndtr((e - lo) / sd) + (1 - lm[:, None]) * special.ndtr((e - hi) / sd)
+    w = np.diff(cdf, axis=1)
+    w = w / w.sum(axis=1, keepdims=True)
+    theta = np.exp(log_tau)[:, None] * Z_NODES[None, :]
+    return theta, w
+
+
+def item_marginals(beta: np.ndarray, theta: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """P(X_i = 1) = Σ_k w_k logistic(θ_k − β_i); ``beta`` (T, m), ``theta``/``w`` (T, Q)."""
+    return np.einsum("tmq,tq->tm", special.expit(theta[:, None, :] - beta[:, :, None]), w)
+
+
+def invert_marginals(p: np.ndarray, theta: np.ndarray, w: np.ndarray, iters: int = 40) -> np.ndarray:
+    """β (T, m) with item marginals equal to ``p`` (m,) under each of the T ability models.
+
+    The marginal is strictly decreasing in β, so a safeguarded Newton iteration (bracketed,
+    falling back to bisection) converges; ``p`` must lie in (0, 1).
+    """
+    T = theta.shape[0]
+    p = np.broadcast_to(np.asarray(p, dtype=float), (T, np.size(p)))
+    target = special.logit(p)
+    lo = np.full(p.shape, -60.0)
+    hi = np.full(p.shape, 60.0)
+    mean = np.sum(w * theta, axis=1)[:, None]
+    var = np.sum(w * theta**2, axis=1)[:, None] - mean**2
+    b = np.clip(mean - target * np.sqrt(1.0 + np.pi * var / 8.0), -59.0, 59.0)
+    for _ in range(iters):
+        e = special.expit(theta[:, None, :] - b[:, :, None])
+        pi = np.clip(np.einsum("tmq,tq->tm", e, w), 1e-300, 1.0 - 1e-16)
+        f = special.logit(pi) - target  # Newton on the logit scale: nearly linear in β
+        d = np.einsum("tmq,tq->tm", e * (1.0 - e), w) / (pi * (1.0 - pi))
+        lo = np.where(f > 0, b, lo)  # marginal too high: β must grow
+        hi = np.where(f > 0, hi, b)
+        nb = b + f / np.maximum(d, 1e-300)
+        bad = (nb < lo) | (nb > hi)
+        nb = np.where(bad, 0.5 * (lo + hi), nb)
+        if np.max(np.abs(nb - b)) < 1e-8:
+            return nb
+        b = nb
+    return b
+
+
+def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """P(raw score = r | θ_k) for r = 0..m: shape (T, Q, m + 1) (Poisson-binomial)."""
+    T, m = beta.shape
+    Q = theta.shape[1]
+    prob = special.expit(theta[:, None, :] - beta[:, :, None])  # (T, m, Q)
+    dist = np.zeros((T, Q, m + 1))
+    dist[:, :, 0] = 1.0
+    for i in range(m):  # after i items only scores 0..i are possible
+        p = prob[:, i, :, None]
+        head = dist[:, :, : i + 1]
+        moved = head * p
+        head -= moved
+        dist[:, :, 1 : i + 2] += moved
+    return dist
+
+
+def bin_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B)."""
+    pr = np.einsum("tqr,tq->tr", score_distribution(beta, theta), w)
+    c = np.concatenate([np.zeros((pr.shape[0], 1)), np.cumsum(pr, axis=1)], axis=1)
+    return np.clip(np.diff(c[:, edges], axis=1), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# design at the public reference model (β ~ N(0, 1) quantiles, θ ~ N(0, 1))
+def reference_difficulties(m: int) -> np.ndarray:
+    """Normal quantiles Φ⁻¹((i − ½)/m): the reference items of the design calculations."""
+    return stats.norm.ppf((np.arange(m) + 0.5) / m)
+
+
+def _equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
+    """Contiguous score bins (B of them) cut at equal-probability points of ``pr``."""
+    m = pr.size - 1
+    if B >= m + 1:
+        return np.arange(m + 2)
+    cdf = np.cumsum(pr)
+    cuts = [0]
+    for b in range(1, B):
+        r = int(np.searchsorted(cdf, b / B)) + 1
+        r = min(max(r, cuts[-1] + 1), m + 1 - (B - b))
+        cuts.append(r)
+    cuts.append(m + 1)
+    return np.asarray(cuts)
+
+
+_F_GRID = np.geomspace(0.01, 0.6, 40)
+#: the design is optimised for the sum of the predicted errors at these bimodalities κ
+REFERENCE_KAPPAS = (0.0, 0.85)
+
+
+def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
+    """The histogram's share f of ρ and the bins minimising the predicted error of β̂.
+
+    At the public reference model (items at normal quantiles, abilities of the mixture model
+    with τ = 1, κ = 0) the predicted E‖β̂ − β‖² is (``docs/totals.md``)
+
+        Σ_i (n π_i(1−π_i) + σ_s²)/(n π_i')²  +  tr(D C Dᵀ),
+
+    σ_s² = m/(2(1−f)ρ), σ_h² = 1/(fρ), D = ∂β/∂(log τ, κ) at fixed marginals and C the
+    inverse Fisher information of (log τ, κ) from the B bins, each with variance
+    n P_b(1 − P_b) + σ_h².  f runs over a grid in [0.01, 0.6] and B over 3 … min(m + 1, 16)
+    equal-probability bins; only n, m and ρ enter.
+    """
+    beta0 = reference_difficulties(m)
+    Bs = list(range(3, min(m + 1, 16) + 1))
+    total = np.zeros((len(Bs), _F_GRID.size))
+    pr_ref = None
+    for k0 in REFERENCE_KAPPAS:
+        h = 1e-3
+        lt = np.array([0.0, -h, h, 0.0, 0.0])
+        kap = np.array([k0, k0, k0, k0 - h if k0 > 0 else k0, k0 + h]) + np.array([0, 0, 0, 0, 0 if k0 > 0 else h])
+        theta, w = ability_grid(lt, kappa=kap)
+        B5 = np.repeat(beta0[None, :], 5, axis=0)
+        pr = np.einsum("tqr,tq->tr", score_distribution(B5, theta), w)
+        pr_ref = pr[0] if pr_ref is None else pr_ref
+        p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
+        bet = invert_marginals(p0, theta, w)
+        dk = kap[4] - kap[3]
+        D = np.stack([(bet[2] - bet[1]) / (2 * h), (bet[4] - bet[3]) / dk], axis=1)
+        D -= D.mean(axis=0)
+        dpr = np.stack([(pr[2] - pr[1]) / (2 * h), (pr[4] - pr[3]) / dk], axis=1)  # (m+1, 2)
+        e = special.expit(theta[0][None, :] - beta0[:, None])
+        dpi = (e * (1 - e)) @ w[0]
+        samp = np.sum(n * p0 * (1 - p0) / (n * dpi) ** 2)
+        a = np.sum(1.0 / (n * dpi) ** 2) * m / (2.0 * rho)
+        c = np.concatenate([[0.0], np.cumsum(pr[0])])
+        cd = np.concatenate([np.zeros((1, 2)), np.cumsum(dpr, axis=0)])
+        for i, B in enumerate(Bs):
+            edges = _equal_probability_edges(pr_ref, B)
+            Pb = np.diff(c[edges])
+            J = n * np.diff(cd[edges], axis=0)  # (B, 2)
+            for j, f in enumerate(_F_GRID):
+                V = n * Pb * (1 - Pb) + 1.0 / (f * rho)
+                info = (J / V[:, None]).T @ J + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
+                total[i, j] += a / (1 - f) + samp + float(np.trace(D @ np.linalg.solve(info, D.T)))
+    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
+    best = (0.0, float(_F_GRID[j]), _equal_probability_edges(pr_ref, Bs[i]))
+    return best[1], best[2]
+
+
+# ---------------------------------------------------------------------------------------
+# shrinkage of the totals
+def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
+    """Proportions correct with their noisy mean shrunk toward 1/2.
+
+    The mean of the m noisy totals has noise variance v/m; with a N(1/2, MEAN_PRIOR_SD²)
+    prior on the mean proportion its posterior mean replaces it (the deviations are kept).
+    Clipped to [1/(2n), 1 − 1/(2n)].
+    """
+    s = np.asarray(totals, dtype=float)
+    m = s.size
+    p = np.clip(s / n, 0.5 / n, 1 - 0.5 / n)
+    v = var_noise + n * float(np.mean(p * (1 - p)))
+    k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + v / m)
+    pbar = 0.5 + k_mean * (s.mean() / n - 0.5)
+    return np.clip(pbar + (s - s.mean()) / n, 0.5 / n, 1 - 0.5 / n)
+
+
+def shrink_totals(
+    totals: np.ndarray, n: int, var_noise: float, *, prior_sd: float | None = None
+) -> tuple[np.ndarray, float, dict]:
+    """Empirical-Bayes shrinkage of the noisy totals, as proportions correct.
+
+    Model: the centred totals s_c ~ N(0, (A + v) I) in m − 1 dimensions,
+    v = σ_s² + n·mean(p(1 − p)) (privacy noise known exactly, sampling estimated), A the
+    spread of the true totals with a half-normal prior on √A of scale n·p̄(1 − p̄)·0.8·``prior_sd``
+    (≈ the totals' spread for a difficulty SD of ``prior_sd`` logits; default
+    :data:`SPREAD_PRIOR_SD`).  s_c is multiplied by E[c] − :data:`CONSERVATIVE`·SD[c] (floored
+    at 0; c = A/(A + v) under its posterior given s_c): equal difficulties when the spread is
+    not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
+    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics.
+    """
+    prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
+    s = np.asarray(totals, dtype=float)
+    m = s.size
+    p = centre_totals(s, n, var_noise)
+    pb = float(np.mean(p))
+    v = var_noise + n * float(np.mean(p * (1 - p)))
+    sc = s - s.mean()
+    scale = n * pb * (1 - pb) * 0.8 * prior_sd
+    sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]
+    A = sd * sd
+    T = float(sc @ sc)
+    loglik = -0.5 * (m - 1) * np.log(A + v) - 0.5 * T / (A + v) - 0.5 * (sd / scale) ** 2
+    post = np.exp(loglik - loglik.max())
+    post /= post.sum()
+    ratio = A / (A + v)
+    c = float(post @ ratio)
+    c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
+    c = max(0.0, c - CONSERVATIVE * c_sd)  # 0: spread not detectably above the noise
+    spread = float(post @ sd)
+    return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
+            {"chi2": T / v, "var_totals": v, "spread_totals": spread})
+
+
+# ---------------------------------------------------------------------------------------
+# the ability model fitted to the histogram
+@dataclass
+class SpreadFit:
+    """The fitted ability model (a posterior over the (τ, κ) grid) and the difficulties."""
+
+    beta: np.ndarray  # centred, (m,)
+    tau: float  # posterior mean of τ
+    kappa_mean: float  # posterior mean of κ
+    log_tau: np.ndarray  # (T,) grid points
+    kappa: np.ndarray  # (T,)
+    lam: np.ndarray  # (T,) weight of the lower component
+    weights: np.ndarray  # posterior weights (sum to 1)
+    map_index: int
+
+    def support(self, tol: float = 1e-4, most: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
+        order = np.argsort(-self.weights, kind="stable")[:most]
+        keep = order[self.weights[order] >= tol * self.weights.max()]
+        return self.log_tau[keep], self.kappa[keep], self.lam[keep]
+
+
+def _nll(hist, n, var_h, P):
+    V = n * P * (1.0 - P) + var_h + 1e-9
+    r = hist[None, :] - n * P
+    return 0.5 * np.sum(r * r / V + np.log(V), axis=1)
+
+
+def _posterior(p, hist, n, var_hist, edges, lt, kap, lam):
+    theta, w = ability_grid(lt, kappa=kap, lam=lam)
+    beta = invert_marginals(p, theta, w)
+    P = bin_probabilities(beta, theta, w, edges)
+    nll = _nll(hist, n, var_hist, P) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
+    post = np.exp(-(nll - nll.min()))
+    return post / post.sum(), beta, nll
+
+
+def fit_spread(
+    p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *,
+    support: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> SpreadFit:
+    """Fit the ability distribution to the noisy histogram and map the marginals ``p`` to β.
+
+    Mixture model: the Gaussian approximate likelihood of the histogram (sampling plus the known
+    noise variance) times the prior on log τ, on the grid :data:`TAU_GRID` × :data:`KAPPA_GRID`
+    (or the points ``support``); β is β(τ, κ, λ) (centred) at the grid point nearest the
+    posterior mean of (log τ, κ, λ).  A posterior concentrated on ≤ :data:`REFINE_BELOW`
+    points is recomputed on a finer grid around them that also lets the mixture be skewed
+    (λ ∈ :data:`LAMBDA_GRID`).
+    """
+    hist = np.asarray(hist, dtype=float)
+    if support is None:
+        lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
+        kap = np.tile(KAPPA_GRID, TAU_GRID.size)
+        lam = np.full(lt.size, 0.5)
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
+        keep = post >= 1e-6 * post.max()
+        if np.count_nonzero(keep) <= REFINE_BELOW:  # concentrated: refine around the support
+            dlt = np.diff(np.log(TAU_GRID))[0]
+            lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
+            k_lo, k_hi = kap[keep].min(), kap[keep].max()
+            kap_f = np.unique(np.clip(np.linspace(k_lo - 0.3, k_hi + 0.3, 9), 0.0, 0.95))
+            g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
+            g = g[:, (g[1] > 0) | (g[2] == 0.5)]  # λ is void when κ = 0
+            lt, kap, lam = g
+            post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
+    else:
+        lt, kap, lam = support
+        post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
+    bc = beta - beta.mean(axis=1, keepdims=True)
+    k = int(np.argmin(nll))
+    # β at the grid point nearest the posterior mean of (log τ, κ, λ) (averaging β(τ) itself
+    # would inflate the scale when the posterior is wide: β grows with τ)
+    j = int(np.argmin(((lt - post @ lt) / 0.2) ** 2 + ((kap - post @ kap) / 0.1) ** 2
+                      + ((lam - post @ lam) / 0.1) ** 2))
+    bpt = bc[j]
+    return SpreadFit(beta=bpt, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+                     log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=k)

@@ -1,0 +1,427 @@
+"""Private Rasch difficulties from noisy item totals and a coarse raw-score histogram.
+
+Three layers, each usable alone:
+
+1. statistics and sensitivity — :func:`totals_statistics`, :func:`totals_sensitivity`
+   (replace-one-person; L2² = m + 2 jointly);
+2. release — :func:`release_totals`: calibrate (ε, δ) → ρ, split ρ between the totals and the
+   histogram by the derived rule, debit the ledger, then add exact discrete Gaussian noise;
+   the :class:`TotalsRelease` may be published;
+3. estimation — :func:`estimate_from_release`: pure post-processing (marginal fit of the
+   ability spread, empirical-Bayes shrinkage with the known noise variance, parametric-bootstrap
+   intervals); :func:`private_totals_estimate` is 2 then 3.
+
+Complete data only (incomplete data: :func:`privirt.private_spectral_estimate`).  Proofs and
+the derivation of the split: ``docs/totals.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from . import marginal
+from ._results import ItemEstimate
+from ._seeds import child, describe_seed, numpy_rng, seed_sequence, stream_key
+from .accounting import (
+    NEIGHBOURING_RELATION,
+    PrivacyCost,
+    calibrate_gaussian_sigma,
+    check_delta,
+    check_epsilon,
+    zcdp_to_approx_dp,
+)
+from .private import PrivacyStatement, _debit, _resolve_ledger, _responses
+from .responses import ResponsesLike
+from .sensitivity import Sensitivity, _sqrt_up
+
+__all__ = [
+    "totals_statistics",
+    "totals_sensitivity",
+    "TotalsRelease",
+    "TotalsEstimate",
+    "release_totals",
+    "estimate_from_release",
+    "private_totals_estimate",
+]
+
+_MECHANISM = "discrete Gaussian (item totals + score histogram)"
+
+
+# ---------------------------------------------------------------------------------------
+# 1. statistics and sensitivity
+def totals_statistics(codes: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Item totals s_i = Σ_l X_li and the binned raw-score histogram (both int64).
+
+    ``codes`` is a complete persons × items 0/1 matrix; bin b counts the persons whose raw
+    score lies in ``[edges[b], edges[b+1])``.
+    """
+    X = np.asarray(codes)
+    totals = X.sum(axis=0, dtype=np.int64)
+    scores = X.sum(axis=1, dtype=np.int64)
+    hist = np.bincount(np.searchsorted(edges, scores, side="right") - 1, minlength=len(edges) - 1)
+    return totals.astype(np.int64), hist.astype(np.int64)
+
+
+def totals_sensitivity(n_items: int, n_bins: int) -> Sensitivity:
+    """Joint sensitivity of (totals, histogram) to replacing one person's row.
+
+    A row change moves each total by 0 or ±1 (at most m coordinates) and moves at most one
+    person between two bins (two coordinates by 1): L1 ≤ m + 2 and L2² ≤ m + 2, attained by
+    the rows of all ones and all zeros when their scores fall in different bins
+    (``docs/totals.md``).  With one bin the histogram is the public n: L2² = m.
+    """
+    m = int(n_items)
+    extra = 2 if n_bins >= 2 else 0
+    s = m + extra
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, m + int(n_bins))
+
+
+# ---------------------------------------------------------------------------------------
+# 2. the release
+@dataclass(frozen=True)
+class TotalsRelease:
+    """Noisy item totals and raw-score histogram: the output of :func:`release_totals`.
+
+    Attributes
+    ----------
+    totals : pandas.Series of int64
+        Noisy number of correct answers per item (indexed by item).
+    histogram : pandas.Series of int64
+        Noisy number of persons per raw-score bin (index ``"lo-hi"``, scores inclusive).
+    edges : ndarray of int
+        Bin b holds raw scores ``edges[b] .. edges[b+1] - 1``.
+    n_persons : int
+        The public number of persons.
+    sigma_totals, sigma_histogram : float
+        Discrete Gaussian scales of the two parts.
+    split : float
+        Share of ρ spent on the histogram.
+    privacy : PrivacyStatement
+    """
+
+    totals: pd.Series
+    histogram: pd.Series
+    edges: np.ndarray
+    n_persons: int
+    sigma_totals: float
+    sigma_histogram: float
+    split: float
+    privacy: PrivacyStatement
+
+    @property
+    def items(self) -> pd.Index:
+        return self.totals.index
+
+    def to_dict(self) -> dict:
+        """A JSON-friendly dict of everything released."""
+        return {
+            "items": [str(i) for i in self.items],
+            "totals": [int(v) for v in self.totals],
+            "histogram": [int(v) for v in self.histogram],
+            "edges": [int(v) for v in self.edges],
+            "n_persons": self.n_persons,
+            "sigma_totals": self.sigma_totals,
+            "sigma_histogram": self.sigma_histogram,
+            "split": self.split,
+            "privacy": self.privacy.to_dict(),
+        }
+
+
+class _TotalsStatement(PrivacyStatement):
+    """A :class:`PrivacyStatement` without the comparison-graph line (no graph here)."""
+
+    def __str__(self) -> str:
+        return "\n".join(ln for ln in super().__str__().splitlines() if not ln.startswith("comparison graph"))
+
+
+def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any) -> tuple[float, float, float, np.ndarray, float]:
+    """(σ_totals, σ_hist, f, edges, ρ) meeting (ε, δ) with the derived split."""
+    try:
+        sigma1 = calibrate_gaussian_sigma(1.0, eps * (1 - 1e-10), dlt)
+    except (ValueError, ArithmeticError, OverflowError):
+        sigma1 = math.inf
+    rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
+    if not rho > 0:
+        raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual range (say 0.01 to 100)")
+    f, edges = marginal.optimal_split(n, m, rho)
+    sig_t = math.sqrt(m / (2.0 * (1.0 - f) * rho))
+    sig_h = math.sqrt(1.0 / (f * rho))
+    for s in (sig_t, sig_h):
+        if not mech_mod.MIN_SCALE <= s <= mech_mod.MAX_SCALE:
+            raise ValueError(
+                f"epsilon={eps:g} calibrates to a noise scale σ = {s:.4g}, outside the range the exact "
+                f"sampler supports [{mech_mod.MIN_SCALE:g}, {mech_mod.MAX_SCALE:g}]; choose an epsilon "
+                "in the usual range (say 0.01 to 100)"
+            )
+    return sig_t, sig_h, f, edges, rho
+
+
+def release_totals(
+    X: ResponsesLike,
+    *,
+    epsilon: float,
+    delta: float = 1e-4,
+    ledger: Any = None,
+    seed: Any = None,
+    items: Sequence[Any] | None = None,
+    note: str = "",
+) -> TotalsRelease:
+    """Release noisy item totals and a raw-score histogram, (ε, δ)-DP.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Complete persons × items 0/1 responses (one row per person).
+    epsilon, delta : float
+        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).
+    ledger : Ledger or path, optional
+        Debited (one transaction) before any noise is drawn.
+    seed : int or numpy.random.SeedSequence, optional
+        Reproducible noise **without privacy** (``privacy.private`` is False).
+    items : sequence, optional
+        The public item list (required for long input).
+    note : str
+        Stored with the ledger entry.
+
+    Returns
+    -------
+    TotalsRelease
+    """
+    from .private import _mechanisms
+
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    ss = seed_sequence(seed)
+    if ss is not None and ledger is not None:
+        raise ValueError(
+            "seed= makes the noise reproducible (NOT private), so it cannot be charged to a "
+            "ledger; drop seed= for a private release, or drop ledger= for a reproducible test run"
+        )
+    ledger = _resolve_ledger(ledger)
+    resp = _responses(X, items)
+    if resp.has_missing:
+        raise ValueError(
+            "private_totals_estimate/release_totals need complete data (no missing cells); "
+            "for incomplete data use privirt.private_spectral_estimate"
+        )
+    n, m = resp.shape
+    mech_mod = _mechanisms()
+    sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
+    B = len(edges) - 1
+    sens = totals_sensitivity(m, B)
+    seeds = (None, None) if ss is None else tuple(stream_key(child(ss, "totals", k)) for k in ("s", "h"))
+    while True:  # a hair more noise until the rounded-up ρ meets the target
+        mt = mech_mod.DiscreteGaussian(sig_t, seed=seeds[0])
+        mh = mech_mod.DiscreteGaussian(sig_h, seed=seeds[1])
+        rho = float(mt.privacy(_sqrt_up(m), dimension=m)) + float(mh.privacy(_sqrt_up(2), dimension=B))
+        claimed = zcdp_to_approx_dp(rho, dlt)
+        if claimed <= eps * (1 + 1e-12):
+            break
+        sig_t *= 1 + 1e-9
+        sig_h *= 1 + 1e-9
+    private = ss is None and bool(mt.private) and bool(mh.private)
+    notes = [
+        f"item totals (L2² ≤ {m}, σ = {sig_t:.6g}) and a {B}-bin raw-score histogram "
+        f"(L2² ≤ 2, σ = {sig_h:.6g}); {f:.1%} of ρ on the histogram (derived split, docs/totals.md)",
+        "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+        "complete data only: which items a person answered is not part of the release",
+    ]
+    if not private:
+        notes.append("seed given: noise is reproducible, so this result is NOT private")
+    cost = PrivacyCost(rho=rho)
+
+    codes = resp.codes
+    totals, hist = totals_statistics(codes, edges)
+    spend_id = _debit(ledger, cost, _MECHANISM, note)  # committed before any noise exists
+    noisy_t = np.asarray(mt.apply(totals), dtype=np.int64)
+    noisy_h = np.asarray(mh.apply(hist), dtype=np.int64)
+    del totals, hist
+
+    statement = _TotalsStatement(
+        mechanism=_MECHANISM, relation=NEIGHBOURING_RELATION, sensitivity=sens,
+        noise_parameter="sigma", noise_value=float(sig_t), rho=rho, epsilon=float(claimed),
+        delta=float(dlt), private=private, p0=1.0, n_edges=0, shuffle=False, cost=cost,
+        ledger_spend_id=spend_id, notes=tuple(notes),
+    )
+    labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]
+    return TotalsRelease(
+        totals=pd.Series(noisy_t, index=resp.items.copy(), name="total"),
+        histogram=pd.Series(noisy_h, index=pd.Index(labels, name="score"), name="persons"),
+        edges=np.asarray(edges, dtype=np.int64), n_persons=int(n), sigma_totals=float(sig_t),
+        sigma_histogram=float(sig_h), split=float(f), privacy=statement,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# 3. estimation (post-processing)
+@dataclass(frozen=True)
+class TotalsEstimate(ItemEstimate):
+    """Result of :func:`private_totals_estimate` / :func:`estimate_from_release`.
+
+    Attributes
+    ----------
+    beta : pandas.Series
+        Private difficulties (centred; higher = harder), after shrinkage.
+    se : pandas.Series
+        Standard errors (sampling and privacy noise; parametric bootstrap).
+    ci : pandas.DataFrame
+        Columns ``lo``, ``hi`` indexed by item: intervals at ``confidence``.
+    beta_unshrunk : pandas.Series
+        The marginal fit before shrinkage (what the intervals are built around).
+    privacy : PrivacyStatement
+    release : TotalsRelease
+    info : dict
+        Shrinkage factor, ability model, τ, bootstrap size, confidence, seed.
+    """
+
+    beta: pd.Series
+    se: pd.Series
+    ci: pd.DataFrame
+    beta_unshrunk: pd.Series
+    privacy: PrivacyStatement
+    release: TotalsRelease
+    info: dict = field(default_factory=dict, repr=False)
+
+    def _frame_columns(self) -> dict[str, Any]:
+        return {"beta": self.beta, "se": self.se, "lo": self.ci["lo"], "hi": self.ci["hi"],
+                "beta_unshrunk": self.beta_unshrunk}
+
+
+def _check_n_boot(n_boot: Any) -> None:
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
+        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+
+
+def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float, edges: np.ndarray,
+         shrink: bool, support=None):
+    """The marginal fit of the shrunk (or only re-centred) totals: (fit, β, factor, diagnostics)."""
+    if shrink:
+        p, c, diag = marginal.shrink_totals(totals, n, var_t)
+    else:
+        p, c, diag = marginal.centre_totals(totals, n, var_t), 1.0, {}
+    fit = marginal.fit_spread(p, hist, n, var_h, edges, support=support)
+    return fit, fit.beta, c, diag
+
+
+def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
+                      sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
+    """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
+    k = fit.map_index
+    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
+    nodes = rng.choice(theta.shape[1], size=n, p=w[0])
+    th = theta[0, nodes] + (rng.random(n) - 0.5) * (theta[0, 1] - theta[0, 0])
+    X = rng.random((n, beta.size)) < 1.0 / (1.0 + np.exp(beta[None, :] - th[:, None]))
+    t, h = totals_statistics(X, edges)
+    return t + rng.normal(0.0, sig_t, t.size), h + rng.normal(0.0, sig_h, h.size)
+
+
+def estimate_from_release(
+    release: TotalsRelease,
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 200,
+    seed: Any = None,
+) -> TotalsEstimate:
+    """Difficulties, standard errors and intervals from a :class:`TotalsRelease`.
+
+    Pure post-processing (no privacy cost): the centred totals are shrunk by empirical Bayes
+    with the known noise variance (all difficulties equal when their spread is not detectable),
+    the ability distribution is fitted to the noisy histogram (a posterior over the spread τ
+    and the bimodality κ of a normal-mixture model), and the totals are mapped to
+    difficulties through it (``docs/totals.md``).  Intervals: parametric bootstrap of
+    the unshrunk fit from the released statistics (``n_boot`` replicates), bias-corrected,
+    normal quantiles.
+
+    Parameters
+    ----------
+    release : TotalsRelease
+    confidence : float in (0, 1)
+    n_boot : int
+        Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se`` and ``ci`` are NaN).
+    seed : int or SeedSequence, optional
+        Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+    """
+    if not isinstance(release, TotalsRelease):
+        raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    _check_n_boot(n_boot)
+    ss = seed_sequence(seed)
+    n = release.n_persons
+    edges = release.edges
+    t = release.totals.to_numpy(dtype=float)
+    h = release.histogram.to_numpy(dtype=float)
+    var_t = release.sigma_totals**2
+    var_h = release.sigma_histogram**2
+
+    fit, beta, c, diag = _fit(t, h, n, var_t, var_h, edges, shrink=True)
+    beta_u = _fit(t, h, n, var_t, var_h, edges, shrink=False, support=fit.support())[1]
+
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    if n_boot:
+        rng = numpy_rng(ss, "bootstrap")
+        reps = np.empty((int(n_boot), beta.size))
+        support = fit.support()
+        for b in range(int(n_boot)):
+            tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
+            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, support=support)[1]
+        err = reps - beta[None, :]
+        se = err.std(axis=0, ddof=1)
+        centre = beta_u - err.mean(axis=0)
+    else:
+        se = np.full(beta.size, np.nan)
+        centre = np.full(beta.size, np.nan)
+    items = release.items
+    info = {
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot), "confidence": float(confidence),
+        "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
+        "bootstrap_seed": describe_seed(ss),
+    }
+    return TotalsEstimate(
+        beta=pd.Series(beta, index=items.copy(), name="beta"),
+        se=pd.Series(se, index=items.copy(), name="se"),
+        ci=pd.DataFrame({"lo": centre - z * se, "hi": centre + z * se}, index=items.copy()),
+        beta_unshrunk=pd.Series(beta_u, index=items.copy(), name="beta_unshrunk"),
+        privacy=release.privacy, release=release, info=info,
+    )
+
+
+def private_totals_estimate(
+    X: ResponsesLike,
+    *,
+    epsilon: float,
+    delta: float = 1e-4,
+    ledger: Any = None,
+    seed: Any = None,
+    items: Sequence[Any] | None = None,
+    confidence: float = 0.95,
+    n_boot: int = 200,
+    note: str = "",
+) -> TotalsEstimate:
+    """Private Rasch difficulties with intervals: :func:`release_totals` then
+    :func:`estimate_from_release`.
+
+    Parameters are those of the two functions; ``seed`` seeds both the noise (then the result
+    is NOT private) and the bootstrap.
+
+    Examples
+    --------
+    >>> import privirt
+    >>> X, theta, beta = privirt.simulate_rasch(2000, 20, seed=1)
+    >>> fit = privirt.private_totals_estimate(X, epsilon=1.0)   # doctest: +SKIP
+    >>> fit.to_frame().columns.tolist()                         # doctest: +SKIP
+    ['beta', 'se', 'lo', 'hi', 'beta_unshrunk']
+    """
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    _check_n_boot(n_boot)
+    ss = seed_sequence(seed)
+    release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note)
+    return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
+                                 seed=None if ss is None else child(ss, "estimate"))

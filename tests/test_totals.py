@@ -1,0 +1,230 @@
+"""Private totals estimator: sensitivity (exhaustive), release discipline, estimation, intervals."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt import marginal
+from privirt.accounting import zcdp_to_approx_dp
+from privirt.totals import (
+    TotalsRelease,
+    estimate_from_release,
+    private_totals_estimate,
+    release_totals,
+    totals_sensitivity,
+    totals_statistics,
+)
+
+mechanisms = pytest.importorskip("mechanisms")
+
+
+def _rasch(n=400, m=6, seed=0):
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed)
+    return X, beta
+
+
+def _layouts(m):
+    """Every bin layout of the scores 0..m into 1 … m+1 contiguous bins."""
+    for B in range(1, m + 2):
+        for cuts in itertools.combinations(range(1, m + 1), B - 1):
+            yield np.array((0,) + cuts + (m + 1,))
+
+
+# -- sensitivity ----------------------------------------------------------------------------
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5])
+def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
+    rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
+    for edges in _layouts(m):
+        B = len(edges) - 1
+        stats_ = [np.concatenate(totals_statistics(r[None, :], edges)) for r in rows]
+        worst_l2 = worst_l1 = 0
+        for a, b in itertools.combinations(range(len(rows)), 2):
+            d = stats_[a] - stats_[b]
+            worst_l2 = max(worst_l2, int(d @ d))
+            worst_l1 = max(worst_l1, int(np.abs(d).sum()))
+        sens = totals_sensitivity(m, B)
+        assert worst_l2 <= sens.l2**2 and worst_l1 <= sens.l1
+        # the bound is attained (all-ones vs all-zeros fall in different bins when B >= 2)
+        assert worst_l2 == (m + 2 if B >= 2 else m) == worst_l1
+
+
+def test_statistics_of_a_larger_data_set_add_up():
+    X, _ = _rasch(n=300, m=7)
+    edges = np.array([0, 2, 5, 8])
+    t, h = totals_statistics(X.astype(np.int8), edges)
+    assert t.tolist() == X.sum(axis=0).astype(int).tolist()
+    assert h.sum() == 300 and h.tolist() == np.histogram(X.sum(axis=1), bins=edges)[0].tolist()
+
+
+# -- calibration and the statement ------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
+def test_release_meets_the_target_and_states_it(eps):
+    X, _ = _rasch()
+    rel = release_totals(X, epsilon=eps, delta=1e-5)
+    p = rel.privacy
+    m, B = X.shape[1], len(rel.edges) - 1
+    rho = m / (2 * rel.sigma_totals**2) + 2 / (2 * rel.sigma_histogram**2)
+    assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
+    assert p.epsilon <= eps * (1 + 1e-12) and zcdp_to_approx_dp(p.rho, 1e-5) <= eps * (1 + 1e-12)
+    assert p.epsilon >= eps * 0.999  # the budget is used, not wasted
+    assert p.sensitivity.l2**2 >= m + 2 and p.private and "NOT PRIVATE" not in str(p)
+    assert "comparison graph" not in str(p) and "item totals" in str(p)
+    # the split is the ρ share of the histogram
+    assert rel.split == pytest.approx((2 / (2 * rel.sigma_histogram**2)) / rho, rel=1e-6)
+    assert rel.histogram.size == B and rel.totals.dtype == np.int64
+    assert rel.to_dict()["n_persons"] == X.shape[0]
+
+
+def test_design_depends_on_public_quantities_only():
+    f1, e1 = marginal.optimal_split(1000, 20, 0.04)
+    f2, e2 = marginal.optimal_split(1000, 20, 0.04)
+    assert f1 == f2 and np.array_equal(e1, e2)
+    assert 0.0 < f1 < 0.6 and e1[0] == 0 and e1[-1] == 21 and np.all(np.diff(e1) > 0)
+    # more budget never gives fewer bins
+    _, e_big = marginal.optimal_split(1000, 20, 4.0)
+    assert len(e_big) >= len(e1)
+
+
+# -- ledger, seeds, bad input ----------------------------------------------------------------------
+def test_ledger_debited_before_noise(tmp_path, monkeypatch):
+    X, _ = _rasch()
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
+    seen = []
+    orig = mechanisms.DiscreteGaussian.apply
+
+    def spy(self, values):
+        seen.append(len(led.spends()))
+        return orig(self, values)
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    rel = release_totals(X, epsilon=1.0, delta=1e-5, ledger=led)
+    assert seen == [1, 1]  # totals and histogram, both after the one debit
+    assert rel.privacy.ledger_spend_id == 1
+    assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
+
+
+def test_bad_input_spends_nothing(tmp_path, monkeypatch):
+    X, _ = _rasch()
+    path = tmp_path / "l.ledger"
+    led = privirt.Ledger(path, epsilon=1.0, delta=1e-5)
+
+    def boom(self, values):  # pragma: no cover - must not be reached
+        raise AssertionError("noise drawn on bad input")
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    before = path.read_bytes()
+    Xm = X.copy()
+    Xm[0, 0] = np.nan
+    cases = [
+        (dict(X=Xm, epsilon=0.5), "private_spectral_estimate"),
+        (dict(X=X, epsilon=0.0), "epsilon"),
+        (dict(X=X, epsilon=float("inf")), "epsilon"),
+        (dict(X=X, epsilon=0.5, delta=2.0), "delta"),
+        (dict(X=X, epsilon=1e-300), "epsilon"),
+        (dict(X=X, epsilon=0.5, confidence=1.5), "confidence"),
+        (dict(X=X, epsilon=0.5, n_boot=5), "n_boot"),
+        (dict(X=X, epsilon=0.5, seed=-1), "seed"),
+        (dict(X=X, epsilon=0.5, seed=3), "seed"),  # seeded noise with a ledger
+        (dict(X=pd.DataFrame(X, columns=list("abcdef")), epsilon=0.5, items=list("abcde")), "not in the public item set"),
+    ]
+    for kwargs, word in cases:
+        with pytest.raises(ValueError, match=word) as exc:
+            private_totals_estimate(ledger=led, **kwargs)
+        assert "\n" not in str(exc.value)
+    with pytest.raises(privirt.BudgetExceeded):
+        private_totals_estimate(X, epsilon=1.5, ledger=led)
+    assert path.read_bytes() == before and len(led.spends()) == 0
+    with pytest.raises(ValueError, match="TotalsRelease"):
+        estimate_from_release({"totals": [1, 2]})
+
+
+def test_seeded_is_reproducible_and_not_private():
+    X, _ = _rasch()
+    a = private_totals_estimate(X, epsilon=1.0, seed=7, n_boot=20)
+    b = private_totals_estimate(X, epsilon=1.0, seed=np.random.SeedSequence(7), n_boot=20)
+    assert a.privacy.private is False and "NOT PRIVATE" in str(a.privacy)
+    assert a.release.totals.equals(b.release.totals) and a.beta.equals(b.beta) and a.ci.equals(b.ci)
+    c = private_totals_estimate(X, epsilon=1.0, n_boot=20)
+    assert c.privacy.private is True and "NOT PRIVATE" not in str(c.privacy)
+
+
+def test_labels_carried_through_and_result_contract():
+    X, _ = _rasch(m=5)
+    df = pd.DataFrame(X, columns=["q1", "q2", "q3", "q4", "q5"], index=[f"p{i}" for i in range(len(X))])
+    fit = private_totals_estimate(df, epsilon=2.0, seed=1, n_boot=20)
+    for obj in (fit.beta, fit.se, fit.ci, fit.to_frame(), fit.release.totals):
+        assert list(obj.index) == ["q1", "q2", "q3", "q4", "q5"]
+    assert list(fit.ci.columns) == ["lo", "hi"] and list(fit.items) == ["q1", "q2", "q3", "q4", "q5"]
+    assert list(fit.to_frame().columns) == ["beta", "se", "lo", "hi", "beta_unshrunk"]
+    assert abs(fit.beta.sum()) < 1e-9 and np.all(fit.ci["lo"] < fit.ci["hi"]) and np.all(fit.se > 0)
+    assert fit.top_k(2).size == 2 and isinstance(fit.info["shrinkage"], float)
+    # long input needs the public item list, and then keeps its order
+    long = df.stack().rename("response").reset_index()
+    long.columns = ["person", "item", "response"]
+    fit2 = private_totals_estimate(long, epsilon=2.0, seed=1, n_boot=20, items=["q5", "q4", "q3", "q2", "q1"])
+    assert list(fit2.beta.index) == ["q5", "q4", "q3", "q2", "q1"]
+
+
+def test_estimate_is_post_processing_of_the_release(tmp_path):
+    X, _ = _rasch()
+    rel = release_totals(X, epsilon=1.0, seed=3)
+    a = estimate_from_release(rel, n_boot=20, seed=5)
+    b = estimate_from_release(rel, n_boot=20, seed=5)
+    assert a.beta.equals(b.beta) and a.ci.equals(b.ci) and a.privacy is rel.privacy
+    none = estimate_from_release(rel, n_boot=0)
+    assert none.beta.equals(a.beta) and none.se.isna().all()
+
+
+# -- statistical behaviour --------------------------------------------------------------------
+def test_accurate_when_the_budget_is_large():
+    X, beta = _rasch(n=4000, m=8, seed=2)
+    fit = private_totals_estimate(X, epsilon=20.0, n_boot=20)
+    ref = privirt.cmle_estimate(X).beta.to_numpy()
+    assert np.max(np.abs(fit.beta.to_numpy() - (ref - ref.mean()))) < 0.1
+    assert fit.info["shrinkage"] > 0.99
+
+
+@pytest.mark.slow
+def test_never_worse_than_all_zeros_at_tiny_epsilon():
+    errs = []
+    for k in range(30):
+        X, _, beta = privirt.simulate_rasch(200, 10, seed=100 + k)
+        rel = release_totals(X, epsilon=0.01, seed=k)
+        b = estimate_from_release(rel, n_boot=0).beta.to_numpy()
+        errs.append(np.linalg.norm(b - beta) / np.linalg.norm(beta))
+    # all zeros has relative error exactly 1; a margin for the test's own noise
+    assert np.mean(errs) <= 1.02
+
+
+@pytest.mark.slow
+def test_interval_coverage_on_a_small_case():
+    hits = []
+    for k in range(24):
+        X, _, beta = privirt.simulate_rasch(600, 6, seed=300 + k)
+        fit = private_totals_estimate(X, epsilon=1.0, seed=k, n_boot=40)
+        hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
+    cov = float(np.mean(hits))
+    assert 0.85 <= cov <= 0.995, cov
+
+
+def test_benchmark_helpers_compare_on_the_same_data():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_private_totals.py"
+    spec = importlib.util.spec_from_file_location("bench_private_totals", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(0)
+    for shape in ("normal", "bimodal", "skewed"):
+        X, beta = bench.simulate(4000, 6, shape, np.random.default_rng(1))
+        assert X.shape == (4000, 6) and abs(beta.sum()) < 1e-9 and set(np.unique(X)) <= {0, 1}
+    with pytest.raises(ValueError):
+        bench.simulate(10, 3, "uniform", rng)
+    r_t, r_a, mse_t, mse_a = bench.one_pair(X, beta, 2.0, seed=3)
+    assert 0 < r_t < 1 and 0 < r_a < 1.5 and mse_t == pytest.approx((r_t * np.linalg.norm(beta)) ** 2)
