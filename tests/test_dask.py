@@ -387,3 +387,19 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     got = pd.read_csv(tmp_path / "d.csv", comment="#", index_col="item")
     ref = pd.read_csv(tmp_path / "l.csv", comment="#", index_col="item")
     pd.testing.assert_frame_equal(got, ref)
+
+
+def test_dask_statistics_give_the_totals_release_inputs(client):
+    """What release_totals noises (item totals, binned raw scores) follows from the Dask sums."""
+    from privirt.totals import totals_statistics
+
+    X = _data(n=1500, m=6, missing=0.0, seed=9)
+    codes = X.astype(np.int8)
+    edges = np.array([0, 2, 3, 5, 7])
+    totals, hist = totals_statistics(codes, edges)
+    st = privirt.sufficient_statistics(da.from_array(X, chunks=(400, 6)), engine="dask",
+                                       client=client, pairwise=False)
+    assert st.counts is None
+    np.testing.assert_array_equal(st.totals.to_numpy(), totals)
+    np.testing.assert_array_equal(np.add.reduceat(st.raw_score_hist, edges[:-1]), hist)
+    assert (st.answered == 1500).all()  # complete data, as release_totals requires
