@@ -11,9 +11,10 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
+    import pandas as pd
 
 from ._paths import check_output_dir, check_output_file
 
