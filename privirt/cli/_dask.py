@@ -10,11 +10,6 @@ import argparse
 import sys
 import warnings
 
-import numpy as np
-import pandas as pd
-
-from ..exceptions import EmptyResponsesWarning
-
 from ._types import positive_int
 
 
@@ -53,7 +48,11 @@ def _check(args: argparse.Namespace) -> None:
 
 def run_dask(args: argparse.Namespace) -> int:
     """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``)."""
+    import numpy as np
+    import pandas as pd
+
     from ..dask_engine import dask_statistics, public_source
+    from ..exceptions import EmptyResponsesWarning
     from ..spectral import spectral_from_counts
     from .estimate import _check_out, _check_top_k, _private_table, format_table, public_items, write_table
 
