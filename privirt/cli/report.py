@@ -1,4 +1,4 @@
-"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.report`)."""
+"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.sweeps.report`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    # the metric names are checked when the command runs (privirt.report.METRICS): building
-    # the parser must not import pandas
+    # the metric names are checked when the command runs (privirt.sweeps.results.METRICS)
     parser = subparsers.add_parser(
         "report",
         help="turn a sweep's results.csv into plots and a Markdown/HTML summary",
         description="Read DIR/results.csv (written by `privirt sweep`) and write "
-        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 %% confidence "
+        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 % confidence "
         "bands, log axes), DIR/report.md and DIR/report.html (results tables and, for a target "
         "accuracy, the smallest ε that reaches it per mechanism).",
     )
@@ -29,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import _check_metric, build_report
+    from ..sweeps.report import _check_metric, build_report
 
     if args.metric is not None:
         _check_metric(args.metric)  # before reading anything
