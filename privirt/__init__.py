@@ -60,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     "TotalsRelease": "totals",
     "TotalsEstimate": "totals",
     # Bayesian samplers
-    "Posterior": "posterior",
+    "Posterior": "bayes",
     "gibbs_2pno": "bayes",
     "gibbs_2pno_replicate": "bayes",
     "mh_2pl": "bayes",

@@ -321,21 +321,7 @@ def test_cli_estimate_engine_dask(tmp_path, capsys, client):
 
 
 # ---------------------------------------------------------------------------------------
-# the private entry points on a Dask source: they take engine="dask" once the private package
-# (privirt/private/) is wired (see docs/scale.md); until then these tests say so and skip
-def _private_takes_engine() -> bool:
-    import inspect
-
-    return "engine" in inspect.signature(privirt.release_counts).parameters
-
-
-needs_private_engine = pytest.mark.skipif(
-    not _private_takes_engine(),
-    reason="release_counts/private_spectral_estimate have no engine= yet (privirt/private/ wiring)",
-)
-
-
-@needs_private_engine
+# the private entry points on a Dask source
 def test_private_release_on_dask_equals_in_memory(tmp_path, client):
     items = ["a", "b", "c", "d"]
     X = _data(n=700, m=4, seed=6)
@@ -350,7 +336,6 @@ def test_private_release_on_dask_equals_in_memory(tmp_path, client):
         est.beta, privirt.private_spectral_estimate(pd.DataFrame(X, columns=items), **kw).beta)
 
 
-@needs_private_engine
 def test_private_dask_failures_spend_nothing(tmp_path, client):
     items = ["a", "b", "c"]
     X = _data(n=600, m=3, seed=8)
@@ -385,7 +370,6 @@ def test_private_dask_failures_spend_nothing(tmp_path, client):
     assert len(ledger.spends()) == 1 and res.privacy.private
 
 
-@needs_private_engine
 def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     from privirt.cli import main
 

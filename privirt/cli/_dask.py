@@ -65,13 +65,6 @@ def run_dask(args: argparse.Namespace) -> int:
         if args.n_persons is None:
             raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
                              "of persons)")
-        import inspect
-
-        from ..private import private_spectral_estimate
-
-        if "engine" not in inspect.signature(private_spectral_estimate).parameters:
-            raise ValueError("--epsilon with --engine dask needs private entry points that take "
-                             "engine='dask' (not in this build); use --engine local")
         source = public_source(args.file, items=None, n_persons=args.n_persons,
                                client=args.scheduler, person_col=args.person_col)
         items = None
