@@ -13,9 +13,11 @@ in-memory int8 code matrix.  Then, side by side in one run:
   warm-up on one file; the cluster start is reported separately.
 
 Every Dask result is checked to equal the in-memory counts exactly.  ``peak RSS/worker`` is
-the largest ``ru_maxrss`` of the worker processes; it is measured on the whole folder and on
-its first quarter (a glob) to show it does not grow with n.  The per-partition throughput
-(one worker, one row group, no scheduling) feeds the projection in ``docs/scale.md``.
+the largest ``VmHWM`` of the worker processes, measured on the whole folder and on its first
+quarter (a folder of hard links to those files) to show it does not grow with n.  CPU seconds
+(the peer's process time, the workers' summed process time) are printed beside wall time.
+The per-partition throughput (one worker, one row group, no scheduling) feeds the projection
+in ``docs/scale.md``.
 
 Usage::
 
