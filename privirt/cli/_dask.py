@@ -40,8 +40,10 @@ def _check(args: argparse.Namespace) -> None:
     if args.format == "long":
         raise ValueError("--engine dask reads wide Parquet (one column per item); "
                          "convert the long table or use --engine local")
+    if args.method is None:
+        args.method = "spectral"  # the estimator that runs on Dask sums (counts)
     if args.method != "spectral":
-        raise ValueError("--engine dask supports --method spectral")
+        raise ValueError("--engine dask supports --method spectral (Algorithm 2 when private)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")
 
@@ -73,7 +75,7 @@ def run_dask(args: argparse.Namespace) -> int:
             source = public_source(args.file, items=items, n_persons=args.n_persons,
                                    client=args.scheduler, person_col=args.person_col)
         _check_top_k(args.top_k, source.n_items)
-        table, statement = _private_table(source, args, items)
+        _, table, statement = _private_table(source, args, items)
         n_rows = source.n_persons
     else:
         st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
