@@ -309,16 +309,25 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
     return fit, fit.beta, c, diag
 
 
-def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
-                      sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
-    """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
+def _simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
+                       sig_t: float, sig_h: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
     k = fit.map_index
     theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
-    nodes = rng.choice(theta.shape[1], size=n, p=w[0])
-    th = theta[0, nodes] + (rng.random(n) - 0.5) * (theta[0, 1] - theta[0, 0])
-    X = rng.random((n, beta.size)) < 1.0 / (1.0 + np.exp(beta[None, :] - th[:, None]))
-    t, h = totals_statistics(X, edges)
-    return t + rng.normal(0.0, sig_t, t.size), h + rng.normal(0.0, sig_h, h.size)
+    theta, w = theta[0], w[0]
+    m, B = beta.size, len(edges) - 1
+    eb = np.exp(beta)
+    tot = np.empty((reps, m))
+    hist = np.empty((reps, B))
+    step = max(1, 2_000_000 // (n * m))
+    for a in range(0, reps, step):
+        r = min(reps, a + step) - a
+        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
+        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        tot[a:a + r] = X.sum(axis=1)
+        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+    return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)
 
 
 def estimate_from_release(
@@ -366,11 +375,13 @@ def estimate_from_release(
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
-        reps = np.empty((int(n_boot), beta.size))
         support = fit.support()
-        for b in range(int(n_boot)):
-            tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
-            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, support=support)[1]
+        tb, hb = _simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
+                                    int(n_boot))
+        pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
+        theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
+        start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
+        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
