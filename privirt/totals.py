@@ -43,6 +43,8 @@ from .sensitivity import Sensitivity, _sqrt_up
 __all__ = [
     "totals_statistics",
     "totals_sensitivity",
+    "missing_statistics",
+    "missing_sensitivity",
     "TotalsRelease",
     "TotalsEstimate",
     "release_totals",
@@ -80,6 +82,44 @@ def totals_sensitivity(n_items: int, n_bins: int) -> Sensitivity:
     extra = 2 if n_bins >= 2 else 0
     s = m + extra
     return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, m + int(n_bins))
+
+
+def missing_statistics(
+    codes: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Statistics of incomplete data: item totals, answered counts, binned (answered, score) histogram.
+
+    ``codes`` is a persons × items matrix of 1 (correct), 0 (incorrect) or −1 (missing).
+    Returns s_i = #{l : x_li = 1}, a_i = #{l : x_li ≠ −1} (both (m,)) and the (K, R) histogram
+    of persons by the bin of their number of answered items k_l (``k_edges``) and the bin of
+    their score r_l (``r_edges``); bins are ``[edges[b], edges[b+1])`` over 0 … m.
+    Building block of a release under missing completely at random; not released by any
+    public function yet (``docs/totals.md`` §7).
+    """
+    X = np.asarray(codes)
+    correct = X == 1
+    seen = X != -1
+    totals = correct.sum(axis=0, dtype=np.int64)
+    answered = seen.sum(axis=0, dtype=np.int64)
+    K, R = len(k_edges) - 1, len(r_edges) - 1
+    kb = np.searchsorted(k_edges, seen.sum(axis=1), side="right") - 1
+    rb = np.searchsorted(r_edges, correct.sum(axis=1), side="right") - 1
+    joint = np.bincount(kb * R + rb, minlength=K * R).reshape(K, R)
+    return totals, answered, joint.astype(np.int64)
+
+
+def missing_sensitivity(n_items: int, n_cells: int) -> Sensitivity:
+    """Joint sensitivity of :func:`missing_statistics` to replacing one person's row and mask.
+
+    Per item the pair (Δs_i, Δa_i) is (0, 0), (±1, 0) (0 ↔ 1), (0, ±1) (0 ↔ missing) or
+    (±1, ±1) (1 ↔ missing): squared and absolute norm ≤ 2; the person moves between at most two
+    histogram cells (2 more).  L1 ≤ 2m + 2, L2² ≤ 2m + 2, attained by all-correct against
+    all-missing when (m, m) and (0, 0) are in different cells, which holds for every layout
+    with more than one cell (``docs/totals.md`` §7); with one cell, 2m.
+    """
+    m = int(n_items)
+    s = 2 * m + (2 if n_cells >= 2 else 0)
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, 2 * m + int(n_cells))
 
 
 # ---------------------------------------------------------------------------------------

@@ -53,6 +53,40 @@ def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
         assert worst_l2 == (m + 2 if B >= 2 else m) == worst_l1
 
 
+def _grid_layouts(m):
+    """Every product layout (answered bins) × (score bins), each contiguous over 0..m."""
+    one = list(_layouts(m))
+    return [(ke, re) for ke in one for re in one]
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_missing_sensitivity_exhaustive_over_all_pairs_of_rows_and_masks(m):
+    from privirt.totals import missing_sensitivity, missing_statistics
+
+    rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
+    for ke, re in _grid_layouts(m):
+        K, R = len(ke) - 1, len(re) - 1
+        S = np.array([np.concatenate([v.ravel() for v in missing_statistics(r[None, :], ke, re)]) for r in rows])
+        D = S[:, None, :] - S[None, :, :]
+        worst_l2 = int((D * D).sum(axis=2).max())
+        worst_l1 = int(np.abs(D).sum(axis=2).max())
+        sens = missing_sensitivity(m, K * R)
+        assert worst_l2 <= sens.l2**2 + 1e-9 and worst_l1 <= sens.l1
+        assert worst_l2 == worst_l1 == (2 * m + 2 if K * R >= 2 else 2 * m)  # attained
+
+
+def test_missing_statistics_of_a_larger_data_set_add_up():
+    from privirt.totals import missing_statistics
+
+    rng = np.random.default_rng(3)
+    X = rng.choice(np.array([0, 1, -1], dtype=np.int8), size=(500, 7), p=[0.4, 0.4, 0.2])
+    ke, re = np.array([0, 3, 6, 8]), np.array([0, 2, 8])
+    t, a, j = missing_statistics(X, ke, re)
+    assert t.tolist() == (X == 1).sum(axis=0).tolist() and a.tolist() == (X != -1).sum(axis=0).tolist()
+    h2 = np.histogram2d((X != -1).sum(axis=1), (X == 1).sum(axis=1), bins=[ke, re])[0]
+    assert j.sum() == 500 and j.tolist() == h2.astype(int).tolist()
+
+
 def test_statistics_of_a_larger_data_set_add_up():
     X, _ = _rasch(n=300, m=7)
     edges = np.array([0, 2, 5, 8])
