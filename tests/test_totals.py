@@ -96,6 +96,40 @@ def test_statistics_of_a_larger_data_set_add_up():
 
 
 # -- calibration and the statement ------------------------------------------------------------
+# -- the marginal maths ------------------------------------------------------------------------
+def test_score_distribution_matches_enumeration_of_all_patterns():
+    rng = np.random.default_rng(7)
+    m = 6
+    beta = rng.normal(0, 2, size=(2, m))
+    theta, _ = marginal.ability_grid(np.log([0.5, 3.0]), kappa=np.array([0.0, 0.8]))
+    pats = np.array(list(itertools.product([0, 1], repeat=m)))
+    got = marginal.score_distribution(beta, theta)
+    for t in range(2):
+        pr = 1.0 / (1.0 + np.exp(beta[t][None, :, None] - theta[t][None, None, :]))  # (1, m, Q)
+        like = np.prod(np.where(pats[:, :, None] == 1, pr, 1 - pr), axis=1)  # (patterns, Q)
+        want = np.stack([like[pats.sum(axis=1) == r].sum(axis=0) for r in range(m + 1)], axis=1)
+        assert np.allclose(got[t], want, atol=1e-12)
+
+
+def test_batched_bootstrap_fit_equals_one_fit_at_a_time():
+    X, _ = _rasch(n=1500, m=8, seed=4)
+    rel = release_totals(X, epsilon=2.0, seed=3)
+    n, edges = rel.n_persons, rel.edges
+    vt, vh = rel.sigma_totals**2, rel.sigma_histogram**2
+    p0 = marginal.centre_totals(rel.totals.to_numpy(float), n, vt)
+    fit = marginal.fit_spread(p0, rel.histogram.to_numpy(float), n, vh, edges)
+    support = fit.support()
+    rng = np.random.default_rng(0)
+    P = np.clip(p0[None, :] + rng.normal(0, 0.02, (5, p0.size)), 0.01, 0.99)
+    H = rel.histogram.to_numpy(float)[None, :] + rng.normal(0, 20, (5, len(edges) - 1))
+    theta, w = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
+    start = marginal.invert_marginals(p0, theta, w)
+    got = marginal.fit_support_batch(P, H, n, vh, edges, support, initial=start)
+    for r in range(5):
+        one = marginal.fit_spread(P[r], H[r], n, vh, edges, support=support).beta
+        assert np.allclose(got[r], one, atol=1e-5)
+
+
 @pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
 def test_release_meets_the_target_and_states_it(eps):
     X, _ = _rasch()
