@@ -53,6 +53,8 @@ MEAN_PRIOR_SD = 0.2
 LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
 #: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
 REFINE_BELOW = 12
+#: a refined posterior still on ≤ REFINE_BELOW points is refined once more (4× finer in log τ and κ)
+FINE_REFINE = True
 
 
 def ability_grid(
@@ -410,6 +412,18 @@ def fit_spread(
             g = g[:, (g[1] > 0) | (g[2] == 0.5)]  # λ is void when κ = 0
             lt, kap, lam = g
             post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
+            keep = post >= 1e-6 * post.max()
+            if FINE_REFINE and np.count_nonzero(keep) <= REFINE_BELOW:  # still concentrated: 4× finer again
+                dk = np.diff(kap_f).min() if kap_f.size > 1 else 0.075
+                lt_f = np.arange(lt[keep].min() - dlt / 4, lt[keep].max() + dlt / 4 + 1e-9, dlt / 16)
+                kap_f = np.unique(np.clip(np.arange(kap[keep].min() - dk, kap[keep].max() + dk + 1e-9, dk / 4),
+                                          0.0, 0.97))
+                lam_f = np.unique(np.concatenate([lam[keep], LAMBDA_GRID[(LAMBDA_GRID >= lam[keep].min() - 0.15)
+                                                                          & (LAMBDA_GRID <= lam[keep].max() + 0.15)]]))
+                g = np.array(np.meshgrid(lt_f, kap_f, lam_f, indexing="ij")).reshape(3, -1)
+                g = g[:, (g[1] > 0) | (g[2] == 0.5)]
+                lt, kap, lam = g
+                post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
     else:
         lt, kap, lam = support
         post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
