@@ -44,7 +44,7 @@ _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.in
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
 #: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
-CONSERVATIVE = 0.5
+CONSERVATIVE = 0.75
 #: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
