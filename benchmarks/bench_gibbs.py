@@ -6,17 +6,23 @@ In one run, for every (n persons, k items) cell of the grid, this times
   careful user writes in ~40 lines: inverse-CDF truncated normals on the whole matrix
   (``scipy.special.ndtr``/``ndtri``), θ drawn vectorised, all (a, b) drawn at once from the
   2 × 2 posterior the items share, with rejection for a ≤ 0 (the default flat priors);
-* ``privirt-cpu``: :func:`privirt.gibbs_2pno` with ``device="cpu"`` (batched numpy/scipy);
-* ``fused-numba`` / ``fused-numpy``: the fused CPU engine :mod:`privirt._gibbs_cpu`
-  (:func:`~privirt._gibbs_cpu.run_chain`) with its numba kernel and its numpy fallback;
+* ``privirt-cpu-fused`` / ``privirt-cpu-numpy``: :func:`privirt.gibbs_2pno` with
+  ``device="cpu"`` and ``engine="fused"`` (the numba kernel, the default when numba is
+  installed) or ``engine="numpy"`` (batched numpy/scipy), the whole public call: validation,
+  starting values, draw store, timing;
+* ``fused-numba`` / ``fused-numpy``: the fused CPU engine :mod:`privirt.bayes.twopno_fused`
+  alone (:func:`~privirt.bayes.twopno_fused.run_chain`) with its numba kernel and its numpy
+  fallback;
 * ``privirt-gpu``: ``device="gpu"`` when cupy sees a CUDA GPU.
 
 All run the same conditionals on the same simulated data, one chain.  Times are wall-clock
 seconds per iteration after a warm-up (best of ``--repeat``); "10k it" is that × 10,000,
-**extrapolated** whenever fewer iterations were run.
+**extrapolated** whenever fewer iterations were run.  ``--issue14`` also prints the process
+CPU seconds of the same run (all threads), whose ratio to the peer's is the single-core
+comparison on a machine shared with other jobs.
 
 ``--issue14`` instead times issue 14's rows in full: 2000 × 30 for 1500 iterations (peer,
-privirt-cpu, fused-numba, fused-numpy), numba's first-call cost (compilation into an empty
+privirt-cpu-fused, privirt-cpu-numpy, fused-numba, fused-numpy), numba's first-call cost (compilation into an empty
 cache, then loading from the cache, each in a fresh process), and ``Posterior.summary`` of
 a, b and θ after 4 chains × 2000 kept draws on 1000 × 20, against the sampling time.
 
@@ -99,11 +105,18 @@ def peer_gibbs(Y: np.ndarray, n_iter: int, warmup: int, seed: int = 0) -> dict[s
 # timing helpers
 # ---------------------------------------------------------------------------------------
 def _best(fn, repeat: int) -> float:
-    best = np.inf
+    return _best_wall_cpu(fn, repeat)[0]
+
+
+def _best_wall_cpu(fn, repeat: int) -> tuple[float, float]:
+    """Best wall-clock seconds of ``repeat`` runs and the process CPU seconds of that run."""
+    best = (np.inf, np.inf)
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        best = min(best, time.perf_counter() - t)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if wall < best[0]:
+            best = (wall, cpu)
     return best
 
 
@@ -114,7 +127,7 @@ def _codes(X: np.ndarray) -> np.ndarray:
 def run_fused(X: np.ndarray, n_iter: int, warmup: int, engine: str, n_chains: int = 1,
               seed: int = 1, threads: int | None = None) -> dict[str, np.ndarray]:
     """The fused engine with gibbs_2pno's default starting values and seed layout."""
-    from privirt._gibbs_cpu import run_chain
+    from privirt.bayes.twopno_fused import run_chain
     from privirt._seeds import child as _child
     from privirt.bayes.twopno import default_init as _default_init
 
@@ -129,19 +142,30 @@ def run_fused(X: np.ndarray, n_iter: int, warmup: int, engine: str, n_chains: in
 
 def time_impl(impl: str, X: np.ndarray, n_iter: int, repeat: int = 1) -> float:
     """Best wall-clock seconds of ``n_iter`` iterations (half warm-up), after a warm-up."""
+    return time_impl_cpu(impl, X, n_iter, repeat)[0]
+
+
+def time_impl_cpu(impl: str, X: np.ndarray, n_iter: int, repeat: int = 1) -> tuple[float, float]:
+    """Best wall-clock seconds of ``n_iter`` iterations (half warm-up), after a warm-up, and
+    the process CPU seconds of that run."""
     if impl == "peer":
         Y = _codes(X)
         peer_gibbs(Y, 2, 1)
-        return _best(lambda: peer_gibbs(Y, n_iter, n_iter // 2), repeat)
+        return _best_wall_cpu(lambda: peer_gibbs(Y, n_iter, n_iter // 2), repeat)
     if impl.startswith("fused-"):  # fused-numba, fused-numba-1thread, fused-numpy
         engine = impl.split("-")[1]
         threads = 1 if impl.endswith("1thread") else None
         run_fused(X, 2, 1, engine, threads=threads)
-        return _best(lambda: run_fused(X, n_iter, n_iter // 2, engine, threads=threads), repeat)
-    dev = impl.split("-")[1]
-    privirt.gibbs_2pno(X, n_iter=2, warmup=1, device=dev, seed=0, progress=False)
-    return _best(lambda: privirt.gibbs_2pno(X, n_iter=n_iter, warmup=n_iter // 2, device=dev,
-                                            seed=1, progress=False), repeat)
+        return _best_wall_cpu(
+            lambda: run_fused(X, n_iter, n_iter // 2, engine, threads=threads), repeat)
+    # privirt-cpu-fused, privirt-cpu-numpy, privirt-cpu (engine "auto"), privirt-gpu
+    parts = impl.split("-")
+    dev, engine = parts[1], (parts[2] if len(parts) > 2 else "auto")
+    privirt.gibbs_2pno(X, n_iter=2, warmup=1, device=dev, seed=0, progress=False,
+                       engine=engine)
+    return _best_wall_cpu(
+        lambda: privirt.gibbs_2pno(X, n_iter=n_iter, warmup=n_iter // 2, device=dev, seed=1,
+                                   progress=False, engine=engine), repeat)
 
 
 def _first_call_cost() -> tuple[float, float]:
@@ -149,7 +173,7 @@ def _first_call_cost() -> tuple[float, float]:
     cache (compilation), then with the cache it left (loading)."""
     code = (
         "import time, numpy as np, privirt\n"
-        "from privirt._gibbs_cpu import FusedGibbs\n"
+        "from privirt.bayes.twopno_fused import FusedGibbs\n"
         "codes = np.zeros((200, 10), np.int8); codes[::2] = 1\n"
         "t = time.perf_counter()\n"
         "FusedGibbs(codes, theta=np.zeros((1, 200)), a=np.ones((1, 10)), b=np.zeros((1, 10)),\n"
@@ -176,24 +200,25 @@ def _load() -> str:
 
 def issue14(repeat: int) -> None:
     """Issue 14's Gibbs and summary rows, in full."""
-    from privirt._gibbs_cpu import numba_available
+    from privirt.bayes.twopno_fused import numba_available
 
     n_iter = 1500
     X, *_ = privirt.simulate_2pno(2000, 30, seed=1)
     print(f"# issue 14 — 2PNO Gibbs, 2000 × 30, {n_iter} iterations (half warm-up), one chain, "
           f"best of {repeat}; {_load()}; OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', 'not set')}")
-    impls = ["peer", "privirt-cpu"] + (
-        ["fused-numba", "fused-numba-1thread"] if numba_available() else []) + ["fused-numpy"]
-    print("| impl | total s | ms / it | speed-up vs peer |")
-    print("|---|---|---|---|")
-    peer = np.nan
+    fused = ["privirt-cpu-fused"] if numba_available() else []
+    kernels = ["fused-numba", "fused-numba-1thread"] if numba_available() else []
+    impls = ["peer", *fused, "privirt-cpu-numpy", *kernels, "fused-numpy"]
+    print("| impl | total s | ms / it | speed-up vs peer | CPU s | CPU-time ratio vs peer |")
+    print("|---|---|---|---|---|---|")
+    peer, peer_cpu = np.nan, np.nan
     for impl in impls:
-        sec = time_impl(impl, X, n_iter, repeat)
+        sec, cpu = time_impl_cpu(impl, X, n_iter, repeat)
         if impl == "peer":
-            peer = sec
-        print(f"| {impl} | {sec:.2f} | {sec / n_iter * 1e3:.2f} | {peer / sec:.2f}× |",
-              flush=True)
+            peer, peer_cpu = sec, cpu
+        print(f"| {impl} | {sec:.2f} | {sec / n_iter * 1e3:.2f} | {peer / sec:.2f}× | "
+              f"{cpu:.2f} | {peer_cpu / cpu:.2f}× |", flush=True)
     if numba_available():
         cold, warm = _first_call_cost()
         print(f"\n# numba first call in a fresh process: {cold:.1f} s compiling into an empty "
@@ -209,14 +234,17 @@ def issue14(repeat: int) -> None:
     for _ in range(repeat):
         t = time.perf_counter()
         post = privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4, seed=3,
-                                  progress=False, device="cpu")
+                                  progress=False, device="cpu", engine="numpy")
         samp = min(samp, time.perf_counter() - t)
     summ = _best(lambda: [post.summary(p) for p in ("a", "b", "theta")], repeat)
-    print(f"| sampling, gibbs_2pno CPU | {samp:.2f} | |")
+    print(f"| sampling, gibbs_2pno CPU engine=numpy | {samp:.2f} | |")
     print(f"| summary (R-hat, ESS, MCSE, quantiles) | {summ:.2f} | {summ / samp:.0%} |")
     if numba_available():
-        fused = _best(lambda: run_fused(X, 4000, 2000, "numba", n_chains=4), repeat)
-        print(f"| sampling, fused-numba | {fused:.2f} | summary = {summ / fused:.0%} of it |")
+        fused = _best(lambda: privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4,
+                                                 seed=3, progress=False, device="cpu",
+                                                 engine="fused"), repeat)
+        print(f"| sampling, gibbs_2pno CPU engine=fused | {fused:.2f} | "
+              f"summary = {summ / fused:.0%} of it |")
 
 
 def _fmt(x: float) -> str:
@@ -252,16 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.issue14:
         issue14(args.repeat)
         return 0
-    from privirt._gibbs_cpu import numba_available
+    from privirt.bayes.twopno_fused import numba_available
 
     devices = ["cpu"]
     if args.device in ("gpu", "both") or (args.device == "auto" and privirt.gpu_available()):
         devices.append("gpu")
     if args.device == "gpu":
         devices = ["gpu"]
-    impls = [f"privirt-{d}" for d in devices]
+    impls = [f"privirt-{d}" for d in devices if d != "cpu"]
     if "cpu" in devices:
-        impls += (["fused-numba"] if numba_available() else []) + ["fused-numpy"]
+        impls = (["privirt-cpu-fused"] if numba_available() else []) + ["privirt-cpu-numpy",
+                                                                       *impls, "fused-numpy"]
     print(f"# privirt timed over {args.iter} iterations, peer over {args.peer_iter}; "
           "'10k it' = seconds per iteration × 10,000 (extrapolated)")
     header = ["n", "k", "impl", "measured it", "s / it", "10k it (s)", "speed-up vs peer"]

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "as_responses": "responses",
     "load_dataset": "data",
     "list_datasets": "data",
+    "load_movielens": "data",
     # errors
     "PrivirtError": "exceptions",
     "BudgetExceeded": "exceptions",
@@ -56,14 +57,16 @@ _EXPORTS: dict[str, str] = {
     "TotalsRelease": "totals",
     "TotalsEstimate": "totals",
     # Bayesian samplers
-    "Posterior": "posterior",
+    "Posterior": "bayes",
     "gibbs_2pno": "bayes",
     "gibbs_2pno_replicate": "bayes",
     "mh_2pl": "bayes",
 }
 
 # submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweep", "report", "fit"}
+_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps", "fit"}
+# old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
+_DEPRECATED_SUBMODULES = {"sweep", "report"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
@@ -74,7 +77,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(module, name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
         module = importlib.import_module(f".{name}", __name__)
         globals()[name] = module
         return module

@@ -1,31 +1,11 @@
 """Conditional maximum likelihood (CML) estimation of Rasch item difficulties.
 
-Given a person's raw score ``r`` on the set ``S`` of items they answered, the Rasch model
-``P(X_i = 1) = logistic(θ − β_i)`` makes the response pattern independent of ``θ``::
-
-    P(x | r, S) = exp(−Σ_{i∈S} x_i β_i) / γ_r(ε_S),      ε_i = exp(−β_i),
-
-with ``γ_r`` the elementary symmetric function (ESF) of order ``r`` of the ``ε_i, i ∈ S``.
-Persons are grouped by their set of observed items (missing at random is handled exactly
-this way), and the conditional log-likelihood is
-
-    ℓ(β) = −Σ_i s_i β_i − Σ_groups Σ_r n_{g,r} log γ_r(ε_{S_g}),
-
-``s_i`` the item totals and ``n_{g,r}`` the number of persons of group ``g`` with score
-``r``.  Persons with a score of 0 or ``|S|`` contribute nothing (their term is 0) and are
-left out.
-
-Numerics: ESFs by the summation algorithm in log space (``logaddexp``), so no overflow for
-any spread of β or number of items; the leave-one-out ESFs ``γ^{(i)}`` needed by the
-gradient come from prefix and suffix ESFs (no subtraction, hence no cancellation).
-The gradient is analytic::
-
-    ∂ℓ/∂β_i = −s_i + Σ_g Σ_r n_{g,r} ε_i γ^{(i)}_{r−1} / γ_r .
-
-``ℓ`` is maximised by BFGS (scipy) on the analytic gradient; β is identified by centring.
-Standard errors come from the observed information, the Hessian obtained by central
-differences of the analytic gradient at the optimum, inverted on the sum-zero subspace
-(Moore–Penrose inverse of the projected information).
+Persons are grouped by (set of answered items, raw score): with complete data the item
+totals and the score counts are all the estimate needs, gathered in one pass over the data.
+The conditional log-likelihood is maximised by Newton's method with the analytic gradient
+and Hessian of the elementary symmetric functions (:mod:`privirt._esf`); standard errors
+come from the observed information on the sum-zero subspace.  The maths, the numerical
+safeguards and the existence condition are in ``docs/cmle.md``.
 """
 
 from __future__ import annotations
@@ -34,21 +14,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from ._checks import check_positive_int, check_positive_number
+from ._esf import batch_probabilities, near_pair_terms
+from ._results import ItemEstimate
 from .exceptions import DisconnectedComparisonGraph
 from .responses import ResponsesLike, as_responses
 
 __all__ = ["CMLEResult", "cmle_estimate"]
 
-#: Patterns per batch are chosen so that a batch's (G, k, k) log-ESF buffers hold at most
-#: this many cells (8 bytes each: 32 MiB).
-_BATCH_CELLS = 4 * 2**20
+#: Groups per batch are chosen so that a batch's (G, K + 1, K) probability array holds at
+#: most this many cells (8 bytes each: 64 MiB).
+_BATCH_CELLS = 8 * 2**20
+#: Item pairs closer than this in difficulty get their pair term from the exact recursion
+#: instead of the divided difference (whose rounding error grows like 1/|β_i − β_j|).
+_NEAR = 1e-3
+#: Newton step cap (max-norm) while far from the optimum.
+_MAX_STEP = 4.0
 
 
 @dataclass(frozen=True)
-class CMLEResult:
+class CMLEResult(ItemEstimate):
     """Result of :func:`cmle_estimate`.
 
     Attributes
@@ -60,11 +46,14 @@ class CMLEResult:
     loglik : float
         Conditional log-likelihood at ``beta``.
     n_iter : int
-        Optimiser iterations.
+        Newton iterations.
     converged : bool
         Whether the gradient norm fell below the tolerance.
     n_persons_used : int
         Persons with a non-extreme score (the others carry no conditional information).
+    info : dict
+        ``cov`` (covariance of the centred difficulties), ``optimizer`` (how the iteration
+        ended), ``n_groups`` (distinct sets of answered items among the persons used).
     """
 
     beta: pd.Series
@@ -75,26 +64,39 @@ class CMLEResult:
     n_persons_used: int = 0
     info: dict = field(default_factory=dict, repr=False)
 
-    def top_k(self, k: int, *, largest: bool = True) -> pd.Index:
-        """Labels of the ``k`` hardest items (``largest=False``: the ``k`` easiest)."""
-        from .spectral import _top_k
-
-        return _top_k(self.beta, k, largest)
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"beta": self.beta, "se": self.se})
+    def _frame_columns(self):
+        return {"beta": self.beta, "se": self.se}
 
 
 @dataclass
-class _Group:
-    """All persons whose observed-item sets have the same size ``k``, batched.
+class _Batch:
+    """Groups of persons with the same answered-item set, padded to ``K`` slots.
 
-    ``items[g]`` are the ``k`` observed item positions of pattern ``g``, ``counts[g, r]``
-    the number of persons of pattern ``g`` with score ``r`` (extremes zeroed).
+    ``items[g]`` holds the item positions of group ``g`` (``m`` in empty slots),
+    ``counts[g, r]`` the number of its persons with score ``r`` (extremes zeroed).
     """
 
-    items: np.ndarray  # (G, k) int
-    counts: np.ndarray  # (G, k + 1) float
+    items: np.ndarray  # (G, K) int
+    real: np.ndarray  # (G, K) bool
+    sizes: np.ndarray  # (G,) int
+    counts: np.ndarray  # (G, K + 1) float
+
+    def __post_init__(self):
+        # lowest and highest score present per group; groups are kept sorted by the highest
+        has = self.counts > 0
+        self.lo = np.argmax(has, axis=1)
+        self.hi = has.shape[1] - 1 - np.argmax(has[:, ::-1], axis=1)
+
+
+@dataclass
+class _Stats:
+    batches: list
+    totals: np.ndarray  # item totals of the persons used
+    n_answered: np.ndarray  # persons used who answered each item
+    n_used: int
+    n_groups: int
+    masks: np.ndarray | None  # (U, m) answered-item sets (None: complete data)
+    score_counts: np.ndarray | None  # complete data: persons per score
 
 
 def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) -> CMLEResult:
@@ -106,11 +108,9 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         Persons × items 0/1 responses, NaN/None for missing.
     tol : float
         Convergence tolerance on the gradient, relative to the number of persons used:
-        converged when ``max_i |∂ℓ/∂β_i| ≤ tol · max(1, n_used)`` (or the optimiser's
-        relative-change criterion at machine precision).
+        converged when ``max_i |∂ℓ/∂β_i| ≤ tol · max(1, n_used)``.
     max_iter : int
-        Multiplied by 10 as the BFGS iteration cap (BFGS needs more, cheaper, iterations than
-        Newton).
+        Most Newton iterations.
 
     Returns
     -------
@@ -138,37 +138,44 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     m = resp.n_items
     if m < 2:
         raise ValueError(f"CML estimation needs at least 2 items, got {m}")
-    groups, totals, n_used = _groups(resp.codes)
-    _check_estimable(resp, groups, totals)
-
-    def fun(b):
-        ll, g = _loglik_grad(b, groups, totals, m)
-        return -ll, -g
+    stats = _statistics(resp.codes)
+    _check_estimable(resp, stats)
 
     # start: centred log-odds of the item p-values among the persons used
-    n_ans = _n_answered(groups, m)
-    p = np.clip(totals / np.maximum(n_ans, 1), 1e-3, 1 - 1e-3)
-    b0 = -np.log(p / (1 - p))
-    b0 -= b0.mean()
-    scale = max(1.0, float(n_used))
-    opt = optimize.minimize(
-        fun, b0, jac=True, method="BFGS",
-        options={"gtol": tol * scale, "maxiter": 10 * int(max_iter)},
-    )
-    beta = opt.x - opt.x.mean()
-    ll, grad = _loglik_grad(beta, groups, totals, m)
-    # polish with Newton steps on the numerical Hessian of the analytic gradient
-    H = _hessian(beta, groups, totals, m)
-    n_iter = int(opt.nit)
-    cov = np.linalg.pinv(-_project(H, m), hermitian=True)
-    for _ in range(5):
-        if np.max(np.abs(grad)) <= tol * scale:
+    p = np.clip(stats.totals / np.maximum(stats.n_answered, 1), 1e-3, 1 - 1e-3)
+    beta = -np.log(p / (1 - p))
+    beta -= beta.mean()
+    scale = max(1.0, float(stats.n_used))
+    gtol = tol * scale
+    ll, grad, H = _evaluate(beta, stats, m)
+    n_iter = 0
+    message = "iteration limit reached"
+    while True:
+        if np.max(np.abs(grad)) <= gtol:
+            message = "gradient tolerance reached"
             break
-        step = cov @ grad
-        beta = beta + step - step.mean()
-        ll, grad = _loglik_grad(beta, groups, totals, m)
+        if n_iter >= max_iter:
+            break
+        step = _newton_step(H, grad, m)
+        gain = float(grad @ step)
+        t, accepted = 1.0, False
+        for _ in range(40):
+            cand = beta + t * step
+            cand -= cand.mean()
+            ll_c, grad_c, H_c = _evaluate(cand, stats, m)
+            # Armijo; once the predicted gain is below rounding, take the Newton step
+            if ll_c >= ll + 1e-4 * t * gain or gain <= 1e-12 * (1.0 + abs(ll)):
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            message = "no further increase at machine precision"
+            break
+        beta, ll, grad, H = cand, ll_c, grad_c, H_c
         n_iter += 1
-    converged = bool(np.max(np.abs(grad)) <= max(tol * scale, 1e-7 * scale))
+    gmax = float(np.max(np.abs(grad)))
+    converged = bool(gmax <= max(gtol, 1e-7 * scale))
+    cov = _covariance(H, m)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     items = resp.items
     return CMLEResult(
@@ -177,56 +184,80 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         loglik=float(ll),
         n_iter=n_iter,
         converged=converged,
-        n_persons_used=int(n_used),
-        info={"cov": cov, "optimizer": opt.message, "n_groups": len(groups)},
+        n_persons_used=int(stats.n_used),
+        info={"cov": cov, "optimizer": f"Newton: {message}", "n_groups": stats.n_groups},
     )
 
 
 # ---------------------------------------------------------------------------------------
-# building blocks
+# sufficient statistics
 # ---------------------------------------------------------------------------------------
-def _groups(codes: np.ndarray) -> tuple[list[_Group], np.ndarray, int]:
-    """Group persons by observed-item pattern; score counts and item totals (non-extreme)."""
+def _statistics(codes: np.ndarray) -> _Stats:
+    """Item totals and score counts per answered-item set, of the persons with a
+    non-extreme score."""
     n, m = codes.shape
+    if not np.any(codes < 0):
+        # complete data: totals and score counts are sufficient; one reduction each
+        score = codes.sum(axis=1, dtype=np.int32)
+        per_score = np.bincount(score, minlength=m + 1).astype(np.float64)
+        totals = codes.sum(axis=0, dtype=np.int64).astype(np.float64) - per_score[m]
+        counts = per_score.copy()
+        counts[0] = counts[m] = 0.0
+        n_used = int(counts.sum())
+        batch = _Batch(
+            items=np.arange(m)[None, :],
+            real=np.ones((1, m), dtype=bool),
+            sizes=np.array([m]),
+            counts=counts[None, :],
+        )
+        return _Stats([batch] if n_used else [], totals, np.full(m, float(n_used)), n_used,
+                      1 if n_used else 0, None, counts)
     obs = codes >= 0
-    score = (codes == 1).sum(axis=1)
-    k = obs.sum(axis=1)
+    score = np.count_nonzero(codes == 1, axis=1)
+    k = np.count_nonzero(obs, axis=1)
     keep = (score > 0) & (score < k)
-    totals = (codes[keep] == 1).sum(axis=0).astype(np.float64)
-    if not keep.any():
-        return [], totals, 0
+    n_used = int(keep.sum())
+    totals = np.count_nonzero(codes[keep] == 1, axis=0).astype(np.float64)
+    if not n_used:
+        return _Stats([], totals, np.zeros(m), 0, 0, np.zeros((0, m), dtype=bool), None)
     packed = np.packbits(obs[keep], axis=1)
     uniq, inverse = np.unique(packed, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     masks = np.unpackbits(uniq, axis=1)[:, :m].astype(bool)  # (U, m)
+    U = masks.shape[0]
     sizes = masks.sum(axis=1)
-    scores_kept = score[keep]
-    groups = []
-    for size in np.unique(sizes):
-        sel = np.flatnonzero(sizes == size)
-        items = np.nonzero(masks[sel])[1].reshape(sel.size, size)
-        # counts[g, r]: persons of pattern sel[g] with score r
-        local = np.full(uniq.shape[0], -1)
-        local[sel] = np.arange(sel.size)
-        who = local[inverse]
-        ok = who >= 0
-        counts = np.zeros((sel.size, size + 1))
-        np.add.at(counts, (who[ok], scores_kept[ok]), 1.0)
-        groups.append(_Group(items, counts))
-    return groups, totals, int(keep.sum())
+    cnt = np.bincount(inverse * (m + 1) + score[keep], minlength=U * (m + 1))
+    cnt = cnt.reshape(U, m + 1).astype(np.float64)
+    n_answered = masks.T.astype(np.float64) @ cnt.sum(axis=1)
+    order = np.argsort(sizes, kind="stable")
+    batches = []
+    i = 0
+    while i < U:
+        def cap(K):
+            return max(1, _BATCH_CELLS // (K * (K + 1)))
+
+        K = int(sizes[order[min(U, i + cap(int(sizes[order[i]]))) - 1]])
+        sel = order[i : i + cap(K)]
+        has = cnt[sel] > 0
+        highest = m - np.argmax(has[:, ::-1], axis=1)
+        sel = sel[np.argsort(highest, kind="stable")]
+        G = sel.size
+        rows, cols = np.nonzero(masks[sel])
+        sz = sizes[sel]
+        slot = np.arange(rows.size) - np.repeat(np.cumsum(sz) - sz, sz)
+        items = np.full((G, K), m)
+        items[rows, slot] = cols
+        batches.append(_Batch(items, items < m, sz, cnt[sel, : K + 1]))
+        i += G
+    return _Stats(batches, totals, n_answered, n_used, U, masks, None)
 
 
-def _n_answered(groups: list[_Group], m: int) -> np.ndarray:
-    n_ans = np.zeros(m)
-    for g in groups:
-        np.add.at(n_ans, g.items, g.counts.sum(axis=1)[:, None])
-    return n_ans
-
-
-def _check_estimable(resp, groups, totals) -> None:
+# ---------------------------------------------------------------------------------------
+# existence of the estimate
+# ---------------------------------------------------------------------------------------
+def _check_estimable(resp, stats: _Stats) -> None:
     m = resp.n_items
-    n_ans = _n_answered(groups, m)
-    bad = (totals <= 0) | (totals >= n_ans)
+    bad = (stats.totals <= 0) | (stats.totals >= stats.n_answered)
     if bad.any():
         names = list(resp.items[bad][:5])
         raise ValueError(
@@ -234,15 +265,24 @@ def _check_estimable(resp, groups, totals) -> None:
             "non-extreme score, so their CML difficulty is infinite; remove them or use "
             "spectral_estimate (regularised)"
         )
-    # connectivity of items through persons
+    if stats.masks is None:
+        # complete data: the totals must lie inside the polytope of achievable expected
+        # totals, Σ of the t largest totals < Σ_r n_r min(r, t) for t = 1..m−1
+        top = np.cumsum(np.sort(stats.totals)[::-1])[:-1]
+        r = np.arange(m + 1)
+        bound = np.minimum(r[None, :], np.arange(1, m)[:, None]) @ stats.score_counts
+        if np.all(top < bound - 0.5):
+            return
+        _check_fischer(resp)  # names the items
+        raise ValueError(  # pragma: no cover - the graph check agrees with the bound
+            "the item totals lie on the boundary of the achievable totals, so some CML "
+            "difficulties are infinite; use spectral_estimate (regularised)"
+        )
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    adj = np.zeros((m, m), dtype=bool)
-    for g in groups:
-        for row in g.items:
-            adj[np.ix_(row, row)] = True
-    n_comp, lab = connected_components(csr_matrix(adj), directed=False)
+    M = stats.masks.astype(np.float64)
+    n_comp, lab = connected_components(csr_matrix((M.T @ M) > 0), directed=False)
     if n_comp > 1:
         sizes = np.bincount(lab)
         outside = resp.items[lab != int(np.argmax(sizes))]
@@ -291,72 +331,101 @@ def _check_fischer(resp) -> None:
     )
 
 
-def _log_esf_table(le: np.ndarray) -> np.ndarray:
-    """Prefix log-ESFs, batched: ``out[:, j]`` holds log γ_0..γ_k of the first ``j`` items.
-
-    ``le`` is (G, k) of log ε; the result is (G, k + 1, k + 1).  Summation algorithm:
-    adding item ``j`` maps γ_r ↦ γ_r + ε_j γ_{r−1}, done with ``logaddexp``.
-    """
-    G, k = le.shape
-    out = np.full((G, k + 1, k + 1), -np.inf)
-    out[:, 0, 0] = 0.0
-    for j in range(k):
-        prev = out[:, j]
-        out[:, j + 1, 0] = 0.0
-        out[:, j + 1, 1:] = np.logaddexp(prev[:, 1:], le[:, j : j + 1] + prev[:, :-1])
-    return out
-
-
-def _group_terms(beta_g: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
-    """For a batch of patterns of size k: Σ n_r log γ_r and expected item totals.
-
-    ``beta_g`` (G, k), ``counts`` (G, k + 1).  Returns the scalar Σ_g Σ_r n_{g,r} log γ_r and
-    the (G, k) array Σ_r n_{g,r} π_{i|r} with π_{i|r} = ε_i γ^{(i)}_{r−1} / γ_r.
-    """
-    G, k = beta_g.shape
-    le = -beta_g
-    pre = _log_esf_table(le)  # pre[:, i] = items < i
-    suf = _log_esf_table(le[:, ::-1])[:, ::-1]  # suf[:, i] = items ≥ i
-    log_gamma = pre[:, k]  # (G, k + 1)
-    with np.errstate(invalid="ignore"):
-        ll = float(np.sum(np.where(counts > 0, counts * log_gamma, 0.0)))
-    # leave-one-out: L[:, i, t] = log Σ_a pre[:, i, a] + suf[:, i+1, t−a],  t = 0..k−1
-    L = np.full((G, k, k), -np.inf)
-    P = pre[:, :k, :k]
-    S = suf[:, 1 : k + 1, :k]
-    for a in range(k):
-        L[:, :, a:] = np.logaddexp(L[:, :, a:], P[:, :, a : a + 1] + S[:, :, : k - a])
-    # r = 1..k−1 (extremes have zero counts)
-    logp = le[:, :, None] + L[:, :, : k - 1] - log_gamma[:, None, 1:k]
-    expected = np.einsum("gir,gr->gi", np.exp(logp), counts[:, 1:k])
-    return ll, expected
-
-
-def _loglik_grad(beta, groups, totals, m):
-    ll = -float(np.dot(totals, beta))
-    grad = -totals.copy()
-    for g in groups:
-        G, k = g.items.shape
-        step = max(1, _BATCH_CELLS // max(1, (k + 1) ** 2))  # bound the (G, k, k) buffers
-        for s in range(0, G, step):
-            items = g.items[s : s + step]
-            lg, e = _group_terms(beta[items], g.counts[s : s + step])
-            ll -= lg
-            np.add.at(grad, items, e)
-    return ll, grad
-
-
-def _hessian(beta, groups, totals, m, h: float = 1e-5) -> np.ndarray:
-    H = np.empty((m, m))
-    for j in range(m):
-        e = np.zeros(m)
-        e[j] = h
-        gp = _loglik_grad(beta + e, groups, totals, m)[1]
-        gm = _loglik_grad(beta - e, groups, totals, m)[1]
-        H[:, j] = (gp - gm) / (2 * h)
-    return 0.5 * (H + H.T)
+# ---------------------------------------------------------------------------------------
+# log-likelihood, gradient and Hessian
+# ---------------------------------------------------------------------------------------
+def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
+    """``ℓ(β)``, its gradient and its Hessian (all analytic)."""
+    ll = -float(stats.totals @ beta)
+    expected = np.zeros(m + 1)  # Σ_g Σ_r n_{g,r} π_{i|r}, last slot for padding
+    A = np.zeros((m, m))  # A[i, j] = Σ over groups holding i and j of e_{g,i}
+    H2 = np.zeros((m, m))  # Σ_g Σ_r n_{g,r} π_{i|r} π_{j|r}
+    D = beta[:, None] - beta[None, :]
+    pa, pb = np.nonzero(np.triu(np.abs(D) < _NEAR, 1))
+    near = np.zeros(pa.size)
+    beta_ext = np.append(beta, 0.0)
+    e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
+    for b in stats.batches:
+        G, K = b.items.shape
+        lg, shift, P, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
+        with np.errstate(invalid="ignore"):
+            log_gamma = lg - np.outer(shift, np.arange(K + 1))  # log γ_r of the uncentred β
+            ll -= float(np.sum(np.where(b.counts > 0, b.counts * log_gamma, 0.0)))
+        gsel, rsel = np.nonzero(b.counts > 0)  # every group has a count
+        Pn = P[rsel, gsel, :]
+        w = b.counts[gsel, rsel][:, None]
+        E = np.add.reduceat(Pn * w, np.flatnonzero(np.diff(gsel, prepend=-1)))
+        expected += np.bincount(b.items.ravel(), weights=E.ravel(), minlength=m + 1)
+        rows = np.arange(G)[:, None]
+        Ef = np.zeros((G, m + 1))
+        Ef[rows, b.items] = E
+        Mf = np.zeros((G, m + 1))
+        Mf[rows, b.items] = 1.0
+        Qf = np.zeros((gsel.size, m + 1))
+        Qf[np.arange(gsel.size)[:, None], b.items[gsel]] = Pn * np.sqrt(w)
+        e_rows.append(Ef[:, :m])
+        m_rows.append(Mf[:, :m])
+        q_rows.append(Qf[:, :m])
+        if sum(len(q) for q in q_rows) * m > _BATCH_CELLS:  # one GEMM per flush
+            A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
+            H2 += _gram(np.concatenate(q_rows))
+            e_rows, m_rows, q_rows = [], [], []
+        if pa.size:
+            loc = np.full((G, m + 1), -1)
+            loc[rows, b.items] = np.arange(K)[None, :]
+            la, lb = loc[:, pa], loc[:, pb]
+            gi, pi = np.nonzero((la >= 0) & (lb >= 0))
+            t = near_pair_terms(lg, bt, b.sizes, b.counts, gi, la[gi, pi], lb[gi, pi])
+            near += np.bincount(pi, weights=t, minlength=pa.size)
+    if q_rows:
+        A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
+        H2 += _gram(np.concatenate(q_rows))
+    grad = -stats.totals + expected[:m]
+    # Σ_r n_r π_{ij|r} by the divided difference (e_hard − q e_easy) / (1 − q),
+    # q = exp(−|β_i − β_j|) ≤ 1
+    absD = np.abs(D)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.exp(-absD)
+        num = np.where(D > 0, A - q * A.T, A.T - q * A)
+        T = num / -np.expm1(-absD)
+    T[pa, pb] = near
+    T[pb, pa] = near
+    np.fill_diagonal(T, expected[:m])
+    H = H2 - T
+    return ll, grad, 0.5 * (H + H.T)
 
 
-def _project(H: np.ndarray, m: int) -> np.ndarray:
-    Pm = np.eye(m) - np.full((m, m), 1.0 / m)
-    return Pm @ H @ Pm
+def _gram(Q: np.ndarray) -> np.ndarray:
+    """``QᵀQ`` by SYRK (half the flops of a GEMM)."""
+    from scipy.linalg.blas import dsyrk
+
+    U = dsyrk(1.0, Q.T, trans=0, lower=0) if Q.shape[0] else np.zeros((Q.shape[1],) * 2)
+    return np.triu(U) + np.triu(U, 1).T
+
+
+def _newton_step(H: np.ndarray, grad: np.ndarray, m: int) -> np.ndarray:
+    """Solve ``(−H + 11ᵀ/m) d = ∇ℓ``: the Newton step on the sum-zero subspace."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    A = -H + 1.0 / m
+    try:
+        # Cholesky (the information is positive definite on the sum-zero subspace)
+        d = cho_solve(cho_factor(A), grad)
+    except np.linalg.LinAlgError:  # pragma: no cover - connected data give a regular A
+        d = np.linalg.lstsq(A, grad, rcond=None)[0]
+    d -= d.mean()
+    big = np.max(np.abs(d))
+    return d * (_MAX_STEP / big) if big > _MAX_STEP else d
+
+
+def _covariance(H: np.ndarray, m: int) -> np.ndarray:
+    """Moore–Penrose inverse of the information ``−H`` (null space: the constant vector)."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    A = -H + 1.0 / m
+    try:
+        cov = cho_solve(cho_factor(A), np.eye(m)) - 1.0 / m
+    except np.linalg.LinAlgError:  # pragma: no cover
+        P = np.eye(m) - 1.0 / m
+        cov = np.linalg.pinv(P @ -H @ P, hermitian=True)
+    return 0.5 * (cov + cov.T)

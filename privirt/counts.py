@@ -30,9 +30,11 @@ bits, 0/1 unchanged).  ``chunk_size`` is capped at ``2**24`` accordingly.
 
 Memory
 ------
-The input is held once as ``int8`` codes (``n × m`` bytes).  Each chunk of ``c`` persons
-allocates two float32 indicator matrices (``8 c m`` bytes); the default chunk keeps that
+The input is held once as ``int8`` codes (``n × m`` bytes).  The CPU path holds two float32
+indicator buffers of ``c`` persons (one without missing cells), ``8 c m`` bytes, reused for
+every chunk and each filled by a single pass over the codes; the default chunk keeps that
 near 64 MiB, so peak memory is ``n m + O(64 MiB + m²)`` bytes — about the size of the input.
+Without missing cells the item totals are read off the diagonal of ``CᵀC``.
 """
 
 from __future__ import annotations
@@ -267,29 +269,50 @@ def _counts_dense(codes: np.ndarray, chunk: int, dev: str, has_missing: bool, wa
     n, m = codes.shape
     if dev == "gpu":
         return _counts_dense_gpu(codes, chunk, has_missing, want_b)
+    if not has_missing:
+        return _counts_complete_cpu(codes, chunk)
     Y = np.zeros((m, m), dtype=np.int64)
     B = np.zeros((m, m), dtype=np.int64)
-    totals = np.zeros(m, dtype=np.int64)
     syrk = _ssyrk()
+    rows = min(chunk, n)
+    # two float32 buffers reused across chunks; each indicator is written by one ufunc pass
+    # over the int8 codes (comparison with a float32 output), no separate conversion
+    Cbuf = np.empty((rows, m), dtype=np.float32)
+    Wbuf = np.empty((rows, m), dtype=np.float32)
     for start in range(0, n, chunk):
         block = codes[start : start + chunk]
-        Cf = (block == 1).astype(np.float32)
-        if has_missing:
-            Wf = (block == 0).astype(np.float32)
-            Y += np.rint(Cf.T @ Wf).astype(np.int64)
-            del Wf
-            if want_b:
-                Af = (block >= 0).astype(np.float32)
-                B += _sym_gram(Af, syrk)
-                del Af
-        else:
-            totals += np.count_nonzero(block == 1, axis=0)
-            Y -= _sym_gram(Cf, syrk)
-        del Cf
-    if not has_missing:
-        # Y = s 1ᵀ − CᵀC and B = n (off the diagonal)
-        Y += totals[:, None]
-        B[:] = n
+        Cf, Wf = Cbuf[: len(block)], Wbuf[: len(block)]
+        np.equal(block, 1, out=Cf)
+        np.equal(block, 0, out=Wf)
+        Y += np.rint(Cf.T @ Wf).astype(np.int64)
+        if want_b:
+            np.add(Cf, Wf, out=Cf)  # observed indicator A = C + W
+            B += _sym_gram(Cf, syrk, mirror=False)
+    if want_b:
+        _mirror_upper(B)
+    return Y, B
+
+
+def _counts_complete_cpu(codes: np.ndarray, chunk: int):
+    """Complete data: ``Y = s 1ᵀ − CᵀC`` and ``B = n`` from one SYRK per chunk.
+
+    The codes are 0/1, so one cast (int8 → float32, into a reused buffer) gives ``C``; the
+    item totals ``s`` are the diagonal of ``CᵀC`` (``Σ_l C_li² = Σ_l C_li``), not a separate
+    pass over the data.
+    """
+    n, m = codes.shape
+    syrk = _ssyrk()
+    G = np.zeros((m, m), dtype=np.int64)
+    buf = np.empty((min(chunk, n), m), dtype=np.float32)
+    for start in range(0, n, chunk):
+        block = codes[start : start + chunk]
+        Cf = buf[: len(block)]
+        np.copyto(Cf, block)
+        G += _sym_gram(Cf, syrk, mirror=False)
+    _mirror_upper(G)
+    totals = np.diagonal(G).copy()
+    Y = totals[:, None] - G
+    B = np.full((m, m), n, dtype=np.int64)
     return Y, B
 
 
@@ -301,15 +324,25 @@ def _ssyrk():
     return ssyrk
 
 
-def _sym_gram(F: np.ndarray, syrk) -> np.ndarray:
-    """Exact int64 ``Fᵀ F`` of a 0/1 float32 chunk via SYRK (half the flops of a GEMM)."""
+def _mirror_upper(G: np.ndarray) -> None:
+    """Copy the upper triangle of ``G`` onto its lower triangle, in place."""
+    il = np.tril_indices_from(G, -1)
+    G[il] = G.T[il]
+
+
+def _sym_gram(F: np.ndarray, syrk, mirror: bool = True) -> np.ndarray:
+    """Exact int64 ``Fᵀ F`` of a 0/1 float32 chunk via SYRK (half the flops of a GEMM).
+
+    With ``mirror=False`` only the upper triangle is meaningful (the lower one is 0 with
+    SYRK): chunk results can be summed and mirrored once.
+    """
     if syrk is None:
         return np.rint(F.T @ F).astype(np.int64)
     # F is C-contiguous (c × m), so F.T is a Fortran-contiguous m × c view: no copy.
     upper = syrk(1.0, F.T, trans=0, lower=0)  # upper triangle of F.T @ F
-    G = np.rint(upper).astype(np.int64)
-    iu = np.tril_indices_from(G, -1)
-    G[iu] = G.T[iu]
+    G = np.triu(np.rint(upper).astype(np.int64))
+    if mirror:
+        _mirror_upper(G)
     return G
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
-from privirt.diagnostics import mcse_batch_means
+from privirt.bayes.diagnostics import mcse_batch_means
 
 
 def importance_moments(draw_prior, log_lik, size: int, seed: int) -> dict:

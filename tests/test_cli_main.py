@@ -64,3 +64,52 @@ def test_closed_pipe_ends_quietly_like_unix_tools(tmp_path, args):
     assert err == ""
     # 141 = 128 + SIGPIPE; --help output fits the pipe buffer and may end normally
     assert proc.returncode == 141 or (args == ["--help"] and proc.returncode == 0)
+
+
+_HEAVY = ("pandas", "scipy", "matplotlib", "pyarrow", "dask", "arviz", "opendp", "cupy")
+
+
+def _heavy_imports_of(args: list[str]) -> list[str]:
+    """Top-level packages among ``_HEAVY`` that ``python -X importtime -m privirt ARGS``
+    imported (run from the repository root, so that this checkout is the one imported)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "privirt", *args],
+                         capture_output=True, text=True, timeout=120, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    names = {line.rsplit("|", 1)[-1].strip().split(".")[0]
+             for line in out.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(names & set(_HEAVY))
+
+
+def test_help_does_not_import_pandas_or_scipy():
+    # start-up: the parser of every command module (discovered automatically, including
+    # ones added later) is built without pandas, scipy or other heavy packages
+    assert _heavy_imports_of(["--help"]) == []
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in sub.choices:
+        assert _heavy_imports_of([name, "--help"]) == [], name
+
+
+def test_building_the_parser_leaves_heavy_modules_unloaded():
+    code = ("import sys; from privirt.cli import build_parser; build_parser(); "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(_HEAVY)!r}))")
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+def test_report_metric_is_checked_when_the_command_runs(tmp_path, capsys):
+    from privirt.report import METRICS
+
+    help_text = build_parser()._subparsers._group_actions[0].choices["report"].format_help()
+    for name in METRICS:  # the help lists every metric the report knows
+        assert name in help_text
+    assert main(["report", str(tmp_path), "--metric", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error: unknown metric 'bogus'") and len(err.strip().splitlines()) == 1

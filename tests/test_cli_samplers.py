@@ -108,3 +108,18 @@ def test_gibbs_prior_flag_reaches_the_sampler(data_csv, tmp_path):
                  "--out", str(out)]) == 0
     table = pd.read_csv(out, index_col=[0, 1])
     np.testing.assert_allclose(table.loc["a", "mean"], 0.5, atol=0.01)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "fused"])
+def test_gibbs_engine_flag_reaches_the_sampler(engine, data_csv, tmp_path, capsys):
+    from privirt.bayes import twopno_fused
+
+    if engine == "fused" and not twopno_fused.numba_available():
+        pytest.skip("needs numba")
+    out = tmp_path / "s.csv"
+    assert main(["gibbs", str(data_csv), "--iter", "40", "--warmup", "20", "--seed", "2",
+                 "--device", "cpu", "--no-progress", "--engine", engine,
+                 "--out", str(out)]) == 0
+    assert f"on cpu ({engine} engine)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["gibbs", str(data_csv), "--engine", "cuda"])

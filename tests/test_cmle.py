@@ -129,3 +129,203 @@ def test_non_numeric_tol_is_a_value_error():
 def test_top_k():
     res = privirt.cmle_estimate(privirt.load_dataset("lsat6"))
     assert list(res.top_k(2)) == list(res.beta.sort_values(ascending=False).index[:2])
+
+
+# ---------------------------------------------------------------------------------------
+# an independent CML by enumeration: log-likelihood, gradient and Hessian of the
+# conditional likelihood, summing over every response pattern with each person's score on
+# each person's answered items (exact, no finite differences)
+# ---------------------------------------------------------------------------------------
+def enumerated_terms(beta: np.ndarray, X: np.ndarray):
+    """(ℓ, ∇ℓ, ∇²ℓ) of the conditional log-likelihood, by enumerating patterns."""
+    from scipy.special import logsumexp
+
+    m = beta.size
+    ll, grad, hess = 0.0, np.zeros(m), np.zeros((m, m))
+    cache = {}
+    for row in X:
+        obs = ~np.isnan(row)
+        x = row[obs].astype(int)
+        k, s = int(obs.sum()), int(x.sum())
+        if s in (0, k):
+            continue
+        key = (tuple(np.flatnonzero(obs)), s)
+        if key not in cache:
+            pats = np.array([p for p in itertools.product([0, 1], repeat=k) if sum(p) == s])
+            logw = -pats @ beta[obs]
+            lz = logsumexp(logw)
+            w = np.exp(logw - lz)
+            mean = w @ pats
+            cov = (pats * w[:, None]).T @ pats - np.outer(mean, mean)
+            cache[key] = (lz, mean, cov)
+        lz, mean, cov = cache[key]
+        idx = np.flatnonzero(obs)
+        ll += -x @ beta[obs] - lz
+        grad[idx] += -x + mean
+        hess[np.ix_(idx, idx)] -= cov
+    return ll, grad, hess
+
+
+def enumerated_cml(X: np.ndarray):
+    """Newton's method on the enumerated likelihood: centred β and covariance."""
+    m = X.shape[1]
+    beta = np.zeros(m)
+    for _ in range(50):
+        _, g, H = enumerated_terms(beta, X)
+        A = -H + 1.0 / m
+        step = np.linalg.solve(A, g)
+        beta = beta + step - step.mean()
+        if np.max(np.abs(g)) < 1e-11 * len(X):
+            break
+    _, _, H = enumerated_terms(beta, X)
+    cov = np.linalg.inv(-H + 1.0 / m) - 1.0 / m
+    return beta, cov
+
+
+def _data_sets():
+    out = {}
+    out["complete"] = privirt.simulate_rasch(400, 6, seed=5)[0]
+    out["missing"] = privirt.simulate_rasch(300, 6, p_observed=0.7, seed=6)[0]
+    X = privirt.simulate_rasch(300, 5, seed=7)[0]
+    out["tied columns"] = np.column_stack([X, X[:, 1]])  # equal totals: tied estimates
+    rng = np.random.default_rng(8)
+    b = np.array([-3.0, -1.5, 0.0, 0.2, 1.5, 3.5])
+    th = rng.normal(size=500) * 2
+    out["wide spread"] = (rng.random((500, 6)) < 1 / (1 + np.exp(-(th[:, None] - b)))).astype(float)
+    out["lsat6"] = privirt.load_dataset("lsat6").to_numpy(dtype=float)
+    return out
+
+
+@pytest.mark.parametrize("name", list(_data_sets()))
+def test_equals_independent_enumerated_cml(name):
+    X = _data_sets()[name]
+    ref_beta, ref_cov = enumerated_cml(X)
+    res = privirt.cmle_estimate(X)
+    assert res.converged
+    np.testing.assert_allclose(res.beta.to_numpy(), ref_beta, atol=1e-6)
+    np.testing.assert_allclose(res.se.to_numpy(), np.sqrt(np.diag(ref_cov)), rtol=1e-6)
+    np.testing.assert_allclose(res.info["cov"], ref_cov, atol=1e-8)
+    assert res.loglik == pytest.approx(enumerated_terms(ref_beta, X)[0], rel=1e-10)
+
+
+def _evaluate(beta, X):
+    from privirt.cmle import _evaluate, _statistics
+
+    resp = privirt.as_responses(X)
+    return _evaluate(np.asarray(beta, dtype=float), _statistics(resp.codes), X.shape[1])
+
+
+@pytest.mark.parametrize(
+    "beta",
+    [
+        [0.3, -1.2, 0.8, 0.1, -0.4, 0.4],
+        [0.5, 0.5, 0.5, -0.5, -0.5, -0.5],  # exact ties: the near-pair recursion
+        [0.5, 0.5 + 1e-7, 0.5 + 4e-4, -0.5, -0.5 + 2e-3, -0.5],  # near ties on both sides of the cut
+        [-12.0, 9.0, 0.0, 14.0, -7.0, 3.0],  # wide spread
+        [-400.0, 380.0, 0.0, 420.0, -350.0, 5.0],  # log-space ESFs (scaled arithmetic would overflow)
+    ],
+)
+@pytest.mark.parametrize("observed", [1.0, 0.7])
+def test_analytic_derivatives_equal_enumeration_per_missingness_pattern(beta, observed):
+    X = privirt.simulate_rasch(200, 6, p_observed=observed, seed=11)[0]
+    X = X[~np.isnan(X).all(axis=1)]
+    ll, g, H = _evaluate(beta, X)
+    ll_e, g_e, H_e = enumerated_terms(np.asarray(beta, dtype=float), X)
+    assert ll == pytest.approx(ll_e, rel=1e-11, abs=1e-9)
+    scale = max(1.0, np.max(np.abs(H_e)))
+    np.testing.assert_allclose(g, g_e, atol=1e-9 * len(X))
+    np.testing.assert_allclose(H, H_e, atol=1e-9 * scale)
+    np.testing.assert_allclose(H @ np.ones(6), 0, atol=1e-8 * scale)  # score is fixed: rows sum to 0
+
+
+def test_missing_patterns_of_different_sizes_in_one_batch():
+    # patterns of 2..8 answered items, many persons per pattern, several batches' worth of sizes
+    rng = np.random.default_rng(4)
+    X, _, _ = privirt.simulate_rasch(1500, 8, seed=4)
+    k = rng.integers(2, 9, size=len(X))
+    for row, kk in zip(X, k):
+        row[rng.permutation(8)[kk:]] = np.nan
+    ref_beta, ref_cov = enumerated_cml(X)
+    res = privirt.cmle_estimate(X)
+    np.testing.assert_allclose(res.beta.to_numpy(), ref_beta, atol=1e-6)
+    np.testing.assert_allclose(res.se.to_numpy(), np.sqrt(np.diag(ref_cov)), rtol=1e-6)
+
+
+def test_tied_items_have_equal_estimates():
+    X = _data_sets()["tied columns"]
+    res = privirt.cmle_estimate(X)
+    assert res.beta.iloc[1] == pytest.approx(res.beta.iloc[5], abs=1e-9)
+    assert res.se.iloc[1] == pytest.approx(res.se.iloc[5], rel=1e-7)
+
+
+def test_existence_bound_on_totals_agrees_with_fischer_graph_condition():
+    # complete data: "no finite maximiser" read off the totals polytope must agree with
+    # the strong connectivity of the "right on i, wrong on j" graph, on many small data sets
+    from privirt.cmle import _check_fischer
+
+    rng = np.random.default_rng(0)
+    seen = {True: 0, False: 0}
+    for _ in range(700):
+        n, m = int(rng.integers(4, 14)), int(rng.integers(2, 6))
+        X = (rng.random((n, m)) < rng.uniform(0.2, 0.8, size=m)).astype(float)
+        if rng.random() < 0.6 and m >= 3:
+            # an easy block U and a hard block T, answered in that order (on the boundary),
+            # then a few flips (often back inside)
+            u = int(rng.integers(1, m - 1))
+            for row, s in zip(X, rng.integers(1, m, size=n)):
+                row[:] = 0
+                if s <= u:
+                    row[rng.permutation(u)[:s]] = 1
+                else:
+                    row[:u] = 1
+                    row[u + rng.permutation(m - u)[: s - u]] = 1
+            if rng.random() < 0.5:
+                flip = rng.random(X.shape) < 0.03
+                X[flip] = 1 - X[flip]
+        resp = privirt.as_responses(X)
+        score = X.sum(axis=1)
+        used = X[(score > 0) & (score < m)]
+        if len(used) == 0 or np.any(used.sum(0) == 0) or np.any(used.sum(0) == len(used)):
+            continue
+        try:
+            _check_fischer(resp)
+            graph_ok = True
+        except ValueError:
+            graph_ok = False
+        try:
+            privirt.cmle_estimate(X)
+            ours_ok = True
+        except ValueError as exc:
+            assert "infinite" in str(exc)
+            ours_ok = False
+        assert ours_ok == graph_ok
+        seen[graph_ok] += 1
+    assert seen[True] > 20 and seen[False] > 15
+
+
+def test_result_contract():
+    from privirt._results import ItemEstimate
+
+    X = privirt.load_dataset("lsat6")
+    res = privirt.cmle_estimate(X)
+    assert isinstance(res, ItemEstimate)
+    assert list(res.items) == list(X.columns)
+    frame = res.to_frame()
+    assert list(frame.columns) == ["beta", "se"] and list(frame.index) == list(X.columns)
+    np.testing.assert_array_equal(frame["se"].to_numpy(), res.se.to_numpy())
+    assert list(res.top_k(2, largest=False)) == list(res.beta.sort_values().index[:2])
+    assert res.info["optimizer"].startswith("Newton") and res.info["n_groups"] == 1
+
+
+def test_benchmark_reference_cml_agrees():
+    # the plain CML the benchmark compares against at scale is itself a correct CML
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cmle.py"
+    spec = importlib.util.spec_from_file_location("bench_cmle", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    X = bench.simulate(3000, 12, 0.0, seed=3)
+    ref = bench.reference_cml(X)
+    np.testing.assert_allclose(privirt.cmle_estimate(X).beta.to_numpy(), ref, atol=1e-6)

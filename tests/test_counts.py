@@ -83,6 +83,27 @@ def test_properties_on_larger_random_data():
     np.testing.assert_array_equal(differential_counts(X, device="cpu", chunk_size=100), Y)
 
 
+@pytest.mark.parametrize("observed", [1.0, 0.8])
+def test_dense_cpu_equals_integer_products_with_a_short_last_chunk(observed):
+    # reused chunk buffers and totals read off the Gram diagonal, against int64 products
+    rng = np.random.default_rng(21)
+    X = (rng.random((2503, 17)) < 0.55).astype(float)
+    X[rng.random(X.shape) >= observed] = np.nan
+    C = (X == 1).astype(np.int64)
+    W = (X == 0).astype(np.int64)
+    A = C + W
+    Ye, Be = C.T @ W, A.T @ A
+    np.fill_diagonal(Ye, 0)
+    np.fill_diagonal(Be, 0)
+    for chunk in (1000, 2503, 4096):
+        Y, B = pairwise_counts(X, device="cpu", method="dense", chunk_size=chunk)
+        np.testing.assert_array_equal(Y, Ye)
+        np.testing.assert_array_equal(B, Be)
+        np.testing.assert_array_equal(
+            differential_counts(X, device="cpu", method="dense", chunk_size=chunk), Ye
+        )
+
+
 def test_auto_uses_sparse_for_mostly_missing_and_agrees():
     rng = np.random.default_rng(3)
     X = np.full((2000, 30), np.nan)
@@ -149,3 +170,18 @@ def test_gpu_device_resident_input():
     np.testing.assert_array_equal(Bg, Bc)
     with pytest.raises(ValueError, match="invalid response"):
         pairwise_counts(cupy.asarray(np.array([[0.0, 3.0]])), device="gpu")
+
+
+def test_counts_benchmark_runs_and_prints_its_table(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_counts.py"
+    spec = importlib.util.spec_from_file_location("bench_counts", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--sizes", "3000x12", "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "sgemm/privirt" in lines[1] and len(lines) == 4
+    codes = bench.make_codes(500, 7, 0.9)
+    assert set(np.unique(codes)) <= {-1, 0, 1} and (codes == -1).any()

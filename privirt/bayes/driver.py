@@ -13,7 +13,7 @@ import numpy as np
 from .._backend import to_numpy
 from .._progress import ProgressBar
 from .._seeds import describe_seed
-from ..posterior import StreamingSummary
+from .posterior import StreamingSummary
 from .schedule import Schedule, warn_once
 
 __all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "progress_bar", "iterate", "timed",
@@ -47,7 +47,7 @@ class DrawSink:
     """Where the kept draws of ``batch`` chains go, on the sampler's device.
 
     ``keep_draws=True``: ``store[param]``, arrays (batch, n_draws, size) that a kernel fills
-    slot by slot.  ``False``: one :class:`~privirt.posterior.StreamingSummary` per block,
+    slot by slot.  ``False``: one :class:`~privirt.bayes.StreamingSummary` per block,
     fed by :meth:`update`, in memory independent of the number of draws.
     """
 

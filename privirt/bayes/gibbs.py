@@ -2,8 +2,10 @@
 :func:`gibbs_2pno_replicate`.
 
 All chains (and, for the replicate runner, all data sets) advance together as one batch of
-arrays shaped (batch, persons, items): on the CPU by :func:`.twopno.cpu_iteration`, on the
-GPU by the fused kernels of :mod:`.twopno_gpu`.  See ``docs/gibbs.md``.
+arrays shaped (batch, persons, items): on the CPU by the fused engine of :mod:`.twopno_fused`
+(``engine="fused"``, the numba kernel) or by :func:`.twopno.cpu_iteration`
+(``engine="numpy"``), on the GPU by the fused kernels of :mod:`.twopno_gpu`.  See
+``docs/gibbs.md``.
 """
 
 from __future__ import annotations
@@ -16,13 +18,36 @@ import pandas as pd
 from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
 from ..responses import Responses, ResponsesLike, as_responses
-from . import driver, twopno, twopno_gpu
-from .loglik import SamplerPosterior
+from . import driver, twopno, twopno_fused, twopno_gpu
+from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 
-__all__ = ["gibbs_2pno", "gibbs_2pno_replicate"]
+__all__ = ["gibbs_2pno", "gibbs_2pno_replicate", "ENGINES"]
 
 SAMPLER = "gibbs_2pno"
+#: Values of ``engine``: ``"auto"`` is ``"fused"`` when numba is installed, else ``"numpy"``.
+ENGINES = ("auto", "fused", "numpy")
+
+
+def resolve_engine(engine: Any, device: str) -> str:
+    """The engine that runs: ``"fused"`` or ``"numpy"`` on the CPU, ``"gpu"`` on the GPU."""
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValueError(f'engine must be "auto", "fused" or "numpy", got {engine!r}')
+    if device != "cpu":
+        if engine != "auto":
+            raise ValueError(
+                f'engine="{engine}" selects a CPU engine; pass device="cpu" with it '
+                '(or engine="auto" on the GPU)'
+            )
+        return "gpu"
+    if engine == "auto":
+        return "fused" if twopno_fused.numba_available() else "numpy"
+    if engine == "fused" and not twopno_fused.numba_available():
+        raise ImportError(
+            'engine="fused" needs numba: python -m pip install "privirt[fast]" '
+            '(or use engine="numpy")'
+        )
+    return engine
 
 
 def _check_keep_draws(keep_draws: Any) -> bool:
@@ -46,8 +71,10 @@ class _Batch:
         seeds: list[np.random.SeedSequence],  # length B, sampler streams
         device: str,
         keep_z: bool = False,
+        engine: str = "auto",
     ) -> None:
         self.device = device
+        self.engine = resolve_engine(engine, device)
         D, n, k = codes.shape
         C = n_chains
         self.D, self.C, self.B, self.n, self.k = D, C, D * C, n, k
@@ -65,6 +92,14 @@ class _Batch:
                 twopno_gpu.gpu_kernels(),
             )
             self.theta, self.a, self.b = self.gpu.theta, self.gpu.a, self.gpu.b
+            return
+        if self.engine == "fused":
+            # chain bb reads data set bb // C; the state arrays are updated in place
+            self.fused = twopno_fused.FusedGibbs(
+                codes, n_chains=C, priors=priors, theta=theta, a=a, b=b,
+                keys=twopno_fused.philox_keys(seeds), engine="numba", keep_z=keep_z,
+            )
+            self.theta, self.a, self.b = self.fused.theta, self.fused.a, self.fused.b
             return
 
         def per_batch(arr: np.ndarray) -> np.ndarray:  # (D, ...) -> (B, ...)
@@ -95,7 +130,9 @@ class _Batch:
     @property
     def Z(self) -> Any:
         """The latent Z of the last iteration (GPU; CPU only with ``keep_z=True``)."""
-        return self.cpu.Z if self.device == "cpu" else self.gpu.Z
+        if self.engine == "fused":
+            return self.fused.Z
+        return self.cpu.Z if self.engine == "numpy" else self.gpu.Z
 
     def step(self, store: Mapping[str, Any] | None = None, slot: int = -1) -> None:
         """One iteration of all batch elements.
@@ -106,8 +143,9 @@ class _Batch:
         """
         if store is not None and slot < 0:
             store = None
-        if self.device == "cpu":
-            # the CPU iteration (state in, state out): the one call a faster kernel replaces
+        if self.engine == "fused":
+            self.fused.step(store, slot)  # writes draw `slot` itself
+        elif self.engine == "numpy":
             state = twopno.cpu_iteration(twopno.GibbsState(self.theta, self.a, self.b),
                                          self.cpu, self.rng_z, self.rng_e)
             self.theta, self.a, self.b = state.theta, state.a, state.b
@@ -130,6 +168,7 @@ def _run(
     progress: bool,
     keep_draws: bool,
     label: str,
+    engine: str,
 ) -> list[SamplerPosterior]:
     dev = resolve_device(device)
     xp = get_xp(dev)
@@ -144,7 +183,7 @@ def _run(
             start.update(init)
             inits.append(start)
             seeds.append(child(ss, c, 1))
-    batch = _Batch(codes, C, priors, inits, seeds, dev)
+    batch = _Batch(codes, C, priors, inits, seeds, dev, engine=engine)
     B = batch.B
     sink = driver.DrawSink(xp, B, {"a": k, "b": k, "theta": n}, n_keep, keep_draws)
 
@@ -167,7 +206,7 @@ def _run(
         info = driver.common_info(
             SAMPLER, schedule, seconds=seconds, device=dev, seed=seqs[d], n_persons=n,
             n_items=k, observed_fraction=resp.observed_fraction, priors=prior_info,
-            batch_size=B, has_missing=resp.has_missing,
+            batch_size=B, has_missing=resp.has_missing, engine=batch.engine,
         )
         out.append(SamplerPosterior(
             draws=sink.draws(sl) if keep_draws else None,
@@ -190,6 +229,7 @@ def gibbs_2pno(
     seed: int | np.random.SeedSequence | None = None,
     progress: bool = True,
     keep_draws: bool = True,
+    engine: str = "auto",
     burn_in: int | None = None,
 ) -> SamplerPosterior:
     """Gibbs sampler for the two-parameter normal ogive model (Sheng, Welling & Zhu 2014).
@@ -229,24 +269,33 @@ def gibbs_2pno(
         Where to run; ``"auto"`` uses a CUDA GPU when cupy sees one.
     seed : int or numpy.random.SeedSequence, optional
         Makes the run reproducible (on a given device).  Chain c uses the child streams
-        ``(c, 0)`` (starting values) and ``(c, 1)`` (the sampler; numpy's Philox on CPU, a
-        Philox4x32-10 counter-based stream on GPU) of the seed's sequence.
+        ``(c, 0)`` (starting values) and ``(c, 1)`` (the sampler: a Philox4x32-10
+        counter-based stream keyed by that sequence on GPU and in the fused CPU engine,
+        numpy's Philox generators in the numpy engine) of the seed's sequence.  The same
+        seed gives different chains on different engines.
     progress : bool
         Draw a progress bar on stderr.
     keep_draws : bool
         Keep every draw (``posterior.draws``, (chain, draw, index)); ``False`` keeps
         streaming summaries only, in memory independent of the number of iterations.
+    engine : {"auto", "fused", "numpy"}
+        The CPU engine.  ``"fused"``: one multi-threaded numba sweep over the persons × items
+        matrix per iteration (needs the ``fast`` extra, numba); ``"numpy"``: blocked
+        whole-matrix numpy/scipy passes; ``"auto"``: ``"fused"`` when numba is installed,
+        else ``"numpy"``.  Both sample the same posterior from different random streams
+        (``docs/gibbs.md``).  The GPU has its own kernels: there ``engine`` must be
+        ``"auto"``.  ``info["engine"]`` says which ran (``"gpu"`` on the GPU).
     burn_in : int, optional
         Deprecated name of ``warmup`` (warns once).
 
     Returns
     -------
     SamplerPosterior
-        A :class:`~privirt.posterior.Posterior` with blocks ``"a"``, ``"b"`` (labelled by
+        A :class:`~privirt.bayes.Posterior` with blocks ``"a"``, ``"b"`` (labelled by
         item) and ``"theta"`` (by person); ``.summary(param)`` gives mean, sd, quantiles,
         batch-means MCSE, R-hat and ESS; ``.to_arviz()`` includes the pointwise
         log-likelihood; ``info`` holds the keys of :data:`privirt.bayes.COMMON_INFO_KEYS`
-        plus ``batch_size`` and ``has_missing``.
+        plus ``batch_size``, ``has_missing`` and ``engine``.
 
     Raises
     ------
@@ -268,14 +317,14 @@ def gibbs_2pno(
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)
-    resolve_device(device)
+    resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
     resp = as_responses(X)
     start = twopno.check_init(init, resp.n_persons, resp.n_items)
     twopno.warn_improper(resp, pri)
     return _run(
         [resp], schedule=schedule, priors=pri, init=start, device=device, seqs=[ss],
-        progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno",
+        progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno", engine=engine,
     )[0]
 
 
@@ -291,6 +340,7 @@ def gibbs_2pno_replicate(
     seed: int | np.random.SeedSequence | None = None,
     progress: bool = True,
     keep_draws: bool = False,
+    engine: str = "auto",
     burn_in: int | None = None,
 ) -> list[SamplerPosterior]:
     """Run the 2PNO Gibbs sampler on R same-shape data sets in one batch.
@@ -304,13 +354,13 @@ def gibbs_2pno_replicate(
         R response matrices of the same shape (persons × items).  Persons without a response
         are kept (their θ is sampled from the prior); an item without any response is an
         error.
-    n_iter, warmup, thin, n_chains, priors, device, progress, burn_in
+    n_iter, warmup, thin, n_chains, priors, device, progress, engine, burn_in
         As in :func:`gibbs_2pno`.
     seed : int or numpy.random.SeedSequence, optional
         Data set r uses the child ``(r,)`` of the seed's sequence —
         ``SeedSequence(seed).spawn(R)[r]`` for an int seed — and gives the same draws as
         ``gibbs_2pno(datasets[r], seed=that child)`` (on the CPU up to floating-point
-        summation order, on the GPU exactly).
+        summation order, with the fused engine and on the GPU exactly).
     keep_draws : bool
         Default False: streaming summaries (memory independent of ``n_iter``).
 
@@ -323,7 +373,7 @@ def gibbs_2pno_replicate(
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)
-    resolve_device(device)
+    resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
     if isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) and not (
         isinstance(datasets, np.ndarray) and datasets.ndim == 3
@@ -352,4 +402,5 @@ def gibbs_2pno_replicate(
     return _run(
         resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,
         progress=bool(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
+        engine=engine,
     )

@@ -17,7 +17,7 @@ from .._backend import get_xp, resolve_device, to_numpy
 from .._seeds import seed_sequence
 from ..responses import ResponsesLike, as_responses
 from . import driver, twopl, twopl_setup
-from .loglik import SamplerPosterior
+from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 from .twopl_setup import DEFAULT_PROPOSAL_SD
 
@@ -102,7 +102,7 @@ def mh_2pl(
     Returns
     -------
     SamplerPosterior
-        A :class:`~privirt.posterior.Posterior` with draws ``theta`` (chain, draw, person),
+        A :class:`~privirt.bayes.Posterior` with draws ``theta`` (chain, draw, person),
         ``a`` and ``b`` (chain, draw, item), ``acceptance`` (per block, (chain, index)
         acceptance rates over the post-warmup iterations) and ``info``: the keys of
         :data:`privirt.bayes.COMMON_INFO_KEYS` (``seconds`` among them) plus the final

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 from scipy import special
 
-from .._truncnorm import std_truncnorm_lower, std_truncnorm_upper
+from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
 from ..responses import Responses
 
 __all__ = ["GibbsState", "CpuData", "cpu_iteration", "draw_items", "check_priors",

@@ -11,9 +11,10 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
+    import pandas as pd
 
 from ._paths import check_output_dir, check_output_file
 
@@ -120,7 +121,8 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
     summary_s = time.perf_counter() - t0
     total = time.perf_counter() - started
     note = (f"sampling {post.info['seconds']:.1f} s, summary {summary_s:.1f} s, "
-            f"total {total:.1f} s on {post.info['device']}")
+            f"total {total:.1f} s on {post.info['device']}"
+            + (f" ({post.info['engine']} engine)" if post.info.get("engine") else ""))
     return table, note
 
 

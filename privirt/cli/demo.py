@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
 from ._types import number
 
 
@@ -31,6 +29,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .. import metrics
     from ..cmle import cmle_estimate
     from ..data import load_dataset

@@ -10,9 +10,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
+    import pandas as pd
 
 from ._paths import check_output_file
 from ._types import number, positive_int
@@ -31,6 +32,8 @@ def _method(name: str):
 
 @_method("spectral")
 def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
+    import pandas as pd
+
     from ..spectral import spectral_estimate
 
     reg = "auto" if args.regularization is None else args.regularization
@@ -40,6 +43,8 @@ def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
 
 @_method("cmle")
 def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
+    import pandas as pd
+
     from ..cmle import cmle_estimate
 
     res = cmle_estimate(resp)
@@ -152,6 +157,8 @@ def public_items(spec: str, data_items: pd.Index) -> list:
 
 
 def _private_table(resp, args: argparse.Namespace, items: list | None):
+    import pandas as pd
+
     from ..ledger import Ledger
     from ..private import private_spectral_estimate
 

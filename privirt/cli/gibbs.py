@@ -45,6 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a": "normal prior on a truncated to a > 0 (default: flat on a > 0)",
         "b": "normal prior on b (default: flat, as in the paper)",
     })
+    p.add_argument(
+        "--engine", choices=["auto", "fused", "numpy"], default="auto",
+        help="CPU engine: fused (numba kernel, the 'fast' extra), numpy, or auto (fused when "
+             "numba is installed); the GPU has its own kernels",
+    )
     p.set_defaults(func=run)
 
 
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors or None, device=args.device, seed=args.seed,
-        progress=not args.no_progress, keep_draws=True,
+        progress=not args.no_progress, keep_draws=True, engine=args.engine,
     )
     table, timing = summarise(post, args, started)
     if args.out:

@@ -1,4 +1,4 @@
-"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.report`)."""
+"""``privirt report DIR``: plots and a Markdown/HTML summary of a sweep (see :mod:`privirt.sweeps.report`)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from ..report import METRICS
-
+    # the metric names are checked when the command runs (privirt.sweeps.results.METRICS)
     parser = subparsers.add_parser(
         "report",
         help="turn a sweep's results.csv into plots and a Markdown/HTML summary",
         description="Read DIR/results.csv (written by `privirt sweep`) and write "
-        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 %% confidence "
+        "DIR/plots/<dataset>.png (error against ε, one line per mechanism, 95 % confidence "
         "bands, log axes), DIR/report.md and DIR/report.html (results tables and, for a target "
         "accuracy, the smallest ε that reaches it per mechanism).",
     )
     parser.add_argument("directory", metavar="DIR", type=Path, help="the sweep's output folder")
-    parser.add_argument("--metric", choices=sorted(METRICS), default=None,
-                        help="metric of the tables and the target (default: the config's "
-                        "[report] metric, else relative_l2_error)")
+    parser.add_argument("--metric", default=None,
+                        help="metric of the tables and the target: l2_error, linf_error, "
+                        "relative_l2_error, top_k_accuracy or kendall_tau (default: the "
+                        "config's [report] metric, else relative_l2_error)")
     parser.add_argument("--target", type=float, default=None,
                         help="target value of the metric: an upper bound for errors, a lower "
                         "bound for accuracies (default: the config's [report] target, else 0.25)")
@@ -28,8 +28,10 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import build_report
+    from ..sweeps.report import _check_metric, build_report
 
+    if args.metric is not None:
+        _check_metric(args.metric)  # before reading anything
     files = build_report(args.directory, metric=args.metric, target=args.target)
     print(f"wrote {files.markdown}, {files.html} and {len(files.plots)} plot(s) in "
           f"{files.plots[0].parent if files.plots else args.directory}")

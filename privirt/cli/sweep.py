@@ -1,4 +1,4 @@
-"""``privirt sweep CONFIG.toml --out DIR``: run an ε-sweep experiment (see :mod:`privirt.sweep`)."""
+"""``privirt sweep CONFIG.toml --out DIR``: run an ε-sweep experiment (see :mod:`privirt.sweeps`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def register(subparsers) -> None:
         description="Run every cell (data set × mechanism × ε × trial) of the sweep described "
         "by CONFIG and append one row per finished cell to DIR/results.csv. Cells are seeded "
         "for reproducibility, so the runs are not private: they measure accuracy only. "
-        "Then `privirt report DIR` draws the plots and the summary.",
+        "Then `privirt report DIR` draws the plots and the summary. The configuration "
+        "format (data sources, mechanism names, options) is described in docs/sweeps.md.",
     )
     parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
@@ -31,7 +32,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep import load_config, run_sweep
+    from ..sweeps.config import load_config
+    from ..sweeps.runner import run_sweep
 
     config = load_config(args.config)
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{stats.total} cells: {stats.computed} computed ({stats.failed} failed), "
           f"{stats.skipped} already done; {stats.seconds:.1f} s -> {stats.results}")
     if args.report:
-        from ..report import build_report
+        from ..sweeps.report import build_report
 
         files = build_report(args.out)
         print(f"report: {files.markdown} and {files.html} ({len(files.plots)} plot(s))")

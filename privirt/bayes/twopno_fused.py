@@ -5,7 +5,7 @@ them one iteration per :meth:`FusedGibbs.step`; :func:`run_chain` runs a whole s
 returns the kept draws.  Two engines compute the same iteration from the same random
 numbers:
 
-* ``"numba"`` (with the ``fast`` extra): :mod:`privirt._gibbs_numba`, one sweep over the
+* ``"numba"`` (with the ``fast`` extra): :mod:`privirt.bayes.twopno_numba`, one sweep over the
   n × k matrix per iteration, split over the cores (Z, θ and the item sums from the same pass, Z
   never stored), then the (a, b) draws;
 * ``"numpy"``: the same steps as whole-matrix numpy/scipy operations.
@@ -207,9 +207,9 @@ class FusedGibbs:
         self.Z = np.zeros((B, n, k)) if keep_z else None
         self._no_store = np.zeros((1, 1, 1))
         if self.engine == "numba":
-            from . import _gibbs_numba
+            from . import twopno_numba
 
-            self._nb = _gibbs_numba
+            self._nb = twopno_numba
             blocks = -(-n // BLOCK_ROWS)
             self._partial = np.zeros((B, blocks, 5, k))
             tasks = B * blocks

@@ -7,7 +7,7 @@ the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`it
 does both in one call.  Z is never stored (unless asked for).  Random numbers are the
 counter-based Philox4x32-10 stream of the GPU kernels (``privirt/bayes/gibbs_2pno.cu``): a
 pure function of (key, counter), so the draws do not depend on the number of threads.  The
-numpy twin of every function is in :mod:`privirt._gibbs_cpu`; the maths is in ``docs/gibbs.md``.
+numpy twin of every function is in :mod:`privirt.bayes.twopno_fused`; the maths is in ``docs/gibbs.md``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,176 @@
+"""Time ``cmle_estimate`` against girth's Rasch estimators, side by side.
+
+Peers (girth 0.8): ``rasch_mml`` (marginal ML, the fast Rasch estimator a user would reach
+for) and ``rasch_conditional`` (girth's conditional ML, an independent implementation; both
+take complete data only, as an items × persons integer array prepared outside the timing).
+privirt gets the persons × items float array (NaN for missing) a user would pass, so its
+time includes validation and conversion.
+
+Agreement: ``max |Δβ|`` between privirt's centred difficulties and girth's conditional ML
+(centred; girth stops at its own tolerance, about 1e-5), and a plain reference CML written in
+this script (``reference_cml``).  girth's conditional ML is slow (minutes at m = 100), so it
+runs only up to ``--conditional-max-m`` items.  ``cpu s`` is privirt's process CPU time, less
+sensitive than wall time to other load on a shared machine.  The missing-data row has no
+peer (girth needs complete data); its correctness per missingness pattern is tested against
+a brute-force conditional likelihood in ``tests/test_cmle.py``.
+
+Each method gets one untimed warm-up call on a small data set (imports, first-call costs),
+then the best of ``--repeat`` timed runs.
+
+Usage::
+
+    python benchmarks/bench_cmle.py --threads 1
+    python benchmarks/bench_cmle.py --rows 1e5x100 --repeat 3
+    python benchmarks/bench_cmle.py --conditional-max-m 0     # skip girth's conditional ML
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_ROWS = "1e5x50,1e5x100,1e5x200,1e5x500,1e4x50m0.1"
+
+
+def _parse_rows(text: str):
+    rows = []
+    for part in text.split(","):
+        part = part.lower()
+        missing = 0.0
+        if "m" in part.split("x")[1]:
+            part, frac = part.split("m")
+            missing = float(frac)
+        n, m = part.split("x")
+        rows.append((int(float(n)), int(float(m)), missing))
+    return rows
+
+
+def simulate(n: int, m: int, missing: float, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    beta = rng.normal(size=m)
+    beta -= beta.mean()
+    theta = rng.normal(size=n)
+    X = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(-(theta[:, None] - beta)))).astype(np.float64)
+    if missing:
+        X[rng.random((n, m)) < missing] = np.nan
+    return X
+
+
+def reference_cml(X):
+    """A deliberately plain CML for complete data, independent of privirt's algorithm: ESFs by
+    the summation algorithm in log space, each leave-one-out ESF recomputed from scratch
+    (O(m³) per gradient), BFGS from scipy.  Returns centred β."""
+    import numpy as np
+    from scipy import optimize
+
+    n, m = X.shape
+    score = X.sum(axis=1).astype(int)
+    keep = (score > 0) & (score < m)
+    s = X[keep].sum(axis=0)
+    n_r = np.bincount(score[keep], minlength=m + 1).astype(float)
+
+    def log_esf(le):
+        g = np.full(le.size + 1, -np.inf)
+        g[0] = 0.0
+        for v in le:
+            g[1:] = np.logaddexp(g[1:], v + g[:-1])
+        return g
+
+    def nll(b):
+        le = -b
+        lg = log_esf(le)
+        grad = s.copy()
+        for i in range(m):
+            lgi = log_esf(np.delete(le, i))
+            grad[i] -= n_r[1:m] @ np.exp(le[i] + lgi[: m - 1] - lg[1:m])
+        return s @ b + n_r[1:m] @ lg[1:m], grad
+
+    p = np.clip(s / keep.sum(), 1e-3, 1 - 1e-3)
+    b0 = -np.log(p / (1 - p))
+    opt = optimize.minimize(nll, b0 - b0.mean(), jac=True, method="BFGS",
+                            options={"gtol": 1e-9 * keep.sum(), "maxiter": 2000})
+    return opt.x - opt.x.mean()
+
+
+def _best(fn, repeat: int):
+    """Best wall time of ``repeat`` calls, the process CPU time of that call, and a result."""
+    best, cpu, out = float("inf"), float("nan"), None
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        out = fn()
+        wall = time.perf_counter() - t
+        if wall < best:
+            best, cpu = wall, time.process_time() - c
+    return best, cpu, out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default=DEFAULT_ROWS,
+                    help="n x m rows, 'm<frac>' suffix for missing cells (e.g. 1e4x50m0.1)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--conditional-max-m", type=int, default=50,
+                    help="run girth's rasch_conditional only up to this many items (it is slow)")
+    ap.add_argument("--reference-max-m", type=int, default=100,
+                    help="run the plain reference CML (this script) only up to this many items")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="BLAS threads (sets OPENBLAS_NUM_THREADS/OMP_NUM_THREADS and re-executes)")
+    args = ap.parse_args(argv)
+    if args.threads is not None and os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    from girth import rasch_conditional, rasch_mml
+
+    import privirt
+
+    warm = simulate(500, 10, 0.0, seed=1)
+    privirt.cmle_estimate(warm)
+    rasch_mml(warm.T.astype(int))
+    rasch_conditional(warm.T.astype(int))
+
+    print(f"# privirt {privirt.__version__}  numpy {np.__version__}  python {platform.python_version()}"
+          f"  cpus={os.cpu_count()}  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+          f"  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
+          f"  load={os.getloadavg()[0]:.1f}")
+    print(f"{'n':>7} {'m':>4} {'missing':>7} | {'privirt s':>9} {'cpu s':>6} {'iter':>4} | {'mml s':>7} "
+          f"{'mml/privirt':>11} | {'cond s':>7} {'cond/privirt':>12} {'max|Δβ| cond':>13} | "
+          f"{'max|Δβ| ref':>12}")
+    for n, m, missing in _parse_rows(args.rows):
+        X = simulate(n, m, missing)
+        t_priv, c_priv, res = _best(lambda: privirt.cmle_estimate(X), args.repeat)
+        beta = res.beta.to_numpy()
+        cells = [f"{n:>7} {m:>4} {missing:>7.2f} | {t_priv:>9.3f} {c_priv:>6.2f} {res.n_iter:>4} |"]
+        if missing:
+            cells.append(f"{'—':>7} {'—':>11} | {'—':>7} {'—':>12} {'—':>13} | {'—':>12}")
+        else:
+            data = X.T.astype(int)
+            t_mml, _, _ = _best(lambda: rasch_mml(data), args.repeat)
+            cells.append(f"{t_mml:>7.2f} {t_mml / t_priv:>10.1f}x |")
+            if m <= args.conditional_max_m:
+                t_cond, _, cond = _best(lambda: rasch_conditional(data), 1)
+                d = np.asarray(cond["Difficulty"], dtype=float)
+                diff = np.max(np.abs((d - d.mean()) - beta))
+                cells.append(f"{t_cond:>7.2f} {t_cond / t_priv:>11.1f}x {diff:>13.1e}")
+            else:
+                cells.append(f"{'skipped':>7} {'—':>12} {'—':>13}")
+            if m <= args.reference_max_m:
+                ref = reference_cml(X)
+                cells.append(f"| {np.max(np.abs(ref - beta)):>12.1e}")
+            else:
+                cells.append(f"| {'skipped':>12}")
+        print(" ".join(cells), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

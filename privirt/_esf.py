@@ -1,0 +1,197 @@
+"""Elementary symmetric functions (ESFs) of Rasch item parameters and their derivatives.
+
+Batched over groups of persons that answered the same item set (padded with empty slots):
+``log γ_r`` by the summation algorithm (scaled linear arithmetic, or log space when the
+scale bound could be exceeded), the conditional success probabilities
+``π_{i|r} = ε_i γ^{(i)}_{r−1} / γ_r`` for every item and score by a two-sided stable
+recursion in O(k²) per group, and the pair probabilities ``π_{ij|r}`` from the divided
+difference ``(ε_i π_{j|r} − ε_j π_{i|r}) / (ε_i − ε_j)``, with an exact O(k) recursion for
+near-equal pairs.  The derivations and error bounds are in ``docs/cmle.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["batch_probabilities", "near_pair_terms"]
+
+#: Largest log-range for which the scaled linear summation cannot over- or underflow.
+_LINEAR_LOG_RANGE = 600.0
+#: Upper clip for the recursion multipliers (keeps discarded branches finite).
+_C_MAX = 1e300
+
+
+def _log_esf(le: np.ndarray) -> np.ndarray:
+    """log γ_0..γ_K of each row of ``le`` = log ε (−inf for empty slots), log space."""
+    G, K = le.shape
+    out = np.full((G, K + 1), -np.inf)
+    out[:, 0] = 0.0
+    for j in range(K):
+        out[:, 1 : j + 2] = np.logaddexp(out[:, 1 : j + 2], le[:, j : j + 1] + out[:, : j + 1])
+    return out
+
+
+def _lin_esf(et: np.ndarray) -> np.ndarray:
+    """γ_0..γ_K of each row of ``et`` = ε (0 for empty slots), plain arithmetic."""
+    G, K = et.shape
+    out = np.zeros((G, K + 1))
+    out[:, 0] = 1.0
+    for j in range(K):
+        out[:, 1 : j + 2] += et[:, j : j + 1] * out[:, : j + 1]
+    return out
+
+
+def _chain(mult, G: int, W: int, K: int, sizes: np.ndarray, lo=None, hi=None) -> np.ndarray:
+    """Conditional success probabilities from the recursion multipliers.
+
+    ``mult(r, a, b, out)`` writes ``c_r = ε_i γ_r / γ_{r+1}`` (positive and finite) for the
+    groups ``a:b`` into ``out`` (shape ``(b − a, W)``), r = 0..K−1, for groups of
+    ``sizes[g]`` items; the multipliers are made one step at a time, so no (K, G, W) array
+    of them is held.  Returns ``P[r, g, i] = π_{i|r}``, r = 0..K.  Upward
+    ``π_{r+1} = c_r (1 − π_r)`` (errors damped while ``c_r ≤ 1``), downward from ``π_k = 1``:
+    ``π_r = 1 − π_{r+1} / c_r`` (damped while ``c_r > 1``); ``π_r`` is taken from the upward
+    pass where ``c_{r−1} ≤ 1`` (``c_r`` increases with ``r``).  Entries past a group's size
+    are unspecified (possibly infinite).  With ``lo``/``hi`` (groups sorted by ``hi``), only
+    the scores ``lo[g] ≤ r ≤ hi[g]`` are guaranteed; the other entries are unspecified.
+    """
+    P = np.empty((K + 1, G, W))
+    P[0] = 0.0
+    if lo is None:
+        up_from = np.zeros(K + 1, dtype=np.intp)
+        dn_to = np.full(K + 1, G, dtype=np.intp)
+    else:
+        up_from = np.searchsorted(hi, np.arange(K + 1), side="left")
+        lo_suffix_min = np.minimum.accumulate(lo[::-1])[::-1]
+        dn_to = np.searchsorted(lo_suffix_min, np.arange(K + 1), side="right")
+    tmp = np.empty((G, W))
+    c = np.empty((G, W))
+    # the discarded branch of each recursion may grow without bound (to ±inf, never NaN:
+    # c > 0 and finite); only entries from the damped branch are kept
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(K):
+            a = up_from[r + 1]
+            mult(r, a, G, c[a:])
+            np.subtract(1.0, P[r, a:], out=tmp[a:])
+            np.multiply(c[a:], tmp[a:], out=P[r + 1, a:])
+        dn = np.ones((G, W))
+        sel = np.empty((G, W), dtype=bool)
+        smallest = int(sizes.min()) if G else 0
+        for r in range(K - 1, 0, -1):
+            b = dn_to[r]
+            if b == 0:
+                continue
+            d = dn[:b]
+            mult(r, 0, b, c[:b])
+            np.divide(d, c[:b], out=d)
+            np.subtract(1.0, d, out=d)
+            if r >= smallest:  # π_{k_g} = 1 starts each group's recursion
+                d[sizes[:b] <= r] = 1.0
+            mult(r - 1, 0, b, c[:b])
+            np.greater(c[:b], 1.0, out=sel[:b])
+            np.copyto(P[r, :b], d, where=sel[:b])
+    P[K, sizes == K] = 1.0  # π_k = 1 (smaller groups got theirs in the downward pass)
+    return P
+
+
+def _array_mult(C: np.ndarray):
+    """``mult`` for :func:`_chain` reading multipliers ``C[r, g, i]`` from an array."""
+
+    def mult(r, a, b, out):
+        np.copyto(out, C[r, a:b])
+
+    return mult
+
+
+def _log_ratios(lg: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``log(γ_r / γ_{r+1})``, r = 0..K−1 (0 past each group's size: never used)."""
+    with np.errstate(invalid="ignore"):
+        lr = lg[:, :-1] - lg[:, 1:]
+    lr[np.arange(lr.shape[1])[None, :] >= sizes[:, None]] = 0.0
+    return lr
+
+
+def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray, lo=None, hi=None):
+    """Log-ESFs and conditional success probabilities of a padded batch of item sets.
+
+    Parameters
+    ----------
+    beta_g : ndarray (G, K)
+        Difficulties of each group's items (any value in empty slots).
+    real : ndarray of bool (G, K)
+        Which slots hold an item.
+    sizes : ndarray of int (G,)
+        Items per group (``real.sum(axis=1)``).
+    lo, hi : ndarray of int (G,), optional
+        Lowest and highest score needed per group, groups sorted by ``hi``.
+
+    Returns
+    -------
+    lg : ndarray (G, K + 1)
+        ``log γ_r`` of the *centred* parameters ``β − c_g`` (−inf for ``r > k_g``).
+    shift : ndarray (G,)
+        ``c_g``; ``log γ_r(β) = lg[:, r] − r c_g``.
+    P : ndarray (K + 1, G, K)
+        ``P[r, g, i] = π_{i|r}`` for ``lo[g] ≤ r ≤ hi[g]`` (0 in empty slots).
+    bt : ndarray (G, K)
+        Centred difficulties (``+inf`` in empty slots).
+    """
+    G, K = beta_g.shape
+    shift = np.where(real, beta_g, 0.0).sum(axis=1) / sizes
+    bt = np.where(real, beta_g - shift[:, None], np.inf)
+    with np.errstate(over="ignore"):
+        et = np.exp(-bt)  # 0 in empty slots
+    upper = np.log1p(et).sum(axis=1)  # log Π(1 + ε) bounds every partial ESF from above
+    lower = np.where(real, np.maximum(bt, 0.0), 0.0).sum(axis=1)  # and log of a lower bound
+    linear = max(upper.max(initial=0.0), lower.max(initial=0.0)) < _LINEAR_LOG_RANGE
+    with np.errstate(divide="ignore"):
+        lg = np.log(_lin_esf(et)) if linear else _log_esf(-bt)
+    lr = _log_ratios(lg, sizes)
+    if linear:
+        rho = np.exp(lr).T[:, :, None]  # (K, G, 1)
+        et_pos = np.where(real, et, 1e-300)  # empty slots: a positive multiplier
+
+        def mult(r, a, b, out):
+            np.multiply(rho[r, a:b], et_pos[a:b], out=out)
+    else:
+        lrT = lr.T[:, :, None]
+        le = np.where(real, -bt, -690.0)
+
+        def mult(r, a, b, out):
+            np.add(lrT[r, a:b], le[a:b], out=out)
+            with np.errstate(over="ignore"):
+                np.exp(out, out=out)
+            np.clip(out, 1e-300, _C_MAX, out=out)
+
+    return lg, shift, _chain(mult, G, K, K, sizes, lo, hi), bt
+
+
+def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
+    """``Σ_r n_r π_{ab|r}`` for listed (group, item a, item b) triples, exactly.
+
+    ``π_{ab|r} = π_{a|r} π'_{b|r−1}`` with ``π'`` the success probability of ``b`` on the
+    item set without ``a``, whose ESF ratios follow from ``π_{a|·}``: ``γ^{(a)}_s =
+    γ_s (1 − π_{a|s}) = γ_{s+1} π_{a|s+1} / ε_a`` (the form whose factor is ≥ 1/2 is used).
+    """
+    t = gi.size
+    if t == 0:
+        return np.zeros(0)
+    K = lg.shape[1] - 1
+    k = sizes[gi]
+    lgt = lg[gi]
+    lr = _log_ratios(lgt, k)
+    with np.errstate(over="ignore"):
+        ca = np.clip(np.exp(lr - bt[gi, ia][:, None]), 1e-300, _C_MAX)  # (t, K)
+    pa = _chain(_array_mult(ca.T[:, :, None]), t, 1, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
+    pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log γ^{(a)}_s, s = 0..K−1
+        one = lgt[:, :K] + np.log1p(-np.minimum(pa[:, :K], 1.0))
+        two = lgt[:, 1:] + np.log(pa[:, 1:]) + bt[gi, ia][:, None]
+        lga = np.where(pa[:, :K] <= 0.5, one, two)
+    lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
+    with np.errstate(over="ignore"):
+        cb = np.clip(np.exp(lrb - bt[gi, ib][:, None]), 1e-300, _C_MAX)
+    pb = _chain(_array_mult(cb.T[:, :, None]), t, 1, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
+    pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0
+    # Σ_{r=1..K} n_r π_{a|r} π'_{b|r−1}
+    return np.einsum("tr,tr,tr->t", counts[gi][:, 1:], pa[:, 1:], pb)

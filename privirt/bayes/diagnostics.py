@@ -1,0 +1,292 @@
+"""MCMC convergence diagnostics on draws shaped (chain, draw, parameter).
+
+* :func:`rhat` — rank-normalised split R-hat (Vehtari, Gelman, Simpson, Carpenter & Bürkner
+  2021), the maximum of the bulk and folded (tail) versions, as ArviZ/Stan report it.
+* :func:`ess_bulk` — bulk effective sample size on rank-normalised split chains, with Geyer's
+  initial monotone sequence estimator of the autocorrelation sum.
+* :func:`mcse_batch_means` — Monte Carlo standard error of the mean by (non-overlapping)
+  batch means, the estimator used by Sheng, Welling & Zhu (2014).
+
+* :func:`summarize` — everything :meth:`privirt.Posterior.summary` reports for one block,
+  computed together: one sort of each parameter's draws gives its bulk ranks, quantiles and
+  median, the normal scores of ranks 1..N are computed once for all parameters, and one
+  batched FFT gives every (parameter, chain) autocovariance.
+
+These are hand-written (rather than taken from ArviZ) because ArviZ is an optional
+dependency; ``tests/test_posterior.py`` checks them against closed forms on AR(1) chains and
+against ArviZ when it is installed.  Internally the draws are held parameter-major,
+(parameter, chain, draw), so that every sort and FFT runs along contiguous memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import fft as sp_fft
+from scipy import special
+
+__all__ = [
+    "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "mcse_batch_means", "split_chains",
+    "rank_normalize",
+]
+
+
+def _as3d(draws: np.ndarray) -> np.ndarray:
+    a = np.asarray(draws, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :, None]
+    elif a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3:
+        raise ValueError(f"draws must be (chain, draw, parameter), got shape {a.shape}")
+    return a
+
+
+def split_chains(draws: np.ndarray) -> np.ndarray:
+    """Split each chain in two halves (dropping the middle draw when odd)."""
+    a = _as3d(draws)
+    n = a.shape[1]
+    half = n // 2
+    if half < 1:
+        return a
+    return np.concatenate([a[:, :half], a[:, n - half :]], axis=0)
+
+
+def _param_major_split(a: np.ndarray) -> np.ndarray:
+    """Split chains of (chain, draw, parameter) draws as a contiguous (parameter, 2·chain,
+    half) array (the chains unsplit when there are fewer than 2 draws)."""
+    c, n, k = a.shape
+    half = n // 2
+    if half < 1:
+        return np.ascontiguousarray(a.transpose(2, 0, 1))
+    out = np.empty((k, 2 * c, half))
+    out[:, :c] = a[:, :half].transpose(2, 0, 1)
+    out[:, c:] = a[:, n - half :].transpose(2, 0, 1)
+    return out
+
+
+def _normal_scores(x: np.ndarray, want_sorted: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rank-normalise each row of a 2-D array (k, N): Φ⁻¹((r − 3/8) / (N + 1/4)) of the
+    average ranks r (ties share their mean rank, as ``scipy.stats.rankdata``).  Returns the
+    scores and, with ``want_sorted``, the sorted rows.
+
+    The scores of ranks 1..N are computed once for all rows and moved into place by the
+    sorting permutation; only runs of tied values get scores of their own.
+    """
+    k, N = x.shape
+    order = np.argsort(x, axis=1)
+    xs = np.take_along_axis(x, order, axis=1)
+    denom = N + 0.25
+    sorted_z = np.empty((k, N))
+    sorted_z[...] = special.ndtri((np.arange(1, N + 1) - 0.375) / denom)
+    if N > 1:
+        rows, pos = np.nonzero(xs[:, 1:] == xs[:, :-1])  # positions pos and pos + 1 tie
+        if rows.size:
+            _score_ties(sorted_z, rows * N + pos, N, denom)
+    z = np.empty((k, N))
+    order += (np.arange(k) * N)[:, None]
+    z.ravel()[order.ravel()] = sorted_z.ravel()
+    return z, (xs if want_sorted else None)
+
+
+def _score_ties(sorted_z: np.ndarray, pairs: np.ndarray, N: int, denom: float) -> None:
+    """Give every run of tied sorted values the score of its average rank, in place.
+    ``pairs``: increasing flat positions p whose value equals the one at p + 1."""
+    starts = np.r_[True, np.diff(pairs) != 1]  # a new run of ties begins at this pair
+    first = pairs[starts]  # flat position of each run's first value
+    last = pairs[np.r_[starts[1:], True]] + 1  # … and of its last value
+    cells = np.unique(np.concatenate([pairs, pairs + 1]))
+    run = np.searchsorted(first, cells, side="right") - 1
+    rank = (first[run] + last[run]) / 2.0 - (cells // N) * N + 1.0  # average rank in the row
+    sorted_z.ravel()[cells] = special.ndtri((rank - 0.375) / denom)
+
+
+def rank_normalize(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalise over all chains and draws (per parameter), Blom's offsets."""
+    a = _as3d(draws)
+    c, n, k = a.shape
+    z, _ = _normal_scores(np.ascontiguousarray(a.reshape(c * n, k).T))
+    return np.ascontiguousarray(z.T).reshape(c, n, k)
+
+
+def _basic_rhat_pm(a: np.ndarray) -> np.ndarray:
+    """Classical R-hat of (parameter, chain, draw) draws."""
+    k, c, n = a.shape
+    if c < 2 or n < 2:
+        return np.full(k, np.nan)
+    chain_means = a.mean(axis=2)
+    chain_vars = a.var(axis=2, ddof=1)
+    w = chain_vars.mean(axis=1)
+    b = n * chain_means.var(axis=1, ddof=1)
+    var_plus = (n - 1) / n * w + b / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.sqrt(var_plus / w)
+    out[(w == 0) & (b == 0)] = 1.0
+    return out
+
+
+def _rhat_pm(s: np.ndarray, z: np.ndarray, median: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat from split draws ``s`` (k, m, h), their bulk normal scores
+    ``z`` (same shape) and per-parameter medians: max of the bulk and folded versions."""
+    k, m, h = s.shape
+    if m < 2 or h < 2:
+        return np.full(k, np.nan)
+    folded = np.abs(s.reshape(k, m * h) - median[:, None])
+    zf, _ = _normal_scores(folded)
+    return np.fmax(_basic_rhat_pm(z), _basic_rhat_pm(zf.reshape(k, m, h)))
+
+
+def _autocov_fft(x: np.ndarray) -> np.ndarray:
+    """Autocovariance along the last axis for every row, biased estimator."""
+    n = x.shape[-1]
+    xc = x - x.mean(axis=-1, keepdims=True)
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    f = sp_fft.rfft(xc, n=size, axis=-1)  # scipy's pocketfft: ~2× numpy's on many rows
+    acov = sp_fft.irfft(f.real**2 + f.imag**2, n=size, axis=-1)[..., :n]
+    return acov / n
+
+
+def _ess_pm(a: np.ndarray) -> np.ndarray:
+    """ESS of (parameter, chain, draw) draws (Stan's algorithm; Geyer initial monotone), all
+    parameters at once: one batched FFT for every (parameter, chain) autocovariance."""
+    k, c, n = a.shape
+    if n < 4:
+        return np.full(k, np.nan)
+    acov = _autocov_fft(a)  # (k, c, n)
+    chain_mean = a.mean(axis=2)
+    chain_var = acov[:, :, 0] * n / (n - 1.0)
+    w = chain_var.mean(axis=1)
+    var_plus = w * (n - 1.0) / n
+    if c > 1:
+        var_plus = var_plus + chain_mean.var(axis=1, ddof=1)
+    out = np.full(k, np.nan)
+    out[var_plus == 0] = float(c * n)
+    good = np.isfinite(var_plus) & (var_plus > 0)
+    if good.any():
+        rho = 1.0 - (w[good, None] - acov[good].mean(axis=1)) / var_plus[good, None]
+        out[good] = c * n / _geyer_tau(rho, c * n)
+    return out
+
+
+def _geyer_tau(rho: np.ndarray, total: int) -> np.ndarray:
+    """Integrated autocorrelation times from autocorrelations ``rho`` (parameter, lag), as Stan
+    and ArviZ compute them: Geyer's initial positive sequence of pair sums
+    P_m = rho[2m] + rho[2m+1] (P_0 = 1 + rho[1]), stopped at the first non-positive pair and
+    3 lags before the end, completed by the last positive even-lag term, made monotone
+    (each pair sum capped by the previous ones), and floored at ``1 / log10(total)``.
+
+    Stan's loop in closed form, with m_last the pair where the sequence stops:
+    tau = −1 + 2 Σ_{m < m_last} min(P_0..P_m) + e, where e = rho[2 m_last] when that is
+    positive or the pair was kept (P ≥ 0), else 0 (and e = 1 when m_last = 0)."""
+    k, n = rho.shape
+    m_max = max((n - 3) // 2, 0)  # pairs m = 1..m_max fit before the end
+    rows = np.arange(k)
+    pairs = np.empty((k, m_max + 1))
+    pairs[:, 0] = 1.0 + rho[:, 1]
+    if m_max:
+        pairs[:, 1:] = rho[:, 2 : 2 * m_max + 1 : 2] + rho[:, 3 : 2 * m_max + 2 : 2]
+    stop = np.concatenate([pairs[:, 1:] <= 0.0, np.ones((k, 1), dtype=bool)], axis=1)
+    m_last = np.minimum(stop.argmax(axis=1) + 1, m_max)  # first m ≥ 1 with P_m ≤ 0, or m_max
+    m_last[pairs[:, 0] <= 0.0] = 0
+    capped = np.minimum.accumulate(pairs, axis=1)
+    csum = np.concatenate([np.zeros((k, 1)), np.cumsum(capped, axis=1)], axis=1)
+    head = csum[rows, m_last]  # Σ_{m < m_last} of the capped pair sums
+    even = rho[rows, 2 * m_last]
+    kept = pairs[rows, m_last] >= 0.0
+    tail = np.where((even > 0.0) | kept, even, 0.0)
+    tail[m_last == 0] = 1.0
+    tau = -1.0 + 2.0 * head + tail
+    return np.maximum(tau, 1.0 / np.log10(total))
+
+
+def rhat(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split R-hat per parameter (NaN when fewer than 4 draws in total)."""
+    return rhat_ess_bulk(draws)[0]
+
+
+def ess_bulk(draws: np.ndarray) -> np.ndarray:
+    """Bulk effective sample size per parameter (rank-normalised split chains)."""
+    s = _param_major_split(_as3d(draws))
+    k, m, h = s.shape
+    z, _ = _normal_scores(s.reshape(k, m * h))
+    return _ess_pm(z.reshape(k, m, h))
+
+
+def rhat_ess_bulk(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rhat` and :func:`ess_bulk` together, sharing the split chains and their rank
+    normalisation."""
+    out = summarize(draws, quantiles=())
+    return out["rhat"], out["ess"]
+
+
+def summarize(draws: np.ndarray, quantiles: tuple[float, ...] = (0.025, 0.5, 0.975)) -> dict:
+    """Mean, sd (ddof 1), ``quantiles`` (numpy's default, linear), batch-means MCSE, R-hat
+    and bulk ESS of every parameter of (chain, draw, parameter) draws.
+
+    Returns
+    -------
+    dict
+        ``"mean", "sd", "mcse", "rhat", "ess"`` and ``"q"``, an array (len(quantiles), k).
+    """
+    a = _as3d(draws)
+    c, n, k = a.shape
+    s = _param_major_split(a)
+    _, m, h = s.shape
+    z, xs = _normal_scores(s.reshape(k, m * h), want_sorted=True)
+    N = m * h
+    # the split chains hold every draw when n is even: their sorted rows give the quantiles
+    if N == c * n and N > 0:
+        q = _sorted_quantiles(xs, quantiles)
+    elif quantiles:
+        q = np.quantile(a.reshape(c * n, k), quantiles, axis=0)
+    else:
+        q = np.empty((0, k))
+    # np.median's value (the mean of the two middle values when N is even): the folded
+    # R-hat ranks |draw − median|, where the two middle draws tie exactly
+    median = xs[:, N // 2] if N % 2 else (xs[:, N // 2 - 1] + xs[:, N // 2]) / 2.0
+    flat = a.reshape(c * n, k)
+    return {
+        "mean": flat.mean(axis=0),
+        "sd": flat.std(axis=0, ddof=1) if c * n > 1 else np.full(k, np.nan),
+        "q": q,
+        "mcse": mcse_batch_means(a),
+        "rhat": _rhat_pm(s, z.reshape(k, m, h), median),
+        "ess": _ess_pm(z.reshape(k, m, h)),
+    }
+
+
+def _sorted_quantiles(xs: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
+    """``np.quantile(..., method="linear")`` of each already sorted row of ``xs``."""
+    k, N = xs.shape
+    out = np.empty((len(quantiles), k))
+    for i, q in enumerate(quantiles):
+        h = q * (N - 1)
+        lo = int(np.floor(h))
+        hi = min(lo + 1, N - 1)
+        t = h - lo
+        a, b = xs[:, lo], xs[:, hi]
+        diff = b - a
+        # numpy's lerp: a + (b − a) t, from the upper end when t ≥ 0.5
+        out[i] = b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
+    return out
+
+
+def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndarray:
+    """Monte Carlo standard error of the posterior mean by non-overlapping batch means.
+
+    Each chain is cut into ``n_batches`` equal batches (default ⌊√n⌋, at most 50 and at
+    least 2 where possible); the MCSE is the standard deviation of all batch means over
+    √(number of batches).
+    """
+    a = _as3d(draws)
+    c, n, k = a.shape
+    if n_batches is None:
+        n_batches = int(min(50, max(2, np.floor(np.sqrt(n)))))
+    elif isinstance(n_batches, bool) or not isinstance(n_batches, (int, np.integer)) or n_batches < 1:
+        raise ValueError(f"n_batches must be a positive integer, got {n_batches!r}")
+    n_batches = max(1, min(n_batches, n))
+    size = n // n_batches
+    if size < 1 or c * n_batches < 2:
+        return np.full(k, np.nan)
+    used = a[:, : size * n_batches].reshape(c, n_batches, size, k).mean(axis=2)
+    bm = used.reshape(c * n_batches, k)
+    return bm.std(axis=0, ddof=1) / np.sqrt(c * n_batches)

@@ -1,0 +1,226 @@
+"""Running one cell: load (or simulate) its data, call its estimator, measure the error.
+
+Runs in the worker processes.  Expensive per-data-set preparation (the MovieLens
+completion) is done once in the parent by :func:`prepare_bases` and handed to every worker
+by :func:`init_worker`; a trial's data are cached per process.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import PrivirtError
+from . import registry
+from .config import DatasetSpec, SweepConfig
+from .grid import Cell, cell_seed, data_seed
+
+__all__ = ["prepare_bases", "init_worker", "load_data", "run_cell", "worker"]
+
+_BASES: dict[str, Any] = {}
+_DATA_CACHE: dict[tuple[str, int], tuple[Any, np.ndarray]] = {}
+_CACHE_SIZE = 16
+_REFERENCE = "spectral"  # the non-private estimate errors are measured against on real data
+
+
+def _movielens_base_key(params: Mapping[str, Any]) -> str:
+    key = f"movielens|{params['rank']}|{params['min_item_ratings']}|{params['shrinkage']}"
+    return key + (f"|{params['sha256']}" if "path" in params else "")
+
+
+def prepare_bases(config: SweepConfig, cells: Sequence[Cell]) -> dict[str, Any]:
+    """Expensive per-data-set preparation, done once in the parent (MovieLens completion).
+
+    Raises
+    ------
+    ImportError, OSError, ValueError
+        If the MovieLens ratings cannot be read or have fewer usable items than ``m``.
+    """
+    from ..data import binarize_by_user_mean, complete_low_rank, movielens_ratings
+
+    needed = {c.dataset for c in cells}
+    bases: dict[str, Any] = {}
+    ratings: dict[str | None, pd.DataFrame] = {}
+    for spec in config.datasets:
+        if spec.name not in needed or spec.source != "movielens":
+            continue
+        key = _movielens_base_key(spec.params)
+        if key not in bases:
+            path = spec.params.get("path")
+            if path not in ratings:
+                ratings[path] = movielens_ratings(path)
+            scores = complete_low_rank(ratings[path], rank=spec.params["rank"],
+                                       shrinkage=spec.params["shrinkage"],
+                                       min_item_ratings=spec.params["min_item_ratings"])
+            bases[key] = binarize_by_user_mean(scores)
+        if bases[key].shape[1] < spec.params["m"]:
+            raise ValueError(f"data set {spec.name!r}: m = {spec.params['m']} but only "
+                             f"{bases[key].shape[1]} MovieLens items have at least "
+                             f"{spec.params['min_item_ratings']} ratings")
+    return bases
+
+
+def init_worker(bases: dict[str, Any]) -> None:
+    """Install the prepared bases in this process and empty its data cache."""
+    _BASES.clear()
+    _BASES.update(bases)
+    _DATA_CACHE.clear()
+
+
+def _trial_dependent(spec: DatasetSpec) -> bool:
+    if spec.source == "synthetic":
+        return bool(spec.params["resample"])
+    return spec.source == "movielens"
+
+
+def load_data(spec: DatasetSpec, trial: int, root_seed: int,
+              device: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """The trial's response matrix (labelled DataFrame) and the reference β (centred).
+
+    Raises
+    ------
+    ValueError
+        If the data cannot be read; the message names the data set.
+    """
+    cache_key = (spec.name, trial if _trial_dependent(spec) else 0)
+    hit = _DATA_CACHE.get(cache_key)
+    if hit is not None:
+        return hit
+    params = spec.params
+    if spec.source == "synthetic":
+        from ..simulate import simulate_rasch
+
+        seed_trial = trial if params["resample"] else 0
+        X, _theta, beta = simulate_rasch(
+            params["n"], params["m"], p_observed=params["p_observed"],
+            beta_scale=params["beta_scale"], seed=data_seed(root_seed, spec.name, seed_trial),
+        )
+        wi, wp = len(str(params["m"])), len(str(params["n"]))
+        frame = pd.DataFrame(
+            X,
+            index=pd.Index([f"p{k + 1:0{wp}d}" for k in range(params["n"])], name="person"),
+            columns=pd.Index([f"item{k + 1:0{wi}d}" for k in range(params["m"])], name="item"),
+        )
+        reference = np.asarray(beta, dtype=np.float64)
+    else:
+        try:
+            frame = _real_data(spec, trial, root_seed)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"data set {spec.name!r}: {' '.join(str(exc).split())}") from exc
+        ref = registry.get(_REFERENCE)(frame, device=device)
+        reference = aligned(ref.beta, frame.columns)
+    reference = reference - reference.mean()
+    if len(_DATA_CACHE) >= _CACHE_SIZE:
+        _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+    _DATA_CACHE[cache_key] = (frame, reference)
+    return frame, reference
+
+
+def _real_data(spec: DatasetSpec, trial: int, root_seed: int) -> pd.DataFrame:
+    params = spec.params
+    if spec.source == "bundled":
+        from ..data import load_dataset
+
+        return load_dataset(params["dataset"])
+    if spec.source == "csv":
+        from ..responses import as_responses
+
+        kwargs = {k: params[k] for k in ("format", "person_col", "item_col", "response_col")
+                  if k in params}
+        return as_responses(params["path"], **kwargs).to_frame()
+    from ..data import random_items
+
+    base = _BASES[_movielens_base_key(params)]
+    return random_items(base, params["m"], data_seed(root_seed, spec.name, trial))
+
+
+def aligned(beta: Any, items: pd.Index) -> np.ndarray:
+    """An estimate as a float array in the order of ``items`` (a Series is matched by label)."""
+    if isinstance(beta, pd.Series):
+        missing = items.difference(beta.index)
+        if len(missing):
+            raise ValueError(f"the estimate has no value for item(s) {list(missing[:5])}")
+        beta = beta.reindex(items)
+    arr = np.asarray(beta, dtype=np.float64).ravel()
+    if arr.shape[0] != len(items):
+        raise ValueError(f"the estimate has {arr.shape[0]} items, the data {len(items)}")
+    return arr
+
+
+def _metrics(est: np.ndarray, truth: np.ndarray, k: int) -> dict[str, float]:
+    from .. import metrics
+
+    out = {
+        "l2_error": float(metrics.l2_error(est, truth)),
+        "linf_error": float(metrics.linf_error(est, truth)),
+        "top_k_accuracy": float(metrics.top_k_accuracy(est, truth, k)),
+        "kendall_tau": float(metrics.kendall_tau(est, truth)),
+    }
+    norm = float(np.linalg.norm(truth - truth.mean()))
+    out["relative_l2_error"] = (float(metrics.l2_error(est, truth, relative=True)) if norm > 0
+                                else float("nan"))
+    return out
+
+
+def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, device: str,
+             options: Mapping[str, Any],
+             entry: registry.Estimator | None = None) -> dict[str, Any]:
+    """Run one cell and return its results row (errors of the estimator become a status).
+
+    ``entry`` is the cell's registry entry (looked up by the mechanism name when omitted);
+    the runner passes it, so that entries registered at run time reach worker processes.
+    """
+    frame, truth = load_data(spec, cell.trial, config_seed, device)
+    n, m = frame.shape
+    k = spec.top_k if spec.top_k is not None else max(1, min(5, m // 2))
+    k = min(k, m - 1)
+    if entry is None:
+        entry = registry.get(cell.mechanism)
+    seed = cell_seed(config_seed, cell.dataset, cell.mechanism, cell.epsilon, cell.trial)
+    row: dict[str, Any] = {
+        "dataset": cell.dataset, "source": spec.source, "n": n, "m": m,
+        "mechanism": cell.mechanism,
+        "epsilon": "" if cell.epsilon is None else cell.epsilon,
+        "delta": "" if cell.epsilon is None else delta,
+        "trial": cell.trial, "top_k": k, "seed": seed if entry.private else "",
+        "cell_key": cell.key, "rho": "", "private": False, "status": "ok",
+    }
+    for col in ("l2_error", "linf_error", "relative_l2_error", "top_k_accuracy", "kendall_tau"):
+        row[col] = float("nan")
+    start = time.perf_counter()
+    try:
+        if entry.private:
+            result = entry(frame, epsilon=cell.epsilon, delta=delta, seed=seed, device=device,
+                           options=options)
+        else:
+            result = entry(frame, device=device, options=options)
+        row["runtime_s"] = time.perf_counter() - start
+        est = aligned(result.beta, frame.columns)
+        if not np.all(np.isfinite(est)):
+            raise FloatingPointError("the estimate has non-finite values")
+        row.update(_metrics(est - est.mean(), truth, k))
+    except (PrivirtError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        row["runtime_s"] = time.perf_counter() - start
+        row["status"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        return row
+    privacy = getattr(result, "privacy", None)
+    if privacy is not None:
+        rho = getattr(privacy, "rho", None)
+        row["rho"] = "" if rho is None else float(rho)
+        row["private"] = bool(getattr(privacy, "private", False))
+    return row
+
+
+def worker(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, device: str,
+           options: Mapping[str, Any],
+           entry: registry.Estimator | None = None) -> dict[str, Any]:
+    """:func:`run_cell` with the estimators' warnings silenced (run in the pool)."""
+    with warnings.catch_warnings():
+        # the sweep reports the seeded runs as non-private in every row; estimator warnings
+        # about it (or about regularisation) would only flood stderr from every process
+        warnings.simplefilter("ignore")
+        return run_cell(cell, spec, config_seed, delta, device, options, entry)

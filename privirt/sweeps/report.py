@@ -1,0 +1,462 @@
+"""Accuracy-vs-privacy reports from a sweep's results (see :mod:`privirt.sweeps`).
+
+:func:`build_report` reads ``DIR/results.csv`` and writes
+
+- ``DIR/plots/<dataset>.png``: error against ε, one line per mechanism with its mean over
+  trials and a 95 % confidence band (Student t), log–log axes for the ℓ2 and ℓ∞ errors and a
+  log-ε axis for the top-K accuracy; non-private baselines are drawn as horizontal lines;
+- ``DIR/report.md`` and ``DIR/report.html``: the provenance of the sweep, a results table per
+  data set (mean ± CI half-width of the chosen metric, mechanisms × ε), and for a target
+  accuracy the smallest ε that reaches it per mechanism.
+
+"Reaches" is deliberately strict: the smallest ε of the grid at which the mean over trials
+meets the target *and keeps meeting it at every larger ε of the grid*, so that one lucky
+grid point does not count.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import registry
+from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, read_results
+
+__all__ = [
+    "METRICS",
+    "summarize",
+    "smallest_epsilon",
+    "plot_dataset",
+    "build_report",
+    "ReportFiles",
+]
+
+DEFAULT_TARGET = 0.25
+_PLOT_METRICS = ("l2_error", "linf_error", "top_k_accuracy")
+_NONPRIVATE_STYLE = {"spectral": ("black", "--"), "cmle": ("dimgray", ":")}
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+
+
+def _t_quantile(dof: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
+    q = np.full(dof.shape, np.nan)
+    ok = dof >= 1
+    q[ok] = stats.t.ppf(0.975, dof[ok])
+    return q
+
+
+def summarize(results: pd.DataFrame, metric: str = DEFAULT_METRIC) -> pd.DataFrame:
+    """Mean, standard deviation and 95 % CI of ``metric`` per (data set, mechanism, ε).
+
+    Failed cells (``status != "ok"``) are left out and counted in ``failed``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, mechanism, epsilon, trials, failed, mean, sd, ci_low, ci_high``;
+        ``epsilon`` is NaN for non-private baselines; the CI is mean ± t₀.₉₇₅ · sd/√trials
+        (NaN with a single trial).
+    """
+    _check_metric(metric)
+    frame = results.copy()
+    frame["epsilon"] = pd.to_numeric(frame["epsilon"], errors="coerce")
+    frame["_eps"] = frame["epsilon"].fillna(-1.0)
+    ok = frame["status"].astype(str) == "ok"
+    keys = ["dataset", "mechanism", "_eps"]
+    failed = (~ok).groupby([frame[k] for k in keys]).sum().rename("failed")
+    grouped = frame[ok].groupby(keys)[metric]
+    table = pd.concat(
+        [grouped.count().rename("trials"), grouped.mean().rename("mean"),
+         grouped.std(ddof=1).rename("sd")], axis=1,
+    )
+    table = table.join(failed, how="outer").reset_index()
+    table["trials"] = table["trials"].fillna(0).astype(int)
+    table["failed"] = table["failed"].fillna(0).astype(int)
+    half = _t_quantile(table["trials"].to_numpy() - 1.0) * table["sd"].to_numpy() / np.sqrt(
+        np.maximum(table["trials"].to_numpy(), 1)
+    )
+    table["ci_low"] = table["mean"] - half
+    table["ci_high"] = table["mean"] + half
+    table["epsilon"] = table["_eps"].where(table["_eps"] >= 0)
+    table = table.drop(columns="_eps")
+    order = {m: k for k, m in enumerate(registry.names())}
+    table["_order"] = table["mechanism"].map(lambda m: order.get(m, len(order)))
+    table = table.sort_values(["dataset", "_order", "epsilon"], na_position="first")
+    cols = ["dataset", "mechanism", "epsilon", "trials", "failed", "mean", "sd", "ci_low",
+            "ci_high"]
+    return table.drop(columns="_order")[cols].reset_index(drop=True)
+
+
+def smallest_epsilon(
+    summary: pd.DataFrame, target: float, metric: str = DEFAULT_METRIC
+) -> pd.DataFrame:
+    """Smallest ε per (data set, private mechanism) whose mean ``metric`` meets ``target``.
+
+    For error metrics "meets" means ``mean <= target``, for accuracies ``mean >= target``.
+    The ε returned is the smallest grid point from which the target is met at it and at every
+    larger ε of the grid (NaN when the largest ε does not meet it).
+
+    Returns
+    -------
+    DataFrame
+        Columns ``dataset, mechanism, epsilon, mean_at_epsilon``.
+    """
+    _check_metric(metric)
+    lower = METRICS[metric][1]
+    rows = []
+    private = summary[summary["epsilon"].notna()]
+    for (dataset, mech), grp in private.groupby(["dataset", "mechanism"], sort=False):
+        grp = grp.sort_values("epsilon")
+        means = grp["mean"].to_numpy()
+        meets = (means <= target) if lower else (means >= target)
+        meets &= ~np.isnan(means)
+        eps, value = math.nan, math.nan
+        for i in range(len(meets) - 1, -1, -1):
+            if not meets[i]:
+                break
+            eps, value = float(grp["epsilon"].iloc[i]), float(means[i])
+        rows.append({"dataset": dataset, "mechanism": mech, "epsilon": eps,
+                     "mean_at_epsilon": value})
+    return pd.DataFrame(rows, columns=["dataset", "mechanism", "epsilon", "mean_at_epsilon"])
+
+
+# ----------------------------------------------------------------------------------------
+# plots
+# ----------------------------------------------------------------------------------------
+def plot_dataset(
+    results: pd.DataFrame,
+    dataset: str,
+    *,
+    metrics: Sequence[str] = _PLOT_METRICS,
+    path: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> Any:
+    """Error against ε for one data set: a panel per metric, a line per mechanism.
+
+    Each private mechanism is drawn as its mean over trials with a 95 % confidence band;
+    non-private baselines as a horizontal line with their band.  Error metrics use log–log
+    axes, accuracies a log-ε axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ..plots import _plt, _save
+
+    plt = _plt()
+    sub = results[results["dataset"] == dataset]
+    if sub.empty:
+        raise ValueError(f"no results for data set {dataset!r}")
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    mech_order = [m for m in registry.names() if m in set(sub["mechanism"])]
+    nonprivate = registry.nonprivate_names()
+    private_mechs = [m for m in mech_order if m not in nonprivate]
+    eps_all = pd.to_numeric(sub["epsilon"], errors="coerce").dropna()
+    for ax, metric in zip(axes[0], metrics):
+        _check_metric(metric)
+        label, lower = METRICS[metric]
+        summ = summarize(sub, metric)
+        log_y = lower
+        floor = _positive_floor(summ) if log_y else None
+        for k, mech in enumerate(private_mechs):
+            s = summ[(summ["mechanism"] == mech) & summ["epsilon"].notna()].sort_values("epsilon")
+            if s["mean"].notna().sum() == 0:
+                continue
+            color = colors[k % len(colors)]
+            x, y = s["epsilon"].to_numpy(), s["mean"].to_numpy()
+            lo, hi = s["ci_low"].to_numpy(), s["ci_high"].to_numpy()
+            if log_y:
+                y, lo, hi = (np.maximum(v, floor) for v in (y, lo, hi))
+            elif metric == "top_k_accuracy":
+                lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+            ax.plot(x, y, marker="o", ms=3.5, lw=1.5, color=color, label=mech)
+            if np.isfinite(lo).any():
+                ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
+        for mech in [m for m in mech_order if m in nonprivate]:
+            s = summ[summ["mechanism"] == mech]
+            if s.empty or not np.isfinite(s["mean"].iloc[0]):
+                continue
+            color, style = _NONPRIVATE_STYLE.get(mech, ("gray", "--"))
+            y = float(s["mean"].iloc[0])
+            lo, hi = float(s["ci_low"].iloc[0]), float(s["ci_high"].iloc[0])
+            if log_y:
+                y, lo, hi = (max(v, floor) if np.isfinite(v) else v for v in (y, lo, hi))
+            elif metric == "top_k_accuracy" and np.isfinite(lo):
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            ax.axhline(y, color=color, ls=style, lw=1.2, label=f"{mech} (non-private)")
+            if np.isfinite(lo):
+                ax.axhspan(lo, hi, color=color, alpha=0.08, lw=0)
+        ax.set_xscale("log")
+        if log_y:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(-0.03 if metric == "top_k_accuracy" else None, 1.03)
+        if len(eps_all):
+            ax.set_xlim(eps_all.min() / 1.3, eps_all.max() * 1.3)
+        ax.set_xlabel("privacy budget ε")
+        ax.set_ylabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    first = sub.iloc[0]
+    n, m = int(first["n"]), int(first["m"])
+    trials = int(sub["trial"].nunique())
+    head = title or f"{dataset}  (n = {n}, m = {m}, {trials} trials, mean ± 95 % CI)"
+    fig.suptitle(head, fontsize=11)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7),
+                   fontsize="small", frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    out = _save(fig, path) if path is not None else fig
+    return out
+
+
+def _positive_floor(summ: pd.DataFrame) -> float:
+    vals = summ["mean"].to_numpy(dtype=float)
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    return float(vals.min()) / 10.0 if len(vals) else 1e-6
+
+
+# ----------------------------------------------------------------------------------------
+# markdown / HTML
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportFiles:
+    """Paths written by :func:`build_report`."""
+
+    markdown: Path
+    html: Path
+    plots: tuple[Path, ...]
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    if x is None or not np.isfinite(x):
+        return "—"
+    return f"{x:.{digits}g}"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub pipe table (hand-written: pandas' to_markdown needs the optional tabulate)."""
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[list[str]]]:
+    s = summ[summ["dataset"] == dataset]
+    eps = sorted(s["epsilon"].dropna().unique())
+    # a sweep of non-private baselines only has no ε column: give their values one
+    header = ["mechanism"] + ([f"ε = {e:.3g}" for e in eps] or ["value"])
+    rows = []
+    for mech in dict.fromkeys(s["mechanism"]):
+        ms = s[s["mechanism"] == mech]
+        if mech in registry.nonprivate_names():
+            r = ms.iloc[0]
+            rows.append([f"{mech} (non-private)", _cell(r) + " (any ε)"]
+                        + [""] * (len(header) - 2))
+            continue
+        by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
+        rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])
+    return header, rows
+
+
+def _cell(r: pd.Series) -> str:
+    text = _fmt(r["mean"])
+    if np.isfinite(r["ci_high"]) and np.isfinite(r["mean"]):
+        text += f" ± {_fmt(r['ci_high'] - r['mean'], 2)}"
+    if r["failed"]:
+        text += f" ({int(r['failed'])} failed)"
+    return text
+
+
+def build_report(
+    directory: str | os.PathLike[str],
+    *,
+    metric: str | None = None,
+    target: float | None = None,
+) -> ReportFiles:
+    """Turn a sweep's ``results.csv`` into plots, ``report.md`` and ``report.html``.
+
+    Parameters
+    ----------
+    directory : path
+        The sweep's output folder.
+    metric : str, optional
+        Metric of the tables and of the target (default: the sweep configuration's
+        ``[report] metric``, else ``"relative_l2_error"``); one of :data:`METRICS`.
+    target : float, optional
+        Target value of ``metric`` (default: the configuration's ``[report] target``, else
+        0.25): an upper bound for errors, a lower bound for accuracies.
+
+    Returns
+    -------
+    ReportFiles
+    """
+    directory = Path(directory)
+    results = read_results(directory)
+    if results.empty:
+        raise ValueError(f"{directory} has no finished cells yet; run the sweep first")
+    manifest = _manifest(directory)
+    cfg_report = manifest.get("config", {}).get("report", {}) if manifest else {}
+    metric = metric or cfg_report.get("metric", DEFAULT_METRIC)
+    _check_metric(metric)
+    if target is None:
+        target = float(cfg_report.get("target", DEFAULT_TARGET))
+    if not np.isfinite(target):
+        raise ValueError(f"target must be a finite number, got {target!r}")
+
+    plot_dir = directory / "plots"
+    datasets = list(dict.fromkeys(results["dataset"]))
+    plots = []
+    plt = None
+    for ds in datasets:
+        path = plot_dir / f"{ds}.png"
+        fig = plot_dataset(results, ds, path=path)
+        if plt is None:
+            from ..plots import _plt
+
+            plt = _plt()
+        plt.close(fig)
+        plots.append(path)
+
+    summ = summarize(results, metric)
+    reach = smallest_epsilon(summ, target, metric)
+    label, lower = METRICS[metric]
+    name = manifest.get("config", {}).get("name", directory.name) if manifest else directory.name
+    sections = _sections(results, summ, reach, manifest, name, metric, label, lower, target,
+                         datasets, plots, directory)
+    md_path = directory / "report.md"
+    html_path = directory / "report.html"
+    md_path.write_text(_to_markdown(sections), encoding="utf-8")
+    html_path.write_text(_to_html(sections, title=f"privirt sweep: {name}"), encoding="utf-8")
+    return ReportFiles(markdown=md_path, html=html_path, plots=tuple(plots))
+
+
+def _manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+
+
+# A report is a list of blocks: ("h1"|"h2"|"p"|"img"|"table", payload)
+Block = tuple[str, Any]
+
+
+def _sections(results, summ, reach, manifest, name, metric, label, lower, target, datasets,
+              plots, directory) -> list[Block]:
+    blocks: list[Block] = [("h1", f"privirt sweep: {name}")]
+    n_ok = int((results["status"] == "ok").sum())
+    n_fail = len(results) - n_ok
+    prov = [f"{len(results)} cells ({n_ok} ok, {n_fail} failed) over {len(datasets)} data "
+            f"set(s) and mechanisms {', '.join(dict.fromkeys(results['mechanism']))}."]
+    if manifest:
+        sw, mach = manifest.get("software", {}), manifest.get("machine", {})
+        runs = manifest.get("runs", [])
+        secs = sum(float(r.get("seconds", 0.0)) for r in runs)
+        prov.append(f"privirt {sw.get('privirt', '?')}, Python {sw.get('python', '?')}, numpy "
+                    f"{sw.get('numpy', '?')}; {mach.get('cpu_count', '?')} CPU(s), "
+                    f"{mach.get('platform', '?')}; {len(runs)} run(s), "
+                    f"{secs:.1f} s of sweep time; seed {manifest.get('config', {}).get('seed')}.")
+        versions = {json.dumps(r["software"], sort_keys=True) for r in runs
+                    if isinstance(r, dict) and r.get("cells_to_compute") and r.get("software")}
+        if len(versions) > 1:
+            listed = "; ".join(
+                ", ".join(f"{k} {v}" for k, v in sorted(json.loads(t).items()))
+                for t in sorted(versions))
+            prov.append(f"The cells were computed by {len(versions)} different software "
+                        f"versions over the runs of this sweep ({listed}): results may mix.")
+    blocks.append(("p", " ".join(prov)))
+    blocks.append(("p", "Every cell used seeded noise so that the sweep is reproducible; seeded "
+                        "noise is not private (private=False). These figures measure accuracy "
+                        "and release nothing."))
+    blocks.append(("p", "Errors are measured against the simulated difficulties on synthetic "
+                        "data and against the non-private spectral estimate on real data (as "
+                        "Nguyen & Zhang do); both sides are centred."))
+    direction = "at most" if lower else "at least"
+    blocks.append(("h2", f"Smallest ε reaching the target ({metric} {direction} {target:g})"))
+    blocks.append(("p", "Smallest ε of the grid at which the mean over trials meets the target "
+                        "and keeps meeting it at every larger ε; — means not reached within the "
+                        "grid."))
+    mechs = [m for m in registry.names() if m in set(reach["mechanism"])]
+    rows = []
+    for ds in datasets:
+        r = reach[reach["dataset"] == ds]
+        by = {row["mechanism"]: row for _, row in r.iterrows()}
+        rows.append([ds] + [_fmt(by[m]["epsilon"]) if m in by else "" for m in mechs])
+    blocks.append(("table", (["data set"] + mechs, rows)))
+    for ds, plot in zip(datasets, plots):
+        first = results[results["dataset"] == ds].iloc[0]
+        blocks.append(("h2", f"{ds} (source {first['source']}, n = {int(first['n'])}, "
+                             f"m = {int(first['m'])})"))
+        blocks.append(("img", (os.path.relpath(plot, directory).replace(os.sep, "/"),
+                               f"error against ε for {ds}")))
+        blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials."))
+        blocks.append(("table", _results_table(summ, ds)))
+    failures = results[results["status"] != "ok"]
+    if len(failures):
+        blocks.append(("h2", "Failed cells"))
+        counts = failures.groupby(["dataset", "mechanism", "status"]).size().reset_index()
+        rows = [[r["dataset"], r["mechanism"], str(r[0]), r["status"]]
+                for _, r in counts.iterrows()]
+        blocks.append(("table", (["data set", "mechanism", "cells", "error"], rows)))
+    return blocks
+
+
+def _to_markdown(blocks: Sequence[Block]) -> str:
+    out = []
+    for kind, payload in blocks:
+        if kind == "h1":
+            out.append(f"# {payload}")
+        elif kind == "h2":
+            out.append(f"## {payload}")
+        elif kind == "p":
+            out.append(payload)
+        elif kind == "img":
+            src, alt = payload
+            out.append(f"![{alt}]({src})")
+        elif kind == "table":
+            out.append(_md_table(*payload))
+    return "\n\n".join(out) + "\n"
+
+
+def _to_html(blocks: Sequence[Block], *, title: str) -> str:
+    e = html.escape
+    body = []
+    for kind, payload in blocks:
+        if kind in ("h1", "h2"):
+            body.append(f"<{kind}>{e(payload)}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{e(payload)}</p>")
+        elif kind == "img":
+            src, alt = payload
+            body.append(f'<p><img src="{e(src)}" alt="{e(alt)}" style="max-width:100%"></p>')
+        elif kind == "table":
+            header, rows = payload
+            frame = pd.DataFrame(rows, columns=header)
+            body.append(frame.to_html(index=False, border=0, classes="results", escape=True))
+    style = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+             "table.results{border-collapse:collapse;font-size:90%}"
+             "table.results td,table.results th{border:1px solid #ccc;padding:3px 8px;"
+             "text-align:right}table.results td:first-child{text-align:left}")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
+            f"<title>{e(title)}</title><style>{style}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")

