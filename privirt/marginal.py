@@ -414,7 +414,7 @@ def fit_spread(
             post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
             keep = post >= 1e-6 * post.max()
             if FINE_REFINE and np.count_nonzero(keep) <= REFINE_BELOW:  # still concentrated: 4× finer again
-                dk = np.diff(kap_f).min() if kap_f.size > 1 else 0.075
+                dk = (0.6 + k_hi - k_lo) / 8  # the κ step of the first refinement
                 lt_f = np.arange(lt[keep].min() - dlt / 4, lt[keep].max() + dlt / 4 + 1e-9, dlt / 16)
                 kap_f = np.unique(np.clip(np.arange(kap[keep].min() - dk, kap[keep].max() + dk + 1e-9, dk / 4),
                                           0.0, 0.97))
