@@ -10,6 +10,7 @@ import numpy as np
 
 from ._samplers import BLOCK, DiscreteGaussianSampler, DiscreteLaplaceSampler
 from ._validation import as_integer_array, check_scale, check_sensitivity, check_shape, round_up
+from .measures import PureDP, ZCDP
 from .rng import SecureRNG
 
 __all__ = ["DiscreteGaussian", "DiscreteLaplace"]
@@ -121,7 +122,7 @@ class DiscreteGaussian(_AdditiveNoise):
     >>> from mechanisms import DiscreteGaussian
     >>> mech = DiscreteGaussian(3.0, seed=0)
     >>> noisy = mech.apply([10, 20, 30])      # int64 array
-    >>> mech.privacy(l2_sensitivity=1.0)      # rho of zCDP = 1 / (2 * 9), rounded up
+    >>> mech.privacy(l2_sensitivity=1.0).rho  # rho of zCDP = 1 / (2 * 9), rounded up
     0.05555555555555556
     """
 
@@ -138,8 +139,8 @@ class DiscreteGaussian(_AdditiveNoise):
         return self._opendp_measurement
 
     def privacy(self, l2_sensitivity: float, *, l1_sensitivity: float | None = None,
-                dimension: int | None = None) -> float:
-        """ρ of ρ-zCDP for a query with the given sensitivity (per privacy unit).
+                dimension: int | None = None) -> ZCDP:
+        """The ρ-zCDP guarantee for a query with the given sensitivity (per privacy unit).
 
         Reports ``ρ = Δ₂² / (2σ²)`` rounded up to the next float, where ``Δ₂`` is the L2
         sensitivity, replaced by ``min(Δ₂, Δ₁)`` when an L1 sensitivity is also given (every
@@ -162,8 +163,8 @@ class DiscreteGaussian(_AdditiveNoise):
 
         Returns
         -------
-        float
-            ρ, equal to OpenDP's ``make_gaussian(...).map(Δ₂)`` for integer inputs.
+        ZCDP
+            ``ZCDP(ρ)``; ρ equals OpenDP's ``make_gaussian(...).map(Δ₂)`` for integer inputs.
         """
         d2 = check_sensitivity("l2_sensitivity", l2_sensitivity)
         if l1_sensitivity is not None:
@@ -172,7 +173,7 @@ class DiscreteGaussian(_AdditiveNoise):
                                       or dimension < 1):
             raise ValueError(f"dimension must be a positive integer, got {dimension!r}")
         s = Fraction(self.sigma)
-        return round_up(d2 * d2 / (2 * s * s))
+        return ZCDP(round_up(d2 * d2 / (2 * s * s)))
 
     def variance(self) -> float:
         """Variance ``Σ x² p(x)``, slightly below ``σ²``.
@@ -204,7 +205,7 @@ class DiscreteLaplace(_AdditiveNoise):
     --------
     >>> from mechanisms import DiscreteLaplace
     >>> DiscreteLaplace(2.0, seed=1).privacy(l1_sensitivity=1)
-    0.5
+    PureDP(epsilon=0.5)
     """
 
     def __init__(self, scale: float, *, seed: object = None, backend: Backend = "native") -> None:
@@ -219,10 +220,10 @@ class DiscreteLaplace(_AdditiveNoise):
                 dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale=self.scale)
         return self._opendp_measurement
 
-    def privacy(self, l1_sensitivity: float) -> float:
-        """Pure ε for a query with L1 sensitivity ``Δ₁``: ``ε = Δ₁ / scale``, rounded up."""
+    def privacy(self, l1_sensitivity: float) -> PureDP:
+        """Pure ε-DP for a query with L1 sensitivity ``Δ₁``: ``ε = Δ₁ / scale``, rounded up."""
         d1 = check_sensitivity("l1_sensitivity", l1_sensitivity)
-        return round_up(d1 / Fraction(self.scale))
+        return PureDP(round_up(d1 / Fraction(self.scale)))
 
     def variance(self) -> float:
         """Closed form ``2q / (1 − q)²`` with ``q = e^{−1/scale}``."""

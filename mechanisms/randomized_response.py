@@ -11,6 +11,7 @@ import numpy as np
 from ._exact import exp_neg_enclosure
 from ._samplers import BLOCK, BernoulliSampler
 from ._validation import check_epsilon, round_up
+from .measures import PureDP
 from .rng import SecureRNG
 
 __all__ = ["RandomizedResponse"]
@@ -79,11 +80,11 @@ class RandomizedResponse:
             out[start:stop] = np.where(keep, flat[start:stop], 1 - flat[start:stop])
         return out.reshape(arr.shape)
 
-    def privacy(self, n_bits: int = 1) -> float:
-        """Pure ε for a person whose ``n_bits`` bits may all change: ``ε · n_bits`` (rounded up)."""
+    def privacy(self, n_bits: int = 1) -> PureDP:
+        """Pure ε-DP for a person whose ``n_bits`` bits may all change: ``ε · n_bits`` (rounded up)."""
         if isinstance(n_bits, bool) or not isinstance(n_bits, numbers.Integral) or n_bits < 0:
             raise ValueError(f"n_bits must be a non-negative integer, got {n_bits!r}")
-        return round_up(Fraction(self.epsilon) * int(n_bits))
+        return PureDP(round_up(Fraction(self.epsilon) * int(n_bits)))
 
     def debias(self, mean_of_randomized: float | np.ndarray) -> float | np.ndarray:
         """Unbiased estimate of the true mean from the mean of randomized bits.

@@ -1,6 +1,7 @@
 """Privacy accounting: costs as values, conversions, composition and noise calibration.
 
-Three kinds of guarantee appear in privirt, each a small immutable value:
+Three kinds of guarantee appear in privirt, each a small immutable value defined beside the
+mechanisms (:mod:`mechanisms.measures`, re-exported here):
 
 * :class:`PureDP` — ε-differential privacy (the discrete Laplace mechanism, randomized
   response without shuffling);
@@ -47,6 +48,15 @@ from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 from scipy import optimize
+
+from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types and conversions
+    ApproxDP,
+    PureDP,
+    ZCDP,
+    _cks_epsilon_at,
+    pure_to_zcdp,
+    zcdp_to_approx_dp,
+)
 
 from . import shuffling
 
@@ -112,68 +122,7 @@ def _check_rho(rho: object) -> float:
 
 
 # ---------------------------------------------------------------------------------------
-# guarantees as values
-@dataclass(frozen=True)
-class PureDP:
-    """ε-differential privacy (replace-one neighbours)."""
-
-    epsilon: float
-
-    def __post_init__(self) -> None:
-        v = _finite_number(self.epsilon, "epsilon")
-        if not math.isfinite(v) or v < 0:
-            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
-        object.__setattr__(self, "epsilon", v)
-
-    def to_zcdp(self) -> "ZCDP":
-        """ρ = ε²/2 (Bun & Steinke 2016, Proposition 1.4)."""
-        return ZCDP(pure_to_zcdp(self.epsilon))
-
-    def to_approx_dp(self, delta: float = 0.0) -> "ApproxDP":
-        return ApproxDP(self.epsilon, float(delta))
-
-    def __str__(self) -> str:
-        return f"{self.epsilon:.6g}-DP"
-
-
-@dataclass(frozen=True)
-class ZCDP:
-    """ρ-zero-concentrated differential privacy (replace-one neighbours)."""
-
-    rho: float
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rho", _check_rho(self.rho))
-
-    def to_approx_dp(self, delta: float, *, tight: bool = True) -> "ApproxDP":
-        """The (ε, δ) guarantee implied at the given δ (see :func:`zcdp_to_approx_dp`)."""
-        return ApproxDP(zcdp_to_approx_dp(self.rho, delta, tight=tight), float(delta))
-
-    def __str__(self) -> str:
-        return f"{self.rho:.6g}-zCDP"
-
-
-@dataclass(frozen=True)
-class ApproxDP:
-    """(ε, δ)-differential privacy (replace-one neighbours)."""
-
-    epsilon: float
-    delta: float
-
-    def __post_init__(self) -> None:
-        e = _finite_number(self.epsilon, "epsilon")
-        d = _finite_number(self.delta, "delta")
-        if not math.isfinite(e) or e < 0:
-            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
-        if not (0.0 <= d <= 1.0):
-            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
-        object.__setattr__(self, "epsilon", e)
-        object.__setattr__(self, "delta", d)
-
-    def __str__(self) -> str:
-        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
-
-
+# guarantees as values: the measure types live with the mechanisms (mechanisms.measures)
 @dataclass(frozen=True)
 class PrivacyCost:
     """A general spend: the composition of a ρ-zCDP part and an (ε, δ)-DP part.
@@ -238,74 +187,6 @@ Guarantee = Union[PureDP, ZCDP, ApproxDP, PrivacyCost]
 
 # ---------------------------------------------------------------------------------------
 # conversions
-def pure_to_zcdp(epsilon: float) -> float:
-    """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
-    e = _finite_number(epsilon, "epsilon")
-    if e < 0 or not math.isfinite(e):
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
-    return 0.5 * e * e
-
-
-def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
-    """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
-
-    αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
-    log α = log1p(e^t) and log(1 − 1/α) = −log1p(e^{−t}) so that no cancellation occurs for
-    α near 1 or for large α (small ρ, where ``t − log α`` would lose every digit and
-    understate ε).
-    """
-    am1 = math.exp(t)
-    log_alpha = math.log1p(am1)
-    return (1.0 + am1) * rho + log_inv_delta / am1 - math.log1p(math.exp(-t)) - log_alpha / am1
-
-
-def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
-    """The ε such that a ρ-zCDP mechanism is (ε, δ)-DP.
-
-    Parameters
-    ----------
-    rho : float
-        zCDP parameter, ≥ 0.
-    delta : float
-        Target δ in (0, 1).
-    tight : bool, default True
-        ``True``: the conversion of Canonne, Kamath & Steinke (2020), Corollary 13,
-        ε = inf_{α>1} αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), minimised numerically
-        over α (every α > 1 gives a valid bound, so the result is always valid; it agrees with
-        OpenDP's ``make_zCDP_to_approxDP`` to 1e-6 relative).  ``False``: Bun & Steinke
-        (2016), Lemma 3.5, ε = ρ + 2√(ρ log(1/δ)).
-
-    Returns
-    -------
-    float
-        ε ≥ 0.
-    """
-    rho = _check_rho(rho)
-    delta = check_delta(delta)
-    if rho == 0.0:
-        return 0.0
-    L = math.log(1.0 / delta)
-    classic = rho + 2.0 * math.sqrt(rho * L)
-    if not tight:
-        return classic
-
-    # Minimise over t = log(α − 1); the objective is smooth and unimodal in practice, and the
-    # minimiser lies near α ≈ 1 + √(L/ρ) (where the classic bound's α is).
-    def f(t: float) -> float:
-        return _cks_epsilon_at(t, rho, L)
-
-    t0 = 0.5 * (math.log(L) - math.log(rho))  # in logs: ρ may be subnormal
-    lo, hi = t0 - 30.0, min(t0 + 30.0, 700.0)  # exp(t) must stay finite
-    lo = min(lo, hi - 1.0)
-    grid = np.linspace(lo, hi, 241)
-    vals = np.array([f(t) for t in grid])
-    k = int(np.argmin(vals))
-    a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-    res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
-    best = min(float(res.fun), float(vals[k]), classic)
-    return max(0.0, best)
-
-
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """The smallest δ (tight CKS 2020 conversion) with ρ-zCDP ⇒ (ε, δ)-DP.
 
@@ -382,6 +263,9 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
 # calibration
 TvBound = Union[float, Callable[[float], float]]
 
+#: Above this the classic bound's σ is not used as the start of the calibration search.
+_SIGMA_START_MAX = 1e150
+
 
 def _tv(tv_bound: TvBound, sigma: float) -> float:
     return float(tv_bound(sigma)) if callable(tv_bound) else float(tv_bound)
@@ -425,10 +309,14 @@ def calibrate_gaussian_sigma(
 
     # bracket: the classic bound's σ is an upper bound on the answer (the tight conversion
     # is never worse); search below it.
-    # (√(L + ε) − √L)², written without the cancellation that makes it 0 for tiny ε
+    # ρ = (√(L + ε) − √L)² = (ε / (√(L + ε) + √L))², so σ = Δ₂ (√(L + ε) + √L) / (√2 ε),
+    # computed without forming ρ (which underflows to 0 below ε ≈ 1e-150).  For tiny ε that
+    # σ overflows, while the tight conversion is met by a moderate σ (where it gives ε = 0,
+    # i.e. the δ alone covers the shift): start the search from σ = Δ₂ then.
     log_inv = math.log(1.0 / delta)
-    rho_classic = (epsilon / (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv))) ** 2
-    hi = l2 / math.sqrt(2.0 * rho_classic) * 1.01
+    hi = l2 * (math.sqrt(log_inv + epsilon) + math.sqrt(log_inv)) / (math.sqrt(2.0) * epsilon) * 1.01
+    if not hi < _SIGMA_START_MAX:
+        hi = l2
     tries = 0
     while slack(hi) > 0:
         hi *= 2.0

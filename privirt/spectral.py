@@ -28,6 +28,7 @@ import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
 from ._checks import check_positive_int, check_positive_number
+from ._results import ItemEstimate, top_k_labels
 from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
 from .responses import ResponsesLike, as_responses
 
@@ -43,8 +44,11 @@ Normalizer = Literal["max", "row"]
 
 
 @dataclass(frozen=True)
-class SpectralResult:
+class SpectralResult(ItemEstimate):
     """Result of :func:`spectral_estimate` / :func:`spectral_from_counts`.
+
+    ``items``, ``top_k`` and ``to_frame`` (columns ``beta``, ``pi``, ``d``) come from
+    :class:`privirt._results.ItemEstimate`.
 
     Attributes
     ----------
@@ -79,27 +83,13 @@ class SpectralResult:
     residual: float = float("nan")
     info: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def items(self) -> pd.Index:
-        return self.beta.index
-
-    def top_k(self, k: int, *, largest: bool = True) -> pd.Index:
-        """Labels of the ``k`` hardest items (largest β), or the ``k`` easiest with
-        ``largest=False``, ordered from the most extreme.  Ties keep item order."""
-        return _top_k(self.beta, k, largest)
-
-    def to_frame(self) -> pd.DataFrame:
-        """DataFrame indexed by item with columns ``beta``, ``pi``, ``d``."""
-        return pd.DataFrame({"beta": self.beta, "pi": self.pi, "d": self.d})
+    def _frame_columns(self) -> dict[str, Any]:
+        return {"beta": self.beta, "pi": self.pi, "d": self.d}
 
 
 def _top_k(beta: pd.Series, k: int, largest: bool) -> pd.Index:
-    m = len(beta)
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
-        raise ValueError(f"k must be an integer between 1 and the number of items ({m}), got {k!r}")
-    values = beta.to_numpy(dtype=float)
-    order = np.argsort(-values if largest else values, kind="stable")
-    return beta.index[order[: int(k)]]
+    """Kept for callers that have not moved to :func:`privirt._results.top_k_labels`."""
+    return top_k_labels(beta, k, largest)
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,13 +30,17 @@ from ._results import ItemEstimate
 from ._seeds import child, describe_seed, numpy_rng, seed_sequence, stream_key
 from .accounting import (
     NEIGHBOURING_RELATION,
+    ApproxDP,
     PrivacyCost,
+    ZCDP,
     calibrate_gaussian_sigma,
     check_delta,
     check_epsilon,
     zcdp_to_approx_dp,
 )
-from .private import PrivacyStatement, _debit, _resolve_ledger, _responses
+from .private import PrivacyStatement, calibration_epsilon, public_responses
+from .private._inputs import _resolve_ledger
+from .private.measurements import load_mechanisms
 from .responses import ResponsesLike
 from .sensitivity import Sensitivity, _sqrt_up
 
@@ -183,7 +187,7 @@ class _TotalsStatement(PrivacyStatement):
 def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any) -> tuple[float, float, float, np.ndarray, float]:
     """(σ_totals, σ_hist, f, edges, ρ) meeting (ε, δ) with the derived split."""
     try:
-        sigma1 = calibrate_gaussian_sigma(1.0, eps * (1 - 1e-10), dlt)
+        sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
     except (ValueError, ArithmeticError, OverflowError):
         sigma1 = math.inf
     rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
@@ -211,6 +215,7 @@ def release_totals(
     seed: Any = None,
     items: Sequence[Any] | None = None,
     note: str = "",
+    n_persons: int | None = None,
 ) -> TotalsRelease:
     """Release noisy item totals and a raw-score histogram, (ε, δ)-DP.
 
@@ -228,12 +233,14 @@ def release_totals(
         The public item list (required for long input).
     note : str
         Stored with the ledger entry.
+    n_persons : int, optional
+        The public number of persons (required for long input; see
+        :func:`privirt.release_counts`).
 
     Returns
     -------
     TotalsRelease
     """
-    from .private import _mechanisms
 
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
@@ -244,14 +251,14 @@ def release_totals(
             "ledger; drop seed= for a private release, or drop ledger= for a reproducible test run"
         )
     ledger = _resolve_ledger(ledger)
-    resp = _responses(X, items)
+    resp = public_responses(X, items, n_persons)
     if resp.has_missing:
         raise ValueError(
             "private_totals_estimate/release_totals need complete data (no missing cells); "
             "for incomplete data use privirt.private_spectral_estimate"
         )
     n, m = resp.shape
-    mech_mod = _mechanisms()
+    mech_mod = load_mechanisms()
     sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
     B = len(edges) - 1
     sens = totals_sensitivity(m, B)
@@ -278,16 +285,17 @@ def release_totals(
 
     codes = resp.codes
     totals, hist = totals_statistics(codes, edges)
-    spend_id = _debit(ledger, cost, _MECHANISM, note)  # committed before any noise exists
+    # committed before any noise exists
+    spend_id = None if ledger is None else ledger.spend(cost, mechanism=_MECHANISM, note=str(note))
     noisy_t = np.asarray(mt.apply(totals), dtype=np.int64)
     noisy_h = np.asarray(mh.apply(hist), dtype=np.int64)
     del totals, hist
 
     statement = _TotalsStatement(
         mechanism=_MECHANISM, relation=NEIGHBOURING_RELATION, sensitivity=sens,
-        noise_parameter="sigma", noise_value=float(sig_t), rho=rho, epsilon=float(claimed),
-        delta=float(dlt), private=private, p0=1.0, n_edges=0, shuffle=False, cost=cost,
-        ledger_spend_id=spend_id, notes=tuple(notes),
+        guarantee=ApproxDP(float(claimed), float(dlt)), native=ZCDP(rho),
+        noise_parameter="sigma", noise_value=float(sig_t), private=private, p0=1.0, n_edges=0,
+        shuffle=False, cost=cost, n_persons=int(n), ledger_spend_id=spend_id, notes=tuple(notes),
     )
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]
     return TotalsRelease(
@@ -454,6 +462,7 @@ def private_totals_estimate(
     confidence: float = 0.95,
     n_boot: int = 200,
     note: str = "",
+    n_persons: int | None = None,
 ) -> TotalsEstimate:
     """Private Rasch difficulties with intervals: :func:`release_totals` then
     :func:`estimate_from_release`.
@@ -473,6 +482,7 @@ def private_totals_estimate(
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     _check_n_boot(n_boot)
     ss = seed_sequence(seed)
-    release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note)
+    release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items,
+                             note=note, n_persons=n_persons)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
                                  seed=None if ss is None else child(ss, "estimate"))

@@ -427,3 +427,13 @@ def test_total_epsilon_rejects_an_invalid_delta(bad):
         with pytest.raises(ValueError, match="delta"):
             acc.total_epsilon(spends, bad)
     assert acc.total_epsilon([acc.PureDP(1.0)], 0.0) == 1.0  # δ = 0 stays valid for pure spends
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-200, 1e-160, 1e-120, 5e-324])
+def test_gaussian_calibration_for_vanishing_epsilon(eps):
+    """Below ε ≈ 1e-150 the classic bound's ρ underflows to 0 (this was a ZeroDivisionError).
+    The smallest σ is still well defined: where the tight conversion reaches ε = 0."""
+    sigma = acc.calibrate_gaussian_sigma(2.0, eps, 1e-5)
+    assert math.isfinite(sigma) and sigma > 0
+    assert acc.zcdp_to_approx_dp(4.0 / (2 * sigma**2), 1e-5) <= eps
+    assert acc.zcdp_to_approx_dp(4.0 / (2 * (0.999 * sigma) ** 2), 1e-5) > eps

@@ -185,6 +185,9 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert "spent" in capsys.readouterr().out  # nothing debited (checked below)
     out = tmp_path / "est.json"
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5",
+                 "--ledger", str(ledger), "--out", str(out)]) == 2  # and the number of persons
+    assert "--n-persons" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5", "--n-persons", "300",
                  "--ledger", str(ledger), "--out", str(out)]) == 0
     payload = json.loads(out.read_text())
     assert [r["item"] for r in payload["items"]] == [1, 2, 3, 4, "5"]
@@ -193,10 +196,51 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert 0 < spent <= 1.0 + 1e-12  # one release only: the refused run debited nothing
     (tmp_path / "items.txt").write_text("1\n2\n\n3\n4\n")
     assert main(["estimate", str(path), "--epsilon", "1", "--items", f"@{tmp_path / 'items.txt'}",
-                 "--seed", "1"]) == 0
+                 "--n-persons", "300", "--seed", "1"]) == 0
     assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
     assert "--items need --epsilon" in capsys.readouterr().err
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2
+
+
+@pytest.mark.parametrize("eps", ["1e-300", "1e-200"])
+def test_vanishing_epsilon_is_calibrated_or_refused_in_one_line(lsat_csv, tmp_path, capsys, eps):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    # discrete Gaussian: a correct calibration (the guarantee stated is within the target)
+    assert main(["estimate", str(lsat_csv), "--epsilon", eps, "--ledger", str(ledger), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "privacy: (0, 1e-05)-differential privacy" in out
+    assert len(privirt.Ledger(ledger).spends()) == 1
+    # discrete Laplace cannot: one line naming the ε, nothing spent
+    assert main(["estimate", str(lsat_csv), "--epsilon", eps, "--mechanism", "laplace",
+                 "--ledger", str(ledger), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"privirt: error: epsilon={float(eps):g}") and err.count("\n") == 1
+    assert len(privirt.Ledger(ledger).spends()) == 1
+
+
+def test_seed_with_ledger_is_refused_in_one_line_and_nothing_is_written(lsat_csv, tmp_path, capsys):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    out = tmp_path / "est.csv"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--seed", "3", "--ledger", str(ledger),
+                 "--out", str(out), "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("privirt: error:") and captured.err.count("\n") == 1
+    assert "--seed" in captured.err and "--ledger" in captured.err
+    assert "beta" not in captured.out and not out.exists() and ledger.read_bytes() == before
+
+
+def test_seeded_run_never_prints_a_guarantee_without_saying_it_does_not_apply(lsat_csv, capsys):
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--seed", "3", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT PRIVATE" in out
+    for line in out.splitlines():
+        if "differential privacy" in line or "-DP" in line:
+            assert "does NOT apply" in line, line
 
 
 def test_regularization_option_and_one_person_warning(tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import mechanisms
-from mechanisms import DiscreteGaussian, DiscreteLaplace, RandomizedResponse, SecureRNG
+from mechanisms import DiscreteGaussian, DiscreteLaplace, PureDP, RandomizedResponse, SecureRNG, ZCDP
 from mechanisms import _exact, _samplers
 
 P_MIN = 1e-4  # fixed seeds: a failing p-value is reproducible, not flaky
@@ -304,19 +304,19 @@ def test_privacy_maps_equal_opendp(scale, d_in):
     vec = dp.vector_domain(dp.atom_domain(T="i64"))
     g = dp.m.make_gaussian(vec, dp.l2_distance(T="i64"), scale=scale)
     lap = dp.m.make_laplace(vec, dp.l1_distance(T="i64"), scale=scale)
-    assert DiscreteGaussian(scale, seed=0).privacy(d_in) == g.map(d_in)
-    assert DiscreteLaplace(scale, seed=0).privacy(d_in) == lap.map(d_in)
+    assert DiscreteGaussian(scale, seed=0).privacy(d_in) == ZCDP(g.map(d_in))
+    assert DiscreteLaplace(scale, seed=0).privacy(d_in) == PureDP(lap.map(d_in))
 
 
 def test_privacy_maps_closed_form_and_rounding():
     g = DiscreteGaussian(2.0, seed=0)
-    assert g.privacy(1) == 0.125
+    assert g.privacy(1) == ZCDP(0.125) and g.privacy(1).rho == float(g.privacy(1)) == 0.125
     assert g.privacy(3, l1_sensitivity=2) == g.privacy(2)  # ||v||_2 <= ||v||_1
     assert g.privacy(2, dimension=1000) == g.privacy(2)    # zCDP map is dimension free (CKS20 multivariate theorem)
-    assert Fraction(DiscreteGaussian(3.0, seed=0).privacy(1)) >= Fraction(1, 18)  # rounded up
-    assert Fraction(DiscreteLaplace(3.0, seed=0).privacy(1)) >= Fraction(1, 3)
-    assert RandomizedResponse(0.5, seed=0).privacy() == 0.5
-    assert RandomizedResponse(0.5, seed=0).privacy(n_bits=7) == 3.5
+    assert Fraction(DiscreteGaussian(3.0, seed=0).privacy(1).rho) >= Fraction(1, 18)  # rounded up
+    assert Fraction(DiscreteLaplace(3.0, seed=0).privacy(1).epsilon) >= Fraction(1, 3)
+    assert RandomizedResponse(0.5, seed=0).privacy() == PureDP(0.5)
+    assert RandomizedResponse(0.5, seed=0).privacy(n_bits=7).epsilon == 3.5
     with pytest.raises(ValueError, match="dimension"):
         g.privacy(1, dimension=0)
     with pytest.raises(ValueError, match="l2_sensitivity"):
@@ -325,6 +325,27 @@ def test_privacy_maps_closed_form_and_rounding():
         DiscreteLaplace(1.0).privacy(float("nan"))
     with pytest.raises(ValueError, match="n_bits"):
         RandomizedResponse(1.0).privacy(-2)
+
+
+def test_privacy_maps_return_typed_guarantees_that_the_accounting_and_ledger_accept(tmp_path):
+    from mechanisms import ApproxDP
+    from privirt import Ledger
+    from privirt.accounting import PrivacyCost, compose
+
+    rho = DiscreteGaussian(2.0, seed=0).privacy(1)
+    eps = DiscreteLaplace(4.0, seed=0).privacy(1)
+    assert isinstance(rho, ZCDP) and isinstance(eps, PureDP)
+    assert isinstance(RandomizedResponse(0.5, seed=0).privacy(3), PureDP)
+    total = compose([rho, eps, ApproxDP(0.1, 1e-7)])
+    assert isinstance(total, PrivacyCost)
+    assert (total.rho, total.epsilon, total.delta) == pytest.approx((0.125, 0.35, 1e-7))
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    led.spend(rho, mechanism="discrete Gaussian")
+    led.spend(eps, mechanism="discrete Laplace")
+    assert led.spends()["rho"].tolist() == [0.125, 0.0] and led.spends()["epsilon"].tolist() == [0.0, 0.25]
+    assert str(rho) == "0.125-zCDP" and str(eps) == "0.25-DP"
+    with pytest.raises(ValueError, match="rho"):
+        ZCDP(-1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,7 +513,7 @@ def test_readme_example_runs():
     code = section.split("```python", 1)[1].split("```", 1)[0]
     ns: dict = {}
     exec(compile(code, "README-mechanisms", "exec"), ns)
-    assert ns["rho"] == 1 / 32 and ns["eps"] == 0.5
+    assert ns["rho"] == ZCDP(1 / 32) and ns["eps"] == PureDP(0.5)  # typed guarantees
     assert ns["noisy"].dtype == np.int64 and ns["noisy"].shape == (4,)
     assert ns["gauss"].private and not ns["lap"].private
     assert set(np.unique(ns["randomized"])) <= {0, 1}

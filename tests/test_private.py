@@ -197,7 +197,7 @@ def test_laplace_exact_and_empirical_audit():
 def test_randomized_response_empirical_audit_with_missing_cells():
     """The whole RR release path (missing cells → coin flips) on two neighbouring rows:
     the empirical log-ratio of every output pattern stays within m·ε₀ = ε."""
-    from privirt.private import _randomize
+    from privirt.private.rr import randomize
 
     eps, m, reps = 1.5, 3, 200_000
     x = np.array([1, 0, -1], dtype=np.int8)  # one missing cell
@@ -206,7 +206,7 @@ def test_randomized_response_empirical_audit_with_missing_cells():
 
     def patterns(row):
         resp = privirt.Responses(np.tile(row, (reps, 1)), pd.RangeIndex(reps), pd.Index(["a", "b", "c"]))
-        Z = _randomize(resp, mech, seed=9)
+        Z = randomize(resp, mech, mechanisms.SecureRNG(seed=9))
         return np.bincount(Z @ np.array([4, 2, 1]), minlength=8) / reps
 
     p, q = patterns(x), patterns(x2)
@@ -473,13 +473,14 @@ def test_public_items_keep_an_item_nobody_answered_in_long_data():
     })
     long["person"] = long["person"] + "_" + (long.index // 6).astype(str)
     public = ["q1", "q2", "q3", "q4"]  # nobody answered q4
-    rel = privirt.release_counts(long, epsilon=1.0, items=public, seed=1)
+    n = long["person"].nunique()  # the public number of persons (a long table needs it)
+    rel = privirt.release_counts(long, epsilon=1.0, items=public, n_persons=n, seed=1)
     assert list(rel.Y.index) == public and list(rel.graph.columns) == public
     assert rel.privacy.sensitivity.l1 == 2 * 2 * 2  # m = 4: 2·⌊4/2⌋·⌈4/2⌉
-    res = privirt.private_spectral_estimate(long, epsilon=1.0, items=public, seed=1)
+    res = privirt.private_spectral_estimate(long, epsilon=1.0, items=public, n_persons=n, seed=1)
     assert list(res.beta.index) == public and np.isfinite(res.beta).all()
     rr = privirt.private_spectral_estimate(long, epsilon=4.0, mechanism="randomized_response",
-                                           items=public[::-1], seed=1)
+                                           items=public[::-1], n_persons=n, seed=1)
     assert list(rr.beta.index) == public[::-1]
 
 
@@ -500,7 +501,7 @@ def test_long_data_without_the_public_item_set_is_refused_before_any_debit(tmp_p
         with pytest.raises(ValueError, match="not the string"):
             call(long, epsilon=1.0, items="q1q2q3", ledger=ledger)
     assert ledger.spent().epsilon == 0
-    rel = privirt.release_counts(long, epsilon=1.0, items=["q1", "q2", "q3"], ledger=ledger)
+    rel = privirt.release_counts(long, epsilon=1.0, items=["q1", "q2", "q3"], n_persons=3, ledger=ledger)
     assert list(rel.Y.index) == ["q1", "q2", "q3"] and ledger.spent().epsilon > 0
 
 
@@ -535,7 +536,7 @@ def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
         X, epsilon=2.0, delta=delta, mechanism="randomized_response", shuffle=True, seed=0
     ).privacy
     assert p.shuffle
-    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m)
+    local = mechanisms.RandomizedResponse(p.noise_value).privacy(n_bits=m).epsilon
     # the numerical bound verifies the stated (ε, δ) for this randomizer's local ε
     assert p.epsilon <= 2.0 and shuffle_delta(local, n, p.epsilon) <= delta
 
@@ -560,3 +561,139 @@ def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_p
     with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g} calibrates to") + ".* outside the range"):
         privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
     assert ledger.spent().epsilon == 0
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-200, 5e-324])
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace", "randomized_response"])
+def test_vanishing_epsilon_calibrates_correctly_or_is_refused_in_its_own_terms(tmp_path, mechanism, eps):
+    """ε = 1e-300 used to escape as ZeroDivisionError from the Gaussian calibration.  The
+    discrete Gaussian meets (ε, δ) for any ε > 0 with a moderate σ (the tight conversion
+    gives ε = 0 once δ covers the shift): it is calibrated and states a guarantee within the
+    target.  Laplace and randomized response cannot: they are refused naming the ε, with
+    nothing spent."""
+    X, _, _ = privirt.simulate_rasch(40, 4, seed=3)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
+    if mechanism == "gaussian":
+        res = privirt.private_spectral_estimate(X, epsilon=eps, delta=1e-5, ledger=ledger)
+        p = res.privacy
+        assert p.epsilon <= eps and p.delta == 1e-5 and np.isfinite(res.beta).all()
+        assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps
+        assert zcdp_to_approx_dp(4 * p.rho, 1e-5) > eps  # σ/2 would not do: σ is the smallest
+        assert len(ledger.spends()) == 1
+        return
+    with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
+        privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    if mechanism != "randomized_response":
+        with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
+            privirt.release_counts(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    assert len(ledger.spends()) == 0
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace", "randomized_response"])
+def test_seeded_noise_with_a_ledger_is_refused_and_nothing_is_spent(tmp_path, mechanism):
+    """Seeded noise is not private, so it must not be charged to (or pass as) a private
+    release: refused in one line before anything is computed."""
+    X, _ = _rasch(n=40, m=4)
+    path = tmp_path / "l.ledger"
+    privirt.Ledger(path, epsilon=5.0, delta=1e-5)
+    before = path.read_bytes()
+    for seed in (0, np.random.SeedSequence(3)):
+        with pytest.raises(ValueError, match="seed.*ledger") as info:
+            privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=mechanism, seed=seed, ledger=path)
+        assert "\n" not in str(info.value)
+        if mechanism != "randomized_response":
+            with pytest.raises(ValueError, match="seed.*ledger"):
+                privirt.release_counts(X, epsilon=1.0, mechanism=mechanism, seed=seed, ledger=path)
+    assert path.read_bytes() == before and len(privirt.Ledger(path).spends()) == 0
+
+
+def test_a_seeded_statement_says_its_guarantee_does_not_apply():
+    X, _ = _rasch(n=40, m=4)
+    text = str(privirt.release_counts(X, epsilon=1.0, seed=1).privacy)
+    lines = text.splitlines()
+    assert lines[0].startswith("NOT PRIVATE")
+    guarantee = [line for line in lines if "differential privacy" in line]
+    assert guarantee and all("does NOT apply" in line for line in guarantee)
+    private = str(privirt.release_counts(X, epsilon=1.0).privacy)
+    assert "NOT" not in private and private.startswith("privacy: (")
+    # shuffled randomized response, where amplification is claimed: no note restates it
+    X, _ = _rasch(n=2000, m=3)
+    shuffled = privirt.private_spectral_estimate(X, epsilon=2.0, delta=1e-5, seed=0, shuffle=True,
+                                                 mechanism="randomized_response").privacy
+    assert shuffled.shuffle
+    for line in str(shuffled).splitlines():
+        if "-DP" in line or "differential privacy" in line:
+            assert "does NOT apply" in line, line
+
+
+# ---------------------------------------------------------------------------------------
+# the contract: seeds, typed guarantees, measurement objects, result objects
+def test_seed_accepts_int_and_seed_sequence_and_streams_are_named():
+    X, _ = _rasch(n=60, m=8)
+    a = privirt.release_counts(X, epsilon=1.0, p0="auto", seed=7)
+    b = privirt.release_counts(X, epsilon=1.0, p0="auto", seed=np.random.SeedSequence(7))
+    assert a.Y.equals(b.Y) and a.graph.equals(b.graph) and not b.privacy.private
+    # the graph has its own child stream: the mechanism does not change it
+    c = privirt.release_counts(X, epsilon=1.0, p0="auto", mechanism="laplace", seed=7)
+    assert c.graph.equals(a.graph)
+    child = np.random.SeedSequence(7).spawn(1)[0]
+    assert not privirt.release_counts(X, epsilon=1.0, p0="auto", seed=child).Y.equals(a.Y)
+    for bad in (np.random.default_rng(0), -1, 1.5, "7", True):
+        with pytest.raises(ValueError, match="seed"):
+            privirt.release_counts(X, epsilon=1.0, seed=bad)
+
+
+def test_statements_hold_typed_guarantees():
+    from mechanisms import ApproxDP, PureDP, ZCDP
+
+    X, _ = _rasch(n=60, m=5)
+    g = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=0).privacy
+    assert isinstance(g.guarantee, ApproxDP) and g.guarantee.delta == 1e-5 and g.epsilon <= 1.0
+    assert g.native == ZCDP(g.rho) and g.cost.rho == g.rho
+    assert g.guarantee.epsilon == pytest.approx(zcdp_to_approx_dp(g.rho, 1e-5))
+    lap = privirt.release_counts(X, epsilon=1.0, mechanism="laplace", seed=0).privacy
+    assert lap.guarantee == lap.native and isinstance(lap.native, PureDP) and lap.delta == 0.0
+    assert lap.rho is None
+    rr = privirt.private_spectral_estimate(X, epsilon=2.0, mechanism="randomized_response", seed=0).privacy
+    assert isinstance(rr.guarantee, PureDP) and rr.to_dict()["measure"] == "PureDP"
+
+
+def test_measurement_objects_carry_their_privacy_map_and_one_calibration_margin():
+    from mechanisms import ApproxDP, PureDP, ZCDP
+    from privirt.accounting import calibrate_gaussian_sigma
+    from privirt.private import CALIBRATION_MARGIN, CountsGaussian, CountsLaplace, ResponsesRR
+    from privirt.sensitivity import pairwise_counts_sensitivity
+
+    sens = pairwise_counts_sensitivity(6)
+    target = ApproxDP(0.7, 1e-6)
+    g = CountsGaussian.calibrate(target, sens)
+    assert g.measure is ZCDP and isinstance(g.native, ZCDP)
+    assert g.noise_value == calibrate_gaussian_sigma(sens.l2, 0.7 * (1 - CALIBRATION_MARGIN), 1e-6)
+    assert g.guarantee.epsilon <= 0.7
+    lap = CountsLaplace.calibrate(target, sens)
+    assert lap.measure is PureDP and lap.noise_value == sens.l1 / (0.7 * (1 - CALIBRATION_MARGIN))
+    assert lap.native.epsilon <= 0.7
+    rr = ResponsesRR.calibrate(target, n_items=6, n_persons=100, shuffle=False)
+    assert rr.native == rr.guarantee and rr.native.epsilon <= 0.7 and rr.noise_parameter == "epsilon0"
+    # each carries its privacy map: the native guarantee is the map at the calibrated sensitivity
+    assert g.map(sens) == g.native and lap.map(sens) == lap.native and rr.map(6) == rr.native
+    smaller = pairwise_counts_sensitivity(4)
+    assert g.map(smaller).rho < g.native.rho and lap.map(smaller).epsilon < lap.native.epsilon
+    assert rr.map(3).epsilon == pytest.approx(rr.native.epsilon / 2)
+    st = g.statement(private=True, p0=1.0, n_edges=15, n_persons=100, spend_id=None)
+    assert st.guarantee == g.guarantee and st.n_persons == 100 and st.cost == g.cost
+
+
+def test_private_results_follow_the_item_estimate_contract():
+    from privirt._results import ItemEstimate
+
+    X, _ = _rasch(n=300, m=5)
+    X = pd.DataFrame(X, columns=list("abcde"))
+    res = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1)
+    assert isinstance(res, ItemEstimate) and isinstance(res.spectral, ItemEstimate)
+    assert list(res.items) == list("abcde")
+    assert list(res.to_frame().columns) == ["beta"] and res.to_frame()["beta"].equals(res.beta)
+    assert list(res.spectral.to_frame().columns) == ["beta", "pi", "d"]
+    assert res.top_k(2).equals(res.beta.sort_values(ascending=False).index[:2])
+    rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
+    assert list(rr.to_frame().columns) == ["beta", "beta_plain", "beta_debiased"]

@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- private estimation (the accounting issue) ----------------------------------------------
 #: private options that only make sense together with --epsilon
-_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items")
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items", "n_persons")
 
 
 def _p0(text: str):
@@ -131,10 +131,14 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
                        help="budget ledger to debit (created with `privirt budget init`)")
     group.add_argument("--seed", type=int, default=None, metavar="N",
-                       help="reproducible noise — the result is then NOT private")
+                       help="reproducible noise — the result is then NOT private (refused "
+                       "together with --ledger)")
     group.add_argument("--items", default=None, metavar="LIST",
                        help="the public item set, comma-separated or @FILE (one label a line); "
                        "required for a long table, whose items are otherwise read from the data")
+    group.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
+                       help="the public number of persons; required for a long table, which lists "
+                       "only persons with answers (absent persons count as all-missing rows)")
 
 
 def public_items(spec: str, data_items: pd.Index) -> list:
@@ -182,6 +186,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         device=args.device,
         note=f"privirt estimate {Path(args.file).name}",
         items=items,
+        n_persons=args.n_persons,
     )
     return pd.DataFrame({"beta": res.beta}), res.privacy
 
@@ -251,10 +256,17 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--top-k must be a positive integer")
     private = getattr(args, "epsilon", None) is not None
     if not private:
-        given = [f"--{name}" for name in _PRIVATE_ONLY if getattr(args, name, None) is not None]
+        given = [f"--{name.replace('_', '-')}" for name in _PRIVATE_ONLY
+                 if getattr(args, name, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
     statement = None
+    if private and args.seed is not None and args.ledger is not None:
+        raise ValueError(
+            "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
+            "records private releases only; drop --seed to spend from the ledger, or --ledger for "
+            "a reproducible non-private run (nothing was spent)"
+        )
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).
@@ -267,15 +279,17 @@ def run(args: argparse.Namespace) -> int:
         items = None if args.items is None else public_items(args.items, resp.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         table, statement = _private_table(resp, args, items)
+        n_persons = statement.n_persons  # public: never the data's count
     else:
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
         if args.regularization is not None and args.method != "spectral":
             raise ValueError("--regularization applies to --method spectral only")
         table = METHODS[args.method](resp, args)
+        n_persons = resp.n_persons
     table.index.name = "item"
     label = f"private {args.method}" if private else args.method
-    print(f"{label} estimate: {resp.n_persons} persons × {len(table)} items "
+    print(f"{label} estimate: {n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
     if args.top_k is not None:
@@ -284,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     if statement is not None:
         print(str(statement))
     if args.out is not None:
-        meta = {"method": args.method, "n_persons": resp.n_persons, "n_items": len(table)}
+        meta = {"method": args.method, "n_persons": n_persons, "n_items": len(table)}
         if statement is not None:
             meta["privacy"] = statement.to_dict()
         write_table(table, args.out, meta, None if statement is None else str(statement))

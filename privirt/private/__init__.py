@@ -1,0 +1,69 @@
+"""Private releases and the private spectral estimator (Algorithm 2).
+
+Differentially private with respect to **replacing one person's row**; every result states
+its guarantee (:class:`PrivacyStatement`, ``.privacy``) and a :class:`~privirt.Ledger` is
+debited *before* any noise is drawn.
+
+* :func:`release_counts` — noisy pairwise differential counts on a public comparison graph
+  (discrete Gaussian, ρ-zCDP, or discrete Laplace, pure ε); publishable.
+* :func:`private_spectral_estimate` — the spectral estimator on the noisy counts, or on
+  randomized-response data (optionally shuffled).
+
+Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
+and number of persons); ``measurements`` holds one measurement object per mechanism
+(:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`), each with
+``calibrate``, ``apply`` and ``statement`` and carrying its privacy map (``map``) and the
+measure it is stated in (``measure``); ``api`` holds the
+thin entry points (validate → choose the measurement → debit → apply → state); ``graph``,
+``rr``, ``statement`` and ``results`` hold the rest.
+
+Adding a mechanism: write a :class:`Measurement` subclass with a ``map`` (the privacy map)
+and a ``calibrate`` class method that sets ``native`` (the map at the calibrated sensitivity,
+a :mod:`mechanisms.measures` value),
+``guarantee``, ``cost``, ``noise_value`` and ``notes`` from the validated target and the
+public facts it needs, and whose ``apply`` draws noise from ``noise_seed(seed)`` (or another
+named child stream); then write an entry point that calls :func:`validate_call`, calibrates,
+debits, applies and returns a result whose ``privacy`` is ``meas.statement(...)``.  Prove the
+sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
+(``tests/test_private_neighbours.py``).  See ``docs/privacy.md``.
+"""
+
+from __future__ import annotations
+
+from ._inputs import PrivateCall, public_responses, validate_call
+from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts
+from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
+from .measurements import (
+    CALIBRATION_MARGIN,
+    CountsGaussian,
+    CountsLaplace,
+    Measurement,
+    ResponsesRR,
+    calibration_epsilon,
+    noise_seed,
+)
+from .results import NoisyCounts, PrivateSpectralResult
+from .rr import debiased_counts as _debiased_counts
+from .statement import PrivacyStatement
+
+__all__ = [
+    "PrivacyStatement",
+    "NoisyCounts",
+    "PrivateSpectralResult",
+    "release_counts",
+    "private_spectral_estimate",
+    "sample_comparison_graph",
+    "auto_p0",
+    "AUTO_P0_C",
+    "CALIBRATION_MARGIN",
+    "Measurement",
+    "CountsGaussian",
+    "CountsLaplace",
+    "ResponsesRR",
+    "COUNT_MEASUREMENTS",
+    "PrivateCall",
+    "validate_call",
+    "public_responses",
+    "calibration_epsilon",
+    "noise_seed",
+]

@@ -1,0 +1,158 @@
+"""Validation of a private call, in one place: ε and δ once, the seed, the ledger, the device,
+the public item set and the public number of persons."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mechanisms.measures import ApproxDP
+
+from .._backend import resolve_device
+from .._checks import check_positive_int
+from .._seeds import seed_sequence
+from ..accounting import check_delta, check_epsilon
+from ..responses import MISSING, Responses, ResponsesLike, as_responses
+from .graph import check_p0
+
+__all__ = ["PrivateCall", "validate_call", "public_responses"]
+
+
+@dataclass(frozen=True)
+class PrivateCall:
+    """The validated, public frame of one private call.
+
+    ``resp`` has exactly the public items (in order) and exactly the public number of persons
+    (persons absent from the data are all-missing rows); ``target`` is the (ε, δ) asked for.
+    """
+
+    resp: Responses
+    target: ApproxDP
+    seed: np.random.SeedSequence | None
+    ledger: Any
+    device: str
+    p0: float
+    note: str
+
+    @property
+    def private(self) -> bool:
+        """Whether the noise is unseeded (the guarantee holds)."""
+        return self.seed is None
+
+    @property
+    def n_persons(self) -> int:
+        return self.resp.n_persons
+
+
+def validate_call(
+    X: ResponsesLike,
+    *,
+    epsilon: Any,
+    delta: Any,
+    seed: Any,
+    ledger: Any,
+    device: Any,
+    items: Sequence[Any] | None,
+    n_persons: Any,
+    p0: Any,
+    note: Any = "",
+) -> PrivateCall:
+    """Check every argument shared by the private entry points, before anything is computed,
+    debited or drawn."""
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    ss = seed_sequence(seed)
+    if ss is not None and ledger is not None:
+        raise ValueError(
+            "seed= makes the noise reproducible, so the result is NOT private, and a ledger "
+            "records private releases only; drop seed= to spend from the ledger, or drop ledger= "
+            "for a reproducible non-private run (nothing was spent)"
+        )
+    resolved_device = resolve_device(device)
+    ledger = _resolve_ledger(ledger)
+    resp = public_responses(X, items, n_persons)
+    p = check_p0(p0, resp.n_items)
+    return PrivateCall(resp=resp, target=ApproxDP(eps, dlt), seed=ss, ledger=ledger,
+                       device=resolved_device, p0=p, note=str(note))
+
+
+def _resolve_ledger(ledger: Any):
+    """A :class:`~privirt.Ledger`, opened from a path if needed (it must exist)."""
+    if ledger is None:
+        return None
+    from ..ledger import Ledger
+
+    if isinstance(ledger, Ledger):
+        return ledger
+    if isinstance(ledger, (str, os.PathLike)):
+        return Ledger(ledger)
+    raise ValueError(f"ledger must be a privirt.Ledger or the path of one, got {type(ledger).__name__}")
+
+
+def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
+                     n_persons: Any = None) -> Responses:
+    """Validated responses whose item set and number of persons do not depend on the data.
+
+    Never drops items or persons by a data-dependent rule.  With ``items`` (the public item
+    set) the columns are exactly those, in that order: an item nobody answered becomes an
+    all-missing column, and an item of the data that is not in the list is an error.  With
+    ``n_persons`` (the public number of persons) the rows are the data's persons followed by
+    all-missing rows up to that number; more persons than that is an error.  A long table's
+    items and persons are read from its rows, so both are required for it.
+    """
+    if (isinstance(X, pd.DataFrame) and len(X) == 0 and len(X.columns) == 3 and items is not None
+            and n_persons is not None and not isinstance(items, (str, bytes))):
+        # a long table without rows: every one of the public persons is all-missing
+        n = check_positive_int("n_persons", n_persons)
+        X = Responses(np.full((n, len(list(items))), MISSING, dtype=np.int8), pd.RangeIndex(n),
+                      pd.Index(list(items)), items_from_data=True)
+    resp = as_responses(X, empty="keep")
+    if isinstance(items, (str, bytes)):
+        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+    if items is None and resp.items_from_data:
+        raise ValueError(
+            "the item set of a long (person, item, response) table is read from its rows, so "
+            "it depends on who is in the data (an item answered by one person comes and goes "
+            "with that person); pass the public item list as items=[...] (CLI: --items)"
+        )
+    if n_persons is None and resp.items_from_data:
+        raise ValueError(
+            "the number of persons of a long (person, item, response) table is read from its "
+            "rows, so it depends on the data (a person with no answers has no rows); pass the "
+            "public number of persons as n_persons=N (CLI: --n-persons)"
+        )
+    if items is not None:
+        public = pd.Index(list(items))
+        if public.has_duplicates:
+            raise ValueError(f"items lists {public[public.duplicated()][0]!r} twice")
+        extra = resp.items.difference(public)
+        if len(extra):
+            raise ValueError(
+                f"the data have item(s) {list(extra[:5])} that are not in the public item set "
+                "`items`; add them to `items` or remove them from the data"
+            )
+        pos = resp.items.get_indexer(public)
+        codes = np.full((resp.n_persons, len(public)), MISSING, dtype=np.int8)
+        present = pos >= 0
+        codes[:, present] = resp.codes[:, pos[present]]
+        resp = Responses(codes, resp.persons, public)
+    if n_persons is not None:
+        n = check_positive_int("n_persons", n_persons)
+        if resp.n_persons > n:
+            raise ValueError(
+                f"the data have more persons than the public n_persons={n}; pass the true "
+                "public number of persons (CLI: --n-persons)"
+            )
+        if resp.n_persons < n:  # persons absent from the data: all-missing rows
+            codes = np.full((n, resp.n_items), MISSING, dtype=np.int8)
+            codes[: resp.n_persons] = resp.codes
+            resp = Responses(codes, pd.RangeIndex(n), resp.items)
+    if resp.n_items < 2:
+        raise ValueError(f"private estimation needs at least 2 items, got {resp.n_items}")
+    if resp.n_persons < 1:
+        raise ValueError("the responses have no persons")
+    return resp

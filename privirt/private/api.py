@@ -1,0 +1,267 @@
+"""The public private entry points: validate once → choose the measurement → debit the ledger
+→ apply → state."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._seeds import SeedLike
+from ..responses import Responses, ResponsesLike
+from ..sensitivity import pairwise_counts_sensitivity
+from ._inputs import PrivateCall, validate_call
+from .graph import graph_frame, n_edges, sample_comparison_graph
+from .measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
+from .results import NoisyCounts, PrivateSpectralResult
+from .rr import debiased_counts
+
+__all__ = ["release_counts", "private_spectral_estimate", "COUNT_MEASUREMENTS"]
+
+CountMechanism = Literal["gaussian", "laplace"]
+Mechanism = Literal["gaussian", "laplace", "randomized_response"]
+
+#: ``mechanism=`` name -> the measurement that releases noisy pairwise counts.
+COUNT_MEASUREMENTS: dict[str, type] = {"gaussian": CountsGaussian, "laplace": CountsLaplace}
+
+
+def _debit(call: PrivateCall, meas: Measurement) -> int | None:
+    """Debit the ledger (committed) before any noise is drawn."""
+    if call.ledger is None:
+        return None
+    return call.ledger.spend(meas.cost, mechanism=meas.ledger_label, note=call.note)
+
+
+def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
+    if mechanism not in COUNT_MEASUREMENTS:
+        raise ValueError(
+            f"mechanism must be 'gaussian' or 'laplace' for released counts, got {mechanism!r} "
+            "(randomized response is available in private_spectral_estimate)"
+        )
+    if sensitivity not in ("tight", "paper"):
+        raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
+
+
+# ---------------------------------------------------------------------------------------
+def release_counts(
+    X: ResponsesLike,
+    *,
+    epsilon: float,
+    delta: float = 1e-4,
+    mechanism: CountMechanism = "gaussian",
+    p0: float | str = 1.0,
+    sensitivity: Literal["tight", "paper"] = "tight",
+    ledger: Any = None,
+    seed: SeedLike = None,
+    device: str = "auto",
+    note: str = "",
+    items: Sequence[Any] | None = None,
+    n_persons: int | None = None,
+) -> NoisyCounts:
+    """Release the pairwise differential counts with discrete noise, (ε, δ)-DP.
+
+    Y_ij = #persons who answered both i and j, i right and j wrong, for every directed pair
+    of a comparison graph (complete for ``p0=1``, else Erdős–Rényi with edge probability
+    ``p0``), plus independent integer noise calibrated to the target and the proven
+    sensitivity (``docs/privacy.md``).  The result may be published.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons × items 0/1 responses, missing allowed.  One person = one row; the guarantee
+        protects replacing any one row (responses *and* which items were answered).
+    epsilon : float
+        Target ε > 0 (finite).
+    delta : float, default 1e-4
+        Target δ in (0, 1).  The Gaussian spends it; the Laplace mechanism is pure ε-DP and
+        leaves it unused (its δ is only the sampler's TV term, normally 0).
+    mechanism : {"gaussian", "laplace"}
+        Discrete Gaussian (σ calibrated by the tight zCDP → (ε, δ) conversion) or discrete
+        Laplace (scale = Δ₁/ε).
+    p0 : float in (0, 1] or "auto"
+        Edge probability of the comparison graph; ``"auto"`` = (1 + c)·log m / m.  The graph
+        is public and resampled until connected.
+    sensitivity : {"tight", "paper"}
+        ``"tight"`` (proven, default) or the paper's m(m−1) (one per released cell), kept for
+        comparison.
+    ledger : Ledger or path, optional
+        Debited (one transaction) before any noise is drawn; raises
+        :class:`~privirt.BudgetExceeded` — with nothing released and the ledger unchanged —
+        when the composed total would pass the budget.  Refused together with ``seed``.
+    seed : int, numpy.random.SeedSequence or None
+        Reproducible noise **without privacy** (``privacy.private`` is False).  The graph,
+        the noise and any coin flips come from named child streams of it.
+    device : {"auto", "cpu", "gpu"}
+        Where the counts are computed (the noise is drawn on the host).
+    note : str
+        Stored with the ledger entry.
+    items : sequence, optional
+        The public item set.  The result covers exactly these items, in this order; an item
+        nobody answered is an all-missing column (it is not dropped, which would reveal that
+        nobody answered it), and a data item not in the list is an error.  Without it the
+        item set is the columns of ``X`` (wide input, a public schema); a long table's items
+        are read from its rows and so depend on who is in the data: long input without
+        ``items`` is refused.
+    n_persons : int, optional
+        The public number of persons.  Required for a long table (whose persons are read
+        from its rows: a person without answers has none); persons absent from the data count
+        as all-missing rows, and more persons in the data than this is an error.  Without it
+        the number of persons is the rows of ``X`` (wide input).
+
+    Returns
+    -------
+    NoisyCounts
+        ``.Y`` (noisy int64, items × items), ``.graph``, ``.privacy``.
+
+    Raises
+    ------
+    ValueError
+        ε ≤ 0, ε infinite or NaN, δ ∉ (0, 1), p0 ∉ (0, 1], an unknown mechanism, an ε whose
+        noise cannot be sampled, ``seed`` together with ``ledger``.
+    BudgetExceeded
+        The ledger's budget would be exceeded.
+    """
+    _check_count_options(mechanism, sensitivity)
+    call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
+                         items=items, n_persons=n_persons, p0=p0, note=note)
+    return _release_counts(call, mechanism, sensitivity)
+
+
+def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> NoisyCounts:
+    from ..counts import differential_counts
+
+    resp = call.resp
+    m = resp.n_items
+    G = sample_comparison_graph(m, call.p0, seed=call.seed)
+    sparse = not bool(G.sum() == m * (m - 1))
+    sens = pairwise_counts_sensitivity(m, graph=G if sparse else None, bound=sensitivity)
+    meas = COUNT_MEASUREMENTS[mechanism].calibrate(call.target, sens)
+
+    # The raw counts are computed, the ledger debited (committed), and only then is noise drawn.
+    Y = differential_counts(resp, device=call.device)
+    spend_id = _debit(call, meas)
+    r, c = np.nonzero(G)
+    values = np.asarray(Y[r, c], dtype=np.int64)
+    noisy_values = meas.apply(values, seed=call.seed)
+    if noisy_values.shape != values.shape:  # pragma: no cover
+        raise RuntimeError("the mechanism returned a different number of values")
+    del Y, values
+    Ynoisy = np.zeros((m, m), dtype=np.int64)
+    Ynoisy[r, c] = noisy_values
+
+    extra = ("sensitivity='paper': the paper's looser bound, more noise than needed",) \
+        if sensitivity == "paper" else ()
+    statement = meas.statement(private=call.private, p0=call.p0, n_edges=n_edges(G),
+                               n_persons=call.n_persons, spend_id=spend_id, notes=extra)
+    items = resp.items
+    return NoisyCounts(Y=pd.DataFrame(Ynoisy, index=items.copy(), columns=items.copy()),
+                       graph=graph_frame(G, items), privacy=statement)
+
+
+# ---------------------------------------------------------------------------------------
+def private_spectral_estimate(
+    X: ResponsesLike,
+    *,
+    epsilon: float,
+    delta: float = 1e-4,
+    mechanism: Mechanism = "gaussian",
+    p0: float | str = 1.0,
+    shuffle: bool = False,
+    ledger: Any = None,
+    seed: SeedLike = None,
+    device: str = "auto",
+    sensitivity: Literal["tight", "paper"] = "tight",
+    rr_estimator: Literal["debiased", "plain"] = "debiased",
+    note: str = "",
+    items: Sequence[Any] | None = None,
+    n_persons: int | None = None,
+) -> PrivateSpectralResult:
+    """Private Rasch item difficulties: the spectral estimator on private data (Algorithm 2).
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Persons × items 0/1 responses, missing allowed.
+    epsilon, delta : float
+        Target (ε, δ); ε > 0 finite, δ ∈ (0, 1).  δ is used by the Gaussian and by shuffled
+        randomized response; Laplace and unshuffled randomized response are pure ε-DP.
+    mechanism : {"gaussian", "laplace", "randomized_response"}
+        ``"gaussian"``/``"laplace"``: noisy counts as from :func:`release_counts`, clipped at
+        zero, and the spectral estimator on the comparison graph with the default
+        regularisation (λ = 1 on every graph edge), which keeps the chain irreducible.
+        ``"randomized_response"``: every cell is randomized with ε₀ per bit (user-level
+        ε = m·ε₀ by basic composition); **missing cells are replaced by a fair coin flip**, so
+        which items a person answered is protected too and the guarantee holds on
+        {0, 1, missing}^m (at the cost of shrinking estimates when data are missing).
+    p0 : float in (0, 1] or "auto"
+        Edge probability of the Erdős–Rényi comparison graph (1 = complete).
+    shuffle : bool
+        Randomized response only: shuffle the reports and claim the amplification of Feldman,
+        McMillan & Talwar (2021) where its condition holds (otherwise no amplification is
+        claimed and a note says so).  The calibration uses the public number of persons.
+    ledger, seed, device, sensitivity, note, items, n_persons
+        As in :func:`release_counts`.
+    rr_estimator : {"debiased", "plain"}
+        Randomized response: which estimate is ``beta`` (both are returned).
+
+    Returns
+    -------
+    PrivateSpectralResult
+        ``.beta``, ``.privacy`` and the fit.
+    """
+    from ..spectral import spectral_from_counts
+
+    if mechanism not in ("gaussian", "laplace", "randomized_response"):
+        raise ValueError(
+            f"mechanism must be 'gaussian', 'laplace' or 'randomized_response', got {mechanism!r}"
+        )
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise ValueError(f"shuffle must be True or False, got {shuffle!r}")
+    if shuffle and mechanism != "randomized_response":
+        raise ValueError("shuffle=True applies to mechanism='randomized_response' only")
+    if rr_estimator not in ("debiased", "plain"):
+        raise ValueError(f"rr_estimator must be 'debiased' or 'plain', got {rr_estimator!r}")
+    if mechanism != "randomized_response":
+        _check_count_options(mechanism, sensitivity)
+    call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
+                         items=items, n_persons=n_persons, p0=p0, note=note)
+
+    if mechanism != "randomized_response":
+        counts = _release_counts(call, mechanism, sensitivity)
+        fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=counts.graph.to_numpy(),
+                                   regularization="auto", device=call.device)
+        return PrivateSpectralResult(beta=fit.beta, privacy=counts.privacy, spectral=fit,
+                                     graph=counts.graph, counts=counts)
+    return _private_spectral_rr(call, bool(shuffle), rr_estimator)
+
+
+def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) -> PrivateSpectralResult:
+    from ..counts import differential_counts
+    from ..spectral import spectral_from_counts
+
+    resp = call.resp
+    n, m = resp.shape
+    G = sample_comparison_graph(m, call.p0, seed=call.seed)
+    meas = ResponsesRR.calibrate(call.target, n_items=m, n_persons=n, shuffle=shuffle)
+    spend_id = _debit(call, meas)
+    Z = meas.apply(resp, seed=call.seed)
+
+    # post-processing of the randomized reports
+    Y_plain = differential_counts(Responses(Z, pd.RangeIndex(n), resp.items), device=call.device)
+    Y_plain = Y_plain.astype(np.float64)
+    q = meas.keep_probability
+    Y_deb = np.clip(debiased_counts(Z, q, Y_plain), 0.0, None)
+    fits = {
+        name: spectral_from_counts(np.where(G, Yc, 0.0), items=resp.items, graph=G,
+                                   regularization="auto", device=call.device)
+        for name, Yc in (("plain", Y_plain), ("debiased", Y_deb))
+    }
+    chosen = fits[rr_estimator]
+    statement = meas.statement(private=call.private, p0=call.p0, n_edges=n_edges(G),
+                               n_persons=n, spend_id=spend_id)
+    return PrivateSpectralResult(
+        beta=chosen.beta, privacy=statement, spectral=chosen, graph=graph_frame(G, resp.items),
+        counts=None, beta_plain=fits["plain"].beta, beta_debiased=fits["debiased"].beta,
+        info={"keep_probability": q, "rr_estimator": rr_estimator},
+    )

@@ -1,0 +1,328 @@
+"""Measurements: one object per private mechanism, each carrying its privacy map.
+
+A measurement is built by its ``calibrate(...)`` class method from the target (ε, δ) and the
+public facts it needs (a sensitivity, the number of items and persons); it carries its privacy
+map (``map(d_in)``: the guarantee at its noise for a given sensitivity), and knows its
+noise parameter, its guarantee in the measure its privacy map is stated in (``native``:
+ρ-zCDP for the discrete Gaussian, pure ε for the discrete Laplace and randomized response),
+the guarantee claimed to the user (``guarantee``), and the ``cost`` debited from a ledger.
+``apply(...)`` draws the noise (from the ``"noise"`` child stream of the seed, or from the
+OS-keyed secure generator without one) and ``statement(...)`` writes the
+:class:`~privirt.private.PrivacyStatement`.
+
+Every calibration aims a hair inside the target, at ε·(1 − :data:`CALIBRATION_MARGIN`): the
+mechanisms report their privacy parameters rounded up to the next float, and the margin keeps
+that rounded value at or below the ε the caller chose.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mechanisms.measures import ApproxDP, PureDP, ZCDP, zcdp_to_approx_dp
+
+from .._seeds import child, secure_rng, stream_key
+from ..accounting import (
+    NEIGHBOURING_RELATION,
+    PrivacyCost,
+    calibrate_gaussian_sigma,
+    calibrate_laplace_scale,
+    calibrate_rr_epsilon0,
+)
+from ..responses import Responses
+from ..sensitivity import Sensitivity
+from .rr import randomize, shuffle_rows
+from .statement import PrivacyStatement
+
+__all__ = [
+    "CALIBRATION_MARGIN",
+    "Measurement",
+    "CountsGaussian",
+    "CountsLaplace",
+    "ResponsesRR",
+    "calibration_epsilon",
+]
+
+#: Relative margin between the ε a caller asks for and the ε a measurement is calibrated
+#: to (``ε·(1 − CALIBRATION_MARGIN)``): the mechanisms round their privacy parameters up
+#: to the next float, and the stated guarantee must never exceed the target.
+CALIBRATION_MARGIN: float = 1e-10
+
+SEEDED_NOTE = "seed given: noise is reproducible, so this result is NOT private"
+
+
+def calibration_epsilon(epsilon: float) -> float:
+    """The ε a measurement is calibrated to for a target ``epsilon`` (see the module doc)."""
+    return epsilon * (1.0 - CALIBRATION_MARGIN)
+
+
+def load_mechanisms():
+    """The ``mechanisms`` package (exact discrete noise), with a clear error if missing."""
+    try:
+        import mechanisms  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - the package ships with privirt
+        raise ImportError(
+            "privirt's private functions need the `mechanisms` package that ships with privirt "
+            f"(exact discrete noise samplers): {exc}"
+        ) from exc
+    return mechanisms
+
+
+def noise_seed(seed: np.random.SeedSequence | None, name: str = "noise") -> bytes | None:
+    """The key of the named reproducible noise stream (``None``: OS-keyed, private)."""
+    return None if seed is None else stream_key(child(seed, name))
+
+
+def check_supported(eps: float, calibrated: str, value: float, lo: float, hi: float) -> None:
+    """Refuse, in terms of the ε the caller chose, a noise parameter outside the range the
+    exact samplers support (before anything is debited)."""
+    if not lo <= value <= hi:
+        raise ValueError(
+            f"epsilon={eps:g} calibrates to {calibrated}, outside the range the exact sampler "
+            f"supports [{lo:g}, {hi:g}]; choose an epsilon in the usual range (say 0.01 to 100)"
+        )
+
+
+def _tv(mech: Any) -> float:
+    tv = float(getattr(mech, "tv_bound", 0.0) or 0.0)
+    if not (tv >= 0 and math.isfinite(tv)):
+        raise RuntimeError(f"the mechanism reported an invalid tv_bound {tv!r}")
+    return tv
+
+
+class Measurement:
+    """A calibrated private mechanism: privacy map, claimed guarantee, cost and statement.
+
+    Subclasses set the class attributes and fill ``native``, ``guarantee``, ``cost``,
+    ``noise_value``, ``sensitivity`` and ``notes`` in ``calibrate``.
+    """
+
+    #: Name used in statements.
+    name: ClassVar[str]
+    #: Label of the ledger entry.
+    ledger_label: ClassVar[str]
+    #: Name of the noise parameter (``"sigma"``, ``"scale"``, ``"epsilon0"``).
+    noise_parameter: ClassVar[str]
+    #: The measure the privacy map is stated in.
+    measure: type
+
+    native: PureDP | ZCDP | ApproxDP
+    guarantee: PureDP | ApproxDP
+    cost: PrivacyCost
+    noise_value: float
+    sensitivity: Sensitivity | None = None
+    shuffled: bool = False
+    notes: tuple[str, ...] = ()
+
+    def _check_claim(self, target: ApproxDP) -> None:
+        if self.guarantee.epsilon > target.epsilon * (1 + 1e-12):  # pragma: no cover
+            raise RuntimeError(
+                f"internal accounting mismatch: {self.noise_parameter}={self.noise_value} gives "
+                f"ε={self.guarantee.epsilon} > {target.epsilon}"
+            )
+
+    def statement(self, *, private: bool, p0: float, n_edges: int, n_persons: int,
+                  spend_id: int | None, notes: tuple[str, ...] = ()) -> PrivacyStatement:
+        """The statement of a release made with this measurement."""
+        all_notes = self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,))
+        return PrivacyStatement(
+            mechanism=self.name,
+            relation=NEIGHBOURING_RELATION,
+            guarantee=self.guarantee,
+            native=self.native,
+            sensitivity=self.sensitivity,
+            noise_parameter=self.noise_parameter,
+            noise_value=float(self.noise_value),
+            private=bool(private),
+            p0=float(p0),
+            n_edges=int(n_edges),
+            shuffle=bool(self.shuffled),
+            cost=self.cost,
+            n_persons=int(n_persons),
+            ledger_spend_id=spend_id,
+            notes=all_notes,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.noise_parameter}={self.noise_value!r}, {self.native})"
+
+
+class CountsGaussian(Measurement):
+    """Discrete Gaussian noise on released integer counts: ρ-zCDP with ρ = Δ₂²/(2σ²),
+    stated as (ε, δ)-DP by the tight conversion of Canonne, Kamath & Steinke (2020)."""
+
+    name = "discrete Gaussian"
+    ledger_label = "discrete Gaussian counts"
+    noise_parameter = "sigma"
+    measure = ZCDP
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, sensitivity: Sensitivity) -> "CountsGaussian":
+        """The smallest σ meeting ``target`` for this sensitivity."""
+        mech_mod = load_mechanisms()
+        draws = sensitivity.n_released
+        static_tv = inspect.getattr_static(mech_mod.DiscreteGaussian, "tv_bound", None)
+        if isinstance(static_tv, (int, float)):  # a constant per-draw bound (0 when exact)
+            tv_of: Any = _tv(mech_mod.DiscreteGaussian)
+        else:  # a bound that depends on σ: ask an instance
+
+            def tv_of(sigma: float) -> float:
+                return _tv(mech_mod.DiscreteGaussian(sigma))
+
+        sigma = calibrate_gaussian_sigma(sensitivity.l2, calibration_epsilon(target.epsilon),
+                                         target.delta, draws=draws, tv_bound=tv_of)
+        check_supported(target.epsilon, f"σ = {sigma:.4g}", sigma, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+        self = cls()
+        self.sensitivity = sensitivity
+        self.noise_value = float(sigma)
+        self.native = self.map(sensitivity)
+        rho = self.native.rho
+        tv_delta = draws * _tv(mech_mod.DiscreteGaussian(sigma))
+        self.guarantee = ApproxDP(zcdp_to_approx_dp(rho, target.delta - tv_delta), target.delta)
+        self.cost = PrivacyCost(rho=rho, delta=tv_delta)
+        self.notes = (
+            "ρ-zCDP converted to (ε, δ) by the tight conversion of Canonne, Kamath & Steinke "
+            "(2020)" + (f"; sampler TV bound × {draws} draws = {tv_delta:.3g} added to δ" if tv_delta else ""),
+        )
+        self._check_claim(target)
+        return self
+
+    def map(self, sensitivity: Sensitivity) -> ZCDP:
+        """The privacy map: ρ-zCDP at this σ for a query of the given sensitivity (the
+        mechanism's ρ, never below the proven Δ₂²/(2σ²))."""
+        sigma = self.noise_value
+        mech = load_mechanisms().DiscreteGaussian(sigma)
+        rho = mech.privacy(sensitivity.l2, l1_sensitivity=sensitivity.l1,
+                           dimension=sensitivity.n_released).rho
+        return ZCDP(max(rho, sensitivity.l2**2 / (2.0 * sigma**2)))
+
+    def apply(self, values: np.ndarray, *, seed: np.random.SeedSequence | None) -> np.ndarray:
+        """``values`` + independent discrete Gaussian noise (int64)."""
+        mech = load_mechanisms().DiscreteGaussian(self.noise_value, seed=noise_seed(seed))
+        return np.asarray(mech.apply(values), dtype=np.int64)
+
+
+class CountsLaplace(Measurement):
+    """Discrete Laplace noise on released integer counts: pure ε-DP with ε = Δ₁/scale."""
+
+    name = "discrete Laplace"
+    ledger_label = "discrete Laplace counts"
+    noise_parameter = "scale"
+    measure = PureDP
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, sensitivity: Sensitivity) -> "CountsLaplace":
+        """scale = Δ₁/ε (δ unused, beyond a sampler's TV term)."""
+        mech_mod = load_mechanisms()
+        scale = calibrate_laplace_scale(sensitivity.l1, calibration_epsilon(target.epsilon))
+        check_supported(target.epsilon, f"a Laplace scale of {scale:.4g}", scale,
+                        mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+        mech = mech_mod.DiscreteLaplace(scale)
+        tv_delta = sensitivity.n_released * _tv(mech)
+        if tv_delta >= target.delta:
+            raise ValueError(f"the Laplace sampler's TV term ({tv_delta:.3g}) is not below delta={target.delta:g}")
+        self = cls()
+        self.sensitivity = sensitivity
+        self.noise_value = float(scale)
+        self.native = self.map(sensitivity)
+        eps = self.native.epsilon
+        self.guarantee = ApproxDP(eps, tv_delta) if tv_delta else PureDP(eps)
+        self.cost = PrivacyCost(epsilon=eps, delta=tv_delta)
+        self.notes = (
+            "pure ε-DP: δ is not used by the Laplace mechanism"
+            + (f" (beyond the sampler's TV term {tv_delta:.3g})" if tv_delta else ""),
+        )
+        self._check_claim(target)
+        return self
+
+    def map(self, sensitivity: Sensitivity) -> PureDP:
+        """The privacy map: pure ε = Δ₁/scale (rounded up) for the given sensitivity."""
+        return load_mechanisms().DiscreteLaplace(self.noise_value).privacy(sensitivity.l1)
+
+    def apply(self, values: np.ndarray, *, seed: np.random.SeedSequence | None) -> np.ndarray:
+        """``values`` + independent discrete Laplace noise (int64)."""
+        mech = load_mechanisms().DiscreteLaplace(self.noise_value, seed=noise_seed(seed))
+        return np.asarray(mech.apply(values), dtype=np.int64)
+
+
+class ResponsesRR(Measurement):
+    """Randomized response on every cell of the response matrix (missing cells become fair
+    coin flips), ε₀ per bit: pure (m·ε₀)-DP locally, or (ε, δ)-DP centrally when the reports
+    are shuffled and the amplification theorem applies."""
+
+    name = "randomized response"
+    ledger_label = "randomized response"
+    noise_parameter = "epsilon0"
+    measure = PureDP  # ApproxDP on an instance whose shuffle amplification was claimed
+
+    #: e^ε₀ / (1 + e^ε₀), for the debiasing.
+    keep_probability: float
+    #: Whether ``apply`` shuffles the reports (asked for; ``shuffled``: amplification claimed).
+    shuffle_requested: bool
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, *, n_items: int, n_persons: int,
+                  shuffle: bool) -> "ResponsesRR":
+        """The per-bit ε₀ for ``target`` (shuffle amplification claimed where it applies)."""
+        mech_mod = load_mechanisms()
+        eps, dlt, m = target.epsilon, target.delta, int(n_items)
+        eps0, claimed, amplified = calibrate_rr_epsilon0(
+            calibration_epsilon(eps), m, delta=dlt, n_persons=int(n_persons), shuffle=bool(shuffle)
+        )
+        check_supported(eps, f"a per-response ε₀ = {eps0:.6g} (ε spread over {m} items)", eps0,
+                        0.0, mech_mod.EPSILON_MAX)
+        keep = 1.0 / (1.0 + math.exp(-eps0))  # the mechanism's keep_probability
+        if not 2.0 * keep - 1.0 > 0.0:
+            raise ValueError(
+                f"epsilon={eps:g} is too small for randomized response on {m} items: the per-bit "
+                f"ε₀ = {eps0:.3g} makes the keep probability 1/2 in double precision, so the "
+                "randomized bits cannot be debiased (and carry no usable signal); use a larger epsilon"
+            )
+        self = cls()
+        self.noise_value = float(eps0)
+        local = self.map(m)
+        self.keep_probability = keep
+        self.shuffled = bool(amplified)
+        notes = [
+            "missing cells are replaced by fair coin flips before release, so the observed mask is "
+            "protected too (the guarantee holds for rows in {0, 1, missing}^m)",
+            f"per-bit ε₀ = {eps0:.6g}; user-level local ε = m·ε₀ = {local.epsilon:.6g} (basic composition)",
+        ]
+        if amplified:
+            self.measure = ApproxDP
+            self.native = self.guarantee = ApproxDP(claimed, dlt)
+            self.cost = PrivacyCost(epsilon=claimed, delta=dlt)
+            notes.append(
+                f"shuffled: the central guarantee is amplified from the local one for n = "
+                f"{int(n_persons)} (public) by the numerical bound of Feldman, McMillan & Talwar "
+                "(2021), §3 clone reduction (privirt.shuffling)"
+            )
+        else:
+            self.native = self.guarantee = local
+            self.cost = PrivacyCost(epsilon=local.epsilon)
+            if shuffle:
+                notes.append(
+                    f"shuffled, but amplification gives no gain here for n = {int(n_persons)} "
+                    "(public): pure local ε claimed"
+                )
+        self.shuffle_requested = bool(shuffle)
+        self.notes = tuple(notes)
+        self._check_claim(target)
+        return self
+
+    def map(self, n_bits: int) -> PureDP:
+        """The (local) privacy map: pure (n_bits·ε₀)-DP for a person whose ``n_bits`` bits
+        may all change (the shuffled statement is made by ``calibrate``)."""
+        return load_mechanisms().RandomizedResponse(self.noise_value).privacy(n_bits=int(n_bits))
+
+    def apply(self, resp: Responses, *, seed: np.random.SeedSequence | None) -> np.ndarray:
+        """The randomized n × m 0/1 matrix (rows shuffled when shuffling was asked for)."""
+        mech = load_mechanisms().RandomizedResponse(self.noise_value, seed=noise_seed(seed))
+        Z = randomize(resp, mech, secure_rng(seed, "coins"))
+        if self.shuffle_requested:
+            Z = shuffle_rows(Z, secure_rng(seed, "shuffle"))
+        return Z

@@ -1,0 +1,102 @@
+"""Result objects of the private entry points: :class:`NoisyCounts` and
+:class:`PrivateSpectralResult`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._results import ItemEstimate
+from .statement import PrivacyStatement
+
+__all__ = ["NoisyCounts", "PrivateSpectralResult"]
+
+
+@dataclass(frozen=True)
+class NoisyCounts:
+    """Noisy pairwise differential counts: the output of :func:`release_counts`.
+
+    Attributes
+    ----------
+    Y : pandas.DataFrame of int64, items × items
+        ``Y.loc[i, j]`` = noisy number of persons with ``i`` right and ``j`` wrong, for the
+        directed pairs of the comparison graph; ``0`` on the diagonal and outside the graph
+        (those cells are not released — consult ``graph``).  Noisy counts may be negative.
+    graph : pandas.DataFrame of bool, items × items
+        The (public) comparison graph; symmetric.
+    privacy : PrivacyStatement
+    """
+
+    Y: pd.DataFrame
+    graph: pd.DataFrame
+    privacy: PrivacyStatement
+
+    @property
+    def items(self) -> pd.Index:
+        return self.Y.index
+
+    @property
+    def n_edges(self) -> int:
+        return int(np.count_nonzero(np.triu(self.graph.to_numpy(), 1)))
+
+    def to_long(self) -> pd.DataFrame:
+        """Released cells as a long table ``item_i, item_j, count``."""
+        G = self.graph.to_numpy()
+        r, c = np.nonzero(G)
+        return pd.DataFrame(
+            {"item_i": self.items[r], "item_j": self.items[c], "count": self.Y.to_numpy()[r, c]}
+        )
+
+    def clipped(self) -> np.ndarray:
+        """Post-processed counts for estimation: clipped at zero (float64)."""
+        Y = self.Y.to_numpy().astype(np.float64)
+        np.clip(Y, 0.0, None, out=Y)
+        Y[~self.graph.to_numpy()] = 0.0
+        return Y
+
+
+@dataclass(frozen=True)
+class PrivateSpectralResult(ItemEstimate):
+    """Result of :func:`private_spectral_estimate`.
+
+    Attributes
+    ----------
+    beta : pandas.Series
+        Private item difficulties (centred; higher = harder).
+    privacy : PrivacyStatement
+    spectral : SpectralResult
+        The spectral fit on the post-processed private counts.
+    graph : pandas.DataFrame of bool
+        The comparison graph.
+    counts : NoisyCounts or None
+        The noisy counts (Gaussian/Laplace) — publishable.
+    beta_plain, beta_debiased : pandas.Series or None
+        Randomized response only: the estimate from the randomized bits as they are
+        (``beta_plain``) and from the unbiased estimate of Y (``beta_debiased``).  Both are
+        post-processing of the same release; ``beta`` is the one chosen by ``rr_estimator``.
+    info : dict
+        Public facts of the run (randomized response: keep probability, estimator).
+
+    ``items``, ``top_k`` and ``to_frame`` (columns ``beta`` and, for randomized response,
+    ``beta_plain`` and ``beta_debiased``) come from :class:`privirt._results.ItemEstimate`.
+    """
+
+    beta: pd.Series
+    privacy: PrivacyStatement
+    spectral: Any
+    graph: pd.DataFrame
+    counts: NoisyCounts | None = None
+    beta_plain: pd.Series | None = None
+    beta_debiased: pd.Series | None = None
+    info: dict = field(default_factory=dict, repr=False)
+
+    def _frame_columns(self) -> dict[str, Any]:
+        cols: dict[str, Any] = {"beta": self.beta}
+        if self.beta_plain is not None:
+            cols["beta_plain"] = self.beta_plain
+        if self.beta_debiased is not None:
+            cols["beta_debiased"] = self.beta_debiased
+        return cols

@@ -1,0 +1,156 @@
+"""The privacy statement attached to every private result (:class:`PrivacyStatement`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mechanisms.measures import ApproxDP, PureDP, ZCDP
+
+from ..accounting import PrivacyCost
+from ..sensitivity import Sensitivity
+
+__all__ = ["PrivacyStatement"]
+
+_NOT_PRIVATE = "NOT PRIVATE: seeded noise (reproducible; no guarantee against anyone who knows the seed)"
+
+
+@dataclass(frozen=True)
+class PrivacyStatement:
+    """What a private call guarantees and what it cost.
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"discrete Gaussian"``, ``"discrete Laplace"`` or ``"randomized response"``.
+    relation : str
+        The neighbouring relation: ``"replace one person's row"``.
+    guarantee : PureDP or ApproxDP
+        The guarantee claimed for the release, a typed value from :mod:`mechanisms.measures`
+        (pure ε-DP for the Laplace mechanism and unshuffled randomized response, (ε, δ)-DP
+        otherwise).  It holds only when ``private`` is True.
+    native : PureDP, ZCDP or ApproxDP
+        The guarantee in the measure the mechanism's privacy map is stated in (ρ-zCDP for the
+        discrete Gaussian); ``guarantee`` is derived from it.
+    sensitivity : Sensitivity or None
+        L1/L2 sensitivity of the released counts and which bound (``"tight"``, ``"paper"``,
+        ``"sparse-maxcut"``, ``"sparse-spectral"``); ``None`` for randomized response.
+    noise_parameter : str
+        ``"sigma"`` (discrete Gaussian), ``"scale"`` (discrete Laplace) or ``"epsilon0"``
+        (per-bit randomized response).
+    noise_value : float
+        Its value.
+    private : bool
+        ``False`` when the caller passed ``seed=``: the noise is reproducible and
+        ``guarantee`` does not hold against anyone who knows the seed.
+    p0 : float
+        Edge probability of the comparison graph (1 = complete).
+    n_edges : int
+        Undirected edges of the comparison graph.
+    shuffle : bool
+        Whether the randomized reports were shuffled and amplification was claimed.
+    cost : PrivacyCost
+        The (ρ, ε, δ) debited from a ledger (and to compose with other spends).
+    n_persons : int or None
+        The public number of persons the release was calibrated and stated for.
+    ledger_spend_id : int or None
+        The spend's id in the ledger, if one was given.
+    notes : tuple of str
+        Further statements (missing-data handling, TV terms, conversions used).
+
+    ``epsilon``, ``delta`` and ``rho`` are read from ``guarantee`` and ``native``.
+    """
+
+    mechanism: str
+    relation: str
+    guarantee: PureDP | ApproxDP
+    native: PureDP | ZCDP | ApproxDP
+    sensitivity: Sensitivity | None
+    noise_parameter: str
+    noise_value: float
+    private: bool
+    p0: float
+    n_edges: int
+    shuffle: bool
+    cost: PrivacyCost
+    n_persons: int | None = None
+    ledger_spend_id: int | None = None
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.guarantee, (PureDP, ApproxDP)):
+            raise TypeError(f"guarantee must be PureDP or ApproxDP, got {self.guarantee!r}")
+        if not isinstance(self.native, (PureDP, ZCDP, ApproxDP)):
+            raise TypeError(f"native must be PureDP, ZCDP or ApproxDP, got {self.native!r}")
+
+    @property
+    def epsilon(self) -> float:
+        """ε of the claimed guarantee."""
+        return self.guarantee.epsilon
+
+    @property
+    def delta(self) -> float:
+        """δ of the claimed guarantee (0 for pure DP)."""
+        return self.guarantee.delta if isinstance(self.guarantee, ApproxDP) else 0.0
+
+    @property
+    def rho(self) -> float | None:
+        """ρ of the zCDP guarantee (discrete Gaussian), else ``None``."""
+        return self.native.rho if isinstance(self.native, ZCDP) else None
+
+    def _guarantee_text(self) -> str:
+        if self.delta > 0:
+            return f"({self.epsilon:.6g}, {self.delta:.3g})-differential privacy"
+        return f"{self.epsilon:.6g}-differential privacy (pure)"
+
+    def __str__(self) -> str:
+        lines = []
+        if self.private:
+            lines.append(f"privacy: {self._guarantee_text()}")
+        else:
+            lines.append(_NOT_PRIVATE)
+            lines.append(
+                f"privacy: {self._guarantee_text()} does NOT apply to this result (seeded noise); "
+                "it is what the same call without a seed guarantees"
+            )
+        lines.append(f"neighbouring relation: {self.relation}")
+        lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
+        if self.rho is not None:
+            lines.append(f"zCDP: rho = {self.rho:.6g}")
+        if self.sensitivity is not None:
+            lines.append(f"sensitivity: {self.sensitivity}")
+        if self.n_persons is not None:
+            lines.append(f"persons (public): {self.n_persons}")
+        lines.append(f"comparison graph: p0 = {self.p0:.4g}, {self.n_edges} edges")
+        if self.shuffle:
+            lines.append("shuffled: yes (Feldman-McMillan-Talwar amplification)")
+        lines.append(f"cost: {self.cost}")
+        if self.ledger_spend_id is not None:
+            lines.append(f"ledger spend id: {self.ledger_spend_id}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """A JSON-friendly dict."""
+        sens = self.sensitivity
+        return {
+            "mechanism": self.mechanism,
+            "relation": self.relation,
+            "guarantee": str(self.guarantee),
+            "measure": type(self.native).__name__,
+            "sensitivity_l1": None if sens is None else sens.l1,
+            "sensitivity_l2": None if sens is None else sens.l2,
+            "sensitivity_bound": None if sens is None else sens.bound,
+            "noise_parameter": self.noise_parameter,
+            "noise_value": self.noise_value,
+            "rho": self.rho,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "private": self.private,
+            "n_persons": self.n_persons,
+            "p0": self.p0,
+            "n_edges": self.n_edges,
+            "shuffle": self.shuffle,
+            "cost": {"rho": self.cost.rho, "epsilon": self.cost.epsilon, "delta": self.cost.delta},
+            "ledger_spend_id": self.ledger_spend_id,
+            "notes": list(self.notes),
+        }
