@@ -32,6 +32,9 @@ _EXPORTS: dict[str, str] = {
     "simulate_2pl": "simulate",
     # pairwise counts and non-private estimators
     "pairwise_counts": "counts",
+    "item_totals": "sufficient",
+    "sufficient_statistics": "sufficient",
+    "SufficientStatistics": "sufficient",
     "spectral_estimate": "spectral",
     "SpectralResult": "spectral",
     "cmle_estimate": "cmle",

@@ -77,6 +77,9 @@ def pairwise_counts(
     device: str = "auto",
     method: Method = "auto",
     chunk_size: int | None = None,
+    engine: str = "local",
+    client=None,
+    items=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairwise differential counts ``Y`` and co-response counts ``B``.
 
@@ -97,6 +100,15 @@ def pairwise_counts(
         Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 512 MiB of
         float16 buffers on the GPU; see :func:`default_chunk_size`).
         At most ``2**24`` (the exactness bound in the module docstring).
+    engine : {"local", "dask"}
+        ``"local"``: in memory, here.  ``"dask"``: ``X`` is a wide Parquet folder/glob/file, a
+        dask DataFrame or a dask Array, counted per partition on a Dask cluster and summed
+        exactly (:mod:`privirt.dask_engine`, ``docs/scale.md``).
+    client : distributed.Client or str, optional
+        ``engine="dask"``: the cluster (or a scheduler address); default: an embedded
+        ``LocalCluster``, closed afterwards.
+    items : sequence, optional
+        ``engine="dask"``: the item labels, in order (default: the data's columns).
 
     Returns
     -------
@@ -112,11 +124,19 @@ def pairwise_counts(
     >>> Y.tolist(), B.tolist()
     ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
     """
+    if engine != "local" or client is not None or items is not None or _is_dask(X):
+        from .dask_engine import dispatch_pairwise
+
+        return dispatch_pairwise(X, engine, client, items, chunk_size, device, method)
     on_device = _device_pairwise(X, device, method, chunk_size, want_b=True)
     if on_device is not None:
         return on_device
     resp = as_responses(X, empty="keep")
     return _pairwise(resp, device, method, chunk_size, want_b=True)
+
+
+def _is_dask(X) -> bool:
+    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def differential_counts(

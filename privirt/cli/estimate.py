@@ -99,6 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where array computations run (default: auto)",
     )
     add_privacy_arguments(parser)
+    from ._dask import add_engine_arguments
+
+    add_engine_arguments(parser)  # --engine dask, --scheduler
 
 
 # -- private estimation (the accounting issue) ----------------------------------------------
@@ -260,6 +263,10 @@ def run(args: argparse.Namespace) -> int:
                  if getattr(args, name, None) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
+    if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
+        from ._dask import run_dask
+
+        return run_dask(args)
     statement = None
     if private and args.seed is not None and args.ledger is not None:
         raise ValueError(

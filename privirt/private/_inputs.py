@@ -60,6 +60,8 @@ def validate_call(
     n_persons: Any,
     p0: Any,
     note: Any = "",
+    engine: Any = "local",
+    client: Any = None,
 ) -> PrivateCall:
     """Check every argument shared by the private entry points, before anything is computed,
     debited or drawn."""
@@ -74,7 +76,14 @@ def validate_call(
         )
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
-    resp = public_responses(X, items, n_persons)
+    if engine == "dask" or type(X).__name__ == "DaskSource":  # sums on a Dask cluster
+        from ..dask_engine import as_public_source
+
+        resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
+    elif engine != "local" or client is not None:
+        raise ValueError(f"engine must be 'local' or 'dask' (client= with 'dask'), got {engine!r}")
+    else:
+        resp = public_responses(X, items, n_persons)
     p = check_p0(p0, resp.n_items)
     return PrivateCall(resp=resp, target=ApproxDP(eps, dlt), seed=ss, ledger=ledger,
                        device=resolved_device, p0=p, note=str(note))

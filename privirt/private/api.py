@@ -58,6 +58,8 @@ def release_counts(
     note: str = "",
     items: Sequence[Any] | None = None,
     n_persons: int | None = None,
+    engine: str = "local",
+    client: Any = None,
 ) -> NoisyCounts:
     """Release the pairwise differential counts with discrete noise, (ε, δ)-DP.
 
@@ -103,6 +105,12 @@ def release_counts(
         item set is the columns of ``X`` (wide input, a public schema); a long table's items
         are read from its rows and so depend on who is in the data: long input without
         ``items`` is refused.
+    engine : {"local", "dask"}
+        ``"dask"``: ``X`` is a wide Parquet folder/glob/file, a dask DataFrame or Array
+        (``docs/scale.md``); the exact counts are summed on the cluster, then the ledger is
+        debited and the noise drawn here.  Needs ``n_persons``.
+    client : distributed.Client or str, optional
+        ``engine="dask"``: the cluster or its scheduler address (default: a local cluster).
     n_persons : int, optional
         The public number of persons.  Required for a long table (whose persons are read
         from its rows: a person without answers has none); persons absent from the data count
@@ -124,7 +132,8 @@ def release_counts(
     """
     _check_count_options(mechanism, sensitivity)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
-                         items=items, n_persons=n_persons, p0=p0, note=note)
+                         items=items, n_persons=n_persons, p0=p0, note=note,
+                         engine=engine, client=client)
     return _release_counts(call, mechanism, sensitivity)
 
 
@@ -139,7 +148,10 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> Nois
     meas = COUNT_MEASUREMENTS[mechanism].calibrate(call.target, sens)
 
     # The raw counts are computed, the ledger debited (committed), and only then is noise drawn.
-    Y = differential_counts(resp, device=call.device)
+    if getattr(resp, "engine", "local") == "dask":  # summed on the cluster, exact
+        Y = resp.differential_counts()
+    else:
+        Y = differential_counts(resp, device=call.device)
     spend_id = _debit(call, meas)
     r, c = np.nonzero(G)
     values = np.asarray(Y[r, c], dtype=np.int64)
@@ -176,6 +188,8 @@ def private_spectral_estimate(
     note: str = "",
     items: Sequence[Any] | None = None,
     n_persons: int | None = None,
+    engine: str = "local",
+    client: Any = None,
 ) -> PrivateSpectralResult:
     """Private Rasch item difficulties: the spectral estimator on private data (Algorithm 2).
 
@@ -200,8 +214,8 @@ def private_spectral_estimate(
         Randomized response only: shuffle the reports and claim the amplification of Feldman,
         McMillan & Talwar (2021) where its condition holds (otherwise no amplification is
         claimed and a note says so).  The calibration uses the public number of persons.
-    ledger, seed, device, sensitivity, note, items, n_persons
-        As in :func:`release_counts`.
+    ledger, seed, device, sensitivity, note, items, n_persons, engine, client
+        As in :func:`release_counts` (randomized response needs the data in memory).
     rr_estimator : {"debiased", "plain"}
         Randomized response: which estimate is ``beta`` (both are returned).
 
@@ -225,7 +239,8 @@ def private_spectral_estimate(
     if mechanism != "randomized_response":
         _check_count_options(mechanism, sensitivity)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
-                         items=items, n_persons=n_persons, p0=p0, note=note)
+                         items=items, n_persons=n_persons, p0=p0, note=note,
+                         engine=engine, client=client)
 
     if mechanism != "randomized_response":
         counts = _release_counts(call, mechanism, sensitivity)
@@ -241,6 +256,9 @@ def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) ->
     from ..spectral import spectral_from_counts
 
     resp = call.resp
+    if getattr(resp, "engine", "local") == "dask":
+        raise ValueError("randomized response needs every response in memory; use "
+                         "engine='local' or mechanism='gaussian'/'laplace'")
     n, m = resp.shape
     G = sample_comparison_graph(m, call.p0, seed=call.seed)
     meas = ResponsesRR.calibrate(call.target, n_items=m, n_persons=n, shuffle=shuffle)

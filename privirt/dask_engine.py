@@ -1,0 +1,535 @@
+"""Sufficient statistics on a Dask cluster: per-partition sums, added up exactly.
+
+Every partition (a Parquet row group read in batches, a dask DataFrame partition or a row
+block of a dask Array) is converted to int8 codes and reduced on a worker to the int64 sums
+of :func:`privirt.sufficient.block_statistics`; the sums are added in a tree (fan-in 8) on the
+cluster and only the final sums come back to the driver.  See ``docs/scale.md``.
+
+Without a ``client`` an embedded :class:`distributed.LocalCluster` (one single-threaded worker
+process per core) is started and closed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .counts import MAX_CHUNK, default_chunk_size
+from .sufficient import (
+    SufficientStatistics,
+    add_statistics,
+    block_statistics,
+    check_n_rows,
+    to_result,
+)
+
+__all__ = ["dask_statistics", "dask_pairwise", "is_dask_source", "embedded_client", "DASK_HINT"]
+
+DASK_HINT = (
+    'the Dask engine needs dask and distributed: python -m pip install "privirt[dask]"'
+)
+#: partial sums are added in a tree with this many children per node
+FAN_IN: int = 8
+_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+def _require_dask():
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(DASK_HINT) from exc
+
+
+def is_dask_source(source: Any) -> bool:
+    """Whether ``source`` is a dask collection (a DataFrame or an Array)."""
+    return type(source).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+# ---------------------------------------------------------------------------------------
+# the cluster
+@contextlib.contextmanager
+def embedded_client(client: Any = None) -> Iterator[Any]:
+    """The given client, a client of the scheduler at an address, or an embedded cluster's.
+
+    A client made here (from an address or with a new ``LocalCluster``) is closed on exit.
+    """
+    _require_dask()
+    from distributed import Client, LocalCluster
+
+    if client is not None and not isinstance(client, (str, Client)):
+        raise ValueError(
+            f"client must be a distributed.Client or a scheduler address such as "
+            f"'tcp://host:8786', got {type(client).__name__}"
+        )
+    if isinstance(client, Client):
+        yield client
+        return
+    if isinstance(client, str):
+        try:
+            own = Client(client)  # waits distributed.comm.timeouts.connect
+        except OSError as exc:
+            raise ValueError(
+                f"cannot reach the Dask scheduler at {client!r} ({exc}); check the address "
+                "or leave it out to start a local cluster"
+            ) from None
+        with own:
+            yield own
+        return
+    workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    with LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True,
+        dashboard_address=":0", silence_logs=logging.ERROR,
+    ) as cluster, Client(cluster) as own:
+        yield own
+
+
+# ---------------------------------------------------------------------------------------
+# per-partition work (runs on the workers)
+def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
+    """int8 codes of one Arrow column of 0/1 values with nulls (NaN counts as null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    t = col.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_null(t)):
+        raise ValueError(
+            f"{where}: item {name!r} has type {t}; responses must be numeric 0/1 with nulls "
+            "for missing"
+        )
+    if pa.types.is_null(t):
+        return np.full(len(col), -1, dtype=np.int8)
+    if not pa.types.is_floating(t):
+        # integers and booleans: validate with one min/max pass (nulls skipped), then let
+        # Arrow write the codes (null -> -1) straight into int8
+        if pa.types.is_boolean(t):
+            col = pc.cast(col, pa.int8())
+        lo_hi = pc.min_max(col)
+        lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+        if lo is not None and (lo < 0 or hi > 1):
+            bad_value = lo if lo < 0 else hi
+            i = pc.index(col, pa.scalar(bad_value, col.type)).as_py()
+            raise ValueError(
+                f"{where}: invalid response {bad_value!r} for item {name!r} at row "
+                f"{offset + i}: responses must be 0, 1 or missing (null)"
+            )
+        if t != pa.int8():
+            col = pc.cast(col, pa.int8())  # safe: every value is 0 or 1
+        if col.null_count:
+            col = pc.fill_null(col, pa.scalar(-1, pa.int8()))
+        return col.to_numpy(zero_copy_only=False)
+    if col.null_count:
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        vals = pc.fill_null(col, pa.scalar(0, t)).to_numpy(zero_copy_only=False)
+    else:
+        valid = None
+        vals = col.to_numpy(zero_copy_only=False)
+    nan = np.isnan(vals)
+    if nan.any():
+        valid = ~nan if valid is None else valid & ~nan
+        vals = np.where(nan, 0, vals)
+    bad = (vals != 0) & (vals != 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{where}: invalid response {vals[i].item()!r} for item {name!r} at row "
+            f"{offset + i}: responses must be 0, 1 or missing (null)"
+        )
+    codes = vals.astype(np.int8)
+    if valid is not None:
+        codes[~valid] = -1
+    return codes
+
+
+def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list, m: int,
+                  offset: int, batch_rows: int, pairwise: bool, chunk_size,
+                  extras: bool = True) -> dict:
+    """Sums of one Parquet row group, read in batches of at most ``batch_rows`` rows."""
+    import pyarrow.parquet as pq
+
+    total = None
+    with fs.open(path, "rb") as fh:
+        pf = pq.ParquetFile(fh)
+        for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[row_group],
+                                     columns=columns, use_pandas_metadata=False):
+            codes = np.full((batch.num_rows, m), -1, dtype=np.int8, order="F")
+            for name, pos in zip(columns, positions):
+                codes[:, pos] = _column_codes(batch.column(name), name, path, offset)
+            offset += batch.num_rows
+            part = block_statistics(np.ascontiguousarray(codes), pairwise=pairwise,
+                                    chunk_size=chunk_size, extras=extras)
+            del codes
+            total = part if total is None else add_statistics(total, part)
+    if total is None:
+        total = block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
+                                 extras=extras)
+    return total
+
+
+def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
+                 chunk_size, extras: bool = True) -> dict:
+    """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
+    from .responses import _from_array
+
+    m = len(items)
+    if isinstance(values, pd.DataFrame):
+        values = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = np.asarray(values)
+    if values.shape[0] == 0:
+        return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
+                                extras=extras)
+    if values.ndim != 2 or values.shape[1] != m:
+        raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
+    try:
+        resp = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return block_statistics(resp.codes, pairwise=pairwise, chunk_size=chunk_size, extras=extras)
+
+
+# ---------------------------------------------------------------------------------------
+# sources -> one delayed partial sum per partition
+def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tuple[pd.Index, list, list]:
+    """Item labels, and which data columns go to which item position."""
+    if items is None:
+        labels = pd.Index(columns)
+        return labels, list(columns), list(range(len(columns)))
+    if isinstance(items, (str, bytes)):
+        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+    labels = pd.Index(list(items))
+    if labels.has_duplicates:
+        raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+    by_text = {str(c): c for c in columns}
+    if public:
+        extra = [c for c in columns if str(c) not in {str(i) for i in labels}]
+        if extra:
+            raise ValueError(
+                f"the data have item(s) {extra[:5]} that are not in the public item set "
+                "`items`; add them to `items` or remove them from the data"
+            )
+    cols, pos = [], []
+    for j, label in enumerate(labels):
+        col = by_text.get(str(label))
+        if col is None:
+            if not public:
+                raise ValueError(f"item {label!r} of `items` is not a column of the data")
+            continue  # a public item nobody answered: an all-missing column
+        cols.append(col)
+        pos.append(j)
+    return labels, cols, pos
+
+
+def _parquet_files(source) -> tuple[Any, list[str]]:
+    import fsspec
+
+    text = os.fspath(source)
+    fs, _, paths = fsspec.get_fs_token_paths(text)
+    files: list[str] = []
+    for p in paths:
+        if fs.isdir(p):
+            found = [f for f in fs.find(p) if f.lower().endswith(_PARQUET_SUFFIXES)]
+            # skip metadata and hidden files (_metadata, _common_metadata, .crc, ...)
+            files.extend(f for f in found if not f.rsplit("/", 1)[-1].startswith(("_", ".")))
+        elif fs.exists(p):
+            files.append(p)
+    if not files:
+        raise FileNotFoundError(f"no Parquet files at {text!r} (a folder, a glob or a file)")
+    return fs, sorted(files)
+
+
+def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
+    import pyarrow.parquet as pq
+    from dask import delayed
+
+    fs, files = _parquet_files(source)
+    tasks, labels, schema_cols = [], None, None
+    for path in files:
+        with fs.open(path, "rb") as fh:
+            meta = pq.ParquetFile(fh)
+            schema = meta.schema_arrow
+            row_groups = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        index_cols = set()
+        if schema.pandas_metadata:
+            index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
+        cols = [c for c in schema.names if c not in index_cols
+                and c != person_col and (person_col is not None or c.lower() != "person")]
+        if schema_cols is None:
+            schema_cols = cols
+            labels, _, _ = _match_items(items, cols, public)
+            if len(labels) < 1:
+                raise ValueError(f"{path}: no item columns")
+        if items is None and cols != schema_cols:
+            raise ValueError(
+                f"{path} has different item columns from {files[0]}; every file of the data set "
+                "needs the same schema (or pass the item list as items=...)"
+            )
+        # each file's columns matched to the item positions (a public item a file lacks is
+        # all-missing there; a column outside the public item set is an error)
+        _, use, pos = _match_items(labels if items is None else items, cols, public)
+        offset = 0
+        for rg, rows in enumerate(row_groups):
+            batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
+            tasks.append(delayed(_parquet_part, pure=True)(
+                fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size, extras))
+            offset += rows
+    return tasks, labels
+
+
+def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=True):
+    from dask import delayed
+
+    cols = [c for c in ddf.columns
+            if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    labels, use, pos = _match_items(items, cols, public)
+    m = len(labels)
+
+    def select(part, use=use, pos=pos, m=m):
+        out = np.full((len(part), m), np.nan)
+        if len(part):
+            out[:, pos] = part[use].to_numpy(dtype=np.float64, na_value=np.nan)
+        return out
+
+    tasks = [
+        delayed(_values_part, pure=True)(delayed(select, pure=True)(p), labels,
+                                         f"partition {i}", 0, pairwise, chunk_size, extras)
+        for i, p in enumerate(ddf.to_delayed())
+    ]
+    return tasks, labels
+
+
+def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
+    from dask import delayed
+
+    if arr.ndim != 2:
+        raise ValueError(f"responses must be a 2-D persons × items array, got {arr.ndim} dimension(s)")
+    m = arr.shape[1]
+    if items is None:
+        labels = pd.RangeIndex(m)
+    else:
+        if isinstance(items, (str, bytes)):
+            raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+        labels = pd.Index(list(items))
+        if labels.has_duplicates:
+            raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+        if len(labels) != m:
+            raise ValueError(f"items has {len(labels)} labels for an array with {m} columns")
+    arr = arr.rechunk({1: -1}) if len(arr.chunks[1]) > 1 else arr
+    blocks = arr.to_delayed().ravel()
+    starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int)
+    tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise,
+                                                     chunk_size, extras)
+             for i, (b, s) in enumerate(zip(blocks, starts))]
+    return tasks, labels
+
+
+def _tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
+    if isinstance(source, (str, os.PathLike)):
+        return _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extras)
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(source, dd.DataFrame):
+        return _frame_tasks(source, items, public, person_col, pairwise, chunk_size, extras)
+    if isinstance(source, da.Array):
+        return _array_tasks(source, items, public, pairwise, chunk_size, extras)
+    raise ValueError(
+        "engine='dask' takes a Parquet folder, glob or file, a dask.dataframe.DataFrame or a "
+        f"2-D dask.array.Array, got {type(source).__name__}"
+    )
+
+
+def _tree_sum(parts: list) -> Any:
+    from dask import delayed
+
+    while len(parts) > 1:
+        parts = [delayed(add_statistics, pure=False)(*parts[i : i + FAN_IN])
+                 for i in range(0, len(parts), FAN_IN)]
+    return parts[0]
+
+
+# ---------------------------------------------------------------------------------------
+# entry points
+def dask_statistics(
+    source: Any,
+    *,
+    pairwise: bool = True,
+    client: Any = None,
+    items: Sequence[Any] | None = None,
+    n_persons: int | None = None,
+    chunk_size: int | None = None,
+    person_col: str | None = None,
+    public: bool = False,
+) -> SufficientStatistics:
+    """:func:`privirt.sufficient_statistics` with ``engine="dask"``.
+
+    ``public=True`` (the private paths) treats ``items`` as the public item set: an item
+    absent from the data is an all-missing column and a data column outside the list is an
+    error.  Only the summed statistics come back from the cluster; an error on any
+    partition raises here and returns nothing.
+    """
+    stats, labels = _dask_sums(source, pairwise, True, client, items, n_persons, chunk_size,
+                               person_col, public)
+    return to_result(stats, labels)
+
+
+def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, person_col,
+               public) -> tuple[dict, pd.Index]:
+    """The summed block statistics (a dict, see ``block_statistics``) and the item labels."""
+    _require_dask()
+    from dask import delayed
+
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer))
+                                   or not 1 <= chunk_size <= MAX_CHUNK):
+        raise ValueError(f"chunk_size must be an integer in [1, 2**24], got {chunk_size!r}")
+    if n_persons is not None:
+        check_n_rows(0, n_persons)  # validates n_persons before any work
+    tasks, labels = _tasks(source, items, public, person_col, pairwise, chunk_size, extras)
+    if not tasks:
+        raise ValueError("the data set has no partitions")
+    root = _tree_sum(tasks)
+    if len(tasks) == 1:  # one partition: still a fresh key for this call
+        root = delayed(add_statistics, pure=False)(root)
+    with embedded_client(client) as cl:
+        future = cl.compute(root)
+        try:
+            stats = future.result()
+        except BaseException:
+            future.cancel()  # a failed computation: stop the rest, return nothing
+            raise
+        del future
+    if n_persons is not None:
+        check_n_rows(stats["n"], n_persons)
+    if stats["n"] == 0:
+        raise ValueError("the data set has no rows")
+    return stats, labels
+
+
+def dask_pairwise(source: Any, *, want_b: bool = True, client: Any = None,
+                  items: Sequence[Any] | None = None, chunk_size: int | None = None,
+                  n_persons: int | None = None, public: bool = False,
+                  person_col: str | None = None):
+    """``(Y, B)`` (or ``Y``) of a Dask source: :func:`privirt.pairwise_counts` with engine='dask'.
+
+    Only the counts are summed (no totals or histogram).
+    """
+    stats, _ = _dask_sums(source, True, False, client, items, n_persons, chunk_size,
+                          person_col, public)
+    Y, B = stats["Y"], stats["B"]
+    np.fill_diagonal(Y, 0)
+    np.fill_diagonal(B, 0)
+    return (Y, B) if want_b else Y
+
+
+def dispatch_pairwise(X, engine, client, items, chunk_size, device="auto", method="auto"):
+    """The ``engine=`` switch of :func:`privirt.pairwise_counts` (validated here)."""
+    from .sufficient import check_engine
+
+    check_engine(engine)
+    if engine == "local":
+        if is_dask_source(X):
+            raise ValueError("a dask collection is counted with engine='dask'")
+        raise ValueError("client= and items= apply to engine='dask' only")
+    if device not in ("auto", "cpu"):
+        raise ValueError(f"engine='dask' counts on the workers' CPUs; got device={device!r}")
+    if method not in ("auto", "dense"):
+        raise ValueError(f"engine='dask' uses the dense products; got method={method!r}")
+    return dask_pairwise(X, client=client, items=items, chunk_size=chunk_size)
+
+
+# ---------------------------------------------------------------------------------------
+# the private paths: a Dask data set with a public item set and a public number of persons
+class DaskSource:
+    """A Dask data set on a private path: its items and number of persons are public.
+
+    Built by :func:`public_source` before anything is computed or debited; the private entry
+    point then asks for the sums (:meth:`statistics`, :meth:`differential_counts`) — computed
+    on the cluster, nothing but sums returned — debits the ledger, and draws the noise once.
+    Rows beyond the public ``n_persons`` are refused; rows short of it count as persons
+    without answers (as the in-memory private path pads them).
+    """
+
+    engine = "dask"
+
+    def __init__(self, source: Any, items: pd.Index, n_persons: int, client: Any = None,
+                 person_col: str | None = None) -> None:
+        self.source, self.items, self._n = source, items, int(n_persons)
+        self.client, self.person_col = client, person_col
+
+    @property
+    def n_persons(self) -> int:
+        return self._n
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._n, len(self.items))
+
+    def __repr__(self) -> str:
+        return f"DaskSource({self._n} persons (public) × {len(self.items)} items)"
+
+    def statistics(self, *, pairwise: bool = True) -> SufficientStatistics:
+        """The exact sums, padded to the public number of persons (never publish as is)."""
+        st = dask_statistics(self.source, pairwise=pairwise, client=self.client,
+                             items=list(self.items), n_persons=self._n,
+                             person_col=self.person_col, public=True)
+        hist = st.score_hist.copy()
+        hist[0, 0] += self._n - st.n_rows  # absent persons: nothing answered, score 0
+        return SufficientStatistics(counts=st.counts, totals=st.totals, answered=st.answered,
+                                    score_hist=hist, n_rows=self._n)
+
+    def differential_counts(self) -> np.ndarray:
+        """``Y`` of the whole data set (exact; the caller adds the noise)."""
+        return dask_pairwise(self.source, want_b=False, client=self.client,
+                             items=list(self.items), n_persons=self._n, public=True,
+                             person_col=self.person_col)
+
+
+def public_source(source: Any, *, items: Sequence[Any] | None, n_persons: Any,
+                  client: Any = None, person_col: str | None = None) -> DaskSource:
+    """Validate a Dask source for a private path: public ``n_persons`` (required) and items.
+
+    The item set is ``items`` (an item absent from the data is an all-missing column, a data
+    column outside it is an error) or else the data's schema (a wide table's columns).  Only
+    metadata is read here.
+    """
+    _require_dask()
+    if n_persons is None:
+        raise ValueError(
+            "engine='dask' on a private path needs the public number of persons: pass "
+            "n_persons=... (CLI: --n-persons); counting the rows would make it depend on the data"
+        )
+    check_n_rows(0, n_persons)
+    _, labels = _tasks(source, items, True, person_col, False, None)
+    if len(labels) < 2:
+        raise ValueError(f"private estimation needs at least 2 items, got {len(labels)}")
+    return DaskSource(source, labels, int(n_persons), client, person_col)
+
+
+def as_public_source(source: Any, *, items: Sequence[Any] | None = None, n_persons: Any = None,
+                     client: Any = None) -> DaskSource:
+    """The :class:`DaskSource` of a private entry point's ``X`` (``engine="dask"``).
+
+    ``source`` may already be a :class:`DaskSource` (then ``items`` and ``n_persons``, if
+    given, must agree with it).
+    """
+    if isinstance(source, DaskSource):
+        if n_persons is not None and n_persons != source.n_persons:
+            raise ValueError(f"n_persons={n_persons!r} differs from the source's public "
+                             f"n_persons={source.n_persons}")
+        if items is not None and [str(i) for i in items] != [str(i) for i in source.items]:
+            raise ValueError("items differs from the source's public item set")
+        return source
+    return public_source(source, items=items, n_persons=n_persons, client=client)

@@ -1,0 +1,405 @@
+"""The Dask engine: exact sufficient statistics on a real 2-worker LocalCluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+
+dask = pytest.importorskip("dask")
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
+        protocol="tcp",  # a real address, so that the CLI can be pointed at it (--scheduler)
+    ) as cluster, distributed.Client(cluster) as cl:
+        yield cl
+
+
+def _data(n=3000, m=7, missing=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, m)) < rng.uniform(0.2, 0.8, m)).astype(float)
+    X[rng.random((n, m)) < missing] = np.nan
+    return X
+
+
+def _write_parquet(folder: Path, X: np.ndarray, items, files=3, row_group=400) -> Path:
+    """Wide Parquet: one nullable int8 column per item, several files and row groups."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for f, part in enumerate(np.array_split(X, files)):
+        cols = {
+            it: pa.array(np.nan_to_num(part[:, j]).astype(np.int8), mask=np.isnan(part[:, j]))
+            for j, it in enumerate(items)
+        }
+        pq.write_table(pa.table(cols), folder / f"part-{f}.parquet", row_group_size=row_group)
+    return folder
+
+
+def _assert_same(st, ref):
+    Y, B = st.counts
+    Y0, B0 = ref.counts
+    assert Y.dtype == Y0.dtype == np.int64 and B.dtype == np.int64
+    np.testing.assert_array_equal(Y, Y0)
+    np.testing.assert_array_equal(B, B0)
+    pd.testing.assert_series_equal(st.totals, ref.totals)
+    pd.testing.assert_series_equal(st.answered, ref.answered)
+    np.testing.assert_array_equal(st.score_hist, ref.score_hist)
+    assert st.n_rows == ref.n_rows
+
+
+def test_parquet_folder_equals_in_memory(tmp_path, client):
+    items = [f"q{j}" for j in range(7)]
+    X = _data()
+    folder = _write_parquet(tmp_path / "resp", X, items)
+    frame = pd.DataFrame(X, columns=items)
+    st = privirt.sufficient_statistics(folder, engine="dask", client=client)
+    ref = privirt.sufficient_statistics(frame)
+    _assert_same(st, ref)
+    assert list(st.items) == items  # labels from the Parquet schema
+    # the engine switch on pairwise_counts and item_totals gives the same arrays
+    Y, B = privirt.pairwise_counts(folder, engine="dask", client=client)
+    Y0, B0 = privirt.pairwise_counts(frame)
+    assert np.array_equal(Y, Y0) and np.array_equal(B, B0)
+    pd.testing.assert_series_equal(
+        privirt.item_totals(str(folder / "*.parquet"), engine="dask", client=client),
+        privirt.item_totals(frame),
+    )
+    # an independent check of the histogram and the totals
+    k = (~np.isnan(X)).sum(axis=1)
+    r = np.nansum(X, axis=1).astype(int)
+    want = np.zeros((8, 8), dtype=np.int64)
+    np.add.at(want, (k, r), 1)
+    np.testing.assert_array_equal(st.score_hist, want)
+    np.testing.assert_array_equal(st.totals.to_numpy(), np.nansum(X, axis=0).astype(int))
+
+
+def test_dask_dataframe_and_array_sources(client):
+    X = _data(n=2500, m=5, seed=1)
+    ref = privirt.sufficient_statistics(X)
+    arr = da.from_array(X, chunks=(300, 2))  # split along items too: rechunked
+    _assert_same(privirt.sufficient_statistics(arr, engine="dask", client=client), ref)
+    frame = pd.DataFrame(X, columns=list("abcde")).astype("Float64")
+    ddf = dd.from_pandas(frame, npartitions=4)
+    st = privirt.sufficient_statistics(ddf, engine="dask", client=client)
+    assert list(st.items) == list("abcde")
+    np.testing.assert_array_equal(st.counts[0], ref.counts[0])
+    np.testing.assert_array_equal(st.score_hist, ref.score_hist)
+
+
+def test_public_items_select_and_order(tmp_path, client):
+    items = ["a", "b", "c", "d"]
+    X = _data(n=900, m=4, seed=2)
+    folder = _write_parquet(tmp_path / "p", X, items, files=2)
+    st = privirt.sufficient_statistics(folder, engine="dask", client=client, items=["d", "b"])
+    ref = privirt.sufficient_statistics(pd.DataFrame(X, columns=items)[["d", "b"]])
+    _assert_same(st, ref)
+    assert list(st.items) == ["d", "b"]
+    with pytest.raises(ValueError, match="'zz' of `items` is not a column"):
+        privirt.sufficient_statistics(folder, engine="dask", client=client, items=["a", "zz"])
+
+
+def test_exact_beyond_float32_partial_sums(client):
+    """2**24 + 3 persons who all answered both items: B = n, which float32 cannot hold."""
+    n = 2**24 + 3
+    assert int(np.float32(2**24) + np.float32(3)) != n  # a float32 sum would round
+    arr = da.ones((n, 2), dtype=np.int8, chunks=(2**22, 2))
+    st = privirt.sufficient_statistics(arr, engine="dask", client=client)
+    assert st.counts[1][0, 1] == n and st.counts[0][0, 1] == 0
+    assert st.totals.tolist() == [n, n] and st.score_hist[2, 2] == n
+
+
+def test_bad_value_is_one_line_error(tmp_path, client):
+    X = _data(n=500, m=3, seed=3)
+    folder = _write_parquet(tmp_path / "bad", X, ["a", "b", "c"], files=1)
+    table = pq.read_table(folder / "part-0.parquet")
+    values = table.column("b").to_numpy(zero_copy_only=False).copy()
+    values[123] = 2
+    table = table.set_column(1, "b", pa.array(values))
+    pq.write_table(table, folder / "part-0.parquet", row_group_size=100)
+    with pytest.raises(ValueError, match=r"invalid response 2\.0 for item 'b' at row 123") as info:
+        privirt.pairwise_counts(folder, engine="dask", client=client)
+    assert "\n" not in str(info.value)
+    # integer and boolean columns (validated by Arrow's min/max), nulls and NaN as missing
+    ints = pa.array(np.array([0, 1, 1, 0, 1], dtype=np.int16), mask=np.array([0, 0, 1, 0, 0], bool))
+    ok = pa.table({"i": ints, "b": pa.array([True, None, False, True, True]),
+                   "f": pa.array([np.nan, 1.0, 0.0, None, 1.0])})
+    pq.write_table(ok, folder / "part-0.parquet")
+    st = privirt.sufficient_statistics(folder, engine="dask", client=client)
+    assert st.totals.tolist() == [2, 3, 2] and st.answered.tolist() == [4, 4, 3]
+    pq.write_table(ok.set_column(0, "i", pa.array(np.array([0, 1, -1, 0, 1], np.int16))),
+                   folder / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"invalid response -1 for item 'i' at row 2"):
+        privirt.sufficient_statistics(folder, engine="dask", client=client)
+
+
+def test_rows_beyond_public_n_refused(client):
+    arr = da.from_array(_data(n=400, m=3).astype(float), chunks=(100, 3))
+    with pytest.raises(ValueError, match="more rows than n_persons=399"):
+        privirt.sufficient_statistics(arr, engine="dask", client=client, n_persons=399)
+    st = privirt.sufficient_statistics(arr, engine="dask", client=client, n_persons=400)
+    assert st.n_rows == 400
+
+
+def test_engine_validation():
+    X = _data(n=50, m=3)
+    with pytest.raises(ValueError, match="engine must be 'local' or 'dask'"):
+        privirt.pairwise_counts(X, engine="spark")
+    with pytest.raises(ValueError, match="counted with engine='dask'"):
+        privirt.pairwise_counts(da.from_array(X, chunks=(10, 3)))
+    with pytest.raises(ValueError, match="apply to engine='dask' only"):
+        privirt.pairwise_counts(X, items=[0, 1, 2])
+    with pytest.raises(ValueError, match="Dask engine takes a Parquet folder|engine='dask' takes"):
+        privirt.pairwise_counts(X, engine="dask")
+
+
+def test_embedded_cluster_is_closed_afterwards():
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process()
+
+    def children():  # multiprocessing's resource tracker lives as long as this process
+        return {p.pid for p in me.children(recursive=True)
+                if "resource_tracker" not in " ".join(p.cmdline())}
+
+    before = children()
+    X = _data(n=600, m=4, seed=4)
+    Y, B = privirt.pairwise_counts(da.from_array(X, chunks=(200, 4)), engine="dask")
+    assert np.array_equal(Y, privirt.pairwise_counts(X)[0])
+    deadline = time.monotonic() + 10
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not children() - before
+
+
+def _slow_block(block, block_info=None):
+    """Test data made on the worker, deterministic per block, slow enough to be interrupted."""
+    time.sleep(0.15)
+    loc = block_info[None]["chunk-location"][0]
+    rng = np.random.default_rng(1000 + loc)
+    out = (rng.random(block.shape) < 0.5).astype(float)
+    out[rng.random(block.shape) < 0.05] = np.nan
+    return out
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_computation_result_exact():
+    n, m, rows = 40 * 250, 6, 250
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster, distributed.Client(cluster) as cl:
+        source = da.zeros((n, m), chunks=(rows, m)).map_blocks(_slow_block, dtype=float)
+        expected = privirt.sufficient_statistics(source.compute(scheduler="sync"))
+        pids = cl.run(os.getpid)
+        killed = {}
+
+        def kill_one():
+            deadline = time.monotonic() + 60
+            while not any(cl.processing().values()):  # wait until tasks are running
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+            time.sleep(0.5)
+            addr, pid = sorted(pids.items())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed["at"] = time.monotonic()
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        st = privirt.sufficient_statistics(source, engine="dask", client=cl)
+        done = time.monotonic()
+        killer.join()
+        assert killed and killed["at"] < done  # the worker died before the result came back
+        cl.wait_for_workers(2, timeout=30)
+        assert set(cl.run(os.getpid).values()) != set(pids.values())  # a new worker process
+        _assert_same(st, expected)
+
+
+def test_dask_extra_declared_and_in_test_extra():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("dask[dataframe]") for d in extras["dask"])
+    assert any(d.startswith("distributed") for d in extras["dask"])
+    assert set(extras["dask"]) <= set(extras["test"])
+
+
+def test_install_hint_without_dask(tmp_path):
+    """With dask unimportable (a blocking import hook, not a mock), a one-line install hint."""
+    script = textwrap.dedent(
+        """
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("dask", "distributed"):
+                    raise ImportError(f"No module named {name!r}")
+        sys.meta_path.insert(0, Block())
+        import numpy as np, privirt
+        try:
+            privirt.pairwise_counts("data/", engine="dask")
+        except ImportError as exc:
+            print("HINT:", exc)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert 'HINT: the Dask engine needs dask and distributed: python -m pip install "privirt[dask]"' in out.stdout
+
+
+def test_public_source_for_private_paths(tmp_path, client):
+    from privirt.dask_engine import public_source
+
+    X = _data(n=800, m=3, seed=5)
+    folder = _write_parquet(tmp_path / "pub", X, ["a", "b", "c"], files=2)
+    with pytest.raises(ValueError, match="needs the public number of persons"):
+        public_source(folder, items=None, n_persons=None, client=client)
+    with pytest.raises(ValueError, match=r"item\(s\) \['c'\] that are not in the public item set"):
+        public_source(folder, items=["a", "b"], n_persons=800, client=client)
+    src = public_source(folder, items=["c", "zz", "a", "b"], n_persons=1000, client=client)
+    assert src.shape == (1000, 4) and list(src.items) == ["c", "zz", "a", "b"]
+    st = src.statistics()
+    # the same as the in-memory data with the public item set and 200 absent persons
+    padded = np.full((1000, 4), np.nan)
+    padded[:800, [0, 2, 3]] = X[:, [2, 0, 1]]
+    ref = privirt.sufficient_statistics(pd.DataFrame(padded, columns=["c", "zz", "a", "b"]))
+    _assert_same(st, ref)
+    assert st.answered["zz"] == 0 and st.score_hist[0, 0] >= 200
+    with pytest.raises(ValueError, match="more rows than n_persons=799"):
+        public_source(folder, items=None, n_persons=799, client=client).statistics()
+    # a later file with a column outside the public item set (or another schema): refused
+    pq.write_table(pa.table({"a": [1], "b": [0], "c": [1], "x": [1]}), folder / "part-9.parquet")
+    with pytest.raises(ValueError, match=r"item\(s\) \['x'\] that are not in the public item set"):
+        public_source(folder, items=["a", "b", "c"], n_persons=1000, client=client)
+    with pytest.raises(ValueError, match="different item columns"):
+        public_source(folder, items=None, n_persons=1000, client=client)
+
+
+def test_cli_estimate_engine_dask(tmp_path, capsys, client):
+    from privirt.cli import main
+
+    frame = privirt.load_dataset("lsat6")
+    folder = _write_parquet(tmp_path / "lsat", frame.to_numpy(dtype=float), list(frame.columns),
+                            files=2)
+    address = client.scheduler.address
+    assert main(["estimate", str(folder), "--engine", "dask", "--scheduler", address,
+                 "--out", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "spectral estimate (dask): 1000 persons × 5 items" in out
+    got = pd.read_csv(tmp_path / "b.csv", index_col="item")["beta"]
+    ref = privirt.spectral_estimate(frame, device="cpu").beta
+    np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), atol=1e-12)
+    # errors: one line, nothing written
+    for argv, msg in (
+        (["--engine", "dask", "--method", "cmle"], "--engine dask supports --method spectral"),
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+        (["--engine", "dask", "--epsilon", "1"], "needs --n-persons"),
+        (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
+    ):
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+            assert main(["estimate", str(folder), *argv]) != 0
+        err = capsys.readouterr().err
+        assert err.startswith("privirt: error: ") and msg in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------------------
+# the private entry points on a Dask source
+def test_private_release_on_dask_equals_in_memory(tmp_path, client):
+    items = ["a", "b", "c", "d"]
+    X = _data(n=700, m=4, seed=6)
+    folder = _write_parquet(tmp_path / "priv", X, items, files=2)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=7, n_persons=1000, items=["d", "c", "b", "a", "e"])
+    got = privirt.release_counts(folder, engine="dask", client=client, **kw)
+    ref = privirt.release_counts(pd.DataFrame(X, columns=items), **kw)
+    pd.testing.assert_frame_equal(got.Y, ref.Y)  # same exact counts, same seeded noise
+    assert not got.privacy.private and got.privacy.epsilon == ref.privacy.epsilon
+    est = privirt.private_spectral_estimate(folder, engine="dask", client=client, **kw)
+    pd.testing.assert_series_equal(
+        est.beta, privirt.private_spectral_estimate(pd.DataFrame(X, columns=items), **kw).beta)
+
+
+def test_private_dask_failures_spend_nothing(tmp_path, client):
+    items = ["a", "b", "c"]
+    X = _data(n=600, m=3, seed=8)
+    folder = _write_parquet(tmp_path / "ok", X, items, files=2)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    # more rows than the public n: refused after counting, before the debit
+    with pytest.raises(ValueError, match="more rows than n_persons=599"):
+        privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0,
+                               n_persons=599, ledger=ledger)
+    # a bad value on one partition: the computation fails, nothing is debited
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for p in folder.glob("*.parquet"):
+        (bad / p.name).write_bytes(p.read_bytes())
+    table = pq.read_table(bad / "part-1.parquet")
+    values = table.column("c").to_numpy(zero_copy_only=False).copy()
+    values[5] = 3
+    pq.write_table(table.set_column(2, "c", pa.array(values)), bad / "part-1.parquet")
+    with pytest.raises(ValueError, match="invalid response 3"):
+        privirt.private_spectral_estimate(bad, engine="dask", client=client, epsilon=1.0,
+                                          n_persons=600, ledger=ledger)
+    with pytest.raises(ValueError, match="public number of persons"):
+        privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0, ledger=ledger)
+    with pytest.raises(ValueError, match="randomized response"):
+        privirt.private_spectral_estimate(folder, engine="dask", client=client, epsilon=1.0,
+                                          n_persons=600, ledger=ledger,
+                                          mechanism="randomized_response")
+    assert len(ledger.spends()) == 0
+    # success: one debit
+    res = privirt.release_counts(folder, engine="dask", client=client, epsilon=1.0,
+                                 n_persons=600, ledger=ledger)
+    assert len(ledger.spends()) == 1 and res.privacy.private
+
+
+def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
+    from privirt.cli import main
+
+    frame = privirt.load_dataset("lsat6")
+    folder = _write_parquet(tmp_path / "lsat", frame.to_numpy(dtype=float), list(frame.columns))
+    argv = ["--epsilon", "1", "--seed", "3", "--n-persons", "1200", "--items",
+            ",".join(frame.columns)]
+    assert main(["estimate", str(folder), "--engine", "dask", "--scheduler",
+                 client.scheduler.address, *argv, "--out", str(tmp_path / "d.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "private spectral estimate (dask): 1200 persons × 5 items" in out
+    csv = tmp_path / "lsat.csv"
+    frame.to_csv(csv)
+    assert main(["estimate", str(csv), *argv, "--out", str(tmp_path / "l.csv")]) == 0
+    got = pd.read_csv(tmp_path / "d.csv", comment="#", index_col="item")
+    ref = pd.read_csv(tmp_path / "l.csv", comment="#", index_col="item")
+    pd.testing.assert_frame_equal(got, ref)
+
+
+def test_dask_statistics_give_the_totals_release_inputs(client):
+    """What release_totals noises (item totals, binned raw scores) follows from the Dask sums."""
+    from privirt.totals import totals_statistics
+
+    X = _data(n=1500, m=6, missing=0.0, seed=9)
+    codes = X.astype(np.int8)
+    edges = np.array([0, 2, 3, 5, 7])
+    totals, hist = totals_statistics(codes, edges)
+    st = privirt.sufficient_statistics(da.from_array(X, chunks=(400, 6)), engine="dask",
+                                       client=client, pairwise=False)
+    assert st.counts is None
+    np.testing.assert_array_equal(st.totals.to_numpy(), totals)
+    np.testing.assert_array_equal(np.add.reduceat(st.raw_score_hist, edges[:-1]), hist)
+    assert (st.answered == 1500).all()  # complete data, as release_totals requires
