@@ -21,6 +21,7 @@ __all__ = [
     "ability_grid",
     "item_marginals",
     "invert_marginals",
+    "log_esf",
     "score_distribution",
     "bin_probabilities",
     "reference_difficulties",
@@ -29,6 +30,7 @@ __all__ = [
     "shrink_totals",
     "SpreadFit",
     "fit_spread",
+    "fit_support_batch",
 ]
 
 #: standardised ability grid (abilities are θ = τ·z; the weights carry the shape)
@@ -42,7 +44,7 @@ _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.in
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
 #: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
-CONSERVATIVE = 0.5
+CONSERVATIVE = 0.75
 #: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
@@ -51,6 +53,8 @@ MEAN_PRIOR_SD = 0.2
 LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
 #: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
 REFINE_BELOW = 12
+#: a refined posterior still on ≤ REFINE_BELOW points is refined once more (4× finer in log τ and κ)
+FINE_REFINE = True
 
 
 def ability_grid(
@@ -83,50 +87,75 @@ def item_marginals(beta: np.ndarray, theta: np.ndarray, w: np.ndarray) -> np.nda
     return np.einsum("tmq,tq->tm", special.expit(theta[:, None, :] - beta[:, :, None]), w)
 
 
-def invert_marginals(p: np.ndarray, theta: np.ndarray, w: np.ndarray, iters: int = 40) -> np.ndarray:
-    """β (T, m) with item marginals equal to ``p`` (m,) under each of the T ability models.
+def invert_marginals(
+    p: np.ndarray, theta: np.ndarray, w: np.ndarray, iters: int = 40, initial: np.ndarray | None = None,
+    tol: float = 1e-8,
+) -> np.ndarray:
+    """β (T, m) with item marginals equal to ``p`` ((m,) or (T, m)) under each of the T ability models.
 
     The marginal is strictly decreasing in β, so a safeguarded Newton iteration (bracketed,
-    falling back to bisection) converges; ``p`` must lie in (0, 1).
+    falling back to bisection) converges; ``p`` must lie in (0, 1).  ``initial`` (T, m) is a
+    starting point (e.g. the solution for nearby ``p``); by default a probit-style guess.
+    Stops when no β moves by more than ``tol``.
     """
     T = theta.shape[0]
-    p = np.broadcast_to(np.asarray(p, dtype=float), (T, np.size(p)))
+    p = np.broadcast_to(np.asarray(p, dtype=float), (T, np.shape(p)[-1]))
     target = special.logit(p)
     lo = np.full(p.shape, -60.0)
     hi = np.full(p.shape, 60.0)
-    mean = np.sum(w * theta, axis=1)[:, None]
-    var = np.sum(w * theta**2, axis=1)[:, None] - mean**2
-    b = np.clip(mean - target * np.sqrt(1.0 + np.pi * var / 8.0), -59.0, 59.0)
+    if initial is None:
+        mean = np.sum(w * theta, axis=1)[:, None]
+        var = np.sum(w * theta**2, axis=1)[:, None] - mean**2
+        b = np.clip(mean - target * np.sqrt(1.0 + np.pi * var / 8.0), -59.0, 59.0)
+    else:
+        b = np.clip(np.asarray(initial, dtype=float), -59.0, 59.0)
+    c = np.exp(-theta)[:, None, :]  # logistic(θ − β) = 1/(1 + e^β e^−θ): one exp per (row, item)
     for _ in range(iters):
-        e = special.expit(theta[:, None, :] - b[:, :, None])
+        e = 1.0 / (1.0 + np.exp(b)[:, :, None] * c)
         pi = np.clip(np.einsum("tmq,tq->tm", e, w), 1e-300, 1.0 - 1e-16)
         f = special.logit(pi) - target  # Newton on the logit scale: nearly linear in β
-        d = np.einsum("tmq,tq->tm", e * (1.0 - e), w) / (pi * (1.0 - pi))
+        e -= e * e
+        d = np.einsum("tmq,tq->tm", e, w) / (pi * (1.0 - pi))
         lo = np.where(f > 0, b, lo)  # marginal too high: β must grow
         hi = np.where(f > 0, hi, b)
         nb = b + f / np.maximum(d, 1e-300)
         bad = (nb < lo) | (nb > hi)
         nb = np.where(bad, 0.5 * (lo + hi), nb)
-        if np.max(np.abs(nb - b)) < 1e-8:
+        if np.max(np.abs(nb - b)) < tol:
             return nb
         b = nb
     return b
 
 
-def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """P(raw score = r | θ_k) for r = 0..m: shape (T, Q, m + 1) (Poisson-binomial)."""
+def log_esf(beta: np.ndarray) -> np.ndarray:
+    """log γ_r(e^{−β}) for r = 0..m, the elementary symmetric functions: shape (T, m + 1).
+
+    The summation recursion γ⁽ⁱ⁾_r = γ⁽ⁱ⁻¹⁾_r + e^{−β_i} γ⁽ⁱ⁻¹⁾_{r−1} has only positive terms, so
+    it is stable on the log scale.
+    """
     T, m = beta.shape
-    Q = theta.shape[1]
-    prob = special.expit(theta[:, None, :] - beta[:, :, None])  # (T, m, Q)
-    dist = np.zeros((T, Q, m + 1))
-    dist[:, :, 0] = 1.0
-    for i in range(m):  # after i items only scores 0..i are possible
-        p = prob[:, i, :, None]
-        head = dist[:, :, : i + 1]
-        moved = head * p
-        head -= moved
-        dist[:, :, 1 : i + 2] += moved
-    return dist
+    lg = np.full((T, m + 1), -np.inf)
+    lg[:, 0] = 0.0
+    for i in range(m):
+        shifted = lg[:, : i + 1] - beta[:, i : i + 1]
+        lg[:, 1 : i + 2] = np.logaddexp(lg[:, 1 : i + 2], shifted)
+    return lg
+
+
+def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """P(raw score = r | θ_k) for r = 0..m: shape (T, Q, m + 1) (Poisson-binomial).
+
+    In the Rasch model P(r | θ) = γ_r e^{rθ} / Π_i (1 + e^{θ − β_i}) with γ_r the elementary
+    symmetric functions of e^{−β_i} (:func:`log_esf`), so the O(m²) part is done once per
+    row of ``beta`` rather than once per ability node.
+    """
+    T, m = beta.shape
+    lg = log_esf(beta)  # (T, m+1)
+    # Σ_i log(1 + e^{θ_k − β_i}), the exponential factorised (|θ|, |β| ≤ 60: no overflow)
+    norm = np.sum(np.log1p(np.exp(-beta)[:, :, None] * np.exp(theta)[:, None, :]), axis=1)  # (T, Q)
+    r = np.arange(m + 1, dtype=float)
+    logp = lg[:, None, :] + theta[:, :, None] * r[None, None, :] - norm[:, :, None]
+    return np.exp(logp)
 
 
 def bin_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -305,6 +334,55 @@ def _posterior(p, hist, n, var_hist, edges, lt, kap, lam):
     return post / post.sum(), beta, nll
 
 
+def _nearest_to_mean(post: np.ndarray, lt: np.ndarray, kap: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Index (per row of ``post``) of the grid point nearest the posterior mean of (log τ, κ, λ)."""
+    d = (((lt - (post @ lt)[:, None]) / 0.2) ** 2 + ((kap - (post @ kap)[:, None]) / 0.1) ** 2
+         + ((lam - (post @ lam)[:, None]) / 0.1) ** 2)
+    return np.argmin(d, axis=1)
+
+
+#: at most this many (replicate × grid point × item × node) values are held at once
+_BATCH_CELLS = 500000
+
+
+def fit_support_batch(
+    p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray,
+    support: tuple[np.ndarray, np.ndarray, np.ndarray], initial: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`fit_spread` on the fixed grid ``support`` for R data sets at once: β (R, m), centred.
+
+    ``p`` (R, m) and ``hist`` (R, B) are the proportions and histograms of R (bootstrap) data
+    sets; ``initial`` (T, m), β on the support for nearby proportions, starts the Newton
+    iterations.  The ability grid is built once and the replicates are processed in chunks.
+    """
+    lt, kap, lam = support
+    theta, w = ability_grid(lt, kappa=kap, lam=lam)
+    p = np.atleast_2d(np.asarray(p, dtype=float))
+    hist = np.atleast_2d(np.asarray(hist, dtype=float))
+    R, m = p.shape
+    T, Q = theta.shape
+    prior = 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
+    out = np.empty((R, m))
+    step = max(1, _BATCH_CELLS // (T * m * Q))
+    for a in range(0, R, step):
+        r = min(R, a + step) - a
+        th = np.tile(theta, (r, 1))
+        ww = np.tile(w, (r, 1))
+        pp = np.repeat(p[a:a + r], T, axis=0)
+        init = None if initial is None else np.tile(initial, (r, 1))
+        beta = invert_marginals(pp, th, ww, initial=init, tol=1e-6)  # (r·T, m)
+        P = bin_probabilities(beta, th, ww, edges).reshape(r, T, -1)
+        V = n * P * (1.0 - P) + var_hist + 1e-9
+        res = hist[a:a + r, None, :] - n * P
+        nll = 0.5 * np.sum(res * res / V + np.log(V), axis=2) + prior[None, :]  # (r, T)
+        post = np.exp(-(nll - nll.min(axis=1, keepdims=True)))
+        post /= post.sum(axis=1, keepdims=True)
+        j = _nearest_to_mean(post, lt, kap, lam)
+        bsel = beta.reshape(r, T, m)[np.arange(r), j]
+        out[a:a + r] = bsel - bsel.mean(axis=1, keepdims=True)
+    return out
+
+
 def fit_spread(
     p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *,
     support: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
@@ -334,6 +412,18 @@ def fit_spread(
             g = g[:, (g[1] > 0) | (g[2] == 0.5)]  # λ is void when κ = 0
             lt, kap, lam = g
             post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
+            keep = post >= 1e-6 * post.max()
+            if FINE_REFINE and np.count_nonzero(keep) <= REFINE_BELOW:  # still concentrated: 4× finer again
+                dk = (0.6 + k_hi - k_lo) / 8  # the κ step of the first refinement
+                lt_f = np.arange(lt[keep].min() - dlt / 4, lt[keep].max() + dlt / 4 + 1e-9, dlt / 16)
+                kap_f = np.unique(np.clip(np.arange(kap[keep].min() - dk, kap[keep].max() + dk + 1e-9, dk / 4),
+                                          0.0, 0.97))
+                lam_f = np.unique(np.concatenate([lam[keep], LAMBDA_GRID[(LAMBDA_GRID >= lam[keep].min() - 0.15)
+                                                                          & (LAMBDA_GRID <= lam[keep].max() + 0.15)]]))
+                g = np.array(np.meshgrid(lt_f, kap_f, lam_f, indexing="ij")).reshape(3, -1)
+                g = g[:, (g[1] > 0) | (g[2] == 0.5)]
+                lt, kap, lam = g
+                post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
     else:
         lt, kap, lam = support
         post, beta, nll = _posterior(p, hist, n, var_hist, edges, lt, kap, lam)
@@ -341,8 +431,7 @@ def fit_spread(
     k = int(np.argmin(nll))
     # β at the grid point nearest the posterior mean of (log τ, κ, λ) (averaging β(τ) itself
     # would inflate the scale when the posterior is wide: β grows with τ)
-    j = int(np.argmin(((lt - post @ lt) / 0.2) ** 2 + ((kap - post @ kap) / 0.1) ** 2
-                      + ((lam - post @ lam) / 0.1) ** 2))
+    j = int(_nearest_to_mean(post[None, :], lt, kap, lam)[0])
     bpt = bc[j]
     return SpreadFit(beta=bpt, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
                      log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=k)

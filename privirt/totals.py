@@ -47,6 +47,8 @@ from .sensitivity import Sensitivity, _sqrt_up
 __all__ = [
     "totals_statistics",
     "totals_sensitivity",
+    "missing_statistics",
+    "missing_sensitivity",
     "TotalsRelease",
     "TotalsEstimate",
     "release_totals",
@@ -84,6 +86,44 @@ def totals_sensitivity(n_items: int, n_bins: int) -> Sensitivity:
     extra = 2 if n_bins >= 2 else 0
     s = m + extra
     return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, m + int(n_bins))
+
+
+def missing_statistics(
+    codes: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Statistics of incomplete data: item totals, answered counts, binned (answered, score) histogram.
+
+    ``codes`` is a persons × items matrix of 1 (correct), 0 (incorrect) or −1 (missing).
+    Returns s_i = #{l : x_li = 1}, a_i = #{l : x_li ≠ −1} (both (m,)) and the (K, R) histogram
+    of persons by the bin of their number of answered items k_l (``k_edges``) and the bin of
+    their score r_l (``r_edges``); bins are ``[edges[b], edges[b+1])`` over 0 … m.
+    Building block of a release under missing completely at random; not released by any
+    public function yet (``docs/totals.md`` §7).
+    """
+    X = np.asarray(codes)
+    correct = X == 1
+    seen = X != -1
+    totals = correct.sum(axis=0, dtype=np.int64)
+    answered = seen.sum(axis=0, dtype=np.int64)
+    K, R = len(k_edges) - 1, len(r_edges) - 1
+    kb = np.searchsorted(k_edges, seen.sum(axis=1), side="right") - 1
+    rb = np.searchsorted(r_edges, correct.sum(axis=1), side="right") - 1
+    joint = np.bincount(kb * R + rb, minlength=K * R).reshape(K, R)
+    return totals, answered, joint.astype(np.int64)
+
+
+def missing_sensitivity(n_items: int, n_cells: int) -> Sensitivity:
+    """Joint sensitivity of :func:`missing_statistics` to replacing one person's row and mask.
+
+    Per item the pair (Δs_i, Δa_i) is (0, 0), (±1, 0) (0 ↔ 1), (0, ±1) (0 ↔ missing) or
+    (±1, ±1) (1 ↔ missing): squared and absolute norm ≤ 2; the person moves between at most two
+    histogram cells (2 more).  L1 ≤ 2m + 2, L2² ≤ 2m + 2, attained by all-correct against
+    all-missing when (m, m) and (0, 0) are in different cells, which holds for every layout
+    with more than one cell (``docs/totals.md`` §7); with one cell, 2m.
+    """
+    m = int(n_items)
+    s = 2 * m + (2 if n_cells >= 2 else 0)
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, 2 * m + int(n_cells))
 
 
 # ---------------------------------------------------------------------------------------
@@ -317,16 +357,25 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
     return fit, fit.beta, c, diag
 
 
-def _simulate_release(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
-                      sig_t: float, sig_h: float) -> tuple[np.ndarray, np.ndarray]:
-    """One parametric-bootstrap draw of (noisy totals, noisy histogram)."""
+def _simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
+                       sig_t: float, sig_h: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
     k = fit.map_index
     theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
-    nodes = rng.choice(theta.shape[1], size=n, p=w[0])
-    th = theta[0, nodes] + (rng.random(n) - 0.5) * (theta[0, 1] - theta[0, 0])
-    X = rng.random((n, beta.size)) < 1.0 / (1.0 + np.exp(beta[None, :] - th[:, None]))
-    t, h = totals_statistics(X, edges)
-    return t + rng.normal(0.0, sig_t, t.size), h + rng.normal(0.0, sig_h, h.size)
+    theta, w = theta[0], w[0]
+    m, B = beta.size, len(edges) - 1
+    eb = np.exp(beta)
+    tot = np.empty((reps, m))
+    hist = np.empty((reps, B))
+    step = max(1, 2_000_000 // (n * m))
+    for a in range(0, reps, step):
+        r = min(reps, a + step) - a
+        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
+        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        tot[a:a + r] = X.sum(axis=1)
+        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+    return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)
 
 
 def estimate_from_release(
@@ -374,11 +423,13 @@ def estimate_from_release(
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
-        reps = np.empty((int(n_boot), beta.size))
         support = fit.support()
-        for b in range(int(n_boot)):
-            tb, hb = _simulate_release(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram)
-            reps[b] = _fit(tb, hb, n, var_t, var_h, edges, shrink=False, support=support)[1]
+        tb, hb = _simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
+                                    int(n_boot))
+        pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
+        theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
+        start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
+        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)

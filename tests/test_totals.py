@@ -53,6 +53,40 @@ def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
         assert worst_l2 == (m + 2 if B >= 2 else m) == worst_l1
 
 
+def _grid_layouts(m):
+    """Every product layout (answered bins) × (score bins), each contiguous over 0..m."""
+    one = list(_layouts(m))
+    return [(ke, re) for ke in one for re in one]
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_missing_sensitivity_exhaustive_over_all_pairs_of_rows_and_masks(m):
+    from privirt.totals import missing_sensitivity, missing_statistics
+
+    rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
+    for ke, re in _grid_layouts(m):
+        K, R = len(ke) - 1, len(re) - 1
+        S = np.array([np.concatenate([v.ravel() for v in missing_statistics(r[None, :], ke, re)]) for r in rows])
+        D = S[:, None, :] - S[None, :, :]
+        worst_l2 = int((D * D).sum(axis=2).max())
+        worst_l1 = int(np.abs(D).sum(axis=2).max())
+        sens = missing_sensitivity(m, K * R)
+        assert worst_l2 <= sens.l2**2 + 1e-9 and worst_l1 <= sens.l1
+        assert worst_l2 == worst_l1 == (2 * m + 2 if K * R >= 2 else 2 * m)  # attained
+
+
+def test_missing_statistics_of_a_larger_data_set_add_up():
+    from privirt.totals import missing_statistics
+
+    rng = np.random.default_rng(3)
+    X = rng.choice(np.array([0, 1, -1], dtype=np.int8), size=(500, 7), p=[0.4, 0.4, 0.2])
+    ke, re = np.array([0, 3, 6, 8]), np.array([0, 2, 8])
+    t, a, j = missing_statistics(X, ke, re)
+    assert t.tolist() == (X == 1).sum(axis=0).tolist() and a.tolist() == (X != -1).sum(axis=0).tolist()
+    h2 = np.histogram2d((X != -1).sum(axis=1), (X == 1).sum(axis=1), bins=[ke, re])[0]
+    assert j.sum() == 500 and j.tolist() == h2.astype(int).tolist()
+
+
 def test_statistics_of_a_larger_data_set_add_up():
     X, _ = _rasch(n=300, m=7)
     edges = np.array([0, 2, 5, 8])
@@ -62,6 +96,40 @@ def test_statistics_of_a_larger_data_set_add_up():
 
 
 # -- calibration and the statement ------------------------------------------------------------
+# -- the marginal maths ------------------------------------------------------------------------
+def test_score_distribution_matches_enumeration_of_all_patterns():
+    rng = np.random.default_rng(7)
+    m = 6
+    beta = rng.normal(0, 2, size=(2, m))
+    theta, _ = marginal.ability_grid(np.log([0.5, 3.0]), kappa=np.array([0.0, 0.8]))
+    pats = np.array(list(itertools.product([0, 1], repeat=m)))
+    got = marginal.score_distribution(beta, theta)
+    for t in range(2):
+        pr = 1.0 / (1.0 + np.exp(beta[t][None, :, None] - theta[t][None, None, :]))  # (1, m, Q)
+        like = np.prod(np.where(pats[:, :, None] == 1, pr, 1 - pr), axis=1)  # (patterns, Q)
+        want = np.stack([like[pats.sum(axis=1) == r].sum(axis=0) for r in range(m + 1)], axis=1)
+        assert np.allclose(got[t], want, atol=1e-12)
+
+
+def test_batched_bootstrap_fit_equals_one_fit_at_a_time():
+    X, _ = _rasch(n=1500, m=8, seed=4)
+    rel = release_totals(X, epsilon=2.0, seed=3)
+    n, edges = rel.n_persons, rel.edges
+    vt, vh = rel.sigma_totals**2, rel.sigma_histogram**2
+    p0 = marginal.centre_totals(rel.totals.to_numpy(float), n, vt)
+    fit = marginal.fit_spread(p0, rel.histogram.to_numpy(float), n, vh, edges)
+    support = fit.support()
+    rng = np.random.default_rng(0)
+    P = np.clip(p0[None, :] + rng.normal(0, 0.02, (5, p0.size)), 0.01, 0.99)
+    H = rel.histogram.to_numpy(float)[None, :] + rng.normal(0, 20, (5, len(edges) - 1))
+    theta, w = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
+    start = marginal.invert_marginals(p0, theta, w)
+    got = marginal.fit_support_batch(P, H, n, vh, edges, support, initial=start)
+    for r in range(5):
+        one = marginal.fit_spread(P[r], H[r], n, vh, edges, support=support).beta
+        assert np.allclose(got[r], one, atol=1e-5)
+
+
 @pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
 def test_release_meets_the_target_and_states_it(eps):
     X, _ = _rasch()
@@ -233,3 +301,18 @@ def test_benchmark_helpers_compare_on_the_same_data():
         bench.simulate(10, 3, "uniform", rng)
     r_t, r_a, mse_t, mse_a = bench.one_pair(X, beta, 2.0, seed=3)
     assert 0 < r_t < 1 and 0 < r_a < 1.5 and mse_t == pytest.approx((r_t * np.linalg.norm(beta)) ** 2)
+
+
+def test_precise_histogram_recovers_a_bimodal_population_between_coarse_grid_points():
+    # abilities ±1.5 + N(0, 0.5²): τ = √2.5, κ = 0.9 — between the refined grid's κ = 0.855 and 0.93,
+    # so only the second refinement reaches it
+    rng = np.random.default_rng(11)
+    n, m = 20000, 30
+    beta = np.linspace(-2, 2, m)
+    theta = np.where(rng.random(n) < 0.5, -1.5, 1.5) + 0.5 * rng.standard_normal(n)
+    X = (rng.random((n, m)) < 1 / (1 + np.exp(beta[None, :] - theta[:, None]))).astype(np.int8)
+    rel = release_totals(X, epsilon=50.0, seed=2)
+    p = marginal.centre_totals(rel.totals.to_numpy(float), n, rel.sigma_totals**2)
+    fit = marginal.fit_spread(p, rel.histogram.to_numpy(float), n, rel.sigma_histogram**2, rel.edges)
+    assert abs(fit.kappa_mean - 0.9) < 0.03 and abs(fit.tau - np.sqrt(2.5)) < 0.05
+    assert np.any(np.abs(fit.kappa - 0.9) < 0.01)  # the grid itself got fine enough
