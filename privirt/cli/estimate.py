@@ -329,9 +329,16 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--regularization applies to --method spectral only")
         table = METHODS[method](resp, args)
         n_persons = resp.n_persons
+    return show_result(table, args, method=method, n_persons=n_persons, statement=statement)
+
+
+def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n_persons: int,
+                statement=None, engine: str | None = None) -> int:
+    """Print the estimate table (and the privacy statement of a private run); write ``--out``."""
     table.index.name = "item"
-    label = f"private {method}" if private else method
-    print(f"{label} estimate: {n_persons} persons × {len(table)} items "
+    label = f"private {method}" if statement is not None else method
+    where = f" ({engine})" if engine else ""
+    print(f"{label} estimate{where}: {n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
     if args.top_k is not None:
@@ -340,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
     if statement is not None:
         print(str(statement))
     if args.out is not None:
-        meta = {"method": method, "n_persons": n_persons, "n_items": len(table)}
+        meta = {"method": method, **({"engine": engine} if engine else {}),
+                "n_persons": n_persons, "n_items": len(table)}
         if statement is not None:
             meta["privacy"] = statement.to_dict()
         write_table(table, args.out, meta, None if statement is None else str(statement))
