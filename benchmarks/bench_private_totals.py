@@ -133,7 +133,7 @@ def main() -> None:
                     if v[0] > worst:
                         worst, where = v[0], (n, m, float(e))
                 print(f"n={n:>4} m={m:>3}: " + " ".join(f"{v[0]:.2f}({v[1]:.2f})" for v in vals))
-        print(f"eps: " + " ".join(f"{e:.3g}" for e in eps_grid))
+        print("eps: " + " ".join(f"{e:.3g}" for e in eps_grid))
         print(f"worst mean relative error of totals over the grid: {worst:.4f} at (n, m, eps) = "
               f"({where[0]}, {where[1]}, {where[2]:.3g}) (target <= 1.0)")
 

@@ -38,6 +38,7 @@ from .accounting import (
     check_epsilon,
     zcdp_to_approx_dp,
 )
+from .exceptions import warn_if_noise_dominates
 from .private import PrivacyStatement, calibration_epsilon, public_responses
 from .private._inputs import _resolve_ledger
 from .private.measurements import load_mechanisms
@@ -260,6 +261,7 @@ def release_totals(
     n, m = resp.shape
     mech_mod = load_mechanisms()
     sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
+    warn_if_noise_dominates(sig_t, n, "item totals")  # public n and σ only
     B = len(edges) - 1
     sens = totals_sensitivity(m, B)
     seeds = (None, None) if ss is None else tuple(stream_key(child(ss, "totals", k)) for k in ("s", "h"))

@@ -110,28 +110,43 @@ def test_disconnected_data_is_a_one_line_error(tmp_path, capsys):
     assert "separate parts" in err and err.count("\n") == 1
 
 
+def _demo_table(out: str, title: str) -> list[list[str]]:
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(title))
+    rows = []
+    for ln in lines[start + 1:]:
+        if not ln.strip() or (rows and not ln.startswith("item")):
+            break
+        rows.append(ln.split())
+    return rows
+
+
 def test_demo_side_by_side(capsys):
     assert main(["demo", "--no-private"]) == 0
     out = capsys.readouterr().out
-    header = out.splitlines()[1].split()
-    assert header == ["p_correct", "spectral", "cmle", "cmle_se", "difference"]
-    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
-    assert len(rows) == 5
-    for row in rows:
-        spectral, cmle = float(row[2]), float(row[3])
-        assert abs(spectral - cmle) < 0.05
+    rows = _demo_table(out, "Not private")
+    assert rows[0] == ["p_correct", "spectral", "cmle", "cmle_se", "spectral-cmle"]
+    assert len(rows) == 6 and all(r[0].startswith("item") for r in rows[1:])
+    for row in rows[1:]:
+        spectral, cmle, diff = float(row[2]), float(row[3]), float(row[5])
+        assert abs(spectral - cmle) < 0.05 and abs(spectral - cmle - diff) < 2e-4
+    assert "Private" not in out
 
 
-def test_demo_private_column_states_its_guarantee(capsys):
+def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private(capsys):
     assert main(["demo", "--epsilon", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[1].split()[-1] == "private_eps2"
-    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
-    private = [float(r[-1]) for r in rows]
-    cmle = [float(r[2]) for r in rows]
-    assert abs(sum(private)) < 5e-4  # centred (printed to 4 decimals)
-    assert max(abs(p - c) for p, c in zip(private, cmle)) < 0.6  # n = 1000, ε = 2
-    assert "(2, 0.0001)-DP" in out and "replace one person's row" in out
+    cmle = {r[0]: float(r[3]) for r in _demo_table(out, "Not private")[1:]}
+    rows = _demo_table(out, "Private (each column set (2, 1e-4)-DP on its own")
+    assert rows[0] == ["totals", "totals_lo", "totals_hi", "alg2"]
+    for r in rows[1:]:
+        totals, lo, hi, alg2 = map(float, r[1:])
+        assert lo <= totals <= hi
+        assert abs(totals - cmle[r[0]]) < 0.6 and abs(alg2 - cmle[r[0]]) < 0.6  # n = 1000, ε = 2
+    assert abs(sum(float(r[4]) for r in rows[1:])) < 5e-4  # Algorithm 2 is centred
+    assert "95 % interval that includes the privacy noise" in out
+    assert "δ = 1e-4" in out and "replace one person's row" in out
+    assert "NOT a private release" in out and "(4, 2e-4)-DP" in out
     assert main(["demo", "--epsilon", "0"]) == 2
 
 
@@ -271,3 +286,34 @@ def test_bundled_pattern_table_with_weights_col(capsys):
     assert main(["estimate", path, "--weights-col", "frequency", "--method", "cmle"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cmle estimate: 1000 persons × 5 items")
+
+
+def test_private_method_default_is_chosen_from_public_quantities_only():
+    from privirt.private.choose import default_private_method
+
+    assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # where Algorithm 2 measured better
+    assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
+    assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
+
+
+def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
+    from privirt.data import dataset_path
+
+    path = str(dataset_path("lsat6"))
+    args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]
+    assert main(args) == 0  # n = 1000 > 500: totals by default
+    out = capsys.readouterr().out
+    assert out.startswith("private totals estimate: 1000 persons × 5 items")
+    header = out.splitlines()[1].split()
+    assert header == ["beta", "se", "lo", "hi"]
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
+    assert len(rows) == 5 and all(float(r[3]) <= float(r[1]) <= float(r[4]) for r in rows)
+    assert "item totals + score histogram" in out and "NOT PRIVATE" in out
+    assert main([*args, "--method", "spectral"]) == 0
+    assert capsys.readouterr().out.startswith("private spectral estimate")
+    assert main([*args, "--method", "totals", "--shuffle"]) == 2
+    assert "--shuffle apply to --method spectral" in capsys.readouterr().err
+    assert main(["estimate", path, "--weights-col", "frequency", "--method", "totals"]) == 2
+    assert "give --epsilon" in capsys.readouterr().err
+    assert main([*args, "--method", "cmle"]) == 2
+    assert "no private version" in capsys.readouterr().err

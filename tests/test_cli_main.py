@@ -105,7 +105,7 @@ def test_building_the_parser_leaves_heavy_modules_unloaded():
 
 
 def test_report_metric_is_checked_when_the_command_runs(tmp_path, capsys):
-    from privirt.report import METRICS
+    from privirt.sweeps.results import METRICS
 
     help_text = build_parser()._subparsers._group_actions[0].choices["report"].format_help()
     for name in METRICS:  # the help lists every metric the report knows

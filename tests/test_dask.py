@@ -383,7 +383,7 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     assert "private spectral estimate (dask): 1200 persons × 5 items" in out
     csv = tmp_path / "lsat.csv"
     frame.to_csv(csv)
-    assert main(["estimate", str(csv), *argv, "--out", str(tmp_path / "l.csv")]) == 0
+    assert main(["estimate", str(csv), *argv, "--method", "spectral", "--out", str(tmp_path / "l.csv")]) == 0
     got = pd.read_csv(tmp_path / "d.csv", comment="#", index_col="item")
     ref = pd.read_csv(tmp_path / "l.csv", comment="#", index_col="item")
     pd.testing.assert_frame_equal(got, ref)

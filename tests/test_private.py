@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -697,3 +698,21 @@ def test_private_results_follow_the_item_estimate_contract():
     assert res.top_k(2).equals(res.beta.sort_values(ascending=False).index[:2])
     rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
     assert list(rr.to_frame().columns) == ["beta", "beta_plain", "beta_debiased"]
+
+
+def test_noise_that_swamps_every_count_is_warned_from_public_quantities_only():
+    # a one-person file: the private estimators used to return numbers without a word
+    from privirt.exceptions import NoiseDominatesWarning
+
+    one = np.array([[1, 0, 1]])
+    with pytest.warns(NoiseDominatesWarning, match=r"number of persons \(1\)"):
+        privirt.private_spectral_estimate(one, epsilon=1.0, seed=0)
+    with pytest.warns(NoiseDominatesWarning, match="item totals"):
+        privirt.private_totals_estimate(one, epsilon=1.0, seed=0, n_boot=0)
+    # the warning depends on n, m, ε, δ only: a neighbour (other answers) warns the same
+    with pytest.warns(NoiseDominatesWarning):
+        privirt.private_spectral_estimate(np.array([[0, 0, 0]]), epsilon=1.0, seed=0)
+    X, _ = _rasch(n=2000, m=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoiseDominatesWarning)
+        privirt.private_spectral_estimate(X, epsilon=1.0, seed=0)

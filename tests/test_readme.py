@@ -1,31 +1,84 @@
-"""Every Python example in README.md runs as written (in a scratch folder)."""
+"""README.md runs as written, in order, from a fresh checkout.
+
+Every ```python and ```bash block runs in document order in one scratch folder (so a file one
+block writes is there for the next, as for a reader following along); ``experiments/`` and
+``datasets/`` are linked into it, as they are in a checkout.  Shell blocks see ``privirt`` as the
+command line of this repository.  A block followed by a ```text block must print that text
+(compared by :mod:`doctest`'s checker: ``...`` matches anything, whitespace is normalised).
+Blocks that install the package (``pip install``) are left to CI, which runs exactly them.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import doctest
+import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+_FENCE = re.compile(r"^## ([^\n]+)$|^```(\w+)\n(.*?)^```", flags=re.M | re.S)
 
 
-def _python_blocks() -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    blocks, section = [], "top"
-    for match in re.finditer(r"^## ([^\n]+)$|^```python\n(.*?)^```", text, flags=re.M | re.S):
+def _blocks() -> list[dict]:
+    """Runnable blocks in order, each with its section and the expected output, if any."""
+    blocks: list[dict] = []
+    section = "top"
+    for match in _FENCE.finditer(README.read_text(encoding="utf-8")):
         if match.group(1):
             section = match.group(1).strip()
-        else:
-            blocks.append((section, match.group(2)))
-    return blocks
+            continue
+        lang, body = match.group(2), match.group(3)
+        if lang == "text" and blocks and blocks[-1]["expected"] is None and blocks[-1]["end"] == match.start():
+            blocks[-1]["expected"] = body
+        elif lang in ("python", "bash"):
+            blocks.append({"section": section, "lang": lang, "code": body, "expected": None})
+        if blocks:
+            blocks[-1]["end"] = _skip_blank(match.end())
+    return [b for b in blocks if not (b["lang"] == "bash" and "pip install" in b["code"])]
 
 
-BLOCKS = _python_blocks()
+_TEXT = README.read_text(encoding="utf-8")
+
+
+def _skip_blank(pos: int) -> int:
+    while pos < len(_TEXT) and _TEXT[pos] in "\n ":
+        pos += 1
+    return pos
+
+
+BLOCKS = _blocks()
+_CHECKER = doctest.OutputChecker()
+_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """One folder for the whole README, with the checkout's data folders and a `privirt`
+    command that runs this repository's code."""
+    folder = tmp_path_factory.mktemp("readme")
+    for name in ("experiments", "datasets"):
+        (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    bin_dir = tmp_path_factory.mktemp("bin")
+    shim = bin_dir / "privirt"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m privirt "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    env["MPLBACKEND"] = "Agg"
+    return folder, env
 
 
 def test_readme_has_an_example_per_capability():
-    sections = {s for s, _ in BLOCKS}
+    sections = {b["section"] for b in BLOCKS if b["lang"] == "python"}
     for wanted in ("Responses", "Pairwise counts and spectral estimation", "Mechanisms",
                    "Privacy accounting and the budget ledger",
                    "Private spectral estimation and noisy count release", "2PNO Gibbs sampler",
@@ -33,9 +86,35 @@ def test_readme_has_an_example_per_capability():
         assert wanted in sections, f"README section {wanted!r} has no python example"
 
 
-@pytest.mark.parametrize("section, code", BLOCKS, ids=[f"{i}-{s[:30]}" for i, (s, _) in enumerate(BLOCKS)])
-def test_readme_example_runs(section, code, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    namespace: dict = {"__name__": "__readme__"}
-    exec(compile(code, f"README.md [{section}]", "exec"), namespace)
+def test_readme_checks_printed_values():
+    checked = [b for b in BLOCKS if b["expected"] is not None]
+    assert len(checked) >= 5, "README examples should show (and this test check) what they print"
+
+
+def _check(block: dict, out: str) -> None:
+    if block["expected"] is None:
+        return
+    if not _CHECKER.check_output(block["expected"], out, _FLAGS):
+        diff = _CHECKER.output_difference(doctest.Example("", block["expected"]), out, _FLAGS)
+        pytest.fail(f"README [{block['section']}] printed something else:\n{diff}")
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)),
+                         ids=[f"{i}-{b['lang']}-{b['section'][:25]}" for i, b in enumerate(BLOCKS)])
+def test_readme_block_runs_in_order(index, scratch, monkeypatch):
+    folder, env = scratch
+    block = BLOCKS[index]
+    monkeypatch.chdir(folder)
+    if block["lang"] == "python":
+        monkeypatch.setenv("MPLBACKEND", "Agg")
+        namespace: dict = {"__name__": "__readme__"}
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            exec(compile(block["code"], f"README.md [{block['section']}]", "exec"), namespace)
+        _check(block, buffer.getvalue())
+    else:
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", block["code"]], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"README [{block['section']}] shell block failed:\n{proc.stderr}"
+        assert "Traceback" not in proc.stderr
+        _check(block, proc.stdout)

@@ -12,7 +12,6 @@ import privirt
 from privirt import marginal
 from privirt.accounting import zcdp_to_approx_dp
 from privirt.totals import (
-    TotalsRelease,
     estimate_from_release,
     private_totals_estimate,
     release_totals,

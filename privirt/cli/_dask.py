@@ -7,7 +7,6 @@ with ``--engine dask`` (the data are never loaded into this process: only sums c
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 
 from ._types import positive_int
@@ -40,8 +39,10 @@ def _check(args: argparse.Namespace) -> None:
     if args.format == "long":
         raise ValueError("--engine dask reads wide Parquet (one column per item); "
                          "convert the long table or use --engine local")
+    if args.method is None:
+        args.method = "spectral"  # the estimator that runs on Dask sums (counts)
     if args.method != "spectral":
-        raise ValueError("--engine dask supports --method spectral")
+        raise ValueError("--engine dask supports --method spectral (Algorithm 2 when private)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")
 
@@ -54,7 +55,7 @@ def run_dask(args: argparse.Namespace) -> int:
     from ..dask_engine import dask_statistics, public_source
     from ..exceptions import EmptyResponsesWarning
     from ..spectral import spectral_from_counts
-    from .estimate import _check_out, _check_top_k, _private_table, format_table, public_items, write_table
+    from .estimate import _check_out, _check_top_k, _private_table, public_items, show_result
 
     _check(args)
     _check_out(args.out)
@@ -73,7 +74,7 @@ def run_dask(args: argparse.Namespace) -> int:
             source = public_source(args.file, items=items, n_persons=args.n_persons,
                                    client=args.scheduler, person_col=args.person_col)
         _check_top_k(args.top_k, source.n_items)
-        table, statement = _private_table(source, args, items)
+        _, table, statement = _private_table(source, args, items)
         n_rows = source.n_persons
     else:
         st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
@@ -88,21 +89,5 @@ def run_dask(args: argparse.Namespace) -> int:
         fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
         table = pd.DataFrame({"beta": fit.beta})
         n_rows = st.n_rows
-    table.index.name = "item"
-    label = f"private {args.method}" if statement is not None else args.method
-    print(f"{label} estimate (dask): {n_rows} persons × {len(table)} items "
-          f"(beta centred, higher = harder)")
-    print(format_table(table))
-    if args.top_k is not None:
-        top = table["beta"].sort_values(ascending=False, kind="stable").index[: args.top_k]
-        print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
-    if statement is not None:
-        print(str(statement))
-    if args.out is not None:
-        meta = {"method": args.method, "engine": "dask", "n_persons": n_rows,
-                "n_items": len(table)}
-        if statement is not None:
-            meta["privacy"] = statement.to_dict()
-        write_table(table, args.out, meta, None if statement is None else str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
+                       engine="dask")

@@ -79,7 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'frequency' in the bundled LSAT files); rows are expanded into persons",
     )
     parser.add_argument(
-        "--method", choices=sorted(METHODS), default="spectral", help="estimator (default: spectral)"
+        "--method", choices=sorted({*METHODS, "totals"}), default=None,
+        help="estimator (default: spectral; with --epsilon, the private one measured most "
+        "accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
         "--regularization", type=_regularization, default=None, metavar="L",
@@ -163,20 +165,50 @@ def public_items(spec: str, data_items: pd.Index) -> list:
     return [by_text.get(n, n) for n in names]
 
 
+def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delta: float) -> str:
+    """The private estimator: ``--method`` if given, else the default for the public n, m, ε, δ."""
+    from ..private.choose import PRIVATE_METHODS, default_private_method
+
+    if args.method is None:
+        if any(getattr(args, o) is not None for o in ("mechanism", "p0", "shuffle")):
+            return "spectral"  # options of Algorithm 2 ask for it
+        return default_private_method(n_persons, n_items, args.epsilon, delta)
+    if args.method not in PRIVATE_METHODS:
+        raise ValueError(f"--method {args.method} has no private version; with --epsilon use "
+                         f"{' or '.join(PRIVATE_METHODS)}")
+    return args.method
+
+
 def _private_table(resp, args: argparse.Namespace, items: list | None):
     import pandas as pd
 
     from ..ledger import Ledger
-    from ..private import private_spectral_estimate
 
-    if args.method != "spectral":
-        raise ValueError("--epsilon is available with --method spectral only")
     ledger = None
     if args.ledger is not None:
         ledger = Ledger(args.ledger)  # must exist: a typo must not create a fresh budget
     delta = args.delta
     if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
         delta = ledger.delta if ledger is not None else 1e-4
+    n_public = args.n_persons if args.n_persons is not None else resp.n_persons
+    n_items = len(items) if items is not None else resp.n_items
+    method = _private_method(args, n_public, n_items, delta)
+    note = f"privirt estimate {Path(args.file).name}"
+    if method == "totals":
+        from ..totals import private_totals_estimate
+
+        spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle") if getattr(args, o) is not None]
+        if spectral_only:
+            raise ValueError(f"{', '.join(spectral_only)} apply to --method spectral (Algorithm 2) "
+                             "only; the totals estimator uses the discrete Gaussian")
+        res = private_totals_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger,
+                                      seed=args.seed, items=items, note=note,
+                                      n_persons=args.n_persons)
+        table = pd.DataFrame({"beta": res.beta, "se": res.se, "lo": res.ci["lo"], "hi": res.ci["hi"]})
+        return method, table, res.privacy
+
+    from ..private import private_spectral_estimate
+
     res = private_spectral_estimate(
         resp,
         epsilon=args.epsilon,
@@ -187,11 +219,11 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         ledger=ledger,
         seed=args.seed,
         device=args.device,
-        note=f"privirt estimate {Path(args.file).name}",
+        note=note,
         items=items,
         n_persons=args.n_persons,
     )
-    return pd.DataFrame({"beta": res.beta}), res.privacy
+    return method, pd.DataFrame({"beta": res.beta}), res.privacy
 
 
 def register(subparsers) -> None:
@@ -285,18 +317,28 @@ def run(args: argparse.Namespace) -> int:
                             person_col=args.person_col, weights=args.weights_col)
         items = None if args.items is None else public_items(args.items, resp.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
-        table, statement = _private_table(resp, args, items)
+        method, table, statement = _private_table(resp, args, items)
         n_persons = statement.n_persons  # public: never the data's count
     else:
+        method = args.method or "spectral"
+        if method == "totals":
+            raise ValueError("--method totals is a private estimator: give --epsilon (and --delta)")
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
-        if args.regularization is not None and args.method != "spectral":
+        if args.regularization is not None and method != "spectral":
             raise ValueError("--regularization applies to --method spectral only")
-        table = METHODS[args.method](resp, args)
+        table = METHODS[method](resp, args)
         n_persons = resp.n_persons
+    return show_result(table, args, method=method, n_persons=n_persons, statement=statement)
+
+
+def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n_persons: int,
+                statement=None, engine: str | None = None) -> int:
+    """Print the estimate table (and the privacy statement of a private run); write ``--out``."""
     table.index.name = "item"
-    label = f"private {args.method}" if private else args.method
-    print(f"{label} estimate: {n_persons} persons × {len(table)} items "
+    label = f"private {method}" if statement is not None else method
+    where = f" ({engine})" if engine else ""
+    print(f"{label} estimate{where}: {n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
     if args.top_k is not None:
@@ -305,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
     if statement is not None:
         print(str(statement))
     if args.out is not None:
-        meta = {"method": args.method, "n_persons": n_persons, "n_items": len(table)}
+        meta = {"method": method, **({"engine": engine} if engine else {}),
+                "n_persons": n_persons, "n_items": len(table)}
         if statement is not None:
             meta["privacy"] = statement.to_dict()
         write_table(table, args.out, meta, None if statement is None else str(statement))

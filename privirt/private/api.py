@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .._seeds import SeedLike
+from ..exceptions import warn_if_noise_dominates
 from ..responses import Responses, ResponsesLike
 from ..sensitivity import pairwise_counts_sensitivity
 from ._inputs import PrivateCall, validate_call
@@ -146,6 +147,9 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> Nois
     sparse = not bool(G.sum() == m * (m - 1))
     sens = pairwise_counts_sensitivity(m, graph=G if sparse else None, bound=sensitivity)
     meas = COUNT_MEASUREMENTS[mechanism].calibrate(call.target, sens)
+    # sd of the noise: σ (discrete Gaussian) or √2·scale (discrete Laplace), against the public n
+    sd = meas.noise_value * (1.0 if mechanism == "gaussian" else 2.0**0.5)
+    warn_if_noise_dominates(sd, call.n_persons, "pairwise counts")
 
     # The raw counts are computed, the ledger debited (committed), and only then is noise drawn.
     if getattr(resp, "engine", "local") == "dask":  # summed on the cluster, exact
