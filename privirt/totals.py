@@ -207,6 +207,10 @@ def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any) -> tuple[f
     return sig_t, sig_h, f, edges, rho
 
 
+_COMPLETE_ONLY = ("private_totals_estimate/release_totals need complete data (no missing cells); "
+                  "for incomplete data use privirt.private_spectral_estimate")
+
+
 def release_totals(
     X: ResponsesLike,
     *,
@@ -217,6 +221,8 @@ def release_totals(
     items: Sequence[Any] | None = None,
     note: str = "",
     n_persons: int | None = None,
+    engine: str = "local",
+    client: Any = None,
 ) -> TotalsRelease:
     """Release noisy item totals and a raw-score histogram, (ε, δ)-DP.
 
@@ -235,8 +241,13 @@ def release_totals(
     note : str
         Stored with the ledger entry.
     n_persons : int, optional
-        The public number of persons (required for long input; see
-        :func:`privirt.release_counts`).
+        The public number of persons (required for long input and with ``engine="dask"``;
+        see :func:`privirt.release_counts`).
+    engine : {"local", "dask"}
+        ``"dask"``: ``X`` is a Parquet folder/glob, a dask DataFrame/Array or a
+        :class:`~privirt.dask_engine.DaskSource`; the totals and the raw-score histogram are
+        summed on the cluster (``client=``, else a local cluster), then the ledger is debited,
+        then the noise is drawn once.
 
     Returns
     -------
@@ -252,12 +263,17 @@ def release_totals(
             "ledger; drop seed= for a private release, or drop ledger= for a reproducible test run"
         )
     ledger = _resolve_ledger(ledger)
-    resp = public_responses(X, items, n_persons)
-    if resp.has_missing:
-        raise ValueError(
-            "private_totals_estimate/release_totals need complete data (no missing cells); "
-            "for incomplete data use privirt.private_spectral_estimate"
-        )
+    on_dask = engine == "dask" or type(X).__name__ == "DaskSource"
+    if on_dask:
+        from .dask_engine import as_public_source
+
+        resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
+    elif engine != "local" or client is not None:
+        raise ValueError(f"engine must be 'local' or 'dask' (client= with 'dask'), got {engine!r}")
+    else:
+        resp = public_responses(X, items, n_persons)
+        if resp.has_missing:
+            raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
     mech_mod = load_mechanisms()
     sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
@@ -285,8 +301,15 @@ def release_totals(
         notes.append("seed given: noise is reproducible, so this result is NOT private")
     cost = PrivacyCost(rho=rho)
 
-    codes = resp.codes
-    totals, hist = totals_statistics(codes, edges)
+    if on_dask:  # exact sums from the cluster; nothing else comes back
+        st = resp.statistics(pairwise=False)
+        if np.any(np.asarray(st.answered) != n):
+            raise ValueError(_COMPLETE_ONLY + " (nothing was spent)")
+        totals = np.asarray(st.totals, dtype=np.int64)
+        raw = np.asarray(st.score_hist, dtype=np.int64)[m]  # everyone answered all m items
+        hist = np.add.reduceat(raw, np.asarray(edges[:-1], dtype=np.intp)).astype(np.int64)
+    else:
+        totals, hist = totals_statistics(resp.codes, edges)
     # committed before any noise exists
     spend_id = None if ledger is None else ledger.spend(cost, mechanism=_MECHANISM, note=str(note))
     noisy_t = np.asarray(mt.apply(totals), dtype=np.int64)
@@ -465,6 +488,8 @@ def private_totals_estimate(
     n_boot: int = 200,
     note: str = "",
     n_persons: int | None = None,
+    engine: str = "local",
+    client: Any = None,
 ) -> TotalsEstimate:
     """Private Rasch difficulties with intervals: :func:`release_totals` then
     :func:`estimate_from_release`.
@@ -485,6 +510,7 @@ def private_totals_estimate(
     _check_n_boot(n_boot)
     ss = seed_sequence(seed)
     release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items,
-                             note=note, n_persons=n_persons)
+                             note=note, n_persons=n_persons, engine=engine,
+                             client=client)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
                                  seed=None if ss is None else child(ss, "estimate"))

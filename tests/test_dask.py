@@ -403,3 +403,29 @@ def test_dask_statistics_give_the_totals_release_inputs(client):
     np.testing.assert_array_equal(st.totals.to_numpy(), totals)
     np.testing.assert_array_equal(np.add.reduceat(st.raw_score_hist, edges[:-1]), hist)
     assert (st.answered == 1500).all()  # complete data, as release_totals requires
+
+
+def test_private_totals_on_dask_equal_in_memory_and_incomplete_data_spends_nothing(tmp_path, client):
+    items = ["a", "b", "c", "d", "e"]
+    X = _data(n=900, m=5, missing=0.0, seed=8)
+    folder = _write_parquet(tmp_path / "tot", X, items, files=3)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=4, n_persons=900, items=items)
+    got = privirt.release_totals(folder, engine="dask", client=client, **kw)
+    ref = privirt.release_totals(pd.DataFrame(X, columns=items), **kw)
+    # the same exact sums and the same seeded noise: identical releases
+    np.testing.assert_array_equal(got.totals, ref.totals)
+    np.testing.assert_array_equal(got.histogram, ref.histogram)
+    assert str(got.privacy) == str(ref.privacy)
+    est = privirt.private_totals_estimate(folder, engine="dask", client=client, n_boot=0, **kw)
+    pd.testing.assert_series_equal(
+        est.beta, privirt.private_totals_estimate(pd.DataFrame(X, columns=items), n_boot=0, **kw).beta)
+    # a missing cell (or absent persons) is found from the sums: refused before the debit
+    ledger = privirt.Ledger(tmp_path / "t.ledger", epsilon=5.0, delta=1e-5)
+    Xm = X.copy()
+    Xm[0, 0] = np.nan
+    holes = _write_parquet(tmp_path / "holes", Xm, items, files=2)
+    for source, n in ((holes, 900), (folder, 1000)):
+        with pytest.raises(ValueError, match="complete data.*nothing was spent"):
+            privirt.release_totals(source, engine="dask", client=client, epsilon=1.0, delta=1e-5,
+                                   n_persons=n, items=items, ledger=ledger)
+    assert ledger.spends().empty
