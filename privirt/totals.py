@@ -34,13 +34,11 @@ from .accounting import (
     PrivacyCost,
     ZCDP,
     calibrate_gaussian_sigma,
-    check_delta,
-    check_epsilon,
     zcdp_to_approx_dp,
 )
 from .exceptions import warn_if_noise_dominates
-from .private import PrivacyStatement, calibration_epsilon, public_responses
-from .private._inputs import _resolve_ledger
+from .private import PrivacyStatement, calibration_epsilon
+from .private._inputs import validate_call
 from .private.measurements import load_mechanisms
 from .responses import ResponsesLike
 from .sensitivity import Sensitivity, _sqrt_up
@@ -254,26 +252,14 @@ def release_totals(
     TotalsRelease
     """
 
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    ss = seed_sequence(seed)
-    if ss is not None and ledger is not None:
-        raise ValueError(
-            "seed= makes the noise reproducible (NOT private), so it cannot be charged to a "
-            "ledger; drop seed= for a private release, or drop ledger= for a reproducible test run"
-        )
-    ledger = _resolve_ledger(ledger)
-    on_dask = engine == "dask" or type(X).__name__ == "DaskSource"
-    if on_dask:
-        from .dask_engine import as_public_source
-
-        resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
-    elif engine != "local" or client is not None:
-        raise ValueError(f"engine must be 'local' or 'dask' (client= with 'dask'), got {engine!r}")
-    else:
-        resp = public_responses(X, items, n_persons)
-        if resp.has_missing:
-            raise ValueError(_COMPLETE_ONLY)
+    call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
+                         items=items, n_persons=n_persons, p0=1.0, note=note, engine=engine,
+                         client=client)
+    eps, dlt = call.target.epsilon, call.target.delta
+    ss, ledger, resp = call.seed, call.ledger, call.resp
+    on_dask = getattr(resp, "engine", "local") == "dask"
+    if not on_dask and resp.has_missing:
+        raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
     mech_mod = load_mechanisms()
     sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
