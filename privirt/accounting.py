@@ -54,6 +54,8 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
     PureDP,
     ZCDP,
     _cks_epsilon_at,
+    _finite_number,
+    _open_delta,
     pure_to_zcdp,
     zcdp_to_approx_dp,
 )
@@ -86,15 +88,6 @@ NEIGHBOURING_RELATION = "replace one person's row"
 
 # ---------------------------------------------------------------------------------------
 # validation helpers (shared with the private release functions)
-def _finite_number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
-
-
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     """Validate a privacy parameter ε: a finite number > 0 (ε = ∞ would mean no privacy)."""
     v = _finite_number(epsilon, name)
@@ -108,10 +101,7 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
 
 def check_delta(delta: object, name: str = "delta") -> float:
     """Validate δ: a number strictly between 0 and 1."""
-    v = _finite_number(delta, name)
-    if not (0.0 < v < 1.0):
-        raise ValueError(f"{name} must be in the open interval (0, 1), got {delta!r}")
-    return v
+    return _open_delta(delta, name)
 
 
 def _check_rho(rho: object) -> float:

@@ -39,6 +39,9 @@ __all__ = [
 #: mass is added to δ in full (the divergence given C is at most 1), so the bound stays valid.
 _TAIL_MASS = 1e-15
 
+#: Above this ε + ε₀ the closed forms below would overflow (e^710 > the largest double).
+_EXP_LIMIT = 700.0
+
 
 def _check(epsilon0: float, n: int) -> tuple[float, int]:
     e0 = float(epsilon0)
@@ -67,7 +70,7 @@ def _divergence_given_c(c: np.ndarray, eps0: float, eps: float) -> np.ndarray:
     ge_k1 = stats.binom.sf(k, c, 0.5)  # P(A >= k + 1)
     ge_k = stats.binom.sf(k - 1.0, c, 0.5)  # P(A >= k)
     # P_c(X > t) − e^ε Q_c(X > t) = [(1 − e^{ε+ε0}) P(A ≥ k+1) + (e^{ε0} − e^ε) P(A ≥ k)] / (1 + e^{ε0})
-    scale = math.exp(-eps0) / (1.0 + math.exp(-eps0)) if eps0 < 700 else 0.0  # 1/(1+e^{ε0})
+    scale = math.exp(-eps0) / (1.0 + math.exp(-eps0))  # 1/(1+e^{ε0}); ε0 ≤ _EXP_LIMIT here
     return np.maximum((gap * ge_k - up * ge_k1) * scale, 0.0)
 
 
@@ -83,6 +86,10 @@ def shuffle_delta(epsilon0: float, n: int, epsilon: float) -> float:
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
     if eps >= e0:
         return 0.0  # the likelihood ratio of the pair never exceeds e^{ε0}
+    if eps + e0 > _EXP_LIMIT:
+        # e^{ε+ε0} overflows a double: claim nothing (δ ≤ 1 always holds) rather than risk a
+        # bound computed from overflowed or flushed terms; such a local ε gains nothing anyway
+        return 1.0
     p = math.exp(-e0)
     C = stats.binom(n - 1, p)
     lo = int(C.ppf(_TAIL_MASS / 2))

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
 from ._checks import check_positive_int, check_positive_number
-from ._results import ItemEstimate, top_k_labels
+from ._results import ItemEstimate
 from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
 from .responses import ResponsesLike, as_responses
 
@@ -85,11 +85,6 @@ class SpectralResult(ItemEstimate):
 
     def _frame_columns(self) -> dict[str, Any]:
         return {"beta": self.beta, "pi": self.pi, "d": self.d}
-
-
-def _top_k(beta: pd.Series, k: int, largest: bool) -> pd.Index:
-    """Kept for callers that have not moved to :func:`privirt._results.top_k_labels`."""
-    return top_k_labels(beta, k, largest)
 
 
 # ---------------------------------------------------------------------------------------

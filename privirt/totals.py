@@ -176,13 +176,6 @@ class TotalsRelease:
         }
 
 
-class _TotalsStatement(PrivacyStatement):
-    """A :class:`PrivacyStatement` without the comparison-graph line (no graph here)."""
-
-    def __str__(self) -> str:
-        return "\n".join(ln for ln in super().__str__().splitlines() if not ln.startswith("comparison graph"))
-
-
 def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any) -> tuple[float, float, float, np.ndarray, float]:
     """(σ_totals, σ_hist, f, edges, ρ) meeting (ε, δ) with the derived split."""
     try:
@@ -302,10 +295,10 @@ def release_totals(
     noisy_h = np.asarray(mh.apply(hist), dtype=np.int64)
     del totals, hist
 
-    statement = _TotalsStatement(
+    statement = PrivacyStatement(
         mechanism=_MECHANISM, relation=NEIGHBOURING_RELATION, sensitivity=sens,
         guarantee=ApproxDP(float(claimed), float(dlt)), native=ZCDP(rho),
-        noise_parameter="sigma", noise_value=float(sig_t), private=private, p0=1.0, n_edges=0,
+        noise_parameter="sigma", noise_value=float(sig_t), private=private, p0=None, n_edges=None,
         shuffle=False, cost=cost, n_persons=int(n), ledger_spend_id=spend_id, notes=tuple(notes),
     )
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]

@@ -437,3 +437,14 @@ def test_gaussian_calibration_for_vanishing_epsilon(eps):
     assert math.isfinite(sigma) and sigma > 0
     assert acc.zcdp_to_approx_dp(4.0 / (2 * sigma**2), 1e-5) <= eps
     assert acc.zcdp_to_approx_dp(4.0 / (2 * (0.999 * sigma) ** 2), 1e-5) > eps
+
+
+def test_shuffle_bound_never_claims_amplification_from_overflowed_terms():
+    # ε₀ near 700 once flushed 1/(1+e^{ε₀}) to 0, so δ came out as the rounding margin and a
+    # 700-LDP randomizer was "shuffled" to (0, 1e-6)-DP; ε + ε₀ > 709 overflowed expm1
+    from privirt.shuffling import shuffle_delta
+
+    assert shuffle_delta(700.0, 10, 0.0) == 1.0
+    assert acc.shuffle_amplified_epsilon(700.0, 1000, 1e-6) == pytest.approx(700.0)
+    eps0, claimed, amplified = acc.calibrate_rr_epsilon0(350.0, 5, delta=1e-6, n_persons=1000, shuffle=True)
+    assert (eps0, claimed, amplified) == (70.0, 350.0, False)  # pure ε, no crash

@@ -190,6 +190,11 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     delta = args.delta
     if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
         delta = ledger.delta if ledger is not None else 1e-4
+    if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
+        # a long table's persons and items are read from its rows: only the public values may
+        # choose the method (validate_call refuses the same call, in the API's words)
+        raise ValueError("a private run on a long (person, item, response) table needs the public "
+                         "item list and number of persons: --items LIST|@FILE and --n-persons N")
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)

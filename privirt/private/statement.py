@@ -42,10 +42,11 @@ class PrivacyStatement:
     private : bool
         ``False`` when the caller passed ``seed=``: the noise is reproducible and
         ``guarantee`` does not hold against anyone who knows the seed.
-    p0 : float
-        Edge probability of the comparison graph (1 = complete).
-    n_edges : int
-        Undirected edges of the comparison graph.
+    p0 : float or None
+        Edge probability of the comparison graph (1 = complete); ``None`` for a release
+        without one (the totals mechanism).
+    n_edges : int or None
+        Undirected edges of the comparison graph (``None`` without one).
     shuffle : bool
         Whether the randomized reports were shuffled and amplification was claimed.
     cost : PrivacyCost
@@ -68,8 +69,8 @@ class PrivacyStatement:
     noise_parameter: str
     noise_value: float
     private: bool
-    p0: float
-    n_edges: int
+    p0: float | None
+    n_edges: int | None
     shuffle: bool
     cost: PrivacyCost
     n_persons: int | None = None
@@ -120,7 +121,8 @@ class PrivacyStatement:
             lines.append(f"sensitivity: {self.sensitivity}")
         if self.n_persons is not None:
             lines.append(f"persons (public): {self.n_persons}")
-        lines.append(f"comparison graph: p0 = {self.p0:.4g}, {self.n_edges} edges")
+        if self.p0 is not None:
+            lines.append(f"comparison graph: p0 = {self.p0:.4g}, {self.n_edges} edges")
         if self.shuffle:
             lines.append("shuffled: yes (Feldman-McMillan-Talwar amplification)")
         lines.append(f"cost: {self.cost}")
