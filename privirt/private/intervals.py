@@ -39,16 +39,21 @@ __all__ = [
 #: response gets no intervals (``docs/intervals.md``: a bootstrap of the debiased estimate
 #: under-covers at the usual ε).
 DEFAULT_N_BOOT: int = 200
-#: Above this many persons a replicate simulates this many and rescales their fluctuation
-#: around the model mean by √(n / simulated) (central limit theorem; docs/intervals.md).
+#: A replicate simulates k = min(n, MAX_SIMULATED_PERSONS, max(MIN_SIMULATED_PERSONS,
+#: SIMULATION_WORK / m²)) persons; when k < n it rescales their fluctuation around the model
+#: mean by √(n / k) (central limit theorem; docs/intervals.md).  Their counts cost k·m² each.
 MAX_SIMULATED_PERSONS: int = 20_000
-#: Fixed-point steps (at most) that find the bootstrap's truth, their replicates each, and
-#: the largest step (in logits) at which they stop.
+MIN_SIMULATED_PERSONS: int = 1_000
+SIMULATION_WORK: int = 8_000_000
+#: Secant steps (at most) that find the bootstrap's truth, the replicates of each evaluation,
+#: and the step (in logits) below which they stop.
 CALIBRATION_STEPS: int = 4
 CALIBRATION_REPLICATES: int = 50
 CALIBRATION_TOL: float = 0.02
-#: Smallest attenuation slope used (the intervals widen by 1/slope).
+#: Smallest attenuation slope used (the intervals widen by 1/slope), and the largest |β| the
+#: calibrated truth may take (logits).
 MIN_SLOPE: float = 0.05
+MAX_LOGIT: float = 20.0
 #: Cells (persons × items × replicates) simulated at once.
 _CHUNK_CELLS: int = 2_000_000
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
@@ -110,20 +115,22 @@ def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: in
 
 # ---------------------------------------------------------------------------------------
 # 2. simulation
-def _simulated_persons(n: int) -> int:
-    return int(min(n, MAX_SIMULATED_PERSONS))
+def _simulated_persons(n: int, m: int) -> int:
+    work = max(MIN_SIMULATED_PERSONS, SIMULATION_WORK // max(1, m * m))
+    return int(min(n, MAX_SIMULATED_PERSONS, work))
 
 
 def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float, r: int, k: int) -> np.ndarray:
     """r × k × m float32 0/1 responses of simulated persons."""
-    theta = rng.normal(mu, tau, size=(r, k, 1))
-    p = special.expit(theta - beta[None, None, :])
-    return (rng.random(p.shape) < p).astype(np.float32)
+    theta = rng.normal(mu, tau, size=(r, k, 1)).astype(np.float32)
+    p = special.expit(theta - beta.astype(np.float32)[None, None, :])
+    return (rng.random(p.shape, dtype=np.float32) < p).astype(np.float32)
 
 
 def _exact_counts(X: np.ndarray) -> np.ndarray:
-    """Y_ij = Σ_l X_li (1 − X_lj) per replicate: (r, k, m) -> (r, m, m) float64."""
-    Y = np.matmul(X.transpose(0, 2, 1), 1.0 - X).astype(np.float64)
+    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64."""
+    s = X.sum(axis=1, dtype=np.float64)
+    Y = s[:, :, None] - np.matmul(X.transpose(0, 2, 1), X).astype(np.float64)
     idx = np.arange(X.shape[2])
     Y[:, idx, idx] = 0.0
     return Y
@@ -140,7 +147,7 @@ def _replicate_batches(rng: np.random.Generator, beta: np.ndarray, mu: float, ta
                        reps: int):
     """Yield (start, X) batches of simulated responses (k persons each) and k."""
     m = beta.size
-    k = _simulated_persons(n)
+    k = _simulated_persons(n, m)
     step = max(1, _CHUNK_CELLS // (k * m))
     for a in range(0, reps, step):
         r = min(reps, a + step) - a
@@ -240,25 +247,41 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     args = (Y_noisy, G, n)
     kw = dict(noise_parameter=noise_parameter, noise_value=noise_value, regularization=regularization)
     # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
-    # estimate, and more so at small ε), found by a few scaled fixed-point steps
+    # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
+    # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
+    # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
+    cal_seed = int(rng.integers(2**63))
+
+    def F(b: np.ndarray) -> np.ndarray:
+        reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw)
+        return reps.mean(axis=0)
+
     truth = beta_hat.copy()
+    mean = F(truth)
+    a = _slope(mean, truth)
     steps = 0
     for steps in range(1, CALIBRATION_STEPS + 1):
-        reps, _, _ = _replicates(rng, truth, *args, CALIBRATION_REPLICATES, **kw)
-        mean = reps.mean(axis=0)
-        step = (beta_hat - mean) / _slope(mean, truth)
-        truth = truth + step
+        step = (beta_hat - mean) / a
         if np.abs(step).max() < CALIBRATION_TOL:
             break
+        new = np.clip(truth + step, -MAX_LOGIT, MAX_LOGIT)
+        new -= new.mean()
+        new_mean = F(new)
+        dt, dm = new - truth, new_mean - mean
+        if dt @ dt > 1e-12:
+            a = float(np.clip((dm @ dt) / (dt @ dt), MIN_SLOPE, 2.0))
+        truth, mean = new, new_mean
     reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw)
     mean = reps.mean(axis=0)
+    # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'
+    # own attenuation (the ratio slope; the secant slope above is the whole profile's, along
+    # which the fitted spread moves too)
     a = _slope(mean, truth)
-    # invert the linearised map β ↦ E β̂ = mean + a·(β − truth) at β̂ ± z·sd
     se = reps.std(axis=0, ddof=1) / a
     centre = truth + (beta_hat - mean) / a
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
             "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
             "attenuation": a, "calibration_steps": steps, "centre": centre.tolist(),
-            "simulated_persons": _simulated_persons(n), "bootstrap_seed": describe_seed(seed)}
+            "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}
     return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)
