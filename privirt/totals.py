@@ -364,9 +364,7 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
 def _simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                        sig_t: float, sig_h: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
-    k = fit.map_index
-    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
-    theta, w = theta[0], w[0]
+    theta, w = fit.ability_distribution()
     m, B = beta.size, len(edges) - 1
     eb = np.exp(beta)
     tot = np.empty((reps, m))
