@@ -58,6 +58,8 @@ REFINE_BELOW = 12
 FINE_REFINE = True
 #: the mixture is replaced by free weights on its grid when its histogram misfit is significant at this level
 MISFIT_LEVEL = 0.05
+#: free weights only when σ_h² ≤ PRECISE_RATIO · n/B (histogram noise below a bin's sampling variance)
+PRECISE_RATIO = 1.0
 #: at most this many EM steps for the free weights (the discrepancy rule normally stops far earlier)
 EM_MAX_STEPS = 300
 
@@ -373,7 +375,8 @@ def flexible_fit(
     beta = invert_marginals(p, th, ww)
     x0 = _chi2(hist, n, var_hist, bin_probabilities(beta, th, ww, edges)[0])
     h = np.clip(np.asarray(hist, dtype=float), 0.0, None)
-    if x0 <= stats.chi2.ppf(1.0 - level, max(B - 4, 1)) or h.sum() <= 0:
+    if (var_hist > n / B * PRECISE_RATIO or x0 <= stats.chi2.ppf(1.0 - level, max(B - 4, 1))
+            or h.sum() <= 0):
         return beta[0] - beta[0].mean(), ww[0], x0, x0, 0
     h /= h.sum()
     x, steps = x0, 0
@@ -382,9 +385,12 @@ def flexible_fit(
         Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
         Pb = ww[0] @ Pk
         wn = ww[0] * (Pk @ (h / np.maximum(Pb, 1e-300)))
-        ww = (wn / wn.sum())[None, :]
-        beta = invert_marginals(p, th, ww, initial=beta)
-        x = _chi2(hist, n, var_hist, bin_probabilities(beta, th, ww, edges)[0])
+        wn = (wn / wn.sum())[None, :]
+        bn = invert_marginals(p, th, wn, initial=beta)
+        xn = _chi2(hist, n, var_hist, bin_probabilities(bn, th, wn, edges)[0])
+        if not xn < x:  # EM ascends the multinomial likelihood; stop where X² stops falling
+            break
+        ww, beta, x = wn, bn, xn
         steps += 1
     return beta[0] - beta[0].mean(), ww[0], x0, x, steps
 
