@@ -329,7 +329,8 @@ class TotalsEstimate(ItemEstimate):
     privacy : PrivacyStatement
     release : TotalsRelease
     info : dict
-        Shrinkage factor, ability model, τ, bootstrap size, confidence, seed.
+        Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
+        bootstrap size, confidence, seed.
     """
 
     beta: pd.Series
@@ -440,7 +441,8 @@ def estimate_from_release(
         centre = np.full(beta.size, np.nan)
     items = release.items
     info = {
-        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot), "confidence": float(confidence),
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "free_ability_weights": fit.flexible,
+        "n_boot": int(n_boot), "confidence": float(confidence),
         "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
         "bootstrap_seed": describe_seed(ss),
     }
