@@ -2,7 +2,8 @@
 
 An ability distribution on a fixed standardised grid, the item marginals it implies and
 their inversion, the raw-score distribution (Poisson-binomial per grid node), the fit of the
-ability spread to a noisy binned score histogram, the empirical-Bayes shrinkage of the noisy
+ability model to a noisy binned score histogram (a normal mixture, freed to arbitrary weights
+on its grid when a precise histogram rejects it), the empirical-Bayes shrinkage of the noisy
 totals, and the budget split / bin layout derived at a public reference model.  The maths is
 in ``docs/totals.md``.
 """
@@ -308,7 +309,8 @@ def shrink_totals(
 # the ability model fitted to the histogram
 @dataclass
 class SpreadFit:
-    """The fitted ability model (a posterior over the (τ, κ) grid) and the difficulties."""
+    """The fitted ability model (a posterior over the (τ, κ, λ) grid, and free weights when the
+    histogram rejected it) and the difficulties."""
 
     beta: np.ndarray  # centred, (m,)
     tau: float  # posterior mean of τ
