@@ -347,17 +347,31 @@ def test_free_ability_weights_beat_the_mixture_on_a_skewed_population_at_precise
 
 
 def test_free_ability_weights_are_not_used_when_the_histogram_is_noisy():
-    n, m = 1000, 30
-    edges = np.arange(0, m + 2, 5)
+    n, m = 2000, 30
+    edges = np.arange(0, m + 2, 3)
     edges[-1] = m + 1
-    beta, p, hist = _skewed_population_statistics(n, m, edges)
+    _, p, hist = _skewed_population_statistics(n, m, edges)
     B = len(edges) - 1
-    noisy = marginal.fit_spread(p, hist, n, 10.0 * n / B, edges)  # noise above a bin's sampling variance
+    fit = marginal.fit_spread(p, hist, n, 1.0, edges, flexible=False)
+    k = fit.map_index
+    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
+    # a histogram far off the mixture (X² ≫ its 95% point), declared with noise variance just
+    # above and just below a bin's sampling variance n/B: free weights only in the second case
+    bad = hist + 3.0 * np.sqrt(2.0 * n / B) * np.where(np.arange(B) % 2 == 0, 1.0, -1.0)
+    for var_h, freed in ((1.05 * n / B, False), (0.95 * n / B, True)):
+        b, wf, x0, x1, steps = marginal.flexible_fit(p, bad, n, var_h, edges, theta[0], w[0])
+        assert x0 > 3 * B
+        assert (steps > 0) == freed and (x1 < x0) == freed
+        if not freed:
+            np.testing.assert_allclose(wf, w[0])
+    # and with a noise-dominated histogram the fitted model is the mixture the bootstrap uses
+    noisy = marginal.fit_spread(p, hist, n, 10.0 * n / B, edges)
     assert not noisy.flexible and noisy.free_weights is None
-    theta, w = noisy.ability_distribution()
+    t1, w1 = noisy.ability_distribution()
     k = noisy.map_index
     t0, w0 = marginal.ability_grid(noisy.log_tau[k:k + 1], kappa=noisy.kappa[k:k + 1], lam=noisy.lam[k:k + 1])
-    np.testing.assert_allclose(theta, t0[0]) and np.testing.assert_allclose(w, w0[0])
+    np.testing.assert_allclose(t1, t0[0])
+    np.testing.assert_allclose(w1, w0[0])
 
 
 def test_design_uses_the_full_score_distribution_only_when_the_histogram_is_precise():
