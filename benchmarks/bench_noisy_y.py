@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import privirt  # noqa: E402
-from privirt.private.noisy_likelihood import noise_aware_estimate  # noqa: E402
+from privirt.private.noisy_likelihood import noise_aware_estimate, noise_aware_se0  # noqa: E402
 from privirt.spectral import spectral_from_counts  # noqa: E402
 
 DELTA = 1e-4
@@ -57,22 +57,28 @@ def trial(n, m, eps, k, seed0, p_observed=1.0):
     b = _centred(beta)
     errs = [_centred(x) - b for x in (sp, na.beta.to_numpy(), na.beta_unshrunk.to_numpy())]
     nb2 = b @ b
-    return [np.sqrt(e @ e / nb2) for e in errs] + [e @ e for e in errs]
+    return [np.sqrt(e @ e / nb2) for e in errs] + [e @ e for e in errs] + [na.noise_var]
 
 
 def cell(n, m, eps, trials, seed0, p_observed=1.0):
     r = np.array([trial(n, m, eps, k, seed0, p_observed) for k in range(trials)])
     rel = r[:, :3].mean(axis=0)
-    mse = r[:, 3:].mean(axis=0)
-    return rel, mse[0] / mse[1], mse[0] / mse[2]
+    mse = r[:, 3:6].mean(axis=0)
+    return rel, mse[0] / mse[1], mse[0] / mse[2], public_se(n, m, r[0, 6])
+
+
+def public_se(n, m, noise_var):
+    """The public index: predicted standard error of one difficulty at equal difficulties with
+    n/2 discordant persons per pair (``noise_aware_se0``)."""
+    return noise_aware_se0(n, m, noise_var)
 
 
 HEAD = (f"{'rel spectral':>12} {'rel NA':>7} {'rel NA-raw':>10} | "
-        f"{'MSE spec/NA':>11} {'spec/NA-raw':>11}")
+        f"{'MSE spec/NA':>11} {'spec/NA-raw':>11} | {'se0':>6}")
 
 
-def fmt(rel, ratio, ratio_raw):
-    return f"{rel[0]:>12.3f} {rel[1]:>7.3f} {rel[2]:>10.3f} | {ratio:>11.2f} {ratio_raw:>11.2f}"
+def fmt(rel, ratio, ratio_raw, se0):
+    return f"{rel[0]:>12.3f} {rel[1]:>7.3f} {rel[2]:>10.3f} | {ratio:>11.2f} {ratio_raw:>11.2f} | {se0:>6.3f}"
 
 
 def main() -> None:
@@ -93,17 +99,27 @@ def main() -> None:
         eps_grid = np.geomspace(0.01, 10.0, 13)
         print(f"\n## paper grid ({T} trials per cell): MSE ratio spectral/NA, and mean relative "
               "error NA (spectral)")
-        ratios = []
+        ratios, ses = [], []
         for n in (200, 1000):
             for m in (10, 50, 100):
-                vals = [cell(n, m, float(e), T, args.seed) for e in eps_grid]
+                tm = T * (3 if m <= 10 else 1)  # m = 10 is cheap and its ratio noisy: 3x trials
+                vals = [cell(n, m, float(e), tm, args.seed) for e in eps_grid]
                 ratios.append([v[1] for v in vals])
-                print(f"n={n:>4} m={m:>3} ratio: " + " ".join(f"{v[1]:>5.2f}" for v in vals))
-                print(f"{'':>10} rel  : " + " ".join(f"{v[0][1]:.2f}({v[0][0]:.2f})" for v in vals))
+                ses.append([v[3] for v in vals])
+                print(f"n={n:>4} m={m:>3} ratio: " + " ".join(f"{v[1]:>10.2f}" for v in vals))
+                print(f"{'':>10} rel  : " + " ".join(f"{v[0][1]:>4.2f}({v[0][0]:.2f})" for v in vals))
+                print(f"{'':>10} se0  : " + " ".join(f"{v[3]:>10.3g}" for v in vals))
         print("eps: " + " ".join(f"{e:.3g}" for e in eps_grid))
-        ratios = np.array(ratios)
+        ratios, ses = np.array(ratios), np.array(ses)
         print(f"cells with MSE ratio > 1.1: {(ratios > 1.1).sum()}/{ratios.size}; < 0.9: "
               f"{(ratios < 0.9).sum()}/{ratios.size}; geometric mean {np.exp(np.log(ratios).mean()):.2f}")
+        print("by the public index se0 (cells, geometric-mean ratio, min, max):")
+        for lo, hi in ((0, 0.1), (0.1, 0.2), (0.2, 0.35), (0.35, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, np.inf)):
+            sel = (ses >= lo) & (ses < hi)
+            if sel.any():
+                r = ratios[sel]
+                print(f"  se0 in [{lo:g}, {hi:g}): {sel.sum():>3} cells, {np.exp(np.log(r).mean()):.2f}, "
+                      f"{r.min():.2f}, {r.max():.2f}")
     if "missing" in only:
         print(f"\n## incomplete data (MCAR), {T} trials")
         print(f"{'obs':>4} {'n':>6} {'m':>4} {'eps':>5} | " + HEAD)
