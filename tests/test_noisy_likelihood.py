@@ -85,6 +85,19 @@ def test_exact_counts_without_noise():
     assert _rel(fit.beta, beta) < 0.08
 
 
+def test_standard_errors_match_the_error_on_exact_counts():
+    # the pairs share persons: without the design effect the model variance was ~20x too small
+    from privirt.counts import differential_counts
+
+    err2, trv = [], []
+    for k in range(4):
+        X, _, beta = privirt.simulate_rasch(1000, 30, seed=200 + k)
+        fit = noise_aware_estimate(differential_counts(X), noise_var=0.0, shrink="none")
+        err2.append(np.sum((fit.beta_unshrunk.to_numpy() - beta) ** 2))
+        trv.append(np.sum(fit.se.to_numpy() ** 2))
+    assert 0.5 < np.mean(err2) / np.mean(trv) < 2.0
+
+
 def test_beats_clipped_spectral_where_the_benchmark_says_it_should():
     # (n, m, eps) = (1000, 50, 1): se0 = 0.10, MSE 2x lower in bench_noisy_y
     mse_sp, mse_na = [], []
