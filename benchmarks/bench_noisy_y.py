@@ -29,9 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import privirt  # noqa: E402
-from privirt.private.noisy_likelihood import noise_aware_estimate, noise_aware_se0  # noqa: E402
-from privirt.spectral import spectral_from_counts  # noqa: E402
+import privirt
+from privirt.private.noisy_likelihood import noise_aware_estimate, noise_aware_se0
+from privirt.spectral import spectral_from_counts
 
 DELTA = 1e-4
 TARGETS = [(1000, 50, 1.0), (1000, 100, 1.0), (10000, 100, 0.1), (1000, 50, 0.3),

@@ -21,9 +21,8 @@ by the evidence fixed point (MacKay); τ² = 0 returns equal difficulties.
 
 Measured (``benchmarks/bench_noisy_y.py``, ``BENCHMARKS.md``): on the same releases it has a
 lower MSE than Algorithm 2's spectral-on-clipped estimate wherever the public predicted standard
-error :func:`noise_aware_se0` is below about 0.5 (1.05–3.2× lower on the paper's grid), keeps the
-relative error near 1 (never far above "all zeros") when it is above 2, and is within
-0.82–1.16× in between.
+error :func:`noise_aware_se0` is below 0.3 (1.02–3.2× lower), keeps the relative error near 1
+(an all-zero estimate's) when it is above 2, and is within 0.82–1.16× in between.
 """
 
 from __future__ import annotations
