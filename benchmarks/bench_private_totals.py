@@ -9,7 +9,9 @@ Prints tables (mean over trials, same data and δ = 1e-4 for both estimators):
   estimate on the full data);
 * the paper's grid (n ∈ {200, 1000}, m ∈ {10, 50, 100}, 13 ε from 0.01 to 10): worst mean
   relative error of the totals estimator per (n, m);
-* coverage of the nominal 95% intervals at n = 2000, m = 20, ε ∈ {0.3, 1, 3};
+* coverage of the nominal 95% intervals at n = 2000, m = 20, ε ∈ {0.3, 1, 3}, and at
+  n = 10 000, m = 50, ε = 10 with normal, bimodal and skewed abilities (``coverage_large``:
+  where free ability weights replace the mixture);
 * speed: seconds per ``private_totals_estimate`` call (200 bootstrap replicates) at n = 2000,
   m = 20, beside ``private_spectral_estimate`` on the same data (best and median of 5).
 
@@ -88,7 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer trials")
     ap.add_argument("--tune", action="store_true", help="use the tuning seeds")
-    ap.add_argument("--only", default="targets,shapes,lsat,grid,coverage,speed")
+    ap.add_argument("--only", default="targets,shapes,lsat,grid,coverage,coverage_large,speed")
     args = ap.parse_args()
     seed0 = 0 if args.tune else 20_000
     trials = 4 if args.quick else 8
@@ -150,6 +152,20 @@ def main() -> None:
             cov = np.mean(hits)
             print(f"eps={eps:>4g}: coverage {cov:.3f} (target 0.90-0.98) mean width {np.mean(widths):.3f} "
                   f"{'ok' if 0.90 <= cov <= 0.98 else 'MISSED'}")
+    if "coverage_large" in only:
+        ct = 4 if args.quick else 12
+        print(f"\n## coverage at n=10000, m=50, eps=10 ({ct} data sets x 50 items, 200 bootstrap)")
+        for ab in ("normal", "bimodal", "skewed"):
+            hits, widths, free = [], [], []
+            for k in range(ct):
+                X, beta = simulate(10000, 50, ab, np.random.default_rng([seed0, 10000, 50, 7, k]))
+                fit = private_totals_estimate(X, epsilon=10.0, delta=DELTA, seed=seed0 + k)
+                b = centred(beta)
+                hits.append((fit.ci["lo"].to_numpy() <= b) & (b <= fit.ci["hi"].to_numpy()))
+                widths.append((fit.ci["hi"] - fit.ci["lo"]).mean())
+                free.append(fit.info["free_ability_weights"])
+            print(f"{ab:>8}: coverage {np.mean(hits):.3f} mean width {np.mean(widths):.3f} "
+                  f"free ability weights in {int(np.sum(free))}/{ct}")
     if "speed" in only:
         X = privirt.simulate_rasch(2000, 20, seed=seed0)[0]
         print("\n## speed, n=2000, m=20 (seconds per call; best / median of 5)")

@@ -29,14 +29,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import privirt  # noqa: E402
+import privirt
 
 N, M, DELTA = 2000, 20, 1e-4
 EPSILONS = (0.3, 1.0, 3.0)
 VARIANTS = {
-    "gaussian": dict(mechanism="gaussian", p0=1.0),
-    "gaussian_sparse": dict(mechanism="gaussian", p0="auto"),
-    "laplace": dict(mechanism="laplace", p0=1.0),
+    "gaussian": {"mechanism": "gaussian", "p0": 1.0},
+    "gaussian_sparse": {"mechanism": "gaussian", "p0": "auto"},
+    "laplace": {"mechanism": "laplace", "p0": 1.0},
 }
 
 

@@ -2,7 +2,8 @@
 
 An ability distribution on a fixed standardised grid, the item marginals it implies and
 their inversion, the raw-score distribution (Poisson-binomial per grid node), the fit of the
-ability spread to a noisy binned score histogram, the empirical-Bayes shrinkage of the noisy
+ability model to a noisy binned score histogram (a normal mixture, freed to arbitrary weights
+on its grid when a precise histogram rejects it), the empirical-Bayes shrinkage of the noisy
 totals, and the budget split / bin layout derived at a public reference model.  The maths is
 in ``docs/totals.md``.
 """
@@ -31,6 +32,7 @@ __all__ = [
     "SpreadFit",
     "fit_spread",
     "fit_support_batch",
+    "flexible_fit",
 ]
 
 #: standardised ability grid (abilities are θ = τ·z; the weights carry the shape)
@@ -55,6 +57,12 @@ LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
 REFINE_BELOW = 12
 #: a refined posterior still on ≤ REFINE_BELOW points is refined once more (4× finer in log τ and κ)
 FINE_REFINE = True
+#: the mixture is replaced by free weights on its grid when its histogram misfit is significant at this level
+MISFIT_LEVEL = 0.05
+#: free weights only when σ_h² ≤ PRECISE_RATIO · n/B (histogram noise below a bin's sampling variance)
+PRECISE_RATIO = 1.0
+#: at most this many EM steps for the free weights (the discrepancy rule normally stops far earlier)
+EM_MAX_STEPS = 300
 
 
 def ability_grid(
@@ -202,11 +210,11 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
 
     σ_s² = m/(2(1−f)ρ), σ_h² = 1/(fρ), D = ∂β/∂(log τ, κ) at fixed marginals and C the
     inverse Fisher information of (log τ, κ) from the B bins, each with variance
-    n P_b(1 − P_b) + σ_h².  f runs over a grid in [0.01, 0.6] and B over 3 … min(m + 1, 16)
-    equal-probability bins; only n, m and ρ enter.
+    n P_b(1 − P_b) + σ_h².  f runs over a grid in [0.01, 0.6] and B over 3 … m + 1
+    equal-probability bins (m + 1: the full score distribution); only n, m and ρ enter.
     """
     beta0 = reference_difficulties(m)
-    Bs = list(range(3, min(m + 1, 16) + 1))
+    Bs = list(range(3, m + 2))
     total = np.zeros((len(Bs), _F_GRID.size))
     pr_ref = None
     for k0 in REFERENCE_KAPPAS:
@@ -233,10 +241,10 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
             edges = _equal_probability_edges(pr_ref, B)
             Pb = np.diff(c[edges])
             J = n * np.diff(cd[edges], axis=0)  # (B, 2)
-            for j, f in enumerate(_F_GRID):
-                V = n * Pb * (1 - Pb) + 1.0 / (f * rho)
-                info = (J / V[:, None]).T @ J + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
-                total[i, j] += a / (1 - f) + samp + float(np.trace(D @ np.linalg.solve(info, D.T)))
+            V = n * Pb * (1 - Pb) + 1.0 / (_F_GRID[:, None] * rho)  # (F, B)
+            info = np.einsum("bi,fb,bj->fij", J, 1.0 / V, J) + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
+            tr = np.einsum("ki,fij,kj->f", D, np.linalg.inv(info), D)
+            total[i] += a / (1 - _F_GRID) + samp + tr
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     best = (0.0, float(_F_GRID[j]), _equal_probability_edges(pr_ref, Bs[i]))
     return best[1], best[2]
@@ -301,7 +309,8 @@ def shrink_totals(
 # the ability model fitted to the histogram
 @dataclass
 class SpreadFit:
-    """The fitted ability model (a posterior over the (τ, κ) grid) and the difficulties."""
+    """The fitted ability model (a posterior over the (τ, κ, λ) grid, and free weights when the
+    histogram rejected it) and the difficulties."""
 
     beta: np.ndarray  # centred, (m,)
     tau: float  # posterior mean of τ
@@ -311,6 +320,20 @@ class SpreadFit:
     lam: np.ndarray  # (T,) weight of the lower component
     weights: np.ndarray  # posterior weights (sum to 1)
     map_index: int
+    flexible: bool = False  # True: β comes from free ability weights (``flexible_fit``)
+    free_theta: np.ndarray | None = None  # (Q,) nodes of the free ability distribution
+    free_weights: np.ndarray | None = None  # (Q,) its weights
+    chi2: float = float("nan")  # histogram discrepancy X² of the model β comes from
+    chi2_mixture: float = float("nan")  # X² of the mixture at the point estimate
+
+    def ability_distribution(self) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes θ and weights w of the fitted ability distribution: the free weights when
+        they were fitted, else the mixture at the posterior mode."""
+        if self.free_theta is not None and self.free_weights is not None:
+            return self.free_theta, self.free_weights
+        k = self.map_index
+        theta, w = ability_grid(self.log_tau[k:k + 1], kappa=self.kappa[k:k + 1], lam=self.lam[k:k + 1])
+        return theta[0], w[0]
 
     def support(self, tol: float = 1e-4, most: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
@@ -323,6 +346,55 @@ def _nll(hist, n, var_h, P):
     V = n * P * (1.0 - P) + var_h + 1e-9
     r = hist[None, :] - n * P
     return 0.5 * np.sum(r * r / V + np.log(V), axis=1)
+
+
+def _chi2(hist: np.ndarray, n: int, var_h: float, P: np.ndarray) -> float:
+    """Pearson-type discrepancy Σ_b (h_b − n P_b)² / (n P_b(1 − P_b) + σ_h²) of one model."""
+    V = n * P * (1.0 - P) + var_h + 1e-9
+    return float(np.sum((hist - n * P) ** 2 / V))
+
+
+def flexible_fit(
+    p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray,
+    theta: np.ndarray, w: np.ndarray, *, level: float | None = None, max_steps: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, float, float, int]:
+    """Free ability weights on the nodes ``theta`` when the histogram rejects the model ``w``.
+
+    X² of the start (``theta``, ``w``, with β solving the marginals ``p``) is compared with
+    the (1 − ``level``) quantile of χ²(B − 4) (B bins, three mixture parameters fitted).  If
+    it is not above it, nothing changes.  Otherwise the weights are updated by EM for binned
+    data, w_k ← w_k Σ_b ĥ_b P(b | θ_k) / P_b (ĥ the histogram clipped at 0, normalised),
+    alternating with the inversion of the marginals, and stopped as soon as X² is at most its
+    expectation B − 1 under the known sampling and noise variance (the discrepancy
+    principle: no closer fit than the noise allows).  Returns (β centred, w, X² at the
+    start, X² at the end, EM steps).
+    """
+    level = MISFIT_LEVEL if level is None else level
+    max_steps = EM_MAX_STEPS if max_steps is None else max_steps
+    th = np.asarray(theta, dtype=float)[None, :]
+    ww = np.asarray(w, dtype=float)[None, :]
+    B = len(edges) - 1
+    beta = invert_marginals(p, th, ww)
+    x0 = _chi2(hist, n, var_hist, bin_probabilities(beta, th, ww, edges)[0])
+    h = np.clip(np.asarray(hist, dtype=float), 0.0, None)
+    if (var_hist > n / B * PRECISE_RATIO or x0 <= stats.chi2.ppf(1.0 - level, max(B - 4, 1))
+            or h.sum() <= 0):
+        return beta[0] - beta[0].mean(), ww[0], x0, x0, 0
+    h /= h.sum()
+    x, steps = x0, 0
+    while steps < max_steps and x > B - 1:
+        sd = score_distribution(beta, th)[0]  # (Q, m + 1)
+        Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
+        Pb = ww[0] @ Pk
+        wn = ww[0] * (Pk @ (h / np.maximum(Pb, 1e-300)))
+        wn = (wn / wn.sum())[None, :]
+        bn = invert_marginals(p, th, wn, initial=beta)
+        xn = _chi2(hist, n, var_hist, bin_probabilities(bn, th, wn, edges)[0])
+        if not xn < x:  # EM ascends the multinomial likelihood; stop where X² stops falling
+            break
+        ww, beta, x = wn, bn, xn
+        steps += 1
+    return beta[0] - beta[0].mean(), ww[0], x0, x, steps
 
 
 def _posterior(p, hist, n, var_hist, edges, lt, kap, lam):
@@ -385,7 +457,7 @@ def fit_support_batch(
 
 def fit_spread(
     p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray, *,
-    support: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    support: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, flexible: bool | None = None,
 ) -> SpreadFit:
     """Fit the ability distribution to the noisy histogram and map the marginals ``p`` to β.
 
@@ -395,6 +467,9 @@ def fit_spread(
     posterior mean of (log τ, κ, λ).  A posterior concentrated on ≤ :data:`REFINE_BELOW`
     points is recomputed on a finer grid around them that also lets the mixture be skewed
     (λ ∈ :data:`LAMBDA_GRID`).
+
+    ``flexible`` (default: True without ``support``): when the histogram rejects the mixture at
+    the point estimate, β comes from free ability weights on its grid (:func:`flexible_fit`).
     """
     hist = np.asarray(hist, dtype=float)
     if support is None:
@@ -432,6 +507,12 @@ def fit_spread(
     # β at the grid point nearest the posterior mean of (log τ, κ, λ) (averaging β(τ) itself
     # would inflate the scale when the posterior is wide: β grows with τ)
     j = int(_nearest_to_mean(post[None, :], lt, kap, lam)[0])
-    bpt = bc[j]
-    return SpreadFit(beta=bpt, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
-                     log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=k)
+    out = SpreadFit(beta=bc[j], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+                    log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=k)
+    if support is None if flexible is None else flexible:
+        theta, w = ability_grid(lt[j:j + 1], kappa=kap[j:j + 1], lam=lam[j:j + 1])
+        b, wf, x0, x1, steps = flexible_fit(p, hist, n, var_hist, edges, theta[0], w[0])
+        out.chi2_mixture, out.chi2 = x0, x1
+        if steps:
+            out.beta, out.flexible, out.free_theta, out.free_weights = b, True, theta[0], wf
+    return out

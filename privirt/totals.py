@@ -329,7 +329,8 @@ class TotalsEstimate(ItemEstimate):
     privacy : PrivacyStatement
     release : TotalsRelease
     info : dict
-        Shrinkage factor, ability model, τ, bootstrap size, confidence, seed.
+        Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
+        bootstrap size, confidence, seed.
     """
 
     beta: pd.Series
@@ -364,9 +365,7 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
 def _simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                        sig_t: float, sig_h: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
-    k = fit.map_index
-    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
-    theta, w = theta[0], w[0]
+    theta, w = fit.ability_distribution()
     m, B = beta.size, len(edges) - 1
     eb = np.exp(beta)
     tot = np.empty((reps, m))
@@ -442,7 +441,8 @@ def estimate_from_release(
         centre = np.full(beta.size, np.nan)
     items = release.items
     info = {
-        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot), "confidence": float(confidence),
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "free_ability_weights": fit.flexible,
+        "n_boot": int(n_boot), "confidence": float(confidence),
         "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
         "bootstrap_seed": describe_seed(ss),
     }

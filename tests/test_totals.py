@@ -315,3 +315,66 @@ def test_precise_histogram_recovers_a_bimodal_population_between_coarse_grid_poi
     fit = marginal.fit_spread(p, rel.histogram.to_numpy(float), n, rel.sigma_histogram**2, rel.edges)
     assert abs(fit.kappa_mean - 0.9) < 0.03 and abs(fit.tau - np.sqrt(2.5)) < 0.05
     assert np.any(np.abs(fit.kappa - 0.9) < 0.01)  # the grid itself got fine enough
+
+
+def _skewed_population_statistics(n, m, edges):
+    """Expected proportions and bin counts (no sampling) under standardised Gamma(2) abilities."""
+    beta = np.linspace(-2.0, 2.0, m)
+    beta -= beta.mean()
+    z = np.linspace(-1.41, 8.0, 400)  # (Γ(2) − 2)/√2 has support (−√2, ∞)
+    g = 2.0 + np.sqrt(2.0) * z
+    w = g * np.exp(-g)
+    w /= w.sum()
+    theta = z[None, :]
+    p = marginal.item_marginals(beta[None, :], theta, w[None, :])[0]
+    P = marginal.bin_probabilities(beta[None, :], theta, w[None, :], edges)[0]
+    return beta, p, n * P
+
+
+def test_free_ability_weights_beat_the_mixture_on_a_skewed_population_at_precise_statistics():
+    n, m = 10000, 30
+    edges = np.arange(m + 2)  # the full score distribution (what the design gives at large ρn)
+    beta, p, hist = _skewed_population_statistics(n, m, edges)
+    free = marginal.fit_spread(p, hist, n, 1.0, edges)
+    mix = marginal.fit_spread(p, hist, n, 1.0, edges, flexible=False)
+    assert free.flexible and not mix.flexible
+    assert free.chi2_mixture > 5 * (len(edges) - 1)  # the mixture is rejected by the histogram
+    assert free.chi2 <= len(edges) - 1  # stopped once the fit is as close as the noise allows
+    err_free, err_mix = np.linalg.norm(free.beta - beta), np.linalg.norm(mix.beta - beta)
+    assert err_free < 0.5 * err_mix
+    theta, w = free.ability_distribution()  # what the bootstrap simulates from
+    assert w.sum() == pytest.approx(1.0) and np.sum(w * theta**3) > 0  # right-skewed
+
+
+def test_free_ability_weights_are_not_used_when_the_histogram_is_noisy():
+    n, m = 2000, 30
+    edges = np.arange(0, m + 2, 3)
+    edges[-1] = m + 1
+    _, p, hist = _skewed_population_statistics(n, m, edges)
+    B = len(edges) - 1
+    fit = marginal.fit_spread(p, hist, n, 1.0, edges, flexible=False)
+    k = fit.map_index
+    theta, w = marginal.ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
+    # a histogram far off the mixture (X² ≫ its 95% point), declared with noise variance just
+    # above and just below a bin's sampling variance n/B: free weights only in the second case
+    bad = hist + 3.0 * np.sqrt(2.0 * n / B) * np.where(np.arange(B) % 2 == 0, 1.0, -1.0)
+    for var_h, freed in ((1.05 * n / B, False), (0.95 * n / B, True)):
+        b, wf, x0, x1, steps = marginal.flexible_fit(p, bad, n, var_h, edges, theta[0], w[0])
+        assert x0 > 3 * B
+        assert (steps > 0) == freed and (x1 < x0) == freed
+        if not freed:
+            np.testing.assert_allclose(wf, w[0])
+    # and with a noise-dominated histogram the fitted model is the mixture the bootstrap uses
+    noisy = marginal.fit_spread(p, hist, n, 10.0 * n / B, edges)
+    assert not noisy.flexible and noisy.free_weights is None
+    t1, w1 = noisy.ability_distribution()
+    k = noisy.map_index
+    t0, w0 = marginal.ability_grid(noisy.log_tau[k:k + 1], kappa=noisy.kappa[k:k + 1], lam=noisy.lam[k:k + 1])
+    np.testing.assert_allclose(t1, t0[0])
+    np.testing.assert_allclose(w1, w0[0])
+
+
+def test_design_uses_the_full_score_distribution_only_when_the_histogram_is_precise():
+    _, e_small = marginal.optimal_split(1000, 50, 0.04)
+    _, e_big = marginal.optimal_split(10000, 50, 2.0)
+    assert len(e_small) - 1 <= 10 and len(e_big) - 1 > 16  # beyond the old cap of 16 bins

@@ -28,11 +28,11 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "MAX_SIMULATED_PERSONS",
     "BootstrapIntervals",
-    "check_n_boot",
     "check_confidence",
+    "check_n_boot",
+    "counts_intervals",
     "fit_ability_normal",
     "spectral_batch",
-    "counts_intervals",
 ]
 
 #: Default number of bootstrap replicates (the totals estimator's default too).  Randomized
@@ -245,7 +245,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     beta_hat = np.asarray(beta_hat, dtype=float)
     rng = numpy_rng(seed, "bootstrap")
     args = (Y_noisy, G, n)
-    kw = dict(noise_parameter=noise_parameter, noise_value=noise_value, regularization=regularization)
+    kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization}
     # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
