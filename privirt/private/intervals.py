@@ -3,13 +3,15 @@
 A parametric bootstrap that uses only what was released (the noisy counts), the public n,
 the comparison graph and the known noise law:
 
-1. fit the mean μ and spread τ of normal abilities to the released counts given the estimate
-   β̂ (least squares of Y_ij against n·E[p_i(1 − p_j)], Gauss–Hermite quadrature);
-2. simulate persons from (β̂, μ̂, τ̂), compute their exact counts (persons, not independent
+1. fit the mean μ and spread τ of normal abilities to the released counts given a β
+   (least squares of Y_ij against n·E[p_i(1 − p_j)], Gauss–Hermite quadrature);
+2. simulate persons from (β, μ, τ), compute their exact counts (persons, not independent
    pairs, so the dependence between pairs of one person is kept), add fresh noise of the
    released kind and scale;
 3. re-run the same estimator (clipping, graph, λ) on every replicate (batched);
-4. bias-corrected normal intervals: β̂ − mean(β* − β̂) ± z·sd(β*); ``se`` = sd(β*).
+4. calibrate the bootstrap's truth β₀ so that the replicates average β̂ (clipping attenuates
+   the estimate), then invert the linearised bias: centre = β₀ + (β̂ − mean β*)/a,
+   se = sd(β*)/a, ci = centre ± z·se, with a the attenuation slope.
 
 The maths and its limits are in ``docs/intervals.md``.
 """
