@@ -232,8 +232,11 @@ def private_spectral_estimate(
         (``se`` and ``ci`` are then NaN).  Post-processing of the release: no privacy cost
         (``docs/intervals.md``).  ``None`` (default): 200 for ``"gaussian"`` and
         ``"laplace"``; ``"randomized_response"`` has no intervals (``se`` and ``ci`` are
-        None; a bootstrap of it under-covers at the usual ε, so ``n_boot > 0`` is refused).  ``seed`` also
-        seeds the bootstrap; without it the bootstrap uses fresh OS entropy.
+        None; a bootstrap of it under-covers at the usual ε, so ``n_boot > 0`` is refused).
+        ``seed`` also seeds the bootstrap; without it the bootstrap uses fresh OS entropy.
+        Cost: each replicate simulates up to max(1000, 8·10⁶/m²) persons' counts (k·m²):
+        about 0.2 s a call at n = 2000, m = 20 and 5 s at m = 100 on two cores; pass
+        ``n_boot=0`` when only the point estimate is needed.
 
     Returns
     -------
