@@ -393,7 +393,8 @@ class TotalsEstimate(ItemEstimate):
     privacy : PrivacyStatement
     release : TotalsRelease
     info : dict
-        Shrinkage factor, ability model, τ, bootstrap size, confidence, seed.
+        Shrinkage factor, ability model, τ, bootstrap size, confidence, seed; for a
+        ``missing="mcar"`` release also ``missing`` and the mean answered share.
     """
 
     beta: pd.Series

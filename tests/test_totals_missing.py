@@ -147,6 +147,21 @@ def test_mcar_estimate_is_post_processing_with_labels():
     assert estimate_from_release(rel, n_boot=0).se.isna().all()
 
 
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_each_part_has_the_sensitivity_the_calibration_composes(m):
+    # ρ = m/(2σ_s²) + m/(2σ_a²) + 2/(2σ_h²) needs L2² ≤ m, m, 2 part by part, attained together
+    rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
+    parts = [missing_statistics(r[None, :], np.array([0, m + 1]), np.array([0, 1, m + 1])) for r in rows]
+    worst = [0, 0, 0]
+    for x, y in itertools.combinations(parts, 2):
+        d = [int(np.sum((np.asarray(u, dtype=np.int64) - v) ** 2)) for u, v in zip(x, y)]
+        worst = [max(w, e) for w, e in zip(worst, d)]
+    assert worst == [m, m, 2]
+    full, empty = (missing_statistics(np.full((1, m), v, dtype=np.int8), np.array([0, m + 1]),
+                                      np.array([0, 1, m + 1])) for v in (1, -1))
+    assert [int(np.sum((np.asarray(u, dtype=np.int64) - v) ** 2)) for u, v in zip(full, empty)] == [m, m, 2]
+
+
 # -- the maths ----------------------------------------------------------------------------
 def test_answered_share_minimises_the_ratio_noise():
     for m in (3, 10, 40):
