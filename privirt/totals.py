@@ -28,19 +28,12 @@ from scipy import stats
 
 from . import marginal, marginal_missing
 from ._results import ItemEstimate
-from ._seeds import child, describe_seed, numpy_rng, seed_sequence, stream_key
-from .accounting import (
-    NEIGHBOURING_RELATION,
-    ApproxDP,
-    PrivacyCost,
-    ZCDP,
-    calibrate_gaussian_sigma,
-    zcdp_to_approx_dp,
-)
+from ._seeds import child, describe_seed, numpy_rng, seed_sequence
+from .accounting import NEIGHBOURING_RELATION
 from .exceptions import warn_if_noise_dominates
-from .private import PrivacyStatement, calibration_epsilon
+from .private import PrivacyStatement
 from .private._inputs import validate_call
-from .private.measurements import load_mechanisms
+from .private.measurements import TotalsGaussian
 from .responses import ResponsesLike
 from .sensitivity import Sensitivity, _sqrt_up
 
@@ -55,9 +48,6 @@ __all__ = [
     "estimate_from_release",
     "private_totals_estimate",
 ]
-
-_MECHANISM = "discrete Gaussian (item totals + score histogram)"
-
 
 # ---------------------------------------------------------------------------------------
 # 1. statistics and sensitivity
@@ -191,41 +181,10 @@ class TotalsRelease:
         }
 
 
-def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any, missing: str = "none"
-               ) -> tuple[list[float], float, np.ndarray, float]:
-    """([σ of each part], f, edges, ρ) meeting (ε, δ) with the derived split.
-
-    Parts: (totals, histogram) for complete data, (totals, answered, histogram) for MCAR.
-    """
-    try:
-        sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
-    except (ValueError, ArithmeticError, OverflowError):
-        sigma1 = math.inf
-    rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
-    if not rho > 0:
-        raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual range (say 0.01 to 100)")
-    if missing == "mcar":
-        f, g, edges = marginal_missing.mcar_design(n, m, rho)
-        sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * (1.0 - g) * rho)),
-                  math.sqrt(m / (2.0 * (1.0 - f) * g * rho)), math.sqrt(1.0 / (f * rho))]
-    else:
-        f, edges = marginal.optimal_split(n, m, rho)
-        sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * rho)), math.sqrt(1.0 / (f * rho))]
-    for s in sigmas:
-        if not mech_mod.MIN_SCALE <= s <= mech_mod.MAX_SCALE:
-            raise ValueError(
-                f"epsilon={eps:g} calibrates to a noise scale σ = {s:.4g}, outside the range the exact "
-                f"sampler supports [{mech_mod.MIN_SCALE:g}, {mech_mod.MAX_SCALE:g}]; choose an epsilon "
-                "in the usual range (say 0.01 to 100)"
-            )
-    return sigmas, f, edges, rho
-
-
 _COMPLETE_ONLY = ('private_totals_estimate/release_totals were told missing="none" (complete data) but '
                   'the data have missing cells; declare missing="mcar" (missing completely at random) '
                   "or use privirt.private_spectral_estimate (nothing was spent)")
 MISSING_DOMAINS = ("none", "mcar")
-_MECHANISM_MCAR = "discrete Gaussian (item totals + answered counts + score histogram)"
 
 
 def _check_missing(missing: Any) -> str:
@@ -288,54 +247,20 @@ def release_totals(
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note, engine=engine,
                          client=client)
-    eps, dlt = call.target.epsilon, call.target.delta
     ss, ledger, resp = call.seed, call.ledger, call.resp
     on_dask = getattr(resp, "engine", "local") == "dask"
     mcar = missing == "mcar"
     if not mcar and not on_dask and resp.has_missing:
         raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
-    mech_mod = load_mechanisms()
-    sigmas, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod, missing)
-    warn_if_noise_dominates(sigmas[0], n, "item totals")  # public n and σ only
+    meas = TotalsGaussian.calibrate(call.target, n_persons=n, n_items=m, missing=missing)
+    warn_if_noise_dominates(meas.sigmas[0], n, "item totals")  # public n and σ only
+    edges = meas.edges
     B = len(edges) - 1
-    sens = missing_sensitivity(m, B) if mcar else totals_sensitivity(m, B)
-    parts = ("s", "a", "h") if mcar else ("s", "h")
-    l2 = [_sqrt_up(m)] * (len(parts) - 1) + [_sqrt_up(2)]  # each part's own L2 sensitivity
-    dims = [m] * (len(parts) - 1) + [B]
-    seeds = [None] * len(parts) if ss is None else [stream_key(child(ss, "totals", k)) for k in parts]
-    while True:  # a hair more noise until the rounded-up ρ meets the target
-        mechs = [mech_mod.DiscreteGaussian(s, seed=k) for s, k in zip(sigmas, seeds)]
-        rho = sum(float(mc.privacy(d, dimension=k)) for mc, d, k in zip(mechs, l2, dims))
-        claimed = zcdp_to_approx_dp(rho, dlt)
-        if claimed <= eps * (1 + 1e-12):
-            break
-        sigmas = [s * (1 + 1e-9) for s in sigmas]
-    private = ss is None and all(bool(mc.private) for mc in mechs)
     if mcar:
-        sig_t, sig_a, sig_h = sigmas
-        g = (m / (2 * sig_a**2)) / (m / (2 * sig_t**2) + m / (2 * sig_a**2))
-        notes = [
-            "assumes cells are missing completely at random (MCAR: whether a cell is observed does "
-            "not depend on the person's ability or answers); which cells are missing is protected",
-            f"correct counts per item (L2² ≤ {m}, σ = {sig_t:.6g}), answered counts per item "
-            f"(L2² ≤ {m}, σ = {sig_a:.6g}) and a {B}-bin observed-score histogram (L2² ≤ 2, "
-            f"σ = {sig_h:.6g}); jointly L2² ≤ {2 * m + 2}; {f:.1%} of ρ on the histogram, {g:.1%} of "
-            "the rest on the answered counts (derived split, docs/totals.md §7)",
-            "ρ-zCDP of the three parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
-        ]
+        sig_t, sig_a, sig_h = meas.sigmas
     else:
-        sig_t, sig_h = sigmas
-        sig_a = math.nan
-        notes = [
-            f"item totals (L2² ≤ {m}, σ = {sig_t:.6g}) and a {B}-bin raw-score histogram "
-            f"(L2² ≤ 2, σ = {sig_h:.6g}); {f:.1%} of ρ on the histogram (derived split, docs/totals.md)",
-            "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
-            "complete data only: which items a person answered is not part of the release",
-        ]
-    if not private:
-        notes.append("seed given: noise is reproducible, so this result is NOT private")
-    cost = PrivacyCost(rho=rho)
+        (sig_t, sig_h), sig_a = meas.sigmas, math.nan
 
     if on_dask:  # exact sums from the cluster; nothing else comes back
         st = resp.statistics(pairwise=False)
@@ -352,23 +277,16 @@ def release_totals(
         totals, hist = totals_statistics(resp.codes, edges)
     exact = [totals, answered, hist] if mcar else [totals, hist]
     # committed before any noise exists
-    spend_id = None if ledger is None else ledger.spend(cost, mechanism=_MECHANISM_MCAR if mcar else _MECHANISM,
-                                                         note=str(note))
-    noisy = [np.asarray(mc.apply(v), dtype=np.int64) for mc, v in zip(mechs, exact)]
+    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note))
+    noisy = meas.apply(exact, seed=ss)
     del totals, hist, exact
-
-    statement = PrivacyStatement(
-        mechanism=_MECHANISM_MCAR if mcar else _MECHANISM, relation=NEIGHBOURING_RELATION, sensitivity=sens,
-        guarantee=ApproxDP(float(claimed), float(dlt)), native=ZCDP(rho),
-        noise_parameter="sigma", noise_value=float(sig_t), private=private, p0=None, n_edges=None,
-        shuffle=False, cost=cost, n_persons=int(n), ledger_spend_id=spend_id, notes=tuple(notes),
-    )
+    statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]
     return TotalsRelease(
         totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
         histogram=pd.Series(noisy[-1], index=pd.Index(labels, name="score"), name="persons"),
         edges=np.asarray(edges, dtype=np.int64), n_persons=int(n), sigma_totals=float(sig_t),
-        sigma_histogram=float(sig_h), split=float(f), privacy=statement, missing=missing,
+        sigma_histogram=float(sig_h), split=meas.split, privacy=statement, missing=missing,
         answered=pd.Series(noisy[1], index=resp.items.copy(), name="answered") if mcar else None,
         sigma_answered=float(sig_a),
     )

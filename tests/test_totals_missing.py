@@ -162,6 +162,29 @@ def test_each_part_has_the_sensitivity_the_calibration_composes(m):
     assert [int(np.sum((np.asarray(u, dtype=np.int64) - v) ** 2)) for u, v in zip(full, empty)] == [m, m, 2]
 
 
+@pytest.mark.parametrize("missing", ["none", "mcar"])
+def test_totals_measurement_carries_its_privacy_map(missing):
+    from mechanisms import ApproxDP, ZCDP
+    from privirt.private import Measurement, TotalsGaussian
+    from privirt.totals import missing_sensitivity, totals_sensitivity
+
+    target = ApproxDP(0.7, 1e-6)
+    meas = TotalsGaussian.calibrate(target, n_persons=800, n_items=9, missing=missing)
+    assert isinstance(meas, Measurement) and meas.measure is ZCDP and isinstance(meas.native, ZCDP)
+    assert meas.guarantee.epsilon <= 0.7 and meas.guarantee.epsilon >= 0.7 * 0.999
+    B = len(meas.edges) - 1
+    proven = missing_sensitivity(9, B) if missing == "mcar" else totals_sensitivity(9, B)
+    assert (meas.sensitivity.l1, meas.sensitivity.l2, meas.sensitivity.n_released) == (
+        proven.l1, proven.l2, proven.n_released)
+    assert len(meas.sigmas) == (3 if missing == "mcar" else 2) and meas.noise_value == meas.sigmas[0]
+    assert meas.map() == meas.native and meas.cost.rho == meas.native.rho
+    halved = [(d / 2, k) for d, k in meas._part_sens]
+    assert meas.map(halved).rho == pytest.approx(meas.native.rho / 4, rel=1e-6)
+    st = meas.statement(private=False, n_persons=800, spend_id=None)
+    assert st.guarantee == meas.guarantee and st.n_persons == 800 and "NOT PRIVATE" in str(st)
+    assert ("missing completely at random" in " ".join(st.notes)) == (missing == "mcar")
+
+
 # -- the maths ----------------------------------------------------------------------------
 def test_answered_share_minimises_the_ratio_noise():
     for m in (3, 10, 40):
