@@ -1,0 +1,350 @@
+"""Noise-aware Rasch difficulties from released noisy pairwise counts (post-processing).
+
+:func:`noise_aware_estimate` fits the item difficulties to the noisy counts ``Ỹ`` of
+:func:`~privirt.release_counts` by a quasi-likelihood that knows the noise, instead of
+clipping negative counts and running the spectral estimator.  It reads only the released
+``Ỹ``, the public comparison graph and the known noise distribution, so it spends no budget.
+
+Model (``docs/privacy.md``, "Noise-aware estimation on the noisy counts"): under Rasch, given
+the ``D_ij = Y_ij + Y_ji`` persons who answered exactly one of items ``i`` and ``j``,
+``Y_ij ~ Bin(D_ij, π_ij)`` with ``π_ij = e^{β_j}/(e^{β_i} + e^{β_j})`` (higher β = harder),
+whatever the abilities.  With independent noise ``Z`` of variance ``ν`` on each released cell,
+``r_ij = Ỹ_ij − π_ij·(Ỹ_ij + Ỹ_ji)`` has mean exactly zero and variance
+``D_ij π(1−π) + ν(π² + (1−π)²)``.  The estimate solves the weighted estimating equations
+``Σ_j (∂r_ij/∂β) r_ij / v_ij = 0`` by Fisher scoring.  It is a composite quasi-likelihood: the
+pairs share persons, so their sampling parts are not independent (the noise parts are); the
+working variance ``v_ij = κ·D_ij π(1−π) + ν(π² + (1−π)²)`` inflates the sampling part by
+``κ`` = half the mean degree of the graph to account for it.  ``D_ij`` in the weights is
+smoothed across pairs (row effects) so that a weight hardly depends on the noise of its pair.  ``shrink="eb"`` (default) puts a N(0, τ²) prior on the centred
+difficulties and maximises the penalised quasi-likelihood, with τ² re-estimated at every step
+by the evidence fixed point (MacKay); τ² = 0 returns equal difficulties.
+
+Measured (``benchmarks/bench_noisy_y.py``, ``BENCHMARKS.md``): on the same releases it has a
+lower MSE than Algorithm 2's spectral-on-clipped estimate wherever the public predicted standard
+error :func:`noise_aware_se0` is below 0.3 (1.02–3.2× lower), keeps the relative error near 1
+(an all-zero estimate's) when it is above 2, and is within 0.82–1.16× in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from .._results import ItemEstimate
+
+__all__ = ["NoiseAwareResult", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
+
+#: Guard prior precision on the centred difficulties while scoring (prior sd 5 logits): keeps
+#: Fisher scoring finite when the noise swamps the counts; negligible otherwise.
+GUARD_PRECISION: float = 1.0 / 25.0
+#: Below this prior variance the difficulties are reported equal (all zeros).
+TAU2_FLOOR: float = 1e-6
+
+
+@dataclass(frozen=True)
+class NoiseAwareResult(ItemEstimate):
+    """Result of :func:`noise_aware_estimate`.
+
+    Attributes
+    ----------
+    beta : pandas.Series
+        Difficulties (centred; higher = harder), shrunk when ``shrink="eb"``.
+    beta_unshrunk : pandas.Series
+        The quasi-likelihood estimate before shrinkage.
+    se : pandas.Series
+        Model standard errors of ``beta_unshrunk`` (square roots of ``diag V``; the noise part
+        is exact, the sampling part treats the pairs as independent).
+    tau2 : float
+        Estimated spread ``τ²`` of the difficulties (``inf`` without shrinkage); 0 means the
+        counts do not detectably separate the items and ``beta`` is all zeros.
+    noise_var : float
+        Variance of the noise on each released cell.
+    n_iter : int
+        Fisher-scoring iterations.
+    converged : bool
+        Whether the largest step fell below ``tol``.
+    """
+
+    beta: pd.Series
+    beta_unshrunk: pd.Series
+    se: pd.Series
+    tau2: float
+    noise_var: float
+    n_iter: int
+    converged: bool
+    info: dict = field(default_factory=dict, repr=False)
+
+    def _frame_columns(self) -> dict[str, Any]:
+        return {"beta": self.beta, "beta_unshrunk": self.beta_unshrunk, "se": self.se}
+
+
+def noise_variance(privacy: Any) -> float:
+    """Variance of the noise on one released count, from a release's privacy statement.
+
+    Discrete Gaussian (``sigma``): ``Σ x² p(x)`` (just below σ²); discrete Laplace
+    (``scale`` t): ``2q/(1 − q)²`` with ``q = e^{−1/t}``.  Randomized response is refused (its
+    noise is not additive on the counts).
+    """
+    from mechanisms import DiscreteGaussian, DiscreteLaplace
+
+    param = getattr(privacy, "noise_parameter", None)
+    value = getattr(privacy, "noise_value", None)
+    if param == "sigma":
+        return float(DiscreteGaussian(float(value), seed=0).variance())
+    if param == "scale":
+        return float(DiscreteLaplace(float(value), seed=0).variance())
+    raise ValueError(
+        "noise-aware estimation needs counts released with additive noise (mechanism "
+        f"'gaussian' or 'laplace'); this release's noise parameter is {param!r}"
+    )
+
+
+def noise_aware_estimate(
+    counts: Any,
+    *,
+    noise_var: float | None = None,
+    graph: Any = None,
+    items: Any = None,
+    shrink: Literal["eb", "none"] = "eb",
+    max_iter: int = 100,
+    tol: float = 1e-8,
+) -> NoiseAwareResult:
+    """Rasch difficulties from noisy pairwise counts by a noise-aware quasi-likelihood.
+
+    Pure post-processing of a release: uses the noisy counts, the public comparison graph and
+    the known noise variance only.
+
+    Parameters
+    ----------
+    counts : NoisyCounts or array-like (m, m)
+        The output of :func:`~privirt.release_counts` (graph, labels and noise variance are
+        read from it), or a square array/DataFrame of noisy counts ``Ỹ[i, j]`` (persons with
+        ``i`` right and ``j`` wrong, plus noise; may be negative).
+    noise_var : float ≥ 0, optional
+        Variance of the noise on each released cell.  Required for an array; for a
+        :class:`NoisyCounts` it is read from ``privacy`` (passing it is an error).
+    graph : array-like of bool (m, m), optional
+        Symmetric comparison graph of an array input (default: complete).
+    items : sequence, optional
+        Item labels of an array input (default: the DataFrame's index, else ``0 … m−1``).
+    shrink : {"eb", "none"}
+        ``"eb"``: empirical-Bayes shrinkage toward equal difficulties (the posterior mode
+        under a N(0, τ²) prior, τ² estimated from the counts); ``"none"``: the
+        quasi-likelihood estimate itself (with only a guard prior of sd 5 logits), which is
+        unstable when the noise is large (``beta_unshrunk`` holds it in either case).
+    max_iter : int
+        Fisher-scoring iterations at most.
+    tol : float
+        Stop when the largest step is below ``tol``.
+
+    Returns
+    -------
+    NoiseAwareResult
+
+    Raises
+    ------
+    ValueError
+        Malformed counts or graph, a disconnected graph, a missing or invalid ``noise_var``,
+        a release without additive noise, an unknown ``shrink``.
+    """
+    Yt, G, labels, nu = _inputs(counts, noise_var, graph, items)
+    if shrink not in ("eb", "none"):
+        raise ValueError(f"shrink must be 'eb' or 'none', got {shrink!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if not isinstance(tol, (int, float, np.integer, np.floating)) or not tol > 0:
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    m = Yt.shape[0]
+    I, J = np.nonzero(np.triu(G, 1))
+    a, b = Yt[I, J], Yt[J, I]
+    Dt = a + b
+    Dw = _smoothed_discordant(Dt, I, J, m)
+
+    kappa = _design_effect(I.size, m)
+    beta, _, n_none, conv_none = _fit(a, Dt, Dw, I, J, m, nu, None, max_iter, tol, kappa)
+    _, F = _score_info(beta, a, Dt, Dw, I, J, m, nu, kappa)
+    se = np.sqrt(np.clip(np.diag(_centred_inverse(F)), 0.0, None))
+    final, tau2, it, converged = beta, float("inf"), n_none, conv_none
+    if shrink == "eb":
+        final, tau2, it, converged = _fit(a, Dt, Dw, I, J, m, nu, 1.0, max_iter, tol, kappa)
+    idx = labels.copy()
+    return NoiseAwareResult(
+        beta=pd.Series(final, index=idx, name="beta"),
+        beta_unshrunk=pd.Series(beta, index=labels.copy(), name="beta_unshrunk"),
+        se=pd.Series(se, index=labels.copy(), name="se"),
+        tau2=tau2,
+        noise_var=nu,
+        n_iter=it,
+        converged=converged,
+        info={"shrink": shrink, "n_pairs": int(I.size)},
+    )
+
+
+# ---------------------------------------------------------------------------------------
+def _score_info(beta, a, Dt, Dw, I, J, m, nu, kappa=1.0):
+    """Quasi-score ``U`` and expected information ``F`` (a weighted graph Laplacian)."""
+    p = 1.0 / (1.0 + np.exp(beta[I] - beta[J]))  # P(i right, j wrong | discordant)
+    pq = p * (1.0 - p)
+    v = kappa * Dw * pq + nu * (p * p + (1.0 - p) * (1.0 - p))
+    g = Dw * pq  # |∂(π D)/∂β|
+    r = a - p * Dt
+    s = g * r / v
+    U = np.zeros(m)
+    np.add.at(U, I, -s)
+    np.add.at(U, J, s)
+    w = g * g / v
+    F = np.zeros((m, m))
+    F[I, J] = -w
+    F[J, I] = -w
+    F[np.diag_indices(m)] = -F.sum(axis=1)
+    return U, F
+
+
+def _fit(a, Dt, Dw, I, J, m, nu, tau2, max_iter, tol, kappa=1.0):
+    """Fisher scoring of the penalised quasi-likelihood.  ``tau2=None``: the fixed guard
+    prior only; otherwise the prior variance ``τ²`` is re-estimated at every step by the
+    evidence (MacKay) fixed point ``τ² = ‖β‖² / γ``, ``γ = Σ_k τ²f_k / (1 + τ²f_k)`` over the
+    eigenvalues ``f_k`` of the information on the centred subspace."""
+    beta = np.zeros(m)
+    converged, it = False, 0
+    for it in range(1, int(max_iter) + 1):
+        U, F = _score_info(beta, a, Dt, Dw, I, J, m, nu, kappa)
+        prec = GUARD_PRECISION if tau2 is None else 1.0 / tau2
+        step = _solve_centred(F + prec * np.eye(m), U - prec * beta)
+        big = float(np.max(np.abs(step)))
+        if big > 1.0:  # damping: at most one logit per item per step
+            step /= big
+        beta = beta + step
+        beta -= beta.mean()
+        change = big
+        if tau2 is not None:
+            f = np.sort(np.linalg.eigvalsh(F))[1:]  # drop the null direction (ones)
+            gamma = float(np.sum(tau2 * f / (1.0 + tau2 * f)))
+            new = float(np.clip(beta @ beta / max(gamma, 1e-300), TAU2_FLOOR, 1.0 / GUARD_PRECISION))
+            change = 0.0 if new == tau2 == TAU2_FLOOR else max(change, abs(new - tau2) / tau2)
+            tau2 = new
+        if change < tol:
+            converged = True
+            break
+    if tau2 is not None and tau2 <= TAU2_FLOOR:
+        return np.zeros(m), 0.0, it, converged
+    return beta, tau2, it, converged
+
+
+def _design_effect(n_pairs, m):
+    """Inflation of the sampling variance in the working variance: half the mean degree of
+    the graph (``(m − 1)/2`` when complete).  Each response enters about that many pairs of
+    an item's score, which a pair-by-pair variance ignores (measured: without it the model
+    variance was 4–24× below the actual squared error on exact counts; with it 0.86–1.1×)."""
+    return max(1.0, n_pairs / m)
+
+
+def _solve_centred(A, U):
+    m = A.shape[0]
+    x = np.linalg.solve(A + np.ones((m, m)) / m, U - U.mean())
+    return x - x.mean()
+
+
+def _centred_inverse(F):
+    """Moore–Penrose inverse of a connected graph Laplacian (covariance of centred β̂)."""
+    m = F.shape[0]
+    ones = np.ones((m, m)) / m
+    return np.linalg.inv(F + ones) - ones
+
+
+def _smoothed_discordant(Dt, I, J, m):
+    """Discordant-pair counts for the weights: the additive row-effect fit ``u_i + u_j`` of
+    the noisy ``D̃`` over the graph's pairs (floored at 1), so that a pair's weight hardly
+    depends on its own noise."""
+    A = np.zeros((m, m))
+    np.add.at(A, (I, I), 1.0)
+    np.add.at(A, (J, J), 1.0)
+    np.add.at(A, (I, J), 1.0)
+    np.add.at(A, (J, I), 1.0)
+    rhs = np.zeros(m)
+    np.add.at(rhs, I, Dt)
+    np.add.at(rhs, J, Dt)
+    u = np.linalg.lstsq(A, rhs, rcond=None)[0]
+    return np.maximum(u[I] + u[J], 1.0)
+
+
+def _inputs(counts, noise_var, graph, items):
+    from .results import NoisyCounts
+
+    if isinstance(counts, NoisyCounts):
+        if noise_var is not None or graph is not None or items is not None:
+            raise ValueError("noise_var, graph and items are read from the NoisyCounts release; "
+                             "do not pass them with it")
+        nu = noise_variance(counts.privacy)
+        Y = counts.Y.to_numpy().astype(np.float64)
+        G = counts.graph.to_numpy().astype(bool)
+        labels = pd.Index(counts.items)
+    else:
+        if noise_var is None:
+            raise ValueError("noise_var is required with an array of counts (the variance of the "
+                             "noise on each cell; pass the NoisyCounts release to read it)")
+        if isinstance(noise_var, bool) or not isinstance(noise_var, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(noise_var) or noise_var < 0:
+            raise ValueError(f"noise_var must be a finite number ≥ 0, got {noise_var!r}")
+        nu = float(noise_var)
+        labels = None
+        if isinstance(counts, pd.DataFrame):
+            labels = counts.index
+            if not counts.columns.equals(labels):
+                raise ValueError("the rows and columns of the counts frame must carry the same "
+                                 "item labels in the same order")
+            counts = counts.to_numpy()
+        try:
+            Y = np.array(counts, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("counts must be a numeric m × m array") from None
+        if Y.ndim != 2 or Y.shape[0] != Y.shape[1]:
+            raise ValueError(f"counts must be a square m × m array, got shape {Y.shape}")
+        m = Y.shape[0]
+        if graph is None:
+            G = ~np.eye(m, dtype=bool)
+        else:
+            G = np.asarray(graph)
+            if G.shape != (m, m) or not np.isin(G, (0, 1)).all():
+                raise ValueError(f"graph must be a boolean {m} × {m} adjacency matrix")
+            G = G.astype(bool)
+            if not np.array_equal(G, G.T):
+                raise ValueError("graph must be symmetric (an undirected comparison graph)")
+        if items is not None:
+            labels = pd.Index(items)
+        if labels is None:
+            labels = pd.RangeIndex(m)
+        if len(labels) != m:
+            raise ValueError(f"{len(labels)} item labels given for {m} items")
+        if labels.has_duplicates:
+            raise ValueError("item labels must be unique")
+    m = Y.shape[0]
+    if m < 2:
+        raise ValueError(f"noise-aware estimation needs at least 2 items, got {m}")
+    np.fill_diagonal(G, False)
+    Y = np.where(G, Y, 0.0)
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("counts must be finite")
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if connected_components(csr_matrix(G), directed=False)[0] != 1:
+        raise ValueError("the comparison graph is not connected: the difficulties of separate "
+                         "parts cannot be compared; use a connected graph")
+    return Y, G, pd.Index(labels), nu
+
+
+def noise_aware_se0(n_persons: int, n_items: int, noise_var: float) -> float:
+    """Public predicted standard error of one difficulty from the noisy counts.
+
+    The model standard error at equal difficulties on the complete graph with ``n/2``
+    discordant persons per pair: ``1/√(m·w)``, ``w = (n/8)² / (n/8 + ν/2)``.  It uses public
+    quantities only (n, m and the noise variance, itself a function of m, ε, δ), so a default
+    estimator may be chosen by it.
+    """
+    g = n_persons / 8.0
+    w = g * g / (g + noise_var / 2.0)
+    return float(1.0 / np.sqrt(n_items * w))

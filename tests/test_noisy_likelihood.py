@@ -1,0 +1,192 @@
+"""Noise-aware estimation on released noisy pairwise counts (privirt.private.noisy_likelihood)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.private.noisy_likelihood import (
+    NoiseAwareResult,
+    noise_aware_estimate,
+    noise_aware_se0,
+    noise_variance,
+)
+from privirt.spectral import spectral_from_counts
+
+
+def _rel(b, beta):
+    b = np.asarray(b, dtype=float) - np.mean(b)
+    beta = beta - beta.mean()
+    return float(np.linalg.norm(b - beta) / np.linalg.norm(beta))
+
+
+def _release(n, m, eps, seed, **kw):
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed, **kw)
+    return X, beta, privirt.release_counts(X, epsilon=eps, delta=1e-4, seed=seed + 1)
+
+
+# -- post-processing only ---------------------------------------------------------------------
+def test_reads_only_the_release_and_spends_nothing(tmp_path):
+    X, _, _ = privirt.simulate_rasch(500, 8, seed=3)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-4)
+    counts = privirt.release_counts(X, epsilon=1.0, delta=1e-4, ledger=led)
+    before = (tmp_path / "l.ledger").read_bytes()
+    fit = noise_aware_estimate(counts)
+    again = noise_aware_estimate(counts)
+    assert (tmp_path / "l.ledger").read_bytes() == before  # no spend, nothing written
+    assert len(led.spends()) == 1
+    pd.testing.assert_series_equal(fit.beta, again.beta)  # deterministic: no fresh noise
+    # the same numbers as from the published table, the public graph and the noise variance
+    nu = noise_variance(counts.privacy)
+    from_table = noise_aware_estimate(counts.Y, noise_var=nu, graph=counts.graph.to_numpy())
+    np.testing.assert_array_equal(fit.beta.to_numpy(), from_table.beta.to_numpy())
+    assert fit.items.equals(counts.items) and fit.beta.index.equals(counts.Y.index)
+    assert isinstance(fit, NoiseAwareResult)
+    assert list(fit.to_frame().columns) == ["beta", "beta_unshrunk", "se"]
+
+
+def test_benchmark_compares_on_the_release_algorithm_2_uses():
+    # bench_noisy_y runs spectral_from_counts on counts.clipped(): that is Algorithm 2's output
+    X, _, _ = privirt.simulate_rasch(400, 6, seed=11)
+    alg2 = privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-4, seed=5)
+    counts = privirt.release_counts(X, epsilon=1.0, delta=1e-4, seed=5)
+    np.testing.assert_array_equal(alg2.counts.Y.to_numpy(), counts.Y.to_numpy())
+    sp = spectral_from_counts(counts.clipped(), items=counts.items, graph=counts.graph.to_numpy(),
+                              regularization="auto")
+    np.testing.assert_allclose(sp.beta.to_numpy(), alg2.beta.to_numpy(), atol=1e-12)
+
+
+# -- accuracy ---------------------------------------------------------------------------------
+def test_recovers_beta_at_large_epsilon():
+    X, beta, counts = _release(4000, 12, 50.0, seed=21)
+    fit = noise_aware_estimate(counts)
+    assert fit.converged
+    assert _rel(fit.beta, beta) < 0.06
+    # close to the non-private conditional ML estimate on the same data
+    cml = privirt.cmle_estimate(X).beta.to_numpy()
+    assert _rel(fit.beta, cml) < 0.03
+    # the model standard errors are of the size of the error actually made
+    err = fit.beta_unshrunk.to_numpy() - (beta - beta.mean())
+    assert 0.3 < np.sqrt(np.mean(err**2)) / np.sqrt(np.mean(fit.se.to_numpy() ** 2)) < 3.0
+
+
+def test_exact_counts_without_noise():
+    X, _, beta = privirt.simulate_rasch(3000, 6, seed=4)
+    from privirt.counts import differential_counts
+
+    Y = differential_counts(X)
+    fit = noise_aware_estimate(Y, noise_var=0.0, shrink="none")
+    assert fit.converged and fit.noise_var == 0.0
+    assert _rel(fit.beta, beta) < 0.08
+
+
+def test_standard_errors_match_the_error_on_exact_counts():
+    # the pairs share persons: without the design effect the model variance was ~20x too small
+    from privirt.counts import differential_counts
+
+    err2, trv = [], []
+    for k in range(4):
+        X, _, beta = privirt.simulate_rasch(1000, 30, seed=200 + k)
+        fit = noise_aware_estimate(differential_counts(X), noise_var=0.0, shrink="none")
+        err2.append(np.sum((fit.beta_unshrunk.to_numpy() - beta) ** 2))
+        trv.append(np.sum(fit.se.to_numpy() ** 2))
+    assert 0.5 < np.mean(err2) / np.mean(trv) < 2.0
+
+
+def test_beats_clipped_spectral_where_the_benchmark_says_it_should():
+    # (n, m, eps) = (1000, 50, 1): se0 = 0.10, MSE 2x lower in bench_noisy_y
+    mse_sp, mse_na = [], []
+    for k in range(3):
+        _, beta, counts = _release(1000, 50, 1.0, seed=100 + 10 * k)
+        b = beta - beta.mean()
+        sp = spectral_from_counts(counts.clipped(), graph=counts.graph.to_numpy()).beta.to_numpy()
+        na = noise_aware_estimate(counts).beta.to_numpy()
+        mse_sp.append(np.sum((sp - sp.mean() - b) ** 2))
+        mse_na.append(np.sum((na - na.mean() - b) ** 2))
+    assert noise_aware_se0(1000, 50, noise_variance(counts.privacy)) < 0.3
+    assert np.mean(mse_sp) / np.mean(mse_na) > 1.3
+
+
+def test_pure_noise_gives_equal_difficulties():
+    # counts that are only noise: the spread is not detectable, so nothing is claimed
+    rng = np.random.default_rng(8)
+    Y = rng.normal(0.0, 1000.0, (10, 10))
+    fit = noise_aware_estimate(Y, noise_var=1e6)
+    assert fit.tau2 == 0.0
+    assert np.all(fit.beta.to_numpy() == 0.0)
+
+
+def test_sparse_graph_and_laplace_release():
+    X, beta, _ = _release(3000, 15, 1.0, seed=31)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counts = privirt.release_counts(X, epsilon=5.0, mechanism="laplace", p0=0.5, seed=9)
+    G = counts.graph.to_numpy()
+    assert not G[~np.eye(15, dtype=bool)].all()
+    t = counts.privacy.noise_value
+    q = math.exp(-1.0 / t)
+    assert noise_variance(counts.privacy) == pytest.approx(2 * q / (1 - q) ** 2)
+    fit = noise_aware_estimate(counts)
+    assert _rel(fit.beta, beta) < 0.35
+
+
+def test_noise_variance_of_the_gaussian_release():
+    _, _, counts = _release(300, 5, 1.0, seed=41)
+    sigma = counts.privacy.noise_value
+    assert sigma > 10
+    assert noise_variance(counts.privacy) == pytest.approx(sigma**2, rel=1e-12)
+
+
+def test_se0_is_public_and_monotone():
+    assert noise_aware_se0(1000, 50, 0.0) == pytest.approx(1 / math.sqrt(50 * 1000 / 8))
+    assert noise_aware_se0(1000, 50, 1e4) < noise_aware_se0(1000, 50, 1e5)
+    assert noise_aware_se0(2000, 50, 1e4) < noise_aware_se0(1000, 50, 1e4)
+
+
+# -- input validation -------------------------------------------------------------------------
+def test_input_validation():
+    _, _, counts = _release(300, 5, 1.0, seed=51)
+    Y = counts.Y.to_numpy()
+    with pytest.raises(ValueError, match="noise_var is required"):
+        noise_aware_estimate(Y)
+    for bad in (-1.0, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="noise_var must be"):
+            noise_aware_estimate(Y, noise_var=bad)
+    with pytest.raises(ValueError, match="read from the NoisyCounts"):
+        noise_aware_estimate(counts, noise_var=1.0)
+    with pytest.raises(ValueError, match="square"):
+        noise_aware_estimate(np.zeros((3, 4)), noise_var=1.0)
+    with pytest.raises(ValueError, match="at least 2 items"):
+        noise_aware_estimate(np.zeros((1, 1)), noise_var=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        Z = Y.astype(float)
+        Z[0, 1] = np.nan
+        noise_aware_estimate(Z, noise_var=1.0)
+    G = ~np.eye(5, dtype=bool)
+    G[0, 1] = False
+    with pytest.raises(ValueError, match="symmetric"):
+        noise_aware_estimate(Y, noise_var=1.0, graph=G)
+    G2 = np.zeros((5, 5), dtype=bool)
+    G2[0, 1] = G2[1, 0] = G2[2, 3] = G2[3, 2] = G2[3, 4] = G2[4, 3] = True
+    with pytest.raises(ValueError, match="not connected"):
+        noise_aware_estimate(Y, noise_var=1.0, graph=G2)
+    with pytest.raises(ValueError, match="shrink"):
+        noise_aware_estimate(counts, shrink="js")
+    with pytest.raises(ValueError, match="max_iter"):
+        noise_aware_estimate(counts, max_iter=0)
+    with pytest.raises(ValueError, match="item labels"):
+        noise_aware_estimate(Y, noise_var=1.0, items=["a", "b"])
+
+
+def test_randomized_response_release_is_refused():
+    X, _, _ = privirt.simulate_rasch(200, 4, seed=61)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
+    with pytest.raises(ValueError, match="additive noise"):
+        noise_variance(rr.privacy)
