@@ -294,6 +294,13 @@ def test_private_method_default_is_chosen_from_public_quantities_only():
     assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # where Algorithm 2 measured better
     assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
     assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
+    # declared-MCAR data: Algorithm 2 measured ahead for short tests below 1000 persons
+    assert default_private_method(500, 10, 1.0, 1e-4, missing="mcar") == "spectral"
+    assert default_private_method(500, 10, 1.0, 1e-4) == "totals"
+    assert default_private_method(1000, 10, 0.3, 1e-4, missing="mcar") == "totals"
+    assert default_private_method(200, 20, 0.3, 1e-4, missing="mcar") == "totals"
+    with pytest.raises(ValueError, match="missing must be"):
+        default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
 
 
 def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
@@ -319,3 +326,31 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     assert "give --epsilon" in capsys.readouterr().err
     assert main([*args, "--method", "cmle"]) == 2
     assert "no private version" in capsys.readouterr().err
+
+
+def test_estimate_missing_declares_the_domain(tmp_path, capsys):
+    from privirt.private.choose import default_private_method
+
+    X, _, _ = privirt.simulate_rasch(1200, 6, seed=2)
+    X = X.astype(float)
+    X[np.random.default_rng(0).random(X.shape) < 0.15] = np.nan
+    path = tmp_path / "holes.csv"
+    pd.DataFrame(X, columns=[f"q{j}" for j in range(6)]).to_csv(path, index=False)
+    base = ["estimate", str(path), "--epsilon", "2", "--seed", "1"]
+    assert main([*base, "--method", "totals"]) == 2  # declared complete, data are not
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--missing mcar" in err and "--method spectral" in err
+    assert main([*base, "--method", "totals", "--missing", "mcar"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("private totals estimate: 1200 persons × 6 items")
+    assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]
+    assert "answered counts" in out and "missing completely at random" in out and "NOT PRIVATE" in out
+    # the default method for declared-MCAR data follows the public rule
+    assert main([*base, "--missing", "mcar"]) == 0
+    want = default_private_method(1200, 6, 2.0, 1e-4, missing="mcar")
+    assert capsys.readouterr().out.startswith(f"private {want} estimate")
+    assert main(["estimate", str(path), "--missing", "mcar"]) == 2  # a private-only option
+    assert "--missing need --epsilon" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # argparse: usage error, status 2
+        main([*base, "--missing", "maybe"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err

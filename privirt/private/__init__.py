@@ -12,7 +12,8 @@ debited *before* any noise is drawn.
 
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
-(:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`), each with
+(:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`, and
+:class:`TotalsGaussian` for ``privirt.totals``), each with
 ``calibrate``, ``apply`` and ``statement`` and carrying its privacy map (``map``) and the
 measure it is stated in (``measure``); ``api`` holds the
 thin entry points (validate → choose the measurement → debit → apply → state); ``graph``,
@@ -40,6 +41,7 @@ from .measurements import (
     CountsLaplace,
     Measurement,
     ResponsesRR,
+    TotalsGaussian,
     calibration_epsilon,
     noise_seed,
 )
@@ -62,6 +64,7 @@ __all__ = [
     "CountsGaussian",
     "CountsLaplace",
     "ResponsesRR",
+    "TotalsGaussian",
     "COUNT_MEASUREMENTS",
     "PrivateCall",
     "validate_call",
