@@ -34,9 +34,10 @@ import privirt
 N, M, DELTA = 2000, 20, 1e-4
 EPSILONS = (0.3, 1.0, 3.0)
 VARIANTS = {
-    "gaussian": {"mechanism": "gaussian", "p0": 1.0},
-    "gaussian_sparse": {"mechanism": "gaussian", "p0": "auto"},
-    "laplace": {"mechanism": "laplace", "p0": 1.0},
+    "gaussian": {"mechanism": "gaussian", "p0": 1.0, "estimator": "spectral"},
+    "gaussian_sparse": {"mechanism": "gaussian", "p0": "auto", "estimator": "spectral"},
+    "laplace": {"mechanism": "laplace", "p0": 1.0, "estimator": "spectral"},
+    "gaussian_na": {"mechanism": "gaussian", "p0": 1.0, "estimator": "noise_aware"},
 }
 
 
@@ -86,10 +87,12 @@ def speed(reps: int = 5) -> None:
     print(f"\nSeconds per call, n = {N}, m = {M}, ε = 1 (median of {reps})")
     print(f"{'call':>44} {'s':>7}")
     calls = {
-        "private_spectral_estimate(n_boot=0)": lambda: privirt.private_spectral_estimate(
-            X, epsilon=1.0, n_boot=0),
-        "private_spectral_estimate() (200 replicates)": lambda: privirt.private_spectral_estimate(
-            X, epsilon=1.0),
+        "private_spectral_estimate(n_boot=0, spectral)": lambda: privirt.private_spectral_estimate(
+            X, epsilon=1.0, n_boot=0, estimator="spectral"),
+        "private_spectral_estimate(spectral) (200 replicates)": lambda: privirt.private_spectral_estimate(
+            X, epsilon=1.0, estimator="spectral"),
+        "private_spectral_estimate(noise_aware) (200 replicates)": lambda: privirt.private_spectral_estimate(
+            X, epsilon=1.0, estimator="noise_aware"),
         "private_totals_estimate() (200 replicates)": lambda: privirt.private_totals_estimate(
             X, epsilon=1.0),
     }

@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "release_counts": "private",
     "private_spectral_estimate": "private",
     "spectral_from_release": "private",
+    "noise_aware_estimate": "private",
     "PrivacyStatement": "private",
     "release_totals": "totals",
     "estimate_from_release": "totals",

@@ -53,7 +53,8 @@ def test_reads_only_the_release_and_spends_nothing(tmp_path):
 def test_benchmark_compares_on_the_release_algorithm_2_uses():
     # bench_noisy_y runs spectral_from_counts on counts.clipped(): that is Algorithm 2's output
     X, _, _ = privirt.simulate_rasch(400, 6, seed=11)
-    alg2 = privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-4, seed=5)
+    alg2 = privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-4, seed=5, estimator="spectral",
+                                             n_boot=0)
     counts = privirt.release_counts(X, epsilon=1.0, delta=1e-4, seed=5)
     np.testing.assert_array_equal(alg2.counts.Y.to_numpy(), counts.Y.to_numpy())
     sp = spectral_from_counts(counts.clipped(), items=counts.items, graph=counts.graph.to_numpy(),
@@ -190,3 +191,57 @@ def test_randomized_response_release_is_refused():
         rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
     with pytest.raises(ValueError, match="additive noise"):
         noise_variance(rr.privacy)
+
+
+# -- wired into private_spectral_estimate -------------------------------------------------------
+def test_auto_estimator_is_chosen_from_public_quantities_only():
+    from privirt.private.api import NOISE_AWARE_BELOW
+
+    X, _, _ = privirt.simulate_rasch(2000, 12, seed=3)
+    auto = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, n_boot=0)
+    se0 = auto.info["noise_aware_se0"]
+    nu = noise_variance(auto.privacy)
+    assert se0 == noise_aware_se0(2000, 12, nu)  # n, m and the calibrated noise only
+    assert se0 < NOISE_AWARE_BELOW and auto.info["estimator"] == "noise_aware"
+    na = noise_aware_estimate(auto.counts)
+    np.testing.assert_array_equal(auto.beta.to_numpy(), na.beta.to_numpy())
+    # a tiny epsilon (large public noise) gives the spectral estimate
+    small = privirt.private_spectral_estimate(X, epsilon=0.01, seed=4, n_boot=0)
+    assert small.info["estimator"] == "spectral"
+    sp = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, n_boot=0, estimator="spectral")
+    assert sp.info["estimator"] == "spectral"
+    assert not np.allclose(sp.beta.to_numpy(), auto.beta.to_numpy())
+
+
+def test_batch_equals_one_at_a_time():
+    from privirt.private.noisy_likelihood import noise_aware_batch
+
+    Ys, single = [], []
+    for s, eps in enumerate((0.05, 0.3, 1.0, 5.0)):
+        X, _, _ = privirt.simulate_rasch(500, 8, seed=s)
+        c = privirt.release_counts(X, epsilon=eps, seed=s, p0=1.0)
+        Ys.append(c.Y.to_numpy().astype(float))
+        single.append(noise_aware_estimate(c.Y, noise_var=noise_variance(c.privacy)).beta.to_numpy())
+        # one noise variance per batch: refit each alone through the batch
+        got = noise_aware_batch(Ys[-1][None], ~np.eye(8, dtype=bool), noise_variance(c.privacy))[0]
+        np.testing.assert_allclose(got, single[-1], atol=1e-9)
+
+
+def test_noise_aware_intervals_cover_on_a_small_case():
+    hits = []
+    for d in range(6):
+        X, _, beta = privirt.simulate_rasch(1500, 8, seed=21 + d)
+        truth = beta - beta.mean()
+        r = privirt.private_spectral_estimate(X, epsilon=2.0, seed=100 + d, estimator="noise_aware", n_boot=60)
+        assert r.info["bootstrap_estimator"] == "noise_aware"
+        hits.append((r.ci["lo"].to_numpy() <= truth) & (truth <= r.ci["hi"].to_numpy()))
+    assert 0.75 <= np.mean(hits) <= 1.0
+
+
+def test_noise_aware_is_refused_for_randomized_response():
+    X, _, _ = privirt.simulate_rasch(200, 5, seed=1)
+    with pytest.raises(ValueError, match="additive noise"):
+        privirt.private_spectral_estimate(X, epsilon=1.0, mechanism="randomized_response",
+                                          estimator="noise_aware", n_boot=0)
+    with pytest.raises(ValueError, match="estimator must be"):
+        privirt.private_spectral_estimate(X, epsilon=1.0, estimator="clip", n_boot=0)

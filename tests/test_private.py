@@ -692,12 +692,15 @@ def test_private_results_follow_the_item_estimate_contract():
 
     X, _ = _rasch(n=300, m=5)
     X = pd.DataFrame(X, columns=list("abcde"))
-    res = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1)
+    res = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1, estimator="spectral")
     assert isinstance(res, ItemEstimate) and isinstance(res.spectral, ItemEstimate)
     assert list(res.items) == list("abcde")
     assert list(res.to_frame().columns) == ["beta", "se", "lo", "hi"]
     assert res.to_frame()["beta"].equals(res.beta)
     assert list(res.spectral.to_frame().columns) == ["beta", "pi", "d"]
+    na = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1, estimator="noise_aware")
+    assert list(na.to_frame().columns) == ["beta", "se", "lo", "hi"]
+    assert list(na.spectral.to_frame().columns) == ["beta", "beta_unshrunk", "se"]
     assert res.top_k(2).equals(res.beta.sort_values(ascending=False).index[:2])
     rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)
     assert list(rr.to_frame().columns) == ["beta", "beta_plain", "beta_debiased"]

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     eps = args.epsilon
     # fresh secure noise on every run: these columns change from run to run
     tot = private_totals_estimate(X, epsilon=eps, delta=1e-4)
-    alg2 = private_spectral_estimate(X, epsilon=eps, delta=1e-4, device="cpu")
+    alg2 = private_spectral_estimate(X, epsilon=eps, delta=1e-4, device="cpu", estimator="spectral")
     private = pd.DataFrame(
         {"totals": tot.beta, "totals_lo": tot.ci["lo"], "totals_hi": tot.ci["hi"],
          "alg2": alg2.beta, "alg2_lo": alg2.ci["lo"], "alg2_hi": alg2.ci["hi"]}

@@ -131,6 +131,10 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--p0", type=_p0, default=None, metavar="P",
                        help="edge probability of the comparison graph in (0, 1], or 'auto' "
                        "(default 1: complete graph)")
+    group.add_argument("--estimator", choices=("auto", "spectral", "noise_aware"), default=None,
+                       help="Algorithm 2's post-processing of the noisy counts: spectral (as "
+                       "published), noise_aware (a likelihood that knows the noise), or auto "
+                       "(default: noise_aware where measured better, from public n, m, ε, δ)")
     group.add_argument("--shuffle", action="store_true", default=None,
                        help="randomized response: shuffle reports and claim amplification")
     group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
@@ -174,7 +178,7 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     from ..private.choose import PRIVATE_METHODS, default_private_method
 
     if args.method is None:
-        if any(getattr(args, o) is not None for o in ("mechanism", "p0", "shuffle")):
+        if any(getattr(args, o) is not None for o in ("mechanism", "p0", "shuffle", "estimator")):
             return "spectral"  # options of Algorithm 2 ask for it
         return default_private_method(n_persons, n_items, args.epsilon, delta,
                                       missing=args.missing or "none")
@@ -207,7 +211,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     if method == "totals":
         from ..totals import private_totals_estimate
 
-        spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle") if getattr(args, o) is not None]
+        spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle", "estimator") if getattr(args, o) is not None]
         if spectral_only:
             raise ValueError(f"{', '.join(spectral_only)} apply to --method spectral (Algorithm 2) "
                              "only; the totals estimator uses the discrete Gaussian")
@@ -237,6 +241,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         note=note,
         items=items,
         n_persons=args.n_persons,
+        estimator=args.estimator or "auto",
     )
     table = pd.DataFrame({"beta": res.beta})
     if res.se is not None:  # Gaussian/Laplace counts: bootstrap intervals (docs/intervals.md)

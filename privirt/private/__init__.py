@@ -9,6 +9,8 @@ debited *before* any noise is drawn.
 * :func:`private_spectral_estimate` — the spectral estimator on the noisy counts, or on
   randomized-response data (optionally shuffled), with bootstrap intervals (``intervals``);
   :func:`spectral_from_release` — the same estimate and intervals from released counts.
+* :func:`noise_aware_estimate` — difficulties from released noisy counts by a likelihood that
+  knows the noise (``estimator="noise_aware"``; ``"auto"`` picks it where measured better).
 
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
@@ -35,6 +37,7 @@ from __future__ import annotations
 from ._inputs import PrivateCall, public_responses, validate_call
 from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
 from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
+from .noisy_likelihood import NoiseAwareResult, noise_aware_estimate, noise_aware_se0
 from .measurements import (
     CALIBRATION_MARGIN,
     CountsGaussian,
@@ -56,6 +59,9 @@ __all__ = [
     "release_counts",
     "private_spectral_estimate",
     "spectral_from_release",
+    "noise_aware_estimate",
+    "noise_aware_se0",
+    "NoiseAwareResult",
     "sample_comparison_graph",
     "auto_p0",
     "AUTO_P0_C",

@@ -16,16 +16,29 @@ from ._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
 from .intervals import DEFAULT_N_BOOT, check_confidence, check_n_boot, counts_intervals
 from .measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
+from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult
 from .rr import debiased_counts
 
-__all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS"]
+__all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS",
+           "NOISE_AWARE_BELOW"]
 
 CountMechanism = Literal["gaussian", "laplace"]
 Mechanism = Literal["gaussian", "laplace", "randomized_response"]
 
 #: ``mechanism=`` name -> the measurement that releases noisy pairwise counts.
 COUNT_MEASUREMENTS: dict[str, type] = {"gaussian": CountsGaussian, "laplace": CountsLaplace}
+
+#: ``estimator="auto"`` uses the noise-aware estimate where ``noise_aware_se0`` is below this
+#: (measured better than the spectral estimate in every cell there, ``benchmarks/bench_noisy_y.py``)
+NOISE_AWARE_BELOW: float = 0.3
+
+Estimator = Literal["auto", "spectral", "noise_aware"]
+
+
+def _check_estimator(estimator: Any) -> None:
+    if estimator not in ("auto", "spectral", "noise_aware"):
+        raise ValueError(f"estimator must be 'auto', 'spectral' or 'noise_aware', got {estimator!r}")
 
 
 def _debit(call: PrivateCall, meas: Measurement) -> int | None:
@@ -197,6 +210,7 @@ def private_spectral_estimate(
     client: Any = None,
     confidence: float = 0.95,
     n_boot: int | None = None,
+    estimator: Estimator = "auto",
 ) -> PrivateSpectralResult:
     """Private Rasch item difficulties: the spectral estimator on private data (Algorithm 2).
 
@@ -237,6 +251,14 @@ def private_spectral_estimate(
         Cost: each replicate simulates up to max(1000, 8·10⁶/m²) persons' counts (k·m²):
         about 0.2 s a call at n = 2000, m = 20 and 5 s at m = 100 on two cores; pass
         ``n_boot=0`` when only the point estimate is needed.
+    estimator : {"auto", "spectral", "noise_aware"}
+        Post-processing of the noisy counts (Gaussian/Laplace): ``"spectral"`` is Algorithm 2
+        as published (spectral estimator on the counts clipped at zero); ``"noise_aware"`` the
+        quasi-likelihood that knows the noise (:func:`~privirt.private.noisy_likelihood.noise_aware_estimate`);
+        ``"auto"`` (default) takes ``"noise_aware"`` where its public predicted standard error
+        ``noise_aware_se0(n, m, ν)`` is below :data:`NOISE_AWARE_BELOW` (where it was measured
+        better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
+        public n, m and the noise variance only; ``info["estimator"]`` says which was used.
 
     Returns
     -------
@@ -253,6 +275,10 @@ def private_spectral_estimate(
         raise ValueError("shuffle=True applies to mechanism='randomized_response' only")
     if rr_estimator not in ("debiased", "plain"):
         raise ValueError(f"rr_estimator must be 'debiased' or 'plain', got {rr_estimator!r}")
+    _check_estimator(estimator)
+    if mechanism == "randomized_response" and estimator == "noise_aware":
+        raise ValueError("estimator='noise_aware' needs additive noise on the counts; use mechanism='gaussian' "
+                         "or 'laplace' (randomized response has its own estimators, rr_estimator=)")
     confidence = check_confidence(confidence)
     rr = mechanism == "randomized_response"
     n_boot = (0 if rr else DEFAULT_N_BOOT) if n_boot is None else check_n_boot(n_boot)
@@ -269,7 +295,7 @@ def private_spectral_estimate(
     if mechanism != "randomized_response":
         counts = _release_counts(call, mechanism, sensitivity)
         return spectral_from_release(counts, confidence=confidence, n_boot=n_boot, seed=boot_seed,
-                                     device=call.device)
+                                     device=call.device, estimator=estimator)
     return _private_spectral_rr(call, bool(shuffle), rr_estimator)
 
 
@@ -288,6 +314,7 @@ def spectral_from_release(
     n_boot: int = DEFAULT_N_BOOT,
     seed: SeedLike = None,
     device: str = "auto",
+    estimator: Estimator = "auto",
 ) -> PrivateSpectralResult:
     """Algorithm 2's estimate, standard errors and intervals from released noisy counts.
 
@@ -307,6 +334,8 @@ def spectral_from_release(
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
     device : {"auto", "cpu", "gpu"}
         Where the point estimate is solved (the bootstrap runs on the CPU).
+    estimator : {"auto", "spectral", "noise_aware"}
+        As in :func:`private_spectral_estimate`; the bootstrap re-runs the estimator used.
 
     Returns
     -------
@@ -323,17 +352,26 @@ def spectral_from_release(
     if st.n_persons is None or st.noise_parameter not in ("sigma", "scale"):  # pragma: no cover
         raise ValueError("these counts do not say their number of persons and noise scale; "
                          "release them with release_counts")
+    _check_estimator(estimator)
     G = counts.graph.to_numpy()
-    fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
-                               regularization="auto", device=device)
+    nu = noise_variance(st)
+    se0 = noise_aware_se0(int(st.n_persons), len(counts.items), nu)
+    used = estimator if estimator != "auto" else ("noise_aware" if se0 < NOISE_AWARE_BELOW else "spectral")
+    if used == "noise_aware":
+        fit = noise_aware_estimate(counts)
+        reg = 1.0
+    else:
+        fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
+                                   regularization="auto", device=device)
+        reg = fit.regularization
     boot = None
     if n_boot:
         boot = counts_intervals(counts.Y.to_numpy(), G, fit.beta.to_numpy(), int(st.n_persons),
                                 noise_parameter=st.noise_parameter, noise_value=float(st.noise_value),
-                                regularization=fit.regularization, confidence=confidence,
-                                n_boot=n_boot, seed=ss)
+                                regularization=reg, confidence=confidence,
+                                n_boot=n_boot, seed=ss, estimator=used, noise_var=nu)
     se, ci = _item_intervals(counts.items, boot)
-    info = {"n_boot": n_boot, "confidence": confidence}
+    info = {"n_boot": n_boot, "confidence": confidence, "estimator": used, "noise_aware_se0": se0}
     if boot is not None:
         info.update(boot.info)
     return PrivateSpectralResult(beta=fit.beta, privacy=st, spectral=fit, graph=counts.graph,

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from .._seeds import describe_seed, numpy_rng
+from .noisy_likelihood import noise_aware_batch
 
 __all__ = [
     "DEFAULT_N_BOOT",
@@ -197,14 +198,20 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
 # 4. the intervals
 def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray, G: np.ndarray, n: int,
                 reps: int, noise_parameter: str, noise_value: float,
-                regularization: float) -> tuple[np.ndarray, float, float]:
-    """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release)."""
+                regularization: float, estimator: str = "spectral",
+                noise_var: float | None = None) -> tuple[np.ndarray, float, float]:
+    """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release):
+    the spectral estimate on the clipped counts, or the noise-aware estimate on the
+    unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``)."""
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
     for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
         Y = _rescale(_exact_counts(X), n, k, mean_pp)
         Y = Y + _noise(rng, noise_parameter, noise_value, Y.shape)
+        if estimator == "noise_aware":
+            out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var))
+            continue
         np.clip(Y, 0.0, None, out=Y)
         out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization)
     return out, mu, tau
@@ -221,8 +228,11 @@ def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
 def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarray, n: int, *,
                      noise_parameter: str, noise_value: float, regularization: float = 1.0,
                      confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT,
-                     seed: np.random.SeedSequence | None = None) -> BootstrapIntervals:
-    """Intervals for the spectral estimate on clipped noisy counts (Gaussian or Laplace noise).
+                     seed: np.random.SeedSequence | None = None, estimator: str = "spectral",
+                     noise_var: float | None = None) -> BootstrapIntervals:
+    """Intervals for the estimate from noisy counts (Gaussian or Laplace noise): the spectral
+    estimate on the clipped counts (default) or the noise-aware one (``estimator="noise_aware"``;
+    ``noise_var`` the variance of the released noise).
 
     Parameters
     ----------
@@ -247,7 +257,12 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     beta_hat = np.asarray(beta_hat, dtype=float)
     rng = numpy_rng(seed, "bootstrap")
     args = (Y_noisy, G, n)
-    kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization}
+    if estimator not in ("spectral", "noise_aware"):
+        raise ValueError(f"estimator must be 'spectral' or 'noise_aware', got {estimator!r}")
+    if estimator == "noise_aware" and noise_var is None:
+        raise ValueError("noise_var is required with estimator='noise_aware'")
+    kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization,
+          "estimator": estimator, "noise_var": noise_var}
     # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
@@ -283,6 +298,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     centre = truth + (beta_hat - mean) / a
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
+            "bootstrap_estimator": estimator,
             "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
             "attenuation": a, "calibration_steps": steps, "centre": centre.tolist(),
             "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}

@@ -67,8 +67,9 @@ class PrivateSpectralResult(ItemEstimate):
     beta : pandas.Series
         Private item difficulties (centred; higher = harder).
     privacy : PrivacyStatement
-    spectral : SpectralResult
-        The spectral fit on the post-processed private counts.
+    spectral : SpectralResult or NoiseAwareResult
+        The fit on the private counts: the spectral fit on the clipped counts, or the
+        noise-aware fit when ``info["estimator"]`` is ``"noise_aware"``.
     graph : pandas.DataFrame of bool
         The comparison graph.
     counts : NoisyCounts or None
