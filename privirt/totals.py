@@ -11,8 +11,9 @@ Three layers, each usable alone:
    ability spread, empirical-Bayes shrinkage with the known noise variance, parametric-bootstrap
    intervals); :func:`private_totals_estimate` is 2 then 3.
 
-Complete data only (incomplete data: :func:`privirt.private_spectral_estimate`).  Proofs and
-the derivation of the split: ``docs/totals.md``.
+Complete data by default; ``missing="mcar"`` declares cells missing completely at random and
+releases the answered counts too (maths: :mod:`privirt.marginal_missing`).  Proofs and the
+derivation of the split: ``docs/totals.md``.
 """
 
 from __future__ import annotations
@@ -25,21 +26,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import marginal
+from . import marginal, marginal_missing
 from ._results import ItemEstimate
-from ._seeds import child, describe_seed, numpy_rng, seed_sequence, stream_key
-from .accounting import (
-    NEIGHBOURING_RELATION,
-    ApproxDP,
-    PrivacyCost,
-    ZCDP,
-    calibrate_gaussian_sigma,
-    zcdp_to_approx_dp,
-)
+from ._seeds import child, describe_seed, numpy_rng, seed_sequence
+from .accounting import NEIGHBOURING_RELATION
 from .exceptions import warn_if_noise_dominates
-from .private import PrivacyStatement, calibration_epsilon
+from .private import PrivacyStatement
 from .private._inputs import validate_call
-from .private.measurements import load_mechanisms
+from .private.measurements import TotalsGaussian
 from .responses import ResponsesLike
 from .sensitivity import Sensitivity, _sqrt_up
 
@@ -54,9 +48,6 @@ __all__ = [
     "estimate_from_release",
     "private_totals_estimate",
 ]
-
-_MECHANISM = "discrete Gaussian (item totals + score histogram)"
-
 
 # ---------------------------------------------------------------------------------------
 # 1. statistics and sensitivity
@@ -146,6 +137,14 @@ class TotalsRelease:
     split : float
         Share of ρ spent on the histogram.
     privacy : PrivacyStatement
+    missing : {"none", "mcar"}
+        The declared input domain.  ``"mcar"``: ``totals`` counts correct answers,
+        ``answered`` the noisy number of persons who answered each item, and the histogram is
+        of the observed score (one bin of the number answered, ``docs/totals.md`` §7).
+    answered : pandas.Series of int64 or None
+        Noisy answered counts (``missing="mcar"`` only).
+    sigma_answered : float
+        Their discrete Gaussian scale (NaN without them).
     """
 
     totals: pd.Series
@@ -156,6 +155,9 @@ class TotalsRelease:
     sigma_histogram: float
     split: float
     privacy: PrivacyStatement
+    missing: str = "none"
+    answered: pd.Series | None = None
+    sigma_answered: float = math.nan
 
     @property
     def items(self) -> pd.Index:
@@ -172,34 +174,24 @@ class TotalsRelease:
             "sigma_totals": self.sigma_totals,
             "sigma_histogram": self.sigma_histogram,
             "split": self.split,
+            "missing": self.missing,
+            **({} if self.answered is None else {"answered": [int(v) for v in self.answered],
+                                                 "sigma_answered": self.sigma_answered}),
             "privacy": self.privacy.to_dict(),
         }
 
 
-def _calibrate(eps: float, dlt: float, m: int, n: int, mech_mod: Any) -> tuple[float, float, float, np.ndarray, float]:
-    """(σ_totals, σ_hist, f, edges, ρ) meeting (ε, δ) with the derived split."""
-    try:
-        sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
-    except (ValueError, ArithmeticError, OverflowError):
-        sigma1 = math.inf
-    rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
-    if not rho > 0:
-        raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual range (say 0.01 to 100)")
-    f, edges = marginal.optimal_split(n, m, rho)
-    sig_t = math.sqrt(m / (2.0 * (1.0 - f) * rho))
-    sig_h = math.sqrt(1.0 / (f * rho))
-    for s in (sig_t, sig_h):
-        if not mech_mod.MIN_SCALE <= s <= mech_mod.MAX_SCALE:
-            raise ValueError(
-                f"epsilon={eps:g} calibrates to a noise scale σ = {s:.4g}, outside the range the exact "
-                f"sampler supports [{mech_mod.MIN_SCALE:g}, {mech_mod.MAX_SCALE:g}]; choose an epsilon "
-                "in the usual range (say 0.01 to 100)"
-            )
-    return sig_t, sig_h, f, edges, rho
+_COMPLETE_ONLY = ('private_totals_estimate/release_totals were told missing="none" (complete data) but '
+                  'the data have missing cells; declare missing="mcar" (missing completely at random) '
+                  "or use privirt.private_spectral_estimate (nothing was spent)")
+MISSING_DOMAINS = ("none", "mcar")
 
 
-_COMPLETE_ONLY = ("private_totals_estimate/release_totals need complete data (no missing cells); "
-                  "for incomplete data use privirt.private_spectral_estimate")
+def _check_missing(missing: Any) -> str:
+    if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
+        raise ValueError(f'missing must be "none" (complete data) or "mcar" (missing completely at '
+                         f"random), got {missing!r}")
+    return missing
 
 
 def release_totals(
@@ -214,13 +206,15 @@ def release_totals(
     n_persons: int | None = None,
     engine: str = "local",
     client: Any = None,
+    missing: str = "none",
 ) -> TotalsRelease:
     """Release noisy item totals and a raw-score histogram, (ε, δ)-DP.
 
     Parameters
     ----------
     X : ResponsesLike
-        Complete persons × items 0/1 responses (one row per person).
+        Persons × items 0/1 responses (one row per person); missing cells only with
+        ``missing="mcar"``.
     epsilon, delta : float
         Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).
     ledger : Ledger or path, optional
@@ -236,77 +230,65 @@ def release_totals(
         see :func:`privirt.release_counts`).
     engine : {"local", "dask"}
         ``"dask"``: ``X`` is a Parquet folder/glob, a dask DataFrame/Array or a
-        :class:`~privirt.dask_engine.DaskSource`; the totals and the raw-score histogram are
-        summed on the cluster (``client=``, else a local cluster), then the ledger is debited,
-        then the noise is drawn once.
+        :class:`~privirt.dask_engine.DaskSource`; the statistics are summed on the cluster
+        (``client=``, else a local cluster), then the ledger is debited, then the noise is
+        drawn once.
+    missing : {"none", "mcar"}
+        The declared (public) input domain.  ``"none"``: complete data, missing cells are
+        refused.  ``"mcar"``: cells may be missing completely at random; the release is the
+        noisy correct counts, answered counts and observed-score histogram (joint L2² ≤ 2m + 2,
+        ``docs/totals.md`` §7) — also for data that happen to be complete.
 
     Returns
     -------
     TotalsRelease
     """
-
+    missing = _check_missing(missing)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note, engine=engine,
                          client=client)
-    eps, dlt = call.target.epsilon, call.target.delta
     ss, ledger, resp = call.seed, call.ledger, call.resp
     on_dask = getattr(resp, "engine", "local") == "dask"
-    if not on_dask and resp.has_missing:
+    mcar = missing == "mcar"
+    if not mcar and not on_dask and resp.has_missing:
         raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
-    mech_mod = load_mechanisms()
-    sig_t, sig_h, f, edges, _ = _calibrate(eps, dlt, m, n, mech_mod)
-    warn_if_noise_dominates(sig_t, n, "item totals")  # public n and σ only
+    meas = TotalsGaussian.calibrate(call.target, n_persons=n, n_items=m, missing=missing)
+    warn_if_noise_dominates(meas.sigmas[0], n, "item totals")  # public n and σ only
+    edges = meas.edges
     B = len(edges) - 1
-    sens = totals_sensitivity(m, B)
-    seeds = (None, None) if ss is None else tuple(stream_key(child(ss, "totals", k)) for k in ("s", "h"))
-    while True:  # a hair more noise until the rounded-up ρ meets the target
-        mt = mech_mod.DiscreteGaussian(sig_t, seed=seeds[0])
-        mh = mech_mod.DiscreteGaussian(sig_h, seed=seeds[1])
-        rho = float(mt.privacy(_sqrt_up(m), dimension=m)) + float(mh.privacy(_sqrt_up(2), dimension=B))
-        claimed = zcdp_to_approx_dp(rho, dlt)
-        if claimed <= eps * (1 + 1e-12):
-            break
-        sig_t *= 1 + 1e-9
-        sig_h *= 1 + 1e-9
-    private = ss is None and bool(mt.private) and bool(mh.private)
-    notes = [
-        f"item totals (L2² ≤ {m}, σ = {sig_t:.6g}) and a {B}-bin raw-score histogram "
-        f"(L2² ≤ 2, σ = {sig_h:.6g}); {f:.1%} of ρ on the histogram (derived split, docs/totals.md)",
-        "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
-        "complete data only: which items a person answered is not part of the release",
-    ]
-    if not private:
-        notes.append("seed given: noise is reproducible, so this result is NOT private")
-    cost = PrivacyCost(rho=rho)
+    if mcar:
+        sig_t, sig_a, sig_h = meas.sigmas
+    else:
+        (sig_t, sig_h), sig_a = meas.sigmas, math.nan
 
     if on_dask:  # exact sums from the cluster; nothing else comes back
         st = resp.statistics(pairwise=False)
-        if np.any(np.asarray(st.answered) != n):
-            raise ValueError(_COMPLETE_ONLY + " (nothing was spent)")
+        answered = np.asarray(st.answered, dtype=np.int64)
+        if not mcar and np.any(answered != n):
+            raise ValueError(_COMPLETE_ONLY)
         totals = np.asarray(st.totals, dtype=np.int64)
-        raw = np.asarray(st.score_hist, dtype=np.int64)[m]  # everyone answered all m items
+        raw = np.asarray(st.score_hist, dtype=np.int64).sum(axis=0)  # persons by observed score
         hist = np.add.reduceat(raw, np.asarray(edges[:-1], dtype=np.intp)).astype(np.int64)
+    elif mcar:
+        totals, answered, joint = missing_statistics(resp.codes, np.array([0, m + 1]), edges)
+        hist = joint[0]
     else:
         totals, hist = totals_statistics(resp.codes, edges)
+    exact = [totals, answered, hist] if mcar else [totals, hist]
     # committed before any noise exists
-    spend_id = None if ledger is None else ledger.spend(cost, mechanism=_MECHANISM, note=str(note))
-    noisy_t = np.asarray(mt.apply(totals), dtype=np.int64)
-    noisy_h = np.asarray(mh.apply(hist), dtype=np.int64)
-    del totals, hist
-
-    statement = PrivacyStatement(
-        mechanism=_MECHANISM, relation=NEIGHBOURING_RELATION, sensitivity=sens,
-        guarantee=ApproxDP(float(claimed), float(dlt)), native=ZCDP(rho),
-        noise_parameter="sigma", noise_value=float(sig_t), private=private, p0=None, n_edges=None,
-        shuffle=False, cost=cost, n_persons=int(n), ledger_spend_id=spend_id, notes=tuple(notes),
-    )
+    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note))
+    noisy = meas.apply(exact, seed=ss)
+    del totals, hist, exact
+    statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]
     return TotalsRelease(
-        totals=pd.Series(noisy_t, index=resp.items.copy(), name="total"),
-        histogram=pd.Series(noisy_h, index=pd.Index(labels, name="score"), name="persons"),
+        totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
+        histogram=pd.Series(noisy[-1], index=pd.Index(labels, name="score"), name="persons"),
         edges=np.asarray(edges, dtype=np.int64), n_persons=int(n), sigma_totals=float(sig_t),
-        sigma_histogram=float(sig_h), split=float(f), privacy=statement,
+        sigma_histogram=float(sig_h), split=meas.split, privacy=statement, missing=missing,
+        answered=pd.Series(noisy[1], index=resp.items.copy(), name="answered") if mcar else None,
+        sigma_answered=float(sig_a),
     )
 
 
@@ -330,7 +312,8 @@ class TotalsEstimate(ItemEstimate):
     release : TotalsRelease
     info : dict
         Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
-        bootstrap size, confidence, seed.
+        bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``
+        and the mean answered share.
     """
 
     beta: pd.Series
@@ -413,6 +396,8 @@ def estimate_from_release(
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     _check_n_boot(n_boot)
     ss = seed_sequence(seed)
+    if release.missing == "mcar":
+        return _estimate_mcar(release, confidence, n_boot, ss)
     n = release.n_persons
     edges = release.edges
     t = release.totals.to_numpy(dtype=float)
@@ -439,13 +424,17 @@ def estimate_from_release(
     else:
         se = np.full(beta.size, np.nan)
         centre = np.full(beta.size, np.nan)
-    items = release.items
     info = {
         "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "free_ability_weights": fit.flexible,
         "n_boot": int(n_boot), "confidence": float(confidence),
         "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
         "bootstrap_seed": describe_seed(ss),
     }
+    return _result(release, beta, se, centre, z, beta_u, info)
+
+
+def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> TotalsEstimate:
+    items = release.items
     return TotalsEstimate(
         beta=pd.Series(beta, index=items.copy(), name="beta"),
         se=pd.Series(se, index=items.copy(), name="se"),
@@ -453,6 +442,59 @@ def estimate_from_release(
         beta_unshrunk=pd.Series(beta_u, index=items.copy(), name="beta_unshrunk"),
         privacy=release.privacy, release=release, info=info,
     )
+
+
+def _fit_mcar(release: TotalsRelease, shrink: bool, support=None):
+    """The MCAR fit of the released statistics: (fit, β, factor, diagnostics, q)."""
+    n = release.n_persons
+    tp, q, v = marginal_missing.ratio_proportions(
+        release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
+        release.sigma_totals**2, release.sigma_answered**2)
+    if shrink:
+        p, c, diag = marginal.shrink_totals(tp, n, v)
+    else:
+        p, c, diag = marginal.centre_totals(tp, n, v), 1.0, {}
+    fit = marginal_missing.fit_spread_mcar(p, q, release.histogram.to_numpy(dtype=float), n,
+                                           release.sigma_histogram**2, release.edges, support=support)
+    return fit, fit.beta, c, diag, q
+
+
+def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -> TotalsEstimate:
+    """:func:`estimate_from_release` for a ``missing="mcar"`` release (``docs/totals.md`` §7)."""
+    n, edges = release.n_persons, release.edges
+    fit, beta, c, diag, q = _fit_mcar(release, shrink=True)
+    support = fit.support()
+    beta_u = _fit_mcar(release, shrink=False, support=support)[1]
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    if n_boot:
+        rng = numpy_rng(ss, "bootstrap")
+        sb, ab, hb = marginal_missing.simulate_mcar_statistics(rng, fit, beta, q, n, edges, int(n_boot))
+        sb = sb + rng.normal(0.0, release.sigma_totals, sb.shape)
+        ab = ab + rng.normal(0.0, release.sigma_answered, ab.shape)
+        hb = hb + rng.normal(0.0, release.sigma_histogram, hb.shape)
+        vs, va = release.sigma_totals**2, release.sigma_answered**2
+        pq = [marginal_missing.ratio_proportions(s, a, n, vs, va) for s, a in zip(sb, ab)]
+        pb = np.stack([marginal.centre_totals(tp, n, v) for tp, _, v in pq])
+        qb = np.stack([x[1] for x in pq])
+        theta_s, w_s = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
+        tp0, _, v0 = marginal_missing.ratio_proportions(
+            release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n, vs, va)
+        start = marginal.invert_marginals(marginal.centre_totals(tp0, n, v0), theta_s, w_s)
+        reps = marginal_missing.fit_support_batch_mcar(pb, qb, hb, n, release.sigma_histogram**2, edges,
+                                                       support, initial=start)
+        err = reps - beta[None, :]
+        se = err.std(axis=0, ddof=1)
+        centre = beta_u - err.mean(axis=0)
+    else:
+        se = np.full(beta.size, np.nan)
+        centre = np.full(beta.size, np.nan)
+    info = {
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot),
+        "confidence": float(confidence), "split": release.split, "n_bins": int(len(edges) - 1),
+        "detect": diag, "bootstrap_seed": describe_seed(ss), "missing": "mcar",
+        "answered_share": float(np.mean(q)),
+    }
+    return _result(release, beta, se, centre, z, beta_u, info)
 
 
 def private_totals_estimate(
@@ -469,12 +511,14 @@ def private_totals_estimate(
     n_persons: int | None = None,
     engine: str = "local",
     client: Any = None,
+    missing: str = "none",
 ) -> TotalsEstimate:
     """Private Rasch difficulties with intervals: :func:`release_totals` then
     :func:`estimate_from_release`.
 
     Parameters are those of the two functions; ``seed`` seeds both the noise (then the result
-    is NOT private) and the bootstrap.
+    is NOT private) and the bootstrap.  ``missing="mcar"`` declares that cells may be missing
+    completely at random (see :func:`release_totals`).
 
     Examples
     --------
@@ -490,6 +534,6 @@ def private_totals_estimate(
     ss = seed_sequence(seed)
     release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items,
                              note=note, n_persons=n_persons, engine=engine,
-                             client=client)
+                             client=client, missing=missing)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
                                  seed=None if ss is None else child(ss, "estimate"))

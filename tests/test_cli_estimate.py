@@ -138,10 +138,10 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
     out = capsys.readouterr().out
     cmle = {r[0]: float(r[3]) for r in _demo_table(out, "Not private")[1:]}
     rows = _demo_table(out, "Private (each column set (2, 1e-4)-DP on its own")
-    assert rows[0] == ["totals", "totals_lo", "totals_hi", "alg2"]
+    assert rows[0] == ["totals", "totals_lo", "totals_hi", "alg2", "alg2_lo", "alg2_hi"]
     for r in rows[1:]:
-        totals, lo, hi, alg2 = map(float, r[1:])
-        assert lo <= totals <= hi
+        totals, lo, hi, alg2, alg2_lo, alg2_hi = map(float, r[1:])
+        assert lo <= totals <= hi and alg2_lo < alg2_hi
         assert abs(totals - cmle[r[0]]) < 0.6 and abs(alg2 - cmle[r[0]]) < 0.6  # n = 1000, ε = 2
     assert abs(sum(float(r[4]) for r in rows[1:])) < 5e-4  # Algorithm 2 is centred
     assert "95 % interval that includes the privacy noise" in out
@@ -294,6 +294,13 @@ def test_private_method_default_is_chosen_from_public_quantities_only():
     assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # where Algorithm 2 measured better
     assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
     assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
+    # declared-MCAR data: Algorithm 2 measured ahead for short tests below 1000 persons
+    assert default_private_method(500, 10, 1.0, 1e-4, missing="mcar") == "spectral"
+    assert default_private_method(500, 10, 1.0, 1e-4) == "totals"
+    assert default_private_method(1000, 10, 0.3, 1e-4, missing="mcar") == "totals"
+    assert default_private_method(200, 20, 0.3, 1e-4, missing="mcar") == "totals"
+    with pytest.raises(ValueError, match="missing must be"):
+        default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
 
 
 def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
@@ -310,10 +317,40 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     assert len(rows) == 5 and all(float(r[3]) <= float(r[1]) <= float(r[4]) for r in rows)
     assert "item totals + score histogram" in out and "NOT PRIVATE" in out
     assert main([*args, "--method", "spectral"]) == 0
-    assert capsys.readouterr().out.startswith("private spectral estimate")
+    out = capsys.readouterr().out
+    assert out.startswith("private spectral estimate")
+    assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]  # Algorithm 2's intervals
     assert main([*args, "--method", "totals", "--shuffle"]) == 2
     assert "--shuffle apply to --method spectral" in capsys.readouterr().err
     assert main(["estimate", path, "--weights-col", "frequency", "--method", "totals"]) == 2
     assert "give --epsilon" in capsys.readouterr().err
     assert main([*args, "--method", "cmle"]) == 2
     assert "no private version" in capsys.readouterr().err
+
+
+def test_estimate_missing_declares_the_domain(tmp_path, capsys):
+    from privirt.private.choose import default_private_method
+
+    X, _, _ = privirt.simulate_rasch(1200, 6, seed=2)
+    X = X.astype(float)
+    X[np.random.default_rng(0).random(X.shape) < 0.15] = np.nan
+    path = tmp_path / "holes.csv"
+    pd.DataFrame(X, columns=[f"q{j}" for j in range(6)]).to_csv(path, index=False)
+    base = ["estimate", str(path), "--epsilon", "2", "--seed", "1"]
+    assert main([*base, "--method", "totals"]) == 2  # declared complete, data are not
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--missing mcar" in err and "--method spectral" in err
+    assert main([*base, "--method", "totals", "--missing", "mcar"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("private totals estimate: 1200 persons × 6 items")
+    assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]
+    assert "answered counts" in out and "missing completely at random" in out and "NOT PRIVATE" in out
+    # the default method for declared-MCAR data follows the public rule
+    assert main([*base, "--missing", "mcar"]) == 0
+    want = default_private_method(1200, 6, 2.0, 1e-4, missing="mcar")
+    assert capsys.readouterr().out.startswith(f"private {want} estimate")
+    assert main(["estimate", str(path), "--missing", "mcar"]) == 2  # a private-only option
+    assert "--missing need --epsilon" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # argparse: usage error, status 2
+        main([*base, "--missing", "maybe"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -429,3 +429,15 @@ def test_private_totals_on_dask_equal_in_memory_and_incomplete_data_spends_nothi
             privirt.release_totals(source, engine="dask", client=client, epsilon=1.0, delta=1e-5,
                                    n_persons=n, items=items, ledger=ledger)
     assert ledger.spends().empty
+
+
+def test_private_totals_mcar_on_dask_equal_in_memory(tmp_path, client):
+    items = ["a", "b", "c", "d", "e"]
+    X = _data(n=700, m=5, missing=0.2, seed=9)
+    folder = _write_parquet(tmp_path / "mcar", X, items, files=3)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=4, n_persons=750, items=items, missing="mcar")
+    got = privirt.release_totals(folder, engine="dask", client=client, **kw)
+    ref = privirt.release_totals(pd.DataFrame(X, columns=items), **kw)  # 50 absent persons: all-missing rows
+    for part in ("totals", "answered", "histogram"):
+        np.testing.assert_array_equal(getattr(got, part), getattr(ref, part))
+    assert str(got.privacy) == str(ref.privacy) and got.missing == "mcar"

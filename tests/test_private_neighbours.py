@@ -30,6 +30,8 @@ ENTRY_POINTS = {
     "private_spectral/rr/shuffled": partial(privirt.private_spectral_estimate, mechanism="randomized_response", shuffle=True),
     "release_totals": partial(privirt.release_totals),
     "private_totals_estimate": partial(privirt.private_totals_estimate, n_boot=20),
+    "release_totals/mcar": partial(privirt.release_totals, missing="mcar"),
+    "private_totals_estimate/mcar": partial(privirt.private_totals_estimate, n_boot=20, missing="mcar"),
 }
 #: entry points defined on complete data only (they refuse missing cells)
 COMPLETE_DATA_ONLY = {"release_totals", "private_totals_estimate"}

@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- private estimation (the accounting issue) ----------------------------------------------
 #: private options that only make sense together with --epsilon
-_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items", "n_persons")
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items", "n_persons", "missing")
 
 
 def _p0(text: str):
@@ -144,6 +144,10 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
                        help="the public number of persons; required for a long table, which lists "
                        "only persons with answers (absent persons count as all-missing rows)")
+    group.add_argument("--missing", choices=("none", "mcar"), default=None,
+                       help="the declared input domain: none (complete data; default) or mcar "
+                       "(cells missing completely at random: the totals method also releases "
+                       "answered counts); chooses the default method and is passed to totals")
 
 
 def public_items(spec: str, data_items: pd.Index) -> list:
@@ -172,7 +176,8 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     if args.method is None:
         if any(getattr(args, o) is not None for o in ("mechanism", "p0", "shuffle")):
             return "spectral"  # options of Algorithm 2 ask for it
-        return default_private_method(n_persons, n_items, args.epsilon, delta)
+        return default_private_method(n_persons, n_items, args.epsilon, delta,
+                                      missing=args.missing or "none")
     if args.method not in PRIVATE_METHODS:
         raise ValueError(f"--method {args.method} has no private version; with --epsilon use "
                          f"{' or '.join(PRIVATE_METHODS)}")
@@ -206,9 +211,14 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         if spectral_only:
             raise ValueError(f"{', '.join(spectral_only)} apply to --method spectral (Algorithm 2) "
                              "only; the totals estimator uses the discrete Gaussian")
+        missing = args.missing or "none"
+        if missing == "none" and getattr(resp, "has_missing", False):
+            raise ValueError(f"{Path(args.file).name} has missing cells but the totals method was run "
+                             "for complete data: declare --missing mcar (missing completely at "
+                             "random) or use --method spectral (nothing was spent)")
         res = private_totals_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger,
                                       seed=args.seed, items=items, note=note,
-                                      n_persons=args.n_persons)
+                                      n_persons=args.n_persons, missing=missing)
         table = pd.DataFrame({"beta": res.beta, "se": res.se, "lo": res.ci["lo"], "hi": res.ci["hi"]})
         return method, table, res.privacy
 
@@ -228,7 +238,10 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         items=items,
         n_persons=args.n_persons,
     )
-    return method, pd.DataFrame({"beta": res.beta}), res.privacy
+    table = pd.DataFrame({"beta": res.beta})
+    if res.se is not None:  # Gaussian/Laplace counts: bootstrap intervals (docs/intervals.md)
+        table = table.assign(se=res.se, lo=res.ci["lo"], hi=res.ci["hi"])
+    return method, table, res.privacy
 
 
 def register(subparsers) -> None:

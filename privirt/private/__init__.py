@@ -7,11 +7,13 @@ debited *before* any noise is drawn.
 * :func:`release_counts` — noisy pairwise differential counts on a public comparison graph
   (discrete Gaussian, ρ-zCDP, or discrete Laplace, pure ε); publishable.
 * :func:`private_spectral_estimate` — the spectral estimator on the noisy counts, or on
-  randomized-response data (optionally shuffled).
+  randomized-response data (optionally shuffled), with bootstrap intervals (``intervals``);
+  :func:`spectral_from_release` — the same estimate and intervals from released counts.
 
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
-(:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`), each with
+(:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`, and
+:class:`TotalsGaussian` for ``privirt.totals``), each with
 ``calibrate``, ``apply`` and ``statement`` and carrying its privacy map (``map``) and the
 measure it is stated in (``measure``); ``api`` holds the
 thin entry points (validate → choose the measurement → debit → apply → state); ``graph``,
@@ -31,7 +33,7 @@ sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
 from __future__ import annotations
 
 from ._inputs import PrivateCall, public_responses, validate_call
-from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts
+from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
 from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
 from .measurements import (
     CALIBRATION_MARGIN,
@@ -39,6 +41,7 @@ from .measurements import (
     CountsLaplace,
     Measurement,
     ResponsesRR,
+    TotalsGaussian,
     calibration_epsilon,
     noise_seed,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "PrivateSpectralResult",
     "release_counts",
     "private_spectral_estimate",
+    "spectral_from_release",
     "sample_comparison_graph",
     "auto_p0",
     "AUTO_P0_C",
@@ -60,6 +64,7 @@ __all__ = [
     "CountsGaussian",
     "CountsLaplace",
     "ResponsesRR",
+    "TotalsGaussian",
     "COUNT_MEASUREMENTS",
     "PrivateCall",
     "validate_call",

@@ -44,6 +44,7 @@ __all__ = [
     "CountsGaussian",
     "CountsLaplace",
     "ResponsesRR",
+    "TotalsGaussian",
     "calibration_epsilon",
 ]
 
@@ -326,3 +327,134 @@ class ResponsesRR(Measurement):
         if self.shuffle_requested:
             Z = shuffle_rows(Z, secure_rng(seed, "shuffle"))
         return Z
+
+
+class TotalsGaussian(Measurement):
+    """Discrete Gaussian noise on the parts of the totals release (``privirt.totals``):
+    (item totals, score histogram), or with ``missing="mcar"`` (correct counts, answered counts,
+    observed-score histogram); each part has its own σ and sensitivity (m, [m,] 2), the ρ-zCDP
+    of the parts is composed and stated as (ε, δ)-DP by the tight conversion.
+
+    The shares of ρ and the score bins are the design derived from the public n, m and ρ
+    (``docs/totals.md`` §4, §7): ``split`` (the histogram's share f), ``answered_share`` (g),
+    ``edges``; ``sigmas`` holds one σ per part, ``parts`` their names.
+    """
+
+    name = "discrete Gaussian (item totals + score histogram)"
+    ledger_label = name
+    noise_parameter = "sigma"
+    measure = ZCDP
+
+    sigmas: tuple[float, ...]
+    parts: tuple[str, ...]
+    split: float
+    answered_share: float
+    edges: np.ndarray
+    missing: str
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, *, n_persons: int, n_items: int,
+                  missing: str = "none") -> "TotalsGaussian":
+        """σ per part meeting ``target`` with the derived split (a hair more noise until the
+        mechanisms' rounded-up ρ meets it)."""
+        from .. import marginal, marginal_missing
+        from ..sensitivity import _sqrt_up
+
+        mech_mod = load_mechanisms()
+        eps, dlt = target.epsilon, target.delta
+        n, m = int(n_persons), int(n_items)
+        try:
+            sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
+        except (ValueError, ArithmeticError, OverflowError):
+            sigma1 = math.inf
+        rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
+        if not rho > 0:
+            raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual "
+                             "range (say 0.01 to 100)")
+        self = cls()
+        self.missing = missing
+        if missing == "mcar":
+            f, g, edges = marginal_missing.mcar_design(n, m, rho)
+            sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * (1.0 - g) * rho)),
+                      math.sqrt(m / (2.0 * (1.0 - f) * g * rho)), math.sqrt(1.0 / (f * rho))]
+            self.parts = ("s", "a", "h")
+            self.name = "discrete Gaussian (item totals + answered counts + score histogram)"
+            self.ledger_label = self.name
+        else:
+            f, edges = marginal.optimal_split(n, m, rho)
+            g = 0.0
+            sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * rho)), math.sqrt(1.0 / (f * rho))]
+            self.parts = ("s", "h")
+        for s in sigmas:
+            check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+        B = len(edges) - 1
+        l2 = [_sqrt_up(m)] * (len(self.parts) - 1) + [_sqrt_up(2)]  # each part's own L2 sensitivity
+        self._part_sens = list(zip(l2, [m] * (len(self.parts) - 1) + [B]))
+        while True:
+            self.sigmas = tuple(sigmas)
+            self.native = self.map()
+            claimed = zcdp_to_approx_dp(self.native.rho, dlt)
+            if claimed <= eps * (1 + 1e-12):
+                break
+            sigmas = [s * (1 + 1e-9) for s in sigmas]
+        self.noise_value = float(self.sigmas[0])
+        self.split, self.answered_share, self.edges = float(f), float(g), np.asarray(edges, dtype=np.int64)
+        # jointly: the parts' squared bounds add up (attained together, docs/totals.md §2, §7)
+        joint = m * (len(self.parts) - 1) + 2
+        self.sensitivity = Sensitivity(float(joint), _sqrt_up(joint), "tight", NEIGHBOURING_RELATION,
+                                       m * (len(self.parts) - 1) + B)
+        self.guarantee = ApproxDP(float(claimed), float(dlt))
+        self.cost = PrivacyCost(rho=self.native.rho)
+        self.notes = self._notes(m, B)
+        self._check_claim(target)
+        return self
+
+    def _notes(self, m: int, B: int) -> tuple[str, ...]:
+        f = self.split
+        if self.missing == "mcar":
+            sig_t, sig_a, sig_h = self.sigmas
+            g = (m / (2 * sig_a**2)) / (m / (2 * sig_t**2) + m / (2 * sig_a**2))
+            return (
+                "assumes cells are missing completely at random (MCAR: whether a cell is observed does "
+                "not depend on the person's ability or answers); which cells are missing is protected",
+                f"correct counts per item (L2² ≤ {m}, σ = {sig_t:.6g}), answered counts per item "
+                f"(L2² ≤ {m}, σ = {sig_a:.6g}) and a {B}-bin observed-score histogram (L2² ≤ 2, "
+                f"σ = {sig_h:.6g}); jointly L2² ≤ {2 * m + 2}; {f:.1%} of ρ on the histogram, {g:.1%} of "
+                "the rest on the answered counts (derived split, docs/totals.md §7)",
+                "ρ-zCDP of the three parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+            )
+        sig_t, sig_h = self.sigmas
+        return (
+            f"item totals (L2² ≤ {m}, σ = {sig_t:.6g}) and a {B}-bin raw-score histogram "
+            f"(L2² ≤ 2, σ = {sig_h:.6g}); {f:.1%} of ρ on the histogram (derived split, docs/totals.md)",
+            "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+            "complete data only: which items a person answered is not part of the release",
+        )
+
+    def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
+        """The privacy map: the sum over parts of each mechanism's ρ for (L2 sensitivity,
+        dimension) of that part (default: the proven ones of the release)."""
+        mech_mod = load_mechanisms()
+        sens = self._part_sens if part_sensitivities is None else part_sensitivities
+        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
+                        for s, (d, k) in zip(self.sigmas, sens)))
+
+    def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
+        """Each part + its discrete Gaussian noise (int64); seeded streams ``("totals", part)``."""
+        mech_mod = load_mechanisms()
+        out = []
+        for s, part, v in zip(self.sigmas, self.parts, values):
+            key = None if seed is None else stream_key(child(seed, "totals", part))
+            out.append(np.asarray(mech_mod.DiscreteGaussian(s, seed=key).apply(v), dtype=np.int64))
+        return out
+
+    def statement(self, *, private: bool, n_persons: int, spend_id: int | None,  # type: ignore[override]
+                  notes: tuple[str, ...] = (), p0: Any = None, n_edges: Any = None) -> PrivacyStatement:
+        """The statement of the release (no comparison graph)."""
+        return PrivacyStatement(
+            mechanism=self.name, relation=NEIGHBOURING_RELATION, sensitivity=self.sensitivity,
+            guarantee=self.guarantee, native=self.native, noise_parameter=self.noise_parameter,
+            noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
+            shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
+            notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
+        )

@@ -1,0 +1,306 @@
+"""Marginal Rasch maths of the private totals estimator for incomplete data (MCAR).
+
+Post-processing of the released (noisy item totals s_i, answered counts a_i, score
+histogram): the design at a public reference model (budget shares of s, a and the histogram,
+the score bins), the proportions p_i = s_i/a_i with their noise variance, the score
+distribution when item i is answered independently with probability q_i, the fit of the
+ability model to the histogram under it, and the parametric-bootstrap simulation.  Complete-data
+pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.marginal`.  The
+maths is in ``docs/totals.md`` §7.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from .marginal import (
+    KAPPA_GRID,
+    LAMBDA_GRID,
+    PRIOR_LOG_TAU_SD,
+    REFINE_BELOW,
+    TAU_GRID,
+    SpreadFit,
+    ability_grid,
+    invert_marginals,
+    item_marginals,
+    reference_difficulties,
+)
+
+__all__ = [
+    "answered_share",
+    "mcar_design",
+    "ratio_proportions",
+    "score_distribution_mcar",
+    "bin_probabilities_mcar",
+    "fit_spread_mcar",
+    "fit_support_batch_mcar",
+    "simulate_mcar_statistics",
+]
+
+_F_GRID = np.geomspace(0.01, 0.6, 40)
+#: the design's criterion is summed over these bimodalities κ of the reference model
+_REFERENCE_KAPPAS = (0.0, 0.85)
+
+
+# ---------------------------------------------------------------------------------------
+# the score distribution when item i is answered with probability q_i
+def score_distribution_mcar(beta: np.ndarray, q: np.ndarray, theta: np.ndarray,
+                            dtype: type = np.float64) -> np.ndarray:
+    """P(observed score = r | θ_k), r = 0..m, items answered independently: (T, Q, m + 1).
+
+    The observed score is a sum of independent Bernoulli(q_i·logistic(θ − β_i)) (the answer
+    is seen with probability q_i and correct with the Rasch probability); the Poisson-binomial
+    is built one item at a time, scores outermost so that each step is a contiguous block.
+    ``beta`` (T, m), ``q`` (m,) or (T, m), ``theta`` (T, Q); ``dtype`` float32 halves the
+    memory traffic (bootstrap refits; about 1e-7 absolute error).
+    """
+    T, m = beta.shape
+    Q = theta.shape[1]
+    q = np.broadcast_to(np.asarray(q, dtype=float), (T, m))
+    prob = (q[:, :, None] * special.expit(theta[:, None, :] - beta[:, :, None])).astype(dtype, copy=False)
+    prob = np.ascontiguousarray(prob.transpose(1, 0, 2)).reshape(m, T * Q)
+    dist = np.zeros((m + 1, T * Q), dtype=dtype)
+    dist[0] = 1.0
+    buf = np.empty((m, T * Q), dtype=dtype)
+    for i in range(m):
+        moved = np.multiply(dist[: i + 1], prob[i], out=buf[: i + 1])
+        dist[: i + 1] -= moved
+        dist[1: i + 2] += moved
+    return dist.reshape(m + 1, T, Q).transpose(1, 2, 0)  # a view: scores stay outermost in memory
+
+
+def bin_probabilities_mcar(beta: np.ndarray, q: np.ndarray, theta: np.ndarray, w: np.ndarray,
+                           edges: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """Probability of each observed-score bin ``[edges[b], edges[b+1])``: shape (T, B)."""
+    d = score_distribution_mcar(beta, q, theta, dtype).transpose(2, 0, 1)  # (m + 1, T, Q), contiguous
+    pr = np.einsum("rtq,tq->tr", d, w.astype(dtype)).astype(float)
+    c = np.concatenate([np.zeros((pr.shape[0], 1)), np.cumsum(pr, axis=1)], axis=1)
+    return np.clip(np.diff(c[:, edges], axis=1), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# design at the public reference model
+def answered_share(m: int) -> float:
+    """Share g of the totals' budget spent on the answered counts (derived, ``docs/totals.md`` §7).
+
+    The privacy noise of p_i = s_i/a_i has variance (σ_s² + p_i²σ_a²)/a_i²; mapped to β it is
+    weighted by 1/(a_i π_i′)².  With σ_s² = m/(2(1 − g)ρ_t), σ_a² = m/(2gρ_t) the sum is
+    ∝ 1/(1 − g) + P/g, P = Σ w_i p_i² / Σ w_i (w_i = 1/π_i′²), minimised at
+    g = √P/(1 + √P).  P is evaluated at the reference model (items at normal quantiles,
+    abilities N(0, 1)); a common missing rate cancels.
+    """
+    p, w = _reference_marginals(m)
+    P = float(np.sum(w * p * p) / np.sum(w))
+    return math.sqrt(P) / (1.0 + math.sqrt(P))
+
+
+def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
+    beta0 = reference_difficulties(m)
+    theta, w = ability_grid(np.array([0.0]))
+    p0 = item_marginals(beta0[None, :], theta, w)[0]
+    e = special.expit(theta[0][None, :] - beta0[:, None])
+    dpi = (e * (1 - e)) @ w[0]
+    return p0, 1.0 / dpi**2
+
+
+def _equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
+    m = pr.size - 1
+    if B >= m + 1:
+        return np.arange(m + 2)
+    cdf = np.cumsum(pr)
+    cuts = [0]
+    for b in range(1, B):
+        r = int(np.searchsorted(cdf, b / B)) + 1
+        cuts.append(min(max(r, cuts[-1] + 1), m + 1 - (B - b)))
+    cuts.append(m + 1)
+    return np.asarray(cuts)
+
+
+def mcar_design(n: int, m: int, rho: float, q: float = 1.0) -> tuple[float, float, np.ndarray]:
+    """(f, g, edges): the histogram's share f of ρ, the answered counts' share g of the rest,
+    and the score bins, from the public n, m and ρ only.
+
+    g is :func:`answered_share`.  f and the bins minimise the predicted error of β̂ at the
+    reference model (``docs/totals.md`` §4 and §7):
+
+        (1 + √P)² (m/2ρ) Σ_i 1/(n q π_i′)² / (1 − f)  +  tr(D C Dᵀ),
+
+    the first term the noise of the ratios (the complete-data term times (1 + √P)²/q²), C the
+    inverse Fisher information of (log τ, κ) from B bins of the observed score (each item seen
+    with probability q), each of variance n P_b(1 − P_b) + 1/(fρ).  The missing rate is not
+    public: the release uses q = 1 (``q`` is there to show how little the design moves with it).
+    """
+    g = answered_share(m)
+    p0_ref, wts = _reference_marginals(m)
+    P = float(np.sum(wts * p0_ref**2) / np.sum(wts))
+    beta0 = reference_difficulties(m)
+    qv = np.full(m, float(q))
+    Bs = list(range(3, min(m + 1, 16) + 1))
+    total = np.zeros((len(Bs), _F_GRID.size))
+    pr_ref = None
+    h = 1e-3
+    for k0 in _REFERENCE_KAPPAS:
+        lt = np.array([0.0, -h, h, 0.0, 0.0])
+        kap = np.array([k0, k0, k0, max(k0 - h, 0.0), k0 + h])
+        theta, w = ability_grid(lt, kappa=kap)
+        B5 = np.repeat(beta0[None, :], 5, axis=0)
+        pr = np.einsum("tqr,tq->tr", score_distribution_mcar(B5, qv, theta), w)
+        pr_ref = pr[0] if pr_ref is None else pr_ref
+        p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
+        bet = invert_marginals(p0, theta, w)
+        dk = kap[4] - kap[3]
+        D = np.stack([(bet[2] - bet[1]) / (2 * h), (bet[4] - bet[3]) / dk], axis=1)
+        D -= D.mean(axis=0)
+        dpr = np.stack([(pr[2] - pr[1]) / (2 * h), (pr[4] - pr[3]) / dk], axis=1)
+        e = special.expit(theta[0][None, :] - beta0[:, None])
+        dpi = (e * (1 - e)) @ w[0]
+        a = (1 + math.sqrt(P)) ** 2 * np.sum(1.0 / (n * q * dpi) ** 2) * m / (2.0 * rho)
+        c = np.concatenate([[0.0], np.cumsum(pr[0])])
+        cd = np.concatenate([np.zeros((1, 2)), np.cumsum(dpr, axis=0)])
+        for i, B in enumerate(Bs):
+            edges = _equal_probability_edges(pr_ref, B)
+            Pb = np.diff(c[edges])
+            J = n * np.diff(cd[edges], axis=0)
+            for j, f in enumerate(_F_GRID):
+                V = n * Pb * (1 - Pb) + 1.0 / (f * rho)
+                info = (J / V[:, None]).T @ J + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
+                total[i, j] += a / (1 - f) + float(np.trace(D @ np.linalg.solve(info, D.T)))
+    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
+    return float(_F_GRID[j]), g, _equal_probability_edges(pr_ref, Bs[i])
+
+
+# ---------------------------------------------------------------------------------------
+# the proportions and their noise
+def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
+                      ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
+    of n·p_i beyond complete-data sampling, for :func:`privirt.marginal.shrink_totals`.
+
+    p_i = s_i/a_i (clipped into (0, 1) by half a count), q_i = a_i/n (a_i clipped to [1, n]).
+    Var(p_i) ≈ (σ_s² + p_i²σ_a²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta method,
+    sampling among those who answered); ``shrink_totals`` adds n·p(1 − p) itself, so
+    v = n²·mean(Var p_i) − n·mean(p(1 − p)), floored at the privacy part.
+    """
+    a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
+    s = np.asarray(s, dtype=float)
+    p = np.clip(s / a, 0.5 / a, 1 - 0.5 / a)
+    priv = (var_s + p * p * var_a) / a**2
+    v = n * n * float(np.mean(priv + p * (1 - p) / a)) - n * float(np.mean(p * (1 - p)))
+    return n * p, a / n, max(v, n * n * float(np.mean(priv)))
+
+
+# ---------------------------------------------------------------------------------------
+# the ability model fitted to the observed-score histogram
+def _nearest_to_mean(post, lt, kap, lam):
+    d = (((lt - (post @ lt)[:, None]) / 0.2) ** 2 + ((kap - (post @ kap)[:, None]) / 0.1) ** 2
+         + ((lam - (post @ lam)[:, None]) / 0.1) ** 2)
+    return np.argmin(d, axis=1)
+
+
+def _posterior(p, q, hist, n, var_h, edges, lt, kap, lam):
+    theta, w = ability_grid(lt, kappa=kap, lam=lam)
+    beta = invert_marginals(p, theta, w)
+    P = bin_probabilities_mcar(beta, q, theta, w, edges)
+    V = n * P * (1.0 - P) + var_h + 1e-9
+    nll = 0.5 * np.sum((hist[None, :] - n * P) ** 2 / V + np.log(V), axis=1) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
+    post = np.exp(-(nll - nll.min()))
+    return post / post.sum(), beta, nll
+
+
+def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_h: float,
+                    edges: np.ndarray, *, support=None) -> SpreadFit:
+    """The ability model fitted to the noisy observed-score histogram under MCAR, and β.
+
+    As :func:`privirt.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
+    one refinement with skewed shapes when the posterior is concentrated, β at the grid point
+    nearest the posterior mean), with the bin probabilities of the observed score when item i
+    is answered independently with probability ``q[i]``; ``p`` are the proportions correct among
+    those who answered (the full-population marginals under MCAR).
+    """
+    hist = np.asarray(hist, dtype=float)
+    if support is None:
+        lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
+        kap = np.tile(KAPPA_GRID, TAU_GRID.size)
+        lam = np.full(lt.size, 0.5)
+        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+        keep = post >= 1e-6 * post.max()
+        if np.count_nonzero(keep) <= REFINE_BELOW:
+            dlt = np.diff(np.log(TAU_GRID))[0]
+            lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
+            kap_f = np.unique(np.clip(np.linspace(kap[keep].min() - 0.3, kap[keep].max() + 0.3, 9), 0.0, 0.95))
+            g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
+            lt, kap, lam = g[:, (g[1] > 0) | (g[2] == 0.5)]
+            post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+    else:
+        lt, kap, lam = support
+        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+    bc = beta - beta.mean(axis=1, keepdims=True)
+    j = int(_nearest_to_mean(post[None, :], lt, kap, lam)[0])
+    return SpreadFit(beta=bc[j], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+                     log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=int(np.argmin(nll)))
+
+
+#: at most this many (replicate × grid point × node × score) values are held at once
+_BATCH_CELLS = 2_000_000
+
+
+def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_h: float,
+                           edges: np.ndarray, support, initial: np.ndarray | None = None) -> np.ndarray:
+    """:func:`fit_spread_mcar` on the fixed grid ``support`` for R data sets at once: β (R, m).
+
+    ``p``, ``q`` (R, m) and ``hist`` (R, B); ``initial`` (T, m) starts the Newton iterations;
+    the score distributions are computed in float32 (about 1e-7 absolute error).
+    """
+    lt, kap, lam = support
+    theta, w = ability_grid(lt, kappa=kap, lam=lam)
+    p, q, hist = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (p, q, hist))
+    R, m = p.shape
+    T, Q = theta.shape
+    prior = 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
+    out = np.empty((R, m))
+    step = max(1, _BATCH_CELLS // (T * Q * (m + 1)))
+    for a0 in range(0, R, step):
+        r = min(R, a0 + step) - a0
+        th, ww = np.tile(theta, (r, 1)), np.tile(w, (r, 1))
+        init = None if initial is None else np.tile(initial, (r, 1))
+        beta = invert_marginals(np.repeat(p[a0:a0 + r], T, axis=0), th, ww, initial=init, tol=1e-6)
+        P = bin_probabilities_mcar(beta, np.repeat(q[a0:a0 + r], T, axis=0), th, ww, edges,
+                                   dtype=np.float32).reshape(r, T, -1)
+        V = n * P * (1.0 - P) + var_h + 1e-9
+        res = hist[a0:a0 + r, None, :] - n * P
+        nll = 0.5 * np.sum(res * res / V + np.log(V), axis=2) + prior[None, :]
+        post = np.exp(-(nll - nll.min(axis=1, keepdims=True)))
+        post /= post.sum(axis=1, keepdims=True)
+        bsel = beta.reshape(r, T, m)[np.arange(r), _nearest_to_mean(post, lt, kap, lam)]
+        out[a0:a0 + r] = bsel - bsel.mean(axis=1, keepdims=True)
+    return out
+
+
+def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.ndarray, q: np.ndarray,
+                             n: int, edges: np.ndarray, reps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``reps`` draws of the exact (s, a, histogram) from the fitted model: (reps, m) ×2, (reps, B).
+
+    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``,
+    item i seen independently with probability ``q[i]``.
+    """
+    k = fit.map_index
+    theta, w = ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
+    theta, w = theta[0], w[0]
+    m, B = beta.size, len(edges) - 1
+    eb = np.exp(beta)
+    s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, B))
+    step = max(1, 2_000_000 // (n * m))
+    for a0 in range(0, reps, step):
+        r = min(reps, a0 + step) - a0
+        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
+        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        seen = rng.random((r, n, m)) < q[None, None, :]
+        X &= seen
+        s[a0:a0 + r] = X.sum(axis=1)
+        a[a0:a0 + r] = seen.sum(axis=1)
+        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+        hist[a0:a0 + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+    return s, a, hist

@@ -1,0 +1,265 @@
+"""Private totals under missing completely at random (``missing="mcar"``): release discipline,
+calibration to the proven sensitivity, the derived design, the MCAR fit and its intervals."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special
+
+import privirt
+from privirt import marginal, marginal_missing
+from privirt.accounting import zcdp_to_approx_dp
+from privirt.totals import (
+    estimate_from_release,
+    missing_statistics,
+    private_totals_estimate,
+    release_totals,
+)
+
+mechanisms = pytest.importorskip("mechanisms")
+
+
+def _mcar(n=600, m=6, rate=0.2, seed=0):
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed)
+    X = X.astype(float)
+    X[np.random.default_rng(seed + 1000).random(X.shape) < rate] = np.nan
+    return X, beta - beta.mean()
+
+
+# -- release discipline ----------------------------------------------------------------------
+def test_complete_domain_refuses_missing_cells_and_spends_nothing(tmp_path, monkeypatch):
+    X, _ = _mcar()
+    path = tmp_path / "l.ledger"
+    led = privirt.Ledger(path, epsilon=5.0, delta=1e-5)
+
+    def boom(self, values):  # pragma: no cover - must not be reached
+        raise AssertionError("noise drawn on bad input")
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    before = path.read_bytes()
+    for fn in (release_totals, private_totals_estimate):
+        with pytest.raises(ValueError) as exc:
+            fn(X, epsilon=1.0, ledger=led)  # missing="none" is the default
+        msg = str(exc.value)
+        assert "\n" not in msg and 'missing="mcar"' in msg and "private_spectral_estimate" in msg
+        for bad in ("MCAR", "yes", None, True):
+            with pytest.raises(ValueError, match="missing must be"):
+                fn(X, epsilon=1.0, ledger=led, missing=bad)
+    assert path.read_bytes() == before and led.spends().empty
+
+
+def test_mcar_ledger_debited_once_before_any_noise(tmp_path, monkeypatch):
+    X, _ = _mcar()
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
+    seen = []
+    orig = mechanisms.DiscreteGaussian.apply
+
+    def spy(self, values):
+        seen.append(len(led.spends()))
+        return orig(self, values)
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    rel = release_totals(X, epsilon=1.0, delta=1e-5, ledger=led, missing="mcar")
+    assert seen == [1, 1, 1]  # correct counts, answered counts, histogram: all after the one debit
+    assert rel.privacy.ledger_spend_id == 1 and len(led.spends()) == 1
+    assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
+    assert rel.privacy.private and "NOT PRIVATE" not in str(rel.privacy)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
+def test_mcar_calibration_uses_the_proven_sensitivity_and_meets_the_target(eps):
+    X, _ = _mcar(m=7)
+    n, m = X.shape
+    rel = release_totals(X, epsilon=eps, delta=1e-5, missing="mcar", seed=1)
+    p = rel.privacy
+    # the proven joint bound (docs/totals.md §7), tight
+    assert p.sensitivity.l2**2 == pytest.approx(2 * m + 2) and p.sensitivity.l1 == 2 * m + 2
+    assert p.sensitivity.bound == "tight" and p.sensitivity.n_released == 2 * m + len(rel.edges) - 1
+    # each part composed with its own sensitivity: m (correct), m (answered), 2 (histogram)
+    rho = m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2) + 1 / rel.sigma_histogram**2
+    assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
+    assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps * (1 + 1e-12) and p.epsilon >= eps * 0.999
+    # the derived design: histogram share f, answered share g of the rest
+    f, g, edges = marginal_missing.mcar_design(n, m, p.rho)
+    assert rel.split == pytest.approx(f, rel=1e-6) and np.array_equal(rel.edges, edges)
+    g_got = (m / (2 * rel.sigma_answered**2)) / (m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2))
+    assert g_got == pytest.approx(g, rel=1e-6)
+    notes = " ".join(p.notes)
+    assert "missing completely at random" in notes and "answered counts" in notes and f"L2² ≤ {2 * m + 2}" in notes
+    assert rel.missing == "mcar" and rel.answered.index.equals(rel.totals.index)
+    d = rel.to_dict()
+    assert d["missing"] == "mcar" and len(d["answered"]) == m and d["sigma_answered"] == rel.sigma_answered
+
+
+def test_complete_data_declared_mcar_costs_the_mcar_calibration():
+    X, _ = _mcar(rate=0.0)
+    Xm, _ = _mcar(rate=0.3)
+    full = release_totals(X, epsilon=1.0, missing="mcar", seed=2)
+    holes = release_totals(Xm, epsilon=1.0, missing="mcar", seed=2)
+    plain = release_totals(X, epsilon=1.0, seed=2)
+    # the release depends on the declared domain only, never on whether cells are missing
+    assert str(full.privacy) == str(holes.privacy)
+    assert (full.sigma_totals, full.sigma_answered, full.sigma_histogram) == (
+        holes.sigma_totals, holes.sigma_answered, holes.sigma_histogram)
+    m = X.shape[1]
+    assert full.privacy.sensitivity.l2**2 == pytest.approx(2 * m + 2)
+    assert plain.privacy.sensitivity.l2**2 == pytest.approx(m + 2) and plain.answered is None
+    assert full.sigma_totals > plain.sigma_totals  # hiding the mask costs noise
+    fit = estimate_from_release(full, n_boot=0)
+    assert fit.info["missing"] == "mcar" and np.all(np.isfinite(fit.beta))
+
+
+def test_mcar_statistics_are_what_is_released():
+    X, _ = _mcar(n=800, m=5, rate=0.25)
+    rel = release_totals(X, epsilon=200.0, missing="mcar", seed=3)
+    codes = np.where(np.isnan(X), -1, X).astype(np.int8)
+    s, a, h = missing_statistics(codes, np.array([0, 6]), rel.edges)
+    for noisy, exact, sig in ((rel.totals, s, rel.sigma_totals), (rel.answered, a, rel.sigma_answered),
+                              (rel.histogram, h[0], rel.sigma_histogram)):
+        assert np.all(np.abs(noisy.to_numpy() - exact) <= 6 * sig + 1)
+    assert h.sum() == 800 and 0 < a.min() and a.max() < 800
+
+
+def test_mcar_seeded_is_reproducible_and_not_private():
+    X, _ = _mcar()
+    a = private_totals_estimate(X, epsilon=1.0, seed=7, n_boot=20, missing="mcar")
+    b = private_totals_estimate(X, epsilon=1.0, seed=np.random.SeedSequence(7), n_boot=20, missing="mcar")
+    assert a.privacy.private is False and "NOT PRIVATE" in str(a.privacy)
+    assert a.release.answered.equals(b.release.answered) and a.beta.equals(b.beta) and a.ci.equals(b.ci)
+    assert private_totals_estimate(X, epsilon=1.0, n_boot=0, missing="mcar").privacy.private is True
+
+
+def test_mcar_estimate_is_post_processing_with_labels():
+    X, _ = _mcar(m=5)
+    df = pd.DataFrame(X, columns=[f"q{i}" for i in range(5)])
+    rel = release_totals(df, epsilon=1.0, seed=3, missing="mcar")
+    a = estimate_from_release(rel, n_boot=20, seed=5)
+    b = estimate_from_release(rel, n_boot=20, seed=5)
+    assert a.beta.equals(b.beta) and a.ci.equals(b.ci) and a.privacy is rel.privacy
+    assert list(a.to_frame().index) == list(df.columns) and list(a.to_frame().columns) == [
+        "beta", "se", "lo", "hi", "beta_unshrunk"]
+    assert abs(a.beta.sum()) < 1e-9 and np.all(a.ci["lo"] < a.ci["hi"]) and np.all(a.se > 0)
+    assert estimate_from_release(rel, n_boot=0).se.isna().all()
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_each_part_has_the_sensitivity_the_calibration_composes(m):
+    # ρ = m/(2σ_s²) + m/(2σ_a²) + 2/(2σ_h²) needs L2² ≤ m, m, 2 part by part, attained together
+    rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
+    parts = [missing_statistics(r[None, :], np.array([0, m + 1]), np.array([0, 1, m + 1])) for r in rows]
+    worst = [0, 0, 0]
+    for x, y in itertools.combinations(parts, 2):
+        d = [int(np.sum((np.asarray(u, dtype=np.int64) - v) ** 2)) for u, v in zip(x, y)]
+        worst = [max(w, e) for w, e in zip(worst, d)]
+    assert worst == [m, m, 2]
+    full, empty = (missing_statistics(np.full((1, m), v, dtype=np.int8), np.array([0, m + 1]),
+                                      np.array([0, 1, m + 1])) for v in (1, -1))
+    assert [int(np.sum((np.asarray(u, dtype=np.int64) - v) ** 2)) for u, v in zip(full, empty)] == [m, m, 2]
+
+
+@pytest.mark.parametrize("missing", ["none", "mcar"])
+def test_totals_measurement_carries_its_privacy_map(missing):
+    from mechanisms import ApproxDP, ZCDP
+    from privirt.private import Measurement, TotalsGaussian
+    from privirt.totals import missing_sensitivity, totals_sensitivity
+
+    target = ApproxDP(0.7, 1e-6)
+    meas = TotalsGaussian.calibrate(target, n_persons=800, n_items=9, missing=missing)
+    assert isinstance(meas, Measurement) and meas.measure is ZCDP and isinstance(meas.native, ZCDP)
+    assert meas.guarantee.epsilon <= 0.7 and meas.guarantee.epsilon >= 0.7 * 0.999
+    B = len(meas.edges) - 1
+    proven = missing_sensitivity(9, B) if missing == "mcar" else totals_sensitivity(9, B)
+    assert (meas.sensitivity.l1, meas.sensitivity.l2, meas.sensitivity.n_released) == (
+        proven.l1, proven.l2, proven.n_released)
+    assert len(meas.sigmas) == (3 if missing == "mcar" else 2) and meas.noise_value == meas.sigmas[0]
+    assert meas.map() == meas.native and meas.cost.rho == meas.native.rho
+    halved = [(d / 2, k) for d, k in meas._part_sens]
+    assert meas.map(halved).rho == pytest.approx(meas.native.rho / 4, rel=1e-6)
+    st = meas.statement(private=False, n_persons=800, spend_id=None)
+    assert st.guarantee == meas.guarantee and st.n_persons == 800 and "NOT PRIVATE" in str(st)
+    assert ("missing completely at random" in " ".join(st.notes)) == (missing == "mcar")
+
+
+# -- the maths ----------------------------------------------------------------------------
+def test_answered_share_minimises_the_ratio_noise():
+    for m in (3, 10, 40):
+        g = marginal_missing.answered_share(m)
+        p, w = marginal_missing._reference_marginals(m)
+        P = np.sum(w * p * p) / np.sum(w)
+        grid = np.linspace(0.01, 0.99, 9801)
+        assert abs(grid[np.argmin(1 / (1 - grid) + P / grid)] - g) < 2e-4
+        assert 0.3 < g < 0.4  # p near ½: about a third of the totals' budget on the answered counts
+    f, g, e = marginal_missing.mcar_design(1000, 20, 0.05)
+    assert (f, g) == marginal_missing.mcar_design(1000, 20, 0.05)[:2]
+    assert 0 < f < 0.6 and e[0] == 0 and e[-1] == 21 and np.all(np.diff(e) > 0)
+    assert abs(marginal_missing.mcar_design(1000, 20, 0.05, q=0.7)[0] - f) < 0.5 * f  # moves little with q
+
+
+def test_mcar_score_distribution_matches_enumeration():
+    rng = np.random.default_rng(5)
+    m = 5
+    beta = rng.normal(0, 1.5, size=(2, m))
+    q = rng.uniform(0.5, 1.0, size=m)
+    theta, _ = marginal.ability_grid(np.log([0.7, 2.0]))
+    got = marginal_missing.score_distribution_mcar(beta, q, theta)
+    cells = np.array(list(itertools.product([0, 1, -1], repeat=m)))  # -1: not answered
+    for t in range(2):
+        pr = special.expit(theta[t][None, None, :] - beta[t][None, :, None])
+        like = np.prod(np.where(cells[:, :, None] == 1, q[None, :, None] * pr,
+                                np.where(cells[:, :, None] == 0, q[None, :, None] * (1 - pr),
+                                         1 - q[None, :, None])), axis=1)
+        r = (cells == 1).sum(axis=1)
+        want = np.stack([like[r == k].sum(axis=0) for k in range(m + 1)], axis=1)
+        assert np.allclose(got[t], want, atol=1e-12)
+    # q = 1 is the complete-data score distribution
+    assert np.allclose(marginal_missing.score_distribution_mcar(beta, np.ones(m), theta),
+                       marginal.score_distribution(beta, theta), atol=1e-12)
+
+
+def test_batched_mcar_fit_equals_one_at_a_time():
+    X, _ = _mcar(n=1500, m=7, seed=4)
+    rel = release_totals(X, epsilon=2.0, seed=3, missing="mcar")
+    n, edges = rel.n_persons, rel.edges
+    tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
+                                                  rel.sigma_totals**2, rel.sigma_answered**2)
+    p0 = marginal.centre_totals(tp, n, v)
+    vh = rel.sigma_histogram**2
+    fit = marginal_missing.fit_spread_mcar(p0, q, rel.histogram.to_numpy(float), n, vh, edges)
+    support = fit.support()
+    rng = np.random.default_rng(0)
+    P = np.clip(p0[None, :] + rng.normal(0, 0.02, (4, p0.size)), 0.01, 0.99)
+    Q = np.clip(q[None, :] + rng.normal(0, 0.01, (4, q.size)), 0.5, 1.0)
+    H = rel.histogram.to_numpy(float)[None, :] + rng.normal(0, 20, (4, len(edges) - 1))
+    theta, w = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
+    got = marginal_missing.fit_support_batch_mcar(P, Q, H, n, vh, edges, support,
+                                                  initial=marginal.invert_marginals(p0, theta, w))
+    for r in range(4):
+        one = marginal_missing.fit_spread_mcar(P[r], Q[r], H[r], n, vh, edges, support=support).beta
+        assert np.allclose(got[r], one, atol=1e-5)
+
+
+# -- statistical behaviour ------------------------------------------------------------------
+def test_mcar_accurate_when_the_budget_is_large():
+    X, beta = _mcar(n=4000, m=8, rate=0.3, seed=2)
+    fit = private_totals_estimate(X, epsilon=20.0, n_boot=20, missing="mcar")
+    ref = privirt.cmle_estimate(X).beta.to_numpy()
+    assert np.max(np.abs(fit.beta.to_numpy() - (ref - ref.mean()))) < 0.12
+    assert np.max(np.abs(fit.beta.to_numpy() - beta)) < 0.2
+    assert fit.info["shrinkage"] > 0.99 and abs(fit.info["answered_share"] - 0.7) < 0.02
+
+
+@pytest.mark.slow
+def test_mcar_interval_coverage_on_a_small_case():
+    hits = []
+    for k in range(24):
+        X, beta = _mcar(n=600, m=6, rate=0.2, seed=500 + k)
+        fit = private_totals_estimate(X, epsilon=1.0, seed=k, n_boot=40, missing="mcar")
+        hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
+    cov = float(np.mean(hits))
+    assert 0.85 <= cov <= 0.995, cov
+    assert math.isfinite(cov)
