@@ -271,38 +271,44 @@ def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
 def shrink_totals(
     totals: np.ndarray, n: int, var_noise: float, *, prior_sd: float | None = None
 ) -> tuple[np.ndarray, float, dict]:
-    """Empirical-Bayes shrinkage of the noisy totals, as proportions correct.
+    """Empirical-Bayes shrinkage of the noisy totals against the privacy noise only.
 
-    Model: the centred totals s_c ~ N(0, (A + v) I) in m − 1 dimensions,
-    v = σ_s² + n·mean(p(1 − p)) (privacy noise known exactly, sampling estimated), A the
-    spread of the true totals with a half-normal prior on √A of scale n·p̄(1 − p̄)·0.8·``prior_sd``
-    (≈ the totals' spread for a difficulty SD of ``prior_sd`` logits; default
-    :data:`SPREAD_PRIOR_SD`).  s_c is multiplied by E[c] − :data:`CONSERVATIVE`·SD[c] (floored
-    at 0; c = A/(A + v) under its posterior given s_c): equal difficulties when the spread is
+    Model: the centred noisy totals s_c = t_c + e, e ~ N(0, σ_s² I) the privacy noise
+    (``var_noise``, known exactly), t_c the centred noise-free totals with spread
+    A = A_pop + n·mean(p(1 − p)): the population spread A_pop plus the sampling spread every
+    data set has even when all difficulties are equal.  A half-normal prior on √A_pop of scale
+    n·p̄(1 − p̄)·0.8·``prior_sd`` (≈ the totals' spread for a difficulty SD of ``prior_sd``
+    logits; default :data:`SPREAD_PRIOR_SD`) and s_c ~ N(0, (A + σ_s²) I) in m − 1 dimensions
+    give a posterior for c = A/(A + σ_s²), the factor that shrinks the noisy totals toward
+    the noise-free ones of the same data (not toward the population: sampling error is left
+    in, so with ``var_noise`` = 0 nothing is shrunk).  s_c is multiplied by
+    E[c] − :data:`CONSERVATIVE`·SD[c] (floored at 0): equal difficulties when the spread is
     not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
-    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics.
+    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics (``chi2``:
+    Σ s_c² over the variance of a centred total when all difficulties are equal,
+    ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
     """
     prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
     s = np.asarray(totals, dtype=float)
     m = s.size
     p = centre_totals(s, n, var_noise)
     pb = float(np.mean(p))
-    v = var_noise + n * float(np.mean(p * (1 - p)))
+    var_sampling = n * float(np.mean(p * (1 - p)))
     sc = s - s.mean()
     scale = n * pb * (1 - pb) * 0.8 * prior_sd
-    sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]
-    A = sd * sd
+    sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]  # grid of √A_pop
+    A = sd * sd + var_sampling
     T = float(sc @ sc)
-    loglik = -0.5 * (m - 1) * np.log(A + v) - 0.5 * T / (A + v) - 0.5 * (sd / scale) ** 2
+    loglik = -0.5 * (m - 1) * np.log(A + var_noise) - 0.5 * T / (A + var_noise) - 0.5 * (sd / scale) ** 2
     post = np.exp(loglik - loglik.max())
     post /= post.sum()
-    ratio = A / (A + v)
+    ratio = A / (A + var_noise)
     c = float(post @ ratio)
     c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
-    c = max(0.0, c - CONSERVATIVE * c_sd)  # 0: spread not detectably above the noise
-    spread = float(post @ sd)
+    c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
+    v = var_noise + var_sampling
     return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
-            {"chi2": T / v, "var_totals": v, "spread_totals": spread})
+            {"chi2": T / v, "var_totals": v, "spread_totals": float(post @ sd)})
 
 
 # ---------------------------------------------------------------------------------------

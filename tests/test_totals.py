@@ -261,6 +261,23 @@ def test_accurate_when_the_budget_is_large():
     assert fit.info["shrinkage"] > 0.99
 
 
+def test_shrinkage_is_against_the_privacy_noise_only():
+    n = 1000
+    X, _ = _rasch(n=n, m=5, seed=6)
+    s = X.sum(axis=0).astype(float)
+    # no privacy noise: the data's own totals, sampling error and all, are kept as they are
+    p, c, _ = marginal.shrink_totals(s, n, 0.0)
+    assert c == 1.0 and np.array_equal(p, marginal.centre_totals(s, n, 0.0))
+    # the factor falls as the noise grows and reaches 0 (all zeros) when it swamps the spread
+    cs = [marginal.shrink_totals(s, n, v)[1] for v in (1.0, 1e2, 1e4, 1e6, 1e8)]
+    assert np.all(np.diff(cs) <= 0) and cs[0] > 0.999 and cs[-1] == 0.0
+    # equal difficulties: the sampling spread n p(1 - p) of the totals is the data's, not noise
+    rng = np.random.default_rng(7)
+    X0 = rng.random((n, 5)) < 1.0 / (1.0 + np.exp(-rng.standard_normal(n)))[:, None]
+    c0 = marginal.shrink_totals(X0.sum(axis=0).astype(float), n, 10.0)[1]
+    assert c0 > 0.9, c0
+
+
 @pytest.mark.slow
 def test_never_worse_than_all_zeros_at_tiny_epsilon():
     errs = []
