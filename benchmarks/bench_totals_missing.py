@@ -3,7 +3,7 @@
 Both estimators are privirt's public private entry points on the same data with missing
 cells (NaN), δ = 1e-4:
 
-* ``private_totals_estimate(missing="mcar", n_boot=0, estimator="spectral")``: noisy correct counts, answered counts
+* ``private_totals_estimate(missing="mcar", n_boot=0)``: noisy correct counts, answered counts
   and observed-score histogram (joint L2² ≤ 2m + 2), the derived split, the MCAR fit
   (``docs/totals.md`` §7);
 * ``private_spectral_estimate`` (Algorithm 2, dense discrete Gaussian), which handles missing
