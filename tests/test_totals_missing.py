@@ -79,14 +79,16 @@ def test_mcar_calibration_uses_the_proven_sensitivity_and_meets_the_target(eps):
     p = rel.privacy
     # the proven joint bound (docs/totals.md §7), tight
     assert p.sensitivity.l2**2 == pytest.approx(2 * m + 2) and p.sensitivity.l1 == 2 * m + 2
-    assert p.sensitivity.bound == "tight" and p.sensitivity.n_released == 2 * m + len(rel.edges) - 1
+    cells = (len(rel.edges) - 1) * (len(rel.k_edges) - 1)
+    assert p.sensitivity.bound == "tight" and p.sensitivity.n_released == 2 * m + cells == 2 * m + rel.histogram.size
     # each part composed with its own sensitivity: m (correct), m (answered), 2 (histogram)
     rho = m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2) + 1 / rel.sigma_histogram**2
     assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
     assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps * (1 + 1e-12) and p.epsilon >= eps * 0.999
     # the derived design: histogram share f, answered share g of the rest
-    f, g, edges = marginal_missing.mcar_design(n, m, p.rho)
+    f, g, edges, k_edges = marginal_missing.mcar_design(n, m, p.rho)
     assert rel.split == pytest.approx(f, rel=1e-6) and np.array_equal(rel.edges, edges)
+    assert np.array_equal(rel.k_edges, k_edges)
     g_got = (m / (2 * rel.sigma_answered**2)) / (m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2))
     assert g_got == pytest.approx(g, rel=1e-6)
     notes = " ".join(p.notes)
@@ -94,6 +96,7 @@ def test_mcar_calibration_uses_the_proven_sensitivity_and_meets_the_target(eps):
     assert rel.missing == "mcar" and rel.answered.index.equals(rel.totals.index)
     d = rel.to_dict()
     assert d["missing"] == "mcar" and len(d["answered"]) == m and d["sigma_answered"] == rel.sigma_answered
+    assert d["k_edges"] == rel.k_edges.tolist() and len(d["histogram"]) == cells
 
 
 def test_complete_data_declared_mcar_costs_the_mcar_calibration():
@@ -118,9 +121,9 @@ def test_mcar_statistics_are_what_is_released():
     X, _ = _mcar(n=800, m=5, rate=0.25)
     rel = release_totals(X, epsilon=200.0, missing="mcar", seed=3)
     codes = np.where(np.isnan(X), -1, X).astype(np.int8)
-    s, a, h = missing_statistics(codes, np.array([0, 6]), rel.edges)
+    s, a, h = missing_statistics(codes, rel.k_edges, rel.edges)
     for noisy, exact, sig in ((rel.totals, s, rel.sigma_totals), (rel.answered, a, rel.sigma_answered),
-                              (rel.histogram, h[0], rel.sigma_histogram)):
+                              (rel.histogram, h.ravel(), rel.sigma_histogram)):
         assert np.all(np.abs(noisy.to_numpy() - exact) <= 6 * sig + 1)
     assert h.sum() == 800 and 0 < a.min() and a.max() < 800
 
@@ -194,9 +197,11 @@ def test_answered_share_minimises_the_ratio_noise():
         grid = np.linspace(0.01, 0.99, 9801)
         assert abs(grid[np.argmin(1 / (1 - grid) + P / grid)] - g) < 2e-4
         assert 0.3 < g < 0.4  # p near ½: about a third of the totals' budget on the answered counts
-    f, g, e = marginal_missing.mcar_design(1000, 20, 0.05)
+    f, g, e, ke = marginal_missing.mcar_design(1000, 20, 0.05)
     assert (f, g) == marginal_missing.mcar_design(1000, 20, 0.05)[:2]
-    assert 0 < f < 0.6 and e[0] == 0 and e[-1] == 21 and np.all(np.diff(e) > 0)
+    for x in (e, ke):
+        assert x[0] == 0 and x[-1] == 21 and np.all(np.diff(x) > 0)
+    assert 0 < f < 0.6 and len(ke) - 1 in marginal_missing.K_BINS
     assert abs(marginal_missing.mcar_design(1000, 20, 0.05, q=0.7)[0] - f) < 0.5 * f  # moves little with q
 
 
@@ -221,25 +226,40 @@ def test_mcar_score_distribution_matches_enumeration():
                        marginal.score_distribution(beta, theta), atol=1e-12)
 
 
-def test_batched_mcar_fit_equals_one_at_a_time():
+@pytest.mark.parametrize("thinned", [False, True])
+def test_batched_mcar_fit_equals_one_at_a_time(thinned):
     X, _ = _mcar(n=1500, m=7, seed=4)
     rel = release_totals(X, epsilon=2.0, seed=3, missing="mcar")
-    n, edges = rel.n_persons, rel.edges
+    n, edges, B = rel.n_persons, rel.edges, len(rel.edges) - 1
     tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
                                                   rel.sigma_totals**2, rel.sigma_answered**2)
     p0 = marginal.centre_totals(tp, n, v)
     vh = rel.sigma_histogram**2
-    fit = marginal_missing.fit_spread_mcar(p0, q, rel.histogram.to_numpy(float), n, vh, edges)
-    support = fit.support()
+    k_edges = np.array([0, 4, 6, 8])  # three bins of the number answered
+    if thinned:  # a (k, r) histogram of three k-bins, each data set with its own fitted φ
+        codes = np.where(np.isnan(X), -1, X).astype(np.int8)
+        h0 = missing_statistics(codes, k_edges, edges)[2].ravel().astype(float)
+    else:
+        h0 = rel.histogram.to_numpy(float).reshape(-1, B).sum(axis=0)
     rng = np.random.default_rng(0)
     P = np.clip(p0[None, :] + rng.normal(0, 0.02, (4, p0.size)), 0.01, 0.99)
     Q = np.clip(q[None, :] + rng.normal(0, 0.01, (4, q.size)), 0.5, 1.0)
-    H = rel.histogram.to_numpy(float)[None, :] + rng.normal(0, 20, (4, len(edges) - 1))
+    H = h0[None, :] + rng.normal(0, 20, (4, h0.size))
+    if thinned:
+        mu = Q.mean(axis=1)
+        icc = marginal_missing.fit_answered_icc(H, n, vh, mu, k_edges, B)
+        A = marginal_missing.thinning_matrix(
+            marginal_missing.answered_distribution(7, mu[:, None], icc[:, None])[:, 0], k_edges, edges)
+    else:
+        A = None
+    fit = marginal_missing.fit_spread_mcar(p0, q, h0, n, vh, edges, A=None if A is None else A[0])
+    support = fit.support()
     theta, w = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
     got = marginal_missing.fit_support_batch_mcar(P, Q, H, n, vh, edges, support,
-                                                  initial=marginal.invert_marginals(p0, theta, w))
+                                                  initial=marginal.invert_marginals(p0, theta, w), A=A)
     for r in range(4):
-        one = marginal_missing.fit_spread_mcar(P[r], Q[r], H[r], n, vh, edges, support=support).beta
+        one = marginal_missing.fit_spread_mcar(P[r], Q[r], H[r], n, vh, edges, support=support,
+                                               A=None if A is None else A[r]).beta
         assert np.allclose(got[r], one, atol=1e-5)
 
 
