@@ -137,11 +137,15 @@ def test_mcar_seeded_is_reproducible_and_not_private():
     assert private_totals_estimate(X, epsilon=1.0, n_boot=0, missing="mcar").privacy.private is True
 
 
-def test_mcar_estimate_is_post_processing_with_labels():
+@pytest.mark.parametrize("eps", [1.0, 30.0])
+def test_mcar_estimate_is_post_processing_with_labels(eps):
     X, _ = _mcar(m=5)
     df = pd.DataFrame(X, columns=[f"q{i}" for i in range(5)])
-    rel = release_totals(df, epsilon=1.0, seed=3, missing="mcar")
+    rel = release_totals(df, epsilon=eps, seed=3, missing="mcar")
+    K = rel.k_edges.size - 1
+    assert (K > 1) == (eps > 1)  # the design keeps one bin of k at ε = 1, several at ε = 30 (n = 600, m = 5)
     a = estimate_from_release(rel, n_boot=20, seed=5)
+    assert a.info["k_bins"] == K and a.release is rel
     b = estimate_from_release(rel, n_boot=20, seed=5)
     assert a.beta.equals(b.beta) and a.ci.equals(b.ci) and a.privacy is rel.privacy
     assert list(a.to_frame().index) == list(df.columns) and list(a.to_frame().columns) == [
@@ -283,3 +287,104 @@ def test_mcar_interval_coverage_on_a_small_case():
     cov = float(np.mean(hits))
     assert 0.85 <= cov <= 0.995, cov
     assert math.isfinite(cov)
+
+
+# -- several bins of the number answered ------------------------------------------------------
+def _persons_mask(n, m, rate, seed):
+    """Rasch data with a per-person missing rate ~ Beta (mean ``rate``): MCAR, overdispersed k."""
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed)
+    X = X.astype(float)
+    rng = np.random.default_rng(seed + 2000)
+    r = rng.beta(2.0, 2.0 * (1 - rate) / rate, size=(n, 1))
+    X[rng.random(X.shape) < r] = np.nan
+    return X, beta - beta.mean()
+
+
+def _proportions(rel):
+    n = rel.n_persons
+    tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
+                                                  rel.sigma_totals**2, rel.sigma_answered**2)
+    return marginal.centre_totals(tp, n, v), q
+
+
+def test_answered_distribution_is_the_beta_binomial():
+    from scipy import stats
+
+    for mu, icc in ((0.8, 0.1), (0.3, 0.02), (0.6, 0.5)):
+        a = mu * (1 / icc - 1)
+        got = marginal_missing.answered_distribution(9, mu, icc)
+        assert np.allclose(got, stats.betabinom.pmf(np.arange(10), 9, a, a * (1 - mu) / mu), atol=1e-12)
+    assert np.allclose(marginal_missing.answered_distribution(9, 0.7, 0.0), stats.binom.pmf(np.arange(10), 9, 0.7))
+
+
+def test_thinned_cells_match_enumeration():
+    # P(k bin, r bin | ability model) when k ~ pk and the answered set is a uniform k-subset
+    m = 4
+    rng = np.random.default_rng(8)
+    beta = rng.normal(0, 1.2, size=(2, m))
+    theta, w = marginal.ability_grid(np.log([0.6, 1.8]), kappa=np.array([0.0, 0.7]))
+    pk = rng.dirichlet(np.ones(m + 1))
+    k_edges, r_edges = np.array([0, 2, 4, 5]), np.array([0, 1, 3, 5])
+    A = marginal_missing.thinning_matrix(pk, k_edges, r_edges)
+    got = marginal_missing.thinned_cell_probabilities(beta, theta, w, A)
+    xs = np.array(list(itertools.product([0, 1], repeat=m)))
+    for t in range(2):
+        pr = special.expit(theta[t][None, :] - beta[t][:, None])  # (m, Q)
+        px = np.prod(np.where(xs[:, :, None] == 1, pr[None], 1 - pr[None]), axis=1) @ w[t]  # P(x)
+        want = np.zeros((3, 3))
+        for subset in itertools.product([0, 1], repeat=m):
+            k = sum(subset)
+            r = xs @ np.array(subset)
+            kb = np.searchsorted(k_edges, k, side="right") - 1
+            rb = np.searchsorted(r_edges, r, side="right") - 1
+            np.add.at(want[kb], rb, px * pk[k] / math.comb(m, k))
+        assert np.allclose(got[t], want.ravel(), atol=1e-12)
+
+
+def test_simulated_masks_follow_the_fitted_number_answered():
+    X, _ = _persons_mask(3000, 10, 0.3, seed=11)
+    fit = private_totals_estimate(X, epsilon=50.0, seed=2, n_boot=0, missing="mcar")
+    rel = fit.release
+    assert rel.k_edges.size >= 3 and rel.histogram.index.names == ["answered", "score"]
+    p, q = _proportions(rel)
+    sf = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float), rel.n_persons,
+            rel.sigma_histogram**2, rel.edges, A=marginal_missing.thinning_matrix(
+                marginal_missing.answered_distribution(10, q.mean(), fit.info["answered_icc"]), rel.k_edges, rel.edges))
+    s, a, h = marginal_missing.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
+                                                        rel.n_persons, rel.edges, 20, k_edges=rel.k_edges,
+                                                        icc=fit.info["answered_icc"])
+    assert np.allclose(a.mean(axis=0) / rel.n_persons, q, atol=0.02)  # items keep their answer rates
+    K, B = rel.k_edges.size - 1, rel.edges.size - 1
+    hk = h.reshape(20, K, B).sum(axis=2).mean(axis=0)
+    observed = rel.histogram.to_numpy(float).reshape(K, B).sum(axis=1)
+    assert np.allclose(hk, observed, atol=0.02 * rel.n_persons)  # the released k-margins are reproduced
+    assert np.allclose(h.sum(axis=1), rel.n_persons)
+
+
+def test_person_level_missingness_is_fitted_at_large_epsilon():
+    # per-person missing rates (still MCAR) overdisperse the observed score; one bin of k with
+    # independently answered cells overestimates the ability spread, the (k, r) fit does not
+    X, beta = _persons_mask(4000, 10, 0.3, seed=21)
+    fit = private_totals_estimate(X, epsilon=20.0, seed=3, n_boot=0, missing="mcar")
+    assert fit.info["k_bins"] >= 2 and 0.05 < fit.info["answered_icc"] < 0.3  # Beta(2, 4.67): φ = 0.13
+    rel = fit.release
+    n, B = rel.n_persons, rel.edges.size - 1
+    p, q = _proportions(rel)
+    one_bin = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float).reshape(-1, B).sum(axis=0),
+                                               n, rel.sigma_histogram**2, rel.edges)
+    assert abs(fit.info["tau"] - 1.0) < 0.1 and one_bin.tau > fit.info["tau"] + 0.1
+    err = fit.beta.to_numpy() - beta
+    err_one = one_bin.beta - beta
+    assert np.max(np.abs(err)) < 0.15 and err @ err < 0.5 * (err_one @ err_one)
+
+
+@pytest.mark.slow
+def test_mcar_interval_coverage_with_person_level_missingness():
+    hits = []
+    for k in range(16):
+        X, beta = _persons_mask(1500, 6, 0.3, seed=700 + k)
+        fit = private_totals_estimate(X, epsilon=3.0, seed=k, n_boot=40, missing="mcar")
+        assert fit.info["k_bins"] >= 2
+        hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
+    cov = float(np.mean(hits))
+    assert 0.85 <= cov <= 0.995, cov
