@@ -325,8 +325,9 @@ class TotalsEstimate(ItemEstimate):
     release : TotalsRelease
     info : dict
         Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
-        bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``
-        and the mean answered share.
+        bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``,
+        the mean answered share, ``k_bins`` (bins of the number answered) and ``answered_icc``
+        (the fitted intra-class correlation φ of the number answered; 0 with one bin).
     """
 
     beta: pd.Series
