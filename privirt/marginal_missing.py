@@ -1,10 +1,12 @@
 """Marginal Rasch maths of the private totals estimator for incomplete data (MCAR).
 
-Post-processing of the released (noisy item totals s_i, answered counts a_i, score
-histogram): the design at a public reference model (budget shares of s, a and the histogram,
-the score bins), the proportions p_i = s_i/a_i with their noise variance, the score
-distribution when item i is answered independently with probability q_i, the fit of the
-ability model to the histogram under it, and the parametric-bootstrap simulation.  Complete-data
+Post-processing of the released (noisy item totals s_i, answered counts a_i, histogram of
+(number answered k, observed score r)): the design at a public reference model and mask
+(budget shares of s, a and the histogram, the bins of k and r), the proportions
+p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k: item i
+answered independently with probability q_i; several: k beta-binomial (fitted to the
+k-margins) and the answered set a random k-subset — the fit of the ability model to the
+histogram under them, and the parametric-bootstrap simulation.  Complete-data
 pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.marginal`.  The
 maths is in ``docs/totals.md`` §7.
 """
