@@ -69,7 +69,7 @@ def simulate(n, m, abilities, rng):
 def one_pair(X, beta, eps, seed):
     t = release_totals(X, epsilon=eps, delta=DELTA, seed=seed)
     tot = estimate_from_release(t, n_boot=0).beta.to_numpy()
-    alg2 = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed).beta.to_numpy()
+    alg2 = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0).beta.to_numpy()
     b = centred(beta)
     e_t, e_a = centred(tot) - b, centred(alg2) - b
     nb = np.linalg.norm(b)
@@ -174,7 +174,7 @@ def main() -> None:
             row = []
             for fn in (lambda: private_totals_estimate(X, epsilon=eps, delta=DELTA),
                        lambda: private_totals_estimate(X, epsilon=eps, delta=DELTA, n_boot=0),
-                       lambda: privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA)):
+                       lambda: privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, n_boot=0)):
                 fn()  # warm-up
                 ts = []
                 for _ in range(5):

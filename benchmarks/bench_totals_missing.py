@@ -66,7 +66,7 @@ def one_pair(X: np.ndarray, beta: np.ndarray, eps: float, seed: int) -> tuple[fl
     nb = np.linalg.norm(beta)
     t = centred(privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0,
                                                 missing="mcar").beta)
-    a = centred(privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed).beta)
+    a = centred(privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0).beta)
     et, ea = t - beta, a - beta
     return float(np.linalg.norm(et) / nb), float(np.linalg.norm(ea) / nb), float(et @ et), float(ea @ ea)
 

@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Ledger": "ledger",
     "release_counts": "private",
     "private_spectral_estimate": "private",
+    "spectral_from_release": "private",
     "PrivacyStatement": "private",
     "release_totals": "totals",
     "estimate_from_release": "totals",

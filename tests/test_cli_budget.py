@@ -211,7 +211,7 @@ def test_private_csv_output_carries_the_privacy_statement(tmp_path, capsys, resp
     assert any("privacy: (" in l for l in header)
     assert any("NOT PRIVATE" in l for l in header) == (seed is not None)
     frame = pd.read_csv(out, comment="#", index_col="item")
-    assert list(frame.columns) == ["beta"] and len(frame) == 6
+    assert list(frame.columns) == ["beta", "se", "lo", "hi"] and len(frame) == 6
 
 
 def test_budget_init_zero_epsilon_names_the_budget_and_missing_folder_is_refused(tmp_path, capsys):

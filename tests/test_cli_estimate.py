@@ -138,10 +138,10 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
     out = capsys.readouterr().out
     cmle = {r[0]: float(r[3]) for r in _demo_table(out, "Not private")[1:]}
     rows = _demo_table(out, "Private (each column set (2, 1e-4)-DP on its own")
-    assert rows[0] == ["totals", "totals_lo", "totals_hi", "alg2"]
+    assert rows[0] == ["totals", "totals_lo", "totals_hi", "alg2", "alg2_lo", "alg2_hi"]
     for r in rows[1:]:
-        totals, lo, hi, alg2 = map(float, r[1:])
-        assert lo <= totals <= hi
+        totals, lo, hi, alg2, alg2_lo, alg2_hi = map(float, r[1:])
+        assert lo <= totals <= hi and alg2_lo < alg2_hi
         assert abs(totals - cmle[r[0]]) < 0.6 and abs(alg2 - cmle[r[0]]) < 0.6  # n = 1000, ε = 2
     assert abs(sum(float(r[4]) for r in rows[1:])) < 5e-4  # Algorithm 2 is centred
     assert "95 % interval that includes the privacy noise" in out
@@ -317,7 +317,9 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     assert len(rows) == 5 and all(float(r[3]) <= float(r[1]) <= float(r[4]) for r in rows)
     assert "item totals + score histogram" in out and "NOT PRIVATE" in out
     assert main([*args, "--method", "spectral"]) == 0
-    assert capsys.readouterr().out.startswith("private spectral estimate")
+    out = capsys.readouterr().out
+    assert out.startswith("private spectral estimate")
+    assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]  # Algorithm 2's intervals
     assert main([*args, "--method", "totals", "--shuffle"]) == 2
     assert "--shuffle apply to --method spectral" in capsys.readouterr().err
     assert main(["estimate", path, "--weights-col", "frequency", "--method", "totals"]) == 2

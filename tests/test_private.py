@@ -695,7 +695,8 @@ def test_private_results_follow_the_item_estimate_contract():
     res = privirt.private_spectral_estimate(X, epsilon=2.0, seed=1)
     assert isinstance(res, ItemEstimate) and isinstance(res.spectral, ItemEstimate)
     assert list(res.items) == list("abcde")
-    assert list(res.to_frame().columns) == ["beta"] and res.to_frame()["beta"].equals(res.beta)
+    assert list(res.to_frame().columns) == ["beta", "se", "lo", "hi"]
+    assert res.to_frame()["beta"].equals(res.beta)
     assert list(res.spectral.to_frame().columns) == ["beta", "pi", "d"]
     assert res.top_k(2).equals(res.beta.sort_values(ascending=False).index[:2])
     rr = privirt.private_spectral_estimate(X, epsilon=4.0, mechanism="randomized_response", seed=1)

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     alg2 = private_spectral_estimate(X, epsilon=eps, delta=1e-4, device="cpu")
     private = pd.DataFrame(
         {"totals": tot.beta, "totals_lo": tot.ci["lo"], "totals_hi": tot.ci["hi"],
-         "alg2": alg2.beta}
+         "alg2": alg2.beta, "alg2_lo": alg2.ci["lo"], "alg2_hi": alg2.ci["hi"]}
     )
     private.index.name = "item"
     print(f"\nPrivate (each column set ({eps:g}, 1e-4)-DP on its own; fresh noise every run):")
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"alg2: Algorithm 2 of Nguyen & Zhang, noisy pairwise counts (discrete Gaussian, sigma = "
-        f"{ap.noise_value:.3g}), spectral estimate"
+        f"{ap.noise_value:.3g}), spectral estimate; [lo, hi] is a 95 % bootstrap interval of the "
+        "released counts (docs/intervals.md)"
     )
     print(
         f"max |totals − cmle| = {metrics.linf_error(tot.beta, cml.beta):.4f}; "

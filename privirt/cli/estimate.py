@@ -238,7 +238,10 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         items=items,
         n_persons=args.n_persons,
     )
-    return method, pd.DataFrame({"beta": res.beta}), res.privacy
+    table = pd.DataFrame({"beta": res.beta})
+    if res.se is not None:  # Gaussian/Laplace counts: bootstrap intervals (docs/intervals.md)
+        table = table.assign(se=res.se, lo=res.ci["lo"], hi=res.ci["hi"])
+    return method, table, res.privacy
 
 
 def register(subparsers) -> None:

@@ -7,7 +7,8 @@ debited *before* any noise is drawn.
 * :func:`release_counts` — noisy pairwise differential counts on a public comparison graph
   (discrete Gaussian, ρ-zCDP, or discrete Laplace, pure ε); publishable.
 * :func:`private_spectral_estimate` — the spectral estimator on the noisy counts, or on
-  randomized-response data (optionally shuffled).
+  randomized-response data (optionally shuffled), with bootstrap intervals (``intervals``);
+  :func:`spectral_from_release` — the same estimate and intervals from released counts.
 
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
@@ -32,7 +33,7 @@ sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
 from __future__ import annotations
 
 from ._inputs import PrivateCall, public_responses, validate_call
-from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts
+from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
 from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
 from .measurements import (
     CALIBRATION_MARGIN,
@@ -54,6 +55,7 @@ __all__ = [
     "PrivateSpectralResult",
     "release_counts",
     "private_spectral_estimate",
+    "spectral_from_release",
     "sample_comparison_graph",
     "auto_p0",
     "AUTO_P0_C",

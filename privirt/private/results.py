@@ -77,11 +77,20 @@ class PrivateSpectralResult(ItemEstimate):
         Randomized response only: the estimate from the randomized bits as they are
         (``beta_plain``) and from the unbiased estimate of Y (``beta_debiased``).  Both are
         post-processing of the same release; ``beta`` is the one chosen by ``rr_estimator``.
+    se : pandas.Series or None
+        Standard errors (sampling error and privacy noise; parametric bootstrap from the
+        release, ``docs/intervals.md``); NaN with ``n_boot=0``; None for randomized
+        response (no intervals).
+    ci : pandas.DataFrame or None
+        Columns ``lo``, ``hi`` indexed by item: bias-corrected intervals at
+        ``info["confidence"]``; NaN with ``n_boot=0``; None for randomized response.
     info : dict
-        Public facts of the run (randomized response: keep probability, estimator).
+        Public facts of the run (randomized response: keep probability, estimator; the
+        bootstrap: replicates, confidence, fitted ability mean and spread, seed).
 
-    ``items``, ``top_k`` and ``to_frame`` (columns ``beta`` and, for randomized response,
-    ``beta_plain`` and ``beta_debiased``) come from :class:`privirt._results.ItemEstimate`.
+    ``items``, ``top_k`` and ``to_frame`` (columns ``beta``, ``se``, ``lo``, ``hi`` and, for
+    randomized response, ``beta_plain`` and ``beta_debiased``) come from
+    :class:`privirt._results.ItemEstimate`.
     """
 
     beta: pd.Series
@@ -91,10 +100,14 @@ class PrivateSpectralResult(ItemEstimate):
     counts: NoisyCounts | None = None
     beta_plain: pd.Series | None = None
     beta_debiased: pd.Series | None = None
+    se: pd.Series | None = None
+    ci: pd.DataFrame | None = None
     info: dict = field(default_factory=dict, repr=False)
 
     def _frame_columns(self) -> dict[str, Any]:
         cols: dict[str, Any] = {"beta": self.beta}
+        if self.se is not None and self.ci is not None:
+            cols.update(se=self.se, lo=self.ci["lo"], hi=self.ci["hi"])
         if self.beta_plain is not None:
             cols["beta_plain"] = self.beta_plain
         if self.beta_debiased is not None:

@@ -143,25 +143,27 @@ def nonprivate_names() -> frozenset[str]:
 
 _SPECTRAL_OPTIONS = ("regularization", "tol", "max_iter", "solver", "normalizer")
 _PRIVATE_SPECTRAL_OPTIONS = ("p0", "sensitivity")
+# the sweep measures point estimates: the noisy-count mechanisms run without bootstrap
+# intervals (n_boot = 0; β is the same); randomized response has none
 
 register("spectral", spectral_estimate, private=False, options=_SPECTRAL_OPTIONS, device=True,
          description="non-private spectral estimate")
 register("cmle", cmle_estimate, private=False, options=("tol", "max_iter"),
          description="non-private conditional maximum likelihood")
 register("gaussian", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": 1.0}, options=_PRIVATE_SPECTRAL_OPTIONS,
+         fixed={"mechanism": "gaussian", "p0": 1.0, "n_boot": 0}, options=_PRIVATE_SPECTRAL_OPTIONS,
          device=True, description="discrete Gaussian, dense comparison graph")
 register("gaussian_sparse", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": "auto"}, options=_PRIVATE_SPECTRAL_OPTIONS,
+         fixed={"mechanism": "gaussian", "p0": "auto", "n_boot": 0}, options=_PRIVATE_SPECTRAL_OPTIONS,
          device=True,
          description="discrete Gaussian, sparse Erdős–Rényi comparison graph (p0 = 'auto')")
 register("gaussian_paper", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": 1.0, "sensitivity": "paper"},
+         fixed={"mechanism": "gaussian", "p0": 1.0, "sensitivity": "paper", "n_boot": 0},
          options=_PRIVATE_SPECTRAL_OPTIONS, device=True,
          description="discrete Gaussian calibrated with the paper's looser sensitivity "
                      "(Lemma 4.1)")
 register("laplace", private_spectral_estimate, private=True,
-         fixed={"mechanism": "laplace", "p0": 1.0}, options=_PRIVATE_SPECTRAL_OPTIONS,
+         fixed={"mechanism": "laplace", "p0": 1.0, "n_boot": 0}, options=_PRIVATE_SPECTRAL_OPTIONS,
          device=True, description="discrete Laplace, dense comparison graph")
 for _name, _shuffle, _rr, _text in (
     ("rr", False, "plain",

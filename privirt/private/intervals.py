@@ -1,0 +1,289 @@
+"""Bootstrap intervals for Algorithm 2: post-processing of the released noisy counts.
+
+A parametric bootstrap that uses only what was released (the noisy counts), the public n,
+the comparison graph and the known noise law:
+
+1. fit the mean μ and spread τ of normal abilities to the released counts given a β
+   (least squares of Y_ij against n·E[p_i(1 − p_j)], Gauss–Hermite quadrature);
+2. simulate persons from (β, μ, τ), compute their exact counts (persons, not independent
+   pairs, so the dependence between pairs of one person is kept), add fresh noise of the
+   released kind and scale;
+3. re-run the same estimator (clipping, graph, λ) on every replicate (batched);
+4. calibrate the bootstrap's truth β₀ so that the replicates average β̂ (clipping attenuates
+   the estimate), then invert the linearised bias: centre = β₀ + (β̂ − mean β*)/a,
+   se = sd(β*)/a, ci = centre ± z·se, with a the attenuation slope.
+
+The maths and its limits are in ``docs/intervals.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from .._seeds import describe_seed, numpy_rng
+
+__all__ = [
+    "DEFAULT_N_BOOT",
+    "MAX_SIMULATED_PERSONS",
+    "BootstrapIntervals",
+    "check_confidence",
+    "check_n_boot",
+    "counts_intervals",
+    "fit_ability_normal",
+    "spectral_batch",
+]
+
+#: Default number of bootstrap replicates (the totals estimator's default too).  Randomized
+#: response gets no intervals (``docs/intervals.md``: a bootstrap of the debiased estimate
+#: under-covers at the usual ε).
+DEFAULT_N_BOOT: int = 200
+#: A replicate simulates k = min(n, MAX_SIMULATED_PERSONS, max(MIN_SIMULATED_PERSONS,
+#: SIMULATION_WORK / m²)) persons; when k < n it rescales their fluctuation around the model
+#: mean by √(n / k) (central limit theorem; docs/intervals.md).  Their counts cost k·m² each.
+MAX_SIMULATED_PERSONS: int = 20_000
+MIN_SIMULATED_PERSONS: int = 1_000
+SIMULATION_WORK: int = 8_000_000
+#: Secant steps (at most) that find the bootstrap's truth, the replicates of each evaluation,
+#: and the step (in logits) below which they stop.
+CALIBRATION_STEPS: int = 4
+CALIBRATION_REPLICATES: int = 50
+CALIBRATION_TOL: float = 0.02
+#: Smallest attenuation slope used (the intervals widen by 1/slope), and the largest |β| the
+#: calibrated truth may take (logits).
+MIN_SLOPE: float = 0.05
+MAX_LOGIT: float = 20.0
+#: Cells (persons × items × replicates) simulated at once.
+_CHUNK_CELLS: int = 2_000_000
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
+_GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
+
+
+@dataclass(frozen=True)
+class BootstrapIntervals:
+    """Standard errors and interval bounds (arrays in item order) and the run's facts."""
+
+    se: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    info: dict
+
+
+def check_n_boot(n_boot: Any) -> int:
+    """``n_boot`` as an int: 0 (no intervals) or at least 20."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
+        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+    return int(n_boot)
+
+
+def check_confidence(confidence: Any) -> float:
+    """``confidence`` as a float in (0, 1)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
+            or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return float(confidence)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. the ability model
+def _pair_means(beta: np.ndarray, mu: float, tau: float) -> np.ndarray:
+    """E[p_i (1 − p_j)] for one person with θ ~ N(μ, τ²) (m × m, zero diagonal)."""
+    theta = mu + tau * _GH_NODES
+    p = special.expit(theta[:, None] - beta[None, :])  # nodes × m
+    E = (p * _GH_WEIGHTS[:, None]).T @ (1.0 - p)
+    np.fill_diagonal(E, 0.0)
+    return E
+
+
+def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: int) -> tuple[float, float]:
+    """(μ̂, τ̂) of normal abilities fitted to counts ``Y`` on the directed pairs of ``graph``.
+
+    Least squares of ``Y_ij`` against ``n·E[p_i(1 − p_j)]`` given ``beta``; ``Y`` may be noisy
+    and negative (it is used unclipped: the noise has mean zero).  τ̂ is kept in [0.01, 10].
+    """
+    r, c = np.nonzero(graph)
+    y = np.asarray(Y, dtype=float)[r, c] / n
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return _pair_means(beta, x[0], np.exp(x[1]))[r, c] - y
+
+    sol = optimize.least_squares(resid, x0=np.array([0.0, 0.0]),
+                                 bounds=([-10.0, np.log(0.01)], [10.0, np.log(10.0)]))
+    return float(sol.x[0]), float(np.exp(sol.x[1]))
+
+
+# ---------------------------------------------------------------------------------------
+# 2. simulation
+def _simulated_persons(n: int, m: int) -> int:
+    work = max(MIN_SIMULATED_PERSONS, SIMULATION_WORK // max(1, m * m))
+    return int(min(n, MAX_SIMULATED_PERSONS, work))
+
+
+def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float, r: int, k: int) -> np.ndarray:
+    """r × k × m float32 0/1 responses of simulated persons."""
+    theta = rng.normal(mu, tau, size=(r, k, 1)).astype(np.float32)
+    p = special.expit(theta - beta.astype(np.float32)[None, None, :])
+    return (rng.random(p.shape, dtype=np.float32) < p).astype(np.float32)
+
+
+def _exact_counts(X: np.ndarray) -> np.ndarray:
+    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64."""
+    s = X.sum(axis=1, dtype=np.float64)
+    Y = s[:, :, None] - np.matmul(X.transpose(0, 2, 1), X).astype(np.float64)
+    idx = np.arange(X.shape[2])
+    Y[:, idx, idx] = 0.0
+    return Y
+
+
+def _rescale(Y: np.ndarray, n: int, k: int, mean_per_person: np.ndarray) -> np.ndarray:
+    """Counts of k simulated persons -> counts of n persons (identity when k = n)."""
+    if k == n:
+        return Y
+    return n * mean_per_person + np.sqrt(n / k) * (Y - k * mean_per_person)
+
+
+def _replicate_batches(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float, n: int,
+                       reps: int):
+    """Yield (start, X) batches of simulated responses (k persons each) and k."""
+    m = beta.size
+    k = _simulated_persons(n, m)
+    step = max(1, _CHUNK_CELLS // (k * m))
+    for a in range(0, reps, step):
+        r = min(reps, a + step) - a
+        yield a, _responses(rng, beta, mu, tau, r, k), k
+
+
+def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, ...]) -> np.ndarray:
+    """Fresh noise of the released kind: discrete Gaussian (σ; drawn as a rounded normal) or
+    discrete Laplace (scale b; exactly, as a difference of two geometric variables)."""
+    if kind == "sigma":
+        return np.rint(rng.normal(0.0, scale, shape))
+    if kind == "scale":
+        p = -np.expm1(-1.0 / scale)
+        return (rng.geometric(p, shape) - rng.geometric(p, shape)).astype(np.float64)
+    raise ValueError(f"no bootstrap for noise parameter {kind!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# 3. the estimator, batched
+def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0) -> np.ndarray:
+    """Spectral estimates of a stack of counts (R, m, m) on ``graph``: (R, m), centred.
+
+    The same chain as :func:`privirt.spectral.spectral_from_counts` with a ``graph``, λ on
+    every edge and ``normalizer="max"``: the common normaliser d scales the generator but not
+    its stationary distribution, so π solves π(D − M) = 0, Σπ = 1 (D = diag of row sums), and
+    β = log π − mean(log π).  ``Y`` must be non-negative (clipped).
+    """
+    G = np.asarray(graph, dtype=bool)
+    m = G.shape[0]
+    M = np.where(G[None], Y, 0.0) + regularization * G[None]
+    L = -M
+    idx = np.arange(m)
+    L[:, idx, idx] = M.sum(axis=2)
+    A = L.transpose(0, 2, 1).copy()
+    A[:, -1, :] = 1.0
+    b = np.zeros((A.shape[0], m, 1))
+    b[:, -1, 0] = 1.0
+    pi = np.linalg.solve(A, b)[..., 0]
+    pi = np.clip(pi, 1e-300, None)
+    beta = np.log(pi)
+    return beta - beta.mean(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------
+# 4. the intervals
+def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray, G: np.ndarray, n: int,
+                reps: int, noise_parameter: str, noise_value: float,
+                regularization: float) -> tuple[np.ndarray, float, float]:
+    """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release)."""
+    mu, tau = fit_ability_normal(Y_noisy, G, truth, n)
+    mean_pp = _pair_means(truth, mu, tau)
+    out = np.empty((reps, truth.size))
+    for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
+        Y = _rescale(_exact_counts(X), n, k, mean_pp)
+        Y = Y + _noise(rng, noise_parameter, noise_value, Y.shape)
+        np.clip(Y, 0.0, None, out=Y)
+        out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization)
+    return out, mu, tau
+
+
+def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
+    """Attenuation: least-squares slope of the replicates' mean on the (centred) truth."""
+    ss = float(truth @ truth)
+    if ss < 1e-12:
+        return 1.0
+    return float(np.clip((mean @ truth) / ss, MIN_SLOPE, 2.0))
+
+
+def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarray, n: int, *,
+                     noise_parameter: str, noise_value: float, regularization: float = 1.0,
+                     confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT,
+                     seed: np.random.SeedSequence | None = None) -> BootstrapIntervals:
+    """Intervals for the spectral estimate on clipped noisy counts (Gaussian or Laplace noise).
+
+    Parameters
+    ----------
+    Y_noisy : ndarray (m, m)
+        The released noisy counts (unclipped; zero outside the graph).
+    graph : ndarray of bool (m, m)
+        The public comparison graph.
+    beta_hat : ndarray (m,)
+        The estimate the intervals are for (spectral on the clipped counts, centred).
+    n : int
+        The public number of persons.
+    noise_parameter, noise_value : str, float
+        ``"sigma"`` (discrete Gaussian) or ``"scale"`` (discrete Laplace) and its value.
+    regularization : float
+        λ of the estimator.
+    confidence : float in (0, 1)
+    n_boot : int ≥ 20
+    seed : SeedSequence, optional
+        Seed of the bootstrap (ordinary randomness; not privacy noise).
+    """
+    G = np.asarray(graph, dtype=bool)
+    beta_hat = np.asarray(beta_hat, dtype=float)
+    rng = numpy_rng(seed, "bootstrap")
+    args = (Y_noisy, G, n)
+    kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization}
+    # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
+    # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
+    # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
+    # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
+    cal_seed = int(rng.integers(2**63))
+
+    def F(b: np.ndarray) -> np.ndarray:
+        reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw)
+        return reps.mean(axis=0)
+
+    truth = beta_hat.copy()
+    mean = F(truth)
+    a = _slope(mean, truth)
+    steps = 0
+    for steps in range(1, CALIBRATION_STEPS + 1):
+        step = (beta_hat - mean) / a
+        if np.abs(step).max() < CALIBRATION_TOL:
+            break
+        new = np.clip(truth + step, -MAX_LOGIT, MAX_LOGIT)
+        new -= new.mean()
+        new_mean = F(new)
+        dt, dm = new - truth, new_mean - mean
+        if dt @ dt > 1e-12:
+            a = float(np.clip((dm @ dt) / (dt @ dt), MIN_SLOPE, 2.0))
+        truth, mean = new, new_mean
+    reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw)
+    mean = reps.mean(axis=0)
+    # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'
+    # own attenuation (the ratio slope; the secant slope above is the whole profile's, along
+    # which the fitted spread moves too)
+    a = _slope(mean, truth)
+    se = reps.std(axis=0, ddof=1) / a
+    centre = truth + (beta_hat - mean) / a
+    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
+            "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
+            "attenuation": a, "calibration_steps": steps, "centre": centre.tolist(),
+            "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}
+    return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)
