@@ -350,7 +350,7 @@ def test_simulated_masks_follow_the_fitted_number_answered():
     sf = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float), rel.n_persons,
             rel.sigma_histogram**2, rel.edges, A=marginal_missing.thinning_matrix(
                 marginal_missing.answered_distribution(10, q.mean(), fit.info["answered_icc"]), rel.k_edges, rel.edges))
-    s, a, h = marginal_missing.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
+    _s, a, h = marginal_missing.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
                                                         rel.n_persons, rel.edges, 20, k_edges=rel.k_edges,
                                                         icc=fit.info["answered_icc"])
     assert np.allclose(a.mean(axis=0) / rel.n_persons, q, atol=0.02)  # items keep their answer rates
