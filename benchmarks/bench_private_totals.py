@@ -68,7 +68,7 @@ def simulate(n, m, abilities, rng):
 
 def one_pair(X, beta, eps, seed):
     t = release_totals(X, epsilon=eps, delta=DELTA, seed=seed)
-    tot = estimate_from_release(t, n_boot=0, estimator="spectral").beta.to_numpy()
+    tot = estimate_from_release(t, n_boot=0).beta.to_numpy()
     alg2 = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0, estimator="spectral").beta.to_numpy()
     b = centred(beta)
     e_t, e_a = centred(tot) - b, centred(alg2) - b
@@ -173,7 +173,7 @@ def main() -> None:
         for eps in (0.3, 1.0, 3.0):
             row = []
             for fn in (lambda: private_totals_estimate(X, epsilon=eps, delta=DELTA),
-                       lambda: private_totals_estimate(X, epsilon=eps, delta=DELTA, n_boot=0, estimator="spectral"),
+                       lambda: private_totals_estimate(X, epsilon=eps, delta=DELTA, n_boot=0),
                        lambda: privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, n_boot=0, estimator="spectral")):
                 fn()  # warm-up
                 ts = []

@@ -5,7 +5,9 @@ sets (N(0, 1) abilities) per ε:
 
 * coverage of the nominal 95 % intervals (all items of all data sets pooled) and mean width,
   for Algorithm 2 with the dense discrete Gaussian (``gaussian``), the sparse comparison graph
-  (``gaussian_sparse``, p0 = "auto") and discrete Laplace (``laplace``), beside the totals
+  (``gaussian_sparse``, p0 = "auto"), discrete Laplace (``laplace``) — all with
+  ``estimator="spectral"`` — and the dense Gaussian counts with the noise-aware estimate
+  (``gaussian_na``, ``estimator="noise_aware"``), beside the totals
   estimator's intervals (``private_totals_estimate``) on the same data;
 * seconds per call (median) with the default 200 replicates, against the point estimate alone
   (``n_boot=0``);

@@ -3,9 +3,9 @@
 Both estimators are privirt's public private entry points on the same data with missing
 cells (NaN), δ = 1e-4:
 
-* ``private_totals_estimate(missing="mcar", n_boot=0, estimator="spectral")``: noisy correct counts, answered counts
-  and observed-score histogram (joint L2² ≤ 2m + 2), the derived split, the MCAR fit
-  (``docs/totals.md`` §7);
+* ``private_totals_estimate(missing="mcar", n_boot=0)``: noisy correct counts, answered counts
+  and the (number answered, observed score) histogram (joint L2² ≤ 2m + 2), the derived split
+  and bins, the MCAR fit (``docs/totals.md`` §7);
 * ``private_spectral_estimate`` (Algorithm 2, dense discrete Gaussian), which handles missing
   cells natively.
 
@@ -13,7 +13,8 @@ The noise is seeded (accuracy only; the results are NOT private).  Relative erro
 ‖β̂ − β‖/‖β‖ on centred vectors, cells n ∈ {1000, 2000}, m ∈ {20, 50}, ε ∈ {0.3, 1, 3}, 10 %
 and 30 % of cells missing independently (``--pattern items``) or with a per-person missing
 rate drawn from Beta (mean the same; ``--pattern persons``: still MCAR, but the number answered
-varies between persons more than the fit's independent-answering model assumes).  Then the
+varies between persons far more than under independent cells).  The ``k bins`` column is the
+number of bins of the number answered the design chose (public n, m, ε).  Then the
 coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
 
     python benchmarks/bench_totals_missing.py [--trials 8] [--coverage 30] [--pattern items]
@@ -34,6 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import privirt  # noqa: E402
+from mechanisms.measures import ApproxDP  # noqa: E402
+from privirt.private import TotalsGaussian  # noqa: E402
 
 DELTA = 1e-4
 
@@ -81,7 +84,8 @@ def main() -> None:
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
           f"mask: {args.pattern}; seeded noise, NOT private)")
-    print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9}")
+    print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
+          f"| {'k bins':>6}")
     grid = ([0.2], [200, 500, 1000], [10]) if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50])
     if args.corner:
         args.coverage = 0
@@ -95,8 +99,10 @@ def main() -> None:
                         X, beta = make_data(n, m, miss, args.pattern, rng)
                         r.append(one_pair(X, beta, eps, seed0 + k))
                     r = np.array(r)
+                    K = len(TotalsGaussian.calibrate(
+                        ApproxDP(eps, DELTA), n_persons=n, n_items=m, missing="mcar").k_edges) - 1
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
-                          f"{r[:, 3].mean() / r[:, 2].mean():>9.2f}", flush=True)
+                          f"{r[:, 3].mean() / r[:, 2].mean():>9.2f} | {K:>6}", flush=True)
     if args.coverage:
         print(f"\n## coverage of the 95% intervals: n=2000, m=20, 20% missing, n_boot=200, "
               f"{args.coverage} data sets per eps")

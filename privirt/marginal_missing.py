@@ -1,10 +1,12 @@
 """Marginal Rasch maths of the private totals estimator for incomplete data (MCAR).
 
-Post-processing of the released (noisy item totals s_i, answered counts a_i, score
-histogram): the design at a public reference model (budget shares of s, a and the histogram,
-the score bins), the proportions p_i = s_i/a_i with their noise variance, the score
-distribution when item i is answered independently with probability q_i, the fit of the
-ability model to the histogram under it, and the parametric-bootstrap simulation.  Complete-data
+Post-processing of the released (noisy item totals s_i, answered counts a_i, histogram of
+(number answered k, observed score r)): the design at a public reference model and mask
+(budget shares of s, a and the histogram, the bins of k and r), the proportions
+p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k: item i
+answered independently with probability q_i; several: k beta-binomial (fitted to the
+k-margins) and the answered set a random k-subset — the fit of the ability model to the
+histogram under them, and the parametric-bootstrap simulation.  Complete-data
 pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.marginal`.  The
 maths is in ``docs/totals.md`` §7.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from .marginal import (
     KAPPA_GRID,
@@ -27,6 +29,7 @@ from .marginal import (
     invert_marginals,
     item_marginals,
     reference_difficulties,
+    score_distribution,
 )
 
 __all__ = [
@@ -38,11 +41,23 @@ __all__ = [
     "fit_spread_mcar",
     "fit_support_batch_mcar",
     "simulate_mcar_statistics",
+    "answered_distribution",
+    "thinning_matrix",
+    "fit_answered_icc",
 ]
 
 _F_GRID = np.geomspace(0.01, 0.6, 40)
 #: the design's criterion is summed over these bimodalities κ of the reference model
 _REFERENCE_KAPPAS = (0.0, 0.85)
+#: the public reference mask of the design: mean answered share, and the intra-class
+#: correlation φ of the number answered (beta-binomial) with its prior SD (``docs/totals.md`` §7.2)
+REFERENCE_ANSWERED = 0.8
+REFERENCE_ICC = 0.1
+PRIOR_ICC_SD = 0.1
+#: candidate numbers of bins in the number answered k
+K_BINS = (1, 2, 3, 4)
+#: grid of φ searched when fitting the number answered to the released k-margins
+ICC_GRID = np.concatenate([[0.0], np.geomspace(0.002, 0.6, 80)])
 
 
 # ---------------------------------------------------------------------------------------
@@ -79,6 +94,78 @@ def bin_probabilities_mcar(beta: np.ndarray, q: np.ndarray, theta: np.ndarray, w
     pr = np.einsum("rtq,tq->tr", d, w.astype(dtype)).astype(float)
     c = np.concatenate([np.zeros((pr.shape[0], 1)), np.cumsum(pr, axis=1)], axis=1)
     return np.clip(np.diff(c[:, edges], axis=1), 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# the number answered k (beta-binomial) and the score given k (a random k-subset answered)
+def answered_distribution(m: int, mu: np.ndarray | float, icc: np.ndarray | float) -> np.ndarray:
+    """P(k answered), k = 0..m: beta-binomial with mean share ``mu`` and intra-class correlation
+    ``icc`` (0: binomial, independent cells), broadcast over the shapes of ``mu`` and ``icc``:
+    (..., m + 1)."""
+    mu, icc = np.broadcast_arrays(np.clip(np.asarray(mu, dtype=float), 1e-6, 1 - 1e-6),
+                                  np.clip(np.asarray(icc, dtype=float), 0.0, 0.999))
+    k = np.arange(m + 1, dtype=float)
+    binom = stats.binom.pmf(k, m, mu[..., None])
+    big = np.where(icc > 1e-9, 1.0 / np.maximum(icc, 1e-9) - 1.0, 1.0)[..., None]
+    a, b = mu[..., None] * big, (1 - mu[..., None]) * big
+    logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
+    bb = np.exp(logc + special.betaln(k + a, m - k + b) - special.betaln(a, b))
+    out = np.where(icc[..., None] > 1e-9, bb, binom)
+    return out / out.sum(axis=-1, keepdims=True)
+
+
+def _hypergeometric(m: int) -> np.ndarray:
+    """H[k, s, r] = P(r of the s correct answers fall among k answered items) when the answered
+    set is a uniformly random k-subset of the m items: (m + 1,) × 3."""
+    i = np.arange(m + 1)
+    return stats.hypergeom.pmf(i[None, None, :], m, i[None, :, None], i[:, None, None])
+
+
+def _bin_onehot(edges: np.ndarray, m: int) -> np.ndarray:
+    return (np.searchsorted(edges, np.arange(m + 1), side="right") - 1)[:, None] == np.arange(len(edges) - 1)
+
+
+def thinning_matrix(pk: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray) -> np.ndarray:
+    """A[..., s, (kb, rb)] = P(k in bin kb, observed score in bin rb | complete-data score s).
+
+    k has distribution ``pk`` (..., m + 1) independent of the answers (MCAR), and given k the
+    answered set is a uniformly random k-subset, so the observed score is hypergeometric.  The
+    (k, r) cell probabilities of an ability model are its complete-data score distribution
+    times A: shape (..., m + 1, K·B).
+    """
+    m = pk.shape[-1] - 1
+    H = _hypergeometric(m)
+    c = np.concatenate([np.zeros((m + 1, m + 1, 1)), np.cumsum(H, axis=2)], axis=2)
+    Hb = np.diff(c[:, :, r_edges], axis=2)  # (k, s, B)
+    W = pk[..., :, None] * _bin_onehot(k_edges, m)  # (..., k, K)
+    A = np.einsum("...kK,ksb->...sKb", W, Hb)
+    return A.reshape(A.shape[:-2] + (-1,))
+
+
+def fit_answered_icc(hist: np.ndarray, n: int, var_h: float, mu: np.ndarray | float, k_edges: np.ndarray,
+                     B: int) -> np.ndarray:
+    """φ of the beta-binomial number answered fitted to the k-margins of the released (k, r)
+    histogram(s) ``hist`` (..., K·B), mean share ``mu``: least squares weighted by each margin's
+    variance n P(1 − P) + B σ_h² over :data:`ICC_GRID`.  Shape ``hist.shape[:-1]``."""
+    hist = np.asarray(hist, dtype=float)
+    K = len(k_edges) - 1
+    hk = hist.reshape(hist.shape[:-1] + (K, B)).sum(axis=-1)  # (..., K)
+    m = int(k_edges[-1]) - 1
+    mu = np.broadcast_to(np.asarray(mu, dtype=float), hk.shape[:-1])
+    pk = answered_distribution(m, mu[..., None], ICC_GRID)  # (..., G, m + 1)
+    Pk = pk @ _bin_onehot(k_edges, m)  # (..., G, K)
+    V = n * Pk * (1 - Pk) + B * var_h + 1e-9
+    nll = 0.5 * np.sum((hk[..., None, :] - n * Pk) ** 2 / V + np.log(V), axis=-1)
+    return ICC_GRID[np.argmin(nll, axis=-1)]
+
+
+def thinned_cell_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """(k, r) cell probabilities (T, K·B) of the ability models (``beta`` (T, m), ``theta``/``w``
+    (T, Q)) through the thinning matrix ``A`` ((m + 1, K·B) or (T, m + 1, K·B))."""
+    S = np.einsum("tqr,tq->tr", score_distribution(beta, theta), w)
+    if A.ndim == 2:
+        return np.clip(S @ A, 0.0, 1.0)
+    return np.clip(np.einsum("ts,tsc->tc", S, A), 0.0, 1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,57 +206,70 @@ def _equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
     return np.asarray(cuts)
 
 
-def mcar_design(n: int, m: int, rho: float, q: float = 1.0) -> tuple[float, float, np.ndarray]:
-    """(f, g, edges): the histogram's share f of ρ, the answered counts' share g of the rest,
-    and the score bins, from the public n, m and ρ only.
+def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC
+                ) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """(f, g, r_edges, k_edges): the histogram's share f of ρ, the answered counts' share g of
+    the rest, and the bins of the (number answered k, observed score r) histogram, from the
+    public n, m and ρ only.
 
-    g is :func:`answered_share`.  f and the bins minimise the predicted error of β̂ at the
-    reference model (``docs/totals.md`` §4 and §7):
+    g is :func:`answered_share`.  f, the number of score bins B and of answered bins K minimise
+    the predicted error of β̂ at the reference model (``docs/totals.md`` §4 and §7.2):
 
         (1 + √P)² (m/2ρ) Σ_i 1/(n q π_i′)² / (1 − f)  +  tr(D C Dᵀ),
 
-    the first term the noise of the ratios (the complete-data term times (1 + √P)²/q²), C the
-    inverse Fisher information of (log τ, κ) from B bins of the observed score (each item seen
-    with probability q), each of variance n P_b(1 − P_b) + 1/(fρ).  The missing rate is not
-    public: the release uses q = 1 (``q`` is there to show how little the design moves with it).
+    the first term the noise of the ratios, C the inverse Fisher information of
+    (log τ, κ, φ) — φ the intra-class correlation of the number answered, a nuisance with
+    prior SD :data:`PRIOR_ICC_SD` — from the K·B cells (K equal-probability bins of the
+    beta-binomial k, B of the observed score, the answered set a random k-subset), each of
+    variance n P_c(1 − P_c) + 1/(fρ), and D = ∂β/∂(log τ, κ, φ) (no φ column: φ moves β only
+    through the fit).  The missing pattern is not public: it is evaluated at the reference
+    mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
     """
     g = answered_share(m)
     p0_ref, wts = _reference_marginals(m)
     P = float(np.sum(wts * p0_ref**2) / np.sum(wts))
     beta0 = reference_difficulties(m)
-    qv = np.full(m, float(q))
     Bs = list(range(3, min(m + 1, 16) + 1))
-    total = np.zeros((len(Bs), _F_GRID.size))
-    pr_ref = None
-    h = 1e-3
+    Ks = [K for K in K_BINS if K <= m + 1]
+    total = np.zeros((len(Ks), len(Bs), _F_GRID.size))
+    h, hp = 1e-3, 1e-3
+    icc_pts = np.array([icc, icc - hp if icc > hp else icc, icc + hp])
+    pk = answered_distribution(m, q, icc_pts)  # (3, m + 1)
+    H = _hypergeometric(m)
+    edges_ref = None
     for k0 in _REFERENCE_KAPPAS:
         lt = np.array([0.0, -h, h, 0.0, 0.0])
         kap = np.array([k0, k0, k0, max(k0 - h, 0.0), k0 + h])
         theta, w = ability_grid(lt, kappa=kap)
         B5 = np.repeat(beta0[None, :], 5, axis=0)
-        pr = np.einsum("tqr,tq->tr", score_distribution_mcar(B5, qv, theta), w)
-        pr_ref = pr[0] if pr_ref is None else pr_ref
+        S = np.einsum("tqr,tq->tr", score_distribution(B5, theta), w)  # complete-data scores (5, m + 1)
+        if edges_ref is None:
+            pr_obs = np.einsum("k,s,ksr->r", pk[0], S[0], H)  # observed score at the reference
+            edges_ref = {B: _equal_probability_edges(pr_obs, B) for B in Bs}
+            kedges_ref = {K: _equal_probability_edges(pk[0], K) for K in Ks}
         p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
         bet = invert_marginals(p0, theta, w)
         dk = kap[4] - kap[3]
-        D = np.stack([(bet[2] - bet[1]) / (2 * h), (bet[4] - bet[3]) / dk], axis=1)
+        D = np.stack([(bet[2] - bet[1]) / (2 * h), (bet[4] - bet[3]) / dk, np.zeros(m)], axis=1)
         D -= D.mean(axis=0)
-        dpr = np.stack([(pr[2] - pr[1]) / (2 * h), (pr[4] - pr[3]) / dk], axis=1)
         e = special.expit(theta[0][None, :] - beta0[:, None])
         dpi = (e * (1 - e)) @ w[0]
         a = (1 + math.sqrt(P)) ** 2 * np.sum(1.0 / (n * q * dpi) ** 2) * m / (2.0 * rho)
-        c = np.concatenate([[0.0], np.cumsum(pr[0])])
-        cd = np.concatenate([np.zeros((1, 2)), np.cumsum(dpr, axis=0)])
-        for i, B in enumerate(Bs):
-            edges = _equal_probability_edges(pr_ref, B)
-            Pb = np.diff(c[edges])
-            J = n * np.diff(cd[edges], axis=0)
-            for j, f in enumerate(_F_GRID):
-                V = n * Pb * (1 - Pb) + 1.0 / (f * rho)
-                info = (J / V[:, None]).T @ J + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
-                total[i, j] += a / (1 - f) + float(np.trace(D @ np.linalg.solve(info, D.T)))
-    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
-    return float(_F_GRID[j]), g, _equal_probability_edges(pr_ref, Bs[i])
+        dicc = icc_pts[2] - icc_pts[1]
+        for ik, K in enumerate(Ks):
+            for ib, B in enumerate(Bs):
+                A = thinning_matrix(pk, kedges_ref[K], edges_ref[B])  # (3, m + 1, K·B)
+                pc = S @ A[0]  # (5, K·B) at φ = icc
+                pf = np.einsum("s,jsc->jc", S[0], A)  # (3, K·B) at (log τ, κ) = reference
+                J = n * np.stack([(pc[2] - pc[1]) / (2 * h), (pc[4] - pc[3]) / dk,
+                                  (pf[2] - pf[1]) / dicc], axis=1)
+                V = n * pc[0] * (1 - pc[0]) + 1.0 / (_F_GRID[:, None] * rho) + 1e-12  # (F, K·B)
+                info = np.einsum("ci,fc,cj->fij", J, 1.0 / V, J) + np.diag(
+                    [1.0 / PRIOR_LOG_TAU_SD**2, 1.0, 1.0 / PRIOR_ICC_SD**2])
+                C = np.linalg.inv(info)
+                total[ik, ib] += a / (1 - _F_GRID) + np.einsum("ij,fjk,ik->f", D, C, D)
+    ik, ib, jf = np.unravel_index(int(np.argmin(total)), total.shape)
+    return float(_F_GRID[jf]), g, edges_ref[Bs[ib]], kedges_ref[Ks[ik]]
 
 
 # ---------------------------------------------------------------------------------------
@@ -200,10 +300,10 @@ def _nearest_to_mean(post, lt, kap, lam):
     return np.argmin(d, axis=1)
 
 
-def _posterior(p, q, hist, n, var_h, edges, lt, kap, lam):
+def _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A=None):
     theta, w = ability_grid(lt, kappa=kap, lam=lam)
     beta = invert_marginals(p, theta, w)
-    P = bin_probabilities_mcar(beta, q, theta, w, edges)
+    P = bin_probabilities_mcar(beta, q, theta, w, edges) if A is None else thinned_cell_probabilities(beta, theta, w, A)
     V = n * P * (1.0 - P) + var_h + 1e-9
     nll = 0.5 * np.sum((hist[None, :] - n * P) ** 2 / V + np.log(V), axis=1) + 0.5 * (lt / PRIOR_LOG_TAU_SD) ** 2
     post = np.exp(-(nll - nll.min()))
@@ -211,21 +311,24 @@ def _posterior(p, q, hist, n, var_h, edges, lt, kap, lam):
 
 
 def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_h: float,
-                    edges: np.ndarray, *, support=None) -> SpreadFit:
+                    edges: np.ndarray, *, support=None, A: np.ndarray | None = None) -> SpreadFit:
     """The ability model fitted to the noisy observed-score histogram under MCAR, and β.
 
     As :func:`privirt.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
     one refinement with skewed shapes when the posterior is concentrated, β at the grid point
     nearest the posterior mean), with the bin probabilities of the observed score when item i
     is answered independently with probability ``q[i]``; ``p`` are the proportions correct among
-    those who answered (the full-population marginals under MCAR).
+    those who answered (the full-population marginals under MCAR).  With a thinning matrix
+    ``A`` (:func:`thinning_matrix`) ``hist`` is the (k, r) histogram (K·B cells, k-major) and
+    the cells are modelled as the number answered k from the fitted beta-binomial and the
+    answered set a random k-subset.
     """
     hist = np.asarray(hist, dtype=float)
     if support is None:
         lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
         kap = np.tile(KAPPA_GRID, TAU_GRID.size)
         lam = np.full(lt.size, 0.5)
-        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
         keep = post >= 1e-6 * post.max()
         if np.count_nonzero(keep) <= REFINE_BELOW:
             dlt = np.diff(np.log(TAU_GRID))[0]
@@ -233,10 +336,10 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
             kap_f = np.unique(np.clip(np.linspace(kap[keep].min() - 0.3, kap[keep].max() + 0.3, 9), 0.0, 0.95))
             g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
             lt, kap, lam = g[:, (g[1] > 0) | (g[2] == 0.5)]
-            post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+            post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
     else:
         lt, kap, lam = support
-        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam)
+        post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
     bc = beta - beta.mean(axis=1, keepdims=True)
     j = int(_nearest_to_mean(post[None, :], lt, kap, lam)[0])
     return SpreadFit(beta=bc[j], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
@@ -248,11 +351,13 @@ _BATCH_CELLS = 2_000_000
 
 
 def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_h: float,
-                           edges: np.ndarray, support, initial: np.ndarray | None = None) -> np.ndarray:
+                           edges: np.ndarray, support, initial: np.ndarray | None = None,
+                           A: np.ndarray | None = None) -> np.ndarray:
     """:func:`fit_spread_mcar` on the fixed grid ``support`` for R data sets at once: β (R, m).
 
     ``p``, ``q`` (R, m) and ``hist`` (R, B); ``initial`` (T, m) starts the Newton iterations;
-    the score distributions are computed in float32 (about 1e-7 absolute error).
+    the score distributions are computed in float32 (about 1e-7 absolute error).  ``A``
+    (R, m + 1, K·B): each data set's thinning matrix (the (k, r) model, ``hist`` (R, K·B)).
     """
     lt, kap, lam = support
     theta, w = ability_grid(lt, kappa=kap, lam=lam)
@@ -267,8 +372,11 @@ def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: in
         th, ww = np.tile(theta, (r, 1)), np.tile(w, (r, 1))
         init = None if initial is None else np.tile(initial, (r, 1))
         beta = invert_marginals(np.repeat(p[a0:a0 + r], T, axis=0), th, ww, initial=init, tol=1e-6)
-        P = bin_probabilities_mcar(beta, np.repeat(q[a0:a0 + r], T, axis=0), th, ww, edges,
-                                   dtype=np.float32).reshape(r, T, -1)
+        if A is None:
+            P = bin_probabilities_mcar(beta, np.repeat(q[a0:a0 + r], T, axis=0), th, ww, edges,
+                                       dtype=np.float32).reshape(r, T, -1)
+        else:
+            P = thinned_cell_probabilities(beta, th, ww, np.repeat(A[a0:a0 + r], T, axis=0)).reshape(r, T, -1)
         V = n * P * (1.0 - P) + var_h + 1e-9
         res = hist[a0:a0 + r, None, :] - n * P
         nll = 0.5 * np.sum(res * res / V + np.log(V), axis=2) + prior[None, :]
@@ -280,27 +388,44 @@ def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: in
 
 
 def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.ndarray, q: np.ndarray,
-                             n: int, edges: np.ndarray, reps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``reps`` draws of the exact (s, a, histogram) from the fitted model: (reps, m) ×2, (reps, B).
+                             n: int, edges: np.ndarray, reps: int, k_edges: np.ndarray | None = None,
+                             icc: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``reps`` draws of the exact (s, a, histogram) from the fitted model: (reps, m) ×2, (reps, K·B).
 
-    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``,
-    item i seen independently with probability ``q[i]``.
+    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``.
+    Without ``k_edges`` item i is seen independently with probability ``q[i]``; with them each
+    person's number answered k is beta-binomial (mean share mean(q), intra-class correlation
+    ``icc``) and the answered set is a k-subset drawn without replacement with weights
+    q_i/(1 − q_i) (so that items keep their answer rates), binned into the (k, r) histogram.
     """
     k = fit.map_index
     theta, w = ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
     theta, w = theta[0], w[0]
     m, B = beta.size, len(edges) - 1
+    K = 1 if k_edges is None else len(k_edges) - 1
     eb = np.exp(beta)
-    s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, B))
+    s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, K * B))
+    mu = float(np.clip(np.mean(q), 1e-6, 1 - 1e-6))
+    odds = np.clip(q, 1e-3, 1 - 1e-3) / (1 - np.clip(q, 1e-3, 1 - 1e-3))
     step = max(1, 2_000_000 // (n * m))
     for a0 in range(0, reps, step):
         r = min(reps, a0 + step) - a0
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
         X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
-        seen = rng.random((r, n, m)) < q[None, None, :]
+        if k_edges is None:
+            seen = rng.random((r, n, m)) < q[None, None, :]
+            kb = 0
+        else:
+            share = rng.beta(mu * (1 / icc - 1), (1 - mu) * (1 / icc - 1), (r, n)) if icc > 1e-9 else mu
+            k = rng.binomial(m, share, (r, n))
+            keys = np.log(rng.random((r, n, m))) / odds  # Efraimidis–Spirakis: the k largest keys
+            top = -np.sort(-keys, axis=2)
+            cut = np.take_along_axis(top, np.maximum(k - 1, 0)[:, :, None], axis=2)
+            seen = (keys >= cut) & (k[:, :, None] > 0)
+            kb = np.searchsorted(k_edges, k, side="right") - 1
         X &= seen
         s[a0:a0 + r] = X.sum(axis=1)
         a[a0:a0 + r] = seen.sum(axis=1)
-        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
-        hist[a0:a0 + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+        b = (kb * B + np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + K * B * np.arange(r)[:, None])
+        hist[a0:a0 + r] = np.bincount(b.ravel(), minlength=r * K * B).reshape(r, K * B)
     return s, a, hist

@@ -127,7 +127,9 @@ class TotalsRelease:
     totals : pandas.Series of int64
         Noisy number of correct answers per item (indexed by item).
     histogram : pandas.Series of int64
-        Noisy number of persons per raw-score bin (index ``"lo-hi"``, scores inclusive).
+        Noisy number of persons per raw-score bin (index ``"lo-hi"``, scores inclusive); with
+        more than one bin of the number answered (``missing="mcar"``), per (answered, score)
+        cell, answered-major (a two-level index ``answered``, ``score``).
     edges : ndarray of int
         Bin b holds raw scores ``edges[b] .. edges[b+1] - 1``.
     n_persons : int
@@ -140,11 +142,14 @@ class TotalsRelease:
     missing : {"none", "mcar"}
         The declared input domain.  ``"mcar"``: ``totals`` counts correct answers,
         ``answered`` the noisy number of persons who answered each item, and the histogram is
-        of the observed score (one bin of the number answered, ``docs/totals.md`` §7).
+        of (number answered, observed score) over ``k_edges`` × ``edges`` (``docs/totals.md`` §7).
     answered : pandas.Series of int64 or None
         Noisy answered counts (``missing="mcar"`` only).
     sigma_answered : float
         Their discrete Gaussian scale (NaN without them).
+    k_edges : ndarray of int or None
+        Bin c of the number answered holds ``k_edges[c] .. k_edges[c+1] - 1`` items
+        (``missing="mcar"``; one bin ``[0, m + 1]`` when the design keeps one).
     """
 
     totals: pd.Series
@@ -158,6 +163,7 @@ class TotalsRelease:
     missing: str = "none"
     answered: pd.Series | None = None
     sigma_answered: float = math.nan
+    k_edges: np.ndarray | None = None
 
     @property
     def items(self) -> pd.Index:
@@ -176,7 +182,8 @@ class TotalsRelease:
             "split": self.split,
             "missing": self.missing,
             **({} if self.answered is None else {"answered": [int(v) for v in self.answered],
-                                                 "sigma_answered": self.sigma_answered}),
+                                                 "sigma_answered": self.sigma_answered,
+                                                 "k_edges": [int(v) for v in self.k_edges]}),
             "privacy": self.privacy.to_dict(),
         }
 
@@ -236,8 +243,8 @@ def release_totals(
     missing : {"none", "mcar"}
         The declared (public) input domain.  ``"none"``: complete data, missing cells are
         refused.  ``"mcar"``: cells may be missing completely at random; the release is the
-        noisy correct counts, answered counts and observed-score histogram (joint L2² ≤ 2m + 2,
-        ``docs/totals.md`` §7) — also for data that happen to be complete.
+        noisy correct counts, answered counts and the (number answered, observed score) histogram
+        (joint L2² ≤ 2m + 2, ``docs/totals.md`` §7) — also for data that happen to be complete.
 
     Returns
     -------
@@ -255,8 +262,8 @@ def release_totals(
     n, m = resp.shape
     meas = TotalsGaussian.calibrate(call.target, n_persons=n, n_items=m, missing=missing)
     warn_if_noise_dominates(meas.sigmas[0], n, "item totals")  # public n and σ only
-    edges = meas.edges
-    B = len(edges) - 1
+    edges, k_edges = meas.edges, meas.k_edges
+    B, K = len(edges) - 1, len(k_edges) - 1
     if mcar:
         sig_t, sig_a, sig_h = meas.sigmas
     else:
@@ -268,11 +275,12 @@ def release_totals(
         if not mcar and np.any(answered != n):
             raise ValueError(_COMPLETE_ONLY)
         totals = np.asarray(st.totals, dtype=np.int64)
-        raw = np.asarray(st.score_hist, dtype=np.int64).sum(axis=0)  # persons by observed score
-        hist = np.add.reduceat(raw, np.asarray(edges[:-1], dtype=np.intp)).astype(np.int64)
+        raw = np.asarray(st.score_hist, dtype=np.int64)  # persons by (number answered, observed score)
+        raw = np.add.reduceat(raw, np.asarray(k_edges[:-1], dtype=np.intp), axis=0)
+        hist = np.add.reduceat(raw, np.asarray(edges[:-1], dtype=np.intp), axis=1).astype(np.int64).ravel()
     elif mcar:
-        totals, answered, joint = missing_statistics(resp.codes, np.array([0, m + 1]), edges)
-        hist = joint[0]
+        totals, answered, joint = missing_statistics(resp.codes, k_edges, edges)
+        hist = joint.ravel()
     else:
         totals, hist = totals_statistics(resp.codes, edges)
     exact = [totals, answered, hist] if mcar else [totals, hist]
@@ -282,13 +290,18 @@ def release_totals(
     del totals, hist, exact
     statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(B)]
+    if K > 1:
+        hindex = pd.MultiIndex.from_product(
+            [[f"{k_edges[c]}-{k_edges[c + 1] - 1}" for c in range(K)], labels], names=["answered", "score"])
+    else:
+        hindex = pd.Index(labels, name="score")
     return TotalsRelease(
         totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
-        histogram=pd.Series(noisy[-1], index=pd.Index(labels, name="score"), name="persons"),
+        histogram=pd.Series(noisy[-1], index=hindex, name="persons"),
         edges=np.asarray(edges, dtype=np.int64), n_persons=int(n), sigma_totals=float(sig_t),
         sigma_histogram=float(sig_h), split=meas.split, privacy=statement, missing=missing,
         answered=pd.Series(noisy[1], index=resp.items.copy(), name="answered") if mcar else None,
-        sigma_answered=float(sig_a),
+        sigma_answered=float(sig_a), k_edges=np.asarray(k_edges, dtype=np.int64) if mcar else None,
     )
 
 
@@ -312,8 +325,9 @@ class TotalsEstimate(ItemEstimate):
     release : TotalsRelease
     info : dict
         Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
-        bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``
-        and the mean answered share.
+        bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``,
+        the mean answered share, ``k_bins`` (bins of the number answered) and ``answered_icc``
+        (the fitted intra-class correlation φ of the number answered; 0 with one bin).
     """
 
     beta: pd.Series
@@ -444,8 +458,21 @@ def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> Totals
     )
 
 
+def _answered_model(release: TotalsRelease, q: np.ndarray):
+    """(φ, thinning matrix) of the number answered fitted to the histogram's k-margins, or
+    (0, None) with one bin of k (cells then modelled as answered independently)."""
+    k_edges = release.k_edges
+    if k_edges is None or len(k_edges) < 3:
+        return 0.0, None
+    h = release.histogram.to_numpy(dtype=float)
+    icc = float(marginal_missing.fit_answered_icc(h, release.n_persons, release.sigma_histogram**2, np.mean(q),
+                                                  k_edges, len(release.edges) - 1))
+    pk = marginal_missing.answered_distribution(len(release.items), np.mean(q), icc)
+    return icc, marginal_missing.thinning_matrix(pk, k_edges, release.edges)
+
+
 def _fit_mcar(release: TotalsRelease, shrink: bool, support=None):
-    """The MCAR fit of the released statistics: (fit, β, factor, diagnostics, q)."""
+    """The MCAR fit of the released statistics: (fit, β, factor, diagnostics, q, φ)."""
     n = release.n_persons
     tp, q, v = marginal_missing.ratio_proportions(
         release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
@@ -454,21 +481,24 @@ def _fit_mcar(release: TotalsRelease, shrink: bool, support=None):
         p, c, diag = marginal.shrink_totals(tp, n, v)
     else:
         p, c, diag = marginal.centre_totals(tp, n, v), 1.0, {}
+    icc, A = _answered_model(release, q)
     fit = marginal_missing.fit_spread_mcar(p, q, release.histogram.to_numpy(dtype=float), n,
-                                           release.sigma_histogram**2, release.edges, support=support)
-    return fit, fit.beta, c, diag, q
+                                           release.sigma_histogram**2, release.edges, support=support, A=A)
+    return fit, fit.beta, c, diag, q, icc
 
 
 def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -> TotalsEstimate:
     """:func:`estimate_from_release` for a ``missing="mcar"`` release (``docs/totals.md`` §7)."""
     n, edges = release.n_persons, release.edges
-    fit, beta, c, diag, q = _fit_mcar(release, shrink=True)
+    fit, beta, c, diag, q, icc = _fit_mcar(release, shrink=True)
+    k_edges = None if release.k_edges is None or len(release.k_edges) < 3 else release.k_edges
     support = fit.support()
     beta_u = _fit_mcar(release, shrink=False, support=support)[1]
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
-        sb, ab, hb = marginal_missing.simulate_mcar_statistics(rng, fit, beta, q, n, edges, int(n_boot))
+        sb, ab, hb = marginal_missing.simulate_mcar_statistics(rng, fit, beta, q, n, edges, int(n_boot),
+                                                               k_edges=k_edges, icc=icc)
         sb = sb + rng.normal(0.0, release.sigma_totals, sb.shape)
         ab = ab + rng.normal(0.0, release.sigma_answered, ab.shape)
         hb = hb + rng.normal(0.0, release.sigma_histogram, hb.shape)
@@ -480,8 +510,14 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -
         tp0, _, v0 = marginal_missing.ratio_proportions(
             release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n, vs, va)
         start = marginal.invert_marginals(marginal.centre_totals(tp0, n, v0), theta_s, w_s)
+        A = None
+        if k_edges is not None:
+            mub = qb.mean(axis=1)
+            iccb = marginal_missing.fit_answered_icc(hb, n, release.sigma_histogram**2, mub, k_edges, len(edges) - 1)
+            pkb = marginal_missing.answered_distribution(qb.shape[1], mub[:, None], iccb[:, None])[:, 0]
+            A = marginal_missing.thinning_matrix(pkb, k_edges, edges)
         reps = marginal_missing.fit_support_batch_mcar(pb, qb, hb, n, release.sigma_histogram**2, edges,
-                                                       support, initial=start)
+                                                       support, initial=start, A=A)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
@@ -492,7 +528,8 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -
         "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot),
         "confidence": float(confidence), "split": release.split, "n_bins": int(len(edges) - 1),
         "detect": diag, "bootstrap_seed": describe_seed(ss), "missing": "mcar",
-        "answered_share": float(np.mean(q)),
+        "answered_share": float(np.mean(q)), "k_bins": 1 if k_edges is None else int(len(k_edges) - 1),
+        "answered_icc": float(icc),
     }
     return _result(release, beta, se, centre, z, beta_u, info)
 

@@ -431,13 +431,16 @@ def test_private_totals_on_dask_equal_in_memory_and_incomplete_data_spends_nothi
     assert ledger.spends().empty
 
 
-def test_private_totals_mcar_on_dask_equal_in_memory(tmp_path, client):
+@pytest.mark.parametrize("eps", [1.0, 30.0])
+def test_private_totals_mcar_on_dask_equal_in_memory(tmp_path, client, eps):
     items = ["a", "b", "c", "d", "e"]
     X = _data(n=700, m=5, missing=0.2, seed=9)
     folder = _write_parquet(tmp_path / "mcar", X, items, files=3)
-    kw = dict(epsilon=1.0, delta=1e-5, seed=4, n_persons=750, items=items, missing="mcar")
+    kw = dict(epsilon=eps, delta=1e-5, seed=4, n_persons=750, items=items, missing="mcar")
     got = privirt.release_totals(folder, engine="dask", client=client, **kw)
     ref = privirt.release_totals(pd.DataFrame(X, columns=items), **kw)  # 50 absent persons: all-missing rows
+    assert (len(ref.k_edges) > 2) == (eps > 1)  # ε = 30: several bins of the number answered
     for part in ("totals", "answered", "histogram"):
         np.testing.assert_array_equal(getattr(got, part), getattr(ref, part))
+    assert got.histogram.index.equals(ref.histogram.index) and np.array_equal(got.k_edges, ref.k_edges)
     assert str(got.privacy) == str(ref.privacy) and got.missing == "mcar"

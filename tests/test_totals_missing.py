@@ -79,14 +79,16 @@ def test_mcar_calibration_uses_the_proven_sensitivity_and_meets_the_target(eps):
     p = rel.privacy
     # the proven joint bound (docs/totals.md §7), tight
     assert p.sensitivity.l2**2 == pytest.approx(2 * m + 2) and p.sensitivity.l1 == 2 * m + 2
-    assert p.sensitivity.bound == "tight" and p.sensitivity.n_released == 2 * m + len(rel.edges) - 1
+    cells = (len(rel.edges) - 1) * (len(rel.k_edges) - 1)
+    assert p.sensitivity.bound == "tight" and p.sensitivity.n_released == 2 * m + cells == 2 * m + rel.histogram.size
     # each part composed with its own sensitivity: m (correct), m (answered), 2 (histogram)
     rho = m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2) + 1 / rel.sigma_histogram**2
     assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
     assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps * (1 + 1e-12) and p.epsilon >= eps * 0.999
     # the derived design: histogram share f, answered share g of the rest
-    f, g, edges = marginal_missing.mcar_design(n, m, p.rho)
+    f, g, edges, k_edges = marginal_missing.mcar_design(n, m, p.rho)
     assert rel.split == pytest.approx(f, rel=1e-6) and np.array_equal(rel.edges, edges)
+    assert np.array_equal(rel.k_edges, k_edges)
     g_got = (m / (2 * rel.sigma_answered**2)) / (m / (2 * rel.sigma_totals**2) + m / (2 * rel.sigma_answered**2))
     assert g_got == pytest.approx(g, rel=1e-6)
     notes = " ".join(p.notes)
@@ -94,6 +96,7 @@ def test_mcar_calibration_uses_the_proven_sensitivity_and_meets_the_target(eps):
     assert rel.missing == "mcar" and rel.answered.index.equals(rel.totals.index)
     d = rel.to_dict()
     assert d["missing"] == "mcar" and len(d["answered"]) == m and d["sigma_answered"] == rel.sigma_answered
+    assert d["k_edges"] == rel.k_edges.tolist() and len(d["histogram"]) == cells
 
 
 def test_complete_data_declared_mcar_costs_the_mcar_calibration():
@@ -118,9 +121,9 @@ def test_mcar_statistics_are_what_is_released():
     X, _ = _mcar(n=800, m=5, rate=0.25)
     rel = release_totals(X, epsilon=200.0, missing="mcar", seed=3)
     codes = np.where(np.isnan(X), -1, X).astype(np.int8)
-    s, a, h = missing_statistics(codes, np.array([0, 6]), rel.edges)
+    s, a, h = missing_statistics(codes, rel.k_edges, rel.edges)
     for noisy, exact, sig in ((rel.totals, s, rel.sigma_totals), (rel.answered, a, rel.sigma_answered),
-                              (rel.histogram, h[0], rel.sigma_histogram)):
+                              (rel.histogram, h.ravel(), rel.sigma_histogram)):
         assert np.all(np.abs(noisy.to_numpy() - exact) <= 6 * sig + 1)
     assert h.sum() == 800 and 0 < a.min() and a.max() < 800
 
@@ -134,11 +137,15 @@ def test_mcar_seeded_is_reproducible_and_not_private():
     assert private_totals_estimate(X, epsilon=1.0, n_boot=0, missing="mcar").privacy.private is True
 
 
-def test_mcar_estimate_is_post_processing_with_labels():
+@pytest.mark.parametrize("eps", [1.0, 30.0])
+def test_mcar_estimate_is_post_processing_with_labels(eps):
     X, _ = _mcar(m=5)
     df = pd.DataFrame(X, columns=[f"q{i}" for i in range(5)])
-    rel = release_totals(df, epsilon=1.0, seed=3, missing="mcar")
+    rel = release_totals(df, epsilon=eps, seed=3, missing="mcar")
+    K = rel.k_edges.size - 1
+    assert (K > 1) == (eps > 1)  # the design keeps one bin of k at ε = 1, several at ε = 30 (n = 600, m = 5)
     a = estimate_from_release(rel, n_boot=20, seed=5)
+    assert a.info["k_bins"] == K and a.release is rel
     b = estimate_from_release(rel, n_boot=20, seed=5)
     assert a.beta.equals(b.beta) and a.ci.equals(b.ci) and a.privacy is rel.privacy
     assert list(a.to_frame().index) == list(df.columns) and list(a.to_frame().columns) == [
@@ -194,9 +201,11 @@ def test_answered_share_minimises_the_ratio_noise():
         grid = np.linspace(0.01, 0.99, 9801)
         assert abs(grid[np.argmin(1 / (1 - grid) + P / grid)] - g) < 2e-4
         assert 0.3 < g < 0.4  # p near ½: about a third of the totals' budget on the answered counts
-    f, g, e = marginal_missing.mcar_design(1000, 20, 0.05)
+    f, g, e, ke = marginal_missing.mcar_design(1000, 20, 0.05)
     assert (f, g) == marginal_missing.mcar_design(1000, 20, 0.05)[:2]
-    assert 0 < f < 0.6 and e[0] == 0 and e[-1] == 21 and np.all(np.diff(e) > 0)
+    for x in (e, ke):
+        assert x[0] == 0 and x[-1] == 21 and np.all(np.diff(x) > 0)
+    assert 0 < f < 0.6 and len(ke) - 1 in marginal_missing.K_BINS
     assert abs(marginal_missing.mcar_design(1000, 20, 0.05, q=0.7)[0] - f) < 0.5 * f  # moves little with q
 
 
@@ -221,25 +230,40 @@ def test_mcar_score_distribution_matches_enumeration():
                        marginal.score_distribution(beta, theta), atol=1e-12)
 
 
-def test_batched_mcar_fit_equals_one_at_a_time():
+@pytest.mark.parametrize("thinned", [False, True])
+def test_batched_mcar_fit_equals_one_at_a_time(thinned):
     X, _ = _mcar(n=1500, m=7, seed=4)
     rel = release_totals(X, epsilon=2.0, seed=3, missing="mcar")
-    n, edges = rel.n_persons, rel.edges
+    n, edges, B = rel.n_persons, rel.edges, len(rel.edges) - 1
     tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
                                                   rel.sigma_totals**2, rel.sigma_answered**2)
     p0 = marginal.centre_totals(tp, n, v)
     vh = rel.sigma_histogram**2
-    fit = marginal_missing.fit_spread_mcar(p0, q, rel.histogram.to_numpy(float), n, vh, edges)
-    support = fit.support()
+    k_edges = np.array([0, 4, 6, 8])  # three bins of the number answered
+    if thinned:  # a (k, r) histogram of three k-bins, each data set with its own fitted φ
+        codes = np.where(np.isnan(X), -1, X).astype(np.int8)
+        h0 = missing_statistics(codes, k_edges, edges)[2].ravel().astype(float)
+    else:
+        h0 = rel.histogram.to_numpy(float).reshape(-1, B).sum(axis=0)
     rng = np.random.default_rng(0)
     P = np.clip(p0[None, :] + rng.normal(0, 0.02, (4, p0.size)), 0.01, 0.99)
     Q = np.clip(q[None, :] + rng.normal(0, 0.01, (4, q.size)), 0.5, 1.0)
-    H = rel.histogram.to_numpy(float)[None, :] + rng.normal(0, 20, (4, len(edges) - 1))
+    H = h0[None, :] + rng.normal(0, 20, (4, h0.size))
+    if thinned:
+        mu = Q.mean(axis=1)
+        icc = marginal_missing.fit_answered_icc(H, n, vh, mu, k_edges, B)
+        A = marginal_missing.thinning_matrix(
+            marginal_missing.answered_distribution(7, mu[:, None], icc[:, None])[:, 0], k_edges, edges)
+    else:
+        A = None
+    fit = marginal_missing.fit_spread_mcar(p0, q, h0, n, vh, edges, A=None if A is None else A[0])
+    support = fit.support()
     theta, w = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
     got = marginal_missing.fit_support_batch_mcar(P, Q, H, n, vh, edges, support,
-                                                  initial=marginal.invert_marginals(p0, theta, w))
+                                                  initial=marginal.invert_marginals(p0, theta, w), A=A)
     for r in range(4):
-        one = marginal_missing.fit_spread_mcar(P[r], Q[r], H[r], n, vh, edges, support=support).beta
+        one = marginal_missing.fit_spread_mcar(P[r], Q[r], H[r], n, vh, edges, support=support,
+                                               A=None if A is None else A[r]).beta
         assert np.allclose(got[r], one, atol=1e-5)
 
 
@@ -263,3 +287,104 @@ def test_mcar_interval_coverage_on_a_small_case():
     cov = float(np.mean(hits))
     assert 0.85 <= cov <= 0.995, cov
     assert math.isfinite(cov)
+
+
+# -- several bins of the number answered ------------------------------------------------------
+def _persons_mask(n, m, rate, seed):
+    """Rasch data with a per-person missing rate ~ Beta (mean ``rate``): MCAR, overdispersed k."""
+    X, _, beta = privirt.simulate_rasch(n, m, seed=seed)
+    X = X.astype(float)
+    rng = np.random.default_rng(seed + 2000)
+    r = rng.beta(2.0, 2.0 * (1 - rate) / rate, size=(n, 1))
+    X[rng.random(X.shape) < r] = np.nan
+    return X, beta - beta.mean()
+
+
+def _proportions(rel):
+    n = rel.n_persons
+    tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
+                                                  rel.sigma_totals**2, rel.sigma_answered**2)
+    return marginal.centre_totals(tp, n, v), q
+
+
+def test_answered_distribution_is_the_beta_binomial():
+    from scipy import stats
+
+    for mu, icc in ((0.8, 0.1), (0.3, 0.02), (0.6, 0.5)):
+        a = mu * (1 / icc - 1)
+        got = marginal_missing.answered_distribution(9, mu, icc)
+        assert np.allclose(got, stats.betabinom.pmf(np.arange(10), 9, a, a * (1 - mu) / mu), atol=1e-12)
+    assert np.allclose(marginal_missing.answered_distribution(9, 0.7, 0.0), stats.binom.pmf(np.arange(10), 9, 0.7))
+
+
+def test_thinned_cells_match_enumeration():
+    # P(k bin, r bin | ability model) when k ~ pk and the answered set is a uniform k-subset
+    m = 4
+    rng = np.random.default_rng(8)
+    beta = rng.normal(0, 1.2, size=(2, m))
+    theta, w = marginal.ability_grid(np.log([0.6, 1.8]), kappa=np.array([0.0, 0.7]))
+    pk = rng.dirichlet(np.ones(m + 1))
+    k_edges, r_edges = np.array([0, 2, 4, 5]), np.array([0, 1, 3, 5])
+    A = marginal_missing.thinning_matrix(pk, k_edges, r_edges)
+    got = marginal_missing.thinned_cell_probabilities(beta, theta, w, A)
+    xs = np.array(list(itertools.product([0, 1], repeat=m)))
+    for t in range(2):
+        pr = special.expit(theta[t][None, :] - beta[t][:, None])  # (m, Q)
+        px = np.prod(np.where(xs[:, :, None] == 1, pr[None], 1 - pr[None]), axis=1) @ w[t]  # P(x)
+        want = np.zeros((3, 3))
+        for subset in itertools.product([0, 1], repeat=m):
+            k = sum(subset)
+            r = xs @ np.array(subset)
+            kb = np.searchsorted(k_edges, k, side="right") - 1
+            rb = np.searchsorted(r_edges, r, side="right") - 1
+            np.add.at(want[kb], rb, px * pk[k] / math.comb(m, k))
+        assert np.allclose(got[t], want.ravel(), atol=1e-12)
+
+
+def test_simulated_masks_follow_the_fitted_number_answered():
+    X, _ = _persons_mask(3000, 10, 0.3, seed=11)
+    fit = private_totals_estimate(X, epsilon=50.0, seed=2, n_boot=0, missing="mcar")
+    rel = fit.release
+    assert rel.k_edges.size >= 3 and rel.histogram.index.names == ["answered", "score"]
+    p, q = _proportions(rel)
+    sf = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float), rel.n_persons,
+            rel.sigma_histogram**2, rel.edges, A=marginal_missing.thinning_matrix(
+                marginal_missing.answered_distribution(10, q.mean(), fit.info["answered_icc"]), rel.k_edges, rel.edges))
+    _s, a, h = marginal_missing.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
+                                                        rel.n_persons, rel.edges, 20, k_edges=rel.k_edges,
+                                                        icc=fit.info["answered_icc"])
+    assert np.allclose(a.mean(axis=0) / rel.n_persons, q, atol=0.02)  # items keep their answer rates
+    K, B = rel.k_edges.size - 1, rel.edges.size - 1
+    hk = h.reshape(20, K, B).sum(axis=2).mean(axis=0)
+    observed = rel.histogram.to_numpy(float).reshape(K, B).sum(axis=1)
+    assert np.allclose(hk, observed, atol=0.02 * rel.n_persons)  # the released k-margins are reproduced
+    assert np.allclose(h.sum(axis=1), rel.n_persons)
+
+
+def test_person_level_missingness_is_fitted_at_large_epsilon():
+    # per-person missing rates (still MCAR) overdisperse the observed score; one bin of k with
+    # independently answered cells overestimates the ability spread, the (k, r) fit does not
+    X, beta = _persons_mask(4000, 10, 0.3, seed=21)
+    fit = private_totals_estimate(X, epsilon=20.0, seed=3, n_boot=0, missing="mcar")
+    assert fit.info["k_bins"] >= 2 and 0.05 < fit.info["answered_icc"] < 0.3  # Beta(2, 4.67): φ = 0.13
+    rel = fit.release
+    n, B = rel.n_persons, rel.edges.size - 1
+    p, q = _proportions(rel)
+    one_bin = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float).reshape(-1, B).sum(axis=0),
+                                               n, rel.sigma_histogram**2, rel.edges)
+    assert abs(fit.info["tau"] - 1.0) < 0.1 and one_bin.tau > fit.info["tau"] + 0.1
+    err = fit.beta.to_numpy() - beta
+    err_one = one_bin.beta - beta
+    assert np.max(np.abs(err)) < 0.15 and err @ err < 0.5 * (err_one @ err_one)
+
+
+@pytest.mark.slow
+def test_mcar_interval_coverage_with_person_level_missingness():
+    hits = []
+    for k in range(16):
+        X, beta = _persons_mask(1500, 6, 0.3, seed=700 + k)
+        fit = private_totals_estimate(X, epsilon=3.0, seed=k, n_boot=40, missing="mcar")
+        assert fit.info["k_bins"] >= 2
+        hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
+    cov = float(np.mean(hits))
+    assert 0.85 <= cov <= 0.995, cov

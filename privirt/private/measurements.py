@@ -337,7 +337,8 @@ class TotalsGaussian(Measurement):
 
     The shares of ρ and the score bins are the design derived from the public n, m and ρ
     (``docs/totals.md`` §4, §7): ``split`` (the histogram's share f), ``answered_share`` (g),
-    ``edges``; ``sigmas`` holds one σ per part, ``parts`` their names.
+    ``edges`` (score bins), ``k_edges`` (bins of the number answered, MCAR; one bin otherwise);
+    ``sigmas`` holds one σ per part, ``parts`` their names.
     """
 
     name = "discrete Gaussian (item totals + score histogram)"
@@ -350,6 +351,7 @@ class TotalsGaussian(Measurement):
     split: float
     answered_share: float
     edges: np.ndarray
+    k_edges: np.ndarray
     missing: str
 
     @classmethod
@@ -374,7 +376,7 @@ class TotalsGaussian(Measurement):
         self = cls()
         self.missing = missing
         if missing == "mcar":
-            f, g, edges = marginal_missing.mcar_design(n, m, rho)
+            f, g, edges, k_edges = marginal_missing.mcar_design(n, m, rho)
             sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * (1.0 - g) * rho)),
                       math.sqrt(m / (2.0 * (1.0 - f) * g * rho)), math.sqrt(1.0 / (f * rho))]
             self.parts = ("s", "a", "h")
@@ -382,12 +384,12 @@ class TotalsGaussian(Measurement):
             self.ledger_label = self.name
         else:
             f, edges = marginal.optimal_split(n, m, rho)
-            g = 0.0
+            g, k_edges = 0.0, np.array([0, m + 1])
             sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * rho)), math.sqrt(1.0 / (f * rho))]
             self.parts = ("s", "h")
         for s in sigmas:
             check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
-        B = len(edges) - 1
+        B = (len(edges) - 1) * (len(k_edges) - 1)  # histogram cells
         l2 = [_sqrt_up(m)] * (len(self.parts) - 1) + [_sqrt_up(2)]  # each part's own L2 sensitivity
         self._part_sens = list(zip(l2, [m] * (len(self.parts) - 1) + [B]))
         while True:
@@ -399,6 +401,7 @@ class TotalsGaussian(Measurement):
             sigmas = [s * (1 + 1e-9) for s in sigmas]
         self.noise_value = float(self.sigmas[0])
         self.split, self.answered_share, self.edges = float(f), float(g), np.asarray(edges, dtype=np.int64)
+        self.k_edges = np.asarray(k_edges, dtype=np.int64)
         # jointly: the parts' squared bounds add up (attained together, docs/totals.md §2, §7)
         joint = m * (len(self.parts) - 1) + 2
         self.sensitivity = Sensitivity(float(joint), _sqrt_up(joint), "tight", NEIGHBOURING_RELATION,
@@ -414,11 +417,14 @@ class TotalsGaussian(Measurement):
         if self.missing == "mcar":
             sig_t, sig_a, sig_h = self.sigmas
             g = (m / (2 * sig_a**2)) / (m / (2 * sig_t**2) + m / (2 * sig_a**2))
+            K = len(self.k_edges) - 1
+            layout = (f"a {B}-bin observed-score histogram" if K == 1 else
+                      f"a {K} × {B // K}-cell (number answered, observed score) histogram")
             return (
                 "assumes cells are missing completely at random (MCAR: whether a cell is observed does "
                 "not depend on the person's ability or answers); which cells are missing is protected",
                 f"correct counts per item (L2² ≤ {m}, σ = {sig_t:.6g}), answered counts per item "
-                f"(L2² ≤ {m}, σ = {sig_a:.6g}) and a {B}-bin observed-score histogram (L2² ≤ 2, "
+                f"(L2² ≤ {m}, σ = {sig_a:.6g}) and {layout} (L2² ≤ 2, "
                 f"σ = {sig_h:.6g}); jointly L2² ≤ {2 * m + 2}; {f:.1%} of ρ on the histogram, {g:.1%} of "
                 "the rest on the answered counts (derived split, docs/totals.md §7)",
                 "ρ-zCDP of the three parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
