@@ -213,7 +213,7 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--epsilon", "1", "--items", f"@{tmp_path / 'items.txt'}",
                  "--n-persons", "300", "--seed", "1"]) == 0
     assert main(["estimate", str(path), "--items", "1,2"]) == 2  # private-only option
-    assert "--items need --epsilon" in capsys.readouterr().err
+    assert "--items needs --epsilon" in capsys.readouterr().err
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2
 
 
@@ -321,11 +321,29 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     assert out.startswith("private spectral estimate")
     assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]  # Algorithm 2's intervals
     assert main([*args, "--method", "totals", "--shuffle"]) == 2
-    assert "--shuffle apply to --method spectral" in capsys.readouterr().err
+    assert "--shuffle applies to --method spectral" in capsys.readouterr().err
     assert main(["estimate", path, "--weights-col", "frequency", "--method", "totals"]) == 2
     assert "give --epsilon" in capsys.readouterr().err
     assert main([*args, "--method", "cmle"]) == 2
     assert "no private version" in capsys.readouterr().err
+
+
+def test_estimate_estimator_option_reaches_algorithm_2(capsys):
+    from privirt.data import dataset_path
+
+    path = str(dataset_path("lsat6"))
+    base = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]
+    tables = {}
+    for est in ("spectral", "noise_aware"):
+        assert main([*base, "--estimator", est]) == 0  # asks for Algorithm 2
+        out = capsys.readouterr().out
+        assert out.startswith("private spectral estimate")
+        tables[est] = [ln.split()[1] for ln in out.splitlines() if ln.startswith("item")]
+    assert len(tables["spectral"]) == 5 and tables["spectral"] != tables["noise_aware"]
+    assert main([*base, "--estimator", "noise_aware", "--method", "totals"]) == 2
+    assert "--estimator applies to --method spectral" in capsys.readouterr().err
+    assert main(["estimate", path, "--weights-col", "frequency", "--estimator", "spectral"]) == 2
+    assert "--estimator needs --epsilon" in capsys.readouterr().err
 
 
 def test_estimate_missing_declares_the_domain(tmp_path, capsys):
@@ -350,7 +368,7 @@ def test_estimate_missing_declares_the_domain(tmp_path, capsys):
     want = default_private_method(1200, 6, 2.0, 1e-4, missing="mcar")
     assert capsys.readouterr().out.startswith(f"private {want} estimate")
     assert main(["estimate", str(path), "--missing", "mcar"]) == 2  # a private-only option
-    assert "--missing need --epsilon" in capsys.readouterr().err
+    assert "--missing needs --epsilon" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:  # argparse: usage error, status 2
         main([*base, "--missing", "maybe"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -171,7 +171,7 @@ def test_cli_long_input_uses_the_public_number_of_persons(tmp_path, capsys, mech
     rc, _, err = _cli(paths[0], capsys, "--mechanism", mechanism, "--n-persons", "1999", "--seed", "1")
     assert rc == 2 and "more persons" in err
     assert main(["estimate", str(paths[0]), "--n-persons", "2000"]) == 2  # a private-only option
-    assert "--n-persons need --epsilon" in capsys.readouterr().err
+    assert "--n-persons needs --epsilon" in capsys.readouterr().err
     outputs, payloads = [], []
     extra = ["--mechanism", mechanism, "--n-persons", "2000", "--seed", "4"]
     if mechanism == "randomized_response":

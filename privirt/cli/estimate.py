@@ -108,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- private estimation (the accounting issue) ----------------------------------------------
 #: private options that only make sense together with --epsilon
-_PRIVATE_ONLY = ("delta", "mechanism", "p0", "ledger", "seed", "shuffle", "items", "n_persons", "missing")
+_PRIVATE_ONLY = ("delta", "mechanism", "p0", "estimator", "ledger", "seed", "shuffle", "items", "n_persons",
+                 "missing")
 
 
 def _p0(text: str):
@@ -213,8 +214,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
 
         spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle", "estimator") if getattr(args, o) is not None]
         if spectral_only:
-            raise ValueError(f"{', '.join(spectral_only)} apply to --method spectral (Algorithm 2) "
-                             "only; the totals estimator uses the discrete Gaussian")
+            raise ValueError(f"{', '.join(spectral_only)} {'applies' if len(spectral_only) == 1 else 'apply'} "
+                             "to --method spectral (Algorithm 2) only; the totals estimator uses the "
+                             "discrete Gaussian")
         missing = args.missing or "none"
         if missing == "none" and getattr(resp, "has_missing", False):
             raise ValueError(f"{Path(args.file).name} has missing cells but the totals method was run "
@@ -317,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
         given = [f"--{name.replace('_', '-')}" for name in _PRIVATE_ONLY
                  if getattr(args, name, None) is not None]
         if given:
-            raise ValueError(f"{', '.join(given)} need --epsilon (private estimation)")
+            raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --epsilon "
+                             "(private estimation)")
     if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
         from ._dask import run_dask
 
