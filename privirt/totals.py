@@ -87,8 +87,8 @@ def missing_statistics(
     Returns s_i = #{l : x_li = 1}, a_i = #{l : x_li ≠ −1} (both (m,)) and the (K, R) histogram
     of persons by the bin of their number of answered items k_l (``k_edges``) and the bin of
     their score r_l (``r_edges``); bins are ``[edges[b], edges[b+1])`` over 0 … m.
-    Building block of a release under missing completely at random; not released by any
-    public function yet (``docs/totals.md`` §7).
+    What :func:`release_totals` releases (with noise) under ``missing="mcar"``
+    (``docs/totals.md`` §7).
     """
     X = np.asarray(codes)
     correct = X == 1

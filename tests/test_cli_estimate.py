@@ -372,3 +372,18 @@ def test_estimate_missing_declares_the_domain(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse: usage error, status 2
         main([*base, "--missing", "maybe"])
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_missing_option_is_refused_where_it_has_no_effect(tmp_path, capsys):
+    X, _, _ = privirt.simulate_rasch(600, 6, seed=4)
+    path = tmp_path / "w.csv"
+    pd.DataFrame(X, columns=[f"q{j}" for j in range(6)]).to_csv(path, index=False)
+    base = ["estimate", str(path), "--epsilon", "1", "--seed", "2"]
+    assert main([*base, "--method", "spectral", "--missing", "mcar"]) == 2
+    assert "--missing applies to --method totals" in capsys.readouterr().err
+    # more public persons than rows: the absent ones are missing rows, refused for complete data
+    assert main([*base, "--method", "totals", "--n-persons", "700"]) == 2
+    err = capsys.readouterr().err
+    assert "declare --missing mcar" in err and "600" not in err and err.count("\n") == 1
+    assert main([*base, "--method", "totals", "--n-persons", "700", "--missing", "mcar"]) == 0
+    capsys.readouterr()

@@ -43,6 +43,9 @@ def _check(args: argparse.Namespace) -> None:
         args.method = "spectral"  # the estimator that runs on Dask sums (counts)
     if args.method != "spectral":
         raise ValueError("--engine dask supports --method spectral (Algorithm 2 when private)")
+    if getattr(args, "missing", None) is not None:
+        raise ValueError("--missing applies to --method totals, which --engine dask does not run from the "
+                         "command line (use privirt.private_totals_estimate(..., engine='dask') in Python)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")
 

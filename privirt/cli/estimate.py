@@ -208,6 +208,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
+    if args.method == "spectral" and args.missing is not None:
+        raise ValueError("--missing applies to --method totals; Algorithm 2 (--method spectral) handles "
+                         "missing cells as they are")
     note = f"privirt estimate {Path(args.file).name}"
     if method == "totals":
         from ..totals import private_totals_estimate
@@ -222,6 +225,10 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
             raise ValueError(f"{Path(args.file).name} has missing cells but the totals method was run "
                              "for complete data: declare --missing mcar (missing completely at "
                              "random) or use --method spectral (nothing was spent)")
+        if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
+            raise ValueError(f"--n-persons {args.n_persons} counts persons absent from "
+                             f"{Path(args.file).name}; they are all-missing rows, so declare "
+                             "--missing mcar or use --method spectral (nothing was spent)")
         res = private_totals_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger,
                                       seed=args.seed, items=items, note=note,
                                       n_persons=args.n_persons, missing=missing)

@@ -389,6 +389,9 @@ class TotalsGaussian(Measurement):
             self.parts = ("s", "h")
         for s in sigmas:
             check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+            if _tv(mech_mod.DiscreteGaussian(s)) != 0:  # the claim below assumes an exact sampler
+                raise RuntimeError("the discrete Gaussian sampler reports a nonzero TV bound; the totals "
+                                   "release has no δ term for it")
         B = (len(edges) - 1) * (len(k_edges) - 1)  # histogram cells
         l2 = [_sqrt_up(m)] * (len(self.parts) - 1) + [_sqrt_up(2)]  # each part's own L2 sensitivity
         self._part_sens = list(zip(l2, [m] * (len(self.parts) - 1) + [B]))
@@ -396,7 +399,7 @@ class TotalsGaussian(Measurement):
             self.sigmas = tuple(sigmas)
             self.native = self.map()
             claimed = zcdp_to_approx_dp(self.native.rho, dlt)
-            if claimed <= eps * (1 + 1e-12):
+            if claimed <= eps:
                 break
             sigmas = [s * (1 + 1e-9) for s in sigmas]
         self.noise_value = float(self.sigmas[0])
