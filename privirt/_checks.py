@@ -23,3 +23,18 @@ def check_positive_number(name: str, value: Any) -> float:
     ):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return float(value)
+
+
+def check_n_boot(n_boot: Any) -> int:
+    """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or at least 20."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
+        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+    return int(n_boot)
+
+
+def check_confidence(confidence: Any) -> float:
+    """``confidence`` (level of an interval) as a float in (0, 1)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
+            or not 0 < confidence < 1:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return float(confidence)

@@ -26,6 +26,7 @@ __all__ = [
     "score_distribution",
     "bin_probabilities",
     "reference_difficulties",
+    "equal_probability_edges",
     "optimal_split",
     "centre_totals",
     "shrink_totals",
@@ -180,7 +181,7 @@ def reference_difficulties(m: int) -> np.ndarray:
     return stats.norm.ppf((np.arange(m) + 0.5) / m)
 
 
-def _equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
+def equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
     """Contiguous score bins (B of them) cut at equal-probability points of ``pr``."""
     m = pr.size - 1
     if B >= m + 1:
@@ -238,7 +239,7 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
         c = np.concatenate([[0.0], np.cumsum(pr[0])])
         cd = np.concatenate([np.zeros((1, 2)), np.cumsum(dpr, axis=0)])
         for i, B in enumerate(Bs):
-            edges = _equal_probability_edges(pr_ref, B)
+            edges = equal_probability_edges(pr_ref, B)
             Pb = np.diff(c[edges])
             J = n * np.diff(cd[edges], axis=0)  # (B, 2)
             V = n * Pb * (1 - Pb) + 1.0 / (_F_GRID[:, None] * rho)  # (F, B)
@@ -246,7 +247,7 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
             tr = np.einsum("ki,fij,kj->f", D, np.linalg.inv(info), D)
             total[i] += a / (1 - _F_GRID) + samp + tr
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
-    best = (0.0, float(_F_GRID[j]), _equal_probability_edges(pr_ref, Bs[i]))
+    best = (0.0, float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i]))
     return best[1], best[2]
 
 

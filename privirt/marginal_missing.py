@@ -26,6 +26,7 @@ from .marginal import (
     TAU_GRID,
     SpreadFit,
     ability_grid,
+    equal_probability_edges,
     invert_marginals,
     item_marginals,
     reference_difficulties,
@@ -193,19 +194,6 @@ def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p0, 1.0 / dpi**2
 
 
-def _equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
-    m = pr.size - 1
-    if B >= m + 1:
-        return np.arange(m + 2)
-    cdf = np.cumsum(pr)
-    cuts = [0]
-    for b in range(1, B):
-        r = int(np.searchsorted(cdf, b / B)) + 1
-        cuts.append(min(max(r, cuts[-1] + 1), m + 1 - (B - b)))
-    cuts.append(m + 1)
-    return np.asarray(cuts)
-
-
 def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC
                 ) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(f, g, r_edges, k_edges): the histogram's share f of ρ, the answered counts' share g of
@@ -245,8 +233,8 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
         S = np.einsum("tqr,tq->tr", score_distribution(B5, theta), w)  # complete-data scores (5, m + 1)
         if edges_ref is None:
             pr_obs = np.einsum("k,s,ksr->r", pk[0], S[0], H)  # observed score at the reference
-            edges_ref = {B: _equal_probability_edges(pr_obs, B) for B in Bs}
-            kedges_ref = {K: _equal_probability_edges(pk[0], K) for K in Ks}
+            edges_ref = {B: equal_probability_edges(pr_obs, B) for B in Bs}
+            kedges_ref = {K: equal_probability_edges(pk[0], K) for K in Ks}
         p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
         bet = invert_marginals(p0, theta, w)
         dk = kap[4] - kap[3]

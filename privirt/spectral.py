@@ -212,7 +212,7 @@ def spectral_from_counts(
     DisconnectedComparisonGraph
         The (regularised) chain is not irreducible: names the separated items.
     """
-    Ymat, labels = _validate_counts(Y, items)
+    Ymat, labels = validate_counts(Y, items)
     m = Ymat.shape[0]
     lam = _validate_regularization(regularization)
     tol = check_positive_number("tol", tol)
@@ -228,7 +228,7 @@ def spectral_from_counts(
         G = offdiag
         reg_pairs = ((Ymat + Ymat.T) > 0) & offdiag
     else:
-        G = _validate_graph(graph, m) & offdiag
+        G = validate_graph(graph, m) & offdiag
         reg_pairs = G
     M = np.where(G, Ymat, 0.0)
     raw = M
@@ -281,7 +281,11 @@ def spectral_from_counts(
 # ---------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------
-def _validate_counts(Y: Any, items: Any) -> tuple[np.ndarray, pd.Index]:
+def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
+                    what: str = "the spectral estimator") -> tuple[np.ndarray, pd.Index]:
+    """An m × m counts matrix (array or frame labelled by item) as floats with a zero
+    diagonal, and its item labels; ``nonnegative=False`` accepts noisy (negative) counts.
+    Shared by the estimators that read pairwise counts."""
     labels = None
     if isinstance(Y, pd.DataFrame):
         labels = Y.index
@@ -304,12 +308,12 @@ def _validate_counts(Y: Any, items: Any) -> tuple[np.ndarray, pd.Index]:
         raise ValueError(f"counts Y must be a square m × m array, got shape {Ymat.shape}")
     m = Ymat.shape[0]
     if m < 2:
-        raise ValueError(f"the spectral estimator needs at least 2 items, got {m}")
+        raise ValueError(f"{what} needs at least 2 items, got {m}")
     np.fill_diagonal(Ymat, 0.0)
     if not np.all(np.isfinite(Ymat)):
         i, j = (int(t[0]) for t in np.nonzero(~np.isfinite(Ymat)))
         raise ValueError(f"counts Y must be finite; Y[{i}, {j}] = {Ymat[i, j]}")
-    if (Ymat < 0).any():
+    if nonnegative and (Ymat < 0).any():
         i, j = (int(t[0]) for t in np.nonzero(Ymat < 0))
         raise ValueError(
             f"counts Y must be non-negative; Y[{i}, {j}] = {Ymat[i, j]} "
@@ -339,7 +343,8 @@ def _validate_regularization(value: Any) -> float:
     return float(value)
 
 
-def _validate_graph(graph: Any, m: int) -> np.ndarray:
+def validate_graph(graph: Any, m: int) -> np.ndarray:
+    """A symmetric boolean m × m comparison graph from an array, frame or sparse matrix."""
     try:
         from scipy import sparse
 

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from . import marginal, marginal_missing
+from ._checks import check_confidence, check_n_boot
 from ._results import ItemEstimate
 from ._seeds import child, describe_seed, numpy_rng, seed_sequence
 from .accounting import NEIGHBOURING_RELATION
@@ -343,11 +344,6 @@ class TotalsEstimate(ItemEstimate):
                 "beta_unshrunk": self.beta_unshrunk}
 
 
-def _check_n_boot(n_boot: Any) -> None:
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
-        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
-
-
 def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float, edges: np.ndarray,
          shrink: bool, support=None):
     """The marginal fit of the shrunk (or only re-centred) totals: (fit, β, factor, diagnostics)."""
@@ -406,9 +402,8 @@ def estimate_from_release(
     """
     if not isinstance(release, TotalsRelease):
         raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    _check_n_boot(n_boot)
+    check_confidence(confidence)
+    check_n_boot(n_boot)
     ss = seed_sequence(seed)
     if release.missing == "mcar":
         return _estimate_mcar(release, confidence, n_boot, ss)
@@ -565,9 +560,8 @@ def private_totals_estimate(
     >>> fit.to_frame().columns.tolist()                         # doctest: +SKIP
     ['beta', 'se', 'lo', 'hi', 'beta_unshrunk']
     """
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    _check_n_boot(n_boot)
+    check_confidence(confidence)
+    check_n_boot(n_boot)
     ss = seed_sequence(seed)
     release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items,
                              note=note, n_persons=n_persons, engine=engine,

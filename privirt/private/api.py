@@ -8,13 +8,14 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
+from .._checks import check_confidence, check_n_boot
 from .._seeds import SeedLike, child, seed_sequence
 from ..exceptions import warn_if_noise_dominates
 from ..responses import Responses, ResponsesLike
 from ..sensitivity import pairwise_counts_sensitivity
 from ._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
-from .intervals import DEFAULT_N_BOOT, check_confidence, check_n_boot, counts_intervals
+from .intervals import DEFAULT_N_BOOT, counts_intervals
 from .measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult

@@ -19,7 +19,6 @@ The maths and its limits are in ``docs/intervals.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -31,8 +30,6 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "MAX_SIMULATED_PERSONS",
     "BootstrapIntervals",
-    "check_confidence",
-    "check_n_boot",
     "counts_intervals",
     "fit_ability_normal",
     "spectral_batch",
@@ -71,21 +68,6 @@ class BootstrapIntervals:
     lo: np.ndarray
     hi: np.ndarray
     info: dict
-
-
-def check_n_boot(n_boot: Any) -> int:
-    """``n_boot`` as an int: 0 (no intervals) or at least 20."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
-        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
-    return int(n_boot)
-
-
-def check_confidence(confidence: Any) -> float:
-    """``confidence`` as a float in (0, 1)."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
-            or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    return float(confidence)
 
 
 # ---------------------------------------------------------------------------------------

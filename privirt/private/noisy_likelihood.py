@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .._results import ItemEstimate
+from ..spectral import validate_counts, validate_graph
 
 __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
 
@@ -290,37 +291,8 @@ def _inputs(counts, noise_var, graph, items):
                 or not np.isfinite(noise_var) or noise_var < 0:
             raise ValueError(f"noise_var must be a finite number ≥ 0, got {noise_var!r}")
         nu = float(noise_var)
-        labels = None
-        if isinstance(counts, pd.DataFrame):
-            labels = counts.index
-            if not counts.columns.equals(labels):
-                raise ValueError("the rows and columns of the counts frame must carry the same "
-                                 "item labels in the same order")
-            counts = counts.to_numpy()
-        try:
-            Y = np.array(counts, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("counts must be a numeric m × m array") from None
-        if Y.ndim != 2 or Y.shape[0] != Y.shape[1]:
-            raise ValueError(f"counts must be a square m × m array, got shape {Y.shape}")
-        m = Y.shape[0]
-        if graph is None:
-            G = ~np.eye(m, dtype=bool)
-        else:
-            G = np.asarray(graph)
-            if G.shape != (m, m) or not np.isin(G, (0, 1)).all():
-                raise ValueError(f"graph must be a boolean {m} × {m} adjacency matrix")
-            G = G.astype(bool)
-            if not np.array_equal(G, G.T):
-                raise ValueError("graph must be symmetric (an undirected comparison graph)")
-        if items is not None:
-            labels = pd.Index(items)
-        if labels is None:
-            labels = pd.RangeIndex(m)
-        if len(labels) != m:
-            raise ValueError(f"{len(labels)} item labels given for {m} items")
-        if labels.has_duplicates:
-            raise ValueError("item labels must be unique")
+        Y, labels = validate_counts(counts, items, nonnegative=False, what="noise-aware estimation")
+        G = ~np.eye(Y.shape[0], dtype=bool) if graph is None else validate_graph(graph, Y.shape[0]).copy()
     m = Y.shape[0]
     if m < 2:
         raise ValueError(f"noise-aware estimation needs at least 2 items, got {m}")
