@@ -80,7 +80,9 @@ __all__ = [
     "shuffle_validity_limit",
     "SHUFFLE_BOUNDS",
     "check_epsilon",
+    "check_target_epsilon",
     "check_delta",
+    "MIN_EPSILON",
 ]
 
 NEIGHBOURING_RELATION = "replace one person's row"
@@ -95,6 +97,29 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
         raise ValueError(
             f"{name} must be a finite number > 0, got {epsilon!r}; privirt has no "
             "non-private path through its private functions (use spectral_estimate instead)"
+        )
+    return v
+
+
+#: The smallest ε a private release is calibrated for.  Below it the (ε, δ) claims would rest on
+#: floating-point rounding (the tight zCDP conversion is computed to about 1e-18 in absolute
+#: terms, and a Laplace scale Δ₁/ε leaves the samplers' range), and the noise would drown any
+#: count: every private entry point refuses a smaller ε, in one line, before anything is spent.
+MIN_EPSILON: float = 1e-6
+
+
+def check_target_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Validate the ε of a private release: :func:`check_epsilon` and ε ≥ :data:`MIN_EPSILON`.
+
+    The one rule every private method shares (Algorithm 2 with each mechanism, shuffled
+    randomized response, the totals release), checked before any calibration or debit.
+    """
+    v = check_epsilon(epsilon, name)
+    if v < MIN_EPSILON:
+        raise ValueError(
+            f"{name}={v:g} is below the smallest ε privirt calibrates a release for, {MIN_EPSILON:g} "
+            f"(smaller values would rest on floating-point rounding, and the noise would drown the "
+            f"data); choose {name} >= {MIN_EPSILON:g} (nothing was spent)"
         )
     return v
 

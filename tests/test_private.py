@@ -549,13 +549,17 @@ def test_rr_epsilon_too_small_to_debias_is_refused_before_the_debit(tmp_path):
     # divides by 2q − 1 = 0.  A clear ValueError, raised before anything is debited.
     X, _ = _rasch(n=30, m=5)
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
-    with pytest.raises(ValueError, match="too small"):
+    with pytest.raises(ValueError, match="below the smallest ε"):  # the shared rule comes first
         privirt.private_spectral_estimate(X, epsilon=1e-17, mechanism="randomized_response", ledger=led)
     assert len(led.spends()) == 0
+    from mechanisms.measures import ApproxDP
+    from privirt.private.measurements import ResponsesRR
+
+    with pytest.raises(ValueError, match="too small"):  # the measurement's own guard stays
+        ResponsesRR.calibrate(ApproxDP(1e-17, 1e-5), n_items=5, n_persons=30, shuffle=False)
 
 
-@pytest.mark.parametrize("mechanism,eps", [("laplace", 1e6), ("laplace", 1e-13),
-                                           ("randomized_response", 1e6)])
+@pytest.mark.parametrize("mechanism,eps", [("laplace", 1e6), ("randomized_response", 1e6)])
 def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_path, mechanism, eps):
     """An ε whose calibrated noise the exact samplers cannot produce is refused naming the ε
     the caller chose (not only an internal noise parameter), and nothing is spent."""
@@ -566,26 +570,18 @@ def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_p
     assert ledger.spent().epsilon == 0
 
 
-@pytest.mark.parametrize("eps", [1e-300, 1e-200, 5e-324])
+@pytest.mark.parametrize("eps", [1e-300, 1e-200, 5e-324, 1e-13])
 @pytest.mark.parametrize("mechanism", ["gaussian", "laplace", "randomized_response"])
-def test_vanishing_epsilon_calibrates_correctly_or_is_refused_in_its_own_terms(tmp_path, mechanism, eps):
-    """ε = 1e-300 used to escape as ZeroDivisionError from the Gaussian calibration.  The
-    discrete Gaussian meets (ε, δ) for any ε > 0 with a moderate σ (the tight conversion
-    gives ε = 0 once δ covers the shift): it is calibrated and states a guarantee within the
-    target.  Laplace and randomized response cannot: they are refused naming the ε, with
-    nothing spent."""
+def test_vanishing_epsilon_is_refused_by_the_shared_rule(tmp_path, mechanism, eps):
+    """ε = 1e-300 used to escape as ZeroDivisionError, then (δ = 1e-4) as an "internal accounting
+    mismatch" from the Gaussian calibration.  One rule for every mechanism now: an ε below
+    privirt.accounting.MIN_EPSILON is refused naming that smallest ε, with nothing spent
+    (tests/test_epsilon_range.py covers every private method)."""
     X, _, _ = privirt.simulate_rasch(40, 4, seed=3)
     ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
-    if mechanism == "gaussian":
-        res = privirt.private_spectral_estimate(X, epsilon=eps, delta=1e-5, ledger=ledger)
-        p = res.privacy
-        assert p.epsilon <= eps and p.delta == 1e-5 and np.isfinite(res.beta).all()
-        assert zcdp_to_approx_dp(p.rho, 1e-5) <= eps
-        assert zcdp_to_approx_dp(4 * p.rho, 1e-5) > eps  # σ/2 would not do: σ is the smallest
-        assert len(ledger.spends()) == 1
-        return
-    with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
-        privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
+    for delta in (1e-5, 1e-4):
+        with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g} is below the smallest ε")):
+            privirt.private_spectral_estimate(X, epsilon=eps, delta=delta, mechanism=mechanism, ledger=ledger)
     if mechanism != "randomized_response":
         with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g}")):
             privirt.release_counts(X, epsilon=eps, mechanism=mechanism, ledger=ledger)

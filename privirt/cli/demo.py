@@ -35,13 +35,13 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .. import metrics
-    from ..accounting import check_epsilon
+    from ..accounting import check_target_epsilon
     from ..cmle import cmle_estimate
     from ..data import load_dataset
     from ..spectral import spectral_estimate
 
     if not args.no_private:
-        check_epsilon(args.epsilon)  # before any work
+        check_target_epsilon(args.epsilon)  # before any work
     X = load_dataset(args.dataset)
     spec = spectral_estimate(X, device="cpu")
     cml = cmle_estimate(X)

@@ -15,7 +15,7 @@ from mechanisms.measures import ApproxDP
 from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
-from ..accounting import check_delta, check_epsilon
+from ..accounting import check_delta, check_target_epsilon
 from ..responses import MISSING, Responses, ResponsesLike, as_responses
 from .graph import check_p0
 
@@ -65,7 +65,7 @@ def validate_call(
 ) -> PrivateCall:
     """Check every argument shared by the private entry points, before anything is computed,
     debited or drawn."""
-    eps = check_epsilon(epsilon)
+    eps = check_target_epsilon(epsilon)
     dlt = check_delta(delta)
     ss = seed_sequence(seed)
     if ss is not None and ledger is not None:
