@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     # errors
     "PrivirtError": "exceptions",
     "BudgetExceeded": "exceptions",
+    "LedgerError": "exceptions",
     "DisconnectedComparisonGraph": "exceptions",
     "EmptyResponsesWarning": "exceptions",
     # backend

@@ -15,6 +15,11 @@ class BudgetExceeded(PrivirtError):
     """
 
 
+class LedgerError(PrivirtError, ValueError):
+    """A ledger file cannot be used: damaged (a malformed page, a dropped table), not a privirt
+    ledger, or not openable.  The message names the file and what to do; nothing was spent."""
+
+
 class DisconnectedComparisonGraph(PrivirtError, ValueError):
     """The item comparison graph is not connected, so item difficulties are not identified."""
 

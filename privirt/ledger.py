@@ -15,17 +15,34 @@ spends, the total spent is (ε + ε_CKS(ρ, δ_B − δ₀), δ_B)-DP, δ_B the 
 ε_CKS the tight zCDP conversion; pure spends may instead be folded into ρ as εᵢ²/2, whichever
 is smaller (:func:`privirt.accounting.total_epsilon`).  A spend is allowed when that total is
 ≤ the ε budget (up to a relative 1e-12 that absorbs floating-point rounding of the sums).
+
+Each spend also stores the (ε, δ) the call asked for (``asked_epsilon``, ``asked_delta``;
+schema version 2 — older ledgers gain the two columns, empty for their old spends, at their
+next debit), so that ``privirt budget show`` lists a Gaussian spend by what was asked beside
+its ρ.  A damaged file, a dropped table or a file that is not a ledger raises
+:class:`~privirt.exceptions.LedgerError` naming the file, with nothing spent.
+
+Every debit committed by this process is also noted in a small in-memory journal
+(:func:`spends_since`), so that a run interrupted or failing **after** its debit can say that the
+budget was spent and how much: the private entry points add that note to the exception
+(:func:`reports_spends`; ``exc.privirt_spends`` and ``exc.__notes__``) and the CLI prints it.
 """
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
+import functools
+import itertools
 import math
 import os
 import sqlite3
+import threading
+import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from .accounting import (
     NEIGHBOURING_RELATION,
@@ -36,15 +53,21 @@ from .accounting import (
     check_epsilon,
     total_epsilon,
 )
-from .exceptions import BudgetExceeded, PrivirtError
+from .exceptions import BudgetExceeded, LedgerError, PrivirtError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["Ledger", "LEDGER_TOLERANCE"]
+__all__ = ["Ledger", "LEDGER_TOLERANCE", "Spend", "spends_since", "journal_mark", "reports_spends",
+           "DEFAULT_DELTA_SHARE"]
 
 LEDGER_TOLERANCE = 1e-12
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+
+#: With a ledger and no δ given, a call whose cost spends δ itself (shuffled randomized response:
+#: (ε, δ)-DP composed by adding δ's) asks for this share of the ledger's δ budget, never all of
+#: it (the Gaussian's δ is not spent per call: its ρ is converted at the ledger's δ).
+DEFAULT_DELTA_SHARE: float = 0.1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budget (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -61,13 +84,127 @@ CREATE TABLE IF NOT EXISTS spends (
     rho REAL NOT NULL CHECK (rho >= 0),
     epsilon REAL NOT NULL CHECK (epsilon >= 0),
     delta REAL NOT NULL CHECK (delta >= 0),
-    note TEXT NOT NULL DEFAULT ''
+    note TEXT NOT NULL DEFAULT '',
+    asked_epsilon REAL,
+    asked_delta REAL
 );
 """
+#: columns added by schema version 2 (older ledgers gain them at their next debit)
+_ASKED_COLUMNS = ("asked_epsilon", "asked_delta")
+_SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *_ASKED_COLUMNS]
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+# ---------------------------------------------------------------------------------------
+# the journal of debits committed by this process (what an interrupted run must report)
+@dataclass(frozen=True)
+class Spend:
+    """A debit committed to a ledger by this process.
+
+    Attributes
+    ----------
+    path : Path
+        The ledger file.
+    spend_id : int
+        The spend's id in the ledger.
+    cost : PrivacyCost
+        What was debited (ρ for a Gaussian, ε and δ otherwise).
+    mechanism : str
+        The ledger entry's label.
+    asked : ApproxDP or None
+        The (ε, δ) the call asked for.
+    certain : bool
+        False when the process was interrupted during the commit itself and the check that
+        followed could not tell whether it completed.
+    """
+
+    path: Path
+    spend_id: int
+    cost: PrivacyCost
+    mechanism: str
+    asked: ApproxDP | None = None
+    certain: bool = True
+    seq: int = 0
+    thread: int = 0
+
+    def describe(self) -> str:
+        """One line: how much was spent, where."""
+        asked = "" if self.asked is None else f"asked ε={self.asked.epsilon:.6g}, δ={self.asked.delta:.3g}; "
+        verb = "WAS spent" if self.certain else "may have been spent"
+        return (f"the privacy budget {verb} ({asked}cost {self.cost}) as spend #{self.spend_id} of "
+                f"ledger {self.path}; the spend stays recorded")
+
+
+_JOURNAL: collections.deque[Spend] = collections.deque(maxlen=4096)
+_SEQ = itertools.count(1)
+_LAST_SEQ = [0]
+
+
+def journal_mark() -> int:
+    """A mark for :func:`spends_since` (the sequence number of the last debit journaled)."""
+    return _LAST_SEQ[0]
+
+
+def spends_since(mark: int, *, thread: int | None = None) -> list[Spend]:
+    """Debits committed by this process (by the calling thread unless ``thread`` is given)
+    after ``mark`` (from :func:`journal_mark`), oldest first."""
+    ident = threading.get_ident() if thread is None else thread
+    return [r for r in list(_JOURNAL) if r.seq > mark and r.thread == ident]
+
+
+def _journal(rec: Spend) -> Spend:
+    seq = next(_SEQ)
+    rec = Spend(rec.path, rec.spend_id, rec.cost, rec.mechanism, rec.asked, rec.certain, seq,
+                threading.get_ident())
+    _JOURNAL.append(rec)
+    _LAST_SEQ[0] = max(_LAST_SEQ[0], seq)
+    return rec
+
+
+def note_spent(exc: BaseException, spends: list[Spend]) -> None:
+    """Attach ``spends`` to ``exc``: ``exc.privirt_spends`` and one note each (``__notes__``)."""
+    have = list(getattr(exc, "privirt_spends", []) or [])
+    new = [r for r in spends if all((r.path, r.spend_id) != (h.path, h.spend_id) for h in have)]
+    if not new:
+        return
+    try:
+        exc.privirt_spends = have + new  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        pass
+    for r in new:
+        exc.add_note(f"privirt: {r.describe()}")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reports_spends(fn: F) -> F:
+    """Decorate a private entry point: an exception or interrupt raised after it debited a
+    ledger carries the debit (:func:`note_spent`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        mark = journal_mark()
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            spent = spends_since(mark)
+            if spent:
+                note_spent(exc, spent)
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _damaged(path: Path, exc: BaseException) -> LedgerError:
+    return LedgerError(
+        f"the ledger {path} is damaged or is not a privirt ledger ({exc}); nothing was spent — "
+        "restore it from a backup copy (keep the damaged file: its spends still count against "
+        "this data set's budget), or check the ledger path"
+    )
 
 
 class Ledger:
@@ -76,8 +213,9 @@ class Ledger:
     Parameters
     ----------
     path : str or path-like
-        The ledger file.  Created (with its parent folder) when ``epsilon`` and ``delta``
-        are given and the file does not exist yet.
+        The ledger file.  Created when ``epsilon`` and ``delta`` are given and the file does
+        not exist yet; its folder must exist (a missing folder is refused, as by the CLI: a
+        mistyped path must not start a fresh budget somewhere else).
     epsilon, delta : float, optional
         The total budget.  Required to create a ledger; when opening an existing one they
         may be omitted, and if given must equal the stored budget (a ledger's budget cannot
@@ -127,7 +265,11 @@ class Ledger:
     # -- connection handling ----------------------------------------------------------
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+        try:
+            con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
+                              "check the path and its permissions") from exc
         try:
             con.execute("PRAGMA synchronous=FULL")
             yield con
@@ -143,7 +285,12 @@ class Ledger:
                     f"the ledger {self.path} cannot be written (read-only file, folder or file "
                     "system); nothing was spent — make it writable or use another ledger"
                 ) from exc
-            raise
+            if "unable to open" in str(exc):
+                raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
+                                  "check the path and its permissions") from exc
+            raise _damaged(self.path, exc) from exc
+        except sqlite3.DatabaseError as exc:  # malformed pages, not a database at all, ...
+            raise _damaged(self.path, exc) from exc
         finally:
             con.close()
 
@@ -161,13 +308,18 @@ class Ledger:
                 con.execute("COMMIT")
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._write() as con:
-                self._create_in(con, epsilon, delta)
-                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{self.path} is not a privirt ledger ({exc})") from None
+        folder = self.path.parent
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
+                "another path for the ledger"
+            )
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        with self._write() as con:
+            self._create_in(con, epsilon, delta)
+            row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+        if existed:
+            self._check_integrity()
         if row[0] != epsilon or row[1] != delta:
             raise ValueError(
                 f"the ledger at {self.path} already holds the budget ε={row[0]:g}, δ={row[1]:g}; "
@@ -197,14 +349,37 @@ class Ledger:
         )
 
     def _read_budget(self) -> None:
-        try:
-            with self._connect() as con:
-                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{self.path} is not a privirt ledger ({exc})") from None
+        with self._connect() as con:
+            row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
         if row is None:
-            raise ValueError(f"{self.path} is not a privirt ledger (no budget row)")
+            raise _damaged(self.path, "no budget row")
         self._epsilon, self._delta = float(row[0]), float(row[1])
+        self._check_integrity()
+
+    def _check_integrity(self) -> None:
+        """Refuse a damaged ledger when it is opened: SQLite's ``quick_check`` (every page and
+        index, a few milliseconds for a ledger) and the spends table."""
+        with self._connect() as con:
+            problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise _damaged(self.path, "; ".join(problems[:2]))
+            self._spend_columns(con)
+
+    @staticmethod
+    def _spend_columns(con: sqlite3.Connection) -> set[str]:
+        cols = {r[1] for r in con.execute("PRAGMA table_info(spends)").fetchall()}
+        if not cols:
+            raise sqlite3.OperationalError("no such table: spends")
+        return cols
+
+    def _migrate(self, con: sqlite3.Connection) -> None:
+        """Add the version-2 columns to an older ledger (inside the caller's write transaction)."""
+        cols = self._spend_columns(con)
+        for name in _ASKED_COLUMNS:
+            if name not in cols:
+                con.execute(f"ALTER TABLE spends ADD COLUMN {name} REAL")
+        con.execute("UPDATE budget SET schema_version = ? WHERE id = 1 AND schema_version < ?",
+                    (_SCHEMA_VERSION, _SCHEMA_VERSION))
 
     # -- budget -------------------------------------------------------------------------
     @property
@@ -232,16 +407,19 @@ class Ledger:
         return total <= self._epsilon * (1.0 + LEDGER_TOLERANCE)
 
     def spends(self) -> "pd.DataFrame":
-        """Every spend: ``id, time, mechanism, rho, epsilon, delta, note``."""
+        """Every spend: ``id, time, mechanism, rho, epsilon, delta, note, asked_epsilon,
+        asked_delta`` (``rho``, ``epsilon``, ``delta``: the cost debited; ``asked_*``: the
+        (ε, δ) the call asked for, NaN for spends recorded before privirt stored it)."""
         import pandas as pd
 
         with self._connect() as con:
+            cols = self._spend_columns(con)
+            asked = ", ".join(c if c in cols else f"NULL AS {c}" for c in _ASKED_COLUMNS)
             rows = con.execute(
-                "SELECT id, time, mechanism, rho, epsilon, delta, note FROM spends ORDER BY id"
+                f"SELECT id, time, mechanism, rho, epsilon, delta, note, {asked} FROM spends ORDER BY id"
             ).fetchall()
-        return pd.DataFrame(
-            rows, columns=["id", "time", "mechanism", "rho", "epsilon", "delta", "note"]
-        ).set_index("id")
+        df = pd.DataFrame(rows, columns=_SPEND_COLUMNS).set_index("id")
+        return df.astype({c: float for c in _ASKED_COLUMNS})
 
     def spent(self) -> ApproxDP:
         """Total spent so far as (ε, δ_budget)-DP (ε = 0, δ = 0 when nothing was spent)."""
@@ -273,54 +451,182 @@ class Ledger:
                 hi = mid
         return lo
 
+    def delta_spent(self) -> float:
+        """δ used by the spends' own δ terms (approximate-DP spends such as shuffled
+        randomized response); the Gaussian's ρ is converted at what is left of the δ budget."""
+        with self._connect() as con:
+            costs = self._costs(con)
+        return min(1.0, math.fsum(c.delta for c in costs))
+
+    def remaining_gaussian_epsilon(self, delta: float | None = None) -> float:
+        """The ε (at δ = ``delta``, default the ledger's δ) that one more discrete Gaussian
+        release could ask for: the largest ρ that still fits, as a single release states it.
+
+        0 when the budget, or the ledger's δ (used up by approximate-DP spends), is exhausted.
+        """
+        with self._connect() as con:
+            costs = self._costs(con)
+        return self._remaining_gaussian(costs, delta)
+
+    def _remaining_gaussian(self, costs: list[PrivacyCost], delta: float | None = None) -> float:
+        from .accounting import zcdp_to_approx_dp
+
+        d = self._delta if delta is None else check_delta(delta)
+        if math.fsum(c.delta for c in costs) >= self._delta:
+            return 0.0
+        if not self._fits(self._total(costs)):
+            return 0.0
+        lo, hi = 0.0, self._epsilon  # ε_CKS(ρ) ≥ ρ: no ρ above the ε budget fits
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            if self._fits(self._total(costs + [PrivacyCost(rho=mid)])):
+                lo = mid
+            else:
+                hi = mid
+        return zcdp_to_approx_dp(lo, d) if lo > 0 else 0.0
+
+    def default_delta(self, spends_delta: bool) -> float:
+        """The δ a call against this ledger uses when none is given: the ledger's δ for a call
+        whose ρ is converted at it (the Gaussian), :data:`DEFAULT_DELTA_SHARE` of it for a
+        call that spends δ itself (shuffled randomized response) — never all of it."""
+        return self._delta * DEFAULT_DELTA_SHARE if spends_delta else self._delta
+
     def would_exceed(self, cost: Guarantee) -> bool:
         """Whether spending ``cost`` now would pass the budget (no lock is taken; advisory)."""
         with self._connect() as con:
             costs = self._costs(con)
         return not self._fits(self._total(costs + [PrivacyCost.of(cost)]))
 
-    def spend(self, cost: Guarantee, *, mechanism: str, note: str = "") -> int:
+    def spend(self, cost: Guarantee, *, mechanism: str, note: str = "",
+              asked: ApproxDP | tuple[float, float] | None = None) -> int:
         """Debit ``cost`` in one transaction, or raise :class:`~privirt.BudgetExceeded`.
 
         The check and the insert happen under one ``BEGIN IMMEDIATE`` transaction and the
-        debit is durable (``synchronous=FULL``) when this returns.  Returns the spend's id.
+        debit is durable (``synchronous=FULL``) when this returns.  ``asked`` (optional) is the
+        (ε, δ) the call asked for, stored beside the cost.  Returns the spend's id.  The debit
+        is journaled (:func:`spends_since`); an interrupt that arrives once the commit is done
+        carries it (``exc.privirt_spends``).
         """
         c = PrivacyCost.of(cost)
         if not mechanism or not isinstance(mechanism, str):
             raise ValueError("mechanism must be a non-empty string")
-        with self._write() as con:
-            costs = self._costs(con)
-            new_total = self._total(costs + [c])
-            if not self._fits(new_total):
-                used = self._total(costs)
-                raise BudgetExceeded(
-                    f"privacy budget exceeded for ledger {self.path.name}: this call costs "
-                    f"{c} and would bring the total to ε={new_total:.6g} (δ={self._delta:.3g}) "
-                    f"against a budget of ε={self._epsilon:.6g}; already spent ε={used:.6g}, "
-                    f"remaining ε={self._remaining(costs):.6g} (as pure ε); nothing was spent"
+        if asked is not None:
+            a = asked if isinstance(asked, ApproxDP) else ApproxDP(*asked)
+            asked = ApproxDP(float(a.epsilon), float(a.delta))
+        spend_id: int | None = None
+        time = _now()
+        rec: Spend | None = None
+        try:
+            with self._write() as con:
+                self._migrate(con)
+                costs = self._costs(con)
+                new_total = self._total(costs + [c])
+                if not self._fits(new_total):
+                    raise BudgetExceeded(self._refusal(costs, c, new_total, asked))
+                cur = con.execute(
+                    "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note, asked_epsilon, "
+                    "asked_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (time, mechanism, c.rho, c.epsilon, c.delta, str(note),
+                     None if asked is None else asked.epsilon, None if asked is None else asked.delta),
                 )
-            cur = con.execute(
-                "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note) VALUES (?, ?, ?, ?, ?, ?)",
-                (_now(), mechanism, c.rho, c.epsilon, c.delta, str(note)),
+                spend_id = int(cur.lastrowid)
+            rec = _journal(Spend(self.path, spend_id, c, mechanism, asked))
+        except BaseException as exc:
+            if spend_id is not None and rec is None:  # interrupted at or after the commit
+                certain = self._committed(spend_id, time)
+                if certain is not False:
+                    note_spent(exc, [_journal(Spend(self.path, spend_id, c, mechanism, asked,
+                                                    certain=bool(certain)))])
+            raise
+        left = self._delta - math.fsum(x.delta for x in costs) - c.delta
+        if c.delta > 0 and left <= 0:
+            warnings.warn(
+                f"this spend used the last of ledger {self.path.name}'s δ={self._delta:.3g}: later "
+                "discrete Gaussian (zCDP) releases against it will be refused; only pure-ε releases "
+                "(Laplace, randomized response without shuffling) remain possible",
+                UserWarning, stacklevel=2,
             )
-            spend_id = int(cur.lastrowid)
         return spend_id
+
+    def _committed(self, spend_id: int, time: str) -> bool | None:
+        """Whether the row of an interrupted debit is in the file (None: could not tell)."""
+        try:
+            with self._connect() as con:
+                row = con.execute("SELECT 1 FROM spends WHERE id = ? AND time = ?", (spend_id, time)).fetchone()
+            return row is not None
+        except BaseException:  # noqa: BLE001 - a second interrupt, a locked file: say "may have"
+            return None
+
+    def _refusal(self, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
+                 asked: ApproxDP | None) -> str:
+        """The BudgetExceeded message: numbers that add up for a newcomer."""
+        d0 = math.fsum(x.delta for x in costs)
+        used = self._total(costs)
+        what = f"this call costs {c}" + (
+            f" (asked ε={asked.epsilon:.6g}, δ={asked.delta:.3g})" if asked is not None else "")
+        head = f"privacy budget exceeded for ledger {self.path.name}: {what}"
+        tail = "; nothing was spent"
+        if d0 + c.delta > self._delta:
+            left = max(0.0, self._delta - d0)
+            return (f"{head}, but its δ={c.delta:.3g} is more than the ledger's δ left ({left:.3g} of "
+                    f"{self._delta:.3g}); ask for a smaller delta{tail}")
+        if c.rho > 0 and d0 + c.delta >= self._delta:
+            return (f"{head}, but the ledger's δ={self._delta:.3g} is used up by approximate-DP spends "
+                    f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
+                    f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
+                    f"shuffling) remain: remaining ε={self._remaining(costs):.6g} for them{tail}")
+        return (f"{head} and would bring the total spent to ε={new_total:.6g} at the ledger's "
+                f"δ={self._delta:.3g}, against a budget of ε={self._epsilon:.6g}; already spent "
+                f"ε={used:.6g} (spends are composed under zCDP and converted once at the ledger's δ, "
+                f"so totals are not sums of the calls' ε); remaining: enough for one more Gaussian "
+                f"release of ε={self._remaining_gaussian(costs):.6g} at δ={self._delta:.3g}, or a "
+                f"pure-ε one of ε={self._remaining(costs):.6g}{tail}")
 
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
         df = self.spends()
-        spent = self.spent()
+        with self._connect() as con:
+            costs = self._costs(con)
+        total = self._total(costs)
+        d0 = min(1.0, math.fsum(c.delta for c in costs))
         lines = [
             f"ledger: {self.path}",
             f"neighbouring relation: {NEIGHBOURING_RELATION}",
             f"budget: ε = {self._epsilon:g}, δ = {self._delta:g}",
-            f"spent: ε = {spent.epsilon:.6g} at δ = {self._delta:g} ({len(df)} spend(s))",
-            f"remaining: ε = {self.remaining_epsilon():.6g} (for pure-ε spends)",
+            f"spent: ε = {min(total, 1e300) if costs else 0.0:.6g} at δ = {self._delta:g} ({len(df)} spend(s); "
+            "composed under zCDP, not summed)",
+            f"remaining: ε = {self._remaining(costs):.6g} for pure-ε spends, or ε = "
+            f"{self._remaining_gaussian(costs):.6g} for one discrete Gaussian release at δ = {self._delta:g}",
         ]
+        if d0 > 0:
+            state = "exhausted: Gaussian releases are refused" if d0 >= self._delta else \
+                f"{self._delta - d0:.3g} left for converting the Gaussian spends"
+            lines.append(f"δ used by approximate-DP spends: {d0:.3g} of {self._delta:g} ({state})")
         if len(df):
             lines.append("")
-            lines.append(df.to_string())
+            lines.append(_format_spends(df).to_string())
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r}, epsilon={self._epsilon!r}, delta={self._delta!r})"
+
+
+def _format_spends(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The spends as ``budget show`` lists them: the (ε, δ) asked beside the cost debited."""
+    import pandas as pd
+
+    def asked(row) -> str:
+        if pd.isna(row["asked_epsilon"]):
+            return "(not recorded)"
+        return f"ε={row['asked_epsilon']:.6g}, δ={row['asked_delta']:.3g}"
+
+    def cost(row) -> str:
+        return str(PrivacyCost(rho=row["rho"], epsilon=row["epsilon"], delta=row["delta"]))
+
+    return pd.DataFrame({
+        "time": df["time"].str.slice(0, 19),
+        "mechanism": df["mechanism"],
+        "asked": [asked(r) for _, r in df.iterrows()],
+        "cost": [cost(r) for _, r in df.iterrows()],
+        "note": df["note"],
+    }, index=df.index)

@@ -32,6 +32,7 @@ from ._results import ItemEstimate
 from ._seeds import child, describe_seed, numpy_rng, seed_sequence
 from .accounting import NEIGHBOURING_RELATION
 from .exceptions import warn_if_noise_dominates
+from .ledger import reports_spends
 from .private import PrivacyStatement
 from .private._inputs import validate_call
 from .private.measurements import TotalsGaussian
@@ -202,6 +203,7 @@ def _check_missing(missing: Any) -> str:
     return missing
 
 
+@reports_spends
 def release_totals(
     X: ResponsesLike,
     *,
@@ -286,7 +288,8 @@ def release_totals(
         totals, hist = totals_statistics(resp.codes, edges)
     exact = [totals, answered, hist] if mcar else [totals, hist]
     # committed before any noise exists
-    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note))
+    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note),
+                                                        asked=call.target)
     noisy = meas.apply(exact, seed=ss)
     del totals, hist, exact
     statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
@@ -529,6 +532,7 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -
     return _result(release, beta, se, centre, z, beta_u, info)
 
 
+@reports_spends
 def private_totals_estimate(
     X: ResponsesLike,
     *,

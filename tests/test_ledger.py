@@ -37,6 +37,7 @@ def _python(code: str, **kw) -> subprocess.Popen:
 # -- basic behaviour --------------------------------------------------------------------
 def test_create_open_and_budget_is_immutable(tmp_path):
     path = tmp_path / "sub" / "data.ledger"
+    path.parent.mkdir()
     led = Ledger(path, epsilon=2.0, delta=1e-6)
     assert path.exists() and led.epsilon == 2.0 and led.delta == 1e-6
     again = Ledger(path)

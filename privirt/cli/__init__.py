@@ -6,7 +6,9 @@ Each subcommand lives in its own module in this package and defines
 are discovered automatically, so adding a command means adding a module.
 
 Errors in user input (bad files, bad values, an exhausted budget) end the program with a
-one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.
+one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.  A command
+interrupted (Ctrl-C) or failing after it debited a ledger says so on that line: how much was
+spent (asked ε, δ and the cost) and in which ledger.
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from ..ledger import journal_mark
+
+    mark = journal_mark()
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -91,15 +96,32 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise  # handled in main(), also for --help
     except BudgetExceeded as exc:
-        print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"privirt: error: {_one_line(exc)}{_spent(mark)}", file=sys.stderr)
         return EXIT_BUDGET
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
-        print(f"privirt: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"privirt: error: {_one_line(exc)}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("privirt: interrupted", file=sys.stderr)
+        print(f"privirt: interrupted{_spent(mark)}", file=sys.stderr)
         return 130
+    except BaseException:
+        # an internal error: its traceback, then (last, where it is seen) whether budget was spent
+        said = _spent(mark)
+        if not said:
+            raise
+        import traceback
+
+        traceback.print_exc()
+        print(f"privirt: error: internal error{said}", file=sys.stderr)
+        return 1
     return int(status or 0)
+
+
+def _spent(mark: int) -> str:
+    """``; the privacy budget WAS spent (...)`` for every debit this command made, or ``""``."""
+    from ..ledger import spends_since
+
+    return "".join(f"; {rec.describe()}" for rec in spends_since(mark))
 
 
 if __name__ == "__main__":  # pragma: no cover

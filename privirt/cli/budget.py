@@ -52,8 +52,6 @@ def run_init(args: argparse.Namespace) -> int:
         raise ValueError(f"a ledger's total budget --epsilon must be a finite number > 0, got {args.epsilon:g}")
     eps = check_epsilon(args.epsilon)
     dlt = check_delta(args.delta)
-    if not args.path.parent.is_dir():
-        raise ValueError(f"folder {args.path.parent} does not exist; create it first or choose another path")
     if args.path.exists():
         raise ValueError(
             f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
@@ -68,9 +66,10 @@ def run_init(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from ..ledger import Ledger
 
-    led = Ledger(args.path)
+    led = Ledger(args.path)  # a missing, damaged or foreign file: one line naming it (LedgerError)
     if args.json:
         spends = led.spends().reset_index()
+        spends = spends.astype(object).where(spends.notna(), None)  # JSON has no NaN: null
         spent = led.spent()
         doc = {
             "path": str(led.path),
@@ -78,6 +77,8 @@ def run_show(args: argparse.Namespace) -> int:
             "budget": {"epsilon": led.epsilon, "delta": led.delta},
             "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
             "remaining_epsilon": led.remaining_epsilon(),
+            "remaining_gaussian_epsilon": led.remaining_gaussian_epsilon(),
+            "delta_spent": led.delta_spent(),
             "spends": spends.to_dict(orient="records"),
         }
         print(json.dumps(doc, indent=2))

@@ -126,7 +126,8 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--epsilon", type=number, default=None, metavar="E",
                        help="privacy ε > 0: estimate privately")
     group.add_argument("--delta", type=number, default=None, metavar="D",
-                       help="privacy δ in (0, 1) (default: the ledger's δ, else 1e-4)")
+                       help="privacy δ in (0, 1) (default: the ledger's δ — a tenth of it for "
+                       "--shuffle, which spends δ itself — else 1e-4)")
     group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
                        default=None, help="noise mechanism (default: gaussian)")
     group.add_argument("--p0", type=_p0, default=None, metavar="P",
@@ -199,7 +200,8 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         ledger = Ledger(args.ledger)  # must exist: a typo must not create a fresh budget
     delta = args.delta
     if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
-        delta = ledger.delta if ledger is not None else 1e-4
+        # shuffled randomized response spends δ itself: a stated share of the ledger's, never all
+        delta = ledger.default_delta(spends_delta=bool(args.shuffle)) if ledger is not None else 1e-4
     if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
         # a long table's persons and items are read from its rows: only the public values may
         # choose the method (validate_call refuses the same call, in the API's words)

@@ -19,7 +19,11 @@ from ..accounting import check_delta, check_target_epsilon
 from ..responses import MISSING, Responses, ResponsesLike, as_responses
 from .graph import check_p0
 
-__all__ = ["PrivateCall", "validate_call", "public_responses"]
+__all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
+
+#: δ of a private call that does not give one (see ``validate_call`` for shuffled randomized
+#: response against a ledger).
+DEFAULT_DELTA: float = 1e-4
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,17 @@ def validate_call(
     note: Any = "",
     engine: Any = "local",
     client: Any = None,
+    spends_delta: bool = False,
 ) -> PrivateCall:
     """Check every argument shared by the private entry points, before anything is computed,
-    debited or drawn."""
+    debited or drawn.
+
+    ``delta=None`` is :data:`DEFAULT_DELTA`, except for a call that spends δ itself
+    (``spends_delta``: shuffled randomized response) against a ledger, which asks for the
+    ledger's :meth:`~privirt.Ledger.default_delta` share — never all of the ledger's δ."""
     eps = check_target_epsilon(epsilon)
-    dlt = check_delta(delta)
+    if delta is not None:
+        check_delta(delta)
     ss = seed_sequence(seed)
     if ss is not None and ledger is not None:
         raise ValueError(
@@ -76,6 +86,9 @@ def validate_call(
         )
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
+    if delta is None:
+        delta = ledger.default_delta(True) if (spends_delta and ledger is not None) else DEFAULT_DELTA
+    dlt = check_delta(delta)
     if engine == "dask" or type(X).__name__ == "DaskSource":  # sums on a Dask cluster
         from ..dask_engine import as_public_source
 

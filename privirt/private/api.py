@@ -11,6 +11,7 @@ import pandas as pd
 from .._checks import check_confidence, check_n_boot
 from .._seeds import SeedLike, child, seed_sequence
 from ..exceptions import warn_if_noise_dominates
+from ..ledger import reports_spends
 from ..responses import Responses, ResponsesLike
 from ..sensitivity import pairwise_counts_sensitivity
 from ._inputs import PrivateCall, validate_call
@@ -46,7 +47,7 @@ def _debit(call: PrivateCall, meas: Measurement) -> int | None:
     """Debit the ledger (committed) before any noise is drawn."""
     if call.ledger is None:
         return None
-    return call.ledger.spend(meas.cost, mechanism=meas.ledger_label, note=call.note)
+    return call.ledger.spend(meas.cost, mechanism=meas.ledger_label, note=call.note, asked=call.target)
 
 
 def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
@@ -60,6 +61,7 @@ def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+@reports_spends
 def release_counts(
     X: ResponsesLike,
     *,
@@ -191,11 +193,12 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> Nois
 
 
 # ---------------------------------------------------------------------------------------
+@reports_spends
 def private_spectral_estimate(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     mechanism: Mechanism = "gaussian",
     p0: float | str = 1.0,
     shuffle: bool = False,
@@ -222,6 +225,9 @@ def private_spectral_estimate(
     epsilon, delta : float
         Target (ε, δ); ε > 0 finite, δ ∈ (0, 1).  δ is used by the Gaussian and by shuffled
         randomized response; Laplace and unshuffled randomized response are pure ε-DP.
+        ``delta=None`` (default) is 1e-4, except for shuffled randomized response against a
+        ``ledger``: it spends δ itself, so it then asks for
+        :data:`~privirt.ledger.DEFAULT_DELTA_SHARE` (a tenth) of the ledger's δ, never all of it.
     mechanism : {"gaussian", "laplace", "randomized_response"}
         ``"gaussian"``/``"laplace"``: noisy counts as from :func:`release_counts`, clipped at
         zero, and the spectral estimator on the comparison graph with the default
@@ -290,7 +296,7 @@ def private_spectral_estimate(
         _check_count_options(mechanism, sensitivity)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
                          items=items, n_persons=n_persons, p0=p0, note=note,
-                         engine=engine, client=client)
+                         engine=engine, client=client, spends_delta=bool(rr and shuffle))
     boot_seed = None if call.seed is None else child(call.seed, "estimate")
 
     if mechanism != "randomized_response":

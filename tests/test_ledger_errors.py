@@ -1,0 +1,394 @@
+"""The ledger's failure modes, as a user meets them: a damaged or foreign file, a missing folder,
+an interrupt or an error after the debit, δ spent by shuffled randomized response, and the
+numbers of a refusal and of ``budget show``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.accounting import PrivacyCost
+from privirt.cli import main
+from privirt.exceptions import LedgerError, PrivirtError
+from privirt.ledger import DEFAULT_DELTA_SHARE, Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+_rng = np.random.default_rng(5)
+X = (_rng.random((300, 6)) < 0.6).astype(float)
+
+
+@pytest.fixture()
+def csv_file(tmp_path) -> Path:
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X.astype(int), columns=[f"i{j}" for j in range(6)]).to_csv(path, index=False)
+    return path
+
+
+def _one_line(err: str) -> str:
+    lines = [l for l in err.strip().splitlines() if l]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# -- item 6: a damaged ledger -------------------------------------------------------------
+def _ledger_with_spends(path: Path) -> Path:
+    led = Ledger(path, epsilon=100.0, delta=1e-5)
+    for _ in range(40):  # several pages of spends
+        led.spend(PrivacyCost(epsilon=0.01), mechanism="laplace", note="x" * 300)
+    return path
+
+
+def _damage_page(path: Path) -> None:
+    b = bytearray(path.read_bytes())
+    start = len(b) - 4096  # the last page: spends rows
+    b[start:start + 200] = b"\xab" * 200
+    path.write_bytes(bytes(b))
+
+
+def _drop_spends(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE spends")
+    con.commit()
+    con.close()
+
+
+def _not_sqlite(path: Path) -> None:
+    path.write_bytes(b"these are my notes, not a database\n" * 200)
+
+
+DAMAGE = {"malformed page": _damage_page, "dropped table": _drop_spends, "not SQLite": _not_sqlite}
+
+
+@pytest.mark.parametrize("kind", list(DAMAGE))
+def test_damaged_ledger_is_a_privirt_error_naming_the_file(tmp_path, kind):
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    DAMAGE[kind](path)
+    before = path.read_bytes()
+    with pytest.raises(LedgerError) as info:
+        Ledger(path)
+    msg = str(info.value)
+    assert isinstance(info.value, PrivirtError)
+    assert str(path) in msg and "nothing was spent" in msg and "backup" in msg and "\n" not in msg
+    with pytest.raises(LedgerError):  # through a private call: refused before any release
+        privirt.release_counts(X, epsilon=1.0, ledger=str(path))
+    assert path.read_bytes() == before
+
+
+def test_ledger_damaged_after_it_was_opened_refuses_the_debit(tmp_path):
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    led = Ledger(path)
+    _drop_spends(path)
+    with pytest.raises(LedgerError, match="no such table: spends.*nothing was spent"):
+        privirt.release_counts(X, epsilon=1.0, ledger=led)
+    for method in (led.spends, led.spent, led.summary, led.remaining_epsilon):
+        with pytest.raises(LedgerError, match=str(path.name)):
+            method()
+
+
+@pytest.mark.parametrize("kind", list(DAMAGE))
+def test_cli_damaged_ledger_is_one_line(tmp_path, capsys, csv_file, kind):
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    DAMAGE[kind](path)
+    before = path.read_bytes()
+    assert main(["budget", "show", str(path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("privirt: error: ") and str(path) in line and "backup" in line
+    assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert str(path) in _one_line(err) and out == ""
+    assert path.read_bytes() == before
+
+
+# -- item 11: one rule for a missing folder ---------------------------------------------------
+def test_missing_folder_is_refused_in_python_and_cli(tmp_path, capsys):
+    target = tmp_path / "nodir" / "x.ledger"
+    with pytest.raises(FileNotFoundError, match="nodir does not exist; create it first"):
+        Ledger(target, epsilon=1.0, delta=1e-5)
+    assert not target.parent.exists()
+    assert main(["budget", "init", str(target), "--epsilon", "1", "--delta", "1e-5"]) == 2
+    assert "nodir does not exist; create it first" in _one_line(capsys.readouterr().err)
+    assert not target.parent.exists()
+    target.parent.mkdir()
+    assert Ledger(target, epsilon=1.0, delta=1e-5).epsilon == 1.0
+
+
+# -- item 9: an interrupt or error after the debit says what was spent -------------------------
+@pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_api_error_after_the_debit_carries_the_spend(tmp_path, monkeypatch, raised):
+    import mechanisms
+
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+
+    def fail(self, values):
+        raise raised
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", fail)
+    with pytest.raises(type(raised)) as info:
+        privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-5, ledger=led, n_boot=0)
+    exc = info.value
+    (rec,) = exc.privirt_spends
+    assert rec.spend_id == int(led.spends().index[0]) and rec.asked.epsilon == 1.0 and rec.cost.rho > 0
+    notes = [n for n in exc.__notes__ if "WAS spent" in n]
+    assert len(notes) == 1 and "asked ε=1, δ=1e-05" in notes[0] and str(led.path) in notes[0]
+
+
+def test_api_error_before_the_debit_says_nothing_about_a_spend(tmp_path, monkeypatch):
+    from privirt.private import measurements
+
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+
+    def fail(*a, **k):
+        raise RuntimeError("before")
+
+    monkeypatch.setattr(measurements.CountsGaussian, "calibrate", classmethod(fail))
+    with pytest.raises(RuntimeError) as info:
+        privirt.private_spectral_estimate(X, epsilon=1.0, ledger=led)
+    assert not getattr(info.value, "privirt_spends", None) and len(led.spends()) == 0
+
+
+def test_totals_error_after_the_debit_carries_the_spend(tmp_path, monkeypatch):
+    from privirt.private.measurements import TotalsGaussian
+
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+
+    def fail(self, values, *, seed):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TotalsGaussian, "apply", fail)
+    with pytest.raises(KeyboardInterrupt) as info:
+        privirt.private_totals_estimate(X, epsilon=1.0, delta=1e-5, ledger=led)
+    assert len(info.value.privirt_spends) == 1 and len(led.spends()) == 1
+
+
+def test_interrupt_right_after_the_commit_is_reported(tmp_path, monkeypatch):
+    """An interrupt between the commit and the bookkeeping: the row is looked up and reported."""
+    import privirt.ledger as ledger_mod
+
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    real = ledger_mod._journal
+    calls = []
+
+    def interrupted_once(rec):
+        calls.append(rec)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(rec)
+
+    monkeypatch.setattr(ledger_mod, "_journal", interrupted_once)
+    with pytest.raises(KeyboardInterrupt) as info:
+        led.spend(PrivacyCost(epsilon=0.5), mechanism="laplace", asked=(0.5, 1e-5))
+    (rec,) = info.value.privirt_spends
+    assert rec.certain and rec.spend_id == 1 and len(led.spends()) == 1
+
+
+def test_cli_error_after_the_debit_is_one_line_with_the_spend(tmp_path, capsys, csv_file, monkeypatch):
+    from privirt.cli import estimate
+
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+
+    def fail(*a, **k):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(estimate, "show_result", fail)
+    assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "No space left on device" in line and "WAS spent" in line and "asked ε=1, δ=1e-05" in line
+    assert str(led) in line and "spend #1" in line
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(estimate, "show_result", interrupt)
+    assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)]) == 130
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("privirt: interrupted; the privacy budget WAS spent") and "spend #2" in line
+
+    def bug(*a, **k):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(estimate, "show_result", bug)
+    assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)]) == 1
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError" in err and err.strip().splitlines()[-1].startswith(
+        "privirt: error: internal error; the privacy budget WAS spent")
+    assert len(Ledger(led).spends()) == 3
+
+
+def test_cli_interrupt_before_any_debit_says_only_interrupted(tmp_path, capsys, csv_file, monkeypatch):
+    from privirt.private import measurements
+
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measurements.CountsGaussian, "calibrate", classmethod(interrupt))
+    monkeypatch.setattr(measurements.TotalsGaussian, "calibrate", classmethod(interrupt))
+    assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)]) == 130
+    assert _one_line(capsys.readouterr().err) == "privirt: interrupted"
+
+
+def test_sigint_to_a_cli_run_after_the_debit(tmp_path, csv_file):
+    """A real SIGINT to a `privirt estimate` process that hangs where the noise is drawn."""
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    marker = tmp_path / "in_noise"
+    code = f"""
+        import sys, time
+        import mechanisms
+        def stuck(self, values):            # test-only hook: hang where noise is drawn
+            open({str(marker)!r}, "w").write("x")
+            time.sleep(120)
+        mechanisms.DiscreteGaussian.apply = stuck
+        from privirt.cli import main
+        sys.exit(main(["estimate", {str(csv_file)!r}, "--epsilon", "1", "--ledger", {str(led)!r}]))
+        """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=str(ROOT), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    line = _one_line(err)
+    assert line.startswith("privirt: interrupted; the privacy budget WAS spent (asked ε=1, δ=1e-05; cost ρ=")
+    assert str(led) in line and "spend #1" in line
+    assert len(Ledger(led).spends()) == 1
+
+
+# -- item 10: δ of shuffled randomized response, refusals that add up, budget show -----------
+def test_shuffled_rr_default_delta_is_a_share_of_the_ledger(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, mechanism="randomized_response",
+                                            shuffle=True, ledger=led)
+    assert res.privacy.delta == pytest.approx(DEFAULT_DELTA_SHARE * 1e-5)
+    row = led.spends().iloc[0]
+    assert row["asked_delta"] == pytest.approx(1e-6) and row["delta"] <= 1e-6 * (1 + 1e-12)
+    # the Gaussian still has δ left to be converted at: not refused
+    privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-5, ledger=led, n_boot=0)
+    assert led.delta_spent() == pytest.approx(1e-6)
+
+
+def test_cli_shuffled_rr_default_delta_leaves_room_for_gaussian(tmp_path, capsys, csv_file):
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    base = ["estimate", str(csv_file), "--ledger", str(led), "--epsilon", "1"]
+    assert main([*base, "--mechanism", "randomized_response", "--shuffle"]) == 0
+    assert main(base) == 0  # a Gaussian release after it
+    capsys.readouterr()
+    assert Ledger(led).spends()["asked_delta"].tolist() == pytest.approx([1e-6, 1e-5])
+
+
+def test_delta_exhausted_is_said_when_spent_and_when_refused(tmp_path, capsys, csv_file):
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    base = ["estimate", str(csv_file), "--ledger", str(led), "--epsilon", "1"]
+    assert main([*base, "--mechanism", "randomized_response", "--shuffle", "--delta", "1e-5"]) == 0
+    err = capsys.readouterr().err
+    assert "used the last of ledger l.ledger's δ=1e-05" in err and "refused" in err
+    assert main(base) == 3
+    line = _one_line(capsys.readouterr().err)
+    assert "δ=1e-05 is used up by approximate-DP spends" in line and "ε=inf" not in line
+    assert "pure-ε releases" in line and "nothing was spent" in line
+    assert main(["budget", "show", str(led)]) == 0
+    assert "exhausted: Gaussian releases are refused" in capsys.readouterr().out
+    assert Ledger(led).remaining_gaussian_epsilon() == 0.0
+
+
+def test_a_delta_larger_than_what_is_left_is_refused_in_those_words(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    with pytest.raises(privirt.BudgetExceeded, match=r"δ=0.0001 is more than the ledger's δ left"):
+        privirt.private_spectral_estimate(X, epsilon=1.0, delta=1e-4, mechanism="randomized_response",
+                                          shuffle=True, ledger=led)
+    assert len(led.spends()) == 0
+
+
+def test_refusal_numbers_add_up(tmp_path):
+    led = Ledger(tmp_path / "l.ledger", epsilon=1.2, delta=1e-5)
+    privirt.release_counts(X, epsilon=0.9, delta=1e-5, ledger=led)
+    with pytest.raises(privirt.BudgetExceeded) as info:
+        privirt.release_counts(X, epsilon=0.9, delta=1e-5, ledger=led)
+    msg = str(info.value)
+    assert "asked ε=0.9, δ=1e-05" in msg and "composed under zCDP" in msg
+    assert "one more Gaussian release of ε=" in msg and "nothing was spent" in msg
+    # the stated Gaussian remainder is what one more Gaussian call can indeed ask for
+    rem = led.remaining_gaussian_epsilon()
+    assert 0 < rem < 0.9
+    with pytest.raises(privirt.BudgetExceeded):
+        privirt.release_counts(X, epsilon=rem * 1.01, delta=1e-5, ledger=led)
+    privirt.release_counts(X, epsilon=rem * 0.99, delta=1e-5, ledger=led)
+    assert led.spent().epsilon <= 1.2 * (1 + 1e-12)
+
+
+def test_budget_show_lists_what_was_asked_beside_rho(tmp_path, capsys, csv_file):
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    assert main(["estimate", str(csv_file), "--ledger", str(led), "--epsilon", "0.7",
+                 "--method", "spectral"]) == 0
+    capsys.readouterr()
+    assert main(["budget", "show", str(led)]) == 0
+    out = capsys.readouterr().out
+    row = [l for l in out.splitlines() if "discrete Gaussian counts" in l][0]
+    assert "ε=0.7, δ=1e-05" in row and "ρ=" in row and "0.0" not in row.split("ρ=")[0].split("δ=1e-05")[1]
+    assert "composed under zCDP" in out and "for one discrete Gaussian release" in out
+    assert main(["budget", "show", str(led), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (spend,) = doc["spends"]
+    assert spend["asked_epsilon"] == 0.7 and spend["asked_delta"] == 1e-5 and spend["rho"] > 0
+    assert doc["remaining_gaussian_epsilon"] > 0 and doc["delta_spent"] == 0
+
+
+_V1_SCHEMA = """
+CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), epsilon REAL NOT NULL, delta REAL NOT NULL,
+    relation TEXT NOT NULL, created TEXT NOT NULL, schema_version INTEGER NOT NULL);
+CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, mechanism TEXT NOT NULL,
+    rho REAL NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, note TEXT NOT NULL DEFAULT '');
+INSERT INTO budget VALUES (1, 2.0, 1e-5, 'replace one person''s row', '2026-01-01T00:00:00', 1);
+INSERT INTO spends (time, mechanism, rho, epsilon, delta, note)
+    VALUES ('2026-01-01T00:00:01', 'discrete Gaussian counts', 0.01, 0.0, 0.0, 'old');
+"""
+
+
+def test_old_ledger_is_read_and_migrated_at_its_next_debit(tmp_path, capsys):
+    path = tmp_path / "old.ledger"
+    con = sqlite3.connect(path)
+    con.executescript(_V1_SCHEMA)
+    con.close()
+    os.chmod(path, 0o444)  # reading an old ledger needs no write
+    try:
+        led = Ledger(path)
+        df = led.spends()
+        assert list(df.columns[-2:]) == ["asked_epsilon", "asked_delta"] and df["asked_epsilon"].isna().all()
+        assert "(not recorded)" in led.summary()
+    finally:
+        os.chmod(path, 0o644)
+    privirt.release_counts(X, epsilon=0.5, delta=1e-5, ledger=led)
+    df = led.spends()
+    assert math.isnan(df.iloc[0]["asked_epsilon"]) and df.iloc[1]["asked_epsilon"] == 0.5
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT schema_version FROM budget").fetchone()[0] == 2
+    con.close()
+    assert main(["budget", "show", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)  # valid JSON: null, not NaN
+    assert doc["spends"][0]["asked_epsilon"] is None
