@@ -288,7 +288,12 @@ class Ledger:
             if "unable to open" in str(exc):
                 raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                                   "check the path and its permissions") from exc
-            raise _damaged(self.path, exc) from exc
+            if "no such" in str(exc) or "malformed" in str(exc):  # a dropped table or column
+                raise _damaged(self.path, exc) from exc
+            raise LedgerError(  # a full disk, an I/O error, ...: the transaction was rolled back
+                f"the ledger {self.path} could not be used ({exc}); nothing was spent — fix the "
+                "cause (disk space, file system) and retry"
+            ) from exc
         except sqlite3.DatabaseError as exc:  # malformed pages, not a database at all, ...
             raise _damaged(self.path, exc) from exc
         finally:

@@ -244,24 +244,35 @@ def test_cli_interrupt_before_any_debit_says_only_interrupted(tmp_path, capsys, 
     assert _one_line(capsys.readouterr().err) == "privirt: interrupted"
 
 
-def test_sigint_to_a_cli_run_after_the_debit(tmp_path, csv_file):
-    """A real SIGINT to a `privirt estimate` process that hangs where the noise is drawn."""
+@pytest.mark.parametrize("via", ["cli", "api"])
+def test_sigint_after_the_debit(tmp_path, csv_file, via):
+    """A real SIGINT to a process that hangs where the noise is drawn (`privirt estimate`, or a
+    script calling the API that prints what the KeyboardInterrupt carries)."""
     led = tmp_path / "l.ledger"
     Ledger(led, epsilon=5.0, delta=1e-5)
     marker = tmp_path / "in_noise"
-    code = f"""
+    if via == "cli":
+        run = (f"from privirt.cli import main\n"
+               f"sys.exit(main(['estimate', {str(csv_file)!r}, '--epsilon', '1', '--ledger', {str(led)!r}]))")
+    else:
+        run = (f"import privirt, pandas as pd\n"
+               f"try:\n"
+               f"    privirt.release_counts(pd.read_csv({str(csv_file)!r}), epsilon=1.0, delta=1e-5, "
+               f"ledger={str(led)!r})\n"
+               f"except KeyboardInterrupt as exc:\n"
+               f"    print(exc.__notes__[-1], file=sys.stderr)\n"
+               f"    sys.exit(130)")
+    code = textwrap.dedent(f"""
         import sys, time
         import mechanisms
         def stuck(self, values):            # test-only hook: hang where noise is drawn
             open({str(marker)!r}, "w").write("x")
             time.sleep(120)
         mechanisms.DiscreteGaussian.apply = stuck
-        from privirt.cli import main
-        sys.exit(main(["estimate", {str(csv_file)!r}, "--epsilon", "1", "--ledger", {str(led)!r}]))
-        """
+        """) + run
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=str(ROOT), env=env,
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not marker.exists():
@@ -272,7 +283,8 @@ def test_sigint_to_a_cli_run_after_the_debit(tmp_path, csv_file):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     line = _one_line(err)
-    assert line.startswith("privirt: interrupted; the privacy budget WAS spent (asked ε=1, δ=1e-05; cost ρ=")
+    prefix = "privirt: interrupted; " if via == "cli" else "privirt: "
+    assert line.startswith(prefix + "the privacy budget WAS spent (asked ε=1, δ=1e-05; cost ρ="), line
     assert str(led) in line and "spend #1" in line
     assert len(Ledger(led).spends()) == 1
 
