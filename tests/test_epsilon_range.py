@@ -119,3 +119,18 @@ def test_cli_edge_epsilon_runs_or_is_one_line(tmp_path, capsys, csv_file, method
 def test_demo_refuses_tiny_epsilon_first(capsys):
     assert main(["demo", "--epsilon", "1e-300"]) == 2
     assert "1e-06" in capsys.readouterr().err
+
+
+def test_measurements_apply_the_shared_rule_themselves():
+    from mechanisms.measures import ApproxDP
+
+    from privirt.private.measurements import CountsGaussian, CountsLaplace, ResponsesRR, TotalsGaussian
+    from privirt.sensitivity import pairwise_counts_sensitivity
+
+    sens = pairwise_counts_sensitivity(6)
+    tiny = ApproxDP(1e-300, 1e-4)
+    for build in (lambda: CountsGaussian.calibrate(tiny, sens), lambda: CountsLaplace.calibrate(tiny, sens),
+                  lambda: ResponsesRR.calibrate(tiny, n_items=6, n_persons=300, shuffle=True),
+                  lambda: TotalsGaussian.calibrate(tiny, n_persons=300, n_items=6)):
+        with pytest.raises(ValueError, match="smallest ε"):
+            build()

@@ -555,7 +555,7 @@ def test_rr_epsilon_too_small_to_debias_is_refused_before_the_debit(tmp_path):
     from mechanisms.measures import ApproxDP
     from privirt.private.measurements import ResponsesRR
 
-    with pytest.raises(ValueError, match="too small"):  # the measurement's own guard stays
+    with pytest.raises(ValueError, match="below the smallest ε"):  # the measurement applies it too
         ResponsesRR.calibrate(ApproxDP(1e-17, 1e-5), n_items=5, n_persons=30, shuffle=False)
 
 

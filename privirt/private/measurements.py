@@ -32,6 +32,7 @@ from ..accounting import (
     calibrate_gaussian_sigma,
     calibrate_laplace_scale,
     calibrate_rr_epsilon0,
+    check_target_epsilon,
 )
 from ..responses import Responses
 from ..sensitivity import Sensitivity
@@ -164,6 +165,7 @@ class CountsGaussian(Measurement):
     @classmethod
     def calibrate(cls, target: ApproxDP, sensitivity: Sensitivity) -> "CountsGaussian":
         """The smallest σ meeting ``target`` for this sensitivity."""
+        check_target_epsilon(target.epsilon)  # the shared rule (accounting.MIN_EPSILON)
         mech_mod = load_mechanisms()
         draws = sensitivity.n_released
         static_tv = inspect.getattr_static(mech_mod.DiscreteGaussian, "tv_bound", None)
@@ -227,6 +229,7 @@ class CountsLaplace(Measurement):
     @classmethod
     def calibrate(cls, target: ApproxDP, sensitivity: Sensitivity) -> "CountsLaplace":
         """scale = Δ₁/ε (δ unused, beyond a sampler's TV term)."""
+        check_target_epsilon(target.epsilon)
         mech_mod = load_mechanisms()
         scale = calibrate_laplace_scale(sensitivity.l1, calibration_epsilon(target.epsilon))
         check_supported(target.epsilon, f"a Laplace scale of {scale:.4g}", scale,
@@ -278,6 +281,7 @@ class ResponsesRR(Measurement):
     def calibrate(cls, target: ApproxDP, *, n_items: int, n_persons: int,
                   shuffle: bool) -> "ResponsesRR":
         """The per-bit ε₀ for ``target`` (shuffle amplification claimed where it applies)."""
+        check_target_epsilon(target.epsilon)
         mech_mod = load_mechanisms()
         eps, dlt, m = target.epsilon, target.delta, int(n_items)
         eps0, claimed, amplified = calibrate_rr_epsilon0(
@@ -371,6 +375,7 @@ class TotalsGaussian(Measurement):
         from .. import marginal, marginal_missing
         from ..sensitivity import _sqrt_up
 
+        check_target_epsilon(target.epsilon)
         mech_mod = load_mechanisms()
         eps, dlt = target.epsilon, target.delta
         n, m = int(n_persons), int(n_items)
