@@ -165,16 +165,47 @@ def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray,
     return lg, shift, _chain(mult, G, K, K, sizes, lo, hi), bt
 
 
+#: Most (triple, score) cells :func:`near_pair_terms` holds per array at once (32 MiB of
+#: float64; about ten such arrays are live), so its memory does not grow with the triples.
+NEAR_CHUNK_CELLS = 2**22
+
+
 def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     """``Σ_r n_r π_{ab|r}`` for listed (group, item a, item b) triples, exactly.
 
     ``π_{ab|r} = π_{a|r} π'_{b|r−1}`` with ``π'`` the success probability of ``b`` on the
     item set without ``a``, whose ESF ratios follow from ``π_{a|·}``: ``γ^{(a)}_s =
     γ_s (1 − π_{a|s}) = γ_{s+1} π_{a|s+1} / ε_a`` (the form whose factor is ≥ 1/2 is used).
+    The triples are taken in chunks of at most ``NEAR_CHUNK_CELLS / (K + 1)``, so memory is
+    bounded whatever their number.
     """
     t = gi.size
     if t == 0:
         return np.zeros(0)
+    # a triple's value depends on its group and the two items' (centred) difficulties only:
+    # tied items (equal totals with complete data tie exactly at every iterate) repeat it
+    key = np.empty((t, 3), dtype=np.int64)
+    key[:, 0] = gi
+    key[:, 1] = bt[gi, ia].view(np.int64)
+    key[:, 2] = bt[gi, ib].view(np.int64)
+    _, first, back = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    del key
+    if first.size < t:
+        return near_pair_terms(lg, bt, sizes, counts, gi[first], ia[first], ib[first])[back.ravel()]
+    K = lg.shape[1] - 1
+    step = max(1, NEAR_CHUNK_CELLS // (K + 1))
+    if t > step:
+        return np.concatenate([
+            _near_pair_chunk(lg, bt, sizes, counts, gi[s : s + step], ia[s : s + step],
+                             ib[s : s + step])
+            for s in range(0, t, step)
+        ])
+    return _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib)
+
+
+def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
+    """:func:`near_pair_terms` for one chunk of triples."""
+    t = gi.size
     K = lg.shape[1] - 1
     k = sizes[gi]
     lgt = lg[gi]

@@ -340,8 +340,7 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
     expected = np.zeros(m + 1)  # Σ_g Σ_r n_{g,r} π_{i|r}, last slot for padding
     A = np.zeros((m, m))  # A[i, j] = Σ over groups holding i and j of e_{g,i}
     H2 = np.zeros((m, m))  # Σ_g Σ_r n_{g,r} π_{i|r} π_{j|r}
-    D = beta[:, None] - beta[None, :]
-    pa, pb = np.nonzero(np.triu(np.abs(D) < _NEAR, 1))
+    pa, pb = _near_pairs(beta)
     near = np.zeros(pa.size)
     beta_ext = np.append(beta, 0.0)
     e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
@@ -382,32 +381,71 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
         H2 += _gram(np.concatenate(q_rows))
     grad = -stats.totals + expected[:m]
     # Σ_r n_r π_{ij|r} by the divided difference (e_hard − q e_easy) / (1 − q),
-    # q = exp(−|β_i − β_j|) ≤ 1
-    absD = np.abs(D)
+    # q = exp(−|β_i − β_j|) ≤ 1; in place, so that five m × m arrays are the most held
+    # at once (m = 5000: 1 GB)
+    D = np.subtract.outer(beta, beta)
+    harder = D > 0
+    np.abs(D, out=D)  # |D|
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q = np.exp(-absD)
-        num = np.where(D > 0, A - q * A.T, A.T - q * A)
-        T = num / -np.expm1(-absD)
+        q = np.exp(np.negative(D))
+        T = np.multiply(q, A.T)
+        np.subtract(A, T, out=T)  # A − q Aᵀ (where the row item is harder)
+        np.multiply(q, A, out=q)
+        np.subtract(A.T, q, out=q)  # Aᵀ − q A (where it is easier)
+        np.copyto(T, q, where=~harder)
+        del q, harder, A
+        np.negative(D, out=D)
+        np.expm1(D, out=D)
+        np.negative(D, out=D)  # 1 − exp(−|D|)
+        np.divide(T, D, out=T)
+    del D
     T[pa, pb] = near
     T[pb, pa] = near
     np.fill_diagonal(T, expected[:m])
-    H = H2 - T
-    return ll, grad, 0.5 * (H + H.T)
+    np.subtract(H2, T, out=H2)  # H
+    np.add(H2, H2.T, out=T)
+    T *= 0.5
+    return ll, grad, T
+
+
+def _near_pairs(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``i < j`` with ``|β_i − β_j| < _NEAR`` (in row-major order), found on the
+    sorted values without an m × m array."""
+    m = beta.size
+    order = np.argsort(beta, kind="stable")
+    sb = beta[order]
+    ends = np.searchsorted(sb, sb + 2 * _NEAR, side="left")  # candidates k < ends[p] of p
+    # |β_i − β_j| < _NEAR  ⟺  sorted positions p < k with sb[k] − sb[p] < _NEAR
+    counts = ends - np.arange(m) - 1
+    counts = np.maximum(counts, 0)
+    if not counts.any():
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    p = np.repeat(np.arange(m), counts)
+    k = p + 1 + (np.arange(p.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    keep = np.abs(sb[k] - sb[p]) < _NEAR  # the strict inequality, as before
+    i, j = order[p[keep]], order[k[keep]]
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    idx = np.lexsort((hi, lo))
+    return lo[idx], hi[idx]
 
 
 def _gram(Q: np.ndarray) -> np.ndarray:
     """``QᵀQ`` by SYRK (half the flops of a GEMM)."""
     from scipy.linalg.blas import dsyrk
 
-    U = dsyrk(1.0, Q.T, trans=0, lower=0) if Q.shape[0] else np.zeros((Q.shape[1],) * 2)
-    return np.triu(U) + np.triu(U, 1).T
+    if not Q.shape[0]:
+        return np.zeros((Q.shape[1],) * 2)
+    U = np.triu(dsyrk(1.0, Q.T, trans=0, lower=0))
+    U += np.triu(U, 1).T
+    return U
 
 
 def _newton_step(H: np.ndarray, grad: np.ndarray, m: int) -> np.ndarray:
     """Solve ``(−H + 11ᵀ/m) d = ∇ℓ``: the Newton step on the sum-zero subspace."""
     from scipy.linalg import cho_factor, cho_solve
 
-    A = -H + 1.0 / m
+    A = np.negative(H)
+    A += 1.0 / m
     try:
         # Cholesky (the information is positive definite on the sum-zero subspace)
         d = cho_solve(cho_factor(A), grad)
@@ -422,10 +460,14 @@ def _covariance(H: np.ndarray, m: int) -> np.ndarray:
     """Moore–Penrose inverse of the information ``−H`` (null space: the constant vector)."""
     from scipy.linalg import cho_factor, cho_solve
 
-    A = -H + 1.0 / m
+    A = np.negative(H)
+    A += 1.0 / m
     try:
-        cov = cho_solve(cho_factor(A), np.eye(m)) - 1.0 / m
+        cov = cho_solve(cho_factor(A, overwrite_a=True), np.eye(m), overwrite_b=True)
+        cov -= 1.0 / m
     except np.linalg.LinAlgError:  # pragma: no cover
         P = np.eye(m) - 1.0 / m
         cov = np.linalg.pinv(P @ -H @ P, hermitian=True)
-    return 0.5 * (cov + cov.T)
+    out = np.add(cov, cov.T)
+    out *= 0.5
+    return out

@@ -5,8 +5,8 @@ block of a dask Array) is converted to int8 codes and reduced on a worker to the
 of :func:`privirt.sufficient.block_statistics`; the sums are added in a tree (fan-in 8) on the
 cluster and only the final sums come back to the driver.  See ``docs/scale.md``.
 
-Without a ``client`` an embedded :class:`distributed.LocalCluster` (one single-threaded worker
-process per core) is started and closed afterwards.
+Without a ``client`` an embedded :class:`distributed.LocalCluster` (one worker in this process
+with a thread per core; no processes are started) is started and closed afterwards.
 """
 
 from __future__ import annotations
@@ -81,12 +81,32 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
         with own:
             yield own
         return
-    workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    with LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True,
-        dashboard_address=":0", silence_logs=logging.ERROR,
+    threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    # Threads in this process, not worker processes: worker processes are spawned, and a
+    # spawned process runs the caller's script again from the top (a script without an
+    # ``if __name__ == "__main__":`` guard then fails and repeats its side effects).  The
+    # partition work (Arrow reads, int8 conversion, BLAS products) releases the GIL; each
+    # thread uses one BLAS thread so that the cores are not oversubscribed.
+    with _one_blas_thread(), LocalCluster(
+        n_workers=1, threads_per_worker=threads, processes=False,
+        dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR,
     ) as cluster, Client(cluster) as own:
         yield own
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """One BLAS/OpenMP thread per calling thread while the embedded cluster runs.
+
+    Uses ``threadpoolctl`` (part of the ``dask`` extra); without it BLAS keeps its threads.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - declared in the dask extra
+        yield
+        return
+    with threadpool_limits(1):
+        yield
 
 
 # ---------------------------------------------------------------------------------------

@@ -329,3 +329,51 @@ def test_benchmark_reference_cml_agrees():
     X = bench.simulate(3000, 12, 0.0, seed=3)
     ref = bench.reference_cml(X)
     np.testing.assert_allclose(privirt.cmle_estimate(X).beta.to_numpy(), ref, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# memory: few persons, many items (issue 21: 30 × 5000 asked for 47.9 GiB)
+def test_many_tied_items_fit_in_memory_quadratic_in_m():
+    """Few persons and many items: thousands of exactly tied difficulties (equal totals),
+    each pair formerly costing an O(m) row in one (pairs × m) array (cubic in m: 30 × 400
+    peaked at ~250 MiB, 30 × 5000 asked for 47.9 GiB).  Now the peak stays at a few m × m
+    arrays."""
+    import tracemalloc
+
+    n, m = 30, 400
+    X = (np.random.default_rng(0).random((n, m)) < 0.5).astype(np.int8)
+    tracemalloc.start()
+    try:
+        res = privirt.cmle_estimate(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert res.converged
+    assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+    totals = X.sum(axis=0)
+    same = totals == totals[0]
+    assert np.ptp(res.beta.to_numpy()[same]) < 1e-9  # tied items tie
+
+
+def test_near_pair_terms_in_chunks_equal_one_pass(monkeypatch):
+    from privirt import _esf
+
+    rng = np.random.default_rng(5)
+    K, G = 12, 3
+    beta = rng.normal(size=(G, K))
+    beta[:, 3] = beta[:, 2] + 1e-5  # near pairs (distinct: not merged)
+    real = np.ones((G, K), dtype=bool)
+    sizes = np.full(G, K)
+    lg, shift, _, bt = _esf.batch_probabilities(beta, real, sizes)
+    counts = rng.integers(0, 5, size=(G, K + 1)).astype(float)
+    gi, ia, ib = (a.ravel() for a in np.meshgrid(np.arange(G), np.arange(K), np.arange(K),
+                                                 indexing="ij"))
+    keep = ia != ib
+    gi, ia, ib = gi[keep], ia[keep], ib[keep]
+    whole = _esf.near_pair_terms(lg, bt, sizes, counts, gi, ia, ib)
+    monkeypatch.setattr(_esf, "NEAR_CHUNK_CELLS", 3 * (K + 1))  # chunks of 3 triples
+    np.testing.assert_array_equal(_esf.near_pair_terms(lg, bt, sizes, counts, gi, ia, ib), whole)
+    # the same triples duplicated are computed once and spread back
+    np.testing.assert_array_equal(
+        _esf.near_pair_terms(lg, bt, sizes, counts, np.r_[gi, gi], np.r_[ia, ia], np.r_[ib, ib]),
+        np.r_[whole, whole])

@@ -118,3 +118,37 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         assert proc.returncode == 0, f"README [{block['section']}] shell block failed:\n{proc.stderr}"
         assert "Traceback" not in proc.stderr
         _check(block, proc.stdout)
+
+
+def _starts_workers(block: dict) -> bool:
+    return block["lang"] == "python" and ('engine="dask"' in block["code"]
+                                          or "run_sweep(" in block["code"])
+
+
+WORKER_BLOCKS = [i for i, b in enumerate(BLOCKS) if _starts_workers(b)]
+
+
+def test_readme_has_worker_examples():
+    sections = {BLOCKS[i]["section"] for i in WORKER_BLOCKS}
+    assert any("Dask" in s for s in sections) and "ε sweeps and reports" in sections
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", WORKER_BLOCKS,
+                         ids=[BLOCKS[i]["section"][:25] for i in WORKER_BLOCKS])
+def test_readme_worker_example_runs_as_a_plain_script(index, tmp_path):
+    """Saved as a file without an ``if __name__ == "__main__":`` guard and run with
+    ``python script.py``, an example that starts workers (Dask, sweeps) works: exit 0, no
+    traceback, the expected output, and the script runs once (a spawned worker would run it
+    again from the top and rewrite its files)."""
+    block = BLOCKS[index]
+    script = tmp_path / "script.py"
+    script.write_text('open("runs.log", "a").write("ran\\n")\n' + block["code"], encoding="utf-8")
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (tmp_path / "runs.log").read_text() == "ran\n"  # not re-run by any worker
+    _check(block, proc.stdout)

@@ -788,3 +788,111 @@ def test_an_unavailable_mechanism_is_refused_with_its_reason(tmp_path, monkeypat
     with pytest.raises(ValueError, match=r"mechanism 'later' is not available in this "
                                          r"installation \(No module named 'privirt.later'\)"):
         sw.load_config(_write(tmp_path, text))
+
+
+# ---------------------------------------------------------------------------------------
+# worker processes: plain scripts, Ctrl-C
+def _env() -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    return env
+
+
+_TINY = ('seed = 1\ntrials = 2\nepsilons = [0.5, 2.0]\nmechanisms = ["spectral", "gaussian"]\n'
+         '[[datasets]]\nsource = "synthetic"\nn = 200\nm = 5\n')
+
+
+@pytest.mark.slow
+def test_a_plain_script_with_a_parallel_sweep_and_its_own_estimator(tmp_path):
+    """No ``__main__`` guard, jobs=2 and the default jobs, an estimator defined in the
+    script itself: the workers do not run the script again, and the estimator reaches them."""
+    (tmp_path / "tiny.toml").write_text(_TINY.replace('"gaussian"]', '"gaussian", "mine"]'))
+    (tmp_path / "script.py").write_text(
+        'open("runs.log", "a").write("ran\\n")\n'
+        "import numpy as np, pandas as pd\n"
+        "from privirt import sweeps\n"
+        "from privirt.sweeps.registry import register\n"
+        "def mine(X, *, epsilon, delta, seed):\n"
+        "    p = np.asarray(X, dtype=float).mean(axis=0).clip(0.01, 0.99)\n"
+        "    return type('R', (), {'beta': pd.Series(np.log((1 - p) / p), index=X.columns)})()\n"
+        'register("mine", mine, private=True)\n'
+        'a = sweeps.run_sweep("tiny.toml", "a", jobs=2, progress=False)\n'
+        'b = sweeps.run_sweep("tiny.toml", "b", progress=False)\n'
+        "print(a.computed, a.failed, b.computed, b.failed)\n"
+    )
+    proc = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["10", "0", "10", "0"]
+    assert (tmp_path / "runs.log").read_text() == "ran\n"
+
+
+def test_spawned_workers_refuse_an_unguarded_script_in_one_line(tmp_path):
+    """Where workers must be spawned (macOS, Windows), a script calling run_sweep at its top
+    level is refused before any worker starts, saying what to add; under the guard it runs."""
+    (tmp_path / "tiny.toml").write_text(_TINY)
+    head = ('open("runs.log", "a").write("ran\\n")\n'
+            "from privirt import sweeps\n"
+            "from privirt.sweeps import runner\n"
+            'runner._start_method = lambda: "spawn"\n')
+    (tmp_path / "script.py").write_text(
+        head + 'sweeps.run_sweep("tiny.toml", "a", jobs=2, progress=False)\n')
+    proc = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert 'if __name__ == "__main__":' in last and "jobs=1" in last and "script.py" in last
+    assert (tmp_path / "runs.log").read_text() == "ran\n"
+    from privirt.sweeps.runner import _check_spawn_safe
+
+    _check_spawn_safe()  # pytest's own __main__ is a module (python -m pytest) or has no call
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during
+    ``privirt sweep --jobs 2``: exit 130, one line on stderr, no worker left running."""
+    import os
+    import signal
+    import time
+
+    cfg = tmp_path / "long.toml"
+    # many short cells: workers often wait for their next cell, where (before the fix) an
+    # interrupt gave each a traceback
+    cfg.write_text('seed = 1\ntrials = 200\nepsilons = [0.1, 1.0, 10.0]\n'
+                   'mechanisms = ["spectral", "gaussian", "rr"]\n'
+                   '[[datasets]]\nsource = "synthetic"\nn = 200\nm = 5\n')
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "privirt", "sweep", str(cfg), "--out", str(out),
+                             "--jobs", "2", "--no-progress"], env=_env(), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        results = out / "results.csv"
+        # wait until the workers are busy (a few rows written), then interrupt them all
+        while time.monotonic() < deadline and proc.poll() is None:
+            if results.exists() and len(results.read_text().splitlines()) >= 6:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted" in lines[0], err[-3000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the workers are gone with the parent
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("worker processes outlived the interrupted sweep")

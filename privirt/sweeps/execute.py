@@ -64,11 +64,34 @@ def prepare_bases(config: SweepConfig, cells: Sequence[Cell]) -> dict[str, Any]:
     return bases
 
 
-def init_worker(bases: dict[str, Any]) -> None:
-    """Install the prepared bases in this process and empty its data cache."""
+def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:
+    """Install the prepared bases in this process and empty its data cache.
+
+    ``pooled`` (a worker process of the pool): ignore SIGINT (the parent handles Ctrl-C and
+    ends the workers) and use one BLAS/OpenMP thread (``threadpoolctl`` where installed; a
+    spawned worker already has it from the environment).
+    """
+    if pooled:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _one_blas_thread()
     _BASES.clear()
     _BASES.update(bases)
     _DATA_CACHE.clear()
+
+
+def _one_blas_thread() -> None:
+    """Limit this (worker) process's BLAS and OpenMP pools to one thread, if possible."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is optional
+        return
+    global _LIMITS
+    _LIMITS = threadpool_limits(1)  # kept for the life of the worker
+
+
+_LIMITS: Any = None
 
 
 def _trial_dependent(spec: DatasetSpec) -> bool:

@@ -192,37 +192,122 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
                       failed=failed, seconds=seconds, results=results)
 
 
-def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int):
+def _start_method() -> str:
+    """How worker processes start: ``"fork"`` on Linux, else ``"spawn"``.
+
+    A forked worker starts from this process as it is, so a script that calls
+    :func:`run_sweep` at its top level (no ``if __name__ == "__main__":`` guard) is not run
+    again in every worker, as it is under ``spawn``; estimators registered in that script
+    reach the workers too.  On macOS (where system libraries are not fork-safe) and Windows
+    the workers are spawned, and an unguarded script is refused (:func:`_check_spawn_safe`).
+    """
+    import multiprocessing
+    import sys
+
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def _check_spawn_safe() -> None:
+    """Refuse, in one line, a script that would be re-run by every spawned worker.
+
+    A spawned worker imports the main script again; code at its top level outside an
+    ``if __name__ == "__main__":`` block runs again there (and starts another sweep).
+    """
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or getattr(main, "__spec__", None) is not None:
+        return  # an interactive session, ``python -c`` or ``python -m``: nothing is re-run
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is main.__dict__
+                                     and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None:
+        return
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.If) and _is_main_test(node.test)
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            return
+    raise RuntimeError(
+        f"run_sweep with jobs > 1 spawns worker processes on this platform, and each would run "
+        f"{Path(path).name} again from the top: put its code under "
+        "`if __name__ == \"__main__\":`, or pass jobs=1"
+    )
+
+
+def _is_main_test(test: Any) -> bool:
+    """Whether an ``if`` test is ``__name__ == "__main__"`` (either way round)."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
+               method: str | None = None):
     """Rows of the cells in ``args``, as they finish, from ``jobs`` worker processes.
 
-    Fresh ("spawn") workers with one BLAS/OpenMP thread each: ``jobs`` processes then use
-    ``jobs`` cores instead of oversubscribing them, which with OpenBLAS's busy-waiting
-    threads can be orders of magnitude slower.
+    Workers start by :func:`_start_method` (fork on Linux) and run with one BLAS/OpenMP
+    thread each: ``jobs`` processes then use ``jobs`` cores instead of oversubscribing them,
+    which with OpenBLAS's busy-waiting threads can be orders of magnitude slower.  Workers
+    ignore SIGINT: on Ctrl-C (which the terminal sends to every process of the group) the
+    parent alone stops, ends its workers and reports one line.
     """
     import multiprocessing
 
+    method = method or _start_method()
+    if method != "fork":
+        _check_spawn_safe()
     saved = {v: os.environ.get(v) for v in _THREAD_VARS}
     for v in _THREAD_VARS:
-        os.environ.setdefault(v, "1")
+        os.environ.setdefault(v, "1")  # spawned workers read these when BLAS loads
     try:
-        with cf.ProcessPoolExecutor(
+        pool = cf.ProcessPoolExecutor(
             max_workers=min(jobs, len(args)),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=init_worker, initargs=(bases,),
-        ) as pool:
+            mp_context=multiprocessing.get_context(method),
+            initializer=init_worker, initargs=(bases, True),
+        )
+        try:
             futures = [pool.submit(worker, *a) for a in args]
-            try:
-                for fut in cf.as_completed(futures):
-                    yield fut.result()
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+            for fut in cf.as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            # stop now: no waiting for running cells (an interrupted sweep is resumed)
+            _end_workers(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
     finally:
         for v, value in saved.items():
             if value is None:
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = value
+
+
+def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel what has not started and terminate the workers (they ignore SIGINT)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    for p in processes:
+        p.join(timeout=5)
 
 
 def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo: int, *,
