@@ -428,8 +428,10 @@ def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, p
             raise
         del future
     if n_persons is not None:
+        # the public number of persons: rows short of it (all of them, in a data set without
+        # rows) are persons without answers, as on the in-memory private path
         check_n_rows(stats["n"], n_persons)
-    if stats["n"] == 0:
+    elif stats["n"] == 0:
         raise ValueError("the data set has no rows")
     return stats, labels
 

@@ -33,11 +33,15 @@ import pandas as pd
 
 from .exceptions import EmptyResponsesWarning
 
-__all__ = ["Responses", "as_responses", "ResponsesLike"]
+__all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 
 MISSING: int = -1
 EmptyPolicy = Literal["drop", "error", "keep"]
 _LONG_COLUMNS = ("person", "item", "response")
+#: the strings pandas reads as missing by default (``pandas.read_csv``, ``na_values``): the
+#: response column of a long CSV read with text labels keeps this rule, its labels do not
+_CSV_NA_STRINGS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                   "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 #: column names that suggest a pattern table's frequencies (named in the error hint)
 _FREQUENCY_NAMES = {"frequency", "freq", "count", "counts", "n", "weight", "weights"}
 
@@ -170,6 +174,7 @@ def as_responses(
     response_col: str = "response",
     empty: EmptyPolicy = "drop",
     weights: str | Iterable[int] | None = None,
+    labels_as_text: bool = False,
 ) -> Responses:
     """Validate user data and return a :class:`Responses`.
 
@@ -195,6 +200,11 @@ def as_responses(
         name of a wide table, such as the ``frequency`` column of the bundled LSAT files, or
         one non-negative integer per row).  Rows are expanded into that many persons,
         labelled ``p0001``, ``p0002``, … in row order.
+    labels_as_text : bool
+        Read a long table's person and item labels as text (``5`` and ``"5"`` are the same
+        label ``"5"``; a CSV's ``01`` stays ``"01"`` and ``NA`` is a label, not a missing
+        one).  The private paths do (:func:`private_responses`): a reader that infers the
+        column's type from the rows gives ``5`` or ``"5"`` depending on who is in the data.
 
     Raises
     ------
@@ -204,6 +214,31 @@ def as_responses(
     FileNotFoundError
         A path that does not exist.
     """
+    return _as_responses(data, format=format, person_col=person_col, item_col=item_col,
+                         response_col=response_col, empty=empty, weights=weights,
+                         labels_as_text=labels_as_text, no_rows=False)
+
+
+def private_responses(
+    data: ResponsesLike,
+    *,
+    format: Literal["auto", "wide", "long"] = "auto",
+    person_col: str | None = None,
+    weights: str | Iterable[int] | None = None,
+) -> Responses:
+    """The responses of a private path, read so that nothing about them depends on the data
+    but the cells: empty persons and items are kept, a long table's labels are read as text
+    (``labels_as_text``), and a table without rows gives a :class:`Responses` of no persons
+    (all of the public persons are then absent: see
+    :func:`privirt.private.public_responses`, which pads to the public number of persons).
+    """
+    return _as_responses(data, format=format, person_col=person_col, item_col="item",
+                         response_col="response", empty="keep", weights=weights,
+                         labels_as_text=True, no_rows=True)
+
+
+def _as_responses(data, *, format, person_col, item_col, response_col, empty, weights,
+                  labels_as_text: bool, no_rows: bool) -> Responses:
     if empty not in ("drop", "error", "keep"):
         raise ValueError(f"empty must be 'drop', 'error' or 'keep', got {empty!r}")
     if format not in ("auto", "wide", "long"):
@@ -213,26 +248,46 @@ def as_responses(
         raise ValueError(f"weights={weights!r} names a column: pass a table (DataFrame or file), "
                          "or one integer weight per row")
     weight_col = weights if isinstance(weights, str) else None
+    read = _Read(labels_as_text, no_rows)
     if isinstance(data, Responses):
         resp = data
     elif isinstance(data, (str, os.PathLike)):
-        resp = _from_path(Path(data), format, person_col, item_col, response_col, weight_col)
+        resp = _from_path(Path(data), format, person_col, item_col, response_col, weight_col, read)
     elif isinstance(data, pd.DataFrame):
         resp = _from_frame(data, format, person_col, item_col, response_col, from_file=False,
-                           weight_col=weight_col)
+                           weight_col=weight_col, read=read)
     elif isinstance(data, pd.Series):
         raise ValueError("a pandas Series is one-dimensional; pass a persons × items DataFrame")
     else:
         if _is_cupy(data):
             data = data.get()
-        resp = _from_array(np.asarray(data), None, None)
+        values = np.asarray(data)
+        if no_rows and values.ndim == 2 and values.shape[0] == 0 and values.shape[1] > 0:
+            resp = _no_rows(values.shape[1], None)
+        else:
+            resp = _from_array(values, None, None)
     if weights is not None:
         counts = resp._cache.pop("pattern_weights", None) if weight_col else weights
-        resp = _expand_patterns(resp, counts)
+        resp = _expand_patterns(resp, counts, no_rows)
     return _apply_empty_policy(resp, empty)
 
 
-def _expand_patterns(resp: Responses, weights: Any) -> Responses:
+@dataclass(frozen=True)
+class _Read:
+    """How a table is read: labels as text (private paths), tables without rows allowed."""
+
+    labels_as_text: bool = False
+    no_rows: bool = False
+
+
+def _no_rows(m: int, items: Any, items_from_data: bool = False) -> Responses:
+    """A :class:`Responses` of no persons (a table without rows, on a private path)."""
+    items = pd.RangeIndex(m) if items is None else pd.Index(items)
+    return Responses(np.empty((0, len(items)), dtype=np.int8), pd.RangeIndex(0), items,
+                     items_from_data=items_from_data)
+
+
+def _expand_patterns(resp: Responses, weights: Any, no_rows: bool = False) -> Responses:
     """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons)."""
     w = np.asarray(weights, dtype=object).ravel() if not isinstance(weights, np.ndarray) else weights.ravel()
     if len(w) != resp.n_persons:
@@ -250,7 +305,7 @@ def _expand_patterns(resp: Responses, weights: Any) -> Responses:
         )
     counts = wf.astype(np.int64)
     total = int(counts.sum())
-    if total == 0:
+    if total == 0 and not no_rows:
         raise ValueError("the weights add up to zero persons")
     codes = np.repeat(resp.codes, counts, axis=0)
     width = len(str(total))
@@ -262,7 +317,8 @@ def _is_cupy(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "cupy"
 
 
-def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_col=None) -> Responses:
+def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_col=None,
+               read: _Read = _Read()) -> Responses:
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
@@ -278,7 +334,8 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_
     elif suffix in (".csv", ".txt", ".tsv"):
         sep = "\t" if suffix == ".tsv" else ","
         try:
-            frame = pd.read_csv(path, sep=sep, keep_default_na=True)
+            options = _text_label_options(path, sep, fmt, person_col, item_col) if read.labels_as_text else {}
+            frame = pd.read_csv(path, sep=sep, **({"keep_default_na": True} | options))
         except pd.errors.EmptyDataError:
             raise ValueError(f"{path} is empty") from None
         _check_csv_header(path, sep)
@@ -287,7 +344,21 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_
             f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or .parquet"
         )
     return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
-                       weight_col=weight_col)
+                       weight_col=weight_col, read=read)
+
+
+def _text_label_options(path: Path, sep: str, fmt: str, person_col, item_col) -> dict:
+    """``read_csv`` options that read a long table's person and item columns as written
+    (text; only an empty field is a missing label), and every other column as usual."""
+    names = [str(c) for c in pd.read_csv(path, sep=sep, nrows=0).columns]
+    if not (fmt == "long" or (fmt == "auto" and len(names) == 3)):
+        return {}
+    wanted = {(person_col or "person").lower(), item_col.lower()}
+    labels = [c for c in names if c.lower() in wanted]
+    if not labels:
+        return {}
+    return {"dtype": {c: str for c in labels}, "keep_default_na": False,
+            "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in names}}
 
 
 def _check_csv_header(path: Path, sep: str) -> None:
@@ -322,8 +393,10 @@ def _looks_like_response(name: str) -> bool:
 
 
 def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file,
-                weight_col: str | None = None) -> Responses:
-    if frame.shape[0] == 0 or frame.shape[1] == 0:
+                weight_col: str | None = None, read: _Read = _Read()) -> Responses:
+    if frame.shape[0] == 0 and frame.shape[1] > 0 and read.no_rows:
+        pass  # a private path: every public person is absent (all-missing rows)
+    elif frame.shape[0] == 0 or frame.shape[1] == 0:
         raise ValueError(f"the responses table is empty (shape {frame.shape})")
     if weight_col is not None:
         if weight_col not in frame.columns:
@@ -333,7 +406,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
             raise ValueError("weights apply to wide pattern tables (one row per response pattern)")
         counts = frame[weight_col].to_numpy()
         resp = _from_frame(frame.drop(columns=[weight_col]), "wide", person_col, item_col,
-                           response_col, from_file)
+                           response_col, from_file, read=read)
         resp._cache["pattern_weights"] = counts
         return resp
     cols_lower = {str(c).lower(): c for c in frame.columns}
@@ -344,7 +417,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         and {long_pcol.lower(), item_col.lower(), response_col.lower()} <= set(cols_lower)
     )
     if is_long:
-        return _from_long(frame, long_pcol, item_col, response_col, cols_lower)
+        return _from_long(frame, long_pcol, item_col, response_col, cols_lower, read.labels_as_text)
     if (
         fmt == "auto"
         and frame.shape[1] == 3
@@ -374,6 +447,8 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     persons = frame.index
     if frame.shape[1] == 0:
         raise ValueError("the responses table has no item columns")
+    if frame.shape[0] == 0:  # read.no_rows
+        return _no_rows(frame.shape[1], frame.columns)
     values = _frame_values(frame)
     return _from_array(values, persons, frame.columns)
 
@@ -447,7 +522,8 @@ def _first_offender(obj: Any, vals: list) -> int:
     return bad[0]
 
 
-def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Responses:
+def _from_long(frame, person_col, item_col, response_col, cols_lower,
+               labels_as_text: bool = False) -> Responses:
     names = []
     lowered = {person_col.lower(), item_col.lower()}
     if (
@@ -469,6 +545,8 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower) -> Respons
                 f"{response_col!r}; got {list(frame.columns)}"
             )
     pc, ic, rc = names
+    if labels_as_text:  # 5 and "5" are one label, "5", whatever type the column was read as
+        frame = frame.astype({pc: "string", ic: "string"})
     if frame[pc].isna().any() or frame[ic].isna().any():
         bad = int(np.flatnonzero((frame[pc].isna() | frame[ic].isna()).to_numpy())[0])
         raise ValueError(f"row {bad} of the long table has a missing person or item label")

@@ -66,18 +66,33 @@ def totals_statistics(codes: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray,
     return totals.astype(np.int64), hist.astype(np.int64)
 
 
-def totals_sensitivity(n_items: int, n_bins: int) -> Sensitivity:
+def totals_sensitivity(n_items: int, n_bins: int, relation: str = "replace") -> Sensitivity:
     """Joint sensitivity of (totals, histogram) to replacing one person's row.
 
     A row change moves each total by 0 or ±1 (at most m coordinates) and moves at most one
     person between two bins (two coordinates by 1): L1 ≤ m + 2 and L2² ≤ m + 2, attained by
     the rows of all ones and all zeros when their scores fall in different bins
     (``docs/totals.md``).  With one bin the histogram is the public n: L2² = m.
+
+    ``relation="add_remove"`` (a documented variant; no private function uses it): adding or
+    removing a row changes the totals by the row and one bin by 1, so L1 = L2² = m + 1 (the
+    all-ones row), whatever the bins — not half of the replace bound.
     """
     m = int(n_items)
+    if relation == "add_remove":
+        return Sensitivity(float(m + 1), _sqrt_up(m + 1), "tight", _ADD_REMOVE, m + int(n_bins))
+    _check_relation(relation)
     extra = 2 if n_bins >= 2 else 0
     s = m + extra
     return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, m + int(n_bins))
+
+
+_ADD_REMOVE = "add or remove one person's row"
+
+
+def _check_relation(relation: str) -> None:
+    if relation not in ("replace", "add_remove"):
+        raise ValueError(f"relation must be 'replace' or 'add_remove', got {relation!r}")
 
 
 def missing_statistics(
@@ -104,7 +119,7 @@ def missing_statistics(
     return totals, answered, joint.astype(np.int64)
 
 
-def missing_sensitivity(n_items: int, n_cells: int) -> Sensitivity:
+def missing_sensitivity(n_items: int, n_cells: int, relation: str = "replace") -> Sensitivity:
     """Joint sensitivity of :func:`missing_statistics` to replacing one person's row and mask.
 
     Per item the pair (Δs_i, Δa_i) is (0, 0), (±1, 0) (0 ↔ 1), (0, ±1) (0 ↔ missing) or
@@ -112,8 +127,15 @@ def missing_sensitivity(n_items: int, n_cells: int) -> Sensitivity:
     histogram cells (2 more).  L1 ≤ 2m + 2, L2² ≤ 2m + 2, attained by all-correct against
     all-missing when (m, m) and (0, 0) are in different cells, which holds for every layout
     with more than one cell (``docs/totals.md`` §7); with one cell, 2m.
+
+    ``relation="add_remove"`` (a documented variant; no private function uses it): the row's
+    own statistics, L1 = L2² = 2m + 1 (the all-correct row) — not half of the replace bound.
     """
     m = int(n_items)
+    if relation == "add_remove":
+        s = 2 * m + 1
+        return Sensitivity(float(s), _sqrt_up(s), "tight", _ADD_REMOVE, 2 * m + int(n_cells))
+    _check_relation(relation)
     s = 2 * m + (2 if n_cells >= 2 else 0)
     return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, 2 * m + int(n_cells))
 

@@ -205,7 +205,7 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5", "--n-persons", "300",
                  "--ledger", str(ledger), "--out", str(out)]) == 0
     payload = json.loads(out.read_text())
-    assert [r["item"] for r in payload["items"]] == [1, 2, 3, 4, "5"]
+    assert [r["item"] for r in payload["items"]] == ["1", "2", "3", "4", "5"]  # --items, as text
     assert payload["n_items"] == 5 and payload["privacy"]["private"] is True
     spent = privirt.Ledger(ledger).spent().epsilon
     assert 0 < spent <= 1.0 + 1e-12  # one release only: the refused run debited nothing

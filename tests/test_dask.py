@@ -444,3 +444,24 @@ def test_private_totals_mcar_on_dask_equal_in_memory(tmp_path, client, eps):
         np.testing.assert_array_equal(getattr(got, part), getattr(ref, part))
     assert got.histogram.index.equals(ref.histogram.index) and np.array_equal(got.k_edges, ref.k_edges)
     assert str(got.privacy) == str(ref.privacy) and got.missing == "mcar"
+
+
+def test_private_dask_input_without_rows_counts_every_public_person_as_absent(tmp_path, client):
+    """issue 21.3: a data set without rows (n_persons public) is released like its neighbour
+    with one row, and like the in-memory path (every person all-missing)."""
+    items = ["a", "b", "c"]
+    empty = _write_parquet(tmp_path / "empty", np.empty((0, 3)), items, files=1)
+    one = _write_parquet(tmp_path / "one", np.array([[1.0, 0.0, np.nan]]), items, files=1)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=3, n_persons=5, items=items)
+    for fn in (privirt.release_counts, privirt.private_spectral_estimate,
+               lambda X, **k: privirt.release_totals(X, missing="mcar", **k)):
+        got = fn(empty, engine="dask", client=client, **kw)
+        assert str(got.privacy) == str(fn(one, engine="dask", client=client, **kw).privacy)
+        ref = fn(pd.DataFrame(np.empty((0, 3)), columns=items), **kw)  # in memory: the same
+        assert str(got.privacy) == str(ref.privacy)
+    got = privirt.release_counts(empty, engine="dask", client=client, **kw)
+    pd.testing.assert_frame_equal(got.Y, privirt.release_counts(
+        pd.DataFrame(np.empty((0, 3)), columns=items), **kw).Y)
+    for source in (empty, one):  # complete data only: absent persons are refused for both
+        with pytest.raises(ValueError, match="complete data"):
+            privirt.release_totals(source, engine="dask", client=client, **kw)

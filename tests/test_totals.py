@@ -74,6 +74,29 @@ def test_missing_sensitivity_exhaustive_over_all_pairs_of_rows_and_masks(m):
         assert worst_l2 == worst_l1 == (2 * m + 2 if K * R >= 2 else 2 * m)  # attained
 
 
+@pytest.mark.parametrize("m", [1, 2, 3, 4])
+def test_add_remove_sensitivities_of_the_totals_are_m_plus_1_and_2m_plus_1(m):
+    """Under add/remove the difference between neighbours is one row's own statistics, so the
+    bound is the largest of those: m + 1 (complete) and 2m + 1 (mcar), for every bin layout —
+    not half of the replace bounds m + 2 and 2m + 2 (issue 21.2)."""
+    from privirt.totals import missing_sensitivity, missing_statistics
+
+    rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
+    for edges in _layouts(m):
+        S = np.array([np.concatenate(totals_statistics(r[None, :], edges)) for r in rows])
+        sens = totals_sensitivity(m, len(edges) - 1, relation="add_remove")
+        assert int((S * S).sum(axis=1).max()) == int(np.abs(S).sum(axis=1).max()) == m + 1
+        assert sens.l1 == m + 1 and sens.l2 ** 2 == pytest.approx(m + 1) and "add or remove" in sens.relation
+    rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
+    for ke, re in _grid_layouts(m):
+        S = np.array([np.concatenate([v.ravel() for v in missing_statistics(r[None, :], ke, re)]) for r in rows])
+        sens = missing_sensitivity(m, (len(ke) - 1) * (len(re) - 1), relation="add_remove")
+        assert int((S * S).sum(axis=1).max()) == int(np.abs(S).sum(axis=1).max()) == 2 * m + 1
+        assert sens.l1 == 2 * m + 1 and sens.l2 ** 2 == pytest.approx(2 * m + 1)
+    with pytest.raises(ValueError, match="relation"):
+        totals_sensitivity(m, 2, relation="add")
+
+
 def test_missing_statistics_of_a_larger_data_set_add_up():
     from privirt.totals import missing_statistics
 

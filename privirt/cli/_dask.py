@@ -73,7 +73,7 @@ def run_dask(args: argparse.Namespace) -> int:
                                client=args.scheduler, person_col=args.person_col)
         items = None
         if args.items is not None:
-            items = public_items(args.items, source.items)
+            items = public_items(args.items)
             source = public_source(args.file, items=items, n_persons=args.n_persons,
                                    client=args.scheduler, person_col=args.person_col)
         _check_top_k(args.top_k, source.n_items)

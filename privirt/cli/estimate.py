@@ -156,9 +156,12 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        "answered counts); chooses the default method and is passed to totals")
 
 
-def public_items(spec: str, data_items: pd.Index) -> list:
-    """The labels of ``--items`` (``a,b,c`` or ``@FILE``), matched to the data's labels by
-    their text (a long table's item column may be read as numbers)."""
+def public_items(spec: str) -> list[str]:
+    """The labels of ``--items`` (``a,b,c`` or ``@FILE``), as text.
+
+    They are matched to the data's labels by their text, and every output (the table, the
+    ``--out`` file, the statement) is labelled with them: never with the data's labels, whose
+    type (``5`` or ``"5"``) a reader may infer from the rows."""
     if spec.startswith("@"):
         path = Path(spec[1:])
         if not path.is_file():
@@ -171,8 +174,7 @@ def public_items(spec: str, data_items: pd.Index) -> list:
             raise ValueError(f"--items {spec!r}: empty label (use a,b,c or @FILE)")
     if len(names) < 2:
         raise ValueError(f"--items needs at least 2 item labels, got {names}")
-    by_text = {str(label): label for label in data_items}
-    return [by_text.get(n, n) for n in names]
+    return names
 
 
 def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delta: float) -> str:
@@ -344,13 +346,14 @@ def run(args: argparse.Namespace) -> int:
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).
-        from ..responses import as_responses
+        from ..responses import private_responses
 
         if args.regularization is not None:
             raise ValueError("--regularization applies to the non-private spectral estimate only")
-        resp = as_responses(args.file, format=args.format or "auto", empty="keep",
-                            person_col=args.person_col, weights=args.weights_col)
-        items = None if args.items is None else public_items(args.items, resp.items)
+        # a long table's labels are read as text; the output's labels are --items
+        resp = private_responses(args.file, format=args.format or "auto",
+                                 person_col=args.person_col, weights=args.weights_col)
+        items = None if args.items is None else public_items(args.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         method, table, statement = _private_table(resp, args, items)
         n_persons = statement.n_persons  # public: never the data's count

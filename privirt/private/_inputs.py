@@ -16,7 +16,7 @@ from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
 from ..accounting import check_delta, check_target_epsilon
-from ..responses import MISSING, Responses, ResponsesLike, as_responses
+from ..responses import MISSING, Responses, ResponsesLike, private_responses
 from .graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
@@ -123,16 +123,16 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     set) the columns are exactly those, in that order: an item nobody answered becomes an
     all-missing column, and an item of the data that is not in the list is an error.  With
     ``n_persons`` (the public number of persons) the rows are the data's persons followed by
-    all-missing rows up to that number; more persons than that is an error.  A long table's
-    items and persons are read from its rows, so both are required for it.
+    all-missing rows up to that number (a table without rows: all of them); more persons than
+    that is an error.  A long table's items and persons are read from its rows, so both are
+    required for it.
+
+    Labels are matched **by text**: a long table's person and item labels are read as text
+    (:func:`privirt.responses.private_responses`) and the public item ``5`` matches the data's ``5`` or
+    ``"5"``.  Every item label of the result is the public one, as given (its type too), so
+    no output label depends on how the data's column was typed.
     """
-    if (isinstance(X, pd.DataFrame) and len(X) == 0 and len(X.columns) == 3 and items is not None
-            and n_persons is not None and not isinstance(items, (str, bytes))):
-        # a long table without rows: every one of the public persons is all-missing
-        n = check_positive_int("n_persons", n_persons)
-        X = Responses(np.full((n, len(list(items))), MISSING, dtype=np.int8), pd.RangeIndex(n),
-                      pd.Index(list(items)), items_from_data=True)
-    resp = as_responses(X, empty="keep")
+    resp = private_responses(X)
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
     if items is None and resp.items_from_data:
@@ -149,15 +149,21 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
         )
     if items is not None:
         public = pd.Index(list(items))
-        if public.has_duplicates:
-            raise ValueError(f"items lists {public[public.duplicated()][0]!r} twice")
-        extra = resp.items.difference(public)
-        if len(extra):
+        public_text = pd.Index([str(i) for i in public])
+        if public_text.has_duplicates:  # 5 and "5" too: labels are matched as text
+            raise ValueError(f"items lists {public_text[public_text.duplicated()][0]!r} twice "
+                             "(item labels are compared as text)")
+        data_text = pd.Index([str(i) for i in resp.items])
+        if data_text.has_duplicates:
+            raise ValueError(f"the data have two items labelled {data_text[data_text.duplicated()][0]!r} "
+                             "(item labels are compared as text); rename one")
+        extra = [label for label, text in zip(resp.items, data_text) if text not in set(public_text)]
+        if extra:
             raise ValueError(
-                f"the data have item(s) {list(extra[:5])} that are not in the public item set "
+                f"the data have item(s) {extra[:5]} that are not in the public item set "
                 "`items`; add them to `items` or remove them from the data"
             )
-        pos = resp.items.get_indexer(public)
+        pos = data_text.get_indexer(public_text)
         codes = np.full((resp.n_persons, len(public)), MISSING, dtype=np.int8)
         present = pos >= 0
         codes[:, present] = resp.codes[:, pos[present]]

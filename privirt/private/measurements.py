@@ -37,7 +37,7 @@ from ..accounting import (
 from ..responses import Responses
 from ..sensitivity import Sensitivity
 from .rr import randomize, shuffle_rows
-from .statement import PrivacyStatement
+from .statement import DOMAIN_ANY, DOMAIN_COMPLETE, PrivacyStatement
 
 __all__ = [
     "CALIBRATION_MARGIN",
@@ -119,6 +119,8 @@ class Measurement:
     sensitivity: Sensitivity | None = None
     shuffled: bool = False
     notes: tuple[str, ...] = ()
+    #: the input domain the guarantee holds on (stated in the statement)
+    domain: str = DOMAIN_ANY
 
     def _check_claim(self, target: ApproxDP) -> None:
         if self.guarantee.epsilon > target.epsilon * (1 + 1e-12):  # pragma: no cover
@@ -147,6 +149,7 @@ class Measurement:
             n_persons=int(n_persons),
             ledger_spend_id=spend_id,
             notes=all_notes,
+            domain=self.domain,
         )
 
     def __repr__(self) -> str:
@@ -389,6 +392,7 @@ class TotalsGaussian(Measurement):
                              "range (say 0.01 to 100)")
         self = cls()
         self.missing = missing
+        self.domain = DOMAIN_ANY if missing == "mcar" else DOMAIN_COMPLETE
         if missing == "mcar":
             f, g, edges, k_edges = marginal_missing.mcar_design(n, m, rho)
             sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * (1.0 - g) * rho)),
@@ -480,4 +484,5 @@ class TotalsGaussian(Measurement):
             noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
             shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
             notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
+            domain=self.domain,
         )

@@ -9,7 +9,14 @@ from mechanisms.measures import ApproxDP, PureDP, ZCDP
 from ..accounting import PrivacyCost
 from ..sensitivity import Sensitivity
 
-__all__ = ["PrivacyStatement"]
+__all__ = ["PrivacyStatement", "DOMAIN_ANY", "DOMAIN_COMPLETE", "HOLDER_ONLY"]
+
+#: input domains of the releases: what a row may be for the guarantee to hold
+DOMAIN_ANY = "rows in {0, 1, missing}^m (any answers, any cells missing)"
+DOMAIN_COMPLETE = 'rows in {0, 1}^m (complete data, declared with missing="none")'
+#: what a statement with a domain says about refusals and warnings
+HOLDER_ONLY = ("for the data holder only, not part of the release (data outside the domain, "
+               "or with more persons than the public n, are refused before anything is spent)")
 
 _NOT_PRIVATE = "NOT PRIVATE: seeded noise (reproducible; no guarantee against anyone who knows the seed)"
 
@@ -57,6 +64,12 @@ class PrivacyStatement:
         The spend's id in the ledger, if one was given.
     notes : tuple of str
         Further statements (missing-data handling, TV terms, conversions used).
+    domain : str or None
+        The input domain the guarantee is stated for: :data:`DOMAIN_ANY` (rows in
+        {0, 1, missing}^m) or :data:`DOMAIN_COMPLETE` (rows in {0, 1}^m, the totals release
+        with ``missing="none"``).  Whether the data lie in it is checked before anything is
+        spent; that check's refusal, like every warning, goes to the data holder only and is
+        not part of the release (``docs/privacy.md`` §1).
 
     ``epsilon``, ``delta`` and ``rho`` are read from ``guarantee`` and ``native``.
     """
@@ -76,6 +89,7 @@ class PrivacyStatement:
     n_persons: int | None = None
     ledger_spend_id: int | None = None
     notes: tuple[str, ...] = ()
+    domain: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.guarantee, (PureDP, ApproxDP)):
@@ -114,6 +128,9 @@ class PrivacyStatement:
                 "it is what the same call without a seed guarantees"
             )
         lines.append(f"neighbouring relation: {self.relation}")
+        if self.domain is not None:
+            lines.append(f"input domain: {self.domain}")
+            lines.append(f"refusals and warnings: {HOLDER_ONLY}")
         lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
         if self.rho is not None:
             lines.append(f"zCDP: rho = {self.rho:.6g}")
@@ -137,6 +154,7 @@ class PrivacyStatement:
         return {
             "mechanism": self.mechanism,
             "relation": self.relation,
+            "domain": self.domain,
             "guarantee": str(self.guarantee),
             "measure": type(self.native).__name__,
             "sensitivity_l1": None if sens is None else sens.l1,
