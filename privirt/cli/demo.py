@@ -14,7 +14,7 @@ def register(subparsers) -> None:
         help="non-private and private Rasch difficulties on the bundled LSAT6 data",
         description="Estimate the Rasch difficulties of the five LSAT6 items (1000 persons) "
         "without privacy (spectral and conditional ML) and with differential privacy: the "
-        "private totals estimator (noisy item totals and score histogram, with 95 %% intervals "
+        "private totals estimator (noisy item totals and score histogram, with 95 % intervals "
         "that include the privacy noise) beside Algorithm 2 (noisy pairwise counts).",
     )
     parser.add_argument(
