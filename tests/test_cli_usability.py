@@ -364,3 +364,14 @@ def test_readme_skips_a_block_only_for_a_missing_extra(monkeypatch):
                         lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert "plots extra" in test_readme._missing_extra(plot_block)
     assert test_readme._missing_extra(plain) is None
+
+
+def test_demo_and_p0_errors_in_command_line_words(capsys, tmp_path):
+    assert main(["demo", "--epsilon", "inf"]) == 2
+    line = _err_line(capsys)
+    assert "--no-private" in line and "spectral_estimate" not in line
+    X, *_ = privirt.simulate_rasch(100, 4, seed=1)
+    path = tmp_path / "c.csv"
+    pd.DataFrame(X, columns=list("abcd")).to_csv(path, index=False)
+    assert main(["estimate", str(path), "--epsilon", "1", "--p0", "5"]) == 2
+    assert _err_line(capsys).startswith("privirt: error: --p0 must")

@@ -24,6 +24,7 @@ _FLAGS = {
     "weights": "--weights-col",
     "regularization": "--regularization",
     "missing": "--missing",
+    "p0": "--p0",
 }
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
@@ -43,7 +44,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(n_persons|person_col|item_col|response_col)=(\S+)"),
      lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}"),
     # "epsilon must be a finite number" -> "--epsilon must be ..."
-    (re.compile(r"^(epsilon|delta|n_persons) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
+    (re.compile(r"^(epsilon|delta|n_persons|p0) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
 ]
 
 

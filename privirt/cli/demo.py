@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from ..spectral import spectral_estimate
 
     if not args.no_private:
-        check_epsilon(args.epsilon)  # before any work
+        try:
+            check_epsilon(args.epsilon)  # before any work
+        except ValueError:
+            raise ValueError(f"--epsilon must be a finite number > 0, got {args.epsilon:g}; "
+                             "--no-private leaves out the private columns") from None
     X = load_dataset(args.dataset)
     spec = spectral_estimate(X, device="cpu")
     cml = cmle_estimate(X)
