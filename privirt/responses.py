@@ -184,7 +184,8 @@ def as_responses(
         * 2-D array of 0/1 with NaN for missing (float) — bool and integer arrays are fine.
         * wide DataFrame: index = persons, columns = items.
         * long DataFrame with columns ``person, item, response`` (names configurable).
-        * path to ``.csv`` / ``.parquet`` (``.pq``) in either layout.
+        * path to ``.csv`` (also compressed, ``.csv.gz``) / ``.parquet`` (``.pq``) in
+          either layout, or an open text or binary file of comma-separated values.
     format : {"auto", "wide", "long"}
         ``"auto"`` treats a table with exactly the columns person/item/response as long.
     person_col : str, optional
@@ -224,6 +225,8 @@ def private_responses(
     *,
     format: Literal["auto", "wide", "long"] = "auto",
     person_col: str | None = None,
+    item_col: str = "item",
+    response_col: str = "response",
     weights: str | Iterable[int] | None = None,
 ) -> Responses:
     """The responses of a private path, read so that nothing about them depends on the data
@@ -232,8 +235,8 @@ def private_responses(
     (all of the public persons are then absent: see
     :func:`privirt.private.public_responses`, which pads to the public number of persons).
     """
-    return _as_responses(data, format=format, person_col=person_col, item_col="item",
-                         response_col="response", empty="keep", weights=weights,
+    return _as_responses(data, format=format, person_col=person_col, item_col=item_col,
+                         response_col=response_col, empty="keep", weights=weights,
                          labels_as_text=True, no_rows=True)
 
 
@@ -244,7 +247,8 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
     if format not in ("auto", "wide", "long"):
         raise ValueError(f"format must be 'auto', 'wide' or 'long', got {format!r}")
 
-    if isinstance(weights, str) and not isinstance(data, (str, os.PathLike, pd.DataFrame)):
+    if (isinstance(weights, str) and not isinstance(data, (str, os.PathLike, pd.DataFrame))
+            and not hasattr(data, "read")):
         raise ValueError(f"weights={weights!r} names a column: pass a table (DataFrame or file), "
                          "or one integer weight per row")
     weight_col = weights if isinstance(weights, str) else None
@@ -253,6 +257,8 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
         resp = data
     elif isinstance(data, (str, os.PathLike)):
         resp = _from_path(Path(data), format, person_col, item_col, response_col, weight_col, read)
+    elif hasattr(data, "read"):  # an open file, e.g. sys.stdin: comma-separated text
+        resp = _from_stream(data, format, person_col, item_col, response_col, weight_col, read)
     elif isinstance(data, pd.DataFrame):
         resp = _from_frame(data, format, person_col, item_col, response_col, from_file=False,
                            weight_col=weight_col, read=read)
@@ -317,13 +323,25 @@ def _is_cupy(obj: Any) -> bool:
     return type(obj).__module__.split(".")[0] == "cupy"
 
 
+#: compression suffixes read transparently (``responses.csv.gz``)
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
+def _table_suffix(path: Path) -> str:
+    """The table suffix of ``path``, looking through a compression suffix (``.csv.gz``)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSED:
+        return suffixes[-2]
+    return path.suffix.lower()
+
+
 def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_col=None,
                read: _Read = _Read()) -> Responses:
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
         raise ValueError(f"{path} is a directory; pass a CSV or Parquet file")
-    suffix = path.suffix.lower()
+    suffix = _table_suffix(path)
     if suffix in (".parquet", ".pq"):
         try:
             frame = pd.read_parquet(path)
@@ -331,26 +349,25 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_
             raise ImportError(
                 "reading Parquet needs pyarrow: python -m pip install \"privirt[data]\""
             ) from exc
+        except Exception as exc:  # pyarrow's errors name neither the file nor what to do
+            raise ValueError(f"cannot read {path} as Parquet ({' '.join(str(exc).split())}); "
+                             "pass a Parquet file, or a CSV ending in .csv") from None
     elif suffix in (".csv", ".txt", ".tsv"):
         sep = "\t" if suffix == ".tsv" else ","
-        try:
-            options = _text_label_options(path, sep, fmt, person_col, item_col) if read.labels_as_text else {}
-            frame = pd.read_csv(path, sep=sep, **({"keep_default_na": True} | options))
-        except pd.errors.EmptyDataError:
-            raise ValueError(f"{path} is empty") from None
-        _check_csv_header(path, sep)
+        frame = _read_csv(lambda: path, str(path), sep, fmt=fmt, person_col=person_col,
+                          item_col=item_col, read=read)
     else:
         raise ValueError(
-            f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or .parquet"
+            f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or "
+            ".parquet (a CSV may be compressed: .csv.gz)"
         )
     return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
                        weight_col=weight_col, read=read)
 
 
-def _text_label_options(path: Path, sep: str, fmt: str, person_col, item_col) -> dict:
+def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dict:
     """``read_csv`` options that read a long table's person and item columns as written
     (text; only an empty field is a missing label), and every other column as usual."""
-    names = [str(c) for c in pd.read_csv(path, sep=sep, nrows=0).columns]
     if not (fmt == "long" or (fmt == "auto" and len(names) == 3)):
         return {}
     wanted = {(person_col or "person").lower(), item_col.lower()}
@@ -361,27 +378,83 @@ def _text_label_options(path: Path, sep: str, fmt: str, person_col, item_col) ->
             "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in names}}
 
 
-def _check_csv_header(path: Path, sep: str) -> None:
+def _from_stream(stream: Any, fmt: str, person_col, item_col, response_col,
+                 weight_col=None, read: _Read = _Read()) -> Responses:
+    """A comma-separated table from an open file (``sys.stdin`` for the command line's ``-``)."""
+    import io
+
+    content = stream.read()
+    name = str(getattr(stream, "name", "<stream>"))
+    if isinstance(content, bytes):
+        def source():
+            return io.BytesIO(content)
+    else:
+        def source():
+            return io.StringIO(content)
+    frame = _read_csv(source, name, ",", compression=None, fmt=fmt, person_col=person_col,
+                      item_col=item_col, read=read)
+    return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
+                       weight_col=weight_col, read=read)
+
+
+def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, fmt: str = "auto",
+              person_col: Any = None, item_col: Any = "item", read: _Read = _Read()) -> pd.DataFrame:
+    """Read a CSV table; every problem is one ``ValueError`` naming ``name`` and what to do.
+
+    ``source()`` returns a fresh path or buffer (the header is read a second time, as text)."""
+    import re
+
+    try:
+        header = pd.read_csv(source(), sep=sep, header=None, nrows=1, dtype=str,
+                             keep_default_na=False, compression=compression).iloc[0].tolist()
+        options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
+                   if read.labels_as_text else {})
+        frame = pd.read_csv(source(), sep=sep, compression=compression,
+                            **({"keep_default_na": True} | options))
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{name} is empty") from None
+    except pd.errors.ParserError as exc:
+        text = " ".join(str(exc).split())
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+        detail = (f"line {m.group(2)} has {m.group(3)} fields where the first rows have "
+                  f"{m.group(1)}" if m else text)
+        raise ValueError(f"{name} is not a rectangular table: {detail}; every row needs one "
+                         "field per column of the header (check for stray separators)") from None
+    except (UnicodeDecodeError, OSError, EOFError) as exc:
+        raise ValueError(f"cannot read {name} as CSV text ({' '.join(str(exc).split())})") from None
+    if frame.shape[1] == 1:
+        cell = str(header[0])
+        other = next((c for c in (";", "\t", "|") if c in cell), None)
+        if other is not None:
+            shown = {"\t": "tab"}.get(other, repr(other))
+            raise ValueError(
+                f"{name} reads as a single column {cell[:40]!r}: wrong delimiter? Its fields are "
+                f"separated by {shown}; privirt reads comma-separated CSV"
+                + (" (or tab-separated .tsv)" if other != "\t" else "; name a tab-separated file .tsv")
+                + ", so convert the file"
+            )
+    _check_csv_header(header, name)
+    return frame
+
+
+def _check_csv_header(header: list, name: str) -> None:
     """Refuse repeated column names (pandas would silently rename the second ``q1.1``)."""
-    header = pd.read_csv(
-        path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False
-    ).iloc[0].tolist()
-    named = [name for name in header if name.strip()]
-    if named and all(_looks_like_response(name) for name in named):
+    named = [label for label in header if label.strip()]
+    if named and all(_looks_like_response(label) for label in named):
         raise ValueError(
-            f"the first row of {path.name} ({', '.join(header[:6])}"
+            f"the first row of {name} ({', '.join(header[:6])}"
             f"{', …' if len(header) > 6 else ''}) looks like responses, not item labels: "
             "a CSV needs a header row naming the items (and optionally a person column); if "
             "these are the item labels, rename them (say q0, q1, …)"
         )
     seen = set()
-    for name in header:
-        if name in seen:
+    for label in header:
+        if label in seen:
             raise ValueError(
-                f"duplicate column {name!r} in the header of {path.name}; item (and person) "
+                f"duplicate column {label!r} in the header of {name}; item (and person) "
                 "labels must be unique"
             )
-        seen.add(name)
+        seen.add(label)
 
 
 def _looks_like_response(name: str) -> bool:

@@ -307,7 +307,7 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]
     assert main(args) == 0  # n = 1000 > 500: totals by default
     out = capsys.readouterr().out
-    assert out.startswith("private totals estimate: 1000 persons × 5 items")
+    assert out.startswith("totals estimate (seeded noise: NOT private): 1000 persons × 5 items")
     header = out.splitlines()[1].split()
     assert header == ["beta", "se", "lo", "hi"]
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("item")]
@@ -315,7 +315,7 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
     assert "item totals + score histogram" in out and "NOT PRIVATE" in out
     assert main([*args, "--method", "spectral"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("private spectral estimate")
+    assert out.startswith("spectral estimate (seeded noise: NOT private)")
     assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]  # Algorithm 2's intervals
     assert main([*args, "--method", "totals", "--shuffle"]) == 2
     assert "--shuffle applies to --method spectral" in capsys.readouterr().err
@@ -334,7 +334,7 @@ def test_estimate_estimator_option_reaches_algorithm_2(capsys):
     for est in ("spectral", "noise_aware"):
         assert main([*base, "--estimator", est]) == 0  # asks for Algorithm 2
         out = capsys.readouterr().out
-        assert out.startswith("private spectral estimate")
+        assert out.startswith("spectral estimate (seeded noise: NOT private)")
         tables[est] = [ln.split()[1] for ln in out.splitlines() if ln.startswith("item")]
     assert len(tables["spectral"]) == 5 and tables["spectral"] != tables["noise_aware"]
     assert main([*base, "--estimator", "noise_aware", "--method", "totals"]) == 2
@@ -357,13 +357,13 @@ def test_estimate_missing_declares_the_domain(tmp_path, capsys):
     assert err.count("\n") == 1 and "--missing mcar" in err and "--method spectral" in err
     assert main([*base, "--method", "totals", "--missing", "mcar"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("private totals estimate: 1200 persons × 6 items")
+    assert out.startswith("totals estimate (seeded noise: NOT private): 1200 persons × 6 items")
     assert out.splitlines()[1].split() == ["beta", "se", "lo", "hi"]
     assert "answered counts" in out and "missing completely at random" in out and "NOT PRIVATE" in out
     # the default method for declared-MCAR data follows the public rule
     assert main([*base, "--missing", "mcar"]) == 0
     want = default_private_method(1200, 6, 2.0, 1e-4, missing="mcar")
-    assert capsys.readouterr().out.startswith(f"private {want} estimate")
+    assert capsys.readouterr().out.startswith(f"{want} estimate (seeded noise: NOT private)")
     assert main(["estimate", str(path), "--missing", "mcar"]) == 2  # a private-only option
     assert "--missing needs --epsilon" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:  # argparse: usage error, status 2

@@ -380,7 +380,7 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     assert main(["estimate", str(folder), "--engine", "dask", "--scheduler",
                  client.scheduler.address, *argv, "--out", str(tmp_path / "d.csv")]) == 0
     out = capsys.readouterr().out
-    assert "private spectral estimate (dask): 1200 persons × 5 items" in out
+    assert "spectral estimate (dask) (seeded noise: NOT private): 1200 persons × 5 items" in out
     csv = tmp_path / "lsat.csv"
     frame.to_csv(csv)
     assert main(["estimate", str(csv), *argv, "--method", "spectral", "--out", str(tmp_path / "l.csv")]) == 0

@@ -1,11 +1,15 @@
 """README.md runs as written, in order, from a fresh checkout.
 
-Every ```python and ```bash block runs in document order in one scratch folder (so a file one
-block writes is there for the next, as for a reader following along); ``experiments/`` and
-``datasets/`` are linked into it, as they are in a checkout.  Shell blocks see ``privirt`` as the
-command line of this repository.  A block followed by a ```text block must print that text
+Every ```python and ```bash block, and every command written inline in the prose
+(`` `privirt estimate responses.csv ...` ``), runs in document order in one scratch folder (so a
+file one block writes is there for the next, as for a reader following along); ``experiments/``
+and ``datasets/`` are linked into it, as they are in a checkout.  Shell lines see ``privirt`` as
+the command line of this repository.  A block followed by a ```text block must print that text
 (compared by :mod:`doctest`'s checker: ``...`` matches anything, whitespace is normalised).
-Blocks that install the package (``pip install``) are left to CI, which runs exactly them.
+Of a shell line, only the parts that install the package (``python -m pip install ...``) or run
+this test suite (``python -m pytest``) are left out: CI runs exactly them (``.ci/run``); the rest
+of the line runs (``privirt demo`` of the quick start).  A block that needs an optional extra
+which is not installed is skipped, saying which.
 """
 
 from __future__ import annotations
@@ -25,13 +29,22 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 _FENCE = re.compile(r"^## ([^\n]+)$|^```(\w+)\n(.*?)^```", flags=re.M | re.S)
+#: a command written inline in the prose: `privirt ARGS` or `python -m privirt ARGS`
+_INLINE = re.compile(r"`((?:python -m )?privirt [^`]+)`")
+#: parts of a shell line that CI runs itself (.ci/run) and this test leaves out
+_CI_ONLY = re.compile(r"^\s*python -m (pip install|pytest)\b")
 
 
 def _blocks() -> list[dict]:
-    """Runnable blocks in order, each with its section and the expected output, if any."""
+    """Runnable blocks and inline commands in document order, each with its section and the
+    expected output, if any."""
     blocks: list[dict] = []
     section = "top"
-    for match in _FENCE.finditer(README.read_text(encoding="utf-8")):
+    text = README.read_text(encoding="utf-8")
+    prose_from = 0
+    for match in _FENCE.finditer(text):
+        _inline(text[prose_from:match.start()], section, blocks)
+        prose_from = match.end()
         if match.group(1):
             section = match.group(1).strip()
             continue
@@ -39,10 +52,53 @@ def _blocks() -> list[dict]:
         if lang == "text" and blocks and blocks[-1]["expected"] is None and blocks[-1]["end"] == match.start():
             blocks[-1]["expected"] = body
         elif lang in ("python", "bash"):
-            blocks.append({"section": section, "lang": lang, "code": body, "expected": None})
+            if lang == "bash":
+                body = _without_ci_parts(body)
+            if body.strip():
+                blocks.append({"section": section, "lang": lang, "code": body, "expected": None})
         if blocks:
             blocks[-1]["end"] = _skip_blank(match.end())
-    return [b for b in blocks if not (b["lang"] == "bash" and "pip install" in b["code"])]
+    _inline(text[prose_from:], section, blocks)
+    return blocks
+
+
+def _inline(prose: str, section: str, blocks: list[dict]) -> None:
+    for match in _INLINE.finditer(prose):
+        command = " ".join(match.group(1).split())
+        blocks.append({"section": section, "lang": "bash", "code": command + "\n",
+                       "expected": None, "end": -1, "inline": True})
+
+
+def _without_ci_parts(body: str) -> str:
+    """Each line with its `python -m pip install ...` / `python -m pytest` parts left out."""
+    lines = []
+    for line in body.splitlines():
+        parts = line.split("&&")
+        if any(_CI_ONLY.match(p) for p in parts):
+            line = " && ".join(p.strip() for p in parts if not _CI_ONLY.match(p))
+        lines.append(line)
+    return "\n".join(line for line in lines if line.strip()) + "\n"
+
+
+#: an optional extra, the module that tells whether it is installed, and how a block shows it needs it
+_EXTRAS = (
+    ("plots", "matplotlib", re.compile(r"--plots|from privirt import plots|privirt\.plots|plot\(|"
+                                       r"build_report|privirt report|--report")),
+    ("dask", "distributed", re.compile(r"engine=.dask.|--engine dask")),
+    ("data", "pyarrow", re.compile(r"to_parquet|read_parquet|_parquet\b|\.parquet\b")),
+    ("fast", "numba", re.compile(r"\bfused\b")),
+)
+
+
+def _missing_extra(block: dict) -> str | None:
+    """Why the block cannot run here (an extra it needs is not installed), or None."""
+    import importlib.util
+
+    for extra, module, pattern in _EXTRAS:
+        needs = pattern.search(block["code"]) or pattern.search(block.get("expected") or "")
+        if needs and importlib.util.find_spec(module) is None:
+            return f"needs the {extra} extra ({module}): python -m pip install \"privirt[{extra}]\""
+    return None
 
 
 _TEXT = README.read_text(encoding="utf-8")
@@ -99,11 +155,30 @@ def _check(block: dict, out: str) -> None:
         pytest.fail(f"README [{block['section']}] printed something else:\n{diff}")
 
 
+def test_readme_runs_every_shell_line_inline_ones_too():
+    """The quick start's `privirt demo` and the prose's inline commands are among the blocks,
+    and the README's own private totals command on its responses.csv declares the missing
+    cells it needs (it was refused as written)."""
+    inline = [b["code"].strip() for b in BLOCKS if b.get("inline")]
+    assert "privirt --help" in inline and "privirt demo" in inline
+    assert "privirt estimate responses.csv --epsilon 1 --method totals --missing mcar" in inline
+    assert any(b["code"].strip() == "privirt demo" and not b.get("inline") for b in BLOCKS)
+    shell = "\n".join(b["code"] for b in BLOCKS if b["lang"] == "bash")
+    assert "pip install" not in shell and "pytest" not in shell
+
+
+def _kind(block: dict) -> str:
+    return "inline" if block.get("inline") else block["lang"]
+
+
 @pytest.mark.parametrize("index", range(len(BLOCKS)),
-                         ids=[f"{i}-{b['lang']}-{b['section'][:25]}" for i, b in enumerate(BLOCKS)])
+                         ids=[f"{i}-{_kind(b)}-{b['section'][:25]}" for i, b in enumerate(BLOCKS)])
 def test_readme_block_runs_in_order(index, scratch, monkeypatch):
     folder, env = scratch
     block = BLOCKS[index]
+    reason = _missing_extra(block)
+    if reason:
+        pytest.skip(reason)
     monkeypatch.chdir(folder)
     if block["lang"] == "python":
         monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -115,7 +190,8 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
     else:
         proc = subprocess.run(["bash", "-eo", "pipefail", "-c", block["code"]], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"README [{block['section']}] shell block failed:\n{proc.stderr}"
+        what = f"inline command `{block['code'].strip()}`" if block.get("inline") else "shell block"
+        assert proc.returncode == 0, f"README [{block['section']}] {what} failed:\n{proc.stderr}"
         assert "Traceback" not in proc.stderr
         _check(block, proc.stdout)
 

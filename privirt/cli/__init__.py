@@ -27,8 +27,16 @@ EXIT_BUDGET = 3
 EXIT_SIGPIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line with a ``--help`` hint (no usage
+    block), exit status 2; subcommands' parsers are of this class too."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"privirt: error: {_one_line(message)} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privirt",
         description="Item response theory with differential privacy.",
     )
@@ -57,7 +65,9 @@ def _one_line(exc: BaseException) -> str:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings of a command as one ``privirt: warning: ...`` line (no source location)."""
-    print(f"privirt: warning: {_one_line(message)}", file=sys.stderr)
+    from ._words import cli_text
+
+    print(f"privirt: warning: {cli_text(_one_line(message))}", file=sys.stderr)
 
 
 def _silence_stdout() -> None:
@@ -82,7 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand's --help, not the top-level one
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        (sub.choices.get(getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for messages that quote the command
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -99,7 +114,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"privirt: error: {_one_line(exc)}{_spent(mark)}", file=sys.stderr)
         return EXIT_BUDGET
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
-        print(f"privirt: error: {_one_line(exc)}{_spent(mark)}", file=sys.stderr)
+        from ._words import cli_message
+
+        print(f"privirt: error: {cli_message(exc)}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"privirt: interrupted{_spent(mark)}", file=sys.stderr)

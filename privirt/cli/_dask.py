@@ -34,6 +34,14 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--scheduler needs --engine dask")
     if args.engine != "dask":
         return
+    from pathlib import Path
+
+    from ..responses import _table_suffix
+
+    if args.file == "-" or _table_suffix(Path(args.file)) in (".csv", ".tsv", ".txt"):
+        raise ValueError(f"--engine dask reads wide Parquet (a folder, glob or .parquet file), and "
+                         f"{args.file} is {'standard input' if args.file == '-' else 'a CSV file'}: "
+                         "use --engine local, or convert it to Parquet first")
     if getattr(args, "weights_col", None) is not None:
         raise ValueError("--weights-col (pattern tables) is read in memory; use --engine local")
     if args.format == "long":
@@ -51,7 +59,19 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run_dask(args: argparse.Namespace) -> int:
-    """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``)."""
+    """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``); errors that do
+    not name the input (pyarrow's, Dask's, the file system's) are prefixed with it."""
+    try:
+        return _run_dask(args)
+    except (ValueError, OSError) as exc:
+        foreign = type(exc).__module__.split(".")[0] in ("pyarrow", "dask", "distributed", "fsspec")
+        if not (foreign or isinstance(exc, OSError)) or str(args.file) in str(exc):
+            raise
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{args.file}: {text}") from None
+
+
+def _run_dask(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 

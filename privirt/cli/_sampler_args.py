@@ -50,12 +50,19 @@ def warn_deprecated_flags(args: argparse.Namespace) -> None:
 
 
 def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> None:
-    """FILE, --format and --person-col: how the responses are read."""
-    p.add_argument("file", metavar="FILE", help=f"{what}: CSV or Parquet, wide or long")
+    """FILE, --format, --person-col, --item-col, --response-col and --weights-col: how the
+    responses are read (as by the other commands)."""
+    from ._input import FILE_HELP, add_long_columns
+
+    p.add_argument("file", metavar="FILE", help=FILE_HELP.replace("responses", what, 1))
     p.add_argument("--format", choices=["auto", "wide", "long"], default="auto",
                    help="table layout (default: auto)")
-    p.add_argument("--person-col", default=None,
-                   help="wide tables: the column with the person labels")
+    p.add_argument("--person-col", default=None, metavar="COL",
+                   help="the column with the person labels")
+    add_long_columns(p)
+    p.add_argument("--weights-col", default=None, metavar="COL",
+                   help="a pattern table: COL holds how many persons gave each row's answers "
+                   "(e.g. 'frequency' in the bundled LSAT files); rows are expanded into persons")
 
 
 def add_chain_arguments(p: argparse.ArgumentParser, *, warmup_help: str, plots_help: str) -> None:
@@ -107,6 +114,56 @@ def check_outputs(args: argparse.Namespace) -> None:
         from ..plots import _plt
 
         _plt()
+
+
+class ConvergenceWarning(UserWarning):
+    """Some parameter's chains fail the R-hat / ESS thresholds."""
+
+
+#: convergence thresholds of Vehtari, Gelman, Simpson, Carpenter & Bürkner (2021)
+RHAT_MAX = 1.01
+ESS_MIN = 400
+
+
+def warn_convergence(table: pd.DataFrame) -> None:
+    """One ``privirt: warning`` line when some parameter has R-hat > 1.01 or bulk ESS < 400
+    (Vehtari et al. 2021), saying how many and what to do."""
+    import numpy as np
+
+    rhat = table["rhat"].to_numpy(dtype=float)
+    ess = table["ess"].to_numpy(dtype=float)
+    bad_rhat = ~(rhat <= RHAT_MAX)  # NaN (a constant chain) counts as not converged
+    bad_ess = ~(ess >= ESS_MIN)
+    bad = bad_rhat | bad_ess
+    if not bad.any():
+        return
+    worst = []
+    if bad_rhat.any():
+        worst.append(f"{int(bad_rhat.sum())} with R-hat > {RHAT_MAX} (max {np.nanmax(rhat):.3g})"
+                     if np.isfinite(rhat).any() else f"{int(bad_rhat.sum())} without an R-hat")
+    if bad_ess.any():
+        worst.append(f"{int(bad_ess.sum())} with bulk ESS < {ESS_MIN} (min {np.nanmin(ess):.3g})"
+                     if np.isfinite(ess).any() else f"{int(bad_ess.sum())} without an ESS")
+    warnings.warn(
+        f"the chains have not converged: {int(bad.sum())} of {len(table)} parameters fail "
+        f"R-hat <= {RHAT_MAX} and bulk ESS >= {ESS_MIN} (Vehtari et al. 2021): "
+        f"{', '.join(worst)}; do not use these estimates yet: run more iterations (--iter, "
+        "--warmup) or more chains (--chains)",
+        ConvergenceWarning, stacklevel=2,
+    )
+
+
+def pages(labels: Any, size: int) -> list[list]:
+    """``labels`` cut into pages of at most ``size`` (one figure each)."""
+    labels = list(labels)
+    return [labels[k:k + size] for k in range(0, len(labels), size)] or [[]]
+
+
+def page_names(stem: str, n_pages: int) -> list[str]:
+    """``stem.png`` for one page, ``stem_1.png``, ``stem_2.png``, … for several."""
+    if n_pages == 1:
+        return [f"{stem}.png"]
+    return [f"{stem}_{k + 1}.png" for k in range(n_pages)]
 
 
 def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.DataFrame, str]:

@@ -14,7 +14,7 @@ def register(subparsers) -> None:
         help="non-private and private Rasch difficulties on the bundled LSAT6 data",
         description="Estimate the Rasch difficulties of the five LSAT6 items (1000 persons) "
         "without privacy (spectral and conditional ML) and with differential privacy: the "
-        "private totals estimator (noisy item totals and score histogram, with 95 %% intervals "
+        "private totals estimator (noisy item totals and score histogram, with 95 % intervals "
         "that include the privacy noise) beside Algorithm 2 (noisy pairwise counts).",
     )
     parser.add_argument(
@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from ..spectral import spectral_estimate
 
     if not args.no_private:
-        check_target_epsilon(args.epsilon)  # before any work
+        try:
+            check_target_epsilon(args.epsilon)  # before any work
+        except ValueError as exc:
+            raise ValueError(f"{exc}; --no-private leaves out the private columns") from None
     X = load_dataset(args.dataset)
     spec = spectral_estimate(X, device="cpu")
     cml = cmle_estimate(X)

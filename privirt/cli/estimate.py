@@ -60,7 +60,9 @@ def _regularization(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """All options of ``privirt estimate`` (add new ones here)."""
-    parser.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
+    from ._input import FILE_HELP, add_long_columns
+
+    parser.add_argument("file", metavar="FILE", help=FILE_HELP)
     parser.add_argument(
         "--format",
         choices=("wide", "long"),
@@ -70,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--person-col", default=None, metavar="COL",
-        help="wide tables: the column with the person labels (default: a column named "
-        "'person', or an unnamed first column)",
+        help="the column with the person labels (wide default: a column named 'person', or an "
+        "unnamed first column; long default: person)",
     )
+    add_long_columns(parser)
     parser.add_argument(
         "--weights-col", default=None, metavar="COL",
         help="a pattern table: COL holds how many persons gave each row's answers (e.g. "
@@ -120,8 +123,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     """``--epsilon`` and friends: differentially private estimation (spectral only)."""
     group = parser.add_argument_group(
         "differential privacy",
-        "With --epsilon the spectral estimate is computed privately (Algorithm 2; neighbouring "
-        "relation: replace one person's row) and its privacy statement is printed.",
+        "With --epsilon the estimate is computed privately (--method totals or spectral = "
+        "Algorithm 2; by default the one measured most accurate for the public n, m and ε; "
+        "neighbouring relation: replace one person's row) and its privacy statement is printed.",
     )
     group.add_argument("--epsilon", type=number, default=None, metavar="E",
                        help="privacy ε > 0: estimate privately")
@@ -227,12 +231,15 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         missing = args.missing or "none"
         if missing == "none" and getattr(resp, "has_missing", False):
             raise ValueError(f"{Path(args.file).name} has missing cells but the totals method was run "
-                             "for complete data: declare --missing mcar (missing completely at "
-                             "random) or use --method spectral (nothing was spent)")
+                             "for complete data; if cells are missing completely at random, "
+                             f"declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}`; or use "
+                             "--method spectral (nothing was spent)")
         if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
             raise ValueError(f"--n-persons {args.n_persons} counts persons absent from "
                              f"{Path(args.file).name}; they are all-missing rows, so declare "
-                             "--missing mcar or use --method spectral (nothing was spent)")
+                             "--missing mcar (missing completely at random): "
+                             f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
+                             "spectral (nothing was spent)")
         res = private_totals_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger,
                                       seed=args.seed, items=items, note=note,
                                       n_persons=args.n_persons, missing=missing)
@@ -262,6 +269,25 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     return method, table, res.privacy
 
 
+def _command_with(args: argparse.Namespace, flag: str, value: str) -> str:
+    """The command as typed (``args.argv``), with ``flag value`` set: the line to run instead."""
+    import shlex
+
+    argv = list(getattr(args, "argv", None) or ["estimate", str(args.file)])
+    out, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+            continue
+        if word == flag:
+            skip = True
+            continue
+        if word.startswith(flag + "="):
+            continue
+        out.append(word)
+    return shlex.join(["privirt", *out, flag, value])
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "estimate",
@@ -286,10 +312,9 @@ def _check_top_k(top_k: int | None, n_items: int) -> None:
 
 def load(args: argparse.Namespace):
     """The validated responses named on the command line."""
-    from ..responses import as_responses
+    from ._input import read_responses
 
-    return as_responses(args.file, format=args.format or "auto", person_col=args.person_col,
-                        weights=args.weights_col)
+    return read_responses(args)
 
 
 def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
@@ -346,13 +371,12 @@ def run(args: argparse.Namespace) -> int:
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).
-        from ..responses import private_responses
+        from ._input import read_responses
 
         if args.regularization is not None:
             raise ValueError("--regularization applies to the non-private spectral estimate only")
         # a long table's labels are read as text; the output's labels are --items
-        resp = private_responses(args.file, format=args.format or "auto",
-                                 person_col=args.person_col, weights=args.weights_col)
+        resp = read_responses(args, private=True)
         items = None if args.items is None else public_items(args.items)
         _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         method, table, statement = _private_table(resp, args, items)
@@ -374,8 +398,12 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
                 statement=None, engine: str | None = None) -> int:
     """Print the estimate table (and the privacy statement of a private run); write ``--out``."""
     table.index.name = "item"
-    label = f"private {method}" if statement is not None else method
-    where = f" ({engine})" if engine else ""
+    label, where = method, f" ({engine})" if engine else ""
+    if statement is not None:  # a seeded run is reproducible and therefore NOT private
+        if statement.private:
+            label = f"private {method}"
+        else:
+            where += " (seeded noise: NOT private)"
     print(f"{label} estimate{where}: {n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))

@@ -18,6 +18,26 @@ PLOTS = {
 }
 
 
+SPLITS = ("median", "mean")
+
+
+class _AndersenAction(argparse.Action):
+    """``--andersen [median|mean]``.  ``--andersen FILE`` (the flag before the file) must not
+    take the file for the split: a value that is not a split is handed back as FILE."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values in SPLITS:
+            namespace.andersen = values
+            return
+        namespace.andersen = "median"
+        if values in (None, self.const):
+            return
+        if values == "-" or Path(values).exists() or "." in Path(values).name:
+            namespace.andersen_file = values  # FILE itself is filled in by run()
+            return
+        parser.error(f"argument --andersen: the split is median or mean, got {values!r}")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "fit",
@@ -27,18 +47,22 @@ def register(subparsers) -> None:
         "reliability.  Person abilities are Warm's weighted likelihood estimates; persons with "
         "an extreme score are left out of the fit statistics (see docs/fit.md).",
     )
-    p.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
+    from ._input import FILE_HELP, add_long_columns
+
+    # FILE is optional to argparse only so that `--andersen FILE` can hand it back (below)
+    p.add_argument("file", metavar="FILE", nargs="?", default=None, help=FILE_HELP)
     p.add_argument("--format", choices=("auto", "wide", "long"), default="auto",
                    help="table layout (default: auto)")
     p.add_argument("--person-col", default=None, metavar="COL",
-                   help="wide tables: the column with the person labels")
+                   help="the column with the person labels")
+    add_long_columns(p)
     p.add_argument("--weights-col", default=None, metavar="COL",
                    help="a pattern table: COL holds how many persons gave each row's answers "
                    "(e.g. 'frequency' in the bundled LSAT files); rows are expanded into persons")
     p.add_argument("--method", choices=("cmle", "spectral"), default="cmle",
                    help="item estimator (default: cmle)")
-    p.add_argument("--andersen", nargs="?", const="median", choices=("median", "mean"),
-                   default=None, metavar="SPLIT",
+    p.add_argument("--andersen", nargs="?", const="median", default=None, metavar="SPLIT",
+                   action=_AndersenAction,
                    help="also run Andersen's likelihood-ratio test by CML, persons split at the "
                    "median (default) or mean raw score")
     p.add_argument("--out", type=Path, default=None, metavar="PATH",
@@ -68,6 +92,13 @@ def _check_out(path: Path | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    handed_back = getattr(args, "andersen_file", None)
+    if args.file is not None and handed_back is not None:
+        raise ValueError(f"--andersen takes median or mean, got {handed_back!r} (FILE is "
+                         f"{args.file})")
+    args.file = args.file if args.file is not None else handed_back
+    if args.file is None:
+        raise ValueError("give the responses FILE (see `privirt fit --help`)")
     # every check that can fail on the arguments comes before any work or output
     _check_folder(args.plots)
     _check_out(args.out)
@@ -79,10 +110,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..abilities import estimate_abilities
     from ..fit import andersen_test, item_fit, reliability
-    from ..responses import as_responses
+    from ._input import read_responses
 
-    resp = as_responses(args.file, format=args.format, person_col=args.person_col,
-                        weights=args.weights_col)
+    resp = read_responses(args)
     if args.method == "cmle":
         from ..cmle import cmle_estimate
 

@@ -21,6 +21,7 @@ from ._sampler_args import (
     make_plot_dir,
     priors_from_args,
     summarise,
+    warn_convergence,
     warn_deprecated_flags,
     write_summary,
 )
@@ -83,13 +84,15 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..bayes import mh_2pl
-    from ..responses import as_responses
+    from ._input import read_responses
 
     started = time.perf_counter()
     warn_deprecated_flags(args)
     check_outputs(args)
-    resp = as_responses(args.file, format=args.format, person_col=args.person_col)
+    resp = read_responses(args)
     if args.transpose:
+        from ..responses import as_responses
+
         resp = as_responses(resp.to_frame().T)
     anchors = dict(args.anchor)
     if len(anchors) != len(args.anchor):
@@ -121,9 +124,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nideal points (theta), lowest to highest ({len(theta)} persons"
           + ("" if len(theta) <= 2 * k else f", {k} at each end") + "):")
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
-    rhat_max = float(summary["rhat"].max())
-    if post.n_chains > 1 and rhat_max > 1.05:
-        print(f"warning: max R-hat {rhat_max:.3f} > 1.05; run longer", file=sys.stderr)
+    warn_convergence(summary)
     if args.plots:
         from ..plots import ideal_point_plot, trace_plot
 

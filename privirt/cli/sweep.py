@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from ..sweeps.config import load_config
     from ..sweeps.runner import run_sweep
 
+    if not args.config.is_file():
+        what = "is a folder" if args.config.is_dir() else "does not exist"
+        raise ValueError(f"sweep configuration {args.config} {what}; give a .toml file such as "
+                         "experiments/quick.toml (format: docs/sweeps.md)")
     config = load_config(args.config)
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
                       progress=not args.no_progress)

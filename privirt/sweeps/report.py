@@ -284,6 +284,11 @@ def _cell(r: pd.Series) -> str:
     return text
 
 
+def _plot_metrics(metric: str) -> tuple[str, ...]:
+    """The panels of a data set's figure: ``metric`` first, then the usual ones."""
+    return (metric, *(m for m in _PLOT_METRICS if m != metric))
+
+
 def build_report(
     directory: str | os.PathLike[str],
     *,
@@ -326,7 +331,8 @@ def build_report(
     plt = None
     for ds in datasets:
         path = plot_dir / f"{ds}.png"
-        fig = plot_dataset(results, ds, path=path)
+        # the report's metric leads the figure (it is the one the target is about)
+        fig = plot_dataset(results, ds, path=path, metrics=_plot_metrics(metric))
         if plt is None:
             from ..plots import _plt
 

@@ -1,0 +1,50 @@
+"""How every command reads its responses file: the options and one reader.
+
+``FILE`` may be ``-`` (comma-separated text on standard input) or a compressed CSV
+(``.csv.gz``); a long table's column names are set with ``--person-col``, ``--item-col`` and
+``--response-col``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["add_long_columns", "read_responses", "FILE_HELP"]
+
+FILE_HELP = ("responses: .csv (also .csv.gz), .tsv or .parquet, wide or long; "
+             "- reads CSV from standard input")
+
+
+def add_long_columns(p: argparse.ArgumentParser) -> None:
+    """``--item-col`` and ``--response-col`` (``--person-col`` is added by each command)."""
+    p.add_argument("--item-col", default="item", metavar="COL",
+                   help="long tables: the column with the item labels (default: item)")
+    p.add_argument("--response-col", default="response", metavar="COL",
+                   help="long tables: the column with the 0/1 responses (default: response)")
+
+
+def read_responses(args: argparse.Namespace, *, private: bool = False, **kwargs: Any):
+    """The validated responses of ``args.file`` with the command's layout options.
+
+    ``private=True`` reads them as a private path must (:func:`privirt.responses.private_responses`:
+    labels as text, empty persons and items kept, a table without rows allowed)."""
+    from ..responses import as_responses, private_responses
+
+    fmt = getattr(args, "format", None) or "auto"
+    item_col = getattr(args, "item_col", "item")
+    response_col = getattr(args, "response_col", "response")
+    if fmt == "auto" and (item_col != "item" or response_col != "response"):
+        fmt = "long"  # naming a long table's columns says the table is long
+    kwargs.setdefault("weights", getattr(args, "weights_col", None))
+    source: Any = args.file
+    if args.file == "-":
+        import io
+
+        content = getattr(sys.stdin, "buffer", sys.stdin).read()
+        source = io.BytesIO(content) if isinstance(content, bytes) else io.StringIO(content)
+        source.name = "<stdin>"
+    reader = private_responses if private else as_responses
+    return reader(source, format=fmt, person_col=getattr(args, "person_col", None),
+                  item_col=item_col, response_col=response_col, **kwargs)

@@ -1,0 +1,63 @@
+"""Library messages in command-line words.
+
+The library's errors are written for Python callers and name the keyword to pass, often
+with the flag beside it: ``pass items=[...] (CLI: --items)``.  On the command line only the
+flag means anything, so :func:`cli_text` keeps the flag and drops the Python spelling, and
+rewrites the few Python names that have no ``(CLI: ...)`` twin.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["cli_text", "cli_message"]
+
+#: Python keyword -> the command-line flag that sets it
+_FLAGS = {
+    "items": "--items",
+    "n_persons": "--n-persons",
+    "epsilon": "--epsilon",
+    "delta": "--delta",
+    "person_col": "--person-col",
+    "item_col": "--item-col",
+    "response_col": "--response-col",
+    "weights": "--weights-col",
+    "regularization": "--regularization",
+    "missing": "--missing",
+    "p0": "--p0",
+}
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    # "as items=[...] (CLI: --items)", "weights='frequency' (CLI: --weights-col frequency)",
+    # "regularization > 0 (CLI: --regularization 1)": keep the flag only
+    (re.compile(r"\b[a-z_]+(?:=| [<>]=? )(?:'[^']*'|\"[^\"]*\"|\S*?) \(CLI: ([^)]+)\)"), r"\1"),
+    # "the public number of persons (CLI: --n-persons)"
+    (re.compile(r"\(CLI: ([^)]+)\)"), r"(\1)"),
+    (re.compile(r"privirt has no non-private path through its private functions "
+                r"\(use spectral_estimate instead\)"),
+     "for the non-private estimate leave out --epsilon"),
+    (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
+    (re.compile(r"engine='dask'"), "--engine dask"),
+    # "`items`" -> "--items"
+    (re.compile(r"`([a-z_]+)`"), lambda m: _FLAGS.get(m.group(1), m.group(0))),
+    # "n_persons=2000" -> "--n-persons 2000"
+    (re.compile(r"\b(n_persons|person_col|item_col|response_col)=(\S+)"),
+     lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}"),
+    # "epsilon must be a finite number" -> "--epsilon must be ..."
+    (re.compile(r"^(epsilon|delta|n_persons|p0) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
+]
+
+
+def cli_text(text: str) -> str:
+    """``text`` (one line) with Python spellings replaced by command-line flags."""
+    for pattern, repl in _RULES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def cli_message(exc: BaseException) -> str:
+    """The one line a command prints for ``exc``."""
+    if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
+        return f"no such file or folder: {exc.filename}"
+    text = " ".join((str(exc).strip() or type(exc).__name__).split())
+    return cli_text(text)
