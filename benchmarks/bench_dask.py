@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import privirt  # noqa: E402
-from privirt.responses import Responses  # noqa: E402
+from privirt.data.responses import Responses  # noqa: E402
 
 
 def generate(folder: Path, n: int, m: int, missing: float, file_rows: int, row_group: int,

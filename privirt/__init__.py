@@ -14,11 +14,11 @@ __version__ = "0.1.0"
 # public name -> module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
     # input
-    "Responses": "responses",
-    "as_responses": "responses",
-    "load_dataset": "data",
-    "list_datasets": "data",
-    "load_movielens": "data",
+    "Responses": "data.responses",
+    "as_responses": "data.responses",
+    "load_dataset": "data.datasets",
+    "list_datasets": "data.datasets",
+    "load_movielens": "data.datasets",
     # errors
     "PrivirtError": "exceptions",
     "BudgetExceeded": "exceptions",
@@ -27,9 +27,9 @@ _EXPORTS: dict[str, str] = {
     # backend
     "gpu_available": "_backend",
     # simulation
-    "simulate_rasch": "simulate",
-    "simulate_2pno": "simulate",
-    "simulate_2pl": "simulate",
+    "simulate_rasch": "data.simulate",
+    "simulate_2pno": "data.simulate",
+    "simulate_2pl": "data.simulate",
     # pairwise counts and non-private estimators
     "pairwise_counts": "counts",
     "item_totals": "sufficient",

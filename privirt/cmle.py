@@ -19,7 +19,7 @@ from ._checks import check_positive_int, check_positive_number
 from ._esf import batch_probabilities, near_pair_terms
 from ._results import ItemEstimate
 from .exceptions import DisconnectedComparisonGraph
-from .responses import ResponsesLike, as_responses
+from .data.responses import ResponsesLike, as_responses
 
 __all__ = ["CMLEResult", "cmle_estimate"]
 

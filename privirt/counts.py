@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ._backend import get_xp, resolve_device, to_numpy
-from .responses import ResponsesLike, as_responses
+from .data.responses import ResponsesLike, as_responses
 
 __all__ = [
     "pairwise_counts",

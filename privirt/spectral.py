@@ -30,7 +30,7 @@ from ._backend import get_xp, resolve_device, to_numpy
 from ._checks import check_positive_int, check_positive_number
 from ._results import ItemEstimate
 from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
-from .responses import ResponsesLike, as_responses
+from .data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
 
@@ -132,7 +132,7 @@ def spectral_estimate(
     ['item3']
     """
     from .counts import differential_counts, has_empty
-    from .responses import Responses
+    from .data.responses import Responses
 
     # a validated Responses without empty rows/columns is used as is (the check is chunked,
     # so no n × m temporary); anything else goes through as_responses (drops empties)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from .data import binarize_by_user_mean, complete_low_rank, movielens_ratings
+from .data.datasets import binarize_by_user_mean, complete_low_rank, movielens_ratings
 from .sweeps import registry as _registry
 from .sweeps.config import (
     DEFAULT_DELTA,

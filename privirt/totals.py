@@ -35,7 +35,7 @@ from .exceptions import warn_if_noise_dominates
 from .private import PrivacyStatement
 from .private._inputs import validate_call
 from .private.measurements import TotalsGaussian
-from .responses import ResponsesLike
+from .data.responses import ResponsesLike
 from .sensitivity import Sensitivity, _sqrt_up
 
 __all__ = [

@@ -161,7 +161,7 @@ def test_batched_estimator_is_the_spectral_estimator(p0):
 
 def test_ability_fit_recovers_mean_and_spread_from_exact_counts():
     from privirt.counts import differential_counts
-    from privirt.responses import as_responses
+    from privirt.data.responses import as_responses
 
     X, theta, beta = privirt.simulate_rasch(20_000, 10, seed=4)
     b = np.asarray(beta) - np.mean(beta)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt import data
+from privirt.data import datasets as data
 from privirt import sweeps as sw
 from privirt.cli import main
 from privirt.sweeps import registry

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup

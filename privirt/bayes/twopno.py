@@ -17,7 +17,7 @@ import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
-from ..responses import Responses
+from ..data.responses import Responses
 
 __all__ = ["GibbsState", "CpuData", "cpu_iteration", "draw_items", "check_priors",
            "check_init", "default_init", "warn_improper"]

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from .. import metrics
     from ..accounting import check_epsilon
     from ..cmle import cmle_estimate
-    from ..data import load_dataset
+    from ..data.datasets import load_dataset
     from ..spectral import spectral_estimate
 
     if not args.no_private:

@@ -282,7 +282,7 @@ def _check_top_k(top_k: int | None, n_items: int) -> None:
 
 def load(args: argparse.Namespace):
     """The validated responses named on the command line."""
-    from ..responses import as_responses
+    from ..data.responses import as_responses
 
     return as_responses(args.file, format=args.format or "auto", person_col=args.person_col,
                         weights=args.weights_col)
@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).
-        from ..responses import as_responses
+        from ..data.responses import as_responses
 
         if args.regularization is not None:
             raise ValueError("--regularization applies to the non-private spectral estimate only")

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..abilities import estimate_abilities
     from ..fit import andersen_test, item_fit, reliability
-    from ..responses import as_responses
+    from ..data.responses import as_responses
 
     resp = as_responses(args.file, format=args.format, person_col=args.person_col,
                         weights=args.weights_col)

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..bayes import gibbs_2pno
-    from ..responses import as_responses
+    from ..data.responses import as_responses
 
     started = time.perf_counter()
     warn_deprecated_flags(args)

@@ -83,7 +83,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..bayes import mh_2pl
-    from ..responses import as_responses
+    from ..data.responses import as_responses
 
     started = time.perf_counter()
     warn_deprecated_flags(args)

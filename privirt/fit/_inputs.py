@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["as_beta", "as_theta", "prepare"]
 

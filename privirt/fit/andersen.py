@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["AndersenResult", "andersen_test"]
 

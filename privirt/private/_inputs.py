@@ -16,7 +16,7 @@ from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
 from ..accounting import check_delta, check_epsilon
-from ..responses import MISSING, Responses, ResponsesLike, as_responses
+from ..data.responses import MISSING, Responses, ResponsesLike, as_responses
 from .graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses"]

@@ -33,7 +33,7 @@ from ..accounting import (
     calibrate_laplace_scale,
     calibrate_rr_epsilon0,
 )
-from ..responses import Responses
+from ..data.responses import Responses
 from ..sensitivity import Sensitivity
 from .rr import randomize, shuffle_rows
 from .statement import PrivacyStatement

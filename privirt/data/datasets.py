@@ -45,7 +45,7 @@ def _data_dir() -> Path:
             return path
     except (ModuleNotFoundError, TypeError):
         pass
-    path = Path(__file__).resolve().parent.parent / "datasets"
+    path = Path(__file__).resolve().parents[2] / "datasets"
     if path.is_dir():
         return path
     raise FileNotFoundError("privirt's bundled data folder is missing; reinstall privirt")
@@ -211,7 +211,7 @@ def complete_low_rank(
     DataFrame
         Completed preference scores, users × items, labelled ``u<id>`` and ``m<id>``.
     """
-    from ._checks import check_positive_int, check_positive_number
+    from .._checks import check_positive_int, check_positive_number
 
     for col in ("userId", "movieId", "rating"):
         if col not in ratings.columns:
@@ -279,7 +279,7 @@ def random_items(frame: pd.DataFrame, m: int, seed: Any = None) -> pd.DataFrame:
 
     ``seed`` follows the package's seed contract (int, ``SeedSequence`` or ``None``).
     """
-    from ._seeds import numpy_rng
+    from .._seeds import numpy_rng
 
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 2 <= m <= frame.shape[1]:
         raise ValueError(f"m must be an integer from 2 to the number of items "
