@@ -131,8 +131,8 @@ def per_partition(folder: Path, m: int, repeat: int = 3) -> tuple[float, int]:
     import fsspec
     import pyarrow.parquet as pq
 
-    from privirt.counts import default_chunk_size
-    from privirt.dask_engine import _parquet_part
+    from privirt.stats.counts import default_chunk_size
+    from privirt.stats.dask_engine import _parquet_part
 
     fs = fsspec.filesystem("file")
     path = sorted(glob.glob(str(folder / "*.parquet")))[0]

@@ -306,7 +306,7 @@ def _check_fischer(resp) -> None:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from .counts import differential_counts
+    from .stats.counts import differential_counts
 
     codes = resp.codes
     score = (codes == 1).sum(axis=1)

@@ -131,7 +131,7 @@ def spectral_estimate(
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    from .counts import differential_counts, has_empty
+    from .stats.counts import differential_counts, has_empty
     from .data.responses import Responses
 
     # a validated Responses without empty rows/columns is used as is (the check is chunked,

@@ -266,7 +266,7 @@ def test_install_hint_without_dask(tmp_path):
 
 
 def test_public_source_for_private_paths(tmp_path, client):
-    from privirt.dask_engine import public_source
+    from privirt.stats.dask_engine import public_source
 
     X = _data(n=800, m=3, seed=5)
     folder = _write_parquet(tmp_path / "pub", X, ["a", "b", "c"], files=2)

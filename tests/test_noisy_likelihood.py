@@ -78,7 +78,7 @@ def test_recovers_beta_at_large_epsilon():
 
 def test_exact_counts_without_noise():
     X, _, beta = privirt.simulate_rasch(3000, 6, seed=4)
-    from privirt.counts import differential_counts
+    from privirt.stats.counts import differential_counts
 
     Y = differential_counts(X)
     fit = noise_aware_estimate(Y, noise_var=0.0, shrink="none")
@@ -88,7 +88,7 @@ def test_exact_counts_without_noise():
 
 def test_standard_errors_match_the_error_on_exact_counts():
     # the pairs share persons: without the design effect the model variance was ~20x too small
-    from privirt.counts import differential_counts
+    from privirt.stats.counts import differential_counts
 
     err2, trv = [], []
     for k in range(4):

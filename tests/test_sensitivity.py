@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from privirt.counts import pairwise_counts
+from privirt.stats.counts import pairwise_counts
 from privirt.sensitivity import (
     count_contribution,
     max_cut,

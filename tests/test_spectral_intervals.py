@@ -160,7 +160,7 @@ def test_batched_estimator_is_the_spectral_estimator(p0):
 
 
 def test_ability_fit_recovers_mean_and_spread_from_exact_counts():
-    from privirt.counts import differential_counts
+    from privirt.stats.counts import differential_counts
     from privirt.data.responses import as_responses
 
     X, theta, beta = privirt.simulate_rasch(20_000, 10, seed=4)

@@ -55,7 +55,7 @@ def run_dask(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from ..dask_engine import dask_statistics, public_source
+    from ..stats.dask_engine import dask_statistics, public_source
     from ..exceptions import EmptyResponsesWarning
     from ..spectral import spectral_from_counts
     from .estimate import _check_out, _check_top_k, _private_table, public_items, show_result

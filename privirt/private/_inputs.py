@@ -77,7 +77,7 @@ def validate_call(
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
     if engine == "dask" or type(X).__name__ == "DaskSource":  # sums on a Dask cluster
-        from ..dask_engine import as_public_source
+        from ..stats.dask_engine import as_public_source
 
         resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
     elif engine != "local" or client is not None:

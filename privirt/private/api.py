@@ -154,7 +154,7 @@ def release_counts(
 
 
 def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> NoisyCounts:
-    from ..counts import differential_counts
+    from ..stats.counts import differential_counts
 
     resp = call.resp
     m = resp.n_items
@@ -380,7 +380,7 @@ def spectral_from_release(
 
 
 def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) -> PrivateSpectralResult:
-    from ..counts import differential_counts
+    from ..stats.counts import differential_counts
     from ..spectral import spectral_from_counts
 
     resp = call.resp

@@ -179,7 +179,7 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
                  chunk_size, extras: bool = True) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
-    from .data.responses import _from_array
+    from ..data.responses import _from_array
 
     m = len(items)
     if isinstance(values, pd.DataFrame):

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .data.responses import Responses, as_responses
+from ..data.responses import Responses, as_responses
 
 __all__ = ["SufficientStatistics", "sufficient_statistics", "item_totals", "block_statistics"]
 

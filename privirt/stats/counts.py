@@ -44,8 +44,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._backend import get_xp, resolve_device, to_numpy
-from .data.responses import ResponsesLike, as_responses
+from .._backend import get_xp, resolve_device, to_numpy
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = [
     "pairwise_counts",
