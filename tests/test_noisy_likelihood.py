@@ -16,7 +16,7 @@ from privirt.private.noisy_likelihood import (
     noise_aware_se0,
     noise_variance,
 )
-from privirt.spectral import spectral_from_counts
+from privirt.rasch.spectral import spectral_from_counts
 
 
 def _rel(b, beta):

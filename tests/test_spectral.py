@@ -12,7 +12,7 @@ import pytest
 import privirt
 from privirt import metrics
 from privirt.exceptions import DisconnectedComparisonGraph
-from privirt.spectral import SpectralResult, spectral_estimate, spectral_from_counts
+from privirt.rasch.spectral import SpectralResult, spectral_estimate, spectral_from_counts
 
 
 def expected_counts(beta: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from scipy import stats
 import privirt
 from privirt.private import intervals as iv
 from privirt.private import sample_comparison_graph
-from privirt.spectral import spectral_from_counts
+from privirt.rasch.spectral import spectral_from_counts
 
 
 def _data(n=600, m=6, seed=0, labels=True):

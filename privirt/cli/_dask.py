@@ -57,7 +57,7 @@ def run_dask(args: argparse.Namespace) -> int:
 
     from ..stats.dask_engine import dask_statistics, public_source
     from ..exceptions import EmptyResponsesWarning
-    from ..spectral import spectral_from_counts
+    from ..rasch.spectral import spectral_from_counts
     from .estimate import _check_out, _check_top_k, _private_table, public_items, show_result
 
     _check(args)

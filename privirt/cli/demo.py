@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import metrics
     from ..accounting import check_epsilon
-    from ..cmle import cmle_estimate
+    from ..rasch.cmle import cmle_estimate
     from ..data.datasets import load_dataset
-    from ..spectral import spectral_estimate
+    from ..rasch.spectral import spectral_estimate
 
     if not args.no_private:
         check_epsilon(args.epsilon)  # before any work

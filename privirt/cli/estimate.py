@@ -34,7 +34,7 @@ def _method(name: str):
 def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
-    from ..spectral import spectral_estimate
+    from ..rasch.spectral import spectral_estimate
 
     reg = "auto" if args.regularization is None else args.regularization
     res = spectral_estimate(resp, device=args.device, regularization=reg)
@@ -45,7 +45,7 @@ def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
 def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
-    from ..cmle import cmle_estimate
+    from ..rasch.cmle import cmle_estimate
 
     res = cmle_estimate(resp)
     return pd.DataFrame({"beta": res.beta, "se": res.se})

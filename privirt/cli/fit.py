@@ -77,19 +77,19 @@ def run(args: argparse.Namespace) -> int:
         _plt()  # fails with the install hint when matplotlib is missing
     import pandas as pd
 
-    from ..abilities import estimate_abilities
+    from ..rasch.abilities import estimate_abilities
     from ..fit import andersen_test, item_fit, reliability
     from ..data.responses import as_responses
 
     resp = as_responses(args.file, format=args.format, person_col=args.person_col,
                         weights=args.weights_col)
     if args.method == "cmle":
-        from ..cmle import cmle_estimate
+        from ..rasch.cmle import cmle_estimate
 
         est = cmle_estimate(resp)
         table = pd.DataFrame({"beta": est.beta, "se": est.se})
     else:
-        from ..spectral import spectral_estimate
+        from ..rasch.spectral import spectral_estimate
 
         est = spectral_estimate(resp)
         table = pd.DataFrame({"beta": est.beta})

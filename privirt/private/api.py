@@ -342,7 +342,7 @@ def spectral_from_release(
     -------
     PrivateSpectralResult
     """
-    from ..spectral import spectral_from_counts
+    from ..rasch.spectral import spectral_from_counts
 
     if not isinstance(counts, NoisyCounts):
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
@@ -381,7 +381,7 @@ def spectral_from_release(
 
 def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) -> PrivateSpectralResult:
     from ..stats.counts import differential_counts
-    from ..spectral import spectral_from_counts
+    from ..rasch.spectral import spectral_from_counts
 
     resp = call.resp
     if getattr(resp, "engine", "local") == "dask":

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..cmle import cmle_estimate
+from ..rasch.cmle import cmle_estimate
 from ..private import private_spectral_estimate
-from ..spectral import spectral_estimate
+from ..rasch.spectral import spectral_estimate
 
 __all__ = ["Estimator", "REGISTRY", "UNAVAILABLE", "register", "get", "names",
            "nonprivate_names"]

@@ -26,11 +26,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ._backend import get_xp, resolve_device, to_numpy
-from ._checks import check_positive_int, check_positive_number
-from ._results import ItemEstimate
-from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
-from .data.responses import ResponsesLike, as_responses
+from .._backend import get_xp, resolve_device, to_numpy
+from .._checks import check_positive_int, check_positive_number
+from .._results import ItemEstimate
+from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
 
@@ -131,8 +131,8 @@ def spectral_estimate(
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    from .stats.counts import differential_counts, has_empty
-    from .data.responses import Responses
+    from ..stats.counts import differential_counts, has_empty
+    from ..data.responses import Responses
 
     # a validated Responses without empty rows/columns is used as is (the check is chunked,
     # so no n × m temporary); anything else goes through as_responses (drops empties)

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive_int, check_positive_number
+from .._checks import check_positive_int, check_positive_number
 from ._esf import batch_probabilities, near_pair_terms
-from ._results import ItemEstimate
-from .exceptions import DisconnectedComparisonGraph
-from .data.responses import ResponsesLike, as_responses
+from .._results import ItemEstimate
+from ..exceptions import DisconnectedComparisonGraph
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["CMLEResult", "cmle_estimate"]
 
@@ -306,7 +306,7 @@ def _check_fischer(resp) -> None:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from .stats.counts import differential_counts
+    from ..stats.counts import differential_counts
 
     codes = resp.codes
     score = (codes == 1).sum(axis=1)
