@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "andersen_test": "fit",
     "AndersenResult": "fit",
     # privacy
-    "Ledger": "ledger",
+    "Ledger": "private.ledger",
     "release_counts": "private",
     "private_spectral_estimate": "private",
     "spectral_from_release": "private",
@@ -68,8 +68,16 @@ _EXPORTS: dict[str, str] = {
     "mh_2pl": "bayes",
 }
 
-# submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps", "fit"}
+# submodules reachable as attributes (name -> module): privirt.metrics, privirt.accounting, ...
+_SUBMODULES: dict[str, str] = {
+    "bayes": "bayes",
+    "metrics": "metrics",
+    "accounting": "private.accounting",
+    "plots": "plots",
+    "sensitivity": "private.sensitivity",
+    "sweeps": "sweeps",
+    "fit": "fit",
+}
 # old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
 _DEPRECATED_SUBMODULES = {"sweep", "report"}
 
@@ -83,7 +91,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
-        module = importlib.import_module(f".{name}", __name__)
+        module = importlib.import_module(f".{_SUBMODULES.get(name, name)}", __name__)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'privirt' has no attribute {name!r}")

@@ -10,7 +10,7 @@ import pytest
 
 import privirt
 from privirt import marginal
-from privirt.accounting import zcdp_to_approx_dp
+from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.totals import (
     estimate_from_release,
     private_totals_estimate,

@@ -13,7 +13,7 @@ from scipy import special
 
 import privirt
 from privirt import marginal, marginal_missing
-from privirt.accounting import zcdp_to_approx_dp
+from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.totals import (
     estimate_from_release,
     missing_statistics,

@@ -43,8 +43,8 @@ def _help(parser: argparse.ArgumentParser):
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from ..accounting import check_delta, check_epsilon
-    from ..ledger import Ledger
+    from ..private.accounting import check_delta, check_epsilon
+    from ..private.ledger import Ledger
 
     import math
 
@@ -66,7 +66,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ..ledger import Ledger
+    from ..private.ledger import Ledger
 
     led = Ledger(args.path)
     if args.json:

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .. import metrics
-    from ..accounting import check_epsilon
+    from ..private.accounting import check_epsilon
     from ..rasch.cmle import cmle_estimate
     from ..data.datasets import load_dataset
     from ..rasch.spectral import spectral_estimate

@@ -192,7 +192,7 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
 def _private_table(resp, args: argparse.Namespace, items: list | None):
     import pandas as pd
 
-    from ..ledger import Ledger
+    from ..private.ledger import Ledger
 
     ledger = None
     if args.ledger is not None:

@@ -15,7 +15,7 @@ from mechanisms.measures import ApproxDP
 from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
-from ..accounting import check_delta, check_epsilon
+from .accounting import check_delta, check_epsilon
 from ..data.responses import MISSING, Responses, ResponsesLike, as_responses
 from .graph import check_p0
 
@@ -93,7 +93,7 @@ def _resolve_ledger(ledger: Any):
     """A :class:`~privirt.Ledger`, opened from a path if needed (it must exist)."""
     if ledger is None:
         return None
-    from ..ledger import Ledger
+    from .ledger import Ledger
 
     if isinstance(ledger, Ledger):
         return ledger

@@ -26,7 +26,7 @@ import numpy as np
 from mechanisms.measures import ApproxDP, PureDP, ZCDP, zcdp_to_approx_dp
 
 from .._seeds import child, secure_rng, stream_key
-from ..accounting import (
+from .accounting import (
     NEIGHBOURING_RELATION,
     PrivacyCost,
     calibrate_gaussian_sigma,
@@ -34,7 +34,7 @@ from ..accounting import (
     calibrate_rr_epsilon0,
 )
 from ..data.responses import Responses
-from ..sensitivity import Sensitivity
+from .sensitivity import Sensitivity
 from .rr import randomize, shuffle_rows
 from .statement import PrivacyStatement
 
@@ -360,7 +360,7 @@ class TotalsGaussian(Measurement):
         """σ per part meeting ``target`` with the derived split (a hair more noise until the
         mechanisms' rounded-up ρ meets it)."""
         from .. import marginal, marginal_missing
-        from ..sensitivity import _sqrt_up
+        from .sensitivity import _sqrt_up
 
         mech_mod = load_mechanisms()
         eps, dlt = target.epsilon, target.delta

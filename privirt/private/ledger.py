@@ -36,7 +36,7 @@ from .accounting import (
     check_epsilon,
     total_epsilon,
 )
-from .exceptions import BudgetExceeded, PrivirtError
+from ..exceptions import BudgetExceeded, PrivirtError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
