@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import privirt
-from privirt.private.noisy_likelihood import noise_aware_estimate, noise_aware_se0
+from privirt.private.counts.noisy_likelihood import noise_aware_estimate, noise_aware_se0
 from privirt.rasch.spectral import spectral_from_counts
 
 DELTA = 1e-4

@@ -1,4 +1,4 @@
-"""Noise-aware estimation on released noisy pairwise counts (privirt.private.noisy_likelihood)."""
+"""Noise-aware estimation on released noisy pairwise counts (privirt.private.counts.noisy_likelihood)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.private.noisy_likelihood import (
+from privirt.private.counts.noisy_likelihood import (
     NoiseAwareResult,
     noise_aware_estimate,
     noise_aware_se0,
@@ -195,7 +195,7 @@ def test_randomized_response_release_is_refused():
 
 # -- wired into private_spectral_estimate -------------------------------------------------------
 def test_auto_estimator_is_chosen_from_public_quantities_only():
-    from privirt.private.api import NOISE_AWARE_BELOW
+    from privirt.private.counts.api import NOISE_AWARE_BELOW
 
     X, _, _ = privirt.simulate_rasch(2000, 12, seed=3)
     auto = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, n_boot=0)
@@ -214,7 +214,7 @@ def test_auto_estimator_is_chosen_from_public_quantities_only():
 
 
 def test_batch_equals_one_at_a_time():
-    from privirt.private.noisy_likelihood import noise_aware_batch
+    from privirt.private.counts.noisy_likelihood import noise_aware_batch
 
     Ys, single = [], []
     for s, eps in enumerate((0.05, 0.3, 1.0, 5.0)):

@@ -1,4 +1,4 @@
-"""Bootstrap intervals of Algorithm 2 (privirt.private.intervals): labels, post-processing,
+"""Bootstrap intervals of Algorithm 2 (privirt.private.counts.intervals): labels, post-processing,
 seeds, validation, the batched estimator and coverage on small cases."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 import privirt
-from privirt.private import intervals as iv
+from privirt.private.counts import intervals as iv
 from privirt.private import sample_comparison_graph
 from privirt.rasch.spectral import spectral_from_counts
 

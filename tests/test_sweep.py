@@ -629,7 +629,7 @@ def test_registry_holds_callables():
     assert registry.nonprivate_names() == {"spectral", "cmle"}
     assert sw.REGISTRY["spectral"].takes_device and not sw.REGISTRY["cmle"].takes_device
     if "totals" in sw.REGISTRY:  # the private-totals estimator, where this installation has it
-        from privirt.totals import private_totals_estimate
+        from privirt.private.totals.api import private_totals_estimate
 
         assert sw.REGISTRY["totals"].function is private_totals_estimate
         assert sw.REGISTRY["totals"].private and not sw.REGISTRY["totals"].takes_device

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from ..private import private_spectral_estimate
-    from ..totals import private_totals_estimate
+    from ..private.totals.api import private_totals_estimate
 
     eps = args.epsilon
     # fresh secure noise on every run: these columns change from run to run

@@ -213,7 +213,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
                          "missing cells as they are")
     note = f"privirt estimate {Path(args.file).name}"
     if method == "totals":
-        from ..totals import private_totals_estimate
+        from ..private.totals.api import private_totals_estimate
 
         spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle", "estimator") if getattr(args, o) is not None]
         if spectral_only:

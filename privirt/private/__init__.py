@@ -35,9 +35,9 @@ sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
 from __future__ import annotations
 
 from ._inputs import PrivateCall, public_responses, validate_call
-from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
-from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
-from .noisy_likelihood import NoiseAwareResult, noise_aware_estimate, noise_aware_se0
+from .counts.api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
+from .counts.graph import AUTO_P0_C, auto_p0, sample_comparison_graph
+from .counts.noisy_likelihood import NoiseAwareResult, noise_aware_estimate, noise_aware_se0
 from .measurements import (
     CALIBRATION_MARGIN,
     CountsGaussian,
@@ -48,7 +48,7 @@ from .measurements import (
     calibration_epsilon,
     noise_seed,
 )
-from .results import NoisyCounts, PrivateSpectralResult
+from .counts.results import NoisyCounts, PrivateSpectralResult
 from .rr import debiased_counts as _debiased_counts
 from .statement import PrivacyStatement
 

@@ -17,7 +17,7 @@ from .._checks import check_positive_int
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_epsilon
 from ..data.responses import MISSING, Responses, ResponsesLike, as_responses
-from .graph import check_p0
+from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses"]
 

@@ -359,7 +359,7 @@ class TotalsGaussian(Measurement):
                   missing: str = "none") -> "TotalsGaussian":
         """σ per part meeting ``target`` with the derived split (a hair more noise until the
         mechanisms' rounded-up ρ meets it)."""
-        from .. import marginal, marginal_missing
+        from .totals import marginal, marginal_missing
         from .sensitivity import _sqrt_up
 
         mech_mod = load_mechanisms()

@@ -188,7 +188,7 @@ for _name, _shuffle, _rr, _text in (
 del _name, _shuffle, _rr, _text
 
 try:
-    from ..totals import private_totals_estimate
+    from ..private.totals.api import private_totals_estimate
 except ImportError as _exc:  # pragma: no cover - an installation without the totals estimator
     UNAVAILABLE["totals"] = str(_exc)
 else:

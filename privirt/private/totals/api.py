@@ -27,16 +27,16 @@ import pandas as pd
 from scipy import stats
 
 from . import marginal, marginal_missing
-from ._checks import check_confidence, check_n_boot
-from ._results import ItemEstimate
-from ._seeds import child, describe_seed, numpy_rng, seed_sequence
-from .private.accounting import NEIGHBOURING_RELATION
-from .exceptions import warn_if_noise_dominates
-from .private import PrivacyStatement
-from .private._inputs import validate_call
-from .private.measurements import TotalsGaussian
-from .data.responses import ResponsesLike
-from .private.sensitivity import Sensitivity, _sqrt_up
+from ..._checks import check_confidence, check_n_boot
+from ..._results import ItemEstimate
+from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
+from ..accounting import NEIGHBOURING_RELATION
+from ...exceptions import warn_if_noise_dominates
+from ..statement import PrivacyStatement
+from .._inputs import validate_call
+from ..measurements import TotalsGaussian
+from ...data.responses import ResponsesLike
+from ..sensitivity import Sensitivity, _sqrt_up
 
 __all__ = [
     "totals_statistics",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-from .._seeds import describe_seed, numpy_rng
+from ..._seeds import describe_seed, numpy_rng
 from .noisy_likelihood import noise_aware_batch
 
 __all__ = [

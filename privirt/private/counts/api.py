@@ -8,18 +8,18 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import check_confidence, check_n_boot
-from .._seeds import SeedLike, child, seed_sequence
-from ..exceptions import warn_if_noise_dominates
-from ..data.responses import Responses, ResponsesLike
-from .sensitivity import pairwise_counts_sensitivity
-from ._inputs import PrivateCall, validate_call
+from ..._checks import check_confidence, check_n_boot
+from ..._seeds import SeedLike, child, seed_sequence
+from ...exceptions import warn_if_noise_dominates
+from ...data.responses import Responses, ResponsesLike
+from ..sensitivity import pairwise_counts_sensitivity
+from .._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
 from .intervals import DEFAULT_N_BOOT, counts_intervals
-from .measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
+from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult
-from .rr import debiased_counts
+from ..rr import debiased_counts
 
 __all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS",
            "NOISE_AWARE_BELOW"]
@@ -154,7 +154,7 @@ def release_counts(
 
 
 def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> NoisyCounts:
-    from ..stats.counts import differential_counts
+    from ...stats.counts import differential_counts
 
     resp = call.resp
     m = resp.n_items
@@ -342,7 +342,7 @@ def spectral_from_release(
     -------
     PrivateSpectralResult
     """
-    from ..rasch.spectral import spectral_from_counts
+    from ...rasch.spectral import spectral_from_counts
 
     if not isinstance(counts, NoisyCounts):
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
@@ -380,8 +380,8 @@ def spectral_from_release(
 
 
 def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) -> PrivateSpectralResult:
-    from ..stats.counts import differential_counts
-    from ..rasch.spectral import spectral_from_counts
+    from ...stats.counts import differential_counts
+    from ...rasch.spectral import spectral_from_counts
 
     resp = call.resp
     if getattr(resp, "engine", "local") == "dask":

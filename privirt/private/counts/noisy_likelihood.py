@@ -33,8 +33,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .._results import ItemEstimate
-from ..rasch.spectral import validate_counts, validate_graph
+from ..._results import ItemEstimate
+from ...rasch.spectral import validate_counts, validate_graph
 
 __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
 
