@@ -78,8 +78,6 @@ _SUBMODULES: dict[str, str] = {
     "sweeps": "sweeps",
     "fit": "fit",
 }
-# old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
-_DEPRECATED_SUBMODULES = {"sweep", "report"}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
@@ -90,8 +88,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(module, name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
-        module = importlib.import_module(f".{_SUBMODULES.get(name, name)}", __name__)
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'privirt' has no attribute {name!r}")

@@ -697,31 +697,6 @@ def test_cell_seeds_and_keys_are_unchanged():
     assert cells[5].key == "synthetic_n1000_m20|laplace|1|0|d9e181a833"
 
 
-@pytest.mark.parametrize("old, new, names", [
-    ("privirt.sweep", "privirt.sweeps", ["run_sweep", "load_config", "read_results",
-                                         "expand_grid", "RESULT_COLUMNS", "cell_seed"]),
-    ("privirt.report", "privirt.sweeps.report", ["build_report", "summarize",
-                                                 "smallest_epsilon", "METRICS"]),
-])
-def test_old_module_paths_warn_once_and_still_work(old, new, names):
-    import importlib
-    import warnings
-
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
-        module = importlib.import_module(old)
-    target = importlib.import_module(new)
-    for name in names:
-        assert getattr(module, name) is getattr(target, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        importlib.import_module(old)  # a second import does not warn again
-    assert getattr(privirt, old.split(".")[1]) is not None
-    old_sweep = importlib.import_module("privirt.sweep")
-    assert old_sweep.MECHANISMS is registry.REGISTRY
-    assert old_sweep.complete_low_rank is data.complete_low_rank
-
-
 def test_movielens_source_from_an_ml100k_file(tmp_path):
     """source = "movielens" with path = an ML-100K u.data file: completed, binarised and
     subset as load_movielens does, one item subset per trial, reference the non-private

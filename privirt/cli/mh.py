@@ -21,7 +21,6 @@ from ._sampler_args import (
     make_plot_dir,
     priors_from_args,
     summarise,
-    warn_deprecated_flags,
     write_summary,
 )
 from ._types import positive_int
@@ -86,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     from ..data.responses import as_responses
 
     started = time.perf_counter()
-    warn_deprecated_flags(args)
     check_outputs(args)
     resp = as_responses(args.file, format=args.format, person_col=args.person_col)
     if args.transpose:
