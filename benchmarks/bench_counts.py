@@ -87,7 +87,7 @@ def main(argv=None) -> int:
     from scipy.linalg.blas import sgemm, ssyrk
 
     import privirt
-    from privirt.stats.counts import pairwise_counts
+    from privirt.stats.api import pairwise_counts
     from privirt.data.responses import Responses
 
     print(f"# privirt {privirt.__version__}  numpy {np.__version__}  python {platform.python_version()}"

@@ -131,7 +131,7 @@ def worker(kind: str, n: int, m: int, device: str, repeat: int) -> dict:
         import pandas as pd
 
         import privirt
-        from privirt.stats.counts import pairwise_counts
+        from privirt.stats.api import pairwise_counts
         from privirt.data.responses import Responses
 
         codes = make_codes(n, m)

@@ -31,9 +31,9 @@ _EXPORTS: dict[str, str] = {
     "simulate_2pno": "data.simulate",
     "simulate_2pl": "data.simulate",
     # pairwise counts and non-private estimators
-    "pairwise_counts": "stats.counts",
-    "item_totals": "stats.sufficient",
-    "sufficient_statistics": "stats.sufficient",
+    "pairwise_counts": "stats.api",
+    "item_totals": "stats.api",
+    "sufficient_statistics": "stats.api",
     "SufficientStatistics": "stats.sufficient",
     "spectral_estimate": "rasch.spectral",
     "SpectralResult": "rasch.spectral",

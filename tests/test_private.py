@@ -12,7 +12,7 @@ import pytest
 
 import privirt
 from privirt.private.accounting import zcdp_to_approx_dp
-from privirt.stats.counts import pairwise_counts
+from privirt.stats.api import pairwise_counts
 from privirt.private import _debiased_counts, sample_comparison_graph
 from privirt.private.sensitivity import max_cut
 

@@ -238,7 +238,7 @@ def test_constructor_checks_the_codes():
 
 def test_package_exports():
     assert privirt.as_responses is as_responses
-    assert privirt.pairwise_counts.__module__ == "privirt.stats.counts"
+    assert privirt.pairwise_counts.__module__ == "privirt.stats.api"
 
 
 def test_csv_without_a_header_row_is_refused(tmp_path):

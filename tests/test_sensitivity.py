@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from privirt.stats.counts import pairwise_counts
+from privirt.stats.api import pairwise_counts
 from privirt.private.sensitivity import (
     count_contribution,
     max_cut,
