@@ -329,8 +329,6 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --epsilon "
                              "(private estimation)")
     if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
-        from ._dask import run_dask
-
         return run_dask(args)
     statement = None
     if private and args.seed is not None and args.ledger is not None:
@@ -387,3 +385,51 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
         write_table(table, args.out, meta, None if statement is None else str(statement))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def run_dask(args: argparse.Namespace) -> int:
+    """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``)."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from ..stats.dask_engine import dask_statistics, public_source
+    from ..exceptions import EmptyResponsesWarning
+    from ..rasch.spectral import spectral_from_counts
+    from ._dask import check_engine_args
+
+    check_engine_args(args)
+    _check_out(args.out)
+    statement = None
+    if args.epsilon is not None:
+        if getattr(args, "regularization", None) is not None:
+            raise ValueError("--regularization applies to the non-private spectral estimate only")
+        if args.n_persons is None:
+            raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
+                             "of persons)")
+        source = public_source(args.file, items=None, n_persons=args.n_persons,
+                               client=args.scheduler, person_col=args.person_col)
+        items = None
+        if args.items is not None:
+            items = public_items(args.items, source.items)
+            source = public_source(args.file, items=items, n_persons=args.n_persons,
+                                   client=args.scheduler, person_col=args.person_col)
+        _check_top_k(args.top_k, source.n_items)
+        _, table, statement = _private_table(source, args, items)
+        n_rows = source.n_persons
+    else:
+        st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
+        Y, items = st.counts[0], st.items
+        empty = st.answered.to_numpy() == 0
+        if empty.any():  # as in memory: items nobody answered are dropped, with a warning
+            warnings.warn(f"dropped {int(empty.sum())} item(s) without any observed response: "
+                          f"{list(items[empty][:10])}", EmptyResponsesWarning, stacklevel=2)
+            Y, items = Y[np.ix_(~empty, ~empty)], items[~empty]
+        _check_top_k(args.top_k, len(items))
+        reg = "auto" if getattr(args, "regularization", None) is None else args.regularization
+        fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
+        table = pd.DataFrame({"beta": fit.beta})
+        n_rows = st.n_rows
+    return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
+                       engine="dask")
