@@ -211,6 +211,22 @@ def test_every_package_says_what_it_holds_and_may_import():
         assert doc, f"{path.relative_to(ROOT)} needs a docstring"
 
 
+def test_every_package_is_shipped():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = set(meta["tool"]["setuptools"]["packages"])
+    packages = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    assert packages <= shipped, sorted(packages - shipped)
+
+
+def test_cli_commands_do_not_import_each_other():
+    commands = {m for m in MODULES if m.startswith("privirt.cli.")
+                and not m.rpartition(".")[2].startswith("_")}
+    for command in commands:
+        assert not GRAPH[command] & commands, (command, GRAPH[command] & commands)
+
+
 @pytest.mark.parametrize("name", REMOVED)
 def test_removed_modules_are_gone(name):
     with pytest.raises(ModuleNotFoundError):

@@ -7,6 +7,8 @@ are discovered automatically, so adding a command means adding a module.
 
 Errors in user input (bad files, bad values, an exhausted budget) end the program with a
 one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.
+The top layer: may import any ``privirt`` module; command modules never import each other
+(shared helpers live in the ``_``-prefixed modules).
 """
 
 from __future__ import annotations
