@@ -2,7 +2,7 @@
 
 ``privirt budget init PATH --epsilon E --delta D`` creates the SQLite ledger of one data
 set's total budget; ``privirt budget show PATH`` prints the budget, every spend, the total
-spent (composed as in :mod:`privirt.ledger`) and what remains.  Spending happens through the
+spent (composed as in :mod:`privirt.private.ledger`) and what remains.  Spending happens through the
 private commands and functions (``privirt estimate FILE --epsilon E --ledger PATH``).
 """
 

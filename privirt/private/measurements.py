@@ -300,7 +300,7 @@ class ResponsesRR(Measurement):
             notes.append(
                 f"shuffled: the central guarantee is amplified from the local one for n = "
                 f"{int(n_persons)} (public) by the numerical bound of Feldman, McMillan & Talwar "
-                "(2021), §3 clone reduction (privirt.shuffling)"
+                "(2021), §3 clone reduction (privirt.private.shuffling)"
             )
         else:
             self.native = self.guarantee = local
@@ -330,7 +330,7 @@ class ResponsesRR(Measurement):
 
 
 class TotalsGaussian(Measurement):
-    """Discrete Gaussian noise on the parts of the totals release (``privirt.totals``):
+    """Discrete Gaussian noise on the parts of the totals release (``privirt.private.totals``):
     (item totals, score histogram), or with ``missing="mcar"`` (correct counts, answered counts,
     observed-score histogram); each part has its own σ and sensitivity (m, [m,] 2), the ρ-zCDP
     of the parts is composed and stated as (ε, δ)-DP by the tight conversion.

@@ -3,7 +3,7 @@
 Persons are grouped by (set of answered items, raw score): with complete data the item
 totals and the score counts are all the estimate needs, gathered in one pass over the data.
 The conditional log-likelihood is maximised by Newton's method with the analytic gradient
-and Hessian of the elementary symmetric functions (:mod:`privirt._esf`); standard errors
+and Hessian of the elementary symmetric functions (:mod:`privirt.rasch._esf`); standard errors
 come from the observed information on the sum-zero subspace.  The maths, the numerical
 safeguards and the existence condition are in ``docs/cmle.md``.
 """

@@ -2,7 +2,7 @@
 private spectral IRT paper).
 
 From the pairwise differential counts ``Y`` (``Y[i, j]`` = persons who got item ``i`` right
-and ``j`` wrong, see :mod:`privirt.counts`) build a Markov chain on the items::
+and ``j`` wrong, see :mod:`privirt.stats.counts`) build a Markov chain on the items::
 
     M[i, j] = (Y[i, j] + λ·1{i~j}) / d_i          (i ≠ j)
     M[i, i] = 1 − Σ_{k≠i} M[i, k]
@@ -103,7 +103,7 @@ def spectral_estimate(
 ) -> SpectralResult:
     """Spectral estimate of Rasch item difficulties from 0/1 responses.
 
-    :func:`privirt.counts.pairwise_counts` (only ``Y`` is needed) followed by
+    :func:`privirt.pairwise_counts` (only ``Y`` is needed) followed by
     :func:`spectral_from_counts`.
 
     Parameters

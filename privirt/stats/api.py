@@ -57,7 +57,7 @@ def pairwise_counts(
     engine : {"local", "dask"}
         ``"local"``: in memory, here.  ``"dask"``: ``X`` is a wide Parquet folder/glob/file, a
         dask DataFrame or a dask Array, counted per partition on a Dask cluster and summed
-        exactly (:mod:`privirt.dask_engine`, ``docs/scale.md``).
+        exactly (:mod:`privirt.stats.dask_engine`, ``docs/scale.md``).
     client : distributed.Client or str, optional
         ``engine="dask"``: the cluster (or a scheduler address); default: an embedded
         ``LocalCluster``, closed afterwards.

@@ -1,7 +1,7 @@
 """Sufficient statistics of a responses matrix: sums over persons, on any engine.
 
 Everything here is a sum of per-person terms, so it can be computed block by block (on one
-machine or on a Dask cluster, :mod:`privirt.dask_engine`) and added up exactly in ``int64``:
+machine or on a Dask cluster, :mod:`privirt.stats.dask_engine`) and added up exactly in ``int64``:
 
 * the pairwise counts ``Y`` (and ``B``) of :func:`privirt.pairwise_counts`;
 * the item totals ``s_i`` (persons who got item ``i`` right) and the per-item answered

@@ -255,7 +255,7 @@ def private_spectral_estimate(
     estimator : {"auto", "spectral", "noise_aware"}
         Post-processing of the noisy counts (Gaussian/Laplace): ``"spectral"`` is Algorithm 2
         as published (spectral estimator on the counts clipped at zero); ``"noise_aware"`` the
-        quasi-likelihood that knows the noise (:func:`~privirt.private.noisy_likelihood.noise_aware_estimate`);
+        quasi-likelihood that knows the noise (:func:`~privirt.private.counts.noisy_likelihood.noise_aware_estimate`);
         ``"auto"`` (default) takes ``"noise_aware"`` where its public predicted standard error
         ``noise_aware_se0(n, m, ν)`` is below :data:`NOISE_AWARE_BELOW` (where it was measured
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses

@@ -328,7 +328,7 @@ def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max
 
     The same Fisher scoring with the evidence update of τ², vectorised over the R replicates
     (each stops when its own step falls below ``tol``); used by the parametric bootstrap of
-    its intervals (:mod:`privirt.private.intervals`).  No validation: ``graph`` must be a
+    its intervals (:mod:`privirt.private.counts.intervals`).  No validation: ``graph`` must be a
     connected symmetric boolean adjacency matrix and ``Y`` finite.  Each replicate starts
     where the single fit does (β = 0, τ² = 1): a warm start at the bootstrap's truth saved
     little time and can reach a different fixed point of the τ² update.

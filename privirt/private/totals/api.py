@@ -12,7 +12,7 @@ Three layers, each usable alone:
    intervals); :func:`private_totals_estimate` is 2 then 3.
 
 Complete data by default; ``missing="mcar"`` declares cells missing completely at random and
-releases the answered counts too (maths: :mod:`privirt.marginal_missing`).  Proofs and the
+releases the answered counts too (maths: :mod:`privirt.private.totals.marginal_missing`).  Proofs and the
 derivation of the split: ``docs/totals.md``.
 """
 
@@ -238,7 +238,7 @@ def release_totals(
         see :func:`privirt.release_counts`).
     engine : {"local", "dask"}
         ``"dask"``: ``X`` is a Parquet folder/glob, a dask DataFrame/Array or a
-        :class:`~privirt.dask_engine.DaskSource`; the statistics are summed on the cluster
+        :class:`~privirt.stats.dask_engine.DaskSource`; the statistics are summed on the cluster
         (``client=``, else a local cluster), then the ledger is debited, then the noise is
         drawn once.
     missing : {"none", "mcar"}
