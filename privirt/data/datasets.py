@@ -40,9 +40,11 @@ def _data_dir() -> Path:
     # package `privirt._data`.  Fallback: a source checkout with `datasets/` beside `privirt/`.
     try:
         root = resources.files("privirt._data")
-        path = Path(str(root))
-        if path.is_dir() and any(path.glob("*.csv")):
-            return path
+        # a folder without __init__.py is a namespace package: `root` is then a
+        # MultiplexedPath, whose str() is not a path; its entries are real paths
+        for entry in root.iterdir():
+            if entry.name.endswith(".csv"):
+                return Path(str(entry)).parent
     except (ModuleNotFoundError, TypeError):
         pass
     path = Path(__file__).resolve().parents[2] / "datasets"
