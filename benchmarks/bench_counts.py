@@ -87,8 +87,8 @@ def main(argv=None) -> int:
     from scipy.linalg.blas import sgemm, ssyrk
 
     import privirt
-    from privirt.counts import pairwise_counts
-    from privirt.responses import Responses
+    from privirt.stats.api import pairwise_counts
+    from privirt.data.responses import Responses
 
     print(f"# privirt {privirt.__version__}  numpy {np.__version__}  python {platform.python_version()}"
           f"  cpus={os.cpu_count()}  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"

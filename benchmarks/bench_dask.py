@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import privirt  # noqa: E402
-from privirt.responses import Responses  # noqa: E402
+from privirt.data.responses import Responses  # noqa: E402
 
 
 def generate(folder: Path, n: int, m: int, missing: float, file_rows: int, row_group: int,
@@ -131,8 +131,8 @@ def per_partition(folder: Path, m: int, repeat: int = 3) -> tuple[float, int]:
     import fsspec
     import pyarrow.parquet as pq
 
-    from privirt.counts import default_chunk_size
-    from privirt.dask_engine import _parquet_part
+    from privirt.stats.counts import default_chunk_size
+    from privirt.stats.dask_engine import _parquet_part
 
     fs = fsspec.filesystem("file")
     path = sorted(glob.glob(str(folder / "*.parquet")))[0]

@@ -45,7 +45,7 @@ import numpy as np
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)))
 
 import privirt  # noqa: E402
-from privirt.simulate import simulate_2pl  # noqa: E402
+from privirt.data.simulate import simulate_2pl  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,8 +30,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import privirt
-from privirt.private.noisy_likelihood import noise_aware_estimate, noise_aware_se0
-from privirt.spectral import spectral_from_counts
+from privirt.private.counts.noisy_likelihood import noise_aware_estimate, noise_aware_se0
+from privirt.rasch.spectral import spectral_from_counts
 
 DELTA = 1e-4
 TARGETS = [(1000, 50, 1.0), (1000, 100, 1.0), (10000, 100, 0.1), (1000, 50, 0.3),

@@ -99,7 +99,7 @@ def process_cluster():
 def time_dask(folder: Path, variant: str) -> tuple[float, float, object]:
     """(whole call with the cluster's start and close, a second call on the running
     cluster, the statistics)."""
-    from privirt.dask_engine import embedded_client
+    from privirt.stats.dask_engine import embedded_client
 
     t = time.perf_counter()
     if variant == "processes":

@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import privirt  # noqa: E402
-from privirt.totals import estimate_from_release, private_totals_estimate, release_totals  # noqa: E402
+from privirt.private.totals.api import estimate_from_release, private_totals_estimate, release_totals  # noqa: E402
 
 DELTA = 1e-4
 TARGETS = [  # (n, m, ε, target MSE ratio Alg.2/totals)

@@ -131,8 +131,8 @@ def worker(kind: str, n: int, m: int, device: str, repeat: int) -> dict:
         import pandas as pd
 
         import privirt
-        from privirt.counts import pairwise_counts
-        from privirt.responses import Responses
+        from privirt.stats.api import pairwise_counts
+        from privirt.data.responses import Responses
 
         codes = make_codes(n, m)
         resp = Responses(codes, pd.RangeIndex(n), pd.RangeIndex(m))

@@ -14,11 +14,11 @@ __version__ = "0.1.0"
 # public name -> module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
     # input
-    "Responses": "responses",
-    "as_responses": "responses",
-    "load_dataset": "data",
-    "list_datasets": "data",
-    "load_movielens": "data",
+    "Responses": "data.responses",
+    "as_responses": "data.responses",
+    "load_dataset": "data.datasets",
+    "list_datasets": "data.datasets",
+    "load_movielens": "data.datasets",
     # errors
     "PrivirtError": "exceptions",
     "BudgetExceeded": "exceptions",
@@ -28,19 +28,19 @@ _EXPORTS: dict[str, str] = {
     # backend
     "gpu_available": "_backend",
     # simulation
-    "simulate_rasch": "simulate",
-    "simulate_2pno": "simulate",
-    "simulate_2pl": "simulate",
+    "simulate_rasch": "data.simulate",
+    "simulate_2pno": "data.simulate",
+    "simulate_2pl": "data.simulate",
     # pairwise counts and non-private estimators
-    "pairwise_counts": "counts",
-    "item_totals": "sufficient",
-    "sufficient_statistics": "sufficient",
-    "SufficientStatistics": "sufficient",
-    "spectral_estimate": "spectral",
-    "SpectralResult": "spectral",
-    "cmle_estimate": "cmle",
-    "CMLEResult": "cmle",
-    "estimate_abilities": "abilities",
+    "pairwise_counts": "stats.api",
+    "item_totals": "stats.api",
+    "sufficient_statistics": "stats.api",
+    "SufficientStatistics": "stats.sufficient",
+    "spectral_estimate": "rasch.spectral",
+    "SpectralResult": "rasch.spectral",
+    "cmle_estimate": "rasch.cmle",
+    "CMLEResult": "rasch.cmle",
+    "estimate_abilities": "rasch.abilities",
     # model checks (fit, information, reliability, Andersen's test)
     "item_fit": "fit",
     "person_fit": "fit",
@@ -51,17 +51,17 @@ _EXPORTS: dict[str, str] = {
     "andersen_test": "fit",
     "AndersenResult": "fit",
     # privacy
-    "Ledger": "ledger",
+    "Ledger": "private.ledger",
     "release_counts": "private",
     "private_spectral_estimate": "private",
     "spectral_from_release": "private",
     "noise_aware_estimate": "private",
     "PrivacyStatement": "private",
-    "release_totals": "totals",
-    "estimate_from_release": "totals",
-    "private_totals_estimate": "totals",
-    "TotalsRelease": "totals",
-    "TotalsEstimate": "totals",
+    "release_totals": "private.totals.api",
+    "estimate_from_release": "private.totals.api",
+    "private_totals_estimate": "private.totals.api",
+    "TotalsRelease": "private.totals.api",
+    "TotalsEstimate": "private.totals.api",
     # Bayesian samplers
     "Posterior": "bayes",
     "gibbs_2pno": "bayes",
@@ -69,10 +69,16 @@ _EXPORTS: dict[str, str] = {
     "mh_2pl": "bayes",
 }
 
-# submodules reachable as attributes: privirt.metrics, privirt.accounting, privirt.plots, ...
-_SUBMODULES = {"bayes", "metrics", "accounting", "plots", "sensitivity", "sweeps", "fit"}
-# old module names, still importable; they warn once (DeprecationWarning) and are not in __all__
-_DEPRECATED_SUBMODULES = {"sweep", "report"}
+# submodules reachable as attributes (name -> module): privirt.metrics, privirt.accounting, ...
+_SUBMODULES: dict[str, str] = {
+    "bayes": "bayes",
+    "metrics": "metrics",
+    "accounting": "private.accounting",
+    "plots": "plots",
+    "sensitivity": "private.sensitivity",
+    "sweeps": "sweeps",
+    "fit": "fit",
+}
 
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
@@ -83,8 +89,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(module, name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES or name in _DEPRECATED_SUBMODULES:
-        module = importlib.import_module(f".{name}", __name__)
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'privirt' has no attribute {name!r}")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from privirt import accounting as acc
+from privirt.private import accounting as acc
 
 dp = pytest.importorskip("opendp.prelude")
 dp.enable_features("contrib")
@@ -235,7 +235,7 @@ def test_shuffle_delta_bounds_the_exact_delta_of_shuffled_binary_randomized_resp
     # not exceed the bound, which holds for every eps0-LDP randomizer.
     from scipy import stats
 
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     n = 60
     keep = math.exp(e0) / (1 + math.exp(e0))
@@ -252,7 +252,7 @@ def test_shuffle_delta_bounds_the_exact_delta_of_shuffled_binary_randomized_resp
 def test_shuffle_delta_per_conditioning_value_matches_brute_force():
     from scipy import stats
 
-    from privirt.shuffling import _divergence_given_c
+    from privirt.private.shuffling import _divergence_given_c
 
     for e0, eps in [(1.3, 0.4), (4.0, 0.1), (0.01, 0.002), (2.0, 0.0)]:
         alpha = math.exp(e0) / (1 + math.exp(e0))
@@ -266,7 +266,7 @@ def test_shuffle_delta_per_conditioning_value_matches_brute_force():
 
 
 def test_shuffle_calibration_is_largest_valid_local_epsilon():
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     n, delta, eps, m = 200_000, 1e-5, 0.5, 10
     for bound in ("numerical", "closed_form"):
@@ -297,7 +297,7 @@ def test_shuffle_calibration_holds_for_the_per_bit_epsilon_actually_used(n, m, e
     # rounded up): that — not the ε_L found by the search — must satisfy the bound.
     from fractions import Fraction
 
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     for bound in ("numerical", "closed_form"):
         eps0, claimed, amplified = acc.calibrate_rr_epsilon0(eps, m, delta=delta, n_persons=n, shuffle=True, bound=bound)
@@ -319,7 +319,7 @@ def test_shuffle_calibration_at_small_epsilon_terminates(eps, delta):
     # a watchdog turns a hang of the searches into a failure
     import signal
 
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     if not hasattr(signal, "SIGALRM"):  # pragma: no cover
         pytest.skip("needs SIGALRM")
@@ -442,7 +442,7 @@ def test_gaussian_calibration_for_vanishing_epsilon(eps):
 def test_shuffle_bound_never_claims_amplification_from_overflowed_terms():
     # ε₀ near 700 once flushed 1/(1+e^{ε₀}) to 0, so δ came out as the rounding margin and a
     # 700-LDP randomizer was "shuffled" to (0, 1e-6)-DP; ε + ε₀ > 709 overflowed expm1
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     assert shuffle_delta(700.0, 10, 0.0) == 1.0
     assert acc.shuffle_amplified_epsilon(700.0, 1000, 1e-6) == pytest.approx(700.0)

@@ -46,8 +46,8 @@ def test_to_numpy_of_objects_with_a_get_method():
 
 
 def test_graph_frame_and_beta_dict_are_accepted_or_refused_clearly():
-    from privirt.counts import pairwise_counts_frame
-    from privirt.spectral import spectral_from_counts
+    from privirt.stats.counts import pairwise_counts_frame
+    from privirt.rasch.spectral import spectral_from_counts
 
     X = privirt.load_dataset("lsat6")
     Y, _ = pairwise_counts_frame(X)

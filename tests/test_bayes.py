@@ -1,11 +1,9 @@
 """The samplers' common contract (privirt.bayes): one Schedule and thinning rule, the same
-``info`` keys, ``warmup`` with ``burn_in`` as a deprecated alias, the seed contract, the
-deprecated module shims, and the pointwise log-likelihood for ArviZ's LOO / WAIC."""
+``info`` keys, ``warmup`` with ``burn_in`` as a deprecated alias, the seed contract and the
+pointwise log-likelihood for ArviZ's LOO / WAIC."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 import warnings
 
 import numpy as np
@@ -167,24 +165,6 @@ def test_seed_contract(small, name):
     for bad in (np.random.default_rng(1), -1, 1.5, "1", True):
         with pytest.raises(ValueError, match="seed must be"):
             run(small, seed=bad, **kw)
-
-
-# ---------------------------------------------------------------------------------------
-# the deprecated modules
-# ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("module, names", [
-    ("privirt.gibbs", ["gibbs_2pno", "gibbs_2pno_replicate"]),
-    ("privirt.mh", ["mh_2pl", "DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE"]),
-])
-def test_old_modules_are_deprecated_shims(monkeypatch, module, names):
-    monkeypatch.delitem(sys.modules, module, raising=False)
-    with pytest.warns(DeprecationWarning, match=f"{module} is deprecated"):
-        mod = importlib.import_module(module)
-    import privirt.bayes as bayes
-
-    for name in names:
-        assert getattr(mod, name) is getattr(bayes, name)
-    assert privirt.gibbs_2pno is bayes.gibbs_2pno and privirt.mh_2pl is bayes.mh_2pl
 
 
 # ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 import privirt
-from privirt.responses import Responses
+from privirt.data.responses import Responses
 
 ROOT = Path(__file__).resolve().parent.parent
 

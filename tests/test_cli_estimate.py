@@ -275,7 +275,7 @@ def test_regularization_option_and_one_person_warning(tmp_path, capsys):
 
 def test_bundled_pattern_table_with_weights_col(capsys):
     from privirt.cli import main
-    from privirt.data import dataset_path
+    from privirt.data.datasets import dataset_path
 
     path = str(dataset_path("lsat6"))
     assert main(["estimate", path, "--device", "cpu"]) == 2
@@ -301,7 +301,7 @@ def test_private_method_default_is_chosen_from_public_quantities_only():
 
 
 def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
-    from privirt.data import dataset_path
+    from privirt.data.datasets import dataset_path
 
     path = str(dataset_path("lsat6"))
     args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]
@@ -326,7 +326,7 @@ def test_estimate_method_totals_prints_intervals_and_its_statement(capsys):
 
 
 def test_estimate_estimator_option_reaches_algorithm_2(capsys):
-    from privirt.data import dataset_path
+    from privirt.data.datasets import dataset_path
 
     path = str(dataset_path("lsat6"))
     base = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "3"]

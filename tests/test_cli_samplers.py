@@ -84,20 +84,15 @@ def test_summary_stage_and_total_time_are_shown(command, data_csv, tmp_path, cap
 
 
 @pytest.mark.parametrize("command", ["gibbs", "mh"])
-def test_old_flag_spellings_still_work_and_warn(command, data_csv, tmp_path, capsys):
-    new, old = tmp_path / "new.csv", tmp_path / "old.csv"
-    assert main([command, str(data_csv), "--iter", "40", "--warmup", "20", "--seed", "2",
-                 "--device", "cpu", "--no-progress", "--prior-b", "0", "4",
-                 "--out", str(new)]) == 0
-    assert "deprecated" not in capsys.readouterr().err
-    assert main([command, str(data_csv), "--iter", "40", "--burn-in", "20", "--seed", "2",
-                 "--device", "cpu", "--no-progress", "--b-prior", "0", "4",
-                 "--out", str(old)]) == 0
+@pytest.mark.parametrize("old", [["--burn-in", "20"], ["--b-prior", "0", "4"], ["--a-prior", "1", "1"]])
+def test_old_flag_spellings_are_gone(command, old, data_csv, capsys):
+    """The hidden 0.1 aliases were removed (CHANGELOG.md): one usage line, exit 2, no run."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(data_csv), "--iter", "40", "--seed", "2", "--device", "cpu",
+              "--no-progress", *old])
+    assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert "privirt: warning: --burn-in is deprecated; use --warmup" in err
-    assert "privirt: warning: --b-prior is deprecated; use --prior-b" in err
-    # the same run: identical summaries
-    pd.testing.assert_frame_equal(pd.read_csv(new), pd.read_csv(old))
+    assert f"unrecognized arguments: {' '.join(old)}" in err and "Traceback" not in err
 
 
 def test_gibbs_prior_flag_reaches_the_sampler(data_csv, tmp_path):

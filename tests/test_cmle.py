@@ -209,7 +209,7 @@ def test_equals_independent_enumerated_cml(name):
 
 
 def _evaluate(beta, X):
-    from privirt.cmle import _evaluate, _statistics
+    from privirt.rasch.cmle import _evaluate, _statistics
 
     resp = privirt.as_responses(X)
     return _evaluate(np.asarray(beta, dtype=float), _statistics(resp.codes), X.shape[1])
@@ -261,7 +261,7 @@ def test_tied_items_have_equal_estimates():
 def test_existence_bound_on_totals_agrees_with_fischer_graph_condition():
     # complete data: "no finite maximiser" read off the totals polytope must agree with
     # the strong connectivity of the "right on i, wrong on j" graph, on many small data sets
-    from privirt.cmle import _check_fischer
+    from privirt.rasch.cmle import _check_fischer
 
     rng = np.random.default_rng(0)
     seen = {True: 0, False: 0}

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import privirt
-from privirt.counts import MAX_CHUNK, differential_counts, pairwise_counts, pairwise_counts_frame
+from privirt.stats.api import pairwise_counts
+from privirt.stats.counts import MAX_CHUNK, differential_counts, pairwise_counts_frame
 
 
 def brute_force(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

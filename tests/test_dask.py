@@ -266,7 +266,7 @@ def test_install_hint_without_dask(tmp_path):
 
 
 def test_public_source_for_private_paths(tmp_path, client):
-    from privirt.dask_engine import public_source
+    from privirt.stats.dask_engine import public_source
 
     X = _data(n=800, m=3, seed=5)
     folder = _write_parquet(tmp_path / "pub", X, ["a", "b", "c"], files=2)
@@ -391,7 +391,7 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
 
 def test_dask_statistics_give_the_totals_release_inputs(client):
     """What release_totals noises (item totals, binned raw scores) follows from the Dask sums."""
-    from privirt.totals import totals_statistics
+    from privirt.private.totals.api import totals_statistics
 
     X = _data(n=1500, m=6, missing=0.0, seed=9)
     codes = X.astype(np.int8)

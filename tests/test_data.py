@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.data import dataset_path
+from privirt.data.datasets import dataset_path
 
 # Proportions correct as published with the LSAT data (Bock & Lieberman 1970; Bock & Aitkin 1981)
 LSAT6_P = [0.924, 0.709, 0.553, 0.763, 0.870]
@@ -56,12 +56,12 @@ def _write_u_data(path, n_users=60, n_items=40, keep=0.6, seed=0):
 def test_read_movielens_100k(tmp_path):
     path = tmp_path / "u.data"
     _write_u_data(path)
-    ratings = privirt.data.read_movielens_100k(path)
+    ratings = privirt.data.datasets.read_movielens_100k(path)
     assert list(ratings.columns) == ["userId", "movieId", "rating", "timestamp"]
     assert ratings["userId"].dtype == np.int64 and ratings["rating"].dtype == np.float64
     assert len(ratings) == len(path.read_text().splitlines())
     assert ratings["rating"].between(1, 5).all() and ratings["userId"].min() >= 1
-    long = privirt.data.movielens_ratings(path)
+    long = privirt.data.datasets.movielens_ratings(path)
     assert list(long.columns) == ["userId", "movieId", "rating"]
 
 
@@ -72,9 +72,9 @@ def test_load_movielens_follows_the_papers_preprocessing(tmp_path):
     assert X.shape == (60, 40) and X.dtypes.eq(np.int8).all()
     assert X.index[0] == "u1" and X.columns[0] == "m1" and X.index.name == "person"
     # the same as the documented steps, one by one
-    ratings = privirt.data.movielens_ratings(path)
-    scores = privirt.data.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=5)
-    pd.testing.assert_frame_equal(X, privirt.data.binarize_by_user_mean(scores))
+    ratings = privirt.data.datasets.movielens_ratings(path)
+    scores = privirt.data.datasets.complete_low_rank(ratings, rank=2, shrinkage=0.0, min_item_ratings=5)
+    pd.testing.assert_frame_equal(X, privirt.data.datasets.binarize_by_user_mean(scores))
     # and close to binarising the (unobserved) true preferences at each user's mean
     true_bits = truth < truth.mean(axis=1, keepdims=True)
     assert (X.to_numpy() == true_bits).mean() > 0.85

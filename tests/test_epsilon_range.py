@@ -12,9 +12,9 @@ import pytest
 import privirt
 from privirt.accounting import MIN_EPSILON
 from privirt.cli import main
-from privirt.ledger import Ledger
+from privirt.private.ledger import Ledger
 from privirt.private.api import private_spectral_estimate
-from privirt.totals import private_totals_estimate
+from privirt.private.totals.api import private_totals_estimate
 
 TINY = [1e-300, 1e-200, 1e-30]
 OK_OR_REFUSED = [1e-6, 1e6]

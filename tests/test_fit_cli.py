@@ -113,7 +113,7 @@ def test_fit_package_is_shipped():
 
 
 def test_fit_reads_a_pattern_table(capsys):
-    from privirt.data import dataset_path
+    from privirt.data.datasets import dataset_path
 
     assert main(["fit", str(dataset_path("lsat7")), "--weights-col", "frequency",
                  "--andersen", "mean"]) == 0

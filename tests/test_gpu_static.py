@@ -32,7 +32,7 @@ from scipy import special, stats
 
 import privirt
 import privirt._backend as backend
-from privirt import counts as counts_mod
+from privirt.stats import counts as counts_mod
 from privirt.bayes import gibbs as gibbs_mod
 from privirt.bayes import twopno
 from privirt.bayes import twopno_gpu as gpu_mod

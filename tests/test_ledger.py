@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import privirt
-from privirt.accounting import PrivacyCost, total_epsilon, zcdp_to_approx_dp
-from privirt.ledger import Ledger
+from privirt.private.accounting import PrivacyCost, total_epsilon, zcdp_to_approx_dp
+from privirt.private.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,8 +144,8 @@ def test_killed_mid_loop_never_shows_less_than_released(tmp_path):
         proc = _python(
             f"""
             import sys
-            from privirt.ledger import Ledger
-            from privirt.accounting import PrivacyCost
+            from privirt.private.ledger import Ledger
+            from privirt.private.accounting import PrivacyCost
             led = Ledger({str(path)!r})
             print("ready", flush=True)
             while True:
@@ -206,8 +206,8 @@ def _race(path: Path, go: Path, cost_code: str, n: int) -> list[int]:
         _python(
             f"""
             import os, sys, time
-            from privirt.ledger import Ledger
-            from privirt.accounting import PrivacyCost
+            from privirt.private.ledger import Ledger
+            from privirt.private.accounting import PrivacyCost
             from privirt.exceptions import BudgetExceeded
             led = Ledger({str(path)!r})
             print("ready", flush=True)

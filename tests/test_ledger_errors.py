@@ -24,7 +24,7 @@ import privirt
 from privirt.accounting import PrivacyCost
 from privirt.cli import main
 from privirt.exceptions import LedgerError, PrivirtError
-from privirt.ledger import DEFAULT_DELTA_SHARE, Ledger
+from privirt.private.ledger import DEFAULT_DELTA_SHARE, Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 _rng = np.random.default_rng(5)
@@ -176,7 +176,7 @@ def test_totals_error_after_the_debit_carries_the_spend(tmp_path, monkeypatch):
 
 def test_interrupt_right_after_the_commit_is_reported(tmp_path, monkeypatch):
     """An interrupt between the commit and the bookkeeping: the row is looked up and reported."""
-    import privirt.ledger as ledger_mod
+    import privirt.private.ledger as ledger_mod
 
     led = Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
     real = ledger_mod._journal

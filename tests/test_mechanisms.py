@@ -330,7 +330,7 @@ def test_privacy_maps_closed_form_and_rounding():
 def test_privacy_maps_return_typed_guarantees_that_the_accounting_and_ledger_accept(tmp_path):
     from mechanisms import ApproxDP
     from privirt import Ledger
-    from privirt.accounting import PrivacyCost, compose
+    from privirt.private.accounting import PrivacyCost, compose
 
     rho = DiscreteGaussian(2.0, seed=0).privacy(1)
     eps = DiscreteLaplace(4.0, seed=0).privacy(1)

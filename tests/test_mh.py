@@ -19,7 +19,7 @@ from privirt.bayes import Schedule
 from privirt.bayes import twopl as mhmod
 from privirt.bayes import twopl_setup as setupmod
 from privirt.cli import main as cli_main
-from privirt.simulate import simulate_2pl
+from privirt.data.simulate import simulate_2pl
 from tests._exact_posterior import assert_moments_match, importance_moments
 
 ROOT = Path(__file__).resolve().parent.parent

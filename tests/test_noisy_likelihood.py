@@ -1,4 +1,4 @@
-"""Noise-aware estimation on released noisy pairwise counts (privirt.private.noisy_likelihood)."""
+"""Noise-aware estimation on released noisy pairwise counts (privirt.private.counts.noisy_likelihood)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.private.noisy_likelihood import (
+from privirt.private.counts.noisy_likelihood import (
     NoiseAwareResult,
     noise_aware_estimate,
     noise_aware_se0,
     noise_variance,
 )
-from privirt.spectral import spectral_from_counts
+from privirt.rasch.spectral import spectral_from_counts
 
 
 def _rel(b, beta):
@@ -78,7 +78,7 @@ def test_recovers_beta_at_large_epsilon():
 
 def test_exact_counts_without_noise():
     X, _, beta = privirt.simulate_rasch(3000, 6, seed=4)
-    from privirt.counts import differential_counts
+    from privirt.stats.counts import differential_counts
 
     Y = differential_counts(X)
     fit = noise_aware_estimate(Y, noise_var=0.0, shrink="none")
@@ -88,7 +88,7 @@ def test_exact_counts_without_noise():
 
 def test_standard_errors_match_the_error_on_exact_counts():
     # the pairs share persons: without the design effect the model variance was ~20x too small
-    from privirt.counts import differential_counts
+    from privirt.stats.counts import differential_counts
 
     err2, trv = [], []
     for k in range(4):
@@ -195,7 +195,7 @@ def test_randomized_response_release_is_refused():
 
 # -- wired into private_spectral_estimate -------------------------------------------------------
 def test_auto_estimator_is_chosen_from_public_quantities_only():
-    from privirt.private.api import NOISE_AWARE_BELOW
+    from privirt.private.counts.api import NOISE_AWARE_BELOW
 
     X, _, _ = privirt.simulate_rasch(2000, 12, seed=3)
     auto = privirt.private_spectral_estimate(X, epsilon=1.0, seed=4, n_boot=0)
@@ -214,7 +214,7 @@ def test_auto_estimator_is_chosen_from_public_quantities_only():
 
 
 def test_batch_equals_one_at_a_time():
-    from privirt.private.noisy_likelihood import noise_aware_batch
+    from privirt.private.counts.noisy_likelihood import noise_aware_batch
 
     Ys, single = [], []
     for s, eps in enumerate((0.05, 0.3, 1.0, 5.0)):

@@ -68,3 +68,21 @@ def test_cuda_sources_are_package_data():
     from privirt.bayes import twopno_gpu
 
     assert tuple(twopno_gpu.kernel_specs()) == twopno_gpu.KERNEL_NAMES
+
+
+def test_bundled_data_found_in_an_installed_wheel(monkeypatch, tmp_path):
+    """Installed, ``privirt._data`` is a namespace package: importlib.resources gives a
+    MultiplexedPath (whose str() is no path); the data folder is still found there."""
+    from importlib import resources
+    from importlib.resources.readers import MultiplexedPath
+
+    from privirt.data import datasets
+
+    installed = tmp_path / "site" / "privirt" / "_data"
+    installed.mkdir(parents=True)
+    for csv in (ROOT / "datasets").glob("*.csv"):
+        (installed / csv.name).write_bytes(csv.read_bytes())
+    monkeypatch.setattr(resources, "files", lambda name: MultiplexedPath(installed))
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "site" / "privirt" / "data" / "datasets.py"))
+    assert datasets._data_dir() == installed
+    assert datasets.load_dataset("lsat6").shape == (1000, 5)

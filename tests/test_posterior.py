@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -227,24 +226,3 @@ def test_rank_normalize_gives_tied_values_their_average_rank():
     z = diagnostics.rank_normalize(d)[0, :, 0]
     r = rankdata(d.ravel())
     np.testing.assert_allclose(z, special.ndtri((r - 0.375) / 6.25), rtol=1e-15)
-
-
-@pytest.mark.parametrize("old, new", [("privirt.posterior", "privirt.bayes.posterior"),
-                                      ("privirt.diagnostics", "privirt.bayes.diagnostics")])
-def test_old_module_paths_warn_once_and_still_work(monkeypatch, old, new):
-    import importlib
-    import sys
-
-    from privirt.bayes import schedule
-
-    monkeypatch.delitem(sys.modules, old, raising=False)
-    monkeypatch.setattr(schedule, "_WARNED", set())
-    with pytest.warns(DeprecationWarning, match=old.replace(".", r"\.") + " is deprecated"):
-        mod = importlib.import_module(old)
-    target = importlib.import_module(new)
-    for name in mod.__all__:
-        assert getattr(mod, name) is getattr(target, name)
-    monkeypatch.delitem(sys.modules, old)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        importlib.import_module(old)  # a second import in the same process is silent

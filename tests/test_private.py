@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.accounting import zcdp_to_approx_dp
-from privirt.counts import pairwise_counts
+from privirt.private.accounting import zcdp_to_approx_dp
+from privirt.stats.api import pairwise_counts
 from privirt.private import _debiased_counts, sample_comparison_graph
-from privirt.sensitivity import max_cut
+from privirt.private.sensitivity import max_cut
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -531,7 +531,7 @@ def test_stated_rho_is_never_below_the_proven_rho(m):
 
 
 def test_shuffled_rr_claim_covers_the_randomizer_actually_run():
-    from privirt.shuffling import shuffle_delta
+    from privirt.private.shuffling import shuffle_delta
 
     n, m, delta = 2000, 3, 1e-5
     X, _ = _rasch(n=n, m=m)
@@ -659,9 +659,9 @@ def test_statements_hold_typed_guarantees():
 
 def test_measurement_objects_carry_their_privacy_map_and_one_calibration_margin():
     from mechanisms import ApproxDP, PureDP, ZCDP
-    from privirt.accounting import calibrate_gaussian_sigma
+    from privirt.private.accounting import calibrate_gaussian_sigma
     from privirt.private import CALIBRATION_MARGIN, CountsGaussian, CountsLaplace, ResponsesRR
-    from privirt.sensitivity import pairwise_counts_sensitivity
+    from privirt.private.sensitivity import pairwise_counts_sensitivity
 
     sens = pairwise_counts_sensitivity(6)
     target = ApproxDP(0.7, 1e-6)

@@ -10,7 +10,7 @@ import pytest
 
 import privirt
 from privirt.exceptions import EmptyResponsesWarning
-from privirt.responses import Responses, as_responses
+from privirt.data.responses import Responses, as_responses
 
 
 @pytest.fixture
@@ -238,7 +238,7 @@ def test_constructor_checks_the_codes():
 
 def test_package_exports():
     assert privirt.as_responses is as_responses
-    assert privirt.pairwise_counts.__module__ == "privirt.counts"
+    assert privirt.pairwise_counts.__module__ == "privirt.stats.api"
 
 
 def test_csv_without_a_header_row_is_refused(tmp_path):
@@ -276,7 +276,7 @@ def test_long_table_with_other_response_column_name(tmp_path):
 
 
 def test_pattern_table_weights_expand_to_persons():
-    from privirt.data import dataset_path
+    from privirt.data.datasets import dataset_path
 
     path = dataset_path("lsat6")
     resp = as_responses(path, weights="frequency")

@@ -7,14 +7,14 @@ import itertools
 import numpy as np
 import pytest
 
-from privirt.counts import pairwise_counts
-from privirt.sensitivity import (
+from privirt.stats.api import pairwise_counts
+from privirt.private.sensitivity import (
     count_contribution,
     max_cut,
     max_cut_upper_bound,
     pairwise_counts_sensitivity,
 )
-import privirt.sensitivity as sens_mod
+import privirt.private.sensitivity as sens_mod
 
 
 def _all_rows(m: int) -> np.ndarray:

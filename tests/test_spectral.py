@@ -12,7 +12,7 @@ import pytest
 import privirt
 from privirt import metrics
 from privirt.exceptions import DisconnectedComparisonGraph
-from privirt.spectral import SpectralResult, spectral_estimate, spectral_from_counts
+from privirt.rasch.spectral import SpectralResult, spectral_estimate, spectral_from_counts
 
 
 def expected_counts(beta: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -108,7 +108,7 @@ def test_float_noisy_counts_and_labels():
 def test_count_frame_is_aligned_by_label():
     # Y[i, j] is meaningful only when row i and column i are the same item: a frame whose
     # rows were reordered (and columns not) gave silently wrong difficulties
-    from privirt.counts import pairwise_counts_frame
+    from privirt.stats.counts import pairwise_counts_frame
 
     Y, _ = pairwise_counts_frame(privirt.load_dataset("lsat6"))
     ref = spectral_from_counts(Y, device="cpu").beta

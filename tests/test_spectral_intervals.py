@@ -1,4 +1,4 @@
-"""Bootstrap intervals of Algorithm 2 (privirt.private.intervals): labels, post-processing,
+"""Bootstrap intervals of Algorithm 2 (privirt.private.counts.intervals): labels, post-processing,
 seeds, validation, the batched estimator and coverage on small cases."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 
 import privirt
-from privirt.private import intervals as iv
+from privirt.private.counts import intervals as iv
 from privirt.private import sample_comparison_graph
-from privirt.spectral import spectral_from_counts
+from privirt.rasch.spectral import spectral_from_counts
 
 
 def _data(n=600, m=6, seed=0, labels=True):
@@ -160,8 +160,8 @@ def test_batched_estimator_is_the_spectral_estimator(p0):
 
 
 def test_ability_fit_recovers_mean_and_spread_from_exact_counts():
-    from privirt.counts import differential_counts
-    from privirt.responses import as_responses
+    from privirt.stats.counts import differential_counts
+    from privirt.data.responses import as_responses
 
     X, theta, beta = privirt.simulate_rasch(20_000, 10, seed=4)
     b = np.asarray(beta) - np.mean(beta)

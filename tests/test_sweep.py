@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt import data
+from privirt.data import datasets as data
 from privirt import sweeps as sw
 from privirt.cli import main
 from privirt.sweeps import registry
@@ -629,7 +629,7 @@ def test_registry_holds_callables():
     assert registry.nonprivate_names() == {"spectral", "cmle"}
     assert sw.REGISTRY["spectral"].takes_device and not sw.REGISTRY["cmle"].takes_device
     if "totals" in sw.REGISTRY:  # the private-totals estimator, where this installation has it
-        from privirt.totals import private_totals_estimate
+        from privirt.private.totals.api import private_totals_estimate
 
         assert sw.REGISTRY["totals"].function is private_totals_estimate
         assert sw.REGISTRY["totals"].private and not sw.REGISTRY["totals"].takes_device
@@ -695,31 +695,6 @@ def test_cell_seeds_and_keys_are_unchanged():
     cells = sw.expand_grid(sw.load_config(QUICK))
     assert cells[0].key == "synthetic_n1000_m20|spectral|nonprivate|0|d9e181a833"
     assert cells[5].key == "synthetic_n1000_m20|laplace|1|0|d9e181a833"
-
-
-@pytest.mark.parametrize("old, new, names", [
-    ("privirt.sweep", "privirt.sweeps", ["run_sweep", "load_config", "read_results",
-                                         "expand_grid", "RESULT_COLUMNS", "cell_seed"]),
-    ("privirt.report", "privirt.sweeps.report", ["build_report", "summarize",
-                                                 "smallest_epsilon", "METRICS"]),
-])
-def test_old_module_paths_warn_once_and_still_work(old, new, names):
-    import importlib
-    import warnings
-
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
-        module = importlib.import_module(old)
-    target = importlib.import_module(new)
-    for name in names:
-        assert getattr(module, name) is getattr(target, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        importlib.import_module(old)  # a second import does not warn again
-    assert getattr(privirt, old.split(".")[1]) is not None
-    old_sweep = importlib.import_module("privirt.sweep")
-    assert old_sweep.MECHANISMS is registry.REGISTRY
-    assert old_sweep.complete_low_rank is data.complete_low_rank
 
 
 def test_movielens_source_from_an_ml100k_file(tmp_path):

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt import marginal
-from privirt.accounting import zcdp_to_approx_dp
-from privirt.totals import (
+from privirt.private.totals import marginal
+from privirt.private.accounting import zcdp_to_approx_dp
+from privirt.private.totals.api import (
     estimate_from_release,
     private_totals_estimate,
     release_totals,
@@ -60,7 +60,7 @@ def _grid_layouts(m):
 
 @pytest.mark.parametrize("m", [1, 2, 3, 4])
 def test_missing_sensitivity_exhaustive_over_all_pairs_of_rows_and_masks(m):
-    from privirt.totals import missing_sensitivity, missing_statistics
+    from privirt.private.totals.api import missing_sensitivity, missing_statistics
 
     rows = np.array(list(itertools.product([0, 1, -1], repeat=m)), dtype=np.int8)
     for ke, re in _grid_layouts(m):
@@ -79,7 +79,7 @@ def test_add_remove_sensitivities_of_the_totals_are_m_plus_1_and_2m_plus_1(m):
     """Under add/remove the difference between neighbours is one row's own statistics, so the
     bound is the largest of those: m + 1 (complete) and 2m + 1 (mcar), for every bin layout —
     not half of the replace bounds m + 2 and 2m + 2 (issue 21.2)."""
-    from privirt.totals import missing_sensitivity, missing_statistics
+    from privirt.private.totals.api import missing_sensitivity, missing_statistics
 
     rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
     for edges in _layouts(m):
@@ -98,7 +98,7 @@ def test_add_remove_sensitivities_of_the_totals_are_m_plus_1_and_2m_plus_1(m):
 
 
 def test_missing_statistics_of_a_larger_data_set_add_up():
-    from privirt.totals import missing_statistics
+    from privirt.private.totals.api import missing_statistics
 
     rng = np.random.default_rng(3)
     X = rng.choice(np.array([0, 1, -1], dtype=np.int8), size=(500, 7), p=[0.4, 0.4, 0.2])

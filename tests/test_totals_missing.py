@@ -12,9 +12,9 @@ import pytest
 from scipy import special
 
 import privirt
-from privirt import marginal, marginal_missing
-from privirt.accounting import zcdp_to_approx_dp
-from privirt.totals import (
+from privirt.private.totals import marginal, marginal_missing
+from privirt.private.accounting import zcdp_to_approx_dp
+from privirt.private.totals.api import (
     estimate_from_release,
     missing_statistics,
     private_totals_estimate,
@@ -173,7 +173,7 @@ def test_each_part_has_the_sensitivity_the_calibration_composes(m):
 def test_totals_measurement_carries_its_privacy_map(missing):
     from mechanisms import ApproxDP, ZCDP
     from privirt.private import Measurement, TotalsGaussian
-    from privirt.totals import missing_sensitivity, totals_sensitivity
+    from privirt.private.totals.api import missing_sensitivity, totals_sensitivity
 
     target = ApproxDP(0.7, 1e-6)
     meas = TotalsGaussian.calibrate(target, n_persons=800, n_items=9, missing=missing)

@@ -6,7 +6,8 @@ maths per sampler (:mod:`.twopno` with :mod:`.truncnorm`, the fused CPU engine
 :mod:`.twopno_fused` with its numba kernel :mod:`.twopno_numba`, :mod:`.twopno_gpu` with its
 CUDA source ``gibbs_2pno.cu``, :mod:`.twopl`, :mod:`.twopl_setup`), and the
 :mod:`.posterior` with its :mod:`.diagnostics` and pointwise log-likelihood
-(:mod:`.loglik`) for ``arviz.loo`` / ``arviz.waic``.
+(:mod:`.loglik`) for ``arviz.loo`` / ``arviz.waic``.  Imports only :mod:`privirt.data` and
+the base modules (non-private; a private Bayesian method lives in :mod:`privirt.private`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
@@ -102,29 +102,12 @@ class _Batch:
             self.theta, self.a, self.b = self.fused.theta, self.fused.a, self.fused.b
             return
 
-        def per_batch(arr: np.ndarray) -> np.ndarray:  # (D, ...) -> (B, ...)
-            return arr if C == 1 else np.repeat(arr, C, axis=0)
-
-        # (D, n, k) broadcasts against (B, n, k) when D = 1 (chains share one data set) or
-        # C = 1 (B = D); only D > 1 with C > 1 needs the data repeated per chain.
-        sign = np.where(codes == 1, 1.0, np.where(codes == 0, -1.0, 0.0))  # (D, n, k)
-        S = per_batch(sign) if (D > 1 and C > 1) else sign
-        if (codes < 0).any():
-            mask = (codes >= 0).astype(np.float64)
-            M = per_batch(mask) if (D > 1 and C > 1) else mask
-            n_obs_item = per_batch(mask.sum(axis=1))  # (B, k)
-        else:
-            M = None
-            n_obs_item = np.full((self.B, k), float(n))
-        chunks, buf = twopno.plan_chunks(self.B, n, k, self._CHUNK_CELLS)
-        self.cpu = twopno.CpuData(
-            S=S, M=M, n_obs_item=n_obs_item, pa_prec=pa_prec, pa_lin=pa_lin,
-            pb_prec=pb_prec, pb_lin=pb_lin, chunks=chunks, buf=buf,
-            Z=np.zeros((self.B, n, k)) if keep_z else None,
-        )
+        self.cpu = twopno.CpuData.build(codes, C, priors, keep_z, self._CHUNK_CELLS)
         # two Philox streams per chain: uniforms of the Z step, and everything else
-        self.rng_z = [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds]
-        self.rng_e = [np.random.Generator(np.random.Philox(child(s, 1))) for s in seeds]
+        self.draws = twopno.GeneratorDraws(
+            [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds],
+            [np.random.Generator(np.random.Philox(child(s, 1))) for s in seeds],
+        )
         self.theta, self.a, self.b = theta, a, b
 
     @property
@@ -147,7 +130,7 @@ class _Batch:
             self.fused.step(store, slot)  # writes draw `slot` itself
         elif self.engine == "numpy":
             state = twopno.cpu_iteration(twopno.GibbsState(self.theta, self.a, self.b),
-                                         self.cpu, self.rng_z, self.rng_e)
+                                         self.cpu, self.draws)
             self.theta, self.a, self.b = state.theta, state.a, state.b
             if store is not None:
                 for p, v in (("a", self.a), ("b", self.b), ("theta", self.theta)):

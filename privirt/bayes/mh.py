@@ -15,7 +15,7 @@ import numpy as np
 
 from .._backend import get_xp, resolve_device, to_numpy
 from .._seeds import seed_sequence
-from ..responses import ResponsesLike, as_responses
+from ..data.responses import ResponsesLike, as_responses
 from . import driver, twopl, twopl_setup
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup

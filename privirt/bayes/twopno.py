@@ -11,15 +11,15 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
-from ..responses import Responses
+from ..data.responses import Responses
 
-__all__ = ["GibbsState", "CpuData", "cpu_iteration", "draw_items", "check_priors",
+__all__ = ["GibbsState", "CpuData", "GeneratorDraws", "cpu_iteration", "draw_items", "check_priors",
            "check_init", "default_init", "warn_improper"]
 
 
@@ -159,13 +159,23 @@ def draw_items(
     marginal truncated to a > 0 and b | a ~ N(m_b − (P_ab / P_bb)(a − m_a), 1 / P_bb):
     an exact joint draw, no rejection.
     """
+    return items_from_draws(p_aa, p_ab, p_bb, r_a, r_b,
+                            lambda lower: std_truncnorm_lower(lower, v), lambda: e)
+
+
+def items_from_draws(
+    p_aa: np.ndarray, p_ab: np.ndarray, p_bb: np.ndarray, r_a: np.ndarray, r_b: np.ndarray,
+    tn_lower: Callable[[np.ndarray], np.ndarray], normals: Callable[[], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`draw_items` with its random inputs drawn by ``tn_lower(lower)`` (X ~ N(0, 1) |
+    X > lower, elementwise) and then ``normals()`` (standard normals), in that order."""
     det = p_aa * p_bb - p_ab * p_ab
     m_a = (p_bb * r_a - p_ab * r_b) / det
     m_b = (p_aa * r_b - p_ab * r_a) / det
     sd_a = np.sqrt(p_bb / det)  # (P⁻¹)_aa = P_bb / det
-    a = m_a + sd_a * std_truncnorm_lower(-m_a / sd_a, v)
+    a = m_a + sd_a * tn_lower(-m_a / sd_a)
     a = np.maximum(a, np.finfo(float).tiny)  # a = 0 exactly has probability ≤ 2⁻⁵³
-    b = m_b - (p_ab / p_bb) * (a - m_a) + e / np.sqrt(p_bb)
+    b = m_b - (p_ab / p_bb) * (a - m_a) + normals() / np.sqrt(p_bb)
     return a, b
 
 
@@ -207,6 +217,67 @@ class CpuData:
     buf: np.ndarray
     Z: np.ndarray | None = None
 
+    @classmethod
+    def build(cls, codes: np.ndarray, n_chains: int, priors: Mapping[str, Any],
+              keep_z: bool = False, chunk_cells: int | None = None) -> CpuData:
+        """The data of B = D · ``n_chains`` chains on ``codes`` (D, n, k) (chain bb reads data
+        set bb // n_chains), with the prior constants of ``priors`` (as :func:`check_priors`)."""
+        D, n, k = codes.shape
+        C, B = int(n_chains), D * int(n_chains)
+
+        def per_batch(arr: np.ndarray) -> np.ndarray:  # (D, ...) -> (B, ...)
+            return arr if C == 1 else np.repeat(arr, C, axis=0)
+
+        pa, pb = priors.get("a"), priors.get("b")
+        pa_prec, pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
+        pb_prec, pb_lin = (1.0 / pb[1], pb[0] / pb[1]) if pb else (0.0, 0.0)
+        # (D, n, k) broadcasts against (B, n, k) when D = 1 (chains share one data set) or
+        # C = 1 (B = D); only D > 1 with C > 1 needs the data repeated per chain.
+        sign = np.where(codes == 1, 1.0, np.where(codes == 0, -1.0, 0.0))  # (D, n, k)
+        S = per_batch(sign) if (D > 1 and C > 1) else sign
+        if (codes < 0).any():
+            mask = (codes >= 0).astype(np.float64)
+            M = per_batch(mask) if (D > 1 and C > 1) else mask
+            n_obs_item = per_batch(mask.sum(axis=1))  # (B, k)
+        else:
+            M = None
+            n_obs_item = np.full((B, k), float(n))
+        chunks, buf = plan_chunks(B, n, k, chunk_cells or CHUNK_CELLS)
+        return cls(S=S, M=M, n_obs_item=n_obs_item, pa_prec=pa_prec, pa_lin=pa_lin,
+                   pb_prec=pb_prec, pb_lin=pb_lin, chunks=chunks, buf=buf,
+                   Z=np.zeros((B, n, k)) if keep_z else None)
+
+
+class GeneratorDraws:
+    """The random inputs of :func:`cpu_iteration` from numpy generators: per chain, ``rng_z``
+    for the uniforms of the Z step and ``rng_e`` for everything else (the ``"numpy"`` engine
+    of :func:`privirt.gibbs_2pno`).  The fused engine's counter-based twin is
+    :class:`privirt.bayes.twopno_fused.PhiloxDraws`."""
+
+    def __init__(self, rng_z: list[np.random.Generator], rng_e: list[np.random.Generator]):
+        self.rng_z, self.rng_e = rng_z, rng_e
+
+    def z_upper(self, b0: int, b1: int, r0: int, r1: int, t: np.ndarray,
+                out: np.ndarray) -> np.ndarray:
+        """Y ~ N(0, 1) | Y < t for chains b0:b1, persons r0:r1 (into ``out``, shaped as t)."""
+        for c in range(b1 - b0):
+            self.rng_z[b0 + c].random(out=out[c])
+        np.subtract(1.0, out, out=out)  # in (0, 1]
+        return std_truncnorm_upper(t, out, out=out)
+
+    def theta_normals(self, b0: int, b1: int, r0: int, r1: int) -> np.ndarray:
+        """Standard normals (b1 − b0, r1 − r0) of the θ step."""
+        return np.stack([self.rng_e[b0 + c].standard_normal(r1 - r0) for c in range(b1 - b0)])
+
+    def a_lower(self, lower: np.ndarray) -> np.ndarray:
+        """X ~ N(0, 1) | X > lower, (B, k): the a step."""
+        k = lower.shape[1]
+        return std_truncnorm_lower(lower, np.stack([1.0 - g.random(k) for g in self.rng_e]))
+
+    def b_normals(self, k: int) -> np.ndarray:
+        """Standard normals (B, k) of the b step."""
+        return np.stack([g.standard_normal(k) for g in self.rng_e])
+
 
 def plan_chunks(B: int, n: int, k: int, cap: int = CHUNK_CELLS) -> tuple[list, np.ndarray]:
     """Blocks (b0, b1, r0, r1) of batch elements × person rows, each ≤ ``cap`` cells, and a
@@ -225,18 +296,16 @@ def plan_chunks(B: int, n: int, k: int, cap: int = CHUNK_CELLS) -> tuple[list, n
     return chunks, np.empty((3, size))
 
 
-def cpu_iteration(
-    state: GibbsState,
-    data: CpuData,
-    rng_z: list[np.random.Generator],
-    rng_e: list[np.random.Generator],
-) -> GibbsState:
-    """One Gibbs iteration of every batch element, streamed over cache-sized blocks.
+def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
+    """One Gibbs iteration of every batch element, streamed over cache-sized blocks: the one
+    numpy iteration of the 2PNO sampler (the numba and CUDA kernels compute the same steps).
 
-    Per block: Z (truncated normals, uniforms from ``rng_z[chain]``), then θ for those
-    persons (their conditional uses only their own row of Z), then the block's share of the
-    item sums Σθ_i Z_ij and Σ Z_ij.  The (a, b) step follows once all blocks are done
-    (its uniforms and normals, like θ's normals, from ``rng_e[chain]``).
+    Per block: Z (truncated normals, ``draws.z_upper``), then θ for those persons (their
+    conditional uses only their own row of Z; normals ``draws.theta_normals``), then the
+    block's share of the item sums Σθ_i Z_ij and Σ Z_ij.  The (a, b) step follows once all
+    blocks are done (``draws.a_lower``, then ``draws.b_normals``).  ``draws`` is a
+    :class:`GeneratorDraws` (numpy generators) or the fused engine's counter-based
+    :class:`~privirt.bayes.twopno_fused.PhiloxDraws`.
     """
     theta, a, b, S, M = state.theta, state.a, state.b, data.S, data.M
     B, n = theta.shape
@@ -259,14 +328,11 @@ def cpu_iteration(
         t = data.buf[2, :cells].reshape(g, rows, k)
         np.multiply(theta[b0:b1, r0:r1, None], a[b0:b1, None, :], out=mu)
         mu -= b[b0:b1, None, :]
-        for c in range(g):
-            rng_z[b0 + c].random(out=V[c])
-        np.subtract(1.0, V, out=V)  # V in (0, 1]
         Sc = S[:, r0:r1] if S.shape[0] == 1 else S[b0:b1, r0:r1]
         # With s = ±1 (correct / incorrect): Z = μ − s·Y, Y ~ N(0,1) | Y < s·μ, so that
         # Z > 0 when s = 1 and Z < 0 when s = −1.  Missing cells: s = 0, masked below.
         np.multiply(Sc, mu, out=t)
-        Y = std_truncnorm_upper(t, V, out=V)
+        Y = draws.z_upper(b0, b1, r0, r1, t, V)
         Y *= Sc
         Z = np.subtract(mu, Y, out=mu)
         if M is not None:
@@ -282,7 +348,7 @@ def cpu_iteration(
         else:
             prec = 1.0 + np.matmul(Mc, a2[b0:b1])[:, :, 0]
             lin = za + np.matmul(Mc, ab[b0:b1])[:, :, 0]
-        e = np.stack([rng_e[b0 + c].standard_normal(rows) for c in range(g)])
+        e = draws.theta_normals(b0, b1, r0, r1)
         th = lin / prec + e / np.sqrt(prec)
         theta_new[b0:b1, r0:r1] = th
         # this block's share of the item sums
@@ -301,7 +367,6 @@ def cpu_iteration(
     p_bb = data.n_obs_item + data.pb_prec
     r_a = s_tz + data.pa_lin
     r_b = -s_z + data.pb_lin
-    v = np.stack([1.0 - g.random(k) for g in rng_e])
-    e_b = np.stack([g.standard_normal(k) for g in rng_e])
-    a_new, b_new = draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, e_b)
+    a_new, b_new = items_from_draws(p_aa, p_ab, p_bb, r_a, r_b, draws.a_lower,
+                                    lambda: draws.b_normals(k))
     return GibbsState(theta_new, a_new, b_new)

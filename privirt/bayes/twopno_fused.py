@@ -8,7 +8,8 @@ numbers:
 * ``"numba"`` (with the ``fast`` extra): :mod:`privirt.bayes.twopno_numba`, one sweep over the
   n × k matrix per iteration, split over the cores (Z, θ and the item sums from the same pass, Z
   never stored), then the (a, b) draws;
-* ``"numpy"``: the same steps as whole-matrix numpy/scipy operations.
+* ``"numpy"``: the one numpy iteration, :func:`privirt.bayes.twopno.cpu_iteration`, fed the
+  kernel's random numbers by :class:`PhiloxDraws`.
 
 Random numbers are the counter-based Philox4x32-10 stream of the GPU kernels, keyed per chain
 by two 32-bit words: (iteration, 0, cell) for Z, (iteration, 1, person) for θ,
@@ -29,7 +30,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import special
 
-__all__ = ["FusedGibbs", "run_chain", "numba_available", "philox_keys"]
+from . import twopno
+
+__all__ = ["FusedGibbs", "PhiloxDraws", "run_chain", "numba_available", "philox_keys"]
 
 #: Persons per block of the numba sweep (fixed, so sums do not depend on the thread count).
 BLOCK_ROWS = 64
@@ -37,7 +40,6 @@ BLOCK_ROWS = 64
 PARALLEL_CELLS = 16384
 _FAR = 5.0
 _M32 = np.uint64(0xFFFFFFFF)
-_TINY = np.finfo(float).tiny
 
 
 def numba_available() -> bool:
@@ -119,6 +121,41 @@ def std_tn_lower(L: np.ndarray, c0: Any, stream: int, c2: Any, c3: Any, k0: Any,
             v0, v1 = uniform2(c0f[todo], stream + (t << 8), c2f[todo], c3f[todo], k0, k1)
         out.ravel()[far] = res
     return out
+
+
+class PhiloxDraws:
+    """The random inputs of :func:`privirt.bayes.twopno.cpu_iteration` from the numba kernel's
+    counter-based stream (the numpy engine here): iteration ``iteration`` of B chains with
+    Philox keys ``keys`` (B, 2) on n persons × k items, the same numbers as the kernel."""
+
+    def __init__(self, keys: np.ndarray, n: int, k: int) -> None:
+        self.keys, self.iteration = keys, 0
+        cells = np.arange(n * k, dtype=np.uint64).reshape(n, k)
+        self._cell_lo, self._cell_hi = cells & _M32, cells >> np.uint64(32)
+        self._persons = np.arange(n, dtype=np.uint64)
+        self._items = np.arange(k, dtype=np.uint64)
+
+    def z_upper(self, b0: int, b1: int, r0: int, r1: int, t: np.ndarray,
+                out: np.ndarray) -> np.ndarray:
+        """Y ~ N(0, 1) | Y < t: minus the kernel's X ~ N(0, 1) | X > −t (counters (it, 0, cell))."""
+        lo, hi = self._cell_lo[r0:r1], self._cell_hi[r0:r1]
+        for c in range(b1 - b0):
+            k0, k1 = self.keys[b0 + c]
+            np.negative(std_tn_lower(-t[c], self.iteration, 0, lo, hi, k0, k1), out=out[c])
+        return out
+
+    def theta_normals(self, b0: int, b1: int, r0: int, r1: int) -> np.ndarray:
+        persons = self._persons[r0:r1]
+        return np.stack([special.ndtri(uniform2(self.iteration, 1, persons, 0, *self.keys[bb])[0])
+                         for bb in range(b0, b1)])
+
+    def a_lower(self, lower: np.ndarray) -> np.ndarray:
+        return np.stack([std_tn_lower(lower[bb], self.iteration, 2, self._items, 0, *self.keys[bb])
+                         for bb in range(len(lower))])
+
+    def b_normals(self, k: int) -> np.ndarray:
+        return np.stack([special.ndtri(uniform2(self.iteration, 3, self._items, 0, *key)[0])
+                         for key in self.keys])
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,14 +256,10 @@ class FusedGibbs:
             else:  # contiguous task ranges, one per worker thread
                 cuts = np.linspace(0, tasks, workers + 1).round().astype(int)
                 self._ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-        else:
-            obs = self.codes >= 0
-            self._sign = np.where(self.codes == 1, 1.0, np.where(obs, -1.0, 0.0))
-            self._mask = obs.astype(np.float64) if not obs.all() else None
-            cells = np.arange(n * k, dtype=np.uint64).reshape(n, k)
-            self._cell_lo, self._cell_hi = cells & _M32, cells >> np.uint64(32)
-            self._persons = np.arange(n, dtype=np.uint64)
-            self._items = np.arange(k, dtype=np.uint64)
+        else:  # the one numpy iteration, fed the kernel's random numbers
+            self._cpu = twopno.CpuData.build(self.codes, int(n_chains), pri)
+            self._cpu.Z = self.Z
+            self._draws = PhiloxDraws(self.keys, n, k)
 
     def step(self, store: Mapping[str, np.ndarray] | None = None, slot: int = -1) -> None:
         """One iteration of every chain; with ``store`` (C-contiguous ``{"theta", "a", "b"}``
@@ -262,49 +295,10 @@ class FusedGibbs:
                        self.pa_lin, self.pb_prec, self.pb_lin, self._partial, st_a, st_b, slot)
 
     def _step_numpy(self) -> None:
-        it = self.iteration
-        for bb in range(self.B):
-            d = self.data_of[bb]
-            k0, k1 = self.keys[bb]
-            S = self._sign[d]
-            M = None if self._mask is None else self._mask[d]
-            a, b = self.a[bb], self.b[bb]
-            mu = np.multiply.outer(self.theta[bb], a)
-            mu -= b
-            x = std_tn_lower(-S * mu, it, 0, self._cell_lo, self._cell_hi, k0, k1)
-            Z = mu + S * x
-            if M is not None:
-                Z *= M
-            if self.keep_z:
-                self.Z[bb] = Z
-            if M is None:
-                prec = 1.0 + a @ a
-                lin = Z @ a + a @ b
-            else:
-                prec = 1.0 + M @ (a * a)
-                lin = Z @ a + M @ (a * b)
-            u0, _ = uniform2(it, 1, self._persons, 0, k0, k1)
-            th = lin / prec + special.ndtri(u0) / np.sqrt(prec)
-            self.theta[bb] = th
-            if M is None:
-                s_tt, s_t, s_1 = th @ th, th.sum(), float(self.n)
-            else:
-                s_tt, s_t, s_1 = (th * th) @ M, th @ M, M.sum(axis=0)
-            p_aa = s_tt + self.pa_prec
-            p_ab = -s_t
-            p_bb = s_1 + self.pb_prec
-            r_a = th @ Z + self.pa_lin
-            r_b = -Z.sum(axis=0) + self.pb_lin
-            det = p_aa * p_bb - p_ab * p_ab
-            m_a = (p_bb * r_a - p_ab * r_b) / det
-            m_b = (p_aa * r_b - p_ab * r_a) / det
-            sd_a = np.sqrt(p_bb / det)
-            lower = np.broadcast_to(-m_a / sd_a, (self.k,))
-            new_a = m_a + sd_a * std_tn_lower(lower, it, 2, self._items, 0, k0, k1)
-            new_a = np.maximum(new_a, _TINY)
-            u0, _ = uniform2(it, 3, self._items, 0, k0, k1)
-            self.b[bb] = m_b - (p_ab / p_bb) * (new_a - m_a) + special.ndtri(u0) / np.sqrt(p_bb)
-            self.a[bb] = new_a
+        self._draws.iteration = self.iteration
+        state = twopno.cpu_iteration(twopno.GibbsState(self.theta, self.a, self.b),
+                                     self._cpu, self._draws)
+        self.theta[...], self.a[...], self.b[...] = state.theta, state.a, state.b
 
 
 def run_chain(

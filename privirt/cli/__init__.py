@@ -9,6 +9,8 @@ Errors in user input (bad files, bad values, an exhausted budget) end the progra
 one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.  A command
 interrupted (Ctrl-C) or failing after it debited a ledger says so on that line: how much was
 spent (asked ε, δ and the cost) and in which ledger.
+The top layer: may import any ``privirt`` module; command modules never import each other
+(shared helpers live in the ``_``-prefixed modules).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from ..ledger import journal_mark
+    from ..private.ledger import journal_mark
 
     mark = journal_mark()
     try:
@@ -136,7 +138,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _spent(mark: int) -> str:
     """``; the privacy budget WAS spent (...)`` for every debit this command made, or ``""``."""
-    from ..ledger import spends_since
+    from ..private.ledger import spends_since
 
     return "".join(f"; {rec.describe()}" for rec in spends_since(mark))
 

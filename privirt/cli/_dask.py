@@ -1,13 +1,13 @@
 """``privirt estimate DIR/ --engine dask``: the counts of a wide Parquet data set on Dask.
 
-Options are added by :func:`add_engine_arguments`; :func:`run_dask` is what ``estimate`` runs
-with ``--engine dask`` (the data are never loaded into this process: only sums come back).
+Options are added by :func:`add_engine_arguments` and checked by :func:`check_engine_args`;
+``estimate``'s ``run_dask`` runs with ``--engine dask`` (the data are never loaded into this
+process: only sums come back).
 """
 
 from __future__ import annotations
 
 import argparse
-import warnings
 
 from ._types import positive_int
 
@@ -29,14 +29,15 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                            "--engine dask)")
 
 
-def _check(args: argparse.Namespace) -> None:
+def check_engine_args(args: argparse.Namespace) -> None:
+    """Refuse options that ``--engine dask`` cannot honour (one line each)."""
     if args.scheduler is not None and args.engine != "dask":
         raise ValueError("--scheduler needs --engine dask")
     if args.engine != "dask":
         return
     from pathlib import Path
 
-    from ..responses import _table_suffix
+    from ..data.responses import _table_suffix
 
     if args.file == "-" or _table_suffix(Path(args.file)) in (".csv", ".tsv", ".txt"):
         raise ValueError(f"--engine dask reads wide Parquet (a folder, glob or .parquet file), and "
@@ -56,61 +57,3 @@ def _check(args: argparse.Namespace) -> None:
                          "command line (use privirt.private_totals_estimate(..., engine='dask') in Python)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")
-
-
-def run_dask(args: argparse.Namespace) -> int:
-    """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``); errors that do
-    not name the input (pyarrow's, Dask's, the file system's) are prefixed with it."""
-    try:
-        return _run_dask(args)
-    except (ValueError, OSError) as exc:
-        foreign = type(exc).__module__.split(".")[0] in ("pyarrow", "dask", "distributed", "fsspec")
-        if not (foreign or isinstance(exc, OSError)) or str(args.file) in str(exc):
-            raise
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        raise ValueError(f"{args.file}: {text}") from None
-
-
-def _run_dask(args: argparse.Namespace) -> int:
-    import numpy as np
-    import pandas as pd
-
-    from ..dask_engine import dask_statistics, public_source
-    from ..exceptions import EmptyResponsesWarning
-    from ..spectral import spectral_from_counts
-    from .estimate import _check_out, _check_top_k, _private_table, public_items, show_result
-
-    _check(args)
-    _check_out(args.out)
-    statement = None
-    if args.epsilon is not None:
-        if getattr(args, "regularization", None) is not None:
-            raise ValueError("--regularization applies to the non-private spectral estimate only")
-        if args.n_persons is None:
-            raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
-                             "of persons)")
-        source = public_source(args.file, items=None, n_persons=args.n_persons,
-                               client=args.scheduler, person_col=args.person_col)
-        items = None
-        if args.items is not None:
-            items = public_items(args.items)
-            source = public_source(args.file, items=items, n_persons=args.n_persons,
-                                   client=args.scheduler, person_col=args.person_col)
-        _check_top_k(args.top_k, source.n_items)
-        _, table, statement = _private_table(source, args, items)
-        n_rows = source.n_persons
-    else:
-        st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
-        Y, items = st.counts[0], st.items
-        empty = st.answered.to_numpy() == 0
-        if empty.any():  # as in memory: items nobody answered are dropped, with a warning
-            warnings.warn(f"dropped {int(empty.sum())} item(s) without any observed response: "
-                          f"{list(items[empty][:10])}", EmptyResponsesWarning, stacklevel=2)
-            Y, items = Y[np.ix_(~empty, ~empty)], items[~empty]
-        _check_top_k(args.top_k, len(items))
-        reg = "auto" if getattr(args, "regularization", None) is None else args.regularization
-        fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
-        table = pd.DataFrame({"beta": fit.beta})
-        n_rows = st.n_rows
-    return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
-                       engine="dask")

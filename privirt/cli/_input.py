@@ -28,9 +28,9 @@ def add_long_columns(p: argparse.ArgumentParser) -> None:
 def read_responses(args: argparse.Namespace, *, private: bool = False, **kwargs: Any):
     """The validated responses of ``args.file`` with the command's layout options.
 
-    ``private=True`` reads them as a private path must (:func:`privirt.responses.private_responses`:
+    ``private=True`` reads them as a private path must (:func:`privirt.data.responses.private_responses`:
     labels as text, empty persons and items kept, a table without rows allowed)."""
-    from ..responses import as_responses, private_responses
+    from ..data.responses import as_responses, private_responses
 
     fmt = getattr(args, "format", None) or "auto"
     item_col = getattr(args, "item_col", "item")

@@ -1,7 +1,6 @@
 """Command-line options shared by the Bayesian samplers (``privirt gibbs``, ``privirt mh``).
 
-One spelling per option: ``--warmup`` and ``--prior-BLOCK MEAN VAR``; the old spellings
-``--burn-in`` and ``--a-prior`` / ``--b-prior`` are accepted as hidden aliases that warn.
+One spelling per option: ``--warmup`` and ``--prior-BLOCK MEAN VAR``.
 """
 
 from __future__ import annotations
@@ -9,7 +8,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,33 +18,6 @@ from ._paths import check_output_dir, check_output_file
 
 #: suffixes ``--out`` accepts for a posterior summary
 SUMMARY_SUFFIXES = (".csv",)
-
-
-class _DeprecatedAlias(argparse.Action):
-    """Stores into the new option's ``dest`` and records that the old spelling was used."""
-
-    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any) -> None:
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        used = list(getattr(namespace, "deprecated_flags", []))
-        used.append((option_string, self.new))
-        namespace.deprecated_flags = used
-
-
-def _alias(p: argparse.ArgumentParser, old: str, new: str, dest: str, **kwargs: Any) -> None:
-    p.add_argument(old, dest=dest, action=_DeprecatedAlias, new=new, default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS, **kwargs)
-
-
-def warn_deprecated_flags(args: argparse.Namespace) -> None:
-    """One ``privirt: warning`` line per old option spelling used."""
-    for old, new in dict(getattr(args, "deprecated_flags", [])).items():
-        warnings.warn(f"{old} is deprecated; use {new} (same meaning)", FutureWarning,
-                      stacklevel=2)
 
 
 def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> None:
@@ -66,12 +37,11 @@ def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> N
 
 
 def add_chain_arguments(p: argparse.ArgumentParser, *, warmup_help: str, plots_help: str) -> None:
-    """Iterations, ``--warmup`` (old spelling ``--burn-in``), thinning, chains, seed,
-    device, progress, ``--out`` and ``--plots``."""
+    """Iterations, ``--warmup``, thinning, chains, seed, device, progress, ``--out`` and
+    ``--plots``."""
     p.add_argument("--iter", type=int, default=10000, dest="n_iter",
                    help="total iterations per chain, including the warmup (default 10000)")
     p.add_argument("--warmup", type=int, default=5000, help=f"{warmup_help} (default 5000)")
-    _alias(p, "--burn-in", "--warmup", "warmup", type=int)
     p.add_argument("--thin", type=int, default=1,
                    help="keep the first post-warmup draw and every THIN-th after it (default 1)")
     p.add_argument("--chains", type=int, default=1, help="number of chains (default 1)")
@@ -86,14 +56,11 @@ def add_chain_arguments(p: argparse.ArgumentParser, *, warmup_help: str, plots_h
 
 
 def add_prior_arguments(p: argparse.ArgumentParser, helps: dict[str, str]) -> None:
-    """``--prior-BLOCK MEAN VAR`` for each block in ``helps`` (old spelling
-    ``--BLOCK-prior`` for a and b)."""
+    """``--prior-BLOCK MEAN VAR`` for each block in ``helps``."""
     for block, text in helps.items():
         dest = f"prior_{block}"
         p.add_argument(f"--prior-{block}", type=float, nargs=2, metavar=("MEAN", "VAR"),
                        default=None, dest=dest, help=text)
-        if block in ("a", "b"):
-            _alias(p, f"--{block}-prior", f"--prior-{block}", dest, type=float, nargs=2)
 
 
 def priors_from_args(args: argparse.Namespace, blocks: tuple[str, ...]) -> dict:

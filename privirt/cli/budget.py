@@ -2,7 +2,7 @@
 
 ``privirt budget init PATH --epsilon E --delta D`` creates the SQLite ledger of one data
 set's total budget; ``privirt budget show PATH`` prints the budget, every spend, the total
-spent (composed as in :mod:`privirt.ledger`) and what remains.  Spending happens through the
+spent (composed as in :mod:`privirt.private.ledger`) and what remains.  Spending happens through the
 private commands and functions (``privirt estimate FILE --epsilon E --ledger PATH``).
 """
 
@@ -43,8 +43,8 @@ def _help(parser: argparse.ArgumentParser):
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from ..accounting import check_delta, check_epsilon
-    from ..ledger import Ledger
+    from ..private.accounting import check_delta, check_epsilon
+    from ..private.ledger import Ledger
 
     import math
 
@@ -64,7 +64,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from ..ledger import Ledger
+    from ..private.ledger import Ledger
 
     led = Ledger(args.path)  # a missing, damaged or foreign file: one line naming it (LedgerError)
     if args.json:

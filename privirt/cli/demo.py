@@ -35,10 +35,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .. import metrics
-    from ..accounting import check_target_epsilon
-    from ..cmle import cmle_estimate
-    from ..data import load_dataset
-    from ..spectral import spectral_estimate
+    from ..private.accounting import check_target_epsilon
+    from ..rasch.cmle import cmle_estimate
+    from ..data.datasets import load_dataset
+    from ..rasch.spectral import spectral_estimate
 
     if not args.no_private:
         try:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from ..private import private_spectral_estimate
-    from ..totals import private_totals_estimate
+    from ..private.totals.api import private_totals_estimate
 
     eps = args.epsilon
     # fresh secure noise on every run: these columns change from run to run

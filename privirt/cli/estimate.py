@@ -34,7 +34,7 @@ def _method(name: str):
 def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
-    from ..spectral import spectral_estimate
+    from ..rasch.spectral import spectral_estimate
 
     reg = "auto" if args.regularization is None else args.regularization
     res = spectral_estimate(resp, device=args.device, regularization=reg)
@@ -45,10 +45,22 @@ def _spectral(resp, args: argparse.Namespace) -> pd.DataFrame:
 def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
     import pandas as pd
 
-    from ..cmle import cmle_estimate
+    from ..rasch.cmle import cmle_estimate
 
     res = cmle_estimate(resp)
     return pd.DataFrame({"beta": res.beta, "se": res.se})
+
+
+def _method_name(text: str) -> str:
+    """``--method``: a non-private estimator or a registered private method (checked when the
+    command line is parsed, so that building the parser stays free of numpy)."""
+    from ..private import methods
+
+    known = sorted({*METHODS, *methods.names()})
+    if text not in known:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {', '.join(map(repr, known))})")
+    return text
 
 
 def _regularization(text: str) -> float:
@@ -82,9 +94,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "'frequency' in the bundled LSAT files); rows are expanded into persons",
     )
     parser.add_argument(
-        "--method", choices=sorted({*METHODS, "totals"}), default=None,
-        help="estimator (default: spectral; with --epsilon, the private one measured most "
-        "accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
+        "--method", type=_method_name, default=None, metavar="NAME",
+        help="estimator: spectral or cmle (default: spectral); with --epsilon a private method "
+        "(privirt.private.methods: spectral = Algorithm 2, totals, ...; default: the one measured "
+        "most accurate for the public n, m and ε)"
     )
     parser.add_argument(
         "--regularization", type=_regularization, default=None, metavar="L",
@@ -181,25 +194,36 @@ def public_items(spec: str) -> list[str]:
     return names
 
 
+#: command-line flags that set a private method's own options (see PrivateMethod.options)
+_METHOD_FLAGS = ("mechanism", "p0", "shuffle", "estimator", "missing")
+
+
 def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delta: float) -> str:
-    """The private estimator: ``--method`` if given, else the default for the public n, m, ε, δ."""
-    from ..private.choose import PRIVATE_METHODS, default_private_method
+    """The private estimator: ``--method`` if given, else the default for the public n, m, ε, δ
+    (or the first registered method whose options the given flags are)."""
+    from ..private import methods
+    from ..private.choose import default_private_method
 
     if args.method is None:
-        if any(getattr(args, o) is not None for o in ("mechanism", "p0", "shuffle", "estimator")):
-            return "spectral"  # options of Algorithm 2 ask for it
-        return default_private_method(n_persons, n_items, args.epsilon, delta,
-                                      missing=args.missing or "none")
-    if args.method not in PRIVATE_METHODS:
+        given = {o for o in _METHOD_FLAGS if getattr(args, o) is not None}
+        default = default_private_method(n_persons, n_items, args.epsilon, delta,
+                                          missing=args.missing or "none")
+        if given and not given <= methods.get(default).options:
+            fits = [n for n in methods.names() if given <= methods.get(n).options]
+            if fits:
+                return fits[0]  # options of one method ask for it
+        return default
+    if args.method not in methods.names():
         raise ValueError(f"--method {args.method} has no private version; with --epsilon use "
-                         f"{' or '.join(PRIVATE_METHODS)}")
+                         f"{' or '.join(methods.names())}")
     return args.method
 
 
 def _private_table(resp, args: argparse.Namespace, items: list | None):
     import pandas as pd
 
-    from ..ledger import Ledger
+    from ..private import methods
+    from ..private.ledger import Ledger
 
     ledger = None
     if args.ledger is not None:
@@ -216,22 +240,24 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
-    if args.method == "spectral" and args.missing is not None:
-        raise ValueError("--missing applies to --method totals; Algorithm 2 (--method spectral) handles "
-                         "missing cells as they are")
-    note = f"privirt estimate {Path(args.file).name}"
-    if method == "totals":
-        from ..totals import private_totals_estimate
-
-        spectral_only = [f"--{o}" for o in ("mechanism", "p0", "shuffle", "estimator") if getattr(args, o) is not None]
-        if spectral_only:
-            raise ValueError(f"{', '.join(spectral_only)} {'applies' if len(spectral_only) == 1 else 'apply'} "
-                             "to --method spectral (Algorithm 2) only; the totals estimator uses the "
-                             "discrete Gaussian")
+    entry = methods.get(method)
+    foreign = [o for o in _METHOD_FLAGS if getattr(args, o) is not None and o not in entry.options
+               and not (o == "missing" and args.method is None)]  # a declaration that chose it
+    if foreign:
+        flags = ", ".join(f"--{o}" for o in foreign)
+        owners = [n for n in methods.names() if set(foreign) <= methods.get(n).options]
+        where = " or ".join(f"--method {n}" for n in owners) or "no single method"
+        if foreign == ["missing"]:
+            why = f"--method {method} handles missing cells as they are"
+        else:
+            why = f"--method {method} does not take {'it' if len(foreign) == 1 else 'them'}"
+        raise ValueError(f"{flags} {'applies' if len(foreign) == 1 else 'apply'} to {where}; "
+                         f"{why} (nothing was spent)")
+    if entry.missing:
         missing = args.missing or "none"
         if missing == "none" and getattr(resp, "has_missing", False):
-            raise ValueError(f"{Path(args.file).name} has missing cells but the totals method was run "
-                             "for complete data; if cells are missing completely at random, "
+            raise ValueError(f"{Path(args.file).name} has missing cells but the {method} method was "
+                             "run for complete data; if cells are missing completely at random, "
                              f"declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}`; or use "
                              "--method spectral (nothing was spent)")
         if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
@@ -240,31 +266,17 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
                              "--missing mcar (missing completely at random): "
                              f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
                              "spectral (nothing was spent)")
-        res = private_totals_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger,
-                                      seed=args.seed, items=items, note=note,
-                                      n_persons=args.n_persons, missing=missing)
-        table = pd.DataFrame({"beta": res.beta, "se": res.se, "lo": res.ci["lo"], "hi": res.ci["hi"]})
-        return method, table, res.privacy
-
-    from ..private import private_spectral_estimate
-
-    res = private_spectral_estimate(
-        resp,
-        epsilon=args.epsilon,
-        delta=delta,
-        mechanism=args.mechanism or "gaussian",
-        p0=1.0 if args.p0 is None else args.p0,
-        shuffle=bool(args.shuffle),
-        ledger=ledger,
-        seed=args.seed,
-        device=args.device,
-        note=note,
-        items=items,
-        n_persons=args.n_persons,
-        estimator=args.estimator or "auto",
-    )
+    options = {o: getattr(args, o) for o in _METHOD_FLAGS
+               if o in entry.options and getattr(args, o) is not None}
+    if entry.missing:
+        options["missing"] = args.missing or "none"
+    if entry.takes_device:
+        options["device"] = args.device
+    res = entry.estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
+                         items=items, note=f"privirt estimate {Path(args.file).name}",
+                         n_persons=args.n_persons, **options)
     table = pd.DataFrame({"beta": res.beta})
-    if res.se is not None:  # Gaussian/Laplace counts: bootstrap intervals (docs/intervals.md)
+    if getattr(res, "se", None) is not None:  # intervals (docs/intervals.md, docs/totals.md)
         table = table.assign(se=res.se, lo=res.ci["lo"], hi=res.ci["hi"])
     return method, table, res.privacy
 
@@ -358,8 +370,6 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --epsilon "
                              "(private estimation)")
     if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
-        from ._dask import run_dask
-
         return run_dask(args)
     statement = None
     if private and args.seed is not None and args.ledger is not None:
@@ -383,8 +393,8 @@ def run(args: argparse.Namespace) -> int:
         n_persons = statement.n_persons  # public: never the data's count
     else:
         method = args.method or "spectral"
-        if method == "totals":
-            raise ValueError("--method totals is a private estimator: give --epsilon (and --delta)")
+        if method not in METHODS:
+            raise ValueError(f"--method {method} is a private estimator: give --epsilon (and --delta)")
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
         if args.regularization is not None and method != "spectral":
@@ -420,3 +430,63 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
         write_table(table, args.out, meta, None if statement is None else str(statement))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def run_dask(args: argparse.Namespace) -> int:
+    """``privirt estimate`` with ``--engine dask`` (private with ``--epsilon``); errors that do
+    not name the input (pyarrow's, Dask's, the file system's) are prefixed with it."""
+    try:
+        return _run_dask(args)
+    except (ValueError, OSError) as exc:
+        foreign = type(exc).__module__.split(".")[0] in ("pyarrow", "dask", "distributed", "fsspec")
+        if not (foreign or isinstance(exc, OSError)) or str(args.file) in str(exc):
+            raise
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{args.file}: {text}") from None
+
+
+def _run_dask(args: argparse.Namespace) -> int:
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    from ..stats.dask_engine import dask_statistics, public_source
+    from ..exceptions import EmptyResponsesWarning
+    from ..rasch.spectral import spectral_from_counts
+    from ._dask import check_engine_args
+
+    check_engine_args(args)
+    _check_out(args.out)
+    statement = None
+    if args.epsilon is not None:
+        if getattr(args, "regularization", None) is not None:
+            raise ValueError("--regularization applies to the non-private spectral estimate only")
+        if args.n_persons is None:
+            raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
+                             "of persons)")
+        source = public_source(args.file, items=None, n_persons=args.n_persons,
+                               client=args.scheduler, person_col=args.person_col)
+        items = None
+        if args.items is not None:
+            items = public_items(args.items)
+            source = public_source(args.file, items=items, n_persons=args.n_persons,
+                                   client=args.scheduler, person_col=args.person_col)
+        _check_top_k(args.top_k, source.n_items)
+        _, table, statement = _private_table(source, args, items)
+        n_rows = source.n_persons
+    else:
+        st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
+        Y, items = st.counts[0], st.items
+        empty = st.answered.to_numpy() == 0
+        if empty.any():  # as in memory: items nobody answered are dropped, with a warning
+            warnings.warn(f"dropped {int(empty.sum())} item(s) without any observed response: "
+                          f"{list(items[empty][:10])}", EmptyResponsesWarning, stacklevel=2)
+            Y, items = Y[np.ix_(~empty, ~empty)], items[~empty]
+        _check_top_k(args.top_k, len(items))
+        reg = "auto" if getattr(args, "regularization", None) is None else args.regularization
+        fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
+        table = pd.DataFrame({"beta": fit.beta})
+        n_rows = st.n_rows
+    return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
+                       engine="dask")

@@ -108,18 +108,18 @@ def run(args: argparse.Namespace) -> int:
         _plt()  # fails with the install hint when matplotlib is missing
     import pandas as pd
 
-    from ..abilities import estimate_abilities
+    from ..rasch.abilities import estimate_abilities
     from ..fit import andersen_test, item_fit, reliability
     from ._input import read_responses
 
     resp = read_responses(args)
     if args.method == "cmle":
-        from ..cmle import cmle_estimate
+        from ..rasch.cmle import cmle_estimate
 
         est = cmle_estimate(resp)
         table = pd.DataFrame({"beta": est.beta, "se": est.se})
     else:
-        from ..spectral import spectral_estimate
+        from ..rasch.spectral import spectral_estimate
 
         est = spectral_estimate(resp)
         table = pd.DataFrame({"beta": est.beta})

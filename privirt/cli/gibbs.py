@@ -27,7 +27,6 @@ from ._sampler_args import (
     page_names,
     pages,
     warn_convergence,
-    warn_deprecated_flags,
     write_summary,
 )
 
@@ -77,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     started = time.perf_counter()
-    warn_deprecated_flags(args)
     check_outputs(args)
     if args.prior_a_flat and args.prior_a is not None:
         raise ValueError("--prior-a and --prior-a-flat are two priors on a; give one")

@@ -22,7 +22,6 @@ from ._sampler_args import (
     priors_from_args,
     summarise,
     warn_convergence,
-    warn_deprecated_flags,
     write_summary,
 )
 from ._types import positive_int
@@ -87,11 +86,10 @@ def run(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     started = time.perf_counter()
-    warn_deprecated_flags(args)
     check_outputs(args)
     resp = read_responses(args)
     if args.transpose:
-        from ..responses import as_responses
+        from ..data.responses import as_responses
 
         resp = as_responses(resp.to_frame().T)
     anchors = dict(args.anchor)

@@ -4,6 +4,7 @@ item and test information, separation reliability and KR-20, Andersen's likeliho
 Every function takes the responses and an item estimate (any object with a ``beta`` Series,
 such as the spectral, CML or private results, or a Series or array of difficulties).  The
 formulas are in ``docs/fit.md``; the plots are in :mod:`privirt.plots`.
+Imports only :mod:`privirt.rasch`, :mod:`privirt.stats`, :mod:`privirt.data` and the base modules.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["as_beta", "as_theta", "prepare"]
 
@@ -125,7 +125,7 @@ def prepare(
             resp = resp.subset(items=np.flatnonzero(answered))
     b = as_beta(beta, resp.items)
     if theta is None:
-        from ..abilities import estimate_abilities
+        from ..rasch.abilities import estimate_abilities
 
         th = estimate_abilities(resp, b, method="wle")["theta"].to_numpy(dtype=np.float64)
     else:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..responses import Responses, ResponsesLike, as_responses
+from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["AndersenResult", "andersen_test"]
 
@@ -117,7 +117,7 @@ def andersen_test(
     >>> res.df, round(res.pvalue, 3)
     (4, 0.028)
     """
-    from ..cmle import cmle_estimate
+    from ..rasch.cmle import cmle_estimate
 
     resp = as_responses(X)
     groups, label = _groups(resp, split)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ..responses import ResponsesLike
+from ..data.responses import ResponsesLike
 from ._inputs import prepare
 
 __all__ = ["Reliability", "reliability", "separation"]

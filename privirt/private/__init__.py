@@ -1,4 +1,6 @@
-"""Private releases and the private spectral estimator (Algorithm 2).
+"""Everything private: accounting, sensitivity, ledger, shuffling, measurements, statements,
+the methods registry (:mod:`.methods`), Algorithm 2 (:mod:`.counts`) and the totals estimator
+(:mod:`.totals`).  Imports every non-private layer (data, stats, rasch, fit, bayes) and the base.
 
 Differentially private with respect to **replacing one person's row**; every result states
 its guarantee (:class:`PrivacyStatement`, ``.privacy``) and a :class:`~privirt.Ledger` is
@@ -15,11 +17,11 @@ debited *before* any noise is drawn.
 Layout: ``_inputs`` validates a call once (ε, δ, seed, ledger, device, the public item set
 and number of persons); ``measurements`` holds one measurement object per mechanism
 (:class:`CountsGaussian`, :class:`CountsLaplace`, :class:`ResponsesRR`, and
-:class:`TotalsGaussian` for ``privirt.totals``), each with
+:class:`TotalsGaussian` for :mod:`.totals`), each with
 ``calibrate``, ``apply`` and ``statement`` and carrying its privacy map (``map``) and the
-measure it is stated in (``measure``); ``api`` holds the
-thin entry points (validate → choose the measurement → debit → apply → state); ``graph``,
-``rr``, ``statement`` and ``results`` hold the rest.
+measure it is stated in (``measure``); ``counts.api`` and ``totals.api`` hold the
+thin entry points (validate → choose the measurement → debit → apply → state); ``rr``,
+``statement``, ``counts.graph`` and ``counts.results`` hold the rest.
 
 Adding a mechanism: write a :class:`Measurement` subclass with a ``map`` (the privacy map)
 and a ``calibrate`` class method that sets ``native`` (the map at the calibrated sensitivity,
@@ -27,7 +29,8 @@ a :mod:`mechanisms.measures` value),
 ``guarantee``, ``cost``, ``noise_value`` and ``notes`` from the validated target and the
 public facts it needs, and whose ``apply`` draws noise from ``noise_seed(seed)`` (or another
 named child stream); then write an entry point that calls :func:`validate_call`, calibrates,
-debits, applies and returns a result whose ``privacy`` is ``meas.statement(...)``.  Prove the
+debits, applies and returns a result whose ``privacy`` is ``meas.statement(...)``, and give
+it one :func:`~privirt.private.methods.register` entry in :mod:`.methods`.  Prove the
 sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
 (``tests/test_private_neighbours.py``).  See ``docs/privacy.md``.
 """
@@ -35,9 +38,9 @@ sensitivity in ``docs/privacy.md`` and add the entry point to the neighbour test
 from __future__ import annotations
 
 from ._inputs import PrivateCall, public_responses, validate_call
-from .api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
-from .graph import AUTO_P0_C, auto_p0, sample_comparison_graph
-from .noisy_likelihood import NoiseAwareResult, noise_aware_estimate, noise_aware_se0
+from .counts.api import COUNT_MEASUREMENTS, private_spectral_estimate, release_counts, spectral_from_release
+from .counts.graph import AUTO_P0_C, auto_p0, sample_comparison_graph
+from .counts.noisy_likelihood import NoiseAwareResult, noise_aware_estimate, noise_aware_se0
 from .measurements import (
     CALIBRATION_MARGIN,
     CountsGaussian,
@@ -48,7 +51,7 @@ from .measurements import (
     calibration_epsilon,
     noise_seed,
 )
-from .results import NoisyCounts, PrivateSpectralResult
+from .counts.results import NoisyCounts, PrivateSpectralResult
 from .rr import debiased_counts as _debiased_counts
 from .statement import PrivacyStatement
 

@@ -15,9 +15,9 @@ from mechanisms.measures import ApproxDP
 from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
-from ..accounting import check_delta, check_target_epsilon
-from ..responses import MISSING, Responses, ResponsesLike, private_responses
-from .graph import check_p0
+from .accounting import check_delta, check_target_epsilon
+from ..data.responses import MISSING, Responses, ResponsesLike, private_responses
+from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
 
@@ -90,7 +90,7 @@ def validate_call(
         delta = ledger.default_delta(True) if (spends_delta and ledger is not None) else DEFAULT_DELTA
     dlt = check_delta(delta)
     if engine == "dask" or type(X).__name__ == "DaskSource":  # sums on a Dask cluster
-        from ..dask_engine import as_public_source
+        from ..stats.dask_engine import as_public_source
 
         resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
     elif engine != "local" or client is not None:
@@ -106,7 +106,7 @@ def _resolve_ledger(ledger: Any):
     """A :class:`~privirt.Ledger`, opened from a path if needed (it must exist)."""
     if ledger is None:
         return None
-    from ..ledger import Ledger
+    from .ledger import Ledger
 
     if isinstance(ledger, Ledger):
         return ledger
@@ -128,7 +128,7 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     required for it.
 
     Labels are matched **by text**: a long table's person and item labels are read as text
-    (:func:`privirt.responses.private_responses`) and the public item ``5`` matches the data's ``5`` or
+    (:func:`privirt.data.responses.private_responses`) and the public item ``5`` matches the data's ``5`` or
     ``"5"``.  Every item label of the result is the public one, as given (its type too), so
     no output label depends on how the data's column was typed.
     """

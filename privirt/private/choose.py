@@ -13,10 +13,12 @@ ahead in all three at n = 1000), so the short-test corner is wider there.
 
 from __future__ import annotations
 
+from . import methods
+
 __all__ = ["PRIVATE_METHODS", "default_private_method"]
 
-#: private estimators by name: the noisy-totals estimator and Algorithm 2 (spectral)
-PRIVATE_METHODS = ("totals", "spectral")
+#: private estimators by name (the registry :mod:`privirt.private.methods`)
+PRIVATE_METHODS = methods.names()
 
 #: below both, Algorithm 2 was measured more accurate than the totals estimator
 _SMALL_N, _SMALL_M = 500, 10
@@ -32,10 +34,9 @@ def default_private_method(n_persons: int, n_items: int, epsilon: float, delta: 
     ε and δ are accepted so that the rule can use them as measurements accumulate; the current
     rule depends on n, m and the declared domain.
     """
-    if missing not in ("none", "mcar"):
+    if missing not in methods.DOMAINS:
         raise ValueError(f'missing must be "none" or "mcar", got {missing!r}')
     small_n, small_m = (_MCAR_SMALL_N, _MCAR_SMALL_M) if missing == "mcar" else (_SMALL_N, _SMALL_M)
-    if n_persons < small_n and n_items <= small_m:
-        return "spectral"
-    return "totals"
+    choice = "spectral" if n_persons < small_n and n_items <= small_m else "totals"
+    return methods.get(choice).name  # a registered method
 

@@ -26,7 +26,7 @@ import numpy as np
 from mechanisms.measures import ApproxDP, PureDP, ZCDP, zcdp_to_approx_dp
 
 from .._seeds import child, secure_rng, stream_key
-from ..accounting import (
+from .accounting import (
     NEIGHBOURING_RELATION,
     PrivacyCost,
     calibrate_gaussian_sigma,
@@ -34,8 +34,8 @@ from ..accounting import (
     calibrate_rr_epsilon0,
     check_target_epsilon,
 )
-from ..responses import Responses
-from ..sensitivity import Sensitivity
+from ..data.responses import Responses
+from .sensitivity import Sensitivity
 from .rr import randomize, shuffle_rows
 from .statement import DOMAIN_ANY, DOMAIN_COMPLETE, PrivacyStatement
 
@@ -316,7 +316,7 @@ class ResponsesRR(Measurement):
             notes.append(
                 f"shuffled: the central guarantee is amplified from the local one for n = "
                 f"{int(n_persons)} (public) by the numerical bound of Feldman, McMillan & Talwar "
-                "(2021), §3 clone reduction (privirt.shuffling)"
+                "(2021), §3 clone reduction (privirt.private.shuffling)"
             )
         else:
             self.native = self.guarantee = local
@@ -346,7 +346,7 @@ class ResponsesRR(Measurement):
 
 
 class TotalsGaussian(Measurement):
-    """Discrete Gaussian noise on the parts of the totals release (``privirt.totals``):
+    """Discrete Gaussian noise on the parts of the totals release (``privirt.private.totals``):
     (item totals, score histogram), or with ``missing="mcar"`` (correct counts, answered counts,
     observed-score histogram); each part has its own σ and sensitivity (m, [m,] 2), the ρ-zCDP
     of the parts is composed and stated as (ε, δ)-DP by the tight conversion.
@@ -375,8 +375,8 @@ class TotalsGaussian(Measurement):
                   missing: str = "none") -> "TotalsGaussian":
         """σ per part meeting ``target`` with the derived split (a hair more noise until the
         mechanisms' rounded-up ρ meets it)."""
-        from .. import marginal, marginal_missing
-        from ..sensitivity import _sqrt_up
+        from .totals import marginal, marginal_missing
+        from .sensitivity import _sqrt_up
 
         check_target_epsilon(target.epsilon)
         mech_mod = load_mechanisms()

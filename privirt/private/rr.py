@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..responses import Responses
+from ..data.responses import Responses
 
 __all__ = ["randomize", "shuffle_rows", "debiased_counts", "uniform_bits"]
 

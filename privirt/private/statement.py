@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from mechanisms.measures import ApproxDP, PureDP, ZCDP
 
-from ..accounting import PrivacyCost
-from ..sensitivity import Sensitivity
+from .accounting import PrivacyCost
+from .sensitivity import Sensitivity
 
 __all__ = ["PrivacyStatement", "DOMAIN_ANY", "DOMAIN_COMPLETE", "HOLDER_ONLY"]
 

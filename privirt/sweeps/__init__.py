@@ -8,6 +8,8 @@ seeded noise, so sweeps measure accuracy and release nothing.
 Modules: :mod:`.config` (schema), :mod:`.registry` (mechanism name → estimator),
 :mod:`.grid` (cells, seeds), :mod:`.execute` (one cell), :mod:`.runner` (pool, lock, resume,
 manifest), :mod:`.results` (the CSV) and :mod:`.report`.  Names load on first use.
+Imports every layer below it (estimators, :mod:`privirt.private`, :mod:`privirt.plots`), never
+:mod:`privirt.cli`.
 """
 
 from __future__ import annotations

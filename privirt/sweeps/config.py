@@ -225,7 +225,7 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
         params["resample"] = _bool(table.get("resample", True), f"{where}.resample")
         default_name = f"synthetic_n{params['n']}_m{params['m']}"
     elif source == "bundled":
-        from ..data import list_datasets
+        from ..data.datasets import list_datasets
 
         params["dataset"] = str(table["dataset"])
         if params["dataset"] not in list_datasets():

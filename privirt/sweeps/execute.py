@@ -40,7 +40,7 @@ def prepare_bases(config: SweepConfig, cells: Sequence[Cell]) -> dict[str, Any]:
     ImportError, OSError, ValueError
         If the MovieLens ratings cannot be read or have fewer usable items than ``m``.
     """
-    from ..data import binarize_by_user_mean, complete_low_rank, movielens_ratings
+    from ..data.datasets import binarize_by_user_mean, complete_low_rank, movielens_ratings
 
     needed = {c.dataset for c in cells}
     bases: dict[str, Any] = {}
@@ -115,7 +115,7 @@ def load_data(spec: DatasetSpec, trial: int, root_seed: int,
         return hit
     params = spec.params
     if spec.source == "synthetic":
-        from ..simulate import simulate_rasch
+        from ..data.simulate import simulate_rasch
 
         seed_trial = trial if params["resample"] else 0
         X, _theta, beta = simulate_rasch(
@@ -146,16 +146,16 @@ def load_data(spec: DatasetSpec, trial: int, root_seed: int,
 def _real_data(spec: DatasetSpec, trial: int, root_seed: int) -> pd.DataFrame:
     params = spec.params
     if spec.source == "bundled":
-        from ..data import load_dataset
+        from ..data.datasets import load_dataset
 
         return load_dataset(params["dataset"])
     if spec.source == "csv":
-        from ..responses import as_responses
+        from ..data.responses import as_responses
 
         kwargs = {k: params[k] for k in ("format", "person_col", "item_col", "response_col")
                   if k in params}
         return as_responses(params["path"], **kwargs).to_frame()
-    from ..data import random_items
+    from ..data.datasets import random_items
 
     base = _BASES[_movielens_base_key(params)]
     return random_items(base, params["m"], data_seed(root_seed, spec.name, trial))

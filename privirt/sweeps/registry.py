@@ -2,8 +2,9 @@
 
 Each entry holds the estimator *callable* itself, the keyword arguments fixed by the name,
 the option keys a ``[mechanism_options.NAME]`` table may set, whether the callable takes
-``device`` and whether it is a private release.  Adding an estimator to the sweeps is one
-:func:`register` call (see ``docs/sweeps.md``).
+``device`` and whether it is a private release.  The private entries come from the one list
+of private methods (:mod:`privirt.private.methods`, each method under its sweep names); adding
+another estimator to the sweeps is one :func:`register` call (see ``docs/sweeps.md``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from ..cmle import cmle_estimate
-from ..private import private_spectral_estimate
-from ..spectral import spectral_estimate
+from ..private import methods as private_methods
+from ..rasch.cmle import cmle_estimate
+from ..rasch.spectral import spectral_estimate
 
 __all__ = ["Estimator", "REGISTRY", "UNAVAILABLE", "register", "get", "names",
            "nonprivate_names"]
@@ -142,58 +143,21 @@ def nonprivate_names() -> frozenset[str]:
 
 
 _SPECTRAL_OPTIONS = ("regularization", "tol", "max_iter", "solver", "normalizer")
-_PRIVATE_SPECTRAL_OPTIONS = ("p0", "sensitivity")
-# the sweep measures point estimates: the noisy-count mechanisms run without bootstrap
-# intervals (n_boot = 0; β is the same); randomized response has none.  The paper's
-# mechanisms keep Algorithm 2's spectral post-processing (estimator = "spectral")
-
 register("spectral", spectral_estimate, private=False, options=_SPECTRAL_OPTIONS, device=True,
          description="non-private spectral estimate")
 register("cmle", cmle_estimate, private=False, options=("tol", "max_iter"),
          description="non-private conditional maximum likelihood")
-register("gaussian", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": 1.0, "n_boot": 0, "estimator": "spectral"}, options=_PRIVATE_SPECTRAL_OPTIONS,
-         device=True, description="discrete Gaussian, dense comparison graph")
-register("gaussian_sparse", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": "auto", "n_boot": 0, "estimator": "spectral"}, options=_PRIVATE_SPECTRAL_OPTIONS,
-         device=True,
-         description="discrete Gaussian, sparse Erdős–Rényi comparison graph (p0 = 'auto')")
-register("gaussian_paper", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": 1.0, "sensitivity": "paper", "n_boot": 0, "estimator": "spectral"},
-         options=_PRIVATE_SPECTRAL_OPTIONS, device=True,
-         description="discrete Gaussian calibrated with the paper's looser sensitivity "
-                     "(Lemma 4.1)")
-register("gaussian_noise_aware", private_spectral_estimate, private=True,
-         fixed={"mechanism": "gaussian", "p0": 1.0, "n_boot": 0, "estimator": "noise_aware"},
-         options=_PRIVATE_SPECTRAL_OPTIONS, device=True,
-         description="discrete Gaussian counts (the release of 'gaussian'), noise-aware quasi-likelihood "
-                     "instead of clipping")
-register("laplace", private_spectral_estimate, private=True,
-         fixed={"mechanism": "laplace", "p0": 1.0, "n_boot": 0, "estimator": "spectral"}, options=_PRIVATE_SPECTRAL_OPTIONS,
-         device=True, description="discrete Laplace, dense comparison graph")
-for _name, _shuffle, _rr, _text in (
-    ("rr", False, "plain",
-     "randomized response (spectral estimate on the randomized bits, as the paper)"),
-    ("rr_shuffle", True, "plain",
-     "randomized response with shuffling (amplified central guarantee)"),
-    ("rr_debiased", False, "debiased",
-     "randomized response, spectral estimate on debiased counts"),
-    ("rr_shuffle_debiased", True, "debiased",
-     "randomized response with shuffling, debiased counts"),
-):
-    register(_name, private_spectral_estimate, private=True,
-             fixed={"mechanism": "randomized_response", "shuffle": _shuffle,
-                    "rr_estimator": _rr},
-             options=_PRIVATE_SPECTRAL_OPTIONS, device=True, description=_text)
-del _name, _shuffle, _rr, _text
-
-try:
-    from ..totals import private_totals_estimate
-except ImportError as _exc:  # pragma: no cover - an installation without the totals estimator
-    UNAVAILABLE["totals"] = str(_exc)
-else:
-    # the sweep measures point estimates: no bootstrap intervals (n_boot = 0; β is the same)
-    register("totals", private_totals_estimate, private=True, fixed={"n_boot": 0},
-             options=("n_boot",),
-             description="discrete Gaussian on the item totals and the raw-score histogram, "
-                         "marginal ML, empirical-Bayes shrinkage")
+# the private methods, from their one list (privirt.private.methods): each under its sweep
+# names, with the keyword arguments each name fixes
+for _method in private_methods.METHODS.values():
+    try:
+        _function = _method.estimate
+    except ImportError as _exc:  # pragma: no cover - an installation without the method
+        for _variant in _method.sweeps:
+            UNAVAILABLE[_variant.name] = str(_exc)
+        continue
+    for _variant in _method.sweeps:
+        register(_variant.name, _function, private=True, fixed=_variant.fixed,
+                 options=_method.sweep_options, device=_method.takes_device,
+                 description=_variant.description)
+del _method, _function, _variant

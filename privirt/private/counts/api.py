@@ -8,19 +8,19 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import check_confidence, check_n_boot
-from .._seeds import SeedLike, child, seed_sequence
-from ..exceptions import warn_if_noise_dominates
+from ..._checks import check_confidence, check_n_boot
+from ..._seeds import SeedLike, child, seed_sequence
+from ...exceptions import warn_if_noise_dominates
+from ...data.responses import Responses, ResponsesLike
 from ..ledger import reports_spends
-from ..responses import Responses, ResponsesLike
 from ..sensitivity import pairwise_counts_sensitivity
-from ._inputs import PrivateCall, validate_call
+from .._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
 from .intervals import DEFAULT_N_BOOT, counts_intervals
-from .measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
+from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult
-from .rr import debiased_counts
+from ..rr import debiased_counts
 
 __all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS",
            "NOISE_AWARE_BELOW"]
@@ -156,7 +156,7 @@ def release_counts(
 
 
 def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> NoisyCounts:
-    from ..counts import differential_counts
+    from ...stats.counts import differential_counts
 
     resp = call.resp
     m = resp.n_items
@@ -227,7 +227,7 @@ def private_spectral_estimate(
         randomized response; Laplace and unshuffled randomized response are pure ε-DP.
         ``delta=None`` (default) is 1e-4, except for shuffled randomized response against a
         ``ledger``: it spends δ itself, so it then asks for
-        :data:`~privirt.ledger.DEFAULT_DELTA_SHARE` (a tenth) of the ledger's δ, never all of it.
+        :data:`~privirt.private.ledger.DEFAULT_DELTA_SHARE` (a tenth) of the ledger's δ, never all of it.
     mechanism : {"gaussian", "laplace", "randomized_response"}
         ``"gaussian"``/``"laplace"``: noisy counts as from :func:`release_counts`, clipped at
         zero, and the spectral estimator on the comparison graph with the default
@@ -261,7 +261,7 @@ def private_spectral_estimate(
     estimator : {"auto", "spectral", "noise_aware"}
         Post-processing of the noisy counts (Gaussian/Laplace): ``"spectral"`` is Algorithm 2
         as published (spectral estimator on the counts clipped at zero); ``"noise_aware"`` the
-        quasi-likelihood that knows the noise (:func:`~privirt.private.noisy_likelihood.noise_aware_estimate`);
+        quasi-likelihood that knows the noise (:func:`~privirt.private.counts.noisy_likelihood.noise_aware_estimate`);
         ``"auto"`` (default) takes ``"noise_aware"`` where its public predicted standard error
         ``noise_aware_se0(n, m, ν)`` is below :data:`NOISE_AWARE_BELOW` (where it was measured
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
@@ -348,7 +348,7 @@ def spectral_from_release(
     -------
     PrivateSpectralResult
     """
-    from ..spectral import spectral_from_counts
+    from ...rasch.spectral import spectral_from_counts
 
     if not isinstance(counts, NoisyCounts):
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
@@ -386,8 +386,8 @@ def spectral_from_release(
 
 
 def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) -> PrivateSpectralResult:
-    from ..counts import differential_counts
-    from ..spectral import spectral_from_counts
+    from ...stats.counts import differential_counts
+    from ...rasch.spectral import spectral_from_counts
 
     resp = call.resp
     if getattr(resp, "engine", "local") == "dask":

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._results import ItemEstimate
-from .statement import PrivacyStatement
+from ..._results import ItemEstimate
+from ..statement import PrivacyStatement
 
 __all__ = ["NoisyCounts", "PrivateSpectralResult"]
 

@@ -12,7 +12,7 @@ Three layers, each usable alone:
    intervals); :func:`private_totals_estimate` is 2 then 3.
 
 Complete data by default; ``missing="mcar"`` declares cells missing completely at random and
-releases the answered counts too (maths: :mod:`privirt.marginal_missing`).  Proofs and the
+releases the answered counts too (maths: :mod:`privirt.private.totals.marginal_missing`).  Proofs and the
 derivation of the split: ``docs/totals.md``.
 """
 
@@ -27,17 +27,17 @@ import pandas as pd
 from scipy import stats
 
 from . import marginal, marginal_missing
-from ._checks import check_confidence, check_n_boot
-from ._results import ItemEstimate
-from ._seeds import child, describe_seed, numpy_rng, seed_sequence
-from .accounting import NEIGHBOURING_RELATION
-from .exceptions import warn_if_noise_dominates
-from .ledger import reports_spends
-from .private import PrivacyStatement
-from .private._inputs import validate_call
-from .private.measurements import TotalsGaussian
-from .responses import ResponsesLike
-from .sensitivity import Sensitivity, _sqrt_up
+from ..._checks import check_confidence, check_n_boot
+from ..._results import ItemEstimate
+from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
+from ..accounting import NEIGHBOURING_RELATION
+from ...exceptions import warn_if_noise_dominates
+from ..statement import PrivacyStatement
+from .._inputs import validate_call
+from ..measurements import TotalsGaussian
+from ...data.responses import ResponsesLike
+from ..sensitivity import Sensitivity, _sqrt_up
+from ..ledger import reports_spends
 
 __all__ = [
     "totals_statistics",
@@ -262,7 +262,7 @@ def release_totals(
         see :func:`privirt.release_counts`).
     engine : {"local", "dask"}
         ``"dask"``: ``X`` is a Parquet folder/glob, a dask DataFrame/Array or a
-        :class:`~privirt.dask_engine.DaskSource`; the statistics are summed on the cluster
+        :class:`~privirt.stats.dask_engine.DaskSource`; the statistics are summed on the cluster
         (``client=``, else a local cluster), then the ledger is debited, then the noise is
         drawn once.
     missing : {"none", "mcar"}

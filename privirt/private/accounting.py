@@ -36,7 +36,7 @@ Calibration
 :func:`calibrate_rr_epsilon0` find the smallest noise meeting a target (ε, δ) for a given
 sensitivity; :func:`shuffle_amplified_epsilon` bounds the amplification by shuffling of Feldman,
 McMillan & Talwar (2021): numerically from the pair of their §3 by default, or by the authors'
-conservative closed form (:mod:`privirt.shuffling`).
+conservative closed form (:mod:`privirt.private.shuffling`).
 """
 
 from __future__ import annotations
@@ -369,7 +369,7 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
 
 
 def shuffle_validity_limit(n: int, delta: float) -> float:
-    """Largest local ε₀ for the conservative closed form (:func:`privirt.shuffling.closed_form_epsilon`):
+    """Largest local ε₀ for the conservative closed form (:func:`privirt.private.shuffling.closed_form_epsilon`):
     log(n / (16 log(4/δ))).  The default numerical bound has no such limit."""
     delta = check_delta(delta)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -392,7 +392,7 @@ def shuffle_amplified_epsilon(
     """Central ε after shuffling n reports of an ε₀-LDP randomizer (Feldman, McMillan & Talwar).
 
     ``bound="numerical"`` (default) is the smallest ε at which the pair of FMT §3 is
-    (ε, δ)-indistinguishable, computed exactly (:mod:`privirt.shuffling`); ``"closed_form"`` is
+    (ε, δ)-indistinguishable, computed exactly (:mod:`privirt.private.shuffling`); ``"closed_form"`` is
     the authors' conservative closed form, valid for ε₀ ≤ :func:`shuffle_validity_limit`.
     Returns ``None`` when the bound gives nothing (then no amplification may be claimed).  The
     guarantee is (ε, δ)-DP for the replace-one relation on the n reports.

@@ -3,7 +3,7 @@
 Persons are grouped by (set of answered items, raw score): with complete data the item
 totals and the score counts are all the estimate needs, gathered in one pass over the data.
 The conditional log-likelihood is maximised by Newton's method with the analytic gradient
-and Hessian of the elementary symmetric functions (:mod:`privirt._esf`); standard errors
+and Hessian of the elementary symmetric functions (:mod:`privirt.rasch._esf`); standard errors
 come from the observed information on the sum-zero subspace.  The maths, the numerical
 safeguards and the existence condition are in ``docs/cmle.md``.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive_int, check_positive_number
+from .._checks import check_positive_int, check_positive_number
 from ._esf import batch_probabilities, near_pair_terms
-from ._results import ItemEstimate
-from .exceptions import DisconnectedComparisonGraph
-from .responses import ResponsesLike, as_responses
+from .._results import ItemEstimate
+from ..exceptions import DisconnectedComparisonGraph
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["CMLEResult", "cmle_estimate"]
 
@@ -306,7 +306,7 @@ def _check_fischer(resp) -> None:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from .counts import differential_counts
+    from ..stats.counts import differential_counts
 
     codes = resp.codes
     score = (codes == 1).sum(axis=1)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Literal, Union
 import numpy as np
 import pandas as pd
 
-from .exceptions import EmptyResponsesWarning
+from ..exceptions import EmptyResponsesWarning
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 

@@ -44,11 +44,11 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._backend import get_xp, resolve_device, to_numpy
-from .responses import ResponsesLike, as_responses
+from .._backend import get_xp, resolve_device, to_numpy
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = [
-    "pairwise_counts",
+    "local_pairwise_counts",
     "pairwise_counts_frame",
     "differential_counts",
     "default_chunk_size",
@@ -71,72 +71,14 @@ def default_chunk_size(n_items: int, bytes_per_cell: int = 8) -> int:
     return int(min(MAX_CHUNK, max(1024, rows)))
 
 
-def pairwise_counts(
-    X: ResponsesLike,
-    *,
-    device: str = "auto",
-    method: Method = "auto",
-    chunk_size: int | None = None,
-    engine: str = "local",
-    client=None,
-    items=None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pairwise differential counts ``Y`` and co-response counts ``B``.
-
-    Parameters
-    ----------
-    X : ResponsesLike or cupy.ndarray
-        Persons × items 0/1 responses with missing entries (anything
-        :func:`privirt.as_responses` accepts).  A cupy array (0/1 with NaN for missing) is
-        counted where it lies, on the GPU, without a copy to the host.
-    device : {"auto", "cpu", "gpu"}
-        Where the matrix products run (``"gpu"`` needs cupy).
-    method : {"auto", "dense", "sparse"}
-        ``"dense"``: chunked float32 GEMM/SYRK (numpy BLAS or cuBLAS).  ``"sparse"``: chunked
-        ``scipy.sparse`` products with int64 entries (CPU only), faster when most cells are
-        missing.  ``"auto"``: sparse on the CPU when fewer than 5 % of the cells are
-        observed, dense otherwise.
-    chunk_size : int, optional
-        Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 512 MiB of
-        float16 buffers on the GPU; see :func:`default_chunk_size`).
-        At most ``2**24`` (the exactness bound in the module docstring).
-    engine : {"local", "dask"}
-        ``"local"``: in memory, here.  ``"dask"``: ``X`` is a wide Parquet folder/glob/file, a
-        dask DataFrame or a dask Array, counted per partition on a Dask cluster and summed
-        exactly (:mod:`privirt.dask_engine`, ``docs/scale.md``).
-    client : distributed.Client or str, optional
-        ``engine="dask"``: the cluster (or a scheduler address); default: an embedded
-        ``LocalCluster``, closed afterwards.
-    items : sequence, optional
-        ``engine="dask"``: the item labels, in order (default: the data's columns).
-
-    Returns
-    -------
-    Y, B : ndarray of int64, shape (m, m)
-        ``Y[i, j]``: persons who answered both items, ``i`` right and ``j`` wrong;
-        ``B[i, j]``: persons who answered both.  Zero diagonals; ``B`` is symmetric and
-        ``Y + Yᵀ ≤ B`` entrywise.  Always host (numpy) arrays.
-
-    Examples
-    --------
-    >>> import numpy as np, privirt
-    >>> Y, B = privirt.pairwise_counts(np.array([[1, 0], [1, 1], [0, np.nan]]), device="cpu")
-    >>> Y.tolist(), B.tolist()
-    ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
-    """
-    if engine != "local" or client is not None or items is not None or _is_dask(X):
-        from .dask_engine import dispatch_pairwise
-
-        return dispatch_pairwise(X, engine, client, items, chunk_size, device, method)
+def local_pairwise_counts(X: ResponsesLike, *, device: str = "auto", method: Method = "auto",
+                          chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y, B)`` of in-memory data: :func:`privirt.pairwise_counts` with ``engine="local"``."""
     on_device = _device_pairwise(X, device, method, chunk_size, want_b=True)
     if on_device is not None:
         return on_device
     resp = as_responses(X, empty="keep")
     return _pairwise(resp, device, method, chunk_size, want_b=True)
-
-
-def _is_dask(X) -> bool:
-    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def differential_counts(
@@ -249,9 +191,9 @@ def _pairwise(resp, device, method, chunk_size, want_b):
 def pairwise_counts_frame(
     X: ResponsesLike, **kwargs
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`pairwise_counts` as two DataFrames labelled by item on both axes."""
+    """:func:`privirt.pairwise_counts` (in memory) as two DataFrames labelled by item on both axes."""
     resp = as_responses(X, empty="keep")
-    Y, B = pairwise_counts(resp, **kwargs)
+    Y, B = local_pairwise_counts(resp, **kwargs)
     items = resp.items
     return (
         pd.DataFrame(Y, index=items.copy(), columns=items.copy()),

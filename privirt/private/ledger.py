@@ -53,7 +53,7 @@ from .accounting import (
     check_epsilon,
     total_epsilon,
 )
-from .exceptions import BudgetExceeded, LedgerError, PrivirtError
+from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -2,7 +2,7 @@
 
 Every partition (a Parquet row group read in batches, a dask DataFrame partition or a row
 block of a dask Array) is converted to int8 codes and reduced on a worker to the int64 sums
-of :func:`privirt.sufficient.block_statistics`; the sums are added in a tree (fan-in 8) on the
+of :func:`privirt.stats.sufficient.block_statistics`; the sums are added in a tree (fan-in 8) on the
 cluster and only the final sums come back to the driver.  See ``docs/scale.md``.
 
 Without a ``client`` an embedded :class:`distributed.LocalCluster` (one worker in this process
@@ -199,7 +199,7 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
                  chunk_size, extras: bool = True) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
-    from .responses import _from_array
+    from ..data.responses import _from_array
 
     m = len(items)
     if isinstance(values, pd.DataFrame):

@@ -40,12 +40,14 @@ def _data_dir() -> Path:
     # package `privirt._data`.  Fallback: a source checkout with `datasets/` beside `privirt/`.
     try:
         root = resources.files("privirt._data")
-        path = Path(str(root))
-        if path.is_dir() and any(path.glob("*.csv")):
-            return path
+        # a folder without __init__.py is a namespace package: `root` is then a
+        # MultiplexedPath, whose str() is not a path; its entries are real paths
+        for entry in root.iterdir():
+            if entry.name.endswith(".csv"):
+                return Path(str(entry)).parent
     except (ModuleNotFoundError, TypeError):
         pass
-    path = Path(__file__).resolve().parent.parent / "datasets"
+    path = Path(__file__).resolve().parents[2] / "datasets"
     if path.is_dir():
         return path
     raise FileNotFoundError("privirt's bundled data folder is missing; reinstall privirt")
@@ -211,7 +213,7 @@ def complete_low_rank(
     DataFrame
         Completed preference scores, users × items, labelled ``u<id>`` and ``m<id>``.
     """
-    from ._checks import check_positive_int, check_positive_number
+    from .._checks import check_positive_int, check_positive_number
 
     for col in ("userId", "movieId", "rating"):
         if col not in ratings.columns:
@@ -279,7 +281,7 @@ def random_items(frame: pd.DataFrame, m: int, seed: Any = None) -> pd.DataFrame:
 
     ``seed`` follows the package's seed contract (int, ``SeedSequence`` or ``None``).
     """
-    from ._seeds import numpy_rng
+    from .._seeds import numpy_rng
 
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 2 <= m <= frame.shape[1]:
         raise ValueError(f"m must be an integer from 2 to the number of items "

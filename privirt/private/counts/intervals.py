@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-from .._seeds import describe_seed, numpy_rng
+from ..._seeds import describe_seed, numpy_rng
 from .noisy_likelihood import noise_aware_batch
 
 __all__ = [
@@ -155,7 +155,7 @@ def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, 
 def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0) -> np.ndarray:
     """Spectral estimates of a stack of counts (R, m, m) on ``graph``: (R, m), centred.
 
-    The same chain as :func:`privirt.spectral.spectral_from_counts` with a ``graph``, λ on
+    The same chain as :func:`privirt.rasch.spectral.spectral_from_counts` with a ``graph``, λ on
     every edge and ``normalizer="max"``: the common normaliser d scales the generator but not
     its stationary distribution, so π solves π(D − M) = 0, Σπ = 1 (D = diag of row sums), and
     β = log π − mean(log π).  ``Y`` must be non-negative (clipped).

@@ -33,8 +33,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .._results import ItemEstimate
-from ..spectral import validate_counts, validate_graph
+from ..._results import ItemEstimate
+from ...rasch.spectral import validate_counts, validate_graph
 
 __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
 
@@ -328,7 +328,7 @@ def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max
 
     The same Fisher scoring with the evidence update of τ², vectorised over the R replicates
     (each stops when its own step falls below ``tol``); used by the parametric bootstrap of
-    its intervals (:mod:`privirt.private.intervals`).  No validation: ``graph`` must be a
+    its intervals (:mod:`privirt.private.counts.intervals`).  No validation: ``graph`` must be a
     connected symmetric boolean adjacency matrix and ``Y`` finite.  Each replicate starts
     where the single fit does (β = 0, τ² = 1): a warm start at the bootstrap's truth saved
     little time and can reach a different fixed point of the τ² update.

@@ -7,7 +7,7 @@ p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k
 answered independently with probability q_i; several: k beta-binomial (fitted to the
 k-margins) and the answered set a random k-subset — the fit of the ability model to the
 histogram under them, and the parametric-bootstrap simulation.  Complete-data
-pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.marginal`.  The
+pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.private.totals.marginal`.  The
 maths is in ``docs/totals.md`` §7.
 """
 
@@ -265,7 +265,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
                       ) -> tuple[np.ndarray, np.ndarray, float]:
     """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
-    of n·p_i beyond complete-data sampling, for :func:`privirt.marginal.shrink_totals`.
+    of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.marginal.shrink_totals`.
 
     p_i = s_i/a_i (clipped into (0, 1) by half a count), q_i = a_i/n (a_i clipped to [1, n]).
     Var(p_i) ≈ (σ_s² + p_i²σ_a²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta method,
@@ -302,7 +302,7 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
                     edges: np.ndarray, *, support=None, A: np.ndarray | None = None) -> SpreadFit:
     """The ability model fitted to the noisy observed-score histogram under MCAR, and β.
 
-    As :func:`privirt.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
+    As :func:`privirt.private.totals.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
     one refinement with skewed shapes when the posterior is concentrated, β at the grid point
     nearest the posterior mean), with the bin probabilities of the observed score when item i
     is answered independently with probability ``q[i]``; ``p`` are the proportions correct among

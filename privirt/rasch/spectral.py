@@ -2,7 +2,7 @@
 private spectral IRT paper).
 
 From the pairwise differential counts ``Y`` (``Y[i, j]`` = persons who got item ``i`` right
-and ``j`` wrong, see :mod:`privirt.counts`) build a Markov chain on the items::
+and ``j`` wrong, see :mod:`privirt.stats.counts`) build a Markov chain on the items::
 
     M[i, j] = (Y[i, j] + λ·1{i~j}) / d_i          (i ≠ j)
     M[i, i] = 1 − Σ_{k≠i} M[i, k]
@@ -26,11 +26,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ._backend import get_xp, resolve_device, to_numpy
-from ._checks import check_positive_int, check_positive_number
-from ._results import ItemEstimate
-from .exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
-from .responses import ResponsesLike, as_responses
+from .._backend import get_xp, resolve_device, to_numpy
+from .._checks import check_positive_int, check_positive_number
+from .._results import ItemEstimate
+from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
 
@@ -103,7 +103,7 @@ def spectral_estimate(
 ) -> SpectralResult:
     """Spectral estimate of Rasch item difficulties from 0/1 responses.
 
-    :func:`privirt.counts.pairwise_counts` (only ``Y`` is needed) followed by
+    :func:`privirt.pairwise_counts` (only ``Y`` is needed) followed by
     :func:`spectral_from_counts`.
 
     Parameters
@@ -131,8 +131,8 @@ def spectral_estimate(
     >>> res.top_k(1).tolist()
     ['item3']
     """
-    from .counts import differential_counts, has_empty
-    from .responses import Responses
+    from ..stats.counts import differential_counts, has_empty
+    from ..data.responses import Responses
 
     # a validated Responses without empty rows/columns is used as is (the check is chunked,
     # so no n × m temporary); anything else goes through as_responses (drops empties)

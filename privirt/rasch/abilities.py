@@ -29,9 +29,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ._backend import get_xp, to_numpy
-from ._checks import check_positive_int, check_positive_number
-from .responses import ResponsesLike, as_responses
+from .._backend import get_xp, to_numpy
+from .._checks import check_positive_int, check_positive_number
+from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["estimate_abilities"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._seeds import SeedLike, numpy_rng
+from ..._seeds import SeedLike, numpy_rng
 
 __all__ = ["AUTO_P0_C", "auto_p0", "check_p0", "sample_comparison_graph", "graph_frame", "n_edges"]
 

@@ -1,0 +1,3 @@
+"""The private totals estimator: release, estimate and both in one (:mod:`.api`), with the
+marginal Rasch maths for complete (:mod:`.marginal`) and MCAR data (:mod:`.marginal_missing`).
+Imports the privacy modules of :mod:`privirt.private` and the layers below."""

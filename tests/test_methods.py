@@ -1,0 +1,82 @@
+"""The one list of private methods (privirt.private.methods) and who reads it."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import pytest
+
+from privirt.cli import main
+from privirt.private import choose, methods
+from privirt.sweeps import registry
+
+
+def test_the_registered_methods():
+    assert methods.names() == ("spectral", "totals")
+    assert choose.PRIVATE_METHODS == methods.names()
+    with pytest.raises(ValueError, match="unknown private method 'nope'; known: spectral, totals"):
+        methods.get("nope")
+
+
+@pytest.mark.parametrize("name", methods.names())
+def test_an_entry_describes_its_callables(name):
+    """Options, domain and device agree with the signatures they describe (no drift)."""
+    entry = methods.get(name)
+    params = inspect.signature(entry.estimate).parameters
+    for option in entry.options | methods.COMMON_OPTIONS:
+        assert option in params, (name, option)
+    assert ("missing" in params) == bool(entry.missing)
+    assert ("device" in params) == entry.takes_device
+    assert callable(entry.release) and callable(entry.from_release)
+    if "mechanism" in params:
+        choices = typing.get_args(getattr(entry.load(), params["mechanism"].annotation))
+        assert set(choices) == set(entry.mechanisms), (choices, entry.mechanisms)
+
+
+def test_the_sweeps_run_every_method_under_its_names():
+    for entry in methods.METHODS.values():
+        for variant in entry.sweeps:
+            sweep = registry.get(variant.name)
+            assert sweep.private and sweep.function is entry.estimate
+            assert dict(sweep.fixed) == dict(variant.fixed)
+            assert sweep.option_keys == frozenset(entry.sweep_options)
+
+
+def test_the_default_chooser_returns_registered_methods():
+    for n in (100, 5000):
+        for m in (5, 50):
+            for missing in methods.DOMAINS:
+                assert choose.default_private_method(n, m, 1.0, 1e-5, missing) in methods.METHODS
+
+
+def test_register_refuses_bad_entries(monkeypatch):
+    monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))
+    with pytest.raises(ValueError, match="already registered"):
+        methods.register("totals", methods._totals, estimate="private_totals_estimate")
+    with pytest.raises(ValueError, match="common to every method"):
+        methods.register("x", methods._totals, estimate="e", options=("epsilon",))
+    with pytest.raises(ValueError, match="unknown input domain"):
+        methods.register("x", methods._totals, estimate="e", missing=("mnar",))
+    with pytest.raises(ValueError, match="identifier"):
+        methods.register("x y", methods._totals, estimate="e")
+
+
+def test_one_entry_adds_a_method_to_the_command_line(monkeypatch, tmp_path, capsys):
+    """A new entry is a --method choice and runs through the generic private path."""
+    from privirt.data.datasets import dataset_path
+
+    monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))
+    methods.register("toy", methods._totals, estimate="private_totals_estimate",
+                     options=("n_boot",), missing=("none", "mcar"), intervals=True)
+    path = str(dataset_path("lsat6"))
+    args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "1"]
+    assert main([*args, "--method", "toy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("private toy estimate") and "NOT private" in out
+    assert main([*args, "--method", "toy", "--mechanism", "laplace"]) == 2
+    assert "--mechanism applies to --method spectral" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--method", "nope"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
