@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.accounting import MIN_EPSILON
+from privirt.private.accounting import MIN_EPSILON
 from privirt.cli import main
 from privirt.private.ledger import Ledger
 from privirt.private.api import private_spectral_estimate
@@ -125,7 +125,7 @@ def test_measurements_apply_the_shared_rule_themselves():
     from mechanisms.measures import ApproxDP
 
     from privirt.private.measurements import CountsGaussian, CountsLaplace, ResponsesRR, TotalsGaussian
-    from privirt.sensitivity import pairwise_counts_sensitivity
+    from privirt.private.sensitivity import pairwise_counts_sensitivity
 
     sens = pairwise_counts_sensitivity(6)
     tiny = ApproxDP(1e-300, 1e-4)

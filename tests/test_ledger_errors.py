@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.accounting import PrivacyCost
+from privirt.private.accounting import PrivacyCost
 from privirt.cli import main
 from privirt.exceptions import LedgerError, PrivirtError
 from privirt.private.ledger import DEFAULT_DELTA_SHARE, Ledger
