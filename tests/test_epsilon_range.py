@@ -13,7 +13,7 @@ import privirt
 from privirt.private.accounting import MIN_EPSILON
 from privirt.cli import main
 from privirt.private.ledger import Ledger
-from privirt.private.api import private_spectral_estimate
+from privirt.private.counts.api import private_spectral_estimate
 from privirt.private.totals.api import private_totals_estimate
 
 TINY = [1e-300, 1e-200, 1e-30]
