@@ -22,10 +22,10 @@ from ._sampler_args import (
     add_prior_arguments,
     check_outputs,
     make_plot_dir,
-    priors_from_args,
-    summarise,
     page_names,
     pages,
+    priors_from_args,
+    summarise,
     warn_convergence,
     write_summary,
 )
