@@ -29,6 +29,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{background:#fff;border:1px solid #e1e4ea;margin:0;padding:8px 10px}
 figcaption{font-size:13px;font-weight:600;margin-bottom:4px}
 .revoked{color:#b23;font-weight:600}
+.legend{font-size:12px;margin-top:2px}
 .muted{color:#667;font-size:12px}
 form{margin:0}
 button{font-size:13px;padding:4px 10px}
@@ -95,6 +96,7 @@ def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float]
     parts.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" font-size="10" text-anchor="middle">time (UTC)</text>')
     parts.append(f'<text x="12" y="{(T + H - B) / 2}" font-size="10" text-anchor="middle" '
                  f'transform="rotate(-90 12 {(T + H - B) / 2})">ε spent</text>')
+    legend = []
     for k, (ds, ts, es, allow) in enumerate(series):
         c = _COLOURS[k % len(_COLOURS)]
         parts.append(f'<line x1="{L}" x2="{W - R}" y1="{y(allow):.1f}" y2="{y(allow):.1f}" stroke="{c}" '
@@ -108,10 +110,11 @@ def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float]
             pts.append((x(t1), y(prev)))
             path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
             parts.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
-        parts.append(f'<text x="{L + 6}" y="{T + 14 + 13 * k}" font-size="11" fill="{c}">'
-                     f'{escape(ds)} (allowance ε={_fmt(allow)})</text>')
+        legend.append(f'<span style="color:{c}">&#9632; {escape(ds)}</span> '
+                      f'<span class="muted">(allowance ε = {_fmt(allow)}, dashed)</span>')
     parts.append("</svg>")
-    return f'<figure><figcaption>{escape(analyst)}</figcaption>{"".join(parts)}</figure>'
+    return (f'<figure><figcaption>{escape(analyst)}</figcaption>{"".join(parts)}'
+            f'<div class="legend">{"<br>".join(legend)}</div></figure>')
 
 
 def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict],
@@ -132,7 +135,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
     revoked = {a["name"]: a["revoked"] for a in analysts}
     rows = []
     for a in allowances:
-        state = f"<span class='revoked'>revoked {escape(a['revoked'][:19])}</span>" if a["revoked"] else "active"
+        state = f"<span class='revoked'>revoked {escape(a['revoked'][:19].replace('T', ' '))}</span>" if a["revoked"] else "active"
         rows.append(
             f"<tr><td>{escape(a['analyst'])}</td><td>{state}</td><td>{escape(a['dataset'])}</td>"
             f"<td class='num'>{_fmt(a['epsilon'])}</td><td class='num'>{a['delta']:.3g}</td>"
