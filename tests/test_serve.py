@@ -395,3 +395,18 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("privirt: error:"), (args, proc.stderr)
     assert open(state, "rb").read() == before
     assert not (tmp_path / "none.db").exists()
+
+
+def test_the_fast_budget_check_agrees_with_the_ledgers_rule():
+    """``store._fits`` (closed-form upper bound first) decides exactly as ``total_epsilon``."""
+    from privirt.accounting import PrivacyCost, total_epsilon
+    from privirt.serve.store import _fits
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        rows = [(float(rng.choice([0.0, rng.exponential(0.01)])), float(rng.choice([0.0, rng.exponential(0.05)])),
+                 float(rng.choice([0.0, 1e-8]))) for _ in range(rng.integers(0, 6))]
+        cost = PrivacyCost(rho=float(rng.exponential(0.01)), epsilon=float(rng.choice([0.0, 0.1])))
+        budget, delta = float(rng.uniform(0.05, 2.0)), 1e-6
+        costs = [PrivacyCost(*r) for r in rows] + [cost]
+        assert _fits(rows, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))

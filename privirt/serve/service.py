@@ -11,6 +11,7 @@ very cost it debits → the result is stored → only then returned.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -149,24 +150,29 @@ def _responses(store: Store, ds: dict):
 
 
 def request_cost(ds: dict, endpoint: str, params: dict):
-    """The measurement the library will use (from public n, m, ε, δ only), and its cost."""
+    """The cost of the measurement the library will use (from public n, m, ε, δ only)."""
+    totals = (params.get("method") or params.get("kind")) == "totals"
+    try:
+        return _calibrated_cost(ds["n_persons"], len(ds["items"]), ds["missing"], totals,
+                                params.get("mechanism"), params["epsilon"], params["delta"])
+    except ValueError as exc:
+        raise RequestFailed(422, " ".join(str(exc).split())) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _calibrated_cost(n: int, m: int, missing: str, totals: bool, mechanism: str | None, epsilon: float,
+                     delta: float):
+    """Calibration is a deterministic function of public values: cached (it takes 10-200 ms)."""
     from mechanisms.measures import ApproxDP
 
     from ..private import COUNT_MEASUREMENTS, TotalsGaussian
     from ..sensitivity import pairwise_counts_sensitivity
 
-    target = ApproxDP(params["epsilon"], params["delta"])
-    n, m = ds["n_persons"], len(ds["items"])
-    totals = (params.get("method") or params.get("kind")) == "totals"
-    try:
-        if totals:
-            meas = TotalsGaussian.calibrate(target, n_persons=n, n_items=m, missing=ds["missing"])
-        else:
-            sens = pairwise_counts_sensitivity(m, graph=None, bound="tight")
-            meas = COUNT_MEASUREMENTS[params["mechanism"]].calibrate(target, sens)
-    except ValueError as exc:
-        raise RequestFailed(422, " ".join(str(exc).split())) from None
-    return meas.cost
+    target = ApproxDP(epsilon, delta)
+    if totals:
+        return TotalsGaussian.calibrate(target, n_persons=n, n_items=m, missing=missing).cost
+    sens = pairwise_counts_sensitivity(m, graph=None, bound="tight")
+    return COUNT_MEASUREMENTS[mechanism].calibrate(target, sens).cost
 
 
 def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
