@@ -94,6 +94,8 @@ def test_client_returns_library_objects_with_the_debited_statement(service):
     assert fit.privacy.private and fit.privacy.epsilon == pytest.approx(0.5, rel=1e-6)
     body = call(f"{service['url']}/v1/requests/{fit.info['request_id']}", key=service["keys"]["alice"])[1]
     assert str(fit.privacy) == body["privacy_text"]  # the library's statement, rebuilt exactly
+    again = c.result(fit.info["request_id"])  # a lost response is fetched, not paid again
+    assert again.beta.equals(fit.beta) and str(again.privacy) == str(fit.privacy)
     spec = c.estimate("lsat6", method="spectral", epsilon=0.5, n_boot=20)
     assert isinstance(spec, PrivateSpectralResult) and list(spec.to_frame().columns) == ["beta", "se", "lo", "hi"]
     rel = c.release("lsat6", kind="totals", epsilon=0.5)
