@@ -412,3 +412,35 @@ def test_the_fast_budget_check_agrees_with_the_ledgers_rule():
         budget, delta = float(rng.uniform(0.05, 2.0)), 1e-6
         costs = [PrivacyCost(*r) for r in rows] + [cost]
         assert _fits(rows, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))
+
+
+def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatch):
+    """In process: a failure after the debit answers 500 naming the request, the spend stays, and
+    a failure before it spends nothing."""
+    import privirt
+    from privirt.serve import service
+    from privirt.serve.store import init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=5.0, delta=1e-6, items=None, n_persons=None,
+                             missing="none", source="test")
+    store.add_analyst("a", {"d": (2.0, 1e-6)})
+    who = store.authenticate(store.add_analyst("b", {"d": (2.0, 1e-6)}), "analyst")
+    params = {"kind": "counts", "epsilon": 0.3, "delta": None, "mechanism": "gaussian"}
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(service, "_body", broken)  # after the library returned: the debit is done
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, None)
+    assert err.value.status == 500 and "spent" in err.value.detail
+    rid = err.value.extra["request_id"]
+    assert store.find_request(who.id, request_id=rid)["status"] == "failed"
+    assert store.counts() == {"requests": 1, "spends": 1}
+    monkeypatch.setattr(service, "_responses", broken)  # before the debit: nothing spent
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, None)
+    assert err.value.status == 500 and "nothing was spent" in err.value.detail
+    assert store.counts() == {"requests": 1, "spends": 1}

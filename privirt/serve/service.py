@@ -208,10 +208,10 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         raise _over_budget(exc, name) from None
     except NoAccess:
         raise RequestFailed(404, NOT_FOUND) from None
-    resp = _responses(store, ds)
     debit = _ServiceDebit(store, analyst_id=analyst.id, dataset_id=ds["id"], endpoint=endpoint,
                           params=params, idem_key=idem_key)
     try:
+        resp = _responses(store, ds)
         result = _call_library(resp, ds, endpoint, params, debit)
         body = _body(debit.request_id, name, endpoint, params, result)
     except OverBudget as exc:
@@ -233,7 +233,12 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         except Exception:  # pragma: no cover - the state went away too
             pass
         raise RequestFailed(500, message, request_id=debit.request_id) from exc
-    store.finish(debit.request_id, result=body)  # stored before it is returned
+    try:
+        store.finish(debit.request_id, result=body)  # stored before it is returned
+    except Exception as exc:
+        raise RequestFailed(500, "internal error after the budget was debited: this request's cost was spent "
+                                 f"but its result could not be stored; request id {debit.request_id}",
+                            request_id=debit.request_id) from exc
     return body, False
 
 
