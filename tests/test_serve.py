@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import sqlite3
 
@@ -64,7 +65,9 @@ def _post(s, who, name, endpoint, body, **kw):
 def test_keys_are_printed_last_and_stored_hashed(service):
     keys = service["keys"]
     assert keys["alice"].startswith("pva.") and keys["curator"].startswith("pvc.")
-    raw = open(service["state"], "rb").read()
+    raw = b"".join(open(p, "rb").read() for p in (service["state"], service["state"] + "-wal")
+                   if os.path.exists(p))
+    assert keys["alice"].split(".")[1].encode() in raw  # the public key id is there ...
     for who in ("alice", "bob", "curator"):
         secret = keys[who].split(".")[2]
         assert secret.encode() not in raw  # only the hash is stored

@@ -203,21 +203,41 @@ class _SQLite:
         self.path = Path(path)
         self.timeout = timeout
         self.describe = str(self.path)
+        self._local = threading.local()
 
     def exists(self) -> bool:
         return self.path.exists()
 
+    def close(self) -> None:
+        self._drop()
+
+    def _conn(self) -> sqlite3.Connection:
+        """One connection per thread, reused (opening one costs more than a query)."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+            con.execute("PRAGMA foreign_keys=ON")
+            self._local.con = con
+        return con
+
     @contextmanager
     def read(self, durable: bool = True) -> Iterator[Any]:
-        con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
         try:
+            con = self._conn()
             con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
-            con.execute("PRAGMA foreign_keys=ON")
             yield con
         except sqlite3.OperationalError as exc:
+            self._drop()
             raise _friendly_sqlite(exc, self.path) from exc
-        finally:
-            con.close()
+
+    def _drop(self) -> None:
+        con = getattr(self._local, "con", None)
+        self._local.con = None
+        if con is not None:
+            try:
+                con.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass
 
     @contextmanager
     def write(self, durable: bool = True) -> Iterator[Any]:
