@@ -184,6 +184,9 @@ def test_analyst_cannot_reach_another_analysts_data_requests_or_the_curator(serv
         assert call(s["url"] + path, key=s["keys"]["curator"])[0] == 200
     assert call(f"{s['url']}/v1/curator/analysts/bob/revoke", "POST", s["keys"]["alice"])[0] == 403
     assert call(f"{s['url']}/v1/datasets", key=s["keys"]["curator"])[0] == 403
+    with pytest.raises(Forbidden) as forbidden:
+        Client(s["url"], s["keys"]["curator"]).datasets()
+    assert forbidden.value.status == 403
     with pytest.raises(NotFound) as err:
         Client(s["url"], s["keys"]["alice"]).estimate("secret", epsilon=0.1)
     assert err.value.status == 404
