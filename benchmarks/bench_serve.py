@@ -6,11 +6,17 @@ Peers, side by side in one run, on the same data and parameters:
 * **HTTP** — the same request through :class:`privirt.client.Client` (urllib, JSON, the result
   object rebuilt) to ``privirt serve run`` (uvicorn, 1 worker, SQLite state) on 127.0.0.1.
 
+* **service in process** — :func:`privirt.serve.service.run_request` on the same state, without
+  HTTP (the service's bookkeeping: authentication aside, the budget check, the debit, storing
+  the result).
+
 Requests: ``release totals`` and ``estimate totals`` with ``n_boot=0`` (the estimate without
 its bootstrap, so that the service's own cost is visible), ε = 0.5, δ = 1e-6, on LSAT6
-(1000 × 5) and on a simulated 10⁵ × 50 data set.  Sequential requests give the latency
-percentiles (p50, p90, p99, ms) and the added median; then ``--concurrency`` client threads give
-requests per second.  Nothing is asserted here (targets: ≤ 10 ms added at the median on LSAT6).
+(1000 × 5) and on a simulated 10⁵ × 50 data set.  Sequential requests, the three peers
+interleaved (so that they see the same load), give the latency percentiles (p50, p90, p99, ms)
+and the added median = median of the paired differences to the library call; then
+``--concurrency`` client threads give requests per second.  Nothing is asserted here (target:
+≤ 10 ms added at the median on LSAT6).
 
     python benchmarks/bench_serve.py              # full run (200 requests per cell on LSAT6)
     python benchmarks/bench_serve.py --quick      # fewer requests
@@ -36,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import privirt  # noqa: E402
 from privirt.client import Client  # noqa: E402
-from privirt.serve.service import register_dataset  # noqa: E402
+from privirt.serve.service import register_dataset, run_request  # noqa: E402
 from privirt.serve.store import init_store  # noqa: E402
 
 EPS, DELTA = 0.5, 1e-6
@@ -74,8 +80,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args(argv)
-    n_small = 40 if args.quick else 200
-    n_large = 5 if args.quick else 20
+    n_small = 30 if args.quick else 100
+    n_large = 5 if args.quick else 15
 
     with tempfile.TemporaryDirectory() as tmp:
         state = os.path.join(tmp, "state.db")
@@ -87,6 +93,7 @@ def main(argv=None) -> int:
             register_dataset(store, name=name, resp=resp, epsilon=1e6, delta=DELTA, items=None, n_persons=None,
                              missing="none", source="bench")
         key = store.add_analyst("bench", {"lsat6": (1e6, DELTA), "big": (1e6, DELTA)})
+        who = store.authenticate(key, "analyst")
         port = _free_port()
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         server = subprocess.Popen([sys.executable, "-m", "privirt", "serve", "run", state, "--port", str(port),
@@ -103,7 +110,7 @@ def main(argv=None) -> int:
             ledger = privirt.Ledger(os.path.join(tmp, "local.ledger"), epsilon=1e6, delta=DELTA)
             load = os.getloadavg()
             print(f"bench_serve: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-            print("latency in ms (sequential requests); added = HTTP p50 − in-process p50")
+            print("latency in ms (sequential, the peers interleaved); added = median paired difference to library")
             for name, resp, n in (("lsat6", lsat6, n_small), ("big", big, n_large)):
                 shape = f"{resp.n_persons}×{resp.n_items}"
                 cells = {
@@ -116,16 +123,29 @@ def main(argv=None) -> int:
                         lambda d=name: client.estimate(d, method="totals", epsilon=EPS, delta=DELTA, n_boot=0)),
                 }
                 for label, (local, remote) in cells.items():
-                    local(), remote()  # warm up (imports, the service's data cache)
-                    t_local = _time(local, n)
-                    t_http = _time(remote, n)
-                    added = np.median(t_http) - np.median(t_local)
-                    print(f"{name:6s} {shape:>10s} {label:28s} in process: {_percentiles(t_local)}")
-                    print(f"{'':6s} {'':>10s} {'':28s} HTTP:       {_percentiles(t_http)}   added p50 {added:6.2f}")
-                    rate_local = _rate(local, n, args.concurrency)
-                    rate_http = _rate(remote, n, args.concurrency)
-                    print(f"{'':6s} {'':>10s} {'':28s} requests/s with {args.concurrency} threads: in process "
-                          f"{rate_local:7.1f}, HTTP {rate_http:7.1f}")
+                    params = ({"kind": "totals"} if label.startswith("release") else
+                              {"method": "totals", "confidence": 0.95, "n_boot": 0})
+                    endpoint = "release" if label.startswith("release") else "estimate"
+
+                    def service(d=name, p=params, e=endpoint):
+                        run_request(store, who, d, e, {**p, "epsilon": EPS, "delta": DELTA}, None)
+
+                    peers = {"library": local, "service": service, "HTTP": remote}
+                    for fn in peers.values():  # warm up (imports, caches)
+                        fn()
+                    times = {k: [] for k in peers}
+                    for _ in range(n):
+                        for k, fn in peers.items():
+                            times[k].extend(_time(fn, 1))
+                    base = np.asarray(times["library"])
+                    print(f"{name} {shape}, {label}:")
+                    for k in peers:
+                        extra = "" if k == "library" else \
+                            f"   added p50 {np.median(np.asarray(times[k]) - base):7.2f}"
+                        print(f"    {k:8s} {_percentiles(times[k])}{extra}")
+                    rates = {k: _rate(peers[k], n, args.concurrency) for k in ("library", "HTTP")}
+                    print(f"    requests/s with {args.concurrency} threads: library {rates['library']:.1f}, "
+                          f"HTTP {rates['HTTP']:.1f}")
         finally:
             server.terminate()
             server.wait(timeout=30)
