@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["add_long_columns", "read_responses", "FILE_HELP"]
+__all__ = ["add_long_columns", "read_responses", "public_items", "FILE_HELP"]
 
 FILE_HELP = ("responses: .csv (also .csv.gz), .tsv or .parquet, wide or long; "
              "- reads CSV from standard input")
@@ -48,3 +49,24 @@ def read_responses(args: argparse.Namespace, *, private: bool = False, **kwargs:
     reader = private_responses if private else as_responses
     return reader(source, format=fmt, person_col=getattr(args, "person_col", None),
                   item_col=item_col, response_col=response_col, **kwargs)
+
+
+def public_items(spec: str) -> list[str]:
+    """The labels of ``--items`` (``a,b,c`` or ``@FILE``), as text.
+
+    They are matched to the data's labels by their text, and every output (the table, the
+    ``--out`` file, the statement) is labelled with them: never with the data's labels, whose
+    type (``5`` or ``"5"``) a reader may infer from the rows."""
+    if spec.startswith("@"):
+        path = Path(spec[1:])
+        if not path.is_file():
+            raise ValueError(f"--items {spec}: no such file {path}")
+        names = [line.strip() for line in path.read_text().splitlines()]
+        names = [n for n in names if n]
+    else:
+        names = [n.strip() for n in spec.split(",")]
+        if any(not n for n in names):
+            raise ValueError(f"--items {spec!r}: empty label (use a,b,c or @FILE)")
+    if len(names) < 2:
+        raise ValueError(f"--items needs at least 2 item labels, got {names}")
+    return names

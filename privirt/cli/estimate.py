@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
 
+from ._input import public_items
 from ._paths import check_output_file
 from ._types import number, positive_int
 
@@ -171,27 +172,6 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the declared input domain: none (complete data; default) or mcar "
                        "(cells missing completely at random: the totals method also releases "
                        "answered counts); chooses the default method and is passed to totals")
-
-
-def public_items(spec: str) -> list[str]:
-    """The labels of ``--items`` (``a,b,c`` or ``@FILE``), as text.
-
-    They are matched to the data's labels by their text, and every output (the table, the
-    ``--out`` file, the statement) is labelled with them: never with the data's labels, whose
-    type (``5`` or ``"5"``) a reader may infer from the rows."""
-    if spec.startswith("@"):
-        path = Path(spec[1:])
-        if not path.is_file():
-            raise ValueError(f"--items {spec}: no such file {path}")
-        names = [line.strip() for line in path.read_text().splitlines()]
-        names = [n for n in names if n]
-    else:
-        names = [n.strip() for n in spec.split(",")]
-        if any(not n for n in names):
-            raise ValueError(f"--items {spec!r}: empty label (use a,b,c or @FILE)")
-    if len(names) < 2:
-        raise ValueError(f"--items needs at least 2 item labels, got {names}")
-    return names
 
 
 #: command-line flags that set a private method's own options (see PrivateMethod.options)

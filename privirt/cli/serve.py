@@ -1,0 +1,286 @@
+"""``privirt serve``: set up and run the curator service (``docs/serve.md``).
+
+Registered as a subcommand of ``privirt`` by ``privirt/cli/serve.py``; building the parser
+imports nothing heavy (FastAPI and uvicorn load only for ``run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from ._types import number, positive_int
+
+_DESCRIPTION = """\
+A curator service: analysts get private estimates of your data sets, each within an allowance
+they cannot bypass; you see every spend.  Neighbouring relation: replace one person's row.
+
+Set up (STATE is a file path for SQLite, or a postgresql:// URL shared by several replicas):
+
+  privirt serve init STATE
+  privirt serve dataset add STATE NAME FILE --epsilon E --delta D
+  privirt serve analyst add STATE ALICE --allowance NAME=EPS[,DELTA]   # prints ALICE's key (last line)
+  privirt serve curator-key STATE                                     # prints your key (last line)
+  privirt serve run STATE --host 127.0.0.1 --port 8000
+
+The data set is validated and copied into STATE when it is added (every data-dependent error is
+shown to you there, never to an analyst); the file is not read again.  Keys are shown once and
+stored only as hashes.  Serve over TLS (a reverse proxy, or --ssl-keyfile/--ssl-certfile)
+whenever the service leaves the machine.
+"""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="set up and run the curator service for analysts (privacy allowances)",
+        description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="serve_command", metavar="ACTION")
+
+    p = sub.add_parser("init", help="create a new, empty state", description="Create a new state: an SQLite "
+                       "file at a path (its folder must exist), or the tables in an empty PostgreSQL database.")
+    p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
+    p.set_defaults(func=run_init)
+
+    ds = sub.add_parser("dataset", help="add a data set (with its total budget)")
+    dsub = ds.add_subparsers(dest="dataset_command", metavar="ACTION")
+    p = dsub.add_parser(
+        "add", help="validate a responses file and add it with its total (ε, δ) budget",
+        description="Validate a responses file (0/1, persons × items) and store a validated copy in STATE "
+        "with the data set's total (ε, δ) budget.  Every check of the data happens here.")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("name", metavar="NAME", help="data set name (letters, digits, _ . -)")
+    p.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
+    p.add_argument("--epsilon", type=number, required=True, metavar="E", help="total ε of the data set (> 0)")
+    p.add_argument("--delta", type=number, required=True, metavar="D", help="total δ in (0, 1)")
+    p.add_argument("--items", default=None, metavar="LIST",
+                   help="the public item set (a,b,c or @FILE); required for a long table")
+    p.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
+                   help="the public number of persons (required for a long table)")
+    p.add_argument("--missing", choices=("none", "mcar"), default="none",
+                   help="declared domain: complete data (none, default) or cells missing completely at random")
+    p.add_argument("--weights-col", default=None, metavar="COL",
+                   help="a pattern table: COL holds how many persons gave each row (e.g. 'frequency')")
+    p.add_argument("--format", choices=("wide", "long"), default=None, help="table layout (default: guessed)")
+    p.add_argument("--person-col", default=None, metavar="COL", help="wide tables: the person column")
+    p.set_defaults(func=run_dataset_add)
+    ds.set_defaults(func=_needs("privirt serve dataset add STATE NAME FILE --epsilon E --delta D"))
+
+    an = sub.add_parser("analyst", help="add or revoke an analyst")
+    asub = an.add_subparsers(dest="analyst_command", metavar="ACTION")
+    p = asub.add_parser(
+        "add", help="add an analyst with allowances; prints their key (last line, shown once)",
+        description="Add an analyst with an allowance on one or more data sets and print their API key as "
+        "the last line (it is shown once; only its hash is stored).  DELTA defaults to the data set's δ.")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("name", metavar="NAME", help="analyst name (letters, digits, _ . -)")
+    p.add_argument("--allowance", action="append", required=True, metavar="DATASET=EPS[,DELTA]",
+                   help="an allowance (repeat for several data sets)")
+    p.set_defaults(func=run_analyst_add)
+    p = asub.add_parser("revoke", help="revoke an analyst's key at once (their record stays)")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=run_analyst_revoke)
+    an.set_defaults(func=_needs("privirt serve analyst add STATE NAME --allowance DATASET=EPS[,DELTA]"))
+
+    p = sub.add_parser("curator-key", help="print a new curator key (last line); earlier ones stop working",
+                       description="Create a new curator key and print it as the last line.  Earlier curator "
+                       "keys stop working (rotation).")
+    p.add_argument("state", metavar="STATE")
+    p.set_defaults(func=run_curator_key)
+
+    p = sub.add_parser("list", help="print the data sets, allowances and spends")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("--json", action="store_true", help="print a JSON document instead")
+    p.set_defaults(func=run_list)
+
+    p = sub.add_parser(
+        "run", help="run the service (uvicorn)",
+        description="Run the service with uvicorn.  Bind to 127.0.0.1 behind a TLS reverse proxy, or give "
+        "--ssl-keyfile and --ssl-certfile.  Several workers (or several replicas on a postgresql:// state) "
+        "share one state safely.")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="K", help="worker processes (default 1)")
+    p.add_argument("--ssl-keyfile", default=None, metavar="PATH", help="TLS private key (PEM)")
+    p.add_argument("--ssl-certfile", default=None, metavar="PATH", help="TLS certificate (PEM)")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.set_defaults(func=run_serve)
+
+    parser.set_defaults(func=_needs("`privirt serve init STATE`, then see `privirt serve --help`"))
+
+
+def _needs(usage: str):
+    def run(args: argparse.Namespace) -> int:
+        raise ValueError(f"give an action: {usage}")
+
+    return run
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from ..serve.store import init_store
+
+    store = init_store(args.state)
+    print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {args.state} "
+          "NAME FILE --epsilon E --delta D")
+    return 0
+
+
+def run_dataset_add(args: argparse.Namespace) -> int:
+    from ..data.responses import private_responses
+    from ..serve.service import check_dataset_name, register_dataset
+    from ..serve.store import open_store
+    from ._input import public_items
+
+    from ..private.accounting import check_delta, check_epsilon
+
+    check_dataset_name(args.name)
+    check_epsilon(args.epsilon, "--epsilon")
+    check_delta(args.delta, "--delta")
+    store = open_store(args.state)
+    if args.name in store.dataset_names():
+        raise ValueError(f"a data set named {args.name!r} exists already; its budget cannot be reset — "
+                         "choose another name")
+    path = Path(args.file)
+    if not path.exists():
+        raise ValueError(f"no such file: {path}")
+    # read as every private path reads (labels as text, empty persons and items kept)
+    resp = private_responses(str(path), format=args.format or "auto", person_col=args.person_col,
+                             weights=args.weights_col)
+    items = None if args.items is None else public_items(args.items)
+    info = register_dataset(store, name=args.name, resp=resp, epsilon=args.epsilon, delta=args.delta,
+                            items=items, n_persons=args.n_persons, missing=args.missing, source=path.name)
+    print(f"added data set {info['name']!r}: {info['n_persons']} persons × {len(info['items'])} items "
+          f"(missing: {info['missing']}), budget ε = {info['epsilon']:g}, δ = {info['delta']:g}; "
+          "a validated copy is stored in the state")
+    return 0
+
+
+def parse_allowance(text: str) -> tuple[str, float, float | None]:
+    from ..private.accounting import check_delta, check_epsilon
+
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise ValueError(f"--allowance {text!r}: write DATASET=EPS or DATASET=EPS,DELTA")
+    parts = value.split(",")
+    if len(parts) > 2:
+        raise ValueError(f"--allowance {text!r}: write DATASET=EPS or DATASET=EPS,DELTA")
+    try:
+        eps = float(parts[0])
+        dlt = float(parts[1]) if len(parts) == 2 else None
+    except ValueError:
+        raise ValueError(f"--allowance {text!r}: EPS and DELTA must be numbers") from None
+    eps = check_epsilon(eps, "the allowance's epsilon")
+    if dlt is not None:
+        dlt = check_delta(dlt, "the allowance's delta")
+    return name, eps, dlt
+
+
+def run_analyst_add(args: argparse.Namespace) -> int:
+    from ..serve.service import check_dataset_name
+    from ..serve.store import open_store
+
+    check_dataset_name(args.name, "analyst")
+    store = open_store(args.state)
+    budgets = {d["name"]: d for d in store.datasets()}
+    allowances: dict[str, tuple[float, float]] = {}
+    for text in args.allowance:
+        name, eps, dlt = parse_allowance(text)
+        if name not in budgets:
+            raise ValueError(f"--allowance {text!r}: no data set named {name!r}; add it first with "
+                             "`privirt serve dataset add`")
+        if name in allowances:
+            raise ValueError(f"--allowance names {name!r} twice")
+        allowances[name] = (eps, budgets[name]["delta"] if dlt is None else dlt)
+    key = store.add_analyst(args.name, allowances)
+    for name, (eps, dlt) in allowances.items():
+        cap = " (more than the data set's total budget, which caps it)" if eps > budgets[name]["epsilon"] else ""
+        print(f"allowance for {args.name!r} on {name!r}: ε = {eps:g}, δ = {dlt:g}{cap}")
+    print(f"API key of {args.name!r} (shown once; give it to the analyst over a safe channel):")
+    print(key)
+    return 0
+
+
+def run_analyst_revoke(args: argparse.Namespace) -> int:
+    from ..serve.store import open_store
+
+    store = open_store(args.state)
+    if not store.revoke_analyst(args.name):
+        raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {args.state}`)")
+    print(f"revoked the key of {args.name!r}; their spends stay on record")
+    return 0
+
+
+def run_curator_key(args: argparse.Namespace) -> int:
+    from ..serve.store import open_store
+
+    store = open_store(args.state)
+    key = store.new_curator_key()
+    print("curator key (shown once; earlier curator keys no longer work):")
+    print(key)
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    import json
+
+    from ..serve.store import open_store
+
+    store = open_store(args.state)
+    datasets = [{k: v for k, v in d.items() if k != "items"} | {"n_items": len(d["items"])}
+                for d in store.datasets()]
+    allowances = store.allowances()
+    spends = store.spends()
+    if args.json:
+        print(json.dumps({"state": store.describe, "datasets": datasets, "allowances": allowances,
+                          "spends": spends}, indent=2))
+        return 0
+    print(f"state: {store.describe} ({store.kind})")
+    print("data sets:" if datasets else "data sets: none (add one with `privirt serve dataset add`)")
+    for d in datasets:
+        print(f"  {d['name']}: {d['n_persons']} persons × {d['n_items']} items, missing {d['missing']}; "
+              f"budget ε = {d['epsilon']:g}, δ = {d['delta']:g}; spent ε = {d['spent_epsilon']:.6g}, "
+              f"remaining ε = {d['remaining_epsilon']:.6g} ({d['n_spends']} spends)")
+    print("allowances:" if allowances else "allowances: none (add an analyst with `privirt serve analyst add`)")
+    for a in allowances:
+        state = " [revoked]" if a["revoked"] else ""
+        print(f"  {a['analyst']}{state} on {a['dataset']}: ε = {a['epsilon']:g}, δ = {a['delta']:g}; "
+              f"spent ε = {a['spent_epsilon']:.6g}, remaining ε = {a['remaining_epsilon']:.6g}")
+    print(f"spends: {len(spends)}")
+    for s in spends:
+        print(f"  #{s['id']} {s['time'][:19]} {s['analyst']} {s['dataset']} {s['endpoint']} {s['mechanism']} "
+              f"rho={s['rho']:.6g} eps={s['epsilon']:.6g} delta={s['delta']:.3g} [{s['status']}]")
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from ..serve.store import open_store
+
+    open_store(args.state)  # a bad STATE is one line here, not a traceback in every worker
+    try:
+        import uvicorn
+    except ImportError:
+        raise ImportError("privirt serve run needs the serve extra: pip install 'privirt[serve]'") from None
+    if (args.ssl_keyfile is None) != (args.ssl_certfile is None):
+        raise ValueError("give both --ssl-keyfile and --ssl-certfile, or neither")
+    if not _is_loopback(args.host) and args.ssl_certfile is None:
+        print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "
+              "network in clear — put a TLS reverse proxy in front or give --ssl-keyfile/--ssl-certfile",
+              file=sys.stderr)
+    os.environ["PRIVIRT_SERVE_STATE"] = args.state
+    uvicorn.run("privirt.serve.app:app_from_env", factory=True, host=args.host, port=args.port,
+                workers=args.workers, ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
+                log_level=args.log_level, server_header=False, proxy_headers=False)
+    return 0

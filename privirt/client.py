@@ -1,0 +1,304 @@
+"""A Python client for ``privirt serve``: :class:`Client`.
+
+The methods return the library's own result objects (:class:`~privirt.TotalsEstimate`,
+:class:`~privirt.private.PrivateSpectralResult`, :class:`~privirt.TotalsRelease`,
+:class:`~privirt.private.NoisyCounts`) rebuilt from the service's JSON, each with its
+``.privacy`` statement, so an analyst's notebook reads like local code::
+
+    from privirt.client import Client
+    svc = Client("https://curator.example.org", key)
+    fit = svc.estimate("lsat6", method="totals", epsilon=0.5)
+    fit.beta, fit.ci, print(fit.privacy)
+
+Built on the standard library (:mod:`urllib.request`), so an analyst needs only ``privirt``
+itself, not the service's extra.  Every request that spends carries a fresh
+``Idempotency-Key``; when the connection fails before an answer arrives, the client retries
+with the same key, so a lost response is fetched from the service's store and never paid twice.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.client import HTTPException
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
+
+__all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
+           "InvalidRequest", "Conflict", "ServerError", "result_from_json"]
+
+
+class ServiceError(Exception):
+    """An error answer of the service; ``status`` is the HTTP status, ``detail`` its one line."""
+
+    status: int = 0
+
+    def __init__(self, status: int, detail: str, body: dict | None = None):
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.body = body or {}
+
+
+class Unauthorized(ServiceError):
+    """401: no key, a wrong key or a revoked key."""
+
+
+class Forbidden(ServiceError):
+    """403: a valid key of the wrong role."""
+
+
+class NotFound(ServiceError):
+    """404: no such data set (or request) for this key — the same whether it exists or not."""
+
+
+class BudgetExceeded(ServiceError, _LibraryBudgetExceeded):
+    """402: the request does not fit your allowance or the data set's budget; nothing was spent.
+
+    ``remaining`` holds ``allowance_epsilon`` and ``dataset_epsilon``; ``cost`` the request's cost.
+    """
+
+    @property
+    def remaining(self) -> dict:
+        return self.body.get("remaining", {})
+
+    @property
+    def cost(self) -> dict:
+        return self.body.get("cost", {})
+
+
+class InvalidRequest(ServiceError):
+    """422 (invalid parameters) or 413 (body too large); nothing was spent."""
+
+
+class Conflict(ServiceError):
+    """409: the same Idempotency-Key is still running (or was interrupted after its debit)."""
+
+
+class ServerError(ServiceError):
+    """5xx.  ``request_id`` is set when the budget was spent (fetch it later with
+    :meth:`Client.result`)."""
+
+    @property
+    def request_id(self) -> str | None:
+        return self.body.get("request_id")
+
+
+_BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 402: BudgetExceeded, 422: InvalidRequest,
+              413: InvalidRequest, 409: Conflict}
+
+
+def _error(status: int, body: dict) -> ServiceError:
+    cls = _BY_STATUS.get(status, ServerError if status >= 500 else ServiceError)
+    return cls(status, str(body.get("detail", "error")), body)
+
+
+class Client:
+    """A connection to a ``privirt serve`` service with an analyst's key.
+
+    Parameters
+    ----------
+    url : str
+        Base URL of the service, e.g. ``"https://curator.example.org"``.
+    key : str
+        Your API key (``pva....``).
+    timeout : float, default 300
+        Seconds to wait for one answer.
+    retries : int, default 2
+        Retries (same Idempotency-Key) after a connection failure.
+    """
+
+    def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
+        self.url = url.rstrip("/")
+        self._key = key
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+
+    def __repr__(self) -> str:
+        return f"Client({self.url!r}, key=<hidden>)"
+
+    # -- transport ----------------------------------------------------------------------------
+    def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self._key}", "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        attempts = 1 + (self.retries if (method == "GET" or idempotency_key is not None) else 0)
+        for attempt in range(attempts):
+            req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as exc:
+                try:
+                    payload = json.loads(exc.read().decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    payload = {"detail": exc.reason or "error"}
+                raise _error(exc.code, payload if isinstance(payload, dict) else {"detail": str(payload)}) from None
+            except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
+                if attempt + 1 >= attempts:
+                    raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"
+                                          + ("" if idempotency_key is None else
+                                             f" (Idempotency-Key {idempotency_key}: retrying with it never "
+                                             "spends twice)")) from None
+                time.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- the API ----------------------------------------------------------------------------------
+    def datasets(self) -> list[dict]:
+        """The data sets you may use: ``name``, ``n_persons``, ``items``, ``domain``, ``remaining``
+        (the ε you can still spend there), ``allowance`` and ``budget``."""
+        return self._request("GET", "/v1/datasets")
+
+    def estimate(self, dataset: str, *, method: str = "totals", epsilon: float, delta: float | None = None,
+                 idempotency_key: str | None = None, **options: Any):
+        """A private estimate of the item difficulties with intervals.
+
+        ``method`` is ``"totals"`` (:class:`~privirt.TotalsEstimate`) or ``"spectral"``
+        (:class:`~privirt.private.PrivateSpectralResult`, Algorithm 2); ``delta`` defaults to
+        your allowance's δ.  ``options``: ``confidence``, ``n_boot``, and for spectral
+        ``mechanism`` (``"gaussian"``/``"laplace"``) and ``estimator``.
+        """
+        body = {"method": method, "epsilon": epsilon, "delta": delta, **options}
+        return self._spend(f"/v1/datasets/{_quote(dataset)}/estimate", body, idempotency_key)
+
+    def release(self, dataset: str, *, kind: str = "totals", epsilon: float, delta: float | None = None,
+                idempotency_key: str | None = None, **options: Any):
+        """A publishable release: ``kind="totals"`` (:class:`~privirt.TotalsRelease`) or
+        ``"counts"`` (:class:`~privirt.private.NoisyCounts`; option ``mechanism``)."""
+        body = {"kind": kind, "epsilon": epsilon, "delta": delta, **options}
+        return self._spend(f"/v1/datasets/{_quote(dataset)}/release", body, idempotency_key)
+
+    def _spend(self, path: str, body: dict, idempotency_key: str | None):
+        body = {k: v for k, v in body.items() if v is not None}
+        key = idempotency_key or uuid.uuid4().hex
+        return result_from_json(self._request("POST", path, body, idempotency_key=key))
+
+    def spends(self) -> pd.DataFrame:
+        """Your spends, oldest first (indexed by spend id)."""
+        rows = self._request("GET", "/v1/spends")
+        cols = ["id", "time", "dataset", "endpoint", "mechanism", "rho", "epsilon", "delta", "status",
+                "request_id", "params"]
+        return pd.DataFrame(rows, columns=cols).set_index("id")
+
+    def result(self, request_id: str):
+        """A stored result by its request id (e.g. after a lost response)."""
+        return result_from_json(self._request("GET", f"/v1/requests/{_quote(request_id)}"))
+
+
+def _quote(text: str) -> str:
+    return urllib.parse.quote(str(text), safe="")
+
+
+# ---------------------------------------------------------------------------------------
+# rebuilding the library's objects
+def _statement(p: dict):
+    from mechanisms.measures import ZCDP, ApproxDP, PureDP
+
+    from .private.accounting import PrivacyCost
+    from .private import PrivacyStatement
+    from .private.sensitivity import Sensitivity
+
+    guarantee = ApproxDP(p["epsilon"], p["delta"]) if p["delta"] > 0 else PureDP(p["epsilon"])
+    nat = p["native"]
+    if nat["measure"] == "ZCDP":
+        native = ZCDP(nat["rho"])
+    elif nat["measure"] == "PureDP":
+        native = PureDP(nat["epsilon"])
+    else:
+        native = ApproxDP(nat["epsilon"], nat["delta"])
+    sens = None
+    if p.get("sensitivity_l1") is not None:
+        sens = Sensitivity(p["sensitivity_l1"], p["sensitivity_l2"], p["sensitivity_bound"], p["relation"],
+                           p["sensitivity_n_released"])
+    c = p["cost"]
+    return PrivacyStatement(
+        mechanism=p["mechanism"], relation=p["relation"], guarantee=guarantee, native=native, sensitivity=sens,
+        noise_parameter=p["noise_parameter"], noise_value=p["noise_value"], private=p["private"], p0=p["p0"],
+        n_edges=p["n_edges"], shuffle=p["shuffle"], cost=PrivacyCost(c["rho"], c["epsilon"], c["delta"]),
+        n_persons=p["n_persons"], ledger_spend_id=p["ledger_spend_id"], notes=tuple(p["notes"]))
+
+
+def _f(values) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _totals_release(r: dict, privacy):
+    from .private.totals.api import TotalsRelease
+
+    items = pd.Index(r["items"])
+    edges = np.asarray(r["edges"], dtype=np.int64)
+    labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(len(edges) - 1)]
+    k_edges = None if r.get("k_edges") is None else np.asarray(r["k_edges"], dtype=np.int64)
+    if k_edges is not None and len(k_edges) > 2:
+        hindex = pd.MultiIndex.from_product(
+            [[f"{k_edges[c]}-{k_edges[c + 1] - 1}" for c in range(len(k_edges) - 1)], labels],
+            names=["answered", "score"])
+    else:
+        hindex = pd.Index(labels, name="score")
+    answered = None if r.get("answered") is None else pd.Series(
+        np.asarray(r["answered"], dtype=np.int64), index=items.copy(), name="answered")
+    return TotalsRelease(
+        totals=pd.Series(np.asarray(r["totals"], dtype=np.int64), index=items, name="total"),
+        histogram=pd.Series(np.asarray(r["histogram"], dtype=np.int64), index=hindex, name="persons"),
+        edges=edges, n_persons=int(r["n_persons"]), sigma_totals=float(r["sigma_totals"]),
+        sigma_histogram=float(r["sigma_histogram"]), split=float(r["split"]), privacy=privacy,
+        missing=r["missing"], answered=answered,
+        sigma_answered=float("nan") if r.get("sigma_answered") is None else float(r["sigma_answered"]),
+        k_edges=k_edges)
+
+
+def _noisy_counts(items: pd.Index, c: dict, privacy):
+    from .private import NoisyCounts
+
+    Y = pd.DataFrame(np.asarray(c["Y"], dtype=np.int64), index=items.copy(), columns=items.copy())
+    G = pd.DataFrame(np.asarray(c["graph"], dtype=bool), index=items.copy(), columns=items.copy())
+    return NoisyCounts(Y=Y, graph=G, privacy=privacy)
+
+
+def result_from_json(body: dict):
+    """The library result object of a service answer (``body["result"]["type"]`` says which).
+
+    The object also gets ``request_id`` in its ``info`` (estimates) or as an attribute-free
+    field of the answer; the answer's ``privacy_text`` equals ``str(obj.privacy)``.
+    """
+    from .private import PrivateSpectralResult
+    from .private.totals.api import TotalsEstimate
+
+    privacy = _statement(body["privacy"])
+    r = body["result"]
+    kind = r["type"]
+    items = pd.Index(r["items"])
+    if kind == "TotalsRelease":
+        return _totals_release(r, privacy)
+    if kind == "NoisyCounts":
+        return _noisy_counts(items, r, privacy)
+    info = {**r.get("info", {}), "request_id": body["request_id"]}
+    se = pd.Series(_f(r["se"]), index=items.copy(), name="se")
+    ci = pd.DataFrame({"lo": _f(r["lo"]), "hi": _f(r["hi"])}, index=items.copy())
+    beta = pd.Series(_f(r["beta"]), index=items.copy(), name="beta")
+    if kind == "TotalsEstimate":
+        release = _totals_release(r["release"], privacy)
+        return TotalsEstimate(beta=beta, se=se, ci=ci,
+                              beta_unshrunk=pd.Series(_f(r["beta_unshrunk"]), index=items.copy(),
+                                                      name="beta_unshrunk"),
+                              privacy=privacy, release=release, info=info)
+    if kind == "PrivateSpectralResult":
+        counts = _noisy_counts(items, r["counts"], privacy)
+        return PrivateSpectralResult(beta=beta, privacy=privacy, spectral=None, graph=counts.graph,
+                                     counts=counts, se=se, ci=ci, info=info)
+    raise ValueError(f"unknown result type {kind!r} (a newer service?)")

@@ -1,0 +1,231 @@
+"""The two storage backends of :mod:`privirt.serve.store`: SQLite (a file) and PostgreSQL (a URL).
+
+Each gives ``read()``/``write()`` context managers yielding a connection inside a transaction
+(``write`` holds the lock a debit needs: SQLite's ``BEGIN IMMEDIATE``; PostgreSQL row locks are
+taken with :meth:`lock`), ``q()`` (placeholders), the schema, and error translation.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+
+
+class StateError(ValueError):
+    """A state that cannot be opened, created or changed as asked (curator-facing)."""
+
+
+_TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends")
+
+
+def _schema(serial: str, real: str, blob: str) -> list[str]:
+    return [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        f"""CREATE TABLE datasets (
+            id {serial}, name TEXT UNIQUE NOT NULL,
+            epsilon {real} NOT NULL CHECK (epsilon > 0), delta {real} NOT NULL CHECK (delta > 0 AND delta < 1),
+            n_persons INTEGER NOT NULL, items TEXT NOT NULL, missing TEXT NOT NULL,
+            data {blob} NOT NULL, sha256 TEXT NOT NULL, source TEXT NOT NULL, created TEXT NOT NULL)""",
+        f"""CREATE TABLE analysts (
+            id {serial}, name TEXT UNIQUE NOT NULL, key_id TEXT UNIQUE NOT NULL,
+            key_hash TEXT NOT NULL, created TEXT NOT NULL, revoked TEXT)""",
+        f"""CREATE TABLE curator_keys (
+            id {serial}, key_id TEXT UNIQUE NOT NULL, key_hash TEXT NOT NULL,
+            created TEXT NOT NULL, revoked TEXT)""",
+        f"""CREATE TABLE allowances (
+            analyst_id INTEGER NOT NULL REFERENCES analysts(id),
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+            epsilon {real} NOT NULL CHECK (epsilon > 0), delta {real} NOT NULL CHECK (delta > 0 AND delta < 1),
+            PRIMARY KEY (analyst_id, dataset_id))""",
+        """CREATE TABLE requests (
+            id TEXT PRIMARY KEY, analyst_id INTEGER NOT NULL REFERENCES analysts(id),
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id), idem_key TEXT,
+            endpoint TEXT NOT NULL, params TEXT NOT NULL, status TEXT NOT NULL,
+            created TEXT NOT NULL, finished TEXT, result TEXT, error TEXT,
+            UNIQUE (analyst_id, idem_key))""",
+        f"""CREATE TABLE spends (
+            id {serial}, request_id TEXT UNIQUE NOT NULL REFERENCES requests(id),
+            analyst_id INTEGER NOT NULL REFERENCES analysts(id),
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id), time TEXT NOT NULL,
+            mechanism TEXT NOT NULL, rho {real} NOT NULL CHECK (rho >= 0),
+            epsilon {real} NOT NULL CHECK (epsilon >= 0), delta {real} NOT NULL CHECK (delta >= 0),
+            note TEXT NOT NULL)""",
+        "CREATE INDEX spends_dataset ON spends (dataset_id, analyst_id)",
+    ]
+
+
+class _SQLite:
+    kind = "sqlite"
+    schema = _schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "BLOB")
+
+    def __init__(self, path: str, timeout: float = 60.0):
+        self.path = Path(path)
+        self.timeout = timeout
+        self.describe = str(self.path)
+        self._local = threading.local()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def close(self) -> None:
+        self._drop()
+
+    def _conn(self) -> sqlite3.Connection:
+        """One connection per thread, reused (opening one costs more than a query)."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+            con.execute("PRAGMA foreign_keys=ON")
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def read(self, durable: bool = True) -> Iterator[Any]:
+        try:
+            con = self._conn()
+            con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
+            yield con
+        except sqlite3.OperationalError as exc:
+            self._drop()
+            raise _friendly_sqlite(exc, self.path) from exc
+
+    def _drop(self) -> None:
+        con = getattr(self._local, "con", None)
+        self._local.con = None
+        if con is not None:
+            try:
+                con.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass
+
+    @contextmanager
+    def write(self, durable: bool = True) -> Iterator[Any]:
+        """``durable=False`` (storing a result): committed but not fsynced (WAL ``NORMAL``): it
+        survives a crash of the process, and a power loss can only lose the result, never a debit."""
+        with self.read(durable) as con:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            else:
+                con.execute("COMMIT")
+
+    def q(self, sql: str) -> str:
+        return sql
+
+    def lock(self, con, table: str, row_id: int) -> None:
+        """Nothing to do: BEGIN IMMEDIATE already holds the database's write lock."""
+
+    def tables(self, con) -> set[str]:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def prepare(self, con) -> None:
+        con.execute("PRAGMA journal_mode=WAL")
+
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+
+
+def _friendly_sqlite(exc: sqlite3.OperationalError, path: Path) -> Exception:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StateError(f"the state {path} stayed locked by another process; nothing was spent — retry")
+    if "readonly" in text or "read-only" in text:
+        return StateError(f"the state {path} cannot be written (read-only); nothing was spent")
+    if "no such table" in text:
+        return StateError(f"{path} is not a privirt serve state; create one with `privirt serve init {path}`")
+    return StateError(f"the state {path} cannot be used: {text}")
+
+
+class _Postgres:
+    kind = "postgresql"
+    schema = _schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION", "BYTEA")
+
+    def __init__(self, url: str):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - the serve extra installs it
+            raise StateError("a postgresql:// state needs psycopg: pip install 'privirt[serve]'") from exc
+        self.url = url
+        self.describe = _redact(url)
+        self._local = threading.local()
+
+    def exists(self) -> bool:
+        return True
+
+    def _conn(self):
+        import psycopg
+
+        con = getattr(self._local, "con", None)
+        if con is None or con.closed or con.broken:
+            try:
+                con = psycopg.connect(self.url, autocommit=False)
+            except psycopg.OperationalError as exc:
+                raise StateError(f"cannot connect to the state {self.describe}: "
+                                 f"{' '.join(str(exc).split())[:200]}") from None
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def read(self, durable: bool = True) -> Iterator[Any]:
+        con = self._conn()
+        try:
+            with con.transaction():
+                if not durable:  # storing a result: a debit is never written this way
+                    con.execute("SET LOCAL synchronous_commit = off")
+                yield con
+        finally:
+            if con.info.transaction_status != 0:  # pragma: no cover - defensive
+                con.rollback()
+
+    write = read
+
+    def q(self, sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def lock(self, con, table: str, row_id: int) -> None:
+        con.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE", (row_id,))
+
+    def tables(self, con) -> set[str]:
+        rows = con.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        return {r[0] for r in rows}
+
+    def prepare(self, con) -> None:
+        pass
+
+    def is_unique_violation(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.errors.UniqueViolation)
+
+
+def _redact(url: str) -> str:
+    """The URL without its password (for messages)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+            return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return "postgresql://…"
+    return url
+
+
+def _backend(state: str | Path):
+    text = str(state)
+    if text.startswith(("postgresql://", "postgres://")):
+        return _Postgres(text)
+    if not text or text == ":memory:" or text.startswith("file:"):
+        raise StateError("STATE must be a file path (SQLite) or a postgresql:// URL")
+    return _SQLite(text)
+
+

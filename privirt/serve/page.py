@@ -1,0 +1,205 @@
+"""The curator page: server-rendered HTML, inline CSS and SVG, no scripts, no external assets.
+
+Shows each data set's budget (spent / remaining), each analyst's allowances and spending over
+time (one inline SVG plot per analyst: cumulative composed ε per data set, with the allowance as
+a dashed line) and the audit log of every spend.  Every value is escaped.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from html import escape
+
+__all__ = ["render_page", "login_page", "cumulative_epsilon"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
+header{background:#1d2433;color:#fff;padding:14px 28px;display:flex;justify-content:space-between;align-items:center}
+header h1{font-size:20px;margin:0;font-weight:600}
+main{padding:12px 28px 40px;max-width:1200px}
+h2{font-size:17px;margin:26px 0 10px;border-bottom:1px solid #d8dce3;padding-bottom:4px}
+table{border-collapse:collapse;background:#fff;font-size:13px;width:100%}
+th,td{border:1px solid #e1e4ea;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#eef0f4;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{background:#e6e9ef;border-radius:3px;height:10px;width:160px;display:inline-block;vertical-align:middle}
+.bar span{display:block;height:10px;border-radius:3px;background:#3b6fd8}
+.bar span.hi{background:#d8553b}
+.plots{display:flex;flex-wrap:wrap;gap:16px}
+figure{background:#fff;border:1px solid #e1e4ea;margin:0;padding:8px 10px}
+figcaption{font-size:13px;font-weight:600;margin-bottom:4px}
+.revoked{color:#b23;font-weight:600}
+.legend{font-size:12px;margin-top:2px}
+.muted{color:#667;font-size:12px}
+form{margin:0}
+button{font-size:13px;padding:4px 10px}
+"""
+_COLOURS = ["#3b6fd8", "#d8553b", "#2a9d6f", "#8a5cc7", "#c99a1b", "#1b9bc9"]
+
+
+def _parse_time(t: str) -> float:
+    return _dt.datetime.fromisoformat(t).timestamp()
+
+
+def cumulative_epsilon(spends: list[dict], delta: float) -> list[float]:
+    """Composed ε after each spend (zCDP composition at the allowance's δ, as the ledger)."""
+    from ..private.accounting import PrivacyCost, total_epsilon
+
+    costs, out = [], []
+    for s in spends:
+        costs.append(PrivacyCost(rho=s["rho"], epsilon=s["epsilon"], delta=s["delta"]))
+        out.append(float(total_epsilon(costs, delta)))
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _bar(spent: float, total: float) -> str:
+    share = 0.0 if total <= 0 else max(0.0, min(1.0, spent / total))
+    cls = ' class="hi"' if share > 0.8 else ""
+    return (f'<span class="bar" role="img" aria-label="{share:.0%} spent"><span{cls} '
+            f'style="width:{share * 100:.1f}%"></span></span> {share:.0%}')
+
+
+def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float]]) -> str:
+    """An SVG of cumulative ε against time, one line per data set (name, times, eps, allowance)."""
+    W, H, L, R, T, B = 440, 190, 48, 12, 10, 38
+    times = [t for _, ts, _, _ in series for t in ts]
+    if not times:
+        return (f'<figure><figcaption>{escape(analyst)}</figcaption>'
+                '<p class="muted">no spends yet</p></figure>')
+    t0, t1 = min(times), max(times)
+    if t1 - t0 < 1e-6:
+        t0, t1 = t0 - 1.0, t1 + 1.0
+    ymax = max([a for *_, a in series] + [max(es) for _, _, es, _ in series if es]) * 1.08
+    ymax = ymax if ymax > 0 else 1.0
+
+    def x(t: float) -> float:
+        return L + (W - L - R) * (t - t0) / (t1 - t0)
+
+    def y(e: float) -> float:
+        return T + (H - T - B) * (1.0 - e / ymax)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" '
+             f'aria-label="cumulative privacy spending of {escape(analyst)}">',
+             f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="#fafbfc" stroke="#ccd"/>']
+    for k in range(5):
+        v = ymax * k / 4
+        parts.append(f'<line x1="{L}" x2="{W - R}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eceef2"/>'
+                     f'<text x="{L - 4}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">{_fmt(v)}</text>')
+    fmt = "%H:%M:%S" if t1 - t0 < 86400 else "%Y-%m-%d"
+    for t, anchor in ((t0, "start"), (t1, "end")):
+        label = _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime(fmt)
+        parts.append(f'<text x="{x(t):.1f}" y="{H - B + 14}" font-size="10" text-anchor="{anchor}">{label}</text>')
+    parts.append(f'<text x="{(L + W - R) / 2}" y="{H - 6}" font-size="10" text-anchor="middle">time (UTC)</text>')
+    parts.append(f'<text x="12" y="{(T + H - B) / 2}" font-size="10" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {(T + H - B) / 2})">ε spent</text>')
+    legend = []
+    for k, (ds, ts, es, allow) in enumerate(series):
+        c = _COLOURS[k % len(_COLOURS)]
+        parts.append(f'<line x1="{L}" x2="{W - R}" y1="{y(allow):.1f}" y2="{y(allow):.1f}" stroke="{c}" '
+                     'stroke-dasharray="5 4" stroke-width="1"/>')
+        if ts:
+            pts = [(x(t0), y(0.0))]
+            prev = 0.0
+            for t, e in zip(ts, es):
+                pts += [(x(t), y(prev)), (x(t), y(e))]
+                prev = e
+            pts.append((x(t1), y(prev)))
+            path = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"/>')
+        legend.append(f'<span style="color:{c}">&#9632; {escape(ds)}</span> '
+                      f'<span class="muted">(allowance ε = {_fmt(allow)}, dashed)</span>')
+    parts.append("</svg>")
+    return (f'<figure><figcaption>{escape(analyst)}</figcaption>{"".join(parts)}'
+            f'<div class="legend">{"<br>".join(legend)}</div></figure>')
+
+
+def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict],
+                analysts: list[dict]) -> str:
+    """The whole curator page as one HTML string."""
+    rows = []
+    for d in datasets:
+        rows.append(
+            f"<tr><td>{escape(d['name'])}</td><td class='num'>{d['n_persons']}</td>"
+            f"<td class='num'>{len(d['items'])}</td><td>{escape(d['missing'])}</td>"
+            f"<td class='num'>{_fmt(d['epsilon'])}</td><td class='num'>{d['delta']:.3g}</td>"
+            f"<td class='num'>{_fmt(d['spent_epsilon'])}</td><td class='num'>{_fmt(d['remaining_epsilon'])}</td>"
+            f"<td>{_bar(d['spent_epsilon'], d['epsilon'])}</td><td class='num'>{d['n_spends']}</td></tr>")
+    ds_table = ("<table><thead><tr><th>data set</th><th>persons</th><th>items</th><th>missing</th>"
+                "<th>budget ε</th><th>δ</th><th>spent ε</th><th>remaining ε</th><th>used</th><th>spends</th>"
+                "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+    revoked = {a["name"]: a["revoked"] for a in analysts}
+    rows = []
+    for a in allowances:
+        state = f"<span class='revoked'>revoked {escape(a['revoked'][:19].replace('T', ' '))}</span>" if a["revoked"] else "active"
+        rows.append(
+            f"<tr><td>{escape(a['analyst'])}</td><td>{state}</td><td>{escape(a['dataset'])}</td>"
+            f"<td class='num'>{_fmt(a['epsilon'])}</td><td class='num'>{a['delta']:.3g}</td>"
+            f"<td class='num'>{_fmt(a['spent_epsilon'])}</td><td class='num'>{_fmt(a['remaining_epsilon'])}</td>"
+            f"<td>{_bar(a['spent_epsilon'], a['epsilon'])}</td><td class='num'>{a['n_spends']}</td></tr>")
+    al_table = ("<table><thead><tr><th>analyst</th><th>key</th><th>data set</th><th>allowance ε</th><th>δ</th>"
+                "<th>spent ε</th><th>remaining ε</th><th>used</th><th>spends</th></tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")
+
+    plots = []
+    for name in sorted(revoked):
+        series = []
+        for a in allowances:
+            if a["analyst"] != name:
+                continue
+            mine = [s for s in spends if s["analyst"] == name and s["dataset"] == a["dataset"]]
+            mine = mine[-400:]  # the plot shows the latest 400 spends of each allowance
+            series.append((a["dataset"], [_parse_time(s["time"]) for s in mine],
+                           cumulative_epsilon(mine, a["delta"]), a["epsilon"]))
+        plots.append(_plot(name, series))
+
+    rows = []
+    for s in reversed(spends[-1000:]):
+        rows.append(
+            f"<tr><td class='num'>{s['id']}</td><td>{escape(s['time'][:19].replace('T', ' '))}</td>"
+            f"<td>{escape(s['analyst'])}</td><td>{escape(s['dataset'])}</td><td>{escape(s['endpoint'])}</td>"
+            f"<td>{escape(_what(s['params']))}</td><td>{escape(s['mechanism'])}</td>"
+            f"<td class='num'>{_fmt(s['rho'])}</td><td class='num'>{_fmt(s['epsilon'])}</td>"
+            f"<td class='num'>{s['delta']:.3g}</td><td>{escape(s['status'])}</td></tr>")
+    log = ("<table><thead><tr><th>#</th><th>time (UTC)</th><th>analyst</th><th>data set</th><th>endpoint</th>"
+           "<th>request</th><th>mechanism</th><th>ρ</th><th>ε</th><th>δ</th><th>status</th></tr></thead><tbody>"
+           + "".join(rows) + "</tbody></table>")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>privirt curator</title><style>{_CSS}</style></head><body>"
+        "<header><h1>privirt serve — curator</h1>"
+        "<form method='post' action='/curator/logout'><button type='submit'>log out</button></form></header>"
+        "<main><p class='muted'>Read-only. Budgets compose under zCDP at each budget's δ (as privirt's ledger); "
+        "remaining ε is what a pure-ε request could still spend. Revoke keys with "
+        "<code>privirt serve analyst revoke STATE NAME</code>.</p>"
+        f"<h2>Data sets</h2>{ds_table}"
+        f"<h2>Analysts and allowances</h2>{al_table}"
+        f"<h2>Spending over time</h2><div class='plots'>{''.join(plots)}</div>"
+        f"<h2>Audit log ({len(spends)} spends, newest first)</h2>{log}"
+        "</main></body></html>"
+    )
+
+
+def _what(params: dict) -> str:
+    kind = params.get("method") or params.get("kind") or ""
+    mech = params.get("mechanism")
+    text = f"{kind} ε={params.get('epsilon')} δ={params.get('delta')}"
+    return text + (f" {mech}" if mech else "")
+
+
+def login_page(error: bool = False) -> str:
+    msg = "<p class='revoked'>That key was not accepted.</p>" if error else ""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>privirt curator — log in</title>"
+        f"<style>{_CSS}</style></head><body><header><h1>privirt serve — curator</h1></header><main>"
+        f"<h2>Log in</h2>{msg}<form method='post' action='/curator/login'>"
+        "<label>Curator key <input type='password' name='key' autocomplete='off' size='60' required></label> "
+        "<button type='submit'>log in</button></form>"
+        "<p class='muted'>Print a key with <code>privirt serve curator-key STATE</code>. The key is kept in an "
+        "HttpOnly cookie for 8 hours.</p></main></body></html>"
+    )

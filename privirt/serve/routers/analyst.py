@@ -1,0 +1,129 @@
+"""Analyst endpoints (bearer analyst key): data sets, private estimates and releases, spends,
+stored results.
+
+Every handler is a plain ``def`` (run in the server's thread pool: the work is numpy).  The
+order of checks is fixed and uses public things only: key → body (one-line 422) → data set
+(the same 404 whether it exists or not) → Idempotency-Key → budget (402) → debit → noise.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from .. import auth
+from ..models import DatasetInfo, EstimateRequest, ReleaseRequest, ResultBody, Spend
+from ..service import NOT_FOUND, RequestFailed, check_dataset_name, domain_text, run_request
+from ..store import Principal
+
+router = APIRouter(prefix="/v1", tags=["analyst"])
+
+_IDEM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def one_line_validation(exc: ValidationError) -> str:
+    """A pydantic error as one line: ``field: message`` (the value itself is not echoed)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "body"
+    more = len(exc.errors()) - 1
+    return f"{loc}: {err.get('msg', 'invalid')}" + (f" (and {more} more)" if more else "")
+
+
+async def _parse(request: Request, model):
+    raw = await request.body()
+    if not raw.strip():
+        raise RequestFailed(422, "the request needs a JSON body, e.g. {\"epsilon\": 0.5}")
+    try:
+        return model.model_validate_json(raw).model_dump()
+    except ValidationError as exc:
+        if any(e.get("type") == "json_invalid" for e in exc.errors()):
+            raise RequestFailed(422, "the body is not valid JSON") from None
+        raise RequestFailed(422, one_line_validation(exc)) from None
+
+
+def _idem(key: str | None) -> str | None:
+    if key is None:
+        return None
+    if not _IDEM.match(key):
+        raise RequestFailed(422, "Idempotency-Key: use 1-128 characters from A-Z a-z 0-9 . _ : -")
+    return key
+
+
+def _name(name: str) -> str:
+    try:
+        return check_dataset_name(name)
+    except ValueError:
+        raise RequestFailed(404, NOT_FOUND) from None
+
+
+@router.get("/datasets", response_model=list[DatasetInfo])
+def datasets(request: Request, who: Principal = Depends(auth.analyst)):
+    """The data sets you may use: public metadata and what remains of your allowance and of the
+    data set's budget."""
+    out = []
+    for d in request.app.state.store.datasets_for(who.id):
+        out.append({**d, "domain": domain_text(d["missing"]),
+                    "remaining": min(d["allowance"]["remaining_epsilon"], d["budget"]["remaining_epsilon"])})
+    return out
+
+
+def _respond(body: dict, replayed: bool) -> JSONResponse:
+    headers = {"Idempotent-Replayed": "true"} if replayed else {}
+    return JSONResponse(body, headers=headers)
+
+
+@router.post("/datasets/{name}/estimate", response_model=ResultBody,
+             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}})
+async def estimate(name: str, request: Request, who: Principal = Depends(auth.analyst),
+                   idempotency_key: str | None = Header(default=None)):
+    """A private estimate of the item difficulties (method ``totals`` or ``spectral``) with
+    intervals, at the stated (ε, δ)."""
+    params = await _parse(request, EstimateRequest)
+    key = _idem(idempotency_key)
+    return await _run(request, who, _name(name), "estimate", params, key)
+
+
+@router.post("/datasets/{name}/release", response_model=ResultBody,
+             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}})
+async def release(name: str, request: Request, who: Principal = Depends(auth.analyst),
+                  idempotency_key: str | None = Header(default=None)):
+    """A publishable release (noisy ``totals`` and score histogram, or noisy pairwise ``counts``)."""
+    params = await _parse(request, ReleaseRequest)
+    key = _idem(idempotency_key)
+    return await _run(request, who, _name(name), "release", params, key)
+
+
+async def _run(request: Request, who: Principal, name: str, endpoint: str, params: dict, key):
+    from starlette.concurrency import run_in_threadpool
+
+    body, replayed = await run_in_threadpool(run_request, request.app.state.store, who, name, endpoint,
+                                             params, key)
+    return _respond(body, replayed)
+
+
+@router.get("/spends", response_model=list[Spend])
+def spends(request: Request, who: Principal = Depends(auth.analyst)):
+    """Your own spends, oldest first."""
+    return request.app.state.store.spends(who.id)
+
+
+@router.get("/requests/{request_id}")
+def get_request(request_id: str, request: Request, who: Principal = Depends(auth.analyst)):
+    """A stored result (the very body the request returned), or the request's state."""
+    if not re.fullmatch(r"[0-9a-f]{32}", request_id):
+        raise RequestFailed(404, NOT_FOUND)
+    found = request.app.state.store.find_request(who.id, request_id=request_id)
+    if found is None:
+        raise RequestFailed(404, NOT_FOUND)
+    if found["status"] == "done":
+        return JSONResponse(found["result"])
+    if found["status"] == "failed":
+        raise RequestFailed(500, found["error"], request_id=found["id"])
+    raise RequestFailed(409, "this request was debited but has no stored result yet (still running, or "
+                             "interrupted: its cost was spent)", request_id=found["id"])
+
+
+__all__ = ["router", "one_line_validation"]

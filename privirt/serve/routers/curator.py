@@ -1,0 +1,81 @@
+"""Curator endpoints (the curator key): every spend, allowances, data sets, revocation, and the
+read-only curator page (``/curator``; its login form sets an ``HttpOnly`` cookie)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from .. import auth
+from ..models import Spend
+from ..page import login_page, render_page
+from ..service import RequestFailed
+from ..store import Principal
+
+router = APIRouter(tags=["curator"])
+
+
+def _curator(request: Request) -> Principal:
+    return auth.curator(request)
+
+
+@router.get("/v1/curator/spends", response_model=list[Spend])
+def all_spends(request: Request, who: Principal = Depends(_curator)):
+    """Every spend of every analyst: who, when, what, cost."""
+    return request.app.state.store.spends()
+
+
+@router.get("/v1/curator/allowances")
+def allowances(request: Request, who: Principal = Depends(_curator)):
+    """Every allowance with what was spent and what remains."""
+    return request.app.state.store.allowances()
+
+
+@router.get("/v1/curator/datasets")
+def datasets(request: Request, who: Principal = Depends(_curator)):
+    """Every data set's budget, spent and remaining (no data)."""
+    return request.app.state.store.datasets()
+
+
+@router.post("/v1/curator/analysts/{name}/revoke")
+def revoke(name: str, request: Request, who: Principal = Depends(_curator)):
+    """Revoke an analyst's key at once (their record stays)."""
+    if not request.app.state.store.revoke_analyst(name):
+        raise RequestFailed(404, f"no active analyst named {name!r}")
+    return {"revoked": name}
+
+
+def _secure(request: Request) -> bool:
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+
+
+@router.get("/curator", response_class=HTMLResponse, include_in_schema=False)
+def page(request: Request):
+    try:
+        auth.curator(request, cookie=True)
+    except auth.AuthError:
+        return HTMLResponse(login_page(), status_code=401)
+    store = request.app.state.store
+    html = render_page(store.datasets(), store.allowances(), store.spends(), store.analysts())
+    return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+
+@router.post("/curator/login", include_in_schema=False)
+async def login(request: Request):
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    key = (form.get("key") or [""])[0].strip()
+    if request.app.state.store.authenticate(key, "curator") is None:
+        return HTMLResponse(login_page(error=True), status_code=401)
+    resp = RedirectResponse("/curator", status_code=303)
+    resp.set_cookie(auth.COOKIE, key, httponly=True, samesite="strict", secure=_secure(request),
+                    path="/curator", max_age=8 * 3600)
+    return resp
+
+
+@router.post("/curator/logout", include_in_schema=False)
+def logout():
+    resp = RedirectResponse("/curator", status_code=303)
+    resp.delete_cookie(auth.COOKIE, path="/curator")
+    return resp

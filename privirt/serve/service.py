@@ -1,0 +1,354 @@
+"""What the service does, without the web framework: register a data set (curator side) and
+run a private request (analyst side) against a :class:`~privirt.serve.store.Store`.
+
+Request path (``run_request``): public parameters → the cost, calibrated by the library's own
+measurement classes from the public n, m and (ε, δ) → an advisory budget check → the library's
+release or estimate is called with a ledger object whose ``spend`` is
+:meth:`Store.debit` (allowance **and** data set, one transaction, committed) — the library
+calls it after computing the exact statistics and **before** drawing any noise, and states the
+very cost it debits → the result is stored → only then returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..private.ledger import Ledger
+from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store
+
+__all__ = ["register_dataset", "run_request", "RequestFailed", "DATASET_NAME", "check_dataset_name",
+           "domain_text"]
+
+#: Data set names: letters, digits, ``_ . -``; 1-64 characters, not starting with a dot or dash.
+DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+ANALYST_NAME = DATASET_NAME
+
+
+def check_dataset_name(name: str, what: str = "data set") -> str:
+    if not isinstance(name, str) or not DATASET_NAME.match(name):
+        raise StateError(f"{what} name {name!r} is not allowed; use 1-64 letters, digits, '_', '.' "
+                         "or '-', starting with a letter, digit or '_'")
+    return name
+
+
+def domain_text(missing: str) -> str:
+    return ("0/1 responses, complete (no missing cells)" if missing == "none"
+            else "0/1 responses with cells missing completely at random (declared MCAR)")
+
+
+# ---------------------------------------------------------------------------------------
+# curator: registration
+def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: float,
+                     items: list | None, n_persons: int | None, missing: str, source: str) -> dict:
+    """Validate a data set completely and store a validated copy in the state.
+
+    Every data-dependent check happens here (shown to the curator only): the public item set
+    and number of persons, the declared domain, and one seeded (not private, discarded) run of
+    every release the service offers, so that nothing about the data can fail at request time.
+    """
+    from ..private.accounting import check_delta, check_epsilon
+    from ..private import public_responses, release_counts
+    from ..private.totals.api import MISSING_DOMAINS, release_totals
+
+    check_dataset_name(name)
+    eps = check_epsilon(epsilon, "--epsilon")
+    dlt = check_delta(delta, "--delta")
+    if missing not in MISSING_DOMAINS:
+        raise ValueError(f"--missing must be 'none' or 'mcar', got {missing!r}")
+    pub = public_responses(resp, items, n_persons)
+    labels = [str(i) for i in pub.items]
+    if len(set(labels)) != len(labels):
+        raise ValueError("two item labels are the same as text; rename the items")
+    if missing == "none" and pub.has_missing:
+        raise ValueError("the data have missing cells but --missing none declares complete data; "
+                         "declare --missing mcar (missing completely at random) or complete the data")
+    from ..data.responses import Responses
+    import pandas as pd
+
+    check = Responses(pub.codes, pd.RangeIndex(pub.n_persons), pd.Index(labels))
+    # dry runs (seeded: NOT private; the results are discarded, never shown)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release_totals(check, epsilon=1.0, delta=1e-6, seed=0, missing=missing)
+        release_counts(check, epsilon=1.0, delta=1e-6, seed=0, device="cpu")
+    dataset_id = store.add_dataset(name=name, epsilon=eps, delta=dlt, n_persons=pub.n_persons,
+                                   items=labels, missing=missing, codes=pub.codes, source=source)
+    return {"id": dataset_id, "name": name, "n_persons": pub.n_persons, "items": labels,
+            "missing": missing, "epsilon": eps, "delta": dlt}
+
+
+# ---------------------------------------------------------------------------------------
+# analyst: requests
+class RequestFailed(Exception):
+    """An error to show the analyst: HTTP ``status`` and a one-line ``detail`` (+ extra fields)."""
+
+    def __init__(self, status: int, detail: str, **extra: Any):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.extra = extra
+
+    def body(self) -> dict:
+        return {"detail": self.detail, **self.extra}
+
+
+NOT_FOUND = "not found for this key (no such data set or request, or you hold no allowance on it)"
+
+
+class _ServiceDebit(Ledger):
+    """A ledger the library debits through: :meth:`spend` is one :meth:`Store.debit`.
+
+    Subclasses :class:`privirt.Ledger` so that the library's ``ledger=`` accepts it; only
+    :meth:`spend` is used (the library calls it once, after computing the exact statistics and
+    before drawing any noise).
+    """
+
+    def __init__(self, store: Store, **context: Any) -> None:  # noqa: D107 - no file ledger
+        self._store = store
+        self._context = context
+        self.request_id: str | None = None
+        self.spend_id: int | None = None
+
+    def spend(self, cost, *, mechanism: str, note: str = "") -> int:
+        if self.request_id is not None:  # pragma: no cover - the library debits once
+            raise RuntimeError("a service request debits once")
+        self.request_id, self.spend_id = self._store.debit(cost=cost, mechanism=mechanism, note=note,
+                                                           **self._context)
+        return self.spend_id
+
+    def __repr__(self) -> str:
+        return "ServiceDebit()"
+
+
+_cache_lock = threading.Lock()
+_cache: dict[tuple[str, int, str], Any] = {}
+
+
+def _responses(store: Store, ds: dict):
+    """The stored, validated responses of a data set (cached per process; data sets never change)."""
+    import pandas as pd
+
+    from ..data.responses import Responses
+
+    key = (store.describe, ds["id"], ds["sha256"])
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is None:
+        codes = store.load_codes(ds["id"], ds["sha256"])
+        hit = Responses(codes, pd.RangeIndex(codes.shape[0]), pd.Index(ds["items"]))
+        with _cache_lock:
+            _cache[key] = hit
+    return hit
+
+
+def request_cost(ds: dict, endpoint: str, params: dict):
+    """The cost of the measurement the library will use (from public n, m, ε, δ only)."""
+    totals = (params.get("method") or params.get("kind")) == "totals"
+    try:
+        return _calibrated_cost(ds["n_persons"], len(ds["items"]), ds["missing"], totals,
+                                params.get("mechanism"), params["epsilon"], params["delta"])
+    except ValueError as exc:
+        raise RequestFailed(422, " ".join(str(exc).split())) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _calibrated_cost(n: int, m: int, missing: str, totals: bool, mechanism: str | None, epsilon: float,
+                     delta: float):
+    """Calibration is a deterministic function of public values: cached (it takes 10-200 ms)."""
+    from mechanisms.measures import ApproxDP
+
+    from ..private import COUNT_MEASUREMENTS, TotalsGaussian
+    from ..private.sensitivity import pairwise_counts_sensitivity
+
+    target = ApproxDP(epsilon, delta)
+    if totals:
+        return TotalsGaussian.calibrate(target, n_persons=n, n_items=m, missing=missing).cost
+    sens = pairwise_counts_sensitivity(m, graph=None, bound="tight")
+    return COUNT_MEASUREMENTS[mechanism].calibrate(target, sens).cost
+
+
+def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
+                idem_key: str | None) -> tuple[dict, bool]:
+    """Run one private request; returns ``(body, replayed)`` or raises :class:`RequestFailed`.
+
+    ``params`` are validated (a model's ``model_dump()``).  Raised statuses: 404 (no such data set
+    for this key), 402 (over budget, nothing spent), 409 (same Idempotency-Key still running or
+    interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile),
+    500 (internal error: says whether the budget was spent).
+    """
+    ds = store.dataset_for(analyst.id, name)
+    if ds is None:
+        raise RequestFailed(404, NOT_FOUND)
+    params = dict(params)
+    if params.get("delta") is None:
+        params["delta"] = ds["allowance_delta"]
+    if params.get("n_boot") not in (None, 0) and params["n_boot"] < 20:
+        raise RequestFailed(422, "n_boot: give 0 (no intervals) or at least 20 replicates")
+    # parameters that do not apply to the chosen method are dropped, so that they do not count
+    # as "different parameters" for an Idempotency-Key and do not show in the record
+    if (params.get("method") or params.get("kind")) == "totals":
+        params.pop("mechanism", None)
+        params.pop("estimator", None)
+    if idem_key is not None:
+        found = store.find_request(analyst.id, idem_key=idem_key)
+        if found is not None:
+            return _replay(found, endpoint, params), True
+    cost = request_cost(ds, endpoint, params)
+    try:
+        store.check_fits(analyst.id, ds["id"], cost)
+    except OverBudget as exc:
+        raise _over_budget(exc, name) from None
+    except NoAccess:
+        raise RequestFailed(404, NOT_FOUND) from None
+    debit = _ServiceDebit(store, analyst_id=analyst.id, dataset_id=ds["id"], endpoint=endpoint,
+                          params=params, idem_key=idem_key)
+    try:
+        resp = _responses(store, ds)
+        result = _call_library(resp, ds, endpoint, params, debit)
+        body = _body(debit.request_id, name, endpoint, params, result)
+    except OverBudget as exc:
+        raise _over_budget(exc, name) from None
+    except DuplicateRequest as exc:
+        found = store.find_request(analyst.id, request_id=exc.request_id)
+        return _replay(found, endpoint, params), True
+    except NoAccess as exc:
+        if exc.revoked:
+            raise RequestFailed(401, "missing, invalid or revoked API key") from None
+        raise RequestFailed(404, NOT_FOUND) from None
+    except Exception as exc:
+        if debit.request_id is None:
+            raise RequestFailed(500, "internal error before the budget was debited; nothing was spent") from exc
+        message = ("internal error after the budget was debited: this request's cost was spent; "
+                   f"request id {debit.request_id}")
+        try:
+            store.finish(debit.request_id, error=message)
+        except Exception:  # pragma: no cover - the state went away too
+            pass
+        raise RequestFailed(500, message, request_id=debit.request_id) from exc
+    try:
+        store.finish(debit.request_id, result=body)  # stored before it is returned
+    except Exception as exc:
+        raise RequestFailed(500, "internal error after the budget was debited: this request's cost was spent "
+                                 f"but its result could not be stored; request id {debit.request_id}",
+                            request_id=debit.request_id) from exc
+    return body, False
+
+
+def _over_budget(exc: OverBudget, name: str) -> RequestFailed:
+    a, d = exc.remaining_allowance, exc.remaining_dataset
+    which = "your allowance" if exc.which == "allowance" else "the data set's total budget"
+    return RequestFailed(
+        402,
+        f"over budget: this request costs {exc.cost} and does not fit {which}; remaining ε (as pure ε): "
+        f"your allowance on {name!r} {a:.6g}, the data set {d:.6g}; nothing was spent",
+        cost={"rho": exc.cost.rho, "epsilon": exc.cost.epsilon, "delta": exc.cost.delta},
+        remaining={"allowance_epsilon": a, "dataset_epsilon": d},
+    )
+
+
+def _replay(found: dict, endpoint: str, params: dict) -> dict:
+    if found["endpoint"] != endpoint or found["params"] != _jsonable(params):
+        raise RequestFailed(422, "this Idempotency-Key was already used with other parameters; "
+                                 "use a new key for a new request")
+    if found["status"] == "done":
+        return found["result"]
+    if found["status"] == "failed":
+        raise RequestFailed(500, found["error"], request_id=found["id"])
+    raise RequestFailed(409, "a request with this Idempotency-Key was debited and is still running (or was "
+                             f"interrupted); fetch GET /v1/requests/{found['id']}", request_id=found["id"])
+
+
+def _call_library(resp, ds: dict, endpoint: str, params: dict, ledger: _ServiceDebit):
+    import warnings
+
+    from ..private import private_spectral_estimate, release_counts
+    from ..private.totals.api import private_totals_estimate, release_totals
+
+    eps, dlt = params["epsilon"], params["delta"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the service's warnings would only go to its log
+        if endpoint == "release":
+            if params["kind"] == "totals":
+                return release_totals(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"])
+            return release_counts(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
+                                  device="cpu")
+        if params["method"] == "totals":
+            return private_totals_estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
+                                           confidence=params["confidence"], n_boot=params["n_boot"])
+        return private_spectral_estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
+                                         mechanism=params["mechanism"], estimator=params["estimator"],
+                                         confidence=params["confidence"], n_boot=params["n_boot"],
+                                         device="cpu")
+
+
+# ---------------------------------------------------------------------------------------
+# serialisation (JSON: NaN becomes null)
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        v = float(x)
+        return v if math.isfinite(v) else None
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+def _series(s) -> list:
+    return _jsonable(np.asarray(s, dtype=float)) if s is not None else None
+
+
+def _counts_dict(c) -> dict:
+    return {"Y": _jsonable(c.Y.to_numpy()), "graph": _jsonable(c.graph.to_numpy())}
+
+
+def _body(request_id: str, name: str, endpoint: str, params: dict, result) -> dict:
+    from ..private import NoisyCounts
+    from ..private.totals.api import TotalsEstimate, TotalsRelease
+
+    st = result.privacy
+    if isinstance(result, TotalsRelease):
+        out = _jsonable({k: v for k, v in result.to_dict().items() if k != "privacy"})
+        out["type"] = "TotalsRelease"
+    elif isinstance(result, NoisyCounts):
+        out = {"type": "NoisyCounts", "items": [str(i) for i in result.items], **_counts_dict(result)}
+    elif isinstance(result, TotalsEstimate):
+        rel = _jsonable({k: v for k, v in result.release.to_dict().items() if k != "privacy"})
+        out = {"type": "TotalsEstimate", "items": [str(i) for i in result.items], "beta": _series(result.beta),
+               "se": _series(result.se), "lo": _series(result.ci["lo"]), "hi": _series(result.ci["hi"]),
+               "beta_unshrunk": _series(result.beta_unshrunk), "info": _jsonable(result.info), "release": rel}
+    else:  # PrivateSpectralResult (Gaussian or Laplace counts)
+        out = {"type": "PrivateSpectralResult", "items": [str(i) for i in result.items],
+               "beta": _series(result.beta), "se": _series(result.se),
+               "lo": _series(None if result.ci is None else result.ci["lo"]),
+               "hi": _series(None if result.ci is None else result.ci["hi"]),
+               "info": _jsonable(result.info), "counts": _counts_dict(result.counts)}
+    return {"request_id": request_id, "dataset": name, "endpoint": endpoint, "params": _jsonable(params),
+            "cost": {"rho": st.cost.rho, "epsilon": st.cost.epsilon, "delta": st.cost.delta},
+            "privacy": _privacy_dict(st), "privacy_text": str(st), "result": out}
+
+
+def _privacy_dict(st) -> dict:
+    """The statement's ``to_dict()`` plus what the client needs to rebuild it exactly."""
+    import dataclasses
+
+    d = _jsonable(st.to_dict())
+    d["native"] = {"measure": type(st.native).__name__, **_jsonable(dataclasses.asdict(st.native))}
+    d["sensitivity_n_released"] = None if st.sensitivity is None else int(st.sensitivity.n_released)
+    return d

@@ -1,0 +1,507 @@
+"""The service's state: data sets, analysts, allowances, requests and spends.
+
+One interface (:class:`Store`), two backends:
+
+* **SQLite** (``STATE`` is a file path; the default, no server needed).  Every write runs in a
+  ``BEGIN IMMEDIATE`` transaction (SQLite's write lock is held from the first read to the
+  commit) with ``synchronous=FULL``, as :class:`privirt.Ledger` does: a debit is durable when
+  :meth:`Store.debit` returns, and two processes racing cannot overspend.  The journal is in
+  WAL mode so that readers do not wait for writers.
+* **PostgreSQL** (``STATE`` is a ``postgresql://`` URL; several service replicas may share
+  it).  A debit locks the analyst's row and then the data set's row (``SELECT ... FOR
+  UPDATE``, always in that order, so two debits cannot deadlock), reads the spends, checks and
+  inserts, then commits: every debit against a data set is serialised by its row lock.
+
+The validated data of a data set is stored **in the state** (a compressed ``.npz`` blob of the
+0/1/missing codes, with its SHA-256): one thing to back up and to protect, and the same for
+both backends.
+
+Budget rule: the analyst's allowance on the data set and the data set's total budget are
+checked and debited together, in one transaction, before any noise is drawn; each is composed
+as :mod:`privirt.ledger` composes a ledger (zCDP, :func:`privirt.accounting.total_epsilon` at
+the allowance's or the budget's δ).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import math
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from . import keys as _keys
+from ._backends import _TABLES, StateError, _backend, _SQLite
+
+__all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "DuplicateRequest",
+           "NoAccess", "StateError"]
+
+LEDGER_TOLERANCE = 1e-12
+SCHEMA_VERSION = 1
+
+
+class NoAccess(Exception):
+    """The analyst is revoked or has no allowance on the data set (shown as 404/401)."""
+
+    def __init__(self, revoked: bool = False):
+        super().__init__("revoked" if revoked else "no access")
+        self.revoked = revoked
+
+
+class DuplicateRequest(Exception):
+    """An ``Idempotency-Key`` already used by this analyst: nothing is spent again."""
+
+    def __init__(self, request_id: str):
+        super().__init__(request_id)
+        self.request_id = request_id
+
+
+class OverBudget(Exception):
+    """The request does not fit the allowance or the data set's budget; nothing was spent."""
+
+    def __init__(self, cost, remaining_allowance: float, remaining_dataset: float, which: str):
+        self.cost = cost
+        self.remaining_allowance = remaining_allowance
+        self.remaining_dataset = remaining_dataset
+        self.which = which
+        super().__init__(which)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a key belongs to."""
+
+    role: str  # "analyst" or "curator"
+    id: int
+    name: str
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def _costs(rows) -> list:
+    from ..private.accounting import PrivacyCost
+
+    return [PrivacyCost(rho=float(r), epsilon=float(e), delta=float(d)) for r, e, d in rows]
+
+
+def spent_epsilon(rows, delta: float) -> float:
+    """ε of the composed spends at the budget's δ (0 without spends)."""
+    from ..private.accounting import total_epsilon
+
+    costs = _costs(rows)
+    return float(total_epsilon(costs, delta)) if costs else 0.0
+
+
+def remaining_epsilon(rows, epsilon: float, delta: float) -> float:
+    """``ε_budget − ε_spent`` (≥ 0): a pure-ε spend this large always fits.
+
+    Adding a pure ε spend x raises the composed total by at most x
+    (:func:`privirt.accounting.total_epsilon` adds it to the ε part), so this is a safe lower
+    bound of what still fits; zCDP (Gaussian) spends compose more tightly than this suggests.
+    """
+    used = spent_epsilon(rows, delta)
+    if not math.isfinite(used):
+        return 0.0
+    return max(0.0, float(epsilon) - used)
+
+
+def _fits(rows, cost, epsilon: float, delta: float) -> bool:
+    """Whether the spends plus ``cost`` fit (ε, δ), composed as :func:`total_epsilon` composes.
+
+    Fast path: ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` (Bun & Steinke's closed form) is an upper bound of
+    the composed total (the tight conversion is never above it), so when it fits the total fits;
+    otherwise the exact total decides.  The answer is the exact rule's either way.
+    """
+    from mechanisms.measures import zcdp_to_approx_dp
+
+    from ..private.accounting import total_epsilon
+
+    costs = _costs(rows) + [cost]
+    limit = epsilon * (1.0 + LEDGER_TOLERANCE)
+    rho = math.fsum(c.rho for c in costs)
+    eps = math.fsum(c.epsilon for c in costs)
+    d0 = math.fsum(c.delta for c in costs)
+    if d0 < delta:
+        bound = eps + (zcdp_to_approx_dp(rho, delta - d0, tight=False) if rho > 0 else 0.0)
+        if bound <= limit:
+            return True
+    return total_epsilon(costs, delta) <= limit
+
+
+def encode_codes(codes) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, codes=np.asarray(codes, dtype=np.int8))
+    return buf.getvalue()
+
+
+def decode_codes(blob: bytes):
+    import numpy as np
+
+    with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as z:
+        return z["codes"]
+
+
+# ---------------------------------------------------------------------------------------
+def init_store(state: str | Path) -> "Store":
+    """Create a new, empty state (refused if one exists there)."""
+    b = _backend(state)
+    if isinstance(b, _SQLite):
+        if b.path.exists():
+            raise StateError(f"{b.path} already exists; a state is created once — use it, or choose a new path")
+        if not b.path.parent.is_dir():
+            raise StateError(f"folder {b.path.parent} does not exist; create it first")
+    with b.write() as con:
+        if b.tables(con) & set(_TABLES):
+            raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
+                             "with the same names); use it, or choose an empty database")
+        for stmt in b.schema:
+            con.execute(stmt)
+        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("schema_version", str(SCHEMA_VERSION)))
+        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("created", _now()))
+    if isinstance(b, _SQLite):
+        with b.read() as con:
+            b.prepare(con)
+    return Store(b)
+
+
+def open_store(state: str | Path) -> "Store":
+    """Open an existing state (a path or a ``postgresql://`` URL)."""
+    b = _backend(state)
+    if not b.exists():
+        raise StateError(f"no state at {b.describe}; create one with `privirt serve init {b.describe}`")
+    try:
+        with b.read() as con:
+            if "meta" not in b.tables(con):
+                raise StateError(f"{b.describe} is not a privirt serve state; create one with "
+                                 "`privirt serve init STATE`")
+            row = con.execute(b.q("SELECT value FROM meta WHERE key = ?"), ("schema_version",)).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{b.describe} is not a privirt serve state ({exc})") from None
+    if row is None or int(row[0]) != SCHEMA_VERSION:
+        raise StateError(f"{b.describe} has an unknown schema version; use a matching privirt")
+    return Store(b)
+
+
+class Store:
+    """Everything the service reads and writes (see the module docstring)."""
+
+    def __init__(self, backend) -> None:
+        self._b = backend
+
+    @property
+    def kind(self) -> str:
+        return self._b.kind
+
+    @property
+    def describe(self) -> str:
+        return self._b.describe
+
+    # -- curator set-up -----------------------------------------------------------------
+    def add_dataset(self, *, name: str, epsilon: float, delta: float, n_persons: int,
+                    items: Sequence[str], missing: str, codes, source: str) -> int:
+        import hashlib
+
+        blob = encode_codes(codes)
+        digest = hashlib.sha256(blob).hexdigest()
+        b = self._b
+        with b.write() as con:
+            if con.execute(b.q("SELECT 1 FROM datasets WHERE name = ?"), (name,)).fetchone():
+                raise StateError(f"a data set named {name!r} exists already; its budget cannot be "
+                                 "reset — choose another name")
+            row = con.execute(
+                b.q("INSERT INTO datasets (name, epsilon, delta, n_persons, items, missing, data, sha256,"
+                    " source, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
+                (name, float(epsilon), float(delta), int(n_persons), json.dumps(list(items)), missing,
+                 blob, digest, source, _now()),
+            ).fetchone()
+        return int(row[0])
+
+    def add_analyst(self, name: str, allowances: dict[str, tuple[float, float]]) -> str:
+        """Create an analyst with allowances; returns the key (shown once, stored hashed)."""
+        key, key_id, key_hash = _keys.new_key(_keys.ANALYST)
+        b = self._b
+        with b.write() as con:
+            if con.execute(b.q("SELECT 1 FROM analysts WHERE name = ?"), (name,)).fetchone():
+                raise StateError(f"an analyst named {name!r} exists already; choose another name")
+            ids = {}
+            for ds in allowances:
+                r = con.execute(b.q("SELECT id FROM datasets WHERE name = ?"), (ds,)).fetchone()
+                if r is None:
+                    raise StateError(f"--allowance {ds}=...: no data set named {ds!r}; add it first with "
+                                     "`privirt serve dataset add`")
+                ids[ds] = int(r[0])
+            aid = int(con.execute(
+                b.q("INSERT INTO analysts (name, key_id, key_hash, created) VALUES (?, ?, ?, ?) RETURNING id"),
+                (name, key_id, key_hash, _now())).fetchone()[0])
+            for ds, (eps, dlt) in allowances.items():
+                con.execute(b.q("INSERT INTO allowances (analyst_id, dataset_id, epsilon, delta) VALUES (?, ?, ?, ?)"),
+                            (aid, ids[ds], float(eps), float(dlt)))
+        return key
+
+    def new_curator_key(self) -> str:
+        """A new curator key; every earlier curator key stops working."""
+        key, key_id, key_hash = _keys.new_key(_keys.CURATOR)
+        b = self._b
+        now = _now()
+        with b.write() as con:
+            con.execute(b.q("UPDATE curator_keys SET revoked = ? WHERE revoked IS NULL"), (now,))
+            con.execute(b.q("INSERT INTO curator_keys (key_id, key_hash, created) VALUES (?, ?, ?)"),
+                        (key_id, key_hash, now))
+        return key
+
+    def revoke_analyst(self, name: str) -> bool:
+        """Revoke an analyst's key (their spends stay on record); False if unknown or revoked."""
+        b = self._b
+        with b.write() as con:
+            r = con.execute(b.q("SELECT id FROM analysts WHERE name = ? AND revoked IS NULL"), (name,)).fetchone()
+            if r is None:
+                return False
+            b.lock(con, "analysts", int(r[0]))
+            con.execute(b.q("UPDATE analysts SET revoked = ? WHERE id = ?"), (_now(), int(r[0])))
+        return True
+
+    # -- authentication -----------------------------------------------------------------
+    def authenticate(self, key: str | None, role: str) -> Principal | None:
+        """The principal of a valid, unrevoked key of ``role`` ("analyst"/"curator"), else None."""
+        prefix = _keys.ANALYST if role == "analyst" else _keys.CURATOR
+        parsed = _keys.parse_key(key, prefix)
+        key_id, secret = parsed if parsed else ("", "x")
+        table = "analysts" if role == "analyst" else "curator_keys"
+        name_col = "name" if role == "analyst" else "'curator'"
+        b = self._b
+        with b.read() as con:
+            row = con.execute(
+                b.q(f"SELECT id, {name_col}, key_hash FROM {table} WHERE key_id = ? AND revoked IS NULL"),
+                (key_id,)).fetchone()
+        ok = _keys.secret_matches(secret, None if row is None else row[2])
+        if not (ok and parsed):
+            return None
+        return Principal(role, int(row[0]), str(row[1]))
+
+    # -- data sets ------------------------------------------------------------------------
+    def dataset_names(self) -> list[str]:
+        b = self._b
+        with b.read() as con:
+            return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY id")]
+
+    def dataset_for(self, analyst_id: int, name: str) -> dict | None:
+        """Public metadata of a data set the analyst holds an allowance on, else None."""
+        b = self._b
+        with b.read() as con:
+            row = con.execute(
+                b.q("SELECT d.id, d.name, d.n_persons, d.items, d.missing, d.epsilon, d.delta, d.sha256,"
+                    " a.epsilon, a.delta FROM datasets d JOIN allowances a ON a.dataset_id = d.id"
+                    " WHERE a.analyst_id = ? AND d.name = ?"), (analyst_id, name)).fetchone()
+        if row is None:
+            return None
+        return {"id": int(row[0]), "name": row[1], "n_persons": int(row[2]), "items": json.loads(row[3]),
+                "missing": row[4], "epsilon": float(row[5]), "delta": float(row[6]), "sha256": row[7],
+                "allowance_epsilon": float(row[8]), "allowance_delta": float(row[9])}
+
+    def load_codes(self, dataset_id: int, sha256: str):
+        import hashlib
+
+        b = self._b
+        with b.read() as con:
+            row = con.execute(b.q("SELECT data FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
+        blob = bytes(row[0])
+        if hashlib.sha256(blob).hexdigest() != sha256:  # pragma: no cover - tampered state
+            raise RuntimeError("the stored data set does not match its hash")
+        return decode_codes(blob)
+
+    def _spend_rows(self, con, dataset_id: int, analyst_id: int | None = None):
+        b = self._b
+        if analyst_id is None:
+            return con.execute(b.q("SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ? ORDER BY id"),
+                               (dataset_id,)).fetchall()
+        return con.execute(b.q("SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ? AND analyst_id = ?"
+                               " ORDER BY id"), (dataset_id, analyst_id)).fetchall()
+
+    def datasets_for(self, analyst_id: int) -> list[dict]:
+        """Public metadata and remaining budgets of the data sets an analyst may use."""
+        b = self._b
+        out = []
+        with b.read() as con:
+            rows = con.execute(
+                b.q("SELECT d.id, d.name, d.n_persons, d.items, d.missing, d.epsilon, d.delta,"
+                    " a.epsilon, a.delta FROM datasets d JOIN allowances a ON a.dataset_id = d.id"
+                    " WHERE a.analyst_id = ? ORDER BY d.name"), (analyst_id,)).fetchall()
+            for r in rows:
+                did = int(r[0])
+                mine = self._spend_rows(con, did, analyst_id)
+                every = self._spend_rows(con, did)
+                out.append({
+                    "name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
+                    "allowance": {"epsilon": float(r[7]), "delta": float(r[8]),
+                                  "spent_epsilon": spent_epsilon(mine, float(r[8])),
+                                  "remaining_epsilon": remaining_epsilon(mine, float(r[7]), float(r[8]))},
+                    "budget": {"epsilon": float(r[5]), "delta": float(r[6]),
+                               "spent_epsilon": spent_epsilon(every, float(r[6])),
+                               "remaining_epsilon": remaining_epsilon(every, float(r[5]), float(r[6]))},
+                })
+        return out
+
+    def check_fits(self, analyst_id: int, dataset_id: int, cost) -> None:
+        """Advisory pre-check (no lock): raise :class:`OverBudget` if ``cost`` cannot fit now."""
+        b = self._b
+        with b.read() as con:
+            self._check(con, analyst_id, dataset_id, cost)
+
+    def _check(self, con, analyst_id: int, dataset_id: int, cost) -> None:
+        b = self._b
+        a = con.execute(b.q("SELECT epsilon, delta FROM allowances WHERE analyst_id = ? AND dataset_id = ?"),
+                        (analyst_id, dataset_id)).fetchone()
+        if a is None:
+            raise NoAccess()
+        d = con.execute(b.q("SELECT epsilon, delta FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
+        mine = self._spend_rows(con, dataset_id, analyst_id)
+        every = self._spend_rows(con, dataset_id)
+        ok_a = _fits(mine, cost, float(a[0]), float(a[1]))
+        ok_d = _fits(every, cost, float(d[0]), float(d[1]))
+        if not (ok_a and ok_d):
+            which = "allowance" if not ok_a else "dataset"
+            raise OverBudget(cost, remaining_epsilon(mine, float(a[0]), float(a[1])),
+                             remaining_epsilon(every, float(d[0]), float(d[1])), which)
+
+    # -- requests and the debit ---------------------------------------------------------
+    def find_request(self, analyst_id: int, *, request_id: str | None = None,
+                     idem_key: str | None = None) -> dict | None:
+        b = self._b
+        with b.read() as con:
+            if request_id is not None:
+                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished"
+                                      " FROM requests WHERE analyst_id = ? AND id = ?"),
+                                  (analyst_id, request_id)).fetchone()
+            else:
+                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished"
+                                      " FROM requests WHERE analyst_id = ? AND idem_key = ?"),
+                                  (analyst_id, idem_key)).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "endpoint": row[1], "params": json.loads(row[2]), "status": row[3],
+                "result": None if row[4] is None else json.loads(row[4]), "error": row[5],
+                "created": row[6], "finished": row[7]}
+
+    def debit(self, *, analyst_id: int, dataset_id: int, cost, mechanism: str, endpoint: str,
+              params: dict, idem_key: str | None, note: str = "") -> tuple[str, int]:
+        """Check the allowance and the data set's budget and debit both, in one transaction.
+
+        Records the request (status ``"spent"``) and its spend together; returns
+        ``(request_id, spend_id)``.  Raises :class:`OverBudget` (nothing written),
+        :class:`DuplicateRequest` (the ``Idempotency-Key`` was used: nothing spent again) or
+        :class:`NoAccess` (revoked, or the allowance is gone).
+        """
+        from ..private.accounting import PrivacyCost
+
+        c = PrivacyCost.of(cost)
+        b = self._b
+        request_id = uuid.uuid4().hex
+        now = _now()
+        try:
+            with b.write() as con:
+                b.lock(con, "analysts", analyst_id)
+                b.lock(con, "datasets", dataset_id)
+                r = con.execute(b.q("SELECT revoked FROM analysts WHERE id = ?"), (analyst_id,)).fetchone()
+                if r is None or r[0] is not None:
+                    raise NoAccess(revoked=True)
+                if idem_key is not None:
+                    dup = con.execute(b.q("SELECT id FROM requests WHERE analyst_id = ? AND idem_key = ?"),
+                                      (analyst_id, idem_key)).fetchone()
+                    if dup is not None:
+                        raise DuplicateRequest(dup[0])
+                self._check(con, analyst_id, dataset_id, c)
+                con.execute(b.q("INSERT INTO requests (id, analyst_id, dataset_id, idem_key, endpoint, params,"
+                                " status, created) VALUES (?, ?, ?, ?, ?, ?, 'spent', ?)"),
+                            (request_id, analyst_id, dataset_id, idem_key, endpoint,
+                             json.dumps(params, sort_keys=True), now))
+                spend_id = int(con.execute(
+                    b.q("INSERT INTO spends (request_id, analyst_id, dataset_id, time, mechanism, rho, epsilon,"
+                        " delta, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
+                    (request_id, analyst_id, dataset_id, now, mechanism, c.rho, c.epsilon, c.delta,
+                     str(note))).fetchone()[0])
+        except Exception as exc:
+            if b.is_unique_violation(exc) and idem_key is not None:  # a racing twin won
+                found = self.find_request(analyst_id, idem_key=idem_key)
+                if found is not None:
+                    raise DuplicateRequest(found["id"]) from None
+            raise
+        return request_id, spend_id
+
+    def finish(self, request_id: str, *, result: dict | None = None, error: str | None = None) -> None:
+        """Store a spent request's result (status ``"done"``) or its error (``"failed"``)."""
+        b = self._b
+        status = "done" if error is None else "failed"
+        with b.write(durable=False) as con:
+            con.execute(b.q("UPDATE requests SET status = ?, result = ?, error = ?, finished = ? WHERE id = ?"),
+                        (status, None if result is None else json.dumps(result), error, _now(), request_id))
+
+    # -- reading the record ---------------------------------------------------------------
+    def spends(self, analyst_id: int | None = None) -> list[dict]:
+        """Every spend (of one analyst, or of all), oldest first."""
+        b = self._b
+        sql = ("SELECT s.id, s.request_id, s.time, an.name, d.name, r.endpoint, s.mechanism, s.rho,"
+               " s.epsilon, s.delta, r.status, r.params FROM spends s JOIN analysts an ON an.id = s.analyst_id"
+               " JOIN datasets d ON d.id = s.dataset_id JOIN requests r ON r.id = s.request_id")
+        args: tuple = ()
+        if analyst_id is not None:
+            sql += " WHERE s.analyst_id = ?"
+            args = (analyst_id,)
+        with b.read() as con:
+            rows = con.execute(b.q(sql + " ORDER BY s.id"), args).fetchall()
+        return [{"id": int(r[0]), "request_id": r[1], "time": r[2], "analyst": r[3], "dataset": r[4],
+                 "endpoint": r[5], "mechanism": r[6], "rho": float(r[7]), "epsilon": float(r[8]),
+                 "delta": float(r[9]), "status": r[10], "params": json.loads(r[11])} for r in rows]
+
+    def allowances(self) -> list[dict]:
+        """Every allowance with what its analyst spent and what remains."""
+        b = self._b
+        out = []
+        with b.read() as con:
+            rows = con.execute(
+                "SELECT an.id, an.name, an.revoked, d.id, d.name, a.epsilon, a.delta FROM allowances a"
+                " JOIN analysts an ON an.id = a.analyst_id JOIN datasets d ON d.id = a.dataset_id"
+                " ORDER BY an.name, d.name").fetchall()
+            for r in rows:
+                mine = self._spend_rows(con, int(r[3]), int(r[0]))
+                out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
+                            "delta": float(r[6]), "n_spends": len(mine),
+                            "spent_epsilon": spent_epsilon(mine, float(r[6])),
+                            "remaining_epsilon": remaining_epsilon(mine, float(r[5]), float(r[6]))})
+        return out
+
+    def datasets(self) -> list[dict]:
+        """Every data set with its budget, what was spent and what remains (curator view)."""
+        b = self._b
+        out = []
+        with b.read() as con:
+            rows = con.execute("SELECT id, name, n_persons, items, missing, epsilon, delta, sha256, source,"
+                               " created FROM datasets ORDER BY name").fetchall()
+            for r in rows:
+                every = self._spend_rows(con, int(r[0]))
+                out.append({"name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
+                            "epsilon": float(r[5]), "delta": float(r[6]), "sha256": r[7], "source": r[8],
+                            "created": r[9], "n_spends": len(every),
+                            "spent_epsilon": spent_epsilon(every, float(r[6])),
+                            "remaining_epsilon": remaining_epsilon(every, float(r[5]), float(r[6]))})
+        return out
+
+    def analysts(self) -> list[dict]:
+        b = self._b
+        with b.read() as con:
+            rows = con.execute("SELECT name, created, revoked FROM analysts ORDER BY name").fetchall()
+        return [{"name": r[0], "created": r[1], "revoked": r[2]} for r in rows]
+
+    def counts(self) -> dict:
+        """Row counts of the request and spend tables (tests: nothing written on an error)."""
+        b = self._b
+        with b.read() as con:
+            return {t: int(con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
+                    for t in ("requests", "spends")}

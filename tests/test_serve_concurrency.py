@@ -1,0 +1,276 @@
+"""``privirt serve`` under concurrency: 50 simultaneous requests against allowances (or a data
+set budget) that fit exactly 10 — with 2 uvicorn workers on SQLite, and with 2 service
+processes sharing one PostgreSQL state (a real server started here with initdb/pg_ctl) — and
+kill -9 of the workers in the middle of requests: never a release without a spend."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from ._serve import LSAT6, Server, call, cli, counts, free_port, setup_state  # noqa: E402
+
+EPS, DELTA = 0.5, 1e-6
+N_ANALYSTS, PER_ANALYST = 5, 10  # 50 requests
+
+
+def _cost():
+    import privirt
+
+    X = privirt.load_dataset("lsat6")
+    return privirt.release_counts(X, epsilon=EPS, delta=DELTA, seed=0).privacy.cost
+
+
+def _fitting(k: int) -> float:
+    """An ε budget (at δ = DELTA) that holds exactly k of these requests, composed as the ledger."""
+    from privirt.accounting import total_epsilon
+
+    c = _cost()
+    lo, hi = total_epsilon([c] * k, DELTA), total_epsilon([c] * (k + 1), DELTA)
+    assert lo < hi
+    return 0.5 * (lo + hi)
+
+
+def _setup(state: str) -> dict:
+    fits2, fits10 = _fitting(2), _fitting(10)
+    freq = ["--weights-col", "frequency"]
+    analysts = {f"a{i}": [f"by_allowance={fits2!r},{DELTA}", f"by_total={_fitting(20)!r},{DELTA}"]
+                for i in range(N_ANALYSTS)}
+    return setup_state(state, {"by_allowance": (LSAT6, 1000.0, DELTA, freq),
+                               "by_total": (LSAT6, fits10, DELTA, freq)}, analysts)
+
+
+def _burst(urls: list[str], keys: dict, dataset: str) -> list[tuple[int, dict]]:
+    jobs = [(urls[j % len(urls)], keys[f"a{i}"]) for i in range(N_ANALYSTS) for j in range(PER_ANALYST)]
+
+    def one(job):
+        url, key = job
+        st, body, _ = call(f"{url}/v1/datasets/{dataset}/release", "POST", key, {"kind": "counts", "epsilon": EPS,
+                                                                                   "delta": DELTA}, timeout=300)
+        return st, body
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        return list(pool.map(one, jobs))
+
+
+def _check_burst(results, curator_spends, dataset: str) -> None:
+    ok = [b for st, b in results if st == 200]
+    refused = [b for st, b in results if st == 402]
+    assert len(ok) == 10 and len(refused) == 40, sorted({st for st, _ in results})
+    assert all("nothing was spent" in b["detail"] for b in refused)
+    mine = [s for s in curator_spends if s["dataset"] == dataset]
+    assert len(mine) == 10 and {s["request_id"] for s in mine} == {b["request_id"] for b in ok}
+    if dataset == "by_allowance":  # exactly 2 each: no analyst overspent
+        per = {}
+        for s in mine:
+            per[s["analyst"]] = per.get(s["analyst"], 0) + 1
+        assert per == {f"a{i}": 2 for i in range(N_ANALYSTS)}
+
+
+def _budgets_hold(url: str, curator: str) -> None:
+    from privirt.accounting import PrivacyCost, total_epsilon
+
+    spends = call(f"{url}/v1/curator/spends", key=curator)[1]
+    budgets = {d["name"]: d for d in call(f"{url}/v1/curator/datasets", key=curator)[1]}
+    for name, d in budgets.items():
+        costs = [PrivacyCost(s["rho"], s["epsilon"], s["delta"]) for s in spends if s["dataset"] == name]
+        assert not costs or total_epsilon(costs, d["delta"]) <= d["epsilon"] * (1 + 1e-12)
+    for a in call(f"{url}/v1/curator/allowances", key=curator)[1]:
+        costs = [PrivacyCost(s["rho"], s["epsilon"], s["delta"]) for s in spends
+                 if s["dataset"] == a["dataset"] and s["analyst"] == a["analyst"]]
+        assert not costs or total_epsilon(costs, a["delta"]) <= a["epsilon"] * (1 + 1e-12)
+
+
+@pytest.mark.slow
+def test_two_workers_on_sqlite_never_overspend(tmp_path):
+    state = str(tmp_path / "state.db")
+    keys = _setup(state)
+    server = Server(state, workers=2)
+    try:
+        for dataset in ("by_allowance", "by_total"):
+            results = _burst([server.url], keys, dataset)
+            spends = call(f"{server.url}/v1/curator/spends", key=keys["curator"])[1]
+            _check_burst(results, spends, dataset)
+        _budgets_hold(server.url, keys["curator"])
+    finally:
+        server.stop()
+    assert counts(state) == {"requests": 20, "spends": 20}
+
+
+# ---------------------------------------------------------------------------------------
+# kill -9 in the middle of requests
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=False)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_workers_mid_request_leaves_no_release_without_a_spend(tmp_path):
+    pytest.importorskip("psutil")
+    state = str(tmp_path / "state.db")
+    keys = setup_state(state, {"d": (LSAT6, 50.0, DELTA, ["--weights-col", "frequency"])},
+                       {"a": ["d=40"]})
+    server = Server(state, workers=2)
+    body = {"method": "spectral", "epsilon": 0.2, "n_boot": 1000}
+    try:
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            futures = [pool.submit(call, f"{server.url}/v1/datasets/d/estimate", "POST", keys["a"], body,
+                                   timeout=300) for _ in range(6)]
+            deadline = time.monotonic() + 120
+            spent = 0
+            while time.monotonic() < deadline and not spent:  # a request debited, result not stored yet
+                with sqlite3.connect(state) as con:
+                    spent = con.execute("SELECT COUNT(*) FROM requests WHERE status = 'spent'").fetchone()[0]
+                time.sleep(0.02)
+            assert spent, "no request reached its debit in time"
+            workers = _children(server.proc.pid)
+            assert workers
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            results = []
+            for f in futures:
+                try:
+                    results.append(f.result())
+                except OSError as exc:  # the connection died with the worker
+                    results.append((None, {"error": str(exc)}, {}))
+    finally:
+        server.stop()
+    with sqlite3.connect(state) as con:
+        rows = con.execute("SELECT r.id, r.status, s.id FROM requests r LEFT JOIN spends s ON s.request_id = r.id"
+                           ).fetchall()
+        orphans = con.execute("SELECT COUNT(*) FROM spends WHERE request_id NOT IN (SELECT id FROM requests)"
+                              ).fetchone()[0]
+    assert orphans == 0
+    assert all(spend_id is not None for _, _, spend_id in rows)  # every recorded request was debited
+    by_id = {rid: status for rid, status, _ in rows}
+    for st, b, _ in results:
+        if st == 200:  # every result that left the service is debited and stored
+            assert by_id[b["request_id"]] == "done"
+    interrupted = [rid for rid, status in by_id.items() if status == "spent"]
+    assert interrupted, "the kill did not interrupt a debited request"
+    assert any(st != 200 for st, _, _ in results)
+    # the interrupted request's cost stays spent, and a restarted service says so
+    server = Server(state, workers=1)
+    try:
+        st, b, _ = call(f"{server.url}/v1/requests/{interrupted[0]}", key=keys["a"])
+        assert st == 409 and "spent" in b["detail"]
+        spends = call(f"{server.url}/v1/spends", key=keys["a"])[1]
+        assert len(spends) == len(rows)
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL: a throwaway server from Debian's postgresql package
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    hits = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return hits[-1] if hits else None
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A PostgreSQL server on a loopback port in a temporary folder, or a skip with the reason.
+
+    PostgreSQL refuses to run as root: when the tests run as root (CI containers), initdb and
+    pg_ctl run as the ``postgres`` user (created by Debian's package) through ``runuser``.
+    """
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not (initdb and pg_ctl):
+        pytest.skip("PostgreSQL's initdb/pg_ctl not found (apt-get install postgresql)")
+    prefix: list[str] = []
+    folder = tempfile.mkdtemp(prefix="privirt-pg-")
+    if os.geteuid() == 0:
+        try:
+            pw = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(folder, ignore_errors=True)
+            pytest.skip("running as root and there is no 'postgres' user to run PostgreSQL as")
+        runuser = shutil.which("runuser")
+        if not runuser:
+            shutil.rmtree(folder, ignore_errors=True)
+            pytest.skip("running as root without runuser to start PostgreSQL as 'postgres'")
+        os.chown(folder, pw.pw_uid, pw.pw_gid)
+        prefix = [runuser, "-u", "postgres", "--"]
+    data = os.path.join(folder, "data")
+    port = free_port()
+    try:
+        subprocess.run([*prefix, initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+                       check=True, capture_output=True, timeout=180)
+        subprocess.run([*prefix, pg_ctl, "-D", data, "-l", os.path.join(folder, "log"), "-w", "-t", "120", "-o",
+                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200",
+                        "start"], check=True, capture_output=True, timeout=180)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"could not start a PostgreSQL server: {getattr(exc, 'stderr', b'')!r:.300}")
+    yield {"port": port, "base": f"postgresql://postgres@127.0.0.1:{port}"}
+    subprocess.run([*prefix, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True, timeout=120)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _new_database(pg: dict, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(pg["base"] + "/postgres", autocommit=True) as con:
+        con.execute(f"CREATE DATABASE {name}")
+    return f"{pg['base']}/{name}"
+
+
+def test_postgres_state_end_to_end_with_the_client(postgres):
+    from privirt.client import BudgetExceeded, Client
+
+    url = _new_database(postgres, "e2e")
+    keys = setup_state(url, {"lsat6": (LSAT6, 2.0, DELTA, ["--weights-col", "frequency"])},
+                       {"alice": ["lsat6=1"]})
+    assert cli("serve", "init", url, check=False).returncode != 0  # never twice
+    server = Server(url)
+    try:
+        c = Client(server.url, keys["alice"])
+        fit = c.estimate("lsat6", method="totals", epsilon=0.5, n_boot=20)
+        assert list(fit.beta.index) == ["item1", "item2", "item3", "item4", "item5"]
+        again = c.release("lsat6", kind="counts", epsilon=0.2, idempotency_key="k1")
+        same = c.release("lsat6", kind="counts", epsilon=0.2, idempotency_key="k1")
+        assert again.Y.equals(same.Y)
+        with pytest.raises(BudgetExceeded):
+            c.release("lsat6", kind="totals", epsilon=5.0)
+        assert len(c.spends()) == 2
+    finally:
+        server.stop()
+    out = cli("serve", "list", url).stdout
+    assert "alice on lsat6" in out and "spends: 2" in out
+
+
+@pytest.mark.slow
+def test_two_service_processes_sharing_postgres_never_overspend(postgres):
+    url = _new_database(postgres, "race")
+    keys = _setup(url)
+    servers = [Server(url), Server(url)]
+    try:
+        urls = [s.url for s in servers]
+        for dataset in ("by_allowance", "by_total"):
+            results = _burst(urls, keys, dataset)
+            spends = call(f"{urls[0]}/v1/curator/spends", key=keys["curator"])[1]
+            _check_burst(results, spends, dataset)
+        _budgets_hold(urls[1], keys["curator"])
+    finally:
+        for s in servers:
+            s.stop()
