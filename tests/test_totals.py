@@ -228,11 +228,11 @@ def test_bad_input_spends_nothing(tmp_path, monkeypatch):
     with pytest.raises(privirt.BudgetExceeded):
         private_totals_estimate(X, epsilon=1.5, ledger=led)
     assert path.read_bytes() == before and len(led.spends()) == 0
-    # ε = 1e-300 is not bad input for the discrete Gaussian: it calibrates to a moderate σ
-    # (δ alone covers the shift, the tight conversion gives ε = 0; docs/privacy.md §5)
-    monkeypatch.undo()
-    tiny = private_totals_estimate(X, epsilon=1e-300, delta=1e-5, n_boot=0, seed=1).privacy
-    assert tiny.epsilon <= 1e-300 and tiny.delta == 1e-5
+    # ε = 1e-300: refused by the rule every private method shares (accounting.MIN_EPSILON,
+    # docs/privacy.md §5), in one line, with nothing spent
+    with pytest.raises(ValueError, match="below the smallest ε") as exc:
+        private_totals_estimate(X, epsilon=1e-300, delta=1e-5, n_boot=0, ledger=led)
+    assert "\n" not in str(exc.value) and len(led.spends()) == 0
     with pytest.raises(ValueError, match="TotalsRelease"):
         estimate_from_release({"totals": [1, 2]})
 
