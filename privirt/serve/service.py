@@ -117,7 +117,8 @@ class _ServiceDebit(Ledger):
         self.request_id: str | None = None
         self.spend_id: int | None = None
 
-    def spend(self, cost, *, mechanism: str, note: str = "") -> int:
+    def spend(self, cost, *, mechanism: str, note: str = "", asked: Any = None) -> int:
+        # ``asked`` (the (ε, δ) the call asked for) is the request's own ε, δ, stored with it
         if self.request_id is not None:  # pragma: no cover - the library debits once
             raise RuntimeError("a service request debits once")
         self.request_id, self.spend_id = self._store.debit(cost=cost, mechanism=mechanism, note=note,
