@@ -356,7 +356,7 @@ def test_many_tied_items_fit_in_memory_quadratic_in_m():
 
 
 def test_near_pair_terms_in_chunks_equal_one_pass(monkeypatch):
-    from privirt import _esf
+    from privirt.rasch import _esf
 
     rng = np.random.default_rng(5)
     K, G = 12, 3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

@@ -96,9 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method", type=_method_name, default=None, metavar="NAME",
-        help="estimator: spectral or cmle (default: spectral); with --epsilon a private method "
-        "(privirt.private.methods: spectral = Algorithm 2, totals, ...; default: the one measured "
-        "most accurate for the public n, m and ε)"
+        help="estimator: spectral or cmle (default: spectral; with --epsilon, the private method "
+        "measured most accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
         "--regularization", type=_regularization, default=None, metavar="L",
