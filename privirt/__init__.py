@@ -61,6 +61,11 @@ _EXPORTS: dict[str, str] = {
     "private_totals_estimate": "totals",
     "TotalsRelease": "totals",
     "TotalsEstimate": "totals",
+    "release_2pl": "private.twopl",
+    "estimate_2pl_from_release": "private.twopl",
+    "private_2pl_estimate": "private.twopl",
+    "TwoPLRelease": "private.twopl",
+    "TwoPLEstimate": "private.twopl",
     # Bayesian samplers
     "Posterior": "bayes",
     "gibbs_2pno": "bayes",
