@@ -17,6 +17,9 @@ from ..statement import PrivacyStatement
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .release import TwoPLRelease, release_2pl
 
+#: Prior SD of log a about the common value in the all-a-equal fit (effectively equal).
+EQUAL_SD = 1e-3
+
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
 
@@ -77,7 +80,12 @@ def _point(release: TwoPLRelease):
     a_u, b_u = to_2pno(tau, lam)
     m = tau.size
     v = np.maximum(np.diag(fit.cov)[m:], 0.0)
-    log_a, s, mu = shrink_log_a(np.log(a_u), v)
+    # the common value: the fit with all a equal (every pair informs it), not an average of
+    # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
+    same = fit_factor(release.totals.to_numpy(float), release.pairs.to_numpy(float), n,
+                      release.sigma_totals, release.sigma_pairs, prior_sd=EQUAL_SD)
+    centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
+    log_a, s, mu = shrink_log_a(np.log(a_u), v, centre=centre)
     a = np.exp(log_a)
     b = tau * np.sqrt(1.0 + a * a)
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)

@@ -21,11 +21,13 @@ from scipy import sparse, special
 from .orthant import orthant_gradients, upper_orthant
 from .statistics import pair_index
 
-__all__ = ["LOG_A_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
+__all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
 
-#: Prior on log a in the fit: N(0, LOG_A_PRIOR_SD²), weak (a within e^{±2} at 95 %); it keeps a
-#: loading whose pairs carry no information away from λ → 1 (``docs/private_2pl.md`` §3).
+#: Prior on log a in the fit: N(μ, LOG_A_PRIOR_SD²) with the common μ fitted too, weak (a within
+#: e^{±2} of the common value at 95 %), and μ ~ N(0, MEAN_PRIOR_SD²); they keep loadings whose
+#: pairs carry no information away from λ → 1 (``docs/private_2pl.md`` §3).
 LOG_A_PRIOR_SD: float = 1.0
+MEAN_PRIOR_SD: float = 1.0
 
 
 @dataclass
@@ -63,20 +65,23 @@ def _loading(log_a: np.ndarray) -> np.ndarray:
 
 def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     tau = theta[:, :m]
-    lam = _loading(theta[:, m:])
+    lam = _loading(theta[:, m:2 * m])
     r = lam[:, i] * lam[:, j]
     return tau, lam, r, special.ndtr(-tau), upper_orthant(tau[:, i], tau[:, j], r)
 
 
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
-               *, max_iter: int = 100, tol: float = 1e-8, noise_cov: bool = False) -> FactorFit:
+               *, max_iter: int = 100, tol: float = 1e-8, noise_cov: bool = False,
+               prior_sd: float | None = None) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     Weighted least squares on the proportions with weights 1/(p(1 − p)/n + σ²/n²) (p the
     observed proportion, clipped into [1/n, 1 − 1/n]) plus the weak prior on log a;
     Levenberg–Marquardt on (τ, log a) for every row of the batch at once.  ``noise_cov``: also the sandwich covariance of
-    (τ, log a) due to the privacy noise alone (R = 1 only).
+    (τ, log a) due to the privacy noise alone (R = 1 only).  ``prior_sd``: the SD of log a
+    about the common value (default :data:`LOG_A_PRIOR_SD`; tiny: all a equal).
     """
+    S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
     t = np.atleast_2d(np.asarray(totals, float)) / n
     q = np.atleast_2d(np.asarray(pairs, float)) / n
     R, m = t.shape
@@ -87,32 +92,43 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     sd_t = np.sqrt(pc * (1 - pc) / n + noise_t)
     sd_n = np.sqrt(qc * (1 - qc) / n + noise_n)
     theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n, 1 - 0.5 / n)),
-                            np.full((R, m), np.log(0.75))], axis=1)
+                            np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ
     mu = np.full(R, 1e-2)
 
     def residuals(th):
         _, _, _, pt, pn = _model(th, m, i, j)
-        return (t - pt) / sd_t, (q - pn) / sd_n, -th[:, m:] / LOG_A_PRIOR_SD
+        return (t - pt) / sd_t, (q - pn) / sd_n, (th[:, -1:] - th[:, m:2 * m]) / S, \
+            -th[:, -1:] / MEAN_PRIOR_SD
 
     def cost_of(res):
         return sum((x * x).sum(1) for x in res)
 
     def normal_eq(th, res, weights=None):
-        rt, rn, rp = res
+        rt, rn, rp, r0 = res
         tau, lam, r, _, _ = _model(th, m, i, j)
         dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
         dlam = lam * (1.0 - lam * lam)  # dλ/d log a
         blocks = np.stack([dh, dk, dr * lam[:, j] * dlam[:, i], dr * lam[:, i] * dlam[:, j]], axis=2) / sd_n[:, :, None]
         dt = -np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi) / sd_t  # ∂Φ(−τ)/∂τ, scaled
         wn = 1.0 if weights is None else weights[1][:, :, None, None]
-        H = (h_map.T @ ((blocks[:, :, :, None] * blocks[:, :, None, :]) * wn).reshape(R, -1).T).T.reshape(R, 2 * m, 2 * m)
+        H = np.zeros((R, 2 * m + 1, 2 * m + 1))
+        H[:, :2 * m, :2 * m] = (h_map.T @ ((blocks[:, :, :, None] * blocks[:, :, None, :]) * wn).reshape(R, -1).T
+                                ).T.reshape(R, 2 * m, 2 * m)
         wt = 1.0 if weights is None else weights[0]
         H[:, np.arange(m), np.arange(m)] += dt * dt * wt
-        g = (g_map.T @ (blocks * rn[:, :, None]).reshape(R, -1).T).T
+        g = np.zeros((R, 2 * m + 1))
+        g[:, :2 * m] = (g_map.T @ (blocks * rn[:, :, None]).reshape(R, -1).T).T
         g[:, :m] += dt * rt
-        if weights is None:  # the prior (no noise in it)
-            H[:, np.arange(m, 2 * m), np.arange(m, 2 * m)] += 1.0 / LOG_A_PRIOR_SD**2
-            g[:, m:] += rp / LOG_A_PRIOR_SD
+        if weights is None:  # the prior (no noise in it): residual (μ − log a_i)/S
+            k, S2 = np.arange(m, 2 * m), S * S
+            H[:, k, k] += 1.0 / S2
+            H[:, -1, -1] += m / S2
+            H[:, k, -1] -= 1.0 / S2
+            H[:, -1, k] -= 1.0 / S2
+            g[:, m:2 * m] += rp / S
+            g[:, -1] -= rp.sum(1) / S
+            H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
+            g[:, -1] += r0[:, 0] / MEAN_PRIOR_SD
         return H, g
 
     res = residuals(theta)
@@ -122,7 +138,7 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     for it in range(1, max_iter + 1):
         H, g = normal_eq(theta, res)
         d = np.einsum("rkk->rk", H)
-        A = H + (mu[:, None] * d + 1e-12)[:, :, None] * np.eye(2 * m)[None]
+        A = H + (mu[:, None] * d + 1e-12)[:, :, None] * np.eye(2 * m + 1)[None]
         step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
         step[~active] = 0.0
         trial = theta + step
@@ -139,21 +155,23 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
         active &= ~done
         if not active.any():
             break
-    tau, lam = theta[:, :m], _loading(theta[:, m:])
+    tau, lam = theta[:, :m], _loading(theta[:, m:2 * m])
     cov = None
     if noise_cov and R == 1:
         H, _ = normal_eq(theta, res)
         B, _ = normal_eq(theta, res, weights=(noise_t / sd_t**2, noise_n / sd_n**2))
         Hi = np.linalg.pinv(H[0])
-        cov = Hi @ B[0] @ Hi  # (τ, log a): the sandwich, noise part only
+        cov = (Hi @ B[0] @ Hi)[:2 * m, :2 * m]  # (τ, log a): the sandwich, noise part only
     return FactorFit(tau=tau, lam=lam, cov=cov, iterations=it)
 
 
-def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray) -> tuple[np.ndarray, float, float]:
+def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None
+                 ) -> tuple[np.ndarray, float, float]:
     """Empirical-Bayes shrinkage of log a toward a common value against the privacy noise.
 
-    log â_i ~ N(μ, s² + v_i) (v_i the noise variance); s by maximum marginal likelihood
-    (μ profiled out) on a grid; returns (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
+    log â_i ~ N(μ, s² + v_i) (v_i the noise variance); s by maximum marginal likelihood on a
+    grid, μ = ``centre`` (the all-a-equal fit) or profiled out; returns
+    (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
     """
     x = np.asarray(log_a, float)
     v = np.maximum(np.asarray(var_noise, float), 0.0)
@@ -161,7 +179,7 @@ def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray) -> tuple[np.ndarray, 
     best = (-np.inf, 0.0, float(np.mean(x)))
     for s in grid:
         w = 1.0 / (s * s + v + 1e-12)
-        mu = float(np.sum(w * x) / np.sum(w))
+        mu = float(np.sum(w * x) / np.sum(w)) if centre is None else float(centre)
         ll = 0.5 * np.sum(np.log(w)) - 0.5 * np.sum(w * (x - mu) ** 2)
         if ll > best[0]:
             best = (ll, float(s), mu)
