@@ -84,6 +84,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
+        "--model", choices=("rasch", "2pl"), default="rasch",
+        help="rasch (difficulties; default) or 2pl (discriminations a and difficulties b of the "
+        "2PNO, private only: needs --epsilon)",
+    )
+    parser.add_argument(
         "--regularization", type=_regularization, default=None, metavar="L",
         help="spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
         "0 refuses data whose comparison graph is disconnected",
@@ -318,6 +323,10 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "model", "rasch") == "2pl":
+        from .estimate_2pl import run as run_2pl
+
+        return run_2pl(args)
     _check_out(args.out)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError("--top-k must be a positive integer")

@@ -197,3 +197,13 @@ else:
              options=("n_boot",),
              description="discrete Gaussian on the item totals and the raw-score histogram, "
                          "marginal ML, empirical-Bayes shrinkage")
+
+try:
+    from ..private.twopl import private_2pl_estimate
+except ImportError as _exc:  # pragma: no cover - an installation without the 2PL estimator
+    UNAVAILABLE["twopl"] = str(_exc)
+else:
+    # point estimates only (n_boot = 0); the sweep's β is the result's Rasch-scale 1.702·(b − mean b)
+    register("twopl", private_2pl_estimate, private=True, fixed={"n_boot": 0}, options=("n_boot",),
+             description="discrete Gaussian on the item totals and co-correct pair counts, one-factor "
+                         "normal-ogive (2PNO) fit; β = 1.702·(b − mean b)")

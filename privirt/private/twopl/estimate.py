@@ -63,6 +63,24 @@ class TwoPLEstimate:
         """Item labels, in the order of ``a``."""
         return self.a.index
 
+    @property
+    def beta(self) -> pd.Series:
+        """Difficulties on the Rasch (logit) scale, centred: 1.702·(b − mean b).
+
+        Under logistic(θ − β) ≈ Φ((θ − β)/1.702) with θ = τ z, z ~ N(0, 1), the 2PNO has
+        a = τ/1.702 and b = β/1.702 whatever τ; for comparison with the Rasch estimators
+        (sweeps, ``top_k``).
+        """
+        b = self.b.to_numpy(float)
+        return pd.Series(1.702 * (b - b.mean()), index=self.b.index.copy(), name="beta")
+
+    def top_k(self, k: int, *, largest: bool = True) -> pd.Index:
+        """Labels of the ``k`` most discriminating items (largest a), or the least with
+        ``largest=False``."""
+        from ..._results import top_k_labels
+
+        return top_k_labels(self.a, k, largest)
+
     def to_frame(self) -> pd.DataFrame:
         """DataFrame indexed by item: a, its interval, b, its interval."""
         frame = pd.DataFrame({"a": self.a, "a_lo": self.ci["a"]["lo"], "a_hi": self.ci["a"]["hi"],
