@@ -62,6 +62,11 @@ _EXPORTS: dict[str, str] = {
     "private_totals_estimate": "private.totals.api",
     "TotalsRelease": "private.totals.api",
     "TotalsEstimate": "private.totals.api",
+    "release_2pl": "private.twopl",
+    "estimate_2pl_from_release": "private.twopl",
+    "private_2pl_estimate": "private.twopl",
+    "TwoPLRelease": "private.twopl",
+    "TwoPLEstimate": "private.twopl",
     # Bayesian samplers
     "Posterior": "bayes",
     "gibbs_2pno": "bayes",

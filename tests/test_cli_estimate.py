@@ -146,7 +146,12 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
     assert abs(sum(float(r[4]) for r in rows[1:])) < 5e-4  # Algorithm 2 is centred
     assert "95 % interval that includes the privacy noise" in out
     assert "δ = 1e-4" in out and "replace one person's row" in out
-    assert "NOT a private release" in out and "(4, 2e-4)-DP" in out
+    assert "NOT a private release" in out and "(6, 3e-4)-DP" in out
+    rows = _demo_table(out, "2PNO discriminations")
+    assert rows[0] == ["gibbs_a", "a", "a_lo", "a_hi", "gibbs_b", "b", "b_lo", "b_hi"] and len(rows) == 6
+    for r in rows[1:]:
+        gibbs_a, a, a_lo, a_hi = map(float, r[1:5])
+        assert 0 < a_lo < a_hi and gibbs_a > 0 and a > 0
     assert main(["demo", "--epsilon", "0"]) == 2
 
 

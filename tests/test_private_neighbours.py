@@ -32,9 +32,11 @@ ENTRY_POINTS = {
     "private_totals_estimate": partial(privirt.private_totals_estimate, n_boot=20),
     "release_totals/mcar": partial(privirt.release_totals, missing="mcar"),
     "private_totals_estimate/mcar": partial(privirt.private_totals_estimate, n_boot=20, missing="mcar"),
+    "release_2pl": partial(privirt.release_2pl),
+    "private_2pl_estimate": partial(privirt.private_2pl_estimate, n_boot=20),
 }
 #: entry points defined on complete data only (they refuse missing cells)
-COMPLETE_DATA_ONLY = {"release_totals", "private_totals_estimate"}
+COMPLETE_DATA_ONLY = {"release_totals", "private_totals_estimate", "release_2pl", "private_2pl_estimate"}
 
 
 def public_view(obj, depth: int = 0):

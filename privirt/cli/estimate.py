@@ -100,6 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "measured most accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
+        "--model", choices=("rasch", "2pl"), default="rasch",
+        help="rasch (difficulties; default) or 2pl (discriminations a and difficulties b of the "
+        "2PNO, private only: needs --epsilon)",
+    )
+    parser.add_argument(
         "--regularization", type=_regularization, default=None, metavar="L",
         help="spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
         "0 refuses data whose comparison graph is disconnected",
@@ -338,6 +343,8 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "model", "rasch") == "2pl":
+        return _run_2pl(args)
     _check_out(args.out)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError("--top-k must be a positive integer")
@@ -469,3 +476,74 @@ def _run_dask(args: argparse.Namespace) -> int:
         n_rows = st.n_rows
     return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
                        engine="dask")
+
+
+#: options of ``privirt estimate`` that have no meaning for the 2PL model
+_RASCH_ONLY = ("method", "mechanism", "p0", "estimator", "shuffle", "regularization")
+
+
+def _check_2pl(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or spent, options that do not apply to ``--model 2pl``."""
+    if args.epsilon is None:
+        raise ValueError("--model 2pl is private here: give --epsilon (and --delta); for the "
+                         "non-private 2PNO use `privirt gibbs FILE`")
+    given = [f"--{o.replace('_', '-')}" for o in _RASCH_ONLY if getattr(args, o, None) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to the Rasch "
+                         "model only; drop it for --model 2pl")
+    if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
+        raise ValueError("--model 2pl runs on a local file only (no --engine dask / --scheduler)")
+    if args.missing == "mcar":
+        raise ValueError("--model 2pl is defined on complete data only (--missing none); use the Rasch "
+                         "totals estimator (--method totals --missing mcar) for data with missing cells")
+
+
+def _run_2pl(args: argparse.Namespace) -> int:
+    """``--model 2pl``: validate, estimate privately, print the table and the statement, write ``--out``."""
+    import pandas as pd
+
+    from ..private.ledger import Ledger
+    from ..private.twopl import private_2pl_estimate
+    from ._input import read_responses
+
+    _check_2pl(args)
+    _check_out(args.out)
+    if args.seed is not None and args.ledger is not None:
+        raise ValueError(
+            "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
+            "records private releases only; drop --seed to spend from the ledger, or --ledger for "
+            "a reproducible non-private run (nothing was spent)"
+        )
+    # a long table's labels are read as text; the output's labels are --items
+    resp = read_responses(args, private=True)
+    items = None if args.items is None else public_items(args.items)
+    _check_top_k(args.top_k, resp.n_items if items is None else len(items))
+    if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
+        raise ValueError("a private run on a long (person, item, response) table needs the public "
+                         "item list and number of persons: --items LIST|@FILE and --n-persons N")
+    if resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons):
+        raise ValueError(f"{Path(args.file).name} has missing cells (or --n-persons counts absent persons) "
+                         "but --model 2pl is defined on complete data only; use the Rasch totals "
+                         "estimator with --missing mcar (nothing was spent)")
+    ledger = Ledger(args.ledger) if args.ledger is not None else None
+    delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
+    res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
+                               items=items, n_persons=args.n_persons,
+                               note=f"privirt estimate --model 2pl {Path(args.file).name}")
+    table = res.to_frame()
+    table.index.name = "item"
+    statement = res.privacy
+    kind = "private" if statement.private else "seeded noise: NOT private"
+    print(f"2PL estimate ({kind}): {statement.n_persons} persons × {len(table)} items "
+          "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)")
+    print(format_table(table))
+    if args.top_k is not None:
+        top = table["a"].sort_values(ascending=False, kind="stable").index[: args.top_k]
+        print(f"top {args.top_k} most discriminating: " + ", ".join(str(t) for t in top))
+    print(str(statement))
+    if args.out is not None:
+        meta = {"method": "2pl", "model": "2pl", "n_persons": statement.n_persons, "n_items": len(table),
+                "privacy": statement.to_dict()}
+        write_table(pd.DataFrame(table), args.out, meta, str(statement))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0

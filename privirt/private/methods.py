@@ -69,6 +69,9 @@ class PrivateMethod:
         Keyword arguments a sweep's ``[mechanism_options.NAME]`` table may set.
     description : str
         One line for help texts and documentation.
+    model : str
+        The IRT model it estimates: ``"rasch"`` (results with ``.beta``; the choices of
+        ``--method``) or ``"2pl"`` (results with ``.a`` and ``.b``; ``--model 2pl``).
     """
 
     name: str
@@ -84,6 +87,7 @@ class PrivateMethod:
     sweeps: tuple[SweepVariant, ...] = ()
     sweep_options: tuple[str, ...] = ()
     description: str = ""
+    model: str = "rasch"
 
     def _get(self, attr: str | None) -> Callable[..., Any] | None:
         return None if attr is None else getattr(self.load(), attr)
@@ -113,7 +117,8 @@ def register(name: str, load: Callable[[], ModuleType], *, estimate: str,
              options: tuple[str, ...] = (), missing: tuple[str, ...] = (),
              intervals: bool = False, mechanisms: tuple[str, ...] = (),
              device: bool = False, sweeps: tuple[SweepVariant, ...] | None = None,
-             sweep_options: tuple[str, ...] = (), description: str = "") -> PrivateMethod:
+             sweep_options: tuple[str, ...] = (), description: str = "",
+             model: str = "rasch") -> PrivateMethod:
     """Add a private method under ``name`` and return its entry.
 
     Raises
@@ -143,7 +148,7 @@ def register(name: str, load: Callable[[], ModuleType], *, estimate: str,
         from_release_name=from_release, options=frozenset(options), missing=tuple(missing),
         intervals=bool(intervals), mechanisms=tuple(mechanisms), takes_device=bool(device),
         sweeps=tuple(sweeps) if sweeps is not None else (SweepVariant(name, {}, description),),
-        sweep_options=tuple(sweep_options), description=description,
+        sweep_options=tuple(sweep_options), description=description, model=model,
     )
     METHODS[name] = entry
     return entry
@@ -157,9 +162,9 @@ def get(name: Any) -> PrivateMethod:
         raise ValueError(f"unknown private method {name!r}; known: {', '.join(METHODS)}") from None
 
 
-def names() -> tuple[str, ...]:
-    """Registered private method names, in registration order."""
-    return tuple(METHODS)
+def names(model: str | None = "rasch") -> tuple[str, ...]:
+    """Registered private method names of ``model`` (all with None), in registration order."""
+    return tuple(n for n, m in METHODS.items() if model is None or m.model == model)
 
 
 # ---------------------------------------------------------------------------------------
@@ -174,6 +179,12 @@ def _totals() -> ModuleType:
     from .totals import api
 
     return api
+
+
+def _twopl() -> ModuleType:
+    from . import twopl
+
+    return twopl
 
 
 # The sweeps measure point estimates: the noisy-count mechanisms run without bootstrap
@@ -234,4 +245,18 @@ register(
     sweep_options=("n_boot",),
     description="noisy item totals and raw-score histogram (discrete Gaussian), marginal ML "
                 "with intervals",
+)
+register(
+    "twopl", _twopl,
+    estimate="private_2pl_estimate", release="release_2pl",
+    from_release="estimate_2pl_from_release",
+    options=("confidence", "n_boot"), missing=("none",), intervals=True,
+    mechanisms=("gaussian",),
+    sweeps=(SweepVariant("twopl", {"n_boot": 0},
+                         "discrete Gaussian on the item totals and co-correct pair counts, "
+                         "one-factor normal-ogive (2PNO) fit; β = 1.702·(b − mean b)"),),
+    sweep_options=("n_boot",),
+    description="noisy item totals and co-correct pair counts (discrete Gaussian), one-factor "
+                "normal-ogive fit: discriminations a and difficulties b with intervals",
+    model="2pl",
 )

@@ -1,0 +1,122 @@
+"""The measurement of the private 2PNO release: discrete Gaussian noise on the item totals and
+on the co-correct counts, each part with its own σ, ρ-zCDP composed and stated as (ε, δ)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from mechanisms.measures import ApproxDP, ZCDP, zcdp_to_approx_dp
+
+from ..._seeds import child, stream_key
+from ..accounting import NEIGHBOURING_RELATION, PrivacyCost, calibrate_gaussian_sigma
+from ..measurements import SEEDED_NOTE, Measurement, _tv, calibration_epsilon, check_supported, load_mechanisms
+from ..statement import PrivacyStatement
+from .statistics import pair_sensitivity
+
+__all__ = ["PairsGaussian", "TOTALS_SHARE", "design"]
+
+#: Share of ρ spent on the item totals (the rest on the co-correct counts): a constant (it
+#: depends on no data and on none of n, m, ρ), chosen in ``docs/private_2pl.md`` §4.
+TOTALS_SHARE: float = 0.3
+
+
+def design(n_items: int, rho: float, totals_share: float = TOTALS_SHARE) -> tuple[float, float]:
+    """(σ of the totals, σ of the co-correct counts) spending ``rho`` with the given share."""
+    m = int(n_items)
+    f = float(totals_share)
+    sig_t = math.sqrt(m / (2.0 * f * rho))
+    sig_n = math.sqrt((m * (m - 1) / 2.0) / (2.0 * (1.0 - f) * rho))
+    return sig_t, sig_n
+
+
+class PairsGaussian(Measurement):
+    """Discrete Gaussian noise on (item totals, co-correct counts N_ij, i < j).
+
+    Part sensitivities (replace one person): L2² = m and m(m − 1)/2, attained together, so the
+    ρ of the parts add up (``docs/private_2pl.md`` §2); ``sigmas`` holds (σ_totals, σ_pairs).
+    """
+
+    name = "discrete Gaussian (item totals + co-correct pair counts)"
+    ledger_label = name
+    noise_parameter = "sigma"
+    measure = ZCDP
+
+    sigmas: tuple[float, float]
+    parts: tuple[str, str] = ("totals", "pairs")
+    totals_share: float
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, *, n_items: int, totals_share: float = TOTALS_SHARE) -> "PairsGaussian":
+        """σ per part meeting ``target`` (a hair more noise until the mechanisms' rounded-up ρ
+        meets it).  Uses the public m only."""
+        mech_mod = load_mechanisms()
+        eps, dlt = target.epsilon, target.delta
+        m = int(n_items)
+        try:
+            sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
+        except (ValueError, ArithmeticError, OverflowError):
+            sigma1 = math.inf
+        rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
+        if not rho > 0:
+            raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual "
+                             "range (say 0.01 to 100)")
+        sigmas = list(design(m, rho, totals_share))
+        for s in sigmas:
+            check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+            if _tv(mech_mod.DiscreteGaussian(s)) != 0:  # the claim below assumes an exact sampler
+                raise RuntimeError("the discrete Gaussian sampler reports a nonzero TV bound; the 2PL "
+                                   "release has no δ term for it")
+        self = cls()
+        st, sp = pair_sensitivity(m, "totals"), pair_sensitivity(m, "pairs")
+        self._part_sens = [(st.l2, st.n_released), (sp.l2, sp.n_released)]
+        while True:
+            self.sigmas = (float(sigmas[0]), float(sigmas[1]))
+            self.native = self.map()
+            claimed = zcdp_to_approx_dp(self.native.rho, dlt)
+            if claimed <= eps:
+                break
+            sigmas = [s * (1 + 1e-9) for s in sigmas]
+        self.totals_share = float(totals_share)
+        self.noise_value = float(self.sigmas[1])
+        self.sensitivity = pair_sensitivity(m, "joint")
+        self.guarantee = ApproxDP(float(claimed), float(dlt))
+        self.cost = PrivacyCost(rho=self.native.rho)
+        self.notes = (
+            f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and co-correct counts N_ij, i < j "
+            f"(L2² ≤ {m * (m - 1) // 2}, σ = {self.sigmas[1]:.6g}); jointly L2² ≤ {m * (m + 1) // 2}; "
+            f"{self.totals_share:.0%} of ρ on the totals (docs/private_2pl.md)",
+            "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+            "complete data only: which items a person answered is not part of the release",
+        )
+        self._check_claim(target)
+        return self
+
+    def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
+        """The privacy map: the sum over the two parts of the mechanism's ρ for (L2, dimension)."""
+        mech_mod = load_mechanisms()
+        sens = self._part_sens if part_sensitivities is None else part_sensitivities
+        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
+                        for s, (d, k) in zip(self.sigmas, sens)))
+
+    def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
+        """Each part + its discrete Gaussian noise (int64); seeded streams ``("twopl", part)``."""
+        mech_mod = load_mechanisms()
+        out = []
+        for s, part, v in zip(self.sigmas, self.parts, values):
+            key = None if seed is None else stream_key(child(seed, "twopl", part))
+            out.append(np.asarray(mech_mod.DiscreteGaussian(s, seed=key).apply(v), dtype=np.int64))
+        return out
+
+    def statement(self, *, private: bool, n_persons: int, spend_id: int | None,  # type: ignore[override]
+                  notes: tuple[str, ...] = (), p0: Any = None, n_edges: Any = None) -> PrivacyStatement:
+        """The statement of the release (no comparison graph)."""
+        return PrivacyStatement(
+            mechanism=self.name, relation=NEIGHBOURING_RELATION, sensitivity=self.sensitivity,
+            guarantee=self.guarantee, native=self.native, noise_parameter=self.noise_parameter,
+            noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
+            shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
+            notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
+        )

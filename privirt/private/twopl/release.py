@@ -1,0 +1,150 @@
+"""The private 2PNO release: noisy item totals and co-correct pair counts (``docs/private_2pl.md``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...exceptions import warn_if_noise_dominates
+from ...data.responses import ResponsesLike
+from .._inputs import validate_call
+from ..ledger import reports_spends
+from ..statement import PrivacyStatement
+from .measurement import TOTALS_SHARE, PairsGaussian
+from .statistics import pair_index, pair_statistics
+
+__all__ = ["TwoPLRelease", "release_2pl", "MISSING_DOMAINS"]
+
+MISSING_DOMAINS = ("none",)
+_COMPLETE_ONLY = ('release_2pl/private_2pl_estimate are defined on complete data (missing="none") but '
+                  "the data have missing cells; drop or impute the incomplete rows by a rule that does "
+                  "not look at the data, or use privirt.private_totals_estimate(missing=\"mcar\") for "
+                  "Rasch difficulties (nothing was spent)")
+
+
+@dataclass(frozen=True)
+class TwoPLRelease:
+    """Noisy item totals and co-correct counts: the output of :func:`release_2pl` (publishable).
+
+    Attributes
+    ----------
+    totals : pandas.Series of int64
+        Noisy number of correct answers per item (indexed by item).
+    pairs : pandas.Series of int64
+        Noisy N_ij = #persons with items i and j both correct, i < j (two-level index
+        ``item_i``, ``item_j``, in the order of ``numpy.triu_indices(m, 1)``).
+    n_persons : int
+        The public number of persons.
+    sigma_totals, sigma_pairs : float
+        Discrete Gaussian scales of the two parts.
+    totals_share : float
+        Share of ρ spent on the totals.
+    privacy : PrivacyStatement
+    missing : str
+        The declared input domain (``"none"``: complete data).
+    """
+
+    totals: pd.Series
+    pairs: pd.Series
+    n_persons: int
+    sigma_totals: float
+    sigma_pairs: float
+    totals_share: float
+    privacy: PrivacyStatement
+    missing: str = "none"
+
+    @property
+    def items(self) -> pd.Index:
+        return self.totals.index
+
+    def to_dict(self) -> dict:
+        """A JSON-friendly dict of everything released."""
+        return {
+            "items": [str(i) for i in self.items],
+            "totals": [int(v) for v in self.totals],
+            "pairs": [int(v) for v in self.pairs],
+            "n_persons": self.n_persons,
+            "sigma_totals": self.sigma_totals,
+            "sigma_pairs": self.sigma_pairs,
+            "totals_share": self.totals_share,
+            "missing": self.missing,
+            "privacy": self.privacy.to_dict(),
+        }
+
+
+def _check_missing(missing: Any) -> str:
+    if missing == "mcar":
+        raise ValueError('missing="mcar" is not available for the 2PL release yet (complete data only: '
+                         'missing="none"); use privirt.private_totals_estimate(missing="mcar") for Rasch '
+                         "difficulties (nothing was spent)")
+    if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
+        raise ValueError(f'missing must be "none" (complete data), got {missing!r}')
+    return missing
+
+
+@reports_spends
+def release_2pl(
+    X: ResponsesLike,
+    *,
+    epsilon: float,
+    delta: float = 1e-4,
+    ledger: Any = None,
+    seed: Any = None,
+    items: Sequence[Any] | None = None,
+    note: str = "",
+    n_persons: int | None = None,
+    missing: str = "none",
+) -> TwoPLRelease:
+    """Release noisy item totals and co-correct pair counts, (ε, δ)-DP.
+
+    Parameters
+    ----------
+    X : ResponsesLike
+        Complete persons × items 0/1 responses (one row per person).
+    epsilon, delta : float
+        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).
+    ledger : Ledger or path, optional
+        Debited (one transaction) before any noise is drawn.
+    seed : int or numpy.random.SeedSequence, optional
+        Reproducible noise **without privacy** (``privacy.private`` is False).
+    items : sequence, optional
+        The public item list (required for long input).
+    note : str
+        Stored with the ledger entry.
+    n_persons : int, optional
+        The public number of persons (required for long input).
+    missing : {"none"}
+        The declared input domain: complete data (missing cells are refused).
+
+    Returns
+    -------
+    TwoPLRelease
+    """
+    missing = _check_missing(missing)
+    call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
+                         items=items, n_persons=n_persons, p0=1.0, note=note)
+    ss, ledger, resp = call.seed, call.ledger, call.resp
+    if resp.has_missing:
+        raise ValueError(_COMPLETE_ONLY)
+    n, m = resp.shape
+    meas = PairsGaussian.calibrate(call.target, n_items=m, totals_share=TOTALS_SHARE)
+    warn_if_noise_dominates(meas.sigmas[1], n, "co-correct pair counts")  # public n and σ only
+    totals, pairs = pair_statistics(resp.codes)
+    # committed before any noise exists
+    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note),
+                                                        asked=call.target)
+    noisy = meas.apply([totals, pairs], seed=ss)
+    del totals, pairs
+    statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
+    iu = pair_index(m)
+    index = pd.MultiIndex.from_arrays([resp.items[iu[0]], resp.items[iu[1]]], names=["item_i", "item_j"])
+    return TwoPLRelease(
+        totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
+        pairs=pd.Series(noisy[1], index=index, name="both_correct"),
+        n_persons=int(n), sigma_totals=float(meas.sigmas[0]), sigma_pairs=float(meas.sigmas[1]),
+        totals_share=meas.totals_share, privacy=statement, missing=missing,
+    )

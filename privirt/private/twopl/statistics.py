@@ -1,0 +1,66 @@
+"""The released statistics of the private 2PNO estimator and their sensitivity.
+
+For a person with a complete 0/1 row x the release adds the upper triangle (diagonal included)
+of the outer product x xᵀ: the diagonal is the item totals s_i = Σ_l x_li (x_i² = x_i) and the
+off-diagonal the co-correct counts N_ij = #{l : x_li = x_lj = 1}, i < j.
+
+Theorem (``docs/private_2pl.md`` §2).  Replacing one person's row changes every released
+coordinate by 0 or ±1, so the joint change has ‖D‖₁ = ‖D‖₂² ≤ m + m(m − 1)/2 = m(m + 1)/2;
+the bound is attained by the rows of all ones and all zeros.  The totals alone: m, the
+co-correct counts alone: m(m − 1)/2, attained together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..accounting import NEIGHBOURING_RELATION
+from ..sensitivity import Sensitivity, _sqrt_up
+
+__all__ = ["pair_index", "pair_statistics", "pair_sensitivity", "pairs_to_matrix"]
+
+
+def pair_index(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices (i < j) of the released pairs, in release order."""
+    return np.triu_indices(int(m), 1)
+
+
+def pair_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Item totals (m,) and co-correct counts N_ij for i < j (m(m − 1)/2,), both int64.
+
+    ``codes`` is a complete persons × items 0/1 matrix.  Counted exactly in chunks of rows
+    (float32 sums are exact below 2²⁴ per chunk; ``einsum`` rather than BLAS, whose threads
+    crawl on a busy machine).
+    """
+    X = np.asarray(codes)
+    n, m = X.shape
+    G = np.zeros((m, m), dtype=np.int64)
+    step = 1 << 20
+    for a in range(0, n, step):
+        block = X[a:a + step].astype(np.float32)
+        G += np.rint(np.einsum("li,lj->ij", block, block)).astype(np.int64)
+    iu = pair_index(m)
+    return np.diag(G).copy(), G[iu]
+
+
+def pairs_to_matrix(pairs: np.ndarray, m: int, diagonal: np.ndarray | None = None) -> np.ndarray:
+    """The symmetric m × m matrix of the released pairs (float; ``diagonal`` on the diagonal)."""
+    out = np.zeros((int(m), int(m)))
+    iu = pair_index(m)
+    out[iu] = pairs
+    out[(iu[1], iu[0])] = pairs
+    if diagonal is not None:
+        out[np.diag_indices(int(m))] = diagonal
+    return out
+
+
+def pair_sensitivity(n_items: int, part: str = "joint") -> Sensitivity:
+    """Replace-one-person sensitivity of the totals (``part="totals"``: L2² = m), the co-correct
+    counts (``"pairs"``: m(m − 1)/2) or both together (``"joint"``: m(m + 1)/2); L1 = L2²
+    (every coordinate moves by at most 1).  Tight: all ones against all zeros."""
+    m = int(n_items)
+    sizes = {"totals": m, "pairs": m * (m - 1) // 2, "joint": m * (m + 1) // 2}
+    if part not in sizes:
+        raise ValueError(f"part must be one of {sorted(sizes)}, got {part!r}")
+    s = sizes[part]
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, s)

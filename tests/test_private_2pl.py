@@ -1,0 +1,267 @@
+"""Private 2PNO estimator: sensitivity (exhaustive), release discipline, accounting against
+OpenDP, estimation accuracy and interval coverage on small cases."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special, stats
+
+import privirt
+from privirt.private.twopl import (
+    PairsGaussian,
+    estimate_2pl_from_release,
+    pair_sensitivity,
+    pair_statistics,
+    private_2pl_estimate,
+    release_2pl,
+)
+from privirt.private.twopl.fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from privirt.private.twopl.orthant import orthant_gradients, upper_orthant
+
+mechanisms = pytest.importorskip("mechanisms")
+
+
+def _data(n=2000, m=6, seed=0):
+    rng = np.random.default_rng(seed)
+    a = np.exp(rng.normal(0.0, 0.3, m))
+    b = rng.normal(0.0, 1.0, m)
+    theta = rng.standard_normal(n)
+    X = (rng.random((n, m)) < special.ndtr(theta[:, None] * a - b)).astype(np.int8)
+    return X, a, b
+
+
+# -- sensitivity ----------------------------------------------------------------------------
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6])
+def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
+    rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
+    st = [np.concatenate(pair_statistics(r[None, :])) for r in rows]
+    D = np.array(st)[:, None, :] - np.array(st)[None, :, :]  # every ordered pair of rows
+    l2 = (D * D).sum(axis=2).max()
+    l1 = np.abs(D).sum(axis=2).max()
+    tot = (D[:, :, :m] ** 2).sum(axis=2).max()
+    prs = (D[:, :, m:] ** 2).sum(axis=2).max()
+    joint, t_s, p_s = pair_sensitivity(m), pair_sensitivity(m, "totals"), pair_sensitivity(m, "pairs")
+    assert l2 <= joint.l2**2 and l1 <= joint.l1 and tot <= t_s.l2**2 and prs <= p_s.l2**2
+    # tight: attained (all ones against all zeros), for the joint vector and each part
+    assert l2 == l1 == m * (m + 1) // 2 and tot == m and prs == m * (m - 1) // 2
+    assert joint.n_released == m * (m + 1) // 2
+
+
+def test_statistics_of_a_larger_data_set_add_up():
+    X, _, _ = _data(n=3000, m=7)
+    t, p = pair_statistics(X)
+    G = X.astype(np.int64).T @ X.astype(np.int64)
+    i, j = np.triu_indices(7, 1)
+    assert np.array_equal(t, np.diag(G)) and np.array_equal(p, G[i, j]) and p.dtype == np.int64
+
+
+def test_orthant_probabilities_and_gradients_match_scipy():
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        h, k = rng.uniform(-3, 3, 2)
+        r = rng.uniform(-0.5, 0.97)
+        ref = stats.multivariate_normal(mean=[0, 0], cov=[[1, r], [r, 1]]).cdf([-h, -k])
+        assert upper_orthant(h, k, r) == pytest.approx(ref, abs=1e-7)
+    h, k, r, e = 0.3, -0.7, 0.6, 1e-6
+    dh, dk, dr = orthant_gradients(h, k, r)
+    assert dh == pytest.approx((upper_orthant(h + e, k, r) - upper_orthant(h - e, k, r)) / (2 * e), rel=1e-6)
+    assert dk == pytest.approx((upper_orthant(h, k + e, r) - upper_orthant(h, k - e, r)) / (2 * e), rel=1e-6)
+    assert dr == pytest.approx((upper_orthant(h, k, r + e) - upper_orthant(h, k, r - e)) / (2 * e), rel=1e-6)
+
+
+# -- release discipline ---------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.05, 1.0, 5.0])
+def test_release_meets_the_target_and_states_it(eps):
+    X, _, _ = _data(n=500, m=5)
+    rel = release_2pl(X, epsilon=eps, delta=1e-5)
+    p, m = rel.privacy, 5
+    rho = m / (2 * rel.sigma_totals**2) + (m * (m - 1) / 2) / (2 * rel.sigma_pairs**2)
+    assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
+    assert p.epsilon <= eps * (1 + 1e-12) and p.epsilon >= eps * 0.999
+    assert p.sensitivity.l2**2 >= m * (m + 1) / 2 and p.private and "NOT PRIVATE" not in str(p)
+    assert (m / (2 * rel.sigma_totals**2)) / rho == pytest.approx(rel.totals_share, rel=1e-6)
+    assert rel.totals.dtype == np.int64 and rel.pairs.size == 10 and rel.to_dict()["n_persons"] == 500
+    assert list(rel.pairs.index[0]) == [0, 1]
+
+
+def test_accounting_matches_opendp():
+    dp = pytest.importorskip("opendp.prelude")
+    dp.enable_features("contrib")
+    X, _, _ = _data(n=300, m=6)
+    for eps in (0.3, 1.0, 4.0):
+        rel = release_2pl(X, epsilon=eps, delta=1e-5, seed=1)
+        rho = sum(
+            dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float),
+                               scale=s).map(d)
+            for s, d in ((rel.sigma_totals, math.sqrt(6)), (rel.sigma_pairs, math.sqrt(15))))
+        assert rel.privacy.rho >= rho * (1 - 1e-12) and rel.privacy.rho == pytest.approx(rho, rel=1e-9)
+        scalar = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
+                                    scale=1 / math.sqrt(2 * rel.privacy.rho))
+        theirs = dp.c.make_zCDP_to_approxDP(scalar).map(1.0).epsilon(1e-5)
+        assert rel.privacy.epsilon == pytest.approx(theirs, rel=1e-6) and rel.privacy.epsilon <= eps
+
+
+def test_design_depends_on_public_quantities_only():
+    from mechanisms.measures import ApproxDP
+
+    a = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=8)
+    b = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=8)
+    assert a.sigmas == b.sigmas and a.sigmas[1] > a.sigmas[0]
+
+
+def test_ledger_debited_before_noise(tmp_path, monkeypatch):
+    X, _, _ = _data(n=300, m=5)
+    led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
+    seen = []
+    orig = mechanisms.DiscreteGaussian.apply
+
+    def spy(self, values):
+        seen.append(len(led.spends()))
+        return orig(self, values)
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    rel = release_2pl(X, epsilon=1.0, delta=1e-5, ledger=led)
+    assert seen == [1, 1]  # totals and pairs, both after the one debit
+    assert rel.privacy.ledger_spend_id == 1
+    assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
+
+
+def test_bad_input_spends_nothing(tmp_path, monkeypatch):
+    X, _, _ = _data(n=300, m=5)
+    path = tmp_path / "l.ledger"
+    led = privirt.Ledger(path, epsilon=1.0, delta=1e-5)
+
+    def boom(self, values):  # pragma: no cover - must not be reached
+        raise AssertionError("noise drawn on bad input")
+
+    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    before = path.read_bytes()
+    Xm = X.astype(float)
+    Xm[0, 0] = np.nan
+    cases = [
+        (dict(X=Xm, epsilon=0.5), "complete data"),
+        (dict(X=X, epsilon=0.5, missing="mcar"), "mcar"),
+        (dict(X=X, epsilon=0.5, missing="sometimes"), "missing"),
+        (dict(X=X, epsilon=0.0), "epsilon"),
+        (dict(X=X, epsilon=0.5, delta=2.0), "delta"),
+        (dict(X=X, epsilon=0.5, confidence=1.5), "confidence"),
+        (dict(X=X, epsilon=0.5, n_boot=5), "n_boot"),
+        (dict(X=X, epsilon=0.5, seed=3), "seed"),  # seeded noise with a ledger
+    ]
+    for kwargs, word in cases:
+        with pytest.raises(ValueError, match=word) as exc:
+            private_2pl_estimate(ledger=led, **kwargs)
+        assert "\n" not in str(exc.value)
+    with pytest.raises(privirt.BudgetExceeded):
+        private_2pl_estimate(X, epsilon=1.5, ledger=led)
+    assert path.read_bytes() == before and len(led.spends()) == 0
+    with pytest.raises(ValueError, match="TwoPLRelease"):
+        estimate_2pl_from_release({"totals": [1, 2]})
+
+
+def test_seeded_is_reproducible_and_not_private():
+    X, _, _ = _data(n=400, m=4)
+    a = private_2pl_estimate(X, epsilon=1.0, seed=7, n_boot=20)
+    b = private_2pl_estimate(X, epsilon=1.0, seed=np.random.SeedSequence(7), n_boot=20)
+    assert a.privacy.private is False and "NOT PRIVATE" in str(a.privacy)
+    assert a.release.pairs.equals(b.release.pairs) and a.a.equals(b.a) and a.ci["b"].equals(b.ci["b"])
+    c = private_2pl_estimate(X, epsilon=1.0, n_boot=0)
+    assert c.privacy.private is True and "NOT PRIVATE" not in str(c.privacy)
+
+
+def test_labels_carried_through_and_result_contract():
+    X, _, _ = _data(n=500, m=4)
+    df = pd.DataFrame(X, columns=["q1", "q2", "q3", "q4"])
+    fit = private_2pl_estimate(df, epsilon=2.0, seed=1, n_boot=20)
+    for obj in (fit.a, fit.b, fit.ci["a"], fit.ci["b"], fit.to_frame(), fit.release.totals):
+        assert list(obj.index) == ["q1", "q2", "q3", "q4"]
+    assert list(fit.ci["a"].columns) == ["lo", "hi"] and list(fit.ci["b"].columns) == ["lo", "hi"]
+    assert np.all(fit.ci["a"]["lo"] < fit.ci["a"]["hi"]) and np.all(fit.ci["a"]["lo"] > 0)
+    assert list(fit.release.pairs.index[0]) == ["q1", "q2"]
+    rel = fit.release
+    again = estimate_2pl_from_release(rel, n_boot=0)
+    assert again.a.equals(fit.a) and again.ci["a"].isna().all().all()
+
+
+def test_neighbours_get_identical_statements_and_shapes():
+    X, _, _ = _data(n=50, m=4, seed=3)
+    Y = X.copy()
+    Y[0] = 1 - Y[0]
+    fa = private_2pl_estimate(X, epsilon=1.0, seed=5, n_boot=20)
+    fb = private_2pl_estimate(Y, epsilon=1.0, seed=5, n_boot=20)
+    assert fa.privacy.to_dict() == fb.privacy.to_dict()
+    for x, y in ((fa.release.totals, fb.release.totals), (fa.release.pairs, fb.release.pairs),
+                 (fa.a, fb.a), (fa.ci["b"], fb.ci["b"])):
+        assert list(x.index) == list(y.index) and x.shape == y.shape
+    assert sorted(fa.info) == sorted(fb.info)
+
+
+# -- statistical behaviour ------------------------------------------------------------------
+def test_fit_recovers_the_model_from_exact_moments():
+    # noise-free, huge-n moments of the model itself: the fit returns (a, b)
+    rng = np.random.default_rng(1)
+    a = np.exp(rng.normal(0, 0.3, 6))
+    b = rng.normal(0, 1, 6)
+    lam, tau = a / np.sqrt(1 + a * a), b / np.sqrt(1 + a * a)
+    i, j = np.triu_indices(6, 1)
+    n = 10**9
+    t = special.ndtr(-tau) * n
+    p = upper_orthant(tau[i], tau[j], lam[i] * lam[j]) * n
+    f = fit_factor(t, p, n, 0.0, 0.0)
+    ah, bh = to_2pno(f.tau[0], f.lam[0])
+    assert np.allclose(ah, a, rtol=1e-3) and np.allclose(bh, b, atol=1e-3)
+
+
+def test_shrinkage_toward_all_equal_when_noise_dominates():
+    x = np.log(np.array([0.5, 1.0, 2.0, 1.5]))
+    same, s, mu = shrink_log_a(x, np.full(4, 100.0))
+    assert s == 0.0 and np.allclose(same, same[0])
+    kept, s2, _ = shrink_log_a(x, np.zeros(4))
+    assert np.allclose(kept, x) and s2 > 0.3
+
+
+def test_accuracy_on_a_moderate_case():
+    X, a, b = _data(n=4000, m=10, seed=2)
+    fit = private_2pl_estimate(X, epsilon=2.0, n_boot=0)
+    ref = fit_factor(*pair_statistics(X), 4000, 0.0, 0.0)  # the same fit without noise
+    a0, b0 = to_2pno(ref.tau[0], ref.lam[0])
+    err = np.linalg.norm(fit.a.to_numpy() - a0) / np.linalg.norm(a0)
+    assert err < 0.15, err
+    assert np.linalg.norm(fit.b.to_numpy() - b0) / np.linalg.norm(b0) < 0.15
+    assert np.linalg.norm(a0 - a) / np.linalg.norm(a) < 0.1  # and the noise-free fit is right
+
+
+def test_never_worse_than_all_equal_at_tiny_epsilon():
+    errs = []
+    for k in range(4):
+        X, a, _ = _data(n=500, m=8, seed=40 + k)
+        fit = private_2pl_estimate(X, epsilon=0.1, seed=k, n_boot=0)
+        errs.append(np.linalg.norm(fit.a.to_numpy() - a) / np.linalg.norm(a))
+    assert np.mean(errs) < 1.0, errs
+
+
+@pytest.mark.slow
+def test_interval_coverage_on_a_small_case():
+    hits_a, hits_b = [], []
+    for k in range(12):
+        X, a, b = _data(n=1500, m=6, seed=300 + k)
+        fit = private_2pl_estimate(X, epsilon=1.0, seed=k, n_boot=40)
+        hits_a.append((fit.ci["a"]["lo"].to_numpy() <= a) & (a <= fit.ci["a"]["hi"].to_numpy()))
+        hits_b.append((fit.ci["b"]["lo"].to_numpy() <= b) & (b <= fit.ci["b"]["hi"].to_numpy()))
+    cov_a, cov_b = float(np.mean(hits_a)), float(np.mean(hits_b))
+    assert 0.82 <= cov_a <= 1.0 and 0.82 <= cov_b <= 1.0, (cov_a, cov_b)
+
+
+def test_bootstrap_simulation_matches_the_model_moments():
+    rng = np.random.default_rng(3)
+    a, b = np.array([0.5, 1.0, 2.0]), np.array([-0.5, 0.0, 1.0])
+    t, p = simulate_statistics(rng, a, b, 20000, 4)
+    lam, tau = a / np.sqrt(1 + a * a), b / np.sqrt(1 + a * a)
+    i, j = np.triu_indices(3, 1)
+    assert np.allclose(t.mean(0) / 20000, special.ndtr(-tau), atol=0.01)
+    assert np.allclose(p.mean(0) / 20000, upper_orthant(tau[i], tau[j], lam[i] * lam[j]), atol=0.01)
