@@ -230,7 +230,8 @@ def _statement(p: dict):
         mechanism=p["mechanism"], relation=p["relation"], guarantee=guarantee, native=native, sensitivity=sens,
         noise_parameter=p["noise_parameter"], noise_value=p["noise_value"], private=p["private"], p0=p["p0"],
         n_edges=p["n_edges"], shuffle=p["shuffle"], cost=PrivacyCost(c["rho"], c["epsilon"], c["delta"]),
-        n_persons=p["n_persons"], ledger_spend_id=p["ledger_spend_id"], notes=tuple(p["notes"]))
+        n_persons=p["n_persons"], ledger_spend_id=p["ledger_spend_id"], notes=tuple(p["notes"]),
+        domain=p.get("domain"))
 
 
 def _f(values) -> np.ndarray:
