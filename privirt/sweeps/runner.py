@@ -9,6 +9,7 @@ folder; ``sweep.json`` records the configuration, software and machine of every 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import json
 import os
 import platform
@@ -282,7 +283,8 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
             initializer=init_worker, initargs=(bases, True),
         )
         try:
-            futures = [pool.submit(worker, *a) for a in args]
+            with _sigint_ignored():  # forked workers inherit it from their first instruction
+                futures = [pool.submit(worker, *a) for a in args]
             for fut in cf.as_completed(futures):
                 yield fut.result()
         except BaseException:
@@ -297,6 +299,23 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = value
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while the (forked) workers start, so that none of them can get a
+    KeyboardInterrupt before its initializer ignores it; restored at once afterwards."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
