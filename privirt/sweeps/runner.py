@@ -283,8 +283,11 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
             initializer=init_worker, initargs=(bases, True),
         )
         try:
-            with _sigint_ignored():  # forked workers inherit it from their first instruction
-                futures = [pool.submit(worker, *a) for a in args]
+            # the first submit starts every worker (all at once for a fork context); they
+            # inherit SIGINT ignored from their first instruction.  Later submits only queue.
+            with _sigint_ignored():
+                futures = [pool.submit(worker, *args[0])]
+            futures += [pool.submit(worker, *a) for a in args[1:]]
             for fut in cf.as_completed(futures):
                 yield fut.result()
         except BaseException:
