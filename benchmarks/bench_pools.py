@@ -171,7 +171,8 @@ def main(argv=None) -> int:
     print(f"# bench_pools  python {platform.python_version()}  numpy {np.__version__}  "
           f"cpus={os.cpu_count()}  jobs={args.jobs}  repeat={args.repeat}  "
           f"load average {load0[0]:.2f} before, {load1[0]:.2f} after")
-    print(f"sweep: {cells} cells, data sets n×m = {sizes}")
+    if sweep_variants:
+        print(f"sweep: {cells} cells, data sets n×m = {sizes}")
     base = min(sweep_t["spawn"]) if sweep_variants else 0.0
     for v in sweep_variants:
         print(f"  {v:<8} best {min(sweep_t[v]):7.2f} s  median {np.median(sweep_t[v]):7.2f} s  "

