@@ -73,7 +73,7 @@ def test_one_entry_adds_a_method_to_the_command_line(monkeypatch, tmp_path, caps
     args = ["estimate", path, "--weights-col", "frequency", "--epsilon", "2", "--seed", "1"]
     assert main([*args, "--method", "toy"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("private toy estimate") and "NOT private" in out
+    assert out.startswith("toy estimate (seeded noise: NOT private)") and "NOT private" in out
     assert main([*args, "--method", "toy", "--mechanism", "laplace"]) == 2
     assert "--mechanism applies to --method spectral" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:

@@ -103,7 +103,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from ..private.ledger import journal_mark
+    from ..private.spends import journal_mark
 
     mark = journal_mark()
     try:
@@ -138,7 +138,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _spent(mark: int) -> str:
     """``; the privacy budget WAS spent (...)`` for every debit this command made, or ``""``."""
-    from ..private.ledger import spends_since
+    from ..private.spends import spends_since
 
     return "".join(f"; {rec.describe()}" for rec in spends_since(mark))
 

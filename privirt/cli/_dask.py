@@ -37,9 +37,9 @@ def check_engine_args(args: argparse.Namespace) -> None:
         return
     from pathlib import Path
 
-    from ..data.responses import _table_suffix
+    from ..data._files import table_suffix
 
-    if args.file == "-" or _table_suffix(Path(args.file)) in (".csv", ".tsv", ".txt"):
+    if args.file == "-" or table_suffix(Path(args.file)) in (".csv", ".tsv", ".txt"):
         raise ValueError(f"--engine dask reads wide Parquet (a folder, glob or .parquet file), and "
                          f"{args.file} is {'standard input' if args.file == '-' else 'a CSV file'}: "
                          "use --engine local, or convert it to Parquet first")

@@ -30,19 +30,14 @@ budget was spent and how much: the private entry points add that note to the exc
 
 from __future__ import annotations
 
-import collections
 import datetime as _dt
-import functools
-import itertools
 import math
 import os
 import sqlite3
-import threading
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Iterator
 
 from .accounting import (
     NEIGHBOURING_RELATION,
@@ -54,6 +49,7 @@ from .accounting import (
     total_epsilon,
 )
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
+from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -96,107 +92,6 @@ _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-# ---------------------------------------------------------------------------------------
-# the journal of debits committed by this process (what an interrupted run must report)
-@dataclass(frozen=True)
-class Spend:
-    """A debit committed to a ledger by this process.
-
-    Attributes
-    ----------
-    path : Path
-        The ledger file.
-    spend_id : int
-        The spend's id in the ledger.
-    cost : PrivacyCost
-        What was debited (ρ for a Gaussian, ε and δ otherwise).
-    mechanism : str
-        The ledger entry's label.
-    asked : ApproxDP or None
-        The (ε, δ) the call asked for.
-    certain : bool
-        False when the process was interrupted during the commit itself and the check that
-        followed could not tell whether it completed.
-    """
-
-    path: Path
-    spend_id: int
-    cost: PrivacyCost
-    mechanism: str
-    asked: ApproxDP | None = None
-    certain: bool = True
-    seq: int = 0
-    thread: int = 0
-
-    def describe(self) -> str:
-        """One line: how much was spent, where."""
-        asked = "" if self.asked is None else f"asked ε={self.asked.epsilon:.6g}, δ={self.asked.delta:.3g}; "
-        verb = "WAS spent" if self.certain else "may have been spent"
-        return (f"the privacy budget {verb} ({asked}cost {self.cost}) as spend #{self.spend_id} of "
-                f"ledger {self.path}; the spend stays recorded")
-
-
-_JOURNAL: collections.deque[Spend] = collections.deque(maxlen=4096)
-_SEQ = itertools.count(1)
-_LAST_SEQ = [0]
-
-
-def journal_mark() -> int:
-    """A mark for :func:`spends_since` (the sequence number of the last debit journaled)."""
-    return _LAST_SEQ[0]
-
-
-def spends_since(mark: int, *, thread: int | None = None) -> list[Spend]:
-    """Debits committed by this process (by the calling thread unless ``thread`` is given)
-    after ``mark`` (from :func:`journal_mark`), oldest first."""
-    ident = threading.get_ident() if thread is None else thread
-    return [r for r in list(_JOURNAL) if r.seq > mark and r.thread == ident]
-
-
-def _journal(rec: Spend) -> Spend:
-    seq = next(_SEQ)
-    rec = Spend(rec.path, rec.spend_id, rec.cost, rec.mechanism, rec.asked, rec.certain, seq,
-                threading.get_ident())
-    _JOURNAL.append(rec)
-    _LAST_SEQ[0] = max(_LAST_SEQ[0], seq)
-    return rec
-
-
-def note_spent(exc: BaseException, spends: list[Spend]) -> None:
-    """Attach ``spends`` to ``exc``: ``exc.privirt_spends`` and one note each (``__notes__``)."""
-    have = list(getattr(exc, "privirt_spends", []) or [])
-    new = [r for r in spends if all((r.path, r.spend_id) != (h.path, h.spend_id) for h in have)]
-    if not new:
-        return
-    try:
-        exc.privirt_spends = have + new  # type: ignore[attr-defined]
-    except AttributeError:  # pragma: no cover - exceptions with __slots__
-        pass
-    for r in new:
-        exc.add_note(f"privirt: {r.describe()}")
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def reports_spends(fn: F) -> F:
-    """Decorate a private entry point: an exception or interrupt raised after it debited a
-    ledger carries the debit (:func:`note_spent`)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        mark = journal_mark()
-        try:
-            return fn(*args, **kwargs)
-        except BaseException as exc:
-            spent = spends_since(mark)
-            if spent:
-                note_spent(exc, spent)
-            raise
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _damaged(path: Path, exc: BaseException) -> LedgerError:

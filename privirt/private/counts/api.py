@@ -12,7 +12,7 @@ from ..._checks import check_confidence, check_n_boot
 from ..._seeds import SeedLike, child, seed_sequence
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import Responses, ResponsesLike
-from ..ledger import reports_spends
+from ..spends import reports_spends
 from ..sensitivity import pairwise_counts_sensitivity
 from .._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph

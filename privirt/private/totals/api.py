@@ -37,7 +37,7 @@ from .._inputs import validate_call
 from ..measurements import TotalsGaussian
 from ...data.responses import ResponsesLike
 from ..sensitivity import Sensitivity, _sqrt_up
-from ..ledger import reports_spends
+from ..spends import reports_spends
 
 __all__ = [
     "totals_statistics",

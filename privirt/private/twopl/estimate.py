@@ -13,7 +13,7 @@ from scipy import stats
 from ..._checks import check_confidence, check_n_boot
 from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
-from ..ledger import reports_spends
+from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .release import TwoPLRelease, release_2pl

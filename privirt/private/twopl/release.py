@@ -12,7 +12,7 @@ import pandas as pd
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import ResponsesLike
 from .._inputs import validate_call
-from ..ledger import reports_spends
+from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .measurement import TOTALS_SHARE, PairsGaussian
 from .statistics import pair_index, pair_statistics

@@ -1,0 +1,156 @@
+"""Reading response tables from files and streams: CSV (also compressed), TSV and Parquet.
+
+One-line errors naming the file (wrong delimiter, ragged rows, a header of responses); on the
+private paths a long table's person and item columns are read as text.  :mod:`.responses`
+turns the frames into :class:`~privirt.data.responses.Responses`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["read_path", "read_stream", "table_suffix"]
+
+#: the strings pandas reads as missing by default (``pandas.read_csv``, ``na_values``): the
+#: response column of a long CSV read with text labels keeps this rule, its labels do not
+_CSV_NA_STRINGS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+                   "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
+def table_suffix(path: Path) -> str:
+    """The table suffix of ``path``, looking through a compression suffix (``.csv.gz``)."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSED:
+        return suffixes[-2]
+    return path.suffix.lower()
+
+
+def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:
+    """The table in ``path`` (CSV, compressed CSV, TSV or Parquet); one-line errors."""
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; pass a CSV or Parquet file")
+    suffix = table_suffix(path)
+    if suffix in (".parquet", ".pq"):
+        try:
+            frame = pd.read_parquet(path)
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "reading Parquet needs pyarrow: python -m pip install \"privirt[data]\""
+            ) from exc
+        except Exception as exc:  # pyarrow's errors name neither the file nor what to do
+            raise ValueError(f"cannot read {path} as Parquet ({' '.join(str(exc).split())}); "
+                             "pass a Parquet file, or a CSV ending in .csv") from None
+    elif suffix in (".csv", ".txt", ".tsv"):
+        sep = "\t" if suffix == ".tsv" else ","
+        frame = _read_csv(lambda: path, str(path), sep, fmt=fmt, person_col=person_col,
+                          item_col=item_col, labels_as_text=labels_as_text)
+    else:
+        raise ValueError(
+            f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or "
+            ".parquet (a CSV may be compressed: .csv.gz)"
+        )
+    return frame
+
+
+def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dict:
+    """``read_csv`` options that read a long table's person and item columns as written
+    (text; only an empty field is a missing label), and every other column as usual."""
+    if not (fmt == "long" or (fmt == "auto" and len(names) == 3)):
+        return {}
+    wanted = {(person_col or "person").lower(), item_col.lower()}
+    labels = [c for c in names if c.lower() in wanted]
+    if not labels:
+        return {}
+    return {"dtype": {c: str for c in labels}, "keep_default_na": False,
+            "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in names}}
+
+
+def read_stream(stream: Any, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:
+    """A comma-separated table from an open file (``sys.stdin`` for the command line's ``-``)."""
+    import io
+
+    content = stream.read()
+    name = str(getattr(stream, "name", "<stream>"))
+    if isinstance(content, bytes):
+        def source():
+            return io.BytesIO(content)
+    else:
+        def source():
+            return io.StringIO(content)
+    return _read_csv(source, name, ",", compression=None, fmt=fmt, person_col=person_col,
+                     item_col=item_col, labels_as_text=labels_as_text)
+
+
+def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, fmt: str = "auto",
+              person_col: Any = None, item_col: Any = "item", labels_as_text: bool = False) -> pd.DataFrame:
+    """Read a CSV table; every problem is one ``ValueError`` naming ``name`` and what to do.
+
+    ``source()`` returns a fresh path or buffer (the header is read a second time, as text)."""
+    import re
+
+    try:
+        header = pd.read_csv(source(), sep=sep, header=None, nrows=1, dtype=str,
+                             keep_default_na=False, compression=compression).iloc[0].tolist()
+        options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
+                   if labels_as_text else {})
+        frame = pd.read_csv(source(), sep=sep, compression=compression,
+                            **({"keep_default_na": True} | options))
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{name} is empty") from None
+    except pd.errors.ParserError as exc:
+        text = " ".join(str(exc).split())
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+        detail = (f"line {m.group(2)} has {m.group(3)} fields where the first rows have "
+                  f"{m.group(1)}" if m else text)
+        raise ValueError(f"{name} is not a rectangular table: {detail}; every row needs one "
+                         "field per column of the header (check for stray separators)") from None
+    except (UnicodeDecodeError, OSError, EOFError) as exc:
+        raise ValueError(f"cannot read {name} as CSV text ({' '.join(str(exc).split())})") from None
+    if frame.shape[1] == 1:
+        cell = str(header[0])
+        other = next((c for c in (";", "\t", "|") if c in cell), None)
+        if other is not None:
+            shown = {"\t": "tab"}.get(other, repr(other))
+            raise ValueError(
+                f"{name} reads as a single column {cell[:40]!r}: wrong delimiter? Its fields are "
+                f"separated by {shown}; privirt reads comma-separated CSV"
+                + (" (or tab-separated .tsv)" if other != "\t" else "; name a tab-separated file .tsv")
+                + ", so convert the file"
+            )
+    _check_csv_header(header, name)
+    return frame
+
+
+def _check_csv_header(header: list, name: str) -> None:
+    """Refuse repeated column names (pandas would silently rename the second ``q1.1``)."""
+    named = [label for label in header if label.strip()]
+    if named and all(_looks_like_response(label) for label in named):
+        raise ValueError(
+            f"the first row of {name} ({', '.join(header[:6])}"
+            f"{', …' if len(header) > 6 else ''}) looks like responses, not item labels: "
+            "a CSV needs a header row naming the items (and optionally a person column); if "
+            "these are the item labels, rename them (say q0, q1, …)"
+        )
+    seen = set()
+    for label in header:
+        if label in seen:
+            raise ValueError(
+                f"duplicate column {label!r} in the header of {name}; item (and person) "
+                "labels must be unique"
+            )
+        seen.add(label)
+
+
+def _looks_like_response(name: str) -> bool:
+    """A header cell that reads as a response value (0, 1, 0.0, 1.0)."""
+    try:
+        return float(name.strip()) in (0.0, 1.0)
+    except ValueError:
+        return False
