@@ -146,6 +146,10 @@ class FusedGibbs:
         ``"auto"``: numba when installed.
     keep_z : bool
         Keep the latest Z in ``self.Z`` (B, n, k) (for tests; costs memory).
+    free : bool
+        ``slopes="free"``: a unrestricted (default False: a > 0).
+    anchors : privirt.bayes.twopno.Anchors, optional
+        Sign constraints and fixed values of some θ_i.
     threads : {None, 1}
         numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
         core, swept by worker threads (the kernel releases the GIL), when an iteration has at
@@ -175,6 +179,8 @@ class FusedGibbs:
         engine: str = "auto",
         keep_z: bool = False,
         threads: int | None = None,
+        free: bool = False,
+        anchors: Any = None,
     ) -> None:
         self.engine = _resolve_engine(engine)
         if threads not in (None, 1):
@@ -196,8 +202,13 @@ class FusedGibbs:
         for name, arr, size in (("theta", self.theta, n), ("a", self.a, k), ("b", self.b, k)):
             if arr.shape != (B, size):
                 raise ValueError(f"{name} must be shaped ({B}, {size}), got {arr.shape}")
-        if np.any(self.a <= 0):
+        self.free = bool(free)
+        if not self.free and np.any(self.a <= 0):
             raise ValueError("a must be positive (the model restricts a > 0)")
+        self.th_con = np.zeros(n, dtype=np.int8) if anchors is None else \
+            np.ascontiguousarray(anchors.con, dtype=np.int8)
+        self.th_fix = np.zeros(n) if anchors is None else np.ascontiguousarray(anchors.fix,
+                                                                                dtype=np.float64)
         pri = priors or {}
         pa, pb = pri.get("a"), pri.get("b")
         self.pa_prec, self.pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
@@ -246,11 +257,11 @@ class FusedGibbs:
         slot = slot if store is not None else -1
         z = self.Z if self.keep_z else self._no_store
         common = (self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
-                  self.iteration, BLOCK_ROWS)
+                  self.iteration, BLOCK_ROWS, self.th_con, self.th_fix)
         if self._ranges is None:
             self._nb.iteration_serial(*common, self.pa_prec, self.pa_lin, self.pb_prec,
-                                      self.pb_lin, self._partial, z, self.keep_z, st_theta,
-                                      st_a, st_b, slot)
+                                      self.pb_lin, self.free, self._partial, z, self.keep_z,
+                                      st_theta, st_a, st_b, slot)
             return
         args = (*common, self._partial, z, self.keep_z, st_theta, slot)
         pool = _pool()
@@ -259,7 +270,8 @@ class FusedGibbs:
         for f in futures:
             f.result()
         self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
-                       self.pa_lin, self.pb_prec, self.pb_lin, self._partial, st_a, st_b, slot)
+                       self.pa_lin, self.pb_prec, self.pb_lin, self.free, self._partial, st_a,
+                       st_b, slot)
 
     def _step_numpy(self) -> None:
         it = self.iteration
@@ -285,6 +297,15 @@ class FusedGibbs:
                 lin = Z @ a + M @ (a * b)
             u0, _ = uniform2(it, 1, self._persons, 0, k0, k1)
             th = lin / prec + special.ndtri(u0) / np.sqrt(prec)
+            side = np.flatnonzero(np.abs(self.th_con) == 1)
+            if side.size:  # θ_i > 0 or < 0: the truncated draw on the same counter
+                s = self.th_con[side].astype(np.float64)
+                m = (lin / prec)[side]
+                sd = 1.0 / np.sqrt(np.broadcast_to(prec, th.shape)[side])
+                th[side] = m + s * sd * std_tn_lower(-s * m / sd, it, 1, self._persons[side],
+                                                     0, k0, k1)
+            fixed = self.th_con == 2
+            th[fixed] = self.th_fix[fixed]
             self.theta[bb] = th
             if M is None:
                 s_tt, s_t, s_1 = th @ th, th.sum(), float(self.n)
@@ -299,9 +320,13 @@ class FusedGibbs:
             m_a = (p_bb * r_a - p_ab * r_b) / det
             m_b = (p_aa * r_b - p_ab * r_a) / det
             sd_a = np.sqrt(p_bb / det)
-            lower = np.broadcast_to(-m_a / sd_a, (self.k,))
-            new_a = m_a + sd_a * std_tn_lower(lower, it, 2, self._items, 0, k0, k1)
-            new_a = np.maximum(new_a, _TINY)
+            if self.free:  # untruncated: a = m_a − sd_a Φ⁻¹(u)
+                u_a, _ = uniform2(it, 2, self._items, 0, k0, k1)
+                new_a = m_a - sd_a * special.ndtri(u_a)
+            else:
+                lower = np.broadcast_to(-m_a / sd_a, (self.k,))
+                new_a = m_a + sd_a * std_tn_lower(lower, it, 2, self._items, 0, k0, k1)
+                new_a = np.maximum(new_a, _TINY)
             u0, _ = uniform2(it, 3, self._items, 0, k0, k1)
             self.b[bb] = m_b - (p_ab / p_bb) * (new_a - m_a) + special.ndtri(u0) / np.sqrt(p_bb)
             self.a[bb] = new_a
@@ -319,6 +344,8 @@ def run_chain(
     seeds: Sequence[np.random.SeedSequence],
     engine: str = "auto",
     threads: int | None = None,
+    free: bool = False,
+    anchors: Any = None,
 ) -> dict[str, np.ndarray]:
     """Run B = D · n_chains chains for ``n_iter`` iterations and return the kept draws.
 
@@ -339,7 +366,7 @@ def run_chain(
         B sampler sequences; chain ``bb`` uses the Philox key ``philox_keys(seeds)[bb]``.
     engine : {"auto", "numba", "numpy"}
         See :class:`FusedGibbs`.
-    threads : {None, 1}
+    threads, free, anchors
         See :class:`FusedGibbs`.
 
     Returns
@@ -353,7 +380,7 @@ def run_chain(
         codes, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
-        threads=threads,
+        threads=threads, free=free, anchors=anchors,
     )
     n_keep = -(-(n_iter - warmup) // thin)
     store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),
