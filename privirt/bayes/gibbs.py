@@ -258,7 +258,7 @@ def _identification(free: bool, anchors: twopno.Anchors | None, priors: dict) ->
         return "prior mean of a (weakly: the posterior is not symmetric under reflection)"
     return ("reflection: at the first kept draw each chain's (θ, a) is reflected to "
             "(−θ, −a) where its θ correlates negatively with the data's first principal "
-            "component (oriented so that most items load positively); "
+            "component (oriented so that its item loadings sum to >= 0); "
             "info['reflected_chains'] lists them")
 
 
@@ -306,7 +306,8 @@ def gibbs_2pno(
         one) and advanced together in one batch.
     priors : dict, optional
         ``{"a": (mean, var)}``: N(mean, var) prior on a_j truncated to a_j > 0 (default:
-        flat on a_j > 0, as in the paper); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
+        flat on a_j > 0, as in the paper; untruncated, and flat on the real line by default,
+        with ``slopes="free"``); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
         (default: flat, as in the paper).  With a flat prior on b, an item answered all
         correct or all incorrect has an improper posterior (a warning says so).  The flat
         prior on a is improper in the far tail: steep items in small samples can drift to

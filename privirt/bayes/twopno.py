@@ -242,8 +242,8 @@ def apply_anchors(theta: np.ndarray, anchors: Anchors | None) -> np.ndarray:
 
 def leading_scores(codes: np.ndarray) -> np.ndarray:
     """Standardised scores of persons on the first principal component of the item-
-    standardised responses (missing cells at the item mean), oriented so that most items
-    correlate positively with them (the sum of the loadings is non-negative)."""
+    standardised responses (missing cells at the item mean), oriented so that the sum of
+    the item loadings is non-negative."""
     obs = codes >= 0
     y = np.where(obs, codes, 0).astype(np.float64)
     cnt = np.maximum(obs.sum(axis=0), 1)
