@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import special
 
 import privirt
 from privirt.cli import main
@@ -118,3 +119,58 @@ def test_gibbs_engine_flag_reaches_the_sampler(engine, data_csv, tmp_path, capsy
     assert f"on cpu ({engine} engine)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["gibbs", str(data_csv), "--engine", "cuda"])
+
+
+@pytest.fixture
+def votes_csv(tmp_path):
+    """Simulated roll calls: 80 voters × 15 votes, every third slope negative."""
+    rng = np.random.default_rng(3)
+    theta = rng.standard_normal(80)
+    a = np.where(np.arange(15) % 3 == 0, -1.5, 1.5)
+    X = (rng.random((80, 15)) < special.ndtr(np.outer(theta, a))).astype(float)
+    order = np.argsort(theta)
+    voters = [f"v{i}" for i in range(80)]
+    path = tmp_path / "votes.csv"
+    pd.DataFrame(X, index=pd.Index(voters, name="voter"),
+                 columns=[f"rc{j}" for j in range(15)]).to_csv(path)
+    return path, voters[order[0]], voters[order[-1]], a
+
+
+def test_gibbs_slopes_free_with_anchors(votes_csv, tmp_path, capsys):
+    """--slopes free --anchor L=- --anchor R=+: negative slopes estimated negative, the
+    anchored voters on their sides; the default warns in one line naming the option."""
+    path, left, right, a = votes_csv
+    out = tmp_path / "s.csv"
+    args = ["gibbs", str(path), "--person-col", "voter", "--iter", "300", "--warmup", "100",
+            "--seed", "2", "--device", "cpu", "--no-progress", "--out", str(out)]
+    assert main(args + ["--slopes", "free", "--anchor", f"{left}=-", "--anchor",
+                        f"{right}=+", "--prior-a", "0", "4"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    table = pd.read_csv(out, index_col=[0, 1])
+    assert np.all(np.sign(table.loc["a", "mean"].to_numpy()) == np.sign(a))
+    assert table.loc[("theta", left), "q97.5"] < 0 < table.loc[("theta", right), "q2.5"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    warn = [line for line in err.splitlines() if "warning" in line]
+    assert len(warn) == 1 and "--slopes free" in warn[0] and "rc0, rc3" in warn[0]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--anchor", "v1"], "--anchor expects NAME=VALUE"),
+    (["--anchor", "v1=left"], "must be \\+ or - .* or a number"),
+    (["--anchor", "nobody=+", "--slopes", "free"], "unknown anchor label 'nobody'"),
+    (["--anchor", "v1=+", "--anchor", "v1=-"], "more than one --anchor"),
+    (["--slopes", "signed"], "invalid choice"),
+])
+def test_gibbs_bad_anchor_or_slopes_is_one_line(bad, message, votes_csv, capsys):
+    path = votes_csv[0]
+    code = None
+    try:
+        code = main(["gibbs", str(path), "--person-col", "voter", "--iter", "40", "--warmup",
+                     "20", "--device", "cpu", *bad])
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert "Traceback" not in err and "/40 it" not in err

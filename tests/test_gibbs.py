@@ -13,11 +13,11 @@ import pytest
 from scipy import optimize, special, stats
 
 import privirt
-from privirt.bayes import twopno_fused
+from privirt.bayes import twopno, twopno_fused
 from privirt.bayes.posterior import SUMMARY_COLUMNS
 from privirt.bayes.truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
 from privirt.bayes.twopno import draw_items as _draw_items
-from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
+from tests._exact_posterior import assert_moments_match, tiny_2pno_problem, tiny_free_problem
 from tests._philox import KNOWN_ANSWERS
 from tests._philox import philox4x32_10 as _philox4x32_10
 from tests._philox import uniform2 as _uniform2
@@ -687,3 +687,89 @@ def test_auto_engine_is_fused_with_numba():
     again = privirt.gibbs_2pno(X, n_iter=6, warmup=2, seed=1, progress=False, device="cpu",
                                engine="fused")
     np.testing.assert_array_equal(again.get_draws("a"), post.get_draws("a"))
+
+
+# ---------------------------------------------------------------------------------------
+# slopes of either sign, anchors, and the warning when a > 0 does not fit
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+@pytest.mark.parametrize("anchored", [True, False])
+def test_free_slopes_match_the_exact_posterior_of_a_tiny_problem(engine, anchored):
+    """slopes="free": the untruncated (a, b) draw, a sign-constrained θ (truncated draw) and a
+    fixed θ, against the exact moments of a 5 × 3 problem; without anchors (a symmetric
+    posterior) the chains' reflection before the first kept draw leaves the moments exact."""
+    Y, kwargs, exact = tiny_free_problem(anchored)
+    post = privirt.gibbs_2pno(Y, n_iter=3000, warmup=500, n_chains=40, seed=11,
+                              progress=False, device="cpu", engine=engine, **kwargs)
+    assert post.info["slopes"] == "free"
+    assert_moments_match(post, exact)
+    a = post.get_draws("a")
+    assert (a < 0).mean() > 0.05  # the slopes do take both signs
+    th = post.get_draws("theta")
+    if anchored:
+        assert post.info["identification"] == "anchors"
+        assert np.all(th[:, :, 1] > 0) and np.all(th[:, :, 3] == 0.8)
+        assert post.info["anchors"] == {"p1": "+", "p3": 0.8}
+    else:
+        assert post.info["identification"].startswith("reflection")
+
+
+def test_free_slopes_recover_mixed_signs_and_positive_slopes_warn():
+    """Simulated roll calls with slopes of both signs: the default (a > 0) warns once, naming
+    the negatively correlated items and the option; slopes="free" recovers the signed slopes."""
+    rng = np.random.default_rng(5)
+    n, k = 400, 12
+    theta = rng.standard_normal(n)
+    a = rng.uniform(0.8, 2.0, k) * np.where(np.arange(k) % 3 == 0, -1.0, 1.0)
+    b = rng.normal(0, 0.5, k)
+    X = (rng.random((n, k)) < special.ndtr(np.outer(theta, a) - b)).astype(float)
+    with pytest.warns(UserWarning, match=r'correlate negatively.*slopes="free"') as rec:
+        privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=1, progress=False)
+    msg = str(rec[0].message)
+    assert len(rec) == 1 and "\n" not in msg
+    assert msg.startswith("item(s) 0, 3, 6, 9 correlate negatively")  # all four named
+    post = privirt.gibbs_2pno(X, n_iter=1500, warmup=500, seed=2, progress=False,
+                              slopes="free", priors={"a": (0.0, 4.0), "b": (0.0, 4.0)})
+    a_hat = post.mean("a").to_numpy()
+    sgn = np.sign(np.corrcoef(post.mean("theta"), theta)[0, 1])  # the reflection's choice
+    assert np.corrcoef(a_hat * sgn, a)[0, 1] > 0.95
+    assert np.all(np.sign(a_hat * sgn) == np.sign(a))
+
+
+def test_item_rest_correlations_name_reversed_items():
+    """Reversing an item flips the sign of its item–rest correlation; items keyed one way
+    draw no warning."""
+    X, _, _, _ = privirt.simulate_2pno(500, 6, seed=3)
+    r = twopno.item_rest_correlations(privirt.as_responses(X).codes)
+    assert np.all(r > 0)
+    Xr = X.copy()
+    Xr[:, 2] = 1 - Xr[:, 2]
+    r2 = twopno.item_rest_correlations(privirt.as_responses(Xr).codes)
+    assert r2[2] < 0 and np.delete(r2, 2).min() > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        privirt.gibbs_2pno(X, n_iter=5, warmup=2, seed=1, progress=False)
+
+
+@pytest.mark.parametrize("anchors, match", [
+    ({"nobody": 1}, "unknown anchor label"),
+    ({0: "up"}, 'finite number .* or "\\+" / "-"'),
+    ({0: float("nan")}, "finite number"),
+    ({0: True}, "finite number"),
+    ([("a", 1)], "anchors must be a dict"),
+])
+def test_bad_anchors_are_refused_in_one_line(anchors, match):
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
+    with pytest.raises(ValueError, match=match):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, slopes="free", anchors=anchors, progress=False)
+
+
+def test_bad_slopes_and_negative_init_are_refused():
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
+    with pytest.raises(ValueError, match='slopes must be "positive".*or "free"'):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, slopes="signed", progress=False)
+    with pytest.raises(ValueError, match='slopes="free"'):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, init={"a": -1.0}, progress=False)
+    post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, init={"a": -1.0}, slopes="free",
+                              progress=False, seed=1)
+    assert post.info["slopes"] == "free"

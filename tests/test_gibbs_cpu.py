@@ -27,7 +27,7 @@ def _codes(X) -> np.ndarray:
 
 
 def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False, jitter=True,
-            threads=None):
+            threads=None, free=False, anchors=None):
     codes3 = codes if codes.ndim == 3 else codes[None]
     D = codes3.shape[0]
     ss = np.random.SeedSequence(seed)
@@ -40,7 +40,7 @@ def _engine(codes, n_chains=1, priors=None, seed=0, engine="numpy", keep_z=False
         codes3, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=twopno_fused.philox_keys(seeds),
-        engine=engine, keep_z=keep_z, threads=threads,
+        engine=engine, keep_z=keep_z, threads=threads, free=free, anchors=anchors,
     )
 
 
@@ -138,6 +138,35 @@ def test_numba_kernel_equals_the_numpy_fallback(priors):
         np.testing.assert_allclose(getattr(fast, p), getattr(slow, p), atol=1e-9, rtol=1e-9)
         np.testing.assert_array_equal(store[p][:, 1], getattr(fast, p))
         assert not store[p][:, 0].any() and not store[p][:, 2].any()
+
+
+@needs_numba
+@pytest.mark.parametrize("threads", [1, None])
+def test_numba_kernel_equals_the_numpy_fallback_with_free_slopes_and_anchors(monkeypatch,
+                                                                             threads):
+    """slopes="free" and anchors (θ > 0, θ < 0, θ fixed): the numba kernel (serial and
+    threaded sweep) and the numpy fallback draw the same chain from the same counters, the
+    anchors hold and the slopes take both signs."""
+    from privirt.bayes import twopno
+
+    monkeypatch.setattr(twopno_fused, "PARALLEL_CELLS", 0)
+    monkeypatch.setattr(twopno_fused.os, "cpu_count", lambda: 3)
+    X = privirt.simulate_2pno(150, 7, seed=8, p_observed=0.85)[0]
+    X[:, ::2] = 1 - X[:, ::2]  # reversed items: negative slopes
+    codes = _codes(X)
+    anc = twopno.check_anchors({0: "+", 1: "-", 2: 0.5, 3: -1.0}, pd.RangeIndex(150))
+    kw = dict(n_chains=2, priors={"b": (0.0, 4.0)}, free=True, anchors=anc, threads=threads)
+    fast = _engine(codes, engine="numba", **kw)
+    slow = _engine(codes, engine="numpy", **kw)
+    for it in range(15):
+        fast.step()
+        slow.step()
+    for p in ("theta", "a", "b"):
+        np.testing.assert_allclose(getattr(fast, p), getattr(slow, p), atol=1e-9, rtol=1e-9)
+    th = fast.theta
+    assert np.all(th[:, 0] > 0) and np.all(th[:, 1] < 0)
+    assert np.all(th[:, 2] == 0.5) and np.all(th[:, 3] == -1.0)
+    assert (fast.a < 0).any() and (fast.a > 0).any()
 
 
 @needs_numba

@@ -36,7 +36,7 @@ from privirt.stats import counts as counts_mod
 from privirt.bayes import gibbs as gibbs_mod
 from privirt.bayes import twopno
 from privirt.bayes import twopno_gpu as gpu_mod
-from tests._exact_posterior import assert_moments_match, tiny_2pno_problem
+from tests._exact_posterior import assert_moments_match, tiny_2pno_problem, tiny_free_problem
 from tests._philox import KNOWN_ANSWERS
 from tests._philox import uniform2 as _uniform2
 
@@ -316,7 +316,8 @@ def test_host_harness_rejects_python_scalars(host_kernels):
     theta_kernel = host_kernels[1]
     with pytest.raises(AssertionError, match="numpy int scalar"):
         theta_kernel(1, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1, np.int8),
-                     np.zeros(2, np.uint32), np.uint32(0), 1, *_i32(1, 1, 1, 0, -1, 0),
+                     np.zeros(2, np.uint32), np.zeros(1, np.int8), np.zeros(1), np.uint32(0), 1,
+                     *_i32(1, 1, 1, 0, -1, 0),
                      np.zeros(1), np.zeros(1))
 
 
@@ -331,7 +332,8 @@ def test_host_normcdfinv_shim_is_accurate(host_kernels):
     out = np.empty(n)
     e = np.empty(0)
     theta_kernel(n, e, e, e, np.empty(0, np.int8), np.array([7, 9], dtype=np.uint32),
-                 np.uint32(3), *_i32(n, 0, 1, 1, 0, -1, 0), out, np.zeros(1))
+                 np.zeros(n, np.int8), np.zeros(n), np.uint32(3), *_i32(n, 0, 1, 1, 0, -1, 0),
+                 out, np.zeros(1))
     # the uniforms are those of the numpy Philox port; the normal is their inverse CDF
     u0, _ = _uniform2(3, 1, np.arange(n), 0, 7, 9)
     np.testing.assert_allclose(out, special.ndtri(u0), rtol=1e-12, atol=1e-12)
@@ -408,7 +410,8 @@ def test_theta_kernel_matches_the_full_conditional(host_kernels, missing):
     n_keep, slot = 4, 2
     store = np.full((B, n_keep, n), np.nan)
     out = np.empty((B, n))
-    theta_kernel(B * n, Z.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys, np.uint32(5),
+    theta_kernel(B * n, Z.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys,
+                 np.zeros(n, np.int8), np.zeros(n), np.uint32(5),
                  *_i32(n, k, C, D, missing, slot, n_keep), out.ravel(), store.ravel())
     M = (y >= 0) if missing else np.ones_like(y, dtype=bool)
     prec = 1.0 + (M * a[:, None, :] ** 2).sum(axis=2)
@@ -419,6 +422,35 @@ def test_theta_kernel_matches_the_full_conditional(host_kernels, missing):
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(store[:, slot], out)
     assert np.isnan(np.delete(store, slot, axis=1)).all()
+
+
+def test_theta_kernel_applies_anchors(host_kernels):
+    """Anchored persons: θ fixed at its value (con 2), or the person's conditional truncated
+    to θ > 0 / θ < 0 (con ±1) by the inverse CDF of the same stream-1 uniform; the others
+    are untouched by the anchors."""
+    theta_kernel = host_kernels[1]
+    rng = np.random.default_rng(4)
+    D, C, n, k = 1, 2, 8, 5
+    B = D * C
+    codes, _, a, b, keys = _batch_problem(rng, D, C, n, k, p_missing=0.0)
+    Z = rng.normal(size=(B, n, k))
+    con = np.array([0, 1, -1, 2, 1, -1, 0, 2], dtype=np.int8)
+    fix = np.array([0, 0, 0, 0.7, 0, 0, 0, -1.3])
+    out = np.empty((B, n))
+    theta_kernel(B * n, Z.ravel(), a.ravel(), b.ravel(), codes.ravel(), keys, con, fix,
+                 np.uint32(6), *_i32(n, k, C, D, 0, -1, 0), out.ravel(), np.zeros(1))
+    prec = 1.0 + (a**2).sum(axis=1)[:, None]
+    m = ((Z * a[:, None, :]).sum(axis=2) + (a * b).sum(axis=1)[:, None]) / prec
+    sd = 1.0 / np.sqrt(prec)
+    kk = keys.reshape(B, 2).astype(np.uint64)
+    u0, _ = _uniform2(6, 1, np.arange(n)[None, :], 0, kk[:, :1], kk[:, 1:])
+    s = con.astype(float)
+    L = -s * m / sd
+    expected = np.where(con == 0, m + sd * special.ndtri(u0),
+                        m + s * sd * -special.ndtri(u0 * special.ndtr(-L)))
+    expected = np.where(con == 2, fix, expected)
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-9)
+    assert np.all(out[:, con == 1] > 0) and np.all(out[:, con == -1] < 0)
 
 
 @pytest.mark.parametrize("rows", [1, 4, 9, 13])
@@ -446,9 +478,11 @@ def test_item_sums_kernel_adds_up_to_the_item_sums(host_kernels, rows):
     np.testing.assert_allclose(parts[1][0], Z[:, r].sum(1), rtol=1e-12, atol=1e-12)
 
 
-def test_item_kernel_matches_the_cpu_item_step(host_kernels):
-    """Same uniforms in, same (a, b) out as the CPU's exact restricted-normal draw, from
-    partial sums over chunks plus the prior terms; written to the draw slot."""
+@pytest.mark.parametrize("free", [0, 1])
+def test_item_kernel_matches_the_cpu_item_step(host_kernels, free):
+    """Same uniforms in, same (a, b) out as the CPU's exact restricted-normal draw (free:
+    unrestricted), from partial sums over chunks plus the prior terms; written to the draw
+    slot."""
     item_kernel = host_kernels[3]
     rng = np.random.default_rng(1)
     B, k, P = 3, 40, 3
@@ -469,8 +503,8 @@ def test_item_kernel_matches_the_cpu_item_step(host_kernels):
     n_keep, slot = 3, 0
     st_a, st_b = np.full((B, n_keep, k), np.nan), np.full((B, n_keep, k), np.nan)
     item_kernel(B * k, *(p.ravel() for p in parts), *_i32(P, B),
-                *(np.float64(x) for x in (pa_prec, pa_lin, pb_prec, pb_lin)), keys,
-                np.uint32(4), *_i32(k, slot, n_keep), a_out.ravel(), b_out.ravel(),
+                *(np.float64(x) for x in (pa_prec, pa_lin, pb_prec, pb_lin)), np.int32(free),
+                keys, np.uint32(4), *_i32(k, slot, n_keep), a_out.ravel(), b_out.ravel(),
                 st_a.ravel(), st_b.ravel())
     kk = keys.reshape(B, 2).astype(np.uint64)
     item = np.broadcast_to(np.arange(k), (B, k))
@@ -483,8 +517,12 @@ def test_item_kernel_matches_the_cpu_item_step(host_kernels):
     m_a = (p_bb * r_a - p_ab * r_b) / det
     sd_a = np.sqrt(p_bb / det)
     assert np.all(-m_a / sd_a <= 5)
-    a_cpu, b_cpu = twopno.draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, special.ndtri(e))
-    assert np.all(a_out > 0)
+    a_cpu, b_cpu = twopno.draw_items(p_aa, p_ab, p_bb, r_a, r_b, v, special.ndtri(e),
+                                     free=bool(free))
+    if free:  # the untruncated draw gives negative slopes where the mean is small
+        assert np.any(a_out < 0)
+    else:
+        assert np.all(a_out > 0)
     np.testing.assert_allclose(a_out, a_cpu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(b_out, b_cpu, rtol=1e-8, atol=1e-10)
     np.testing.assert_array_equal(st_a[:, slot], a_out)
@@ -575,6 +613,23 @@ def test_gpu_sampler_matches_the_exact_posterior_of_a_tiny_problem(fake_gpu_gibb
                               progress=False, device="gpu", priors=priors)
     assert post.info["device"] == "gpu"
     assert_moments_match(post, exact)
+
+
+@pytest.mark.parametrize("anchored", [True, False])
+def test_gpu_free_slopes_match_the_exact_posterior_of_a_tiny_problem(fake_gpu_gibbs, anchored):
+    """slopes="free" on the device kernels: the untruncated item draw, the anchored θ
+    (truncated / fixed) and, without anchors, the reflection of whole chains before the first
+    kept draw, against the exact moments of a 5 × 3 problem."""
+    Y, kwargs, exact = tiny_free_problem(anchored)
+    post = privirt.gibbs_2pno(Y, n_iter=3000, warmup=500, n_chains=40, seed=12,
+                              progress=False, device="gpu", **kwargs)
+    assert post.info["device"] == "gpu" and post.info["slopes"] == "free"
+    assert_moments_match(post, exact)
+    th = post.get_draws("theta")
+    if anchored:
+        assert np.all(th[:, :, 1] > 0) and np.all(th[:, :, 3] == 0.8)
+    else:
+        assert post.info["identification"].startswith("reflection")
 
 
 def test_gpu_draws_written_by_the_kernels_equal_the_streamed_values(fake_gpu_gibbs):

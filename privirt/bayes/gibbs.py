@@ -72,6 +72,8 @@ class _Batch:
         device: str,
         keep_z: bool = False,
         engine: str = "auto",
+        free: bool = False,
+        anchors: twopno.Anchors | None = None,
     ) -> None:
         self.device = device
         self.engine = resolve_engine(engine, device)
@@ -89,7 +91,7 @@ class _Batch:
         if device != "cpu":
             self.gpu = twopno_gpu.GpuIteration(
                 get_xp(device), codes, C, theta, a, b, seeds, (pa_prec, pa_lin, pb_prec, pb_lin),
-                twopno_gpu.gpu_kernels(),
+                twopno_gpu.gpu_kernels(), free=free, anchors=anchors,
             )
             self.theta, self.a, self.b = self.gpu.theta, self.gpu.a, self.gpu.b
             return
@@ -98,17 +100,30 @@ class _Batch:
             self.fused = twopno_fused.FusedGibbs(
                 codes, n_chains=C, priors=priors, theta=theta, a=a, b=b,
                 keys=twopno_fused.philox_keys(seeds), engine="numba", keep_z=keep_z,
+                free=free, anchors=anchors,
             )
             self.theta, self.a, self.b = self.fused.theta, self.fused.a, self.fused.b
             return
 
-        self.cpu = twopno.CpuData.build(codes, C, priors, keep_z, self._CHUNK_CELLS)
+        self.cpu = twopno.CpuData.build(codes, C, priors, keep_z, self._CHUNK_CELLS, free=free,
+                                        anchors=anchors)
         # two Philox streams per chain: uniforms of the Z step, and everything else
         self.draws = twopno.GeneratorDraws(
             [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds],
             [np.random.Generator(np.random.Philox(child(s, 1))) for s in seeds],
         )
         self.theta, self.a, self.b = theta, a, b
+
+    def reflect(self, ref: Any) -> Any:
+        """Reflect (θ, a) -> (−θ, −a) in place in every chain whose centred θ points away
+        from ``ref`` ((B, n) on the batch's device); returns the (B,) flags."""
+        xp = get_xp(self.device)
+        th = self.theta
+        flip = ((th - th.mean(axis=1, keepdims=True)) * ref).sum(axis=1) < 0
+        sign = xp.where(flip, -1.0, 1.0)
+        self.theta *= sign[:, None]
+        self.a *= sign[:, None]
+        return flip
 
     @property
     def Z(self) -> Any:
@@ -152,25 +167,38 @@ def _run(
     keep_draws: bool,
     label: str,
     engine: str,
+    free: bool = False,
+    anchors: twopno.Anchors | None = None,
 ) -> list[SamplerPosterior]:
     dev = resolve_device(device)
     xp = get_xp(dev)
     codes = np.stack([r.codes for r in resps])  # (D, n, k)
     D, n, k = codes.shape
     C, n_keep = schedule.n_chains, schedule.n_draws
-    inits, seeds = [], []
+    inits, seeds, refs = [], [], []
     for d, ss in enumerate(seqs):
         for c in range(C):
             init_rng = np.random.Generator(np.random.Philox(child(ss, c, 0)))
-            start = twopno.default_init(codes[d], init_rng, jitter=C > 1)
+            if free:
+                start, ref = twopno.free_init(codes[d], init_rng, C > 1, anchors)
+                refs.append(ref)
+            else:
+                start = twopno.default_init(codes[d], init_rng, jitter=C > 1)
             start.update(init)
+            start["theta"] = twopno.apply_anchors(start["theta"], anchors)
             inits.append(start)
             seeds.append(child(ss, c, 1))
-    batch = _Batch(codes, C, priors, inits, seeds, dev, engine=engine)
+    batch = _Batch(codes, C, priors, inits, seeds, dev, engine=engine, free=free,
+                   anchors=anchors)
     B = batch.B
     sink = driver.DrawSink(xp, B, {"a": k, "b": k, "theta": n}, n_keep, keep_draws)
+    ident = _identification(free, anchors, priors)
+    reflect = ident.startswith("reflection")
+    flipped: list[Any] = []
 
     def step(slot: int) -> None:
+        if reflect and slot == 0:  # orient every chain once, before its first kept draw
+            flipped.append(batch.reflect(xp.asarray(np.stack(refs))))
         if keep_draws:
             batch.step(sink.store, slot)  # the step writes draw `slot` itself
         else:
@@ -181,7 +209,9 @@ def _run(
     bar = driver.progress_bar(schedule, label, progress)
     sync = (lambda: xp.cuda.Device().synchronize()) if dev == "gpu" else None
     _, seconds = driver.timed(lambda: driver.iterate(step, schedule, bar), sync)
-    prior_info = {"a": priors["a"] or "flat on a > 0", "b": priors["b"] or "flat"}
+    prior_info = {"a": priors["a"] or ("flat" if free else "flat on a > 0"),
+                  "b": priors["b"] or "flat"}
+    flips = np.asarray(driver.to_numpy(flipped[0])) if flipped else np.zeros(B, dtype=bool)
     out = []
     for d, resp in enumerate(resps):
         sl = slice(d * C, (d + 1) * C)
@@ -190,6 +220,9 @@ def _run(
             SAMPLER, schedule, seconds=seconds, device=dev, seed=seqs[d], n_persons=n,
             n_items=k, observed_fraction=resp.observed_fraction, priors=prior_info,
             batch_size=B, has_missing=resp.has_missing, engine=batch.engine,
+            slopes="free" if free else "positive", identification=ident,
+            anchors=dict(anchors.given) if anchors is not None else {},
+            reflected_chains=[int(c) for c in np.flatnonzero(flips[sl])],
         )
         out.append(SamplerPosterior(
             draws=sink.draws(sl) if keep_draws else None,
@@ -197,6 +230,20 @@ def _run(
             labels=labels, sampler=SAMPLER, info=info, model="2pno", codes=resp.codes,
         ))
     return out
+
+
+def _identification(free: bool, anchors: twopno.Anchors | None, priors: dict) -> str:
+    """How the direction of the θ scale is fixed (``info["identification"]``)."""
+    if not free:
+        return "slopes a > 0"
+    if anchors is not None and anchors.identifies_sign:
+        return "anchors"
+    if priors["a"] is not None and priors["a"][0] != 0:
+        return "prior mean of a (weakly: the posterior is not symmetric under reflection)"
+    return ("reflection: at the first kept draw each chain's (θ, a) is reflected to "
+            "(−θ, −a) where its θ correlates negatively with the data's first principal "
+            "component (oriented so that its item loadings sum to >= 0); "
+            "info['reflected_chains'] lists them")
 
 
 def gibbs_2pno(
@@ -214,11 +261,15 @@ def gibbs_2pno(
     keep_draws: bool = True,
     engine: str = "auto",
     burn_in: int | None = None,
+    slopes: str = "positive",
+    anchors: Mapping[Any, Any] | None = None,
 ) -> SamplerPosterior:
     """Gibbs sampler for the two-parameter normal ogive model (Sheng, Welling & Zhu 2014).
 
     Samples the posterior of P(y_ij = 1) = Φ(a_j θ_i − b_j) with θ_i ~ N(0, 1) by Albert's
-    (1992) data augmentation; ``docs/gibbs.md`` gives the exact conditionals.
+    (1992) data augmentation; ``docs/gibbs.md`` gives the exact conditionals.  With
+    ``slopes="free"`` it is the model of MCMCpack's ``MCMCirt1d`` (ideal points from roll
+    calls, items keyed in either direction).
 
     Parameters
     ----------
@@ -239,7 +290,8 @@ def gibbs_2pno(
         one) and advanced together in one batch.
     priors : dict, optional
         ``{"a": (mean, var)}``: N(mean, var) prior on a_j truncated to a_j > 0 (default:
-        flat on a_j > 0, as in the paper); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
+        flat on a_j > 0, as in the paper; untruncated, and flat on the real line by default,
+        with ``slopes="free"``); ``{"b": (mean, var)}``: N(mean, var) prior on b_j
         (default: flat, as in the paper).  With a flat prior on b, an item answered all
         correct or all incorrect has an improper posterior (a warning says so).  The flat
         prior on a is improper in the far tail: steep items in small samples can drift to
@@ -270,6 +322,21 @@ def gibbs_2pno(
         ``"auto"``.  ``info["engine"]`` says which ran (``"gpu"`` on the GPU).
     burn_in : int, optional
         Deprecated name of ``warmup`` (warns once).
+    slopes : {"positive", "free"}
+        ``"positive"`` (default; the paper's model for test items keyed one way): a_j > 0,
+        and a warning names the items whose item–rest correlation is negative (a > 0
+        cannot fit them).  ``"free"``: a_j of either sign (roll calls, reverse-worded items),
+        drawn from the untruncated bivariate normal conditional; ``priors["a"]`` is then an
+        untruncated normal.  The reflection (θ, a) -> (−θ, −a) leaves the likelihood
+        unchanged: ``anchors`` fix the direction, and without them each chain is reflected
+        once, before its first kept draw, to agree with the data's first principal
+        component (``info["identification"]`` and ``info["reflected_chains"]`` say which).
+    anchors : dict, optional
+        Person label -> a number (θ_i fixed at that value, never updated) or ``"+"`` /
+        ``"-"`` (θ_i drawn from its conditional truncated to θ_i > 0 / θ_i < 0), as
+        ``theta.constraints`` of MCMCpack's ``MCMCirt1d``, e.g. ``{"KENNEDY": "-", "HELMS":
+        "+"}``.  Anchored persons start on their constraint.  (In :func:`privirt.mh_2pl` a
+        number is a sign constraint; here it fixes the value, as in MCMCirt1d.)
 
     Returns
     -------
@@ -278,13 +345,15 @@ def gibbs_2pno(
         item) and ``"theta"`` (by person); ``.summary(param)`` gives mean, sd, quantiles,
         batch-means MCSE, R-hat and ESS; ``.to_arviz()`` includes the pointwise
         log-likelihood; ``info`` holds the keys of :data:`privirt.bayes.COMMON_INFO_KEYS`
-        plus ``batch_size``, ``has_missing`` and ``engine``.
+        plus ``batch_size``, ``has_missing``, ``engine``, ``slopes``, ``identification``,
+        ``anchors`` and ``reflected_chains``.
 
     Raises
     ------
     ValueError
         Bad responses, schedule (``warmup >= n_iter``, non-positive counts), priors, init,
-        seed or ``keep_draws`` (not a bool).
+        seed, ``keep_draws`` (not a bool), ``slopes`` or anchors (unknown person, a value
+        neither a finite number nor "+" / "-").
     ImportError
         ``device="gpu"`` without cupy.
 
@@ -302,12 +371,17 @@ def gibbs_2pno(
     pri = twopno.check_priors(priors)
     resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
+    free = twopno.check_slopes(slopes)
     resp = as_responses(X)
-    start = twopno.check_init(init, resp.n_persons, resp.n_items)
+    start = twopno.check_init(init, resp.n_persons, resp.n_items, free=free)
+    anc = twopno.check_anchors(anchors, resp.persons)
     twopno.warn_improper(resp, pri)
+    if not free:
+        twopno.warn_negative_items(resp)
     return _run(
         [resp], schedule=schedule, priors=pri, init=start, device=device, seqs=[ss],
         progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno", engine=engine,
+        free=free, anchors=anc,
     )[0]
 
 

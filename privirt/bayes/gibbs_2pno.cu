@@ -4,7 +4,8 @@
 // Each kernel runs its body once for every index i in [0, size) (a grid-stride loop).
 // Arrays are flat: Z (B, n, k); theta (B, n); a, b (B, k); the int8 codes (D, n, k),
 // batch element `bidx` reading data set `bidx / C`; the partial sums (P, B, k); the draw
-// stores (B, n_keep, .), written at draw slot `keep` when keep >= 0.  Random numbers: the
+// stores (B, n_keep, .), written at draw slot `keep` when keep >= 0; the anchors th_con (n)
+// (0 none, 1 theta > 0, -1 theta < 0, 2 fixed at th_fix (n)); free_slopes: a unrestricted.  Random numbers: the
 // counter (iteration, stream, index, .) under the batch element's two-word key, with
 // streams 0 (Z), 1 (theta), 2 and 3 (a and b), and stream + (t << 8) for the t-th retry
 // of a rejection step.  Kernels, in the order of one iteration: z, theta, item_sums, item.
@@ -89,6 +90,8 @@ extern "C" __global__ void privirt_gibbs_theta(
         const double* __restrict__ b,
         const signed char* __restrict__ codes,
         const unsigned int* __restrict__ keys,
+        const signed char* __restrict__ th_con,
+        const double* __restrict__ th_fix,
         unsigned int it,
         int n_persons,
         int n_items,
@@ -117,9 +120,19 @@ extern "C" __global__ void privirt_gibbs_theta(
             ab += aj * b[item0 + j];
         }
         const double p = 1.0 + aa;
-        double u[2];
-        uniform2(it, 1u, (unsigned int)person, 0u, keys[2 * bidx], keys[2 * bidx + 1], u);
-        const double t = (za + ab) / p + normcdfinv(u[0]) / sqrt(p);
+        const signed char con = th_con[person];
+        double t;
+        if (con == 0) {
+            double u[2];
+            uniform2(it, 1u, (unsigned int)person, 0u, keys[2 * bidx], keys[2 * bidx + 1], u);
+            t = (za + ab) / p + normcdfinv(u[0]) / sqrt(p);
+        } else if (con == 2) {  /* fixed by an anchor */
+            t = th_fix[person];
+        } else {  /* theta > 0 (con = 1) or < 0 (con = -1): truncated, same counter */
+            const double m = (za + ab) / p, sd = 1.0 / sqrt(p), sg = (double)con;
+            t = m + sg * sd * std_tn_lower(-sg * m / sd, it, 1u, (unsigned int)person, 0u,
+                                           keys[2 * bidx], keys[2 * bidx + 1]);
+        }
         theta[i] = t;
         if (keep >= 0) store[(bidx * n_keep + keep) * n_persons + person] = t;
     }
@@ -178,6 +191,7 @@ extern "C" __global__ void privirt_gibbs_item(
         double pa_lin,
         double pb_prec,
         double pb_lin,
+        int free_slopes,
         const unsigned int* __restrict__ keys,
         unsigned int it,
         int n_items,
@@ -207,9 +221,15 @@ extern "C" __global__ void privirt_gibbs_item(
         const double ma = (pbb * ra - pab * rb) / det;
         const double mb = (paa * rb - pab * ra) / det;
         const double sda = sqrt(pbb / det);
-        double av = ma + sda * std_tn_lower(-ma / sda, it, 2u, (unsigned int)item, 0u, k0, k1);
-        av = fmax(av, 2.2250738585072014e-308);
         double u[2];
+        double av;
+        if (free_slopes) {  /* untruncated: a = m_a - sd_a Phi^-1(u) */
+            uniform2(it, 2u, (unsigned int)item, 0u, k0, k1, u);
+            av = ma - sda * normcdfinv(u[0]);
+        } else {
+            av = ma + sda * std_tn_lower(-ma / sda, it, 2u, (unsigned int)item, 0u, k0, k1);
+            av = fmax(av, 2.2250738585072014e-308);
+        }
         uniform2(it, 3u, (unsigned int)item, 0u, k0, k1, u);
         const double bv = mb - (pab / pbb) * (av - ma) + normcdfinv(u[0]) / sqrt(pbb);
         a[i] = av;

@@ -157,6 +157,18 @@ class PhiloxDraws:
         return np.stack([special.ndtri(uniform2(self.iteration, 3, self._items, 0, *key)[0])
                          for key in self.keys])
 
+    def a_free(self, k: int) -> np.ndarray:
+        """The kernel's untruncated a step: −Φ⁻¹(u) on counters (it, 2, item)."""
+        return np.stack([-special.ndtri(uniform2(self.iteration, 2, self._items, 0, *key)[0])
+                         for key in self.keys])
+
+    def theta_lower(self, b0: int, b1: int, r0: int, r1: int, side: np.ndarray,
+                    lower: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """The kernel's sign-anchored θ: X ~ N(0, 1) | X > lower on counters (it, 1, person)."""
+        persons = self._persons[r0:r1][side]
+        return np.stack([std_tn_lower(lower[c], self.iteration, 1, persons, 0, *self.keys[bb])
+                         for c, bb in enumerate(range(b0, b1))])
+
 
 # ---------------------------------------------------------------------------------------
 # the engine
@@ -183,6 +195,10 @@ class FusedGibbs:
         ``"auto"``: numba when installed.
     keep_z : bool
         Keep the latest Z in ``self.Z`` (B, n, k) (for tests; costs memory).
+    free : bool
+        ``slopes="free"``: a unrestricted (default False: a > 0).
+    anchors : privirt.bayes.twopno.Anchors, optional
+        Sign constraints and fixed values of some θ_i.
     threads : {None, 1}
         numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
         core, swept by worker threads (the kernel releases the GIL), when an iteration has at
@@ -212,6 +228,8 @@ class FusedGibbs:
         engine: str = "auto",
         keep_z: bool = False,
         threads: int | None = None,
+        free: bool = False,
+        anchors: Any = None,
     ) -> None:
         self.engine = _resolve_engine(engine)
         if threads not in (None, 1):
@@ -233,8 +251,13 @@ class FusedGibbs:
         for name, arr, size in (("theta", self.theta, n), ("a", self.a, k), ("b", self.b, k)):
             if arr.shape != (B, size):
                 raise ValueError(f"{name} must be shaped ({B}, {size}), got {arr.shape}")
-        if np.any(self.a <= 0):
+        self.free = bool(free)
+        if not self.free and np.any(self.a <= 0):
             raise ValueError("a must be positive (the model restricts a > 0)")
+        self.th_con = np.zeros(n, dtype=np.int8) if anchors is None else \
+            np.ascontiguousarray(anchors.con, dtype=np.int8)
+        self.th_fix = np.zeros(n) if anchors is None else np.ascontiguousarray(anchors.fix,
+                                                                                dtype=np.float64)
         pri = priors or {}
         pa, pb = pri.get("a"), pri.get("b")
         self.pa_prec, self.pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
@@ -257,7 +280,8 @@ class FusedGibbs:
                 cuts = np.linspace(0, tasks, workers + 1).round().astype(int)
                 self._ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         else:  # the one numpy iteration, fed the kernel's random numbers
-            self._cpu = twopno.CpuData.build(self.codes, int(n_chains), pri)
+            self._cpu = twopno.CpuData.build(self.codes, int(n_chains), pri, free=self.free,
+                                             anchors=anchors)
             self._cpu.Z = self.Z
             self._draws = PhiloxDraws(self.keys, n, k)
 
@@ -279,11 +303,11 @@ class FusedGibbs:
         slot = slot if store is not None else -1
         z = self.Z if self.keep_z else self._no_store
         common = (self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
-                  self.iteration, BLOCK_ROWS)
+                  self.iteration, BLOCK_ROWS, self.th_con, self.th_fix)
         if self._ranges is None:
             self._nb.iteration_serial(*common, self.pa_prec, self.pa_lin, self.pb_prec,
-                                      self.pb_lin, self._partial, z, self.keep_z, st_theta,
-                                      st_a, st_b, slot)
+                                      self.pb_lin, self.free, self._partial, z, self.keep_z,
+                                      st_theta, st_a, st_b, slot)
             return
         args = (*common, self._partial, z, self.keep_z, st_theta, slot)
         pool = _pool()
@@ -292,7 +316,8 @@ class FusedGibbs:
         for f in futures:
             f.result()
         self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
-                       self.pa_lin, self.pb_prec, self.pb_lin, self._partial, st_a, st_b, slot)
+                       self.pa_lin, self.pb_prec, self.pb_lin, self.free, self._partial, st_a,
+                       st_b, slot)
 
     def _step_numpy(self) -> None:
         self._draws.iteration = self.iteration
@@ -313,6 +338,8 @@ def run_chain(
     seeds: Sequence[np.random.SeedSequence],
     engine: str = "auto",
     threads: int | None = None,
+    free: bool = False,
+    anchors: Any = None,
 ) -> dict[str, np.ndarray]:
     """Run B = D · n_chains chains for ``n_iter`` iterations and return the kept draws.
 
@@ -333,7 +360,7 @@ def run_chain(
         B sampler sequences; chain ``bb`` uses the Philox key ``philox_keys(seeds)[bb]``.
     engine : {"auto", "numba", "numpy"}
         See :class:`FusedGibbs`.
-    threads : {None, 1}
+    threads, free, anchors
         See :class:`FusedGibbs`.
 
     Returns
@@ -347,7 +374,7 @@ def run_chain(
         codes, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
-        threads=threads,
+        threads=threads, free=free, anchors=anchors,
     )
     n_keep = -(-(n_iter - warmup) // thin)
     store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),

@@ -79,7 +79,7 @@ class GpuIteration:
 
     def __init__(self, xp: Any, codes: np.ndarray, n_chains: int, theta: np.ndarray,
                  a: np.ndarray, b: np.ndarray, seeds: list, priors: tuple[float, ...],
-                 kernels: tuple) -> None:
+                 kernels: tuple, free: bool = False, anchors: Any = None) -> None:
         D, n, k = codes.shape
         B = theta.shape[0]
         self.xp, self.B, self.C, self.D, self.n, self.k = xp, B, n_chains, D, n, k
@@ -101,6 +101,11 @@ class GpuIteration:
         self._z_flat = self.Z.ravel()
         self._sums = tuple(xp.zeros(self.chunks * B * k) for _ in range(5))
         self._no_store = xp.zeros(1)  # stands in for the draw stores when nothing is kept
+        self.free = np.int32(bool(free))
+        con = np.zeros(n, np.int8) if anchors is None else np.asarray(anchors.con, np.int8)
+        fix = np.zeros(n) if anchors is None else np.asarray(anchors.fix, np.float64)
+        self.th_con = xp.ascontiguousarray(xp.asarray(con))
+        self.th_fix = xp.ascontiguousarray(xp.asarray(fix))
         self._kernels = kernels
 
     def step(self, iteration: int, store: Mapping[str, Any] | None, slot: int) -> None:
@@ -129,11 +134,12 @@ class GpuIteration:
             st_theta, st_a, st_b = (store[p].ravel() for p in ("theta", "a", "b"))
         kz(B * n * k, self._theta_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys,
            it, n32, k32, C32, D32, self._z_flat)
-        kth(B * n, self._z_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys, it,
-            n32, k32, C32, D32, miss, keep, n_keep, self._theta_flat, st_theta)
+        kth(B * n, self._z_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys,
+            self.th_con, self.th_fix, it, n32, k32, C32, D32, miss, keep, n_keep,
+            self._theta_flat, st_theta)
         ks(self.chunks * B * k, self._z_flat, self._theta_flat, self.codes_dev, n32, k32,
            C32, D32, np.int32(B), miss, np.int32(self.rows), *self._sums)
         kit(B * k, *self._sums, np.int32(self.chunks), np.int32(B),
             np.float64(self.pa_prec), np.float64(self.pa_lin), np.float64(self.pb_prec),
-            np.float64(self.pb_lin), self.keys, it, k32, keep, n_keep,
+            np.float64(self.pb_lin), self.free, self.keys, it, k32, keep, n_keep,
             self._a_flat, self._b_flat, st_a, st_b)

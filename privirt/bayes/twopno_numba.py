@@ -199,8 +199,8 @@ def _neg_ndtri_block(p, x, w, mb, nc):
 
 
 @njit(**_JIT)
-def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
-           store_theta, slot):
+def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial, z_out,
+           keep_z, store_theta, slot):
     """Z, θ and the item-sum terms of one block of person rows of one chain (``task`` =
     chain × blocks + block).
 
@@ -275,8 +275,18 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, ke
             aa += aj * aj
             ab += aj * b[bb, j]
         prec = 1.0 + aa
-        v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
-        tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
+        con = th_con[i]
+        if con == 0:
+            v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
+            tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
+        elif con == 2:  # fixed by an anchor
+            tn = th_fix[i]
+        else:  # θ_i > 0 (con = 1) or θ_i < 0 (con = −1): truncated, same counter
+            m = (za + ab) / prec
+            sd = 1.0 / math.sqrt(prec)
+            sg = float(con)
+            tn = m + sg * sd * std_tn_lower(-sg * m / sd, c_it, np.uint64(1), np.uint64(i),
+                                            zero, k0, k1)
         theta[bb, i] = tn
         if slot >= 0:
             store_theta[bb, slot, i] = tn
@@ -295,9 +305,10 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, ke
 
 
 @njit(**_JIT)
-def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
-           slot):
-    """(a_j, b_j) | Z, θ for every chain and item from the block sums."""
+def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
+           store_b, slot):
+    """(a_j, b_j) | Z, θ for every chain and item from the block sums (a unrestricted when
+    ``free``, else a > 0)."""
     n_chains = theta.shape[0]
     k = a.shape[1]
     blocks = partial.shape[1]
@@ -329,8 +340,12 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, sto
             mb = (paa * rb - pab * ra) / det
             sda = math.sqrt(pbb / det)
             cj = np.uint64(j)
-            av = ma + sda * std_tn_lower(-ma / sda, c_it, np.uint64(2), cj, zero, k0, k1)
-            av = max(av, _TINY)
+            if free:
+                ua, _ = uniform2(c_it, np.uint64(2), cj, zero, k0, k1)
+                av = ma - sda * ndtri(ua)
+            else:
+                av = ma + sda * std_tn_lower(-ma / sda, c_it, np.uint64(2), cj, zero, k0, k1)
+                av = max(av, _TINY)
             u0, _ = uniform2(c_it, np.uint64(3), cj, zero, k0, k1)
             bv = mb - (pab / pbb) * (av - ma) + ndtri(u0) / math.sqrt(pbb)
             a[bb, j] = av
@@ -341,41 +356,44 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, sto
 
 
 @njit(**_JIT)
-def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
-          store_theta, slot):
+def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial, z_out,
+          keep_z, store_theta, slot):
     """:func:`_block` for tasks t0 … t1 − 1 (releases the GIL: callers run disjoint ranges on
     several threads)."""
     for task in range(t0, t1):
-        _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
-               store_theta, slot)
+        _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial,
+               z_out, keep_z, store_theta, slot)
 
 
 @njit(**_JIT)
-def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
-          slot):
+def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
+          store_b, slot):
     """:func:`_items` (the (a, b) draws once every block is done)."""
-    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
-           slot)
+    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
+           store_b, slot)
 
 
 @njit(**_JIT)
-def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, pa_prec, pa_lin, pb_prec,
-                     pb_lin, partial, z_out, keep_z, store_theta, store_a, store_b, slot):
+def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa_prec,
+                     pa_lin, pb_prec, pb_lin, free, partial, z_out, keep_z, store_theta,
+                     store_a, store_b, slot):
     """One Gibbs iteration of B chains on the calling thread, in place on ``theta`` (B, n),
     ``a`` and ``b`` (B, k).
 
     ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
     ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
+    ``th_con`` (n,) int8 and ``th_fix`` (n,) the anchors (0 none, ±1 sign, 2 fixed at
+    ``th_fix``); ``free`` leaves a unrestricted;
     ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
     ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
     also written to ``store_*[bb, slot]``.  The same as :func:`sweep` over every task then
     :func:`items`, in one call.
     """
     for task in range(theta.shape[0] * partial.shape[1]):
-        _block(task, codes, data_of, theta, a, b, keys, it, rows, partial, z_out, keep_z,
-               store_theta, slot)
-    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, partial, store_a, store_b,
-           slot)
+        _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial,
+               z_out, keep_z, store_theta, slot)
+    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
+           store_b, slot)
 
 
 @njit(**_JIT)

@@ -8,6 +8,9 @@ Example::
 The command line's prior on the slopes a is N(1, 1) truncated to a > 0, which docs/gibbs.md
 recommends for routine use (the flat prior's tail is improper); ``--prior-a-flat`` gives the
 paper's flat prior, which stays the default of :func:`privirt.gibbs_2pno` for reproduction.
+
+    privirt gibbs votes.csv --person-col member --slopes free \\
+        --anchor KENNEDY=- --anchor HELMS=+ --out summary.csv
 """
 
 from __future__ import annotations
@@ -32,8 +35,30 @@ from ._sampler_args import (
 
 #: the command line's default prior on a: N(1, 1) truncated to a > 0 (docs/gibbs.md)
 DEFAULT_PRIOR_A = (1.0, 1.0)
+#: ... and with --slopes free: N(0, 4) (either sign equally likely a priori)
+FREE_PRIOR_A = (0.0, 4.0)
 #: items per trace-plot page and per item-response-curve page
 TRACE_PAGE, CURVE_PAGE = 6, 20
+
+
+def parse_anchor(text: str) -> tuple[str, float | str]:
+    """``NAME=VALUE`` -> (name, value): a number fixes θ, ``+`` / ``-`` constrains its sign."""
+    name, sep, value = text.rpartition("=")
+    value = value.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"--anchor expects NAME=VALUE such as HELMS=+ (θ > 0), KENNEDY=- (θ < 0) or "
+            f"HELMS=1.5 (θ fixed), got {text!r}"
+        )
+    if value in ("+", "-"):
+        return name, value
+    try:
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--anchor {text!r}: the value after '=' must be + or - (a sign) or a number "
+            "(θ fixed at it)"
+        ) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,8 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "response curves and the θ density as PNG files into DIR (needs matplotlib)",
     )
     add_prior_arguments(p, {
-        "a": "normal prior on a truncated to a > 0 (default: 1 1, the safe choice of "
-             "docs/gibbs.md)",
+        "a": "normal prior on a, truncated to a > 0 unless --slopes free (default: 1 1, the "
+             "safe choice of docs/gibbs.md; with --slopes free 0 4)",
         "b": "normal prior on b (default: flat, as in the paper)",
     })
     p.add_argument("--prior-a-flat", action="store_true",
@@ -63,6 +88,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--persons", action="store_true",
                    help="without --out, print the persons' θ rows too (by default only a and b; "
                    "--out always writes every row)")
+    p.add_argument(
+        "--slopes", choices=["positive", "free"], default="positive",
+        help="positive: a > 0 (test items keyed one way; the default); free: slopes of either "
+             "sign (roll calls, reverse-worded items), direction fixed by --anchor",
+    )
+    p.add_argument(
+        "--anchor", action="append", type=parse_anchor, default=[], metavar="NAME=VALUE",
+        help="anchor person NAME (repeatable): VALUE + or - constrains θ to that sign, a "
+             "number fixes θ at it (MCMCirt1d's theta.constraints), e.g. --anchor KENNEDY=-",
+    )
     p.add_argument(
         "--engine", choices=["auto", "fused", "numpy"], default="auto",
         help="CPU engine: fused (numba kernel, the 'fast' extra), numpy, or auto (fused when "
@@ -82,11 +117,17 @@ def run(args: argparse.Namespace) -> int:
     resp = read_responses(args)
     priors = priors_from_args(args, ("a", "b"))
     if not args.prior_a_flat:
-        priors.setdefault("a", DEFAULT_PRIOR_A)
+        # positive slopes: N(1, 1) truncated to a > 0; free slopes: N(0, 4), symmetric in the
+        # sign (MCMCirt1d's scale), so that neither direction is preferred a priori
+        priors.setdefault("a", DEFAULT_PRIOR_A if args.slopes == "positive" else FREE_PRIOR_A)
+    anchors = dict(args.anchor)
+    if len(anchors) != len(args.anchor):
+        raise ValueError("a person is given more than one --anchor; give each person once")
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors, device=args.device, seed=args.seed,
         progress=not args.no_progress, keep_draws=True, engine=args.engine,
+        slopes=args.slopes, anchors=anchors or None,
     )
     table, timing = summarise(post, args, started)
     if args.out:
@@ -104,6 +145,10 @@ def run(args: argparse.Namespace) -> int:
                   "writes every row)", file=sys.stderr)
         print(timing, file=sys.stderr)
     warn_convergence(table)
+    if post.info["reflected_chains"]:
+        print(f"chains reflected to agree with the data's first principal component: "
+              f"{post.info['reflected_chains']} (give --anchor to fix the direction)",
+              file=sys.stderr)
     if args.plots is not None:
         _write_plots(post, args.plots)
     return 0
