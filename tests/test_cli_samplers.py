@@ -145,13 +145,14 @@ def test_gibbs_slopes_free_with_anchors(votes_csv, tmp_path, capsys):
             "--seed", "2", "--device", "cpu", "--no-progress", "--out", str(out)]
     assert main(args + ["--slopes", "free", "--anchor", f"{left}=-", "--anchor",
                         f"{right}=+", "--prior-a", "0", "4"]) == 0
-    assert "warning" not in capsys.readouterr().err
+    # short chains may warn about convergence, never about the slopes' signs
+    assert "correlate negatively" not in capsys.readouterr().err
     table = pd.read_csv(out, index_col=[0, 1])
     assert np.all(np.sign(table.loc["a", "mean"].to_numpy()) == np.sign(a))
     assert table.loc[("theta", left), "q97.5"] < 0 < table.loc[("theta", right), "q2.5"]
     assert main(args) == 0
     err = capsys.readouterr().err
-    warn = [line for line in err.splitlines() if "warning" in line]
+    warn = [line for line in err.splitlines() if "correlate negatively" in line]
     assert len(warn) == 1 and "--slopes free" in warn[0] and "rc0, rc3" in warn[0]
 
 

@@ -4,13 +4,13 @@ Example::
 
     privirt gibbs responses.csv --iter 10000 --warmup 5000 --chains 4 \\
         --out summary.csv --plots figures/
-
-The command line's prior on the slopes a is N(1, 1) truncated to a > 0, which docs/gibbs.md
-recommends for routine use (the flat prior's tail is improper); ``--prior-a-flat`` gives the
-paper's flat prior, which stays the default of :func:`privirt.gibbs_2pno` for reproduction.
-
     privirt gibbs votes.csv --person-col member --slopes free \\
         --anchor KENNEDY=- --anchor HELMS=+ --out summary.csv
+
+The command line's prior on the slopes a is N(1, 1) truncated to a > 0, which docs/gibbs.md
+recommends for routine use (the flat prior's tail is improper), and N(0, 4) with
+``--slopes free``; ``--prior-a-flat`` gives the paper's flat prior, which stays the default of
+:func:`privirt.gibbs_2pno` for reproduction.
 """
 
 from __future__ import annotations
