@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "resolve_progress"]
 
 
 class ProgressBar:
@@ -88,3 +88,14 @@ class ProgressBar:
             self.stream.write(self._line(done, failed) + "\n")
         self._last_done = done
         self.stream.flush()
+
+
+def resolve_progress(progress: bool | None, stream: TextIO | None = None) -> bool:
+    """``progress=`` of the API: True/False as given; None (auto) = on only when stderr (or
+    ``stream``) is a terminal, so logs, pipes and CI stay silent."""
+    if progress is None:
+        s = stream if stream is not None else sys.stderr
+        return bool(getattr(s, "isatty", lambda: False)())
+    if not isinstance(progress, (bool, int)) or progress not in (0, 1):
+        raise ValueError(f"progress must be True, False or None (auto: on a terminal), got {progress!r}")
+    return bool(progress)

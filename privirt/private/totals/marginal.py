@@ -427,12 +427,14 @@ _BATCH_CELLS = 500000
 def fit_support_batch(
     p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray,
     support: tuple[np.ndarray, np.ndarray, np.ndarray], initial: np.ndarray | None = None,
+    on_batch=None,
 ) -> np.ndarray:
     """:func:`fit_spread` on the fixed grid ``support`` for R data sets at once: β (R, m), centred.
 
     ``p`` (R, m) and ``hist`` (R, B) are the proportions and histograms of R (bootstrap) data
     sets; ``initial`` (T, m), β on the support for nearby proportions, starts the Newton
-    iterations.  The ability grid is built once and the replicates are processed in chunks.
+    iterations.  The ability grid is built once and the replicates are processed in chunks;
+    ``on_batch(r)``, if given, is called after each chunk of ``r`` (progress).
     """
     lt, kap, lam = support
     theta, w = ability_grid(lt, kappa=kap, lam=lam)
@@ -459,6 +461,8 @@ def fit_support_batch(
         j = _nearest_to_mean(post, lt, kap, lam)
         bsel = beta.reshape(r, T, m)[np.arange(r), j]
         out[a:a + r] = bsel - bsel.mean(axis=1, keepdims=True)
+        if on_batch is not None:
+            on_batch(r)
     return out
 
 
