@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-__all__ = ["ProgressBar", "resolve_progress"]
+__all__ = ["ProgressBar", "resolve_progress", "ticker"]
 
 
 class ProgressBar:
@@ -99,3 +99,17 @@ def resolve_progress(progress: bool | None, stream: TextIO | None = None) -> boo
     if not isinstance(progress, (bool, int)) or progress not in (0, 1):
         raise ValueError(f"progress must be True, False or None (auto: on a terminal), got {progress!r}")
     return bool(progress)
+
+
+def ticker(total: int, label: str, *, unit: str = "it", enabled: bool = True,
+           phase: Callable[[int], str] | None = None) -> Callable[..., None]:
+    """A :class:`ProgressBar` driven by increments: ``tick(r)`` adds ``r`` finished steps,
+    ``tick(at=k)`` jumps to ``k`` (e.g. past a stage that stopped early)."""
+    bar = ProgressBar(total, label, unit=unit, enabled=enabled, phase=phase)
+    done = [0]
+
+    def tick(r: int = 0, *, at: int | None = None) -> None:
+        done[0] = done[0] + r if at is None else at
+        bar.update(done[0])
+
+    return tick

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..._progress import ProgressBar
+from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
+from ..._threads import one_blas_thread
 from .noisy_likelihood import noise_aware_batch
 
 __all__ = [
@@ -211,6 +212,7 @@ def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
     return float(np.clip((mean @ truth) / ss, MIN_SLOPE, 2.0))
 
 
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarray, n: int, *,
                      noise_parameter: str, noise_value: float, regularization: float = 1.0,
                      confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT,
@@ -257,13 +259,8 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
     cal_seed = int(rng.integers(2**63))
     cal_total = (CALIBRATION_STEPS + 1) * CALIBRATION_REPLICATES
-    bar = ProgressBar(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
-                      phase=lambda d: "calibration" if d < cal_total else "replicates")
-    done = [0]
-
-    def tick(r: int) -> None:
-        done[0] += r
-        bar.update(done[0])
+    tick = ticker(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
+                  phase=lambda d: "calibration" if d < cal_total else "replicates")
 
     def F(b: np.ndarray) -> np.ndarray:
         reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
@@ -285,8 +282,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
         if dt @ dt > 1e-12:
             a = float(np.clip((dm @ dt) / (dt @ dt), MIN_SLOPE, 2.0))
         truth, mean = new, new_mean
-    done[0] = cal_total  # the calibration may stop early
-    bar.update(done[0])
+    tick(at=cal_total)  # the calibration may stop early
     reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw, on_batch=tick)
     mean = reps.mean(axis=0)
     # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'

@@ -20,6 +20,7 @@ __all__ = [
     "Z_NODES",
     "TAU_GRID",
     "ability_grid",
+    "simulate_releases",
     "item_marginals",
     "invert_marginals",
     "log_esf",
@@ -527,3 +528,24 @@ def fit_spread(
         if steps:
             out.beta, out.flexible, out.free_theta, out.free_weights = b, True, theta[0], wf
     return out
+
+
+def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
+                      sig_t: float, sig_h: float, reps: int, on_batch=None) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
+    theta, w = fit.ability_distribution()
+    m, B = beta.size, len(edges) - 1
+    eb = np.exp(beta)
+    tot = np.empty((reps, m))
+    hist = np.empty((reps, B))
+    step = max(1, 2_000_000 // (n * m))
+    for a in range(0, reps, step):
+        r = min(reps, a + step) - a
+        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
+        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        tot[a:a + r] = X.sum(axis=1)
+        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+        if on_batch is not None:
+            on_batch(r)
+    return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)
