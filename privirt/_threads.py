@@ -38,12 +38,18 @@ def single_blas_thread() -> Iterator[None]:
         yield
 
 
-def one_blas_thread(fn: F) -> F:
-    """Decorator: run ``fn`` inside :func:`single_blas_thread`."""
+def one_blas_thread(fn: F | None = None, *, when: Callable[..., bool] | None = None) -> Any:
+    """Decorator: run ``fn`` inside :func:`single_blas_thread` (only where ``when(*args,
+    **kwargs)`` is true, if given: e.g. only for small matrices)."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with single_blas_thread():
-            return fn(*args, **kwargs)
+    def deco(f: F) -> F:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if when is not None and not when(*args, **kwargs):
+                return f(*args, **kwargs)
+            with single_blas_thread():
+                return f(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+        return wrapper  # type: ignore[return-value]
+
+    return deco if fn is None else deco(fn)

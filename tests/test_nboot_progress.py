@@ -83,3 +83,23 @@ def test_cli_n_boot(X, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["estimate", str(path), "--epsilon", "1", "--seed", "1", "--n-boot", "-1"])
     assert exc.value.code == 2 and "non-negative integer" in capsys.readouterr().err
+
+
+def test_bootstraps_run_with_one_blas_thread(X, monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from privirt.private.counts import intervals
+    from privirt.private.totals import marginal
+
+    seen = []
+
+    def spy(orig):
+        def wrapped(*args, **kwargs):
+            seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+            return orig(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(marginal, "fit_support_batch", spy(marginal.fit_support_batch))
+    monkeypatch.setattr(intervals, "spectral_batch", spy(intervals.spectral_batch))
+    privirt.private_totals_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False)
+    privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False, estimator="spectral")
+    assert seen and all(s <= {1} for s in seen)

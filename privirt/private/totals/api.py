@@ -382,7 +382,9 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
     return fit, fit.beta, c, diag
 
 
-@one_blas_thread  # batched small refits: BLAS's threads only cost on shared cores (privirt._threads)
+# batched small refits: BLAS's threads only cost on shared cores (privirt._threads); large m
+# (products with thousands of columns) keeps them until measured (BENCHMARKS.md, issue 24)
+@one_blas_thread(when=lambda release, **kw: len(getattr(release, "totals", ())) <= 256)
 def estimate_from_release(
     release: TotalsRelease,
     *,
