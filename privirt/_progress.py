@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, TextIO
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "resolve_progress", "ticker"]
 
 
 class ProgressBar:
@@ -88,3 +88,28 @@ class ProgressBar:
             self.stream.write(self._line(done, failed) + "\n")
         self._last_done = done
         self.stream.flush()
+
+
+def resolve_progress(progress: bool | None, stream: TextIO | None = None) -> bool:
+    """``progress=`` of the API: True/False as given; None (auto) = on only when stderr (or
+    ``stream``) is a terminal, so logs, pipes and CI stay silent."""
+    if progress is None:
+        s = stream if stream is not None else sys.stderr
+        return bool(getattr(s, "isatty", lambda: False)())
+    if not isinstance(progress, (bool, int)) or progress not in (0, 1):
+        raise ValueError(f"progress must be True, False or None (auto: on a terminal), got {progress!r}")
+    return bool(progress)
+
+
+def ticker(total: int, label: str, *, unit: str = "it", enabled: bool = True,
+           phase: Callable[[int], str] | None = None) -> Callable[..., None]:
+    """A :class:`ProgressBar` driven by increments: ``tick(r)`` adds ``r`` finished steps,
+    ``tick(at=k)`` jumps to ``k`` (e.g. past a stage that stopped early)."""
+    bar = ProgressBar(total, label, unit=unit, enabled=enabled, phase=phase)
+    done = [0]
+
+    def tick(r: int = 0, *, at: int | None = None) -> None:
+        done[0] = done[0] + r if at is None else at
+        bar.update(done[0])
+
+    return tick

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..._checks import check_confidence, check_n_boot
+from ..._progress import resolve_progress
 from ..._seeds import SeedLike, child, seed_sequence
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import Responses, ResponsesLike
@@ -215,6 +216,7 @@ def private_spectral_estimate(
     confidence: float = 0.95,
     n_boot: int | None = None,
     estimator: Estimator = "auto",
+    progress: bool | None = None,
 ) -> PrivateSpectralResult:
     """Private Rasch item difficulties: the spectral estimator on private data (Algorithm 2).
 
@@ -266,6 +268,9 @@ def private_spectral_estimate(
         ``noise_aware_se0(n, m, ν)`` is below :data:`NOISE_AWARE_BELOW` (where it was measured
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
         public n, m and the noise variance only; ``info["estimator"]`` says which was used.
+    progress : bool or None
+        A progress bar on stderr for the bootstrap; ``None`` (default): only when stderr is a
+        terminal.
 
     Returns
     -------
@@ -287,6 +292,7 @@ def private_spectral_estimate(
         raise ValueError("estimator='noise_aware' needs additive noise on the counts; use mechanism='gaussian' "
                          "or 'laplace' (randomized response has its own estimators, rr_estimator=)")
     confidence = check_confidence(confidence)
+    progress = resolve_progress(progress)
     rr = mechanism == "randomized_response"
     n_boot = (0 if rr else DEFAULT_N_BOOT) if n_boot is None else check_n_boot(n_boot)
     if rr and n_boot:
@@ -302,7 +308,7 @@ def private_spectral_estimate(
     if mechanism != "randomized_response":
         counts = _release_counts(call, mechanism, sensitivity)
         return spectral_from_release(counts, confidence=confidence, n_boot=n_boot, seed=boot_seed,
-                                     device=call.device, estimator=estimator)
+                                     device=call.device, estimator=estimator, progress=progress)
     return _private_spectral_rr(call, bool(shuffle), rr_estimator)
 
 
@@ -322,6 +328,7 @@ def spectral_from_release(
     seed: SeedLike = None,
     device: str = "auto",
     estimator: Estimator = "auto",
+    progress: bool | None = None,
 ) -> PrivateSpectralResult:
     """Algorithm 2's estimate, standard errors and intervals from released noisy counts.
 
@@ -343,6 +350,8 @@ def spectral_from_release(
         Where the point estimate is solved (the bootstrap runs on the CPU).
     estimator : {"auto", "spectral", "noise_aware"}
         As in :func:`private_spectral_estimate`; the bootstrap re-runs the estimator used.
+    progress : bool or None
+        As in :func:`private_spectral_estimate`.
 
     Returns
     -------
@@ -354,6 +363,7 @@ def spectral_from_release(
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
     confidence = check_confidence(confidence)
     n_boot = check_n_boot(n_boot)
+    progress = resolve_progress(progress)
     ss = seed_sequence(seed)
     st = counts.privacy
     if st.n_persons is None or st.noise_parameter not in ("sigma", "scale"):  # pragma: no cover
@@ -376,7 +386,7 @@ def spectral_from_release(
         boot = counts_intervals(counts.Y.to_numpy(), G, fit.beta.to_numpy(), int(st.n_persons),
                                 noise_parameter=st.noise_parameter, noise_value=float(st.noise_value),
                                 regularization=reg, confidence=confidence,
-                                n_boot=n_boot, seed=ss, estimator=used, noise_var=nu)
+                                n_boot=n_boot, seed=ss, estimator=used, noise_var=nu, progress=progress)
     se, ci = _item_intervals(counts.items, boot)
     info = {"n_boot": n_boot, "confidence": confidence, "estimator": used, "noise_aware_se0": se0}
     if boot is not None:

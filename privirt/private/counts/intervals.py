@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
+from ..._threads import one_blas_thread
 from .noisy_likelihood import noise_aware_batch
 
 __all__ = [
@@ -181,10 +183,11 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
 def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray, G: np.ndarray, n: int,
                 reps: int, noise_parameter: str, noise_value: float,
                 regularization: float, estimator: str = "spectral",
-                noise_var: float | None = None) -> tuple[np.ndarray, float, float]:
+                noise_var: float | None = None, on_batch=None) -> tuple[np.ndarray, float, float]:
     """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release):
     the spectral estimate on the clipped counts, or the noise-aware estimate on the
-    unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``)."""
+    unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``).  ``on_batch(r)``,
+    if given, is called after each batch of ``r`` replicates (progress)."""
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
@@ -193,9 +196,11 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
         Y = Y + _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var))
-            continue
-        np.clip(Y, 0.0, None, out=Y)
-        out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization)
+        else:
+            np.clip(Y, 0.0, None, out=Y)
+            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization)
+        if on_batch is not None:
+            on_batch(X.shape[0])
     return out, mu, tau
 
 
@@ -207,11 +212,12 @@ def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
     return float(np.clip((mean @ truth) / ss, MIN_SLOPE, 2.0))
 
 
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarray, n: int, *,
                      noise_parameter: str, noise_value: float, regularization: float = 1.0,
                      confidence: float = 0.95, n_boot: int = DEFAULT_N_BOOT,
                      seed: np.random.SeedSequence | None = None, estimator: str = "spectral",
-                     noise_var: float | None = None) -> BootstrapIntervals:
+                     noise_var: float | None = None, progress: bool = False) -> BootstrapIntervals:
     """Intervals for the estimate from noisy counts (Gaussian or Laplace noise): the spectral
     estimate on the clipped counts (default) or the noise-aware one (``estimator="noise_aware"``;
     ``noise_var`` the variance of the released noise).
@@ -234,6 +240,8 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     n_boot : int ≥ 20
     seed : SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; not privacy noise).
+    progress : bool
+        Draw a progress bar on stderr (calibration replicates, then the bootstrap's).
     """
     G = np.asarray(graph, dtype=bool)
     beta_hat = np.asarray(beta_hat, dtype=float)
@@ -250,9 +258,13 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
     # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
     cal_seed = int(rng.integers(2**63))
+    cal_total = (CALIBRATION_STEPS + 1) * CALIBRATION_REPLICATES
+    tick = ticker(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
+                  phase=lambda d: "calibration" if d < cal_total else "replicates")
 
     def F(b: np.ndarray) -> np.ndarray:
-        reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw)
+        reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
+                                 on_batch=tick)
         return reps.mean(axis=0)
 
     truth = beta_hat.copy()
@@ -270,7 +282,8 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
         if dt @ dt > 1e-12:
             a = float(np.clip((dm @ dt) / (dt @ dt), MIN_SLOPE, 2.0))
         truth, mean = new, new_mean
-    reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw)
+    tick(at=cal_total)  # the calibration may stop early
+    reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw, on_batch=tick)
     mean = reps.mean(axis=0)
     # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'
     # own attenuation (the ratio slope; the secant slope above is the whole profile's, along

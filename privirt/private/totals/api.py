@@ -28,6 +28,8 @@ from scipy import stats
 
 from . import marginal, marginal_missing
 from ..._checks import check_confidence, check_n_boot
+from ..._progress import resolve_progress, ticker
+from ..._threads import one_blas_thread
 from ..._results import ItemEstimate
 from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ..accounting import NEIGHBOURING_RELATION
@@ -380,31 +382,16 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
     return fit, fit.beta, c, diag
 
 
-def _simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
-                       sig_t: float, sig_h: float, reps: int) -> tuple[np.ndarray, np.ndarray]:
-    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
-    theta, w = fit.ability_distribution()
-    m, B = beta.size, len(edges) - 1
-    eb = np.exp(beta)
-    tot = np.empty((reps, m))
-    hist = np.empty((reps, B))
-    step = max(1, 2_000_000 // (n * m))
-    for a in range(0, reps, step):
-        r = min(reps, a + step) - a
-        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
-        tot[a:a + r] = X.sum(axis=1)
-        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
-        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
-    return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)
-
-
+# batched small refits: BLAS's threads only cost on shared cores (privirt._threads); large m
+# (products with thousands of columns) keeps them until measured (BENCHMARKS.md, issue 24)
+@one_blas_thread(when=lambda release, **kw: len(getattr(release, "totals", ())) <= 256)
 def estimate_from_release(
     release: TotalsRelease,
     *,
     confidence: float = 0.95,
     n_boot: int = 200,
     seed: Any = None,
+    progress: bool | None = None,
 ) -> TotalsEstimate:
     """Difficulties, standard errors and intervals from a :class:`TotalsRelease`.
 
@@ -424,14 +411,19 @@ def estimate_from_release(
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se`` and ``ci`` are NaN).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+    progress : bool or None
+        A progress bar on stderr for the bootstrap (simulation, then the refits); ``None``
+        (default): only when stderr is a terminal.
     """
     if not isinstance(release, TotalsRelease):
         raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
     check_confidence(confidence)
     check_n_boot(n_boot)
     ss = seed_sequence(seed)
+    tick = ticker(2 * int(n_boot), "bootstrap intervals", unit="steps", enabled=resolve_progress(progress),
+                  phase=lambda d: "simulation" if d < n_boot else "refits")
     if release.missing == "mcar":
-        return _estimate_mcar(release, confidence, n_boot, ss)
+        return _estimate_mcar(release, confidence, n_boot, ss, tick)
     n = release.n_persons
     edges = release.edges
     t = release.totals.to_numpy(dtype=float)
@@ -446,12 +438,12 @@ def estimate_from_release(
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
         support = fit.support()
-        tb, hb = _simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
-                                    int(n_boot))
+        tb, hb = marginal.simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
+                                    int(n_boot), on_batch=tick)
         pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
         theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
         start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
-        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start)
+        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
@@ -507,7 +499,7 @@ def _fit_mcar(release: TotalsRelease, shrink: bool, support=None):
     return fit, fit.beta, c, diag, q, icc
 
 
-def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -> TotalsEstimate:
+def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, tick) -> TotalsEstimate:
     """:func:`estimate_from_release` for a ``missing="mcar"`` release (``docs/totals.md`` §7)."""
     n, edges = release.n_persons, release.edges
     fit, beta, c, diag, q, icc = _fit_mcar(release, shrink=True)
@@ -519,6 +511,7 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -
         rng = numpy_rng(ss, "bootstrap")
         sb, ab, hb = marginal_missing.simulate_mcar_statistics(rng, fit, beta, q, n, edges, int(n_boot),
                                                                k_edges=k_edges, icc=icc)
+        tick(int(n_boot))
         sb = sb + rng.normal(0.0, release.sigma_totals, sb.shape)
         ab = ab + rng.normal(0.0, release.sigma_answered, ab.shape)
         hb = hb + rng.normal(0.0, release.sigma_histogram, hb.shape)
@@ -538,6 +531,7 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss) -
             A = marginal_missing.thinning_matrix(pkb, k_edges, edges)
         reps = marginal_missing.fit_support_batch_mcar(pb, qb, hb, n, release.sigma_histogram**2, edges,
                                                        support, initial=start, A=A)
+        tick(int(n_boot))
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
@@ -570,13 +564,14 @@ def private_totals_estimate(
     engine: str = "local",
     client: Any = None,
     missing: str = "none",
+    progress: bool | None = None,
 ) -> TotalsEstimate:
     """Private Rasch difficulties with intervals: :func:`release_totals` then
     :func:`estimate_from_release`.
 
     Parameters are those of the two functions; ``seed`` seeds both the noise (then the result
     is NOT private) and the bootstrap.  ``missing="mcar"`` declares that cells may be missing
-    completely at random (see :func:`release_totals`).
+    completely at random (see :func:`release_totals`); ``progress`` as in :func:`estimate_from_release`.
 
     Examples
     --------
@@ -588,9 +583,10 @@ def private_totals_estimate(
     """
     check_confidence(confidence)
     check_n_boot(n_boot)
+    progress = resolve_progress(progress)
     ss = seed_sequence(seed)
     release = release_totals(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items,
                              note=note, n_persons=n_persons, engine=engine,
                              client=client, missing=missing)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
-                                 seed=None if ss is None else child(ss, "estimate"))
+                                 seed=None if ss is None else child(ss, "estimate"), progress=progress)

@@ -20,6 +20,7 @@ __all__ = [
     "Z_NODES",
     "TAU_GRID",
     "ability_grid",
+    "simulate_releases",
     "item_marginals",
     "invert_marginals",
     "log_esf",
@@ -187,18 +188,32 @@ def equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
     if B >= m + 1:
         return np.arange(m + 2)
     cdf = np.cumsum(pr)
-    cuts = [0]
-    for b in range(1, B):
-        r = int(np.searchsorted(cdf, b / B)) + 1
-        r = min(max(r, cuts[-1] + 1), m + 1 - (B - b))
-        cuts.append(r)
-    cuts.append(m + 1)
-    return np.asarray(cuts)
+    # cut b at the first score past b/B, at least one past cut b−1 and leaving room for the
+    # rest: c_b = b + min(max(0, running max of (r_b − b)), m + 1 − B), vectorised
+    b = np.arange(1, B)
+    x = np.searchsorted(cdf, b / B) + 1 - b
+    d = np.minimum(np.maximum.accumulate(np.maximum(x, 0)), m + 1 - B)
+    return np.concatenate([[0], b + d, [m + 1]]).astype(np.int64)
 
 
 _F_GRID = np.geomspace(0.01, 0.6, 40)
 #: the design is optimised for the sum of the predicted errors at these bimodalities κ
 REFERENCE_KAPPAS = (0.0, 0.85)
+
+
+#: Up to this many items every number of bins 3 … m + 1 is tried; beyond, a geometric grid of
+#: about ``_B_GRID`` of them (and m + 1): the design runs before the debit and the predicted
+#: error is flat near its minimum, while the full search costs O(m²) (minutes at m = 5000).
+_FULL_B_SEARCH: int = 200
+_B_GRID: int = 64
+
+
+def design_bins(m: int) -> list[int]:
+    """The numbers of score bins :func:`optimal_split` compares (public: a function of m)."""
+    if m + 1 <= _FULL_B_SEARCH:
+        return list(range(3, m + 2))
+    grid = np.unique(np.rint(np.geomspace(3, m + 1, _B_GRID)).astype(int))
+    return sorted({*grid.tolist(), m + 1})
 
 
 def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
@@ -212,10 +227,11 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     σ_s² = m/(2(1−f)ρ), σ_h² = 1/(fρ), D = ∂β/∂(log τ, κ) at fixed marginals and C the
     inverse Fisher information of (log τ, κ) from the B bins, each with variance
     n P_b(1 − P_b) + σ_h².  f runs over a grid in [0.01, 0.6] and B over 3 … m + 1
-    equal-probability bins (m + 1: the full score distribution); only n, m and ρ enter.
+    equal-probability bins (m + 1: the full score distribution; a geometric grid of B beyond
+    :data:`_FULL_B_SEARCH` items, :func:`design_bins`); only n, m and ρ enter.
     """
     beta0 = reference_difficulties(m)
-    Bs = list(range(3, m + 2))
+    Bs = design_bins(m)
     total = np.zeros((len(Bs), _F_GRID.size))
     pr_ref = None
     for k0 in REFERENCE_KAPPAS:
@@ -427,12 +443,14 @@ _BATCH_CELLS = 500000
 def fit_support_batch(
     p: np.ndarray, hist: np.ndarray, n: int, var_hist: float, edges: np.ndarray,
     support: tuple[np.ndarray, np.ndarray, np.ndarray], initial: np.ndarray | None = None,
+    on_batch=None,
 ) -> np.ndarray:
     """:func:`fit_spread` on the fixed grid ``support`` for R data sets at once: β (R, m), centred.
 
     ``p`` (R, m) and ``hist`` (R, B) are the proportions and histograms of R (bootstrap) data
     sets; ``initial`` (T, m), β on the support for nearby proportions, starts the Newton
-    iterations.  The ability grid is built once and the replicates are processed in chunks.
+    iterations.  The ability grid is built once and the replicates are processed in chunks;
+    ``on_batch(r)``, if given, is called after each chunk of ``r`` (progress).
     """
     lt, kap, lam = support
     theta, w = ability_grid(lt, kappa=kap, lam=lam)
@@ -459,6 +477,8 @@ def fit_support_batch(
         j = _nearest_to_mean(post, lt, kap, lam)
         bsel = beta.reshape(r, T, m)[np.arange(r), j]
         out[a:a + r] = bsel - bsel.mean(axis=1, keepdims=True)
+        if on_batch is not None:
+            on_batch(r)
     return out
 
 
@@ -523,3 +543,24 @@ def fit_spread(
         if steps:
             out.beta, out.flexible, out.free_theta, out.free_weights = b, True, theta[0], wf
     return out
+
+
+def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
+                      sig_t: float, sig_h: float, reps: int, on_batch=None) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
+    theta, w = fit.ability_distribution()
+    m, B = beta.size, len(edges) - 1
+    eb = np.exp(beta)
+    tot = np.empty((reps, m))
+    hist = np.empty((reps, B))
+    step = max(1, 2_000_000 // (n * m))
+    for a in range(0, reps, step):
+        r = min(reps, a + step) - a
+        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
+        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        tot[a:a + r] = X.sum(axis=1)
+        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+        if on_batch is not None:
+            on_batch(r)
+    return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)

@@ -1,0 +1,105 @@
+"""``n_boot=0`` / ``--n-boot`` and the bootstrap's progress bar (issue 24)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pandas as pd
+import pytest
+
+import privirt
+from privirt._progress import resolve_progress
+from privirt.cli import main
+
+ESTIMATES = {"spectral": privirt.private_spectral_estimate, "totals": privirt.private_totals_estimate}
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="module")
+def X():
+    return privirt.simulate_rasch(400, 8, seed=3)[0]
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATES))
+def test_n_boot_zero_gives_no_intervals_and_spends_the_same(method, X, tmp_path):
+    spent = {}
+    for n_boot in (0, 20):
+        path = tmp_path / f"{method}{n_boot}.ledger"
+        assert main(["budget", "init", str(path), "--epsilon", "5", "--delta", "1e-5"]) == 0
+        ledger = privirt.Ledger(path)
+        res = ESTIMATES[method](X, epsilon=1.0, delta=1e-6, ledger=ledger, n_boot=n_boot, progress=False)
+        assert res.se.isna().all() == (n_boot == 0)
+        assert res.ci.isna().all().all() == (n_boot == 0)
+        spent[n_boot] = (ledger.spent().epsilon, ledger.spent().delta)
+    assert spent[0] == spent[20] and spent[0][0] > 0
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATES))
+def test_progress_true_draws_and_auto_is_silent_off_a_terminal(method, X, capsys):
+    ESTIMATES[method](X, epsilon=1.0, seed=1, n_boot=20, progress=True)
+    err = capsys.readouterr().err
+    assert "bootstrap intervals" in err and "100%" in err
+    ESTIMATES[method](X, epsilon=1.0, seed=1, n_boot=20)  # auto: capsys' stderr is not a TTY
+    ESTIMATES[method](X, epsilon=1.0, seed=1, n_boot=20, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_resolve_progress_auto_follows_the_terminal(monkeypatch):
+    assert resolve_progress(None, io.StringIO()) is False
+    assert resolve_progress(None, FakeTTY()) is True
+    monkeypatch.setattr(sys, "stderr", FakeTTY())
+    assert resolve_progress(None) is True
+    assert resolve_progress(False) is False and resolve_progress(True) is True
+    with pytest.raises(ValueError, match="progress must be"):
+        resolve_progress("yes")
+
+
+def test_cli_n_boot(X, tmp_path, capsys):
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X).to_csv(path, index=False)
+    for method in ("spectral", "totals"):
+        assert main(["estimate", str(path), "--epsilon", "1", "--seed", "1", "--method", method,
+                     "--n-boot", "0"]) == 0
+        out, err = capsys.readouterr()
+        assert " se " not in out and " lo " not in out and "beta" in out
+        assert "bootstrap" not in err  # stderr is not a terminal: no bar
+        assert main(["estimate", str(path), "--epsilon", "1", "--seed", "1", "--method", method,
+                     "--n-boot", "20"]) == 0
+        out = capsys.readouterr().out
+        assert " se " in out or "se" in out.split("\n")[1].split()
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    assert main(["estimate", str(path), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "n_boot" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert privirt.Ledger(ledger).spent().epsilon == 0
+    assert main(["estimate", str(path), "--n-boot", "0"]) == 2  # needs --epsilon
+    assert "--n-boot needs --epsilon" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", str(path), "--epsilon", "1", "--seed", "1", "--n-boot", "-1"])
+    assert exc.value.code == 2 and "non-negative integer" in capsys.readouterr().err
+
+
+def test_bootstraps_run_with_one_blas_thread(X, monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from privirt.private.counts import intervals
+    from privirt.private.totals import marginal
+
+    seen = []
+
+    def spy(orig):
+        def wrapped(*args, **kwargs):
+            seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+            return orig(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(marginal, "fit_support_batch", spy(marginal.fit_support_batch))
+    monkeypatch.setattr(intervals, "spectral_batch", spy(intervals.spectral_batch))
+    privirt.private_totals_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False)
+    privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False, estimator="spectral")
+    assert seen and all(s <= {1} for s in seen)

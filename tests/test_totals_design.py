@@ -1,0 +1,40 @@
+"""The totals design's helpers (issue 24: the design runs before the debit, so it must be fast
+for many items without changing its answer where it searched everything before)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privirt.private.totals import marginal
+
+
+def _edges_loop(pr: np.ndarray, B: int) -> np.ndarray:
+    """The original sequential rule, kept as the reference."""
+    m = pr.size - 1
+    if B >= m + 1:
+        return np.arange(m + 2)
+    cdf = np.cumsum(pr)
+    cuts = [0]
+    for b in range(1, B):
+        r = int(np.searchsorted(cdf, b / B)) + 1
+        cuts.append(min(max(r, cuts[-1] + 1), m + 1 - (B - b)))
+    cuts.append(m + 1)
+    return np.asarray(cuts)
+
+
+def test_vectorised_edges_equal_the_sequential_rule():
+    rng = np.random.default_rng(24)
+    for _ in range(300):
+        m = int(rng.integers(2, 40))
+        pr = rng.dirichlet(np.full(m + 1, rng.choice([0.05, 1.0, 10.0])))
+        for B in range(1, m + 3):
+            assert np.array_equal(marginal.equal_probability_edges(pr, B), _edges_loop(pr, B)), (m, B)
+
+
+def test_design_bins_full_search_for_few_items_and_a_grid_for_many():
+    assert marginal.design_bins(50) == list(range(3, 52))
+    many = marginal.design_bins(5000)
+    assert many[0] == 3 and many[-1] == 5001 and len(many) <= marginal._B_GRID + 1
+    assert many == sorted(set(many))
+    f, edges = marginal.optimal_split(1000, 1000, 0.5 / 50**2)
+    assert 0 < f < 1 and edges[0] == 0 and edges[-1] == 1001 and np.all(np.diff(edges) > 0)
