@@ -345,7 +345,48 @@ class ResponsesRR(Measurement):
         return Z
 
 
-class TotalsGaussian(Measurement):
+class PartsGaussian(Measurement):
+    """A release of several integer vectors (parts), each with discrete Gaussian noise of its
+    own σ: the privacy map sums the parts' ρ, seeded noise comes from the streams
+    ``(stream, part)`` of the seed.  Subclasses set ``sigmas``, ``parts``, ``_part_sens`` and
+    :attr:`stream` (:class:`TotalsGaussian`; the private 2PL's ``PairsGaussian``)."""
+
+    #: the first component of the seeded noise streams' names
+    stream: str = ""
+    sigmas: tuple[float, ...] = ()
+    parts: tuple[str, ...] = ()
+
+    def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
+        """The privacy map: the sum over parts of each mechanism's ρ for (L2 sensitivity,
+        dimension) of that part (default: the proven ones of the release)."""
+        mech_mod = load_mechanisms()
+        sens = self._part_sens if part_sensitivities is None else part_sensitivities
+        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
+                        for s, (d, k) in zip(self.sigmas, sens)))
+
+    def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
+        """Each part + its discrete Gaussian noise (int64); seeded streams ``(stream, part)``."""
+        mech_mod = load_mechanisms()
+        out = []
+        for s, part, v in zip(self.sigmas, self.parts, values):
+            key = None if seed is None else stream_key(child(seed, self.stream, part))
+            out.append(np.asarray(mech_mod.DiscreteGaussian(s, seed=key).apply(v), dtype=np.int64))
+        return out
+
+    def statement(self, *, private: bool, n_persons: int, spend_id: int | None,  # type: ignore[override]
+                  notes: tuple[str, ...] = (), p0: Any = None, n_edges: Any = None) -> PrivacyStatement:
+        """The statement of the release (no comparison graph)."""
+        return PrivacyStatement(
+            mechanism=self.name, relation=NEIGHBOURING_RELATION, sensitivity=self.sensitivity,
+            guarantee=self.guarantee, native=self.native, noise_parameter=self.noise_parameter,
+            noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
+            shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
+            notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
+            domain=self.domain,
+        )
+
+
+class TotalsGaussian(PartsGaussian):
     """Discrete Gaussian noise on the parts of the totals release (``privirt.private.totals``):
     (item totals, score histogram), or with ``missing="mcar"`` (correct counts, answered counts,
     observed-score histogram); each part has its own σ and sensitivity (m, [m,] 2), the ρ-zCDP
@@ -364,6 +405,7 @@ class TotalsGaussian(Measurement):
 
     sigmas: tuple[float, ...]
     parts: tuple[str, ...]
+    stream = "totals"
     split: float
     answered_share: float
     edges: np.ndarray
@@ -458,31 +500,3 @@ class TotalsGaussian(Measurement):
             "complete data only: which items a person answered is not part of the release",
         )
 
-    def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
-        """The privacy map: the sum over parts of each mechanism's ρ for (L2 sensitivity,
-        dimension) of that part (default: the proven ones of the release)."""
-        mech_mod = load_mechanisms()
-        sens = self._part_sens if part_sensitivities is None else part_sensitivities
-        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
-                        for s, (d, k) in zip(self.sigmas, sens)))
-
-    def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
-        """Each part + its discrete Gaussian noise (int64); seeded streams ``("totals", part)``."""
-        mech_mod = load_mechanisms()
-        out = []
-        for s, part, v in zip(self.sigmas, self.parts, values):
-            key = None if seed is None else stream_key(child(seed, "totals", part))
-            out.append(np.asarray(mech_mod.DiscreteGaussian(s, seed=key).apply(v), dtype=np.int64))
-        return out
-
-    def statement(self, *, private: bool, n_persons: int, spend_id: int | None,  # type: ignore[override]
-                  notes: tuple[str, ...] = (), p0: Any = None, n_edges: Any = None) -> PrivacyStatement:
-        """The statement of the release (no comparison graph)."""
-        return PrivacyStatement(
-            mechanism=self.name, relation=NEIGHBOURING_RELATION, sensitivity=self.sensitivity,
-            guarantee=self.guarantee, native=self.native, noise_parameter=self.noise_parameter,
-            noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
-            shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
-            notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
-            domain=self.domain,
-        )

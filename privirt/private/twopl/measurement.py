@@ -4,16 +4,12 @@ on the co-correct counts, each part with its own σ, ρ-zCDP composed and stated
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
 
 from mechanisms.measures import ApproxDP, ZCDP, zcdp_to_approx_dp
 
-from ..._seeds import child, stream_key
-from ..accounting import NEIGHBOURING_RELATION, PrivacyCost, calibrate_gaussian_sigma
-from ..measurements import SEEDED_NOTE, Measurement, _tv, calibration_epsilon, check_supported, load_mechanisms
-from ..statement import PrivacyStatement
+from ..accounting import PrivacyCost, calibrate_gaussian_sigma
+from ..measurements import PartsGaussian, _tv, calibration_epsilon, check_supported, load_mechanisms
+from ..statement import DOMAIN_COMPLETE
 from .statistics import pair_sensitivity
 
 __all__ = ["PairsGaussian", "TOTALS_SHARE", "design"]
@@ -32,7 +28,7 @@ def design(n_items: int, rho: float, totals_share: float = TOTALS_SHARE) -> tupl
     return sig_t, sig_n
 
 
-class PairsGaussian(Measurement):
+class PairsGaussian(PartsGaussian):
     """Discrete Gaussian noise on (item totals, co-correct counts N_ij, i < j).
 
     Part sensitivities (replace one person): L2² = m and m(m − 1)/2, attained together, so the
@@ -47,6 +43,8 @@ class PairsGaussian(Measurement):
     sigmas: tuple[float, float]
     parts: tuple[str, str] = ("totals", "pairs")
     totals_share: float
+    stream = "twopl"
+    domain = DOMAIN_COMPLETE
 
     @classmethod
     def calibrate(cls, target: ApproxDP, *, n_items: int, totals_share: float = TOTALS_SHARE) -> "PairsGaussian":
@@ -94,29 +92,3 @@ class PairsGaussian(Measurement):
         self._check_claim(target)
         return self
 
-    def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
-        """The privacy map: the sum over the two parts of the mechanism's ρ for (L2, dimension)."""
-        mech_mod = load_mechanisms()
-        sens = self._part_sens if part_sensitivities is None else part_sensitivities
-        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
-                        for s, (d, k) in zip(self.sigmas, sens)))
-
-    def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
-        """Each part + its discrete Gaussian noise (int64); seeded streams ``("twopl", part)``."""
-        mech_mod = load_mechanisms()
-        out = []
-        for s, part, v in zip(self.sigmas, self.parts, values):
-            key = None if seed is None else stream_key(child(seed, "twopl", part))
-            out.append(np.asarray(mech_mod.DiscreteGaussian(s, seed=key).apply(v), dtype=np.int64))
-        return out
-
-    def statement(self, *, private: bool, n_persons: int, spend_id: int | None,  # type: ignore[override]
-                  notes: tuple[str, ...] = (), p0: Any = None, n_edges: Any = None) -> PrivacyStatement:
-        """The statement of the release (no comparison graph)."""
-        return PrivacyStatement(
-            mechanism=self.name, relation=NEIGHBOURING_RELATION, sensitivity=self.sensitivity,
-            guarantee=self.guarantee, native=self.native, noise_parameter=self.noise_parameter,
-            noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
-            shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
-            notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
-        )
