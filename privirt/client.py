@@ -102,6 +102,17 @@ def _error(status: int, body: dict) -> ServiceError:
     return cls(status, str(body.get("detail", "error")), body)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: urllib would forward the Authorization header (the API key) to
+    wherever a redirect points, another host or plain HTTP included."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 class Client:
     """A connection to a ``privirt serve`` service with an analyst's key.
 
@@ -141,7 +152,7 @@ class Client:
         for attempt in range(attempts):
             req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _OPENER.open(req, timeout=self.timeout) as resp:
                     return json.loads(resp.read().decode("utf-8"))
             except urllib.error.HTTPError as exc:
                 try:

@@ -98,7 +98,7 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY) -> Any:
         title="privirt serve",
         summary="Private item-response estimates within allowances the analysts cannot bypass.",
         version=_version(),
-        docs_url="/docs", redoc_url=None,
+        docs_url=None, redoc_url=None,  # the API is described at /openapi.json (no CDN scripts)
     )
     app.state.store = store
     app.include_router(analyst.router)

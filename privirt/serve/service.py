@@ -12,6 +12,7 @@ very cost it debits → the result is stored → only then returned.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 import threading
@@ -22,6 +23,8 @@ import numpy as np
 from ..private.ledger import Ledger
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store
 
+_log = logging.getLogger("privirt.serve")
+
 __all__ = ["register_dataset", "run_request", "RequestFailed", "DATASET_NAME", "check_dataset_name",
            "domain_text"]
 
@@ -31,7 +34,7 @@ ANALYST_NAME = DATASET_NAME
 
 
 def check_dataset_name(name: str, what: str = "data set") -> str:
-    if not isinstance(name, str) or not DATASET_NAME.match(name):
+    if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
         raise StateError(f"{what} name {name!r} is not allowed; use 1-64 letters, digits, '_', '.' "
                          "or '-', starting with a letter, digit or '_'")
     return name
@@ -188,7 +191,9 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     ds = store.dataset_for(analyst.id, name)
     if ds is None:
         raise RequestFailed(404, NOT_FOUND)
-    params = dict(params)
+    # the data set is part of what an Idempotency-Key stands for: the same key and body on
+    # another data set is "other parameters" (422), never the first data set's stored result
+    params = {**params, "dataset": name}
     if params.get("delta") is None:
         params["delta"] = ds["allowance_delta"]
     if params.get("n_boot") not in (None, 0) and params["n_boot"] < 20:
@@ -233,6 +238,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
             store.finish(debit.request_id, error=message)
         except Exception:  # pragma: no cover - the state went away too
             pass
+        _log.exception("request %s failed after its debit", debit.request_id)
         raise RequestFailed(500, message, request_id=debit.request_id) from exc
     try:
         store.finish(debit.request_id, result=body)  # stored before it is returned

@@ -47,7 +47,7 @@ async def _parse(request: Request, model):
 def _idem(key: str | None) -> str | None:
     if key is None:
         return None
-    if not _IDEM.match(key):
+    if not _IDEM.fullmatch(key):
         raise RequestFailed(422, "Idempotency-Key: use 1-128 characters from A-Z a-z 0-9 . _ : -")
     return key
 
