@@ -187,6 +187,8 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         with contextlib.redirect_stdout(buffer):
             exec(compile(block["code"], f"README.md [{block['section']}]", "exec"), namespace)
         _check(block, buffer.getvalue())
+    elif block["code"].strip().startswith("privirt serve run "):
+        _serve_briefly(block["code"].strip(), folder, env)
     else:
         proc = subprocess.run(["bash", "-eo", "pipefail", "-c", block["code"]], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=600)
@@ -194,6 +196,41 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         assert proc.returncode == 0, f"README [{block['section']}] {what} failed:\n{proc.stderr}"
         assert "Traceback" not in proc.stderr
         _check(block, proc.stdout)
+
+
+def _serve_briefly(command: str, folder, env) -> None:
+    """``privirt serve run ...`` serves until stopped: start it (on a free loopback port),
+    make the README's analyst calls through the client with the key the README wrote, stop it."""
+    import re
+    import socket
+    import time
+
+    from privirt.client import Client, Unauthorized
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = re.sub(r"--port \d+", f"--port {port}", command).split()[1:]
+    proc = subprocess.Popen([sys.executable, "-m", "privirt", *args], cwd=folder, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        key = (folder / "alice.key").read_text().strip()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                datasets = Client(url, key).datasets()
+                break
+            except (OSError, ConnectionError) as exc:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"`{command}` did not start: {proc.stderr.read()}") from exc
+                time.sleep(0.3)
+        assert [(d["name"], d["n_persons"]) for d in datasets] == [("lsat6", 1000)]
+        with pytest.raises(Unauthorized):
+            Client(url, "pva.not-a-key").datasets()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def _starts_workers(block: dict) -> bool:
