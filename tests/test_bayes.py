@@ -14,13 +14,6 @@ from scipy import special, stats
 
 import privirt
 from privirt.bayes import COMMON_INFO_KEYS, Schedule, pointwise_log_likelihood
-from privirt.bayes import schedule as schedule_mod
-
-
-@pytest.fixture(autouse=True)
-def _fresh_deprecations(monkeypatch):
-    """Each test sees the once-only deprecation warnings afresh."""
-    monkeypatch.setattr(schedule_mod, "_WARNED", set())
 
 
 @pytest.fixture(scope="module")
@@ -105,46 +98,21 @@ def test_info_keys_are_the_same_for_both_samplers(small):
     assert (g.info["sampler"], m.info["sampler"]) == ("gibbs_2pno", "mh_2pl")
 
 
-@pytest.mark.parametrize("name, old, new", [("gibbs", "burn_in", "warmup"),
-                                             ("mh", "time_s", "seconds")])
-def test_old_info_keys_resolve_with_a_warning(small, name, old, new):
+@pytest.mark.parametrize("name, old", [("gibbs", "burn_in"), ("mh", "time_s")])
+def test_old_info_keys_are_gone(small, name, old):
+    """The 0.1 names (removed in 0.2, CHANGELOG.md) are not keys of ``info`` any more."""
     post = SAMPLERS[name](small, n_iter=20, warmup=10, seed=1)
-    assert old not in post.info  # only the new names are stored
-    with pytest.warns(DeprecationWarning, match=f'info\\["{old}"\\] is deprecated'):
-        assert post.info[old] == post.info[new]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        post.info[old]  # once only
     with pytest.raises(KeyError):
-        post.info["no_such_key"]
+        post.info[old]
 
 
-# ---------------------------------------------------------------------------------------
-# warmup and its deprecated alias
-# ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["gibbs", "mh"])
-def test_burn_in_is_a_deprecated_alias_of_warmup(small, name):
-    run = SAMPLERS[name]
-    new = run(small, n_iter=30, warmup=12, seed=4)
-    with pytest.warns(DeprecationWarning, match="burn_in= is deprecated; use warmup="):
-        old = run(small, n_iter=30, burn_in=12, seed=4)
-    assert old.info["warmup"] == 12
-    np.testing.assert_array_equal(old.get_draws("b"), new.get_draws("b"))
-    with warnings.catch_warnings():  # warns once per process
-        warnings.simplefilter("error")
-        run(small, n_iter=30, burn_in=12, seed=4)
-    with pytest.raises(ValueError, match="disagree"):
-        run(small, n_iter=30, warmup=10, burn_in=12, seed=4)
-
-
-def test_replicate_accepts_warmup_and_burn_in(small):
-    a = privirt.gibbs_2pno_replicate([small, small], n_iter=20, warmup=10, seed=1,
-                                     progress=False, device="cpu")
-    with pytest.warns(DeprecationWarning):
-        b = privirt.gibbs_2pno_replicate([small, small], n_iter=20, burn_in=10, seed=1,
-                                         progress=False, device="cpu")
-    assert a[1].info["warmup"] == b[1].info["warmup"] == 10
-    np.testing.assert_array_equal(a[1].streaming["a"].mean, b[1].streaming["a"].mean)
+def test_burn_in_keyword_is_gone(small, name):
+    """``burn_in=`` (removed in 0.2) is an unknown keyword: ``warmup=`` is the one spelling."""
+    with pytest.raises(TypeError, match="burn_in"):
+        SAMPLERS[name](small, n_iter=30, burn_in=12, seed=4)
+    with pytest.raises(TypeError, match="burn_in"):
+        privirt.gibbs_2pno_replicate([small, small], n_iter=20, burn_in=10, seed=1)
 
 
 # ---------------------------------------------------------------------------------------

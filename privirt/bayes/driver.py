@@ -14,7 +14,7 @@ from .._backend import to_numpy
 from .._progress import ProgressBar
 from .._seeds import describe_seed
 from .posterior import StreamingSummary
-from .schedule import Schedule, warn_once
+from .schedule import Schedule
 
 __all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "progress_bar", "iterate", "timed",
            "common_info"]
@@ -27,20 +27,8 @@ COMMON_INFO_KEYS = (
 
 
 class Info(dict):
-    """A sampler's ``info``: a plain dict in which the old key names still resolve.
-
-    ``info["burn_in"]`` (Gibbs) is ``info["warmup"]`` and ``info["time_s"]`` (MH) is
-    ``info["seconds"]``; reading an old name warns once.
-    """
-
-    _ALIASES = {"burn_in": "warmup", "time_s": "seconds"}
-
-    def __missing__(self, key: str) -> Any:
-        if key in self._ALIASES:
-            new = self._ALIASES[key]
-            warn_once(f"info[{key}]", f'info["{key}"] is deprecated; use info["{new}"]')
-            return self[new]
-        raise KeyError(key)
+    """A sampler's ``info``: a plain dict (the keys of :data:`COMMON_INFO_KEYS` and the
+    sampler's own)."""
 
 
 class DrawSink:

@@ -260,7 +260,6 @@ def gibbs_2pno(
     progress: bool = True,
     keep_draws: bool = True,
     engine: str = "auto",
-    burn_in: int | None = None,
     slopes: str = "positive",
     anchors: Mapping[Any, Any] | None = None,
 ) -> SamplerPosterior:
@@ -320,8 +319,6 @@ def gibbs_2pno(
         else ``"numpy"``.  Both sample the same posterior from different random streams
         (``docs/gibbs.md``).  The GPU has its own kernels: there ``engine`` must be
         ``"auto"``.  ``info["engine"]`` says which ran (``"gpu"`` on the GPU).
-    burn_in : int, optional
-        Deprecated name of ``warmup`` (warns once).
     slopes : {"positive", "free"}
         ``"positive"`` (default; the paper's model for test items keyed one way): a_j > 0,
         and a warning names the items whose item–rest correlation is negative (a > 0
@@ -365,7 +362,7 @@ def gibbs_2pno(
     >>> post.summary("a").columns.tolist()
     ['mean', 'sd', 'q2.5', 'q50', 'q97.5', 'mcse', 'rhat', 'ess']
     """
-    warmup = resolve_warmup(warmup, burn_in)
+    warmup = resolve_warmup(warmup)
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)
@@ -398,7 +395,6 @@ def gibbs_2pno_replicate(
     progress: bool = True,
     keep_draws: bool = False,
     engine: str = "auto",
-    burn_in: int | None = None,
 ) -> list[SamplerPosterior]:
     """Run the 2PNO Gibbs sampler on R same-shape data sets in one batch.
 
@@ -411,7 +407,7 @@ def gibbs_2pno_replicate(
         R response matrices of the same shape (persons × items).  Persons without a response
         are kept (their θ is sampled from the prior); an item without any response is an
         error.
-    n_iter, warmup, thin, n_chains, priors, device, progress, engine, burn_in
+    n_iter, warmup, thin, n_chains, priors, device, progress, engine
         As in :func:`gibbs_2pno`.
     seed : int or numpy.random.SeedSequence, optional
         Data set r uses the child ``(r,)`` of the seed's sequence —
@@ -426,7 +422,7 @@ def gibbs_2pno_replicate(
     list of SamplerPosterior
         One per data set, in order.
     """
-    warmup = resolve_warmup(warmup, burn_in)
+    warmup = resolve_warmup(warmup)
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)

@@ -42,7 +42,6 @@ def mh_2pl(
     progress: bool = True,
     device: str = "auto",
     ridge_moves: bool = True,
-    burn_in: int | None = None,
 ) -> SamplerPosterior:
     """Sample the posterior of the Bayesian 2PL model by blockwise random-walk Metropolis.
 
@@ -96,8 +95,6 @@ def mh_2pl(
         cost O(n + m) and speed up mixing along the 2PL's weakly identified scale and
         location; ``False`` gives the tutorial's algorithm exactly.  (An addition to the
         issue's signature.)
-    burn_in : int, optional
-        Deprecated name of ``warmup`` (warns once).
 
     Returns
     -------
@@ -117,7 +114,7 @@ def mh_2pl(
         unknown anchor label, a zero anchor).
     """
     resp = as_responses(X)
-    warmup = resolve_warmup(warmup, burn_in)
+    warmup = resolve_warmup(warmup)
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     n_chains = schedule.n_chains
     if not isinstance(adapt, (bool, np.bool_)):

@@ -7,24 +7,12 @@ iterations the first is kept and then every ``thin``-th, so each chain yields
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Schedule", "resolve_warmup"]
-
-_WARNED: set[str] = set()
-
-
-def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
-    """A :class:`DeprecationWarning` issued once per process for ``key``."""
-    if key in _WARNED:
-        return
-    _WARNED.add(key)
-    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
-
 
 def _int_arg(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -34,17 +22,9 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
-def resolve_warmup(warmup: Any, burn_in: Any, default: int = 5000) -> Any:
-    """``warmup``, or the deprecated ``burn_in`` spelling of it (warns once)."""
-    if burn_in is None:
-        return default if warmup is None else warmup
-    warn_once("burn_in", "burn_in= is deprecated; use warmup= (same meaning)", stacklevel=4)
-    if warmup is not None and warmup != burn_in:
-        raise ValueError(
-            f"warmup={warmup!r} and burn_in={burn_in!r} disagree; pass only warmup "
-            "(burn_in is its deprecated name)"
-        )
-    return burn_in
+def resolve_warmup(warmup: Any, default: int = 5000) -> Any:
+    """``warmup``, or ``default`` when it is None."""
+    return default if warmup is None else warmup
 
 
 @dataclass(frozen=True)
