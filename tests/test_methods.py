@@ -80,3 +80,20 @@ def test_one_entry_adds_a_method_to_the_command_line(monkeypatch, tmp_path, caps
         main([*args, "--method", "nope"])
     assert exc.value.code == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_the_service_offers_registered_methods_only():
+    """The service's methods and release kinds are names of the one list (its models agree)."""
+    import typing
+
+    pytest.importorskip("fastapi")
+    from privirt.private import methods
+    from privirt.serve import models, service
+
+    assert set(service.SERVED_METHODS) <= set(methods.names())
+    assert set(service.SERVED_RELEASES.values()) <= set(methods.names())
+    for name in service.SERVED_RELEASES.values():
+        assert methods.get(name).release is not None
+    offered = typing.get_args(models.EstimateRequest.model_fields["method"].annotation)
+    kinds = typing.get_args(models.ReleaseRequest.model_fields["kind"].annotation)
+    assert set(offered) == set(service.SERVED_METHODS) and set(kinds) == set(service.SERVED_RELEASES)

@@ -273,27 +273,36 @@ def _replay(found: dict, endpoint: str, params: dict) -> dict:
                              f"interrupted); fetch GET /v1/requests/{found['id']}", request_id=found["id"])
 
 
+#: the service's offer, by the names of the one list of private methods
+#: (:mod:`privirt.private.methods`): estimate methods, and release kinds -> the method whose
+#: release it is.  A method is offered once its cost can be calibrated from public values
+#: (:func:`request_cost`) and its result serialised (:func:`_body`, ``privirt.client``).
+SERVED_METHODS = ("totals", "spectral")
+SERVED_RELEASES = {"totals": "totals", "counts": "spectral"}
+
+
 def _call_library(resp, ds: dict, endpoint: str, params: dict, ledger: _ServiceDebit):
     import warnings
 
-    from ..private import private_spectral_estimate, release_counts
-    from ..private.totals.api import private_totals_estimate, release_totals
+    from ..private import methods
 
     eps, dlt = params["epsilon"], params["delta"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the service's warnings would only go to its log
         if endpoint == "release":
-            if params["kind"] == "totals":
-                return release_totals(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"])
-            return release_counts(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
-                                  device="cpu")
-        if params["method"] == "totals":
-            return private_totals_estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
-                                           confidence=params["confidence"], n_boot=params["n_boot"])
-        return private_spectral_estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
-                                         mechanism=params["mechanism"], estimator=params["estimator"],
-                                         confidence=params["confidence"], n_boot=params["n_boot"],
-                                         device="cpu")
+            entry = methods.get(SERVED_RELEASES[params["kind"]])
+            if entry.missing:
+                return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"])
+            return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
+                                 device="cpu")
+        entry = methods.get(params["method"])
+        if entry.missing:
+            return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
+                                  confidence=params["confidence"], n_boot=params["n_boot"])
+        return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
+                              mechanism=params["mechanism"], estimator=params["estimator"],
+                              confidence=params["confidence"], n_boot=params["n_boot"],
+                              device="cpu")
 
 
 # ---------------------------------------------------------------------------------------
