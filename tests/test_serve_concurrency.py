@@ -36,7 +36,7 @@ def _cost():
 
 def _fitting(k: int) -> float:
     """An ε budget (at δ = DELTA) that holds exactly k of these requests, composed as the ledger."""
-    from privirt.accounting import total_epsilon
+    from privirt.private.accounting import total_epsilon
 
     c = _cost()
     lo, hi = total_epsilon([c] * k, DELTA), total_epsilon([c] * (k + 1), DELTA)
@@ -81,7 +81,7 @@ def _check_burst(results, curator_spends, dataset: str) -> None:
 
 
 def _budgets_hold(url: str, curator: str) -> None:
-    from privirt.accounting import PrivacyCost, total_epsilon
+    from privirt.private.accounting import PrivacyCost, total_epsilon
 
     spends = call(f"{url}/v1/curator/spends", key=curator)[1]
     budgets = {d["name"]: d for d in call(f"{url}/v1/curator/datasets", key=curator)[1]}

@@ -191,9 +191,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     ds = store.dataset_for(analyst.id, name)
     if ds is None:
         raise RequestFailed(404, NOT_FOUND)
-    # the data set is part of what an Idempotency-Key stands for: the same key and body on
-    # another data set is "other parameters" (422), never the first data set's stored result
-    params = {**params, "dataset": name}
+    params = dict(params)
     if params.get("delta") is None:
         params["delta"] = ds["allowance_delta"]
     if params.get("n_boot") not in (None, 0) and params["n_boot"] < 20:
@@ -206,7 +204,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     if idem_key is not None:
         found = store.find_request(analyst.id, idem_key=idem_key)
         if found is not None:
-            return _replay(found, endpoint, params), True
+            return _replay(found, endpoint, params, ds["id"]), True
     cost = request_cost(ds, endpoint, params)
     try:
         store.check_fits(analyst.id, ds["id"], cost)
@@ -224,7 +222,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         raise _over_budget(exc, name) from None
     except DuplicateRequest as exc:
         found = store.find_request(analyst.id, request_id=exc.request_id)
-        return _replay(found, endpoint, params), True
+        return _replay(found, endpoint, params, ds["id"]), True
     except NoAccess as exc:
         if exc.revoked:
             raise RequestFailed(401, "missing, invalid or revoked API key") from None
@@ -261,8 +259,11 @@ def _over_budget(exc: OverBudget, name: str) -> RequestFailed:
     )
 
 
-def _replay(found: dict, endpoint: str, params: dict) -> dict:
-    if found["endpoint"] != endpoint or found["params"] != _jsonable(params):
+def _replay(found: dict, endpoint: str, params: dict, dataset_id: int) -> dict:
+    # the data set is part of what an Idempotency-Key stands for: the same key and body on
+    # another data set is "other parameters" (422), never the first data set's stored result
+    if (found["endpoint"] != endpoint or found["params"] != _jsonable(params)
+            or found["dataset_id"] != dataset_id):
         raise RequestFailed(422, "this Idempotency-Key was already used with other parameters; "
                                  "use a new key for a new request")
     if found["status"] == "done":

@@ -377,18 +377,18 @@ class Store:
         b = self._b
         with b.read() as con:
             if request_id is not None:
-                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished"
-                                      " FROM requests WHERE analyst_id = ? AND id = ?"),
+                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished,"
+                                      " dataset_id FROM requests WHERE analyst_id = ? AND id = ?"),
                                   (analyst_id, request_id)).fetchone()
             else:
-                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished"
-                                      " FROM requests WHERE analyst_id = ? AND idem_key = ?"),
+                row = con.execute(b.q("SELECT id, endpoint, params, status, result, error, created, finished,"
+                                      " dataset_id FROM requests WHERE analyst_id = ? AND idem_key = ?"),
                                   (analyst_id, idem_key)).fetchone()
         if row is None:
             return None
         return {"id": row[0], "endpoint": row[1], "params": json.loads(row[2]), "status": row[3],
                 "result": None if row[4] is None else json.loads(row[4]), "error": row[5],
-                "created": row[6], "finished": row[7]}
+                "created": row[6], "finished": row[7], "dataset_id": row[8]}
 
     def debit(self, *, analyst_id: int, dataset_id: int, cost, mechanism: str, endpoint: str,
               params: dict, idem_key: str | None, note: str = "") -> tuple[str, int]:
