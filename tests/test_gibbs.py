@@ -13,7 +13,7 @@ import pytest
 from scipy import optimize, special, stats
 
 import privirt
-from privirt.bayes import twopno, twopno_fused
+from privirt.bayes import slopes, twopno_fused
 from privirt.bayes.posterior import SUMMARY_COLUMNS
 from privirt.bayes.truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
 from privirt.bayes.twopno import draw_items as _draw_items
@@ -740,11 +740,11 @@ def test_item_rest_correlations_name_reversed_items():
     """Reversing an item flips the sign of its item–rest correlation; items keyed one way
     draw no warning."""
     X, _, _, _ = privirt.simulate_2pno(500, 6, seed=3)
-    r = twopno.item_rest_correlations(privirt.as_responses(X).codes)
+    r = slopes.item_rest_correlations(privirt.as_responses(X).codes)
     assert np.all(r > 0)
     Xr = X.copy()
     Xr[:, 2] = 1 - Xr[:, 2]
-    r2 = twopno.item_rest_correlations(privirt.as_responses(Xr).codes)
+    r2 = slopes.item_rest_correlations(privirt.as_responses(Xr).codes)
     assert r2[2] < 0 and np.delete(r2, 2).min() > 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")

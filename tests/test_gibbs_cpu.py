@@ -10,7 +10,7 @@ import pytest
 from scipy import special, stats
 
 import privirt
-from privirt.bayes import twopno_fused
+from privirt.bayes import slopes, twopno_fused
 from privirt.bayes.diagnostics import mcse_batch_means
 from privirt._seeds import child as _child
 from privirt.bayes.twopno import default_init as _default_init
@@ -147,14 +147,12 @@ def test_numba_kernel_equals_the_numpy_fallback_with_free_slopes_and_anchors(mon
     """slopes="free" and anchors (θ > 0, θ < 0, θ fixed): the numba kernel (serial and
     threaded sweep) and the numpy fallback draw the same chain from the same counters, the
     anchors hold and the slopes take both signs."""
-    from privirt.bayes import twopno
-
     monkeypatch.setattr(twopno_fused, "PARALLEL_CELLS", 0)
     monkeypatch.setattr(twopno_fused.os, "cpu_count", lambda: 3)
     X = privirt.simulate_2pno(150, 7, seed=8, p_observed=0.85)[0]
     X[:, ::2] = 1 - X[:, ::2]  # reversed items: negative slopes
     codes = _codes(X)
-    anc = twopno.check_anchors({0: "+", 1: "-", 2: 0.5, 3: -1.0}, pd.RangeIndex(150))
+    anc = slopes.check_anchors({0: "+", 1: "-", 2: 0.5, 3: -1.0}, pd.RangeIndex(150))
     kw = dict(n_chains=2, priors={"b": (0.0, 4.0)}, free=True, anchors=anc, threads=threads)
     fast = _engine(codes, engine="numba", **kw)
     slow = _engine(codes, engine="numpy", **kw)

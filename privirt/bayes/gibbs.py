@@ -19,6 +19,7 @@ from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
 from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
+from . import slopes as _slopes
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 
@@ -73,7 +74,7 @@ class _Batch:
         keep_z: bool = False,
         engine: str = "auto",
         free: bool = False,
-        anchors: twopno.Anchors | None = None,
+        anchors: _slopes.Anchors | None = None,
     ) -> None:
         self.device = device
         self.engine = resolve_engine(engine, device)
@@ -168,7 +169,7 @@ def _run(
     label: str,
     engine: str,
     free: bool = False,
-    anchors: twopno.Anchors | None = None,
+    anchors: _slopes.Anchors | None = None,
 ) -> list[SamplerPosterior]:
     dev = resolve_device(device)
     xp = get_xp(dev)
@@ -180,12 +181,12 @@ def _run(
         for c in range(C):
             init_rng = np.random.Generator(np.random.Philox(child(ss, c, 0)))
             if free:
-                start, ref = twopno.free_init(codes[d], init_rng, C > 1, anchors)
+                start, ref = _slopes.free_init(codes[d], init_rng, C > 1, anchors)
                 refs.append(ref)
             else:
                 start = twopno.default_init(codes[d], init_rng, jitter=C > 1)
             start.update(init)
-            start["theta"] = twopno.apply_anchors(start["theta"], anchors)
+            start["theta"] = _slopes.apply_anchors(start["theta"], anchors)
             inits.append(start)
             seeds.append(child(ss, c, 1))
     batch = _Batch(codes, C, priors, inits, seeds, dev, engine=engine, free=free,
@@ -232,7 +233,7 @@ def _run(
     return out
 
 
-def _identification(free: bool, anchors: twopno.Anchors | None, priors: dict) -> str:
+def _identification(free: bool, anchors: _slopes.Anchors | None, priors: dict) -> str:
     """How the direction of the θ scale is fixed (``info["identification"]``)."""
     if not free:
         return "slopes a > 0"
@@ -368,13 +369,13 @@ def gibbs_2pno(
     pri = twopno.check_priors(priors)
     resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
-    free = twopno.check_slopes(slopes)
+    free = _slopes.check_slopes(slopes)
     resp = as_responses(X)
     start = twopno.check_init(init, resp.n_persons, resp.n_items, free=free)
-    anc = twopno.check_anchors(anchors, resp.persons)
+    anc = _slopes.check_anchors(anchors, resp.persons)
     twopno.warn_improper(resp, pri)
     if not free:
-        twopno.warn_negative_items(resp)
+        _slopes.warn_negative_items(resp)
     return _run(
         [resp], schedule=schedule, priors=pri, init=start, device=device, seqs=[ss],
         progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno", engine=engine,

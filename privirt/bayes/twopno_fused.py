@@ -197,7 +197,7 @@ class FusedGibbs:
         Keep the latest Z in ``self.Z`` (B, n, k) (for tests; costs memory).
     free : bool
         ``slopes="free"``: a unrestricted (default False: a > 0).
-    anchors : privirt.bayes.twopno.Anchors, optional
+    anchors : privirt.bayes.slopes.Anchors, optional
         Sign constraints and fixed values of some θ_i.
     threads : {None, 1}
         numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
