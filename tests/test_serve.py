@@ -452,27 +452,15 @@ def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatc
     assert store.counts() == {"requests": 1, "spends": 1}
 
 
-def test_an_idempotency_key_stands_for_its_data_set(tmp_path):
-    """The same key and body on another data set is 422, not the first data set's result."""
-    from fastapi.testclient import TestClient
-
-    from privirt.serve.app import create_app
-    from privirt.serve.service import register_dataset
-    from privirt.serve.store import init_store
-
-    store = init_store(str(tmp_path / "s.db"))
-    from privirt import load_dataset
-
-    X = load_dataset("lsat6")
-    for name in ("A", "B"):
-        register_dataset(store, name=name, resp=X, epsilon=5, delta=1e-6, items=None, n_persons=None,
-                         missing="none", source="lsat6.csv")
-    key = store.add_analyst("alice", {"A": (2.0, 1e-6), "B": (2.0, 1e-6)})
-    client = TestClient(create_app(str(tmp_path / "s.db")))
-    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "k1"}
-    body = {"kind": "totals", "epsilon": 0.5}
-    first = client.post("/v1/datasets/A/release", json=body, headers=headers)
-    assert first.status_code == 200 and first.json()["dataset"] == "A"
-    other = client.post("/v1/datasets/B/release", json=body, headers=headers)
-    assert other.status_code == 422 and "Idempotency-Key" in other.json()["detail"]
-    assert len(client.get("/v1/spends", headers={"Authorization": f"Bearer {key}"}).json()) == 1
+def test_an_idempotency_key_stands_for_its_data_set(service):
+    """The same key and body on another data set is 422, not the first data set's result, and
+    nothing is spent on the second (real server over loopback)."""
+    c = Client(service["url"], service["keys"]["alice"])
+    before = len(c.spends())
+    body = {"kind": "totals", "epsilon": 0.1}
+    key = {"Idempotency-Key": "across-datasets-1"}
+    st1, b1, _ = _post(service, "alice", "lsat6", "release", body, headers=key)
+    assert st1 == 200 and b1["dataset"] == "lsat6"
+    st2, b2, _ = _post(service, "alice", "nb0", "release", body, headers=key)
+    assert st2 == 422 and "Idempotency-Key" in b2["detail"]
+    assert len(c.spends()) == before + 1
