@@ -136,6 +136,28 @@ def test_ragged_csv_names_the_file_and_the_line(tmp_path, capsys):
     assert "ragged.csv" in line and "line 4" in line and "Error tokenizing" not in line
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_short_csv_row_is_refused_not_read_as_missing(tmp_path, capsys, suffix):
+    import gzip
+
+    text = "person,q1,q2,q3\na,1,0,1\nb,1,1,\nc,1,0\n"
+    path = tmp_path / f"short{suffix}"
+    if suffix.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    assert main(["fit", str(path)]) == 2
+    line = _err_line(capsys)
+    assert path.name in line and "line 4" in line and "3 fields" in line
+
+
+def test_empty_trailing_field_is_a_missing_cell_not_a_short_row(tmp_path, capsys):
+    path = tmp_path / "ok.csv"
+    path.write_text("person,q1,q2\na,1,0\nb,1,\nc,0,1\n")
+    resp = privirt.as_responses(path)
+    assert resp.shape == (3, 2) and resp.has_missing
+
+
 def test_missing_sweep_config_names_the_file(tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")]) == 2
     line = _err_line(capsys)

@@ -125,7 +125,53 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                 + ", so convert the file"
             )
     _check_csv_header(header, name)
+    if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():
+        _check_short_rows(source, name, sep, compression, len(header))
     return frame
+
+
+def _open_text(source: Any, compression: Any):
+    """``source()``'s content as a text stream, through the compression ``read_csv`` inferred."""
+    import io
+
+    src = source()
+    if not isinstance(src, (str, Path)):
+        return (io.TextIOWrapper(src, encoding="utf-8", errors="replace", newline="")
+                if isinstance(src, io.BytesIO) else src)
+    path = Path(src)
+    suffix = path.suffix.lower() if compression == "infer" else ""
+    if suffix == ".gz":
+        import gzip
+        return gzip.open(path, "rt", newline="")
+    if suffix == ".bz2":
+        import bz2
+        return bz2.open(path, "rt", newline="")
+    if suffix == ".xz":
+        import lzma
+        return lzma.open(path, "rt", newline="")
+    if suffix in (".zip", ".zst"):
+        return None  # pandas read these; a short row there reads as missing cells
+    return open(path, newline="", encoding="utf-8", errors="replace")
+
+
+def _check_short_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
+    """Refuse a row with fewer fields than the header (``read_csv`` pads it with missing
+    cells, which would turn a truncated line into missing responses).  Only run when the last
+    column has a missing cell, so a complete table is read once."""
+    import csv
+
+    stream = _open_text(source, compression)
+    if stream is None:
+        return
+    with stream:
+        reader = csv.reader(stream, delimiter=sep)
+        for record in reader:
+            if record and len(record) < width:
+                raise ValueError(
+                    f"{name} is not a rectangular table: line {reader.line_num} has "
+                    f"{len(record)} fields where the header has {width}; every row needs one "
+                    "field per column of the header (an empty field is a missing response)"
+                )
 
 
 def _check_csv_header(header: list, name: str) -> None:
