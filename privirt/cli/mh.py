@@ -19,6 +19,8 @@ from ._sampler_args import (
     add_prior_arguments,
     check_outputs,
     make_plot_dir,
+    page_names,
+    pages,
     priors_from_args,
     summarise,
     warn_convergence,
@@ -27,6 +29,9 @@ from ._sampler_args import (
 from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor"]
+
+#: items per trace-plot page (every item's a and b is plotted: trace_a_1.png, trace_a_2.png, ...)
+TRACE_PAGE = 6
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
@@ -60,7 +65,8 @@ def register(subparsers: Any) -> None:
                    help="the file has voters as columns (e.g. cases x justices)")
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
-        plots_help="write ideal-point and trace plots (PNG) into DIR",
+        plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ, "
+                   "every item's a and b, 6 items a page) into DIR (needs matplotlib)",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                    metavar="NAME=VALUE",
@@ -124,12 +130,21 @@ def run(args: argparse.Namespace) -> int:
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
     warn_convergence(summary)
     if args.plots:
+        import matplotlib.pyplot as plt
+
         from ..plots import ideal_point_plot, trace_plot
 
         d = make_plot_dir(args.plots)
-        ideal_point_plot(post, path=d / "ideal_points.png")
+        plt.close(ideal_point_plot(post, path=d / "ideal_points.png"))
         ends = list(theta.index[:3]) + list(theta.index[-3:])
-        trace_plot(post, "theta", labels=list(dict.fromkeys(ends)), path=d / "trace_theta.png")
-        trace_plot(post, "a", path=d / "trace_a.png")
-        print(f"wrote plots to {d}", file=sys.stderr)
+        plt.close(trace_plot(post, "theta", labels=list(dict.fromkeys(ends)),
+                             path=d / "trace_theta.png"))
+        written = ["ideal_points.png", "trace_theta.png"]
+        items = list(post.labels["a"])
+        chunks = pages(items, TRACE_PAGE)
+        for block in ("a", "b"):
+            for name, chunk in zip(page_names(f"trace_{block}", len(chunks)), chunks):
+                plt.close(trace_plot(post, block, labels=chunk, path=d / name))
+                written.append(name)
+        print(f"wrote {', '.join(written)} to {d}", file=sys.stderr)
     return 0
