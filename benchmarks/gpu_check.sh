@@ -6,7 +6,8 @@
 # 1e7 x 1000 spectral benchmark, and prints a table.  Extra arguments go to gpu_check.py.
 set -u
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-python}"
+# python3 where there is no `python` (the GPU machines have python3 only)
+PY="${PYTHON:-$(command -v python || command -v python3)}"
 if ! "$PY" -c "from cupy.cuda import cublas" >/dev/null 2>&1; then
     echo "# cupy (with cuBLAS) not importable: installing cupy-cuda12x" >&2
     "$PY" -m pip install -q "cupy-cuda12x[ctk]" || "$PY" -m pip install -q cupy-cuda12x || {
