@@ -16,6 +16,7 @@ import pytest
 
 import privirt
 from privirt.stats import _counts_gpu as cg
+from privirt.stats.counts import differential_counts
 
 _SHIM = r"""
 #define __global__
@@ -109,3 +110,122 @@ def test_device_kernel_counts_and_validation(dtype):
         X[1234, 5] = 2
         with pytest.raises(ValueError, match="2"):
             privirt.pairwise_counts(cp.asarray(X), device="gpu", chunk_size=1000)
+
+
+# ---------------------------------------------------------------------------------------
+# 0/1/NaN floats: the scan (flags) and split (correct, wrong, observed) kernels
+# ---------------------------------------------------------------------------------------
+_UINT = {np.float16: np.uint16, np.float32: np.uint32, np.float64: np.uint64}
+_NAME = {np.float16: "f16", np.float32: "f32", np.float64: "f64"}
+
+
+@pytest.fixture(scope="module")
+def host_float_kernels(tmp_path_factory):
+    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("needs a C++ compiler")
+    d = tmp_path_factory.mktemp("float_kernels")
+    src, lib = d / "f.cpp", d / "f.so"
+    src.write_text(_SHIM + cg.FLOAT_SOURCE)
+    proc = subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return ctypes.CDLL(str(lib))
+
+
+def _scan(lib, x):
+    fn = getattr(lib, f"privirt_scan_{_NAME[x.dtype.type]}")
+    fn.restype = None
+    flags = np.zeros(1, dtype=np.int32)
+    fn(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(flags.ctypes.data),
+       ctypes.c_longlong(x.size))
+    return int(flags[0])
+
+
+def _split(lib, x, want_a):
+    fn = getattr(lib, f"privirt_split_{_NAME[x.dtype.type]}")
+    fn.restype = None
+    out = [np.full(x.shape, np.nan, dtype=np.float16) for _ in range(3)]
+    fn(*(ctypes.c_void_p(a.ctypes.data) for a in (x, *out)), ctypes.c_int(int(want_a)),
+       ctypes.c_longlong(x.size))
+    return out
+
+
+def _nans(dtype):
+    """Quiet, negative and signalling NaNs of the type, as bit patterns."""
+    u = _UINT[dtype]
+    bits = {np.float16: (0x7E00, 0xFE00, 0x7C01),
+            np.float32: (0x7FC00000, 0xFFC00000, 0x7F800001),
+            np.float64: (0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001)}[dtype]
+    return np.array(bits, dtype=u).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_kernel_text_scans_and_splits(host_float_kernels, dtype):
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 2, (31, 9)).astype(dtype)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    x.ravel()[[3, 50, 77]] = _nans(dtype)
+    x.ravel()[[5, 60]] = -0.0
+    assert _scan(host_float_kernels, x) == 2
+    assert _scan(host_float_kernels, np.nan_to_num(x)) == 0
+    nan = np.isnan(x)
+    for want_a in (True, False):
+        C, W, A = _split(host_float_kernels, x, want_a)
+        np.testing.assert_array_equal(C, (x == 1).astype(np.float16))
+        np.testing.assert_array_equal(W, (x == 0).astype(np.float16))  # -0.0 is wrong
+        if want_a:
+            np.testing.assert_array_equal(A, (~nan).astype(np.float16))
+        else:
+            assert np.isnan(A).all()  # not written
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("bad", [0.5, 2.0, -1.0, np.inf, -np.inf, 1e-30, -1.0000001])
+def test_float_kernel_text_flags_every_other_value(host_float_kernels, dtype, bad):
+    x = np.zeros(40, dtype=dtype)
+    x[::3] = 1
+    x[7] = np.nan
+    with np.errstate(over="ignore"):
+        x[13] = dtype(bad)
+    if x[13] in (0, 1):  # rounded to a valid value in this width (1e-30 in float16)
+        assert _scan(host_float_kernels, x) == 2
+    else:
+        assert _scan(host_float_kernels, x) == 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_device_float_counts_and_validation(dtype):
+    import cupy as cp
+
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 2, (4001, 13)).astype(dtype)
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[5, 2] = -0.0
+    Yc, Bc = privirt.pairwise_counts(X.astype(float), device="cpu")
+    for chunk in (1000, None):
+        Yg, Bg = privirt.pairwise_counts(cp.asarray(X), device="gpu", chunk_size=chunk)
+        np.testing.assert_array_equal(Yg, Yc)
+        np.testing.assert_array_equal(Bg, Bc)
+    Y_only = differential_counts(cp.asarray(X), chunk_size=1000)
+    np.testing.assert_array_equal(Y_only, Yc)
+    Xc = np.nan_to_num(X)  # complete
+    Yc, Bc = privirt.pairwise_counts(Xc.astype(float), device="cpu")
+    Yg, Bg = privirt.pairwise_counts(cp.asarray(Xc), device="gpu", chunk_size=1000)
+    np.testing.assert_array_equal(Yg, Yc)
+    np.testing.assert_array_equal(Bg, Bc)
+    X[1234, 5] = 0.5
+    with pytest.raises(ValueError, match="0.5"):
+        privirt.pairwise_counts(cp.asarray(X), device="gpu")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("source", ["BYTES_TO_HALF_SOURCE", "FLOAT_SOURCE"])
+def test_counts_kernels_compile_with_nvcc_for_sm90(tmp_path, source):
+    f = tmp_path / "k.cu"
+    f.write_text(getattr(cg, source))
+    proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / "k.o")],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr

@@ -1,4 +1,4 @@
-"""One pass from 0/1 bytes to float16 on the GPU, with the validation folded in.
+"""One pass from 0/1 bytes (or 0/1/NaN floats) to float16 on the GPU, validation folded in.
 
 The counts of complete data need each chunk as float16 0/1 (the operand of the tensor-core
 GEMM).  Read one byte at a time, cupy's ``astype`` and a separate ``any(x > 1)`` check with
@@ -11,6 +11,11 @@ flag is read once, after the last chunk.
 A byte ``x`` ∈ {0, 1} becomes the float16 bit pattern ``x · 0x3C00`` (0x3C00 is 1.0); bytes
 ``w₀ w₁`` of a little-endian word go to the low and high halves of one output word as
 ``(w₀ | w₁ << 16) · 0x3C00``, which cannot carry between the halves.
+
+Floats (0/1, NaN for missing, of any width) are read as their bit patterns: one kernel scans
+the whole array once for values other than ±0, 1 and NaN and for NaNs (two flags, read
+once); per chunk another writes the correct, wrong and observed indicators as float16 in
+one pass, where cupy's array code made about twelve passes and two reads per chunk.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BYTES_TO_HALF_SOURCE", "bytes_to_half"]
+__all__ = ["BYTES_TO_HALF_SOURCE", "FLOAT_SOURCE", "bytes_to_half", "float_kernels_apply",
+           "scan_floats", "split_floats"]
 
 #: Threads per block of the conversion kernel.
 BLOCK = 256
@@ -42,6 +48,46 @@ extern "C" __global__ void privirt_bytes_to_half(
     if (local) atomicOr(bad, 1);
 }
 """
+
+
+_FLOAT_MACRO = r"""
+#define PRIVIRT_FLOAT_KERNELS(NAME, U, ABS, ONE, EXP, MANT)                            \
+extern "C" __global__ void privirt_scan_##NAME(                                         \
+        const U* __restrict__ x, int* __restrict__ flags, long long size) {             \
+    int local = 0;                                                                      \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                \
+         i < size; i += (long long)blockDim.x * gridDim.x) {                            \
+        const U v = x[i], m = v & ABS;                                                  \
+        if ((m & EXP) == EXP && (m & MANT) != 0) local |= 2;                            \
+        else if (m != 0 && v != ONE) local |= 1;                                        \
+    }                                                                                   \
+    if (local) atomicOr(flags, local);                                                  \
+}                                                                                       \
+extern "C" __global__ void privirt_split_##NAME(                                        \
+        const U* __restrict__ x, unsigned short* __restrict__ c,                        \
+        unsigned short* __restrict__ w, unsigned short* __restrict__ a, int want_a,     \
+        long long size) {                                                               \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                \
+         i < size; i += (long long)blockDim.x * gridDim.x) {                            \
+        const U v = x[i];                                                               \
+        const bool one = v == ONE, zero = (v & ABS) == 0;                               \
+        c[i] = one ? 0x3C00 : 0;                                                        \
+        w[i] = zero ? 0x3C00 : 0;                                                       \
+        if (want_a) a[i] = (one || zero) ? 0x3C00 : 0;                                  \
+    }                                                                                   \
+}
+"""
+#: Per float width: flags |= 1 for a value other than ±0, 1 and NaN (±inf included), |= 2
+#: for a NaN; the split of validated values into correct (1), wrong (±0) and observed
+#: indicators as float16 bit patterns (0x3C00 is 1.0).
+FLOAT_SOURCE = _FLOAT_MACRO + r"""
+PRIVIRT_FLOAT_KERNELS(f16, unsigned short, (unsigned short)0x7FFF, (unsigned short)0x3C00,
+                      (unsigned short)0x7C00, (unsigned short)0x03FF)
+PRIVIRT_FLOAT_KERNELS(f32, unsigned int, 0x7FFFFFFFu, 0x3F800000u, 0x7F800000u, 0x007FFFFFu)
+PRIVIRT_FLOAT_KERNELS(f64, unsigned long long, 0x7FFFFFFFFFFFFFFFull, 0x3FF0000000000000ull,
+                      0x7FF0000000000000ull, 0x000FFFFFFFFFFFFFull)
+"""
+_FLOAT_NAMES = {2: "f16", 4: "f32", 8: "f64"}
 
 
 def _is_cupy(xp: Any) -> bool:
@@ -71,8 +117,44 @@ def bytes_to_half(xp: Any, block: Any, bad: Any) -> Any:
             and block.data.ptr % 4 == 0 and block.size > 0):  # pragma: no cover - needs a GPU
         out = xp.empty(block.shape, dtype=xp.float16)
         words = block.size // 4
-        grid = max(1, min(-(-words // BLOCK), 1 << 16))
-        _kernel()((grid,), (BLOCK,), (u8, out, bad, np.int64(words)))
+        _kernel()((_grid(words),), (BLOCK,), (u8, out, bad, np.int64(words)))
         return out
     bad |= xp.any(u8 > 1).astype(xp.int32)
     return u8.astype(xp.float16)
+
+
+@lru_cache(maxsize=1)
+def _float_module() -> Any:  # pragma: no cover - needs a CUDA GPU
+    import cupy as cp
+
+    return cp.RawModule(code=FLOAT_SOURCE)
+
+
+def _grid(size: int) -> int:
+    return max(1, min(-(-size // BLOCK), 1 << 16))
+
+
+def float_kernels_apply(xp: Any, X: Any) -> bool:
+    """Whether the float kernels take ``X``: a C-contiguous, non-empty cupy float array."""
+    return (_is_cupy(xp) and X.dtype.kind == "f" and X.dtype.itemsize in _FLOAT_NAMES
+            and X.flags.c_contiguous and X.size > 0)
+
+
+def scan_floats(xp: Any, X: Any) -> int:  # pragma: no cover - needs a CUDA GPU
+    """Flags of a float array (:func:`float_kernels_apply`): bit 0, a value other than ±0, 1
+    and NaN; bit 1, a NaN.  One pass, one read back."""
+    flags = xp.zeros(1, dtype=xp.int32)
+    fn = _float_module().get_function(f"privirt_scan_{_FLOAT_NAMES[X.dtype.itemsize]}")
+    fn((_grid(X.size),), (BLOCK,), (X, flags, np.int64(X.size)))
+    return int(flags[0])
+
+
+def split_floats(xp: Any, block: Any, want_a: bool) -> tuple[Any, Any, Any]:  # pragma: no cover
+    """Correct, wrong and (with ``want_a``, else ``None``) observed float16 indicators of a
+    validated 0/1/NaN block (:func:`float_kernels_apply`), in one pass."""
+    C = xp.empty(block.shape, dtype=xp.float16)
+    W = xp.empty(block.shape, dtype=xp.float16)
+    A = xp.empty(block.shape, dtype=xp.float16) if want_a else W  # W: a valid, unused pointer
+    fn = _float_module().get_function(f"privirt_split_{_FLOAT_NAMES[block.dtype.itemsize]}")
+    fn((_grid(block.size),), (BLOCK,), (block, C, W, A, np.int32(want_a), np.int64(block.size)))
+    return C, W, (A if want_a else None)

@@ -46,7 +46,7 @@ import pandas as pd
 
 from .._backend import get_xp, resolve_device, to_numpy
 from ..data.responses import ResponsesLike, as_responses
-from ._counts_gpu import bytes_to_half
+from ._counts_gpu import bytes_to_half, float_kernels_apply, scan_floats, split_floats
 
 __all__ = [
     "local_pairwise_counts",
@@ -125,6 +125,15 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
         if out is None:
             return None
         Y, B = out
+        np.fill_diagonal(Y, 0)
+        np.fill_diagonal(B, 0)
+        return Y, B
+    if float_kernels_apply(xp, X):
+        # 0/1/NaN floats: one validating pass over the whole array, one read back
+        flags = scan_floats(xp, X)
+        if flags & 1:
+            return None
+        Y, B = _counts_dense_gpu(X, chunk, bool(flags & 2), want_b)
         np.fill_diagonal(Y, 0)
         np.fill_diagonal(B, 0)
         return Y, B
@@ -338,14 +347,19 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool,
     totals = xp.zeros(m, dtype=xp.int64)
     bad = xp.zeros(1, dtype=xp.int32)
     for start in range(0, n, chunk):
-        block = _device_codes(xp, xp.asarray(codes[start : start + chunk]))
-        # without missing cells the codes are 0/1 already: one conversion pass, not two
+        block = xp.asarray(codes[start : start + chunk])
+        if has_missing and float_kernels_apply(xp, block):  # validated 0/1/NaN on the device
+            Ch, Wh, Ah = split_floats(xp, block, want_b)
+            Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
+            if want_b:
+                B += xp.rint(_gemm_tn_f32(xp, Ah, Ah)).astype(xp.int64)
+            del Ch, Wh, Ah, block
+            continue
         if has_missing:
+            block = _device_codes(xp, block)
             Ch = (block == 1).astype(xp.float16)
-        elif block.dtype.itemsize == 1:
-            Ch = bytes_to_half(xp, block, bad)
-        else:
-            Ch = block.astype(xp.float16)
+        else:  # without missing cells the values are 0/1 already: at most one conversion pass
+            Ch = _complete_operand(xp, block, bad)
         if has_missing:
             Wh = (block == 0).astype(xp.float16)
             Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
@@ -366,6 +380,16 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool,
         Y += totals[:, None]
         B[:] = n
     return to_numpy(Y), to_numpy(B)
+
+
+def _complete_operand(xp, block, bad):
+    """The float16 operand of a complete 0/1 chunk: float16 itself, 1-byte values in one
+    validating pass (:func:`._counts_gpu.bytes_to_half`, flags into ``bad``), else a cast."""
+    if block.dtype == xp.float16:
+        return block
+    if block.dtype.itemsize == 1 and block.dtype.kind in "biu":
+        return bytes_to_half(xp, block, bad)
+    return block.astype(xp.float16)
 
 
 _GEMM_EX_OK: bool | None = None
