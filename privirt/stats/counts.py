@@ -170,8 +170,8 @@ def _device_codes(xp, block):
 
 def _check_chunk(chunk_size, m: int, dev: str) -> int:
     if chunk_size is None:
-        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
-        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
+        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: ~256 MiB per float16
+        # indicator (one to three at a time), fewer and larger GEMMs for tensor cores
         if dev == "cpu":
             return default_chunk_size(m)
         return min(MAX_CHUNK, default_chunk_size(m, 4) * 8)
