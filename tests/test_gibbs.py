@@ -504,12 +504,15 @@ def test_gpu_and_cpu_posteriors_agree(sim):
     # missing data and replications on the device
     Xm = X.copy()
     Xm[np.random.default_rng(1).random(X.shape) < 0.2] = np.nan
-    reps = privirt.gibbs_2pno_replicate([X, Xm], n_iter=1000, warmup=500, seed=2,
+    reps = privirt.gibbs_2pno_replicate([X, Xm], n_iter=1000, warmup=500, n_chains=4, seed=2,
                                         device="gpu", progress=False)
     assert np.corrcoef(reps[1].mean("b"), b)[0, 1] > 0.95
-    cpu_m = privirt.gibbs_2pno(Xm, n_iter=1000, warmup=500, seed=2, device="cpu",
+    cpu_m = privirt.gibbs_2pno(Xm, n_iter=1000, warmup=500, n_chains=4, seed=2, device="cpu",
                                progress=False, keep_draws=False)
-    # single chains of 500 kept draws: compare within their own Monte Carlo error
+    # compare within the Monte Carlo error, estimated from 4 chains: single chains of 500
+    # draws under-estimate it for the slowly mixing extreme items (b ≈ ±2 with a large a;
+    # seen on an H200: a 0.58 difference against a single-chain tolerance of 0.32, with
+    # the same kernels run on the CPU giving the same chain and long runs agreeing)
     g_s, c_s = reps[1].summary("b"), cpu_m.summary("b")
     tol = 5 * np.sqrt(g_s["mcse"].to_numpy() ** 2 + c_s["mcse"].to_numpy() ** 2) + 0.05
     assert np.all(np.abs(g_s["mean"].to_numpy() - c_s["mean"].to_numpy()) < tol)

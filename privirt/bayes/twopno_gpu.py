@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["cuda_source", "cuda_preamble", "kernel_specs", "KERNEL_NAMES", "GpuIteration"]
+__all__ = ["cuda_source", "cuda_preamble", "kernel_specs", "KERNEL_NAMES", "GpuIteration",
+           "STREAMING_UPDATE", "streaming_update_kernel"]
 
 #: The kernels of one iteration, in order.
 KERNEL_NAMES = ("privirt_gibbs_z", "privirt_gibbs_theta", "privirt_gibbs_item_sums",
@@ -46,6 +47,43 @@ def kernel_specs() -> dict[str, tuple[str, str]]:
     if tuple(specs) != KERNEL_NAMES:
         raise RuntimeError(f"gibbs_2pno.cu defines {list(specs)}, expected {list(KERNEL_NAMES)}")
     return specs
+
+
+#: One draw into a :class:`~privirt.bayes.StreamingSummary` on the GPU, elementwise over
+#: (chain, parameter): Welford's mean and sum of squares, the running batch sum, and the
+#: kept draw at ``slot`` (−1: not kept) of ``kept`` (chains, n_kept, width).  The same
+#: operations, in the same order, as the array code of ``StreamingSummary.update``; one
+#: launch instead of about eight (each ~15–20 µs of launch overhead on an H200, which made
+#: the summaries 85 % of a CBASE-size iteration: BENCHMARKS.md, GPU checklist).
+STREAMING_UPDATE = (
+    "float64 v, float64 count, int32 in_batch, int32 slot, int64 n_kept, int64 width",
+    "float64 mean, float64 m2, float64 bsum, raw float64 kept",
+    """
+    const double d = v - mean;
+    mean = mean + d / count;
+    m2 = m2 + d * (v - mean);
+    if (in_batch) bsum = bsum + v;
+    if (slot >= 0) {
+        const long long c = i / width;
+        kept[(c * n_kept + slot) * width + (i - c * width)] = v;
+    }
+    """,
+)
+
+
+def streaming_update_kernel(xp: Any) -> Any:
+    """The fused summary update for cupy arrays (``None`` for numpy: the array code runs)."""
+    if getattr(xp, "__name__", "") != "cupy":
+        return None
+    return _streaming_update_kernel()  # pragma: no cover - needs a CUDA GPU
+
+
+@lru_cache(maxsize=1)
+def _streaming_update_kernel() -> Any:  # pragma: no cover - needs a CUDA GPU
+    import cupy as cp
+
+    return cp.ElementwiseKernel(*STREAMING_UPDATE, "privirt_streaming_update",
+                                options=("--fmad=false",))
 
 
 class _Launcher:

@@ -51,8 +51,8 @@ def pairwise_counts(
         missing.  ``"auto"``: sparse on the CPU when fewer than 5 % of the cells are
         observed, dense otherwise.
     chunk_size : int, optional
-        Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 512 MiB of
-        float16 buffers on the GPU; see :func:`default_chunk_size`).
+        Persons per chunk (default: about 64 MiB of float32 buffers on the CPU, 256 MiB per
+        float16 indicator on the GPU, up to three at a time; see :func:`default_chunk_size`).
         At most ``2**24`` (the exactness bound in the module docstring).
     engine : {"local", "dask"}
         ``"local"``: in memory, here.  ``"dask"``: ``X`` is a wide Parquet folder/glob/file, a

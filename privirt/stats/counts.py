@@ -46,6 +46,7 @@ import pandas as pd
 
 from .._backend import get_xp, resolve_device, to_numpy
 from ..data.responses import ResponsesLike, as_responses
+from ._counts_gpu import bytes_to_half, float_kernels_apply, scan_floats, split_floats
 
 __all__ = [
     "local_pairwise_counts",
@@ -118,6 +119,24 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
         return None
     n, m = X.shape
     chunk = _check_chunk(chunk_size, m, "gpu")
+    if X.dtype.itemsize == 1 and X.dtype.kind in "biu":
+        # 0/1 bytes: validated inside the conversion pass, read back once at the end
+        out = _counts_dense_gpu(X, chunk, False, want_b, validate=True)
+        if out is None:
+            return None
+        Y, B = out
+        np.fill_diagonal(Y, 0)
+        np.fill_diagonal(B, 0)
+        return Y, B
+    if float_kernels_apply(xp, X):
+        # 0/1/NaN floats: one validating pass over the whole array, one read back
+        flags = scan_floats(xp, X)
+        if flags & 1:
+            return None
+        Y, B = _counts_dense_gpu(X, chunk, bool(flags & 2), want_b)
+        np.fill_diagonal(Y, 0)
+        np.fill_diagonal(B, 0)
+        return Y, B
     # validate in row chunks: no n × m temporaries next to an input that may fill the GPU
     has_missing = False
     for start in range(0, n, chunk):
@@ -128,10 +147,8 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
                 return None
             has_missing = has_missing or bool(nan.any())
             del nan
-        elif X.dtype.kind == "u" or X.dtype == xp.int8:
-            # one pass: read as unsigned, 0 and 1 are the only values ≤ 1 (−1 is 255)
-            as_unsigned = block.view(xp.uint8) if X.dtype == xp.int8 else block
-            if bool(xp.any(as_unsigned > 1)):
+        elif X.dtype.kind == "u":
+            if bool(xp.any(block > 1)):
                 return None
         elif X.dtype.kind == "i" and bool(xp.any((block < 0) | (block > 1))):
             return None
@@ -144,8 +161,8 @@ def _device_pairwise(X, device, method, chunk_size, want_b):
 
 def _device_codes(xp, block):
     """int8 codes (1, 0, −1 for missing) of a chunk of 0/1/NaN (or 0/1 integer) values."""
-    if block.dtype == xp.int8:
-        return block
+    if block.dtype.itemsize == 1 and block.dtype.kind in "biu":
+        return block  # int8 codes, or 0/1 bytes (uint8, bool) converted by bytes_to_half
     if block.dtype.kind == "f":
         return xp.where(xp.isnan(block), -1, block).astype(xp.int8)
     return block.astype(xp.int8)
@@ -153,11 +170,11 @@ def _device_codes(xp, block):
 
 def _check_chunk(chunk_size, m: int, dev: str) -> int:
     if chunk_size is None:
-        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: two float16
-        # indicators (4 bytes a cell) in ~512 MiB, fewer and larger GEMMs for tensor cores
+        # CPU: two float32 indicators (8 bytes a cell) in ~64 MiB; GPU: ~256 MiB per float16
+        # indicator (one to three at a time), fewer and larger GEMMs for tensor cores
         if dev == "cpu":
             return default_chunk_size(m)
-        return min(MAX_CHUNK, default_chunk_size(m, 4) * 4)
+        return min(MAX_CHUNK, default_chunk_size(m, 4) * 8)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     if chunk_size > MAX_CHUNK:
@@ -308,12 +325,16 @@ def _sym_gram(F: np.ndarray, syrk, mirror: bool = True) -> np.ndarray:
     return G
 
 
-def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
+def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool,
+                      validate: bool = False):
     """cupy mirror of the dense path: float16 0/1 inputs, float32 accumulation.
 
     ``codes`` is a host int8 code matrix (copied to the device one chunk at a time) or a
     device array of 0/1/NaN values (converted to codes one chunk at a time), so that the
-    only full-size array is the input itself.
+    only full-size array is the input itself.  Complete 1-byte codes become float16 in
+    one pass (:func:`._counts_gpu.bytes_to_half`); with ``validate`` (device input not yet
+    checked) that pass also flags bytes other than 0 and 1, and the result is ``None``
+    when any was found.
 
     cupy's ``matmul`` on float16 returns float16 (whose 11-bit significand is *not* exact
     beyond 2048), so the products go through :func:`_gemm_tn_f32`, which asks cuBLAS for a
@@ -324,10 +345,21 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
     Y = xp.zeros((m, m), dtype=xp.int64)
     B = xp.zeros((m, m), dtype=xp.int64)
     totals = xp.zeros(m, dtype=xp.int64)
+    bad = xp.zeros(1, dtype=xp.int32)
     for start in range(0, n, chunk):
-        block = _device_codes(xp, xp.asarray(codes[start : start + chunk]))
-        # without missing cells the codes are 0/1 already: one conversion pass, not two
-        Ch = (block == 1).astype(xp.float16) if has_missing else block.astype(xp.float16)
+        block = xp.asarray(codes[start : start + chunk])
+        if has_missing and float_kernels_apply(xp, block):  # validated 0/1/NaN on the device
+            Ch, Wh, Ah = split_floats(xp, block, want_b)
+            Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
+            if want_b:
+                B += xp.rint(_gemm_tn_f32(xp, Ah, Ah)).astype(xp.int64)
+            del Ch, Wh, Ah, block
+            continue
+        if has_missing:
+            block = _device_codes(xp, block)
+            Ch = (block == 1).astype(xp.float16)
+        else:  # without missing cells the values are 0/1 already: at most one conversion pass
+            Ch = _complete_operand(xp, block, bad)
         if has_missing:
             Wh = (block == 0).astype(xp.float16)
             Y += xp.rint(_gemm_tn_f32(xp, Ch, Wh)).astype(xp.int64)
@@ -342,10 +374,22 @@ def _counts_dense_gpu(codes, chunk: int, has_missing: bool, want_b: bool):
             Y -= G
             del G
         del Ch, block
+    if validate and bool(bad[0]):
+        return None
     if not has_missing:
         Y += totals[:, None]
         B[:] = n
     return to_numpy(Y), to_numpy(B)
+
+
+def _complete_operand(xp, block, bad):
+    """The float16 operand of a complete 0/1 chunk: float16 itself, 1-byte values in one
+    validating pass (:func:`._counts_gpu.bytes_to_half`, flags into ``bad``), else a cast."""
+    if block.dtype == xp.float16:
+        return block
+    if block.dtype.itemsize == 1 and block.dtype.kind in "biu":
+        return bytes_to_half(xp, block, bad)
+    return block.astype(xp.float16)
 
 
 _GEMM_EX_OK: bool | None = None
