@@ -1,0 +1,50 @@
+"""The bootstraps' fast solver paths agree with the plain ones (issue 24).
+
+No timings here (they live in ``benchmarks/bench_defaults.py``): only that the restructured
+batched solvers return the estimates of the one-at-a-time fits, to tolerance, and that the
+intervals do not move beyond Monte-Carlo error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privirt
+from privirt.private.counts import intervals as iv
+from privirt.private.counts.graph import sample_comparison_graph
+from privirt.private.counts.noisy_likelihood import noise_aware_batch, noise_aware_estimate
+from privirt.stats.counts import differential_counts
+
+
+def _noisy_stack(m: int, reps: int, nu: float, seed: int, p0: float = 1.0):
+    rng = np.random.default_rng(seed)
+    G = sample_comparison_graph(m, p0, seed=seed)
+    Ys = []
+    for _ in range(reps):
+        X, _, _ = privirt.simulate_rasch(300, m, seed=int(rng.integers(1 << 30)))
+        Y = differential_counts(X).astype(float)
+        Ys.append(np.where(G, Y + rng.normal(0.0, np.sqrt(nu), Y.shape), 0.0))
+    return np.stack(Ys), G
+
+
+@pytest.mark.parametrize("p0,nu", [(1.0, 50.0), (0.5, 400.0), (0.6, 5.0)])
+def test_noise_aware_batch_equals_single_fits(p0, nu):
+    Y, G = _noisy_stack(12, 5, nu, seed=int(nu), p0=p0)
+    got = noise_aware_batch(Y, G, nu)
+    for r in range(Y.shape[0]):
+        want = noise_aware_estimate(Y[r], noise_var=nu, graph=G).beta.to_numpy()
+        np.testing.assert_allclose(got[r], want, atol=1e-8)
+
+
+def test_noise_aware_bootstrap_tolerance_moves_the_intervals_by_far_less_than_their_width(monkeypatch):
+    X, _, _ = privirt.simulate_rasch(3000, 10, seed=5)
+    kw = dict(epsilon=1.0, seed=6, estimator="noise_aware", n_boot=40, progress=False)
+    fast = privirt.private_spectral_estimate(X, **kw)
+    monkeypatch.setattr(iv, "BOOT_TOL", 1e-10)
+    tight = privirt.private_spectral_estimate(X, **kw)
+    np.testing.assert_array_equal(fast.beta.to_numpy(), tight.beta.to_numpy())
+    width = (tight.ci["hi"] - tight.ci["lo"]).to_numpy()
+    assert np.all(width > 0.05)
+    np.testing.assert_allclose(fast.se.to_numpy(), tight.se.to_numpy(), rtol=1e-3)
+    np.testing.assert_allclose(fast.ci.to_numpy(), tight.ci.to_numpy(), atol=1e-3 * width.min())
