@@ -48,3 +48,45 @@ def test_noise_aware_bootstrap_tolerance_moves_the_intervals_by_far_less_than_th
     assert np.all(width > 0.05)
     np.testing.assert_allclose(fast.se.to_numpy(), tight.se.to_numpy(), rtol=1e-3)
     np.testing.assert_allclose(fast.ci.to_numpy(), tight.ci.to_numpy(), atol=1e-3 * width.min())
+
+
+@pytest.mark.parametrize("m,p0,signal", [(12, 1.0, 150.0), (12, 0.4, 150.0), (80, 1.0, 20.0), (80, 0.15, 400.0)])
+def test_power_iteration_chain_equals_the_dense_solve(m, p0, signal):
+    rng = np.random.default_rng(m)
+    G = sample_comparison_graph(m, p0, seed=3)
+    beta = rng.normal(0, 1, m)
+    base = 200.0 * (1 / (1 + np.exp(beta[:, None] - beta[None, :])))  # more wins for easier items
+    Y = np.clip(base + rng.normal(0, signal, (5, m, m)), 0, None)
+    dense = iv.spectral_batch(Y, G, method="solve")
+    np.testing.assert_allclose(iv.spectral_batch(Y, G, method="power"), dense, atol=1e-8)
+    np.testing.assert_allclose(iv.spectral_batch(Y, G, method="power", start=beta), dense, atol=1e-8)
+    np.testing.assert_allclose(iv.spectral_batch(Y, G, 0.3, method="power"),
+                               iv.spectral_batch(Y, G, 0.3, method="solve"), atol=1e-8)
+
+
+def test_power_iteration_falls_back_to_the_solve_when_it_does_not_converge(monkeypatch):
+    rng = np.random.default_rng(2)
+    G = sample_comparison_graph(10, 1.0, seed=1)
+    Y = rng.uniform(0, 500, (3, 10, 10))
+    monkeypatch.setattr(iv, "POWER_MAX_ITER", 1)
+    np.testing.assert_allclose(iv.spectral_batch(Y, G, method="power"), iv.spectral_batch(Y, G, method="solve"),
+                               atol=1e-10)
+
+
+def test_ability_fit_reaches_the_least_squares_optimum():
+    from scipy import optimize
+
+    X, _, beta = privirt.simulate_rasch(1500, 30, seed=8)
+    rel = privirt.release_counts(X, epsilon=0.5, seed=2, p0=0.5)
+    Y, G = rel.Y.to_numpy().astype(float), rel.graph.to_numpy()
+    b = np.asarray(beta) - np.mean(beta)
+    r, c = np.nonzero(G)
+
+    def resid(x):
+        return iv._pair_means(b, x[0], np.exp(x[1]))[r, c] - Y[r, c] / 1500
+
+    ref = optimize.least_squares(resid, x0=[0.0, 0.0], xtol=1e-12, ftol=1e-12, gtol=1e-12).x
+    mu, tau = iv.fit_ability_normal(Y, G, b, 1500)
+    np.testing.assert_allclose([mu, np.log(tau)], ref, atol=1e-4)
+    warm = iv.fit_ability_normal(Y, G, b, 1500, x0=(mu + 0.3, tau * 1.5))
+    np.testing.assert_allclose(warm, (mu, tau), atol=1e-4)
