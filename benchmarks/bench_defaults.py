@@ -18,7 +18,8 @@ in the same run.  ``--busy`` starts a CPU-bound Python process beside the benchm
 before each case (the machine may be shared).
 
 Run: ``python benchmarks/bench_defaults.py [--cases 10000x100 1000x1000 30x5000 calibration]
-[--busy] [--blas both|limited]``.
+[--busy] [--blas both|limited] [--methods spectral totals] [--n-boot N]``.  Peak RSS is the
+process's (``ru_maxrss``): run one method per process to read each one's peak.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def warm_up() -> None:
             fn(X, epsilon=1.0, delta=DELTA, seed=1, n_boot=20, progress=False, **kw)
 
 
-def run_case(name: str, blas_modes: list[bool], n_boot: int) -> None:
+def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str, ...] = ("spectral", "totals")) -> None:
     n, m = SIZES[name]
     X = privirt.simulate_rasch(n, m, seed=24)[0]
     print(f"\n== {name}: n={n}, m={m}, eps={EPSILON}, delta={DELTA}, n_boot={n_boot}  (load {_load()})")
@@ -77,12 +78,15 @@ def run_case(name: str, blas_modes: list[bool], n_boot: int) -> None:
         times = {}
         for method, fn in (("spectral", privirt.private_spectral_estimate),
                            ("totals", privirt.private_totals_estimate)):
+            if method not in methods:
+                continue
             sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, n_boot=n_boot, progress=False)
             times[method] = sec
             extra = f" estimator={res.info.get('estimator')}" if method == "spectral" else ""
             print(f"  [{tag}] {method:8s} {sec:8.2f} s  median se {np.nanmedian(res.se):.3f}{extra}"
                   f"  (peak RSS so far {_peak_gib():.2f} GiB, load {_load()})", flush=True)
-        print(f"  [{tag}] spectral / totals = {times['spectral'] / times['totals']:.2f}x")
+        if len(times) == 2:
+            print(f"  [{tag}] spectral / totals = {times['spectral'] / times['totals']:.2f}x")
     _threads.LIMIT_BLAS = True
 
 
@@ -103,6 +107,7 @@ def main() -> None:
     ap.add_argument("--busy", action="store_true", help="run a CPU-bound process beside the benchmark")
     ap.add_argument("--blas", choices=("both", "limited"), default="both")
     ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--methods", nargs="+", default=["spectral", "totals"], choices=["spectral", "totals"])
     args = ap.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpus, "
           f"busy={'yes' if args.busy else 'no'}, load {_load()}")
@@ -113,7 +118,7 @@ def main() -> None:
             if case == "calibration":
                 run_calibration()
             else:
-                run_case(case, [False, True] if args.blas == "both" else [True], args.n_boot)
+                run_case(case, [False, True] if args.blas == "both" else [True], args.n_boot, tuple(args.methods))
     finally:
         if busy is not None:
             busy.terminate()

@@ -90,3 +90,17 @@ def test_ability_fit_reaches_the_least_squares_optimum():
     np.testing.assert_allclose([mu, np.log(tau)], ref, atol=1e-4)
     warm = iv.fit_ability_normal(Y, G, b, 1500, x0=(mu + 0.3, tau * 1.5))
     np.testing.assert_allclose(warm, (mu, tau), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_fewer_simulated_persons_beyond_100_items_keep_the_intervals(monkeypatch):
+    X, _, _ = privirt.simulate_rasch(2000, 150, seed=11)
+    rel = privirt.release_counts(X, epsilon=3.0, seed=0)
+    few = privirt.spectral_from_release(rel, n_boot=60, seed=1, estimator="spectral", progress=False)
+    monkeypatch.setattr(iv, "FEWEST_SIMULATED_PERSONS", 1000)  # the floor before issue 24
+    many = privirt.spectral_from_release(rel, n_boot=60, seed=1, estimator="spectral", progress=False)
+    assert few.info["simulated_persons"] == 666 and many.info["simulated_persons"] == 1000
+    np.testing.assert_allclose(np.median(few.se), np.median(many.se), rtol=0.1)
+    np.testing.assert_allclose(few.se, many.se, rtol=0.5)
+    centre_gap = np.abs(np.array(few.info["centre"]) - np.array(many.info["centre"]))
+    assert np.median(centre_gap) < 0.2 * np.median(many.se)

@@ -103,3 +103,14 @@ def test_bootstraps_run_with_one_blas_thread(X, monkeypatch):
     privirt.private_totals_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False)
     privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False, estimator="spectral")
     assert seen and all(s <= {1} for s in seen)
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATES))
+def test_the_bar_names_its_phases_on_a_terminal(method, X, monkeypatch):
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    ESTIMATES[method](X, epsilon=1.0, seed=1, n_boot=20)  # auto: stderr is a terminal
+    out = tty.getvalue()
+    assert "bootstrap intervals" in out and "100%" in out
+    if method == "spectral":
+        assert "calibration" in out and "replicates" in out
