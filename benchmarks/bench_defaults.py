@@ -3,7 +3,8 @@
 Cases (each: ``private_spectral_estimate`` with its defaults — noise-aware/spectral "auto",
 200 bootstrap replicates — beside ``private_totals_estimate`` with its own 200 replicates, on
 the same simulated Rasch data, ε = 0.1 unless stated, δ = 1e-4, seeded noise, i.e. NOT private,
-as a benchmark should be):
+as a benchmark should be; wall seconds and, beside them, the process's CPU seconds, which a
+machine shared with other jobs inflates far less):
 
 * ``10000x100``  n = 10,000, m = 100 (target: spectral within 3× of totals);
 * ``1000x1000``  n = 1,000, m = 1,000 (target ≤ 10 s each);
@@ -52,8 +53,9 @@ def _peak_gib() -> float:
 
 
 def _time(fn, *args, **kwargs):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = fn(*args, **kwargs)
+    _time.cpu = time.process_time() - c  # this process's CPU seconds (all its threads)
     return time.perf_counter() - t, out
 
 
@@ -83,7 +85,7 @@ def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str,
             sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, n_boot=n_boot, progress=False)
             times[method] = sec
             extra = f" estimator={res.info.get('estimator')}" if method == "spectral" else ""
-            print(f"  [{tag}] {method:8s} {sec:8.2f} s  median se {np.nanmedian(res.se):.3f}{extra}"
+            print(f"  [{tag}] {method:8s} {sec:8.2f} s (cpu {_time.cpu:7.2f} s)  median se {np.nanmedian(res.se):.3f}{extra}"
                   f"  (peak RSS so far {_peak_gib():.2f} GiB, load {_load()})", flush=True)
         if len(times) == 2:
             print(f"  [{tag}] spectral / totals = {times['spectral'] / times['totals']:.2f}x")
@@ -98,7 +100,7 @@ def run_calibration() -> None:
     for m in (100, 1000, 5000, 10_000):
         for n in (30, 1000, 100_000):
             sec, _ = _time(TotalsGaussian.calibrate, ApproxDP(EPSILON, DELTA), n_persons=n, n_items=m)
-            print(f"  m={m:6d} n={n:7d}: {sec:7.3f} s", flush=True)
+            print(f"  m={m:6d} n={n:7d}: {sec:7.3f} s (cpu {_time.cpu:6.3f} s)", flush=True)
 
 
 def main() -> None:
