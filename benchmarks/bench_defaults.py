@@ -3,7 +3,8 @@
 Cases (each: ``private_spectral_estimate`` with its defaults — noise-aware/spectral "auto",
 200 bootstrap replicates — beside ``private_totals_estimate`` with its own 200 replicates, on
 the same simulated Rasch data, ε = 0.1 unless stated, δ = 1e-4, seeded noise, i.e. NOT private,
-as a benchmark should be):
+as a benchmark should be; wall seconds and, beside them, the process's CPU seconds, which a
+machine shared with other jobs inflates far less):
 
 * ``10000x100``  n = 10,000, m = 100 (target: spectral within 3× of totals);
 * ``1000x1000``  n = 1,000, m = 1,000 (target ≤ 10 s each);
@@ -18,7 +19,8 @@ in the same run.  ``--busy`` starts a CPU-bound Python process beside the benchm
 before each case (the machine may be shared).
 
 Run: ``python benchmarks/bench_defaults.py [--cases 10000x100 1000x1000 30x5000 calibration]
-[--busy] [--blas both|limited]``.
+[--busy] [--blas both|limited] [--methods spectral totals] [--n-boot N]``.  Peak RSS is the
+process's (``ru_maxrss``): run one method per process to read each one's peak.
 """
 
 from __future__ import annotations
@@ -51,12 +53,24 @@ def _peak_gib() -> float:
 
 
 def _time(fn, *args, **kwargs):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = fn(*args, **kwargs)
+    _time.cpu = time.process_time() - c  # this process's CPU seconds (all its threads)
     return time.perf_counter() - t, out
 
 
-def run_case(name: str, blas_modes: list[bool], n_boot: int) -> None:
+def warm_up() -> None:
+    """Import both estimators' modules (privirt imports lazily) and their scipy parts on a tiny
+    data set, so that neither timed call pays the one-off imports (~3 s, which the first call
+    of the earlier runs carried)."""
+    X = privirt.simulate_rasch(200, 5, seed=1)[0]
+    for fn in (privirt.private_spectral_estimate, privirt.private_totals_estimate):
+        for est in (("auto",) if fn is privirt.private_totals_estimate else ("spectral", "noise_aware")):
+            kw = {} if fn is privirt.private_totals_estimate else {"estimator": est}
+            fn(X, epsilon=1.0, delta=DELTA, seed=1, n_boot=20, progress=False, **kw)
+
+
+def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str, ...] = ("spectral", "totals")) -> None:
     n, m = SIZES[name]
     X = privirt.simulate_rasch(n, m, seed=24)[0]
     print(f"\n== {name}: n={n}, m={m}, eps={EPSILON}, delta={DELTA}, n_boot={n_boot}  (load {_load()})")
@@ -66,12 +80,15 @@ def run_case(name: str, blas_modes: list[bool], n_boot: int) -> None:
         times = {}
         for method, fn in (("spectral", privirt.private_spectral_estimate),
                            ("totals", privirt.private_totals_estimate)):
+            if method not in methods:
+                continue
             sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, n_boot=n_boot, progress=False)
             times[method] = sec
             extra = f" estimator={res.info.get('estimator')}" if method == "spectral" else ""
-            print(f"  [{tag}] {method:8s} {sec:8.2f} s  median se {np.nanmedian(res.se):.3f}{extra}"
+            print(f"  [{tag}] {method:8s} {sec:8.2f} s (cpu {_time.cpu:7.2f} s)  median se {np.nanmedian(res.se):.3f}{extra}"
                   f"  (peak RSS so far {_peak_gib():.2f} GiB, load {_load()})", flush=True)
-        print(f"  [{tag}] spectral / totals = {times['spectral'] / times['totals']:.2f}x")
+        if len(times) == 2:
+            print(f"  [{tag}] spectral / totals = {times['spectral'] / times['totals']:.2f}x")
     _threads.LIMIT_BLAS = True
 
 
@@ -83,7 +100,7 @@ def run_calibration() -> None:
     for m in (100, 1000, 5000, 10_000):
         for n in (30, 1000, 100_000):
             sec, _ = _time(TotalsGaussian.calibrate, ApproxDP(EPSILON, DELTA), n_persons=n, n_items=m)
-            print(f"  m={m:6d} n={n:7d}: {sec:7.3f} s", flush=True)
+            print(f"  m={m:6d} n={n:7d}: {sec:7.3f} s (cpu {_time.cpu:6.3f} s)", flush=True)
 
 
 def main() -> None:
@@ -92,16 +109,18 @@ def main() -> None:
     ap.add_argument("--busy", action="store_true", help="run a CPU-bound process beside the benchmark")
     ap.add_argument("--blas", choices=("both", "limited"), default="both")
     ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--methods", nargs="+", default=["spectral", "totals"], choices=["spectral", "totals"])
     args = ap.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpus, "
           f"busy={'yes' if args.busy else 'no'}, load {_load()}")
+    warm_up()
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
     try:
         for case in args.cases:
             if case == "calibration":
                 run_calibration()
             else:
-                run_case(case, [False, True] if args.blas == "both" else [True], args.n_boot)
+                run_case(case, [False, True] if args.blas == "both" else [True], args.n_boot, tuple(args.methods))
     finally:
         if busy is not None:
             busy.terminate()

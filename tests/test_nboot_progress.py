@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -103,3 +104,34 @@ def test_bootstraps_run_with_one_blas_thread(X, monkeypatch):
     privirt.private_totals_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False)
     privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, progress=False, estimator="spectral")
     assert seen and all(s <= {1} for s in seen)
+
+
+@pytest.mark.parametrize("method", sorted(ESTIMATES))
+def test_the_bar_names_its_phases_on_a_terminal(method, X, monkeypatch):
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    ESTIMATES[method](X, epsilon=1.0, seed=1, n_boot=20)  # auto: stderr is a terminal
+    out = tty.getvalue()
+    assert "bootstrap intervals" in out and "100%" in out
+    if method == "spectral":
+        assert "calibration" in out and "replicates" in out
+
+
+def test_a_large_release_draws_its_noise_in_chunks_behind_a_bar(X, monkeypatch, capsys):
+    from privirt.private import measurements
+
+    whole = privirt.release_counts(X, epsilon=1.0, seed=3, progress=True)
+    assert capsys.readouterr().err == ""  # one chunk: no bar, and the draws are as before
+    monkeypatch.setattr(measurements, "NOISE_CHUNK", 10)  # 56 released counts: 6 chunks
+    chunked = privirt.release_counts(X, epsilon=1.0, seed=3, progress=True)
+    err = capsys.readouterr().err
+    assert "noise" in err and "100%" in err
+    again = privirt.release_counts(X, epsilon=1.0, seed=3, progress=False)
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(again.Y.to_numpy(), chunked.Y.to_numpy())  # seeded: reproducible
+    from privirt.stats.counts import differential_counts
+
+    noise = chunked.Y.to_numpy() - differential_counts(X)
+    off = ~np.eye(8, dtype=bool)
+    assert np.all(noise[~off] == 0) and np.std(noise[off]) > 1  # every released count got noise
+    assert whole.privacy.noise_value == chunked.privacy.noise_value

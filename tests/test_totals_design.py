@@ -38,3 +38,31 @@ def test_design_bins_full_search_for_few_items_and_a_grid_for_many():
     assert many == sorted(set(many))
     f, edges = marginal.optimal_split(1000, 1000, 0.5 / 50**2)
     assert 0 < f < 1 and edges[0] == 0 and edges[-1] == 1001 and np.all(np.diff(edges) > 0)
+
+
+def test_edgeworth_score_distribution_is_close_to_the_exact_one_at_the_reference_model():
+    from privirt.private.totals.scores import edgeworth_score_distribution
+
+    for m in (1001, 2500):
+        beta = marginal.reference_difficulties(m)[None, :]
+        for lt in (-1e-3, 0.0, 1e-3):
+            for kappa in marginal.REFERENCE_KAPPAS:
+                theta, w = marginal.ability_grid(np.array([lt]), kappa=np.array([kappa]))
+                exact = marginal.score_distribution(beta, theta)
+                approx = edgeworth_score_distribution(beta, theta)
+                assert np.abs(approx - exact).max() < 1e-3  # any node, any score (|θ| ≤ 5)
+                pe, pa = (np.einsum("tqr,tq->tr", d, w)[0] for d in (exact, approx))
+                assert np.abs(np.cumsum(pa) - np.cumsum(pe)).max() < 2e-5  # the design's cdf
+                assert np.abs(pa - pe).max() < 2e-6
+
+
+def test_design_by_the_expansion_matches_the_exact_design(monkeypatch):
+    from privirt.private.totals import scores
+
+    for n, m, rho in ((30, 1500, 0.5 / 50**2), (1000, 1200, 0.01), (100_000, 1100, 0.05)):
+        monkeypatch.setattr(scores, "EXACT_DESIGN_ITEMS", 1000)
+        f_a, e_a = marginal.optimal_split(n, m, rho)
+        monkeypatch.setattr(scores, "EXACT_DESIGN_ITEMS", 10**6)
+        f_e, e_e = marginal.optimal_split(n, m, rho)
+        assert f_a == f_e and len(e_a) == len(e_e), (n, m)
+        assert np.abs(e_a - e_e).max() <= 1, (n, m)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress
+from ..._threads import single_blas_thread
 from ..._seeds import SeedLike, child, seed_sequence
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import Responses, ResponsesLike
@@ -37,6 +39,9 @@ COUNT_MEASUREMENTS: dict[str, type] = {"gaussian": CountsGaussian, "laplace": Co
 NOISE_AWARE_BELOW: float = 0.3
 
 Estimator = Literal["auto", "spectral", "noise_aware"]
+
+#: Up to this many items the point estimate's solves run on one BLAS thread (as the bootstrap's).
+SMALL_FIT_ITEMS: int = 256
 
 
 def _check_estimator(estimator: Any) -> None:
@@ -79,6 +84,7 @@ def release_counts(
     n_persons: int | None = None,
     engine: str = "local",
     client: Any = None,
+    progress: bool | None = None,
 ) -> NoisyCounts:
     """Release the pairwise differential counts with discrete noise, (ε, δ)-DP.
 
@@ -135,6 +141,10 @@ def release_counts(
         from its rows: a person without answers has none); persons absent from the data count
         as all-missing rows, and more persons in the data than this is an error.  Without it
         the number of persons is the rows of ``X`` (wide input).
+    progress : bool or None
+        A progress bar on stderr while the noise is drawn, for releases of more than
+        :data:`~privirt.private.measurements.NOISE_CHUNK` (4 million) counts (25 million at
+        m = 5000 take about 10 s); ``None`` (default): only when stderr is a terminal.
 
     Returns
     -------
@@ -153,10 +163,10 @@ def release_counts(
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
                          items=items, n_persons=n_persons, p0=p0, note=note,
                          engine=engine, client=client)
-    return _release_counts(call, mechanism, sensitivity)
+    return _release_counts(call, mechanism, sensitivity, resolve_progress(progress))
 
 
-def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> NoisyCounts:
+def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str, progress: bool = False) -> NoisyCounts:
     from ...stats.counts import differential_counts
 
     resp = call.resp
@@ -177,7 +187,7 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str) -> Nois
     spend_id = _debit(call, meas)
     r, c = np.nonzero(G)
     values = np.asarray(Y[r, c], dtype=np.int64)
-    noisy_values = meas.apply(values, seed=call.seed)
+    noisy_values = meas.apply(values, seed=call.seed, progress=progress)
     if noisy_values.shape != values.shape:  # pragma: no cover
         raise RuntimeError("the mechanism returned a different number of values")
     del Y, values
@@ -269,7 +279,8 @@ def private_spectral_estimate(
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
         public n, m and the noise variance only; ``info["estimator"]`` says which was used.
     progress : bool or None
-        A progress bar on stderr for the bootstrap; ``None`` (default): only when stderr is a
+        A progress bar on stderr for the bootstrap (and the noise of releases beyond 4 million
+        counts); ``None`` (default): only when stderr is a
         terminal.
 
     Returns
@@ -306,7 +317,7 @@ def private_spectral_estimate(
     boot_seed = None if call.seed is None else child(call.seed, "estimate")
 
     if mechanism != "randomized_response":
-        counts = _release_counts(call, mechanism, sensitivity)
+        counts = _release_counts(call, mechanism, sensitivity, progress)
         return spectral_from_release(counts, confidence=confidence, n_boot=n_boot, seed=boot_seed,
                                      device=call.device, estimator=estimator, progress=progress)
     return _private_spectral_rr(call, bool(shuffle), rr_estimator)
@@ -374,13 +385,16 @@ def spectral_from_release(
     nu = noise_variance(st)
     se0 = noise_aware_se0(int(st.n_persons), len(counts.items), nu)
     used = estimator if estimator != "auto" else ("noise_aware" if se0 < NOISE_AWARE_BELOW else "spectral")
-    if used == "noise_aware":
-        fit = noise_aware_estimate(counts)
-        reg = 1.0
-    else:
-        fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
-                                   regularization="auto", device=device)
-        reg = fit.regularization
+    # the fit's m × m solves (one per Fisher-scoring step) are small: BLAS's threads only cost
+    # on shared cores (measured 54 ms a 100 × 100 solve at load 9, privirt._threads)
+    with single_blas_thread() if len(counts.items) <= SMALL_FIT_ITEMS else contextlib.nullcontext():
+        if used == "noise_aware":
+            fit = noise_aware_estimate(counts)
+            reg = 1.0
+        else:
+            fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
+                                       regularization="auto", device=device)
+            reg = fit.regularization
     boot = None
     if n_boot:
         boot = counts_intervals(counts.Y.to_numpy(), G, fit.beta.to_numpy(), int(st.n_persons),

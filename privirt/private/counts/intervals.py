@@ -46,6 +46,9 @@ DEFAULT_N_BOOT: int = 200
 #: mean by √(n / k) (central limit theorem; docs/intervals.md).  Their counts cost k·m² each.
 MAX_SIMULATED_PERSONS: int = 20_000
 MIN_SIMULATED_PERSONS: int = 1_000
+#: Beyond 100 items the floor falls as 1000·100/m (a replicate's counts cost k·m², its noise
+#: and chain m² each), to no fewer than this many persons.
+FEWEST_SIMULATED_PERSONS: int = 100
 SIMULATION_WORK: int = 8_000_000
 #: Secant steps (at most) that find the bootstrap's truth, the replicates of each evaluation,
 #: and the step (in logits) below which they stop.
@@ -56,6 +59,20 @@ CALIBRATION_TOL: float = 0.02
 #: calibrated truth may take (logits).
 MIN_SLOPE: float = 0.05
 MAX_LOGIT: float = 20.0
+#: Convergence tolerance of the noise-aware fit inside the bootstrap (largest step, logits; the
+#: single fit uses 1e-8): replicates move by ~1e-6, far below their spread, and each needs
+#: about a fifth fewer Fisher-scoring steps (the τ² update converges linearly).
+BOOT_TOL: float = 1e-6
+#: From this many items the bootstrap's spectral chains are solved by power iteration (m² a
+#: step) rather than a dense solve (⅔ m³), to this largest change of log x between steps, for
+#: at most this many steps (then densely).
+POWER_FROM_ITEMS: int = 64
+POWER_TOL: float = 1e-10
+POWER_MAX_ITER: int = 500
+#: Count matrices (replicates × m²) held at once: one 5000-item replicate at a time.
+_COUNT_CELLS: int = 1 << 22
+#: Cells (rows × items) of the ability fit's m × m matrices held at once.
+_ABILITY_FIT_CELLS: int = 1 << 20
 #: Cells (persons × items × replicates) simulated at once.
 _CHUNK_CELLS: int = 2_000_000
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
@@ -83,27 +100,72 @@ def _pair_means(beta: np.ndarray, mu: float, tau: float) -> np.ndarray:
     return E
 
 
-def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: int) -> tuple[float, float]:
+def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: int,
+                       x0: tuple[float, float] | None = None) -> tuple[float, float]:
     """(μ̂, τ̂) of normal abilities fitted to counts ``Y`` on the directed pairs of ``graph``.
 
     Least squares of ``Y_ij`` against ``n·E[p_i(1 − p_j)]`` given ``beta``; ``Y`` may be noisy
     and negative (it is used unclipped: the noise has mean zero).  τ̂ is kept in [0.01, 10].
+    Solved by Levenberg–Marquardt on (μ, log τ) with the analytic Jacobian, the m × m
+    matrices taken a block of rows at a time (memory O(m) rows, not O(m²) pairs × 2; a
+    5000-item release fits in a few hundred MB); ``x0`` = (μ, τ) starts it (e.g. the fit at
+    a nearby ``beta``).
     """
-    r, c = np.nonzero(graph)
-    y = np.asarray(Y, dtype=float)[r, c] / n
+    G = np.asarray(graph, dtype=bool)
+    Yn = np.asarray(Y, dtype=float)
+    beta = np.asarray(beta, dtype=float)
+    m = beta.size
+    lo, hi = np.array([-10.0, np.log(0.01)]), np.array([10.0, np.log(10.0)])
+    x = np.zeros(2) if x0 is None else np.clip([x0[0], np.log(x0[1])], lo, hi)
+    rows = max(1, _ABILITY_FIT_CELLS // max(1, m))
 
-    def resid(x: np.ndarray) -> np.ndarray:
-        return _pair_means(beta, x[0], np.exp(x[1]))[r, c] - y
+    def parts(x: np.ndarray, jac: bool):
+        tau = np.exp(x[1])
+        P = special.expit(x[0] + tau * _GH_NODES[:, None] - beta[None, :])  # nodes × m
+        Pw, Q = P * _GH_WEIGHTS[:, None], 1.0 - P
+        if jac:
+            Pd = P * Q
+            Pdz = Pd * (tau * _GH_NODES)[:, None]
+        cost, JJ, Jr = 0.0, np.zeros((2, 2)), np.zeros(2)
+        for a in range(0, m, rows):
+            b = min(m, a + rows)
+            g = G[a:b]
+            R = np.where(g, Pw[:, a:b].T @ Q - Yn[a:b] / n, 0.0)
+            cost += float(np.einsum("ij,ij->", R, R))
+            if jac:
+                Em = np.where(g, (Pd[:, a:b] * _GH_WEIGHTS[:, None]).T @ Q - Pw[:, a:b].T @ Pd, 0.0)
+                Es = np.where(g, (Pdz[:, a:b] * _GH_WEIGHTS[:, None]).T @ Q - Pw[:, a:b].T @ Pdz, 0.0)
+                JJ += [[np.einsum("ij,ij->", Em, Em), np.einsum("ij,ij->", Em, Es)],
+                       [0.0, np.einsum("ij,ij->", Es, Es)]]
+                Jr += [np.einsum("ij,ij->", Em, R), np.einsum("ij,ij->", Es, R)]
+        JJ[1, 0] = JJ[0, 1]
+        return cost, JJ, Jr
 
-    sol = optimize.least_squares(resid, x0=np.array([0.0, 0.0]),
-                                 bounds=([-10.0, np.log(0.01)], [10.0, np.log(10.0)]))
-    return float(sol.x[0]), float(np.exp(sol.x[1]))
+    cost, JJ, Jr = parts(x, True)
+    lam = 1e-3
+    for _ in range(100):
+        step = -np.linalg.solve(JJ + lam * np.diag(np.diag(JJ) + 1e-300), Jr)
+        new = np.clip(x + step, lo, hi)
+        new_cost = parts(new, False)[0]
+        if new_cost <= cost:
+            done = np.max(np.abs(new - x)) < 1e-8 or cost - new_cost <= 1e-10 * cost
+            x, cost = new, new_cost
+            if done:
+                break
+            JJ, Jr = parts(x, True)[1:]
+            lam = max(lam / 10.0, 1e-12)
+        else:
+            lam *= 10.0
+            if lam > 1e12:
+                break
+    return float(x[0]), float(np.exp(x[1]))
 
 
 # ---------------------------------------------------------------------------------------
 # 2. simulation
 def _simulated_persons(n: int, m: int) -> int:
-    work = max(MIN_SIMULATED_PERSONS, SIMULATION_WORK // max(1, m * m))
+    floor = MIN_SIMULATED_PERSONS if m <= 100 else max(FEWEST_SIMULATED_PERSONS, MIN_SIMULATED_PERSONS * 100 // m)
+    work = max(floor, SIMULATION_WORK // max(1, m * m))
     return int(min(n, MAX_SIMULATED_PERSONS, work))
 
 
@@ -117,7 +179,7 @@ def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float
 def _exact_counts(X: np.ndarray) -> np.ndarray:
     """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64."""
     s = X.sum(axis=1, dtype=np.float64)
-    Y = s[:, :, None] - np.matmul(X.transpose(0, 2, 1), X).astype(np.float64)
+    Y = np.subtract(s[:, :, None], np.matmul(X.transpose(0, 2, 1), X), dtype=np.float64)
     idx = np.arange(X.shape[2])
     Y[:, idx, idx] = 0.0
     return Y
@@ -127,7 +189,10 @@ def _rescale(Y: np.ndarray, n: int, k: int, mean_per_person: np.ndarray) -> np.n
     """Counts of k simulated persons -> counts of n persons (identity when k = n)."""
     if k == n:
         return Y
-    return n * mean_per_person + np.sqrt(n / k) * (Y - k * mean_per_person)
+    c = np.sqrt(n / k)
+    Y *= c  # in place: n·f + c·(Y − k·f) = c·Y + (n − c·k)·f
+    Y += (n - c * k) * mean_per_person
+    return Y
 
 
 def _replicate_batches(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float, n: int,
@@ -135,7 +200,7 @@ def _replicate_batches(rng: np.random.Generator, beta: np.ndarray, mu: float, ta
     """Yield (start, X) batches of simulated responses (k persons each) and k."""
     m = beta.size
     k = _simulated_persons(n, m)
-    step = max(1, _CHUNK_CELLS // (k * m))
+    step = max(1, min(_CHUNK_CELLS // (k * m), _COUNT_CELLS // (m * m)))
     for a in range(0, reps, step):
         r = min(reps, a + step) - a
         yield a, _responses(rng, beta, mu, tau, r, k), k
@@ -145,6 +210,10 @@ def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, 
     """Fresh noise of the released kind: discrete Gaussian (σ; drawn as a rounded normal) or
     discrete Laplace (scale b; exactly, as a difference of two geometric variables)."""
     if kind == "sigma":
+        if scale < 2.0**20:  # single precision: exact integers far beyond 6σ, half the cost
+            z = rng.standard_normal(shape, dtype=np.float32)
+            z *= np.float32(scale)
+            return np.rint(z, out=z)
         return np.rint(rng.normal(0.0, scale, shape))
     if kind == "scale":
         p = -np.expm1(-1.0 / scale)
@@ -154,17 +223,60 @@ def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, 
 
 # ---------------------------------------------------------------------------------------
 # 3. the estimator, batched
-def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0) -> np.ndarray:
+def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0, *,
+                   method: str = "auto", start: np.ndarray | None = None) -> np.ndarray:
     """Spectral estimates of a stack of counts (R, m, m) on ``graph``: (R, m), centred.
 
     The same chain as :func:`privirt.rasch.spectral.spectral_from_counts` with a ``graph``, λ on
     every edge and ``normalizer="max"``: the common normaliser d scales the generator but not
     its stationary distribution, so π solves π(D − M) = 0, Σπ = 1 (D = diag of row sums), and
     β = log π − mean(log π).  ``Y`` must be non-negative (clipped).
+
+    ``method="solve"``: one stacked dense solve (⅔ m³ per replicate).  ``method="power"``:
+    power iteration on the jump chain P = D⁻¹M, whose stationary x satisfies π ∝ x / d,
+    started at ``start`` (β of a nearby chain, e.g. the bootstrap's truth) or uniform: m² per
+    step, and the dense chains of a release mix in a few steps (replicates that have not
+    converged after :data:`POWER_MAX_ITER` steps, e.g. a periodic chain on a bipartite graph,
+    are solved densely).  ``"auto"``: power iteration from :data:`POWER_FROM_ITEMS` items.
     """
     G = np.asarray(graph, dtype=bool)
     m = G.shape[0]
-    M = np.where(G[None], Y, 0.0) + regularization * G[None]
+    M = np.where(G[None], Y, 0.0)
+    M += np.where(G, regularization, 0.0)[None]
+    if method == "auto":
+        method = "power" if m >= POWER_FROM_ITEMS else "solve"
+    if method == "solve":
+        return _solve_chain(M)
+    d = M.sum(axis=2)  # (R, m)
+    R = M.shape[0]
+    if start is None:
+        pi = np.full((R, m), 1.0 / m)
+    else:
+        e = np.exp(np.asarray(start, dtype=float) - np.max(start))
+        pi = np.broadcast_to(e / e.sum(), (R, m)).copy()
+    x = pi * d
+    x /= x.sum(axis=1, keepdims=True)
+    logx = np.log(np.clip(x, 1e-300, None))
+    todo = np.arange(R)
+    for _ in range(POWER_MAX_ITER):
+        Mt = M if todo.size == R else M[todo]
+        xn = np.einsum("ri,rij->rj", x[todo] / d[todo], Mt)  # (einsum: 4× a stacked matmul's speed here)
+        xn /= xn.sum(axis=1, keepdims=True)
+        ln = np.log(np.clip(xn, 1e-300, None))
+        change = np.max(np.abs(ln - logx[todo]), axis=1)
+        x[todo], logx[todo] = xn, ln
+        todo = todo[change >= POWER_TOL]
+        if todo.size == 0:
+            break
+    beta = logx - np.log(d)
+    if todo.size:
+        beta[todo] = _solve_chain(M[todo])
+    return beta - beta.mean(axis=1, keepdims=True)
+
+
+def _solve_chain(M: np.ndarray) -> np.ndarray:
+    """Centred log stationary distributions of the chains with rates ``M`` (R, m, m), densely."""
+    m = M.shape[1]
     L = -M
     idx = np.arange(m)
     L[:, idx, idx] = M.sum(axis=2)
@@ -183,22 +295,25 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
 def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray, G: np.ndarray, n: int,
                 reps: int, noise_parameter: str, noise_value: float,
                 regularization: float, estimator: str = "spectral",
-                noise_var: float | None = None, on_batch=None) -> tuple[np.ndarray, float, float]:
+                noise_var: float | None = None, on_batch=None,
+                ability: tuple[float, float] | None = None) -> tuple[np.ndarray, float, float]:
     """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release):
     the spectral estimate on the clipped counts, or the noise-aware estimate on the
     unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``).  ``on_batch(r)``,
-    if given, is called after each batch of ``r`` replicates (progress)."""
-    mu, tau = fit_ability_normal(Y_noisy, G, truth, n)
+    if given, is called after each batch of ``r`` replicates (progress); ``ability`` = (μ, τ)
+    fitted at a nearby truth starts the ability fit."""
+    mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
     for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
         Y = _rescale(_exact_counts(X), n, k, mean_pp)
-        Y = Y + _noise(rng, noise_parameter, noise_value, Y.shape)
+        Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
-            out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var))
+            out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
+                                                             tol=BOOT_TOL)
         else:
             np.clip(Y, 0.0, None, out=Y)
-            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization)
+            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization, start=truth)
         if on_batch is not None:
             on_batch(X.shape[0])
     return out, mu, tau
@@ -262,9 +377,12 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     tick = ticker(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
                   phase=lambda d: "calibration" if d < cal_total else "replicates")
 
+    ability: list = [None]  # (μ, τ) of the last truth: starts the next ability fit
+
     def F(b: np.ndarray) -> np.ndarray:
-        reps, _, _ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
-                                 on_batch=tick)
+        reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
+                                      on_batch=tick, ability=ability[0])
+        ability[0] = (mu_, tau_)
         return reps.mean(axis=0)
 
     truth = beta_hat.copy()
@@ -283,7 +401,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
             a = float(np.clip((dm @ dt) / (dt @ dt), MIN_SLOPE, 2.0))
         truth, mean = new, new_mean
     tick(at=cal_total)  # the calibration may stop early
-    reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw, on_batch=tick)
+    reps, mu, tau = _replicates(rng, truth, *args, n_boot, **kw, on_batch=tick, ability=ability[0])
     mean = reps.mean(axis=0)
     # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'
     # own attenuation (the ratio slope; the secant slope above is the whole profile's, along

@@ -160,7 +160,9 @@ def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
     row of ``beta`` rather than once per ability node.
     """
     T, m = beta.shape
-    lg = log_esf(beta)  # (T, m+1)
+    # rows with the same difficulties (the design's five parameter sets) share their ESFs
+    uniq, inv = np.unique(beta, axis=0, return_inverse=True)
+    lg = log_esf(uniq)[inv.ravel()] if uniq.shape[0] < T else log_esf(beta)  # (T, m+1)
     # Σ_i log(1 + e^{θ_k − β_i}), the exponential factorised (|θ|, |β| ≤ 60: no overflow)
     norm = np.sum(np.log1p(np.exp(-beta)[:, :, None] * np.exp(theta)[:, None, :]), axis=1)  # (T, Q)
     r = np.arange(m + 1, dtype=float)
@@ -228,25 +230,35 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     inverse Fisher information of (log τ, κ) from the B bins, each with variance
     n P_b(1 − P_b) + σ_h².  f runs over a grid in [0.01, 0.6] and B over 3 … m + 1
     equal-probability bins (m + 1: the full score distribution; a geometric grid of B beyond
-    :data:`_FULL_B_SEARCH` items, :func:`design_bins`); only n, m and ρ enter.
+    :data:`_FULL_B_SEARCH` items, :func:`design_bins`); only n, m and ρ enter.  Beyond
+    :data:`~privirt.private.totals.scores.EXACT_DESIGN_ITEMS` items the reference score
+    distribution is its Edgeworth expansion (:mod:`privirt.private.totals.scores`).
     """
+    from .scores import EXACT_DESIGN_ITEMS, edgeworth_score_distribution
+
     beta0 = reference_difficulties(m)
     Bs = design_bins(m)
+    # beyond EXACT_DESIGN_ITEMS items the reference score distribution by its Edgeworth
+    # expansion (O(m) per ability node; the exact one is O(m²); error bound in scores.py)
+    sdist = score_distribution if m <= EXACT_DESIGN_ITEMS else edgeworth_score_distribution
     total = np.zeros((len(Bs), _F_GRID.size))
-    pr_ref = None
+    pr_ref = S3 = None
     for k0 in REFERENCE_KAPPAS:
         h = 1e-3
         lt = np.array([0.0, -h, h, 0.0, 0.0])
         kap = np.array([k0, k0, k0, k0 - h if k0 > 0 else k0, k0 + h]) + np.array([0, 0, 0, 0, 0 if k0 > 0 else h])
         theta, w = ability_grid(lt, kappa=kap)
         B5 = np.repeat(beta0[None, :], 5, axis=0)
-        pr = np.einsum("tqr,tq->tr", score_distribution(B5, theta), w)
+        if S3 is None:  # P(r | θ) at τ = 1, e^−h, e^h: the abilities' nodes do not depend on κ
+            S3 = sdist(B5[:3], theta[:3])
+        pr = np.einsum("tqr,tq->tr", S3[[0, 1, 2, 0, 0]], w)
         pr_ref = pr[0] if pr_ref is None else pr_ref
         p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
         bet = invert_marginals(p0, theta, w)
         dk = kap[4] - kap[3]
         D = np.stack([(bet[2] - bet[1]) / (2 * h), (bet[4] - bet[3]) / dk], axis=1)
         D -= D.mean(axis=0)
+        DtD = D.T @ D
         dpr = np.stack([(pr[2] - pr[1]) / (2 * h), (pr[4] - pr[3]) / dk], axis=1)  # (m+1, 2)
         e = special.expit(theta[0][None, :] - beta0[:, None])
         dpi = (e * (1 - e)) @ w[0]
@@ -259,8 +271,9 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
             Pb = np.diff(c[edges])
             J = n * np.diff(cd[edges], axis=0)  # (B, 2)
             V = n * Pb * (1 - Pb) + 1.0 / (_F_GRID[:, None] * rho)  # (F, B)
-            info = np.einsum("bi,fb,bj->fij", J, 1.0 / V, J) + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
-            tr = np.einsum("ki,fij,kj->f", D, np.linalg.inv(info), D)
+            JJ = (J[:, :, None] * J[:, None, :]).reshape(-1, 4)  # J_bi J_bj, (B, 4)
+            info = ((1.0 / V) @ JJ).reshape(-1, 2, 2) + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
+            tr = np.einsum("fij,ij->f", np.linalg.inv(info), DtD)  # tr(D C Dᵀ) = Σ C ∘ DᵀD
             total[i] += a / (1 - _F_GRID) + samp + tr
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     best = (0.0, float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i]))
