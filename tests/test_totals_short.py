@@ -96,9 +96,8 @@ def test_release_and_fit_on_a_short_test_are_deterministic_given_seeds():
     assert not np.array_equal(other.beta.to_numpy(), fits[0].beta.to_numpy())
 
 
-def test_mcar_design_uses_the_full_observed_score_distribution_on_short_tests():
+def test_mcar_design_keeps_its_searched_layout():
+    # the full observed-score distribution was measured and not adopted for MCAR (docs/totals.md §4.1)
     from privirt.private.totals import marginal_missing
-    for m in (5, 10, 20):
-        f, g, edges, k_edges = marginal_missing.mcar_design(1000, m, 0.026)
-        assert np.array_equal(edges, np.arange(m + 2)) and 0 < f < 0.6
-    assert len(marginal_missing.mcar_design(1000, 50, 0.026)[2]) - 1 <= 16
+    f, g, edges, k_edges = marginal_missing.mcar_design(1000, 10, 0.026)
+    assert len(edges) - 1 <= 16 and 0 < f < 0.6

@@ -19,7 +19,6 @@ import numpy as np
 from scipy import special, stats
 
 from .marginal import (
-    FULL_SCORES_UP_TO,
     KAPPA_GRID,
     LAMBDA_GRID,
     PRIOR_LOG_TAU_SD,
@@ -218,8 +217,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     p0_ref, wts = _reference_marginals(m)
     P = float(np.sum(wts * p0_ref**2) / np.sum(wts))
     beta0 = reference_difficulties(m)
-    # short tests: the full observed-score distribution, as for complete data (docs/totals.md §4)
-    Bs = [m + 1] if m <= FULL_SCORES_UP_TO else list(range(3, min(m + 1, 16) + 1))
+    Bs = list(range(3, min(m + 1, 16) + 1))
     Ks = [K for K in K_BINS if K <= m + 1]
     total = np.zeros((len(Ks), len(Bs), _F_GRID.size))
     h, hp = 1e-3, 1e-3
