@@ -101,3 +101,18 @@ def test_mcar_design_keeps_its_searched_layout():
     from privirt.private.totals import marginal_missing
     f, g, edges, k_edges = marginal_missing.mcar_design(1000, 10, 0.026)
     assert len(edges) - 1 <= 16 and 0 < f < 0.6
+
+
+def test_default_method_rule_from_the_shapes_grid():
+    # Algorithm 2 exactly where m <= 10 and n·ε < 250 (BENCHMARKS.md, issue 26), both domains
+    for missing in ("none", "mcar"):
+        for m in (5, 10, 20, 50):
+            for n in (200, 500, 1000, 5000):
+                for eps in (0.3, 1.0, 3.0):
+                    want = "spectral" if m <= 10 and n * eps < 250 else "totals"
+                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps)
+    # only public values enter: the same answer whatever δ, and ε matters through n·ε
+    assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "spectral"
+    assert default_private_method(200, 10, 1.3, 1e-4) == "totals"
+    with pytest.raises(ValueError, match="missing must be"):
+        default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
