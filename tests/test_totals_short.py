@@ -104,15 +104,16 @@ def test_mcar_design_keeps_its_searched_layout():
 
 
 def test_default_method_rule_from_the_shapes_grid():
-    # Algorithm 2 exactly where m <= 10 and n·ε < 250 (BENCHMARKS.md, issue 26), both domains
+    # Algorithm 2 exactly where m <= 10 and (n·ε < 250 or n < 500) (BENCHMARKS.md, issue 26), both domains
     for missing in ("none", "mcar"):
         for m in (5, 10, 20, 50):
             for n in (200, 500, 1000, 5000):
                 for eps in (0.3, 1.0, 3.0):
-                    want = "spectral" if m <= 10 and n * eps < 250 else "totals"
+                    want = "spectral" if m <= 10 and (n * eps < 250 or n < 500) else "totals"
                     assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps)
     # only public values enter: the same answer whatever δ, and ε matters through n·ε
     assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "spectral"
-    assert default_private_method(200, 10, 1.3, 1e-4) == "totals"
+    assert default_private_method(700, 10, 0.4, 1e-4) == "totals"  # n·ε = 280
+    assert default_private_method(800, 10, 0.3, 1e-4) == "spectral"
     with pytest.raises(ValueError, match="missing must be"):
         default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
