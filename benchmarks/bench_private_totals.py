@@ -13,11 +13,20 @@ Prints tables (mean over trials, same data and δ = 1e-4 for both estimators):
   n = 10 000, m = 50, ε = 10 with normal, bimodal and skewed abilities (``coverage_large``:
   where free ability weights replace the mixture);
 * speed: seconds per ``private_totals_estimate`` call (200 bootstrap replicates) at n = 2000,
-  m = 20, beside ``private_spectral_estimate`` on the same data (best and median of 5).
+  m = 20, beside ``private_spectral_estimate`` on the same data (best and median of 5);
+* ``shapes_grid`` (issue 26): non-normal abilities (:data:`GRID_SHAPES`: bimodal at three
+  separations, skewed, uniform, a point mass plus a normal) × m ∈ {5, 10, 20} ×
+  n ∈ {200, 500, 1000, 5000} × ε ∈ {0.3, 1, 3}, fresh seeds (30 000 on): per cell the MSE
+  ratio Alg. 2 / totals, the same for the default method (``private.choose``), and the
+  coverage of the totals estimator's 95% intervals (real intervals, 200 bootstrap replicates,
+  the point estimate of the same call is the one scored). ``--grid-trials`` data sets per
+  cell, ``--jobs`` worker processes, ``--grid-shapes``/``--grid-m``/``--grid-n``/``--grid-eps``
+  to run a part.
 
     python benchmarks/bench_private_totals.py            # full run
     python benchmarks/bench_private_totals.py --quick    # fewer trials
     python benchmarks/bench_private_totals.py --tune     # the tuning seeds (not reported)
+    python benchmarks/bench_private_totals.py --only shapes_grid --grid-trials 12 --jobs 2
 
 Seeds: reported runs use seeds from 20_000 on (10_000 on were used once to diagnose a cell); ``--tune`` uses seeds from 0 (the ones the
 constants were tuned on).
@@ -26,8 +35,10 @@ constants were tuned on).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +77,100 @@ def simulate(n, m, abilities, rng):
     return X, beta
 
 
+#: the issue-26 grid's ability shapes (name: description); see :func:`grid_abilities`
+GRID_SHAPES = {
+    "bimodal1": "±1 + N(0, 0.5²)", "bimodal1.5": "±1.5 + N(0, 0.5²)", "bimodal2.5": "±2.5 + N(0, 0.5²)",
+    "skewed": "standardised Gamma(2)", "uniform": "U(−2, 2)", "pointmass": "30% at −2, else N(0.5, 1)",
+}
+
+
+def grid_abilities(shape, n, rng):
+    """Abilities of one of :data:`GRID_SHAPES` (and ``normal``)."""
+    if shape == "normal":
+        return rng.standard_normal(n)
+    if shape.startswith("bimodal"):
+        sep = float(shape[len("bimodal"):])
+        return np.where(rng.random(n) < 0.5, -sep, sep) + 0.5 * rng.standard_normal(n)
+    if shape == "skewed":
+        return (rng.gamma(2.0, 1.0, n) - 2.0) / np.sqrt(2.0)
+    if shape == "uniform":
+        return rng.uniform(-2.0, 2.0, n)
+    if shape == "pointmass":
+        return np.where(rng.random(n) < 0.3, -2.0, 0.5 + rng.standard_normal(n))
+    raise ValueError(shape)
+
+
+def grid_cell(args):
+    """One cell of the shapes grid: per data set (squared error totals, Alg. 2, default), hits, width."""
+    shape, n, m, eps, trials, seed0, n_boot = args
+    from privirt.private.choose import default_private_method
+    default = default_private_method(n, m, eps, DELTA)
+    out = []
+    for k in range(trials):
+        rng = np.random.default_rng([seed0, 26, n, m, int(eps * 1000), k, sum(shape.encode())])
+        beta = rng.standard_normal(m)
+        beta -= beta.mean()
+        theta = grid_abilities(shape, n, rng)
+        X = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(beta[None, :] - theta[:, None]))).astype(np.int8)
+        rel = release_totals(X, epsilon=eps, delta=DELTA, seed=seed0 + k)
+        fit = estimate_from_release(rel, n_boot=n_boot, seed=seed0 + k)
+        alg2 = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, n_boot=0,
+                                                 estimator="spectral").beta.to_numpy()
+        e_t, e_a = centred(fit.beta.to_numpy()) - beta, centred(alg2) - beta
+        lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
+        se_t, se_a = float(e_t @ e_t), float(e_a @ e_a)
+        out.append((se_t, se_a, se_t if default == "totals" else se_a,
+                    float(np.mean((lo <= beta) & (beta <= hi))) if n_boot else np.nan,
+                    float(np.mean(hi - lo)) if n_boot else np.nan))
+    return (shape, n, m, eps), np.array(out)
+
+
+def run_shapes_grid(args, seed0):
+    """The issue-26 grid (see the module docstring); prints a table and the summary by region."""
+    shapes = args.grid_shapes.split(",")
+    ms = [int(x) for x in args.grid_m.split(",")]
+    ns = [int(x) for x in args.grid_n.split(",")]
+    epss = [float(x) for x in args.grid_eps.split(",")]
+    jobs = [(sh, n, m, e, args.grid_trials, seed0 + 10_000, args.grid_boot)
+            for sh in shapes for m in ms for n in ns for e in epss]
+    print(f"\n## shapes grid (issue 26): {args.grid_trials} data sets per cell, {args.grid_boot} bootstrap, "
+          f"delta={DELTA:g}, {args.jobs} processes")
+    print(f"{'shape':>10} {'m':>3} {'n':>5} {'eps':>4} | {'rel tot':>7} {'rel alg2':>8} | {'MSE ratio':>9} "
+          f"{'default':>7} | {'coverage':>8} {'width':>6}")
+    rows = []
+    ex = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
+    results = ex.map(grid_cell, jobs) if ex else map(grid_cell, jobs)
+    for (shape, n, m, eps), r in results:
+        ratio, dratio = r[:, 1].mean() / r[:, 0].mean(), r[:, 1].mean() / r[:, 2].mean()
+        cov = float(np.nanmean(r[:, 3])) if args.grid_boot else np.nan
+        rows.append((shape, n, m, eps, ratio, dratio, cov))
+        # relative errors: ‖β̂ − β‖/‖β‖ with the data set's own ‖β‖² ≈ m
+        print(f"{shape:>10} {m:>3} {n:>5} {eps:>4g} | {np.sqrt(r[:, 0].mean() / m):>7.3f} "
+              f"{np.sqrt(r[:, 1].mean() / m):>8.3f} | {ratio:>9.2f} {dratio:>7.2f} | {cov:>8.3f} "
+              f"{np.nanmean(r[:, 4]):>6.3f}", flush=True)
+    if ex:
+        ex.shutdown()
+    print("\nsummary (MSE ratio Alg. 2 / totals; target >= 1.0 where m >= 10 and n >= 1000, >= 0.9 elsewhere; "
+          "coverage 0.90-0.98)")
+    for name, sel in (("m>=10, n>=1000", lambda r: r[2] >= 10 and r[1] >= 1000),
+                      ("elsewhere", lambda r: not (r[2] >= 10 and r[1] >= 1000))):
+        part = [r for r in rows if sel(r)]
+        if not part:
+            continue
+        need = 1.0 if name.startswith("m>=") else 0.9
+        worst = min(part, key=lambda r: r[4])
+        worst_d = min(part, key=lambda r: r[5])
+        miss = [r for r in part if r[4] < need]
+        print(f"{name:>15}: {len(part)} cells; min ratio totals {worst[4]:.2f} at {worst[:4]}; "
+              f"default {worst_d[5]:.2f} at {worst_d[:4]}; totals below {need}: {len(miss)} "
+              + " ".join(f"{r[:4]}={r[4]:.2f}" for r in miss))
+    covs = [r[6] for r in rows if np.isfinite(r[6])]
+    if covs:
+        out = [r for r in rows if np.isfinite(r[6]) and not 0.90 <= r[6] <= 0.98]
+        print(f"coverage range {min(covs):.3f}-{max(covs):.3f}; outside 0.90-0.98: {len(out)} "
+              + " ".join(f"{r[:4]}={r[6]:.3f}" for r in out))
+
+
 def one_pair(X, beta, eps, seed):
     t = release_totals(X, epsilon=eps, delta=DELTA, seed=seed)
     tot = estimate_from_release(t, n_boot=0).beta.to_numpy()
@@ -91,7 +196,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer trials")
     ap.add_argument("--tune", action="store_true", help="use the tuning seeds")
     ap.add_argument("--only", default="targets,shapes,lsat,grid,coverage,coverage_large,speed")
+    ap.add_argument("--grid-trials", type=int, default=None, help="shapes grid: data sets per cell (default 16, --quick 6)")
+    ap.add_argument("--grid-boot", type=int, default=200, help="shapes grid: bootstrap replicates (0: no coverage)")
+    ap.add_argument("--grid-shapes", default=",".join(GRID_SHAPES))
+    ap.add_argument("--grid-m", default="5,10,20")
+    ap.add_argument("--grid-n", default="200,500,1000,5000")
+    ap.add_argument("--grid-eps", default="0.3,1,3")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes for the shapes grid")
     args = ap.parse_args()
+    if args.grid_trials is None:
+        args.grid_trials = 6 if args.quick else 16
     seed0 = 0 if args.tune else 20_000
     trials = 4 if args.quick else 8
     only = set(args.only.split(","))
@@ -166,6 +280,8 @@ def main() -> None:
                 free.append(fit.info["free_ability_weights"])
             print(f"{ab:>8}: coverage {np.mean(hits):.3f} mean width {np.mean(widths):.3f} "
                   f"free ability weights in {int(np.sum(free))}/{ct}")
+    if "shapes_grid" in only:
+        run_shapes_grid(args, seed0)
     if "speed" in only:
         X = privirt.simulate_rasch(2000, 20, seed=seed0)[0]
         print("\n## speed, n=2000, m=20 (seconds per call; best / median of 5)")

@@ -296,8 +296,9 @@ def test_private_method_default_is_chosen_from_public_quantities_only():
     assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # where Algorithm 2 measured better
     assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
     assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
-    # declared-MCAR data: Algorithm 2 measured ahead for short tests below 1000 persons
-    assert default_private_method(500, 10, 1.0, 1e-4, missing="mcar") == "spectral"
+    # declared-MCAR data: the same rule (m <= 10 and n·ε < 250; issue 26)
+    assert default_private_method(500, 10, 0.3, 1e-4, missing="mcar") == "spectral"
+    assert default_private_method(500, 10, 1.0, 1e-4, missing="mcar") == "totals"
     assert default_private_method(500, 10, 1.0, 1e-4) == "totals"
     assert default_private_method(1000, 10, 0.3, 1e-4, missing="mcar") == "totals"
     assert default_private_method(200, 20, 0.3, 1e-4, missing="mcar") == "totals"

@@ -2,13 +2,21 @@
 
 The choice may depend on nothing but n (persons), m (items), ε and δ — never on the data —
 so that the choice itself reveals nothing.  It follows the accuracy measured by
-``benchmarks/bench_private_totals.py`` (``BENCHMARKS.md``): the totals estimator has the lower
-error everywhere measured except for short tests taken by few persons (n = 200, m = 10, where
-Algorithm 2 was ahead at ε = 0.3 and 1), so Algorithm 2 is the default there.  For data declared missing completely at random
-(``missing="mcar"``) ``benchmarks/bench_totals_missing.py`` measured the totals estimator ahead
-in all 24 cells of n ∈ {1000, 2000}, m ∈ {20, 50}, ε ∈ {0.3, 1, 3}, 10 %/30 % missing, and
-Algorithm 2 ahead in 4 of the 6 cells with m = 10 and n ∈ {200, 500} (the totals estimator
-ahead in all three at n = 1000), so the short-test corner is wider there.
+``benchmarks/bench_private_totals.py --only shapes_grid`` (``BENCHMARKS.md``, issue 26): on
+non-normal ability shapes (bimodal at three separations, skewed, uniform, a point mass plus a
+normal) × m ∈ {5, 10, 20} × n ∈ {200, 500, 1000, 5000} × ε ∈ {0.3, 1, 3}, the totals estimator
+is ahead of Algorithm 2 averaged over the shapes (geometric mean of the MSE ratios) in every
+cell but (m, n, ε) = (10, 500, 0.3), and half of the cells where its worst shape falls below
+0.9 are short tests with n·ε < 250 ((10, 500, 0.3), (10, 200, 1), (5, 200, 0.3),
+(5, 500, 0.3)), where both estimators are close to knowing nothing.  For declared-MCAR data
+``benchmarks/bench_totals_missing.py --corner`` measured Algorithm 2 ahead at m = 10 in exactly
+the cells with n·ε < 250 (n = 200 at ε = 0.3 and 1, n = 500 at ε = 0.3) and the totals
+estimator ahead in the others (n = 200 at ε = 3, n = 500 at ε ≥ 1, n = 1000), and ahead in all
+24 cells with m ≥ 20 and n ≥ 1000.  One rule covers both: Algorithm 2 for tests of at most 10
+items when n·ε < 250 (the noise on a proportion correct scales as 1/(nε)) or, as before, n < 500
+(there the totals estimator is ahead on average — (5, 200, 3), (10, 200, 3) — but its worst
+shapes are close to 0.9 or below, and Algorithm 2 also handles data with missing cells that were
+not declared MCAR, which small data sets given to the command line often have).
 """
 
 from __future__ import annotations
@@ -20,10 +28,12 @@ __all__ = ["PRIVATE_METHODS", "default_private_method"]
 #: private estimators by name (the registry :mod:`privirt.private.methods`)
 PRIVATE_METHODS = methods.names()
 
-#: below both, Algorithm 2 was measured more accurate than the totals estimator
-_SMALL_N, _SMALL_M = 500, 10
-#: the same corner for declared-MCAR data (n below, m at most)
-_MCAR_SMALL_N, _MCAR_SMALL_M = 1000, 10
+#: Algorithm 2 is the default for tests of at most this many items ...
+_SMALL_M = 10
+#: ... when n·ε is below this (complete data and declared MCAR alike; BENCHMARKS.md, issue 26)
+_SMALL_N_EPS = 250.0
+#: ... or when there are fewer persons than this
+_SMALL_N = 500
 
 
 def default_private_method(n_persons: int, n_items: int, epsilon: float, delta: float,
@@ -31,12 +41,11 @@ def default_private_method(n_persons: int, n_items: int, epsilon: float, delta: 
     """``"totals"`` or ``"spectral"`` (Algorithm 2) from the public n, m, ε, δ and the declared
     input domain ``missing`` (``"none"`` or ``"mcar"``).
 
-    ε and δ are accepted so that the rule can use them as measurements accumulate; the current
-    rule depends on n, m and the declared domain.
+    Algorithm 2 where m ≤ 10 and (n·ε < 250 or n < 500) (measured more accurate there, or not
+    clearly worse), the totals estimator elsewhere.  δ is accepted so that the rule can use it as measurements
+    accumulate (every measurement so far is at δ = 1e-4); the domain is validated.
     """
     if missing not in methods.DOMAINS:
         raise ValueError(f'missing must be "none" or "mcar", got {missing!r}')
-    small_n, small_m = (_MCAR_SMALL_N, _MCAR_SMALL_M) if missing == "mcar" else (_SMALL_N, _SMALL_M)
-    choice = "spectral" if n_persons < small_n and n_items <= small_m else "totals"
-    return methods.get(choice).name  # a registered method
-
+    small = n_items <= _SMALL_M and (n_persons * float(epsilon) < _SMALL_N_EPS or n_persons < _SMALL_N)
+    return methods.get("spectral" if small else "totals").name  # a registered method

@@ -210,8 +210,17 @@ _FULL_B_SEARCH: int = 200
 _B_GRID: int = 64
 
 
+#: Tests with at most this many items release the full raw-score distribution (B = m + 1, no
+#: merged scores): an equal-probability layout at the reference merges the extreme scores, where
+#: a population with mass beyond the items' range puts most persons, and the mixture fit from the
+#: merged bins then misjudges its scale (``docs/totals.md`` §4, issue 26).  Public (a function of m).
+FULL_SCORES_UP_TO: int = 20
+
+
 def design_bins(m: int) -> list[int]:
     """The numbers of score bins :func:`optimal_split` compares (public: a function of m)."""
+    if m <= FULL_SCORES_UP_TO:
+        return [m + 1]
     if m + 1 <= _FULL_B_SEARCH:
         return list(range(3, m + 2))
     grid = np.unique(np.rint(np.geomspace(3, m + 1, _B_GRID)).astype(int))

@@ -1,0 +1,119 @@
+"""Private totals on short tests (issue 26): the full score distribution, separated groups, the chooser."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import privirt
+from privirt.private.choose import default_private_method
+from privirt.private.totals import marginal
+from privirt.private.totals.api import estimate_from_release, release_totals
+
+
+def _population(n, m, sep, sd=0.5):
+    """Item marginals and the expected full score histogram (no sampling) of n persons with
+    abilities ±sep + N(0, sd²) (sep = 0: N(0, 1)); difficulties evenly spread over [−1.5, 1.5]."""
+    beta = np.linspace(-1.5, 1.5, m)
+    theta = np.linspace(-7.0, 7.0, 1401)
+    if sep == 0:
+        w = np.exp(-0.5 * theta**2)
+    else:
+        w = np.exp(-0.5 * ((theta - sep) / sd) ** 2) + np.exp(-0.5 * ((theta + sep) / sd) ** 2)
+    w /= w.sum()
+    p = marginal.item_marginals(beta[None], theta[None], w[None])[0]
+    full = n * np.einsum("tqr,tq->tr", marginal.score_distribution(beta[None], theta[None]), w[None])[0]
+    return beta - beta.mean(), p, full
+
+
+def _old_layout(m, B):
+    """The bins the design chose before issue 26: B equal-probability bins at the reference."""
+    theta, w = marginal.ability_grid(np.zeros(1))
+    pr = np.einsum("tqr,tq->tr", marginal.score_distribution(marginal.reference_difficulties(m)[None], theta), w)[0]
+    return marginal.equal_probability_edges(pr, B)
+
+
+def test_short_tests_release_the_full_score_distribution():
+    for m in range(1, marginal.FULL_SCORES_UP_TO + 1):
+        for n, rho in ((200, 0.003), (1000, 0.026), (5000, 0.4)):
+            f, edges = marginal.optimal_split(n, m, rho)
+            assert np.array_equal(edges, np.arange(m + 2)), (m, n, rho)
+            assert 0.0 < f < 0.6
+    # longer tests keep the searched layout: few bins when the histogram is noisy
+    _, edges = marginal.optimal_split(1000, 50, 0.04)
+    assert len(edges) - 1 <= 10
+
+
+@pytest.mark.parametrize("sep, kappa", [(0.0, 0.0), (2.5, 6.25 / 6.5)])
+def test_full_score_distribution_recovers_the_ability_shape_from_exact_statistics(sep, kappa):
+    n, m = 100_000, 10
+    beta, p, full = _population(n, m, sep)
+    fit = marginal.fit_spread(p, full, n, 1.0, np.arange(m + 2))
+    assert abs(fit.kappa_mean - kappa) < 0.08
+    assert abs(fit.tau - math.sqrt(sep**2 + (0.25 if sep else 1.0))) < 0.05 * fit.tau
+    assert np.linalg.norm(fit.beta - beta) < 0.01 * np.linalg.norm(beta)
+
+
+def _histogram_error(sep, edges, f, rho=0.026, n=1000, m=10, draws=8):
+    """Mean ‖β̂ − β‖² over seeded histogram noise at the release's σ_h (totals exact)."""
+    beta, p, full = _population(n, m, sep)
+    var_h = 1.0 / (f * rho)
+    rng = np.random.default_rng(26)
+    err = []
+    for _ in range(draws):
+        h = np.add.reduceat(full, edges[:-1]) + math.sqrt(var_h) * rng.standard_normal(len(edges) - 1)
+        b = marginal.fit_spread(p, h, n, var_h, edges).beta
+        err.append(float(np.sum((b - beta) ** 2)))
+    return float(np.mean(err))
+
+
+def test_merged_extreme_scores_lose_the_scale_of_separated_groups():
+    # the diagnosis of issue 26 (n = 1000, m = 10, ε = 1, ρ ≈ 0.026): the old design's 7 bins
+    # [0–2], [3–4], 5, 6, 7, 8, [9–10] hold ~80 % of two groups at ±2.5 in their two end bins
+    old = _old_layout(10, 7)
+    assert old.tolist() == [0, 3, 5, 6, 7, 8, 9, 11]
+    f_new, new = marginal.optimal_split(1000, 10, 0.026)
+    bad, good = _histogram_error(2.5, old, 0.073), _histogram_error(2.5, new, f_new)
+    assert bad > 3.0 * good
+    # normal abilities: the full distribution costs a little (each merged bin of the old layout
+    # now carries two or three noise draws; measured on 60 draws: 0.0150 against 0.0119), small
+    # against the error the totals' noise alone contributes at this ε (≈ 0.05)
+    assert _histogram_error(0.0, new, f_new, draws=24) <= 1.6 * _histogram_error(0.0, old, 0.073, draws=24)
+
+
+def test_release_and_fit_on_a_short_test_are_deterministic_given_seeds():
+    rng = np.random.default_rng(3)
+    theta = np.where(rng.random(600) < 0.5, -2.0, 2.0) + 0.5 * rng.standard_normal(600)
+    beta = np.linspace(-1, 1, 8)
+    X = (rng.random((600, 8)) < 1 / (1 + np.exp(beta[None] - theta[:, None]))).astype(np.int8)
+    fits = [estimate_from_release(release_totals(X, epsilon=1.0, seed=11), n_boot=30, seed=4) for _ in range(2)]
+    assert fits[0].info["n_bins"] == 9  # the full score distribution of 8 items
+    np.testing.assert_array_equal(fits[0].beta.to_numpy(), fits[1].beta.to_numpy())
+    np.testing.assert_array_equal(fits[0].ci.to_numpy(), fits[1].ci.to_numpy())
+    other = estimate_from_release(release_totals(X, epsilon=1.0, seed=12), n_boot=0)
+    assert not np.array_equal(other.beta.to_numpy(), fits[0].beta.to_numpy())
+
+
+def test_mcar_design_keeps_its_searched_layout():
+    # the full observed-score distribution was measured and not adopted for MCAR (docs/totals.md §4.1)
+    from privirt.private.totals import marginal_missing
+    f, g, edges, k_edges = marginal_missing.mcar_design(1000, 10, 0.026)
+    assert len(edges) - 1 <= 16 and 0 < f < 0.6
+
+
+def test_default_method_rule_from_the_shapes_grid():
+    # Algorithm 2 exactly where m <= 10 and (n·ε < 250 or n < 500) (BENCHMARKS.md, issue 26), both domains
+    for missing in ("none", "mcar"):
+        for m in (5, 10, 20, 50):
+            for n in (200, 500, 1000, 5000):
+                for eps in (0.3, 1.0, 3.0):
+                    want = "spectral" if m <= 10 and (n * eps < 250 or n < 500) else "totals"
+                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps)
+    # only public values enter: the same answer whatever δ, and ε matters through n·ε
+    assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "spectral"
+    assert default_private_method(700, 10, 0.4, 1e-4) == "totals"  # n·ε = 280
+    assert default_private_method(800, 10, 0.3, 1e-4) == "spectral"
+    with pytest.raises(ValueError, match="missing must be"):
+        default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
