@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--data", choices=("lsat6", "big", "both"), default="both",
+                    help="which data set(s) to measure (default both)")
     args = ap.parse_args(argv)
     n_small = 30 if args.quick else 100
     n_large = 5 if args.quick else 15
@@ -87,12 +89,16 @@ def main(argv=None) -> int:
         state = os.path.join(tmp, "state.db")
         store = init_store(state)
         lsat6 = privirt.as_responses(privirt.load_dataset("lsat6"))
-        X, _, _ = privirt.simulate_rasch(100_000, 50, seed=1)
-        big = privirt.as_responses(X)
-        for name, resp in (("lsat6", lsat6), ("big", big)):
+        sets = [("lsat6", lsat6)]
+        if args.data != "lsat6":
+            X, _, _ = privirt.simulate_rasch(100_000, 50, seed=1)
+            sets.append(("big", privirt.as_responses(X)))
+            if args.data == "big":
+                sets = sets[1:]
+        for name, resp in sets:
             register_dataset(store, name=name, resp=resp, epsilon=1e6, delta=DELTA, items=None, n_persons=None,
                              missing="none", source="bench")
-        key = store.add_analyst("bench", {"lsat6": (1e6, DELTA), "big": (1e6, DELTA)})
+        key = store.add_analyst("bench", {name: (1e6, DELTA) for name, _ in sets})
         who = store.authenticate(key, "analyst")
         port = _free_port()
         env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -111,7 +117,8 @@ def main(argv=None) -> int:
             load = os.getloadavg()
             print(f"bench_serve: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
             print("latency in ms (sequential, the peers interleaved); added = median paired difference to library")
-            for name, resp, n in (("lsat6", lsat6, n_small), ("big", big, n_large)):
+            for name, resp in sets:
+                n = n_small if name == "lsat6" else n_large
                 shape = f"{resp.n_persons}×{resp.n_items}"
                 cells = {
                     "release totals": (

@@ -406,18 +406,63 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):
 
 
 def test_the_fast_budget_check_agrees_with_the_ledgers_rule():
-    """``store._fits`` (closed-form upper bound first) decides exactly as ``total_epsilon``."""
+    """``store._fits`` (closed-form upper bound first, on the spends' sums) decides exactly as
+    ``total_epsilon``, and :class:`Spent` composes its sums as ``total_epsilon`` composes the list."""
     from privirt.private.accounting import PrivacyCost, total_epsilon
-    from privirt.serve.store import _fits
+    from privirt.serve.store import Spent, _fits
 
     rng = np.random.default_rng(3)
-    for _ in range(200):
+    for _ in range(300):
         rows = [(float(rng.choice([0.0, rng.exponential(0.01)])), float(rng.choice([0.0, rng.exponential(0.05)])),
                  float(rng.choice([0.0, 1e-8]))) for _ in range(rng.integers(0, 6))]
-        cost = PrivacyCost(rho=float(rng.exponential(0.01)), epsilon=float(rng.choice([0.0, 0.1])))
-        budget, delta = float(rng.uniform(0.05, 2.0)), 1e-6
+        cost = PrivacyCost(rho=float(rng.choice([0.0, rng.exponential(0.01)])),
+                           epsilon=float(rng.choice([0.0, 0.1])), delta=float(rng.choice([0.0, 0.0, 1e-7])))
+        budget, delta = float(rng.uniform(0.05, 2.0)), float(rng.choice([1e-6, 1e-7]))
         costs = [PrivacyCost(*r) for r in rows] + [cost]
-        assert _fits(rows, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))
+        spent = Spent.of(rows)
+        assert _fits(spent, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))
+        exact = total_epsilon(costs, delta)
+        assert spent.plus(cost).total(delta) == pytest.approx(exact, rel=1e-12, abs=1e-15) or exact == np.inf
+
+
+def test_the_debit_sums_the_spends_in_the_database(tmp_path):
+    """The debit reads the spends as SQL sums inside its transaction, not row by row, and the
+    sums equal the Python composition of the rows."""
+    import privirt
+    from privirt.private.accounting import PrivacyCost, total_epsilon
+    from privirt.serve import service
+    from privirt.serve.store import Spent, init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=50.0, delta=1e-6, items=None, n_persons=None,
+                             missing="none", source="test")
+    who = store.authenticate(store.add_analyst("a", {"d": (50.0, 1e-6)}), "analyst")
+    ds = store.dataset_for(who.id, "d")
+    costs = [PrivacyCost(rho=0.01), PrivacyCost(epsilon=0.2), PrivacyCost(rho=0.002, delta=1e-9),
+             PrivacyCost(epsilon=0.05)] * 5
+    for c in costs:
+        store.debit(analyst_id=who.id, dataset_id=ds["id"], cost=c, mechanism="m", endpoint="release",
+                    params={}, idem_key=None)
+    seen: list[str] = []
+    con = store._b._conn()
+    con.set_trace_callback(seen.append)
+    try:
+        store.debit(analyst_id=who.id, dataset_id=ds["id"], cost=PrivacyCost(rho=0.001), mechanism="m",
+                    endpoint="release", params={}, idem_key=None)
+    finally:
+        con.set_trace_callback(None)
+    reads = [q for q in seen if "FROM spends" in q]
+    assert reads and all("SUM(" in q for q in reads), reads
+    with store._b.read() as c2:
+        spent = store._spent(c2, ds["id"])
+    every = costs + [PrivacyCost(rho=0.001)]
+    assert spent.n == len(every)
+    assert spent.total(1e-6) == pytest.approx(total_epsilon(every, 1e-6), rel=1e-12)
+    ref = Spent.of(every)
+    assert [getattr(spent, f) for f in ('rho', 'epsilon', 'delta', 'pure_epsilon', 'pure_rho')] == pytest.approx(
+        [getattr(ref, f) for f in ('rho', 'epsilon', 'delta', 'pure_epsilon', 'pure_rho')], rel=1e-12)
+    assert store.datasets()[0]["spent_epsilon"] == pytest.approx(total_epsilon(every, 1e-6), rel=1e-12)
 
 
 def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatch):
