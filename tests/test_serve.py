@@ -369,14 +369,44 @@ def test_neighbouring_data_sets_give_identical_bodies_but_for_the_noise(service)
         b1 = json.loads(json.dumps(b1).replace("nb1", "<name>"))
         assert _public(b0) == _public(b1), (endpoint, body)
     assert seen == {200, 402, 422}
+    # the rest of the analyst's surface, on each neighbour in turn: a stored result, a replay, an
+    # Idempotency-Key reused with other parameters (422), the same key still running (409), a
+    # body over the limit (413)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def surface(name: str) -> list:
+        out = []
+        small = {"kind": "totals", "epsilon": 0.05}
+        hdr = {"Idempotency-Key": f"nb-{name}"}
+        st, first, _ = _post(s, "alice", name, "release", small, headers=hdr)
+        st2, stored, _ = call(f"{s['url']}/v1/requests/{first['request_id']}", key=s["keys"]["alice"])
+        assert stored == first
+        out.append((st, st2, _public(stored)))
+        st, again, h = _post(s, "alice", name, "release", small, headers=hdr)
+        out.append((st, h.get("idempotent-replayed"), _public(again) == _public(first)))
+        out.append(_post(s, "alice", name, "release", {**small, "epsilon": 0.06}, headers=hdr)[:2])
+        slow = {"method": "totals", "epsilon": 0.05, "n_boot": 1000}
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda _: _post(s, "alice", name, "estimate", slow,
+                                                 headers={"Idempotency-Key": f"slow-{name}"}), range(2)))
+        both.sort(key=lambda r: r[0])
+        assert [r[0] for r in both] == [200, 409], [r[0] for r in both]
+        conflict = dict(both[1][1])
+        assert conflict.pop("request_id") == both[0][1]["request_id"]
+        out.append((409, conflict["detail"].replace(both[0][1]["request_id"], "<id>")))
+        out.append(_post(s, "alice", name, "release", None, raw=b"{" + b" " * 20000 + b"}")[:2])
+        return json.loads(json.dumps(out).replace(name, "<name>"))
+
+    assert surface("nb0") == surface("nb1")
     # listings: identical but for the name
     ds = {d["name"]: d for d in call(f"{s['url']}/v1/datasets", key=s["keys"]["alice"])[1]}
     a, b = dict(ds["nb0"]), dict(ds["nb1"])
     a.pop("name"), b.pop("name")
     assert a == b
     sp = [x for x in call(f"{s['url']}/v1/spends", key=s["keys"]["alice"])[1] if x["dataset"] in ("nb0", "nb1")]
-    strip = [{k: v for k, v in x.items() if k not in ("id", "request_id", "time", "dataset")} for x in sp]
-    assert strip[0::2] == strip[1::2]
+    strip = {d: [{k: v for k, v in x.items() if k not in ("id", "request_id", "time", "dataset")}
+                 for x in sp if x["dataset"] == d] for d in ("nb0", "nb1")}
+    assert strip["nb0"] == strip["nb1"] and len(strip["nb0"]) == 8
 
 
 def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):

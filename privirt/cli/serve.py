@@ -28,8 +28,10 @@ Set up (STATE is a file path for SQLite, or a postgresql:// URL shared by severa
 
 The data set is validated and copied into STATE when it is added (every data-dependent error is
 shown to you there, never to an analyst); the file is not read again.  Keys are shown once and
-stored only as hashes.  Serve over TLS (a reverse proxy, or --ssl-keyfile/--ssl-certfile)
-whenever the service leaves the machine.
+stored only as hashes.  Serve over TLS whenever the service leaves the machine: a reverse proxy
+that terminates TLS (then add --tls-proxy: HSTS and Secure cookies), or --ssl-keyfile/--ssl-certfile.
+Each analyst may have --max-in-flight requests running at once (default 2; more get 429).
+The curator page is at /curator (log in with your key; the browser keeps a session, not the key).
 """
 
 

@@ -121,6 +121,7 @@ class _ServiceDebit(Ledger):
         self.planned_id = request_id  # chosen before the debit: a lost commit can be looked up
         self.request_id: str | None = None
         self.spend_id: int | None = None
+        self.unconfirmed = False  # the debit's commit raised and the request was not found
 
     def spend(self, cost, *, mechanism: str, note: str = "", asked: Any = None) -> int:
         # ``asked`` (the (ε, δ) the call asked for) is the request's own ε, δ, stored with it
@@ -140,6 +141,7 @@ class _ServiceDebit(Ledger):
             if spend_id is None:
                 _log.error("request %s: the state did not confirm its debit (%s)", self.planned_id,
                            type(exc).__name__)
+                self.unconfirmed = True
                 raise DebitUnconfirmed(self.planned_id) from exc
             _log.warning("request %s: the commit of its debit raised %s but it is committed",
                          self.planned_id, type(exc).__name__)
@@ -278,6 +280,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     except DebitUnconfirmed as exc:
         raise _unconfirmed(exc.request_id) from None
     except Exception as exc:
+        if debit.unconfirmed:  # whatever the library turned the unconfirmed debit into
+            raise _unconfirmed(debit.planned_id) from exc
         if debit.request_id is None:
             raise RequestFailed(500, "internal error before the budget was debited; nothing was spent") from exc
         message = ("internal error after the budget was debited: this request's cost was spent; "

@@ -462,7 +462,8 @@ class Store:
         status = "done" if error is None else "failed"
         with b.write(durable=False) as con:
             con.execute(b.q("UPDATE requests SET status = ?, result = ?, error = ?, finished = ? WHERE id = ?"),
-                        (status, None if result is None else json.dumps(result), error, _now(), request_id))
+                        (status, None if result is None else json.dumps(result, separators=(",", ":")), error, _now(),
+                         request_id))
 
     # -- reading the record ---------------------------------------------------------------
     def spends(self, analyst_id: int | None = None) -> list[dict]:
