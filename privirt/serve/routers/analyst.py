@@ -2,8 +2,9 @@
 stored results.
 
 Every handler is a plain ``def`` (run in the server's thread pool: the work is numpy).  The
-order of checks is fixed and uses public things only: key → body (one-line 422) → data set
-(the same 404 whether it exists or not) → Idempotency-Key → budget (402) → debit → noise.
+order of checks is fixed and uses public things only: key → body (one-line 422) → the name's
+form (404) → the analyst's requests in flight (429) → data set (the same 404 whether it exists or
+not) → Idempotency-Key → budget (402) → debit → noise.
 """
 
 from __future__ import annotations
