@@ -2,7 +2,8 @@
 
 Peers, side by side in one run, on the same data and parameters:
 
-* **in process** — the library call with a file :class:`privirt.Ledger` (so it debits too);
+* **in process** (``library``) — the library call with a file :class:`privirt.Ledger` (so it
+  debits too), and (``no ledger``) the same call without any ledger (the floor: no debit);
 * **HTTP** — the same request through :class:`privirt.client.Client` (urllib, JSON, the result
   object rebuilt) to ``privirt serve run`` (uvicorn, 1 worker, SQLite state) on 127.0.0.1.
 
@@ -10,9 +11,9 @@ Peers, side by side in one run, on the same data and parameters:
   HTTP (the service's bookkeeping: authentication aside, the budget check, the debit, storing
   the result).
 
-Requests: ``release totals`` and ``estimate totals`` with ``n_boot=0`` (the estimate without
-its bootstrap, so that the service's own cost is visible), ε = 0.5, δ = 1e-6, on LSAT6
-(1000 × 5) and on a simulated 10⁵ × 50 data set.  Sequential requests, the three peers
+Requests: ``release totals``, ``estimate totals`` with ``n_boot=0`` (the estimate without
+its bootstrap, so that the service's own cost is visible) and with its default intervals
+(``n_boot=200``), ε = 0.5, δ = 1e-6, on LSAT6 (1000 × 5) and on a simulated 10⁵ × 50 data set.  Sequential requests, the three peers
 interleaved (so that they see the same load), give the latency percentiles (p50, p90, p99, ms)
 and the added median = median of the paired differences to the library call; then
 ``--concurrency`` client threads give requests per second.  Nothing is asserted here (target:
@@ -20,6 +21,7 @@ and the added median = median of the paired differences to the library call; the
 
     python benchmarks/bench_serve.py              # full run (200 requests per cell on LSAT6)
     python benchmarks/bench_serve.py --quick      # fewer requests
+    python benchmarks/bench_serve.py --data lsat6 # LSAT6 only
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--data", choices=("lsat6", "big", "both"), default="both",
+                    help="which data set(s) to measure (default both)")
     args = ap.parse_args(argv)
     n_small = 30 if args.quick else 100
     n_large = 5 if args.quick else 15
@@ -87,17 +91,23 @@ def main(argv=None) -> int:
         state = os.path.join(tmp, "state.db")
         store = init_store(state)
         lsat6 = privirt.as_responses(privirt.load_dataset("lsat6"))
-        X, _, _ = privirt.simulate_rasch(100_000, 50, seed=1)
-        big = privirt.as_responses(X)
-        for name, resp in (("lsat6", lsat6), ("big", big)):
+        sets = [("lsat6", lsat6)]
+        if args.data != "lsat6":
+            X, _, _ = privirt.simulate_rasch(100_000, 50, seed=1)
+            sets.append(("big", privirt.as_responses(X)))
+            if args.data == "big":
+                sets = sets[1:]
+        for name, resp in sets:
             register_dataset(store, name=name, resp=resp, epsilon=1e6, delta=DELTA, items=None, n_persons=None,
                              missing="none", source="bench")
-        key = store.add_analyst("bench", {"lsat6": (1e6, DELTA), "big": (1e6, DELTA)})
+        key = store.add_analyst("bench", {name: (1e6, DELTA) for name, _ in sets})
         who = store.authenticate(key, "analyst")
         port = _free_port()
         env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # one analyst key drives --concurrency threads: allow that many of its requests in flight
         server = subprocess.Popen([sys.executable, "-m", "privirt", "serve", "run", state, "--port", str(port),
-                                   "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL)
+                                   "--log-level", "warning", "--max-in-flight", str(max(2, args.concurrency))],
+                                  env=env, stdout=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
             for _ in range(600):
@@ -111,26 +121,35 @@ def main(argv=None) -> int:
             load = os.getloadavg()
             print(f"bench_serve: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
             print("latency in ms (sequential, the peers interleaved); added = median paired difference to library")
-            for name, resp, n in (("lsat6", lsat6, n_small), ("big", big, n_large)):
+            for name, resp in sets:
+                n = n_small if name == "lsat6" else n_large
                 shape = f"{resp.n_persons}×{resp.n_items}"
                 cells = {
                     "release totals": (
-                        lambda r=resp: privirt.release_totals(r, epsilon=EPS, delta=DELTA, ledger=ledger),
+                        lambda r=resp, lg=ledger: privirt.release_totals(r, epsilon=EPS, delta=DELTA, ledger=lg),
                         lambda d=name: client.release(d, kind="totals", epsilon=EPS, delta=DELTA)),
                     "estimate totals (n_boot=0)": (
-                        lambda r=resp: privirt.private_totals_estimate(r, epsilon=EPS, delta=DELTA, ledger=ledger,
-                                                                       n_boot=0),
+                        lambda r=resp, lg=ledger: privirt.private_totals_estimate(r, epsilon=EPS, delta=DELTA,
+                                                                                  ledger=lg, n_boot=0),
                         lambda d=name: client.estimate(d, method="totals", epsilon=EPS, delta=DELTA, n_boot=0)),
+                    "estimate totals (default intervals, n_boot=200)": (
+                        lambda r=resp, lg=ledger: privirt.private_totals_estimate(r, epsilon=EPS, delta=DELTA,
+                                                                                  ledger=lg),
+                        lambda d=name: client.estimate(d, method="totals", epsilon=EPS, delta=DELTA)),
                 }
-                for label, (local, remote) in cells.items():
+                for label, (with_ledger, remote) in cells.items():
+                    local = with_ledger
                     params = ({"kind": "totals"} if label.startswith("release") else
-                              {"method": "totals", "confidence": 0.95, "n_boot": 0})
+                              {"method": "totals", "confidence": 0.95, "n_boot": 0 if "n_boot=0" in label else 200})
                     endpoint = "release" if label.startswith("release") else "estimate"
 
                     def service(d=name, p=params, e=endpoint):
                         run_request(store, who, d, e, {**p, "epsilon": EPS, "delta": DELTA}, None)
 
-                    peers = {"library": local, "service": service, "HTTP": remote}
+                    def bare(f=with_ledger):  # the same call without a ledger (no debit at all)
+                        f(lg=None)
+
+                    peers = {"library": local, "no ledger": bare, "service": service, "HTTP": remote}
                     for fn in peers.values():  # warm up (imports, caches)
                         fn()
                     times = {k: [] for k in peers}
@@ -142,7 +161,9 @@ def main(argv=None) -> int:
                     for k in peers:
                         extra = "" if k == "library" else \
                             f"   added p50 {np.median(np.asarray(times[k]) - base):7.2f}"
-                        print(f"    {k:8s} {_percentiles(times[k])}{extra}")
+                        if k == "HTTP":  # the transport alone: HTTP against the service in process
+                            extra += f"   (vs service {np.median(np.asarray(times[k]) - times['service']):6.2f})"
+                        print(f"    {k:9s} {_percentiles(times[k])}{extra}")
                     rates = {k: _rate(peers[k], n, args.concurrency) for k in ("library", "HTTP")}
                     print(f"    requests/s with {args.concurrency} threads: library {rates['library']:.1f}, "
                           f"HTTP {rates['HTTP']:.1f}")

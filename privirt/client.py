@@ -12,8 +12,10 @@ The methods return the library's own result objects (:class:`~privirt.TotalsEsti
 
 Built on the standard library (:mod:`urllib.request`), so an analyst needs only ``privirt``
 itself, not the service's extra.  Every request that spends carries a fresh
-``Idempotency-Key``; when the connection fails before an answer arrives, the client retries
-with the same key, so a lost response is fetched from the service's store and never paid twice.
+``Idempotency-Key``; when the connection fails before an answer arrives, when the service says
+you have too many requests running (429) or that it could not confirm a debit (503), the client
+retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
+from the service's store and never paid twice.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import pandas as pd
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
-           "InvalidRequest", "Conflict", "ServerError", "result_from_json"]
+           "InvalidRequest", "Conflict", "TooManyRequests", "ServerError", "result_from_json"]
 
 
 class ServiceError(Exception):
@@ -84,9 +86,16 @@ class Conflict(ServiceError):
     """409: the same Idempotency-Key is still running (or was interrupted after its debit)."""
 
 
+class TooManyRequests(ServiceError):
+    """429: you already have as many requests running as the service allows one analyst;
+    nothing was spent.  ``retry_after``: seconds to wait (the service's ``Retry-After``)."""
+
+    retry_after: float = 1.0
+
+
 class ServerError(ServiceError):
-    """5xx.  ``request_id`` is set when the budget was spent (fetch it later with
-    :meth:`Client.result`)."""
+    """5xx.  ``request_id`` is set when the budget was, or may have been, spent (fetch it later
+    with :meth:`Client.result`; a 503 says the service could not confirm the debit)."""
 
     @property
     def request_id(self) -> str | None:
@@ -94,12 +103,21 @@ class ServerError(ServiceError):
 
 
 _BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 402: BudgetExceeded, 422: InvalidRequest,
-              413: InvalidRequest, 409: Conflict}
+              413: InvalidRequest, 409: Conflict, 429: TooManyRequests}
+#: statuses retried with the same Idempotency-Key (nothing spent, or the debit unconfirmed)
+_RETRIED = (429, 503)
+#: longest wait between two tries (seconds), whatever Retry-After says
+_MAX_WAIT = 30.0
 
 
-def _error(status: int, body: dict) -> ServiceError:
+def _error(status: int, body: dict, retry_after: str | None = None) -> ServiceError:
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else ServiceError)
-    return cls(status, str(body.get("detail", "error")), body)
+    err = cls(status, str(body.get("detail", "error")), body)
+    try:
+        err.retry_after = min(_MAX_WAIT, max(0.0, float(retry_after))) if retry_after else 1.0
+    except ValueError:
+        err.retry_after = 1.0
+    return err
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -125,7 +143,8 @@ class Client:
     timeout : float, default 300
         Seconds to wait for one answer.
     retries : int, default 2
-        Retries (same Idempotency-Key) after a connection failure.
+        Retries (same Idempotency-Key) after a connection failure, a 429 (too many of your
+        requests running) or a 503 (a debit the service could not confirm).
     """
 
     def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2) -> None:
@@ -159,7 +178,12 @@ class Client:
                     payload = json.loads(exc.read().decode("utf-8"))
                 except (ValueError, UnicodeDecodeError):
                     payload = {"detail": exc.reason or "error"}
-                raise _error(exc.code, payload if isinstance(payload, dict) else {"detail": str(payload)}) from None
+                err = _error(exc.code, payload if isinstance(payload, dict) else {"detail": str(payload)},
+                             exc.headers.get("Retry-After") if exc.headers else None)
+                if exc.code in _RETRIED and attempt + 1 < attempts:
+                    time.sleep(err.retry_after)
+                    continue
+                raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
                 if attempt + 1 >= attempts:
                     raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"

@@ -60,19 +60,20 @@ def free_port() -> int:
 class Server:
     """``privirt serve run STATE`` on 127.0.0.1 in a subprocess (stopped by :meth:`stop`)."""
 
-    def __init__(self, state: str, *, workers: int = 1, port: int | None = None):
+    def __init__(self, state: str, *, workers: int = 1, port: int | None = None, extra: tuple = (),
+                 scheme: str = "http", context=None):
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "privirt", "serve", "run", str(state), "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", str(workers), "--log-level", "warning"],
+             "--port", str(self.port), "--workers", str(workers), "--log-level", "warning", *map(str, extra)],
             env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"the service exited: {self.proc.stderr.read().decode()[-2000:]}")
             try:
-                with urllib.request.urlopen(self.url + "/v1/health", timeout=2):
+                with urllib.request.urlopen(self.url + "/v1/health", timeout=2, context=context):
                     return
             except (urllib.error.URLError, ConnectionError, OSError):
                 time.sleep(0.1)
@@ -90,7 +91,7 @@ class Server:
 
 
 def call(url: str, method: str = "GET", key: str | None = None, body=None, *, raw: bytes | None = None,
-         headers: dict | None = None, timeout: float = 120) -> tuple[int, dict, dict]:
+         headers: dict | None = None, timeout: float = 120, context=None) -> tuple[int, dict, dict]:
     """One HTTP request: ``(status, json body, headers)``."""
     h = dict(headers or {})
     if key is not None:
@@ -100,7 +101,7 @@ def call(url: str, method: str = "GET", key: str | None = None, body=None, *, ra
         h.setdefault("Content-Type", "application/json")
     req = urllib.request.Request(url, data=data, headers=h, method=method)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
             text = resp.read().decode()
             return resp.status, (json.loads(text) if text and "json" in resp.headers.get("content-type", "")
                                  else {"text": text}), dict(resp.headers)

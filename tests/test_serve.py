@@ -369,14 +369,44 @@ def test_neighbouring_data_sets_give_identical_bodies_but_for_the_noise(service)
         b1 = json.loads(json.dumps(b1).replace("nb1", "<name>"))
         assert _public(b0) == _public(b1), (endpoint, body)
     assert seen == {200, 402, 422}
+    # the rest of the analyst's surface, on each neighbour in turn: a stored result, a replay, an
+    # Idempotency-Key reused with other parameters (422), the same key still running (409), a
+    # body over the limit (413)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def surface(name: str) -> list:
+        out = []
+        small = {"kind": "totals", "epsilon": 0.05}
+        hdr = {"Idempotency-Key": f"nb-{name}"}
+        st, first, _ = _post(s, "alice", name, "release", small, headers=hdr)
+        st2, stored, _ = call(f"{s['url']}/v1/requests/{first['request_id']}", key=s["keys"]["alice"])
+        assert stored == first
+        out.append((st, st2, _public(stored)))
+        st, again, h = _post(s, "alice", name, "release", small, headers=hdr)
+        out.append((st, h.get("idempotent-replayed"), _public(again) == _public(first)))
+        out.append(_post(s, "alice", name, "release", {**small, "epsilon": 0.06}, headers=hdr)[:2])
+        slow = {"method": "totals", "epsilon": 0.05, "n_boot": 1000}
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda _: _post(s, "alice", name, "estimate", slow,
+                                                 headers={"Idempotency-Key": f"slow-{name}"}), range(2)))
+        both.sort(key=lambda r: r[0])
+        assert [r[0] for r in both] == [200, 409], [r[0] for r in both]
+        conflict = dict(both[1][1])
+        assert conflict.pop("request_id") == both[0][1]["request_id"]
+        out.append((409, conflict["detail"].replace(both[0][1]["request_id"], "<id>")))
+        out.append(_post(s, "alice", name, "release", None, raw=b"{" + b" " * 20000 + b"}")[:2])
+        return json.loads(json.dumps(out).replace(name, "<name>"))
+
+    assert surface("nb0") == surface("nb1")
     # listings: identical but for the name
     ds = {d["name"]: d for d in call(f"{s['url']}/v1/datasets", key=s["keys"]["alice"])[1]}
     a, b = dict(ds["nb0"]), dict(ds["nb1"])
     a.pop("name"), b.pop("name")
     assert a == b
     sp = [x for x in call(f"{s['url']}/v1/spends", key=s["keys"]["alice"])[1] if x["dataset"] in ("nb0", "nb1")]
-    strip = [{k: v for k, v in x.items() if k not in ("id", "request_id", "time", "dataset")} for x in sp]
-    assert strip[0::2] == strip[1::2]
+    strip = {d: [{k: v for k, v in x.items() if k not in ("id", "request_id", "time", "dataset")}
+                 for x in sp if x["dataset"] == d] for d in ("nb0", "nb1")}
+    assert strip["nb0"] == strip["nb1"] and len(strip["nb0"]) == 8
 
 
 def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):
@@ -406,18 +436,63 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(tmp_path):
 
 
 def test_the_fast_budget_check_agrees_with_the_ledgers_rule():
-    """``store._fits`` (closed-form upper bound first) decides exactly as ``total_epsilon``."""
+    """``store._fits`` (closed-form upper bound first, on the spends' sums) decides exactly as
+    ``total_epsilon``, and :class:`Spent` composes its sums as ``total_epsilon`` composes the list."""
     from privirt.private.accounting import PrivacyCost, total_epsilon
-    from privirt.serve.store import _fits
+    from privirt.serve.store import Spent, _fits
 
     rng = np.random.default_rng(3)
-    for _ in range(200):
+    for _ in range(300):
         rows = [(float(rng.choice([0.0, rng.exponential(0.01)])), float(rng.choice([0.0, rng.exponential(0.05)])),
                  float(rng.choice([0.0, 1e-8]))) for _ in range(rng.integers(0, 6))]
-        cost = PrivacyCost(rho=float(rng.exponential(0.01)), epsilon=float(rng.choice([0.0, 0.1])))
-        budget, delta = float(rng.uniform(0.05, 2.0)), 1e-6
+        cost = PrivacyCost(rho=float(rng.choice([0.0, rng.exponential(0.01)])),
+                           epsilon=float(rng.choice([0.0, 0.1])), delta=float(rng.choice([0.0, 0.0, 1e-7])))
+        budget, delta = float(rng.uniform(0.05, 2.0)), float(rng.choice([1e-6, 1e-7]))
         costs = [PrivacyCost(*r) for r in rows] + [cost]
-        assert _fits(rows, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))
+        spent = Spent.of(rows)
+        assert _fits(spent, cost, budget, delta) == (total_epsilon(costs, delta) <= budget * (1 + 1e-12))
+        exact = total_epsilon(costs, delta)
+        assert spent.plus(cost).total(delta) == pytest.approx(exact, rel=1e-12, abs=1e-15) or exact == np.inf
+
+
+def test_the_debit_sums_the_spends_in_the_database(tmp_path):
+    """The debit reads the spends as SQL sums inside its transaction, not row by row, and the
+    sums equal the Python composition of the rows."""
+    import privirt
+    from privirt.private.accounting import PrivacyCost, total_epsilon
+    from privirt.serve import service
+    from privirt.serve.store import Spent, init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=50.0, delta=1e-6, items=None, n_persons=None,
+                             missing="none", source="test")
+    who = store.authenticate(store.add_analyst("a", {"d": (50.0, 1e-6)}), "analyst")
+    ds = store.dataset_for(who.id, "d")
+    costs = [PrivacyCost(rho=0.01), PrivacyCost(epsilon=0.2), PrivacyCost(rho=0.002, delta=1e-9),
+             PrivacyCost(epsilon=0.05)] * 5
+    for c in costs:
+        store.debit(analyst_id=who.id, dataset_id=ds["id"], cost=c, mechanism="m", endpoint="release",
+                    params={}, idem_key=None)
+    seen: list[str] = []
+    con = store._b._conn()
+    con.set_trace_callback(seen.append)
+    try:
+        store.debit(analyst_id=who.id, dataset_id=ds["id"], cost=PrivacyCost(rho=0.001), mechanism="m",
+                    endpoint="release", params={}, idem_key=None)
+    finally:
+        con.set_trace_callback(None)
+    reads = [q for q in seen if "FROM spends" in q]
+    assert reads and all("SUM(" in q for q in reads), reads
+    with store._b.read() as c2:
+        spent = store._spent(c2, ds["id"])
+    every = costs + [PrivacyCost(rho=0.001)]
+    assert spent.n == len(every)
+    assert spent.total(1e-6) == pytest.approx(total_epsilon(every, 1e-6), rel=1e-12)
+    ref = Spent.of(every)
+    assert [getattr(spent, f) for f in ('rho', 'epsilon', 'delta', 'pure_epsilon', 'pure_rho')] == pytest.approx(
+        [getattr(ref, f) for f in ('rho', 'epsilon', 'delta', 'pure_epsilon', 'pure_rho')], rel=1e-12)
+    assert store.datasets()[0]["spent_epsilon"] == pytest.approx(total_epsilon(every, 1e-6), rel=1e-12)
 
 
 def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatch):

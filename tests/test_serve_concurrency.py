@@ -25,6 +25,7 @@ from ._serve import LSAT6, Server, call, cli, counts, free_port, setup_state  # 
 
 EPS, DELTA = 0.5, 1e-6
 N_ANALYSTS, PER_ANALYST = 5, 10  # 50 requests
+UNCAPPED = ("--max-in-flight", str(PER_ANALYST))
 
 
 def _cost():
@@ -66,6 +67,28 @@ def _burst(urls: list[str], keys: dict, dataset: str) -> list[tuple[int, dict]]:
         return list(pool.map(one, jobs))
 
 
+def test_the_default_cap_answers_429_to_an_analysts_burst_and_spends_nothing_for_it(tmp_path):
+    """With the default cap (2 in flight per analyst), a burst of one analyst's requests gets
+    429s; every answer is 200, 402 or 429, and only the 200s spent."""
+    state = str(tmp_path / "state.db")
+    keys = _setup(state)
+    server = Server(state, workers=1)
+    try:
+        jobs = [keys["a0"]] * 12
+
+        def one(key):
+            return call(f"{server.url}/v1/datasets/by_total/estimate", "POST", key,
+                        {"method": "totals", "epsilon": EPS, "delta": DELTA, "n_boot": 200}, timeout=300)
+
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            results = list(pool.map(one, jobs))
+        statuses = [st for st, _, _ in results]
+        assert set(statuses) <= {200, 402, 429} and statuses.count(429) >= 1, statuses
+        assert counts(state)["spends"] == statuses.count(200)
+    finally:
+        server.stop()
+
+
 def _check_burst(results, curator_spends, dataset: str) -> None:
     ok = [b for st, b in results if st == 200]
     refused = [b for st, b in results if st == 402]
@@ -98,7 +121,9 @@ def _budgets_hold(url: str, curator: str) -> None:
 def test_two_workers_on_sqlite_never_overspend(tmp_path):
     state = str(tmp_path / "state.db")
     keys = _setup(state)
-    server = Server(state, workers=2)
+    # 10 in flight per analyst: all 50 requests race for the budget at once (the default cap of
+    # 2 would answer most of them 429 before they reach the debit)
+    server = Server(state, workers=2, extra=UNCAPPED)
     try:
         for dataset in ("by_allowance", "by_total"):
             results = _burst([server.url], keys, dataset)
@@ -263,7 +288,7 @@ def test_postgres_state_end_to_end_with_the_client(postgres):
 def test_two_service_processes_sharing_postgres_never_overspend(postgres):
     url = _new_database(postgres, "race")
     keys = _setup(url)
-    servers = [Server(url), Server(url)]
+    servers = [Server(url, extra=UNCAPPED), Server(url, extra=UNCAPPED)]
     try:
         urls = [s.url for s in servers]
         for dataset in ("by_allowance", "by_total"):
@@ -274,3 +299,37 @@ def test_two_service_processes_sharing_postgres_never_overspend(postgres):
     finally:
         for s in servers:
             s.stop()
+
+
+def test_postgres_a_lost_commit_answer_is_looked_up_not_guessed(postgres, tmp_path, monkeypatch):
+    """PostgreSQL, in process: the debit's COMMIT raises a connection error.  Committed: the
+    request goes on and returns its result, spent once.  Not committed: 503 saying the budget may
+    have been spent, with the request id; the id then shows nothing was, and a retry with the same
+    Idempotency-Key spends once."""
+    import psycopg
+
+    import privirt
+    from privirt.serve import service
+    from privirt.serve.store import init_store
+
+    from .test_serve_security import _flaky_commit
+
+    url = _new_database(postgres, "lostcommit")
+    store = init_store(url)
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=20.0, delta=DELTA, items=None, n_persons=None,
+                             missing="none", source="test")
+    who = store.authenticate(store.add_analyst("a", {"d": (20.0, DELTA)}), "analyst")
+    params = {"kind": "totals", "epsilon": 0.3, "delta": DELTA, "mechanism": "gaussian"}
+    _flaky_commit(monkeypatch, store, committed=True, exc=psycopg.OperationalError("server closed the connection"))
+    body, replayed = service.run_request(store, who, "d", "release", params, "pg-1")
+    assert not replayed and store.counts() == {"requests": 1, "spends": 1}
+    assert store.find_request(who.id, idem_key="pg-1")["result"] == body
+    _flaky_commit(monkeypatch, store, committed=False, exc=psycopg.OperationalError("server closed the connection"))
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, "pg-2")
+    assert err.value.status == 503 and "may have been spent" in err.value.detail
+    assert store.find_request(who.id, request_id=err.value.extra["request_id"]) is None
+    assert store.counts() == {"requests": 1, "spends": 1}
+    service.run_request(store, who, "d", "release", params, "pg-2")
+    assert store.counts() == {"requests": 2, "spends": 2}

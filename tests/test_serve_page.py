@@ -1,5 +1,5 @@
 """The curator page in a real headless browser (Debian's chromium driven by playwright; no
-browser download), and its login cookie."""
+browser download), and its login session (a random token in the cookie, never the key)."""
 
 from __future__ import annotations
 
@@ -43,11 +43,86 @@ def test_page_needs_the_curator_key(served):
     s = served
     st, body, _ = call(s["url"] + "/curator")
     assert st == 401 and "Log in" in body["text"]
-    st, body, _ = call(s["url"] + "/curator", headers={"Cookie": f"privirt_curator={s['keys']['alice']}"})
-    assert st == 401 and "lsat6" not in body["text"]
+    for name in ("privirt_curator", "privirt_session"):  # a key in a cookie is not a session
+        for key in (s["keys"]["alice"], s["keys"]["curator"]):
+            st, body, _ = call(s["url"] + "/curator", headers={"Cookie": f"{name}={key}"})
+            assert st == 401 and "lsat6" not in body["text"]
     st, body, h = call(s["url"] + "/curator", key=s["keys"]["curator"])
     assert st == 200 and "Audit log (5 spends" in body["text"]
     assert "default-src 'none'" in h["content-security-policy"] and "<script" not in body["text"]
+
+
+def _login(url: str, key: str):
+    import http.client
+
+    port = int(url.rsplit(":", 1)[1])
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    con.request("POST", "/curator/login", body=f"key={key}", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = con.getresponse()
+    r.read()
+    con.close()
+    return r.status, r.getheader("set-cookie")
+
+
+def _token(set_cookie: str) -> str:
+    first = set_cookie.split(";")[0]
+    name, _, value = first.partition("=")
+    assert name == "privirt_session"
+    return value
+
+
+def test_the_login_opens_a_server_side_session_that_logout_and_rotation_end(served, tmp_path):
+    import http.client
+    import sqlite3
+
+    s = served
+    st, cookie = _login(s["url"], s["keys"]["curator"])
+    assert st == 303 and "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/curator" in cookie
+    assert "Max-Age=28800" in cookie and "Secure" not in cookie  # plain http on loopback
+    token = _token(cookie)
+    assert len(token) >= 43 and token != s["keys"]["curator"] and s["keys"]["curator"].split(".")[2] not in cookie
+    st, body, _ = call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={token}"})
+    assert st == 200 and "Audit log" in body["text"]
+    # only the token's hash is stored
+    state = str(s["dir"] / "state.db")
+    raw = b"".join(open(p, "rb").read() for p in (state, state + "-wal") if os.path.exists(p))
+    assert token.encode() not in raw
+    # an expired session is refused
+    st2, cookie2 = _login(s["url"], s["keys"]["curator"])
+    token2 = _token(cookie2)
+    with sqlite3.connect(state) as con:
+        import hashlib
+
+        con.execute("UPDATE sessions SET expires = 0 WHERE token_hash = ?", (hashlib.sha256(token2.encode()).hexdigest(),))
+    st, _, _ = call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={token2}"})
+    assert st == 401
+    # logging out ends the session on the server: the old cookie no longer works
+    port = int(s["url"].rsplit(":", 1)[1])
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    con.request("POST", "/curator/logout", headers={"Cookie": f"privirt_session={token}"})
+    r = con.getresponse()
+    r.read()
+    con.close()
+    assert r.status == 303 and "privirt_session=" in r.getheader("set-cookie")
+    st, _, _ = call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={token}"})
+    assert st == 401
+
+
+def test_rotating_the_curator_key_ends_the_page_sessions(tmp_path):
+    from ._serve import cli, last_line
+
+    state = str(tmp_path / "state.db")
+    keys = setup_state(state, {"lsat6": (LSAT6, 4.0, 1e-6, ["--weights-col", "frequency"])}, {"alice": ["lsat6=1"]})
+    server = Server(state)
+    try:
+        st, cookie = _login(server.url, keys["curator"])
+        token = _token(cookie)
+        assert call(server.url + "/curator", headers={"Cookie": f"privirt_session={token}"})[0] == 200
+        new = last_line(cli("serve", "curator-key", state))
+        assert call(server.url + "/curator", headers={"Cookie": f"privirt_session={token}"})[0] == 401
+        assert call(server.url + "/curator", key=new)[0] == 200
+    finally:
+        server.stop()
 
 
 def test_curator_page_in_headless_chromium(served):
@@ -73,9 +148,13 @@ def test_curator_page_in_headless_chromium(served):
             page.wait_for_selector("text=Audit log")
             assert page.url.endswith("/curator")
             cookies = page.context.cookies()
-            (cookie,) = [c for c in cookies if c["name"] == "privirt_curator"]
-            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
-            assert "privirt_curator" not in page.evaluate("document.cookie")  # scripts cannot read it
+            (cookie,) = [c for c in cookies if c["name"] == "privirt_session"]
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/curator"
+            assert cookie["value"] != s["keys"]["curator"] and s["keys"]["curator"] not in cookie["value"]
+            assert "privirt_session" not in page.evaluate("document.cookie")  # scripts cannot read it
+            # the page survives a reload on the session alone
+            page.reload()
+            page.wait_for_selector("text=Audit log")
             # data sets, allowances (bob revoked), one plot per analyst, the audit log
             tables = page.locator("table")
             assert tables.count() == 3
@@ -89,7 +168,12 @@ def test_curator_page_in_headless_chromium(served):
             # logging out drops the cookie
             page.click("text=log out")
             page.wait_for_selector("input[name=key]")
-            assert not [c for c in page.context.cookies() if c["name"] == "privirt_curator"]
+            assert not [c for c in page.context.cookies() if c["name"] == "privirt_session"]
+            # the server ended the session: putting the old cookie back does not log in
+            page.context.add_cookies([{k: cookie[k] for k in ("name", "value", "domain", "path", "httpOnly",
+                                                             "sameSite", "secure", "expires")}])
+            page.goto(s["url"] + "/curator")
+            assert page.locator("input[name=key]").count() == 1 and "Audit log" not in page.content()
         finally:
             browser.close()
     assert not outside, outside  # no external assets

@@ -28,8 +28,10 @@ Set up (STATE is a file path for SQLite, or a postgresql:// URL shared by severa
 
 The data set is validated and copied into STATE when it is added (every data-dependent error is
 shown to you there, never to an analyst); the file is not read again.  Keys are shown once and
-stored only as hashes.  Serve over TLS (a reverse proxy, or --ssl-keyfile/--ssl-certfile)
-whenever the service leaves the machine.
+stored only as hashes.  Serve over TLS whenever the service leaves the machine: a reverse proxy
+that terminates TLS (then add --tls-proxy: HSTS and Secure cookies), or --ssl-keyfile/--ssl-certfile.
+Each analyst may have --max-in-flight requests running at once (default 2; more get 429).
+The curator page is at /curator (log in with your key; the browser keeps a session, not the key).
 """
 
 
@@ -107,6 +109,13 @@ def register(subparsers) -> None:
     p.add_argument("--workers", type=positive_int, default=1, metavar="K", help="worker processes (default 1)")
     p.add_argument("--ssl-keyfile", default=None, metavar="PATH", help="TLS private key (PEM)")
     p.add_argument("--ssl-certfile", default=None, metavar="PATH", help="TLS certificate (PEM)")
+    p.add_argument("--max-in-flight", type=positive_int, default=2, metavar="K",
+                   help="spending requests one analyst may have running at once, per worker (default 2); "
+                   "more get 429 with Retry-After, nothing spent")
+    p.add_argument("--tls-proxy", action="store_true",
+                   help="every request reaches the service through a TLS-terminating reverse proxy: send "
+                   "Strict-Transport-Security and mark the curator page's session cookie Secure (automatic "
+                   "with --ssl-certfile)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=run_serve)
 
@@ -280,6 +289,8 @@ def run_serve(args: argparse.Namespace) -> int:
               "network in clear — put a TLS reverse proxy in front or give --ssl-keyfile/--ssl-certfile",
               file=sys.stderr)
     os.environ["PRIVIRT_SERVE_STATE"] = args.state
+    os.environ["PRIVIRT_SERVE_MAX_IN_FLIGHT"] = str(args.max_in_flight)
+    os.environ["PRIVIRT_SERVE_TLS_PROXY"] = "1" if args.tls_proxy else "0"
     uvicorn.run("privirt.serve.app:app_from_env", factory=True, host=args.host, port=args.port,
                 workers=args.workers, ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
                 log_level=args.log_level, server_header=False, proxy_headers=False)

@@ -17,6 +17,8 @@ that rounded value at or below the ε the caller chose.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import math
 from typing import Any, ClassVar
@@ -444,7 +446,20 @@ class TotalsGaussian(PartsGaussian):
     def calibrate(cls, target: ApproxDP, *, n_persons: int, n_items: int,
                   missing: str = "none") -> "TotalsGaussian":
         """σ per part meeting ``target`` with the derived split (a hair more noise until the
-        mechanisms' rounded-up ρ meets it)."""
+        mechanisms' rounded-up ρ meets it).
+
+        The calibration is a deterministic function of public values only (ε, δ, n, m, the
+        declared domain), and its cost (the design and the samplers' tables) is most of a small
+        release's time: it is computed once per process for each such tuple and a copy is
+        returned (a caller that prices a request and then runs it calibrates once;
+        :func:`_calibrated_totals` ``.cache_clear()`` empties the cache)."""
+        key = (float(target.epsilon), float(target.delta), int(n_persons), int(n_items), str(missing))
+        return copy.deepcopy(_calibrated_totals(cls, *key))
+
+    @classmethod
+    def _calibrate(cls, target: ApproxDP, *, n_persons: int, n_items: int,
+                   missing: str = "none") -> "TotalsGaussian":
+        """The calibration itself (uncached; see :meth:`calibrate`)."""
         from .totals import marginal, marginal_missing
         from .sensitivity import _sqrt_up
 
@@ -528,3 +543,10 @@ class TotalsGaussian(PartsGaussian):
             "complete data only: which items a person answered is not part of the release",
         )
 
+
+@functools.lru_cache(maxsize=256)
+def _calibrated_totals(cls: type, epsilon: float, delta: float, n_persons: int, n_items: int,
+                       missing: str) -> "TotalsGaussian":
+    """:meth:`TotalsGaussian.calibrate`'s cache (public values in, a measurement out; never
+    handed out itself, only deep copies of it)."""
+    return cls._calibrate(ApproxDP(epsilon, delta), n_persons=n_persons, n_items=n_items, missing=missing)

@@ -20,7 +20,15 @@ class StateError(ValueError):
     """A state that cannot be opened, created or changed as asked (curator-facing)."""
 
 
-_TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends")
+_TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")
+
+
+def sessions_table(real: str) -> str:
+    """The curator page's login sessions (schema 2): the SHA-256 of a random token, the curator
+    key it was opened with, and its expiry (seconds since the epoch)."""
+    return f"""CREATE TABLE sessions (
+            token_hash TEXT PRIMARY KEY, curator_key_id INTEGER NOT NULL REFERENCES curator_keys(id),
+            created {real} NOT NULL, expires {real} NOT NULL)"""
 
 
 def _schema(serial: str, real: str, blob: str) -> list[str]:
@@ -56,6 +64,7 @@ def _schema(serial: str, real: str, blob: str) -> list[str]:
             epsilon {real} NOT NULL CHECK (epsilon >= 0), delta {real} NOT NULL CHECK (delta >= 0),
             note TEXT NOT NULL)""",
         "CREATE INDEX spends_dataset ON spends (dataset_id, analyst_id)",
+        sessions_table(real),
     ]
 
 

@@ -1,8 +1,10 @@
 """The ASGI application: :func:`create_app` (FastAPI on Starlette; run by uvicorn).
 
 Cross-cutting rules live here: the body-size limit (413 before anything is parsed), one-line
-JSON errors for every failure (no tracebacks, no echo of the input), security headers, and
-the mapping of :class:`~privirt.serve.service.RequestFailed` and authentication errors.
+JSON errors for every failure (no tracebacks, no echo of the input), security headers (with
+``Strict-Transport-Security`` on HTTPS or behind a declared TLS proxy), the per-analyst cap on
+requests in flight (429), the library's warnings routed to the curator's log, and the mapping
+of :class:`~privirt.serve.service.RequestFailed` and authentication errors.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,10 +25,14 @@ from .routers import analyst, curator
 from .service import NOT_FOUND, RequestFailed
 from .store import Store, open_store
 
-__all__ = ["create_app", "app_from_env", "MAX_BODY"]
+__all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
 
 #: Largest request body accepted (bytes); larger ones get 413 before they are parsed.
 MAX_BODY = 16 * 1024
+#: Default number of spending requests one analyst may have running at once (per process).
+MAX_IN_FLIGHT = 2
+#: ``Strict-Transport-Security`` sent on HTTPS responses (one year; no preload).
+HSTS = (b"strict-transport-security", b"max-age=31536000")
 _log = logging.getLogger("privirt.serve")
 
 _SECURITY_HEADERS = [
@@ -38,29 +45,33 @@ _SECURITY_HEADERS = [
 ]
 
 
-async def _send_json(send, status: int, body: dict) -> None:
+async def _send_json(send, status: int, body: dict, headers=_SECURITY_HEADERS) -> None:
     data = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            (b"connection", b"close"), *_SECURITY_HEADERS]})
+                            (b"connection", b"close"), *headers]})
     await send({"type": "http.response.body", "body": data})
 
 
 class _Limits:
-    """ASGI middleware: the body limit (413) and the security headers on every response."""
+    """ASGI middleware: the body limit (413) and the security headers on every response
+    (``Strict-Transport-Security`` too when the connection is HTTPS or ``tls_proxy`` declares
+    that every request reaches the service through a TLS-terminating proxy)."""
 
-    def __init__(self, app, max_body: int) -> None:
+    def __init__(self, app, max_body: int, tls_proxy: bool = False) -> None:
         self.app = app
         self.max_body = max_body
+        self.tls_proxy = tls_proxy
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = _SECURITY_HEADERS + ([HSTS] if self.tls_proxy or scope.get("scheme") == "https" else [])
         too_big = {"detail": f"request body larger than {self.max_body} bytes; nothing was spent"}
         length = dict(scope.get("headers") or ()).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _send_json(send, 413, too_big)
+            await _send_json(send, 413, too_big, headers)
             return
         body, more = b"", True
         while more:
@@ -70,7 +81,7 @@ class _Limits:
             body += msg.get("body", b"")
             more = msg.get("more_body", False)
             if len(body) > self.max_body:
-                await _send_json(send, 413, too_big)
+                await _send_json(send, 413, too_big, headers)
                 return
         replayed = False
 
@@ -84,16 +95,73 @@ class _Limits:
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in _SECURITY_HEADERS if k not in names]
+                extra = [(k, v) for k, v in headers if k not in names]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         await self.app(scope, replay, send_with_headers)
 
 
-def create_app(state: Store | str, *, max_body: int = MAX_BODY) -> Any:
-    """The service for a state (an open :class:`Store`, a path or a ``postgresql://`` URL)."""
+class InFlight:
+    """How many spending requests each analyst has running in this process, capped at ``limit``.
+
+    :meth:`acquire` is called by the request's handler before any work (a refusal is a 429:
+    nothing is read, nothing spent); the slot is given back by the worker thread when the work
+    is really done (:meth:`release`), so an analyst who drops connections cannot pile up work
+    in the server's thread pool.  Thread-safe.
+    """
+
+    def __init__(self, limit: int = MAX_IN_FLIGHT) -> None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"the in-flight limit must be a positive integer, got {limit!r}")
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._n: dict[int, int] = {}
+
+    def acquire(self, analyst_id: int) -> bool:
+        with self._lock:
+            k = self._n.get(analyst_id, 0)
+            if k >= self.limit:
+                return False
+            self._n[analyst_id] = k + 1
+            return True
+
+    def release(self, analyst_id: int) -> None:
+        with self._lock:
+            k = self._n.get(analyst_id, 0) - 1
+            if k > 0:
+                self._n[analyst_id] = k
+            else:
+                self._n.pop(analyst_id, None)
+
+    def running(self, analyst_id: int) -> int:
+        with self._lock:
+            return self._n.get(analyst_id, 0)
+
+
+def route_warnings() -> None:
+    """Send the library's warnings (convergence notes and the like) to the curator's log.
+
+    Called once when the app is built, never per request: ``warnings.catch_warnings`` swaps
+    process-wide state and is not safe under concurrent requests.  :func:`logging.captureWarnings`
+    routes every warning to the ``py.warnings`` logger (uvicorn's log, stderr); an analyst never
+    sees them (responses carry only the result and its statement).
+    """
+    logging.captureWarnings(True)
+
+
+def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT,
+               tls_proxy: bool = False) -> Any:
+    """The service for a state (an open :class:`Store`, a path or a ``postgresql://`` URL).
+
+    ``max_in_flight``: spending requests one analyst may have running at once in this process
+    (more get 429 with ``Retry-After``, nothing spent).  ``tls_proxy``: every request arrives
+    through a TLS-terminating reverse proxy — send ``Strict-Transport-Security`` and mark the
+    curator page's session cookie ``Secure`` (both are automatic when uvicorn serves HTTPS
+    itself).
+    """
     store = state if isinstance(state, Store) else open_store(state)
+    route_warnings()
     app = FastAPI(
         title="privirt serve",
         summary="Private item-response estimates within allowances the analysts cannot bypass.",
@@ -101,12 +169,14 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY) -> Any:
         docs_url=None, redoc_url=None,  # the API is described at /openapi.json (no CDN scripts)
     )
     app.state.store = store
+    app.state.in_flight = InFlight(max_in_flight)
+    app.state.tls_proxy = bool(tls_proxy)
     app.include_router(analyst.router)
     app.include_router(curator.router)
 
     @app.exception_handler(RequestFailed)
     async def _failed(request: Request, exc: RequestFailed):
-        return JSONResponse(exc.body(), status_code=exc.status)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(AuthError)
     async def _auth(request: Request, exc: AuthError):
@@ -136,7 +206,7 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY) -> Any:
     def health():
         return {"status": "ok"}
 
-    app.add_middleware(_Limits, max_body=max_body)
+    app.add_middleware(_Limits, max_body=max_body, tls_proxy=bool(tls_proxy))
     return app
 
 
@@ -147,8 +217,11 @@ def _version() -> str:
 
 
 def app_from_env() -> Any:
-    """The app for ``uvicorn --factory privirt.serve.app:app_from_env`` (state in ``PRIVIRT_SERVE_STATE``)."""
+    """The app for ``uvicorn --factory privirt.serve.app:app_from_env``: the state in
+    ``PRIVIRT_SERVE_STATE``, ``PRIVIRT_SERVE_MAX_IN_FLIGHT`` (default 2) and
+    ``PRIVIRT_SERVE_TLS_PROXY=1`` (set by ``privirt serve run``)."""
     state = os.environ.get("PRIVIRT_SERVE_STATE")
     if not state:
         raise RuntimeError("set PRIVIRT_SERVE_STATE to the state path or postgresql:// URL")
-    return create_app(state)
+    return create_app(state, max_in_flight=int(os.environ.get("PRIVIRT_SERVE_MAX_IN_FLIGHT", MAX_IN_FLIGHT)),
+                      tls_proxy=os.environ.get("PRIVIRT_SERVE_TLS_PROXY") == "1")

@@ -1,8 +1,10 @@
 """Bearer-key authentication for the two roles (keys: :mod:`privirt.serve.keys`).
 
-Analysts and the curator send ``Authorization: Bearer <key>``; the curator page may instead
-carry the curator key in an ``HttpOnly``, ``SameSite=Strict`` cookie set by its login form.
-A missing, malformed, wrong or revoked key gets the same 401 answer.
+Analysts and the curator send ``Authorization: Bearer <key>``.  The curator page's login form
+takes the curator key once and opens a server-side session instead: the cookie holds a random
+256-bit token (``HttpOnly``, ``SameSite=Strict``, ``Secure`` over TLS, 8 hours), the state only
+its SHA-256 and expiry; logging out or rotating the curator key ends it.  The key itself is
+never put in a cookie.  A missing, malformed, wrong or revoked key gets the same 401 answer.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from fastapi import Request
 
 from .store import Principal, Store
 
-__all__ = ["bearer", "analyst", "curator", "AuthError", "COOKIE"]
+__all__ = ["bearer", "analyst", "curator", "AuthError", "COOKIE", "SESSION_TTL"]
 
-COOKIE = "privirt_curator"
+COOKIE = "privirt_session"
+#: Lifetime of a curator page session (seconds).
+SESSION_TTL = 8 * 3600
 UNAUTHORIZED = "missing, invalid or revoked API key (send Authorization: Bearer <key>)"
 
 
@@ -50,10 +54,13 @@ def analyst(request: Request) -> Principal:
 
 
 def curator(request: Request, *, cookie: bool = False) -> Principal:
-    """The curator (key in the header, or with ``cookie`` also the page's cookie); 401/403."""
+    """The curator (key in the header, or with ``cookie`` also the page's session); 401/403."""
     key = bearer(request)
     if key is None and cookie:
-        key = request.cookies.get(COOKIE)
+        p = _store(request).session(request.cookies.get(COOKIE))
+        if p is None:
+            raise AuthError(401, UNAUTHORIZED)
+        return p
     p = _store(request).authenticate(key, "curator")
     if p is None:
         if key and _store(request).authenticate(key, "analyst") is not None:

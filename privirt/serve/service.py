@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..private.ledger import Ledger
-from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store
+from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
 
@@ -93,10 +93,11 @@ def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: fl
 class RequestFailed(Exception):
     """An error to show the analyst: HTTP ``status`` and a one-line ``detail`` (+ extra fields)."""
 
-    def __init__(self, status: int, detail: str, **extra: Any):
+    def __init__(self, status: int, detail: str, headers: dict | None = None, **extra: Any):
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers
         self.extra = extra
 
     def body(self) -> dict:
@@ -114,22 +115,68 @@ class _ServiceDebit(Ledger):
     before drawing any noise).
     """
 
-    def __init__(self, store: Store, **context: Any) -> None:  # noqa: D107 - no file ledger
+    def __init__(self, store: Store, request_id: str, **context: Any) -> None:  # noqa: D107
         self._store = store
         self._context = context
+        self.planned_id = request_id  # chosen before the debit: a lost commit can be looked up
         self.request_id: str | None = None
         self.spend_id: int | None = None
+        self.unconfirmed = False  # the debit's commit raised and the request was not found
 
     def spend(self, cost, *, mechanism: str, note: str = "", asked: Any = None) -> int:
         # ``asked`` (the (ε, δ) the call asked for) is the request's own ε, δ, stored with it
         if self.request_id is not None:  # pragma: no cover - the library debits once
             raise RuntimeError("a service request debits once")
-        self.request_id, self.spend_id = self._store.debit(cost=cost, mechanism=mechanism, note=note,
-                                                           **self._context)
+        try:
+            self.request_id, self.spend_id = self._store.debit(
+                cost=cost, mechanism=mechanism, note=note, request_id=self.planned_id, **self._context)
+        except (OverBudget, DuplicateRequest, NoAccess):
+            raise  # decided inside the transaction: nothing was written
+        except Exception as exc:
+            # The commit's outcome is unknown (the connection dropped during COMMIT, an I/O error):
+            # look the request up on a fresh connection.  Committed: the debit stands and the
+            # library goes on to draw the noise.  Not found: it may still commit (PostgreSQL
+            # finishes a commit whose client went away), so the answer says it may be spent.
+            spend_id = _confirm(self._store, self.planned_id)
+            if spend_id is None:
+                _log.error("request %s: the state did not confirm its debit (%s)", self.planned_id,
+                           type(exc).__name__)
+                self.unconfirmed = True
+                raise DebitUnconfirmed(self.planned_id) from exc
+            _log.warning("request %s: the commit of its debit raised %s but it is committed",
+                         self.planned_id, type(exc).__name__)
+            self.request_id, self.spend_id = self.planned_id, spend_id
         return self.spend_id
 
     def __repr__(self) -> str:
         return "ServiceDebit()"
+
+
+class DebitUnconfirmed(Exception):
+    """The debit's commit raised and the request is not found afterwards: it may be spent."""
+
+    def __init__(self, request_id: str):
+        super().__init__(request_id)
+        self.request_id = request_id
+
+
+def _confirm(store: Store, request_id: str, tries: int = 3) -> int | None:
+    """The spend id of ``request_id`` if its debit is committed (a few fresh reads), else None."""
+    import time
+
+    for k in range(tries):
+        try:
+            return store.spend_of(request_id)
+        except Exception:  # the state is unreachable for now
+            time.sleep(0.2 * (k + 1))
+    return None
+
+
+def _unconfirmed(request_id: str) -> "RequestFailed":
+    return RequestFailed(
+        503, "the state did not confirm this request's debit (its commit failed or its answer was lost): the "
+             f"budget may have been spent. GET /v1/requests/{request_id} tells (404: nothing was spent), or "
+             "retry with the same Idempotency-Key", headers={"Retry-After": "5"}, request_id=request_id)
 
 
 _cache_lock = threading.Lock()
@@ -186,6 +233,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     ``params`` are validated (a model's ``model_dump()``).  Raised statuses: 404 (no such data set
     for this key), 402 (over budget, nothing spent), 409 (same Idempotency-Key still running or
     interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile),
+    503 (the debit's commit was not confirmed: it may be spent; the request id finds out),
     500 (internal error: says whether the budget was spent).
     """
     ds = store.dataset_for(analyst.id, name)
@@ -212,8 +260,10 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         raise _over_budget(exc, name) from None
     except NoAccess:
         raise RequestFailed(404, NOT_FOUND) from None
-    debit = _ServiceDebit(store, analyst_id=analyst.id, dataset_id=ds["id"], endpoint=endpoint,
-                          params=params, idem_key=idem_key)
+    # the request's id exists before the debit (one transaction writes the request and its spend):
+    # if the commit's answer is lost, the id (and the Idempotency-Key) find it afterwards
+    debit = _ServiceDebit(store, new_request_id(), analyst_id=analyst.id, dataset_id=ds["id"],
+                          endpoint=endpoint, params=params, idem_key=idem_key)
     try:
         resp = _responses(store, ds)
         result = _call_library(resp, ds, endpoint, params, debit)
@@ -227,7 +277,11 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         if exc.revoked:
             raise RequestFailed(401, "missing, invalid or revoked API key") from None
         raise RequestFailed(404, NOT_FOUND) from None
+    except DebitUnconfirmed as exc:
+        raise _unconfirmed(exc.request_id) from None
     except Exception as exc:
+        if debit.unconfirmed:  # whatever the library turned the unconfirmed debit into
+            raise _unconfirmed(debit.planned_id) from exc
         if debit.request_id is None:
             raise RequestFailed(500, "internal error before the budget was debited; nothing was spent") from exc
         message = ("internal error after the budget was debited: this request's cost was spent; "
@@ -241,6 +295,12 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     try:
         store.finish(debit.request_id, result=body)  # stored before it is returned
     except Exception as exc:
+        try:  # the store's answer may be what was lost: is the result there?
+            found = store.find_request(analyst.id, request_id=debit.request_id)
+        except Exception:
+            found = None
+        if found is not None and found["status"] == "done":
+            return found["result"], False
         raise RequestFailed(500, "internal error after the budget was debited: this request's cost was spent "
                                  f"but its result could not be stored; request id {debit.request_id}",
                             request_id=debit.request_id) from exc
@@ -283,27 +343,27 @@ SERVED_RELEASES = {"totals": "totals", "counts": "spectral"}
 
 
 def _call_library(resp, ds: dict, endpoint: str, params: dict, ledger: _ServiceDebit):
-    import warnings
-
+    # The library's warnings are not touched here: ``warnings.catch_warnings`` swaps the
+    # process-wide filters and is not safe under concurrent requests (one request's exit could
+    # restore another's "ignore" for good).  The app routes warnings to the curator's log once,
+    # at start-up (``privirt.serve.app.route_warnings``); an analyst never sees them.
     from ..private import methods
 
     eps, dlt = params["epsilon"], params["delta"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the service's warnings would only go to its log
-        if endpoint == "release":
-            entry = methods.get(SERVED_RELEASES[params["kind"]])
-            if entry.missing:
-                return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"])
-            return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
-                                 device="cpu")
-        entry = methods.get(params["method"])
+    if endpoint == "release":
+        entry = methods.get(SERVED_RELEASES[params["kind"]])
         if entry.missing:
-            return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
-                                  confidence=params["confidence"], n_boot=params["n_boot"])
-        return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
-                              mechanism=params["mechanism"], estimator=params["estimator"],
-                              confidence=params["confidence"], n_boot=params["n_boot"],
-                              device="cpu")
+            return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"])
+        return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
+                             device="cpu")
+    entry = methods.get(params["method"])
+    if entry.missing:
+        return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
+                              confidence=params["confidence"], n_boot=params["n_boot"])
+    return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
+                          mechanism=params["mechanism"], estimator=params["estimator"],
+                          confidence=params["confidence"], n_boot=params["n_boot"],
+                          device="cpu")
 
 
 # ---------------------------------------------------------------------------------------

@@ -9,8 +9,12 @@ One interface (:class:`Store`), two backends:
   WAL mode so that readers do not wait for writers.
 * **PostgreSQL** (``STATE`` is a ``postgresql://`` URL; several service replicas may share
   it).  A debit locks the analyst's row and then the data set's row (``SELECT ... FOR
-  UPDATE``, always in that order, so two debits cannot deadlock), reads the spends, checks and
+  UPDATE``, always in that order, so two debits cannot deadlock), sums the spends, checks and
   inserts, then commits: every debit against a data set is serialised by its row lock.
+
+Either way the debit sums the spends in the database (one ``SELECT SUM(...)`` for the data set
+and one for the analyst's allowance, inside the transaction: :class:`Spent`), so its cost does
+not grow with the number of spends held in Python.
 
 The validated data of a data set is stored **in the state** (a compressed ``.npz`` blob of the
 0/1/missing codes, with its SHA-256): one thing to back up and to protect, and the same for
@@ -35,13 +39,13 @@ from pathlib import Path
 from typing import Sequence
 
 from . import keys as _keys
-from ._backends import _TABLES, StateError, _backend, _SQLite
+from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
+from ._budget import _SUMS, LEDGER_TOLERANCE, Spent, _fits, remaining_epsilon, spent_epsilon  # noqa: F401
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "DuplicateRequest",
-           "NoAccess", "StateError"]
+           "NoAccess", "StateError", "Spent"]
 
-LEDGER_TOLERANCE = 1e-12
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class NoAccess(Exception):
@@ -80,58 +84,13 @@ class Principal:
     name: str
 
 
+def new_request_id() -> str:
+    """A request's id: 128 random bits as 32 hex digits."""
+    return uuid.uuid4().hex
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-def _costs(rows) -> list:
-    from ..private.accounting import PrivacyCost
-
-    return [PrivacyCost(rho=float(r), epsilon=float(e), delta=float(d)) for r, e, d in rows]
-
-
-def spent_epsilon(rows, delta: float) -> float:
-    """ε of the composed spends at the budget's δ (0 without spends)."""
-    from ..private.accounting import total_epsilon
-
-    costs = _costs(rows)
-    return float(total_epsilon(costs, delta)) if costs else 0.0
-
-
-def remaining_epsilon(rows, epsilon: float, delta: float) -> float:
-    """``ε_budget − ε_spent`` (≥ 0): a pure-ε spend this large always fits.
-
-    Adding a pure ε spend x raises the composed total by at most x
-    (:func:`privirt.accounting.total_epsilon` adds it to the ε part), so this is a safe lower
-    bound of what still fits; zCDP (Gaussian) spends compose more tightly than this suggests.
-    """
-    used = spent_epsilon(rows, delta)
-    if not math.isfinite(used):
-        return 0.0
-    return max(0.0, float(epsilon) - used)
-
-
-def _fits(rows, cost, epsilon: float, delta: float) -> bool:
-    """Whether the spends plus ``cost`` fit (ε, δ), composed as :func:`total_epsilon` composes.
-
-    Fast path: ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` (Bun & Steinke's closed form) is an upper bound of
-    the composed total (the tight conversion is never above it), so when it fits the total fits;
-    otherwise the exact total decides.  The answer is the exact rule's either way.
-    """
-    from mechanisms.measures import zcdp_to_approx_dp
-
-    from ..private.accounting import total_epsilon
-
-    costs = _costs(rows) + [cost]
-    limit = epsilon * (1.0 + LEDGER_TOLERANCE)
-    rho = math.fsum(c.rho for c in costs)
-    eps = math.fsum(c.epsilon for c in costs)
-    d0 = math.fsum(c.delta for c in costs)
-    if d0 < delta:
-        bound = eps + (zcdp_to_approx_dp(rho, delta - d0, tight=False) if rho > 0 else 0.0)
-        if bound <= limit:
-            return True
-    return total_epsilon(costs, delta) <= limit
 
 
 def encode_codes(codes) -> bytes:
@@ -185,9 +144,22 @@ def open_store(state: str | Path) -> "Store":
             row = con.execute(b.q("SELECT value FROM meta WHERE key = ?"), ("schema_version",)).fetchone()
     except sqlite3.DatabaseError as exc:
         raise StateError(f"{b.describe} is not a privirt serve state ({exc})") from None
-    if row is None or int(row[0]) != SCHEMA_VERSION:
+    if row is not None and int(row[0]) == 1:
+        _migrate_1_to_2(b)
+    elif row is None or int(row[0]) != SCHEMA_VERSION:
         raise StateError(f"{b.describe} has an unknown schema version; use a matching privirt")
     return Store(b)
+
+
+def _migrate_1_to_2(b) -> None:
+    """Schema 1 → 2: the curator page's sessions table (once, under the write lock)."""
+    with b.write() as con:
+        q = "SELECT value FROM meta WHERE key = ?" + ("" if isinstance(b, _SQLite) else " FOR UPDATE")
+        row = con.execute(b.q(q), ("schema_version",)).fetchone()
+        if int(row[0]) != 1:  # another process migrated it meanwhile
+            return
+        con.execute(sessions_table("REAL" if isinstance(b, _SQLite) else "DOUBLE PRECISION"))
+        con.execute(b.q("UPDATE meta SET value = ? WHERE key = ?"), (str(SCHEMA_VERSION), "schema_version"))
 
 
 class Store:
@@ -253,6 +225,7 @@ class Store:
         now = _now()
         with b.write() as con:
             con.execute(b.q("UPDATE curator_keys SET revoked = ? WHERE revoked IS NULL"), (now,))
+            con.execute("DELETE FROM sessions")  # every page session ends with its key
             con.execute(b.q("INSERT INTO curator_keys (key_id, key_hash, created) VALUES (?, ?, ?)"),
                         (key_id, key_hash, now))
         return key
@@ -286,6 +259,45 @@ class Store:
             return None
         return Principal(role, int(row[0]), str(row[1]))
 
+    # -- the curator page's sessions ------------------------------------------------------
+    def new_session(self, curator_id: int, ttl: float) -> str:
+        """Open a page session for the curator key ``curator_id``: a fresh random token (returned
+        once, for the cookie); only its SHA-256 and expiry are stored.  Expired sessions are
+        deleted on the way."""
+        import secrets
+        import time
+
+        token = secrets.token_urlsafe(32)
+        now = time.time()
+        b = self._b
+        with b.write(durable=False) as con:
+            con.execute(b.q("DELETE FROM sessions WHERE expires <= ?"), (now,))
+            con.execute(b.q("INSERT INTO sessions (token_hash, curator_key_id, created, expires) VALUES (?, ?, ?, ?)"),
+                        (_keys.hash_secret(token), int(curator_id), now, now + float(ttl)))
+        return token
+
+    def session(self, token: str | None) -> Principal | None:
+        """The curator of an open, unexpired session whose key is not revoked, else None."""
+        import time
+
+        if not token or len(token) > _keys.MAX_KEY_LENGTH:
+            return None
+        b = self._b
+        with b.read() as con:
+            row = con.execute(
+                b.q("SELECT k.id FROM sessions s JOIN curator_keys k ON k.id = s.curator_key_id"
+                    " WHERE s.token_hash = ? AND s.expires > ? AND k.revoked IS NULL"),
+                (_keys.hash_secret(token), time.time())).fetchone()
+        return None if row is None else Principal("curator", int(row[0]), "curator")
+
+    def end_session(self, token: str | None) -> None:
+        """Close a page session (logout): its token stops working at once."""
+        if not token or len(token) > _keys.MAX_KEY_LENGTH:
+            return
+        b = self._b
+        with b.write(durable=False) as con:
+            con.execute(b.q("DELETE FROM sessions WHERE token_hash = ?"), (_keys.hash_secret(token),))
+
     # -- data sets ------------------------------------------------------------------------
     def dataset_names(self) -> list[str]:
         b = self._b
@@ -317,13 +329,12 @@ class Store:
             raise RuntimeError("the stored data set does not match its hash")
         return decode_codes(blob)
 
-    def _spend_rows(self, con, dataset_id: int, analyst_id: int | None = None):
+    def _spent(self, con, dataset_id: int, analyst_id: int | None = None) -> Spent:
+        """The sums of a data set's spends (or of one analyst's on it), aggregated by the database."""
         b = self._b
         if analyst_id is None:
-            return con.execute(b.q("SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ? ORDER BY id"),
-                               (dataset_id,)).fetchall()
-        return con.execute(b.q("SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ? AND analyst_id = ?"
-                               " ORDER BY id"), (dataset_id, analyst_id)).fetchall()
+            return Spent.from_row(con.execute(b.q(_SUMS), (dataset_id,)).fetchone())
+        return Spent.from_row(con.execute(b.q(_SUMS + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchone())
 
     def datasets_for(self, analyst_id: int) -> list[dict]:
         """Public metadata and remaining budgets of the data sets an analyst may use."""
@@ -336,8 +347,8 @@ class Store:
                     " WHERE a.analyst_id = ? ORDER BY d.name"), (analyst_id,)).fetchall()
             for r in rows:
                 did = int(r[0])
-                mine = self._spend_rows(con, did, analyst_id)
-                every = self._spend_rows(con, did)
+                mine = self._spent(con, did, analyst_id)
+                every = self._spent(con, did)
                 out.append({
                     "name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
                     "allowance": {"epsilon": float(r[7]), "delta": float(r[8]),
@@ -362,8 +373,8 @@ class Store:
         if a is None:
             raise NoAccess()
         d = con.execute(b.q("SELECT epsilon, delta FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
-        mine = self._spend_rows(con, dataset_id, analyst_id)
-        every = self._spend_rows(con, dataset_id)
+        mine = self._spent(con, dataset_id, analyst_id)
+        every = self._spent(con, dataset_id)
         ok_a = _fits(mine, cost, float(a[0]), float(a[1]))
         ok_d = _fits(every, cost, float(d[0]), float(d[1]))
         if not (ok_a and ok_d):
@@ -391,19 +402,22 @@ class Store:
                 "created": row[6], "finished": row[7], "dataset_id": row[8]}
 
     def debit(self, *, analyst_id: int, dataset_id: int, cost, mechanism: str, endpoint: str,
-              params: dict, idem_key: str | None, note: str = "") -> tuple[str, int]:
+              params: dict, idem_key: str | None, note: str = "",
+              request_id: str | None = None) -> tuple[str, int]:
         """Check the allowance and the data set's budget and debit both, in one transaction.
 
         Records the request (status ``"spent"``) and its spend together; returns
         ``(request_id, spend_id)``.  Raises :class:`OverBudget` (nothing written),
         :class:`DuplicateRequest` (the ``Idempotency-Key`` was used: nothing spent again) or
-        :class:`NoAccess` (revoked, or the allowance is gone).
+        :class:`NoAccess` (revoked, or the allowance is gone).  ``request_id`` (default: a new
+        one) is chosen by the caller before the debit, so that a debit whose commit was not
+        confirmed can be looked up (:meth:`spend_of`).
         """
         from ..private.accounting import PrivacyCost
 
         c = PrivacyCost.of(cost)
         b = self._b
-        request_id = uuid.uuid4().hex
+        request_id = request_id or new_request_id()
         now = _now()
         try:
             with b.write() as con:
@@ -435,13 +449,21 @@ class Store:
             raise
         return request_id, spend_id
 
+    def spend_of(self, request_id: str) -> int | None:
+        """The spend id of a request's debit if it is committed, else None (a fresh read)."""
+        b = self._b
+        with b.read() as con:
+            row = con.execute(b.q("SELECT id FROM spends WHERE request_id = ?"), (request_id,)).fetchone()
+        return None if row is None else int(row[0])
+
     def finish(self, request_id: str, *, result: dict | None = None, error: str | None = None) -> None:
         """Store a spent request's result (status ``"done"``) or its error (``"failed"``)."""
         b = self._b
         status = "done" if error is None else "failed"
         with b.write(durable=False) as con:
             con.execute(b.q("UPDATE requests SET status = ?, result = ?, error = ?, finished = ? WHERE id = ?"),
-                        (status, None if result is None else json.dumps(result), error, _now(), request_id))
+                        (status, None if result is None else json.dumps(result, separators=(",", ":")), error, _now(),
+                         request_id))
 
     # -- reading the record ---------------------------------------------------------------
     def spends(self, analyst_id: int | None = None) -> list[dict]:
@@ -470,9 +492,9 @@ class Store:
                 " JOIN analysts an ON an.id = a.analyst_id JOIN datasets d ON d.id = a.dataset_id"
                 " ORDER BY an.name, d.name").fetchall()
             for r in rows:
-                mine = self._spend_rows(con, int(r[3]), int(r[0]))
+                mine = self._spent(con, int(r[3]), int(r[0]))
                 out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
-                            "delta": float(r[6]), "n_spends": len(mine),
+                            "delta": float(r[6]), "n_spends": mine.n,
                             "spent_epsilon": spent_epsilon(mine, float(r[6])),
                             "remaining_epsilon": remaining_epsilon(mine, float(r[5]), float(r[6]))})
         return out
@@ -485,10 +507,10 @@ class Store:
             rows = con.execute("SELECT id, name, n_persons, items, missing, epsilon, delta, sha256, source,"
                                " created FROM datasets ORDER BY name").fetchall()
             for r in rows:
-                every = self._spend_rows(con, int(r[0]))
+                every = self._spent(con, int(r[0]))
                 out.append({"name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
                             "epsilon": float(r[5]), "delta": float(r[6]), "sha256": r[7], "source": r[8],
-                            "created": r[9], "n_spends": len(every),
+                            "created": r[9], "n_spends": every.n,
                             "spent_epsilon": spent_epsilon(every, float(r[6])),
                             "remaining_epsilon": remaining_epsilon(every, float(r[5]), float(r[6]))})
         return out

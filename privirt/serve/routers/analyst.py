@@ -2,8 +2,9 @@
 stored results.
 
 Every handler is a plain ``def`` (run in the server's thread pool: the work is numpy).  The
-order of checks is fixed and uses public things only: key → body (one-line 422) → data set
-(the same 404 whether it exists or not) → Idempotency-Key → budget (402) → debit → noise.
+order of checks is fixed and uses public things only: key → body (one-line 422) → the name's
+form (404) → the analyst's requests in flight (429) → data set (the same 404 whether it exists or
+not) → Idempotency-Key → budget (402) → debit → noise.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def _respond(body: dict, replayed: bool) -> JSONResponse:
 
 
 @router.post("/datasets/{name}/estimate", response_model=ResultBody,
-             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}})
+             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
 async def estimate(name: str, request: Request, who: Principal = Depends(auth.analyst),
                    idempotency_key: str | None = Header(default=None)):
     """A private estimate of the item difficulties (method ``totals`` or ``spectral``) with
@@ -87,7 +88,7 @@ async def estimate(name: str, request: Request, who: Principal = Depends(auth.an
 
 
 @router.post("/datasets/{name}/release", response_model=ResultBody,
-             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}})
+             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
 async def release(name: str, request: Request, who: Principal = Depends(auth.analyst),
                   idempotency_key: str | None = Header(default=None)):
     """A publishable release (noisy ``totals`` and score histogram, or noisy pairwise ``counts``)."""
@@ -96,11 +97,34 @@ async def release(name: str, request: Request, who: Principal = Depends(auth.ana
     return await _run(request, who, _name(name), "release", params, key)
 
 
+#: Retry-After (seconds) of a 429
+RETRY_AFTER = 5
+
+
 async def _run(request: Request, who: Principal, name: str, endpoint: str, params: dict, key):
     from starlette.concurrency import run_in_threadpool
 
-    body, replayed = await run_in_threadpool(run_request, request.app.state.store, who, name, endpoint,
-                                             params, key)
+    slots = request.app.state.in_flight
+    if not slots.acquire(who.id):
+        raise RequestFailed(429, f"you already have {slots.limit} requests running (the most one analyst may); "
+                                 f"retry when one has finished; nothing was spent",
+                            headers={"Retry-After": str(RETRY_AFTER)})
+
+    started = []
+
+    def work():
+        started.append(True)
+        try:
+            return run_request(request.app.state.store, who, name, endpoint, params, key)
+        finally:  # given back when the work is done, even if the client has gone
+            slots.release(who.id)
+
+    try:
+        body, replayed = await run_in_threadpool(work)
+    except BaseException:
+        if not started:  # cancelled before a thread took it
+            slots.release(who.id)
+        raise
     return _respond(body, replayed)
 
 

@@ -1,5 +1,6 @@
 """Curator endpoints (the curator key): every spend, allowances, data sets, revocation, and the
-read-only curator page (``/curator``; its login form sets an ``HttpOnly`` cookie)."""
+read-only curator page (``/curator``; its login form opens a server-side session whose random
+token is kept in an ``HttpOnly``, ``SameSite=Strict`` cookie — never the key itself)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ def revoke(name: str, request: Request, who: Principal = Depends(_curator)):
 
 
 def _secure(request: Request) -> bool:
-    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+    """Whether the page is reached over TLS (directly, through a declared ``--tls-proxy``, or a
+    proxy that says so): then the session cookie is ``Secure``."""
+    return (request.url.scheme == "https" or getattr(request.app.state, "tls_proxy", False)
+            or request.headers.get("x-forwarded-proto") == "https")
 
 
 @router.get("/curator", response_class=HTMLResponse, include_in_schema=False)
@@ -66,16 +70,20 @@ def page(request: Request):
 async def login(request: Request):
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     key = (form.get("key") or [""])[0].strip()
-    if request.app.state.store.authenticate(key, "curator") is None:
+    store = request.app.state.store
+    who = store.authenticate(key, "curator")
+    if who is None:
         return HTMLResponse(login_page(error=True), status_code=401)
+    token = store.new_session(who.id, auth.SESSION_TTL)
     resp = RedirectResponse("/curator", status_code=303)
-    resp.set_cookie(auth.COOKIE, key, httponly=True, samesite="strict", secure=_secure(request),
-                    path="/curator", max_age=8 * 3600)
+    resp.set_cookie(auth.COOKIE, token, httponly=True, samesite="strict", secure=_secure(request),
+                    path="/curator", max_age=auth.SESSION_TTL)
     return resp
 
 
 @router.post("/curator/logout", include_in_schema=False)
-def logout():
+def logout(request: Request):
+    request.app.state.store.end_session(request.cookies.get(auth.COOKIE))  # ends it server-side
     resp = RedirectResponse("/curator", status_code=303)
-    resp.delete_cookie(auth.COOKIE, path="/curator")
+    resp.delete_cookie(auth.COOKIE, path="/curator", httponly=True, samesite="strict", secure=_secure(request))
     return resp
