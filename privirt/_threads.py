@@ -29,13 +29,27 @@ def single_blas_thread() -> Iterator[None]:
     if not LIMIT_BLAS:
         yield
         return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a core dependency; be lenient in odd installs
+    controller = _controller()
+    if controller is None:  # pragma: no cover - a core dependency; be lenient in odd installs
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with controller.limit(limits=1, user_api="blas"):
         yield
+
+
+@functools.lru_cache(maxsize=1)
+def _controller() -> Any:
+    """threadpoolctl's view of the process's thread pools, scanned once (a scan of the loaded
+    libraries costs ~7 ms, which a request of the curator service paid on every call).  numpy
+    and scipy load their BLAS at import, before any block here runs."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover
+        return None
+    import numpy  # noqa: F401 - make sure numpy's BLAS is loaded before the scan
+    import scipy.linalg  # noqa: F401 - and scipy's (it may bundle its own OpenBLAS)
+
+    return ThreadpoolController()
 
 
 def one_blas_thread(fn: F | None = None, *, when: Callable[..., bool] | None = None) -> Any:
