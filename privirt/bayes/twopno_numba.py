@@ -198,15 +198,22 @@ def _neg_ndtri_block(p, x, w, mb, nc):
         x[c] = -num / (den_c if central else den_t)
 
 
+#: Cells per pass of :func:`_block` (rows of a block are taken a few at a time so that the
+#: scratch arrays of a pass stay in the L1/L2 cache whatever the number of items).
+CHUNK_CELLS = 2048
+
+
 @njit(**_JIT)
 def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial, z_out,
            keep_z, store_theta, slot):
     """Z, θ and the item-sum terms of one block of person rows of one chain (``task`` =
     chain × blocks + block).
 
-    The cells go through branch-free passes that the compiler vectorises (the Philox
-    uniforms; Φ⁻¹'s central rational function) and scalar passes (Φ by ``erfc``; Φ⁻¹'s tails
-    and Robert's far-tail sampler for the few cells that need them).
+    The rows are taken a few at a time (about ``CHUNK_CELLS`` cells, at least one row) through
+    branch-free passes that the compiler vectorises (the Philox uniforms; Φ⁻¹'s rational
+    functions; Z and the item sums) and scalar passes (Φ by ``erfc``; the running sums of θ's
+    conditional; Φ⁻¹'s deep tail and Robert's far-tail sampler for the rare cells that need
+    them).  Every cell's value and every sum's order are those of a plain cell-by-cell loop.
     """
     n = theta.shape[1]
     k = a.shape[1]
@@ -217,91 +224,115 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
     blk = task - bb * blocks
     r0 = blk * rows
     r1 = min(r0 + rows, n)
-    nc = (r1 - r0) * k
     d = data_of[bb]
     k0 = keys[bb, 0]
     k1 = keys[bb, 1]
     acc = partial[bb, blk]
     acc[:, :] = 0.0
-    u0 = np.empty(nc)
-    u1 = np.empty(nc)
-    mu = np.empty(nc)
-    p = np.empty(nc)
-    x = np.empty(nc)
-    w = np.empty(nc)
-    mb = np.empty(nc, dtype=np.uint64)
+    step = min(max(1, CHUNK_CELLS // k), r1 - r0)
+    cap = step * k
+    u0 = np.empty(cap)
+    u1 = np.empty(cap)
+    mu = np.empty(cap)
+    p = np.empty(cap)
+    x = np.empty(cap)
+    w = np.empty(cap)
+    mb = np.empty(cap, dtype=np.uint64)
     zrow = np.empty(k)
-    # 1. uniforms of every cell: counter (it, 0, cell)
-    base = r0 * k
-    for c in range(nc):
-        cell = np.uint64(base + c)
-        u0[c], u1[c] = uniform2(c_it, zero, cell & _M32, cell >> _S32, k0, k1)
-    # 2. μ and the probability V Φ(−L) to invert, L = −s μ the standardised bound
-    for i in range(r0, r1):
-        th = theta[bb, i]
-        o = (i - r0) * k
-        for j in range(k):
-            m = th * a[bb, j] - b[bb, j]
-            mu[o + j] = m
-            sm = m if codes[d, i, j] == 1 else -m
-            p[o + j] = u0[o + j] * ndtr(sm)
-    # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
-    _neg_ndtri_block(p, x, w, mb, nc)
-    # 4. per row: the tails, Z, θ_i, and the row's terms of the item sums
-    for i in range(r0, r1):
-        o = (i - r0) * k
-        za = 0.0
-        aa = 0.0
-        ab = 0.0
-        for j in range(k):
-            y = codes[d, i, j]
-            if y < 0:
-                zrow[j] = 0.0
-                continue
-            m = mu[o + j]
-            L = -m if y == 1 else m
-            if L > _FAR:
-                cell = np.uint64(base + o + j)
-                xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
-                                  cell >> _S32, k0, k1)
-            elif abs(p[o + j] - 0.5) > _DEEP:
-                xx = -ndtri(p[o + j])
-            else:
-                xx = x[o + j]
-            z = m + xx if y == 1 else m - xx
-            zrow[j] = z
-            aj = a[bb, j]
-            za += z * aj
-            aa += aj * aj
-            ab += aj * b[bb, j]
-        prec = 1.0 + aa
-        con = th_con[i]
-        if con == 0:
-            v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
-            tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
-        elif con == 2:  # fixed by an anchor
-            tn = th_fix[i]
-        else:  # θ_i > 0 (con = 1) or θ_i < 0 (con = −1): truncated, same counter
-            m = (za + ab) / prec
-            sd = 1.0 / math.sqrt(prec)
-            sg = float(con)
-            tn = m + sg * sd * std_tn_lower(-sg * m / sd, c_it, np.uint64(1), np.uint64(i),
-                                            zero, k0, k1)
-        theta[bb, i] = tn
-        if slot >= 0:
-            store_theta[bb, slot, i] = tn
-        if keep_z:
+    obs = np.empty(k)
+    a_r = a[bb]
+    b_r = b[bb]
+    acc0 = acc[0]
+    acc1 = acc[1]
+    acc2 = acc[2]
+    acc3 = acc[3]
+    acc4 = acc[4]
+    for s0 in range(r0, r1, step):
+        s1 = min(s0 + step, r1)
+        nc = (s1 - s0) * k
+        # 1. uniforms of every cell: counter (it, 0, cell)
+        base = s0 * k
+        for c in range(nc):
+            cell = np.uint64(base + c)
+            u0[c], u1[c] = uniform2(c_it, zero, cell & _M32, cell >> _S32, k0, k1)
+        # 2. μ and the probability V Φ(−L) to invert, L = −s μ the standardised bound
+        for i in range(s0, s1):
+            th = theta[bb, i]
+            o = (i - s0) * k
+            y_r = codes[d, i]
             for j in range(k):
-                z_out[bb, i, j] = zrow[j]
-        t2 = tn * tn
-        for j in range(k):
-            if codes[d, i, j] < 0:
-                continue
-            acc[0, j] += tn * zrow[j]
-            acc[1, j] += zrow[j]
-            acc[2, j] += t2
-            acc[3, j] += tn
-            acc[4, j] += 1.0
+                m = th * a_r[j] - b_r[j]
+                mu[o + j] = m
+                sm = m if y_r[j] == 1 else -m
+                p[o + j] = u0[o + j] * ndtr(sm)
+        # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
+        _neg_ndtri_block(p, x, w, mb, nc)
+        # 4. per row: Z (the rare far / deep cells redone), θ_i, the row's item-sum terms
+        for i in range(s0, s1):
+            o = (i - s0) * k
+            y_r = codes[d, i]
+            rare = 0
+            for j in range(k):
+                y = y_r[j]
+                m = mu[o + j]
+                L = -m if y == 1 else m
+                xx = x[o + j]
+                z = m + xx if y == 1 else m - xx
+                ok = y >= 0
+                zrow[j] = z if ok else 0.0
+                obs[j] = 1.0 if ok else 0.0
+                far = (L > _FAR) | (abs(p[o + j] - 0.5) > _DEEP)
+                rare += 1 if (ok and far) else 0
+            if rare:
+                for j in range(k):
+                    y = y_r[j]
+                    if y < 0:
+                        continue
+                    m = mu[o + j]
+                    L = -m if y == 1 else m
+                    if L > _FAR:
+                        cell = np.uint64(base + o + j)
+                        xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
+                                          cell >> _S32, k0, k1)
+                    elif abs(p[o + j] - 0.5) > _DEEP:
+                        xx = -ndtri(p[o + j])
+                    else:
+                        continue
+                    zrow[j] = m + xx if y == 1 else m - xx
+            za = 0.0
+            aa = 0.0
+            ab = 0.0
+            for j in range(k):  # in item order, the observed cells only (obs = 0 adds +0)
+                aj = a_r[j] * obs[j]
+                za += zrow[j] * aj
+                aa += aj * aj
+                ab += aj * b_r[j]
+            prec = 1.0 + aa
+            con = th_con[i]
+            if con == 0:
+                v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
+                tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
+            elif con == 2:  # fixed by an anchor
+                tn = th_fix[i]
+            else:  # θ_i > 0 (con = 1) or θ_i < 0 (con = −1): truncated, same counter
+                m = (za + ab) / prec
+                sd = 1.0 / math.sqrt(prec)
+                sg = float(con)
+                tn = m + sg * sd * std_tn_lower(-sg * m / sd, c_it, np.uint64(1), np.uint64(i),
+                                                zero, k0, k1)
+            theta[bb, i] = tn
+            if slot >= 0:
+                store_theta[bb, slot, i] = tn
+            if keep_z:
+                for j in range(k):
+                    z_out[bb, i, j] = zrow[j]
+            t2 = tn * tn
+            for j in range(k):  # a missing cell has z = 0 and obs = 0: it adds ±0
+                acc0[j] += tn * zrow[j]
+                acc1[j] += zrow[j]
+                acc2[j] += t2 * obs[j]
+                acc3[j] += tn * obs[j]
+                acc4[j] += obs[j]
 
 
 @njit(**_JIT)
