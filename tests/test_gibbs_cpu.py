@@ -102,6 +102,7 @@ def test_numba_branch_free_ndtr_matches_scipy():
     np.testing.assert_array_equal(twopno_numba.ndtr_array(np.array([0.0, np.inf, -np.inf,
                                                                    -40.0, 9.0])),
                                   [0.5, 1.0, 0.0, 0.0, 1.0])
+    assert np.isnan(twopno_numba.ndtr_array(np.array([np.nan]))[0])
 
 
 # ---------------------------------------------------------------------------------------

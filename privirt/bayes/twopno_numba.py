@@ -227,7 +227,8 @@ def _ndtr_block(x, out, ta, tb, nc):
         xnum = (xnum + _CA[2]) * xsq
         xden = (xden + _CB[2]) * xsq
         cen = 0.5 + xv * (xnum + _CA[3]) / (xden + _CB[3])
-        out[c] = cen if y <= 0.67448975 else tail
+        v = cen if y <= 0.67448975 else tail
+        out[c] = v if xv == xv else xv  # NaN stays NaN
 
 
 @njit(**_JIT)
