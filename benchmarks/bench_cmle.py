@@ -17,11 +17,22 @@ a brute-force conditional likelihood in ``tests/test_cmle.py``.
 Each method gets one untimed warm-up call on a small data set (imports, first-call costs),
 then the best of ``--repeat`` timed runs.
 
+R's eRm (``--erm-rows``, where ``Rscript`` and eRm are installed — Debian ``apt-get install
+r-base-core r-cran-erm`` — else skipped with a note): the same simulated complete data,
+**CML** (``RM(X)`` against ``cmle_estimate(X)``) and **fit statistics** from there
+(``itemfit`` and ``personfit`` of ``person.parameter(RM(X))`` — MLE abilities — against
+``item_fit`` and ``person_fit`` of the CML result, which estimate WLE abilities), timed by
+``proc.time()`` in R and wall / process CPU in Python, one thread each (R with
+``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1``; privirt under ``--threads 1``, or BLAS limited to
+one thread by threadpoolctl for these rows otherwise); ``max|Δβ|`` compares the centred
+difficulties.
+
 Usage::
 
     python benchmarks/bench_cmle.py --threads 1
     python benchmarks/bench_cmle.py --rows 1e5x100 --repeat 3
     python benchmarks/bench_cmle.py --conditional-max-m 0     # skip girth's conditional ML
+    python benchmarks/bench_cmle.py --threads 1 --rows "" --erm-rows 1e4x20,1e4x50,1e5x50
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ DEFAULT_ROWS = "1e5x50,1e5x100,1e5x200,1e5x500,1e4x50m0.1"
 
 def _parse_rows(text: str):
     rows = []
-    for part in text.split(","):
+    for part in filter(None, text.split(",")):
         part = part.lower()
         missing = 0.0
         if "m" in part.split("x")[1]:
@@ -99,6 +110,92 @@ def reference_cml(X):
     return opt.x - opt.x.mean()
 
 
+ERM_SCRIPT = r"""
+suppressMessages(library(eRm))
+args <- commandArgs(trailingOnly = TRUE)
+X <- as.matrix(read.csv(args[1]))
+reps <- as.integer(args[2])
+best <- c(Inf, Inf, Inf, Inf)
+for (r in seq_len(reps)) {
+  t0 <- proc.time(); m <- RM(X); t1 <- proc.time()
+  pp <- person.parameter(m); fi <- itemfit(pp); fp <- personfit(pp); t2 <- proc.time()
+  d1 <- t1 - t0; d2 <- t2 - t1
+  if (d1[["elapsed"]] < best[1]) best[1:2] <- c(d1[["elapsed"]], d1[["user.self"]] + d1[["sys.self"]])
+  if (d2[["elapsed"]] < best[3]) best[3:4] <- c(d2[["elapsed"]], d2[["user.self"]] + d2[["sys.self"]])
+}
+writeLines(sprintf("%.17g", -m$betapar), args[3])
+cat(sprintf("%.4f %.4f %.4f %.4f\n", best[1], best[2], best[3], best[4]))
+"""
+
+
+def erm_available() -> str | None:
+    """Why eRm cannot run (None when Rscript and eRm are there)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("Rscript") is None:
+        return "Rscript not found (apt-get install r-base-core r-cran-erm)"
+    proc = subprocess.run(["Rscript", "-e", "suppressMessages(library(eRm))"],
+                          capture_output=True, text=True)
+    return None if proc.returncode == 0 else "R package eRm not installed (apt-get install r-cran-erm)"
+
+
+def run_erm(X, repeat: int):
+    """eRm's CML and fit-statistic seconds (best wall of ``repeat``, CPU of that run) and its
+    difficulties (eRm's β are easiness parameters: −β)."""
+    import subprocess
+    import tempfile
+
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        np.savetxt(tmp / "x.csv", X.astype(int), fmt="%d", delimiter=",",
+                   header=",".join(f"i{j}" for j in range(X.shape[1])), comments="")
+        (tmp / "run.R").write_text(ERM_SCRIPT)
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        proc = subprocess.run(["Rscript", str(tmp / "run.R"), str(tmp / "x.csv"), str(repeat),
+                               str(tmp / "beta.txt")], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise RuntimeError(f"eRm failed: {proc.stderr.strip()[-400:]}")
+        secs = [float(v) for v in proc.stdout.split()[-4:]]
+        beta = np.loadtxt(tmp / "beta.txt")
+    return secs, beta
+
+
+def erm_rows(rows, repeat: int) -> None:
+    """privirt against eRm, side by side: CML, then fit statistics from the CML result."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    import privirt
+
+    why = erm_available()
+    if why:
+        print(f"\n# eRm rows skipped: {why}")
+        return
+    warm = simulate(500, 10, 0.0, seed=1)
+    privirt.item_fit(warm, privirt.cmle_estimate(warm))
+    print(f"\n# privirt vs eRm (one thread each), best of {repeat}; load={os.getloadavg()[0]:.1f}")
+    print("| n | m | privirt CML s (CPU) | eRm RM s (CPU) | CML × (CPU) | privirt fit s (CPU) "
+          "| eRm fit s (CPU) | fit × (CPU) | max|Δβ| |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n, m, _ in rows:
+        X = simulate(n, m, 0.0)
+        with threadpool_limits(limits=1):
+            t_cml, c_cml, res = _best(lambda: privirt.cmle_estimate(X), repeat)
+            t_fit, c_fit, _ = _best(lambda: (privirt.item_fit(X, res), privirt.person_fit(X, res)),
+                                    repeat)
+        (e_cml, ec_cml, e_fit, ec_fit), beta = run_erm(X, repeat)
+        beta = beta - beta.mean()
+        d = np.max(np.abs(beta - res.beta.to_numpy()))
+        print(f"| {n} | {m} | {t_cml:.3f} ({c_cml:.3f}) | {e_cml:.2f} ({ec_cml:.2f}) "
+              f"| {e_cml / t_cml:.0f}× ({ec_cml / max(c_cml, 1e-9):.0f}×) "
+              f"| {t_fit:.3f} ({c_fit:.3f}) | {e_fit:.2f} ({ec_fit:.2f}) "
+              f"| {e_fit / t_fit:.0f}× ({ec_fit / max(c_fit, 1e-9):.0f}×) | {d:.1e} |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.1f}")
+
+
 def _best(fn, repeat: int):
     """Best wall time of ``repeat`` calls, the process CPU time of that call, and a result."""
     best, cpu, out = float("inf"), float("nan"), None
@@ -122,6 +219,8 @@ def main(argv=None) -> int:
                     help="run the plain reference CML (this script) only up to this many items")
     ap.add_argument("--threads", type=int, default=None,
                     help="BLAS threads (sets OPENBLAS_NUM_THREADS/OMP_NUM_THREADS and re-executes)")
+    ap.add_argument("--erm-rows", default="2000x20,1e4x20,1e4x50",
+                    help="n x m rows timed against R's eRm (empty: none)")
     args = ap.parse_args(argv)
     if args.threads is not None and os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
@@ -129,19 +228,24 @@ def main(argv=None) -> int:
 
     sys.path.insert(0, str(ROOT))
     import numpy as np
-    from girth import rasch_conditional, rasch_mml
 
     import privirt
+
+    print(f"# privirt {privirt.__version__}  numpy {np.__version__}  python {platform.python_version()}"
+          f"  cpus={os.cpu_count()}  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+          f"  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
+          f"  load={os.getloadavg()[0]:.1f}")
+    if _parse_rows(args.erm_rows):
+        erm_rows(_parse_rows(args.erm_rows), args.repeat)
+    if not _parse_rows(args.rows):
+        return 0
+    from girth import rasch_conditional, rasch_mml
 
     warm = simulate(500, 10, 0.0, seed=1)
     privirt.cmle_estimate(warm)
     rasch_mml(warm.T.astype(int))
     rasch_conditional(warm.T.astype(int))
 
-    print(f"# privirt {privirt.__version__}  numpy {np.__version__}  python {platform.python_version()}"
-          f"  cpus={os.cpu_count()}  OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
-          f"  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
-          f"  load={os.getloadavg()[0]:.1f}")
     print(f"{'n':>7} {'m':>4} {'missing':>7} | {'privirt s':>9} {'cpu s':>6} {'iter':>4} | {'mml s':>7} "
           f"{'mml/privirt':>11} | {'cond s':>7} {'cond/privirt':>12} {'max|Δβ| cond':>13} | "
           f"{'max|Δβ| ref':>12}")

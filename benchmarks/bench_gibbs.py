@@ -26,9 +26,19 @@ privirt-cpu-fused, privirt-cpu-numpy, fused-numba, fused-numpy), numba's first-c
 cache, then loading from the cache, each in a fresh process), and ``Posterior.summary`` of
 a, b and θ after 4 chains × 2000 kept draws on 1000 × 20, against the sampling time.
 
+``--r-peer 2000x50,102x596`` instead times privirt against R's MCMCpack ``MCMCirt1d`` (the
+same Gibbs sampler in C++; skipped with a note where R or MCMCpack is missing) on simulated
+2PNO data of each size with slopes of both signs: ``gibbs_2pno(slopes="free")`` with
+MCMCirt1d's priors and the same two sign constraints, ``--r-burnin`` discarded iterations
+and ``--r-iter`` kept draws each, **one thread each** (privirt's sweep on the calling thread,
+BLAS limited by threadpoolctl; R with ``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1``), CPU
+seconds from the process (Python) and ``proc.time()`` (R), ESS = privirt's bulk ESS on both
+samplers' draws (the runners are those of ``bench_rollcall.py``).
+
 Usage::
 
     python benchmarks/bench_gibbs.py --issue14 --repeat 3
+    python benchmarks/bench_gibbs.py --r-peer 2000x50,102x596 --r-burnin 1000 --r-iter 5000
     python benchmarks/bench_gibbs.py --grid quick
     python benchmarks/bench_gibbs.py --grid paper --iter 100 --peer-iter 20 --cbase --reps 100
 """
@@ -236,15 +246,67 @@ def issue14(repeat: int) -> None:
         post = privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4, seed=3,
                                   progress=False, device="cpu", engine="numpy")
         samp = min(samp, time.perf_counter() - t)
-    summ = _best(lambda: [post.summary(p) for p in ("a", "b", "theta")], repeat)
+    summ, summ_cpu = _best_wall_cpu(lambda: [post.summary(p) for p in ("a", "b", "theta")],
+                                    repeat)
     print(f"| sampling, gibbs_2pno CPU engine=numpy | {samp:.2f} | |")
-    print(f"| summary (R-hat, ESS, MCSE, quantiles) | {summ:.2f} | {summ / samp:.0%} |")
+    print(f"| summary (R-hat, ESS, MCSE, quantiles) | {summ:.2f} (CPU {summ_cpu:.2f}) "
+          f"| {summ / samp:.0%} |")
     if numba_available():
-        fused = _best(lambda: privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4,
-                                                 seed=3, progress=False, device="cpu",
-                                                 engine="fused"), repeat)
-        print(f"| sampling, gibbs_2pno CPU engine=fused | {fused:.2f} | "
-              f"summary = {summ / fused:.0%} of it |")
+        fused, fused_cpu = _best_wall_cpu(
+            lambda: privirt.gibbs_2pno(X, n_iter=4000, warmup=2000, n_chains=4, seed=3,
+                                       progress=False, device="cpu", engine="fused"), repeat)
+        print(f"| sampling, gibbs_2pno CPU engine=fused | {fused:.2f} (CPU {fused_cpu:.2f}) | "
+              f"summary = {summ / fused:.0%} of it (CPU: {summ_cpu / fused_cpu:.0%}) |")
+    print(f"({_load()} after)")
+
+
+def r_peer(sizes: str, burnin: int, n_keep: int, seed: int = 1) -> None:
+    """privirt's fused sampler against MCMCirt1d, one thread each, ESS per CPU second."""
+    import importlib.util
+
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_rollcall", Path(__file__).resolve().parent / "bench_rollcall.py")
+    rc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rc)
+    why = rc.r_available("MCMCpack")
+    print(f"# privirt gibbs_2pno(slopes=\"free\") vs MCMCpack MCMCirt1d, one thread each; "
+          f"burn-in {burnin}, {n_keep} kept draws, 1 chain; {_load()}")
+    if why:
+        print(f"MCMCirt1d not run: {why}")
+    print("| n × k | sampler | CPU s | CPU ms / it | ESS θ median | ESS a median "
+          "| ESS θ / CPU s | ESS a / CPU s | privirt × (θ, a, CPU / it) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for part in filter(None, sizes.split(",")):
+        n, k = (int(float(v)) for v in part.lower().split("x"))
+        rng = np.random.default_rng(n + k)
+        theta = rng.standard_normal(n)
+        a = rng.uniform(0.5, 2.0, k) * rng.choice([-1.0, 1.0], k)
+        b = rng.normal(0.0, 0.7, k)
+        X = (rng.random((n, k)) < special.ndtr(np.outer(theta, a) - b)).astype(float)
+        names = [f"p{i}" for i in range(n)]
+        votes = pd.DataFrame(X, index=names, columns=[f"i{j}" for j in range(k)])
+        p = votes.mean()
+        votes = votes.loc[:, (p > 0) & (p < 1)]
+        anchors = {names[int(np.argmin(theta))]: "-", names[int(np.argmax(theta))]: "+"}
+        res = {"privirt": rc.run_privirt(votes, burnin, n_keep, seed, anchors=anchors)}
+        if not why:
+            res["MCMCirt1d"] = rc.run_r("MCMCpack", votes, burnin, n_keep, seed, anchors)
+        rates = {}
+        for name, r in res.items():
+            e = rc.ess_row(r, r["cpu_s"])
+            per = r["cpu_s"] / r["n_iter"] * 1e3
+            rates[name] = (e["theta"][2], e["a"][2], per)
+            tail = ""
+            if name != "privirt":
+                o = rates["privirt"]
+                tail = (f"{o[0] / rates[name][0]:.2f}×, {o[1] / rates[name][1]:.2f}×, "
+                        f"{per / o[2]:.2f}×")
+            print(f"| {n} × {votes.shape[1]} | {name} | {r['cpu_s']:.1f} | {per:.2f} "
+                  f"| {e['theta'][0]:.0f} | {e['a'][0]:.0f} | {e['theta'][2]:.1f} "
+                  f"| {e['a'][2]:.1f} | {tail} |", flush=True)
+    print(f"({_load()} after)")
 
 
 def _fmt(x: float) -> str:
@@ -272,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also time R replications of 2000 × 50 (5000 iterations)")
     ap.add_argument("--reps-iter", type=int, default=20,
                     help="iterations timed for the replication study (default 20)")
+    ap.add_argument("--r-peer", default="",
+                    help="sizes n x k (comma-separated) to time against R's MCMCirt1d")
+    ap.add_argument("--r-burnin", type=int, default=1000)
+    ap.add_argument("--r-iter", type=int, default=5000, help="kept draws for --r-peer")
     args = ap.parse_args(argv)
 
     print(f"# 2PNO Gibbs benchmark — {platform.machine()} {platform.system()}, "
@@ -279,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
           f"GPU available: {privirt.gpu_available()}")
     if args.issue14:
         issue14(args.repeat)
+        return 0
+    if args.r_peer:
+        r_peer(args.r_peer, args.r_burnin, args.r_iter)
         return 0
     from privirt.bayes.twopno_fused import numba_available
 

@@ -20,14 +20,29 @@ Stan's estimator) computed on both samplers' draws; seconds are the sampling cal
 call that loads the compiled numba kernel), wall clock and CPU (user + system; privirt's
 fused engine runs threads on every core).
 
-R runs through ``Rscript`` when it and MCMCpack are installed (Debian: ``apt-get install
-r-base-core r-cran-mcmcpack``); otherwise only privirt runs and the table says so.
+The peers run through ``Rscript`` when R and the package are installed (Debian: ``apt-get
+install r-base-core r-cran-mcmcpack r-cran-pscl``); a missing peer is skipped with a note.
+pscl's ``ideal`` (Clinton, Jackman & Rivers 2004; Jackman's C code) is the same data
+augmentation Gibbs sampler; it runs with the same priors (``xpv = 1`` and ``bpv = 0.25``,
+precisions), ``normalize = FALSE`` (the scale identified by θ's prior, as in the other two),
+no sign constraint (its eigen start values pick the direction; θ and a are compared after
+aligning the sign), ``burnin`` discarded iterations and ``mcmc`` kept draws, thin 1.
+
+Threads: every sampler runs on **one thread** by default (``--threads 1``): privirt's fused
+sweep on the calling thread (``privirt.bayes.twopno_fused.PARALLEL_CELLS`` raised for the
+run) with BLAS pools limited to one thread by threadpoolctl, R with ``OMP_NUM_THREADS=1`` and
+``OPENBLAS_NUM_THREADS=1`` (MCMCpack and pscl are single-threaded C/C++ anyway).  ESS per CPU
+second then compares the samplers' work; ``--threads all`` lets privirt use every core.
+θ's ESS is low and noisy on these data (one slow joint mode, see BENCHMARKS.md), so
+``--seeds N`` repeats every sampler with N seeds and reports each run and the mean.
 
 Usage::
 
     python benchmarks/bench_rollcall.py                       # burn-in 1000, 5000 draws
-    python benchmarks/bench_rollcall.py --burnin 1000 --mcmc 20000
+    python benchmarks/bench_rollcall.py --burnin 1000 --mcmc 10000 --seeds 2
     python benchmarks/bench_rollcall.py --quick               # 200 + 500, smoke run
+    python benchmarks/bench_rollcall.py --data PATH           # votes elsewhere (or env
+                                                              # PRIVIRT_ROLLCALL_DATA)
 """
 
 from __future__ import annotations
@@ -62,24 +77,54 @@ def find_data(name: str = DATA_NAME) -> Path:
     return ROOT.parent / "shared" / "data" / name
 
 
-DEFAULT_DATA = find_data()
+DEFAULT_DATA = Path(os.environ["PRIVIRT_ROLLCALL_DATA"]) if os.environ.get(
+    "PRIVIRT_ROLLCALL_DATA") else find_data()
 LABEL_COLUMNS = ("id", "statecode", "state", "party", "member")
 ANCHORS = {"KENNEDY": "-", "HELMS": "+"}
 
-R_SCRIPT = r"""
-suppressMessages(library(MCMCpack))
+#: R's side: read the votes, time the sampler with proc.time(), write θ, slopes and
+#: intercepts (draws × n, draws × k, draws × k, column-major doubles) and the seconds.
+R_HEAD = r"""
 args <- commandArgs(trailingOnly = TRUE)
 Y <- as.matrix(read.csv(args[1], row.names = 1, check.names = FALSE))
+burnin <- as.integer(args[3]); mcmc <- as.integer(args[4]); seed <- as.integer(args[5])
+"""
+R_TAIL = r"""
+dt <- proc.time() - t0
+con <- file(args[2], "wb")
+writeBin(as.vector(theta), con); writeBin(as.vector(a), con); writeBin(as.vector(b), con)
+close(con)
+cat(sprintf("%d %.3f %.3f\n", nrow(theta), dt[["elapsed"]], dt[["user.self"]] + dt[["sys.self"]]))
+"""
+R_SCRIPTS = {
+    "MCMCpack": r"""
+suppressMessages(library(MCMCpack))
 cons <- eval(parse(text = args[6]))
 t0 <- proc.time()
-post <- MCMCirt1d(Y, theta.constraints = cons, burnin = as.integer(args[3]),
-                  mcmc = as.integer(args[4]), thin = 1, store.item = TRUE,
-                  seed = as.integer(args[5]), verbose = 0)
-dt <- proc.time() - t0
-writeBin(as.vector(post), args[2])
-writeLines(colnames(post), paste0(args[2], ".names"))
-cat(sprintf("%d %.3f %.3f\n", nrow(post), dt[["elapsed"]], dt[["user.self"]] + dt[["sys.self"]]))
-"""
+post <- MCMCirt1d(Y, theta.constraints = cons, burnin = burnin, mcmc = mcmc, thin = 1,
+                  store.item = TRUE, seed = seed, verbose = 0)
+nm <- colnames(post)
+theta <- post[, paste0("theta.", rownames(Y)), drop = FALSE]
+a <- post[, paste0("beta.", colnames(Y)), drop = FALSE]
+b <- post[, paste0("alpha.", colnames(Y)), drop = FALSE]
+""",
+    # ideal keeps iterations burnin, burnin + thin, ..., maxiter: burnin + 1 and
+    # burnin + mcmc give `burnin` discarded iterations and `mcmc` kept draws
+    "pscl": r"""
+suppressMessages(library(pscl))
+set.seed(seed)
+rc <- rollcall(Y, yea = 1, nay = 0, missing = NA, legis.names = rownames(Y),
+               vote.names = colnames(Y), desc = "votes")
+t0 <- proc.time()
+post <- ideal(rc, d = 1, maxiter = burnin + mcmc, burnin = burnin + 1, thin = 1,
+              normalize = FALSE, store.item = TRUE, startvals = "eigen", verbose = FALSE,
+              priors = list(xp = 0, xpv = 1, bp = 0, bpv = 0.25))
+theta <- post$x[, rownames(Y), 1]
+a <- post$beta[, colnames(Y), 1]
+b <- post$beta[, colnames(Y), 2]
+""",
+}
+PEERS = {"MCMCpack": "MCMCirt1d", "pscl": "ideal"}
 
 
 def load_votes(path: Path) -> pd.DataFrame:
@@ -91,15 +136,16 @@ def load_votes(path: Path) -> pd.DataFrame:
     return votes.loc[:, (p > 0) & (p < 1)]
 
 
-def r_available() -> str | None:
-    """Why R cannot run (None when Rscript and MCMCpack are there)."""
+def r_available(package: str = "MCMCpack") -> str | None:
+    """Why R cannot run ``package`` (None when Rscript and the package are there)."""
+    deb = {"MCMCpack": "r-cran-mcmcpack", "pscl": "r-cran-pscl"}[package]
     rscript = shutil.which("Rscript")
     if rscript is None:
-        return "Rscript not found (apt-get install r-base-core r-cran-mcmcpack)"
-    proc = subprocess.run([rscript, "-e", "suppressMessages(library(MCMCpack))"],
+        return f"Rscript not found (apt-get install r-base-core {deb})"
+    proc = subprocess.run([rscript, "-e", f"suppressMessages(library({package}))"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        return "R package MCMCpack not installed (apt-get install r-cran-mcmcpack)"
+        return f"R package {package} not installed (apt-get install {deb})"
     return None
 
 
@@ -109,51 +155,75 @@ def _r_constraints(anchors: dict) -> str:
     return f"list({', '.join(parts)})"
 
 
-def run_mcmcirt1d(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
-                  anchors: dict = ANCHORS) -> dict:
-    """MCMCirt1d's draws {"theta": (draws, n), "a": (draws, k), "b": (draws, k)} (its β, α)
-    and its seconds (wall, CPU)."""
+def run_r(package: str, votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
+          anchors: dict = ANCHORS) -> dict:
+    """The peer's draws {"theta": (draws, n), "a": (draws, k), "b": (draws, k)} (slopes
+    and intercepts as the peer defines them) and its seconds (wall, CPU), one thread."""
+    n, k = votes.shape
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
-        csv, out, script = (Path(tmp) / n for n in ("votes.csv", "draws.bin", "run.R"))
+        csv, out, script = (Path(tmp) / name for name in ("votes.csv", "draws.bin", "run.R"))
         votes.to_csv(csv)
-        script.write_text(R_SCRIPT)
+        script.write_text(R_HEAD + R_SCRIPTS[package] + R_TAIL)
         proc = subprocess.run(
             ["Rscript", str(script), str(csv), str(out), str(burnin), str(mcmc), str(seed),
-             _r_constraints(anchors)], capture_output=True, text=True,
+             _r_constraints(anchors)], capture_output=True, text=True, env=env,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"MCMCirt1d failed: {proc.stderr.strip()[-500:]}")
+            raise RuntimeError(f"{package} failed: {proc.stderr.strip()[-500:]}")
         rows, wall, cpu = proc.stdout.split()[-3:]
-        names = Path(str(out) + ".names").read_text().split("\n")[:-1]
         flat = np.fromfile(out, dtype=np.float64)
-    draws = flat.reshape(len(names), int(rows)).T  # R stores column-major
-    col = pd.Index(names)
+    r = int(rows)
+    theta, a, b = np.split(flat, [r * n, r * n + r * k])
+    return {"theta": theta.reshape(n, r).T, "a": a.reshape(k, r).T, "b": b.reshape(k, r).T,
+            "wall_s": float(wall), "cpu_s": float(cpu), "n_iter": burnin + mcmc}
 
-    def block(prefix: str, labels: pd.Index) -> np.ndarray:
-        return draws[:, col.get_indexer([f"{prefix}.{x}" for x in labels])]
 
-    return {"theta": block("theta", votes.index), "a": block("beta", votes.columns),
-            "b": block("alpha", votes.columns), "wall_s": float(wall), "cpu_s": float(cpu)}
+def run_mcmcirt1d(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
+                  anchors: dict = ANCHORS) -> dict:
+    """MCMCirt1d's draws (its β as a, α as b) and seconds."""
+    return run_r("MCMCpack", votes, burnin, mcmc, seed, anchors)
 
 
 def run_privirt(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
-                anchors: dict = ANCHORS, engine: str = "auto") -> dict:
+                anchors: dict = ANCHORS, engine: str = "auto", threads: int | None = 1) -> dict:
+    """privirt's draws and seconds; ``threads=1``: the fused sweep on the calling thread and
+    BLAS limited to one thread (threadpoolctl), ``None``: every core."""
+    from threadpoolctl import threadpool_limits
+
+    from privirt.bayes import twopno_fused
+
     kw = dict(slopes="free", anchors=anchors, priors={"a": (0.0, 4.0), "b": (0.0, 4.0)},
               device="cpu", engine=engine, progress=False)
-    privirt.gibbs_2pno(votes, n_iter=4, warmup=2, seed=0, **kw)  # loads the compiled kernel
-    w0, c0 = time.perf_counter(), time.process_time()
-    post = privirt.gibbs_2pno(votes, n_iter=burnin + mcmc, warmup=burnin, seed=seed, **kw)
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    saved = twopno_fused.PARALLEL_CELLS
+    if threads == 1:
+        twopno_fused.PARALLEL_CELLS = np.iinfo(np.int64).max
+    try:
+        with threadpool_limits(limits=threads):
+            privirt.gibbs_2pno(votes, n_iter=4, warmup=2, seed=0, **kw)  # loads the kernel
+            w0, c0 = time.perf_counter(), time.process_time()
+            post = privirt.gibbs_2pno(votes, n_iter=burnin + mcmc, warmup=burnin, seed=seed,
+                                      **kw)
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    finally:
+        twopno_fused.PARALLEL_CELLS = saved
     out = {p: post.get_draws(p)[0] for p in ("theta", "a", "b")}
-    out.update(wall_s=wall, cpu_s=cpu, engine=post.info["engine"])
+    out.update(wall_s=wall, cpu_s=cpu, engine=post.info["engine"], n_iter=burnin + mcmc)
     return out
 
 
 def compare(ours: dict, theirs: dict) -> dict:
-    """Correlations and RMSDs of the posterior means, block by block."""
+    """Correlations and RMSDs of the posterior means, block by block (the peer's draws
+    multiplied by −1 where its direction is the opposite of ours: θ and a change sign
+    together, b keeps its own sign per peer)."""
     res = {}
+    flip = np.sign(np.corrcoef(ours["theta"].mean(axis=0), theirs["theta"].mean(axis=0))[0, 1])
     for p in ("theta", "a", "b"):
         x, y = ours[p].mean(axis=0), theirs[p].mean(axis=0)
+        if p != "b":
+            y = flip * y
+        elif np.corrcoef(x, y)[0, 1] < 0:
+            y = -y
         res[p] = (float(np.corrcoef(x, y)[0, 1]), float(np.sqrt(np.mean((x - y) ** 2))))
     return res
 
@@ -171,8 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--burnin", type=int, default=1000)
     ap.add_argument("--mcmc", type=int, default=5000)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="first seed")
+    ap.add_argument("--seeds", type=int, default=1, help="runs per sampler (seeds seed, seed+1, …)")
     ap.add_argument("--engine", default="auto", choices=["auto", "fused", "numpy"])
+    ap.add_argument("--threads", default="1", choices=["1", "all"],
+                    help="privirt's threads (the R peers are single-threaded)")
+    ap.add_argument("--peers", default="MCMCpack,pscl",
+                    help="comma-separated R peers: MCMCpack, pscl (empty: none)")
     ap.add_argument("--quick", action="store_true", help="burn-in 200, 500 draws")
     args = ap.parse_args(argv)
     if args.quick:
@@ -180,32 +255,56 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_file():
         print(f"no roll-call file at {args.data}; pass --data PATH", file=sys.stderr)
         return 2
+    peers = [p for p in args.peers.split(",") if p]
+    if any(p not in R_SCRIPTS for p in peers):
+        print(f"--peers: choose from {sorted(R_SCRIPTS)}", file=sys.stderr)
+        return 2
+    threads = 1 if args.threads == "1" else None
     votes = load_votes(args.data)
     n, k = votes.shape
     print(f"# roll calls: {n} senators × {k} non-unanimous roll calls, "
           f"{votes.isna().to_numpy().mean():.1%} absent; burn-in {args.burnin}, "
-          f"{args.mcmc} draws, 1 chain; load average {os.getloadavg()[0]:.1f}")
-    ours = run_privirt(votes, args.burnin, args.mcmc, args.seed, engine=args.engine)
-    why = r_available()
-    theirs = None if why else run_mcmcirt1d(votes, args.burnin, args.mcmc, args.seed)
-    print("\n| sampler | wall s | CPU s | ESS θ median (min) | ESS a median (min) "
-          "| ESS θ / CPU s | ESS a / CPU s |")
-    print("|---|---|---|---|---|---|---|")
-    rows = [(f"privirt gibbs_2pno (slopes=\"free\", {ours['engine']} engine)", ours)]
-    if theirs is not None:
-        rows.append(("MCMCpack MCMCirt1d", theirs))
-    for name, res in rows:
-        e = ess_row(res, res["cpu_s"])
-        print(f"| {name} | {res['wall_s']:.1f} | {res['cpu_s']:.1f} "
-              f"| {e['theta'][0]:.0f} ({e['theta'][1]:.0f}) | {e['a'][0]:.0f} ({e['a'][1]:.0f}) "
-              f"| {e['theta'][2]:.2f} | {e['a'][2]:.2f} |")
-    if theirs is None:
-        print(f"\nMCMCirt1d not run: {why}")
-        return 0
-    cmp = compare(ours, theirs)
-    print("\nposterior means, privirt vs MCMCirt1d (a = β, b = α):")
-    for p, (r, rmsd) in cmp.items():
-        print(f"  {p:5s}  correlation {r:.5f}   RMSD {rmsd:.4f}")
+          f"{args.mcmc} draws, 1 chain, {args.seeds} seed(s); privirt threads: {args.threads}; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    runs: dict[str, list[dict]] = {}
+    skipped = {}
+    for seed in range(args.seed, args.seed + args.seeds):
+        res = run_privirt(votes, args.burnin, args.mcmc, seed, engine=args.engine,
+                          threads=threads)
+        runs.setdefault(f"privirt gibbs_2pno (slopes=\"free\", {res['engine']} engine)",
+                        []).append(dict(res, seed=seed))
+        for peer in peers:
+            why = r_available(peer)
+            if why:
+                skipped[peer] = why
+                continue
+            res = run_r(peer, votes, args.burnin, args.mcmc, seed)
+            runs.setdefault(f"{peer} {PEERS[peer]}", []).append(dict(res, seed=seed))
+    print("\n| sampler | seed | wall s | CPU s | CPU ms / it | ESS θ median (min) "
+          "| ESS a median (min) | ESS θ / CPU s | ESS a / CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    means = {}
+    for name, rs in runs.items():
+        rates = []
+        for res in rs:
+            e = ess_row(res, res["cpu_s"])
+            rates.append((e["theta"][2], e["a"][2], res["cpu_s"] / res["n_iter"] * 1e3))
+            print(f"| {name} | {res['seed']} | {res['wall_s']:.1f} | {res['cpu_s']:.1f} "
+                  f"| {rates[-1][2]:.2f} | {e['theta'][0]:.0f} ({e['theta'][1]:.0f}) "
+                  f"| {e['a'][0]:.0f} ({e['a'][1]:.0f}) | {e['theta'][2]:.2f} "
+                  f"| {e['a'][2]:.2f} |")
+        means[name] = np.mean(rates, axis=0)
+    ours_name = next(iter(runs))
+    ours = means[ours_name]
+    for name, m in list(means.items())[1:]:
+        print(f"\nprivirt / {name} (mean over seeds): ESS θ per CPU s {ours[0] / m[0]:.2f}×, "
+              f"ESS a per CPU s {ours[1] / m[1]:.2f}×, CPU per iteration {m[2] / ours[2]:.2f}×")
+        cmp = compare(runs[ours_name][0], runs[name][0])
+        print(f"posterior means, privirt vs {name} (first seed; sign aligned):")
+        for p, (r, rmsd) in cmp.items():
+            print(f"  {p:5s}  correlation {r:.5f}   RMSD {rmsd:.4f}")
+    for peer, why in skipped.items():
+        print(f"\n{peer} not run: {why}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

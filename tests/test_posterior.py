@@ -226,3 +226,52 @@ def test_rank_normalize_gives_tied_values_their_average_rank():
     z = diagnostics.rank_normalize(d)[0, :, 0]
     r = rankdata(d.ravel())
     np.testing.assert_allclose(z, special.ndtri((r - 0.375) / 6.25), rtol=1e-15)
+
+
+def _reference_rank_rhat(d: np.ndarray) -> np.ndarray:
+    """Vehtari et al. (2021) rank-normalised split R-hat, one parameter at a time, with
+    scipy's rankdata (the definition, written plainly)."""
+    from scipy import special
+    from scipy.stats import rankdata
+
+    c, n, k = d.shape
+    h = n // 2
+    out = np.empty(k)
+    for j in range(k):
+        s = np.concatenate([d[:, :h, j], d[:, n - h:, j]])  # (2c, h)
+
+        def basic(z):
+            z = special.ndtri((rankdata(z).reshape(z.shape) - 0.375) / (z.size + 0.25))
+            w = z.var(axis=1, ddof=1).mean()
+            b = h * z.mean(axis=1).var(ddof=1)
+            return np.sqrt(((h - 1) / h * w + b / h) / w)
+
+        out[j] = max(basic(s), basic(np.abs(s - np.median(s))))
+    return out
+
+
+@pytest.mark.parametrize("levels", [0, 4])
+def test_rank_rhat_matches_the_plain_definition(rng, levels):
+    # the folded ranks come from merging the two sorted runs of |draw − median| in the bulk
+    # order; the plain definition sorts the folded draws afresh
+    d = ar1(rng, 4, 301, 9, 0.8) + np.linspace(0.0, 0.4, 4)[:, None, None]
+    if levels:
+        d = np.floor(d * levels)
+    np.testing.assert_allclose(diagnostics.rhat(d), _reference_rank_rhat(d), rtol=1e-13)
+
+
+def test_summarize_on_threads_gives_the_same_values(rng, monkeypatch):
+    d = ar1(rng, 4, 400, 37, 0.6)
+    d[:, :, ::3] = np.round(d[:, :, ::3], 1)  # ties
+    monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
+    one = diagnostics.summarize(d)
+    monkeypatch.setattr(diagnostics, "_workers", lambda: 3)
+    monkeypatch.setattr(diagnostics, "PARALLEL_VALUES", 1)
+    calls = []
+    real = diagnostics._summarize
+    monkeypatch.setattr(diagnostics, "_summarize", lambda a, q: calls.append(a.shape) or real(a, q))
+    many = diagnostics.summarize(d)
+    assert [s[2] for s in calls] == [12, 13, 12]
+    assert one.keys() == many.keys()
+    for key in one:
+        np.testing.assert_array_equal(many[key], one[key])

@@ -14,8 +14,9 @@ numbers:
 Random numbers are the counter-based Philox4x32-10 stream of the GPU kernels, keyed per chain
 by two 32-bit words: (iteration, 0, cell) for Z, (iteration, 1, person) for θ,
 (iteration, 2 or 3, item) for a and b, and stream + (t << 8) for the t-th retry of a
-far-tail rejection step.  So the draws do not depend on the engine (up to rounding: Φ⁻¹ is
-Wichura's AS 241 in numba, ``scipy.special.ndtri`` in numpy) nor on the number of threads.
+far-tail rejection step.  So the draws do not depend on the engine (up to rounding: Φ is
+Cody's algorithm and Φ⁻¹ Wichura's AS 241 in numba, ``scipy.special.ndtr`` and ``ndtri`` in
+numpy) nor on the number of threads.
 The model, priors and conditionals are those of :func:`privirt.gibbs_2pno` (``docs/gibbs.md``).
 """
 

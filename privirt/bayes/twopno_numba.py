@@ -112,6 +112,133 @@ def ndtri(p):
     return -val if q < 0.0 else val
 
 
+# W. J. Cody's rational Chebyshev approximations of Φ (ACM TOMS 715, the algorithm of R's pnorm)
+_CA = (2.2352520354606839287, 161.02823106855587881, 1067.6894854603709582,
+       18154.981253343561249, 0.065682337918207449113)
+_CB = (47.20258190468824187, 976.09855173777669322, 10260.932208618978205,
+       45507.789335026729956)
+_CC = (0.39894151208813466764, 8.8831497943883759412, 93.506656132177855979,
+       597.27027639480026226, 2494.5375852903726711, 6848.1904505362823326,
+       11602.651437647350124, 9842.7148383839780218, 1.0765576773720192317e-8)
+_CD = (22.266688044328115691, 235.38790178262499861, 1519.377599407554805,
+       6485.558298266760755, 18615.571640885098091, 34900.952721145977266,
+       38912.003286093271411, 19685.429676859990727)
+_CP = (0.21589853405795699, 0.1274011611602473639, 0.022235277870649807,
+       0.001421619193227893466, 2.9112874951168792e-5, 0.02307344176494017303)
+_CQ = (1.28426009614491121, 0.468238212480865118, 0.0659881378689285515,
+       0.00378239633202758244, 7.29751555083966205e-5)
+_SQRT32 = 5.656854249492380195206754896838
+_INV_SQRT_2PI = 0.398942280401432677939946059934
+_XLOW = 37.5193  # |x| beyond which Φ(−|x|) underflows (R's pnorm: 0 and 1)
+_ROUND = 6755399441055744.0  # 1.5 · 2^52: (v + _ROUND) − _ROUND rounds v to an integer
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 0.6931471803691238  # ln 2 to 32 bits: n · _LN2_HI is exact for |n| < 2^20
+_LN2_LO = 1.9082149292705877e-10
+_EXPB = np.uint64(0x4338000000000000 - 1023)  # bits of _ROUND, less the exponent bias
+
+
+@njit(inline="always", **_JIT)
+def _exp_poly(r):
+    """e^r for |r| ≤ ln 2 / 2 (Taylor to r¹³, error below 1e-17)."""
+    q = 1.0 + r * (1.0 / 13.0)
+    q = 1.0 + r * (1.0 / 12.0) * q
+    q = 1.0 + r * (1.0 / 11.0) * q
+    q = 1.0 + r * (1.0 / 10.0) * q
+    q = 1.0 + r * (1.0 / 9.0) * q
+    q = 1.0 + r * (1.0 / 8.0) * q
+    q = 1.0 + r * (1.0 / 7.0) * q
+    q = 1.0 + r * (1.0 / 6.0) * q
+    q = 1.0 + r * (1.0 / 5.0) * q
+    q = 1.0 + r * (1.0 / 4.0) * q
+    q = 1.0 + r * (1.0 / 3.0) * q
+    q = 1.0 + r * (1.0 / 2.0) * q
+    return 1.0 + r * q
+
+
+@njit(**_JIT)
+def _ndtr_block(x, out, ta, tb, nc):
+    """out[c] = Φ(x[c]) for c < nc by Cody's algorithm (as R's ``pnorm``), evaluated for
+    every cell without branches or library calls so that the compiler vectorises the loops;
+    ``ta``, ``tb`` (float64, ≥ nc) are scratch.  Agrees with R's ``pnorm`` to 1e-15
+    (relative) down to Φ ≈ 1e-300.
+
+    Φ(−|x|) = e^{−x²/2} R(|x|) beyond |x| = 0.674, with Cody's rational R for |x| ≤ √32 and
+    (1/√(2π) − R₂(1/x²)) / |x| beyond (here multiplied through by x¹⁰ so that one division
+    serves both); e^{−x²/2} = 2ⁿ e^r from h₁ = −s²/2 (s = |x| rounded to 1/16, so h₁ is
+    exact, as in Cody's code) and h₂ = −(|x| − s)(|x| + s)/2, reduced as
+    r = ((h₁ − n ln2_hi) + h₂) − n ln2_lo; 2ⁿ is put together from the bits of
+    n + 1.5 · 2⁵².
+    """
+    for c in range(nc):
+        y = min(abs(x[c]), _XLOW)
+        # 0.674 < |x| ≤ √32
+        xnum = _CC[8] * y
+        xden = y
+        xnum = (xnum + _CC[0]) * y
+        xden = (xden + _CD[0]) * y
+        xnum = (xnum + _CC[1]) * y
+        xden = (xden + _CD[1]) * y
+        xnum = (xnum + _CC[2]) * y
+        xden = (xden + _CD[2]) * y
+        xnum = (xnum + _CC[3]) * y
+        xden = (xden + _CD[3]) * y
+        xnum = (xnum + _CC[4]) * y
+        xden = (xden + _CD[4]) * y
+        xnum = (xnum + _CC[5]) * y
+        xden = (xden + _CD[5]) * y
+        xnum = (xnum + _CC[6]) * y
+        xden = (xden + _CD[6]) * y
+        nm = xnum + _CC[7]
+        dm = xden + _CD[7]
+        # |x| > √32, in w = x²: R₂(1/w) = P(w) / (w Q(w))
+        w = y * y
+        pw = ((((_CP[4] * w + _CP[3]) * w + _CP[2]) * w + _CP[1]) * w + _CP[0]) * w + _CP[5]
+        qw = ((((_CQ[4] * w + _CQ[3]) * w + _CQ[2]) * w + _CQ[1]) * w + _CQ[0]) * w + 1.0
+        wq = w * qw
+        big = y > _SQRT32
+        ratio = ((_INV_SQRT_2PI * wq - pw) if big else nm) / ((wq * y) if big else dm)
+        # e^{−x²/2}
+        s = ((y * 16.0 + _ROUND) - _ROUND) * 0.0625
+        h1 = -0.5 * (s * s)
+        h2 = -0.5 * ((y - s) * (y + s))
+        t = (h1 + h2) * _INV_LN2 + _ROUND
+        n = t - _ROUND
+        r = ((h1 - n * _LN2_HI) + h2) - n * _LN2_LO
+        ta[c] = _exp_poly(r) * ratio
+        tb[c] = t
+    tbb = tb.view(np.uint64)
+    for c in range(nc):  # 2ⁿ from the bits (n ≥ −1016: a normal double)
+        tbb[c] = (tbb[c] - _EXPB) << _S52
+    scale = tb
+    for c in range(nc):
+        xv = x[c]
+        y = abs(xv)
+        small = ta[c] * scale[c]  # Φ(−|x|)
+        small = small if y < _XLOW else 0.0
+        tail = 1.0 - small if xv > 0.0 else small
+        # |x| ≤ 0.674: 1/2 + x R(x²)
+        xsq = xv * xv
+        xnum = _CA[4] * xsq
+        xden = xsq
+        xnum = (xnum + _CA[0]) * xsq
+        xden = (xden + _CB[0]) * xsq
+        xnum = (xnum + _CA[1]) * xsq
+        xden = (xden + _CB[1]) * xsq
+        xnum = (xnum + _CA[2]) * xsq
+        xden = (xden + _CB[2]) * xsq
+        cen = 0.5 + xv * (xnum + _CA[3]) / (xden + _CB[3])
+        v = cen if y <= 0.67448975 else tail
+        out[c] = v if xv == xv else xv  # NaN stays NaN
+
+
+@njit(**_JIT)
+def ndtr_array(x):
+    """:func:`_ndtr_block` over a 1-D array (for tests)."""
+    out = np.empty_like(x)
+    _ndtr_block(x, out, np.empty_like(x), np.empty_like(x), x.shape[0])
+    return out
+
+
 @njit(**_JIT)
 def _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1):
     """X ~ N(0, 1) | X > L for L > 5: Robert's (1995) exponential rejection, retry t using
@@ -198,15 +325,22 @@ def _neg_ndtri_block(p, x, w, mb, nc):
         x[c] = -num / (den_c if central else den_t)
 
 
+#: Cells per pass of :func:`_block` (rows of a block are taken a few at a time so that the
+#: scratch arrays of a pass stay in the L1/L2 cache whatever the number of items).
+CHUNK_CELLS = 2048
+
+
 @njit(**_JIT)
 def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial, z_out,
            keep_z, store_theta, slot):
     """Z, θ and the item-sum terms of one block of person rows of one chain (``task`` =
     chain × blocks + block).
 
-    The cells go through branch-free passes that the compiler vectorises (the Philox
-    uniforms; Φ⁻¹'s central rational function) and scalar passes (Φ by ``erfc``; Φ⁻¹'s tails
-    and Robert's far-tail sampler for the few cells that need them).
+    The rows are taken a few at a time (about ``CHUNK_CELLS`` cells, at least one row) through
+    branch-free passes that the compiler vectorises (the Philox uniforms; Φ by
+    :func:`_ndtr_block`; Φ⁻¹'s rational functions; Z and the item sums) and scalar passes (the
+    running sums of θ's conditional; Φ⁻¹'s deep tail and Robert's far-tail sampler for the
+    rare cells that need them).  Every cell's value and every sum's order are those of a plain cell-by-cell loop.
     """
     n = theta.shape[1]
     k = a.shape[1]
@@ -217,91 +351,118 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
     blk = task - bb * blocks
     r0 = blk * rows
     r1 = min(r0 + rows, n)
-    nc = (r1 - r0) * k
     d = data_of[bb]
     k0 = keys[bb, 0]
     k1 = keys[bb, 1]
     acc = partial[bb, blk]
     acc[:, :] = 0.0
-    u0 = np.empty(nc)
-    u1 = np.empty(nc)
-    mu = np.empty(nc)
-    p = np.empty(nc)
-    x = np.empty(nc)
-    w = np.empty(nc)
-    mb = np.empty(nc, dtype=np.uint64)
+    step = min(max(1, CHUNK_CELLS // k), r1 - r0)
+    cap = step * k
+    u0 = np.empty(cap)
+    u1 = np.empty(cap)
+    mu = np.empty(cap)
+    p = np.empty(cap)
+    x = np.empty(cap)
+    w = np.empty(cap)
+    sv = np.empty(cap)
+    mb = np.empty(cap, dtype=np.uint64)
     zrow = np.empty(k)
-    # 1. uniforms of every cell: counter (it, 0, cell)
-    base = r0 * k
-    for c in range(nc):
-        cell = np.uint64(base + c)
-        u0[c], u1[c] = uniform2(c_it, zero, cell & _M32, cell >> _S32, k0, k1)
-    # 2. μ and the probability V Φ(−L) to invert, L = −s μ the standardised bound
-    for i in range(r0, r1):
-        th = theta[bb, i]
-        o = (i - r0) * k
-        for j in range(k):
-            m = th * a[bb, j] - b[bb, j]
-            mu[o + j] = m
-            sm = m if codes[d, i, j] == 1 else -m
-            p[o + j] = u0[o + j] * ndtr(sm)
-    # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
-    _neg_ndtri_block(p, x, w, mb, nc)
-    # 4. per row: the tails, Z, θ_i, and the row's terms of the item sums
-    for i in range(r0, r1):
-        o = (i - r0) * k
-        za = 0.0
-        aa = 0.0
-        ab = 0.0
-        for j in range(k):
-            y = codes[d, i, j]
-            if y < 0:
-                zrow[j] = 0.0
-                continue
-            m = mu[o + j]
-            L = -m if y == 1 else m
-            if L > _FAR:
-                cell = np.uint64(base + o + j)
-                xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
-                                  cell >> _S32, k0, k1)
-            elif abs(p[o + j] - 0.5) > _DEEP:
-                xx = -ndtri(p[o + j])
-            else:
-                xx = x[o + j]
-            z = m + xx if y == 1 else m - xx
-            zrow[j] = z
-            aj = a[bb, j]
-            za += z * aj
-            aa += aj * aj
-            ab += aj * b[bb, j]
-        prec = 1.0 + aa
-        con = th_con[i]
-        if con == 0:
-            v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
-            tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
-        elif con == 2:  # fixed by an anchor
-            tn = th_fix[i]
-        else:  # θ_i > 0 (con = 1) or θ_i < 0 (con = −1): truncated, same counter
-            m = (za + ab) / prec
-            sd = 1.0 / math.sqrt(prec)
-            sg = float(con)
-            tn = m + sg * sd * std_tn_lower(-sg * m / sd, c_it, np.uint64(1), np.uint64(i),
-                                            zero, k0, k1)
-        theta[bb, i] = tn
-        if slot >= 0:
-            store_theta[bb, slot, i] = tn
-        if keep_z:
+    obs = np.empty(k)
+    a_r = a[bb]
+    b_r = b[bb]
+    acc0 = acc[0]
+    acc1 = acc[1]
+    acc2 = acc[2]
+    acc3 = acc[3]
+    acc4 = acc[4]
+    for s0 in range(r0, r1, step):
+        s1 = min(s0 + step, r1)
+        nc = (s1 - s0) * k
+        # 1. uniforms of every cell: counter (it, 0, cell)
+        base = s0 * k
+        for c in range(nc):
+            cell = np.uint64(base + c)
+            u0[c], u1[c] = uniform2(c_it, zero, cell & _M32, cell >> _S32, k0, k1)
+        # 2. μ and the probability V Φ(−L) to invert, L = −s μ the standardised bound
+        for i in range(s0, s1):
+            th = theta[bb, i]
+            o = (i - s0) * k
+            y_r = codes[d, i]
             for j in range(k):
-                z_out[bb, i, j] = zrow[j]
-        t2 = tn * tn
-        for j in range(k):
-            if codes[d, i, j] < 0:
-                continue
-            acc[0, j] += tn * zrow[j]
-            acc[1, j] += zrow[j]
-            acc[2, j] += t2
-            acc[3, j] += tn
-            acc[4, j] += 1.0
+                m = th * a_r[j] - b_r[j]
+                mu[o + j] = m
+                sv[o + j] = m if y_r[j] == 1 else -m
+        _ndtr_block(sv, p, x, w, nc)
+        for c in range(nc):
+            p[c] *= u0[c]
+        # 3. X = −Φ⁻¹(p) for every cell (the deepest tails redone below)
+        _neg_ndtri_block(p, x, w, mb, nc)
+        # 4. per row: Z (the rare far / deep cells redone), θ_i, the row's item-sum terms
+        for i in range(s0, s1):
+            o = (i - s0) * k
+            y_r = codes[d, i]
+            rare = 0
+            for j in range(k):
+                y = y_r[j]
+                m = mu[o + j]
+                L = -m if y == 1 else m
+                xx = x[o + j]
+                z = m + xx if y == 1 else m - xx
+                ok = y >= 0
+                zrow[j] = z if ok else 0.0
+                obs[j] = 1.0 if ok else 0.0
+                far = (L > _FAR) | (abs(p[o + j] - 0.5) > _DEEP)
+                rare += 1 if (ok and far) else 0
+            if rare:
+                for j in range(k):
+                    y = y_r[j]
+                    if y < 0:
+                        continue
+                    m = mu[o + j]
+                    L = -m if y == 1 else m
+                    if L > _FAR:
+                        cell = np.uint64(base + o + j)
+                        xx = _robert_tail(L, u0[o + j], u1[o + j], c_it, zero, cell & _M32,
+                                          cell >> _S32, k0, k1)
+                    elif abs(p[o + j] - 0.5) > _DEEP:
+                        xx = -ndtri(p[o + j])
+                    else:
+                        continue
+                    zrow[j] = m + xx if y == 1 else m - xx
+            za = 0.0
+            aa = 0.0
+            ab = 0.0
+            for j in range(k):  # in item order, the observed cells only (obs = 0 adds +0)
+                aj = a_r[j] * obs[j]
+                za += zrow[j] * aj
+                aa += aj * aj
+                ab += aj * b_r[j]
+            prec = 1.0 + aa
+            con = th_con[i]
+            if con == 0:
+                v0, _ = uniform2(c_it, np.uint64(1), np.uint64(i), zero, k0, k1)
+                tn = (za + ab) / prec + ndtri(v0) / math.sqrt(prec)
+            elif con == 2:  # fixed by an anchor
+                tn = th_fix[i]
+            else:  # θ_i > 0 (con = 1) or θ_i < 0 (con = −1): truncated, same counter
+                m = (za + ab) / prec
+                sd = 1.0 / math.sqrt(prec)
+                sg = float(con)
+                tn = m + sg * sd * std_tn_lower(-sg * m / sd, c_it, np.uint64(1), np.uint64(i),
+                                                zero, k0, k1)
+            theta[bb, i] = tn
+            if slot >= 0:
+                store_theta[bb, slot, i] = tn
+            if keep_z:
+                for j in range(k):
+                    z_out[bb, i, j] = zrow[j]
+            t2 = tn * tn
+            for j in range(k):  # a missing cell has z = 0 and obs = 0: it adds ±0
+                acc0[j] += tn * zrow[j]
+                acc1[j] += zrow[j]
+                acc2[j] += t2 * obs[j]
+                acc3[j] += tn * obs[j]
+                acc4[j] += obs[j]
 
 
 @njit(**_JIT)
