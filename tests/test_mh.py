@@ -577,11 +577,9 @@ def test_cli_end_to_end_with_anchors(votes_csv, tmp_path, capsys):
     th = table.loc["theta"]
     assert th.loc[lo, "mean"] < 0 < th.loc[hi, "mean"]
     assert _corr(th.loc[[f"v{i}" for i in range(30)], "mean"], theta) > 0.85
-    pages = [f"trace_{b}_{k}.png" for b in "ab" for k in range(1, 8)]  # 40 items, 6 a page
-    for name in ("ideal_points.png", "trace_theta.png", *pages):
+    for name in ("ideal_points.png", "trace_theta.png", "trace_a.png", "trace_b.png"):
         assert (plots / name).stat().st_size > 1000
-    assert not (plots / "trace_a_8.png").exists() and not (plots / "trace_a.png").exists()
-    assert "trace_b_7.png" in captured.err
+    assert "largest R-hat" in captured.err
 
 
 def test_cli_transpose_and_errors(votes_csv, tmp_path, capsys):

@@ -19,8 +19,6 @@ from ._sampler_args import (
     add_prior_arguments,
     check_outputs,
     make_plot_dir,
-    page_names,
-    pages,
     priors_from_args,
     summarise,
     warn_convergence,
@@ -30,8 +28,8 @@ from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor"]
 
-#: items per trace-plot page (every item's a and b is plotted: trace_a_1.png, trace_a_2.png, ...)
-TRACE_PAGE = 6
+#: items in the a and b trace plots: those with the largest R-hat (a roll call has hundreds)
+TRACE_ITEMS = 6
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
@@ -140,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
         plt.close(trace_plot(post, "theta", labels=list(dict.fromkeys(ends)),
                              path=d / "trace_theta.png"))
         written = ["ideal_points.png", "trace_theta.png"]
-        items = list(post.labels["a"])
-        chunks = pages(items, TRACE_PAGE)
-        for block in ("a", "b"):
-            for name, chunk in zip(page_names(f"trace_{block}", len(chunks)), chunks):
-                plt.close(trace_plot(post, block, labels=chunk, path=d / name))
-                written.append(name)
-        print(f"wrote {', '.join(written)} to {d}", file=sys.stderr)
+        for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
+            worst = summary.loc[block]["rhat"].sort_values(ascending=False, kind="stable")
+            labels = list(worst.index[:TRACE_ITEMS])
+            plt.close(trace_plot(post, block, labels=labels, path=d / f"trace_{block}.png"))
+            written.append(f"trace_{block}.png")
+        print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
+              "largest R-hat)", file=sys.stderr)
     return 0
