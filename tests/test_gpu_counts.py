@@ -26,18 +26,23 @@ static inline int atomicOr(int* p, int v) { int old = *p; *p |= v; return old; }
 """
 
 
-@pytest.fixture(scope="module")
-def host_kernel(tmp_path_factory):
+def _compile_on_host(tmp_path_factory, name: str, source: str) -> ctypes.CDLL:
+    """The kernel text (behind the CUDA shim) compiled for the host as a shared library."""
     cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("needs a C++ compiler")
-    d = tmp_path_factory.mktemp("bytes_to_half")
-    src, lib = d / "k.cpp", d / "k.so"
-    src.write_text(_SHIM + cg.BYTES_TO_HALF_SOURCE)
+    d = tmp_path_factory.mktemp(name)
+    src, lib = d / f"{name}.cpp", d / f"{name}.so"
+    src.write_text(_SHIM + source)
     proc = subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    fn = ctypes.CDLL(str(lib)).privirt_bytes_to_half
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.fixture(scope="module")
+def host_kernel(tmp_path_factory):
+    fn = _compile_on_host(tmp_path_factory, "bytes_to_half", cg.BYTES_TO_HALF_SOURCE).privirt_bytes_to_half
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
 
@@ -121,16 +126,7 @@ _NAME = {np.float16: "f16", np.float32: "f32", np.float64: "f64"}
 
 @pytest.fixture(scope="module")
 def host_float_kernels(tmp_path_factory):
-    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("needs a C++ compiler")
-    d = tmp_path_factory.mktemp("float_kernels")
-    src, lib = d / "f.cpp", d / "f.so"
-    src.write_text(_SHIM + cg.FLOAT_SOURCE)
-    proc = subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(lib), str(src)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return ctypes.CDLL(str(lib))
+    return _compile_on_host(tmp_path_factory, "float_kernels", cg.FLOAT_SOURCE)
 
 
 def _scan(lib, x):
