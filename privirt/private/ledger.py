@@ -102,6 +102,21 @@ def _damaged(path: Path, exc: BaseException) -> LedgerError:
     )
 
 
+@contextmanager
+def immediate_transaction(con: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` on ``con`` (SQLite's write lock from the first read), ``COMMIT`` when
+    the block ends, ``ROLLBACK`` when it raises (Ctrl-C too).  The ledger and the curator
+    service's SQLite state share it."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    else:
+        con.execute("COMMIT")
+
+
 class Ledger:
     """The privacy budget of one data set, stored in an SQLite file.
 
@@ -197,15 +212,8 @@ class Ledger:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """An IMMEDIATE transaction: the write lock is held from the first read to commit."""
-        with self._connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            else:
-                con.execute("COMMIT")
+        with self._connect() as con, immediate_transaction(con):
+            yield con
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
         folder = self.path.parent

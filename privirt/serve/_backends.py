@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..private.ledger import immediate_transaction
+
 __all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
 
@@ -116,15 +118,8 @@ class _SQLite:
     def write(self, durable: bool = True) -> Iterator[Any]:
         """``durable=False`` (storing a result): committed but not fsynced (WAL ``NORMAL``): it
         survives a crash of the process, and a power loss can only lose the result, never a debit."""
-        with self.read(durable) as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            else:
-                con.execute("COMMIT")
+        with self.read(durable) as con, immediate_transaction(con):
+            yield con
 
     def q(self, sql: str) -> str:
         return sql
