@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import marginal, marginal_missing
+from . import manyitems, marginal, marginal_missing
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import one_blas_thread
@@ -443,7 +443,7 @@ def estimate_from_release(
         pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
         theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
         start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
-        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
+        reps = manyitems.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)

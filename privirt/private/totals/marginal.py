@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from . import saddle
+
 __all__ = [
     "Z_NODES",
     "TAU_GRID",
@@ -171,7 +173,10 @@ def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def bin_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B)."""
+    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B) (saddlepoint
+    beyond :data:`~privirt.private.totals.saddle.EXACT_FIT_ITEMS` items, :mod:`.saddle`)."""
+    if saddle.use_saddlepoint(beta.shape[1], edges):
+        return np.einsum("tqb,tq->tb", saddle.node_bin_probabilities(beta, theta, edges), w)
     pr = np.einsum("tqr,tq->tr", score_distribution(beta, theta), w)
     c = np.concatenate([np.zeros((pr.shape[0], 1)), np.cumsum(pr, axis=1)], axis=1)
     return np.clip(np.diff(c[:, edges], axis=1), 0.0, 1.0)
@@ -428,8 +433,11 @@ def flexible_fit(
     h /= h.sum()
     x, steps = x0, 0
     while steps < max_steps and x > B - 1:
-        sd = score_distribution(beta, th)[0]  # (Q, m + 1)
-        Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
+        if saddle.use_saddlepoint(beta.shape[1], edges):
+            Pk = saddle.node_bin_probabilities(beta, th, edges)[0]  # (Q, B)
+        else:
+            sd = score_distribution(beta, th)[0]  # (Q, m + 1)
+            Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
         Pb = ww[0] @ Pk
         wn = ww[0] * (Pk @ (h / np.maximum(Pb, 1e-300)))
         wn = (wn / wn.sum())[None, :]
