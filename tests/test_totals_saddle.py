@@ -78,7 +78,7 @@ def test_saddlepoint_at_a_node_on_the_saddlepoint_itself():
     beta = rng.normal(0.0, 1.0, (1, m))
     cuts = np.array([150, 300, 451])
     b, W = saddle.pseudo_items(beta)
-    star = saddle._saddlepoints(b, W, cuts[None, :] - 0.5, np.zeros((1, 3)))
+    star = saddle._saddlepoints(b, W, cuts[None, :] - 0.5, np.zeros((1, 3)))[0]
     theta = np.sort(np.concatenate([star[0], star[0] + 1e-7, star[0] - 0.02, [-3.0, 3.0]]))[None, :]
     edges = np.concatenate([[0], cuts, [m + 1]])
     exact = _exact_node_bins(beta, theta, edges)

@@ -105,17 +105,24 @@ def _wsum(a: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.matmul(a, W[:, :, None])[..., 0]
 
 
-def _saddlepoints(b, W, x, guess, iters: int = 60, tol: float = 1e-9):
-    """θ* (T, C) with Σ_j W_j logistic(θ* − b_j) = x (T, C); safeguarded Newton on the logit scale."""
+def _saddlepoints(b, W, x, guess, iters: int = 60, tol: float = 1e-8):
+    """The saddlepoints θ* (T, C) with Σ_j W_j logistic(θ* − b_j) = x (T, C) (safeguarded Newton
+    on the logit scale) and Λ, κ₂ … κ₅ there: a tuple of six (T, C) arrays.
+
+    Once the steps are below 10⁻⁴ every iteration also sums Λ and κ₃ … κ₅; the last one's are
+    carried to the final iterate by Taylor (its step is below ``tol``, the error O(step²)).
+    """
     mtot = W.sum(axis=1, keepdims=True)
     target = special.logit(x / mtot)
     lo = np.broadcast_to(b.min(axis=1, keepdims=True) - 40.0, x.shape).copy()
     hi = np.broadcast_to(b.max(axis=1, keepdims=True) + 40.0, x.shape).copy()
     t = np.clip(guess, lo, hi)
+    last = np.inf
     for _ in range(iters):
-        _, p, q = _logistic_terms(t, b)
+        e, p, q = _logistic_terms(t, b)
         M = np.clip(_wsum(p, W), 1e-300, None)
-        v = _wsum(p * q, W)
+        pq = p * q
+        v = _wsum(pq, W)
         frac = np.clip(M / mtot, 1e-300, 1 - 1e-16)
         f = special.logit(frac) - target
         lo = np.where(f < 0, t, lo)
@@ -123,68 +130,58 @@ def _saddlepoints(b, W, x, guess, iters: int = 60, tol: float = 1e-9):
         nt = t - f / np.maximum(v / (M * (1.0 - frac)), 1e-300)
         bad = (nt < lo) | (nt > hi)
         nt = np.where(bad, 0.5 * (lo + hi), nt)
-        done = np.max(np.abs(nt - t)) < tol
+        step = np.max(np.abs(nt - t))
+        if last < 1e-4 or step < tol:
+            lam = _wsum(np.log1p(e), W)
+            k3 = _wsum(pq * (q - p), W)
+            k4 = _wsum(pq * (1.0 - 6.0 * pq), W)
+            k5 = _wsum(pq * (q - p) * (1.0 - 12.0 * pq), W)
+            if step < tol:
+                d = nt - t
+                return (nt, lam + M * d + 0.5 * v * d * d, v + k3 * d + 0.5 * k4 * d * d,
+                        k3 + k4 * d, k4 + k5 * d, k5)
+        last = step
         t = nt
-        if done:
-            break
-    return t
+    raise FloatingPointError("the saddlepoints did not converge")  # pragma: no cover
 
 
 def _upper_tails(b, W, theta, cuts):
-    """P(S ≥ c | θ_n) for the interior cuts c (C,): shape (T, N, C), by the saddlepoint.
-
-    A pair (node, cut) whose cut lies more than max(12σ_n, 60) + 1 from the node's mean score
-    μ_n is a tail below 2.4·10⁻¹⁶ (Bernstein: exp(−t²/(2(σ² + t/3)))): it is set to 0 or 1
-    without its log-partition, which is computed only for the nodes that have a near cut.
-    """
+    """P(S ≥ c | θ_n) for the interior cuts c (C,): shape (T, N, C), by the saddlepoint."""
     T, N = theta.shape
     x = np.broadcast_to(np.asarray(cuts, dtype=float) - 0.5, (T, len(cuts)))
-    xn, pn, qn = _logistic_terms(theta, b)
-    mtot = W.sum(axis=1)
-    Mn = _wsum(pn, W)
-    gap = x[:, None, :] - Mn[:, :, None]  # cut − node mean, (T, N, C)
-    need = np.abs(gap) < (np.maximum(12.0 * np.sqrt(np.maximum(_wsum(pn * qn, W), 0.0)), 60.0) + 1.0)[:, :, None]
-    P = (gap < 0).astype(float)
-    # start the saddlepoints from the nodes: logit of the mean score, interpolated in θ
+    xn = np.exp(np.clip(theta, -300, 300))[:, :, None] * np.exp(-b)[:, None, :]
+    lam_n = _wsum(np.log1p(xn), W)  # Λ(θ_n) (T, N)
+    # start each saddlepoint at the vertex of the parabola through xθ − Λ(θ) at the three nodes
+    # around its largest value (θ* maximises xθ − Λ(θ))
     order = np.argsort(theta, axis=1)
     ts = np.take_along_axis(theta, order, axis=1)
-    ls = special.logit(np.clip(np.take_along_axis(Mn, order, axis=1) / mtot[:, None], 1e-300, 1 - 1e-16))
-    lx = special.logit(x / mtot[:, None])
-    i = np.clip(np.sum(ls[:, :, None] < lx[:, None, :], axis=1), 1, N - 1)  # (T, C)
-    l0, l1 = np.take_along_axis(ls, i - 1, axis=1), np.take_along_axis(ls, i, axis=1)
-    t0, t1 = np.take_along_axis(ts, i - 1, axis=1), np.take_along_axis(ts, i, axis=1)
-    guess = t0 + (t1 - t0) * np.clip((lx - l0) / np.maximum(l1 - l0, 1e-300), 0.0, 1.0)
-    ts_ = _saddlepoints(b, W, x, guess)
-    if not need.any():
-        return P
-    xs, ps, qs = _logistic_terms(ts_, b)
-    lam_s = _wsum(np.log1p(xs), W)
-    pq = ps * qs
-    k2 = _wsum(pq, W)
-    k3 = _wsum(pq * (qs - ps), W)
-    k4 = _wsum(pq * (1.0 - 6.0 * pq), W)
-    k5 = _wsum(pq * (qs - ps) * (1.0 - 12.0 * pq), W)
-    rn, nn = np.nonzero(need.any(axis=2))  # nodes with a near cut: their Λ(θ_n)
-    lam_n = np.zeros((T, N))
-    lam_n[rn, nn] = np.einsum("ig,ig->i", np.log1p(xn[rn, nn]), W[rn])
-    t, k, c = np.nonzero(need)
-    s = ts_[t, c] - theta[t, k]  # θ* − θ_k
-    sd = np.sqrt(np.maximum(k2[t, c], 1e-300))
+    g = x[:, None, :] * ts[:, :, None] - np.take_along_axis(lam_n, order, axis=1)[:, :, None]  # (T, N, C)
+    k = np.clip(np.argmax(g, axis=1), 1, N - 2)[:, None, :]  # (T, 1, C)
+    t0, t1, t2 = (np.take_along_axis(ts[:, :, None].repeat(x.shape[1], axis=2), k + o, axis=1)[:, 0] for o in (-1, 0, 1))
+    g0, g1, g2 = (np.take_along_axis(g, k + o, axis=1)[:, 0] for o in (-1, 0, 1))
+    den = (t1 - t0) * (g1 - g2) - (t1 - t2) * (g1 - g0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vert = t1 - 0.5 * ((t1 - t0) ** 2 * (g1 - g2) - (t1 - t2) ** 2 * (g1 - g0)) / den
+    guess = np.where(np.isfinite(vert) & (den != 0), vert, t1)
+    ts_, lam_s, k2, k3, k4, k5 = _saddlepoints(b, W, x, guess)
+    s = ts_[:, None, :] - theta[:, :, None]  # θ* − θ_k, (T, N, C)
+    sd = np.sqrt(np.maximum(k2, 1e-300))[:, None, :]
     # D = Λ(θ_k) − Λ(θ*) − (θ_k − θ*)x, by the difference, or its series near the saddlepoint
-    D = lam_n[t, k] - lam_s[t, c] + s * x[t, c]
+    D = lam_n[:, :, None] - lam_s[:, None, :] + s * x[:, None, :]
     near = np.abs(s) * sd < 0.1
     if near.any():
         a = -s[near]  # θ_k − θ*
-        tn, cn = t[near], c[near]
-        D[near] = (k2[tn, cn] * a**2 / 2 + k3[tn, cn] * a**3 / 6 + k4[tn, cn] * a**4 / 24
-                   + k5[tn, cn] * a**5 / 120)
+        t, _, c = np.nonzero(near)
+        D[near] = k2[t, c] * a**2 / 2 + k3[t, c] * a**3 / 6 + k4[t, c] * a**4 / 24 + k5[t, c] * a**5 / 120
     w = np.sign(s) * np.sqrt(np.maximum(2.0 * D, 0.0))
     u = 2.0 * np.sinh(s / 2.0) * sd
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        corr = 1.0 / w - 1.0 / u
     tiny = np.abs(s) * sd < 1e-5
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = np.where(tiny, k3[t, c] / (6.0 * sd**3), 1.0 / w - 1.0 / u)
-    P[t, k, c] = np.clip(special.ndtr(-w) - np.exp(-0.5 * w * w) / np.sqrt(2.0 * np.pi) * corr, 0.0, 1.0)
-    return P
+    if tiny.any():  # the limit at the saddlepoint itself
+        corr[tiny] = np.broadcast_to(k3[:, None, :] / (6.0 * sd**3), s.shape)[tiny]
+    P = special.ndtr(-w) - np.exp(-0.5 * w * w) / np.sqrt(2.0 * np.pi) * corr
+    return np.clip(P, 0.0, 1.0)
 
 
 def node_bin_probabilities(beta: np.ndarray, theta: np.ndarray, edges: np.ndarray,
