@@ -141,3 +141,19 @@ def test_estimate_at_many_items_matches_the_exact_estimate(monkeypatch):
     assert np.abs(fast.beta.to_numpy() - exact.beta.to_numpy()).max() < 1e-3 * np.median(se)
     assert np.abs(fast.se.to_numpy() - se).max() < 1e-3 * np.median(se)
     assert fast.info["tau"] == pytest.approx(exact.info["tau"], rel=1e-4)
+
+
+def test_the_fit_at_many_items_has_a_progress_bar_only_when_asked(capsys):
+    from privirt.data.simulate import simulate_rasch
+
+    X = simulate_rasch(300, saddle.EXACT_FIT_ITEMS + 20, seed=8)[0]
+    rel = api.release_totals(X, epsilon=1.0, delta=1e-4, seed=1)
+    api.estimate_from_release(rel, n_boot=0, progress=True)
+    err = capsys.readouterr().err
+    assert "ability model fit" in err and "100%" in err
+    api.estimate_from_release(rel, n_boot=0)  # auto: capsys' stderr is not a terminal
+    api.estimate_from_release(rel, n_boot=0, progress=False)
+    assert capsys.readouterr().err == ""
+    few = api.release_totals(X[:, :50], epsilon=1.0, delta=1e-4, seed=1)
+    api.estimate_from_release(few, n_boot=0, progress=True)  # short tests: fast, no bar
+    assert "ability model fit" not in capsys.readouterr().err

@@ -157,7 +157,8 @@ def _upper_tails(b, W, theta, cuts):
     ts = np.take_along_axis(theta, order, axis=1)
     g = x[:, None, :] * ts[:, :, None] - np.take_along_axis(lam_n, order, axis=1)[:, :, None]  # (T, N, C)
     k = np.clip(np.argmax(g, axis=1), 1, N - 2)[:, None, :]  # (T, 1, C)
-    t0, t1, t2 = (np.take_along_axis(ts[:, :, None].repeat(x.shape[1], axis=2), k + o, axis=1)[:, 0] for o in (-1, 0, 1))
+    tt = ts[:, :, None].repeat(x.shape[1], axis=2)
+    t0, t1, t2 = (np.take_along_axis(tt, k + o, axis=1)[:, 0] for o in (-1, 0, 1))
     g0, g1, g2 = (np.take_along_axis(g, k + o, axis=1)[:, 0] for o in (-1, 0, 1))
     den = (t1 - t0) * (g1 - g2) - (t1 - t2) * (g1 - g0)
     with np.errstate(divide="ignore", invalid="ignore"):
