@@ -5,14 +5,14 @@ The marginal fit (:func:`~privirt.private.totals.marginal.fit_spread` and the bo
 model and every replicate, the probability of each released score bin given each ability node:
 P(S ∈ [a, b) | θ_k), S a sum of independent Bernoulli(logistic(θ_k − β_i)) (Poisson-binomial).
 Exactly this costs O(m²) per model (the elementary symmetric functions): minutes at m = 1000.
-Beyond :data:`EXACT_FIT_ITEMS` items the fit uses instead (``docs/totals.md`` §4b):
+Beyond :data:`EXACT_FIT_ITEMS` items the fit uses instead (``docs/totals.md`` §5.1):
 
 1. **Pseudo-items.** Every sum over items Σ_i f(θ − β_i) (the log-partition Λ(θ) and its
    derivatives) is replaced by Σ_j W_j f(θ − b_j) on a uniform grid b_j of spacing h ≤
    :data:`GRID_STEP`: each β_i is spread over the six grid points around it by the weights of
    Lagrange interpolation of degree 5 (exact for polynomials of degree ≤ 5).  Error per item
    ≤ max|f⁽⁶⁾|·3.52·h⁶/720; for Λ (f = log(1 + eˣ), |f⁽⁶⁾| ≤ ¼) that is 1.22·10⁻³·h⁶, i.e.
-   ≤ 1.3·10⁻⁹·m at h = 0.1.
+   ≤ 1.4·10⁻⁸·m at h = 0.15.
 2. **Saddlepoint tails.** In the Rasch model the exponential tilt of S given θ is S given θ + s,
    so the saddlepoint of the cut c (x = c − ½) is the ability θ*_c with E[S | θ*_c] = x, the same
    for every node.  With D = Λ(θ_k) − Λ(θ*_c) − (θ_k − θ*_c)·x ≥ 0, w = sign(θ*_c − θ_k)·√(2D),
@@ -39,10 +39,12 @@ __all__ = ["EXACT_FIT_ITEMS", "EDGE_SCORES", "GRID_STEP", "use_saddlepoint", "ps
 
 #: Up to this many items the fit's score distributions are exact (elementary symmetric functions).
 EXACT_FIT_ITEMS: int = 400
+#: Beyond this many items the bootstrap simulates its responses from float32 uniforms (⅔ the time).
+SINGLE_SIMULATION_ITEMS: int = 400
 #: The saddlepoint is used only when every interior cut c of the bins has min(c, m + 1 − c) ≥ this.
 EDGE_SCORES: int = 40
 #: Largest spacing (logits) of the pseudo-item grid.
-GRID_STEP: float = 0.1
+GRID_STEP: float = 0.15
 
 #: rows per block (cache-sized temporaries)
 _BLOCK = 32
