@@ -157,3 +157,26 @@ def test_the_fit_at_many_items_has_a_progress_bar_only_when_asked(capsys):
     few = api.release_totals(X[:, :50], epsilon=1.0, delta=1e-4, seed=1)
     api.estimate_from_release(few, n_boot=0, progress=True)  # short tests: fast, no bar
     assert "ability model fit" not in capsys.readouterr().err
+
+
+def test_free_ability_weights_at_many_items_match_the_exact_ones(monkeypatch):
+    """``flexible_fit`` (EM on the nodes' bin probabilities) through the saddlepoint and exactly."""
+    rng = np.random.default_rng(9)
+    m, n = 420, 100_000
+    beta0 = rng.normal(0.0, 1.0, m)
+    z = marginal.Z_NODES
+    skewed = np.exp(-0.5 * ((z + 1.0) / 0.6) ** 2) + 0.5 * np.exp(-0.5 * ((z - 1.2) / 0.5) ** 2)
+    theta, wt = z[None, :], (skewed / skewed.sum())[None, :]
+    p = marginal.item_marginals(beta0[None], theta, wt)[0]
+    pr = np.einsum("qr,q->r", marginal.score_distribution(beta0[None], theta)[0], wt[0])
+    edges = marginal.equal_probability_edges(pr, 12)
+    assert saddle.use_saddlepoint(m, edges)
+    hist = n * np.diff(np.concatenate([[0.0], np.cumsum(pr)])[edges])
+    start = marginal.ability_grid(np.array([0.0]))[1][0]  # the normal model: rejected
+    fast = marginal.flexible_fit(p, hist, n, 1.0, edges, z, start)
+    monkeypatch.setattr(saddle, "EXACT_FIT_ITEMS", 10**9)
+    exact = marginal.flexible_fit(p, hist, n, 1.0, edges, z, start)
+    assert exact[4] > 0 and fast[4] == exact[4]  # EM ran, for as many steps
+    np.testing.assert_allclose(fast[1], exact[1], atol=1e-6)
+    np.testing.assert_allclose(fast[0], exact[0], atol=1e-5)
+    assert fast[3] == pytest.approx(exact[3], rel=1e-3)

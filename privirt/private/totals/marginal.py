@@ -173,8 +173,7 @@ def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def bin_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B) (saddlepoint
-    beyond :data:`~privirt.private.totals.saddle.EXACT_FIT_ITEMS` items, :mod:`.saddle`)."""
+    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B) (many items: :mod:`.saddle`)."""
     if saddle.use_saddlepoint(beta.shape[1], edges):
         return np.einsum("tqb,tq->tb", saddle.node_bin_probabilities(beta, theta, edges), w)
     pr = np.einsum("tqr,tq->tr", score_distribution(beta, theta), w)
@@ -433,11 +432,9 @@ def flexible_fit(
     h /= h.sum()
     x, steps = x0, 0
     while steps < max_steps and x > B - 1:
-        if saddle.use_saddlepoint(beta.shape[1], edges):
-            Pk = saddle.node_bin_probabilities(beta, th, edges)[0]  # (Q, B)
-        else:
-            sd = score_distribution(beta, th)[0]  # (Q, m + 1)
-            Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
+        sd = None if saddle.use_saddlepoint(beta.shape[1], edges) else score_distribution(beta, th)[0]  # (Q, m + 1)
+        Pk = (saddle.node_bin_probabilities(beta, th, edges)[0] if sd is None  # (Q, B); saddlepoint: many items
+              else np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1))
         Pb = ww[0] @ Pk
         wn = ww[0] * (Pk @ (h / np.maximum(Pb, 1e-300)))
         wn = (wn / wn.sum())[None, :]
