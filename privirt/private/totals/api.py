@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import marginal, marginal_missing
+from . import manyitems, marginal, marginal_missing
+from .saddle import EXACT_FIT_ITEMS
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import one_blas_thread
@@ -431,8 +432,13 @@ def estimate_from_release(
     var_t = release.sigma_totals**2
     var_h = release.sigma_histogram**2
 
+    # the two fits take seconds beyond EXACT_FIT_ITEMS items (saddlepoint bins): a bar of their own
+    fit_tick = ticker(2, "ability model fit", unit="fits",
+                      enabled=resolve_progress(progress) and t.size > EXACT_FIT_ITEMS)
     fit, beta, c, diag = _fit(t, h, n, var_t, var_h, edges, shrink=True)
+    fit_tick(1)
     beta_u = _fit(t, h, n, var_t, var_h, edges, shrink=False, support=fit.support())[1]
+    fit_tick(1)
 
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
@@ -443,7 +449,7 @@ def estimate_from_release(
         pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
         theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
         start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
-        reps = marginal.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
+        reps = manyitems.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from . import saddle
+
 __all__ = [
     "Z_NODES",
     "TAU_GRID",
@@ -171,7 +173,9 @@ def score_distribution(beta: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 
 def bin_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B)."""
+    """Probability of each score bin ``[edges[b], edges[b+1])``: shape (T, B) (many items: :mod:`.saddle`)."""
+    if saddle.use_saddlepoint(beta.shape[1], edges):
+        return np.einsum("tqb,tq->tb", saddle.node_bin_probabilities(beta, theta, edges), w)
     pr = np.einsum("tqr,tq->tr", score_distribution(beta, theta), w)
     c = np.concatenate([np.zeros((pr.shape[0], 1)), np.cumsum(pr, axis=1)], axis=1)
     return np.clip(np.diff(c[:, edges], axis=1), 0.0, 1.0)
@@ -428,8 +432,9 @@ def flexible_fit(
     h /= h.sum()
     x, steps = x0, 0
     while steps < max_steps and x > B - 1:
-        sd = score_distribution(beta, th)[0]  # (Q, m + 1)
-        Pk = np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1)
+        sd = None if saddle.use_saddlepoint(beta.shape[1], edges) else score_distribution(beta, th)[0]  # (Q, m + 1)
+        Pk = (saddle.node_bin_probabilities(beta, th, edges)[0] if sd is None  # (Q, B); saddlepoint: many items
+              else np.diff(np.concatenate([np.zeros((sd.shape[0], 1)), np.cumsum(sd, axis=1)], axis=1)[:, edges], axis=1))
         Pb = ww[0] @ Pk
         wn = ww[0] * (Pk @ (h / np.maximum(Pb, 1e-300)))
         wn = (wn / wn.sum())[None, :]
@@ -579,7 +584,9 @@ def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, e
     for a in range(0, reps, step):
         r = min(reps, a + step) - a
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        odds = 1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]  # many items: single precision (~⅔ the time)
+        X = (rng.random((r, n, m), dtype=np.float32) * odds.astype(np.float32) < 1.0 if m > saddle.SINGLE_SIMULATION_ITEMS
+             else rng.random((r, n, m)) * odds < 1.0)
         tot[a:a + r] = X.sum(axis=1)
         b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
         hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
