@@ -18,6 +18,7 @@ The maths and its limits are in ``docs/intervals.md``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,11 @@ SIMULATION_WORK: int = 8_000_000
 CALIBRATION_STEPS: int = 4
 CALIBRATION_REPLICATES: int = 50
 CALIBRATION_TOL: float = 0.02
+#: Beyond 100 items an evaluation takes CALIBRATION_REPLICATES·100/m replicates, no fewer than
+#: this: the attenuation slope pools the m items (its Monte-Carlo error falls as 1/√(R·m)),
+#: and an item's own error in the calibrated truth cancels to first order in the interval's
+#: centre, which the bootstrap's fresh replicates correct (``docs/intervals.md``).
+CALIBRATION_MIN_REPLICATES: int = 10
 #: Smallest attenuation slope used (the intervals widen by 1/slope), and the largest |β| the
 #: calibrated truth may take (logits).
 MIN_SLOPE: float = 0.05
@@ -69,10 +75,20 @@ BOOT_TOL: float = 1e-6
 POWER_FROM_ITEMS: int = 64
 POWER_TOL: float = 1e-10
 POWER_MAX_ITER: int = 500
+#: From this many items the spectral bootstrap's replicates (counts, noise, chain and power
+#: iteration) are built in single precision (half the memory traffic of every m² pass;
+#: counts are exact integers in float32 up to 2²⁴), the Gaussian noise drawn from a table of
+#: :data:`NOISE_TABLE_BITS`-bit normal quantiles, and the power iteration stopped at
+#: :data:`POWER_TOL32` (the replicates move by ~1e-5 logits, far below their spread).
+SINGLE_FROM_ITEMS: int = 64
+POWER_TOL32: float = 1e-5
+NOISE_TABLE_BITS: int = 16
 #: Count matrices (replicates × m²) held at once: one 5000-item replicate at a time.
 _COUNT_CELLS: int = 1 << 22
 #: Cells (rows × items) of the ability fit's m × m matrices held at once.
 _ABILITY_FIT_CELLS: int = 1 << 20
+#: Cells of bootstrap noise drawn at once (table look-up, :func:`_table_noise`).
+_NOISE_CHUNK: int = 1 << 18
 #: Cells (persons × items × replicates) simulated at once.
 _CHUNK_CELLS: int = 2_000_000
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
@@ -141,6 +157,14 @@ def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: in
         JJ[1, 0] = JJ[0, 1]
         return cost, JJ, Jr
 
+    off = ~np.eye(m, dtype=bool)
+    if G.shape == (m, m) and np.array_equal(G, off):  # complete graph: O(m²·K) per call, not O(m²) passes
+        Yd = np.diagonal(Yn).copy()
+        Y2 = float(np.einsum("ij,ij->", Yn, Yn) - Yd @ Yd) / n**2
+
+        def parts(x: np.ndarray, jac: bool):  # noqa: F811 - the same sums in closed form
+            return _complete_parts(x, Yn, Yd, Y2, beta, n, jac)
+
     cost, JJ, Jr = parts(x, True)
     lam = 1e-3
     for _ in range(100):
@@ -161,8 +185,63 @@ def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: in
     return float(x[0]), float(np.exp(x[1]))
 
 
+def _complete_parts(x: np.ndarray, Y: np.ndarray, Yd: np.ndarray, Y2: float, beta: np.ndarray, n: int,
+                    jac: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    """:func:`fit_ability_normal`'s cost, JᵀJ and Jᵀr on the complete graph without m × m passes.
+
+    Every matrix of the fit is a sum over the K quadrature nodes of rank-one terms,
+    E_ij = Σ_a w_a P_ai Q_aj and its derivatives (``docs/intervals.md``), so a sum over the
+    pairs i ≠ j of a product of two of them is Σ_ab c_a d_b [(U_a·X_b)(V_a·Y_b) − Σ_i U_ai V_ai
+    X_bi Y_bi] (K × K Gram matrices), and its product with the counts needs only
+    ``Y @ Qᵀ`` and ``Y @ (PQ)ᵀ`` (one m × m × K product each).  ``Yd`` is the counts' diagonal
+    (left out), ``Y2`` = Σ_{i≠j} Y_ij² / n².
+    """
+    tau = float(np.exp(x[1]))
+    P = special.expit(x[0] + tau * _GH_NODES[:, None] - beta[None, :])  # K × m
+    arr = {"P": P, "Q": 1.0 - P}
+    arr["D"] = P * arr["Q"]
+    w, wz = _GH_WEIGHTS, _GH_WEIGHTS * tau * _GH_NODES
+    forms = {"E": [(w, "P", "Q")], "m": [(w, "D", "Q"), (-w, "P", "D")], "s": [(wz, "D", "Q"), (-wz, "P", "D")]}
+    grams: dict = {}
+
+    def gram(a: str, b: str) -> np.ndarray:
+        if (a, b) not in grams:
+            grams[(a, b)] = arr[a] @ arr[b].T
+            grams[(b, a)] = grams[(a, b)].T
+        return grams[(a, b)]
+
+    def inner(A: str, B: str) -> float:
+        tot = 0.0
+        for c, u, v in forms[A]:
+            for d, x_, y_ in forms[B]:
+                S = gram(u, x_) * gram(v, y_) - (arr[u] * arr[v]) @ (arr[x_] * arr[y_]).T
+                tot += float(c @ S @ d)
+        return tot
+
+    YV = {v: Y @ arr[v].T for v in (("Q", "D") if jac else ("Q",))}  # m × K
+
+    def inner_y(A: str) -> float:
+        return sum(float(c @ (np.einsum("ki,ik->k", arr[u], YV[v]) - (arr[u] * arr[v]) @ Yd))
+                   for c, u, v in forms[A]) / n
+
+    cost = inner("E", "E") - 2.0 * inner_y("E") + Y2
+    if not jac:
+        return cost, np.zeros((2, 2)), np.zeros(2)
+    JJ = np.array([[inner("m", "m"), inner("m", "s")], [0.0, inner("s", "s")]])
+    JJ[1, 0] = JJ[0, 1]
+    Jr = np.array([inner("m", "E") - inner_y("m"), inner("s", "E") - inner_y("s")])
+    return cost, JJ, Jr
+
+
 # ---------------------------------------------------------------------------------------
 # 2. simulation
+def calibration_replicates(m: int) -> int:
+    """Replicates per evaluation of the calibration at ``m`` items (public)."""
+    if m <= 100:
+        return CALIBRATION_REPLICATES
+    return max(CALIBRATION_MIN_REPLICATES, CALIBRATION_REPLICATES * 100 // m)
+
+
 def _simulated_persons(n: int, m: int) -> int:
     floor = MIN_SIMULATED_PERSONS if m <= 100 else max(FEWEST_SIMULATED_PERSONS, MIN_SIMULATED_PERSONS * 100 // m)
     work = max(floor, SIMULATION_WORK // max(1, m * m))
@@ -176,10 +255,15 @@ def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float
     return (rng.random(p.shape, dtype=np.float32) < p).astype(np.float32)
 
 
-def _exact_counts(X: np.ndarray) -> np.ndarray:
-    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64."""
-    s = X.sum(axis=1, dtype=np.float64)
-    Y = np.subtract(s[:, :, None], np.matmul(X.transpose(0, 2, 1), X), dtype=np.float64)
+def _exact_counts(X: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64
+    (or ``dtype``: float32 holds them exactly up to 2²⁴ persons)."""
+    s = X.sum(axis=1, dtype=dtype)
+    if dtype == np.float32:
+        Y = np.matmul(X.transpose(0, 2, 1), X)
+        np.subtract(s[:, :, None], Y, out=Y)
+    else:
+        Y = np.subtract(s[:, :, None], np.matmul(X.transpose(0, 2, 1), X), dtype=np.float64)
     idx = np.arange(X.shape[2])
     Y[:, idx, idx] = 0.0
     return Y
@@ -190,8 +274,8 @@ def _rescale(Y: np.ndarray, n: int, k: int, mean_per_person: np.ndarray) -> np.n
     if k == n:
         return Y
     c = np.sqrt(n / k)
-    Y *= c  # in place: n·f + c·(Y − k·f) = c·Y + (n − c·k)·f
-    Y += (n - c * k) * mean_per_person
+    Y *= Y.dtype.type(c)  # in place: n·f + c·(Y − k·f) = c·Y + (n − c·k)·f
+    Y += ((n - c * k) * mean_per_person).astype(Y.dtype, copy=False)
     return Y
 
 
@@ -221,6 +305,34 @@ def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, 
     raise ValueError(f"no bootstrap for noise parameter {kind!r}")
 
 
+@functools.lru_cache(maxsize=1)
+def _normal_table() -> np.ndarray:
+    """The 2^b mid-quantiles Φ⁻¹((i + ½)/2^b) of the standard normal, rescaled to variance 1."""
+    q = special.ndtri((np.arange(2**NOISE_TABLE_BITS) + 0.5) / 2**NOISE_TABLE_BITS)
+    return q / np.sqrt(np.mean(q * q))
+
+
+def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray) -> np.ndarray:
+    """Add rounded N(0, σ²) noise to the float32 array ``out`` (in place) by table look-up.
+
+    One 16-bit index per cell (four from each 64-bit output of the generator) into the
+    equiprobable table of :func:`_normal_table` scaled by σ and rounded: the noise's
+    distribution function is within 2^-(b+1) ≈ 8·10⁻⁶ of the rounded normal's everywhere it is
+    defined (the table stops at ±4.3σ, where a mass of 1.5·10⁻⁵ is left out), its variance
+    exactly σ² before rounding, at a tenth of the cost of normal deviates (the bootstrap's
+    noise is post-processing: it needs the released law, not privacy-grade sampling;
+    ``docs/intervals.md``)."""
+    table = np.rint(np.float32(sigma) * _normal_table().astype(np.float32))
+    flat = out.reshape(-1)  # a view (``out`` is contiguous)
+    buf = np.empty(min(flat.size, _NOISE_CHUNK), dtype=np.float32)
+    for a in range(0, flat.size, _NOISE_CHUNK):  # in chunks that stay in cache
+        b = min(flat.size, a + _NOISE_CHUNK)
+        idx = rng.bit_generator.random_raw((b - a + 3) // 4).view(np.uint16)[:b - a]
+        np.take(table, idx, out=buf[:b - a])
+        flat[a:b] += buf[:b - a]
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # 3. the estimator, batched
 def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0, *,
@@ -238,15 +350,24 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     step, and the dense chains of a release mix in a few steps (replicates that have not
     converged after :data:`POWER_MAX_ITER` steps, e.g. a periodic chain on a bipartite graph,
     are solved densely).  ``"auto"``: power iteration from :data:`POWER_FROM_ITEMS` items.
+    A float32 ``Y`` is overwritten by the chain's rates and iterated in single precision to
+    :data:`POWER_TOL32` (the bootstrap's large-m path); float64 ``Y`` is left alone.
     """
     G = np.asarray(graph, dtype=bool)
     m = G.shape[0]
-    M = np.where(G[None], Y, 0.0)
-    M += np.where(G, regularization, 0.0)[None]
+    single = Y.dtype == np.float32
     if method == "auto":
         method = "power" if m >= POWER_FROM_ITEMS else "solve"
+    if single:  # in place: Y becomes the chain's rates
+        M = Y
+        M *= G[None]
+        M += np.where(G, np.float32(regularization), np.float32(0.0))[None]
+    else:
+        M = np.where(G[None], Y, 0.0)
+        M += np.where(G, regularization, 0.0)[None]
     if method == "solve":
-        return _solve_chain(M)
+        return _solve_chain(M.astype(np.float64, copy=False))
+    tol = POWER_TOL32 if single else POWER_TOL
     d = M.sum(axis=2)  # (R, m)
     R = M.shape[0]
     if start is None:
@@ -254,23 +375,24 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     else:
         e = np.exp(np.asarray(start, dtype=float) - np.max(start))
         pi = np.broadcast_to(e / e.sum(), (R, m)).copy()
-    x = pi * d
+    x = (pi * d).astype(M.dtype)
     x /= x.sum(axis=1, keepdims=True)
-    logx = np.log(np.clip(x, 1e-300, None))
+    logx = np.log(np.clip(x, 1e-300 if not single else 1e-38, None))
     todo = np.arange(R)
     for _ in range(POWER_MAX_ITER):
-        Mt = M if todo.size == R else M[todo]
-        xn = np.einsum("ri,rij->rj", x[todo] / d[todo], Mt)  # (einsum: 4× a stacked matmul's speed here)
+        # every replicate steps until all have converged (a converged chain only moves by
+        # less than tol): M[todo] would copy the stack each step
+        xn = np.einsum("ri,rij->rj", x / d, M)  # (einsum: 4× a stacked matmul's speed here)
         xn /= xn.sum(axis=1, keepdims=True)
-        ln = np.log(np.clip(xn, 1e-300, None))
-        change = np.max(np.abs(ln - logx[todo]), axis=1)
-        x[todo], logx[todo] = xn, ln
-        todo = todo[change >= POWER_TOL]
+        ln = np.log(np.clip(xn, 1e-300 if not single else 1e-38, None))
+        change = np.max(np.abs(ln - logx), axis=1)
+        x, logx = xn, ln
+        todo = np.nonzero(change >= tol)[0]
         if todo.size == 0:
             break
-    beta = logx - np.log(d)
+    beta = logx.astype(np.float64) - np.log(d.astype(np.float64))
     if todo.size:
-        beta[todo] = _solve_chain(M[todo])
+        beta[todo] = _solve_chain(M[todo].astype(np.float64))
     return beta - beta.mean(axis=1, keepdims=True)
 
 
@@ -305,9 +427,13 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
+    single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
     for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
-        Y = _rescale(_exact_counts(X), n, k, mean_pp)
-        Y += _noise(rng, noise_parameter, noise_value, Y.shape)
+        Y = _rescale(_exact_counts(X, np.float32 if single else np.float64), n, k, mean_pp)
+        if single and noise_parameter == "sigma" and noise_value < 2.0**20:
+            _table_noise(rng, noise_value, Y)
+        else:
+            Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
                                                              tol=BOOT_TOL)
@@ -372,15 +498,18 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
     # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
+    # The last secant step's truth is not evaluated: the bootstrap's own replicates there
+    # make the final correction (the centre below), so CALIBRATION_STEPS evaluations in all.
     cal_seed = int(rng.integers(2**63))
-    cal_total = (CALIBRATION_STEPS + 1) * CALIBRATION_REPLICATES
+    cal_reps = calibration_replicates(beta_hat.size)
+    cal_total = CALIBRATION_STEPS * cal_reps
     tick = ticker(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
                   phase=lambda d: "calibration" if d < cal_total else "replicates")
 
     ability: list = [None]  # (μ, τ) of the last truth: starts the next ability fit
 
     def F(b: np.ndarray) -> np.ndarray:
-        reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
+        reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, cal_reps, **kw,
                                       on_batch=tick, ability=ability[0])
         ability[0] = (mu_, tau_)
         return reps.mean(axis=0)
@@ -395,6 +524,9 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
             break
         new = np.clip(truth + step, -MAX_LOGIT, MAX_LOGIT)
         new -= new.mean()
+        if steps == CALIBRATION_STEPS:  # no evaluation after the last step (see above)
+            truth = new
+            break
         new_mean = F(new)
         dt, dm = new - truth, new_mean - mean
         if dt @ dt > 1e-12:
@@ -413,6 +545,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
             "bootstrap_estimator": estimator,
             "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
-            "attenuation": a, "calibration_steps": steps, "centre": centre.tolist(),
+            "attenuation": a, "calibration_steps": steps, "calibration_replicates": cal_reps,
+            "centre": centre.tolist(),
             "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}
     return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)
