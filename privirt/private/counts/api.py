@@ -19,7 +19,7 @@ from ..spends import reports_spends
 from ..sensitivity import pairwise_counts_sensitivity
 from .._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
-from .intervals import DEFAULT_N_BOOT, counts_intervals
+from .intervals import counts_intervals, default_n_boot
 from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult
@@ -263,8 +263,10 @@ def private_spectral_estimate(
     n_boot : int or None
         Parametric-bootstrap replicates for ``se`` and ``ci`` (≥ 20), or 0 to skip them
         (``se`` and ``ci`` are then NaN).  Post-processing of the release: no privacy cost
-        (``docs/intervals.md``).  ``None`` (default): 200 for ``"gaussian"`` and
-        ``"laplace"``; ``"randomized_response"`` has no intervals (``se`` and ``ci`` are
+        (``docs/intervals.md``).  ``None`` (default): for ``"gaussian"`` and ``"laplace"``,
+        200 up to 1000 items and 200·(1000/m)², at least 50, beyond
+        (:func:`~privirt.private.counts.intervals.default_n_boot`: a replicate costs m²);
+        ``"randomized_response"`` has no intervals (``se`` and ``ci`` are
         None; a bootstrap of it under-covers at the usual ε, so ``n_boot > 0`` is refused).
         ``seed`` also seeds the bootstrap; without it the bootstrap uses fresh OS entropy.
         Cost: each replicate simulates up to max(1000, 8·10⁶/m²) persons' counts (k·m²):
@@ -305,7 +307,7 @@ def private_spectral_estimate(
     confidence = check_confidence(confidence)
     progress = resolve_progress(progress)
     rr = mechanism == "randomized_response"
-    n_boot = (0 if rr else DEFAULT_N_BOOT) if n_boot is None else check_n_boot(n_boot)
+    n_boot = (0 if rr else None) if n_boot is None else check_n_boot(n_boot)  # None: default_n_boot(m)
     if rr and n_boot:
         raise ValueError("randomized response has no bootstrap intervals (they under-cover at the "
                          "usual epsilon, docs/intervals.md); pass n_boot=0 or use mechanism='gaussian'")
@@ -335,7 +337,7 @@ def spectral_from_release(
     counts: NoisyCounts,
     *,
     confidence: float = 0.95,
-    n_boot: int = DEFAULT_N_BOOT,
+    n_boot: int | None = None,
     seed: SeedLike = None,
     device: str = "auto",
     estimator: Estimator = "auto",
@@ -353,8 +355,9 @@ def spectral_from_release(
     counts : NoisyCounts
         From :func:`release_counts` (discrete Gaussian or Laplace).
     confidence : float in (0, 1), default 0.95
-    n_boot : int, default 200
+    n_boot : int or None
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se``, ``ci`` NaN).
+        ``None`` (default): 200 up to 1000 items, fewer beyond (:func:`~privirt.private.counts.intervals.default_n_boot`).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
     device : {"auto", "cpu", "gpu"}
@@ -373,7 +376,7 @@ def spectral_from_release(
     if not isinstance(counts, NoisyCounts):
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
     confidence = check_confidence(confidence)
-    n_boot = check_n_boot(n_boot)
+    n_boot = default_n_boot(len(counts.items)) if n_boot is None else check_n_boot(n_boot)
     progress = resolve_progress(progress)
     ss = seed_sequence(seed)
     st = counts.privacy
