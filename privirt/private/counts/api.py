@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._checks import check_confidence, check_n_boot
-from ..._progress import resolve_progress
+from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
 from ..._seeds import SeedLike, child, seed_sequence
 from ...exceptions import warn_if_noise_dominates
@@ -42,6 +42,8 @@ Estimator = Literal["auto", "spectral", "noise_aware"]
 
 #: Up to this many items the point estimate's solves run on one BLAS thread (as the bootstrap's).
 SMALL_FIT_ITEMS: int = 256
+#: From this many items ``progress`` draws a (one-step) bar for the point estimate too.
+BAR_FROM_ITEMS: int = 1000
 
 
 def _check_estimator(estimator: Any) -> None:
@@ -390,6 +392,9 @@ def spectral_from_release(
     used = estimator if estimator != "auto" else ("noise_aware" if se0 < NOISE_AWARE_BELOW else "spectral")
     # the fit's m × m solves (one per Fisher-scoring step) are small: BLAS's threads only cost
     # on shared cores (measured 54 ms a 100 × 100 solve at load 9, privirt._threads)
+    # the point estimate takes seconds from ~5000 items (m² passes): a one-step bar says so
+    point_bar = ticker(1, f"point estimate ({used})", unit="fit", enabled=progress and len(counts.items) >= BAR_FROM_ITEMS)
+    point_bar(at=0)
     with single_blas_thread() if len(counts.items) <= SMALL_FIT_ITEMS else contextlib.nullcontext():
         if used == "noise_aware":
             fit = noise_aware_estimate(counts)
@@ -398,6 +403,7 @@ def spectral_from_release(
             fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
                                        regularization="auto", device=device)
             reg = fit.regularization
+    point_bar(1)
     boot = None
     if n_boot:
         boot = counts_intervals(counts.Y.to_numpy(), G, fit.beta.to_numpy(), int(st.n_persons),
