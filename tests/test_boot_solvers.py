@@ -197,3 +197,12 @@ def test_the_fast_spectral_bootstrap_keeps_the_intervals(monkeypatch):
     gap_ff = np.abs(np.array(fast[0].info["centre"]) - np.array(fast[1].info["centre"]))
     gap_fs = np.abs(np.array(fast[0].info["centre"]) - np.array(slow.info["centre"]))
     assert np.median(gap_fs) < 2.0 * np.median(gap_ff)
+
+
+def test_single_precision_counts_are_the_exact_counts():
+    rng = np.random.default_rng(6)
+    X = iv._responses(rng, rng.normal(0, 1, 70), 0.2, 1.1, 3, 40)
+    single = iv._exact_counts(X, np.float32)
+    assert single.dtype == np.float32
+    np.testing.assert_array_equal(single, iv._exact_counts(X))
+    np.testing.assert_array_equal(single[1], differential_counts(X[1].astype(int)))
