@@ -206,3 +206,21 @@ def test_single_precision_counts_are_the_exact_counts():
     assert single.dtype == np.float32
     np.testing.assert_array_equal(single, iv._exact_counts(X))
     np.testing.assert_array_equal(single[1], differential_counts(X[1].astype(int)))
+    # the rescaling folded into the product: c·Y + (n − c·k)·f, as _rescale does it
+    f = iv._pair_means(np.zeros(70), 0.0, 1.0)
+    want = iv._rescale(iv._exact_counts(X), 400, 40, f)
+    got = iv._exact_counts(X, np.float32, scale=np.sqrt(10.0)) + ((400 - np.sqrt(10.0) * 40) * f).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+
+
+def test_fused_noise_and_rates_equal_the_separate_passes():
+    rng = np.random.default_rng(8)
+    m = 70
+    G = sample_comparison_graph(m, 1.0, seed=1)
+    Y = rng.uniform(0, 300, (2, m, m)).astype(np.float32)
+    a = iv._table_noise(np.random.default_rng(2), 250.0, Y.copy())
+    b = iv._table_noise(np.random.default_rng(2), 250.0, Y.copy(), rates=0.7)
+    np.testing.assert_array_equal(b, np.maximum(a, 0) + np.float32(0.7))
+    start = rng.normal(0, 1, m)
+    sep = iv.spectral_batch(np.maximum(a, 0), G, 0.7, start=start)
+    np.testing.assert_allclose(iv.spectral_batch(b, G, 0.7, start=start, rates=True), sep, atol=1e-6)

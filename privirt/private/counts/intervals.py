@@ -143,11 +143,12 @@ def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float
     return (rng.random(p.shape, dtype=np.float32) < p).astype(np.float32)
 
 
-def _exact_counts(X: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+def _exact_counts(X: np.ndarray, dtype: type = np.float64, scale: float = 1.0) -> np.ndarray:
     """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64
-    (or ``dtype``: float32 holds them exactly up to 2²⁴ persons)."""
+    (or ``dtype``: float32 holds them exactly up to 2²⁴ persons; times ``scale``, float32 only)."""
     if dtype == np.float32:  # one product Xᵀ(1 − X): its diagonal is 0 for 0/1 responses
-        return np.matmul(X.transpose(0, 2, 1), 1.0 - X)
+        Xt = X.transpose(0, 2, 1)
+        return np.matmul(Xt if scale == 1.0 else Xt * np.float32(scale), 1.0 - X)
     s = X.sum(axis=1, dtype=dtype)
     Y = np.subtract(s[:, :, None], np.matmul(X.transpose(0, 2, 1), X), dtype=np.float64)
     idx = np.arange(X.shape[2])
@@ -198,8 +199,11 @@ def _normal_table() -> np.ndarray:
     return q / np.sqrt(np.mean(q * q))
 
 
-def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray) -> np.ndarray:
-    """Add rounded N(0, σ²) noise to the float32 array ``out`` (in place) by table look-up.
+def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray, *,
+                 rates: float | None = None) -> np.ndarray:
+    """Add rounded N(0, σ²) noise to the float32 array ``out`` (in place) by table look-up;
+    with ``rates`` = λ, then clip at zero and add λ in the same pass (a chunk at a time, while it
+    is in cache): the spectral chain's rates on a complete graph, its diagonal left to clear.
 
     One 16-bit index per cell (four from each 64-bit output of the generator) into the
     equiprobable table of :func:`_normal_table` scaled by σ and rounded: the noise's
@@ -215,14 +219,18 @@ def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray) -> np.
         b = min(flat.size, a + _NOISE_CHUNK)
         idx = rng.bit_generator.random_raw((b - a + 3) // 4).view(np.uint16)[:b - a]
         np.take(table, idx, out=buf[:b - a])
-        flat[a:b] += buf[:b - a]
+        chunk = flat[a:b]
+        chunk += buf[:b - a]
+        if rates is not None:
+            np.maximum(chunk, 0.0, out=chunk)
+            chunk += np.float32(rates)
     return out
 
 
 # ---------------------------------------------------------------------------------------
 # 3. the estimator, batched
 def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0, *,
-                   method: str = "auto", start: np.ndarray | None = None) -> np.ndarray:
+                   method: str = "auto", start: np.ndarray | None = None, rates: bool = False) -> np.ndarray:
     """Spectral estimates of a stack of counts (R, m, m) on ``graph``: (R, m), centred.
 
     The same chain as :func:`privirt.rasch.spectral.spectral_from_counts` with a ``graph``, λ on
@@ -238,6 +246,8 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     are solved densely).  ``"auto"``: power iteration from :data:`POWER_FROM_ITEMS` items.
     A float32 ``Y`` is overwritten by the chain's rates and iterated in single precision to
     :data:`POWER_TOL32` (the bootstrap's large-m path); float64 ``Y`` is left alone.
+    ``rates=True``: a float32 ``Y`` on the complete graph already holds max(Y, 0) + λ (its
+    diagonal is cleared here).
     """
     G = np.asarray(graph, dtype=bool)
     m = G.shape[0]
@@ -246,7 +256,9 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
         method = "power" if m >= POWER_FROM_ITEMS else "solve"
     if single:  # in place: Y becomes the chain's rates
         M = Y
-        if int(G.sum()) == m * (m - 1) and not G.diagonal().any():  # complete: only the diagonal is off it
+        if rates:
+            M[:, np.arange(m), np.arange(m)] = 0.0
+        elif _complete(G):  # only the diagonal is off the graph
             M += np.float32(regularization)
             M[:, np.arange(m), np.arange(m)] = 0.0
         else:
@@ -286,6 +298,12 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     return beta - beta.mean(axis=1, keepdims=True)
 
 
+def _complete(G: np.ndarray) -> bool:
+    """Whether the boolean adjacency ``G`` is the complete graph (no self-loops)."""
+    m = G.shape[0]
+    return int(G.sum()) == m * (m - 1) and not G.diagonal().any()
+
+
 def _solve_chain(M: np.ndarray) -> np.ndarray:
     """Centred log stationary distributions of the chains with rates ``M`` (R, m, m), densely."""
     m = M.shape[1]
@@ -318,18 +336,30 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
     single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
+    table = single and noise_parameter == "sigma" and noise_value < 2.0**20
+    fused = table and _complete(G)  # noise, clipping and λ in one pass
+    if single:  # the rescaling folded into the counts' product: c·Xᵀ(1 − X) + (n − c·k)·f
+        k = _simulated_persons(n, truth.size)
+        c = np.float32(np.sqrt(n / k))
+        offset = None if k == n else ((n - float(c) * k) * mean_pp).astype(np.float32)
     for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
-        Y = _rescale(_exact_counts(X, np.float32 if single else np.float64), n, k, mean_pp)
-        if single and noise_parameter == "sigma" and noise_value < 2.0**20:
-            _table_noise(rng, noise_value, Y)
+        if single:
+            Y = _exact_counts(X, np.float32, scale=float(c))
+            if offset is not None:
+                Y += offset
+        else:
+            Y = _rescale(_exact_counts(X), n, k, mean_pp)
+        if table:
+            _table_noise(rng, noise_value, Y, rates=regularization if fused else None)
         else:
             Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
                                                              tol=BOOT_TOL)
         else:
-            np.maximum(Y, 0.0, out=Y)
-            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization, start=truth)
+            if not fused:
+                np.maximum(Y, 0.0, out=Y)
+            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization, start=truth, rates=fused)
         if on_batch is not None:
             on_batch(X.shape[0])
     return out, mu, tau
