@@ -149,9 +149,11 @@ def test_the_spectral_path_draws_a_bar_for_every_long_step(X, monkeypatch):
     monkeypatch.setattr(api, "BAR_FROM_ITEMS", 8)
     privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, estimator="spectral")
     out = tty.getvalue()
-    for phase in ("noise", "point estimate (spectral)", "calibration", "replicates"):
+    for phase in ("pairwise counts and calibration", "noise", "point estimate (spectral)", "calibration",
+                  "replicates"):
         assert phase in out, phase
-    assert out.index("noise") < out.index("point estimate") < out.index("calibration")
+    assert out.index("pairwise counts") < out.index("noise") < out.index("point estimate") \
+        < out.index("bootstrap intervals calibration")
     assert "bootstrap intervals calibration [" in out and " 0/" in out  # drawn before the first fit
     tty2 = FakeTTY()
     monkeypatch.setattr(sys, "stderr", tty2)

@@ -146,7 +146,9 @@ def release_counts(
     progress : bool or None
         A progress bar on stderr while the noise is drawn, for releases of more than
         :data:`~privirt.private.measurements.NOISE_CHUNK` (4 million) counts (25 million at
-        m = 5000 take about 10 s); ``None`` (default): only when stderr is a terminal.
+        m = 5000 take about 10 s), and from :data:`BAR_FROM_ITEMS` items a one-step bar for the
+        graph, calibration and exact counts before it; ``None`` (default): only when stderr is
+        a terminal.
 
     Returns
     -------
@@ -173,6 +175,9 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str, progres
 
     resp = call.resp
     m = resp.n_items
+    # graph, calibration and exact counts: seconds at thousands of items (a one-step bar)
+    prep = ticker(1, "pairwise counts and calibration", unit="step", enabled=progress and m >= BAR_FROM_ITEMS)
+    prep(at=0)
     G = sample_comparison_graph(m, call.p0, seed=call.seed)
     sparse = not bool(G.sum() == m * (m - 1))
     sens = pairwise_counts_sensitivity(m, graph=G if sparse else None, bound=sensitivity)
@@ -186,6 +191,7 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str, progres
         Y = resp.differential_counts()
     else:
         Y = differential_counts(resp, device=call.device)
+    prep(1)
     spend_id = _debit(call, meas)
     r, c = np.nonzero(G)
     values = np.asarray(Y[r, c], dtype=np.int64)
@@ -283,9 +289,10 @@ def private_spectral_estimate(
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
         public n, m and the noise variance only; ``info["estimator"]`` says which was used.
     progress : bool or None
-        A progress bar on stderr for the bootstrap (and the noise of releases beyond 4 million
-        counts); ``None`` (default): only when stderr is a
-        terminal.
+        A progress bar on stderr for the bootstrap (its calibration, then its replicates), the
+        noise of releases beyond 4 million counts and, from :data:`BAR_FROM_ITEMS` items, one-step
+        bars for the exact counts and for the point estimate; ``None`` (default): only when
+        stderr is a terminal.
 
     Returns
     -------
