@@ -208,10 +208,10 @@ def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray, *,
     is in cache): the spectral chain's rates on a complete graph, its diagonal left to clear.
 
     One 16-bit index per cell (four from each 64-bit output of the generator) into the
-    equiprobable table of :func:`_normal_table` scaled by σ and rounded: the noise's
-    distribution function is within 2^-(b+1) ≈ 8·10⁻⁶ of the rounded normal's everywhere it is
-    defined (the table stops at ±4.3σ, where a mass of 1.5·10⁻⁵ is left out), its variance
-    exactly σ² before rounding, at a tenth of the cost of normal deviates (the bootstrap's
+    equiprobable table of :func:`_normal_table` scaled by σ and rounded: before rounding its
+    distribution function is within 1.01·10⁻⁵ of the normal's (the table stops at ±4.32σ, a
+    mass of 1.5·10⁻⁵ left out), its variance exactly σ², at about a third of the cost of
+    normal deviates (the bootstrap's
     noise is post-processing: it needs the released law, not privacy-grade sampling;
     ``docs/intervals.md``)."""
     table = np.rint(np.float32(sigma) * _normal_table().astype(np.float32))
