@@ -77,8 +77,10 @@ def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: in
         Yd = np.diagonal(Yn).copy()
         Y2 = float(np.einsum("ij,ij->", Yn, Yn) - Yd @ Yd) / n**2
 
+        last: dict = {}  # Y Qᵀ at the last point: an accepted step's Jacobian call reuses it
+
         def parts(x: np.ndarray, jac: bool):  # noqa: F811 - the same sums in closed form
-            return _complete_parts(x, Yn, Yd, Y2, beta, n, jac)
+            return _complete_parts(x, Yn, Yd, Y2, beta, n, jac, cache=last)
 
     cost, JJ, Jr = parts(x, True)
     lam = 1e-3
@@ -101,14 +103,15 @@ def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: in
 
 
 def _complete_parts(x: np.ndarray, Y: np.ndarray, Yd: np.ndarray, Y2: float, beta: np.ndarray, n: int,
-                    jac: bool) -> tuple[float, np.ndarray, np.ndarray]:
+                    jac: bool, cache: dict | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """:func:`fit_ability_normal`'s cost, JᵀJ and Jᵀr on the complete graph without m × m passes.
 
     Every matrix of the fit is a sum over the K quadrature nodes of rank-one terms,
     E_ij = Σ_a w_a P_ai Q_aj and its derivatives (``docs/intervals.md``), so a sum over the
     pairs i ≠ j of a product of two of them is Σ_ab c_a d_b [(U_a·X_b)(V_a·Y_b) − Σ_i U_ai V_ai
     X_bi Y_bi] (K × K Gram matrices), and its product with the counts needs only
-    ``Y @ Qᵀ`` and ``Y @ (PQ)ᵀ`` (one m × m × K product each).  ``Yd`` is the counts' diagonal
+    ``Y @ Qᵀ`` and ``Y @ (PQ)ᵀ`` (one m × m × K product each).  ``cache`` (a dict) keeps ``Y @ Qᵀ`` of the
+    last point, which the Jacobian call after an accepted step reuses.  ``Yd`` is the counts' diagonal
     (left out), ``Y2`` = Σ_{i≠j} Y_ij² / n².
     """
     tau = float(np.exp(x[1]))
@@ -133,7 +136,15 @@ def _complete_parts(x: np.ndarray, Y: np.ndarray, Yd: np.ndarray, Y2: float, bet
                 tot += float(c @ S @ d)
         return tot
 
-    YV = {v: Y @ arr[v].T for v in (("Q", "D") if jac else ("Q",))}  # m × K
+    key = np.asarray(x, dtype=float).tobytes()
+    if cache is not None and cache.get("x") == key:
+        YV = {"Q": cache["Q"]}
+    else:
+        YV = {"Q": Y @ arr["Q"].T}  # m × K
+        if cache is not None:
+            cache.update(x=key, Q=YV["Q"])
+    if jac:
+        YV["D"] = Y @ arr["D"].T
 
     def inner_y(A: str) -> float:
         return sum(float(c @ (np.einsum("ki,ik->k", arr[u], YV[v]) - (arr[u] * arr[v]) @ Yd))
