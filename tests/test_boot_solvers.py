@@ -224,3 +224,14 @@ def test_fused_noise_and_rates_equal_the_separate_passes():
     start = rng.normal(0, 1, m)
     sep = iv.spectral_batch(np.maximum(a, 0), G, 0.7, start=start)
     np.testing.assert_allclose(iv.spectral_batch(b, G, 0.7, start=start, rates=True), sep, atol=1e-6)
+
+
+def test_default_replicates_fall_beyond_1000_items_and_are_used_by_default(monkeypatch):
+    assert [iv.default_n_boot(m) for m in (6, 1000, 1500, 2000, 5000, 10**4)] == [200, 200, 88, 50, 50, 50]
+    monkeypatch.setattr(iv, "FULL_BOOT_ITEMS", 5)  # a small case past the threshold: 200·(5/8)² = 78
+    X, _, _ = privirt.simulate_rasch(300, 8, seed=2)
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, progress=False)
+    assert res.info["n_boot"] == 78
+    rel = privirt.release_counts(X, epsilon=1.0, seed=1)
+    assert privirt.spectral_from_release(rel, seed=1).info["n_boot"] == 78
+    assert privirt.spectral_from_release(rel, seed=1, n_boot=30).info["n_boot"] == 30
