@@ -1,7 +1,7 @@
 """The default private calls at realistic sizes, side by side in one run (issue 24).
 
 Cases (each: ``private_spectral_estimate`` with its defaults — noise-aware/spectral "auto",
-200 bootstrap replicates — beside ``private_totals_estimate`` with its own 200 replicates, on
+its default bootstrap replicates (200 up to 1000 items, fewer beyond) — beside ``private_totals_estimate`` with its own 200 replicates, on
 the same simulated Rasch data, ε = 0.1 unless stated, δ = 1e-4, seeded noise, i.e. NOT private,
 as a benchmark should be; wall seconds and, beside them, the process's CPU seconds, which a
 machine shared with other jobs inflates far less):
@@ -82,9 +82,11 @@ def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str,
                            ("totals", privirt.private_totals_estimate)):
             if method not in methods:
                 continue
-            sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, n_boot=n_boot, progress=False)
+            nb = {} if n_boot is None else {"n_boot": n_boot}  # None: the method's own default
+            sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, progress=False, **nb)
             times[method] = sec
             extra = f" estimator={res.info.get('estimator')}" if method == "spectral" else ""
+            extra += f" n_boot={res.info.get('n_boot')}"
             print(f"  [{tag}] {method:8s} {sec:8.2f} s (cpu {_time.cpu:7.2f} s)  median se {np.nanmedian(res.se):.3f}{extra}"
                   f"  (peak RSS so far {_peak_gib():.2f} GiB, load {_load()})", flush=True)
         if len(times) == 2:
@@ -108,7 +110,7 @@ def main() -> None:
     ap.add_argument("--cases", nargs="+", default=["10000x100"], choices=[*SIZES, "calibration"])
     ap.add_argument("--busy", action="store_true", help="run a CPU-bound process beside the benchmark")
     ap.add_argument("--blas", choices=("both", "limited"), default="both")
-    ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--n-boot", type=int, default=None, help="default: each method's own default")
     ap.add_argument("--methods", nargs="+", default=["spectral", "totals"], choices=["spectral", "totals"])
     args = ap.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpus, "

@@ -104,3 +104,134 @@ def test_fewer_simulated_persons_beyond_100_items_keep_the_intervals(monkeypatch
     np.testing.assert_allclose(few.se, many.se, rtol=0.5)
     centre_gap = np.abs(np.array(few.info["centre"]) - np.array(many.info["centre"]))
     assert np.median(centre_gap) < 0.2 * np.median(many.se)
+
+
+# -- issue 24, target 2: the spectral bootstrap at many items ------------------------------
+def test_table_noise_has_the_rounded_normal_law():
+    from scipy import stats
+
+    for sigma in (4.0, 3000.0):
+        z = iv._table_noise(np.random.default_rng(3), sigma, np.zeros(1_000_000, np.float32))
+        assert z.dtype == np.float32 and np.all(z == np.rint(z))
+        assert abs(z.mean()) < 4 * sigma / 1000 and abs(z.std() / np.sqrt(sigma**2 + 1 / 12) - 1) < 0.004
+        # distribution function within sampling error of the rounded normal's
+        k = np.arange(-4 * sigma, 4 * sigma + 1, max(1.0, sigma / 50))
+        emp = np.searchsorted(np.sort(z), k + 0.5, side="right") / z.size
+        assert np.max(np.abs(emp - stats.norm.cdf((k + 0.5) / sigma))) < 0.003
+    a = iv._table_noise(np.random.default_rng(4), 10.0, np.zeros((2, 50, 50), np.float32))
+    b = iv._table_noise(np.random.default_rng(4), 10.0, np.zeros((2, 50, 50), np.float32))
+    np.testing.assert_array_equal(a, b)  # seeded: the same draws
+    assert abs(np.corrcoef(a[0].ravel(), a[1].ravel())[0, 1]) < 0.1  # replicates independent
+
+
+@pytest.mark.parametrize("p0", [1.0, 0.3])
+def test_single_precision_chain_equals_the_double_one(p0):
+    rng = np.random.default_rng(5)
+    m = 90
+    G = sample_comparison_graph(m, p0, seed=2)
+    beta = rng.normal(0, 1, m)
+    base = 300.0 / (1 + np.exp(beta[:, None] - beta[None, :]))
+    Y = np.clip(base + np.rint(rng.normal(0, 200.0, (3, m, m))), 0, None)
+    dense = iv.spectral_batch(Y, G, method="solve")
+    single = iv.spectral_batch(Y.astype(np.float32), G, start=beta)
+    assert single.dtype == np.float64
+    np.testing.assert_allclose(single, dense, atol=2e-4)
+    assert np.abs(single - dense).max() < 1e-3 * dense.std()
+
+
+def test_ability_fit_on_the_complete_graph_uses_the_same_sums():
+    X, _, beta = privirt.simulate_rasch(800, 40, seed=9)
+    rel = privirt.release_counts(X, epsilon=0.3, seed=4)
+    Y, G = rel.Y.to_numpy().astype(float), rel.graph.to_numpy()
+    b = np.asarray(beta) - np.mean(beta)
+    for x in (np.array([0.3, np.log(0.8)]), np.array([-1.0, 0.2])):
+        def E(x):
+            return iv._pair_means(b, x[0], np.exp(x[1]))
+        h = 1e-6
+        R = np.where(G, E(x) - Y / 800, 0.0)
+        Em = np.where(G, (E(x + [h, 0]) - E(x - [h, 0])) / (2 * h), 0.0)
+        Es = np.where(G, (E(x + [0, h]) - E(x - [0, h])) / (2 * h), 0.0)
+        Yd = np.diagonal(Y).copy()
+        cost, JJ, Jr = iv._complete_parts(x, Y, Yd, float((Y * Y).sum() - Yd @ Yd) / 800**2, b, 800, True)
+        np.testing.assert_allclose(cost, (R * R).sum(), rtol=1e-10)
+        np.testing.assert_allclose(JJ, [[(Em * Em).sum(), (Em * Es).sum()], [(Em * Es).sum(), (Es * Es).sum()]],
+                                   rtol=1e-6)
+        np.testing.assert_allclose(Jr, [(Em * R).sum(), (Es * R).sum()], rtol=1e-6, atol=1e-9)
+
+
+def test_calibration_replicates_fall_with_the_items_and_the_last_step_is_not_evaluated(monkeypatch):
+    assert [iv.calibration_replicates(m) for m in (6, 100, 200, 1000, 5000)] == [50, 50, 25, 10, 10]
+    drawn = []
+    orig = iv._replicates
+
+    def spy(rng, truth, *a, **k):
+        drawn.append(a[3])
+        return orig(rng, truth, *a, **k)
+
+    monkeypatch.setattr(iv, "_replicates", spy)
+    monkeypatch.setattr(iv, "CALIBRATION_TOL", 0.0)  # every step runs
+    X, _, _ = privirt.simulate_rasch(500, 6, seed=1)
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, seed=2, n_boot=20, progress=False)
+    assert res.info["calibration_steps"] == iv.CALIBRATION_STEPS
+    assert drawn == [50] * iv.CALIBRATION_STEPS + [20]
+
+
+@pytest.mark.slow
+def test_the_fast_spectral_bootstrap_keeps_the_intervals(monkeypatch):
+    # single precision, table noise, fewer calibration replicates, the complete graph's ability
+    # sums: against the double-precision path with normal deviates and 50 calibration replicates
+    X, _, _ = privirt.simulate_rasch(2000, 120, seed=12)
+    rel = privirt.release_counts(X, epsilon=2.0, seed=0)
+    kw = dict(n_boot=80, estimator="spectral", progress=False)
+    fast = [privirt.spectral_from_release(rel, seed=s, **kw) for s in (1, 2)]
+    monkeypatch.setattr(iv, "SINGLE_FROM_ITEMS", 10**9)
+    monkeypatch.setattr(iv, "CALIBRATION_MIN_REPLICATES", 50)
+    slow = privirt.spectral_from_release(rel, seed=1, **kw)
+    assert fast[0].info["calibration_replicates"] == 41 and slow.info["calibration_replicates"] == 50
+    se = slow.se.to_numpy()
+    for f in fast:
+        np.testing.assert_allclose(np.median(f.se), np.median(se), rtol=0.08)
+        gap = np.abs(np.array(f.info["centre"]) - np.array(slow.info["centre"]))
+        assert np.median(gap) < 0.25 * np.median(se)
+    # the two fast runs differ from each other by as much (Monte-Carlo error, not a shift)
+    gap_ff = np.abs(np.array(fast[0].info["centre"]) - np.array(fast[1].info["centre"]))
+    gap_fs = np.abs(np.array(fast[0].info["centre"]) - np.array(slow.info["centre"]))
+    assert np.median(gap_fs) < 2.0 * np.median(gap_ff)
+
+
+def test_single_precision_counts_are_the_exact_counts():
+    rng = np.random.default_rng(6)
+    X = iv._responses(rng, rng.normal(0, 1, 70), 0.2, 1.1, 3, 40)
+    single = iv._exact_counts(X, np.float32)
+    assert single.dtype == np.float32
+    np.testing.assert_array_equal(single, iv._exact_counts(X))
+    np.testing.assert_array_equal(single[1], differential_counts(X[1].astype(int)))
+    # the rescaling folded into the product: c·Y + (n − c·k)·f, as _rescale does it
+    f = iv._pair_means(np.zeros(70), 0.0, 1.0)
+    want = iv._rescale(iv._exact_counts(X), 400, 40, f)
+    got = iv._exact_counts(X, np.float32, scale=np.sqrt(10.0)) + ((400 - np.sqrt(10.0) * 40) * f).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+
+
+def test_fused_noise_and_rates_equal_the_separate_passes():
+    rng = np.random.default_rng(8)
+    m = 70
+    G = sample_comparison_graph(m, 1.0, seed=1)
+    Y = rng.uniform(0, 300, (2, m, m)).astype(np.float32)
+    a = iv._table_noise(np.random.default_rng(2), 250.0, Y.copy())
+    b = iv._table_noise(np.random.default_rng(2), 250.0, Y.copy(), rates=0.7)
+    np.testing.assert_array_equal(b, np.maximum(a, 0) + np.float32(0.7))
+    start = rng.normal(0, 1, m)
+    sep = iv.spectral_batch(np.maximum(a, 0), G, 0.7, start=start)
+    np.testing.assert_allclose(iv.spectral_batch(b, G, 0.7, start=start, rates=True), sep, atol=1e-6)
+
+
+def test_default_replicates_fall_beyond_1000_items_and_are_used_by_default(monkeypatch):
+    assert [iv.default_n_boot(m) for m in (6, 1000, 1500, 2000, 5000, 10**4)] == [200, 200, 88, 50, 50, 50]
+    monkeypatch.setattr(iv, "FULL_BOOT_ITEMS", 5)  # a small case past the threshold: 200·(5/8)² = 78
+    X, _, _ = privirt.simulate_rasch(300, 8, seed=2)
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, progress=False)
+    assert res.info["n_boot"] == 78
+    rel = privirt.release_counts(X, epsilon=1.0, seed=1)
+    assert privirt.spectral_from_release(rel, seed=1).info["n_boot"] == 78
+    assert privirt.spectral_from_release(rel, seed=1, n_boot=30).info["n_boot"] == 30

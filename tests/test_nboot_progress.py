@@ -135,3 +135,27 @@ def test_a_large_release_draws_its_noise_in_chunks_behind_a_bar(X, monkeypatch, 
     off = ~np.eye(8, dtype=bool)
     assert np.all(noise[~off] == 0) and np.std(noise[off]) > 1  # every released count got noise
     assert whole.privacy.noise_value == chunked.privacy.noise_value
+
+
+def test_the_spectral_path_draws_a_bar_for_every_long_step(X, monkeypatch):
+    # release noise, point estimate, calibration and replicates (issue 24 target 3, at
+    # thousands of items; thresholds lowered here so that a small case shows every bar)
+    from privirt.private import measurements
+    from privirt.private.counts import api
+
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setattr(measurements, "NOISE_CHUNK", 10)
+    monkeypatch.setattr(api, "BAR_FROM_ITEMS", 8)
+    privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, estimator="spectral")
+    out = tty.getvalue()
+    for phase in ("pairwise counts and calibration", "noise", "point estimate (spectral)", "calibration",
+                  "replicates"):
+        assert phase in out, phase
+    assert out.index("pairwise counts") < out.index("noise") < out.index("point estimate") \
+        < out.index("bootstrap intervals calibration")
+    assert "bootstrap intervals calibration [" in out and " 0/" in out  # drawn before the first fit
+    tty2 = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty2)
+    privirt.private_spectral_estimate(X, epsilon=1.0, seed=1, n_boot=20, estimator="spectral", progress=False)
+    assert tty2.getvalue() == ""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._checks import check_confidence, check_n_boot
-from ..._progress import resolve_progress
+from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
 from ..._seeds import SeedLike, child, seed_sequence
 from ...exceptions import warn_if_noise_dominates
@@ -19,7 +19,7 @@ from ..spends import reports_spends
 from ..sensitivity import pairwise_counts_sensitivity
 from .._inputs import PrivateCall, validate_call
 from .graph import graph_frame, n_edges, sample_comparison_graph
-from .intervals import DEFAULT_N_BOOT, counts_intervals
+from .intervals import counts_intervals, default_n_boot
 from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult
@@ -42,6 +42,8 @@ Estimator = Literal["auto", "spectral", "noise_aware"]
 
 #: Up to this many items the point estimate's solves run on one BLAS thread (as the bootstrap's).
 SMALL_FIT_ITEMS: int = 256
+#: From this many items ``progress`` draws a (one-step) bar for the point estimate too.
+BAR_FROM_ITEMS: int = 1000
 
 
 def _check_estimator(estimator: Any) -> None:
@@ -144,7 +146,9 @@ def release_counts(
     progress : bool or None
         A progress bar on stderr while the noise is drawn, for releases of more than
         :data:`~privirt.private.measurements.NOISE_CHUNK` (4 million) counts (25 million at
-        m = 5000 take about 10 s); ``None`` (default): only when stderr is a terminal.
+        m = 5000 take about 10 s), and from :data:`BAR_FROM_ITEMS` items a one-step bar for the
+        graph, calibration and exact counts before it; ``None`` (default): only when stderr is
+        a terminal.
 
     Returns
     -------
@@ -171,6 +175,9 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str, progres
 
     resp = call.resp
     m = resp.n_items
+    # graph, calibration and exact counts: seconds at thousands of items (a one-step bar)
+    prep = ticker(1, "pairwise counts and calibration", unit="step", enabled=progress and m >= BAR_FROM_ITEMS)
+    prep(at=0)
     G = sample_comparison_graph(m, call.p0, seed=call.seed)
     sparse = not bool(G.sum() == m * (m - 1))
     sens = pairwise_counts_sensitivity(m, graph=G if sparse else None, bound=sensitivity)
@@ -184,6 +191,7 @@ def _release_counts(call: PrivateCall, mechanism: str, sensitivity: str, progres
         Y = resp.differential_counts()
     else:
         Y = differential_counts(resp, device=call.device)
+    prep(1)
     spend_id = _debit(call, meas)
     r, c = np.nonzero(G)
     values = np.asarray(Y[r, c], dtype=np.int64)
@@ -263,8 +271,10 @@ def private_spectral_estimate(
     n_boot : int or None
         Parametric-bootstrap replicates for ``se`` and ``ci`` (≥ 20), or 0 to skip them
         (``se`` and ``ci`` are then NaN).  Post-processing of the release: no privacy cost
-        (``docs/intervals.md``).  ``None`` (default): 200 for ``"gaussian"`` and
-        ``"laplace"``; ``"randomized_response"`` has no intervals (``se`` and ``ci`` are
+        (``docs/intervals.md``).  ``None`` (default): for ``"gaussian"`` and ``"laplace"``,
+        200 up to 1000 items and 200·(1000/m)², at least 50, beyond
+        (:func:`~privirt.private.counts.intervals.default_n_boot`: a replicate costs m²);
+        ``"randomized_response"`` has no intervals (``se`` and ``ci`` are
         None; a bootstrap of it under-covers at the usual ε, so ``n_boot > 0`` is refused).
         ``seed`` also seeds the bootstrap; without it the bootstrap uses fresh OS entropy.
         Cost: each replicate simulates up to max(1000, 8·10⁶/m²) persons' counts (k·m²):
@@ -279,9 +289,10 @@ def private_spectral_estimate(
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
         public n, m and the noise variance only; ``info["estimator"]`` says which was used.
     progress : bool or None
-        A progress bar on stderr for the bootstrap (and the noise of releases beyond 4 million
-        counts); ``None`` (default): only when stderr is a
-        terminal.
+        A progress bar on stderr for the bootstrap (its calibration, then its replicates), the
+        noise of releases beyond 4 million counts and, from :data:`BAR_FROM_ITEMS` items, one-step
+        bars for the exact counts and for the point estimate; ``None`` (default): only when
+        stderr is a terminal.
 
     Returns
     -------
@@ -305,7 +316,7 @@ def private_spectral_estimate(
     confidence = check_confidence(confidence)
     progress = resolve_progress(progress)
     rr = mechanism == "randomized_response"
-    n_boot = (0 if rr else DEFAULT_N_BOOT) if n_boot is None else check_n_boot(n_boot)
+    n_boot = (0 if rr else None) if n_boot is None else check_n_boot(n_boot)  # None: default_n_boot(m)
     if rr and n_boot:
         raise ValueError("randomized response has no bootstrap intervals (they under-cover at the "
                          "usual epsilon, docs/intervals.md); pass n_boot=0 or use mechanism='gaussian'")
@@ -335,7 +346,7 @@ def spectral_from_release(
     counts: NoisyCounts,
     *,
     confidence: float = 0.95,
-    n_boot: int = DEFAULT_N_BOOT,
+    n_boot: int | None = None,
     seed: SeedLike = None,
     device: str = "auto",
     estimator: Estimator = "auto",
@@ -353,8 +364,9 @@ def spectral_from_release(
     counts : NoisyCounts
         From :func:`release_counts` (discrete Gaussian or Laplace).
     confidence : float in (0, 1), default 0.95
-    n_boot : int, default 200
+    n_boot : int or None
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se``, ``ci`` NaN).
+        ``None`` (default): 200 up to 1000 items, fewer beyond (:func:`~privirt.private.counts.intervals.default_n_boot`).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
     device : {"auto", "cpu", "gpu"}
@@ -373,7 +385,7 @@ def spectral_from_release(
     if not isinstance(counts, NoisyCounts):
         raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
     confidence = check_confidence(confidence)
-    n_boot = check_n_boot(n_boot)
+    n_boot = default_n_boot(len(counts.items)) if n_boot is None else check_n_boot(n_boot)
     progress = resolve_progress(progress)
     ss = seed_sequence(seed)
     st = counts.privacy
@@ -387,6 +399,9 @@ def spectral_from_release(
     used = estimator if estimator != "auto" else ("noise_aware" if se0 < NOISE_AWARE_BELOW else "spectral")
     # the fit's m × m solves (one per Fisher-scoring step) are small: BLAS's threads only cost
     # on shared cores (measured 54 ms a 100 × 100 solve at load 9, privirt._threads)
+    # the point estimate takes seconds from ~5000 items (m² passes): a one-step bar says so
+    point_bar = ticker(1, f"point estimate ({used})", unit="fit", enabled=progress and len(counts.items) >= BAR_FROM_ITEMS)
+    point_bar(at=0)
     with single_blas_thread() if len(counts.items) <= SMALL_FIT_ITEMS else contextlib.nullcontext():
         if used == "noise_aware":
             fit = noise_aware_estimate(counts)
@@ -395,6 +410,7 @@ def spectral_from_release(
             fit = spectral_from_counts(counts.clipped(), items=counts.items, graph=G,
                                        regularization="auto", device=device)
             reg = fit.regularization
+    point_bar(1)
     boot = None
     if n_boot:
         boot = counts_intervals(counts.Y.to_numpy(), G, fit.beta.to_numpy(), int(st.n_persons),

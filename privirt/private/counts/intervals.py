@@ -18,18 +18,21 @@ The maths and its limits are in ``docs/intervals.md``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
+from .ability import _complete_parts, _pair_means, fit_ability_normal  # noqa: F401 - re-exported
 from .noisy_likelihood import noise_aware_batch
 
 __all__ = [
     "DEFAULT_N_BOOT",
+    "default_n_boot",
     "MAX_SIMULATED_PERSONS",
     "BootstrapIntervals",
     "counts_intervals",
@@ -41,6 +44,10 @@ __all__ = [
 #: response gets no intervals (``docs/intervals.md``: a bootstrap of the debiased estimate
 #: under-covers at the usual ε).
 DEFAULT_N_BOOT: int = 200
+#: Beyond this many items the default falls as DEFAULT_N_BOOT·(FULL_BOOT_ITEMS/m)² (a replicate
+#: costs m²), to no fewer than MIN_DEFAULT_N_BOOT: :func:`default_n_boot`.
+FULL_BOOT_ITEMS: int = 1000
+MIN_DEFAULT_N_BOOT: int = 50
 #: A replicate simulates k = min(n, MAX_SIMULATED_PERSONS, max(MIN_SIMULATED_PERSONS,
 #: SIMULATION_WORK / m²)) persons; when k < n it rescales their fluctuation around the model
 #: mean by √(n / k) (central limit theorem; docs/intervals.md).  Their counts cost k·m² each.
@@ -55,6 +62,11 @@ SIMULATION_WORK: int = 8_000_000
 CALIBRATION_STEPS: int = 4
 CALIBRATION_REPLICATES: int = 50
 CALIBRATION_TOL: float = 0.02
+#: Beyond 100 items an evaluation takes CALIBRATION_REPLICATES·100/m replicates, no fewer than
+#: this: the attenuation slope pools the m items (its Monte-Carlo error falls as 1/√(R·m)),
+#: and an item's own error in the calibrated truth cancels to first order in the interval's
+#: centre, which the bootstrap's fresh replicates correct (``docs/intervals.md``).
+CALIBRATION_MIN_REPLICATES: int = 10
 #: Smallest attenuation slope used (the intervals widen by 1/slope), and the largest |β| the
 #: calibrated truth may take (logits).
 MIN_SLOPE: float = 0.05
@@ -69,14 +81,20 @@ BOOT_TOL: float = 1e-6
 POWER_FROM_ITEMS: int = 64
 POWER_TOL: float = 1e-10
 POWER_MAX_ITER: int = 500
+#: From this many items the spectral bootstrap's replicates (counts, noise, chain and power
+#: iteration) are built in single precision (half the memory traffic of every m² pass;
+#: counts are exact integers in float32 up to 2²⁴), the Gaussian noise drawn from a table of
+#: :data:`NOISE_TABLE_BITS`-bit normal quantiles, and the power iteration stopped at
+#: :data:`POWER_TOL32` (the replicates move by ~1e-5 logits, far below their spread).
+SINGLE_FROM_ITEMS: int = 64
+POWER_TOL32: float = 1e-5
+NOISE_TABLE_BITS: int = 16
 #: Count matrices (replicates × m²) held at once: one 5000-item replicate at a time.
 _COUNT_CELLS: int = 1 << 22
-#: Cells (rows × items) of the ability fit's m × m matrices held at once.
-_ABILITY_FIT_CELLS: int = 1 << 20
+#: Cells of bootstrap noise drawn at once (table look-up, :func:`_table_noise`).
+_NOISE_CHUNK: int = 1 << 18
 #: Cells (persons × items × replicates) simulated at once.
 _CHUNK_CELLS: int = 2_000_000
-_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(41)
-_GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
 
 
 @dataclass(frozen=True)
@@ -90,79 +108,28 @@ class BootstrapIntervals:
 
 
 # ---------------------------------------------------------------------------------------
-# 1. the ability model
-def _pair_means(beta: np.ndarray, mu: float, tau: float) -> np.ndarray:
-    """E[p_i (1 − p_j)] for one person with θ ~ N(μ, τ²) (m × m, zero diagonal)."""
-    theta = mu + tau * _GH_NODES
-    p = special.expit(theta[:, None] - beta[None, :])  # nodes × m
-    E = (p * _GH_WEIGHTS[:, None]).T @ (1.0 - p)
-    np.fill_diagonal(E, 0.0)
-    return E
-
-
-def fit_ability_normal(Y: np.ndarray, graph: np.ndarray, beta: np.ndarray, n: int,
-                       x0: tuple[float, float] | None = None) -> tuple[float, float]:
-    """(μ̂, τ̂) of normal abilities fitted to counts ``Y`` on the directed pairs of ``graph``.
-
-    Least squares of ``Y_ij`` against ``n·E[p_i(1 − p_j)]`` given ``beta``; ``Y`` may be noisy
-    and negative (it is used unclipped: the noise has mean zero).  τ̂ is kept in [0.01, 10].
-    Solved by Levenberg–Marquardt on (μ, log τ) with the analytic Jacobian, the m × m
-    matrices taken a block of rows at a time (memory O(m) rows, not O(m²) pairs × 2; a
-    5000-item release fits in a few hundred MB); ``x0`` = (μ, τ) starts it (e.g. the fit at
-    a nearby ``beta``).
-    """
-    G = np.asarray(graph, dtype=bool)
-    Yn = np.asarray(Y, dtype=float)
-    beta = np.asarray(beta, dtype=float)
-    m = beta.size
-    lo, hi = np.array([-10.0, np.log(0.01)]), np.array([10.0, np.log(10.0)])
-    x = np.zeros(2) if x0 is None else np.clip([x0[0], np.log(x0[1])], lo, hi)
-    rows = max(1, _ABILITY_FIT_CELLS // max(1, m))
-
-    def parts(x: np.ndarray, jac: bool):
-        tau = np.exp(x[1])
-        P = special.expit(x[0] + tau * _GH_NODES[:, None] - beta[None, :])  # nodes × m
-        Pw, Q = P * _GH_WEIGHTS[:, None], 1.0 - P
-        if jac:
-            Pd = P * Q
-            Pdz = Pd * (tau * _GH_NODES)[:, None]
-        cost, JJ, Jr = 0.0, np.zeros((2, 2)), np.zeros(2)
-        for a in range(0, m, rows):
-            b = min(m, a + rows)
-            g = G[a:b]
-            R = np.where(g, Pw[:, a:b].T @ Q - Yn[a:b] / n, 0.0)
-            cost += float(np.einsum("ij,ij->", R, R))
-            if jac:
-                Em = np.where(g, (Pd[:, a:b] * _GH_WEIGHTS[:, None]).T @ Q - Pw[:, a:b].T @ Pd, 0.0)
-                Es = np.where(g, (Pdz[:, a:b] * _GH_WEIGHTS[:, None]).T @ Q - Pw[:, a:b].T @ Pdz, 0.0)
-                JJ += [[np.einsum("ij,ij->", Em, Em), np.einsum("ij,ij->", Em, Es)],
-                       [0.0, np.einsum("ij,ij->", Es, Es)]]
-                Jr += [np.einsum("ij,ij->", Em, R), np.einsum("ij,ij->", Es, R)]
-        JJ[1, 0] = JJ[0, 1]
-        return cost, JJ, Jr
-
-    cost, JJ, Jr = parts(x, True)
-    lam = 1e-3
-    for _ in range(100):
-        step = -np.linalg.solve(JJ + lam * np.diag(np.diag(JJ) + 1e-300), Jr)
-        new = np.clip(x + step, lo, hi)
-        new_cost = parts(new, False)[0]
-        if new_cost <= cost:
-            done = np.max(np.abs(new - x)) < 1e-8 or cost - new_cost <= 1e-10 * cost
-            x, cost = new, new_cost
-            if done:
-                break
-            JJ, Jr = parts(x, True)[1:]
-            lam = max(lam / 10.0, 1e-12)
-        else:
-            lam *= 10.0
-            if lam > 1e12:
-                break
-    return float(x[0]), float(np.exp(x[1]))
-
-
-# ---------------------------------------------------------------------------------------
 # 2. simulation
+def default_n_boot(m: int) -> int:
+    """The default number of bootstrap replicates at ``m`` items (public): 200 up to 1000 items,
+    then 200·(1000/m)², no fewer than 50 (2·10⁸ replicate cells, m² each).
+
+    An endpoint's Monte-Carlo error is about se·√((1 + z²/2)/R) (the centre's se/√R and the
+    se's own 1/√(2R)): 0.12·se at R = 200, 0.24·se at R = 50, which costs a nominal 95 %
+    interval about 0.25 and 0.8 points of coverage (simulated, ``docs/intervals.md`` §3); it
+    does not depend on n or ε.
+    """
+    if m <= FULL_BOOT_ITEMS:
+        return DEFAULT_N_BOOT
+    return max(MIN_DEFAULT_N_BOOT, int(DEFAULT_N_BOOT * (FULL_BOOT_ITEMS / m) ** 2))
+
+
+def calibration_replicates(m: int) -> int:
+    """Replicates per evaluation of the calibration at ``m`` items (public)."""
+    if m <= 100:
+        return CALIBRATION_REPLICATES
+    return max(CALIBRATION_MIN_REPLICATES, CALIBRATION_REPLICATES * 100 // m)
+
+
 def _simulated_persons(n: int, m: int) -> int:
     floor = MIN_SIMULATED_PERSONS if m <= 100 else max(FEWEST_SIMULATED_PERSONS, MIN_SIMULATED_PERSONS * 100 // m)
     work = max(floor, SIMULATION_WORK // max(1, m * m))
@@ -176,9 +143,15 @@ def _responses(rng: np.random.Generator, beta: np.ndarray, mu: float, tau: float
     return (rng.random(p.shape, dtype=np.float32) < p).astype(np.float32)
 
 
-def _exact_counts(X: np.ndarray) -> np.ndarray:
-    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64."""
-    s = X.sum(axis=1, dtype=np.float64)
+def _exact_counts(X: np.ndarray, dtype: type = np.float64, scale: float = 1.0,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """Y_ij = Σ_l X_li (1 − X_lj) = s_i − (XᵀX)_ij per replicate: (r, k, m) -> (r, m, m) float64
+    (or ``dtype``: float32 holds them exactly up to 2²⁴ persons; times ``scale`` and into
+    ``out``, float32 only: a reused buffer spares the page faults of a fresh m² array)."""
+    if dtype == np.float32:  # one product Xᵀ(1 − X): its diagonal is 0 for 0/1 responses
+        Xt = X.transpose(0, 2, 1)
+        return np.matmul(Xt if scale == 1.0 else Xt * np.float32(scale), 1.0 - X, out=out)
+    s = X.sum(axis=1, dtype=dtype)
     Y = np.subtract(s[:, :, None], np.matmul(X.transpose(0, 2, 1), X), dtype=np.float64)
     idx = np.arange(X.shape[2])
     Y[:, idx, idx] = 0.0
@@ -190,8 +163,8 @@ def _rescale(Y: np.ndarray, n: int, k: int, mean_per_person: np.ndarray) -> np.n
     if k == n:
         return Y
     c = np.sqrt(n / k)
-    Y *= c  # in place: n·f + c·(Y − k·f) = c·Y + (n − c·k)·f
-    Y += (n - c * k) * mean_per_person
+    Y *= Y.dtype.type(c)  # in place: n·f + c·(Y − k·f) = c·Y + (n − c·k)·f
+    Y += ((n - c * k) * mean_per_person).astype(Y.dtype, copy=False)
     return Y
 
 
@@ -221,10 +194,45 @@ def _noise(rng: np.random.Generator, kind: str, scale: float, shape: tuple[int, 
     raise ValueError(f"no bootstrap for noise parameter {kind!r}")
 
 
+@functools.lru_cache(maxsize=1)
+def _normal_table() -> np.ndarray:
+    """The 2^b mid-quantiles Φ⁻¹((i + ½)/2^b) of the standard normal, rescaled to variance 1."""
+    q = special.ndtri((np.arange(2**NOISE_TABLE_BITS) + 0.5) / 2**NOISE_TABLE_BITS)
+    return q / np.sqrt(np.mean(q * q))
+
+
+def _table_noise(rng: np.random.Generator, sigma: float, out: np.ndarray, *,
+                 rates: float | None = None) -> np.ndarray:
+    """Add rounded N(0, σ²) noise to the float32 array ``out`` (in place) by table look-up;
+    with ``rates`` = λ, then clip at zero and add λ in the same pass (a chunk at a time, while it
+    is in cache): the spectral chain's rates on a complete graph, its diagonal left to clear.
+
+    One 16-bit index per cell (four from each 64-bit output of the generator) into the
+    equiprobable table of :func:`_normal_table` scaled by σ and rounded: before rounding its
+    distribution function is within 1.01·10⁻⁵ of the normal's (the table stops at ±4.32σ, a
+    mass of 1.5·10⁻⁵ left out), its variance exactly σ², at about a third of the cost of
+    normal deviates (the bootstrap's
+    noise is post-processing: it needs the released law, not privacy-grade sampling;
+    ``docs/intervals.md``)."""
+    table = np.rint(np.float32(sigma) * _normal_table().astype(np.float32))
+    flat = out.reshape(-1)  # a view (``out`` is contiguous)
+    buf = np.empty(min(flat.size, _NOISE_CHUNK), dtype=np.float32)
+    for a in range(0, flat.size, _NOISE_CHUNK):  # in chunks that stay in cache
+        b = min(flat.size, a + _NOISE_CHUNK)
+        idx = rng.bit_generator.random_raw((b - a + 3) // 4).view(np.uint16)[:b - a]
+        np.take(table, idx, out=buf[:b - a])
+        chunk = flat[a:b]
+        chunk += buf[:b - a]
+        if rates is not None:
+            np.maximum(chunk, 0.0, out=chunk)
+            chunk += np.float32(rates)
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # 3. the estimator, batched
 def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0, *,
-                   method: str = "auto", start: np.ndarray | None = None) -> np.ndarray:
+                   method: str = "auto", start: np.ndarray | None = None, rates: bool = False) -> np.ndarray:
     """Spectral estimates of a stack of counts (R, m, m) on ``graph``: (R, m), centred.
 
     The same chain as :func:`privirt.rasch.spectral.spectral_from_counts` with a ``graph``, λ on
@@ -238,15 +246,32 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     step, and the dense chains of a release mix in a few steps (replicates that have not
     converged after :data:`POWER_MAX_ITER` steps, e.g. a periodic chain on a bipartite graph,
     are solved densely).  ``"auto"``: power iteration from :data:`POWER_FROM_ITEMS` items.
+    A float32 ``Y`` is overwritten by the chain's rates and iterated in single precision to
+    :data:`POWER_TOL32` (the bootstrap's large-m path); float64 ``Y`` is left alone.
+    ``rates=True``: a float32 ``Y`` on the complete graph already holds max(Y, 0) + λ (its
+    diagonal is cleared here).
     """
     G = np.asarray(graph, dtype=bool)
     m = G.shape[0]
-    M = np.where(G[None], Y, 0.0)
-    M += np.where(G, regularization, 0.0)[None]
+    single = Y.dtype == np.float32
     if method == "auto":
         method = "power" if m >= POWER_FROM_ITEMS else "solve"
+    if single:  # in place: Y becomes the chain's rates
+        M = Y
+        if rates:
+            M[:, np.arange(m), np.arange(m)] = 0.0
+        elif _complete(G):  # only the diagonal is off the graph
+            M += np.float32(regularization)
+            M[:, np.arange(m), np.arange(m)] = 0.0
+        else:
+            M *= G[None]
+            M += np.where(G, np.float32(regularization), np.float32(0.0))[None]
+    else:
+        M = np.where(G[None], Y, 0.0)
+        M += np.where(G, regularization, 0.0)[None]
     if method == "solve":
-        return _solve_chain(M)
+        return _solve_chain(M.astype(np.float64, copy=False))
+    tol = POWER_TOL32 if single else POWER_TOL
     d = M.sum(axis=2)  # (R, m)
     R = M.shape[0]
     if start is None:
@@ -254,24 +279,31 @@ def spectral_batch(Y: np.ndarray, graph: np.ndarray, regularization: float = 1.0
     else:
         e = np.exp(np.asarray(start, dtype=float) - np.max(start))
         pi = np.broadcast_to(e / e.sum(), (R, m)).copy()
-    x = pi * d
+    x = (pi * d).astype(M.dtype)
     x /= x.sum(axis=1, keepdims=True)
-    logx = np.log(np.clip(x, 1e-300, None))
+    logx = np.log(np.clip(x, 1e-300 if not single else 1e-38, None))
     todo = np.arange(R)
     for _ in range(POWER_MAX_ITER):
-        Mt = M if todo.size == R else M[todo]
-        xn = np.einsum("ri,rij->rj", x[todo] / d[todo], Mt)  # (einsum: 4× a stacked matmul's speed here)
+        # every replicate steps until all have converged (a converged chain only moves by
+        # less than tol): M[todo] would copy the stack each step
+        xn = np.einsum("ri,rij->rj", x / d, M)  # (einsum: 4× a stacked matmul's speed here)
         xn /= xn.sum(axis=1, keepdims=True)
-        ln = np.log(np.clip(xn, 1e-300, None))
-        change = np.max(np.abs(ln - logx[todo]), axis=1)
-        x[todo], logx[todo] = xn, ln
-        todo = todo[change >= POWER_TOL]
+        ln = np.log(np.clip(xn, 1e-300 if not single else 1e-38, None))
+        change = np.max(np.abs(ln - logx), axis=1)
+        x, logx = xn, ln
+        todo = np.nonzero(change >= tol)[0]
         if todo.size == 0:
             break
-    beta = logx - np.log(d)
+    beta = logx.astype(np.float64) - np.log(d.astype(np.float64))
     if todo.size:
-        beta[todo] = _solve_chain(M[todo])
+        beta[todo] = _solve_chain(M[todo].astype(np.float64))
     return beta - beta.mean(axis=1, keepdims=True)
+
+
+def _complete(G: np.ndarray) -> bool:
+    """Whether the boolean adjacency ``G`` is the complete graph (no self-loops)."""
+    m = G.shape[0]
+    return int(G.sum()) == m * (m - 1) and not G.diagonal().any()
 
 
 def _solve_chain(M: np.ndarray) -> np.ndarray:
@@ -305,15 +337,34 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
+    single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
+    table = single and noise_parameter == "sigma" and noise_value < 2.0**20
+    fused = table and _complete(G)  # noise, clipping and λ in one pass
+    if single:  # the rescaling folded into the counts' product: c·Xᵀ(1 − X) + (n − c·k)·f
+        k = _simulated_persons(n, truth.size)
+        c = np.float32(np.sqrt(n / k))
+        offset = None if k == n else ((n - float(c) * k) * mean_pp).astype(np.float32)
+        buf: np.ndarray | None = None
     for a, X, k in _replicate_batches(rng, truth, mu, tau, n, reps):
-        Y = _rescale(_exact_counts(X), n, k, mean_pp)
-        Y += _noise(rng, noise_parameter, noise_value, Y.shape)
+        if single:
+            if buf is None or buf.shape[0] < X.shape[0]:
+                buf = np.empty((X.shape[0], truth.size, truth.size), dtype=np.float32)
+            Y = _exact_counts(X, np.float32, scale=float(c), out=buf[:X.shape[0]])
+            if offset is not None:
+                Y += offset
+        else:
+            Y = _rescale(_exact_counts(X), n, k, mean_pp)
+        if table:
+            _table_noise(rng, noise_value, Y, rates=regularization if fused else None)
+        else:
+            Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
                                                              tol=BOOT_TOL)
         else:
-            np.clip(Y, 0.0, None, out=Y)
-            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization, start=truth)
+            if not fused:
+                np.maximum(Y, 0.0, out=Y)
+            out[a:a + X.shape[0]] = spectral_batch(Y, G, regularization, start=truth, rates=fused)
         if on_batch is not None:
             on_batch(X.shape[0])
     return out, mu, tau
@@ -360,6 +411,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     """
     G = np.asarray(graph, dtype=bool)
     beta_hat = np.asarray(beta_hat, dtype=float)
+    Y_noisy = np.asarray(Y_noisy, dtype=float)  # once, not in every ability fit
     rng = numpy_rng(seed, "bootstrap")
     args = (Y_noisy, G, n)
     if estimator not in ("spectral", "noise_aware"):
@@ -372,15 +424,19 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
     # F(β₀) = β̂ is solved by secant steps with one attenuation slope for all items.
+    # The last secant step's truth is not evaluated: the bootstrap's own replicates there
+    # make the final correction (the centre below), so CALIBRATION_STEPS evaluations in all.
     cal_seed = int(rng.integers(2**63))
-    cal_total = (CALIBRATION_STEPS + 1) * CALIBRATION_REPLICATES
+    cal_reps = calibration_replicates(beta_hat.size)
+    cal_total = CALIBRATION_STEPS * cal_reps
     tick = ticker(cal_total + int(n_boot), "bootstrap intervals", unit="replicates", enabled=progress,
                   phase=lambda d: "calibration" if d < cal_total else "replicates")
 
+    tick(at=0)  # drawn before the first ability fit (seconds at thousands of items)
     ability: list = [None]  # (μ, τ) of the last truth: starts the next ability fit
 
     def F(b: np.ndarray) -> np.ndarray:
-        reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, CALIBRATION_REPLICATES, **kw,
+        reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, cal_reps, **kw,
                                       on_batch=tick, ability=ability[0])
         ability[0] = (mu_, tau_)
         return reps.mean(axis=0)
@@ -395,6 +451,9 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
             break
         new = np.clip(truth + step, -MAX_LOGIT, MAX_LOGIT)
         new -= new.mean()
+        if steps == CALIBRATION_STEPS:  # no evaluation after the last step (see above)
+            truth = new
+            break
         new_mean = F(new)
         dt, dm = new - truth, new_mean - mean
         if dt @ dt > 1e-12:
@@ -413,6 +472,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
             "bootstrap_estimator": estimator,
             "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
-            "attenuation": a, "calibration_steps": steps, "centre": centre.tolist(),
+            "attenuation": a, "calibration_steps": steps, "calibration_replicates": cal_reps,
+            "centre": centre.tolist(),
             "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}
     return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)
