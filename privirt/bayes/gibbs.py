@@ -28,6 +28,10 @@ __all__ = ["gibbs_2pno", "gibbs_2pno_replicate", "ENGINES"]
 SAMPLER = "gibbs_2pno"
 #: Values of ``engine``: ``"auto"`` is ``"fused"`` when numba is installed, else ``"numpy"``.
 ENGINES = ("auto", "fused", "numpy")
+#: Draw the orbit moves (scale and shift, :mod:`privirt.bayes.moves`) each iteration where
+#: they are valid.  On by default; benchmarks and tests set it False for the plain
+#: three-step sampler.
+ORBIT_MOVES = True
 
 
 def resolve_engine(engine: Any, device: str) -> str:
@@ -92,7 +96,7 @@ class _Batch:
         if device != "cpu":
             self.gpu = twopno_gpu.GpuIteration(
                 get_xp(device), codes, C, theta, a, b, seeds, (pa_prec, pa_lin, pb_prec, pb_lin),
-                twopno_gpu.gpu_kernels(), free=free, anchors=anchors,
+                twopno_gpu.gpu_kernels(), free=free, anchors=anchors, moves=ORBIT_MOVES,
             )
             self.theta, self.a, self.b = self.gpu.theta, self.gpu.a, self.gpu.b
             return
@@ -101,13 +105,13 @@ class _Batch:
             self.fused = twopno_fused.FusedGibbs(
                 codes, n_chains=C, priors=priors, theta=theta, a=a, b=b,
                 keys=twopno_fused.philox_keys(seeds), engine="numba", keep_z=keep_z,
-                free=free, anchors=anchors,
+                free=free, anchors=anchors, moves=ORBIT_MOVES,
             )
             self.theta, self.a, self.b = self.fused.theta, self.fused.a, self.fused.b
             return
 
         self.cpu = twopno.CpuData.build(codes, C, priors, keep_z, self._CHUNK_CELLS, free=free,
-                                        anchors=anchors)
+                                        anchors=anchors, moves=ORBIT_MOVES)
         # two Philox streams per chain: uniforms of the Z step, and everything else
         self.draws = twopno.GeneratorDraws(
             [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds],

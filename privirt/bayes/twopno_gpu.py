@@ -117,7 +117,8 @@ class GpuIteration:
 
     def __init__(self, xp: Any, codes: np.ndarray, n_chains: int, theta: np.ndarray,
                  a: np.ndarray, b: np.ndarray, seeds: list, priors: tuple[float, ...],
-                 kernels: tuple, free: bool = False, anchors: Any = None) -> None:
+                 kernels: tuple, free: bool = False, anchors: Any = None,
+                 moves: bool = True) -> None:
         D, n, k = codes.shape
         B = theta.shape[0]
         self.xp, self.B, self.C, self.D, self.n, self.k = xp, B, n_chains, D, n, k

@@ -3,8 +3,9 @@
 One iteration of B chains: a sweep over fixed blocks of person rows draws Z_ij cell by cell,
 θ_i from its row, and adds the row's terms to the block's item sums (:func:`sweep`, which
 releases the GIL so that disjoint block ranges run on several threads); a short pass then adds
-the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`iteration_serial`
-does both in one call.  Z is never stored (unless asked for).  Random numbers are the
+the block sums in a fixed order and draws (a_j, b_j) (:func:`items`); the orbit moves
+(:mod:`privirt.bayes.moves_numba`) are drawn between the two.  Z is never stored (unless asked
+for).  Random numbers are the
 counter-based Philox4x32-10 stream of the GPU kernels (``privirt/bayes/gibbs_2pno.cu``): a
 pure function of (key, counter), so the draws do not depend on the number of threads.  The
 numpy twin of every function is in :mod:`privirt.bayes.twopno_fused`; the maths is in ``docs/gibbs.md``.
@@ -467,10 +468,13 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
 
 @njit(**_JIT)
 def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot):
+           store_b, slot, cd, store_theta):
     """(a_j, b_j) | Z, θ for every chain and item from the block sums (a unrestricted when
-    ``free``, else a > 0)."""
+    ``free``, else a > 0), after the orbit move θ -> c θ + d of each chain (``cd`` (B, 2), from
+    :func:`privirt.bayes.moves_numba.moves`; (1, 0) changes nothing): θ and its draw at
+    ``slot`` are moved and the sums follow (:func:`privirt.bayes.moves.shift_sums`)."""
     n_chains = theta.shape[0]
+    n = theta.shape[1]
     k = a.shape[1]
     blocks = partial.shape[1]
     c_it = np.uint64(it)
@@ -479,6 +483,15 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
     for bb in range(n_chains):
         k0 = keys[bb, 0]
         k1 = keys[bb, 1]
+        c = cd[bb, 0]
+        d = cd[bb, 1]
+        moved = c != 1.0 or d != 0.0
+        if moved:
+            for i in range(n):
+                tn = c * theta[bb, i] + d
+                theta[bb, i] = tn
+                if slot >= 0:
+                    store_theta[bb, slot, i] = tn
         for j in range(k):
             tz = 0.0
             sz = 0.0
@@ -491,6 +504,9 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
                 tt += partial[bb, blk, 2, j]
                 st += partial[bb, blk, 3, j]
                 s1 += partial[bb, blk, 4, j]
+            if moved:
+                tz, tt, st = c * tz + d * sz, c * c * tt + 2.0 * c * d * st + d * d * s1, \
+                    c * st + d * s1
             paa = tt + pa_prec
             pab = -st
             pbb = s1 + pb_prec
@@ -528,33 +544,10 @@ def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, p
 
 @njit(**_JIT)
 def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-          store_b, slot):
-    """:func:`_items` (the (a, b) draws once every block is done)."""
+          store_b, slot, cd, store_theta):
+    """:func:`_items` (the orbit move and the (a, b) draws once every block is done)."""
     _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot)
-
-
-@njit(**_JIT)
-def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa_prec,
-                     pa_lin, pb_prec, pb_lin, free, partial, z_out, keep_z, store_theta,
-                     store_a, store_b, slot):
-    """One Gibbs iteration of B chains on the calling thread, in place on ``theta`` (B, n),
-    ``a`` and ``b`` (B, k).
-
-    ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
-    ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
-    ``th_con`` (n,) int8 and ``th_fix`` (n,) the anchors (0 none, ±1 sign, 2 fixed at
-    ``th_fix``); ``free`` leaves a unrestricted;
-    ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
-    ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
-    also written to ``store_*[bb, slot]``.  The same as :func:`sweep` over every task then
-    :func:`items`, in one call.
-    """
-    for task in range(theta.shape[0] * partial.shape[1]):
-        _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial,
-               z_out, keep_z, store_theta, slot)
-    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot)
+           store_b, slot, cd, store_theta)
 
 
 @njit(**_JIT)
