@@ -1,9 +1,12 @@
 """numba kernel of the orbit moves of the fused CPU engine (imported only when numba is
-installed): per chain, the sums :func:`privirt.bayes.moves.orbit_draw` needs, its random inputs
-from the Philox stream (counters (iteration, 4, 0, 0) and (iteration, 5, 0, 0)) and the move
-(c, d).  The maths is in :mod:`privirt.bayes.moves` and ``docs/gibbs.md``."""
+installed): per chain, the sums the scale and shift moves need, their random inputs from the
+Philox stream (counters (iteration, 4, 0, 0) and (iteration, 5, 0, 0)) and the move (c, d).
+The item's latent scale is drawn in the (a, b) pass (:func:`privirt.bayes.twopno_numba.items`).
+The maths is in :mod:`privirt.bayes.moves` and ``docs/gibbs.md``."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -11,8 +14,9 @@ from numba import njit
 from . import moves as _moves
 from .twopno_numba import _JIT, ndtri, uniform2
 
-_orbit_draw = njit(**_JIT)(_moves.orbit_draw)
-_S_SCALE, _S_SHIFT = (np.uint64(s) for s in _moves.MOVE_STREAMS)
+_log_scale_mh = njit(**_JIT)(_moves.log_scale_mh)
+_shift_draw = njit(**_JIT)(_moves.shift_draw)
+_S_SCALE, _S_SHIFT = (np.uint64(s) for s in _moves.MOVE_STREAMS[:2])
 
 
 @njit(**_JIT)
@@ -25,9 +29,9 @@ def moves(theta, a, b, keys, it, th_con, scale, shift, n_free, power, pa_prec, p
     zero = np.uint64(0)
     c_it = np.uint64(it)
     for bb in range(theta.shape[0]):
+        cd[bb, 0] = 1.0
+        cd[bb, 1] = 0.0
         if not (scale or shift):
-            cd[bb, 0] = 1.0
-            cd[bb, 1] = 0.0
             continue
         s_t = 0.0
         s_tt = 0.0
@@ -52,10 +56,17 @@ def moves(theta, a, b, keys, it, th_con, scale, shift, n_free, power, pa_prec, p
             s_a += aj
             s_aa += aj * aj
             s_ab += aj * b[bb, j]
-        u0, u1 = uniform2(c_it, _S_SCALE, zero, zero, keys[bb, 0], keys[bb, 1])
-        v0, _ = uniform2(c_it, _S_SHIFT, zero, zero, keys[bb, 0], keys[bb, 1])
-        c, d = _orbit_draw(s_t, s_tt, plus_min, minus_max, s_a, s_aa, s_ab, scale, shift,
-                           n_free, power, pa_prec, pa_lin, pb_prec, pb_lin, ndtri(u0), u1,
-                           ndtri(v0))
+        k0 = keys[bb, 0]
+        k1 = keys[bb, 1]
+        c = 1.0
+        if scale:
+            u0, u1 = uniform2(c_it, _S_SCALE, zero, zero, k0, k1)
+            c = math.exp(_log_scale_mh(power, 0.5 * s_tt, 0.5 * pa_prec * s_aa, pa_lin * s_a,
+                                       0.0, ndtri(u0), u1))
+        d = 0.0
+        if shift:
+            v0, _ = uniform2(c_it, _S_SHIFT, zero, zero, k0, k1)
+            d = _shift_draw(c, s_t, s_aa, s_ab, s_a, plus_min, minus_max, n_free, pb_prec,
+                            pb_lin, ndtri(v0))
         cd[bb, 0] = c
         cd[bb, 1] = d

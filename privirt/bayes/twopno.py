@@ -313,6 +313,11 @@ class GeneratorDraws:
         u = np.array([1.0 - g.random() for g in self.rng_e])
         return z[:, 0], u, z[:, 1]
 
+    def latent_normals(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k): the items' latent scales' normals and acceptance uniforms."""
+        z = np.stack([g.standard_normal(k) for g in self.rng_e])
+        return z, np.stack([1.0 - g.random(k) for g in self.rng_e])
+
     @staticmethod
     def theta_lower(b0: int, b1: int, r0: int, r1: int, side: np.ndarray, lower: np.ndarray,
                     e: np.ndarray) -> np.ndarray:
@@ -356,6 +361,7 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
     theta_new = np.empty((B, n))
     s_tz = np.zeros((B, k))
     s_z = np.zeros((B, k))
+    rss = np.zeros((B, k))
     if M is None:
         prec_full = 1.0 + (a * a).sum(axis=1)  # (B,)
         ab_full = (a * b).sum(axis=1)
@@ -398,7 +404,14 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
                 th, lin / prec, np.broadcast_to(prec, th.shape), r0, r1,
                 lambda side, lower: draws.theta_lower(b0, b1, r0, r1, side, lower, e))
         theta_new[b0:b1, r0:r1] = th
-        # this block's share of the item sums
+        # this block's share of the item sums and of Σ (Z − aθ + b)² (the latent move's)
+        R = data.buf[1, :cells].reshape(g, rows, k)
+        np.multiply(th[:, :, None], a[b0:b1, None, :], out=R)
+        R -= b[b0:b1, None, :]
+        np.subtract(Z, R, out=R)
+        if M is not None:
+            R *= Mc
+        rss[b0:b1] += np.einsum("gik,gik->gk", R, R)
         s_tz[b0:b1] += np.matmul(th[:, None, :], Z)[:, 0, :]
         s_z[b0:b1] += Z.sum(axis=1)
         if M is not None:
@@ -408,11 +421,12 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
         s_tt = (theta_new * theta_new).sum(axis=1)[:, None]
         s_t = theta_new.sum(axis=1)[:, None]
     s_1 = data.n_obs_item
-    if data.moves is not None and (data.moves.scale or data.moves.shift):
-        c, d = orbit_moves(theta_new, a, b, data, draws)
+    mv = data.moves
+    if mv is not None and (mv.scale or mv.shift or mv.latent):
+        c, d, g = orbit_moves(theta_new, a, b, data, draws, rss)
         theta_new = c[:, None] * theta_new + d[:, None]
-        c, d = c[:, None], d[:, None]
-        s_tz, s_tt, s_t = _moves.shift_sums(c, d, s_tz, s_z, s_tt, s_t, s_1)
+        s_tz, s_z, s_tt, s_t = _moves.shift_sums(c[:, None], d[:, None], g, s_tz, s_z, s_tt,
+                                                 s_t, s_1)
     # (a_j, b_j) | Z, θ:  x_i = (θ_i, −1),  P = [[Σθ², −Σθ], [−Σθ, Σ1]] + prior,
     # r = [Σθ Z, −Σ Z] + prior precision × prior mean
     p_aa = s_tt + data.pa_prec
@@ -426,18 +440,36 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
     return GibbsState(theta_new, a_new, b_new)
 
 
-def orbit_moves(theta: np.ndarray, a: np.ndarray, b: np.ndarray, data: CpuData,
-                draws: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The orbit moves' (c, d) per chain (:func:`privirt.bayes.moves.orbit_draw`) from the new
-    θ and the previous (a, b), with ``draws.move_normals()``."""
+def orbit_moves(theta: np.ndarray, a: np.ndarray, b: np.ndarray, data: CpuData, draws: Any,
+                rss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The orbit moves per chain, (c, d) (B,) and the items' latent scales g (B, k)
+    (:mod:`privirt.bayes.moves`), from the new θ, the previous (a, b) and R_j = Σ_i (Z_ij −
+    a_j θ_i + b_j)² ``rss`` (B, k), with ``draws.move_normals()`` and
+    ``draws.latent_normals(k)``."""
+    mv = data.moves
+    B, k = a.shape
+    c, d, g = np.ones(B), np.zeros(B), np.ones((B, k))
     con = data.anchors.con if data.anchors is not None else np.zeros(theta.shape[1], np.int8)
-    ps = _moves.person_sums(theta, con)
-    its = _moves.item_sums(a, b)
-    z1, u, z2 = draws.move_normals()
-    out = np.array([
-        _moves.orbit_draw(*(float(x[bb]) for x in ps), *(float(x[bb]) for x in its),
-                          *data.moves.args(), data.pa_prec, data.pa_lin, data.pb_prec,
-                          data.pb_lin, float(z1[bb]), float(u[bb]), float(z2[bb]))
-        for bb in range(theta.shape[0])
-    ]).reshape(theta.shape[0], 2)
-    return out[:, 0], out[:, 1]
+    s_t, s_tt, plus_min, minus_max = _moves.person_sums(theta, con)
+    s_a, s_aa, s_ab = _moves.item_sums(a, b)
+    z1, u1, z2 = draws.move_normals()
+    for bb in range(B):
+        if mv.scale:
+            c[bb] = math.exp(_moves.log_scale_mh(mv.power, 0.5 * s_tt[bb],
+                                                 0.5 * data.pa_prec * s_aa[bb],
+                                                 data.pa_lin * s_a[bb], 0.0, z1[bb], u1[bb]))
+        if mv.shift:
+            d[bb] = _moves.shift_draw(c[bb], s_t[bb], s_aa[bb], s_ab[bb], s_a[bb],
+                                      plus_min[bb], minus_max[bb], mv.n_free, data.pb_prec,
+                                      data.pb_lin, z2[bb])
+    if mv.latent:
+        zl, ul = draws.latent_normals(k)
+        a1 = a / c[:, None]
+        b1 = b + a1 * d[:, None]
+        for bb in range(B):
+            for j in range(k):
+                g[bb, j] = _moves.latent_scale(
+                    float(rss[bb, j]), float(a1[bb, j]), float(b1[bb, j]),
+                    float(data.n_obs_item[bb, j]), data.pa_prec, data.pa_lin, data.pb_prec,
+                    data.pb_lin, float(zl[bb, j]), float(ul[bb, j]))
+    return c, d, g

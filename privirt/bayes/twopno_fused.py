@@ -165,12 +165,19 @@ class PhiloxDraws:
                          for key in self.keys])
 
     def move_normals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The kernel's orbit-move inputs per chain: Φ⁻¹(u₀) and u₁ on counters (it, 4, 0, 0),
-        Φ⁻¹(u₀) on (it, 5, 0, 0)."""
-        s_scale, s_shift = _moves.MOVE_STREAMS
-        u0, u1 = uniform2(self.iteration, s_scale, 0, 0, self.keys[:, 0], self.keys[:, 1])
-        v0, _ = uniform2(self.iteration, s_shift, 0, 0, self.keys[:, 0], self.keys[:, 1])
+        """The kernel's scale and shift inputs per chain: Φ⁻¹(u₀) and u₁ on counters
+        (it, 4, 0, 0), Φ⁻¹(u₀) on (it, 5, 0, 0)."""
+        k0, k1 = self.keys[:, 0], self.keys[:, 1]
+        s_scale, s_shift, _ = _moves.MOVE_STREAMS
+        u0, u1 = uniform2(self.iteration, s_scale, 0, 0, k0, k1)
+        v0, _ = uniform2(self.iteration, s_shift, 0, 0, k0, k1)
         return special.ndtri(u0), u1, special.ndtri(v0)
+
+    def latent_normals(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k): Φ⁻¹(u₀) and u₁ on counters (it, 6, item, 0), the items' latent scales."""
+        u0, u1 = uniform2(self.iteration, _moves.MOVE_STREAMS[2], self._items[None, :], 0,
+                          self.keys[:, :1], self.keys[:, 1:])
+        return special.ndtri(u0), u1
 
     def theta_lower(self, b0: int, b1: int, r0: int, r1: int, side: np.ndarray,
                     lower: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -286,9 +293,9 @@ class FusedGibbs:
             from . import moves_numba, twopno_numba
 
             self._nb, self._mv = twopno_numba, moves_numba
-            self._cd = np.empty((B, 2))
             blocks = -(-n // BLOCK_ROWS)
-            self._partial = np.zeros((B, blocks, 5, k))
+            self._cd = np.empty((B, 2))
+            self._partial = np.zeros((B, blocks, 6, k))
             tasks = B * blocks
             workers = min(os.cpu_count() or 1, tasks)
             if threads == 1 or B * n * k < PARALLEL_CELLS or workers < 2:
@@ -335,7 +342,7 @@ class FusedGibbs:
                        self.pb_lin, self._cd)
         self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
                        self.pa_lin, self.pb_prec, self.pb_lin, self.free, self._partial, st_a,
-                       st_b, slot, self._cd, st_theta)
+                       st_b, slot, self._cd, st_theta, self.moves.latent)
 
     def _step_numpy(self) -> None:
         self._draws.iteration = self.iteration

@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
+from . import moves as _moves
+
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 _M32 = np.uint64(0xFFFFFFFF)
@@ -326,6 +328,9 @@ def _neg_ndtri_block(p, x, w, mb, nc):
         x[c] = -num / (den_c if central else den_t)
 
 
+_log_scale_mh = njit(**_JIT)(_moves.log_scale_mh)
+_S_LATENT = np.uint64(_moves.MOVE_STREAMS[2])
+
 #: Cells per pass of :func:`_block` (rows of a block are taken a few at a time so that the
 #: scratch arrays of a pass stay in the L1/L2 cache whatever the number of items).
 CHUNK_CELLS = 2048
@@ -376,6 +381,7 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
     acc2 = acc[2]
     acc3 = acc[3]
     acc4 = acc[4]
+    acc5 = acc[5]
     for s0 in range(r0, r1, step):
         s1 = min(s0 + step, r1)
         nc = (s1 - s0) * k
@@ -464,15 +470,19 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
                 acc2[j] += t2 * obs[j]
                 acc3[j] += tn * obs[j]
                 acc4[j] += obs[j]
+                r = (zrow[j] - (tn * a_r[j] - b_r[j])) * obs[j]
+                acc5[j] += r * r
 
 
 @njit(**_JIT)
 def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot, cd, store_theta):
+           store_b, slot, cd, store_theta, latent):
     """(a_j, b_j) | Z, θ for every chain and item from the block sums (a unrestricted when
-    ``free``, else a > 0), after the orbit move θ -> c θ + d of each chain (``cd`` (B, 2), from
-    :func:`privirt.bayes.moves_numba.moves`; (1, 0) changes nothing): θ and its draw at
-    ``slot`` are moved and the sums follow (:func:`privirt.bayes.moves.shift_sums`)."""
+    ``free``, else a > 0), after the orbit moves θ -> c θ + d of each chain (``cd`` (B, 2) holds
+    (c, d), from :func:`privirt.bayes.moves_numba.moves`; (1, 0) changes nothing) and, with
+    ``latent``, each item's latent scale Z_·j -> g_j Z_·j (:func:`privirt.bayes.moves.
+    latent_scale`, counter (it, 6, item)): θ and its draw at ``slot`` are moved and the sums
+    follow (:func:`privirt.bayes.moves.shift_sums`)."""
     n_chains = theta.shape[0]
     n = theta.shape[1]
     k = a.shape[1]
@@ -486,7 +496,7 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
         c = cd[bb, 0]
         d = cd[bb, 1]
         moved = c != 1.0 or d != 0.0
-        if moved:
+        if moved:  # θ -> cθ + d
             for i in range(n):
                 tn = c * theta[bb, i] + d
                 theta[bb, i] = tn
@@ -504,9 +514,20 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
                 tt += partial[bb, blk, 2, j]
                 st += partial[bb, blk, 3, j]
                 s1 += partial[bb, blk, 4, j]
-            if moved:
-                tz, tt, st = c * tz + d * sz, c * c * tt + 2.0 * c * d * st + d * d * s1, \
-                    c * st + d * s1
+            g = 1.0
+            if latent:  # R_j = Σ (Z − aθ + b)², unchanged by the moves of θ
+                rj = 0.0
+                for blk in range(blocks):
+                    rj += partial[bb, blk, 5, j]
+                aj = a[bb, j] / c
+                bj = b[bb, j] + aj * d
+                w0, w1 = uniform2(c_it, _S_LATENT, np.uint64(j), zero, k0, k1)
+                g = math.exp(_log_scale_mh(s1 + 2.0, 0.5 * (rj + pa_prec * aj * aj
+                                                             + pb_prec * bj * bj),
+                                           0.0, 0.0, pa_lin * aj + pb_lin * bj, ndtri(w0), w1))
+            if moved or g != 1.0:  # and Z_·j -> g Z_·j
+                tz, sz, tt, st = g * (c * tz + d * sz), g * sz, \
+                    c * c * tt + 2.0 * c * d * st + d * d * s1, c * st + d * s1
             paa = tt + pa_prec
             pab = -st
             pbb = s1 + pb_prec
@@ -544,10 +565,10 @@ def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, p
 
 @njit(**_JIT)
 def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-          store_b, slot, cd, store_theta):
-    """:func:`_items` (the orbit move and the (a, b) draws once every block is done)."""
+          store_b, slot, cd, store_theta, latent):
+    """:func:`_items` (the orbit moves and the (a, b) draws once every block is done)."""
     _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot, cd, store_theta)
+           store_b, slot, cd, store_theta, latent)
 
 
 @njit(**_JIT)
