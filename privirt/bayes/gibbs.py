@@ -400,6 +400,8 @@ def gibbs_2pno_replicate(
     progress: bool = True,
     keep_draws: bool = False,
     engine: str = "auto",
+    slopes: str = "positive",
+    anchors: Mapping[Any, Any] | None = None,
 ) -> list[SamplerPosterior]:
     """Run the 2PNO Gibbs sampler on R same-shape data sets in one batch.
 
@@ -421,6 +423,11 @@ def gibbs_2pno_replicate(
         summation order, with the fused engine and on the GPU exactly).
     keep_draws : bool
         Default False: streaming summaries (memory independent of ``n_iter``).
+    slopes : {"positive", "free"}
+        As in :func:`gibbs_2pno` (without its warning about negatively correlated items).
+    anchors : dict, optional
+        As in :func:`gibbs_2pno`; every data set must hold the anchored persons at the same
+        positions (the same labels in the same order, or plain arrays).
 
     Returns
     -------
@@ -433,6 +440,7 @@ def gibbs_2pno_replicate(
     pri = twopno.check_priors(priors)
     resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
+    free = _slopes.check_slopes(slopes)
     if isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) and not (
         isinstance(datasets, np.ndarray) and datasets.ndim == 3
     ):
@@ -456,9 +464,18 @@ def gibbs_2pno_replicate(
                 "response; remove them from every data set"
             )
         twopno.warn_improper(resp, pri, where=f"data set {r}: ")
+    anc = _slopes.check_anchors(anchors, resps[0].persons)
+    for r, resp in enumerate(resps[1:], start=1):
+        other = _slopes.check_anchors(anchors, resp.persons)
+        if anc is not None and not (np.array_equal(other.con, anc.con)
+                                    and np.array_equal(other.fix, anc.fix)):
+            raise ValueError(
+                f"data set {r}: the anchored persons are not at the same positions as in data "
+                "set 0; give every data set the same person labels in the same order"
+            )
     seqs = [child(ss, r) for r in range(len(resps))]
     return _run(
         resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,
         progress=bool(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
-        engine=engine,
+        engine=engine, free=free, anchors=anc,
     )
