@@ -111,8 +111,19 @@ def _rmse(x, y):
     return float(np.sqrt(np.mean((np.asarray(x) - np.asarray(y)) ** 2)))
 
 
-def test_parameter_recovery(sim, fit):
+@pytest.fixture(scope="module")
+def fit_proper(sim):
+    # The routine N(1, 1) prior on a: under the paper's flat prior the posterior of the
+    # steepest item (a = 1.67 here) has the improper heavy tail of docs/gibbs.md, which the
+    # orbit moves explore (its posterior mean about 2.3), so recovery is checked with a
+    # proper prior.
+    return privirt.gibbs_2pno(sim[0], n_iter=1500, warmup=500, n_chains=2, seed=11,
+                              progress=False, priors={"a": (1.0, 1.0)})
+
+
+def test_parameter_recovery(sim, fit_proper):
     _, theta, a, b = sim
+    fit = fit_proper
     a_hat, b_hat = fit.mean("a").to_numpy(), fit.mean("b").to_numpy()
     th_hat = fit.mean("theta").to_numpy()
     assert np.corrcoef(a, a_hat)[0, 1] > 0.9
@@ -157,13 +168,15 @@ def test_missing_data_still_recovers(sim):
     X, theta, a, b = sim
     Xm = X.copy()
     Xm[np.random.default_rng(5).random(X.shape) < 0.2] = np.nan
+    # the routine N(1, 1) prior on a (see fit_proper: under the flat prior the steepest item's
+    # heavy tail, which the orbit moves explore, pulls its a and b far above the truth)
     post = privirt.gibbs_2pno(Xm, n_iter=1500, warmup=500, seed=2, progress=False,
-                              keep_draws=False)
+                              keep_draws=False, priors={"a": (1.0, 1.0)})
     assert post.info["has_missing"]
     a_hat, b_hat = post.mean("a").to_numpy(), post.mean("b").to_numpy()
     assert np.corrcoef(b, b_hat)[0, 1] > 0.95 and _rmse(b, b_hat) < 0.3
-    # under the flat prior the slope posterior of a steep, hard item is heavy-tailed (its
-    # mean can sit far above the truth): judge slopes by rank and median error
+    # the slope posterior of a steep, hard item is still wide: judge slopes by rank and
+    # median error
     assert stats.spearmanr(a, a_hat).statistic > 0.75
     assert np.median(np.abs(a - a_hat)) < 0.2
     assert np.corrcoef(theta, post.mean("theta").to_numpy())[0, 1] > 0.75
@@ -369,9 +382,11 @@ def test_priors_pull_towards_their_means(sim):
     assert post.info["priors"]["b"] == (3.0, 1e-6)
     post = privirt.gibbs_2pno(X, priors={"a": (0.5, 1e-6)}, **kw)
     np.testing.assert_allclose(post.mean("a"), 0.5, atol=0.01)
-    # a weak prior on b barely moves the estimates away from the flat-prior ones
-    weak = privirt.gibbs_2pno(X, priors={"b": (0.0, 100.0)}, **kw)
-    flat0 = privirt.gibbs_2pno(X, **kw)
+    # a weak prior on b barely moves the estimates away from the flat-prior ones (with the
+    # routine prior on a: under the flat one the steepest item's heavy tail makes its b
+    # noisier than the tolerance)
+    weak = privirt.gibbs_2pno(X, priors={"a": (1.0, 1.0), "b": (0.0, 100.0)}, **kw)
+    flat0 = privirt.gibbs_2pno(X, priors={"a": (1.0, 1.0)}, **kw)
     np.testing.assert_allclose(weak.mean("b"), flat0.mean("b"), atol=0.1)
     flat = privirt.gibbs_2pno(X, n_iter=30, warmup=10, seed=3, progress=False)
     assert flat.info["priors"] == {"a": "flat on a > 0", "b": "flat"}
