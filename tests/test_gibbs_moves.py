@@ -178,8 +178,10 @@ def test_moves_on_by_default_and_off_for_the_plain_sampler(monkeypatch, engine):
     kw = dict(n_iter=300, warmup=100, seed=4, progress=False, device="cpu", engine=engine,
               priors={"a": (1.0, 1.0)})
     on = privirt.gibbs_2pno(X, **kw)
+    assert on.info["orbit_moves"] == ["scale", "shift", "latent"]
     monkeypatch.setattr(gibbs, "ORBIT_MOVES", False)
     off = privirt.gibbs_2pno(X, **kw)
+    assert off.info["orbit_moves"] == []
     assert not np.array_equal(on.draws["theta"], off.draws["theta"])
     for p, truth in (("a", a), ("b", b)):
         m_on, m_off = on.summary(p)["mean"].to_numpy(), off.summary(p)["mean"].to_numpy()

@@ -19,6 +19,7 @@ from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
 from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
+from . import moves as _moves
 from . import slopes as _slopes
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
@@ -217,6 +218,8 @@ def _run(
     prior_info = {"a": priors["a"] or ("flat" if free else "flat on a > 0"),
                   "b": priors["b"] or "flat"}
     flips = np.asarray(driver.to_numpy(flipped[0])) if flipped else np.zeros(B, dtype=bool)
+    spec = _moves.move_spec(n, k, anchors, ORBIT_MOVES)
+    orbit = [m for m in ("scale", "shift", "latent") if getattr(spec, m)]
     out = []
     for d, resp in enumerate(resps):
         sl = slice(d * C, (d + 1) * C)
@@ -227,7 +230,7 @@ def _run(
             batch_size=B, has_missing=resp.has_missing, engine=batch.engine,
             slopes="free" if free else "positive", identification=ident,
             anchors=dict(anchors.given) if anchors is not None else {},
-            reflected_chains=[int(c) for c in np.flatnonzero(flips[sl])],
+            reflected_chains=[int(c) for c in np.flatnonzero(flips[sl])], orbit_moves=orbit,
         )
         out.append(SamplerPosterior(
             draws=sink.draws(sl) if keep_draws else None,
@@ -271,7 +274,10 @@ def gibbs_2pno(
     """Gibbs sampler for the two-parameter normal ogive model (Sheng, Welling & Zhu 2014).
 
     Samples the posterior of P(y_ij = 1) = Φ(a_j θ_i − b_j) with θ_i ~ N(0, 1) by Albert's
-    (1992) data augmentation; ``docs/gibbs.md`` gives the exact conditionals.  With
+    (1992) data augmentation, with three exact moves each iteration along the directions the
+    single-site steps cross slowly (a joint rescaling of θ and a, a shift of θ against b, and
+    each item's latent scale; ``info["orbit_moves"]`` lists those that run);
+    ``docs/gibbs.md`` gives the exact conditionals and moves.  With
     ``slopes="free"`` it is the model of MCMCpack's ``MCMCirt1d`` (ideal points from roll
     calls, items keyed in either direction).
 
@@ -348,7 +354,7 @@ def gibbs_2pno(
         batch-means MCSE, R-hat and ESS; ``.to_arviz()`` includes the pointwise
         log-likelihood; ``info`` holds the keys of :data:`privirt.bayes.COMMON_INFO_KEYS`
         plus ``batch_size``, ``has_missing``, ``engine``, ``slopes``, ``identification``,
-        ``anchors`` and ``reflected_chains``.
+        ``anchors``, ``reflected_chains`` and ``orbit_moves``.
 
     Raises
     ------
