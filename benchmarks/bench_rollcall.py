@@ -41,6 +41,8 @@ Usage::
     python benchmarks/bench_rollcall.py                       # burn-in 1000, 5000 draws
     python benchmarks/bench_rollcall.py --burnin 1000 --mcmc 10000 --seeds 2
     python benchmarks/bench_rollcall.py --quick               # 200 + 500, smoke run
+    python benchmarks/bench_rollcall.py --plain --peers ""    # privirt with and without its
+                                                              # orbit moves (docs/gibbs.md)
     python benchmarks/bench_rollcall.py --data PATH           # votes elsewhere (or env
                                                               # PRIVIRT_ROLLCALL_DATA)
 """
@@ -249,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", default="MCMCpack,pscl",
                     help="comma-separated R peers: MCMCpack, pscl (empty: none)")
     ap.add_argument("--quick", action="store_true", help="burn-in 200, 500 draws")
+    ap.add_argument("--plain", action="store_true",
+                    help="also run privirt without its orbit moves (the plain three-step "
+                         "Gibbs sampler of MCMCirt1d), to show what the moves add")
     args = ap.parse_args(argv)
     if args.quick:
         args.burnin, args.mcmc = 200, 500
@@ -273,6 +278,16 @@ def main(argv: list[str] | None = None) -> int:
                           threads=threads)
         runs.setdefault(f"privirt gibbs_2pno (slopes=\"free\", {res['engine']} engine)",
                         []).append(dict(res, seed=seed))
+        if args.plain:
+            from privirt.bayes import gibbs
+
+            gibbs.ORBIT_MOVES = False
+            try:
+                res = run_privirt(votes, args.burnin, args.mcmc, seed, engine=args.engine,
+                                  threads=threads)
+            finally:
+                gibbs.ORBIT_MOVES = True
+            runs.setdefault("privirt without the orbit moves", []).append(dict(res, seed=seed))
         for peer in peers:
             why = r_available(peer)
             if why:

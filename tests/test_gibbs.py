@@ -111,8 +111,19 @@ def _rmse(x, y):
     return float(np.sqrt(np.mean((np.asarray(x) - np.asarray(y)) ** 2)))
 
 
-def test_parameter_recovery(sim, fit):
+@pytest.fixture(scope="module")
+def fit_proper(sim):
+    # The routine N(1, 1) prior on a: under the paper's flat prior the posterior of the
+    # steepest item (a = 1.67 here) has the improper heavy tail of docs/gibbs.md, which the
+    # orbit moves explore (its posterior mean about 2.3), so recovery is checked with a
+    # proper prior.
+    return privirt.gibbs_2pno(sim[0], n_iter=1500, warmup=500, n_chains=2, seed=11,
+                              progress=False, priors={"a": (1.0, 1.0)})
+
+
+def test_parameter_recovery(sim, fit_proper):
     _, theta, a, b = sim
+    fit = fit_proper
     a_hat, b_hat = fit.mean("a").to_numpy(), fit.mean("b").to_numpy()
     th_hat = fit.mean("theta").to_numpy()
     assert np.corrcoef(a, a_hat)[0, 1] > 0.9
@@ -157,13 +168,15 @@ def test_missing_data_still_recovers(sim):
     X, theta, a, b = sim
     Xm = X.copy()
     Xm[np.random.default_rng(5).random(X.shape) < 0.2] = np.nan
+    # the routine N(1, 1) prior on a (see fit_proper: under the flat prior the steepest item's
+    # heavy tail, which the orbit moves explore, pulls its a and b far above the truth)
     post = privirt.gibbs_2pno(Xm, n_iter=1500, warmup=500, seed=2, progress=False,
-                              keep_draws=False)
+                              keep_draws=False, priors={"a": (1.0, 1.0)})
     assert post.info["has_missing"]
     a_hat, b_hat = post.mean("a").to_numpy(), post.mean("b").to_numpy()
     assert np.corrcoef(b, b_hat)[0, 1] > 0.95 and _rmse(b, b_hat) < 0.3
-    # under the flat prior the slope posterior of a steep, hard item is heavy-tailed (its
-    # mean can sit far above the truth): judge slopes by rank and median error
+    # the slope posterior of a steep, hard item is still wide: judge slopes by rank and
+    # median error
     assert stats.spearmanr(a, a_hat).statistic > 0.75
     assert np.median(np.abs(a - a_hat)) < 0.2
     assert np.corrcoef(theta, post.mean("theta").to_numpy())[0, 1] > 0.75
@@ -316,6 +329,38 @@ def test_replicate_matches_individual_runs(engine):
     np.testing.assert_array_equal(again[2].get_draws("a"), reps[2].get_draws("a"))
 
 
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+def test_replicate_with_free_slopes_and_anchors_matches_individual_runs(engine):
+    """slopes="free" and anchors in the batched runner: replicate r is the single run with
+    the r-th child seed (bit for bit with the fused engine), the anchors hold, and anchored
+    persons at other positions in another data set are refused in one line."""
+    import pandas as pd
+
+    datasets = []
+    for s in range(2):
+        X = privirt.simulate_2pno(80, 6, seed=20 + s)[0]
+        X[:, ::2] = 1 - X[:, ::2]  # reversed items: negative slopes
+        datasets.append(pd.DataFrame(X, index=[f"p{i}" for i in range(80)]))
+    anchors = {"p0": "+", "p1": "-"}
+    kw = dict(n_iter=80, warmup=40, progress=False, device="cpu", engine=engine,
+              slopes="free", anchors=anchors, priors={"a": (0.0, 4.0), "b": (0.0, 4.0)})
+    reps = privirt.gibbs_2pno_replicate(datasets, seed=14, keep_draws=True, **kw)
+    children = np.random.SeedSequence(14).spawn(2)
+    for r, post in enumerate(reps):
+        assert post.info["slopes"] == "free" and post.info["anchors"] == anchors
+        single = privirt.gibbs_2pno(datasets[r], seed=children[r], **kw)
+        for param in ("a", "b", "theta"):
+            np.testing.assert_allclose(post.get_draws(param), single.get_draws(param),
+                                       rtol=0 if engine == "fused" else 1e-9,
+                                       atol=0 if engine == "fused" else 1e-9)
+        th = post.get_draws("theta")
+        assert np.all(th[:, :, 0] > 0) and np.all(th[:, :, 1] < 0)
+        assert (post.get_draws("a") < 0).any()
+    moved = datasets[1].iloc[::-1]
+    with pytest.raises(ValueError, match="same positions"):
+        privirt.gibbs_2pno_replicate([datasets[0], moved], seed=1, **kw)
+
+
 def test_replicate_bad_input():
     X1 = privirt.simulate_2pno(50, 4, seed=1)[0]
     X2 = privirt.simulate_2pno(60, 4, seed=2)[0]
@@ -337,9 +382,11 @@ def test_priors_pull_towards_their_means(sim):
     assert post.info["priors"]["b"] == (3.0, 1e-6)
     post = privirt.gibbs_2pno(X, priors={"a": (0.5, 1e-6)}, **kw)
     np.testing.assert_allclose(post.mean("a"), 0.5, atol=0.01)
-    # a weak prior on b barely moves the estimates away from the flat-prior ones
-    weak = privirt.gibbs_2pno(X, priors={"b": (0.0, 100.0)}, **kw)
-    flat0 = privirt.gibbs_2pno(X, **kw)
+    # a weak prior on b barely moves the estimates away from the flat-prior ones (with the
+    # routine prior on a: under the flat one the steepest item's heavy tail makes its b
+    # noisier than the tolerance)
+    weak = privirt.gibbs_2pno(X, priors={"a": (1.0, 1.0), "b": (0.0, 100.0)}, **kw)
+    flat0 = privirt.gibbs_2pno(X, priors={"a": (1.0, 1.0)}, **kw)
     np.testing.assert_allclose(weak.mean("b"), flat0.mean("b"), atol=0.1)
     flat = privirt.gibbs_2pno(X, n_iter=30, warmup=10, seed=3, progress=False)
     assert flat.info["priors"] == {"a": "flat on a > 0", "b": "flat"}

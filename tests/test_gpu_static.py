@@ -200,7 +200,7 @@ static inline double normcdfinv(double p) {
     }
     return x;
 }
-using std::sqrt; using std::log; using std::fmax;
+using std::sqrt; using std::log; using std::exp; using std::fmax; using std::fmin; using std::fabs;
 """
 
 
@@ -305,10 +305,11 @@ def test_host_harness_catches_out_of_bounds(host_kernels):
     """Guard for the bounds check: an item-sums call with too short a Z is caught."""
     _, _, sums_kernel, _ = host_kernels
     n, k = 6, 3
-    sums = [np.zeros(2 * k) for _ in range(5)]
+    sums = [np.zeros(2 * k) for _ in range(6)]
     with pytest.raises(AssertionError, match="out-of-bounds"):
-        sums_kernel(2 * k, np.zeros(n * k - 1), np.zeros(n), np.zeros(n * k, np.int8),
-                    *_i32(n, k, 1, 1, 1, 0, 3), *sums)
+        sums_kernel(2 * k, np.zeros(n * k - 1), np.zeros(n), np.zeros(k), np.zeros(k),
+                    np.zeros(n * k, np.int8), np.zeros(n, np.int8), *_i32(n, k, 1, 1, 1, 0, 3),
+                    *sums, np.zeros(2 * 4), np.zeros(3))
 
 
 def test_host_harness_rejects_python_scalars(host_kernels):
@@ -461,53 +462,110 @@ def test_item_sums_kernel_adds_up_to_the_item_sums(host_kernels, rows):
     rng = np.random.default_rng(3)
     D, C, n, k = 2, 2, 13, 5
     B = D * C
-    codes, theta, _, _, _ = _batch_problem(rng, D, C, n, k)
+    codes, theta, a, b, _ = _batch_problem(rng, D, C, n, k)
     y = np.repeat(codes, C, axis=0)
     Z = np.where(y >= 0, rng.normal(size=(B, n, k)), 0.0)
     P = -(-n // rows)
-    parts = [np.full((P, B, k), np.nan) for _ in range(5)]
-    sums_kernel(P * B * k, Z.ravel(), theta.ravel(), codes.ravel(),
-                *_i32(n, k, C, D, B, 1, rows), *(p.ravel() for p in parts))
+    parts = [np.full((P, B, k), np.nan) for _ in range(6)]
+    con = np.zeros(n, np.int8)
+    con[[1, 4, 7]] = [1, -1, 2]
+    person = np.full((P, B, 4), np.nan)
+    chain = np.full((B, 3), np.nan)
+    sums_kernel(P * B * k, Z.ravel(), theta.ravel(), a.ravel(), b.ravel(), codes.ravel(), con,
+                *_i32(n, k, C, D, B, 1, rows), *(p.ravel() for p in parts), person.ravel(),
+                chain.ravel())
     M = (y >= 0).astype(float)
     th = theta[:, :, None]
-    expected = [(th * Z).sum(1), Z.sum(1), (th**2 * M).sum(1), (th * M).sum(1), M.sum(1)]
+    res = Z - (th * a[:, None, :] - b[:, None, :])
+    expected = [(th * Z).sum(1), Z.sum(1), (th**2 * M).sum(1), (th * M).sum(1), M.sum(1),
+                (res**2 * M).sum(1)]
     for got, want in zip(parts, expected):
         np.testing.assert_allclose(got.sum(axis=0), want, rtol=1e-12, atol=1e-12)
+    # the orbit moves' sums: persons not fixed, the anchored extremes, the chain's items
+    free = con != 2
+    np.testing.assert_allclose(person[:, :, 0].sum(0), theta[:, free].sum(1), rtol=1e-12)
+    np.testing.assert_allclose(person[:, :, 1].sum(0), (theta[:, free] ** 2).sum(1),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(person[:, :, 2].min(0), theta[:, 1])
+    np.testing.assert_array_equal(person[:, :, 3].max(0), theta[:, 4])
+    np.testing.assert_allclose(chain, np.stack([a.sum(1), (a * a).sum(1), (a * b).sum(1)], 1),
+                               rtol=1e-12)
     # each chunk holds its own rows only
     r = slice(0, rows)
     np.testing.assert_allclose(parts[1][0], Z[:, r].sum(1), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("moved", [False, True])
 @pytest.mark.parametrize("free", [0, 1])
-def test_item_kernel_matches_the_cpu_item_step(host_kernels, free):
+def test_item_kernel_matches_the_cpu_item_step(host_kernels, free, moved):
     """Same uniforms in, same (a, b) out as the CPU's exact restricted-normal draw (free:
     unrestricted), from partial sums over chunks plus the prior terms; written to the draw
-    slot."""
+    slot.  ``moved``: the orbit moves first — the chain's scale c and shift d
+    (:func:`privirt.bayes.moves.log_scale_mh`, :func:`~privirt.bayes.moves.shift_draw`) from
+    the person and item sums, θ and its draw moved, each item's latent scale g_j — as the CPU
+    engines compute them (``twopno.orbit_moves``, ``moves.shift_sums``)."""
+    from privirt.bayes import moves
+
     item_kernel = host_kernels[3]
     rng = np.random.default_rng(1)
-    B, k, P = 3, 40, 3
-    th = rng.normal(size=(B, 60))
+    B, k, P, n = 3, 40, 3, 60
+    th = rng.normal(size=(B, n))
     s_tt = (th * th).sum(axis=1)[:, None] + np.zeros((B, k))
     s_t = th.sum(axis=1)[:, None] + np.zeros((B, k))
-    s_1 = np.full((B, k), 60.0)
+    s_1 = np.full((B, k), float(n))
     s_tz, s_z = rng.normal(0, 5, (B, k)), rng.normal(0, 5, (B, k))
+    s_rr = rng.uniform(20, 80, (B, k))
     pa_prec, pa_lin, pb_prec, pb_lin = 0.5, 0.25, 0.1, -0.2
+    a_prev, b_prev = rng.uniform(0.5, 2, (B, k)), rng.normal(size=(B, k))
 
     def split(x):  # P partials adding up to x
-        w = rng.dirichlet(np.ones(P), size=x.shape).transpose(2, 0, 1)
+        w = np.moveaxis(rng.dirichlet(np.ones(P), size=x.shape), -1, 0)
         return np.ascontiguousarray(w * x)
 
-    parts = [split(x) for x in (s_tz, s_z, s_tt, s_t, s_1)]
+    parts = [split(x) for x in (s_tz, s_z, s_tt, s_t, s_1, s_rr)]
+    person = np.zeros((P, B, 4))
+    person[:, :, 0], person[:, :, 1] = split(th.sum(1)), split((th * th).sum(1))
+    person[:, :, 2], person[:, :, 3] = 1e308, -1e308
+    chain = np.stack([a_prev.sum(1), (a_prev**2).sum(1), (a_prev * b_prev).sum(1)], 1)
     keys = np.array([1, 2, 3, 4, 5, 6], dtype=np.uint32)
-    a_out, b_out = np.empty((B, k)), np.empty((B, k))
+    a_out, b_out, th_out = a_prev.copy(), b_prev.copy(), th.copy()
     n_keep, slot = 3, 0
     st_a, st_b = np.full((B, n_keep, k), np.nan), np.full((B, n_keep, k), np.nan)
-    item_kernel(B * k, *(p.ravel() for p in parts), *_i32(P, B),
+    st_th = np.full((B, n_keep, n), np.nan)
+    item_kernel(B * k, *(p.ravel() for p in parts), person.ravel(), chain.ravel(),
+                *_i32(moved, moved, moved), np.float64(n), np.float64(n - k), *_i32(n, P, B),
                 *(np.float64(x) for x in (pa_prec, pa_lin, pb_prec, pb_lin)), np.int32(free),
                 keys, np.uint32(4), *_i32(k, slot, n_keep), a_out.ravel(), b_out.ravel(),
-                st_a.ravel(), st_b.ravel())
+                st_a.ravel(), st_b.ravel(), th_out.ravel(), st_th.ravel())
     kk = keys.reshape(B, 2).astype(np.uint64)
     item = np.broadcast_to(np.arange(k), (B, k))
+    if moved:
+        u0, u1 = _uniform2(4, 4, 0, 0, kk[:, 0], kk[:, 1])
+        v0, _ = _uniform2(4, 5, 0, 0, kk[:, 0], kk[:, 1])
+        w0, w1 = _uniform2(4, 6, item, 0, kk[:, :1], kk[:, 1:])
+        c, d = np.ones(B), np.zeros(B)
+        for bb in range(B):
+            c[bb] = np.exp(moves.log_scale_mh(n - k, 0.5 * (th[bb] ** 2).sum(),
+                                              0.5 * pa_prec * chain[bb, 1], pa_lin * chain[bb, 0],
+                                              0.0, special.ndtri(u0[bb]), u1[bb]))
+            d[bb] = moves.shift_draw(c[bb], th[bb].sum(), chain[bb, 1], chain[bb, 2],
+                                     chain[bb, 0], np.inf, -np.inf, n, pb_prec, pb_lin,
+                                     special.ndtri(v0[bb]))
+        a1, g = a_prev / c[:, None], np.ones((B, k))
+        b1 = b_prev + a1 * d[:, None]
+        for bb in range(B):
+            for j in range(k):
+                g[bb, j] = moves.latent_scale(s_rr[bb, j], a1[bb, j], b1[bb, j], n, pa_prec,
+                                              pa_lin, pb_prec, pb_lin,
+                                              special.ndtri(w0[bb, j]), w1[bb, j])
+        assert np.all(c != 1) and np.all(d != 0) and np.mean(g != 1) > 0.5
+        s_tz, s_z, s_tt, s_t = moves.shift_sums(c[:, None], d[:, None], g, s_tz, s_z, s_tt,
+                                                s_t, s_1)
+        np.testing.assert_allclose(th_out, c[:, None] * th + d[:, None], rtol=1e-12)
+        np.testing.assert_array_equal(st_th[:, slot], th_out)
+    else:
+        np.testing.assert_array_equal(th_out, th)
+        assert np.isnan(st_th).all()
     v, _ = _uniform2(4, 2, item, 0, kk[:, :1], kk[:, 1:])
     e, _ = _uniform2(4, 3, item, 0, kk[:, :1], kk[:, 1:])
     p_aa, p_ab, p_bb = s_tt + pa_prec, -s_t, s_1 + pb_prec

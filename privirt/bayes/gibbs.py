@@ -19,6 +19,7 @@ from .._backend import get_xp, resolve_device
 from .._seeds import child, seed_sequence
 from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
+from . import moves as _moves
 from . import slopes as _slopes
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
@@ -28,6 +29,10 @@ __all__ = ["gibbs_2pno", "gibbs_2pno_replicate", "ENGINES"]
 SAMPLER = "gibbs_2pno"
 #: Values of ``engine``: ``"auto"`` is ``"fused"`` when numba is installed, else ``"numpy"``.
 ENGINES = ("auto", "fused", "numpy")
+#: Draw the orbit moves (scale and shift, :mod:`privirt.bayes.moves`) each iteration where
+#: they are valid.  On by default; benchmarks and tests set it False for the plain
+#: three-step sampler.
+ORBIT_MOVES = True
 
 
 def resolve_engine(engine: Any, device: str) -> str:
@@ -92,7 +97,7 @@ class _Batch:
         if device != "cpu":
             self.gpu = twopno_gpu.GpuIteration(
                 get_xp(device), codes, C, theta, a, b, seeds, (pa_prec, pa_lin, pb_prec, pb_lin),
-                twopno_gpu.gpu_kernels(), free=free, anchors=anchors,
+                twopno_gpu.gpu_kernels(), free=free, anchors=anchors, moves=ORBIT_MOVES,
             )
             self.theta, self.a, self.b = self.gpu.theta, self.gpu.a, self.gpu.b
             return
@@ -101,13 +106,13 @@ class _Batch:
             self.fused = twopno_fused.FusedGibbs(
                 codes, n_chains=C, priors=priors, theta=theta, a=a, b=b,
                 keys=twopno_fused.philox_keys(seeds), engine="numba", keep_z=keep_z,
-                free=free, anchors=anchors,
+                free=free, anchors=anchors, moves=ORBIT_MOVES,
             )
             self.theta, self.a, self.b = self.fused.theta, self.fused.a, self.fused.b
             return
 
         self.cpu = twopno.CpuData.build(codes, C, priors, keep_z, self._CHUNK_CELLS, free=free,
-                                        anchors=anchors)
+                                        anchors=anchors, moves=ORBIT_MOVES)
         # two Philox streams per chain: uniforms of the Z step, and everything else
         self.draws = twopno.GeneratorDraws(
             [np.random.Generator(np.random.Philox(child(s, 0))) for s in seeds],
@@ -213,6 +218,8 @@ def _run(
     prior_info = {"a": priors["a"] or ("flat" if free else "flat on a > 0"),
                   "b": priors["b"] or "flat"}
     flips = np.asarray(driver.to_numpy(flipped[0])) if flipped else np.zeros(B, dtype=bool)
+    spec = _moves.move_spec(n, k, anchors, ORBIT_MOVES)
+    orbit = [m for m in ("scale", "shift", "latent") if getattr(spec, m)]
     out = []
     for d, resp in enumerate(resps):
         sl = slice(d * C, (d + 1) * C)
@@ -223,7 +230,7 @@ def _run(
             batch_size=B, has_missing=resp.has_missing, engine=batch.engine,
             slopes="free" if free else "positive", identification=ident,
             anchors=dict(anchors.given) if anchors is not None else {},
-            reflected_chains=[int(c) for c in np.flatnonzero(flips[sl])],
+            reflected_chains=[int(c) for c in np.flatnonzero(flips[sl])], orbit_moves=orbit,
         )
         out.append(SamplerPosterior(
             draws=sink.draws(sl) if keep_draws else None,
@@ -267,7 +274,10 @@ def gibbs_2pno(
     """Gibbs sampler for the two-parameter normal ogive model (Sheng, Welling & Zhu 2014).
 
     Samples the posterior of P(y_ij = 1) = Φ(a_j θ_i − b_j) with θ_i ~ N(0, 1) by Albert's
-    (1992) data augmentation; ``docs/gibbs.md`` gives the exact conditionals.  With
+    (1992) data augmentation, with three exact moves each iteration along the directions the
+    single-site steps cross slowly (a joint rescaling of θ and a, a shift of θ against b, and
+    each item's latent scale; ``info["orbit_moves"]`` lists those that run);
+    ``docs/gibbs.md`` gives the exact conditionals and moves.  With
     ``slopes="free"`` it is the model of MCMCpack's ``MCMCirt1d`` (ideal points from roll
     calls, items keyed in either direction).
 
@@ -344,7 +354,7 @@ def gibbs_2pno(
         batch-means MCSE, R-hat and ESS; ``.to_arviz()`` includes the pointwise
         log-likelihood; ``info`` holds the keys of :data:`privirt.bayes.COMMON_INFO_KEYS`
         plus ``batch_size``, ``has_missing``, ``engine``, ``slopes``, ``identification``,
-        ``anchors`` and ``reflected_chains``.
+        ``anchors``, ``reflected_chains`` and ``orbit_moves``.
 
     Raises
     ------
@@ -396,6 +406,8 @@ def gibbs_2pno_replicate(
     progress: bool = True,
     keep_draws: bool = False,
     engine: str = "auto",
+    slopes: str = "positive",
+    anchors: Mapping[Any, Any] | None = None,
 ) -> list[SamplerPosterior]:
     """Run the 2PNO Gibbs sampler on R same-shape data sets in one batch.
 
@@ -417,6 +429,11 @@ def gibbs_2pno_replicate(
         summation order, with the fused engine and on the GPU exactly).
     keep_draws : bool
         Default False: streaming summaries (memory independent of ``n_iter``).
+    slopes : {"positive", "free"}
+        As in :func:`gibbs_2pno` (without its warning about negatively correlated items).
+    anchors : dict, optional
+        As in :func:`gibbs_2pno`; every data set must hold the anchored persons at the same
+        positions (the same labels in the same order, or plain arrays).
 
     Returns
     -------
@@ -429,6 +446,7 @@ def gibbs_2pno_replicate(
     pri = twopno.check_priors(priors)
     resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
+    free = _slopes.check_slopes(slopes)
     if isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) and not (
         isinstance(datasets, np.ndarray) and datasets.ndim == 3
     ):
@@ -452,9 +470,18 @@ def gibbs_2pno_replicate(
                 "response; remove them from every data set"
             )
         twopno.warn_improper(resp, pri, where=f"data set {r}: ")
+    anc = _slopes.check_anchors(anchors, resps[0].persons)
+    for r, resp in enumerate(resps[1:], start=1):
+        other = _slopes.check_anchors(anchors, resp.persons)
+        if anc is not None and not (np.array_equal(other.con, anc.con)
+                                    and np.array_equal(other.fix, anc.fix)):
+            raise ValueError(
+                f"data set {r}: the anchored persons are not at the same positions as in data "
+                "set 0; give every data set the same person labels in the same order"
+            )
     seqs = [child(ss, r) for r in range(len(resps))]
     return _run(
         resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,
         progress=bool(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
-        engine=engine,
+        engine=engine, free=free, anchors=anc,
     )

@@ -19,6 +19,7 @@ from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
 from ..data.responses import Responses
+from . import moves as _moves
 from .slopes import Anchors
 
 __all__ = ["GibbsState", "CpuData", "GeneratorDraws", "cpu_iteration", "draw_items", "check_priors",
@@ -217,7 +218,8 @@ class CpuData:
     (B, k) the number of responses per item; the prior constants are precision and
     precision × mean (0 for a flat prior); ``chunks`` the blocks (b0, b1, r0, r1) of
     batch elements × person rows; ``Z`` optionally receives the latent draws (tests);
-    ``free`` leaves a unrestricted; ``anchors`` constrains or fixes some θ_i.
+    ``free`` leaves a unrestricted; ``anchors`` constrains or fixes some θ_i; ``moves`` says
+    which orbit moves (:mod:`privirt.bayes.moves`) run between the θ and the (a, b) steps.
     """
 
     S: np.ndarray
@@ -232,13 +234,15 @@ class CpuData:
     Z: np.ndarray | None = None
     free: bool = False
     anchors: Anchors | None = None
+    moves: _moves.MoveSpec | None = None
 
     @classmethod
     def build(cls, codes: np.ndarray, n_chains: int, priors: Mapping[str, Any],
               keep_z: bool = False, chunk_cells: int | None = None, *, free: bool = False,
-              anchors: Anchors | None = None) -> CpuData:
+              anchors: Anchors | None = None, moves: bool = True) -> CpuData:
         """The data of B = D · ``n_chains`` chains on ``codes`` (D, n, k) (chain bb reads data
-        set bb // n_chains), with the prior constants of ``priors`` (as :func:`check_priors`)."""
+        set bb // n_chains), with the prior constants of ``priors`` (as :func:`check_priors`);
+        ``moves=False`` turns the orbit moves off."""
         D, n, k = codes.shape
         C, B = int(n_chains), D * int(n_chains)
 
@@ -262,7 +266,8 @@ class CpuData:
         chunks, buf = plan_chunks(B, n, k, chunk_cells or CHUNK_CELLS)
         return cls(S=S, M=M, n_obs_item=n_obs_item, pa_prec=pa_prec, pa_lin=pa_lin,
                    pb_prec=pb_prec, pb_lin=pb_lin, chunks=chunks, buf=buf,
-                   Z=np.zeros((B, n, k)) if keep_z else None, free=bool(free), anchors=anchors)
+                   Z=np.zeros((B, n, k)) if keep_z else None, free=bool(free), anchors=anchors,
+                   moves=_moves.move_spec(n, k, anchors, moves))
 
 
 class GeneratorDraws:
@@ -300,6 +305,18 @@ class GeneratorDraws:
         uniforms through the same inverse CDF with the bound at −∞."""
         return std_truncnorm_lower(np.full((len(self.rng_e), k), -np.inf),
                                    np.stack([1.0 - g.random(k) for g in self.rng_e]))
+
+    def move_normals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per chain: the scale move's normal and acceptance uniform (in (0, 1]), the shift's
+        normal."""
+        z = np.stack([g.standard_normal(2) for g in self.rng_e])
+        u = np.array([1.0 - g.random() for g in self.rng_e])
+        return z[:, 0], u, z[:, 1]
+
+    def latent_normals(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k): the items' latent scales' normals and acceptance uniforms."""
+        z = np.stack([g.standard_normal(k) for g in self.rng_e])
+        return z, np.stack([1.0 - g.random(k) for g in self.rng_e])
 
     @staticmethod
     def theta_lower(b0: int, b1: int, r0: int, r1: int, side: np.ndarray, lower: np.ndarray,
@@ -344,6 +361,7 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
     theta_new = np.empty((B, n))
     s_tz = np.zeros((B, k))
     s_z = np.zeros((B, k))
+    rss = np.zeros((B, k))
     if M is None:
         prec_full = 1.0 + (a * a).sum(axis=1)  # (B,)
         ab_full = (a * b).sum(axis=1)
@@ -386,7 +404,14 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
                 th, lin / prec, np.broadcast_to(prec, th.shape), r0, r1,
                 lambda side, lower: draws.theta_lower(b0, b1, r0, r1, side, lower, e))
         theta_new[b0:b1, r0:r1] = th
-        # this block's share of the item sums
+        # this block's share of the item sums and of Σ (Z − aθ + b)² (the latent move's)
+        R = data.buf[1, :cells].reshape(g, rows, k)
+        np.multiply(th[:, :, None], a[b0:b1, None, :], out=R)
+        R -= b[b0:b1, None, :]
+        np.subtract(Z, R, out=R)
+        if M is not None:
+            R *= Mc
+        rss[b0:b1] += np.einsum("gik,gik->gk", R, R)
         s_tz[b0:b1] += np.matmul(th[:, None, :], Z)[:, 0, :]
         s_z[b0:b1] += Z.sum(axis=1)
         if M is not None:
@@ -395,14 +420,56 @@ def cpu_iteration(state: GibbsState, data: CpuData, draws: Any) -> GibbsState:
     if M is None:
         s_tt = (theta_new * theta_new).sum(axis=1)[:, None]
         s_t = theta_new.sum(axis=1)[:, None]
+    s_1 = data.n_obs_item
+    mv = data.moves
+    if mv is not None and (mv.scale or mv.shift or mv.latent):
+        c, d, g = orbit_moves(theta_new, a, b, data, draws, rss)
+        theta_new = c[:, None] * theta_new + d[:, None]
+        s_tz, s_z, s_tt, s_t = _moves.shift_sums(c[:, None], d[:, None], g, s_tz, s_z, s_tt,
+                                                 s_t, s_1)
     # (a_j, b_j) | Z, θ:  x_i = (θ_i, −1),  P = [[Σθ², −Σθ], [−Σθ, Σ1]] + prior,
     # r = [Σθ Z, −Σ Z] + prior precision × prior mean
     p_aa = s_tt + data.pa_prec
     p_ab = -s_t
-    p_bb = data.n_obs_item + data.pb_prec
+    p_bb = s_1 + data.pb_prec
     r_a = s_tz + data.pa_lin
     r_b = -s_z + data.pb_lin
     a_new, b_new = items_from_draws(p_aa, p_ab, p_bb, r_a, r_b, draws.a_lower,
                                     lambda: draws.b_normals(k), free=data.free,
                                     a_free=lambda: draws.a_free(k))
     return GibbsState(theta_new, a_new, b_new)
+
+
+def orbit_moves(theta: np.ndarray, a: np.ndarray, b: np.ndarray, data: CpuData, draws: Any,
+                rss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The orbit moves per chain, (c, d) (B,) and the items' latent scales g (B, k)
+    (:mod:`privirt.bayes.moves`), from the new θ, the previous (a, b) and R_j = Σ_i (Z_ij −
+    a_j θ_i + b_j)² ``rss`` (B, k), with ``draws.move_normals()`` and
+    ``draws.latent_normals(k)``."""
+    mv = data.moves
+    B, k = a.shape
+    c, d, g = np.ones(B), np.zeros(B), np.ones((B, k))
+    con = data.anchors.con if data.anchors is not None else np.zeros(theta.shape[1], np.int8)
+    s_t, s_tt, plus_min, minus_max = _moves.person_sums(theta, con)
+    s_a, s_aa, s_ab = _moves.item_sums(a, b)
+    z1, u1, z2 = draws.move_normals()
+    for bb in range(B):
+        if mv.scale:
+            c[bb] = math.exp(_moves.log_scale_mh(mv.power, 0.5 * s_tt[bb],
+                                                 0.5 * data.pa_prec * s_aa[bb],
+                                                 data.pa_lin * s_a[bb], 0.0, z1[bb], u1[bb]))
+        if mv.shift:
+            d[bb] = _moves.shift_draw(c[bb], s_t[bb], s_aa[bb], s_ab[bb], s_a[bb],
+                                      plus_min[bb], minus_max[bb], mv.n_free, data.pb_prec,
+                                      data.pb_lin, z2[bb])
+    if mv.latent:
+        zl, ul = draws.latent_normals(k)
+        a1 = a / c[:, None]
+        b1 = b + a1 * d[:, None]
+        for bb in range(B):
+            for j in range(k):
+                g[bb, j] = _moves.latent_scale(
+                    float(rss[bb, j]), float(a1[bb, j]), float(b1[bb, j]),
+                    float(data.n_obs_item[bb, j]), data.pa_prec, data.pa_lin, data.pb_prec,
+                    data.pb_lin, float(zl[bb, j]), float(ul[bb, j]))
+    return c, d, g

@@ -31,6 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import special
 
+from . import moves as _moves
 from . import twopno
 
 __all__ = ["FusedGibbs", "PhiloxDraws", "run_chain", "numba_available", "philox_keys"]
@@ -163,6 +164,21 @@ class PhiloxDraws:
         return np.stack([-special.ndtri(uniform2(self.iteration, 2, self._items, 0, *key)[0])
                          for key in self.keys])
 
+    def move_normals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The kernel's scale and shift inputs per chain: Φ⁻¹(u₀) and u₁ on counters
+        (it, 4, 0, 0), Φ⁻¹(u₀) on (it, 5, 0, 0)."""
+        k0, k1 = self.keys[:, 0], self.keys[:, 1]
+        s_scale, s_shift, _ = _moves.MOVE_STREAMS
+        u0, u1 = uniform2(self.iteration, s_scale, 0, 0, k0, k1)
+        v0, _ = uniform2(self.iteration, s_shift, 0, 0, k0, k1)
+        return special.ndtri(u0), u1, special.ndtri(v0)
+
+    def latent_normals(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(B, k): Φ⁻¹(u₀) and u₁ on counters (it, 6, item, 0), the items' latent scales."""
+        u0, u1 = uniform2(self.iteration, _moves.MOVE_STREAMS[2], self._items[None, :], 0,
+                          self.keys[:, :1], self.keys[:, 1:])
+        return special.ndtri(u0), u1
+
     def theta_lower(self, b0: int, b1: int, r0: int, r1: int, side: np.ndarray,
                     lower: np.ndarray, e: np.ndarray) -> np.ndarray:
         """The kernel's sign-anchored θ: X ~ N(0, 1) | X > lower on counters (it, 1, person)."""
@@ -200,6 +216,10 @@ class FusedGibbs:
         ``slopes="free"``: a unrestricted (default False: a > 0).
     anchors : privirt.bayes.slopes.Anchors, optional
         Sign constraints and fixed values of some θ_i.
+    moves : bool
+        Draw the orbit moves (scale and shift, :mod:`privirt.bayes.moves`) between the θ and
+        the (a, b) steps, where they are valid (default); ``False`` for the plain three-step
+        sampler.
     threads : {None, 1}
         numba engine: ``None`` splits the blocks of persons into one contiguous range per CPU
         core, swept by worker threads (the kernel releases the GIL), when an iteration has at
@@ -231,6 +251,7 @@ class FusedGibbs:
         threads: int | None = None,
         free: bool = False,
         anchors: Any = None,
+        moves: bool = True,
     ) -> None:
         self.engine = _resolve_engine(engine)
         if threads not in (None, 1):
@@ -263,16 +284,18 @@ class FusedGibbs:
         pa, pb = pri.get("a"), pri.get("b")
         self.pa_prec, self.pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
         self.pb_prec, self.pb_lin = (1.0 / pb[1], pb[0] / pb[1]) if pb else (0.0, 0.0)
+        self.moves = _moves.move_spec(n, k, anchors, moves)
         self.iteration = 0
         self.keep_z = bool(keep_z)
         self.Z = np.zeros((B, n, k)) if keep_z else None
         self._no_store = np.zeros((1, 1, 1))
         if self.engine == "numba":
-            from . import twopno_numba
+            from . import moves_numba, twopno_numba
 
-            self._nb = twopno_numba
+            self._nb, self._mv = twopno_numba, moves_numba
             blocks = -(-n // BLOCK_ROWS)
-            self._partial = np.zeros((B, blocks, 5, k))
+            self._cd = np.empty((B, 2))
+            self._partial = np.zeros((B, blocks, 6, k))
             tasks = B * blocks
             workers = min(os.cpu_count() or 1, tasks)
             if threads == 1 or B * n * k < PARALLEL_CELLS or workers < 2:
@@ -282,7 +305,7 @@ class FusedGibbs:
                 self._ranges = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
         else:  # the one numpy iteration, fed the kernel's random numbers
             self._cpu = twopno.CpuData.build(self.codes, int(n_chains), pri, free=self.free,
-                                             anchors=anchors)
+                                             anchors=anchors, moves=moves)
             self._cpu.Z = self.Z
             self._draws = PhiloxDraws(self.keys, n, k)
 
@@ -305,20 +328,21 @@ class FusedGibbs:
         z = self.Z if self.keep_z else self._no_store
         common = (self.codes, self.data_of, self.theta, self.a, self.b, self.keys,
                   self.iteration, BLOCK_ROWS, self.th_con, self.th_fix)
-        if self._ranges is None:
-            self._nb.iteration_serial(*common, self.pa_prec, self.pa_lin, self.pb_prec,
-                                      self.pb_lin, self.free, self._partial, z, self.keep_z,
-                                      st_theta, st_a, st_b, slot)
-            return
         args = (*common, self._partial, z, self.keep_z, st_theta, slot)
-        pool = _pool()
-        futures = [pool.submit(self._nb.sweep, t0, t1, *args) for t0, t1 in self._ranges[1:]]
-        self._nb.sweep(*self._ranges[0], *args)
-        for f in futures:
-            f.result()
+        if self._ranges is None:
+            self._nb.sweep(0, self.B * self._partial.shape[1], *args)
+        else:
+            pool = _pool()
+            futures = [pool.submit(self._nb.sweep, t0, t1, *args) for t0, t1 in self._ranges[1:]]
+            self._nb.sweep(*self._ranges[0], *args)
+            for f in futures:
+                f.result()
+        self._mv.moves(self.theta, self.a, self.b, self.keys, self.iteration, self.th_con,
+                       *self.moves.args(), self.pa_prec, self.pa_lin, self.pb_prec,
+                       self.pb_lin, self._cd)
         self._nb.items(self.theta, self.a, self.b, self.keys, self.iteration, self.pa_prec,
                        self.pa_lin, self.pb_prec, self.pb_lin, self.free, self._partial, st_a,
-                       st_b, slot)
+                       st_b, slot, self._cd, st_theta, self.moves.latent)
 
     def _step_numpy(self) -> None:
         self._draws.iteration = self.iteration
@@ -341,6 +365,7 @@ def run_chain(
     threads: int | None = None,
     free: bool = False,
     anchors: Any = None,
+    moves: bool = True,
 ) -> dict[str, np.ndarray]:
     """Run B = D · n_chains chains for ``n_iter`` iterations and return the kept draws.
 
@@ -361,7 +386,7 @@ def run_chain(
         B sampler sequences; chain ``bb`` uses the Philox key ``philox_keys(seeds)[bb]``.
     engine : {"auto", "numba", "numpy"}
         See :class:`FusedGibbs`.
-    threads, free, anchors
+    threads, free, anchors, moves
         See :class:`FusedGibbs`.
 
     Returns
@@ -375,7 +400,7 @@ def run_chain(
         codes, n_chains=n_chains, priors=priors,
         theta=np.stack([i["theta"] for i in inits]), a=np.stack([i["a"] for i in inits]),
         b=np.stack([i["b"] for i in inits]), keys=philox_keys(seeds), engine=engine,
-        threads=threads, free=free, anchors=anchors,
+        threads=threads, free=free, anchors=anchors, moves=moves,
     )
     n_keep = -(-(n_iter - warmup) // thin)
     store = {p: np.empty((kern.B, n_keep, s)) for p, s in (("theta", kern.n), ("a", kern.k),

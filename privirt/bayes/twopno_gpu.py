@@ -13,6 +13,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from . import moves as _moves
+
 __all__ = ["cuda_source", "cuda_preamble", "kernel_specs", "KERNEL_NAMES", "GpuIteration",
            "STREAMING_UPDATE", "streaming_update_kernel"]
 
@@ -117,7 +119,8 @@ class GpuIteration:
 
     def __init__(self, xp: Any, codes: np.ndarray, n_chains: int, theta: np.ndarray,
                  a: np.ndarray, b: np.ndarray, seeds: list, priors: tuple[float, ...],
-                 kernels: tuple, free: bool = False, anchors: Any = None) -> None:
+                 kernels: tuple, free: bool = False, anchors: Any = None,
+                 moves: bool = True) -> None:
         D, n, k = codes.shape
         B = theta.shape[0]
         self.xp, self.B, self.C, self.D, self.n, self.k = xp, B, n_chains, D, n, k
@@ -137,13 +140,16 @@ class GpuIteration:
         self.b = self._b_flat.reshape(B, k)
         self.Z = xp.zeros((B, n, k))
         self._z_flat = self.Z.ravel()
-        self._sums = tuple(xp.zeros(self.chunks * B * k) for _ in range(5))
+        self._sums = tuple(xp.zeros(self.chunks * B * k) for _ in range(6))  # ... and R_j
+        self._s_person = xp.zeros(self.chunks * B * 4)
+        self._s_items = xp.zeros(B * 3)
         self._no_store = xp.zeros(1)  # stands in for the draw stores when nothing is kept
         self.free = np.int32(bool(free))
         con = np.zeros(n, np.int8) if anchors is None else np.asarray(anchors.con, np.int8)
         fix = np.zeros(n) if anchors is None else np.asarray(anchors.fix, np.float64)
         self.th_con = xp.ascontiguousarray(xp.asarray(con))
         self.th_fix = xp.ascontiguousarray(xp.asarray(fix))
+        self.moves = _moves.move_spec(n, k, anchors, moves)
         self._kernels = kernels
 
     def step(self, iteration: int, store: Mapping[str, Any] | None, slot: int) -> None:
@@ -151,12 +157,14 @@ class GpuIteration:
 
         1. ``z``: Z for every cell (truncated normals);
         2. ``theta``: θ per person, one thread a row;
-        3. ``item_sums``: partial item sums over chunks of persons;
-        4. ``item``: (a, b) per item from the summed partials.
+        3. ``item_sums``: partial item sums over chunks of persons (and the orbit moves'
+           person and item sums);
+        4. ``item``: the orbit moves (θ moved in place), then (a, b) per item from the summed
+           partials.
 
         Every argument is a device array or a host scalar passed by value.  With ``store``
         (flat (B, n_keep, ·) arrays), kernels 2 and 4 also write θ, a and b into draw slot
-        ``slot``.
+        ``slot`` (kernel 4 rewrites θ's after the moves).
         """
         kz, kth, ks, kit = self._kernels
         B, n, k = self.B, self.n, self.k
@@ -175,9 +183,13 @@ class GpuIteration:
         kth(B * n, self._z_flat, self._a_flat, self._b_flat, self.codes_dev, self.keys,
             self.th_con, self.th_fix, it, n32, k32, C32, D32, miss, keep, n_keep,
             self._theta_flat, st_theta)
-        ks(self.chunks * B * k, self._z_flat, self._theta_flat, self.codes_dev, n32, k32,
-           C32, D32, np.int32(B), miss, np.int32(self.rows), *self._sums)
-        kit(B * k, *self._sums, np.int32(self.chunks), np.int32(B),
+        ks(self.chunks * B * k, self._z_flat, self._theta_flat, self._a_flat, self._b_flat,
+           self.codes_dev, self.th_con, n32, k32, C32, D32, np.int32(B), miss,
+           np.int32(self.rows), *self._sums, self._s_person, self._s_items)
+        mv = self.moves
+        kit(B * k, *self._sums, self._s_person, self._s_items, np.int32(mv.scale),
+            np.int32(mv.shift), np.int32(mv.latent), np.float64(mv.n_free),
+            np.float64(mv.power), n32, np.int32(self.chunks), np.int32(B),
             np.float64(self.pa_prec), np.float64(self.pa_lin), np.float64(self.pb_prec),
             np.float64(self.pb_lin), self.free, self.keys, it, k32, keep, n_keep,
-            self._a_flat, self._b_flat, st_a, st_b)
+            self._a_flat, self._b_flat, st_a, st_b, self._theta_flat, st_theta)

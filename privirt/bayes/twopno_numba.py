@@ -3,8 +3,9 @@
 One iteration of B chains: a sweep over fixed blocks of person rows draws Z_ij cell by cell,
 θ_i from its row, and adds the row's terms to the block's item sums (:func:`sweep`, which
 releases the GIL so that disjoint block ranges run on several threads); a short pass then adds
-the block sums in a fixed order and draws (a_j, b_j) (:func:`items`).  :func:`iteration_serial`
-does both in one call.  Z is never stored (unless asked for).  Random numbers are the
+the block sums in a fixed order and draws (a_j, b_j) (:func:`items`); the orbit moves
+(:mod:`privirt.bayes.moves_numba`) are drawn between the two.  Z is never stored (unless asked
+for).  Random numbers are the
 counter-based Philox4x32-10 stream of the GPU kernels (``privirt/bayes/gibbs_2pno.cu``): a
 pure function of (key, counter), so the draws do not depend on the number of threads.  The
 numpy twin of every function is in :mod:`privirt.bayes.twopno_fused`; the maths is in ``docs/gibbs.md``.
@@ -16,6 +17,8 @@ import math
 
 import numpy as np
 from numba import njit
+
+from . import moves as _moves
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
@@ -325,6 +328,9 @@ def _neg_ndtri_block(p, x, w, mb, nc):
         x[c] = -num / (den_c if central else den_t)
 
 
+_log_scale_mh = njit(**_JIT)(_moves.log_scale_mh)
+_S_LATENT = np.uint64(_moves.MOVE_STREAMS[2])
+
 #: Cells per pass of :func:`_block` (rows of a block are taken a few at a time so that the
 #: scratch arrays of a pass stay in the L1/L2 cache whatever the number of items).
 CHUNK_CELLS = 2048
@@ -375,6 +381,7 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
     acc2 = acc[2]
     acc3 = acc[3]
     acc4 = acc[4]
+    acc5 = acc[5]
     for s0 in range(r0, r1, step):
         s1 = min(s0 + step, r1)
         nc = (s1 - s0) * k
@@ -463,14 +470,21 @@ def _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa
                 acc2[j] += t2 * obs[j]
                 acc3[j] += tn * obs[j]
                 acc4[j] += obs[j]
+                r = (zrow[j] - (tn * a_r[j] - b_r[j])) * obs[j]
+                acc5[j] += r * r
 
 
 @njit(**_JIT)
 def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot):
+           store_b, slot, cd, store_theta, latent):
     """(a_j, b_j) | Z, θ for every chain and item from the block sums (a unrestricted when
-    ``free``, else a > 0)."""
+    ``free``, else a > 0), after the orbit moves θ -> c θ + d of each chain (``cd`` (B, 2) holds
+    (c, d), from :func:`privirt.bayes.moves_numba.moves`; (1, 0) changes nothing) and, with
+    ``latent``, each item's latent scale Z_·j -> g_j Z_·j (:func:`privirt.bayes.moves.
+    latent_scale`, counter (it, 6, item)): θ and its draw at ``slot`` are moved and the sums
+    follow (:func:`privirt.bayes.moves.shift_sums`)."""
     n_chains = theta.shape[0]
+    n = theta.shape[1]
     k = a.shape[1]
     blocks = partial.shape[1]
     c_it = np.uint64(it)
@@ -479,6 +493,15 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
     for bb in range(n_chains):
         k0 = keys[bb, 0]
         k1 = keys[bb, 1]
+        c = cd[bb, 0]
+        d = cd[bb, 1]
+        moved = c != 1.0 or d != 0.0
+        if moved:  # θ -> cθ + d
+            for i in range(n):
+                tn = c * theta[bb, i] + d
+                theta[bb, i] = tn
+                if slot >= 0:
+                    store_theta[bb, slot, i] = tn
         for j in range(k):
             tz = 0.0
             sz = 0.0
@@ -491,6 +514,20 @@ def _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partia
                 tt += partial[bb, blk, 2, j]
                 st += partial[bb, blk, 3, j]
                 s1 += partial[bb, blk, 4, j]
+            g = 1.0
+            if latent:  # R_j = Σ (Z − aθ + b)², unchanged by the moves of θ
+                rj = 0.0
+                for blk in range(blocks):
+                    rj += partial[bb, blk, 5, j]
+                aj = a[bb, j] / c
+                bj = b[bb, j] + aj * d
+                w0, w1 = uniform2(c_it, _S_LATENT, np.uint64(j), zero, k0, k1)
+                g = math.exp(_log_scale_mh(s1 + 2.0, 0.5 * (rj + pa_prec * aj * aj
+                                                             + pb_prec * bj * bj),
+                                           0.0, 0.0, pa_lin * aj + pb_lin * bj, ndtri(w0), w1))
+            if moved or g != 1.0:  # and Z_·j -> g Z_·j
+                tz, sz, tt, st = g * (c * tz + d * sz), g * sz, \
+                    c * c * tt + 2.0 * c * d * st + d * d * s1, c * st + d * s1
             paa = tt + pa_prec
             pab = -st
             pbb = s1 + pb_prec
@@ -528,33 +565,10 @@ def sweep(t0, t1, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, p
 
 @njit(**_JIT)
 def items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-          store_b, slot):
-    """:func:`_items` (the (a, b) draws once every block is done)."""
+          store_b, slot, cd, store_theta, latent):
+    """:func:`_items` (the orbit moves and the (a, b) draws once every block is done)."""
     _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot)
-
-
-@njit(**_JIT)
-def iteration_serial(codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, pa_prec,
-                     pa_lin, pb_prec, pb_lin, free, partial, z_out, keep_z, store_theta,
-                     store_a, store_b, slot):
-    """One Gibbs iteration of B chains on the calling thread, in place on ``theta`` (B, n),
-    ``a`` and ``b`` (B, k).
-
-    ``codes`` (D, n, k) int8 (−1 missing), chain ``bb`` reads data set ``data_of[bb]``;
-    ``keys`` (B, 2) uint64; ``it`` the iteration counter; ``rows`` persons per block;
-    ``th_con`` (n,) int8 and ``th_fix`` (n,) the anchors (0 none, ±1 sign, 2 fixed at
-    ``th_fix``); ``free`` leaves a unrestricted;
-    ``partial`` (B, blocks, 5, k) scratch for the block sums Σθz, Σz, Σ'θ², Σ'θ, Σ'1;
-    ``z_out`` (B, n, k) receives Z when ``keep_z``; with ``slot >= 0`` the new θ, a and b are
-    also written to ``store_*[bb, slot]``.  The same as :func:`sweep` over every task then
-    :func:`items`, in one call.
-    """
-    for task in range(theta.shape[0] * partial.shape[1]):
-        _block(task, codes, data_of, theta, a, b, keys, it, rows, th_con, th_fix, partial,
-               z_out, keep_z, store_theta, slot)
-    _items(theta, a, b, keys, it, pa_prec, pa_lin, pb_prec, pb_lin, free, partial, store_a,
-           store_b, slot)
+           store_b, slot, cd, store_theta, latent)
 
 
 @njit(**_JIT)
