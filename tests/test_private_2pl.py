@@ -36,28 +36,45 @@ def _data(n=2000, m=6, seed=0):
 
 
 # -- sensitivity ----------------------------------------------------------------------------
-@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6, 7])
 def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
     rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
     st = [np.concatenate(pair_statistics(r[None, :])) for r in rows]
     D = np.array(st)[:, None, :] - np.array(st)[None, :, :]  # every ordered pair of rows
     l2 = (D * D).sum(axis=2).max()
     l1 = np.abs(D).sum(axis=2).max()
+    assert np.abs(D).max() <= 1  # every released coordinate moves by at most one
     tot = (D[:, :, :m] ** 2).sum(axis=2).max()
     prs = (D[:, :, m:] ** 2).sum(axis=2).max()
     joint, t_s, p_s = pair_sensitivity(m), pair_sensitivity(m, "totals"), pair_sensitivity(m, "pairs")
     assert l2 <= joint.l2**2 and l1 <= joint.l1 and tot <= t_s.l2**2 and prs <= p_s.l2**2
-    # tight: attained (all ones against all zeros), for the joint vector and each part
-    assert l2 == l1 == m * (m + 1) // 2 and tot == m and prs == m * (m - 1) // 2
-    assert joint.n_released == m * (m + 1) // 2
+    # tight: the totals at rows differing everywhere, the disagreements at rows differing in
+    # half the items, jointly in (m + 1)/2 of them; the parts' maxima are not attained together
+    assert tot == m and prs == (m // 2) * ((m + 1) // 2)
+    assert l2 == l1 == ((m + 1) // 2) * ((m + 2) // 2) <= tot + prs
+    assert joint.l1 == l1 and t_s.l1 == tot and p_s.l1 == prs
+    assert joint.n_released == l1
+
+
+@pytest.mark.parametrize("m", [2, 3, 5, 6])
+def test_privacy_loss_of_the_parts_bounded_by_their_sum(m):
+    # the claimed ρ = Σ parts Δ²/(2σ²) bounds ‖Δ/σ‖²/2 over every pair of rows (exhaustive)
+    rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
+    st = np.array([np.concatenate(pair_statistics(r[None, :])) for r in rows], dtype=float)
+    meas = PairsGaussian.calibrate(__import__("mechanisms").measures.ApproxDP(1.0, 1e-5), n_items=m)
+    scale = np.r_[np.full(m, meas.sigmas[0]), np.full(st.shape[1] - m, meas.sigmas[1])]
+    D = (st[:, None, :] - st[None, :, :]) / scale
+    worst = 0.5 * (D * D).sum(axis=2).max()
+    claimed = m / (2 * meas.sigmas[0] ** 2) + (m // 2) * ((m + 1) // 2) / (2 * meas.sigmas[1] ** 2)
+    assert worst <= claimed * (1 + 1e-12) and meas.native.rho >= claimed * (1 - 1e-9)
 
 
 def test_statistics_of_a_larger_data_set_add_up():
     X, _, _ = _data(n=3000, m=7)
     t, p = pair_statistics(X)
-    G = X.astype(np.int64).T @ X.astype(np.int64)
     i, j = np.triu_indices(7, 1)
-    assert np.array_equal(t, np.diag(G)) and np.array_equal(p, G[i, j]) and p.dtype == np.int64
+    assert np.array_equal(t, X.sum(0)) and p.dtype == np.int64
+    assert np.array_equal(p, (X[:, i] != X[:, j]).sum(0))  # persons with exactly one of i, j right
 
 
 def test_orthant_probabilities_and_gradients_match_scipy():
@@ -80,10 +97,10 @@ def test_release_meets_the_target_and_states_it(eps):
     X, _, _ = _data(n=500, m=5)
     rel = release_2pl(X, epsilon=eps, delta=1e-5)
     p, m = rel.privacy, 5
-    rho = m / (2 * rel.sigma_totals**2) + (m * (m - 1) / 2) / (2 * rel.sigma_pairs**2)
+    rho = m / (2 * rel.sigma_totals**2) + (m // 2) * ((m + 1) // 2) / (2 * rel.sigma_pairs**2)
     assert p.rho == pytest.approx(rho, rel=1e-9) and p.rho >= rho * (1 - 1e-12)
     assert p.epsilon <= eps * (1 + 1e-12) and p.epsilon >= eps * 0.999
-    assert p.sensitivity.l2**2 >= m * (m + 1) / 2 and p.private and "NOT PRIVATE" not in str(p)
+    assert p.sensitivity.l2**2 >= 9 and p.private and "NOT PRIVATE" not in str(p)
     assert (m / (2 * rel.sigma_totals**2)) / rho == pytest.approx(rel.totals_share, rel=1e-6)
     assert rel.totals.dtype == np.int64 and rel.pairs.size == 10 and rel.to_dict()["n_persons"] == 500
     assert list(rel.pairs.index[0]) == [0, 1]
@@ -98,7 +115,7 @@ def test_accounting_matches_opendp():
         rho = sum(
             dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float),
                                scale=s).map(d)
-            for s, d in ((rel.sigma_totals, math.sqrt(6)), (rel.sigma_pairs, math.sqrt(15))))
+            for s, d in ((rel.sigma_totals, math.sqrt(6)), (rel.sigma_pairs, math.sqrt(9))))
         assert rel.privacy.rho >= rho * (1 - 1e-12) and rel.privacy.rho == pytest.approx(rho, rel=1e-9)
         scalar = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
                                     scale=1 / math.sqrt(2 * rel.privacy.rho))
@@ -111,7 +128,10 @@ def test_design_depends_on_public_quantities_only():
 
     a = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=8)
     b = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=8)
-    assert a.sigmas == b.sigmas and a.sigmas[1] > a.sigmas[0]
+    from privirt.private.twopl.measurement import design
+
+    assert a.sigmas == b.sigmas
+    assert np.allclose(a.sigmas, design(8, a.native.rho), rtol=1e-6)  # σ from (m, ρ) and the share only
 
 
 def test_ledger_debited_before_noise(tmp_path, monkeypatch):
@@ -211,7 +231,7 @@ def test_fit_recovers_the_model_from_exact_moments():
     i, j = np.triu_indices(6, 1)
     n = 10**9
     t = special.ndtr(-tau) * n
-    p = upper_orthant(tau[i], tau[j], lam[i] * lam[j]) * n
+    p = t[i] + t[j] - 2 * upper_orthant(tau[i], tau[j], lam[i] * lam[j]) * n  # disagreements
     f = fit_factor(t, p, n, 0.0, 0.0)
     ah, bh = to_2pno(f.tau[0], f.lam[0])
     assert np.allclose(ah, a, rtol=1e-3) and np.allclose(bh, b, atol=1e-3)
@@ -264,4 +284,6 @@ def test_bootstrap_simulation_matches_the_model_moments():
     lam, tau = a / np.sqrt(1 + a * a), b / np.sqrt(1 + a * a)
     i, j = np.triu_indices(3, 1)
     assert np.allclose(t.mean(0) / 20000, special.ndtr(-tau), atol=0.01)
-    assert np.allclose(p.mean(0) / 20000, upper_orthant(tau[i], tau[j], lam[i] * lam[j]), atol=0.01)
+    pi = special.ndtr(-tau)
+    assert np.allclose(p.mean(0) / 20000, pi[i] + pi[j] - 2 * upper_orthant(tau[i], tau[j], lam[i] * lam[j]),
+                       atol=0.01)

@@ -18,16 +18,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse, special
 
+from ..._threads import one_blas_thread
 from .orthant import orthant_gradients, upper_orthant
 from .statistics import pair_index
 
-__all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
+__all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "TAU_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
 
 #: Prior on log a in the fit: N(μ, LOG_A_PRIOR_SD²) with the common μ fitted too, weak (a within
 #: e^{±2} of the common value at 95 %), and μ ~ N(0, MEAN_PRIOR_SD²); they keep loadings whose
 #: pairs carry no information away from λ → 1 (``docs/private_2pl.md`` §3).
 LOG_A_PRIOR_SD: float = 1.0
 MEAN_PRIOR_SD: float = 1.0
+#: Prior τ_i ~ N(0, TAU_PRIOR_SD²) on the thresholds (P(correct) = Φ(−τ)): negligible wherever
+#: a total carries information; where the noise swamps the totals it keeps τ (and b) from
+#: running off to ±∞ when a noisy proportion falls outside [0, 1] (``docs/private_2pl.md`` §3).
+TAU_PRIOR_SD: float = 3.0
 
 
 @dataclass
@@ -67,9 +72,12 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     tau = theta[:, :m]
     lam = _loading(theta[:, m:2 * m])
     r = lam[:, i] * lam[:, j]
-    return tau, lam, r, special.ndtr(-tau), upper_orthant(tau[:, i], tau[:, j], r)
+    pt = special.ndtr(-tau)
+    # P(X_i ≠ X_j) = π_i + π_j − 2 π_ij
+    return tau, lam, r, pt, pt[:, i] + pt[:, j] - 2.0 * upper_orthant(tau[:, i], tau[:, j], r)
 
 
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
                *, max_iter: int = 100, tol: float = 1e-8, noise_cov: bool = False,
                prior_sd: float | None = None) -> FactorFit:
@@ -98,18 +106,21 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     def residuals(th):
         _, _, _, pt, pn = _model(th, m, i, j)
         return (t - pt) / sd_t, (q - pn) / sd_n, (th[:, -1:] - th[:, m:2 * m]) / S, \
-            -th[:, -1:] / MEAN_PRIOR_SD
+            -th[:, -1:] / MEAN_PRIOR_SD, -th[:, :m] / TAU_PRIOR_SD
 
     def cost_of(res):
         return sum((x * x).sum(1) for x in res)
 
     def normal_eq(th, res, weights=None):
-        rt, rn, rp, r0 = res
+        rt, rn, rp, r0, rtau = res
         tau, lam, r, _, _ = _model(th, m, i, j)
         dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
         dlam = lam * (1.0 - lam * lam)  # dλ/d log a
+        phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
+        # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
+        dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
         blocks = np.stack([dh, dk, dr * lam[:, j] * dlam[:, i], dr * lam[:, i] * dlam[:, j]], axis=2) / sd_n[:, :, None]
-        dt = -np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi) / sd_t  # ∂Φ(−τ)/∂τ, scaled
+        dt = -phi / sd_t  # ∂Φ(−τ)/∂τ, scaled
         wn = 1.0 if weights is None else weights[1][:, :, None, None]
         H = np.zeros((R, 2 * m + 1, 2 * m + 1))
         H[:, :2 * m, :2 * m] = (h_map.T @ ((blocks[:, :, :, None] * blocks[:, :, None, :]) * wn).reshape(R, -1).T
@@ -129,6 +140,9 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
             g[:, -1] -= rp.sum(1) / S
             H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
             g[:, -1] += r0[:, 0] / MEAN_PRIOR_SD
+            k = np.arange(m)
+            H[:, k, k] += 1.0 / TAU_PRIOR_SD**2
+            g[:, :m] += rtau / TAU_PRIOR_SD
         return H, g
 
     res = residuals(theta)
@@ -165,17 +179,18 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     return FactorFit(tau=tau, lam=lam, cov=cov, iterations=it)
 
 
-def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None
-                 ) -> tuple[np.ndarray, float, float]:
-    """Empirical-Bayes shrinkage of log a toward a common value against the privacy noise.
+def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None,
+                 max_spread: float = 2.0) -> tuple[np.ndarray, float, float]:
+    """Empirical-Bayes shrinkage of log a (or of the thresholds τ) toward a common value
+    against the privacy noise.
 
     log â_i ~ N(μ, s² + v_i) (v_i the noise variance); s by maximum marginal likelihood on a
-    grid, μ = ``centre`` (the all-a-equal fit) or profiled out; returns
-    (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
+    grid over [0, ``max_spread``], μ = ``centre`` (the all-a-equal fit) or profiled out;
+    returns (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
     """
     x = np.asarray(log_a, float)
     v = np.maximum(np.asarray(var_noise, float), 0.0)
-    grid = np.linspace(0.0, 2.0, 801)
+    grid = np.linspace(0.0, float(max_spread), 801)
     best = (-np.inf, 0.0, float(np.mean(x)))
     for s in grid:
         w = 1.0 / (s * s + v + 1e-12)
@@ -191,7 +206,7 @@ def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None 
 def simulate_statistics(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, n: int,
                         reps: int) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` data sets of ``n`` persons from the 2PNO (θ ~ N(0, 1)): totals (reps, m) and
-    co-correct counts (reps, P), exact counts."""
+    disagreement counts D_ij (reps, P), exact counts."""
     m = a.size
     i, j = pair_index(m)
     tot = np.empty((reps, m))
@@ -203,5 +218,5 @@ def simulate_statistics(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, 
         X = (th[:, None] * a32 - b32 > rng.standard_normal((n, m), dtype=np.float32)).astype(dtype)
         G = np.einsum("li,lj->ij", X, X)  # not BLAS: its threads crawl on a busy machine
         tot[r] = np.diag(G)
-        prs[r] = G[i, j]
+        prs[r] = tot[r, i] + tot[r, j] - 2.0 * G[i, j]  # disagreements
     return tot, prs
