@@ -80,14 +80,15 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
 @one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
                *, max_iter: int = 100, tol: float = 1e-8, noise_cov: bool = False,
-               prior_sd: float | None = None) -> FactorFit:
+               prior_sd: float | None = None, common: bool = False) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     Weighted least squares on the proportions with weights 1/(p(1 − p)/n + σ²/n²) (p the
     observed proportion, clipped into [1/n, 1 − 1/n]) plus the weak prior on log a;
     Levenberg–Marquardt on (τ, log a) for every row of the batch at once.  ``noise_cov``: also the sandwich covariance of
     (τ, log a) due to the privacy noise alone (R = 1 only).  ``prior_sd``: the SD of log a
-    about the common value (default :data:`LOG_A_PRIOR_SD`; tiny: all a equal).
+    about the common value (default :data:`LOG_A_PRIOR_SD`).  ``common``: all a equal (one
+    log a shared by every item: the steps are taken in that subspace).
     """
     S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
     t = np.atleast_2d(np.asarray(totals, float)) / n
@@ -149,11 +150,17 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     cost = cost_of(res)
     active = np.ones(R, bool)
     it = 0
+    T = np.eye(2 * m + 1)
+    if common:  # (τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ): the prior on log a_i − μ vanishes there
+        T = np.zeros((2 * m + 1, m + 1))
+        T[np.arange(m), np.arange(m)] = 1.0
+        T[m:, m] = 1.0
     for it in range(1, max_iter + 1):
         H, g = normal_eq(theta, res)
+        H, g = np.einsum("ki,rkl,lj->rij", T, H, T), g @ T
         d = np.einsum("rkk->rk", H)
-        A = H + (mu[:, None] * d + 1e-12)[:, :, None] * np.eye(2 * m + 1)[None]
-        step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+        A = H + (mu[:, None] * d + 1e-12)[:, :, None] * np.eye(T.shape[1])[None]
+        step = np.linalg.solve(A, g[:, :, None])[:, :, 0] @ T.T
         step[~active] = 0.0
         trial = theta + step
         res2 = residuals(trial)
