@@ -53,7 +53,9 @@ def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
     assert tot == m and prs == (m // 2) * ((m + 1) // 2)
     assert l2 == l1 == ((m + 1) // 2) * ((m + 2) // 2) <= tot + prs
     assert joint.l1 == l1 and t_s.l1 == tot and p_s.l1 == prs
-    assert joint.n_released == l1
+    # n_released counts the released coordinates (not the sensitivity): m totals, m(m − 1)/2 pairs
+    assert (t_s.n_released, p_s.n_released, joint.n_released) == (m, m * (m - 1) // 2, m + m * (m - 1) // 2)
+    assert joint.n_released == D.shape[2]
 
 
 @pytest.mark.parametrize("m", [2, 3, 5, 6])

@@ -61,10 +61,13 @@ def pair_sensitivity(n_items: int, part: str = "joint") -> Sensitivity:
     """Replace-one-person sensitivity of the totals (``part="totals"``: L2² = m), the
     disagreement counts (``"pairs"``: ⌊m/2⌋⌈m/2⌉) or both together (``"joint"``:
     ⌊(m + 1)/2⌋⌈(m + 1)/2⌉); L1 = L2² (every coordinate moves by at most 1).  All tight (the
-    rows differing in m, ⌊m/2⌋, ⌊(m + 1)/2⌋ items)."""
+    rows differing in m, ⌊m/2⌋, ⌊(m + 1)/2⌋ items).  ``n_released`` is the number of released
+    coordinates: m, m(m − 1)/2, m + m(m − 1)/2."""
     m = int(n_items)
     sizes = {"totals": m, "pairs": (m // 2) * ((m + 1) // 2), "joint": ((m + 1) // 2) * ((m + 2) // 2)}
     if part not in sizes:
         raise ValueError(f"part must be one of {sorted(sizes)}, got {part!r}")
     s = sizes[part]
-    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, s)
+    # the number of released coordinates (not the sensitivity): m totals, m(m − 1)/2 pairs
+    released = {"totals": m, "pairs": m * (m - 1) // 2, "joint": m + m * (m - 1) // 2}[part]
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, released)
