@@ -112,10 +112,13 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     z = np.random.default_rng(NULL_SEED).standard_normal((NULL_REPLICATES, m + i.size))
     tn = t_exp[None, :] + release.sigma_totals * z[:, :m]
     dn = d_exp[None, :] + release.sigma_pairs * z[:, m:]
-    fb = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6)
-    fc = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, common=True)
-    la = np.log(to_2pno(fb.tau, fb.lam)[0])
+    # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
     la0 = np.log(to_2pno(tau0, lam0)[0])
+    x0 = np.concatenate([tau0, la0, [la0.mean()]])
+    fb = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, start=x0)
+    fc = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, common=True,
+                    start=x0)
+    la = np.log(to_2pno(fb.tau, fb.lam)[0])
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
     return (np.mean((fb.tau - tau0[None, :]) ** 2, axis=0), np.mean((la - la0[None, :]) ** 2, axis=0),
@@ -199,7 +202,9 @@ def estimate_2pl_from_release(
         tb, pb = simulate_statistics(rng, a, b, n, int(n_boot))
         tb += rng.normal(0.0, release.sigma_totals, tb.shape)
         pb += rng.normal(0.0, release.sigma_pairs, pb.shape)
-        fb = fit_factor(tb, pb, n, release.sigma_totals, release.sigma_pairs)
+        # refits start at the values the replicates were simulated from
+        x0 = np.concatenate([b / np.sqrt(1.0 + a * a), np.log(a), [np.log(a).mean()]])
+        fb = fit_factor(tb, pb, n, release.sigma_totals, release.sigma_pairs, start=x0)
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]
