@@ -16,7 +16,9 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   (every a = the geometric mean of the true a) — never worse than all a equal (≤ 1);
 * coverage of the 95 % intervals (200 bootstrap replicates) of a and b at (10 000, 20),
   ε ∈ {1, 3}, against the true parameters and against the Gibbs posterior mean (target 90–98 %);
-* LSAT7 (n = 1000, m = 5) at ε = 1, 3: private a beside the Gibbs posterior mean (no target).
+* LSAT7 (n = 1000, m = 5) at ε = 1, 3: private a beside the Gibbs posterior mean (no target);
+* defaults: CPU seconds of the default call (with its intervals) beside the private totals
+  estimator at (n, m) = (400, 30), (10 000, 20), (10 000, 100), (1000, 5).
 
     python benchmarks/bench_private_2pl.py            # full run (long: Gibbs on 5 M cells)
     python benchmarks/bench_private_2pl.py --quick    # fewer trials, no (100 000, 50)
@@ -115,6 +117,28 @@ def grid(trials: int) -> None:
     print(f"largest over the grid: {worst:.3f} (target ≤ 1)", flush=True)
 
 
+def defaults() -> None:
+    """CPU seconds (``time.process_time``: the VM is shared, wall time says little) of the default
+    calls, with their intervals, beside the private totals estimator on the same data."""
+    print("\ndefault calls (n_boot = 200, δ = 1e-4), CPU seconds, one process, beside "
+          "private_totals_estimate on the same data")
+    print("| n | m | ε | private_2pl_estimate | private_totals_estimate | fit iterations (point) |")
+    print("|---|---|---|---|---|---|")
+    import warnings
+
+    for n, m, e in ((400, 30, 0.1), (400, 30, 1.0), (10_000, 20, 1.0), (10_000, 20, 0.1), (10_000, 100, 1.0),
+                    (1000, 5, 1.0), (1000, 5, 0.1)):
+        X, _, _ = simulate(n, m, 54_000 + m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA)
+            t1 = time.process_time()
+            privirt.private_totals_estimate(X, epsilon=e, delta=DELTA)
+            t2 = time.process_time()
+        print(f"| {n} | {m} | {e:g} | {t1 - t0:.2f} | {t2 - t1:.2f} | {fit.info['iterations']} |", flush=True)
+
+
 def covered(ci, truth) -> np.ndarray:
     return (ci["lo"].to_numpy() <= truth) & (truth <= ci["hi"].to_numpy())
 
@@ -122,13 +146,16 @@ def covered(ci, truth) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--parts", default="sweep,coverage,lsat7,grid,large",
-                    help="comma-separated tables: sweep, coverage, lsat7, grid, large")
+    ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
+                    help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large")
     args = ap.parse_args()
     quick = args.quick
     parts = set(args.parts.split(","))
     t_start = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
+
+    if "defaults" in parts:
+        defaults()
 
     # -- (10 000, 20): Gibbs reference, ε sweep, difficulties beside totals --------------------
     trials = 2 if quick else 3

@@ -92,6 +92,14 @@ def test_orthant_probabilities_and_gradients_match_scipy():
     assert dh == pytest.approx((upper_orthant(h + e, k, r) - upper_orthant(h - e, k, r)) / (2 * e), rel=1e-6)
     assert dk == pytest.approx((upper_orthant(h, k + e, r) - upper_orthant(h, k - e, r)) / (2 * e), rel=1e-6)
     assert dr == pytest.approx((upper_orthant(h, k, r + e) - upper_orthant(h, k, r - e)) / (2 * e), rel=1e-6)
+    # the second derivatives (the Newton steps of the fit) against differences of the gradients
+    from privirt.private.twopl.orthant import orthant_hessian
+
+    uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(h, k, r)
+    dif = [(np.array(orthant_gradients(*(np.array([h, k, r]) + e * u))) -
+            np.array(orthant_gradients(*(np.array([h, k, r]) - e * u)))) / (2 * e) for u in np.eye(3)]
+    assert np.allclose([uhh, uhk, uhr], dif[0], rtol=1e-5) and np.allclose([uhk, ukk, ukr], dif[1], rtol=1e-5)
+    assert np.allclose([uhr, ukr, urr], dif[2], rtol=1e-5)
 
 
 # -- release discipline ---------------------------------------------------------------------
