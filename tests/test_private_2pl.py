@@ -379,3 +379,14 @@ def test_default_call_refits_are_few_where_the_noise_swamps_the_pairs(monkeypatc
     assert rows == 2 + 2 * E.NULL_REPLICATES + 40
     assert work <= 25 * rows, counts  # the first version: ≥ 76 per row here
     assert counts[0][2] < 100 and counts[1][2] < 100  # the point fits converge (no cap)
+
+
+def test_bootstrap_multiplier_draw_matches_exact_simulation():
+    # above SIM_PERSONS persons the sampling part is a multiplier draw: same means and spreads
+    rng = np.random.default_rng(4)
+    a, b = np.array([0.5, 1.0, 2.0, 1.2]), np.array([-0.5, 0.0, 1.0, 2.0])
+    t1, p1 = simulate_statistics(rng, a, b, 6000, 400, exact=True)
+    t2, p2 = simulate_statistics(rng, a, b, 6000, 400)
+    sd1, sd2 = np.r_[t1.std(0), p1.std(0)], np.r_[t2.std(0), p2.std(0)]
+    assert np.all(np.abs(sd2 / sd1 - 1.0) < 0.2), sd2 / sd1  # ~7 % sampling error per ratio
+    assert np.allclose(np.r_[t1.mean(0), p1.mean(0)], np.r_[t2.mean(0), p2.mean(0)], atol=4 * sd1.max() / 10)
