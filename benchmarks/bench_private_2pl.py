@@ -6,15 +6,23 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
 * targets: relative ℓ2 error ‖â − ā‖/‖ā‖ of the private a against the Gibbs posterior mean ā
   at (n, m, ε) = (10 000, 20, 1) (target ≤ 0.15) and (100 000, 50, 1) (≤ 0.10); the same for
   b; the "all a equal" baseline (every a = the geometric mean of ā);
-* ε sweep at (10 000, 20): ε ∈ {0.1, 0.3, 1, 3, 10} — never worse than all a equal (≤ 1);
-  difficulties beside the private totals estimator at the same ε (its Rasch β against the
-  non-private CML β on the same data, relative ℓ2 of the centred vectors);
+* ε sweep at (10 000, 20): ε ∈ {0.1, 0.3, 1, 3, 10}; difficulties beside the private totals
+  estimator at the same ε, each against the non-private fit of its own estimator on the same
+  data (centred vectors, relative ℓ2): the totals estimator's Rasch β against CML (a function
+  of the same totals), the private b (and τ = b/√(1 + a²)) against the noise-free one-factor
+  fit of the same statistics; b against the Gibbs posterior mean too;
+* grid ε ∈ {0.1, 0.3, 1, 3, 10} × n ∈ {1000, 10 000, 100 000} × m ∈ {5, 20, 50}: the largest
+  relative error of a against the true a over the data sets of a cell, beside all a equal
+  (every a = the geometric mean of the true a) — never worse than all a equal (≤ 1);
 * coverage of the 95 % intervals (200 bootstrap replicates) of a and b at (10 000, 20),
   ε ∈ {1, 3}, against the true parameters and against the Gibbs posterior mean (target 90–98 %);
-* LSAT7 (n = 1000, m = 5) at ε = 1, 3: private a beside the Gibbs posterior mean (no target).
+* LSAT7 (n = 1000, m = 5) at ε = 1, 3: private a beside the Gibbs posterior mean (no target);
+* defaults: CPU seconds of the default call (with its intervals) beside the private totals
+  estimator at (n, m) = (400, 30), (10 000, 20), (10 000, 100), (1000, 5).
 
     python benchmarks/bench_private_2pl.py            # full run (long: Gibbs on 5 M cells)
     python benchmarks/bench_private_2pl.py --quick    # fewer trials, no (100 000, 50)
+    python benchmarks/bench_private_2pl.py --parts sweep,grid   # some tables only
 
 Seeds: data from 50_000 on, noise unseeded (private), Gibbs seeded.
 """
@@ -60,11 +68,75 @@ def equal_a(a_ref) -> np.ndarray:
     return np.full(len(a_ref), float(np.exp(np.mean(np.log(a_ref)))))
 
 
+def relc(x, y) -> float:
+    """Relative ℓ2 error of the centred vectors."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    return rel(x - x.mean(), y - y.mean())
+
+
 def totals_rel(X, eps: float) -> float:
     """Relative ℓ2 error of the private totals estimator's β against CML on the same data."""
     ref = privirt.cmle_estimate(X).beta.to_numpy()
     got = privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, n_boot=0).beta.to_numpy()
-    return rel(got - got.mean(), ref - ref.mean())
+    return relc(got, ref)
+
+
+def noise_free(X):
+    """The one-factor fit of the exact statistics (what the private fit estimates): (a, b, τ)."""
+    from privirt.private.twopl import pair_statistics
+    from privirt.private.twopl.fit import fit_factor, to_2pno
+
+    f = fit_factor(*pair_statistics(X), X.shape[0], 0.0, 0.0)
+    a, b = to_2pno(f.tau[0], f.lam[0])
+    return a, b, f.tau[0]
+
+
+def grid(trials: int) -> None:
+    """Largest relative error of a against the true a per (ε, n, m) cell."""
+    print(f"\ngrid: largest relative ℓ2 error of a against the true a over {trials} data sets per cell "
+          "(all a equal: every a = the geometric mean of the true a); s per private call (median)")
+    print("| n | m | ε = 0.1 | ε = 0.3 | ε = 1 | ε = 3 | ε = 10 | all a equal | s / call |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    worst = 0.0
+    for n in (1000, 10_000, 100_000):
+        for m in (5, 20, 50):
+            data = [simulate(n, m, 53_000 + 100 * m + k) for k in range(trials)]
+            cells, ts = [], []
+            for e in (0.1, 0.3, 1.0, 3.0, 10.0):
+                errs = []
+                for X, a, _ in data:
+                    t0 = time.time()
+                    fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
+                    ts.append(time.time() - t0)
+                    errs.append(rel(fit.a, a))
+                cells.append(max(errs))
+            base = max(rel(equal_a(a), a) for _, a, _ in data)
+            worst = max(worst, max(cells))
+            print(f"| {n} | {m} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {base:.3f} | "
+                  f"{np.median(ts):.1f} |", flush=True)
+    print(f"largest over the grid: {worst:.3f} (target ≤ 1)", flush=True)
+
+
+def defaults() -> None:
+    """CPU seconds (``time.process_time``: the VM is shared, wall time says little) of the default
+    calls, with their intervals, beside the private totals estimator on the same data."""
+    print("\ndefault calls (n_boot = 200, δ = 1e-4), CPU seconds, one process, beside "
+          "private_totals_estimate on the same data")
+    print("| n | m | ε | private_2pl_estimate | private_totals_estimate | fit iterations (point) |")
+    print("|---|---|---|---|---|---|")
+    import warnings
+
+    for n, m, e in ((400, 30, 0.1), (400, 30, 1.0), (10_000, 20, 1.0), (10_000, 20, 0.1), (10_000, 100, 1.0),
+                    (1000, 5, 1.0), (1000, 5, 0.1)):
+        X, _, _ = simulate(n, m, 54_000 + m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA)
+            t1 = time.process_time()
+            privirt.private_totals_estimate(X, epsilon=e, delta=DELTA)
+            t2 = time.process_time()
+        print(f"| {n} | {m} | {e:g} | {t1 - t0:.2f} | {t2 - t1:.2f} | {fit.info['iterations']} |", flush=True)
 
 
 def covered(ci, truth) -> np.ndarray:
@@ -74,41 +146,60 @@ def covered(ci, truth) -> np.ndarray:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
+                    help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large")
     args = ap.parse_args()
     quick = args.quick
+    parts = set(args.parts.split(","))
     t_start = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
+
+    if "defaults" in parts:
+        defaults()
 
     # -- (10 000, 20): Gibbs reference, ε sweep, difficulties beside totals --------------------
     trials = 2 if quick else 3
     sweep = (0.1, 0.3, 1.0, 3.0, 10.0)
     rows = {e: [] for e in sweep}
-    for k in range(trials):
+    for k in range(trials if "sweep" in parts else 0):
         X, a, b = simulate(10_000, 20, 50_000 + k)
         t0 = time.time()
         ga, gb = gibbs_mean(X, 1500, 500, k)
         t_gibbs = time.time() - t0
+        a0, b0, tau0 = noise_free(X)
         for e in sweep:
-            t0 = time.time()
-            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
-            t_fit = time.time() - t0
-            rows[e].append([rel(fit.a, ga), rel(equal_a(ga), ga), rel(fit.b, gb), totals_rel(X, e),
-                            rel(ga, a), t_fit, t_gibbs])
+            for _ in range(2):  # two releases per data set
+                t0 = time.time()
+                fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
+                t_fit = time.time() - t0
+                tau = fit.b.to_numpy() / np.sqrt(1.0 + fit.a.to_numpy() ** 2)
+                rows[e].append([rel(fit.a, ga), rel(equal_a(ga), ga), relc(fit.b, gb), relc(fit.b, b0),
+                                relc(tau, tau0), totals_rel(X, e), rel(ga, a), t_fit, t_gibbs])
         print(f"  trial {k}: Gibbs {t_gibbs:.0f} s", flush=True)
-    print("\n(n, m) = (10000, 20): mean over", trials, "data sets (relative ℓ2 errors against the Gibbs posterior mean)")
-    print("| ε | a: private | a: all equal | b: private | totals β vs CML | Gibbs ā vs true a | s / private call (no bootstrap) |")
-    print("|---|---|---|---|---|---|---|")
-    for e in sweep:
-        r = np.mean(rows[e], axis=0)
-        print(f"| {e:g} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.2f} |")
-    print(f"Gibbs (1500 iterations, 500 warmup): {np.mean([x[6] for x in rows[1.0]]):.0f} s per data set", flush=True)
+    if "sweep" in parts:
+        print(f"\n(n, m) = (10000, 20): mean over {trials} data sets × 2 releases (relative ℓ2 errors; "
+              "b, τ and β centred)")
+        print("| ε | a vs Gibbs ā | all a equal vs ā | b vs Gibbs b̄ | b vs noise-free fit | τ vs noise-free fit "
+              "| totals β vs CML | Gibbs ā vs true a | s / private call (no bootstrap) |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for e in sweep:
+            r = np.mean(rows[e], axis=0)
+            print(f"| {e:g} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | "
+                  f"{r[6]:.3f} | {r[7]:.2f} |")
+        print(f"Gibbs (1500 iterations, 500 warmup): {np.mean([x[8] for x in rows[1.0]]):.0f} s per data set",
+              flush=True)
+
+    if "grid" in parts:
+        grid(1 if quick else 3)
 
     # -- coverage at (10 000, 20), ε ∈ {1, 3} ----------------------------------------------------
     cov_trials = 4 if quick else 10
+    if "coverage" not in parts:
+        cov_trials = 0
     print(f"\ncoverage of 95 % intervals at (10000, 20), {cov_trials} data sets × 20 items, 200 bootstrap replicates")
     print("| ε | a: covers true a | b: covers true b | s / call |")
     print("|---|---|---|---|")
-    for e in (1.0, 3.0):
+    for e in (1.0, 3.0) if cov_trials else ():
         ha, hb, ts = [], [], []
         for k in range(cov_trials):
             X, a, b = simulate(10_000, 20, 51_000 + k)
@@ -119,7 +210,7 @@ def main() -> None:
             hb.append(covered(fit.ci["b"], b))
         print(f"| {e:g} | {np.mean(ha):.3f} | {np.mean(hb):.3f} | {np.median(ts):.1f} |", flush=True)
     # against the Gibbs posterior mean, on the data sets of the first block
-    for e in (1.0, 3.0):
+    for e in (1.0, 3.0) if cov_trials and "sweep" in parts else ():  # needs the Gibbs runs
         ha, hb = [], []
         for k in range(min(trials, 2)):
             X, a, b = simulate(10_000, 20, 50_000 + k)
@@ -131,6 +222,15 @@ def main() -> None:
               f"({len(ha)} data sets)", flush=True)
 
     # -- LSAT7 --------------------------------------------------------------------------------------
+    if "lsat7" in parts:
+        lsat7()
+    if "large" in parts and not quick:
+        large()
+    print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
+          f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
+
+
+def lsat7() -> None:
     X = privirt.load_dataset("lsat7")
     post = privirt.gibbs_2pno(X, n_iter=6000, warmup=2000, seed=1, progress=False, keep_draws=False)
     ga = post.mean("a")
@@ -146,23 +246,24 @@ def main() -> None:
     print("relative ℓ2 error against ā: " + ", ".join(f"ε = {e:g}: {rel(f.a, ga):.3f}" for e, f in fits.items()),
           flush=True)
 
-    # -- (100 000, 50, 1) -------------------------------------------------------------------------
-    if not quick:
-        X, a, b = simulate(100_000, 50, 52_000)
+
+
+def large() -> None:
+    """(100 000, 50, ε = 1) against the Gibbs posterior mean."""
+    X, a, b = simulate(100_000, 50, 52_000)
+    t0 = time.time()
+    ga, gb = gibbs_mean(X, 500, 250, 0)
+    t_gibbs = time.time() - t0
+    errs = []
+    for r in range(3):
         t0 = time.time()
-        ga, gb = gibbs_mean(X, 500, 250, 0)
-        t_gibbs = time.time() - t0
-        errs = []
-        for r in range(3):
-            t0 = time.time()
-            fit = privirt.private_2pl_estimate(X, epsilon=1.0, delta=DELTA, n_boot=0)
-            errs.append([rel(fit.a, ga), rel(fit.b, gb), time.time() - t0])
-        e = np.mean(errs, axis=0)
-        print(f"\n(100000, 50, ε = 1), one data set, 3 releases: a {e[0]:.3f} (target ≤ 0.10), b {e[1]:.3f}, "
-              f"all a equal {rel(equal_a(ga), ga):.3f}, Gibbs ā vs true a {rel(ga, a):.3f}; "
-              f"{e[2]:.1f} s per private call (no bootstrap); Gibbs (500 iterations, 250 warmup) {t_gibbs:.0f} s")
-    print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
-          f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
+        fit = privirt.private_2pl_estimate(X, epsilon=1.0, delta=DELTA, n_boot=0)
+        errs.append([rel(fit.a, ga), relc(fit.b, gb), time.time() - t0])
+    e = np.mean(errs, axis=0)
+    print(f"\n(100000, 50, ε = 1), one data set, 3 releases: a {e[0]:.3f} (target ≤ 0.10), b (centred) {e[1]:.3f}, "
+          f"all a equal {rel(equal_a(ga), ga):.3f}, Gibbs ā vs true a {rel(ga, a):.3f}; "
+          f"{e[2]:.1f} s per private call (no bootstrap); Gibbs (500 iterations, 250 warmup) {t_gibbs:.0f} s",
+          flush=True)
 
 
 if __name__ == "__main__":

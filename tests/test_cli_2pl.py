@@ -27,7 +27,7 @@ def test_model_2pl_prints_a_b_intervals_and_statement(lsat7_csv, tmp_path, capsy
                  "--top-k", "2", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "2PL estimate (seeded noise: NOT private): 1000 persons × 5 items" in text and "NOT PRIVATE" in text
-    assert "co-correct" in text and "top 2 most discriminating" in text
+    assert "disagreement" in text and "top 2 most discriminating" in text
     payload = json.loads(out.read_text())
     assert payload["model"] == "2pl" and payload["privacy"]["n_persons"] == 1000
     row = payload["items"][0]

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         "private totals estimator (noisy item totals and score histogram, with 95 % intervals "
         "that include the privacy noise) beside Algorithm 2 (noisy pairwise counts); then the "
         "2PNO discriminations: the Gibbs posterior mean beside the private 2PL estimate (noisy "
-        "item totals and co-correct pair counts).",
+        "item totals and pair disagreement counts).",
     )
     parser.add_argument(
         "--dataset", default="lsat6", help="bundled data set (default: lsat6; see list_datasets)"
@@ -133,7 +133,7 @@ def _two_pl(X, eps: float, name: str) -> None:
     print(f"\n2PNO discriminations a and difficulties b on {name}, P = Φ(a θ − b), θ ~ N(0, 1): "
           f"Gibbs posterior mean (not private) beside private ({eps:g}, 1e-4)-DP estimates:")
     print(table.to_string(**_FMT))
-    print(f"private: noisy item totals and co-correct pair counts (discrete Gaussian, sigma = "
+    print(f"private: noisy item totals and pair disagreement counts (discrete Gaussian, sigma = "
           f"{fit.privacy.noise_value:.3g}), one-factor normal-ogive fit with shrinkage of a; [lo, hi] is a "
           f"95 % interval that includes the privacy noise; max |a − gibbs_a| = "
           f"{metrics.linf_error(fit.a, post.mean('a')):.3f}")

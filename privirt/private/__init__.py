@@ -14,7 +14,7 @@ debited *before* any noise is drawn.
 * :func:`noise_aware_estimate` — difficulties from released noisy counts by a likelihood that
   knows the noise (``estimator="noise_aware"``; ``"auto"`` picks it where measured better).
 * ``twopl`` (subpackage) — private 2PNO discriminations and difficulties: noisy item totals and
-  co-correct pair counts (:class:`~privirt.private.twopl.PairsGaussian`), a noise-aware
+  pair disagreement counts (:class:`~privirt.private.twopl.PairsGaussian`), a noise-aware
   one-factor fit with shrinkage and bootstrap intervals (``privirt.private_2pl_estimate``,
   ``release_2pl``, ``estimate_2pl_from_release``; ``docs/private_2pl.md``).
 

@@ -253,10 +253,10 @@ register(
     options=("confidence", "n_boot"), missing=("none",), intervals=True,
     mechanisms=("gaussian",),
     sweeps=(SweepVariant("twopl", {"n_boot": 0},
-                         "discrete Gaussian on the item totals and co-correct pair counts, "
+                         "discrete Gaussian on the item totals and pair disagreement counts, "
                          "one-factor normal-ogive (2PNO) fit; β = 1.702·(b − mean b)"),),
     sweep_options=("n_boot",),
-    description="noisy item totals and co-correct pair counts (discrete Gaussian), one-factor "
+    description="noisy item totals and pair disagreement counts (discrete Gaussian), one-factor "
                 "normal-ogive fit: discriminations a and difficulties b with intervals",
     model="2pl",
 )

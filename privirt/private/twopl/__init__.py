@@ -1,4 +1,4 @@
-"""Private 2PNO/2PL estimation: noisy item totals and co-correct pair counts (discrete
+"""Private 2PNO/2PL estimation: noisy item totals and pair disagreement counts (discrete
 Gaussian, ``release``), a noise-aware limited-information fit of the one-factor normal-ogive
 model with shrinkage and parametric-bootstrap intervals (``estimate``, ``fit``).
 

@@ -8,18 +8,22 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from ..._checks import check_confidence, check_n_boot
 from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
-from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .fit import MEAN_PRIOR_SD, fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
+from .statistics import pair_index
 
-#: Prior SD of log a about the common value in the all-a-equal fit (effectively equal).
-EQUAL_SD = 1e-3
+#: Noise draws for the noise variance of log a under the all-a-equal fit (shrinkage), and
+#: their fixed seed (the draws are part of a deterministic post-processing, not privacy noise).
+NULL_REPLICATES = 32
+NULL_SEED = 20_251_126
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -90,26 +94,73 @@ class TwoPLEstimate:
         return frame
 
 
+def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Variances of the unshrunk τ_i and log a_i due to the privacy noise alone, by simulation under
+    the all-a-equal fit: its expected statistics plus :data:`NULL_REPLICATES` draws of
+    Gaussian noise of the released scales (fixed draws: deterministic post-processing), refit;
+    mean squared deviations from the fit's τ and common log a, and of the log a_i about their
+    replicate's mean (the part that looks like spread), and the mean squared deviation of the
+    refitted all-equal log a (the level).  Captures what a linearisation misses where
+    the noise is large (loadings pushed to the boundary, the prior's pull)."""
+    n = release.n_persons
+    m = tau0.size
+    i, j = pair_index(m)
+    pt = special.ndtr(-tau0)
+    t_exp = n * pt
+    d_exp = n * (pt[i] + pt[j] - 2.0 * upper_orthant(tau0[i], tau0[j], lam0[i] * lam0[j]))
+    z = np.random.default_rng(NULL_SEED).standard_normal((NULL_REPLICATES, m + i.size))
+    tn = t_exp[None, :] + release.sigma_totals * z[:, :m]
+    dn = d_exp[None, :] + release.sigma_pairs * z[:, m:]
+    # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
+    la0 = np.log(to_2pno(tau0, lam0)[0])
+    x0 = np.concatenate([tau0, la0, [la0.mean()]])
+    fb = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, start=x0)
+    fc = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, common=True,
+                    start=x0)
+    la = np.log(to_2pno(fb.tau, fb.lam)[0])
+    within = la - la.mean(axis=1, keepdims=True)
+    level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
+    return (np.mean((fb.tau - tau0[None, :]) ** 2, axis=0), np.mean((la - la0[None, :]) ** 2, axis=0),
+            np.mean(within**2, axis=0), float(np.mean(level**2)))
+
+
 def _point(release: TwoPLRelease):
     """Unshrunk and shrunk (a, b) and the diagnostics."""
     n = release.n_persons
-    fit = fit_factor(release.totals.to_numpy(float), release.pairs.to_numpy(float), n,
-                     release.sigma_totals, release.sigma_pairs, noise_cov=True)
+    t, d = release.totals.to_numpy(float), release.pairs.to_numpy(float)
+    fit = fit_factor(t, d, n, release.sigma_totals, release.sigma_pairs)
     tau, lam = fit.tau[0], fit.lam[0]
     a_u, b_u = to_2pno(tau, lam)
     m = tau.size
-    v = np.maximum(np.diag(fit.cov)[m:], 0.0)
     # the common value: the fit with all a equal (every pair informs it), not an average of
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
-    same = fit_factor(release.totals.to_numpy(float), release.pairs.to_numpy(float), n,
-                      release.sigma_totals, release.sigma_pairs, prior_sd=EQUAL_SD)
+    same = fit_factor(t, d, n, release.sigma_totals, release.sigma_pairs, common=True)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
-    log_a, s, mu = shrink_log_a(np.log(a_u), v, centre=centre)
+    # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
+    # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
+    v_tau, v, v_within, v_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
+    # the level: where the noise hides even the common value (pure noise pushes it up, toward
+    # λ → 1), the fit's own prior μ ~ N(0, S_μ²) takes over (Gaussian posterior mean)
+    centre = centre * MEAN_PRIOR_SD**2 / (MEAN_PRIOR_SD**2 + v_level)
+    # the spread s of the discriminations from the per-item fit's deviations about its own
+    # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
+    # toward the all-equal value against its full noise variance
+    la_u = np.log(a_u)
+    _, s, _ = shrink_log_a(la_u - la_u.mean(), v_within, centre=0.0)
+    mu = centre
+    log_a = centre + (s * s / (s * s + v) if s > 0 else 0.0) * (la_u - centre)
+    # the thresholds likewise toward their mean (nothing moves unless the noise hides their spread)
+    tau_s, s_tau, _ = shrink_log_a(tau, v_tau, max_spread=5.0)
     a = np.exp(log_a)
-    b = tau * np.sqrt(1.0 + a * a)
+    b = tau_s * np.sqrt(1.0 + a * a)
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)
-    return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "shrinkage": factors.tolist(),
-                            "noise_sd_log_a": np.sqrt(v).tolist(), "iterations": fit.iterations}
+    f_tau = s_tau * s_tau / (s_tau * s_tau + v_tau) if s_tau > 0 else np.zeros(m)
+    return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
+                            "shrinkage": factors.tolist(),
+                            "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
+                            "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
+                            "iterations": fit.iterations}
 
 
 def estimate_2pl_from_release(
@@ -151,7 +202,9 @@ def estimate_2pl_from_release(
         tb, pb = simulate_statistics(rng, a, b, n, int(n_boot))
         tb += rng.normal(0.0, release.sigma_totals, tb.shape)
         pb += rng.normal(0.0, release.sigma_pairs, pb.shape)
-        fb = fit_factor(tb, pb, n, release.sigma_totals, release.sigma_pairs)
+        # refits start at the values the replicates were simulated from
+        x0 = np.concatenate([b / np.sqrt(1.0 + a * a), np.log(a), [np.log(a).mean()]])
+        fb = fit_factor(tb, pb, n, release.sigma_totals, release.sigma_pairs, start=x0)
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]

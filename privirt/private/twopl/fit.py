@@ -18,27 +18,39 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse, special
 
-from .orthant import orthant_gradients, upper_orthant
+from ..._threads import one_blas_thread
+from .orthant import orthant_gradients, orthant_hessian, upper_orthant
 from .statistics import pair_index
 
-__all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
+__all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "TAU_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
 
 #: Prior on log a in the fit: N(μ, LOG_A_PRIOR_SD²) with the common μ fitted too, weak (a within
 #: e^{±2} of the common value at 95 %), and μ ~ N(0, MEAN_PRIOR_SD²); they keep loadings whose
 #: pairs carry no information away from λ → 1 (``docs/private_2pl.md`` §3).
 LOG_A_PRIOR_SD: float = 1.0
 MEAN_PRIOR_SD: float = 1.0
+#: Prior τ_i ~ N(0, TAU_PRIOR_SD²) on the thresholds (P(correct) = Φ(−τ)): negligible wherever
+#: a total carries information; where the noise swamps the totals it keeps τ (and b) from
+#: running off to ±∞ when a noisy proportion falls outside [0, 1] (``docs/private_2pl.md`` §3).
+TAU_PRIOR_SD: float = 3.0
 
 
 @dataclass
 class FactorFit:
-    """Batched fit: thresholds ``tau`` and loadings ``lam`` (R, m); ``cov`` the noise-only
-    covariance of (τ, log a) for R = 1 (or None); ``iterations`` used."""
+    """Batched fit: thresholds ``tau`` and loadings ``lam`` (R, m); ``iterations`` used (by the
+    slowest row), ``row_iterations`` (R,) by each row;
+    ``log_a`` (R, m) and ``mean_log_a`` (R,) the fitted log a and their prior mean μ."""
 
     tau: np.ndarray
     lam: np.ndarray
-    cov: np.ndarray | None
     iterations: int
+    row_iterations: np.ndarray | None = None
+    log_a: np.ndarray | None = None
+    mean_log_a: np.ndarray | None = None
+
+    def start(self) -> np.ndarray:
+        """(τ, log a, μ) of the fit, (R, 2m + 1): a starting point for refits."""
+        return np.concatenate([self.tau, self.log_a, self.mean_log_a[:, None]], axis=1)
 
 
 def to_2pno(tau: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,19 +79,29 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     tau = theta[:, :m]
     lam = _loading(theta[:, m:2 * m])
     r = lam[:, i] * lam[:, j]
-    return tau, lam, r, special.ndtr(-tau), upper_orthant(tau[:, i], tau[:, j], r)
+    pt = special.ndtr(-tau)
+    # P(X_i ≠ X_j) = π_i + π_j − 2 π_ij
+    return tau, lam, r, pt, pt[:, i] + pt[:, j] - 2.0 * upper_orthant(tau[:, i], tau[:, j], r)
 
 
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
-               *, max_iter: int = 100, tol: float = 1e-8, noise_cov: bool = False,
-               prior_sd: float | None = None) -> FactorFit:
+               *, max_iter: int = 100, tol: float = 1e-8,
+               prior_sd: float | None = None, common: bool = False,
+               start: np.ndarray | None = None) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     Weighted least squares on the proportions with weights 1/(p(1 − p)/n + σ²/n²) (p the
     observed proportion, clipped into [1/n, 1 − 1/n]) plus the weak prior on log a;
-    Levenberg–Marquardt on (τ, log a) for every row of the batch at once.  ``noise_cov``: also the sandwich covariance of
-    (τ, log a) due to the privacy noise alone (R = 1 only).  ``prior_sd``: the SD of log a
-    about the common value (default :data:`LOG_A_PRIOR_SD`; tiny: all a equal).
+    Levenberg–Marquardt on (τ, log a) for every row of the batch at once (a row that has
+    converged drops out of the batch): Gauss–Newton steps while they make headway, then
+    Newton steps (the residuals' curvature added), which converge where the noise swamps the
+    pairs and Gauss–Newton crawls (``docs/private_2pl.md`` §3).  ``prior_sd``: the SD of log a
+    about the common value (default :data:`LOG_A_PRIOR_SD`).  ``common``: all a equal (one
+    log a shared by every item: the steps are taken in that subspace).  ``start``: the
+    starting (τ, log a, μ), shape (2m + 1,) or (R, 2m + 1) (default: τ from the observed
+    proportions, a = 0.75); refits of simulated releases start at the values they were
+    simulated from.
     """
     S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
     t = np.atleast_2d(np.asarray(totals, float)) / n
@@ -91,91 +113,161 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     noise_t, noise_n = (sigma_totals / n) ** 2, (sigma_pairs / n) ** 2
     sd_t = np.sqrt(pc * (1 - pc) / n + noise_t)
     sd_n = np.sqrt(qc * (1 - qc) / n + noise_n)
-    theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n, 1 - 0.5 / n)),
-                            np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ
+    if start is None:
+        theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n, 1 - 0.5 / n)),
+                                np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ
+    else:
+        theta = np.array(np.broadcast_to(np.asarray(start, float), (R, 2 * m + 1)))
+    if common:
+        theta[:, m:] = theta[:, m:2 * m].mean(axis=1, keepdims=True)
     mu = np.full(R, 1e-2)
+    newton = np.zeros(R, bool)
+    steps = np.zeros(R, np.int64)
 
-    def residuals(th):
-        _, _, _, pt, pn = _model(th, m, i, j)
-        return (t - pt) / sd_t, (q - pn) / sd_n, (th[:, -1:] - th[:, m:2 * m]) / S, \
-            -th[:, -1:] / MEAN_PRIOR_SD
+    def evaluate(th, rows):
+        """Residuals and the model state (τ, λ, r) at ``th`` for the batch rows ``rows``."""
+        tau, lam, r, pt, pn = _model(th, m, i, j)
+        res = ((t[rows] - pt) / sd_t[rows], (q[rows] - pn) / sd_n[rows], (th[:, -1:] - th[:, m:2 * m]) / S,
+               -th[:, -1:] / MEAN_PRIOR_SD, -th[:, :m] / TAU_PRIOR_SD)
+        return res, (tau, lam, r)
 
     def cost_of(res):
         return sum((x * x).sum(1) for x in res)
 
-    def normal_eq(th, res, weights=None):
-        rt, rn, rp, r0 = res
-        tau, lam, r, _, _ = _model(th, m, i, j)
+    def normal_eq(state, res, rows, newton_rows):
+        """Gradient g = −∇(cost/2), the Gauss–Newton matrix plus, for the rows flagged in
+        ``newton_rows``, the residuals' curvature Σ r ∇²r (the Newton matrix), and the
+        Gauss–Newton diagonal D (positive: the damping's scale)."""
+        rt, rn, rp, r0, rtau = res
+        tau, lam, r = state
+        Rk = tau.shape[0]
+        st, sn = sd_t[rows], sd_n[rows]
         dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
+        ur = dr  # ∂U/∂r
         dlam = lam * (1.0 - lam * lam)  # dλ/d log a
-        blocks = np.stack([dh, dk, dr * lam[:, j] * dlam[:, i], dr * lam[:, i] * dlam[:, j]], axis=2) / sd_n[:, :, None]
-        dt = -np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi) / sd_t  # ∂Φ(−τ)/∂τ, scaled
-        wn = 1.0 if weights is None else weights[1][:, :, None, None]
-        H = np.zeros((R, 2 * m + 1, 2 * m + 1))
-        H[:, :2 * m, :2 * m] = (h_map.T @ ((blocks[:, :, :, None] * blocks[:, :, None, :]) * wn).reshape(R, -1).T
-                                ).T.reshape(R, 2 * m, 2 * m)
-        wt = 1.0 if weights is None else weights[0]
-        H[:, np.arange(m), np.arange(m)] += dt * dt * wt
-        g = np.zeros((R, 2 * m + 1))
-        g[:, :2 * m] = (g_map.T @ (blocks * rn[:, :, None]).reshape(R, -1).T).T
+        phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
+        # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
+        dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
+        blocks = np.stack([dh, dk, dr * lam[:, j] * dlam[:, i], dr * lam[:, i] * dlam[:, j]], axis=2) / sn[:, :, None]
+        dt = -phi / st  # ∂Φ(−τ)/∂τ, scaled
+        pair_h = blocks[:, :, :, None] * blocks[:, :, None, :]
+        D = np.zeros((Rk, 2 * m + 1))
+        D[:, :2 * m] = (g_map.T @ (blocks * blocks).reshape(Rk, -1).T).T
+        D[:, :m] += dt * dt
+        k = np.flatnonzero(newton_rows)
+        if k.size:
+            # the residuals' curvature Σ r ∇²r (Newton rather than Gauss–Newton): where the noise
+            # swamps the pairs the residuals stay large while the model flattens toward λ → 1,
+            # and Gauss–Newton alone then crawls along that valley for a hundred iterations
+            ti, tj, lk, rk = tau[k][:, i], tau[k][:, j], lam[k], r[k]
+            uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(ti, tj, rk)
+            urk = ur[k]
+            dl = dlam[k]
+            d2l = dl * (1.0 - 3.0 * lk * lk)
+            r3, r4 = dl[:, i] * lk[:, j], lk[:, i] * dl[:, j]
+            w = -rn[k] / sn[k]  # ∇²r = −∇²P/sd for the residual r = (q − P)/sd
+            ph = phi[k]
+            curv = np.empty(w.shape + (4, 4))
+            curv[..., 0, 0] = ti * ph[:, i] - 2.0 * uhh
+            curv[..., 1, 1] = tj * ph[:, j] - 2.0 * ukk
+            curv[..., 0, 1] = curv[..., 1, 0] = -2.0 * uhk
+            curv[..., 0, 2] = curv[..., 2, 0] = -2.0 * uhr * r3
+            curv[..., 0, 3] = curv[..., 3, 0] = -2.0 * uhr * r4
+            curv[..., 1, 2] = curv[..., 2, 1] = -2.0 * ukr * r3
+            curv[..., 1, 3] = curv[..., 3, 1] = -2.0 * ukr * r4
+            curv[..., 2, 2] = -2.0 * (urr * r3 * r3 + urk * d2l[:, i] * lk[:, j])
+            curv[..., 3, 3] = -2.0 * (urr * r4 * r4 + urk * lk[:, i] * d2l[:, j])
+            curv[..., 2, 3] = curv[..., 3, 2] = -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
+            pair_h[k] += curv * w[:, :, None, None]
+        H = np.zeros((Rk, 2 * m + 1, 2 * m + 1))
+        H[:, :2 * m, :2 * m] = (h_map.T @ pair_h.reshape(Rk, -1).T).T.reshape(Rk, 2 * m, 2 * m)
+        H[:, np.arange(m), np.arange(m)] += dt * dt
+        if k.size:
+            H[k[:, None], np.arange(m)[None, :], np.arange(m)[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
+        g = np.zeros((Rk, 2 * m + 1))
+        g[:, :2 * m] = (g_map.T @ (blocks * rn[:, :, None]).reshape(Rk, -1).T).T
         g[:, :m] += dt * rt
-        if weights is None:  # the prior (no noise in it): residual (μ − log a_i)/S
-            k, S2 = np.arange(m, 2 * m), S * S
-            H[:, k, k] += 1.0 / S2
-            H[:, -1, -1] += m / S2
-            H[:, k, -1] -= 1.0 / S2
-            H[:, -1, k] -= 1.0 / S2
-            g[:, m:2 * m] += rp / S
-            g[:, -1] -= rp.sum(1) / S
-            H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
-            g[:, -1] += r0[:, 0] / MEAN_PRIOR_SD
-        return H, g
+        # the prior (residuals (μ − log a_i)/S, −μ/S_μ, −τ_i/S_τ: linear, no curvature)
+        kk, S2 = np.arange(m, 2 * m), S * S
+        H[:, kk, kk] += 1.0 / S2
+        H[:, -1, -1] += m / S2
+        H[:, kk, -1] -= 1.0 / S2
+        H[:, -1, kk] -= 1.0 / S2
+        g[:, m:2 * m] += rp / S
+        g[:, -1] -= rp.sum(1) / S
+        H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
+        g[:, -1] += r0[:, 0] / MEAN_PRIOR_SD
+        kt = np.arange(m)
+        H[:, kt, kt] += 1.0 / TAU_PRIOR_SD**2
+        g[:, :m] += rtau / TAU_PRIOR_SD
+        D[:, m:2 * m] += 1.0 / S2
+        D[:, :m] += 1.0 / TAU_PRIOR_SD**2
+        D[:, -1] += m / S2 + 1.0 / MEAN_PRIOR_SD**2
+        return H, g, D
 
-    res = residuals(theta)
+    everyone = np.arange(R)
+    res, state = evaluate(theta, everyone)
     cost = cost_of(res)
-    active = np.ones(R, bool)
+    active = everyone
     it = 0
+    T = None
+    if common:  # (τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ): the prior on log a_i − μ vanishes there
+        T = np.zeros((2 * m + 1, m + 1))
+        T[np.arange(m), np.arange(m)] = 1.0
+        T[m:, m] = 1.0
     for it in range(1, max_iter + 1):
-        H, g = normal_eq(theta, res)
-        d = np.einsum("rkk->rk", H)
-        A = H + (mu[:, None] * d + 1e-12)[:, :, None] * np.eye(2 * m + 1)[None]
-        step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
-        step[~active] = 0.0
-        trial = theta + step
-        res2 = residuals(trial)
+        # only the rows still converging are computed (one slow replicate no longer costs the batch)
+        rows = active
+        H, g, d = normal_eq(tuple(x[rows] for x in state), tuple(x[rows] for x in res), rows, newton[rows])
+        if T is not None:  # the subspace: Tᵀ H T by matmul (a 3-operand einsum is O(k⁴))
+            H, g, d = np.matmul(np.matmul(T.T[None], H), T[None]), g @ T, d @ (T * T)
+        # Levenberg–Marquardt on the Newton matrix, damped by the (positive) Gauss–Newton diagonal;
+        # a step that is not a descent direction (the Newton matrix can be indefinite far from the
+        # optimum) counts as a failed step and raises the damping
+        A = H + (mu[rows, None] * d + 1e-12)[:, :, None] * np.eye(H.shape[1])[None]
+        try:
+            step = np.linalg.solve(A, g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = np.zeros_like(g)
+        descent = np.einsum("rk,rk->r", step, g) > 0
+        if T is not None:
+            step = step @ T.T
+        trial = theta[rows] + step
+        res2, state2 = evaluate(trial, rows)
         cost2 = cost_of(res2)
-        better = (cost2 <= cost) & active
-        theta[better] = trial[better]
-        for x, x2 in zip(res, res2):
-            x[better] = x2[better]
-        gain = np.where(better, cost - cost2, 0.0)
-        cost = np.where(better, cost2, cost)
-        mu = np.where(better, np.maximum(mu / 3.0, 1e-9), np.minimum(mu * 4.0, 1e12))
-        done = (better & (gain <= tol * (1.0 + cost))) | (mu >= 1e12)
-        active &= ~done
-        if not active.any():
+        better = (cost2 <= cost[rows]) & descent
+        up = rows[better]
+        theta[up] = trial[better]
+        for x, x2 in zip(res + state, res2 + state2):
+            x[up] = x2[better]
+        gain = np.where(better, cost[rows] - cost2, 0.0)
+        cost[up] = cost2[better]
+        mu[rows] = np.where(better, np.maximum(mu[rows] / 3.0, 1e-9), np.minimum(mu[rows] * 4.0, 1e12))
+        done = (better & (gain <= tol * (1.0 + cost[rows]))) | (mu[rows] >= 1e12)
+        # Gauss–Newton while it makes headway (far from the optimum the Newton matrix is often
+        # indefinite), Newton once it slows down (small relative gains, or failed steps)
+        newton[rows] |= (better & (gain <= 1e-3 * (1.0 + cost[rows]))) | (~better & (mu[rows] >= 1.0))
+        steps[rows] += 1
+        active = rows[~done]
+        if active.size == 0:
             break
     tau, lam = theta[:, :m], _loading(theta[:, m:2 * m])
-    cov = None
-    if noise_cov and R == 1:
-        H, _ = normal_eq(theta, res)
-        B, _ = normal_eq(theta, res, weights=(noise_t / sd_t**2, noise_n / sd_n**2))
-        Hi = np.linalg.pinv(H[0])
-        cov = (Hi @ B[0] @ Hi)[:2 * m, :2 * m]  # (τ, log a): the sandwich, noise part only
-    return FactorFit(tau=tau, lam=lam, cov=cov, iterations=it)
+    return FactorFit(tau=tau, lam=lam, iterations=it, row_iterations=steps, log_a=theta[:, m:2 * m].copy(),
+                     mean_log_a=theta[:, -1].copy())
 
 
-def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None
-                 ) -> tuple[np.ndarray, float, float]:
-    """Empirical-Bayes shrinkage of log a toward a common value against the privacy noise.
+def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None,
+                 max_spread: float = 2.0) -> tuple[np.ndarray, float, float]:
+    """Empirical-Bayes shrinkage of log a (or of the thresholds τ) toward a common value
+    against the privacy noise.
 
     log â_i ~ N(μ, s² + v_i) (v_i the noise variance); s by maximum marginal likelihood on a
-    grid, μ = ``centre`` (the all-a-equal fit) or profiled out; returns
-    (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
+    grid over [0, ``max_spread``], μ = ``centre`` (the all-a-equal fit) or profiled out;
+    returns (μ + s²/(s² + v_i)(log â_i − μ), s, μ).
     """
     x = np.asarray(log_a, float)
     v = np.maximum(np.asarray(var_noise, float), 0.0)
-    grid = np.linspace(0.0, 2.0, 801)
+    grid = np.linspace(0.0, float(max_spread), 801)
     best = (-np.inf, 0.0, float(np.mean(x)))
     for s in grid:
         w = 1.0 / (s * s + v + 1e-12)
@@ -188,20 +280,52 @@ def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None 
     return mu + k * (x - mu), s, mu
 
 
+#: Above this many persons the bootstrap draws the sampling part of the statistics from the
+#: Gaussian with their exact means and the covariance of this many persons simulated once
+#: (``docs/private_2pl.md`` §3): simulating every replicate's n persons cost O(reps · n · m²).
+SIM_PERSONS: int = 2000
+
+
+@one_blas_thread
 def simulate_statistics(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, n: int,
-                        reps: int) -> tuple[np.ndarray, np.ndarray]:
+                        reps: int, *, exact: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` data sets of ``n`` persons from the 2PNO (θ ~ N(0, 1)): totals (reps, m) and
-    co-correct counts (reps, P), exact counts."""
+    disagreement counts D_ij (reps, P).
+
+    Up to :data:`SIM_PERSONS` persons (or ``exact=True``) the exact counts of simulated data
+    sets; above, the central-limit draw: the exact expected counts n·Φ(−τ), n·δ_ij plus a
+    Gaussian whose covariance is n times that of one person's (x_i, [x_i ≠ x_j]) vector,
+    estimated from :data:`SIM_PERSONS` simulated persons (a multiplier draw W·V, never the
+    covariance matrix itself)."""
     m = a.size
     i, j = pair_index(m)
-    tot = np.empty((reps, m))
-    prs = np.empty((reps, i.size))
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    dtype = np.float32 if n < (1 << 24) else np.float64
-    for r in range(reps):  # X = 1 ⟺ aθ − b > e, e ~ N(0, 1)
-        th = rng.standard_normal(n, dtype=np.float32)
-        X = (th[:, None] * a32 - b32 > rng.standard_normal((n, m), dtype=np.float32)).astype(dtype)
-        G = np.einsum("li,lj->ij", X, X)  # not BLAS: its threads crawl on a busy machine
-        tot[r] = np.diag(G)
-        prs[r] = G[i, j]
+    if exact or (exact is None and n <= SIM_PERSONS):
+        tot = np.empty((reps, m))
+        prs = np.empty((reps, i.size))
+        dtype = np.float32 if n < (1 << 24) else np.float64
+        for r in range(reps):  # X = 1 ⟺ aθ − b > e, e ~ N(0, 1)
+            th = rng.standard_normal(n, dtype=np.float32)
+            X = (th[:, None] * a32 - b32 > rng.standard_normal((n, m), dtype=np.float32)).astype(dtype)
+            G = X.T @ X  # BLAS, one thread (its threads crawl on a busy machine; exact in float32 below 2²⁴)
+            tot[r] = np.diag(G)
+            prs[r] = tot[r, i] + tot[r, j] - 2.0 * G[i, j]  # disagreements
+        return tot, prs
+    N = SIM_PERSONS
+    th = rng.standard_normal(N, dtype=np.float32)
+    X = (th[:, None] * a32 - b32 > rng.standard_normal((N, m), dtype=np.float32)).astype(np.float32)
+    W = rng.standard_normal((reps, N), dtype=np.float32)
+    scale = np.sqrt(n / (N - 1.0))
+    q = np.sqrt(1.0 + a * a)
+    tau, lam = b / q, a / q
+    pt = special.ndtr(-tau)
+    tot = n * pt + scale * (W @ (X - X.mean(axis=0)))
+    prs = np.empty((reps, i.size))
+    step = max(1, (1 << 22) // N)  # columns per chunk (a chunk of V is N × step floats)
+    for c in range(0, i.size, step):
+        ic, jc = i[c:c + step], j[c:c + step]
+        V = X[:, ic] + X[:, jc] - 2.0 * X[:, ic] * X[:, jc]
+        V -= V.mean(axis=0)
+        prs[:, c:c + step] = n * (pt[ic] + pt[jc] - 2.0 * upper_orthant(tau[ic], tau[jc], lam[ic] * lam[jc])) \
+            + scale * (W @ V)
     return tot, prs

@@ -1,5 +1,5 @@
 """The measurement of the private 2PNO release: discrete Gaussian noise on the item totals and
-on the co-correct counts, each part with its own σ, ρ-zCDP composed and stated as (ε, δ)."""
+on the pair disagreement counts, each part with its own σ, ρ-zCDP composed and stated as (ε, δ)."""
 
 from __future__ import annotations
 
@@ -14,28 +14,29 @@ from .statistics import pair_sensitivity
 
 __all__ = ["PairsGaussian", "TOTALS_SHARE", "design"]
 
-#: Share of ρ spent on the item totals (the rest on the co-correct counts): a constant (it
+#: Share of ρ spent on the item totals (the rest on the disagreement counts): a constant (it
 #: depends on no data and on none of n, m, ρ), chosen in ``docs/private_2pl.md`` §4.
 TOTALS_SHARE: float = 0.3
 
 
 def design(n_items: int, rho: float, totals_share: float = TOTALS_SHARE) -> tuple[float, float]:
-    """(σ of the totals, σ of the co-correct counts) spending ``rho`` with the given share."""
+    """(σ of the totals, σ of the disagreement counts) spending ``rho`` with the given share."""
     m = int(n_items)
     f = float(totals_share)
     sig_t = math.sqrt(m / (2.0 * f * rho))
-    sig_n = math.sqrt((m * (m - 1) / 2.0) / (2.0 * (1.0 - f) * rho))
+    sig_n = math.sqrt(((m // 2) * ((m + 1) // 2)) / (2.0 * (1.0 - f) * rho))
     return sig_t, sig_n
 
 
 class PairsGaussian(PartsGaussian):
-    """Discrete Gaussian noise on (item totals, co-correct counts N_ij, i < j).
+    """Discrete Gaussian noise on (item totals, disagreement counts D_ij, i < j).
 
-    Part sensitivities (replace one person): L2² = m and m(m − 1)/2, attained together, so the
-    ρ of the parts add up (``docs/private_2pl.md`` §2); ``sigmas`` holds (σ_totals, σ_pairs).
+    Part sensitivities (replace one person): L2² = m and ⌊m/2⌋⌈m/2⌉; the ρ of the parts add
+    up (zCDP composition; an upper bound, the two maxima are not attained by the same rows,
+    ``docs/private_2pl.md`` §2); ``sigmas`` holds (σ_totals, σ_pairs).
     """
 
-    name = "discrete Gaussian (item totals + co-correct pair counts)"
+    name = "discrete Gaussian (item totals + pair disagreement counts)"
     ledger_label = name
     noise_parameter = "sigma"
     measure = ZCDP
@@ -83,8 +84,8 @@ class PairsGaussian(PartsGaussian):
         self.guarantee = ApproxDP(float(claimed), float(dlt))
         self.cost = PrivacyCost(rho=self.native.rho)
         self.notes = (
-            f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and co-correct counts N_ij, i < j "
-            f"(L2² ≤ {m * (m - 1) // 2}, σ = {self.sigmas[1]:.6g}); jointly L2² ≤ {m * (m + 1) // 2}; "
+            f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and disagreement counts "
+            f"D_ij = #(x_i ≠ x_j), i < j (L2² ≤ {sp.l1:g}, σ = {self.sigmas[1]:.6g}); ρ of the parts added; "
             f"{self.totals_share:.0%} of ρ on the totals (docs/private_2pl.md)",
             "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
             "complete data only: which items a person answered is not part of the release",

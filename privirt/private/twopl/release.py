@@ -1,4 +1,4 @@
-"""The private 2PNO release: noisy item totals and co-correct pair counts (``docs/private_2pl.md``)."""
+"""The private 2PNO release: noisy item totals and pair disagreement counts (``docs/private_2pl.md``)."""
 
 from __future__ import annotations
 
@@ -28,14 +28,14 @@ _COMPLETE_ONLY = ('release_2pl/private_2pl_estimate are defined on complete data
 
 @dataclass(frozen=True)
 class TwoPLRelease:
-    """Noisy item totals and co-correct counts: the output of :func:`release_2pl` (publishable).
+    """Noisy item totals and pair disagreement counts: the output of :func:`release_2pl` (publishable).
 
     Attributes
     ----------
     totals : pandas.Series of int64
         Noisy number of correct answers per item (indexed by item).
     pairs : pandas.Series of int64
-        Noisy N_ij = #persons with items i and j both correct, i < j (two-level index
+        Noisy D_ij = #persons with exactly one of items i and j correct, i < j (two-level index
         ``item_i``, ``item_j``, in the order of ``numpy.triu_indices(m, 1)``).
     n_persons : int
         The public number of persons.
@@ -99,7 +99,7 @@ def release_2pl(
     n_persons: int | None = None,
     missing: str = "none",
 ) -> TwoPLRelease:
-    """Release noisy item totals and co-correct pair counts, (ε, δ)-DP.
+    """Release noisy item totals and pair disagreement counts, (ε, δ)-DP.
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def release_2pl(
         raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
     meas = PairsGaussian.calibrate(call.target, n_items=m, totals_share=TOTALS_SHARE)
-    warn_if_noise_dominates(meas.sigmas[1], n, "co-correct pair counts")  # public n and σ only
+    warn_if_noise_dominates(meas.sigmas[1], n, "pair disagreement counts")  # public n and σ only
     totals, pairs = pair_statistics(resp.codes)
     # committed before any noise exists
     spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note),
@@ -144,7 +144,7 @@ def release_2pl(
     index = pd.MultiIndex.from_arrays([resp.items[iu[0]], resp.items[iu[1]]], names=["item_i", "item_j"])
     return TwoPLRelease(
         totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
-        pairs=pd.Series(noisy[1], index=index, name="both_correct"),
+        pairs=pd.Series(noisy[1], index=index, name="disagree"),
         n_persons=int(n), sigma_totals=float(meas.sigmas[0]), sigma_pairs=float(meas.sigmas[1]),
         totals_share=meas.totals_share, privacy=statement, missing=missing,
     )

@@ -1,13 +1,14 @@
 """The released statistics of the private 2PNO estimator and their sensitivity.
 
-For a person with a complete 0/1 row x the release adds the upper triangle (diagonal included)
-of the outer product x xᵀ: the diagonal is the item totals s_i = Σ_l x_li (x_i² = x_i) and the
-off-diagonal the co-correct counts N_ij = #{l : x_li = x_lj = 1}, i < j.
+For a person with a complete 0/1 row x the release adds the item totals s_i = Σ_l x_li and the
+disagreement counts D_ij = #{l : x_li ≠ x_lj}, i < j (persons with exactly one of items i and j
+right; D_ij = s_i + s_j − 2 N_ij with N_ij the co-correct count).
 
-Theorem (``docs/private_2pl.md`` §2).  Replacing one person's row changes every released
-coordinate by 0 or ±1, so the joint change has ‖D‖₁ = ‖D‖₂² ≤ m + m(m − 1)/2 = m(m + 1)/2;
-the bound is attained by the rows of all ones and all zeros.  The totals alone: m, the
-co-correct counts alone: m(m − 1)/2, attained together.
+Theorem (``docs/private_2pl.md`` §2).  Replacing one person's row x by x′ with F = {i : x_i ≠ x′_i}
+changes the totals in the |F| coordinates of F and the indicator [x_i ≠ x_j] exactly for the
+pairs with one item in F and one outside, each by ±1.  So the totals part has ‖Δ‖₁ = ‖Δ‖₂² ≤ m
+(|F| = m), the disagreements part ≤ ⌊m/2⌋⌈m/2⌉ (|F| = ⌊m/2⌋), both tight; the two are not
+attained together: jointly ‖Δ‖₂² = |F|(m + 1 − |F|) ≤ ⌊(m + 1)/2⌋⌈(m + 1)/2⌉.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def pair_index(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pair_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Item totals (m,) and co-correct counts N_ij for i < j (m(m − 1)/2,), both int64.
+    """Item totals (m,) and disagreement counts D_ij = #{l : x_li ≠ x_lj} for i < j
+    (m(m − 1)/2,), both int64.
 
     ``codes`` is a complete persons × items 0/1 matrix.  Counted exactly in chunks of rows
     (float32 sums are exact below 2²⁴ per chunk; ``einsum`` rather than BLAS, whose threads
@@ -40,7 +42,8 @@ def pair_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         block = X[a:a + step].astype(np.float32)
         G += np.rint(np.einsum("li,lj->ij", block, block)).astype(np.int64)
     iu = pair_index(m)
-    return np.diag(G).copy(), G[iu]
+    s = np.diag(G).copy()
+    return s, s[iu[0]] + s[iu[1]] - 2 * G[iu]
 
 
 def pairs_to_matrix(pairs: np.ndarray, m: int, diagonal: np.ndarray | None = None) -> np.ndarray:
@@ -55,12 +58,16 @@ def pairs_to_matrix(pairs: np.ndarray, m: int, diagonal: np.ndarray | None = Non
 
 
 def pair_sensitivity(n_items: int, part: str = "joint") -> Sensitivity:
-    """Replace-one-person sensitivity of the totals (``part="totals"``: L2² = m), the co-correct
-    counts (``"pairs"``: m(m − 1)/2) or both together (``"joint"``: m(m + 1)/2); L1 = L2²
-    (every coordinate moves by at most 1).  Tight: all ones against all zeros."""
+    """Replace-one-person sensitivity of the totals (``part="totals"``: L2² = m), the
+    disagreement counts (``"pairs"``: ⌊m/2⌋⌈m/2⌉) or both together (``"joint"``:
+    ⌊(m + 1)/2⌋⌈(m + 1)/2⌉); L1 = L2² (every coordinate moves by at most 1).  All tight (the
+    rows differing in m, ⌊m/2⌋, ⌊(m + 1)/2⌋ items).  ``n_released`` is the number of released
+    coordinates: m, m(m − 1)/2, m + m(m − 1)/2."""
     m = int(n_items)
-    sizes = {"totals": m, "pairs": m * (m - 1) // 2, "joint": m * (m + 1) // 2}
+    sizes = {"totals": m, "pairs": (m // 2) * ((m + 1) // 2), "joint": ((m + 1) // 2) * ((m + 2) // 2)}
     if part not in sizes:
         raise ValueError(f"part must be one of {sorted(sizes)}, got {part!r}")
     s = sizes[part]
-    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, s)
+    # the number of released coordinates (not the sensitivity): m totals, m(m − 1)/2 pairs
+    released = {"totals": m, "pairs": m * (m - 1) // 2, "joint": m + m * (m - 1) // 2}[part]
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, released)
