@@ -117,3 +117,47 @@ def test_default_method_rule_from_the_shapes_grid():
     assert default_private_method(800, 10, 0.3, 1e-4) == "spectral"
     with pytest.raises(ValueError, match="missing must be"):
         default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_private_totals.py"
+    spec = importlib.util.spec_from_file_location("bench_private_totals", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_shapes_grid_reports_standard_errors_and_judges_coverage_by_its_band():
+    bench = _bench()
+    rng = np.random.default_rng(5)
+    t = rng.gamma(2.0, 1.0, 4000)
+    a = 1.5 * t * rng.gamma(20.0, 1 / 20.0, t.size)  # paired, ratio of means 1.5
+    r, se = bench.ratio_se(a, t)
+    assert abs(r - 1.5) < 3 * se and 0 < se < 0.05
+    # 6 data sets × 10 items that all cover: SE 0 from the data sets, but 60 items at 0.98 cover
+    # all with probability 0.3 — not evidence of over-coverage; 0.80 ± 0.02 is evidence of under
+    assert not bench.coverage_outside(1.0, 0.0, 6, 10)
+    assert bench.coverage_outside(0.80, 0.02, 32, 10) and not bench.coverage_outside(0.88, 0.02, 32, 10)
+    cov, cse, band = bench.coverage_se([0.9, 1.0, 0.95, 0.85], 20)
+    assert cov == pytest.approx(0.925) and cse > 0 and band == pytest.approx(1.96 * math.sqrt(0.95 * 0.05 / 80))
+
+
+def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, capsys):
+    import argparse
+    import json
+
+    bench = _bench()
+    out = tmp_path / "grid.jsonl"
+    args = argparse.Namespace(grid_cells="pointmass:5:200:3,normal:5:200:3", grid_seed=123, grid_trials=2,
+                              grid_boot=0, grid_out=str(out), jobs=1, grid_shapes="", grid_m="", grid_n="",
+                              grid_eps="")
+    assert [j[:4] for j in bench.grid_jobs(args, 0)] == [("pointmass", 200, 5, 3.0), ("normal", 200, 5, 3.0)]
+    bench.run_shapes_grid(args, 0)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["shape"], r["m"], r["n"], r["eps"], r["seed"]) for r in rows] == [
+        ("pointmass", 5, 200, 3.0, 123), ("normal", 5, 200, 3.0, 123)]
+    assert np.array(rows[0]["rows"]).shape == (2, 5)
+    assert "±SE" in capsys.readouterr().out
