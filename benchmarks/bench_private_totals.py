@@ -108,7 +108,10 @@ def grid_abilities(shape, n, rng):
 
 
 def grid_cell(args):
-    """One cell of the shapes grid: per data set (squared error totals, Alg. 2, default), hits, width."""
+    """One cell of the shapes grid: per data set the squared errors of the totals estimator, of
+    Algorithm 2 as published (``estimator="spectral"``) and of the default call
+    (``private.choose``; where that is Algorithm 2, its default estimator ``"auto"``), then the
+    coverage and mean width of the totals estimator's intervals and of the default's."""
     shape, n, m, eps, trials, seed0, n_boot = args
     from privirt.private.choose import default_private_method
     default = default_private_method(n, m, eps, DELTA)
@@ -124,11 +127,19 @@ def grid_cell(args):
         alg2 = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, n_boot=0,
                                                  estimator="spectral").beta.to_numpy()
         e_t, e_a = centred(fit.beta.to_numpy()) - beta, centred(alg2) - beta
-        lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
         se_t, se_a = float(e_t @ e_t), float(e_a @ e_a)
-        out.append((se_t, se_a, se_t if default == "totals" else se_a,
-                    float(np.mean((lo <= beta) & (beta <= hi))) if n_boot else np.nan,
-                    float(np.mean(hi - lo)) if n_boot else np.nan))
+        if default == "totals":
+            dfit, se_d = fit, se_t
+        else:  # what the default call gives: Algorithm 2's release with its default estimator ("auto")
+            dfit = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, n_boot=n_boot)
+            e_d = centred(dfit.beta.to_numpy()) - beta
+            se_d = float(e_d @ e_d)
+        row = [se_t, se_a, se_d]
+        for f in (fit, dfit):
+            lo, hi = f.ci["lo"].to_numpy(), f.ci["hi"].to_numpy()
+            row += [float(np.mean((lo <= beta) & (beta <= hi))) if n_boot else np.nan,
+                    float(np.mean(hi - lo)) if n_boot else np.nan]
+        out.append(row)
     return (shape, n, m, eps), np.array(out)
 
 
@@ -180,7 +191,7 @@ def run_shapes_grid(args, seed0):
     print(f"\n## shapes grid (issue 26): {args.grid_trials} data sets per cell, {args.grid_boot} bootstrap, "
           f"delta={DELTA:g}, {args.jobs} processes, seed {jobs[0][5] if jobs else None}")
     print(f"{'shape':>10} {'m':>3} {'n':>5} {'eps':>4} | {'rel tot':>7} {'rel alg2':>8} | {'ratio':>5} {'±SE':>5} "
-          f"{'default':>7} {'±SE':>5} | {'coverage':>8} {'±SE':>5} {'band':>5} {'width':>6}")
+          f"{'default':>7} {'±SE':>5} | {'coverage':>8} {'±SE':>5} {'band':>5} {'width':>6} | {'default':>7} {'±SE':>5}")
     rows = []
     ex = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     results = ex.map(grid_cell, jobs) if ex else map(grid_cell, jobs)
@@ -188,11 +199,13 @@ def run_shapes_grid(args, seed0):
         ratio, rse = ratio_se(r[:, 1], r[:, 0])
         dratio, dse = ratio_se(r[:, 1], r[:, 2])
         cov, cse, band = coverage_se(r[:, 3], m) if args.grid_boot else (np.nan, np.nan, np.nan)
-        rows.append((shape, n, m, eps, ratio, dratio, cov, rse, dse, cse))
+        dcov, dcse, _ = coverage_se(r[:, 5], m) if args.grid_boot else (np.nan, np.nan, np.nan)
+        rows.append((shape, n, m, eps, ratio, dratio, cov, rse, dse, cse, dcov, dcse))
         # relative errors: ‖β̂ − β‖/‖β‖ with the data set's own ‖β‖² ≈ m
         print(f"{shape:>10} {m:>3} {n:>5} {eps:>4g} | {np.sqrt(r[:, 0].mean() / m):>7.3f} "
               f"{np.sqrt(r[:, 1].mean() / m):>8.3f} | {ratio:>5.2f} {rse:>5.2f} {dratio:>7.2f} {dse:>5.2f} | "
-              f"{cov:>8.3f} {cse:>5.3f} {band:>5.3f} {np.mean(r[:, 4]) if args.grid_boot else np.nan:>6.3f}", flush=True)
+              f"{cov:>8.3f} {cse:>5.3f} {band:>5.3f} {np.mean(r[:, 4]) if args.grid_boot else np.nan:>6.3f} | "
+              f"{dcov:>7.3f} {dcse:>5.3f}", flush=True)
         if args.grid_out:
             import json
             with open(args.grid_out, "a") as fh:
@@ -216,13 +229,14 @@ def run_shapes_grid(args, seed0):
               f"default {worst_d[5]:.2f}±{worst_d[8]:.2f} at {worst_d[:4]}; clearly below {need}: totals {len(miss)} "
               + " ".join(f"{r[:4]}={r[4]:.2f}" for r in miss) + f"; default {len(miss_d)} "
               + " ".join(f"{r[:4]}={r[5]:.2f}" for r in miss_d))
-    covs = [r for r in rows if np.isfinite(r[6])]
-    if covs:
-        out = [r for r in covs if coverage_outside(r[6], r[9], args.grid_trials, r[2])]
-        print(f"coverage range {min(r[6] for r in covs):.3f}-{max(r[6] for r in covs):.3f}; "
-              f"point estimate outside 0.90-0.98: {sum(not 0.90 <= r[6] <= 0.98 for r in covs)}; "
-              f"clearly outside (±2 SE excludes the range): {len(out)} "
-              + " ".join(f"{r[:4]}={r[6]:.3f}" for r in out))
+    for name, j in (("totals", 6), ("default", 10)):
+        covs = [r for r in rows if np.isfinite(r[j])]
+        if covs:
+            out = [r for r in covs if coverage_outside(r[j], r[j + 3], args.grid_trials, r[2])]
+            print(f"coverage ({name}) range {min(r[j] for r in covs):.3f}-{max(r[j] for r in covs):.3f}; "
+                  f"point estimate outside 0.90-0.98: {sum(not 0.90 <= r[j] <= 0.98 for r in covs)}; "
+                  f"clearly outside (±2 SE excludes the range): {len(out)} "
+                  + " ".join(f"{r[:4]}={r[j]:.3f}" for r in out))
 
 
 def one_pair(X, beta, eps, seed):

@@ -159,5 +159,8 @@ def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, c
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["shape"], r["m"], r["n"], r["eps"], r["seed"]) for r in rows] == [
         ("pointmass", 5, 200, 3.0, 123), ("normal", 5, 200, 3.0, 123)]
-    assert np.array(rows[0]["rows"]).shape == (2, 5)
+    r = np.array(rows[0]["rows"])
+    assert r.shape == (2, 7)
+    # n = 200, m = 5: the default is Algorithm 2 with its default estimator, not the published one
+    assert default_private_method(200, 5, 3.0, 1e-4) == "spectral" and not np.array_equal(r[:, 2], r[:, 1])
     assert "±SE" in capsys.readouterr().out
