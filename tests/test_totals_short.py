@@ -164,3 +164,26 @@ def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, c
     # n = 200, m = 5: the default is Algorithm 2 with its default estimator, not the published one
     assert default_private_method(200, 5, 3.0, 1e-4) == "spectral" and not np.array_equal(r[:, 2], r[:, 1])
     assert "±SE" in capsys.readouterr().out
+
+
+def test_a_noisy_total_beyond_the_range_does_not_become_an_extreme_difficulty():
+    # issue 26 grid (skewed abilities, n = 1000, m = 20, ε = 0.3, σ_t ≈ 48): an item answered
+    # correctly by 926 persons got the noisy total 1071 > n; clipped at 1 − 1/(2n) it became
+    # β̂ = −7.8 (true −2.8) and one item carried a squared error of 25 (the data set's 29; the
+    # median data set's 1.4).  The proportion is now the mean of N(s/n, (σ/n)²) restricted to
+    # [0, 1] (a flat prior on the proportion; public σ and n only), so it stays a few σ inside.
+    n, sd = 1000, 47.8
+    rng = np.random.default_rng(0)
+    s = np.concatenate([[1071.0, 926.0, -60.0], rng.uniform(300, 700, 17)])
+    for p in (marginal.shrink_totals(s, n, sd**2)[0], marginal.centre_totals(s, n, sd**2)):
+        lo = special_logit(p)
+        assert lo[0] < 4.5 and lo[2] > -4.5, lo[:3]  # was ±7.6
+        assert 1 - p[0] > 0.3 * sd / n and p[2] > 0.3 * sd / n  # the clip put them 1/(2n) from the end
+    # totals far inside the range are as before (only the mean is shrunk toward 1/2)
+    inner = rng.uniform(300, 700, 20)
+    p0 = marginal.centre_totals(inner, n, sd**2)
+    np.testing.assert_allclose(p0 - p0.mean(), (inner - inner.mean()) / n, atol=1e-9)
+
+
+def special_logit(p):
+    return np.log(p / (1 - p))

@@ -30,6 +30,7 @@ __all__ = [
     "equal_probability_edges",
     "optimal_split",
     "centre_totals",
+    "within_range",
     "shrink_totals",
     "SpreadFit",
     "fit_spread",
@@ -291,12 +292,22 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
 
 # ---------------------------------------------------------------------------------------
 # shrinkage of the totals
+def within_range(p: np.ndarray, sd: float, n: int) -> np.ndarray:
+    """Noisy proportions (noise SD ``sd``, public) as the mean of N(p, sd²) restricted to [0, 1]
+    (flat prior; clipping alone made a total beyond n a difficulty of −logit(1/(2n)), issue 26),
+    unchanged more than 6 SD inside; then clipped to [1/(2n), 1 − 1/(2n)] (``docs/totals.md`` §5)."""
+    p = np.array(p, dtype=float)
+    near = (p < 6.0 * sd) | (p > 1.0 - 6.0 * sd) if sd > 0 else np.zeros(p.shape, bool)
+    p[near] = stats.truncnorm.mean(-p[near] / sd, (1.0 - p[near]) / sd, loc=p[near], scale=sd) if near.any() else 0
+    return np.clip(p, 0.5 / n, 1 - 0.5 / n)
+
+
 def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
     """Proportions correct with their noisy mean shrunk toward 1/2.
 
     The mean of the m noisy totals has noise variance v/m; with a N(1/2, MEAN_PRIOR_SD²)
     prior on the mean proportion its posterior mean replaces it (the deviations are kept).
-    Clipped to [1/(2n), 1 − 1/(2n)].
+    Brought into the range by :func:`within_range`.
     """
     s = np.asarray(totals, dtype=float)
     m = s.size
@@ -304,7 +315,7 @@ def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
     v = var_noise + n * float(np.mean(p * (1 - p)))
     k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + v / m)
     pbar = 0.5 + k_mean * (s.mean() / n - 0.5)
-    return np.clip(pbar + (s - s.mean()) / n, 0.5 / n, 1 - 0.5 / n)
+    return within_range(pbar + (s - s.mean()) / n, math.sqrt(max(var_noise, 0.0)) / n, n)
 
 
 def shrink_totals(
@@ -323,7 +334,7 @@ def shrink_totals(
     in, so with ``var_noise`` = 0 nothing is shrunk).  s_c is multiplied by
     E[c] − :data:`CONSERVATIVE`·SD[c] (floored at 0): equal difficulties when the spread is
     not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
-    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics (``chi2``:
+    proportions (brought into the range by :func:`within_range`), the factor and diagnostics (``chi2``:
     Σ s_c² over the variance of a centred total when all difficulties are equal,
     ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
     """
@@ -346,7 +357,7 @@ def shrink_totals(
     c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
     c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
     v = var_noise + var_sampling
-    return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
+    return (within_range(pb + c * sc / n, c * math.sqrt(max(var_noise, 0.0)) / n, n), c,
             {"chi2": T / v, "var_totals": v, "spread_totals": float(post @ sd)})
 
 
