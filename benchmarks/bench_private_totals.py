@@ -229,10 +229,10 @@ def run_shapes_grid(args, seed0):
               f"default {worst_d[5]:.2f}±{worst_d[8]:.2f} at {worst_d[:4]}; clearly below {need}: totals {len(miss)} "
               + " ".join(f"{r[:4]}={r[4]:.2f}" for r in miss) + f"; default {len(miss_d)} "
               + " ".join(f"{r[:4]}={r[5]:.2f}" for r in miss_d))
-    for name, j in (("totals", 6), ("default", 10)):
+    for name, j, k in (("totals", 6, 9), ("default", 10, 11)):
         covs = [r for r in rows if np.isfinite(r[j])]
         if covs:
-            out = [r for r in covs if coverage_outside(r[j], r[j + 3], args.grid_trials, r[2])]
+            out = [r for r in covs if coverage_outside(r[j], r[k], args.grid_trials, r[2])]
             print(f"coverage ({name}) range {min(r[j] for r in covs):.3f}-{max(r[j] for r in covs):.3f}; "
                   f"point estimate outside 0.90-0.98: {sum(not 0.90 <= r[j] <= 0.98 for r in covs)}; "
                   f"clearly outside (±2 SE excludes the range): {len(out)} "

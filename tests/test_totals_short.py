@@ -152,7 +152,7 @@ def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, c
     bench = _bench()
     out = tmp_path / "grid.jsonl"
     args = argparse.Namespace(grid_cells="pointmass:5:200:3,normal:5:200:3", grid_seed=123, grid_trials=2,
-                              grid_boot=0, grid_out=str(out), jobs=1, grid_shapes="", grid_m="", grid_n="",
+                              grid_boot=20, grid_out=str(out), jobs=1, grid_shapes="", grid_m="", grid_n="",
                               grid_eps="")
     assert [j[:4] for j in bench.grid_jobs(args, 0)] == [("pointmass", 200, 5, 3.0), ("normal", 200, 5, 3.0)]
     bench.run_shapes_grid(args, 0)
@@ -163,7 +163,9 @@ def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, c
     assert r.shape == (2, 7)
     # n = 200, m = 5: the default is Algorithm 2 with its default estimator, not the published one
     assert default_private_method(200, 5, 3.0, 1e-4) == "spectral" and not np.array_equal(r[:, 2], r[:, 1])
-    assert "±SE" in capsys.readouterr().out
+    assert np.all((r[:, [3, 5]] >= 0) & (r[:, [3, 5]] <= 1))  # coverage of totals and of the default
+    text = capsys.readouterr().out
+    assert "±SE" in text and "coverage (default)" in text
 
 
 def test_a_noisy_total_beyond_the_range_does_not_become_an_extreme_difficulty():
