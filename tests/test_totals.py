@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import privirt
-from privirt.private.totals import marginal
+from privirt.private.totals import marginal, shrinkage
 from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.private.totals.api import (
     estimate_from_release,
@@ -138,7 +138,7 @@ def test_batched_bootstrap_fit_equals_one_fit_at_a_time():
     rel = release_totals(X, epsilon=2.0, seed=3)
     n, edges = rel.n_persons, rel.edges
     vt, vh = rel.sigma_totals**2, rel.sigma_histogram**2
-    p0 = marginal.centre_totals(rel.totals.to_numpy(float), n, vt)
+    p0 = shrinkage.centre_totals(rel.totals.to_numpy(float), n, vt)
     fit = marginal.fit_spread(p0, rel.histogram.to_numpy(float), n, vh, edges)
     support = fit.support()
     rng = np.random.default_rng(0)
@@ -289,15 +289,15 @@ def test_shrinkage_is_against_the_privacy_noise_only():
     X, _ = _rasch(n=n, m=5, seed=6)
     s = X.sum(axis=0).astype(float)
     # no privacy noise: the data's own totals, sampling error and all, are kept as they are
-    p, c, _ = marginal.shrink_totals(s, n, 0.0)
-    assert c == 1.0 and np.array_equal(p, marginal.centre_totals(s, n, 0.0))
+    p, c, _ = shrinkage.shrink_totals(s, n, 0.0)
+    assert c == 1.0 and np.array_equal(p, shrinkage.centre_totals(s, n, 0.0))
     # the factor falls as the noise grows and reaches 0 (all zeros) when it swamps the spread
-    cs = [marginal.shrink_totals(s, n, v)[1] for v in (1.0, 1e2, 1e4, 1e6, 1e8)]
+    cs = [shrinkage.shrink_totals(s, n, v)[1] for v in (1.0, 1e2, 1e4, 1e6, 1e8)]
     assert np.all(np.diff(cs) <= 0) and cs[0] > 0.999 and cs[-1] == 0.0
     # equal difficulties: the sampling spread n p(1 - p) of the totals is the data's, not noise
     rng = np.random.default_rng(7)
     X0 = rng.random((n, 5)) < 1.0 / (1.0 + np.exp(-rng.standard_normal(n)))[:, None]
-    c0 = marginal.shrink_totals(X0.sum(axis=0).astype(float), n, 10.0)[1]
+    c0 = shrinkage.shrink_totals(X0.sum(axis=0).astype(float), n, 10.0)[1]
     assert c0 > 0.9, c0
 
 
@@ -351,7 +351,7 @@ def test_precise_histogram_recovers_a_bimodal_population_between_coarse_grid_poi
     theta = np.where(rng.random(n) < 0.5, -1.5, 1.5) + 0.5 * rng.standard_normal(n)
     X = (rng.random((n, m)) < 1 / (1 + np.exp(beta[None, :] - theta[:, None]))).astype(np.int8)
     rel = release_totals(X, epsilon=50.0, seed=2)
-    p = marginal.centre_totals(rel.totals.to_numpy(float), n, rel.sigma_totals**2)
+    p = shrinkage.centre_totals(rel.totals.to_numpy(float), n, rel.sigma_totals**2)
     fit = marginal.fit_spread(p, rel.histogram.to_numpy(float), n, rel.sigma_histogram**2, rel.edges)
     assert abs(fit.kappa_mean - 0.9) < 0.03 and abs(fit.tau - np.sqrt(2.5)) < 0.05
     assert np.any(np.abs(fit.kappa - 0.9) < 0.01)  # the grid itself got fine enough

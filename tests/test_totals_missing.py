@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 import privirt
-from privirt.private.totals import marginal, marginal_missing
+from privirt.private.totals import marginal, marginal_missing, shrinkage
 from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.private.totals.api import (
     estimate_from_release,
@@ -237,7 +237,7 @@ def test_batched_mcar_fit_equals_one_at_a_time(thinned):
     n, edges, B = rel.n_persons, rel.edges, len(rel.edges) - 1
     tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
                                                   rel.sigma_totals**2, rel.sigma_answered**2)
-    p0 = marginal.centre_totals(tp, n, v)
+    p0 = shrinkage.centre_totals(tp, n, v)
     vh = rel.sigma_histogram**2
     k_edges = np.array([0, 4, 6, 8])  # three bins of the number answered
     if thinned:  # a (k, r) histogram of three k-bins, each data set with its own fitted φ
@@ -304,7 +304,7 @@ def _proportions(rel):
     n = rel.n_persons
     tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
                                                   rel.sigma_totals**2, rel.sigma_answered**2)
-    return marginal.centre_totals(tp, n, v), q
+    return shrinkage.centre_totals(tp, n, v), q
 
 
 def test_answered_distribution_is_the_beta_binomial():

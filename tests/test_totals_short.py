@@ -9,7 +9,7 @@ import pytest
 
 import privirt
 from privirt.private.choose import default_private_method
-from privirt.private.totals import marginal
+from privirt.private.totals import marginal, shrinkage
 from privirt.private.totals.api import estimate_from_release, release_totals
 
 
@@ -117,3 +117,75 @@ def test_default_method_rule_from_the_shapes_grid():
     assert default_private_method(800, 10, 0.3, 1e-4) == "spectral"
     with pytest.raises(ValueError, match="missing must be"):
         default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_private_totals.py"
+    spec = importlib.util.spec_from_file_location("bench_private_totals", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_shapes_grid_reports_standard_errors_and_judges_coverage_by_its_band():
+    bench = _bench()
+    rng = np.random.default_rng(5)
+    t = rng.gamma(2.0, 1.0, 4000)
+    a = 1.5 * t * rng.gamma(20.0, 1 / 20.0, t.size)  # paired, ratio of means 1.5
+    r, se = bench.ratio_se(a, t)
+    assert abs(r - 1.5) < 3 * se and 0 < se < 0.05
+    # 6 data sets × 10 items that all cover: SE 0 from the data sets, but 60 items at 0.98 cover
+    # all with probability 0.3 — not evidence of over-coverage; 0.80 ± 0.02 is evidence of under
+    assert not bench.coverage_outside(1.0, 0.0, 6, 10)
+    assert bench.coverage_outside(0.80, 0.02, 32, 10) and not bench.coverage_outside(0.88, 0.02, 32, 10)
+    cov, cse, band = bench.coverage_se([0.9, 1.0, 0.95, 0.85], 20)
+    assert cov == pytest.approx(0.925) and cse > 0 and band == pytest.approx(1.96 * math.sqrt(0.95 * 0.05 / 80))
+
+
+def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, capsys):
+    import argparse
+    import json
+
+    bench = _bench()
+    out = tmp_path / "grid.jsonl"
+    args = argparse.Namespace(grid_cells="pointmass:5:200:3,normal:5:200:3", grid_seed=123, grid_trials=2,
+                              grid_boot=20, grid_out=str(out), jobs=1, grid_shapes="", grid_m="", grid_n="",
+                              grid_eps="")
+    assert [j[:4] for j in bench.grid_jobs(args, 0)] == [("pointmass", 200, 5, 3.0), ("normal", 200, 5, 3.0)]
+    bench.run_shapes_grid(args, 0)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["shape"], r["m"], r["n"], r["eps"], r["seed"]) for r in rows] == [
+        ("pointmass", 5, 200, 3.0, 123), ("normal", 5, 200, 3.0, 123)]
+    r = np.array(rows[0]["rows"])
+    assert r.shape == (2, 7)
+    # n = 200, m = 5: the default is Algorithm 2 with its default estimator, not the published one
+    assert default_private_method(200, 5, 3.0, 1e-4) == "spectral" and not np.array_equal(r[:, 2], r[:, 1])
+    assert np.all((r[:, [3, 5]] >= 0) & (r[:, [3, 5]] <= 1))  # coverage of totals and of the default
+    text = capsys.readouterr().out
+    assert "±SE" in text and "coverage (default)" in text
+
+
+def test_a_noisy_total_beyond_the_range_does_not_become_an_extreme_difficulty():
+    # issue 26 grid (skewed abilities, n = 1000, m = 20, ε = 0.3, σ_t ≈ 48): an item answered
+    # correctly by 926 persons got the noisy total 1071 > n; clipped at 1 − 1/(2n) it became
+    # β̂ = −7.8 (true −2.8) and one item carried a squared error of 25 (the data set's 29; the
+    # median data set's 1.4).  The proportion is now the mean of N(s/n, (σ/n)²) restricted to
+    # [0, 1] (a flat prior on the proportion; public σ and n only), so it stays a few σ inside.
+    n, sd = 1000, 47.8
+    rng = np.random.default_rng(0)
+    s = np.concatenate([[1071.0, 926.0, -60.0], rng.uniform(300, 700, 17)])
+    for p in (shrinkage.shrink_totals(s, n, sd**2)[0], shrinkage.centre_totals(s, n, sd**2)):
+        lo = special_logit(p)
+        assert lo[0] < 4.5 and lo[2] > -4.5, lo[:3]  # was ±7.6
+        assert 1 - p[0] > 0.3 * sd / n and p[2] > 0.3 * sd / n  # the clip put them 1/(2n) from the end
+    # totals far inside the range are as before (only the mean is shrunk toward 1/2)
+    inner = rng.uniform(300, 700, 20)
+    p0 = shrinkage.centre_totals(inner, n, sd**2)
+    np.testing.assert_allclose(p0 - p0.mean(), (inner - inner.mean()) / n, atol=1e-9)
+
+
+def special_logit(p):
+    return np.log(p / (1 - p))

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import manyitems, marginal, marginal_missing
+from . import manyitems, marginal, marginal_missing, shrinkage
 from .saddle import EXACT_FIT_ITEMS
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
@@ -376,9 +376,9 @@ def _fit(totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: floa
          shrink: bool, support=None):
     """The marginal fit of the shrunk (or only re-centred) totals: (fit, β, factor, diagnostics)."""
     if shrink:
-        p, c, diag = marginal.shrink_totals(totals, n, var_t)
+        p, c, diag = shrinkage.shrink_totals(totals, n, var_t)
     else:
-        p, c, diag = marginal.centre_totals(totals, n, var_t), 1.0, {}
+        p, c, diag = shrinkage.centre_totals(totals, n, var_t), 1.0, {}
     fit = marginal.fit_spread(p, hist, n, var_h, edges, support=support)
     return fit, fit.beta, c, diag
 
@@ -446,9 +446,9 @@ def estimate_from_release(
         support = fit.support()
         tb, hb = marginal.simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
                                     int(n_boot), on_batch=tick)
-        pb = np.stack([marginal.centre_totals(x, n, var_t) for x in tb])
+        pb = np.stack([shrinkage.centre_totals(x, n, var_t) for x in tb])
         theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
-        start = marginal.invert_marginals(marginal.centre_totals(t, n, var_t), theta_s, w_s)
+        start = marginal.invert_marginals(shrinkage.centre_totals(t, n, var_t), theta_s, w_s)
         reps = manyitems.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
         err = reps - beta[None, :]
         se = err.std(axis=0, ddof=1)
@@ -496,9 +496,9 @@ def _fit_mcar(release: TotalsRelease, shrink: bool, support=None):
         release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
         release.sigma_totals**2, release.sigma_answered**2)
     if shrink:
-        p, c, diag = marginal.shrink_totals(tp, n, v)
+        p, c, diag = shrinkage.shrink_totals(tp, n, v)
     else:
-        p, c, diag = marginal.centre_totals(tp, n, v), 1.0, {}
+        p, c, diag = shrinkage.centre_totals(tp, n, v), 1.0, {}
     icc, A = _answered_model(release, q)
     fit = marginal_missing.fit_spread_mcar(p, q, release.histogram.to_numpy(dtype=float), n,
                                            release.sigma_histogram**2, release.edges, support=support, A=A)
@@ -523,12 +523,12 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
         hb = hb + rng.normal(0.0, release.sigma_histogram, hb.shape)
         vs, va = release.sigma_totals**2, release.sigma_answered**2
         pq = [marginal_missing.ratio_proportions(s, a, n, vs, va) for s, a in zip(sb, ab)]
-        pb = np.stack([marginal.centre_totals(tp, n, v) for tp, _, v in pq])
+        pb = np.stack([shrinkage.centre_totals(tp, n, v) for tp, _, v in pq])
         qb = np.stack([x[1] for x in pq])
         theta_s, w_s = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
         tp0, _, v0 = marginal_missing.ratio_proportions(
             release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n, vs, va)
-        start = marginal.invert_marginals(marginal.centre_totals(tp0, n, v0), theta_s, w_s)
+        start = marginal.invert_marginals(shrinkage.centre_totals(tp0, n, v0), theta_s, w_s)
         A = None
         if k_edges is not None:
             mub = qb.mean(axis=1)

@@ -31,8 +31,6 @@ __all__ = [
     "reference_difficulties",
     "equal_probability_edges",
     "optimal_split",
-    "centre_totals",
-    "shrink_totals",
     "SpreadFit",
     "fit_spread",
     "fit_support_batch",
@@ -49,12 +47,6 @@ PRIOR_LOG_TAU_SD = 0.7
 _Z_EDGES = np.concatenate([[-np.inf], 0.5 * (Z_NODES[1:] + Z_NODES[:-1]), [np.inf]])
 #: bimodality κ of the mixture ability model, averaged over with equal prior weight
 KAPPA_GRID = np.array([0.0, 0.4, 0.7, 0.85, 0.93])
-#: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
-CONSERVATIVE = 0.75
-#: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
-SPREAD_PRIOR_SD = 1.0
-#: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
-MEAN_PRIOR_SD = 0.2
 #: component weights λ tried when the grid is refined (skewed abilities)
 LAMBDA_GRID = np.array([0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95])
 #: a posterior on at most this many grid points is refined (4× finer in log τ, κ in steps ≤ 0.05, λ)
@@ -291,67 +283,6 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     best = (0.0, float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i]))
     return best[1], best[2]
-
-
-# ---------------------------------------------------------------------------------------
-# shrinkage of the totals
-def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
-    """Proportions correct with their noisy mean shrunk toward 1/2.
-
-    The mean of the m noisy totals has noise variance v/m; with a N(1/2, MEAN_PRIOR_SD²)
-    prior on the mean proportion its posterior mean replaces it (the deviations are kept).
-    Clipped to [1/(2n), 1 − 1/(2n)].
-    """
-    s = np.asarray(totals, dtype=float)
-    m = s.size
-    p = np.clip(s / n, 0.5 / n, 1 - 0.5 / n)
-    v = var_noise + n * float(np.mean(p * (1 - p)))
-    k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + v / m)
-    pbar = 0.5 + k_mean * (s.mean() / n - 0.5)
-    return np.clip(pbar + (s - s.mean()) / n, 0.5 / n, 1 - 0.5 / n)
-
-
-def shrink_totals(
-    totals: np.ndarray, n: int, var_noise: float, *, prior_sd: float | None = None
-) -> tuple[np.ndarray, float, dict]:
-    """Empirical-Bayes shrinkage of the noisy totals against the privacy noise only.
-
-    Model: the centred noisy totals s_c = t_c + e, e ~ N(0, σ_s² I) the privacy noise
-    (``var_noise``, known exactly), t_c the centred noise-free totals with spread
-    A = A_pop + n·mean(p(1 − p)): the population spread A_pop plus the sampling spread every
-    data set has even when all difficulties are equal.  A half-normal prior on √A_pop of scale
-    n·p̄(1 − p̄)·0.8·``prior_sd`` (≈ the totals' spread for a difficulty SD of ``prior_sd``
-    logits; default :data:`SPREAD_PRIOR_SD`) and s_c ~ N(0, (A + σ_s²) I) in m − 1 dimensions
-    give a posterior for c = A/(A + σ_s²), the factor that shrinks the noisy totals toward
-    the noise-free ones of the same data (not toward the population: sampling error is left
-    in, so with ``var_noise`` = 0 nothing is shrunk).  s_c is multiplied by
-    E[c] − :data:`CONSERVATIVE`·SD[c] (floored at 0): equal difficulties when the spread is
-    not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
-    proportions (clipped to [1/(2n), 1 − 1/(2n)]), the factor and diagnostics (``chi2``:
-    Σ s_c² over the variance of a centred total when all difficulties are equal,
-    ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
-    """
-    prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
-    s = np.asarray(totals, dtype=float)
-    m = s.size
-    p = centre_totals(s, n, var_noise)
-    pb = float(np.mean(p))
-    var_sampling = n * float(np.mean(p * (1 - p)))
-    sc = s - s.mean()
-    scale = n * pb * (1 - pb) * 0.8 * prior_sd
-    sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]  # grid of √A_pop
-    A = sd * sd + var_sampling
-    T = float(sc @ sc)
-    loglik = -0.5 * (m - 1) * np.log(A + var_noise) - 0.5 * T / (A + var_noise) - 0.5 * (sd / scale) ** 2
-    post = np.exp(loglik - loglik.max())
-    post /= post.sum()
-    ratio = A / (A + var_noise)
-    c = float(post @ ratio)
-    c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
-    c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
-    v = var_noise + var_sampling
-    return (np.clip(pb + c * sc / n, 0.5 / n, 1 - 0.5 / n), c,
-            {"chi2": T / v, "var_totals": v, "spread_totals": float(post @ sd)})
 
 
 # ---------------------------------------------------------------------------------------

@@ -265,7 +265,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
                       ) -> tuple[np.ndarray, np.ndarray, float]:
     """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
-    of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.marginal.shrink_totals`.
+    of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.shrinkage.shrink_totals`.
 
     p_i = s_i/a_i (clipped into (0, 1) by half a count), q_i = a_i/n (a_i clipped to [1, n]).
     Var(p_i) ≈ (σ_s² + p_i²σ_a²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta method,
