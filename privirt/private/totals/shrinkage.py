@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 __all__ = ["CONSERVATIVE", "MEAN_PRIOR_SD", "SPREAD_PRIOR_SD", "centre_totals", "shrink_totals", "within_range"]
 
@@ -24,8 +24,32 @@ def within_range(p: np.ndarray, sd: float, n: int) -> np.ndarray:
     unchanged more than 6 SD inside; then clipped to [1/(2n), 1 − 1/(2n)] (``docs/totals.md`` §5)."""
     p = np.array(p, dtype=float)
     near = (p < 6.0 * sd) | (p > 1.0 - 6.0 * sd) if sd > 0 else np.zeros(p.shape, bool)
-    p[near] = stats.truncnorm.mean(-p[near] / sd, (1.0 - p[near]) / sd, loc=p[near], scale=sd) if near.any() else 0
+    if near.any():
+        p[near] += sd * truncated_normal_shift(-p[near] / sd, (1.0 - p[near]) / sd)
     return np.clip(p, 0.5 / n, 1 - 0.5 / n)
+
+
+def truncated_normal_shift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """E[Z | a < Z < b] for Z ~ N(0, 1), vectorised and stable in either tail.
+
+    ``scipy.stats.truncnorm.mean`` gives the same values but loops over scalars in Python
+    (0.4 ms an item: 86 s for the bootstrap of a 1000-item test); here (φ(a) − φ(b)) /
+    (Φ(b) − Φ(a)) is evaluated directly where the interval straddles 0 and, in a tail, as
+    (1 − e) / (M(a) − e·M(b)) with M(x) = Φ̄(x)/φ(x) = √(π/2)·erfcx(x/√2) and
+    e = exp((a² − b²)/2) (a ≥ 0; the lower tail by symmetry).
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    out = np.empty(a.shape)
+    upper, lower = a >= 0, b <= 0
+    mid = ~(upper | lower)
+    out[mid] = ((np.exp(-0.5 * a[mid] ** 2) - np.exp(-0.5 * b[mid] ** 2))
+                / math.sqrt(2 * math.pi) / (special.ndtr(b[mid]) - special.ndtr(a[mid])))
+    for sel, lo, hi, sign in ((upper, a, b, 1.0), (lower, -b, -a, -1.0)):
+        lo_, hi_ = lo[sel], hi[sel]
+        e = np.exp(0.5 * (lo_ - hi_) * (lo_ + hi_))
+        M = math.sqrt(math.pi / 2)
+        out[sel] = sign * (1.0 - e) / (M * special.erfcx(lo_ / math.sqrt(2)) - e * M * special.erfcx(hi_ / math.sqrt(2)))
+    return out
 
 
 def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
