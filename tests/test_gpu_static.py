@@ -802,7 +802,9 @@ class _FakeCublas:
         opA = opA if transa == 0 else opA.T
         opB = opB if transb == 0 else opB.T
         Cm = _col_major(C, np.float32, m, n, ldc)
-        res = al * (opA.astype(np.float32) @ opB.astype(np.float32)) + be * Cm
+        res = al * (opA.astype(np.float32) @ opB.astype(np.float32))
+        if be != 0:  # cuBLAS does not read C when beta is 0 (it may be uninitialised: NaN)
+            res = res + be * Cm
         Cm[...] = res
         self.calls += 1
 

@@ -848,7 +848,10 @@ def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path, when):
     proc = subprocess.Popen([sys.executable, "-m", "privirt", "sweep", str(cfg), "--out", str(out),
                              "--jobs", "2", "--no-progress"], env=_env(), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            # a shell's background job (`pytest &`) ignores SIGINT, and so would the
+                            # child: give it the terminal's default, as a user's shell does
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         results = out / "results.csv"
