@@ -539,3 +539,26 @@ def test_an_idempotency_key_stands_for_its_data_set(service):
     st2, b2, _ = _post(service, "alice", "nb0", "release", body, headers=key)
     assert st2 == 422 and "Idempotency-Key" in b2["detail"]
     assert len(c.spends()) == before + 1
+
+
+def test_an_estimate_without_n_boot_gets_the_methods_own_default(monkeypatch):
+    """A request that leaves ``n_boot`` out passes none to the library, so each method uses its
+    own default (the spectral one falls beyond 1000 items); a given ``n_boot`` is passed as is."""
+    from privirt.private import methods
+    from privirt.serve import service
+    from privirt.serve.models import EstimateRequest
+
+    assert EstimateRequest(epsilon=0.5).n_boot is None
+    seen = []
+
+    class _Entry:
+        missing = False
+
+        def estimate(self, resp, **kw):
+            seen.append(kw)
+
+    monkeypatch.setattr(methods, "get", lambda name: _Entry())
+    base = {"epsilon": 0.5, "delta": 1e-6, "mechanism": "gaussian", "estimator": "auto", "confidence": 0.95}
+    for params in ({**base, "method": "spectral", "n_boot": None}, {**base, "method": "spectral", "n_boot": 40}):
+        service._call_library(None, {"missing": "none"}, "estimate", params, ledger=None)
+    assert "n_boot" not in seen[0] and seen[1]["n_boot"] == 40

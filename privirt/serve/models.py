@@ -43,8 +43,9 @@ class EstimateRequest(_Privacy):
     estimator: Literal["auto", "spectral", "noise_aware"] = Field(
         default="auto", description="spectral only: post-processing of the noisy counts")
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0, allow_inf_nan=False)
-    n_boot: int = Field(default=200, ge=0, le=MAX_N_BOOT,
-                        description="bootstrap replicates for the intervals (0: none, else ≥ 20)")
+    n_boot: int | None = Field(default=None, ge=0, le=MAX_N_BOOT,
+                               description="bootstrap replicates for the intervals (0: none, else ≥ 20; "
+                                           "left out: the method's own default, fewer beyond 1000 items)")
 
 
 class ReleaseRequest(_Privacy):

@@ -357,13 +357,14 @@ def _call_library(resp, ds: dict, endpoint: str, params: dict, ledger: _ServiceD
         return entry.release(resp, epsilon=eps, delta=dlt, ledger=ledger, mechanism=params["mechanism"],
                              device="cpu")
     entry = methods.get(params["method"])
+    # n_boot left out: each method's own default (public: it depends on m only)
+    boot = {} if params.get("n_boot") is None else {"n_boot": params["n_boot"]}
     if entry.missing:
         return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger, missing=ds["missing"],
-                              confidence=params["confidence"], n_boot=params["n_boot"])
+                              confidence=params["confidence"], **boot)
     return entry.estimate(resp, epsilon=eps, delta=dlt, ledger=ledger,
                           mechanism=params["mechanism"], estimator=params["estimator"],
-                          confidence=params["confidence"], n_boot=params["n_boot"],
-                          device="cpu")
+                          confidence=params["confidence"], device="cpu", **boot)
 
 
 # ---------------------------------------------------------------------------------------
