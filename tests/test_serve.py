@@ -562,3 +562,11 @@ def test_an_estimate_without_n_boot_gets_the_methods_own_default(monkeypatch):
     for params in ({**base, "method": "spectral", "n_boot": None}, {**base, "method": "spectral", "n_boot": 40}):
         service._call_library(None, {"missing": "none"}, "estimate", params, ledger=None)
     assert "n_boot" not in seen[0] and seen[1]["n_boot"] == 40
+
+
+def test_an_estimate_without_n_boot_over_loopback_has_intervals(service):
+    """The same through the real server: no ``n_boot`` in the body, intervals from the method's
+    own default number of replicates."""
+    c = Client(service["url"], service["keys"]["alice"])
+    fit = c.estimate("lsat6", method="totals", epsilon=0.1)
+    assert list(fit.ci.columns) == ["lo", "hi"] and np.all(np.isfinite(fit.ci.to_numpy()))
