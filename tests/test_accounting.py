@@ -125,6 +125,29 @@ def test_total_epsilon_rule():
     assert acc.total_epsilon([acc.ApproxDP(0.1, 1e-3)], 1e-4) == math.inf
 
 
+def test_total_epsilon_of_sums_is_the_same_rule():
+    """The sums form (the service's ledger reads it from one SQL aggregate) gives total_epsilon."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        costs = []
+        for _ in range(int(rng.integers(0, 6))):
+            kind = rng.integers(3)
+            if kind == 0:
+                costs.append(acc.PrivacyCost(rho=float(rng.uniform(0, 0.5))))
+            elif kind == 1:
+                costs.append(acc.PureDP(float(rng.uniform(0.001, 1.0))))
+            else:
+                costs.append(acc.ApproxDP(float(rng.uniform(0, 1.0)), float(rng.choice([0.0, 1e-8, 1e-6]))))
+        delta = float(rng.choice([0.0, 1e-7, 1e-5]))
+        items = [acc.PrivacyCost.of(c) for c in costs]
+        pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
+        sums = acc.total_epsilon_of_sums(
+            rho=sum(c.rho for c in items), epsilon=sum(c.epsilon for c in items),
+            delta_spent=sum(c.delta for c in items), pure_epsilon=sum(pure),
+            pure_rho=sum(e * e / 2 for e in pure), delta=delta)
+        assert sums == pytest.approx(acc.total_epsilon(costs, delta), rel=1e-12, abs=0)
+
+
 # -- calibration -------------------------------------------------------------------------
 @pytest.mark.parametrize("l2,eps,delta", [(1.0, 1.0, 1e-5), (math.sqrt(8), 0.5, 1e-4), (math.sqrt(200), 2.0, 1e-6), (5.0, 0.05, 1e-3)])
 def test_gaussian_calibration_against_opendp(l2, eps, delta):

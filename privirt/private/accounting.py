@@ -73,6 +73,7 @@ __all__ = [
     "zcdp_delta",
     "compose",
     "total_epsilon",
+    "total_epsilon_of_sums",
     "calibrate_gaussian_sigma",
     "calibrate_laplace_scale",
     "calibrate_rr_epsilon0",
@@ -252,25 +253,36 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     if not (0.0 <= delta <= 1.0):
         raise ValueError(f"delta must be in [0, 1], got {delta!r}")
     items = [PrivacyCost.of(c) for c in costs]
-    rho = math.fsum(c.rho for c in items)
-    eps = math.fsum(c.epsilon for c in items)
-    d0 = math.fsum(c.delta for c in items)
+    pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
+    return total_epsilon_of_sums(
+        rho=math.fsum(c.rho for c in items), epsilon=math.fsum(c.epsilon for c in items),
+        delta_spent=math.fsum(c.delta for c in items), pure_epsilon=math.fsum(pure),
+        pure_rho=math.fsum(0.5 * e * e for e in pure), delta=delta)
+
+
+def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pure_epsilon: float,
+                          pure_rho: float, delta: float) -> float:
+    """:func:`total_epsilon` from the sums it reads.
+
+    The rule needs only Σρᵢ (``rho``), Σεᵢ (``epsilon``), Σδᵢ (``delta_spent``) and, over the
+    pure spends (δᵢ = 0 < εᵢ), Σεᵢ (``pure_epsilon``) and Σεᵢ²/2 (``pure_rho``); a ledger that
+    keeps or aggregates these sums (the service's one ``SELECT SUM(...)``) composes with it
+    without loading every spend.  All zeros give 0.
+    """
+    d0 = delta_spent
     if d0 > delta:
         return math.inf
 
     def conv(r: float, e: float) -> float:
-        if r == 0.0:
+        if r <= 0.0:
             return e
         if d0 >= delta:
             return math.inf
         return e + zcdp_to_approx_dp(r, delta - d0, tight=True)
 
-    best = conv(rho, eps)
-    pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
-    if pure and delta > d0:
-        rho_b = rho + math.fsum(0.5 * e * e for e in pure)
-        eps_b = eps - math.fsum(pure)
-        best = min(best, conv(rho_b, max(0.0, eps_b)))
+    best = conv(rho, epsilon)
+    if pure_epsilon > 0 and delta > d0:
+        best = min(best, conv(rho + pure_rho, max(0.0, epsilon - pure_epsilon)))
     return best
 
 

@@ -18,8 +18,8 @@ class Spent:
     :func:`privirt.private.accounting.total_epsilon` composes spends through ``Σρᵢ``, ``Σεᵢ``,
     ``Σδᵢ`` and, over the pure spends (``δᵢ = 0 < εᵢ``), ``Σεᵢ`` and ``Σεᵢ²/2``; so the debit
     reads these five sums (and the count) with one ``SELECT SUM(...)`` inside its transaction
-    instead of loading every spend, and :meth:`total` applies the same rule to them (tested
-    against ``total_epsilon`` on random spends).
+    instead of loading every spend, and :meth:`total` hands them to
+    :func:`~privirt.private.accounting.total_epsilon_of_sums` (the one composition rule).
     """
 
     n: int = 0
@@ -54,25 +54,12 @@ class Spent:
 
     def total(self, delta: float) -> float:
         """ε of the composition at ``delta`` (:func:`total_epsilon`'s rule; 0 without spends)."""
-        from mechanisms.measures import zcdp_to_approx_dp
+        from ..private.accounting import total_epsilon_of_sums
 
         if self.n == 0:
             return 0.0
-        d0 = self.delta
-        if d0 > delta:
-            return math.inf
-
-        def conv(r: float, e: float) -> float:
-            if r <= 0.0:
-                return e
-            if d0 >= delta:
-                return math.inf
-            return e + zcdp_to_approx_dp(r, delta - d0, tight=True)
-
-        best = conv(self.rho, self.epsilon)
-        if self.pure_epsilon > 0 and delta > d0:
-            best = min(best, conv(self.rho + self.pure_rho, max(0.0, self.epsilon - self.pure_epsilon)))
-        return best
+        return total_epsilon_of_sums(rho=self.rho, epsilon=self.epsilon, delta_spent=self.delta,
+                                     pure_epsilon=self.pure_epsilon, pure_rho=self.pure_rho, delta=delta)
 
 
 #: the sums :class:`Spent` holds, over a data set's spends (``?``: its id) or one analyst's
