@@ -1,4 +1,4 @@
-"""Intervals where the privacy noise dominates (docs/totals.md §5.2, docs/intervals.md §5).
+"""Intervals where the privacy noise dominates (docs/totals.md §5.2, docs/intervals.md §3b).
 
 Totals: the shrinkage makes every difficulty equal, so a bootstrap holding the truth at the
 point estimate covered the true difficulties almost never; the replicates' truths are now

@@ -468,7 +468,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
             "calibration_replicates": cal_reps, "simulated_persons": _simulated_persons(n, beta_hat.size),
             "bootstrap_seed": describe_seed(seed)}
     a0 = _raw_slope(mean, truth)
-    if a0 < MIN_SLOPE:  # all noise: no truth explains β̂ (docs/intervals.md §5); stop here
+    if a0 < MIN_SLOPE:  # all noise: no truth explains β̂ (docs/intervals.md §3b); stop here
         tick(at=cal_total + int(n_boot))
         se = _unbounded(beta_hat.size, a0)
         info.update({"ability_mean": ability[0][0], "ability_sd": ability[0][1], "attenuation": a0,
