@@ -345,7 +345,8 @@ class TotalsEstimate(ItemEstimate):
     beta : pandas.Series
         Private difficulties (centred; higher = harder), after shrinkage.
     se : pandas.Series
-        Standard errors (sampling and privacy noise; parametric bootstrap).
+        Standard errors (sampling and privacy noise, and the spread of difficulties the noise
+        hides; parametric bootstrap, ``docs/totals.md`` §5.2).
     ci : pandas.DataFrame
         Columns ``lo``, ``hi`` indexed by item: intervals at ``confidence``.
     beta_unshrunk : pandas.Series
@@ -401,8 +402,8 @@ def estimate_from_release(
     the ability distribution is fitted to the noisy histogram (a posterior over the spread τ
     and the bimodality κ of a normal-mixture model), and the totals are mapped to
     difficulties through it (``docs/totals.md``).  Intervals: parametric bootstrap of
-    the unshrunk fit from the released statistics (``n_boot`` replicates), bias-corrected,
-    normal quantiles.
+    the unshrunk fit from the released statistics (``n_boot`` replicates, their true
+    difficulties drawn from the shrinkage model's posterior, §5.2), bias-corrected, normal quantiles.
 
     Parameters
     ----------
