@@ -19,6 +19,7 @@ The maths and its limits are in ``docs/intervals.md``.
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ from scipy import special, stats
 from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
+from ...exceptions import NoiseDominatesWarning
 from .ability import _complete_parts, _pair_means, fit_ability_normal  # noqa: F401 - re-exported
 from .noisy_likelihood import noise_aware_batch
 
@@ -370,12 +372,28 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
     return out, mu, tau
 
 
-def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
+def _raw_slope(mean: np.ndarray, truth: np.ndarray) -> float:
     """Attenuation: least-squares slope of the replicates' mean on the (centred) truth."""
     ss = float(truth @ truth)
     if ss < 1e-12:
         return 1.0
-    return float(np.clip((mean @ truth) / ss, MIN_SLOPE, 2.0))
+    return float((mean @ truth) / ss)
+
+
+def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
+    """:func:`_raw_slope` kept in [:data:`MIN_SLOPE`, 2]."""
+    return float(np.clip(_raw_slope(mean, truth), MIN_SLOPE, 2.0))
+
+
+def _unbounded(m: int, slope: float) -> np.ndarray:
+    """The intervals when the estimate does not respond to the difficulties (attenuation below
+    :data:`MIN_SLOPE`): unbounded, with a :class:`~privirt.exceptions.NoiseDominatesWarning`."""
+    warnings.warn(
+        f"the spectral estimate does not respond to the difficulties at this noise (attenuation "
+        f"{slope:.3f} < {MIN_SLOPE}: the estimate is noise): its intervals are unbounded (se = inf); "
+        "use more persons, a larger epsilon or private_totals_estimate",
+        NoiseDominatesWarning, stacklevel=4)
+    return np.full(m, np.inf)
 
 
 @one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
@@ -445,6 +463,17 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     mean = F(truth)
     a = _slope(mean, truth)
     steps = 0
+    info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
+            "bootstrap_estimator": estimator, "n_boot": int(n_boot), "confidence": confidence,
+            "calibration_replicates": cal_reps, "simulated_persons": _simulated_persons(n, beta_hat.size),
+            "bootstrap_seed": describe_seed(seed)}
+    a0 = _raw_slope(mean, truth)
+    if a0 < MIN_SLOPE:  # all noise: no truth explains β̂ (docs/intervals.md §3b); stop here
+        tick(at=cal_total + int(n_boot))
+        se = _unbounded(beta_hat.size, a0)
+        info.update({"ability_mean": ability[0][0], "ability_sd": ability[0][1], "attenuation": a0,
+                     "calibration_steps": 0, "informative": False, "centre": beta_hat.tolist()})
+        return BootstrapIntervals(se=se, lo=-se, hi=se, info=info)
     for steps in range(1, CALIBRATION_STEPS + 1):
         step = (beta_hat - mean) / a
         if np.abs(step).max() < CALIBRATION_TOL:
@@ -465,14 +494,15 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # invert the linearised map β ↦ E β̂ ≈ mean + a·(β − truth) at β̂ ± z·sd, with the items'
     # own attenuation (the ratio slope; the secant slope above is the whole profile's, along
     # which the fitted spread moves too)
+    a_raw = _raw_slope(mean, truth)
     a = _slope(mean, truth)
+    info.update({"ability_mean": mu, "ability_sd": tau, "calibration_steps": steps})
+    if a_raw < MIN_SLOPE:  # at the calibrated truth the estimate no longer responds: no finite interval
+        se = _unbounded(beta_hat.size, a_raw)
+        info.update({"attenuation": a_raw, "informative": False, "centre": beta_hat.tolist()})
+        return BootstrapIntervals(se=se, lo=-se, hi=se, info=info)
     se = reps.std(axis=0, ddof=1) / a
     centre = truth + (beta_hat - mean) / a
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
-            "bootstrap_estimator": estimator,
-            "n_boot": int(n_boot), "confidence": confidence, "ability_mean": mu, "ability_sd": tau,
-            "attenuation": a, "calibration_steps": steps, "calibration_replicates": cal_reps,
-            "centre": centre.tolist(),
-            "simulated_persons": _simulated_persons(n, beta_hat.size), "bootstrap_seed": describe_seed(seed)}
+    info.update({"attenuation": a, "informative": True, "centre": centre.tolist()})
     return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)

@@ -81,7 +81,8 @@ class PrivateSpectralResult(ItemEstimate):
     se : pandas.Series or None
         Standard errors (sampling error and privacy noise; parametric bootstrap from the
         release, ``docs/intervals.md``); NaN with ``n_boot=0``; None for randomized
-        response (no intervals).
+        response (no intervals); +inf (and ``ci`` unbounded, ``info["informative"]`` False)
+        when the estimate does not respond to the difficulties (all noise, §3b there).
     ci : pandas.DataFrame or None
         Columns ``lo``, ``hi`` indexed by item: bias-corrected intervals at
         ``info["confidence"]``; NaN with ``n_boot=0``; None for randomized response.

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import manyitems, marginal, marginal_missing, shrinkage
+from . import intervals, marginal, marginal_missing, shrinkage
 from .saddle import EXACT_FIT_ITEMS
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
@@ -345,7 +345,8 @@ class TotalsEstimate(ItemEstimate):
     beta : pandas.Series
         Private difficulties (centred; higher = harder), after shrinkage.
     se : pandas.Series
-        Standard errors (sampling and privacy noise; parametric bootstrap).
+        Standard errors (sampling and privacy noise, and the spread of difficulties the noise
+        hides; parametric bootstrap, ``docs/totals.md`` §5.2).
     ci : pandas.DataFrame
         Columns ``lo``, ``hi`` indexed by item: intervals at ``confidence``.
     beta_unshrunk : pandas.Series
@@ -401,8 +402,8 @@ def estimate_from_release(
     the ability distribution is fitted to the noisy histogram (a posterior over the spread τ
     and the bimodality κ of a normal-mixture model), and the totals are mapped to
     difficulties through it (``docs/totals.md``).  Intervals: parametric bootstrap of
-    the unshrunk fit from the released statistics (``n_boot`` replicates), bias-corrected,
-    normal quantiles.
+    the unshrunk fit from the released statistics (``n_boot`` replicates, their true
+    difficulties drawn from the shrinkage model's posterior, §5.2), bias-corrected, normal quantiles.
 
     Parameters
     ----------
@@ -442,15 +443,10 @@ def estimate_from_release(
 
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
-        rng = numpy_rng(ss, "bootstrap")
-        support = fit.support()
-        tb, hb = marginal.simulate_releases(rng, fit, beta, n, edges, release.sigma_totals, release.sigma_histogram,
-                                    int(n_boot), on_batch=tick)
-        pb = np.stack([shrinkage.centre_totals(x, n, var_t) for x in tb])
-        theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])
-        start = marginal.invert_marginals(shrinkage.centre_totals(t, n, var_t), theta_s, w_s)
-        reps = manyitems.fit_support_batch(pb, hb, n, var_h, edges, support, initial=start, on_batch=tick)
-        err = reps - beta[None, :]
+        # the replicates' truths redrawn from their posterior (docs/totals.md §5.2)
+        err = intervals.bootstrap_errors(numpy_rng(ss, "bootstrap"), numpy_rng(ss, "bootstrap", "truth"), fit, beta,
+                                         t, h, n, var_t, var_h, edges, release.sigma_totals,
+                                         release.sigma_histogram, int(n_boot), tick)
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
     else:

@@ -505,17 +505,19 @@ def fit_spread(
 
 def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                       sig_t: float, sig_h: float, reps: int, on_batch=None) -> tuple[np.ndarray, np.ndarray]:
-    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B)."""
+    """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B).
+
+    ``beta`` (m,) is every replicate's truth, or (reps, m) one truth per replicate."""
     theta, w = fit.ability_distribution()
-    m, B = beta.size, len(edges) - 1
-    eb = np.exp(beta)
+    eb = np.exp(np.atleast_2d(beta))
+    m, B = eb.shape[1], len(edges) - 1
     tot = np.empty((reps, m))
     hist = np.empty((reps, B))
     step = max(1, 2_000_000 // (n * m))
     for a in range(0, reps, step):
         r = min(reps, a + step) - a
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        odds = 1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]  # many items: single precision (~⅔ the time)
+        odds = 1.0 + (eb if eb.shape[0] == 1 else eb[a:a + r])[:, None, :] * np.exp(-th)[:, :, None]  # many items: single precision (~⅔ the time)
         X = (rng.random((r, n, m), dtype=np.float32) * odds.astype(np.float32) < 1.0 if m > saddle.SINGLE_SIMULATION_ITEMS
              else rng.random((r, n, m)) * odds < 1.0)
         tot[a:a + r] = X.sum(axis=1)

@@ -8,7 +8,8 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["CONSERVATIVE", "MEAN_PRIOR_SD", "SPREAD_PRIOR_SD", "centre_totals", "shrink_totals", "within_range"]
+__all__ = ["CONSERVATIVE", "MEAN_PRIOR_SD", "SPREAD_PRIOR_SD", "centre_totals", "population_draws", "shrink_totals",
+           "spread_posterior", "within_range"]
 
 #: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
 CONSERVATIVE = 0.75
@@ -88,6 +89,27 @@ def shrink_totals(
     Σ s_c² over the variance of a centred total when all difficulties are equal,
     ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
     """
+    s = np.asarray(totals, dtype=float)
+    pb, var_sampling, sc, sd, post = spread_posterior(s, n, var_noise, prior_sd=prior_sd)
+    A = sd * sd + var_sampling
+    ratio = A / (A + var_noise)
+    c = float(post @ ratio)
+    c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
+    c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
+    v = var_noise + var_sampling
+    T = float(sc @ sc)
+    return (within_range(pb + c * sc / n, c * math.sqrt(max(var_noise, 0.0)) / n, n), c,
+            {"chi2": T / v, "var_totals": v, "spread_totals": float(post @ sd)})
+
+
+def spread_posterior(
+    totals: np.ndarray, n: int, var_noise: float, *, prior_sd: float | None = None
+) -> tuple[float, float, np.ndarray, np.ndarray, np.ndarray]:
+    """The posterior of the population spread √A_pop of the centred totals (:func:`shrink_totals`).
+
+    Returns (p̄ the centred mean proportion, the sampling variance n·mean(p(1 − p)) of a
+    total, the centred noisy totals s_c, the grid of √A_pop, its posterior weights).
+    """
     prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
     s = np.asarray(totals, dtype=float)
     m = s.size
@@ -102,10 +124,33 @@ def shrink_totals(
     loglik = -0.5 * (m - 1) * np.log(A + var_noise) - 0.5 * T / (A + var_noise) - 0.5 * (sd / scale) ** 2
     post = np.exp(loglik - loglik.max())
     post /= post.sum()
-    ratio = A / (A + var_noise)
-    c = float(post @ ratio)
-    c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
-    c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
-    v = var_noise + var_sampling
-    return (within_range(pb + c * sc / n, c * math.sqrt(max(var_noise, 0.0)) / n, n), c,
-            {"chi2": T / v, "var_totals": v, "spread_totals": float(post @ sd)})
+    return pb, var_sampling, sc, sd, post
+
+
+def population_draws(
+    rng: np.random.Generator, totals: np.ndarray, n: int, var_noise: float, reps: int
+) -> np.ndarray:
+    """``reps`` draws (reps, m) of the items' population proportions correct given the noisy
+    totals, under the shrinkage's model (``docs/totals.md`` §5.2).
+
+    √A_pop is drawn from :func:`spread_posterior`; given it, the centred population totals
+    n·(π_i − p̄) ~ N(0, A_pop) and the centred noisy totals s_c = that + sampling + noise, so
+    each is N(k·s_c, k·(V_s + σ_s²)) with k = A_pop / (A_pop + V_s + σ_s²), V_s the sampling
+    variance.  The proportions p̄ + draw/n are drawn truncated to [1/(2n), 1 − 1/(2n)] (the
+    estimator's range): where the noise dominates (k ≈ 0) they are draws from the prior spread,
+    the difficulties the data cannot tell apart.
+    """
+    pb, var_sampling, sc, sd, post = spread_posterior(totals, n, var_noise)
+    a = rng.choice(sd, size=(reps, 1), p=post) ** 2
+    k = a / (a + var_sampling + var_noise)
+    mean = pb + k * sc[None, :] / n
+    sdev = np.sqrt(k * (var_sampling + var_noise)) / n
+    lo, hi = 0.5 / n, 1.0 - 0.5 / n
+    # inverse-CDF draw of N(mean, sdev²) truncated to [lo, hi] (upper tail by symmetry)
+    flip = mean > 0.5
+    mu = np.where(flip, 1.0 - mean, mean)
+    fa, fb = special.ndtr((lo - mu) / sdev), special.ndtr((hi - mu) / sdev)
+    u = fa + rng.random(mu.shape) * (fb - fa)
+    x = mu + sdev * special.ndtri(np.clip(u, 1e-300, 1.0 - 1e-16))
+    x = np.clip(x, lo, hi)
+    return np.where(flip, 1.0 - x, x)

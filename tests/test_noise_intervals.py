@@ -1,0 +1,83 @@
+"""Intervals where the privacy noise dominates (docs/totals.md §5.2, docs/intervals.md §3b).
+
+Totals: the shrinkage makes every difficulty equal, so a bootstrap holding the truth at the
+point estimate covered the true difficulties almost never; the replicates' truths are now
+drawn from their posterior.  Spectral: when the estimate does not respond to the difficulties
+the calibration stops and the intervals are unbounded, with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import privirt
+from privirt.exceptions import NoiseDominatesWarning
+from privirt.private.totals import intervals as totals_intervals
+from privirt.private.totals.api import private_totals_estimate
+
+
+def _rasch(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Responses with difficulties and abilities drawn N(0, 1); the centred difficulties."""
+    rng = np.random.default_rng(seed)
+    beta, theta = rng.normal(size=m), rng.normal(size=n)
+    X = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(beta[None, :] - theta[:, None]))).astype(np.int8)
+    return X, beta - beta.mean()
+
+
+def _coverage(fit, beta: np.ndarray) -> float:
+    return float(np.mean((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy())))
+
+
+def test_totals_intervals_cover_the_difficulties_where_noise_dominates():
+    # n = 30, m = 500, ε = 0.1: the totals' noise SD (hundreds) dwarfs n, every difficulty is shrunk to 0;
+    # holding the bootstrap's truth there gave coverage ≈ 0.04 and a width of 0.08 logits
+    covs, widths = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        for s in range(2):
+            X, beta = _rasch(30, 500, 100 + s)
+            fit = private_totals_estimate(X, epsilon=0.1, seed=s, n_boot=40)
+            assert fit.info["shrinkage"] < 0.05
+            covs.append(_coverage(fit, beta))
+            widths.append(float(np.median(fit.ci["hi"] - fit.ci["lo"])))
+    assert 0.85 <= np.mean(covs) <= 0.995, covs
+    assert 2.0 < np.median(widths) < 6.0, widths  # about ±2 prior SDs of the difficulties, not the real line
+
+
+def test_totals_intervals_barely_move_where_noise_is_small(monkeypatch):
+    # n = 1000, m = 20, ε = 1 (shrinkage factor ≈ 0.99): redrawing the truths from their narrow
+    # posterior leaves the intervals where the bootstrap at the point estimate put them
+    X, beta = _rasch(1000, 20, 7)
+    new = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=100)
+    monkeypatch.setattr(totals_intervals, "true_difficulties", lambda rng, fit, *a, **k: fit.beta)
+    old = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=100)
+    np.testing.assert_array_equal(new.beta, old.beta)
+    width = (old.ci["hi"] - old.ci["lo"]).to_numpy()
+    moved = np.maximum(np.abs(new.ci["lo"] - old.ci["lo"]), np.abs(new.ci["hi"] - old.ci["hi"])).to_numpy()
+    assert np.all(moved < 0.1 * width), (moved / width).max()
+    assert np.median(moved / width) < 0.05
+
+
+def test_spectral_all_noise_stops_the_calibration_with_unbounded_intervals():
+    # n = 30, m = 50, ε = 0.1: the replicates' mean does not follow the truth (slope ≈ 0); the
+    # secant used to run all its steps at the 0.05 floor and return finite, mis-centred intervals
+    X, beta = _rasch(30, 50, 11)
+    with pytest.warns(NoiseDominatesWarning, match="does not respond to the difficulties"):
+        fit = privirt.private_spectral_estimate(X, epsilon=0.1, seed=1, n_boot=20, estimator="spectral")
+    assert fit.info["informative"] is False
+    assert fit.info["calibration_steps"] == 0
+    assert abs(fit.info["attenuation"]) < 0.05
+    assert np.all(np.isinf(fit.se)) and np.all(fit.ci["lo"] == -np.inf) and np.all(fit.ci["hi"] == np.inf)
+    assert np.all(np.isfinite(fit.beta))
+
+
+def test_spectral_informative_intervals_stay_finite():
+    X, beta = _rasch(1000, 20, 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoiseDominatesWarning)
+        fit = privirt.private_spectral_estimate(X, epsilon=1.0, seed=2, n_boot=40, estimator="spectral")
+    assert fit.info["informative"] is True and fit.info["attenuation"] > 0.5
+    assert np.all(np.isfinite(fit.se)) and _coverage(fit, beta) >= 0.8
