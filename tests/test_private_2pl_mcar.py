@@ -280,3 +280,24 @@ def test_mcar_never_worse_than_all_equal_where_the_noise_dominates():
         assert np.all(np.isfinite(fit.a)) and np.all(np.isfinite(fit.b))
         errs.append(np.linalg.norm(fit.a.to_numpy() - a) / np.linalg.norm(a))
     assert max(errs) < 1.0, errs
+
+
+@pytest.mark.filterwarnings("ignore::privirt.exceptions.NoiseDominatesWarning")
+def test_mcar_long_table_with_absent_persons_and_an_unanswered_item():
+    import pandas as pd
+
+    X, _, _ = _data(n=1500, m=6, missing=0.3, seed=12)
+    X[:, 5] = np.nan  # nobody answered item f: its noisy denominators are clipped, the fit stays finite
+    df = pd.DataFrame(X, columns=list("abcdef"))
+    long = df.stack().reset_index()
+    long.columns = ["person", "item", "response"]
+    long = long[long.person < 1000]  # persons 1000… are absent: all-missing rows of the public n
+    kw = dict(epsilon=1.0, seed=1, n_boot=20, items=list("abcdef"), n_persons=1500)
+    fit = private_2pl_estimate(long, missing="mcar", **kw)
+    assert fit.privacy.n_persons == 1500 and list(fit.a.index) == list("abcdef")
+    assert np.all(np.isfinite(fit.to_frame().to_numpy()))
+    # the interval of the unanswered item's difficulty is the widest: it knows nothing
+    width = (fit.ci["b"]["hi"] - fit.ci["b"]["lo"]).to_numpy()
+    assert width[5] == width.max()
+    with pytest.raises(ValueError, match='missing="mcar"'):
+        private_2pl_estimate(long, **kw)
