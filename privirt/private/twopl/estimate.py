@@ -177,7 +177,9 @@ def estimate_2pl_from_release(
     known noise variance; empirical-Bayes shrinkage of log a toward a common value against the
     privacy noise (all a equal when their spread is not detectable); intervals by parametric
     bootstrap (data sets simulated from the fit, fresh noise of the released kind, refit),
-    bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).
+    bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).  A declared-MCAR
+    release is fitted on the ratios s/a and D/C with per-coordinate n, and its bootstrap
+    simulates the missingness too (§6).
 
     Parameters
     ----------
