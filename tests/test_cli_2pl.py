@@ -41,7 +41,6 @@ def test_model_2pl_prints_a_b_intervals_and_statement(lsat7_csv, tmp_path, capsy
     ([], "--epsilon"),
     (["--epsilon", "1", "--method", "cmle"], "Rasch model only"),
     (["--epsilon", "1", "--mechanism", "laplace"], "Rasch model only"),
-    (["--epsilon", "1", "--missing", "mcar"], "complete data"),
     (["--epsilon", "1", "--seed", "1", "--ledger", "x.ledger"], "NOT private"),
     (["--epsilon", "0"], "epsilon"),
 ])
@@ -60,5 +59,27 @@ def test_model_2pl_refuses_missing_cells_and_spends_nothing(tmp_path, capsys):
     assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
     capsys.readouterr()
     assert main(["estimate", str(path), "--model", "2pl", "--epsilon", "1", "--ledger", str(ledger)]) == 2
-    assert "complete data" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "complete data" in err and "--missing mcar" in err and err.count("\n") == 1
     assert len(privirt.Ledger(ledger).spends()) == 0
+
+
+def test_model_2pl_missing_mcar_estimates_from_incomplete_data(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = privirt.load_dataset("lsat7").astype(float)
+    X = X.mask(rng.random(X.shape) < 0.2)
+    path = tmp_path / "m.csv"
+    X.to_csv(path, index=False)
+    ledger = tmp_path / "b.ledger"
+    out = tmp_path / "fit.json"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(path), "--model", "2pl", "--missing", "mcar", "--epsilon", "2",
+                 "--ledger", str(ledger), "--n-boot", "40", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "2PL estimate (private): 1000 persons × 5 items" in text and "MCAR" in text
+    assert "input domain: rows in {0, 1, missing}^m" in text
+    payload = json.loads(out.read_text())
+    assert payload["missing"] == "mcar" and len(payload["items"]) == 5
+    assert all(r["a_lo"] < r["a"] < r["a_hi"] for r in payload["items"])
+    assert len(privirt.Ledger(ledger).spends()) == 1

@@ -176,7 +176,7 @@ def test_bad_input_spends_nothing(tmp_path, monkeypatch):
     Xm[0, 0] = np.nan
     cases = [
         (dict(X=Xm, epsilon=0.5), "complete data"),
-        (dict(X=X, epsilon=0.5, missing="mcar"), "mcar"),
+        (dict(X=Xm, epsilon=0.5, missing=None), "mcar"),
         (dict(X=X, epsilon=0.5, missing="sometimes"), "missing"),
         (dict(X=X, epsilon=0.0), "epsilon"),
         (dict(X=X, epsilon=0.5, delta=2.0), "delta"),

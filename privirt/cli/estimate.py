@@ -174,8 +174,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        "only persons with answers (absent persons count as all-missing rows)")
     group.add_argument("--missing", choices=("none", "mcar"), default=None,
                        help="the declared input domain: none (complete data; default) or mcar "
-                       "(cells missing completely at random: the totals method also releases "
-                       "answered counts); chooses the default method and is passed to totals")
+                       "(cells missing completely at random: the totals method and --model 2pl also "
+                       "release answered counts); chooses the default method and is passed to totals "
+                       "and to --model 2pl")
     group.add_argument("--n-boot", type=nonnegative_int, default=None, metavar="N",
                        help="bootstrap replicates for the standard errors and intervals (≥ 20; "
                        "default 200), or 0 for the point estimate only (much faster; the same spend)")
@@ -507,9 +508,6 @@ def _check_2pl(args: argparse.Namespace) -> None:
                          "model only; drop it for --model 2pl")
     if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
         raise ValueError("--model 2pl runs on a local file only (no --engine dask / --scheduler)")
-    if args.missing == "mcar":
-        raise ValueError("--model 2pl is defined on complete data only (--missing none); use the Rasch "
-                         "totals estimator (--method totals --missing mcar) for data with missing cells")
 
 
 def _run_2pl(args: argparse.Namespace) -> int:
@@ -535,14 +533,16 @@ def _run_2pl(args: argparse.Namespace) -> int:
     if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
         raise ValueError("a private run on a long (person, item, response) table needs the public "
                          "item list and number of persons: --items LIST|@FILE and --n-persons N")
-    if resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons):
+    missing = args.missing or "none"
+    if missing == "none" and (resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons)):
         raise ValueError(f"{Path(args.file).name} has missing cells (or --n-persons counts absent persons) "
-                         "but --model 2pl is defined on complete data only; use the Rasch totals "
-                         "estimator with --missing mcar (nothing was spent)")
+                         "but --model 2pl was run for complete data; if cells are missing completely at "
+                         f"random, declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}` "
+                         "(nothing was spent)")
     ledger = Ledger(args.ledger) if args.ledger is not None else None
     delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
     res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
-                               items=items, n_persons=args.n_persons,
+                               items=items, n_persons=args.n_persons, missing=missing,
                                note=f"privirt estimate --model 2pl {Path(args.file).name}")
     table = res.to_frame()
     table.index.name = "item"
@@ -556,7 +556,8 @@ def _run_2pl(args: argparse.Namespace) -> int:
         print(f"top {args.top_k} most discriminating: " + ", ".join(str(t) for t in top))
     print(str(statement))
     if args.out is not None:
-        meta = {"method": "2pl", "model": "2pl", "n_persons": statement.n_persons, "n_items": len(table),
+        meta = {"method": "2pl", "model": "2pl", "missing": missing, "n_persons": statement.n_persons,
+                "n_items": len(table),
                 "privacy": statement.to_dict()}
         write_table(pd.DataFrame(table), args.out, meta, str(statement))
         print(f"wrote {args.out}", file=sys.stderr)

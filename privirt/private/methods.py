@@ -250,7 +250,7 @@ register(
     "twopl", _twopl,
     estimate="private_2pl_estimate", release="release_2pl",
     from_release="estimate_2pl_from_release",
-    options=("confidence", "n_boot"), missing=("none",), intervals=True,
+    options=("confidence", "n_boot"), missing=("none", "mcar"), intervals=True,
     mechanisms=("gaussian",),
     sweeps=(SweepVariant("twopl", {"n_boot": 0},
                          "discrete Gaussian on the item totals and pair disagreement counts, "

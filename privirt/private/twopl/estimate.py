@@ -15,6 +15,7 @@ from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
+from .mcar import bootstrap_inputs, fit_inputs
 from .fit import MEAN_PRIOR_SD, fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
@@ -103,21 +104,21 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     replicate's mean (the part that looks like spread), and the mean squared deviation of the
     refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull)."""
-    n = release.n_persons
+    _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
+    n_t, n_p = n if isinstance(n, tuple) else (n, n)
     m = tau0.size
     i, j = pair_index(m)
     pt = special.ndtr(-tau0)
-    t_exp = n * pt
-    d_exp = n * (pt[i] + pt[j] - 2.0 * upper_orthant(tau0[i], tau0[j], lam0[i] * lam0[j]))
+    t_exp = n_t * pt
+    d_exp = n_p * (pt[i] + pt[j] - 2.0 * upper_orthant(tau0[i], tau0[j], lam0[i] * lam0[j]))
     z = np.random.default_rng(NULL_SEED).standard_normal((NULL_REPLICATES, m + i.size))
-    tn = t_exp[None, :] + release.sigma_totals * z[:, :m]
-    dn = d_exp[None, :] + release.sigma_pairs * z[:, m:]
+    tn = t_exp[None, :] + sig_t * z[:, :m]
+    dn = d_exp[None, :] + sig_p * z[:, m:]
     # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
     la0 = np.log(to_2pno(tau0, lam0)[0])
     x0 = np.concatenate([tau0, la0, [la0.mean()]])
-    fb = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, start=x0)
-    fc = fit_factor(tn, dn, n, release.sigma_totals, release.sigma_pairs, max_iter=40, tol=1e-6, common=True,
-                    start=x0)
+    fb = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, start=x0)
+    fc = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, common=True, start=x0)
     la = np.log(to_2pno(fb.tau, fb.lam)[0])
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
@@ -127,15 +128,14 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
 
 def _point(release: TwoPLRelease):
     """Unshrunk and shrunk (a, b) and the diagnostics."""
-    n = release.n_persons
-    t, d = release.totals.to_numpy(float), release.pairs.to_numpy(float)
-    fit = fit_factor(t, d, n, release.sigma_totals, release.sigma_pairs)
+    t, d, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
+    fit = fit_factor(t, d, n, sig_t, sig_p)
     tau, lam = fit.tau[0], fit.lam[0]
     a_u, b_u = to_2pno(tau, lam)
     m = tau.size
     # the common value: the fit with all a equal (every pair informs it), not an average of
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
-    same = fit_factor(t, d, n, release.sigma_totals, release.sigma_pairs, common=True)
+    same = fit_factor(t, d, n, sig_t, sig_p, common=True)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
@@ -177,7 +177,9 @@ def estimate_2pl_from_release(
     known noise variance; empirical-Bayes shrinkage of log a toward a common value against the
     privacy noise (all a equal when their spread is not detectable); intervals by parametric
     bootstrap (data sets simulated from the fit, fresh noise of the released kind, refit),
-    bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).
+    bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).  A declared-MCAR
+    release is fitted on the ratios s/a and D/C with per-coordinate n, and its bootstrap
+    simulates the missingness too (§6).
 
     Parameters
     ----------
@@ -199,12 +201,16 @@ def estimate_2pl_from_release(
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
         rng = numpy_rng(ss, "bootstrap")
-        tb, pb = simulate_statistics(rng, a, b, n, int(n_boot))
-        tb += rng.normal(0.0, release.sigma_totals, tb.shape)
-        pb += rng.normal(0.0, release.sigma_pairs, pb.shape)
+        if release.missing == "mcar":  # the missingness simulated too (§6.3)
+            tb, pb, nb, sig_tb, sig_pb = bootstrap_inputs(rng, release, a, b, int(n_boot))
+        else:
+            tb, pb = simulate_statistics(rng, a, b, n, int(n_boot))
+            tb += rng.normal(0.0, release.sigma_totals, tb.shape)
+            pb += rng.normal(0.0, release.sigma_pairs, pb.shape)
+            nb, sig_tb, sig_pb = n, release.sigma_totals, release.sigma_pairs
         # refits start at the values the replicates were simulated from
         x0 = np.concatenate([b / np.sqrt(1.0 + a * a), np.log(a), [np.log(a).mean()]])
-        fb = fit_factor(tb, pb, n, release.sigma_totals, release.sigma_pairs, start=x0)
+        fb = fit_factor(tb, pb, nb, sig_tb, sig_pb, start=x0)
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]

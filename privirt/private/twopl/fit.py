@@ -91,6 +91,10 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
                start: np.ndarray | None = None) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
+    ``n`` may also be a pair (n per total, n per pair), arrays broadcasting against the totals
+    and the pairs (the answered and co-answered counts of an MCAR release, ``docs/private_2pl.md``
+    §6), and the σ's arrays likewise (each coordinate's noise SD on the count scale).
+
     Weighted least squares on the proportions with weights 1/(p(1 − p)/n + σ²/n²) (p the
     observed proportion, clipped into [1/n, 1 − 1/n]) plus the weak prior on log a;
     Levenberg–Marquardt on (τ, log a) for every row of the batch at once (a row that has
@@ -104,17 +108,18 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     simulated from.
     """
     S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
-    t = np.atleast_2d(np.asarray(totals, float)) / n
-    q = np.atleast_2d(np.asarray(pairs, float)) / n
+    # one n for every coordinate, or (n per total, n per pair): answered counts under MCAR (§6)
+    n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
+    t = np.atleast_2d(np.asarray(totals, float)) / n_t
+    q = np.atleast_2d(np.asarray(pairs, float)) / n_p
     R, m = t.shape
     g_map, h_map, i, j = _scatter(m)
-    lo = 1.0 / n
-    pc, qc = np.clip(t, lo, 1 - lo), np.clip(q, lo, 1 - lo)
-    noise_t, noise_n = (sigma_totals / n) ** 2, (sigma_pairs / n) ** 2
-    sd_t = np.sqrt(pc * (1 - pc) / n + noise_t)
-    sd_n = np.sqrt(qc * (1 - qc) / n + noise_n)
+    pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
+    noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
+    sd_t = np.sqrt(pc * (1 - pc) / n_t + noise_t)
+    sd_n = np.sqrt(qc * (1 - qc) / n_p + noise_n)
     if start is None:
-        theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n, 1 - 0.5 / n)),
+        theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n_t, 1 - 0.5 / n_t)),
                                 np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ
     else:
         theta = np.array(np.broadcast_to(np.asarray(start, float), (R, 2 * m + 1)))

@@ -14,16 +14,16 @@ from ...data.responses import ResponsesLike
 from .._inputs import validate_call
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
+from .mcar import McarPairsGaussian, mcar_statistics
 from .measurement import TOTALS_SHARE, PairsGaussian
 from .statistics import pair_index, pair_statistics
 
 __all__ = ["TwoPLRelease", "release_2pl", "MISSING_DOMAINS"]
 
-MISSING_DOMAINS = ("none",)
-_COMPLETE_ONLY = ('release_2pl/private_2pl_estimate are defined on complete data (missing="none") but '
-                  "the data have missing cells; drop or impute the incomplete rows by a rule that does "
-                  "not look at the data, or use privirt.private_totals_estimate(missing=\"mcar\") for "
-                  "Rasch difficulties (nothing was spent)")
+MISSING_DOMAINS = ("none", "mcar")
+_COMPLETE_ONLY = ('the data have missing cells but missing="none" declares complete data; if cells are '
+                  'missing completely at random declare missing="mcar" (CLI: --missing mcar), or drop the '
+                  "incomplete rows by a rule that does not look at the data (nothing was spent)")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,14 @@ class TwoPLRelease:
         Share of ρ spent on the totals.
     privacy : PrivacyStatement
     missing : str
-        The declared input domain (``"none"``: complete data).
+        The declared input domain (``"none"``: complete data; ``"mcar"``: cells missing
+        completely at random, ``pairs`` then counts disagreements among the persons who
+        answered both items).
+    answered, co_answered : pandas.Series of int64 or None
+        ``missing="mcar"`` only: noisy answered counts per item and noisy counts of persons who
+        answered both items (indexed as ``totals`` and ``pairs``).
+    sigma_answered, sigma_co_answered : float
+        Their discrete Gaussian scales (NaN for complete data).
     """
 
     totals: pd.Series
@@ -56,6 +63,10 @@ class TwoPLRelease:
     totals_share: float
     privacy: PrivacyStatement
     missing: str = "none"
+    answered: pd.Series | None = None
+    co_answered: pd.Series | None = None
+    sigma_answered: float = math.nan
+    sigma_co_answered: float = math.nan
 
     @property
     def items(self) -> pd.Index:
@@ -72,17 +83,19 @@ class TwoPLRelease:
             "sigma_pairs": self.sigma_pairs,
             "totals_share": self.totals_share,
             "missing": self.missing,
+            **({} if self.answered is None else {
+                "answered": [int(v) for v in self.answered],
+                "co_answered": [int(v) for v in self.co_answered],
+                "sigma_answered": self.sigma_answered,
+                "sigma_co_answered": self.sigma_co_answered}),
             "privacy": self.privacy.to_dict(),
         }
 
 
 def _check_missing(missing: Any) -> str:
-    if missing == "mcar":
-        raise ValueError('missing="mcar" is not available for the 2PL release yet (complete data only: '
-                         'missing="none"); use privirt.private_totals_estimate(missing="mcar") for Rasch '
-                         "difficulties (nothing was spent)")
     if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
-        raise ValueError(f'missing must be "none" (complete data), got {missing!r}')
+        raise ValueError('missing must be "none" (complete data) or "mcar" (cells missing completely at '
+                         f"random), got {missing!r} (nothing was spent)")
     return missing
 
 
@@ -117,8 +130,10 @@ def release_2pl(
         Stored with the ledger entry.
     n_persons : int, optional
         The public number of persons (required for long input).
-    missing : {"none"}
-        The declared input domain: complete data (missing cells are refused).
+    missing : {"none", "mcar"}
+        The declared input domain: ``"none"`` complete data (missing cells are refused);
+        ``"mcar"`` cells missing completely at random (also for data that happen to be
+        complete): answered and co-answered counts are released too (``docs/private_2pl.md`` §6).
 
     Returns
     -------
@@ -128,6 +143,8 @@ def release_2pl(
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note)
     ss, ledger, resp = call.seed, call.ledger, call.resp
+    if missing == "mcar":
+        return _release_mcar(call, note)
     if resp.has_missing:
         raise ValueError(_COMPLETE_ONLY)
     n, m = resp.shape
@@ -147,4 +164,31 @@ def release_2pl(
         pairs=pd.Series(noisy[1], index=index, name="disagree"),
         n_persons=int(n), sigma_totals=float(meas.sigmas[0]), sigma_pairs=float(meas.sigmas[1]),
         totals_share=meas.totals_share, privacy=statement, missing=missing,
+    )
+
+
+def _release_mcar(call: Any, note: str) -> TwoPLRelease:
+    """The declared-MCAR release (``docs/private_2pl.md`` §6): (s, a, D, C), four parts."""
+    ss, ledger, resp = call.seed, call.ledger, call.resp
+    n, m = resp.shape
+    meas = McarPairsGaussian.calibrate(call.target, n_items=m, totals_share=TOTALS_SHARE)
+    warn_if_noise_dominates(meas.sigmas[2], n, "pair disagreement counts")  # public n and σ only
+    stats = list(mcar_statistics(resp.codes))
+    # committed before any noise exists
+    spend_id = None if ledger is None else ledger.spend(meas.cost, mechanism=meas.ledger_label, note=str(note),
+                                                        asked=call.target)
+    noisy = meas.apply(stats, seed=ss)
+    del stats
+    statement = meas.statement(private=call.private, n_persons=n, spend_id=spend_id)
+    iu = pair_index(m)
+    index = pd.MultiIndex.from_arrays([resp.items[iu[0]], resp.items[iu[1]]], names=["item_i", "item_j"])
+    sg = meas.sigmas
+    return TwoPLRelease(
+        totals=pd.Series(noisy[0], index=resp.items.copy(), name="total"),
+        pairs=pd.Series(noisy[2], index=index, name="disagree"),
+        n_persons=int(n), sigma_totals=float(sg[0]), sigma_pairs=float(sg[2]),
+        totals_share=meas.totals_share, privacy=statement, missing="mcar",
+        answered=pd.Series(noisy[1], index=resp.items.copy(), name="answered"),
+        co_answered=pd.Series(noisy[3], index=index.copy(), name="co_answered"),
+        sigma_answered=float(sg[1]), sigma_co_answered=float(sg[3]),
     )

@@ -1,0 +1,277 @@
+"""The private 2PNO release and its post-processing for data declared missing completely at
+random (``missing="mcar"``, ``docs/private_2pl.md`` §6).
+
+A row is x ∈ {0, 1, ∗}^m (∗ missing).  Released, each with its own discrete Gaussian noise:
+
+* s_i = #{l : x_li = 1} (item totals) and a_i = #{l : x_li ≠ ∗} (answered counts);
+* D_ij = #{l : x_li, x_lj ≠ ∗, x_li ≠ x_lj} (disagreements among those who answered both) and
+  C_ij = #{l : x_li, x_lj ≠ ∗} (co-answered counts), i < j.
+
+Sensitivities under replacing one person's row (§6, brute-forced in the tests): m, m,
+⌊m²/3⌋ and m(m − 1)/2.  The fit uses the proportions s_i/a_i and D_ij/C_ij with per-coordinate
+n (the noisy denominators, clipped) and each ratio's noise variance by the delta method; the
+bootstrap simulates the missingness (item i answered independently with the released rate).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from mechanisms.measures import ApproxDP, zcdp_to_approx_dp
+
+from ..._threads import one_blas_thread
+from ..accounting import NEIGHBOURING_RELATION, PrivacyCost, calibrate_gaussian_sigma
+from ..measurements import _tv, calibration_epsilon, check_supported, load_mechanisms
+from ..sensitivity import Sensitivity, _sqrt_up
+from ..statement import DOMAIN_ANY
+from .measurement import TOTALS_SHARE, PairsGaussian
+from .orthant import upper_orthant
+from .statistics import pair_index
+
+__all__ = ["mcar_statistics", "mcar_sensitivity", "mcar_shares", "mcar_design", "McarPairsGaussian",
+           "ratio_inputs", "simulate_mcar_statistics", "MIN_DENOMINATOR"]
+
+#: Denominators (answered and co-answered counts) are clipped into [MIN_DENOMINATOR, n]
+#: before the proportions are formed: noise can make a small count zero or negative.
+MIN_DENOMINATOR: float = 2.0
+
+
+def mcar_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(s (m,), a (m,), D (P,), C (P,)), int64, of a persons × items matrix with codes 1
+    (correct), 0 (wrong) and negative (missing).  Exact: float32 Gram matrices of chunks of at
+    most 2²⁰ rows (exact below 2²⁴), ``einsum`` rather than BLAS (threads crawl on a busy machine)."""
+    X = np.asarray(codes)
+    n, m = X.shape
+    YY = np.zeros((m, m), dtype=np.int64)
+    YR = np.zeros((m, m), dtype=np.int64)
+    RR = np.zeros((m, m), dtype=np.int64)
+    step = 1 << 20
+    for lo in range(0, n, step):
+        block = X[lo:lo + step]
+        r = (block >= 0).astype(np.float32)
+        y = (block == 1).astype(np.float32)
+        YY += np.rint(np.einsum("li,lj->ij", y, y)).astype(np.int64)
+        YR += np.rint(np.einsum("li,lj->ij", y, r)).astype(np.int64)
+        RR += np.rint(np.einsum("li,lj->ij", r, r)).astype(np.int64)
+    i, j = pair_index(m)
+    # answered both and different: y_i r_j + r_i y_j − 2 y_i y_j (y ≤ r)
+    return np.diag(YY).copy(), np.diag(RR).copy(), YR[i, j] + YR[j, i] - 2 * YY[i, j], RR[i, j]
+
+
+def mcar_sensitivity(n_items: int, part: str) -> Sensitivity:
+    """Replace-one-person sensitivity of a part of the MCAR release (``docs/private_2pl.md`` §6):
+    ``"totals"`` and ``"answered"`` L2² = m; ``"pairs"`` (disagreements among the co-answered)
+    ⌊m²/3⌋; ``"co_answered"`` m(m − 1)/2; all tight; ``"joint"``: the sum of the four (an
+    upper bound: the accounting composes the parts).  L1 = L2² (coordinates move by ±1)."""
+    m = int(n_items)
+    P = m * (m - 1) // 2
+    sizes = {"totals": (m, m), "answered": (m, m), "pairs": (m * m // 3, P), "co_answered": (P, P)}
+    if part == "joint":
+        s = sum(v[0] for v in sizes.values())
+        return Sensitivity(float(s), _sqrt_up(s), "sum of the parts", NEIGHBOURING_RELATION, 2 * m + 2 * P)
+    if part not in sizes:
+        raise ValueError(f"part must be one of {sorted(sizes) + ['joint']}, got {part!r}")
+    s, k = sizes[part]
+    return Sensitivity(float(s), _sqrt_up(s), "tight", NEIGHBOURING_RELATION, k)
+
+
+def _reference(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The public reference model of the split: a = 1, b at normal quantiles (2PNO); its
+    P(correct) per item and P(X_i ≠ X_j) per pair (depends on m only)."""
+    b = special.ndtri((np.arange(m) + 0.5) / m)
+    tau, lam = b / math.sqrt(2.0), np.full(m, math.sqrt(0.5))
+    p = special.ndtr(-tau)
+    i, j = pair_index(m)
+    d = p[i] + p[j] - 2.0 * upper_orthant(tau[i], tau[j], lam[i] * lam[j])
+    return p, d
+
+
+def mcar_shares(n_items: int) -> tuple[float, float]:
+    """(g, h): the share of the items' budget on the answered counts and of the pairs' budget on
+    the co-answered counts (§6.2): g = √P₁/(1 + √P₁), P₁ the mean p_i² at the reference model;
+    h = √(d̄²·L_C)/(√L_D + √(d̄²·L_C)), d̄² the mean δ_ij² there, L_D = ⌊m²/3⌋,
+    L_C = m(m − 1)/2.  Each minimises the summed delta-method noise variance of its ratios."""
+    m = int(n_items)
+    p, d = _reference(m)
+    rp = math.sqrt(float(np.mean(p * p)))
+    g = rp / (1.0 + rp)
+    if m < 2:
+        return g, 0.5
+    LD, LC = m * m // 3, m * (m - 1) // 2
+    rd = math.sqrt(float(np.mean(d * d)) * LC)
+    return g, rd / (math.sqrt(LD) + rd)
+
+
+def mcar_design(n_items: int, rho: float, totals_share: float = TOTALS_SHARE) -> tuple[float, float, float, float]:
+    """(σ_s, σ_a, σ_D, σ_C) spending ``rho``: ``totals_share`` of it on (s, a), split by g; the
+    rest on (D, C), split by h (:func:`mcar_shares`).  Public m and ρ only."""
+    m = int(n_items)
+    f = float(totals_share)
+    g, h = mcar_shares(m)
+    L = [m, m, m * m // 3, m * (m - 1) // 2]
+    shares = [f * (1 - g), f * g, (1 - f) * (1 - h), (1 - f) * h]
+    return tuple(math.sqrt(max(l, 1) / (2.0 * s * rho)) for l, s in zip(L, shares))  # type: ignore[return-value]
+
+
+class McarPairsGaussian(PairsGaussian):
+    """Discrete Gaussian noise on (s, a, D, C) of the MCAR release; the ρ of the four parts add
+    up (zCDP composition, each part with its own proven sensitivity); ``sigmas`` holds the four
+    scales."""
+
+    name = "discrete Gaussian (item totals, answered counts, disagreements and co-answered counts; MCAR)"
+    ledger_label = name
+    parts = ("totals", "answered", "pairs", "co_answered")  # type: ignore[assignment]
+    domain = DOMAIN_ANY
+
+    @classmethod
+    def calibrate(cls, target: ApproxDP, *, n_items: int,  # type: ignore[override]
+                  totals_share: float = TOTALS_SHARE) -> "McarPairsGaussian":
+        """σ per part meeting ``target`` (a hair more noise until the mechanisms' rounded-up ρ
+        meets it).  Uses the public m only."""
+        mech_mod = load_mechanisms()
+        eps, dlt = target.epsilon, target.delta
+        m = int(n_items)
+        try:
+            sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
+        except (ValueError, ArithmeticError, OverflowError):
+            sigma1 = math.inf
+        rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
+        if not rho > 0:
+            raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual "
+                             "range (say 0.01 to 100)")
+        sigmas = list(mcar_design(m, rho, totals_share))
+        for s in sigmas:
+            check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
+            if _tv(mech_mod.DiscreteGaussian(s)) != 0:
+                raise RuntimeError("the discrete Gaussian sampler reports a nonzero TV bound; the 2PL "
+                                   "release has no δ term for it")
+        self = cls()
+        sens = [mcar_sensitivity(m, p) for p in cls.parts]
+        self._part_sens = [(s.l2, s.n_released) for s in sens]
+        while True:
+            self.sigmas = tuple(float(s) for s in sigmas)  # type: ignore[assignment]
+            self.native = self.map()
+            claimed = zcdp_to_approx_dp(self.native.rho, dlt)
+            if claimed <= eps:
+                break
+            sigmas = [s * (1 + 1e-9) for s in sigmas]
+        self.totals_share = float(totals_share)
+        self.noise_value = float(self.sigmas[2])
+        self.sensitivity = mcar_sensitivity(m, "joint")
+        self.guarantee = ApproxDP(float(claimed), float(dlt))
+        self.cost = PrivacyCost(rho=self.native.rho)
+        g, h = mcar_shares(m)
+        labels = ("item totals", "answered counts", "disagreements among the co-answered D_ij",
+                  "co-answered counts C_ij")
+        parts = "; ".join(f"{lab} (L2² ≤ {s.l1:g}, σ = {sg:.6g})" for lab, s, sg in zip(labels, sens, self.sigmas))
+        self.notes = (
+            f"{parts}; ρ of the four parts added; {self.totals_share:.0%} of ρ on the items' part "
+            f"({g:.0%} of it on the answered counts), the rest on the pairs ({h:.0%} of it on the "
+            "co-answered counts) (docs/private_2pl.md §6)",
+            "ρ-zCDP of the parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+            "declared missing completely at random (MCAR): the guarantee holds for any rows in "
+            "{0, 1, missing}^m; the estimates assume that whether a cell is missing is independent "
+            "of the person's ability and answers",
+        )
+        self._check_claim(target)
+        return self
+
+
+def ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray, np.ndarray]:
+    """Inputs of :func:`~privirt.private.twopl.fit.fit_factor` from noisy MCAR counts (arrays of
+    any leading shape): the numerators s and D on the scale of their denominators, the
+    denominators a and C clipped into [:data:`MIN_DENOMINATOR`, n] (per-coordinate n), and each
+    ratio's noise SD on that scale by the delta method, √(σ_num² + p²σ_den²) with p the ratio
+    clipped into [0, 1] (``docs/private_2pl.md`` §6.3)."""
+    ss, sa, sd, sc = (float(x) for x in sigmas)
+    hi = max(float(n), MIN_DENOMINATOR)
+    na = np.clip(np.asarray(a, float), MIN_DENOMINATOR, hi)
+    nc = np.clip(np.asarray(C, float), MIN_DENOMINATOR, hi)
+    s = np.asarray(s, float)
+    D = np.asarray(D, float)
+    p = np.clip(s / na, 0.0, 1.0)
+    d = np.clip(D / nc, 0.0, 1.0)
+    return s, D, (na, nc), np.sqrt(ss * ss + p * p * sa * sa), np.sqrt(sd * sd + d * d * sc * sc)
+
+
+#: persons simulated once for the central-limit bootstrap draw (as ``fit.SIM_PERSONS``)
+SIM_PERSONS: int = 2000
+
+
+def _persons(rng: np.random.Generator, a32, b32, q32, N: int):
+    th = rng.standard_normal(N, dtype=np.float32)
+    X = (th[:, None] * a32 - b32 > rng.standard_normal((N, a32.size), dtype=np.float32)).astype(np.float32)
+    R = (rng.random((N, a32.size), dtype=np.float32) < q32).astype(np.float32)
+    return X * R, R
+
+
+@one_blas_thread
+def simulate_mcar_statistics(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, q: np.ndarray, n: int,
+                             reps: int, *, exact: bool | None = None):
+    """``reps`` MCAR data sets of ``n`` persons from the 2PNO (θ ~ N(0, 1)), item i answered
+    independently with probability q_i: (s, a, D, C) with shapes (reps, m), (reps, m),
+    (reps, P), (reps, P).  Up to :data:`SIM_PERSONS` persons (or ``exact=True``) exact counts;
+    above, the exact expectations plus the central-limit Gaussian with the covariance of
+    :data:`SIM_PERSONS` simulated persons (a multiplier draw, as the complete-data bootstrap)."""
+    m = a.size
+    i, j = pair_index(m)
+    a32, b32, q32 = a.astype(np.float32), b.astype(np.float32), np.asarray(q, np.float32)
+    if exact or (exact is None and n <= SIM_PERSONS):
+        out = [np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, i.size)), np.empty((reps, i.size))]
+        for r in range(reps):
+            Y, R = _persons(rng, a32, b32, q32, n)
+            YY, YR, RR = Y.T @ Y, Y.T @ R, R.T @ R
+            out[0][r], out[1][r] = np.diag(YY), np.diag(RR)
+            out[2][r] = YR[i, j] + YR[j, i] - 2.0 * YY[i, j]
+            out[3][r] = RR[i, j]
+        return tuple(out)
+    N = SIM_PERSONS
+    Y, R = _persons(rng, a32, b32, q32, N)
+    W = rng.standard_normal((reps, N), dtype=np.float32)
+    scale = np.sqrt(n / (N - 1.0))
+    qq = np.asarray(q, float)
+    t = np.sqrt(1.0 + a * a)
+    tau, lam = b / t, a / t
+    pt = special.ndtr(-tau)
+    s = n * qq * pt + scale * (W @ (Y - Y.mean(axis=0)))
+    an = n * qq + scale * (W @ (R - R.mean(axis=0)))
+    D = np.empty((reps, i.size))
+    C = np.empty((reps, i.size))
+    step = max(1, (1 << 22) // N)
+    for c in range(0, i.size, step):
+        ic, jc = i[c:c + step], j[c:c + step]
+        RC = R[:, ic] * R[:, jc]
+        VD = RC * (Y[:, ic] + Y[:, jc]) - 2.0 * Y[:, ic] * Y[:, jc]  # answered both, different
+        qc = qq[ic] * qq[jc]
+        dlt = pt[ic] + pt[jc] - 2.0 * upper_orthant(tau[ic], tau[jc], lam[ic] * lam[jc])
+        D[:, c:c + step] = n * qc * dlt + scale * (W @ (VD - VD.mean(axis=0)))
+        C[:, c:c + step] = n * qc + scale * (W @ (RC - RC.mean(axis=0)))
+    return s, an, D, C
+
+
+def fit_inputs(release) -> tuple:
+    """(totals, pairs, n, σ_totals, σ_pairs) for :func:`~privirt.private.twopl.fit.fit_factor`
+    from a release: its counts, public n and scales for complete data; :func:`ratio_inputs`
+    (per-coordinate n and delta-method scales) for a declared-MCAR release."""
+    if getattr(release, "missing", "none") != "mcar":
+        return (release.totals.to_numpy(float), release.pairs.to_numpy(float), release.n_persons,
+                release.sigma_totals, release.sigma_pairs)
+    return ratio_inputs(release.totals.to_numpy(float), release.answered.to_numpy(float),
+                        release.pairs.to_numpy(float), release.co_answered.to_numpy(float), release.n_persons,
+                        (release.sigma_totals, release.sigma_answered, release.sigma_pairs,
+                         release.sigma_co_answered))
+
+
+def bootstrap_inputs(rng: np.random.Generator, release, a: np.ndarray, b: np.ndarray, reps: int) -> tuple:
+    """Fit inputs of ``reps`` simulated MCAR releases from (a, b): item i answered independently
+    with the released rate ã_i/n (clipped into [1/n, 1]), the four parts' noise at the released
+    scales, then :func:`ratio_inputs` as for the release itself (§6.3)."""
+    n = release.n_persons
+    q = np.clip(release.answered.to_numpy(float) / n, 1.0 / n, 1.0)
+    s, an, D, C = simulate_mcar_statistics(rng, a, b, q, n, int(reps))
+    sig = (release.sigma_totals, release.sigma_answered, release.sigma_pairs, release.sigma_co_answered)
+    s, an, D, C = (x + rng.normal(0.0, sg, x.shape) for x, sg in zip((s, an, D, C), sig))
+    return ratio_inputs(s, an, D, C, n, sig)
