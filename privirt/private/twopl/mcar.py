@@ -27,6 +27,7 @@ from ..accounting import NEIGHBOURING_RELATION, PrivacyCost, calibrate_gaussian_
 from ..measurements import _tv, calibration_epsilon, check_supported, load_mechanisms
 from ..sensitivity import Sensitivity, _sqrt_up
 from ..statement import DOMAIN_ANY
+from .fit import SIM_PERSONS
 from .measurement import TOTALS_SHARE, PairsGaussian
 from .orthant import upper_orthant
 from .statistics import pair_index
@@ -195,10 +196,6 @@ def ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple[np.ndarray, np.ndarray, tu
     p = np.clip(s / na, 0.0, 1.0)
     d = np.clip(D / nc, 0.0, 1.0)
     return s, D, (na, nc), np.sqrt(ss * ss + p * p * sa * sa), np.sqrt(sd * sd + d * d * sc * sc)
-
-
-#: persons simulated once for the central-limit bootstrap draw (as ``fit.SIM_PERSONS``)
-SIM_PERSONS: int = 2000
 
 
 def _persons(rng: np.random.Generator, a32, b32, q32, N: int):
