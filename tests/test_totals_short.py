@@ -35,15 +35,47 @@ def _old_layout(m, B):
     return marginal.equal_probability_edges(pr, B)
 
 
-def test_short_tests_release_the_full_score_distribution():
+def test_short_tests_release_the_full_score_distribution_unless_its_noise_swamps_it():
     for m in range(1, marginal.FULL_SCORES_UP_TO + 1):
-        for n, rho in ((200, 0.003), (1000, 0.026), (5000, 0.4)):
+        for n, rho in ((200, 0.003), (1000, 0.026), (5000, 0.4), (1000, 0.00245)):
             f, edges = marginal.optimal_split(n, m, rho)
-            assert np.array_equal(edges, np.arange(m + 2)), (m, n, rho)
+            f_full, _ = marginal._best_design(n, m, rho, [m + 1])
+            noisy = marginal.full_scores_are_noisy(n, m, f_full, rho)
+            assert noisy == ((m + 1) / math.sqrt(f_full * rho) > n)
+            if not noisy or m < 2:
+                assert np.array_equal(edges, np.arange(m + 2)), (m, n, rho)
+            else:  # searched: contiguous bins that start at 0 and end at m + 1
+                assert edges[0] == 0 and edges[-1] == m + 1 and np.all(np.diff(edges) > 0)
             assert 0.0 < f < 0.6
+    # n = 1000, m = 10, ε = 1: the full distribution (separated groups need the extreme scores)
+    assert np.array_equal(marginal.optimal_split(1000, 10, 0.026)[1], np.arange(12))
+    # n = 1000, m = 20, ε = 0.3 (ρ ≈ 0.00245): noise SD ≈ 60 per score against ≈ 48 persons
+    assert len(marginal.optimal_split(1000, 20, 0.00245)[1]) - 1 < 21
     # longer tests keep the searched layout: few bins when the histogram is noisy
     _, edges = marginal.optimal_split(1000, 50, 0.04)
     assert len(edges) - 1 <= 10
+
+
+def test_a_noisy_full_score_distribution_no_longer_decides_the_spread():
+    # issue 26: at n = 1000, m = 20, ε = 0.3 single noise draws (σ_h ≈ 60 against ≈ 48 persons
+    # per score, fewer at the extremes) made the fitted spread up to 2.9 for abilities of SD 1.
+    # Exact totals, seeded histogram noise at each layout's own σ_h: the merged layout's error
+    # is less than half and its worst draw a fraction of the full distribution's.
+    n, m, rho = 1000, 20, 0.00245
+    beta, p, full = _population(n, m, 0.0)
+    f_new, new = marginal.optimal_split(n, m, rho)
+    f_full, _ = marginal._best_design(n, m, rho, [m + 1])
+    errs = {}
+    for name, f, edges in (("full", f_full, np.arange(m + 2)), ("new", f_new, new)):
+        rng = np.random.default_rng(26)
+        sh = 1.0 / math.sqrt(f * rho)
+        e = []
+        for _ in range(40):
+            h = np.add.reduceat(full, edges[:-1]) + sh * rng.standard_normal(len(edges) - 1)
+            e.append(float(np.sum((marginal.fit_spread(p, h, n, sh**2, edges).beta - beta) ** 2)))
+        errs[name] = np.array(e)
+    assert errs["new"].mean() < 0.6 * errs["full"].mean(), (errs["new"].mean(), errs["full"].mean())
+    assert errs["new"].max() < 0.3 * errs["full"].max()
 
 
 @pytest.mark.parametrize("sep, kappa", [(0.0, 0.0), (2.5, 6.25 / 6.5)])
