@@ -19,6 +19,11 @@ coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
 
     python benchmarks/bench_totals_missing.py [--trials 8] [--coverage 30] [--pattern items]
     python benchmarks/bench_totals_missing.py --corner --trials 12     # short tests (default rule)
+    python benchmarks/bench_totals_missing.py --corner --corner-m 5,10 --eps 0.1,0.3,1 --trials 24
+
+``--corner`` also scores Algorithm 2 with its default estimator (the default call where the
+chooser picks it; column "A2 default/totals": its MSE over the totals estimator's, > 1: totals
+better) and gives every MSE ratio its delta-method SE over the paired data sets.
 
 Seeds from 30 000 (``--tune``: from 0).
 """
@@ -61,14 +66,28 @@ def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generato
     return X, centred(beta)
 
 
-def one_pair(X: np.ndarray, beta: np.ndarray, eps: float, seed: int) -> tuple[float, float, float, float]:
-    """(relative error totals, relative error Alg. 2, squared errors) on the same data."""
+def one_pair(X: np.ndarray, beta: np.ndarray, eps: float, seed: int,
+             default: bool = False) -> tuple[float, ...]:
+    """(relative error totals, relative error Alg. 2, squared errors) on the same data; with
+    ``default`` also the squared error of Algorithm 2 with its default estimator (``"auto"``:
+    what the default call gives where :mod:`privirt.private.choose` picks Algorithm 2)."""
     nb = np.linalg.norm(beta)
     t = centred(privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0,
                                                 missing="mcar").beta)
     a = centred(privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0, estimator="spectral").beta)
     et, ea = t - beta, a - beta
-    return float(np.linalg.norm(et) / nb), float(np.linalg.norm(ea) / nb), float(et @ et), float(ea @ ea)
+    out = (float(np.linalg.norm(et) / nb), float(np.linalg.norm(ea) / nb), float(et @ et), float(ea @ ea))
+    if default:
+        d = centred(privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed, n_boot=0).beta) - beta
+        out += (float(d @ d),)
+    return out
+
+
+def ratio_se(a, t):
+    """MSE ratio mean(a)/mean(t) of paired squared errors and its delta-method SE."""
+    a, t = np.asarray(a, dtype=float), np.asarray(t, dtype=float)
+    r = a.mean() / t.mean()
+    return float(r), float(np.std(a - r * t, ddof=1) / np.sqrt(len(a)) / t.mean()) if len(a) > 1 else float("nan")
 
 
 def main() -> None:
@@ -79,30 +98,40 @@ def main() -> None:
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--corner", action="store_true",
                     help="only short tests: n in {200, 500, 1000}, m = 10, 20%% missing (the default-method rule)")
+    ap.add_argument("--eps", default="0.3,1,3", help="privacy levels (comma-separated)")
+    ap.add_argument("--corner-n", default="200,500,1000", help="--corner: numbers of persons")
+    ap.add_argument("--corner-m", default="10", help="--corner: numbers of items")
+    ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
     args = ap.parse_args()
-    seed0 = 0 if args.tune else 30_000
+    seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
           f"mask: {args.pattern}; seeded noise, NOT private)")
     print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
-          f"| {'k bins':>6}")
-    grid = ([0.2], [200, 500, 1000], [10]) if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50])
+          f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else ""))
+    grid = (([0.2], [int(v) for v in args.corner_n.split(",")], [int(v) for v in args.corner_m.split(",")])
+            if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50]))
     if args.corner:
         args.coverage = 0
     for miss in grid[0] if args.trials > 0 else ():  # --trials 0: the coverage check only
         for n in grid[1]:
             for m in grid[2]:
-                for eps in (0.3, 1.0, 3.0):
+                for eps in [float(e) for e in args.eps.split(",")]:
                     r = []
                     for k in range(args.trials):
                         rng = np.random.default_rng([seed0, n, m, int(eps * 1000), int(miss * 100), k])
                         X, beta = make_data(n, m, miss, args.pattern, rng)
-                        r.append(one_pair(X, beta, eps, seed0 + k))
+                        r.append(one_pair(X, beta, eps, seed0 + k, default=args.corner))
                     r = np.array(r)
                     K = len(TotalsGaussian.calibrate(
                         ApproxDP(eps, DELTA), n_persons=n, n_items=m, missing="mcar").k_edges) - 1
+                    rat, se = ratio_se(r[:, 3], r[:, 2])
+                    extra = ""
+                    if args.corner:
+                        dr, dse = ratio_se(r[:, 4], r[:, 2])
+                        extra = f" | {dr:>17.2f} {dse:>5.2f}"
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
-                          f"{r[:, 3].mean() / r[:, 2].mean():>9.2f} | {K:>6}", flush=True)
+                          f"{rat:>9.2f} {se:>5.2f} | {K:>6}{extra}", flush=True)
     if args.coverage:
         print(f"\n## coverage of the 95% intervals: n=2000, m=20, 20% missing, n_boot=200, "
               f"{args.coverage} data sets per eps")

@@ -61,7 +61,11 @@ def test_usage_errors_are_one_line_with_a_help_hint(argv, command, wide, capsys)
 # -- Python names in errors -----------------------------------------------------------------
 def test_errors_use_command_line_words_not_python_names(wide, capsys):
     path, _ = wide
-    assert main(["estimate", str(path), "--epsilon", "inf"]) == 2
+    # (the file has missing cells: declared MCAR so that the default method gets to the ε check)
+    assert main(["estimate", str(path), "--epsilon", "inf", "--missing", "mcar"]) == 2
+    line = _err_line(capsys)
+    assert "totals_estimate" not in line and "leave out --epsilon" in line
+    assert main(["estimate", str(path), "--epsilon", "inf", "--method", "spectral"]) == 2
     line = _err_line(capsys)
     assert "spectral_estimate" not in line and "leave out --epsilon" in line
     assert main(["estimate", str(path), "--epsilon", "1", "--missing", "mcar",

@@ -223,8 +223,25 @@ def design_bins(m: int) -> list[int]:
     return sorted({*grid.tolist(), m + 1})
 
 
+#: ... unless the full distribution's noise SD exceeds this multiple of its mean count n/(m + 1)
+#: per score: then the layout is searched as for longer tests (few merged bins), because single
+#: noise draws of the sparse extreme scores then decide the fitted spread (``docs/totals.md`` §4.1).
+#: Public: a function of n, m and ρ.
+NOISY_SCORES_RATIO: float = 1.0
+
+
+def full_scores_are_noisy(n: int, m: int, f: float, rho: float) -> bool:
+    """Whether the full score distribution's noise SD 1/√(fρ) exceeds :data:`NOISY_SCORES_RATIO`
+    × its mean count per score n/(m + 1) (public n, m, ρ and the split f)."""
+    return (m + 1) / math.sqrt(f * rho) > NOISY_SCORES_RATIO * n
+
+
 def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     """The histogram's share f of ρ and the bins minimising the predicted error of β̂.
+
+    Tests of at most :data:`FULL_SCORES_UP_TO` items release the full score distribution
+    (B = m + 1, f minimising the error below) unless its noise SD exceeds its mean count per
+    score (:func:`full_scores_are_noisy`); then B is searched over 3 … m + 1 like longer tests.
 
     At the public reference model (items at normal quantiles, abilities of the mixture model
     with τ = 1, κ = 0) the predicted E‖β̂ − β‖² is (``docs/totals.md``)
@@ -239,10 +256,18 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     :data:`~privirt.private.totals.scores.EXACT_DESIGN_ITEMS` items the reference score
     distribution is its Edgeworth expansion (:mod:`privirt.private.totals.scores`).
     """
+    Bs = design_bins(m)
+    f, edges = _best_design(n, m, rho, Bs)
+    if m <= FULL_SCORES_UP_TO and m >= 2 and full_scores_are_noisy(n, m, f, rho):
+        f, edges = _best_design(n, m, rho, list(range(3, m + 2)))
+    return f, edges
+
+
+def _best_design(n: int, m: int, rho: float, Bs: list[int]) -> tuple[float, np.ndarray]:
+    """(f, edges) minimising the predicted error of :func:`optimal_split` over the bin counts ``Bs``."""
     from .scores import EXACT_DESIGN_ITEMS, edgeworth_score_distribution
 
     beta0 = reference_difficulties(m)
-    Bs = design_bins(m)
     # beyond EXACT_DESIGN_ITEMS items the reference score distribution by its Edgeworth
     # expansion (O(m) per ability node; the exact one is O(m²); error bound in scores.py)
     sdist = score_distribution if m <= EXACT_DESIGN_ITEMS else edgeworth_score_distribution

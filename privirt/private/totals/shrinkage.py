@@ -8,11 +8,14 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["CONSERVATIVE", "MEAN_PRIOR_SD", "SPREAD_PRIOR_SD", "centre_totals", "population_draws", "shrink_totals",
-           "spread_posterior", "within_range"]
+__all__ = ["CONSERVATIVE", "MARGIN_SNR", "MEAN_PRIOR_SD", "SPREAD_PRIOR_SD", "centre_totals", "conservative_margin",
+           "population_draws", "shrink_totals", "spread_posterior", "within_range"]
 
-#: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0)
+#: the shrinkage factor is its posterior mean minus this many posterior SDs (floored at 0) ...
 CONSERVATIVE = 0.75
+#: ... where the prior's scale of a centred total at p̄ = ½ (0.2·n·SPREAD_PRIOR_SD) is at most
+#: MARGIN_SNR[0] noise SDs; none from MARGIN_SNR[1] on, linearly between (:func:`conservative_margin`)
+MARGIN_SNR = (0.3, 0.5)
 #: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
@@ -53,6 +56,25 @@ def truncated_normal_shift(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def conservative_margin(n: int, var_noise: float, prior_sd: float | None = None) -> float:
+    """How many posterior SDs the shrinkage factor gives up: :data:`CONSERVATIVE` where the
+    spread the prior expects is small against the noise, 0 where it is not (public n and σ_s).
+
+    r = 0.2·n·prior_sd / σ_s is the prior scale of a centred total (n·p̄(1 − p̄)·0.8·prior_sd at
+    p̄ = ½) over the noise SD.  Below r = ``MARGIN_SNR[0]`` nothing is detectable and a
+    noise draw that looks like signal would make the estimate worse than all difficulties equal;
+    the margin keeps that from happening.  From ``MARGIN_SNR[1]`` on the posterior mean
+    (the Bayes estimate of the factor) is used: the margin there only shrank a real but faint
+    spread too far (issue 26, ``docs/totals.md`` §5 step 1).
+    """
+    prior_sd = SPREAD_PRIOR_SD if prior_sd is None else prior_sd
+    if not var_noise > 0:
+        return 0.0
+    r = 0.2 * n * prior_sd / math.sqrt(var_noise)
+    lo, hi = MARGIN_SNR
+    return CONSERVATIVE * min(1.0, max(0.0, (hi - r) / (hi - lo)))
+
+
 def centre_totals(totals: np.ndarray, n: int, var_noise: float) -> np.ndarray:
     """Proportions correct with their noisy mean shrunk toward 1/2.
 
@@ -83,8 +105,9 @@ def shrink_totals(
     give a posterior for c = A/(A + σ_s²), the factor that shrinks the noisy totals toward
     the noise-free ones of the same data (not toward the population: sampling error is left
     in, so with ``var_noise`` = 0 nothing is shrunk).  s_c is multiplied by
-    E[c] − :data:`CONSERVATIVE`·SD[c] (floored at 0): equal difficulties when the spread is
-    not detectably above the noise.  The mean comes from :func:`centre_totals`.  Returns the
+    E[c] − k·SD[c] (floored at 0), k = :func:`conservative_margin` (¾ where the prior's spread
+    is small against the noise, else 0): equal difficulties when the spread is not detectably
+    above the noise.  The mean comes from :func:`centre_totals`.  Returns the
     proportions (brought into the range by :func:`within_range`), the factor and diagnostics (``chi2``:
     Σ s_c² over the variance of a centred total when all difficulties are equal,
     ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
@@ -95,7 +118,7 @@ def shrink_totals(
     ratio = A / (A + var_noise)
     c = float(post @ ratio)
     c_sd = math.sqrt(max(0.0, float(post @ ratio**2) - c * c))
-    c = min(1.0, max(0.0, c - CONSERVATIVE * c_sd))  # 0: spread not detectably above the noise
+    c = min(1.0, max(0.0, c - conservative_margin(n, var_noise, prior_sd) * c_sd))  # 0: nothing detectable
     v = var_noise + var_sampling
     T = float(sc @ sc)
     return (within_range(pb + c * sc / n, c * math.sqrt(max(var_noise, 0.0)) / n, n), c,
