@@ -40,10 +40,11 @@ class TwoPLEstimate:
     a, b : pandas.Series
         Private discriminations (after shrinkage) and difficulties, indexed by item.
     ci : dict of str to pandas.DataFrame
-        ``ci["a"]``, ``ci["b"]``: columns ``lo``, ``hi`` by item (intervals at ``confidence``;
-        NaN with ``n_boot=0``).
+        ``ci["a"]``, ``ci["b"]``, ``ci["tau"]``: columns ``lo``, ``hi`` by item (intervals at
+        ``confidence``; NaN with ``n_boot=0``).
     se : dict of str to pandas.Series
-        Bootstrap standard errors of log a (``se["log_a"]``) and of b (``se["b"]``).
+        Bootstrap standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ
+        (``se["tau"]``).
     a_unshrunk, b_unshrunk : pandas.Series
         The fit before shrinkage (what the intervals are built around).
     privacy : PrivacyStatement
@@ -67,6 +68,17 @@ class TwoPLEstimate:
     def items(self) -> pd.Index:
         """Item labels, in the order of ``a``."""
         return self.a.index
+
+    @property
+    def tau(self) -> pd.Series:
+        """Marginal difficulties (thresholds) τ = b/√(1 + a²): P(X_i = 1) = Φ(−τ_i) over θ ~ N(0, 1).
+
+        The difficulty that the item totals determine, free of the discriminations' error; the
+        one to compare with the Rasch totals estimator's β (``docs/private_2pl.md`` §5: b carries
+        the error of a, τ does not).  Intervals in ``ci["tau"]``.
+        """
+        a, b = self.a.to_numpy(float), self.b.to_numpy(float)
+        return pd.Series(b / np.sqrt(1.0 + a * a), index=self.b.index.copy(), name="tau")
 
     @property
     def beta(self) -> pd.Series:
@@ -208,13 +220,16 @@ def estimate_2pl_from_release(
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]
-        se_la, se_b = err_la.std(axis=0, ddof=1), err_b.std(axis=0, ddof=1)
+        err_t = fb.tau - (b / np.sqrt(1.0 + a * a))[None, :]
+        se_la, se_b, se_t = err_la.std(axis=0, ddof=1), err_b.std(axis=0, ddof=1), err_t.std(axis=0, ddof=1)
         c_la = np.log(a_u) - err_la.mean(axis=0)
         c_b = b_u - err_b.mean(axis=0)
+        c_t = b_u / np.sqrt(1.0 + a_u * a_u) - err_t.mean(axis=0)
         a_lo, a_hi = np.exp(c_la - z * se_la), np.exp(c_la + z * se_la)
         b_lo, b_hi = c_b - z * se_b, c_b + z * se_b
+        t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
     else:
-        se_la = se_b = a_lo = a_hi = b_lo = b_hi = np.full(m, np.nan)
+        se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
     items = release.items
     info.update({"n_boot": int(n_boot), "confidence": float(confidence), "totals_share": release.totals_share,
                  "bootstrap_seed": describe_seed(ss)})
@@ -225,8 +240,9 @@ def estimate_2pl_from_release(
     return TwoPLEstimate(
         a=ser(a, "a"), b=ser(b, "b"),
         ci={"a": pd.DataFrame({"lo": a_lo, "hi": a_hi}, index=items.copy()),
-            "b": pd.DataFrame({"lo": b_lo, "hi": b_hi}, index=items.copy())},
-        se={"log_a": ser(se_la, "se_log_a"), "b": ser(se_b, "se_b")},
+            "b": pd.DataFrame({"lo": b_lo, "hi": b_hi}, index=items.copy()),
+            "tau": pd.DataFrame({"lo": t_lo, "hi": t_hi}, index=items.copy())},
+        se={"log_a": ser(se_la, "se_log_a"), "b": ser(se_b, "se_b"), "tau": ser(se_t, "se_tau")},
         a_unshrunk=ser(a_u, "a_unshrunk"), b_unshrunk=ser(b_u, "b_unshrunk"),
         privacy=release.privacy, release=release, info=info,
     )
