@@ -1,5 +1,5 @@
 """The information bound of the 2PNO release: how well any post-processing can estimate (τ, a, b)
-from the noisy totals and disagreement counts (``docs/private_2pl.md`` §5).
+from the noisy totals and disagreement counts (``docs/private_2pl.md``, "Difficulties").
 
 Linearised at parameters (τ, log a), the expected proportions π_i = Φ(−τ_i) and
 δ_ij = P(X_i ≠ X_j) have the Jacobian J (m + m(m − 1)/2 rows, 2m columns); the privacy noise adds

@@ -74,7 +74,7 @@ class TwoPLEstimate:
         """Marginal difficulties (thresholds) τ = b/√(1 + a²): P(X_i = 1) = Φ(−τ_i) over θ ~ N(0, 1).
 
         The difficulty that the item totals determine, free of the discriminations' error; the
-        one to compare with the Rasch totals estimator's β (``docs/private_2pl.md`` §5: b carries
+        one to compare with the Rasch totals estimator's β (``docs/private_2pl.md``, "Difficulties": b carries
         the error of a, τ does not).  Intervals in ``ci["tau"]``.
         """
         a, b = self.a.to_numpy(float), self.b.to_numpy(float)
