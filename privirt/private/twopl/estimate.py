@@ -15,7 +15,7 @@ from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
-from .fit import MEAN_PRIOR_SD, fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
 from .statistics import pair_index
@@ -24,6 +24,9 @@ from .statistics import pair_index
 #: their fixed seed (the draws are part of a deterministic post-processing, not privacy noise).
 NULL_REPLICATES = 32
 NULL_SEED = 20_251_126
+#: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
+#: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
+LEVEL_PRIOR_SD = 0.5
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -107,13 +110,13 @@ class TwoPLEstimate:
 
 
 def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Variances of the unshrunk τ_i and log a_i due to the privacy noise alone, by simulation under
     the all-a-equal fit: its expected statistics plus :data:`NULL_REPLICATES` draws of
     Gaussian noise of the released scales (fixed draws: deterministic post-processing), refit;
     mean squared deviations from the fit's τ and common log a, and of the log a_i about their
-    replicate's mean (the part that looks like spread), and the mean squared deviation of the
-    refitted all-equal log a (the level).  Captures what a linearisation misses where
+    replicate's mean (the part that looks like spread), and the variance and mean deviation (bias)
+    of the refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull)."""
     n = release.n_persons
     m = tau0.size
@@ -134,7 +137,7 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
     return (np.mean((fb.tau - tau0[None, :]) ** 2, axis=0), np.mean((la - la0[None, :]) ** 2, axis=0),
-            np.mean(within**2, axis=0), float(np.mean(level**2)))
+            np.mean(within**2, axis=0), float(np.var(level)), float(np.mean(level)))
 
 
 def _point(release: TwoPLRelease):
@@ -151,10 +154,12 @@ def _point(release: TwoPLRelease):
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
-    v_tau, v, v_within, v_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
-    # the level: where the noise hides even the common value (pure noise pushes it up, toward
-    # λ → 1), the fit's own prior μ ~ N(0, S_μ²) takes over (Gaussian posterior mean)
-    centre = centre * MEAN_PRIOR_SD**2 / (MEAN_PRIOR_SD**2 + v_level)
+    v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
+    # the level: where the noise hides even the common value, pure noise pushes the all-equal
+    # fit up, toward λ → 1; that bias (the refits' mean deviation at the prior's a = 1) is
+    # subtracted, and the prior log a ~ N(0, LEVEL_PRIOR_SD²) takes over against the refits'
+    # variance (Gaussian posterior mean)
+    centre = (centre - bias_level) * LEVEL_PRIOR_SD**2 / (LEVEL_PRIOR_SD**2 + v_level)
     # the spread s of the discriminations from the per-item fit's deviations about its own
     # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
     # toward the all-equal value against its full noise variance
@@ -169,6 +174,7 @@ def _point(release: TwoPLRelease):
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)
     f_tau = s_tau * s_tau / (s_tau * s_tau + v_tau) if s_tau > 0 else np.zeros(m)
     return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
+                            "noise_bias_mean_log_a": bias_level,
                             "shrinkage": factors.tolist(),
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
