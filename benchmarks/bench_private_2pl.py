@@ -6,8 +6,8 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
 * targets: relative ℓ2 error ‖â − ā‖/‖ā‖ of the private a against the Gibbs posterior mean ā
   at (n, m, ε) = (10 000, 20, 1) (target ≤ 0.15) and (100 000, 50, 1) (≤ 0.10); the same for
   b; the "all a equal" baseline (every a = the geometric mean of ā);
-* ε sweep at (10 000, 20): ε ∈ {0.1, 0.3, 1, 3, 10}; difficulties beside the private totals
-  estimator at the same ε, each against the non-private fit of its own estimator on the same
+* ε sweep at (10 000, 20), 8 data sets × 2 releases: ε ∈ {0.1, 0.3, 1, 3, 10}; difficulties
+  beside the private totals estimator at the same ε, each against the non-private fit of its own estimator on the same
   data (centred vectors, relative ℓ2): the totals estimator's Rasch β against CML (a function
   of the same totals), the private b (and τ = b/√(1 + a²)) against the noise-free one-factor
   fit of the same statistics; b against the Gibbs posterior mean too;
@@ -30,6 +30,8 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
     python benchmarks/bench_private_2pl.py --quick    # fewer trials, no (100 000, 50)
     python benchmarks/bench_private_2pl.py --parts sweep,grid   # some tables only
     python benchmarks/bench_private_2pl.py --parts mcar         # declared MCAR (issue 25)
+    python benchmarks/bench_private_2pl.py --parts sweep --trials 4 --first 4 --out r.jsonl  # data sets 4-7
+    python benchmarks/bench_private_2pl.py --summarise r.jsonl  # tables with SEs over data sets
 
 Seeds: data from 50_000 on, noise unseeded (private), Gibbs seeded.
 """
@@ -37,6 +39,7 @@ Seeds: data from 50_000 on, noise unseeded (private), Gibbs seeded.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -98,11 +101,38 @@ def noise_free(X):
     return a, b, f.tau[0]
 
 
+def noise_bound(X, a0, b0, tau0, sigma_totals: float, sigma_pairs: float) -> tuple[float, float, float]:
+    """The linearised information bound of the noise-induced relative errors (b centred, a, τ
+    centred) of any unbiased post-processing of the release, at the noise-free fit
+    (``privirt/private/twopl/bound.py``, ``docs/private_2pl.md``, "Difficulties")."""
+    from privirt.private.twopl.bound import relative_noise_bounds
+
+    r = relative_noise_bounds(tau0, a0, X.shape[0], sigma_totals, sigma_pairs)
+    return float(r["b"]), float(r["a"]), float(r["tau"])
+
+
+OUT: Path | None = None
+
+
+def record(**row) -> None:
+    """Append one result row to the JSON-lines file given by ``--out`` (results survive a cut-off)."""
+    if OUT is not None:
+        with OUT.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
+def mean_se(values) -> str:
+    v = np.asarray(values, float)
+    if v.size < 2:
+        return f"{v.mean():.4f}"
+    return f"{v.mean():.4f} ± {v.std(ddof=1) / np.sqrt(v.size):.4f}"
+
+
 def grid(trials: int) -> None:
     """Largest relative error of a against the true a per (ε, n, m) cell."""
     print(f"\ngrid: largest relative ℓ2 error of a against the true a over {trials} data sets per cell "
           "(all a equal: every a = the geometric mean of the true a); s per private call (median)")
-    print("| n | m | ε = 0.1 | ε = 0.3 | ε = 1 | ε = 3 | ε = 10 | all a equal | s / call |")
+    print("| n | m | ε = 0.1 | ε = 0.3 | ε = 1 | ε = 3 | ε = 10 | all a equal | CPU s / call |")
     print("|---|---|---|---|---|---|---|---|---|")
     worst = 0.0
     for n in (1000, 10_000, 100_000):
@@ -111,11 +141,13 @@ def grid(trials: int) -> None:
             cells, ts = [], []
             for e in (0.1, 0.3, 1.0, 3.0, 10.0):
                 errs = []
-                for X, a, _ in data:
-                    t0 = time.time()
+                for k, (X, a, _) in enumerate(data):
+                    t0 = time.process_time()
                     fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
-                    ts.append(time.time() - t0)
+                    ts.append(time.process_time() - t0)
                     errs.append(rel(fit.a, a))
+                    record(part="grid", n=n, m=m, eps=e, k=k, a_true=errs[-1], all_equal=rel(equal_a(a), a),
+                           cpu=ts[-1])
                 cells.append(max(errs))
             base = max(rel(equal_a(a), a) for _, a, _ in data)
             worst = max(worst, max(cells))
@@ -150,89 +182,178 @@ def covered(ci, truth) -> np.ndarray:
     return (ci["lo"].to_numpy() <= truth) & (truth <= ci["hi"].to_numpy())
 
 
+def sweep_part(ks, gibbs_cache: dict) -> None:
+    """(10 000, 20): Gibbs reference, ε sweep, difficulties beside the totals estimator, the
+    information bound; one row per release (two per data set), printed with SEs over data sets."""
+    sweep = (0.1, 0.3, 1.0, 3.0, 10.0)
+    rows = {e: {} for e in sweep}
+    t_gibbs = []
+    for k in ks:
+        X, a, b = simulate(10_000, 20, 50_000 + k)
+        t0 = time.process_time()
+        ga, gb = gibbs_mean(X, 1500, 500, k)
+        t_gibbs.append(time.process_time() - t0)
+        gibbs_cache[k] = (ga, gb)
+        a0, b0, tau0 = noise_free(X)
+        for e in sweep:
+            for r in range(2):  # two releases per data set
+                t0 = time.process_time()
+                fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
+                t_fit = time.process_time() - t0
+                a_hat, b_hat = fit.a.to_numpy(), fit.b.to_numpy()
+                tau = b_hat / np.sqrt(1.0 + a_hat**2)
+                bb, ba, bt = noise_bound(X, a0, b0, tau0, fit.release.sigma_totals, fit.release.sigma_pairs)
+                row = dict(a_gibbs=rel(a_hat, ga), all_equal=rel(equal_a(ga), ga), b_gibbs=relc(b_hat, gb),
+                           b_nf=relc(b_hat, b0), tau_nf=relc(tau, tau0), a_nf=rel(a_hat, a0),
+                           beta_cml=totals_rel(X, e), gibbs_true=rel(ga, a), bound_b=bb, bound_a=ba, bound_tau=bt,
+                           cpu=t_fit)
+                rows[e].setdefault(k, []).append(row)
+                record(part="sweep", n=10_000, m=20, eps=e, k=k, r=r, cpu_gibbs=t_gibbs[-1], **row)
+        print(f"  data set {k}: Gibbs {t_gibbs[-1]:.0f} CPU s", flush=True)
+    print(f"\n(n, m) = (10000, 20): {len(ks)} data sets × 2 releases; mean ± SE over data sets (the two "
+          "releases of a data set averaged first); relative ℓ2 errors, b, τ and β centred")
+    cols = ["a_gibbs", "all_equal", "b_gibbs", "b_nf", "tau_nf", "beta_cml", "bound_b", "a_nf", "bound_a"]
+    print("| ε | " + " | ".join(cols) + " | b_nf − beta_cml (paired) | CPU s / call |")
+    print("|---" * (len(cols) + 3) + "|")
+    for e in sweep:
+        per = {c: [np.mean([x[c] for x in v]) for v in rows[e].values()] for c in cols + ["cpu"]}
+        diff = np.subtract(per["b_nf"], per["beta_cml"])
+        print(f"| {e:g} | " + " | ".join(mean_se(per[c]) for c in cols) + f" | {mean_se(diff)} | "
+              f"{np.mean(per['cpu']):.2f} |", flush=True)
+    print(f"Gibbs (1500 iterations, 500 warmup): {np.mean(t_gibbs):.0f} CPU s per data set", flush=True)
+
+
+def coverage_part(ks, gibbs_cache: dict) -> None:
+    """Coverage of the 95 % intervals at (10 000, 20), ε ∈ {1, 3}, per data set (SE over data sets:
+    the items of one data set share its errors), against the truth and, where the sweep ran on the
+    same data sets, against the Gibbs posterior mean."""
+    print(f"\ncoverage of 95 % intervals at (10000, 20), {len(ks)} data sets × 20 items, 200 bootstrap replicates")
+    print("| ε | a: covers true a | b: covers true b | τ: covers true τ | CPU s / call |")
+    print("|---|---|---|---|---|")
+    for e in (1.0, 3.0):
+        ha, hb, ht, ts = [], [], [], []
+        for k in ks:
+            X, a, b = simulate(10_000, 20, 51_000 + k)
+            t0 = time.process_time()
+            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=200)
+            ts.append(time.process_time() - t0)
+            ha.append(covered(fit.ci["a"], a).mean())
+            hb.append(covered(fit.ci["b"], b).mean())
+            ht.append(covered(fit.ci["tau"], b / np.sqrt(1.0 + a * a)).mean())
+            record(part="coverage", n=10_000, m=20, eps=e, k=k, cov_a=ha[-1], cov_b=hb[-1], cov_tau=ht[-1],
+                   cpu=ts[-1])
+        print(f"| {e:g} | {mean_se(ha)} | {mean_se(hb)} | {mean_se(ht)} | {np.median(ts):.1f} |", flush=True)
+    for e in (1.0, 3.0) if gibbs_cache else ():
+        ha, hb = [], []
+        for k, (ga, gb) in gibbs_cache.items():
+            X, a, b = simulate(10_000, 20, 50_000 + k)
+            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=200)
+            ha.append(covered(fit.ci["a"], ga).mean())
+            hb.append(covered(fit.ci["b"], gb).mean())
+            record(part="coverage_gibbs", n=10_000, m=20, eps=e, k=k, cov_a=ha[-1], cov_b=hb[-1])
+        print(f"ε = {e:g}: intervals cover the Gibbs posterior mean: a {mean_se(ha)}, b {mean_se(hb)} "
+              f"({len(ha)} data sets)", flush=True)
+
+
+def summarise(path: str) -> None:
+    """Print the tables, with standard errors over data sets, from a ``--out`` JSON-lines file
+    (several processes may have appended to it)."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+    def by(part):
+        return [r for r in rows if r["part"] == part]
+
+    def per_set(rs, col):  # a data set's releases averaged first: SEs over data sets
+        ks = sorted({r["k"] for r in rs})
+        return [np.mean([r[col] for r in rs if r["k"] == k]) for k in ks]
+
+    sw = by("sweep")
+    if sw:
+        cols = ["a_gibbs", "all_equal", "b_gibbs", "b_nf", "tau_nf", "beta_cml", "bound_b", "a_nf", "bound_a"]
+        print(f"sweep (10000, 20): {len({r['k'] for r in sw})} data sets; mean ± SE over data sets")
+        print("| ε | " + " | ".join(cols) + " | b_nf − beta_cml | tau_nf − beta_cml | b_nf / bound_b | CPU s |")
+        print("|---" * (len(cols) + 5) + "|")
+        for e in sorted({r["eps"] for r in sw}):
+            rs = [r for r in sw if r["eps"] == e]
+            per = {c: per_set(rs, c) for c in cols + ["cpu"]}
+            print(f"| {e:g} | " + " | ".join(mean_se(per[c]) for c in cols)
+                  + f" | {mean_se(np.subtract(per['b_nf'], per['beta_cml']))}"
+                  + f" | {mean_se(np.subtract(per['tau_nf'], per['beta_cml']))}"
+                  + f" | {mean_se(np.divide(per['b_nf'], per['bound_b']))} | {np.mean(per['cpu']):.2f} |")
+        print(f"Gibbs: {np.mean(per_set(sw, 'cpu_gibbs')):.0f} CPU s per data set; n = {len(sw)} releases")
+    for part in ("coverage", "coverage_gibbs"):
+        cv = by(part)
+        if cv:
+            print(f"\n{part}: mean ± SE over data sets")
+            for e in sorted({r["eps"] for r in cv}):
+                rs = [r for r in cv if r["eps"] == e]
+                cs = [c for c in ("cov_a", "cov_b", "cov_tau") if c in rs[0]]
+                print(f"ε = {e:g} ({len(rs)} data sets): "
+                      + ", ".join(f"{c} {mean_se([r[c] for r in rs])}" for c in cs)
+                      + (f", CPU s {np.median([r['cpu'] for r in rs]):.1f}" if "cpu" in rs[0] else ""))
+    gr = by("grid")
+    if gr:
+        print("\ngrid: relative error of a against the true a: largest over the data sets (mean ± SE); "
+              "all a equal (largest)")
+        print("| n | m | ε = 0.1 | ε = 0.3 | ε = 1 | ε = 3 | ε = 10 | all a equal | data sets "
+              "| CPU s / call (median) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for n, m in sorted({(r["n"], r["m"]) for r in gr}):
+            rs = [r for r in gr if (r["n"], r["m"]) == (n, m)]
+            cells = []
+            for e in (0.1, 0.3, 1.0, 3.0, 10.0):
+                v = [r["a_true"] for r in rs if r["eps"] == e]
+                cells.append(f"{max(v):.3f} ({mean_se(v)})" if v else "–")
+            print(f"| {n} | {m} | " + " | ".join(cells) + f" | {max(r['all_equal'] for r in rs):.3f} | "
+                  f"{len({r['k'] for r in rs})} | {np.median([r['cpu'] for r in rs]):.1f} |")
+        print(f"largest over the grid: {max(r['a_true'] for r in gr):.3f} (target ≤ 1)")
+    lg = by("large")
+    if lg:
+        print(f"\n(100000, 50, ε = 1): {len({r['k'] for r in lg})} data sets × 2 releases: "
+              + ", ".join(f"{c} {mean_se(per_set(lg, c))}" for c in ("a_gibbs", "b_gibbs", "all_equal",
+                                                                       "gibbs_true", "a_true", "cpu", "cpu_gibbs")))
+
+
 def main() -> None:
+    global OUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar")
+    ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
+    ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
+                    "(to split a run over processes)")
+    ap.add_argument("--cov-trials", type=int, default=None, help="coverage data sets (default 10; 4 with --quick)")
+    ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
+    ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
+    ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
+    ap.add_argument("--summarise", default=None, metavar="FILE",
+                    help="print the tables with standard errors from a --out file and exit")
     args = ap.parse_args()
+    if args.summarise:
+        summarise(args.summarise)
+        return
     quick = args.quick
     parts = set(args.parts.split(","))
+    OUT = Path(args.out) if args.out else None
     t_start = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
 
     if "defaults" in parts:
         defaults()
-
-    # -- (10 000, 20): Gibbs reference, ε sweep, difficulties beside totals --------------------
-    trials = 2 if quick else 3
-    sweep = (0.1, 0.3, 1.0, 3.0, 10.0)
-    rows = {e: [] for e in sweep}
-    for k in range(trials if "sweep" in parts else 0):
-        X, a, b = simulate(10_000, 20, 50_000 + k)
-        t0 = time.time()
-        ga, gb = gibbs_mean(X, 1500, 500, k)
-        t_gibbs = time.time() - t0
-        a0, b0, tau0 = noise_free(X)
-        for e in sweep:
-            for _ in range(2):  # two releases per data set
-                t0 = time.time()
-                fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=0)
-                t_fit = time.time() - t0
-                tau = fit.b.to_numpy() / np.sqrt(1.0 + fit.a.to_numpy() ** 2)
-                rows[e].append([rel(fit.a, ga), rel(equal_a(ga), ga), relc(fit.b, gb), relc(fit.b, b0),
-                                relc(tau, tau0), totals_rel(X, e), rel(ga, a), t_fit, t_gibbs])
-        print(f"  trial {k}: Gibbs {t_gibbs:.0f} s", flush=True)
+    gibbs_cache: dict = {}
     if "sweep" in parts:
-        print(f"\n(n, m) = (10000, 20): mean over {trials} data sets × 2 releases (relative ℓ2 errors; "
-              "b, τ and β centred)")
-        print("| ε | a vs Gibbs ā | all a equal vs ā | b vs Gibbs b̄ | b vs noise-free fit | τ vs noise-free fit "
-              "| totals β vs CML | Gibbs ā vs true a | s / private call (no bootstrap) |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for e in sweep:
-            r = np.mean(rows[e], axis=0)
-            print(f"| {e:g} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.3f} | "
-                  f"{r[6]:.3f} | {r[7]:.2f} |")
-        print(f"Gibbs (1500 iterations, 500 warmup): {np.mean([x[8] for x in rows[1.0]]):.0f} s per data set",
-              flush=True)
-
+        trials = args.trials or (2 if quick else 8)
+        sweep_part(range(args.first, args.first + trials), gibbs_cache)
     if "grid" in parts:
-        grid(1 if quick else 3)
-
-    # -- coverage at (10 000, 20), ε ∈ {1, 3} ----------------------------------------------------
-    cov_trials = 4 if quick else 10
-    if "coverage" not in parts:
-        cov_trials = 0
-    print(f"\ncoverage of 95 % intervals at (10000, 20), {cov_trials} data sets × 20 items, 200 bootstrap replicates")
-    print("| ε | a: covers true a | b: covers true b | s / call |")
-    print("|---|---|---|---|")
-    for e in (1.0, 3.0) if cov_trials else ():
-        ha, hb, ts = [], [], []
-        for k in range(cov_trials):
-            X, a, b = simulate(10_000, 20, 51_000 + k)
-            t0 = time.time()
-            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=200)
-            ts.append(time.time() - t0)
-            ha.append(covered(fit.ci["a"], a))
-            hb.append(covered(fit.ci["b"], b))
-        print(f"| {e:g} | {np.mean(ha):.3f} | {np.mean(hb):.3f} | {np.median(ts):.1f} |", flush=True)
-    # against the Gibbs posterior mean, on the data sets of the first block
-    for e in (1.0, 3.0) if cov_trials and "sweep" in parts else ():  # needs the Gibbs runs
-        ha, hb = [], []
-        for k in range(min(trials, 2)):
-            X, a, b = simulate(10_000, 20, 50_000 + k)
-            ga, gb = gibbs_mean(X, 1500, 500, k)
-            fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, n_boot=200)
-            ha.append(covered(fit.ci["a"], ga))
-            hb.append(covered(fit.ci["b"], gb))
-        print(f"ε = {e:g}: intervals cover the Gibbs posterior mean: a {np.mean(ha):.3f}, b {np.mean(hb):.3f} "
-              f"({len(ha)} data sets)", flush=True)
-
-    # -- LSAT7 --------------------------------------------------------------------------------------
+        grid(args.grid_trials or (1 if quick else 3))
+    if "coverage" in parts:
+        cov = args.cov_trials or (4 if quick else 10)
+        coverage_part(range(args.first, args.first + cov), dict(list(gibbs_cache.items())[:2]))
     if "lsat7" in parts:
         lsat7()
     if "large" in parts and not quick:
-        large()
+        large(range(args.first, args.first + (args.large_trials or 8)))
     if "mcar" in parts:
         mcar(3 if quick else 6, 1 if quick else 2)
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
@@ -316,21 +437,25 @@ def mcar(trials: int, gibbs_trials: int, eps: tuple = (0.3, 1.0, 3.0)) -> None:
                   f"{np.mean(hb[e]):.3f} | {r[6]:.2f} | {r[7]:.2f} |", flush=True)
 
 
-def large() -> None:
-    """(100 000, 50, ε = 1) against the Gibbs posterior mean."""
-    X, a, b = simulate(100_000, 50, 52_000)
-    t0 = time.time()
-    ga, gb = gibbs_mean(X, 500, 250, 0)
-    t_gibbs = time.time() - t0
+def large(ks) -> None:
+    """(100 000, 50, ε = 1) against the Gibbs posterior mean, one data set per k, 2 releases each."""
     errs = []
-    for r in range(3):
-        t0 = time.time()
-        fit = privirt.private_2pl_estimate(X, epsilon=1.0, delta=DELTA, n_boot=0)
-        errs.append([rel(fit.a, ga), relc(fit.b, gb), time.time() - t0])
-    e = np.mean(errs, axis=0)
-    print(f"\n(100000, 50, ε = 1), one data set, 3 releases: a {e[0]:.3f} (target ≤ 0.10), b (centred) {e[1]:.3f}, "
-          f"all a equal {rel(equal_a(ga), ga):.3f}, Gibbs ā vs true a {rel(ga, a):.3f}; "
-          f"{e[2]:.1f} s per private call (no bootstrap); Gibbs (500 iterations, 250 warmup) {t_gibbs:.0f} s",
+    for k in ks:
+        X, a, b = simulate(100_000, 50, 52_000 + k)
+        t0 = time.process_time()
+        ga, gb = gibbs_mean(X, 500, 250, k)
+        t_gibbs = time.process_time() - t0
+        for r in range(2):
+            t0 = time.process_time()
+            fit = privirt.private_2pl_estimate(X, epsilon=1.0, delta=DELTA, n_boot=0)
+            row = dict(a_gibbs=rel(fit.a, ga), b_gibbs=relc(fit.b, gb), all_equal=rel(equal_a(ga), ga),
+                       gibbs_true=rel(ga, a), a_true=rel(fit.a, a), cpu=time.process_time() - t0)
+            errs.append(row)
+            record(part="large", n=100_000, m=50, eps=1.0, k=k, r=r, cpu_gibbs=t_gibbs, **row)
+        print(f"  (100000, 50) data set {k}: Gibbs {t_gibbs:.0f} CPU s", flush=True)
+    print(f"\n(100000, 50, ε = 1), {len(ks)} data sets × 2 releases: "
+          + ", ".join(f"{c} {mean_se([x[c] for x in errs])}" for c in ("a_gibbs", "b_gibbs", "all_equal",
+                                                                         "gibbs_true", "a_true", "cpu")),
           flush=True)
 
 

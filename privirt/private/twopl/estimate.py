@@ -16,7 +16,7 @@ from ...data.responses import ResponsesLike
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
-from .fit import MEAN_PRIOR_SD, fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
 from .statistics import pair_index
@@ -25,6 +25,9 @@ from .statistics import pair_index
 #: their fixed seed (the draws are part of a deterministic post-processing, not privacy noise).
 NULL_REPLICATES = 32
 NULL_SEED = 20_251_126
+#: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
+#: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
+LEVEL_PRIOR_SD = 0.5
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -41,10 +44,11 @@ class TwoPLEstimate:
     a, b : pandas.Series
         Private discriminations (after shrinkage) and difficulties, indexed by item.
     ci : dict of str to pandas.DataFrame
-        ``ci["a"]``, ``ci["b"]``: columns ``lo``, ``hi`` by item (intervals at ``confidence``;
-        NaN with ``n_boot=0``).
+        ``ci["a"]``, ``ci["b"]``, ``ci["tau"]``: columns ``lo``, ``hi`` by item (intervals at
+        ``confidence``; NaN with ``n_boot=0``).
     se : dict of str to pandas.Series
-        Bootstrap standard errors of log a (``se["log_a"]``) and of b (``se["b"]``).
+        Bootstrap standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ
+        (``se["tau"]``).
     a_unshrunk, b_unshrunk : pandas.Series
         The fit before shrinkage (what the intervals are built around).
     privacy : PrivacyStatement
@@ -68,6 +72,17 @@ class TwoPLEstimate:
     def items(self) -> pd.Index:
         """Item labels, in the order of ``a``."""
         return self.a.index
+
+    @property
+    def tau(self) -> pd.Series:
+        """Marginal difficulties (thresholds) τ = b/√(1 + a²): P(X_i = 1) = Φ(−τ_i) over θ ~ N(0, 1).
+
+        The difficulty that the item totals determine, free of the discriminations' error; the
+        one to compare with the Rasch totals estimator's β (``docs/private_2pl.md``, "Difficulties": b carries
+        the error of a, τ does not).  Intervals in ``ci["tau"]``.
+        """
+        a, b = self.a.to_numpy(float), self.b.to_numpy(float)
+        return pd.Series(b / np.sqrt(1.0 + a * a), index=self.b.index.copy(), name="tau")
 
     @property
     def beta(self) -> pd.Series:
@@ -96,13 +111,13 @@ class TwoPLEstimate:
 
 
 def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Variances of the unshrunk τ_i and log a_i due to the privacy noise alone, by simulation under
     the all-a-equal fit: its expected statistics plus :data:`NULL_REPLICATES` draws of
     Gaussian noise of the released scales (fixed draws: deterministic post-processing), refit;
     mean squared deviations from the fit's τ and common log a, and of the log a_i about their
-    replicate's mean (the part that looks like spread), and the mean squared deviation of the
-    refitted all-equal log a (the level).  Captures what a linearisation misses where
+    replicate's mean (the part that looks like spread), and the variance and mean deviation (bias)
+    of the refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull)."""
     _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     n_t, n_p = n if isinstance(n, tuple) else (n, n)
@@ -123,7 +138,7 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
     return (np.mean((fb.tau - tau0[None, :]) ** 2, axis=0), np.mean((la - la0[None, :]) ** 2, axis=0),
-            np.mean(within**2, axis=0), float(np.mean(level**2)))
+            np.mean(within**2, axis=0), float(np.var(level)), float(np.mean(level)))
 
 
 def _point(release: TwoPLRelease):
@@ -139,10 +154,12 @@ def _point(release: TwoPLRelease):
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
-    v_tau, v, v_within, v_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
-    # the level: where the noise hides even the common value (pure noise pushes it up, toward
-    # λ → 1), the fit's own prior μ ~ N(0, S_μ²) takes over (Gaussian posterior mean)
-    centre = centre * MEAN_PRIOR_SD**2 / (MEAN_PRIOR_SD**2 + v_level)
+    v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
+    # the level: where the noise hides even the common value, pure noise pushes the all-equal
+    # fit up, toward λ → 1; that bias (the refits' mean deviation at the prior's a = 1) is
+    # subtracted, and the prior log a ~ N(0, LEVEL_PRIOR_SD²) takes over against the refits'
+    # variance (Gaussian posterior mean)
+    centre = (centre - bias_level) * LEVEL_PRIOR_SD**2 / (LEVEL_PRIOR_SD**2 + v_level)
     # the spread s of the discriminations from the per-item fit's deviations about its own
     # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
     # toward the all-equal value against its full noise variance
@@ -157,6 +174,7 @@ def _point(release: TwoPLRelease):
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)
     f_tau = s_tau * s_tau / (s_tau * s_tau + v_tau) if s_tau > 0 else np.zeros(m)
     return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
+                            "noise_bias_mean_log_a": bias_level,
                             "shrinkage": factors.tolist(),
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
@@ -214,13 +232,16 @@ def estimate_2pl_from_release(
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]
-        se_la, se_b = err_la.std(axis=0, ddof=1), err_b.std(axis=0, ddof=1)
+        err_t = fb.tau - (b / np.sqrt(1.0 + a * a))[None, :]
+        se_la, se_b, se_t = err_la.std(axis=0, ddof=1), err_b.std(axis=0, ddof=1), err_t.std(axis=0, ddof=1)
         c_la = np.log(a_u) - err_la.mean(axis=0)
         c_b = b_u - err_b.mean(axis=0)
+        c_t = b_u / np.sqrt(1.0 + a_u * a_u) - err_t.mean(axis=0)
         a_lo, a_hi = np.exp(c_la - z * se_la), np.exp(c_la + z * se_la)
         b_lo, b_hi = c_b - z * se_b, c_b + z * se_b
+        t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
     else:
-        se_la = se_b = a_lo = a_hi = b_lo = b_hi = np.full(m, np.nan)
+        se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
     items = release.items
     info.update({"n_boot": int(n_boot), "confidence": float(confidence), "totals_share": release.totals_share,
                  "bootstrap_seed": describe_seed(ss)})
@@ -231,8 +252,9 @@ def estimate_2pl_from_release(
     return TwoPLEstimate(
         a=ser(a, "a"), b=ser(b, "b"),
         ci={"a": pd.DataFrame({"lo": a_lo, "hi": a_hi}, index=items.copy()),
-            "b": pd.DataFrame({"lo": b_lo, "hi": b_hi}, index=items.copy())},
-        se={"log_a": ser(se_la, "se_log_a"), "b": ser(se_b, "se_b")},
+            "b": pd.DataFrame({"lo": b_lo, "hi": b_hi}, index=items.copy()),
+            "tau": pd.DataFrame({"lo": t_lo, "hi": t_hi}, index=items.copy())},
+        se={"log_a": ser(se_la, "se_log_a"), "b": ser(se_b, "se_b"), "tau": ser(se_t, "se_tau")},
         a_unshrunk=ser(a_u, "a_unshrunk"), b_unshrunk=ser(b_u, "b_unshrunk"),
         privacy=release.privacy, release=release, info=info,
     )
