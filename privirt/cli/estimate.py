@@ -252,6 +252,14 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
                              "run for complete data; if cells are missing completely at random, "
                              f"declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}`; or use "
                              "--method spectral (nothing was spent)")
+        present = {str(i) for i in resp.items}
+        absent = [] if items is None else [i for i in items if str(i) not in present]
+        if missing == "none" and absent:
+            raise ValueError(f"--items names {len(absent)} item(s) that nobody answered in "
+                             f"{Path(args.file).name} (first: {absent[0]}); their cells are all missing, so "
+                             "declare --missing mcar (missing completely at random): "
+                             f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
+                             "spectral (nothing was spent)")
         if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
             raise ValueError(f"--n-persons {args.n_persons} counts persons absent from "
                              f"{Path(args.file).name}; they are all-missing rows, so declare "
