@@ -300,7 +300,8 @@ def test_bundled_pattern_table_with_weights_col(capsys):
 def test_private_method_default_is_chosen_from_public_quantities_only():
     from privirt.private.choose import default_private_method
 
-    assert default_private_method(200, 10, 0.3, 1e-4) == "totals"   # issue 26: measured ahead or tied everywhere
+    assert default_private_method(200, 10, 0.3, 1e-4) == "spectral"   # m <= 10 and n < 500
+    assert default_private_method(800, 10, 0.3, 1e-4) == "totals"   # issue 26: n·ε < 250 no longer decides
     assert default_private_method(1000, 10, 0.3, 1e-4) == "totals"
     assert default_private_method(200, 50, 1.0, 1e-4) == "totals"
     # declared-MCAR data: the same

@@ -136,14 +136,18 @@ def test_mcar_design_keeps_its_searched_layout():
 
 
 def test_default_method_rule_from_the_shapes_grid():
-    # issue 26, second round: the totals estimator in every measured cell, both domains — also
-    # the short tests with small n·ε where Algorithm 2 used to be the default (BENCHMARKS.md)
+    # issue 26, second round: the n·ε < 250 clause is gone (the totals estimator measured ahead of
+    # or tied with Algorithm 2's default call there, ε = 0.1 and declared MCAR included); Algorithm 2
+    # stays only where m <= 10 and n < 500, both domains (BENCHMARKS.md)
     for missing in ("none", "mcar"):
         for m in (5, 10, 20, 50):
-            for n in (200, 500, 1000, 2000, 5000):
+            for n in (200, 499, 500, 1000, 2000, 5000):
                 for eps in (0.1, 0.3, 1.0, 3.0):
-                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == "totals", (n, m, eps)
-    assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "totals"
+                    want = "spectral" if m <= 10 and n < 500 else "totals"
+                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps)
+    assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "spectral"
+    assert default_private_method(800, 10, 0.3, 1e-4) == "totals"  # n·ε = 240: was Algorithm 2
+    assert default_private_method(2000, 5, 0.1, 1e-4, missing="mcar") == "totals"
     with pytest.raises(ValueError, match="missing must be"):
         default_private_method(1000, 10, 0.3, 1e-4, missing="MNAR")
 
