@@ -207,15 +207,15 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5",
                  "--ledger", str(ledger), "--out", str(out)]) == 2  # and the number of persons
     assert "--n-persons" in capsys.readouterr().err
-    # item 5 was answered by nobody: its cells are missing, which the default (totals) method
-    # must be told (one line naming the command to run; nothing spent)
+    # item 5 was answered by nobody: its cells are missing, which the totals method must be
+    # told (one line naming the command to run; nothing spent)
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5", "--n-persons", "300",
-                 "--ledger", str(ledger), "--out", str(out)]) == 2
+                 "--method", "totals", "--ledger", str(ledger), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--missing mcar" in err and "nobody answered" in err and len(err.strip().splitlines()) == 1
     assert privirt.Ledger(ledger).spent().epsilon == 0
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,2,3,4,5", "--n-persons", "300",
-                 "--missing", "mcar", "--ledger", str(ledger), "--out", str(out)]) == 0
+                 "--ledger", str(ledger), "--out", str(out)]) == 0
     payload = json.loads(out.read_text())
     assert [r["item"] for r in payload["items"]] == ["1", "2", "3", "4", "5"]  # --items, as text
     assert payload["n_items"] == 5 and payload["privacy"]["private"] is True
