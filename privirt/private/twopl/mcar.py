@@ -20,11 +20,8 @@ import math
 import numpy as np
 from scipy import special
 
-from mechanisms.measures import ApproxDP, zcdp_to_approx_dp
-
 from ..._threads import one_blas_thread
-from ..accounting import NEIGHBOURING_RELATION, PrivacyCost, calibrate_gaussian_sigma
-from ..measurements import _tv, calibration_epsilon, check_supported, load_mechanisms
+from ..accounting import NEIGHBOURING_RELATION
 from ..sensitivity import Sensitivity, _sqrt_up
 from ..statement import DOMAIN_ANY
 from .fit import SIM_PERSONS
@@ -127,48 +124,26 @@ class McarPairsGaussian(PairsGaussian):
     parts = ("totals", "answered", "pairs", "co_answered")  # type: ignore[assignment]
     domain = DOMAIN_ANY
 
+    noise_part = 2
+
     @classmethod
-    def calibrate(cls, target: ApproxDP, *, n_items: int,  # type: ignore[override]
-                  totals_share: float = TOTALS_SHARE) -> "McarPairsGaussian":
-        """σ per part meeting ``target`` (a hair more noise until the mechanisms' rounded-up ρ
-        meets it).  Uses the public m only."""
-        mech_mod = load_mechanisms()
-        eps, dlt = target.epsilon, target.delta
-        m = int(n_items)
-        try:
-            sigma1 = calibrate_gaussian_sigma(1.0, calibration_epsilon(eps), dlt)
-        except (ValueError, ArithmeticError, OverflowError):
-            sigma1 = math.inf
-        rho = 0.5 / sigma1**2 if math.isfinite(sigma1) else 0.0
-        if not rho > 0:
-            raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual "
-                             "range (say 0.01 to 100)")
-        sigmas = list(mcar_design(m, rho, totals_share))
-        for s in sigmas:
-            check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
-            if _tv(mech_mod.DiscreteGaussian(s)) != 0:
-                raise RuntimeError("the discrete Gaussian sampler reports a nonzero TV bound; the 2PL "
-                                   "release has no δ term for it")
-        self = cls()
-        sens = [mcar_sensitivity(m, p) for p in cls.parts]
-        self._part_sens = [(s.l2, s.n_released) for s in sens]
-        while True:
-            self.sigmas = tuple(float(s) for s in sigmas)  # type: ignore[assignment]
-            self.native = self.map()
-            claimed = zcdp_to_approx_dp(self.native.rho, dlt)
-            if claimed <= eps:
-                break
-            sigmas = [s * (1 + 1e-9) for s in sigmas]
-        self.totals_share = float(totals_share)
-        self.noise_value = float(self.sigmas[2])
-        self.sensitivity = mcar_sensitivity(m, "joint")
-        self.guarantee = ApproxDP(float(claimed), float(dlt))
-        self.cost = PrivacyCost(rho=self.native.rho)
+    def _scales(cls, m: int, rho: float, totals_share: float) -> tuple[float, ...]:
+        return mcar_design(m, rho, totals_share)
+
+    @classmethod
+    def _sensitivities(cls, m: int) -> list:
+        return [mcar_sensitivity(m, p) for p in cls.parts]
+
+    @classmethod
+    def _joint_sensitivity(cls, m: int):
+        return mcar_sensitivity(m, "joint")
+
+    def _describe(self, m: int, sens: list) -> tuple[str, ...]:
         g, h = mcar_shares(m)
         labels = ("item totals", "answered counts", "disagreements among the co-answered D_ij",
                   "co-answered counts C_ij")
         parts = "; ".join(f"{lab} (L2² ≤ {s.l1:g}, σ = {sg:.6g})" for lab, s, sg in zip(labels, sens, self.sigmas))
-        self.notes = (
+        return (
             f"{parts}; ρ of the four parts added; {self.totals_share:.0%} of ρ on the items' part "
             f"({g:.0%} of it on the answered counts), the rest on the pairs ({h:.0%} of it on the "
             "co-answered counts) (docs/private_2pl.md §6)",
@@ -177,8 +152,6 @@ class McarPairsGaussian(PairsGaussian):
             "{0, 1, missing}^m; the estimates assume that whether a cell is missing is independent "
             "of the person's ability and answers",
         )
-        self._check_claim(target)
-        return self
 
 
 def ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray, np.ndarray]:

@@ -47,6 +47,33 @@ class PairsGaussian(PartsGaussian):
     stream = "twopl"
     domain = DOMAIN_COMPLETE
 
+    #: the part whose σ is reported as ``noise_value``
+    noise_part: int = 1
+
+    @classmethod
+    def _scales(cls, m: int, rho: float, totals_share: float) -> tuple[float, ...]:
+        """σ of each part spending ``rho`` (public m and share only)."""
+        return design(m, rho, totals_share)
+
+    @classmethod
+    def _sensitivities(cls, m: int) -> list:
+        """The proven sensitivity of each part, in the order of :attr:`parts`."""
+        return [pair_sensitivity(m, p) for p in cls.parts]
+
+    @classmethod
+    def _joint_sensitivity(cls, m: int):
+        return pair_sensitivity(m, "joint")
+
+    def _describe(self, m: int, sens: list) -> tuple[str, ...]:
+        """The statement's notes."""
+        return (
+            f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and disagreement counts "
+            f"D_ij = #(x_i ≠ x_j), i < j (L2² ≤ {sens[1].l1:g}, σ = {self.sigmas[1]:.6g}); ρ of the parts added; "
+            f"{self.totals_share:.0%} of ρ on the totals (docs/private_2pl.md)",
+            "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
+            "complete data only: which items a person answered is not part of the release",
+        )
+
     @classmethod
     def calibrate(cls, target: ApproxDP, *, n_items: int, totals_share: float = TOTALS_SHARE) -> "PairsGaussian":
         """σ per part meeting ``target`` (a hair more noise until the mechanisms' rounded-up ρ
@@ -62,34 +89,28 @@ class PairsGaussian(PartsGaussian):
         if not rho > 0:
             raise ValueError(f"epsilon={eps:g} is too small to calibrate; choose an epsilon in the usual "
                              "range (say 0.01 to 100)")
-        sigmas = list(design(m, rho, totals_share))
+        sigmas = list(cls._scales(m, rho, totals_share))
         for s in sigmas:
             check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
             if _tv(mech_mod.DiscreteGaussian(s)) != 0:  # the claim below assumes an exact sampler
                 raise RuntimeError("the discrete Gaussian sampler reports a nonzero TV bound; the 2PL "
                                    "release has no δ term for it")
         self = cls()
-        st, sp = pair_sensitivity(m, "totals"), pair_sensitivity(m, "pairs")
-        self._part_sens = [(st.l2, st.n_released), (sp.l2, sp.n_released)]
+        sens = cls._sensitivities(m)
+        self._part_sens = [(s.l2, s.n_released) for s in sens]
         while True:
-            self.sigmas = (float(sigmas[0]), float(sigmas[1]))
+            self.sigmas = tuple(float(s) for s in sigmas)  # type: ignore[assignment]
             self.native = self.map()
             claimed = zcdp_to_approx_dp(self.native.rho, dlt)
             if claimed <= eps:
                 break
             sigmas = [s * (1 + 1e-9) for s in sigmas]
         self.totals_share = float(totals_share)
-        self.noise_value = float(self.sigmas[1])
-        self.sensitivity = pair_sensitivity(m, "joint")
+        self.noise_value = float(self.sigmas[cls.noise_part])
+        self.sensitivity = cls._joint_sensitivity(m)
         self.guarantee = ApproxDP(float(claimed), float(dlt))
         self.cost = PrivacyCost(rho=self.native.rho)
-        self.notes = (
-            f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and disagreement counts "
-            f"D_ij = #(x_i ≠ x_j), i < j (L2² ≤ {sp.l1:g}, σ = {self.sigmas[1]:.6g}); ρ of the parts added; "
-            f"{self.totals_share:.0%} of ρ on the totals (docs/private_2pl.md)",
-            "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
-            "complete data only: which items a person answered is not part of the release",
-        )
+        self.notes = self._describe(m, sens)
         self._check_claim(target)
         return self
 
