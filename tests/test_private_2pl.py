@@ -23,17 +23,13 @@ from privirt.private.twopl import (
 )
 from privirt.private.twopl.fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from privirt.private.twopl.orthant import orthant_gradients, upper_orthant
+from ._twopno import lognormal_2pno
 
 mechanisms = pytest.importorskip("mechanisms")
 
 
 def _data(n=2000, m=6, seed=0):
-    rng = np.random.default_rng(seed)
-    a = np.exp(rng.normal(0.0, 0.3, m))
-    b = rng.normal(0.0, 1.0, m)
-    theta = rng.standard_normal(n)
-    X = (rng.random((n, m)) < special.ndtr(theta[:, None] * a - b)).astype(np.int8)
-    return X, a, b
+    return lognormal_2pno(n, m, seed)
 
 
 # -- sensitivity ----------------------------------------------------------------------------

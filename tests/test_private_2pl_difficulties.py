@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import special
 
 import privirt
 from privirt.private.twopl import estimate_2pl_from_release, pair_statistics, release_2pl
 from privirt.private.twopl.bound import noise_covariance, relative_noise_bounds
 from privirt.private.twopl.fit import fit_factor, to_2pno
+from ._twopno import lognormal_2pno
 
 pytest.importorskip("mechanisms")
 
 
 def _data(n, m, seed):
-    rng = np.random.default_rng(seed)
-    a = np.exp(rng.normal(0.0, 0.3, m))
-    b = rng.normal(0.0, 1.0, m)
-    theta = rng.standard_normal(n)
-    X = (rng.random((n, m)) < special.ndtr(theta[:, None] * a - b)).astype(np.int8)
-    return X, a, b
+    return lognormal_2pno(n, m, seed)
 
 
 def _relc(x, y) -> float:
