@@ -18,9 +18,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
 from ..._threads import one_blas_thread
+from ...data.responses import Responses
+from ...stats.counts import local_pairwise_counts
 from ..accounting import NEIGHBOURING_RELATION
 from ..sensitivity import Sensitivity, _sqrt_up
 from ..statement import DOMAIN_ANY
@@ -39,24 +42,17 @@ MIN_DENOMINATOR: float = 2.0
 
 def mcar_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(s (m,), a (m,), D (P,), C (P,)), int64, of a persons × items matrix with codes 1
-    (correct), 0 (wrong) and negative (missing).  Exact: float32 Gram matrices of chunks of at
-    most 2²⁰ rows (exact below 2²⁴), ``einsum`` rather than BLAS (threads crawl on a busy machine)."""
-    X = np.asarray(codes)
+    (correct), 0 (wrong) and −1 (missing).  Exact, from the package's pairwise counts
+    (:func:`privirt.stats.counts.local_pairwise_counts`): with Y_ij the persons with i right
+    and j wrong and B the co-response counts, D_ij = Y_ij + Y_ji and C_ij = B_ij."""
+    X = np.asarray(codes, dtype=np.int8)
     n, m = X.shape
-    YY = np.zeros((m, m), dtype=np.int64)
-    YR = np.zeros((m, m), dtype=np.int64)
-    RR = np.zeros((m, m), dtype=np.int64)
-    step = 1 << 20
-    for lo in range(0, n, step):
-        block = X[lo:lo + step]
-        r = (block >= 0).astype(np.float32)
-        y = (block == 1).astype(np.float32)
-        YY += np.rint(np.einsum("li,lj->ij", y, y)).astype(np.int64)
-        YR += np.rint(np.einsum("li,lj->ij", y, r)).astype(np.int64)
-        RR += np.rint(np.einsum("li,lj->ij", r, r)).astype(np.int64)
+    Y, B = local_pairwise_counts(Responses(X, pd.RangeIndex(n), pd.RangeIndex(m)), device="cpu")
     i, j = pair_index(m)
-    # answered both and different: y_i r_j + r_i y_j − 2 y_i y_j (y ≤ r)
-    return np.diag(YY).copy(), np.diag(RR).copy(), YR[i, j] + YR[j, i] - 2 * YY[i, j], RR[i, j]
+    s = np.count_nonzero(X == 1, axis=0).astype(np.int64)
+    a = np.count_nonzero(X >= 0, axis=0).astype(np.int64)
+    return (s, a, (Y[i, j] + Y[j, i]).astype(np.int64),
+            B[i, j].astype(np.int64))
 
 
 def mcar_sensitivity(n_items: int, part: str) -> Sensitivity:
