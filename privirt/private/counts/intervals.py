@@ -380,9 +380,9 @@ def _raw_slope(mean: np.ndarray, truth: np.ndarray) -> float:
     return float((mean @ truth) / ss)
 
 
-def _slope(mean: np.ndarray, truth: np.ndarray) -> float:
-    """:func:`_raw_slope` kept in [:data:`MIN_SLOPE`, 2]."""
-    return float(np.clip(_raw_slope(mean, truth), MIN_SLOPE, 2.0))
+def _slope_of(raw: float) -> float:
+    """A slope from :func:`_raw_slope` kept in [:data:`MIN_SLOPE`, 2]."""
+    return float(np.clip(raw, MIN_SLOPE, 2.0))
 
 
 def _unbounded(m: int, slope: float) -> np.ndarray:
@@ -461,13 +461,13 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
 
     truth = beta_hat.copy()
     mean = F(truth)
-    a = _slope(mean, truth)
+    a0 = _raw_slope(mean, truth)
+    a = _slope_of(a0)
     steps = 0
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
             "bootstrap_estimator": estimator, "n_boot": int(n_boot), "confidence": confidence,
             "calibration_replicates": cal_reps, "simulated_persons": _simulated_persons(n, beta_hat.size),
             "bootstrap_seed": describe_seed(seed)}
-    a0 = _raw_slope(mean, truth)
     if a0 < MIN_SLOPE:  # all noise: no truth explains β̂ (docs/intervals.md §3b); stop here
         tick(at=cal_total + int(n_boot))
         se = _unbounded(beta_hat.size, a0)
@@ -495,7 +495,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # own attenuation (the ratio slope; the secant slope above is the whole profile's, along
     # which the fitted spread moves too)
     a_raw = _raw_slope(mean, truth)
-    a = _slope(mean, truth)
+    a = _slope_of(a_raw)
     info.update({"ability_mean": mu, "ability_sd": tau, "calibration_steps": steps})
     if a_raw < MIN_SLOPE:  # at the calibrated truth the estimate no longer responds: no finite interval
         se = _unbounded(beta_hat.size, a_raw)
