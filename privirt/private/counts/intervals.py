@@ -73,6 +73,13 @@ CALIBRATION_MIN_REPLICATES: int = 10
 #: calibrated truth may take (logits).
 MIN_SLOPE: float = 0.05
 MAX_LOGIT: float = 20.0
+#: The ratio slope's Monte-Carlo standard error above which it is re-measured by a probe, and
+#: the probe's spread (SD, logits): where the truth's items are nearly alike the ratio
+#: (mean·β₀)/(β₀·β₀) divides Monte-Carlo noise by a small number, so the slope is measured
+#: instead as the common-random-numbers difference F(β₀ + u) − F(β₀) along a direction u of
+#: this spread (docs/intervals.md §3b).
+SLOPE_SE_MAX: float = 0.025
+PROBE_SPREAD: float = 1.0
 #: Convergence tolerance of the noise-aware fit inside the bootstrap (largest step, logits; the
 #: single fit uses 1e-8): replicates move by ~1e-6, far below their spread, and each needs
 #: about a fifth fewer Fisher-scoring steps (the τ² update converges linearly).
@@ -380,6 +387,25 @@ def _raw_slope(mean: np.ndarray, truth: np.ndarray) -> float:
     return float((mean @ truth) / ss)
 
 
+def _ratio_slope_se(var: np.ndarray, truth: np.ndarray, reps: int) -> float:
+    """Monte-Carlo standard error of :func:`_raw_slope` from ``reps`` replicates whose
+    per-item variances are ``var`` (independent items, to first order)."""
+    ss = float(truth @ truth)
+    if ss < 1e-12:
+        return float("inf")
+    return float(np.sqrt((truth**2 @ var) / reps) / ss)
+
+
+def _probe_direction(truth: np.ndarray) -> np.ndarray:
+    """The probe's direction: the truth's own profile where it has spread, else a public
+    ramp; centred and scaled to :data:`PROBE_SPREAD`."""
+    u = truth - truth.mean()
+    if u.std() < 0.1 * PROBE_SPREAD:
+        u = np.linspace(-1.0, 1.0, truth.size)
+    sd = u.std()
+    return u * (PROBE_SPREAD / sd) if sd > 0 else u
+
+
 def _slope_of(raw: float) -> float:
     """A slope from :func:`_raw_slope` kept in [:data:`MIN_SLOPE`, 2]."""
     return float(np.clip(raw, MIN_SLOPE, 2.0))
@@ -453,15 +479,27 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     tick(at=0)  # drawn before the first ability fit (seconds at thousands of items)
     ability: list = [None]  # (μ, τ) of the last truth: starts the next ability fit
 
-    def F(b: np.ndarray) -> np.ndarray:
+    var: list = [None]  # the replicates' per-item variance at the last evaluation
+
+    def F(b: np.ndarray, count: bool = True) -> np.ndarray:
         reps, mu_, tau_ = _replicates(np.random.default_rng(cal_seed), b, *args, cal_reps, **kw,
-                                      on_batch=tick, ability=ability[0])
+                                      on_batch=tick if count else None, ability=ability[0])
         ability[0] = (mu_, tau_)
+        var[0] = reps.var(axis=0, ddof=1) if cal_reps > 1 else np.zeros(b.size)
         return reps.mean(axis=0)
+
+    def probe(b: np.ndarray, mean_b: np.ndarray | None = None) -> float:
+        """The slope as a common-random-numbers difference along a spread-out direction."""
+        u = _probe_direction(b)
+        if mean_b is None:
+            mean_b = F(b, count=False)
+        return float(((F(b + u, count=False) - mean_b) @ u) / (u @ u))
 
     truth = beta_hat.copy()
     mean = F(truth)
     a0 = _raw_slope(mean, truth)
+    if a0 < MIN_SLOPE or _ratio_slope_se(var[0], truth, cal_reps) > SLOPE_SE_MAX:
+        a0 = probe(truth, mean)  # items nearly alike: the ratio is Monte-Carlo noise
     a = _slope_of(a0)
     steps = 0
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
@@ -495,6 +533,8 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     # own attenuation (the ratio slope; the secant slope above is the whole profile's, along
     # which the fitted spread moves too)
     a_raw = _raw_slope(mean, truth)
+    if a_raw < MIN_SLOPE or _ratio_slope_se(reps.var(axis=0, ddof=1), truth, int(n_boot)) > SLOPE_SE_MAX:
+        a_raw = probe(truth)  # as above, at the calibrated truth
     a = _slope_of(a_raw)
     info.update({"ability_mean": mu, "ability_sd": tau, "calibration_steps": steps})
     if a_raw < MIN_SLOPE:  # at the calibrated truth the estimate no longer responds: no finite interval
