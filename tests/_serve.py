@@ -57,6 +57,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux ask for SIGTERM when the test process dies, so a
+    killed pytest (a timeout, ``kill -9``) leaves no service behind (its own session keeps it
+    out of the test's process group)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: stop() still ends it on a normal exit
+        pass
+
+
 class Server:
     """``privirt serve run STATE`` on 127.0.0.1 in a subprocess (stopped by :meth:`stop`)."""
 
@@ -67,7 +80,8 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "privirt", "serve", "run", str(state), "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", str(workers), "--log-level", "warning", *map(str, extra)],
-            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
