@@ -47,6 +47,7 @@ class FactorFit:
     row_iterations: np.ndarray | None = None
     log_a: np.ndarray | None = None
     mean_log_a: np.ndarray | None = None
+    hessian: tuple | None = None
 
     def start(self) -> np.ndarray:
         """(τ, log a, μ) of the fit, (R, 2m + 1): a starting point for refits."""
@@ -88,7 +89,7 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
                *, max_iter: int = 100, tol: float = 1e-8,
                prior_sd: float | None = None, common: bool = False,
-               start: np.ndarray | None = None) -> FactorFit:
+               start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     ``n`` may also be a pair (n per total, n per pair), arrays broadcasting against the totals
@@ -257,8 +258,23 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
         if active.size == 0:
             break
     tau, lam = theta[:, :m], _loading(theta[:, m:2 * m])
+    hess = None
+    if hessian:  # the objective's curvature at the optimum (Newton matrix), and the priors' part
+        H, _, _ = normal_eq(state, res, everyone, np.ones(R, bool))
+        hess = (H, _prior_hessian(m, S))
     return FactorFit(tau=tau, lam=lam, iterations=it, row_iterations=steps, log_a=theta[:, m:2 * m].copy(),
-                     mean_log_a=theta[:, -1].copy())
+                     mean_log_a=theta[:, -1].copy(), hessian=hess)
+
+
+def _prior_hessian(m: int, S: float) -> np.ndarray:
+    """The priors' part of the (half) objective's Hessian over (τ, log a, μ): constant."""
+    H = np.zeros((2 * m + 1, 2 * m + 1))
+    kk = np.arange(m, 2 * m)
+    H[kk, kk] = 1.0 / S**2
+    H[kk, -1] = H[-1, kk] = -1.0 / S**2
+    H[-1, -1] = m / S**2 + 1.0 / MEAN_PRIOR_SD**2
+    H[np.arange(m), np.arange(m)] = 1.0 / TAU_PRIOR_SD**2
+    return H
 
 
 def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None,
