@@ -25,10 +25,12 @@ def _release(n, m, eps, seed):
         return release_2pl(X, epsilon=eps, delta=1e-4, seed=seed + 1), a, b
 
 
-def test_fit_curvature_is_the_objectives_hessian():
+@pytest.mark.parametrize("m", [2, 5])
+def test_fit_curvature_is_the_objectives_hessian(m):
     # the Laplace covariance is the inverse of this matrix: the analytic Newton matrix at the
-    # optimum must be the Hessian of half the objective (finite differences of its gradient)
-    rel, _, _ = _release(3000, 5, 1.0, 11)
+    # optimum must be the Hessian of half the objective (finite differences); it also checks the
+    # assembly of the pairs' entries by per-item sums (every kind of entry occurs at m = 5)
+    rel, _, _ = _release(3000, m, 1.0, 11)
     n, m = rel.n_persons, rel.totals.size
     t, d = rel.totals.to_numpy(float), rel.pairs.to_numpy(float)
     f = fit_factor(t, d, n, rel.sigma_totals, rel.sigma_pairs, hessian=True)
