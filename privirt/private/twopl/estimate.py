@@ -53,15 +53,19 @@ class TwoPLEstimate:
         ``ci["a"]``, ``ci["b"]``, ``ci["tau"]``: columns ``lo``, ``hi`` by item (intervals at
         ``confidence``; NaN with ``n_boot=0``).
     se : dict of str to pandas.Series
-        Bootstrap standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ
-        (``se["tau"]``).
+        Standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ (``se["tau"]``):
+        the bootstrap's, or the fit's Laplace posterior SDs where the noise swamps the pairs
+        (``info["intervals"]``).
     a_unshrunk, b_unshrunk : pandas.Series
-        The fit before shrinkage (what the intervals are built around).
+        The fit before shrinkage (what the bootstrap intervals are built around; the Laplace
+        intervals are built around a and b).
     privacy : PrivacyStatement
     release : TwoPLRelease
     info : dict
         Shrinkage (spread ``s`` and mean ``mu`` of log a, per-item factors), bootstrap size,
-        confidence, seed, fit iterations.
+        confidence, seed, fit iterations, the interval route (``"intervals"``: bootstrap,
+        laplace or none) and the release's share of the precision of log a
+        (``"data_share_log_a"``, median item).
     """
 
     a: pd.Series
@@ -236,7 +240,8 @@ def estimate_2pl_from_release(
     release : TwoPLRelease
     confidence : float in (0, 1)
     n_boot : int
-        Bootstrap replicates (≥ 20), or 0 to skip the intervals (``ci`` and ``se`` are NaN).
+        Bootstrap replicates (≥ 20), or 0 to skip the intervals of either route (``ci`` and
+        ``se`` are NaN).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
     intervals : {"auto", "bootstrap", "laplace"}
