@@ -17,19 +17,25 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
 * coverage of the 95 % intervals (200 bootstrap replicates) of a and b at (10 000, 20),
   ε ∈ {1, 3}, against the true parameters and against the Gibbs posterior mean (target 90–98 %);
 * LSAT7 (n = 1000, m = 5) at ε = 1, 3: private a beside the Gibbs posterior mean (no target);
-* defaults: CPU seconds of the default call (with its intervals) beside the private totals
-  estimator at (n, m) = (400, 30), (10 000, 20), (10 000, 100), (1000, 5);
+* defaults: CPU seconds of the default call (with its intervals) beside the same call with the
+  bootstrap forced (``intervals="bootstrap"``) and the private totals estimator at
+  (n, m) = (400, 30), (10 000, 20), (10 000, 100), (1000, 5);
 * mcar (``--parts mcar``, not in the default run): (10 000, 20, ε ∈ {0.3, 1, 3}) with 20 % and 50 % of the
   cells missing completely at random (independently), ``missing="mcar"``: relative ℓ2 error of
   a and b (centred) against the truth, beside the complete-data private fit on the same data
   before the cells were removed and the noise-free MCAR fit (the same ratios without noise);
   against the non-private Gibbs posterior mean on the observed cells; coverage of the 95 %
-  intervals (200 replicates) against the truth; CPU seconds per call.
+  intervals (200 replicates) against the truth; CPU seconds per call;
+* mcar_coverage (``--parts mcar_coverage``, not in the default run): coverage of the MCAR intervals
+  at 50 % missing, ε = 0.3, 24 data sets × 2 releases, by the size of the true a;
+* swamped (``--parts swamped``, not in the default run): where the noise swamps the pairs, coverage
+  of both interval routes (bootstrap, the fit's Laplace posterior) on the same releases.
 
     python benchmarks/bench_private_2pl.py            # full run (long: Gibbs on 5 M cells)
     python benchmarks/bench_private_2pl.py --quick    # fewer trials, no (100 000, 50)
     python benchmarks/bench_private_2pl.py --parts sweep,grid   # some tables only
     python benchmarks/bench_private_2pl.py --parts mcar         # declared MCAR (issue 25)
+    python benchmarks/bench_private_2pl.py --parts swamped      # both interval routes where the noise swamps
     python benchmarks/bench_private_2pl.py --parts sweep --trials 4 --first 4 --out r.jsonl  # data sets 4-7
     python benchmarks/bench_private_2pl.py --summarise r.jsonl  # tables with SEs over data sets
 
@@ -158,13 +164,24 @@ def grid(trials: int) -> None:
 
 def defaults() -> None:
     """CPU seconds (``time.process_time``: the VM is shared, wall time says little) of the default
-    calls, with their intervals, beside the private totals estimator on the same data."""
-    print("\ndefault calls (n_boot = 200, δ = 1e-4), CPU seconds, one process, beside "
-          "private_totals_estimate on the same data")
-    print("| n | m | ε | private_2pl_estimate | private_totals_estimate | fit iterations (point) |")
-    print("|---|---|---|---|---|---|")
+    calls, with their intervals, beside the same call with the bootstrap forced (the previous
+    default's route) and the private totals estimator, on the same data, in one process."""
+    print("\ndefault calls (n_boot = 200, δ = 1e-4), CPU seconds, one process, beside the same call with "
+          "intervals='bootstrap' and private_totals_estimate on the same data")
+    print("| n | m | ε | private_2pl_estimate | its intervals (release's share of log-a precision) "
+          "| intervals='bootstrap' | private_totals_estimate | fit iterations (point) |")
+    print("|---|---|---|---|---|---|---|---|")
+    import inspect
     import warnings
 
+    # the code before the `intervals` option (a checkout of an older commit on PYTHONPATH) had
+    # the bootstrap only: its default call is then the forced column
+    routes = "intervals" in inspect.signature(privirt.private_2pl_estimate).parameters
+    with warnings.catch_warnings():  # one-time costs (imports, samplers' tables) out of the first row
+        warnings.simplefilter("ignore")
+        Xw, _, _ = simulate(300, 5, 1)
+        privirt.private_2pl_estimate(Xw, epsilon=1.0, delta=DELTA, n_boot=20)
+        privirt.private_totals_estimate(Xw, epsilon=1.0, delta=DELTA, n_boot=20)
     for n, m, e in ((400, 30, 0.1), (400, 30, 1.0), (10_000, 20, 1.0), (10_000, 20, 0.1), (10_000, 100, 1.0),
                     (1000, 5, 1.0), (1000, 5, 0.1)):
         X, _, _ = simulate(n, m, 54_000 + m)
@@ -173,9 +190,88 @@ def defaults() -> None:
             t0 = time.process_time()
             fit = privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA)
             t1 = time.process_time()
-            privirt.private_totals_estimate(X, epsilon=e, delta=DELTA)
+            if routes:
+                privirt.private_2pl_estimate(X, epsilon=e, delta=DELTA, intervals="bootstrap")
             t2 = time.process_time()
-        print(f"| {n} | {m} | {e:g} | {t1 - t0:.2f} | {t2 - t1:.2f} | {fit.info['iterations']} |", flush=True)
+            privirt.private_totals_estimate(X, epsilon=e, delta=DELTA)
+            t3 = time.process_time()
+        route = f"{fit.info['intervals']} ({fit.info['data_share_log_a']:.2f})" if routes else "bootstrap (–)"
+        forced = f"{t2 - t1:.2f}" if routes else f"{t1 - t0:.2f}"
+        print(f"| {n} | {m} | {e:g} | {t1 - t0:.2f} | {route} | {forced} | {t3 - t2:.2f} | {fit.info['iterations']} |",
+              flush=True)
+
+
+def swamped(trials: int) -> None:
+    """Where the noise swamps the pairs: coverage of the 95 % intervals of both routes on the same
+    releases (``estimate_2pl_from_release(..., intervals="bootstrap" / "laplace")``), the
+    release's share of the precision of log a (``auto`` takes the Laplace route below ½) and CPU s."""
+    import warnings
+
+    from privirt.private.twopl import estimate_2pl_from_release
+
+    print(f"\nswamped: coverage of the 95 % intervals by route, {trials} data sets per cell (seeds 57 000 on), "
+          "one release each; share = the release's share of the precision of log a (median item)")
+    print("| n | m | ε | share | route of auto | bootstrap: a | b | log-width a | CPU s | laplace: a | b "
+          "| log-width a | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, m, e in ((400, 30, 0.1), (400, 30, 0.3), (1000, 50, 0.1), (1000, 20, 0.1), (1000, 5, 0.1),
+                    (1000, 20, 0.3)):
+        rows = []
+        for k in range(trials):
+            X, a, b = simulate(n, m, 57_000 + k)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rel = privirt.release_2pl(X, epsilon=e, delta=DELTA)
+                row = []
+                for route in ("bootstrap", "laplace"):
+                    t0 = time.process_time()
+                    fit = estimate_2pl_from_release(rel, intervals=route)
+                    row += [covered(fit.ci["a"], a).mean(), covered(fit.ci["b"], b).mean(),
+                            float(np.median(np.log(fit.ci["a"]["hi"] / fit.ci["a"]["lo"]))),
+                            time.process_time() - t0]
+            rows.append([fit.info["data_share_log_a"]] + row)
+            record(part="swamped", n=n, m=m, eps=e, k=k, share=rows[-1][0], boot_a=row[0], boot_b=row[1],
+                   lap_a=row[4], lap_b=row[5])
+        r = np.mean(rows, axis=0)
+        auto = f"laplace in {sum(x[0] < 0.5 for x in rows)}/{len(rows)}"
+        print(f"| {n} | {m} | {e:g} | {r[0]:.2f} | {auto} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.2f} | {r[4]:.2f} "
+              f"| {r[5]:.3f} | {r[6]:.3f} | {r[7]:.2f} | {r[8]:.2f} |", flush=True)
+
+
+def mcar_coverage(trials: int, frac: float = 0.5, eps: float = 0.3) -> None:
+    """Coverage of the MCAR intervals at (10 000, 20), ``frac`` of the cells missing, one ε: two
+    releases per data set (the mcar table's data sets and masks), SE over data sets (a data
+    set's items share its errors); the z-scores (interval centre − truth)/se of log a by item."""
+    import warnings
+
+    n, m = 10_000, 20
+    ca, cb, zs, za = [], [], [], []
+    for k in range(trials):
+        X, a, b = simulate(n, m, 55_000 + k)
+        rng = np.random.default_rng(56_000 + k)
+        Xm = X.astype(float)
+        Xm[rng.random(X.shape) < frac] = np.nan
+        per_a, per_b = [], []
+        for r in range(2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit = privirt.private_2pl_estimate(Xm, epsilon=eps, delta=DELTA, missing="mcar")
+            per_a.append(covered(fit.ci["a"], a).mean())
+            per_b.append(covered(fit.ci["b"], b).mean())
+            c = 0.5 * np.log(fit.ci["a"]["lo"].to_numpy() * fit.ci["a"]["hi"].to_numpy())
+            zs.append((c - np.log(a)) / fit.se["log_a"].to_numpy())
+            za.append(np.log(a))
+            record(part="mcar_coverage", n=n, m=m, eps=eps, frac=frac, k=k, r=r, cov_a=per_a[-1], cov_b=per_b[-1],
+                   route=fit.info["intervals"])
+        ca.append(np.mean(per_a))
+        cb.append(np.mean(per_b))
+    z, la = np.concatenate(zs), np.concatenate(za)
+    print(f"\nMCAR coverage at ({n}, {m}), {frac:.0%} missing, ε = {eps:g}: {trials} data sets × 2 releases: "
+          f"a {mean_se(ca)}, b {mean_se(cb)}; rms z of log a {np.sqrt(np.mean(z * z)):.2f}, mean z {z.mean():+.2f}")
+    for lo, hi in zip(np.quantile(la, [0, 1 / 3, 2 / 3]), np.quantile(la, [1 / 3, 2 / 3, 1])):
+        s = (la >= lo) & (la <= hi)
+        print(f"  true log a in [{lo:.2f}, {hi:.2f}]: coverage {np.mean(np.abs(z[s]) <= 1.96):.3f}, "
+              f"rms z {np.sqrt(np.mean(z[s] ** 2)):.2f}", flush=True)
 
 
 def covered(ci, truth) -> np.ndarray:
@@ -319,11 +415,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
-                    help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar")
+                    help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
+                    "mcar_coverage, swamped")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
-    ap.add_argument("--cov-trials", type=int, default=None, help="coverage data sets (default 10; 4 with --quick)")
+    ap.add_argument("--cov-trials", type=int, default=None, help="coverage data sets (default 10; 4 with --quick; "
+                    "mcar_coverage: 24, 6; swamped: 6, 3)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
     ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
@@ -356,6 +454,10 @@ def main() -> None:
         large(range(args.first, args.first + (args.large_trials or 8)))
     if "mcar" in parts:
         mcar(3 if quick else 6, 1 if quick else 2)
+    if "mcar_coverage" in parts:
+        mcar_coverage(args.cov_trials or (6 if quick else 24))
+    if "swamped" in parts:
+        swamped(args.cov_trials or (3 if quick else 6))
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
           f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
 

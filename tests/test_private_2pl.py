@@ -353,28 +353,7 @@ def test_fit_converges_where_the_noise_swamps_the_pairs():
     assert np.allclose(f.log_a[0], ref.x[m:2 * m], atol=5e-3)
 
 
-def test_default_call_refits_are_few_where_the_noise_swamps_the_pairs(monkeypatch):
-    # the whole default estimate (point, shrinkage's noise simulation, bootstrap) at (400, 30, 0.1):
-    # the first version computed 2 × 100 + 2 × 32 × 40 + n_boot × 100 row-iterations (every row of
-    # a batch until its slowest converged, each capped); counted, not timed
-    import privirt.private.twopl.estimate as E
-
-    counts = []
-    orig = E.fit_factor
-
-    def spy(*args, **kwargs):
-        f = orig(*args, **kwargs)
-        counts.append((f.row_iterations.size, int(f.row_iterations.sum()), f.iterations))
-        return f
-
-    monkeypatch.setattr(E, "fit_factor", spy)
-    rel = _swamped_release()
-    estimate_2pl_from_release(rel, n_boot=40, seed=1)
-    rows = sum(c[0] for c in counts)
-    work = sum(c[1] for c in counts)
-    assert rows == 2 + 2 * E.NULL_REPLICATES + 40
-    assert work <= 25 * rows, counts  # the first version: ≥ 76 per row here
-    assert counts[0][2] < 100 and counts[1][2] < 100  # the point fits converge (no cap)
+# (the default call's refit count where the noise swamps the pairs: test_private_2pl_intervals.py)
 
 
 def test_bootstrap_multiplier_draw_matches_exact_simulation():

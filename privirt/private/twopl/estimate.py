@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -28,6 +29,11 @@ NULL_SEED = 20_251_126
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
 LEVEL_PRIOR_SD = 0.5
+#: Where, for the median item, the release holds less than this share of the precision of log a_i
+#: at the fit (the rest is the fit's priors'), the noise swamps the pairs and the intervals are
+#: the fit's Laplace posterior instead of the bootstrap (``docs/private_2pl.md`` §3, "Intervals
+#: where the noise swamps the pairs").
+PRIOR_HELD_SHARE = 0.5
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -47,15 +53,19 @@ class TwoPLEstimate:
         ``ci["a"]``, ``ci["b"]``, ``ci["tau"]``: columns ``lo``, ``hi`` by item (intervals at
         ``confidence``; NaN with ``n_boot=0``).
     se : dict of str to pandas.Series
-        Bootstrap standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ
-        (``se["tau"]``).
+        Standard errors of log a (``se["log_a"]``), of b (``se["b"]``) and of τ (``se["tau"]``):
+        the bootstrap's, or the fit's Laplace posterior SDs where the noise swamps the pairs
+        (``info["intervals"]``).
     a_unshrunk, b_unshrunk : pandas.Series
-        The fit before shrinkage (what the intervals are built around).
+        The fit before shrinkage (what the bootstrap intervals are built around; the Laplace
+        intervals are built around a and b).
     privacy : PrivacyStatement
     release : TwoPLRelease
     info : dict
         Shrinkage (spread ``s`` and mean ``mu`` of log a, per-item factors), bootstrap size,
-        confidence, seed, fit iterations.
+        confidence, seed, fit iterations, the interval route (``"intervals"``: bootstrap,
+        laplace or none) and the release's share of the precision of log a
+        (``"data_share_log_a"``, median item).
     """
 
     a: pd.Series
@@ -144,7 +154,7 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
 def _point(release: TwoPLRelease):
     """Unshrunk and shrunk (a, b) and the diagnostics."""
     t, d, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
-    fit = fit_factor(t, d, n, sig_t, sig_p)
+    fit = fit_factor(t, d, n, sig_t, sig_p, hessian=True)
     tau, lam = fit.tau[0], fit.lam[0]
     a_u, b_u = to_2pno(tau, lam)
     m = tau.size
@@ -178,7 +188,32 @@ def _point(release: TwoPLRelease):
                             "shrinkage": factors.tolist(),
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
-                            "iterations": fit.iterations}
+                            "iterations": fit.iterations}, _laplace(fit)
+
+
+def _laplace(fit) -> tuple[float, np.ndarray | None]:
+    """The median over items of the release's share of the precision of log a_i at the fit
+    (Hessian of the objective: data part over the whole, priors included), and the inverse
+    Hessian over (τ, log a, μ): the Laplace posterior covariance of the fit's own model (its
+    Gaussian likelihood of the noisy moments and its priors).  (nan, None) if not positive
+    definite."""
+    H, Hp = fit.hessian
+    H = H[0]
+    m = fit.tau.shape[1]
+    k = np.arange(m, 2 * m)
+    try:
+        C = np.linalg.inv(H)
+    except np.linalg.LinAlgError:
+        return float("nan"), None
+    if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0) or np.any(np.linalg.eigvalsh(H) <= 0):
+        return float("nan"), None
+    share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
+    return float(np.median(share)), C
+
+
+def _check_intervals(intervals: Any) -> None:
+    if not isinstance(intervals, str) or intervals not in ("auto", "bootstrap", "laplace"):
+        raise ValueError(f"intervals must be 'auto', 'bootstrap' or 'laplace', got {intervals!r}")
 
 
 def estimate_2pl_from_release(
@@ -187,6 +222,7 @@ def estimate_2pl_from_release(
     confidence: float = 0.95,
     n_boot: int = 200,
     seed: Any = None,
+    intervals: str = "auto",
 ) -> TwoPLEstimate:
     """Discriminations and difficulties with intervals from a :class:`TwoPLRelease`.
 
@@ -204,20 +240,49 @@ def estimate_2pl_from_release(
     release : TwoPLRelease
     confidence : float in (0, 1)
     n_boot : int
-        Bootstrap replicates (≥ 20), or 0 to skip the intervals (``ci`` and ``se`` are NaN).
+        Bootstrap replicates (≥ 20), or 0 to skip the intervals of either route (``ci`` and
+        ``se`` are NaN).
     seed : int or SeedSequence, optional
         Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+    intervals : {"auto", "bootstrap", "laplace"}
+        How the intervals are formed: ``"bootstrap"`` (above); ``"laplace"``: the estimate ±
+        z × the posterior SD of the fit's own model (its Gaussian likelihood of the noisy moments
+        and its priors; inverse Hessian at the fit, delta method for b), no refits; ``"auto"``
+        (default): the Laplace intervals where the noise swamps the pairs (for the median item
+        the release holds less than :data:`PRIOR_HELD_SHARE` of the precision of log a_i, the
+        fit's priors the rest: there the bootstrap's refits are pinned by the priors and its
+        intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
+        ``info["intervals"]`` says which was used.
     """
     if not isinstance(release, TwoPLRelease):
         raise ValueError(f"release must be a TwoPLRelease (from release_2pl), got {type(release).__name__}")
     check_confidence(confidence)
     check_n_boot(n_boot)
+    _check_intervals(intervals)
     ss = seed_sequence(seed)
     n = release.n_persons
-    a_u, b_u, a, b, info = _point(release)
+    a_u, b_u, a, b, info, (share, cov) = _point(release)
     m = a.size
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
-    if n_boot:
+    route = "none" if not n_boot else intervals
+    if route == "auto":
+        route = "laplace" if cov is not None and share < PRIOR_HELD_SHARE else "bootstrap"
+    if route == "laplace" and cov is None:
+        warnings.warn("intervals='laplace': the fit's curvature is not positive definite; the intervals "
+                      "are the bootstrap's", RuntimeWarning, stacklevel=2)
+        route = "bootstrap"
+    if route == "laplace":
+        # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
+        # delta method on (τ_i, log a_i)
+        ti, li = np.arange(m), np.arange(m, 2 * m)
+        se_t, se_la = np.sqrt(cov[ti, ti]), np.sqrt(cov[li, li])
+        tau = b / np.sqrt(1.0 + a * a)
+        q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
+        se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
+        a_lo, a_hi = a * np.exp(-z * se_la), a * np.exp(z * se_la)
+        b_lo, b_hi = b - z * se_b, b + z * se_b
+        t_lo, t_hi = tau - z * se_t, tau + z * se_t
+    elif route == "bootstrap":
         rng = numpy_rng(ss, "bootstrap")
         if release.missing == "mcar":  # the missingness simulated too (§6.3)
             tb, pb, nb, sig_tb, sig_pb = bootstrap_inputs(rng, release, a, b, int(n_boot))
@@ -243,8 +308,9 @@ def estimate_2pl_from_release(
     else:
         se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
     items = release.items
-    info.update({"n_boot": int(n_boot), "confidence": float(confidence), "totals_share": release.totals_share,
-                 "bootstrap_seed": describe_seed(ss)})
+    info.update({"n_boot": int(n_boot) if route == "bootstrap" else 0, "confidence": float(confidence),
+                 "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
+                 "data_share_log_a": share})
 
     def ser(v, name):
         return pd.Series(np.asarray(v, float), index=items.copy(), name=name)
@@ -274,6 +340,7 @@ def private_2pl_estimate(
     note: str = "",
     n_persons: int | None = None,
     missing: str = "none",
+    intervals: str = "auto",
 ) -> TwoPLEstimate:
     """Private 2PNO discriminations and difficulties with intervals: :func:`release_2pl` then
     :func:`estimate_2pl_from_release`.
@@ -291,8 +358,9 @@ def private_2pl_estimate(
     """
     check_confidence(confidence)
     check_n_boot(n_boot)
+    _check_intervals(intervals)
     ss = seed_sequence(seed)
     release = release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note,
                           n_persons=n_persons, missing=missing)
-    return estimate_2pl_from_release(release, confidence=confidence, n_boot=n_boot,
+    return estimate_2pl_from_release(release, confidence=confidence, n_boot=n_boot, intervals=intervals,
                                      seed=None if ss is None else child(ss, "estimate"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse, special
+from scipy import special
 
 from ..._threads import one_blas_thread
 from .orthant import orthant_gradients, orthant_hessian, upper_orthant
@@ -47,6 +47,7 @@ class FactorFit:
     row_iterations: np.ndarray | None = None
     log_a: np.ndarray | None = None
     mean_log_a: np.ndarray | None = None
+    hessian: tuple | None = None
 
     def start(self) -> np.ndarray:
         """(τ, log a, μ) of the fit, (R, 2m + 1): a starting point for refits."""
@@ -59,15 +60,34 @@ def to_2pno(tau: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lam / q, tau / q
 
 
-def _scatter(m: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, np.ndarray]:
-    """Sparse maps from per-pair gradient blocks to J^T r (2m) and J^T J (2m × 2m)."""
-    i, j = pair_index(m)
-    P = i.size
-    cols = np.stack([i, j, m + i, m + j], axis=1)  # (P, 4)
-    g_map = sparse.csr_matrix((np.ones(4 * P), (np.arange(4 * P), cols.ravel())), shape=(4 * P, 2 * m))
-    rows = (cols[:, :, None] * (2 * m) + cols[:, None, :]).ravel()  # (P*16,)
-    h_map = sparse.csr_matrix((np.ones(16 * P), (np.arange(16 * P), rows)), shape=(16 * P, 4 * m * m))
-    return g_map, h_map, i, j
+class _PairSums:
+    """Per-item sums over pairs (``pair_index`` order, i < j): ``first(X)`` sums X (R, P) over the
+    pairs whose first item is each item, ``second(X)`` over those whose second item is (R, m).
+    The pairs come sorted by i, so a sum is one ``np.add.reduceat`` over contiguous runs (and a
+    gather into j order for the second); it replaces the sparse scatter of the whole
+    (R, P, 4, 4) block array into the (2m)² matrix."""
+
+    def __init__(self, m: int):
+        self.m = m
+        self.i, self.j = pair_index(m)
+        self.perm = np.argsort(self.j, kind="stable")
+        self.items_i, self.start_i = np.unique(self.i, return_index=True)
+        self.items_j, self.start_j = np.unique(self.j[self.perm], return_index=True)
+
+    def first(self, X: np.ndarray) -> np.ndarray:
+        out = np.zeros((X.shape[0], self.m))
+        if self.i.size:
+            out[:, self.items_i] = np.add.reduceat(X, self.start_i, axis=1)
+        return out
+
+    def second(self, X: np.ndarray) -> np.ndarray:
+        out = np.zeros((X.shape[0], self.m))
+        if self.j.size:
+            out[:, self.items_j] = np.add.reduceat(X[:, self.perm], self.start_j, axis=1)
+        return out
+
+    def both(self, X_first: np.ndarray, X_second: np.ndarray) -> np.ndarray:
+        return self.first(X_first) + self.second(X_second)
 
 
 def _loading(log_a: np.ndarray) -> np.ndarray:
@@ -88,7 +108,7 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
 def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
                *, max_iter: int = 100, tol: float = 1e-8,
                prior_sd: float | None = None, common: bool = False,
-               start: np.ndarray | None = None) -> FactorFit:
+               start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     ``n`` may also be a pair (n per total, n per pair), arrays broadcasting against the totals
@@ -113,7 +133,8 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     t = np.atleast_2d(np.asarray(totals, float)) / n_t
     q = np.atleast_2d(np.asarray(pairs, float)) / n_p
     R, m = t.shape
-    g_map, h_map, i, j = _scatter(m)
+    sums = _PairSums(m)
+    i, j = sums.i, sums.j
     pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
     noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
     sd_t = np.sqrt(pc * (1 - pc) / n_t + noise_t)
@@ -153,12 +174,19 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
         phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
         # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
         dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
-        blocks = np.stack([dh, dk, dr * lam[:, j] * dlam[:, i], dr * lam[:, i] * dlam[:, j]], axis=2) / sn[:, :, None]
+        # the Jacobian of the scaled pair residuals w.r.t. (τ_i, τ_j, log a_i, log a_j), pair by pair
+        inv = 1.0 / sn
+        u0, u1 = dh * inv, dk * inv
+        u2, u3 = dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv
         dt = -phi / st  # ∂Φ(−τ)/∂τ, scaled
-        pair_h = blocks[:, :, :, None] * blocks[:, :, None, :]
+        # Gauss–Newton entries: an item's own (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i) summed over its pairs; the
+        # cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j, τ_j ℓ_i) from one pair each
+        own_tt, own_ll = sums.both(u0 * u0, u1 * u1), sums.both(u2 * u2, u3 * u3)
+        own_tl = sums.both(u0 * u2, u1 * u3)
+        x_tt, x_ll, x_tl, x_lt = u0 * u1, u2 * u3, u0 * u3, u1 * u2
         D = np.zeros((Rk, 2 * m + 1))
-        D[:, :2 * m] = (g_map.T @ (blocks * blocks).reshape(Rk, -1).T).T
-        D[:, :m] += dt * dt
+        D[:, :m] = own_tt + dt * dt
+        D[:, m:2 * m] = own_ll
         k = np.flatnonzero(newton_rows)
         if k.size:
             # the residuals' curvature Σ r ∇²r (Newton rather than Gauss–Newton): where the noise
@@ -172,25 +200,33 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
             r3, r4 = dl[:, i] * lk[:, j], lk[:, i] * dl[:, j]
             w = -rn[k] / sn[k]  # ∇²r = −∇²P/sd for the residual r = (q − P)/sd
             ph = phi[k]
-            curv = np.empty(w.shape + (4, 4))
-            curv[..., 0, 0] = ti * ph[:, i] - 2.0 * uhh
-            curv[..., 1, 1] = tj * ph[:, j] - 2.0 * ukk
-            curv[..., 0, 1] = curv[..., 1, 0] = -2.0 * uhk
-            curv[..., 0, 2] = curv[..., 2, 0] = -2.0 * uhr * r3
-            curv[..., 0, 3] = curv[..., 3, 0] = -2.0 * uhr * r4
-            curv[..., 1, 2] = curv[..., 2, 1] = -2.0 * ukr * r3
-            curv[..., 1, 3] = curv[..., 3, 1] = -2.0 * ukr * r4
-            curv[..., 2, 2] = -2.0 * (urr * r3 * r3 + urk * d2l[:, i] * lk[:, j])
-            curv[..., 3, 3] = -2.0 * (urr * r4 * r4 + urk * lk[:, i] * d2l[:, j])
-            curv[..., 2, 3] = curv[..., 3, 2] = -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
-            pair_h[k] += curv * w[:, :, None, None]
+            # w × ∂²P(X_i ≠ X_j) over (τ_i, τ_j, log a_i, log a_j): 0 ↔ τ_i, 1 ↔ τ_j, 2 ↔ ℓ_i, 3 ↔ ℓ_j
+            c00 = w * (ti * ph[:, i] - 2.0 * uhh)
+            c11 = w * (tj * ph[:, j] - 2.0 * ukk)
+            c22 = w * -2.0 * (urr * r3 * r3 + urk * d2l[:, i] * lk[:, j])
+            c33 = w * -2.0 * (urr * r4 * r4 + urk * lk[:, i] * d2l[:, j])
+            c02, c13 = w * -2.0 * uhr * r3, w * -2.0 * ukr * r4
+            own_tt[k] += sums.both(c00, c11)
+            own_ll[k] += sums.both(c22, c33)
+            own_tl[k] += sums.both(c02, c13)
+            x_tt[k] += w * -2.0 * uhk
+            x_ll[k] += w * -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
+            x_tl[k] += w * -2.0 * uhr * r4  # (τ_i, ℓ_j)
+            x_lt[k] += w * -2.0 * ukr * r3  # (τ_j, ℓ_i)
         H = np.zeros((Rk, 2 * m + 1, 2 * m + 1))
-        H[:, :2 * m, :2 * m] = (h_map.T @ pair_h.reshape(Rk, -1).T).T.reshape(Rk, 2 * m, 2 * m)
-        H[:, np.arange(m), np.arange(m)] += dt * dt
+        kt, kl = np.arange(m), np.arange(m, 2 * m)
+        H[:, kt, kt] = own_tt + dt * dt
+        H[:, kl, kl] = own_ll
+        H[:, kt, kl] = H[:, kl, kt] = own_tl
+        H[:, i, j] = H[:, j, i] = x_tt
+        H[:, m + i, m + j] = H[:, m + j, m + i] = x_ll
+        H[:, i, m + j] = H[:, m + j, i] = x_tl
+        H[:, j, m + i] = H[:, m + i, j] = x_lt
         if k.size:
-            H[k[:, None], np.arange(m)[None, :], np.arange(m)[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
+            H[k[:, None], kt[None, :], kt[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
         g = np.zeros((Rk, 2 * m + 1))
-        g[:, :2 * m] = (g_map.T @ (blocks * rn[:, :, None]).reshape(Rk, -1).T).T
+        g[:, :m] = sums.both(u0 * rn, u1 * rn)
+        g[:, m:2 * m] = sums.both(u2 * rn, u3 * rn)
         g[:, :m] += dt * rt
         # the prior (residuals (μ − log a_i)/S, −μ/S_μ, −τ_i/S_τ: linear, no curvature)
         kk, S2 = np.arange(m, 2 * m), S * S
@@ -257,8 +293,23 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
         if active.size == 0:
             break
     tau, lam = theta[:, :m], _loading(theta[:, m:2 * m])
+    hess = None
+    if hessian:  # the objective's curvature at the optimum (Newton matrix), and the priors' part
+        H, _, _ = normal_eq(state, res, everyone, np.ones(R, bool))
+        hess = (H, _prior_hessian(m, S))
     return FactorFit(tau=tau, lam=lam, iterations=it, row_iterations=steps, log_a=theta[:, m:2 * m].copy(),
-                     mean_log_a=theta[:, -1].copy())
+                     mean_log_a=theta[:, -1].copy(), hessian=hess)
+
+
+def _prior_hessian(m: int, S: float) -> np.ndarray:
+    """The priors' part of the (half) objective's Hessian over (τ, log a, μ): constant."""
+    H = np.zeros((2 * m + 1, 2 * m + 1))
+    kk = np.arange(m, 2 * m)
+    H[kk, kk] = 1.0 / S**2
+    H[kk, -1] = H[-1, kk] = -1.0 / S**2
+    H[-1, -1] = m / S**2 + 1.0 / MEAN_PRIOR_SD**2
+    H[np.arange(m), np.arange(m)] = 1.0 / TAU_PRIOR_SD**2
+    return H
 
 
 def shrink_log_a(log_a: np.ndarray, var_noise: np.ndarray, centre: float | None = None,
