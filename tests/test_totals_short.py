@@ -139,13 +139,16 @@ def test_default_method_rule_from_the_shapes_grid():
     # issue 26, second round: the n·ε < 250 clause is gone (the totals estimator measured ahead of
     # or tied with Algorithm 2's default call there, ε = 0.1 and declared MCAR included); Algorithm 2
     # stays only where m <= 10 and n < 500, both domains (BENCHMARKS.md)
-    for missing in ("none", "mcar"):
+    # and, third round, only for calls that do not declare their input domain (missing=None): a
+    # declared domain ("none" or "mcar", public) gets the totals estimator there too
+    for missing in (None, "none", "mcar"):
         for m in (5, 10, 20, 50):
             for n in (200, 499, 500, 1000, 2000, 5000):
                 for eps in (0.1, 0.3, 1.0, 3.0):
-                    want = "spectral" if m <= 10 and n < 500 else "totals"
-                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps)
+                    want = "spectral" if m <= 10 and n < 500 and missing is None else "totals"
+                    assert default_private_method(n, m, eps, 1e-4, missing=missing) == want, (n, m, eps, missing)
     assert default_private_method(200, 10, 1.0, 1e-6) == default_private_method(200, 10, 1.0, 1e-3) == "spectral"
+    assert default_private_method(200, 10, 1.0, 1e-4, missing="none") == "totals"
     assert default_private_method(800, 10, 0.3, 1e-4) == "totals"  # n·ε = 240: was Algorithm 2
     assert default_private_method(2000, 5, 0.1, 1e-4, missing="mcar") == "totals"
     with pytest.raises(ValueError, match="missing must be"):
