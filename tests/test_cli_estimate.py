@@ -385,6 +385,31 @@ def test_estimate_missing_declares_the_domain(tmp_path, capsys):
     assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
 
 
+def test_small_short_test_gets_the_totals_estimator_when_its_domain_is_declared(tmp_path, capsys):
+    # issue 26, third round: at m <= 10 and n < 500 the default is Algorithm 2 only for a call that
+    # does not declare its input domain (its missing cells, if any, are then taken as they are); a
+    # declared domain is public and gets the totals estimator — whether cells are missing is not
+    from privirt.private.choose import default_private_method
+
+    X, _, _ = privirt.simulate_rasch(300, 8, seed=5)
+    path = tmp_path / "small.csv"
+    pd.DataFrame(X, columns=[f"q{j}" for j in range(8)]).to_csv(path, index=False)
+    base = ["estimate", str(path), "--epsilon", "1", "--seed", "1", "--n-boot", "20"]
+    for extra, want in (([], "spectral"), (["--missing", "none"], "totals"), (["--missing", "mcar"], "totals")):
+        assert main([*base, *extra]) == 0
+        assert capsys.readouterr().out.startswith(f"{want} estimate (seeded noise: NOT private)"), extra
+        declared = extra[1] if extra else None
+        assert default_private_method(300, 8, 1.0, 1e-4, missing=declared) == want
+    holes = tmp_path / "holes.csv"
+    Xh = X.astype(float)
+    Xh[0, 0] = np.nan
+    pd.DataFrame(Xh, columns=[f"q{j}" for j in range(8)]).to_csv(holes, index=False)
+    assert main(["estimate", str(holes), *base[2:]]) == 0  # undeclared: Algorithm 2 takes the hole
+    assert capsys.readouterr().out.startswith("spectral estimate")
+    assert main(["estimate", str(holes), *base[2:], "--missing", "none"]) == 2  # declared complete: refused
+    assert "declare --missing mcar" in capsys.readouterr().err
+
+
 def test_missing_option_is_refused_where_it_has_no_effect(tmp_path, capsys):
     X, _, _ = privirt.simulate_rasch(600, 6, seed=4)
     path = tmp_path / "w.csv"

@@ -175,8 +175,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--missing", choices=("none", "mcar"), default=None,
                        help="the declared input domain: none (complete data; default) or mcar "
                        "(cells missing completely at random: the totals method and --model 2pl also "
-                       "release answered counts); chooses the default method and is passed to totals "
-                       "and to --model 2pl")
+                       "release answered counts); chooses the default method (declared: totals; "
+                       "undeclared with at most 10 items and fewer than 500 persons: spectral, which "
+                       "takes missing cells as they are) and is passed to totals and to --model 2pl")
     group.add_argument("--n-boot", type=nonnegative_int, default=None, metavar="N",
                        help="bootstrap replicates for the standard errors and intervals (≥ 20; "
                        "default 200), or 0 for the point estimate only (much faster; the same spend)")
@@ -197,7 +198,7 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     if args.method is None:
         given = {o for o in _METHOD_FLAGS if getattr(args, o) is not None}
         default = default_private_method(n_persons, n_items, args.epsilon, delta,
-                                          missing=args.missing or "none")
+                                          missing=args.missing)  # None: not declared
         if given and not given <= methods.get(default).options:
             fits = [n for n in methods.names() if given <= methods.get(n).options]
             if fits:

@@ -403,7 +403,8 @@ def estimate_from_release(
     and the bimodality κ of a normal-mixture model), and the totals are mapped to
     difficulties through it (``docs/totals.md``).  Intervals: parametric bootstrap of
     the unshrunk fit from the released statistics (``n_boot`` replicates, their true
-    difficulties drawn from the shrinkage model's posterior, §5.2), bias-corrected, normal quantiles.
+    difficulties drawn from the shrinkage model's posterior, §5.2), normal quantiles around the
+    unshrunk fit (bias-corrected only when free ability weights were fitted, §5.3).
 
     Parameters
     ----------
@@ -448,7 +449,10 @@ def estimate_from_release(
                                          t, h, n, var_t, var_h, edges, release.sigma_totals,
                                          release.sigma_histogram, int(n_boot), tick)
         se = err.std(axis=0, ddof=1)
-        centre = beta_u - err.mean(axis=0)
+        # bias-corrected only against free ability weights (the mixture's shape bias, measured on the
+        # distribution the histogram pinned down); under the mixture the bootstrap's bias is that of the
+        # priors where the histogram is vague and negligible where it is not (docs/totals.md §5.3)
+        centre = beta_u - err.mean(axis=0) if fit.flexible else np.asarray(beta_u, dtype=float).copy()
     else:
         se = np.full(beta.size, np.nan)
         centre = np.full(beta.size, np.nan)
