@@ -77,7 +77,7 @@ def test_mcar_totals_intervals_cover_the_difficulties_where_noise_dominates():
             assert fit.info["shrinkage"] < 0.05
             covs.append(_coverage(fit, beta))
             widths.append(float(np.median(fit.ci["hi"] - fit.ci["lo"])))
-    assert 0.8 <= np.mean(covs) <= 0.995, covs  # 0.92 and 0.86 on these seeds
+    assert 0.8 <= np.mean(covs) <= 0.995, covs  # 0.96 and 0.84 on these seeds
     assert 2.0 < np.median(widths) < 6.0, widths
 
 

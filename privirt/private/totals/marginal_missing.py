@@ -38,6 +38,7 @@ from .marginal import (
 __all__ = [
     "answered_share",
     "mcar_design",
+    "answered_counts",
     "ratio_proportions",
     "score_distribution_mcar",
     "bin_probabilities_mcar",
@@ -265,22 +266,46 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
 
 # ---------------------------------------------------------------------------------------
 # the proportions and their noise
+def answered_counts(a: np.ndarray, n: int, var_a: float) -> tuple[np.ndarray, float]:
+    """The noisy answered counts shrunk toward their mean, and the noise variance left in each.
+
+    Under MCAR with a common answer rate the a_i differ only by sampling (≈ n q(1 − q)), often
+    far less than their noise σ_a²; used as they come, their noise entered every ratio s_i/a_i
+    (issue 26's corner n = 2000, m = 5, ε = 0.3).  The deviations from the (unshrunk) mean are
+    multiplied by the totals' empirical-Bayes factor c of
+    :func:`~privirt.private.totals.shrinkage.shrink_totals` (the same model: a spread of
+    answer rates plus sampling against the known noise; c → 1 where the rates clearly differ);
+    the noise variance left is σ_a²(c + (1 − c)/m): the shrunk deviations' and the mean's
+    (``docs/totals.md`` §7.3 step 1).  ``a`` clipped to [1, n] first.
+    """
+    a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
+    if not var_a > 0 or a.size < 2:
+        return a, float(max(var_a, 0.0))
+    c = shrinkage.shrink_totals(a, n, var_a)[1]
+    return np.clip(a.mean() + c * (a - a.mean()), 1.0, float(n)), float(var_a * (c + (1.0 - c) / a.size))
+
+
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
                       ) -> tuple[np.ndarray, np.ndarray, float]:
     """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
     of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.shrinkage.shrink_totals`.
 
-    p_i = s_i/a_i (clipped into (0, 1) by half a count), q_i = a_i/n (a_i clipped to [1, n]).
-    Var(p_i) ≈ (σ_s² + p_i²σ_a²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta method,
-    sampling among those who answered); ``shrink_totals`` adds n·p(1 − p) itself, so
-    v = n²·mean(Var p_i) − n·mean(p(1 − p)), floored at the privacy part.
+    The answered counts are first shrunk toward their mean (:func:`answered_counts`, which also
+    gives the noise variance σ_a′² left in them); p_i = s_i/a_i, q_i = a_i/n.  n·p_i is returned
+    as it is, not clipped into (0, 1): the shrinkage's likelihood takes it as Gaussian with the
+    variance below, and clipped values made a noise-dominated spread look smaller than its
+    prior (``docs/totals.md`` §7.3 step 1; the shrinkage brings proportions into the range
+    itself).  Var(p_i) ≈ (σ_s² + p_i²σ_a′²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta
+    method, sampling among those who answered; p_i here clipped into (0, 1) by half a count);
+    ``shrink_totals`` adds n·p(1 − p) itself, so v = n²·mean(Var p_i) − n·mean(p(1 − p)),
+    floored at the privacy part.
     """
-    a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
+    a, var_a = answered_counts(a, n, var_a)
     s = np.asarray(s, dtype=float)
     p = np.clip(s / a, 0.5 / a, 1 - 0.5 / a)
     priv = (var_s + p * p * var_a) / a**2
     v = n * n * float(np.mean(priv + p * (1 - p) / a)) - n * float(np.mean(p * (1 - p)))
-    return n * p, a / n, max(v, n * n * float(np.mean(priv)))
+    return n * s / a, a / n, max(v, n * n * float(np.mean(priv)))
 
 
 # ---------------------------------------------------------------------------------------
