@@ -21,6 +21,10 @@ coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
     python benchmarks/bench_totals_missing.py --corner --trials 12     # short tests (default rule)
     python benchmarks/bench_totals_missing.py --corner --corner-m 5,10 --eps 0.1,0.3,1 --trials 24
 
+``--save FILE.npz`` keeps the totals estimator's squared errors per data set and cell;
+``--against FILE.npz`` (saved by another version of the code, same seeds) adds the paired MSE
+ratio before/after (> 1: this code better) with its SE.
+
 ``--corner`` also scores Algorithm 2 with its default estimator (the default call where the
 chooser picks it; column "A2 default/totals": its MSE over the totals estimator's, > 1: totals
 better) and gives every MSE ratio its delta-method SE over the paired data sets.
@@ -102,7 +106,10 @@ def main() -> None:
     ap.add_argument("--corner-n", default="200,500,1000", help="--corner: numbers of persons")
     ap.add_argument("--corner-m", default="10", help="--corner: numbers of items")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
+    ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
+    ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
     args = ap.parse_args()
+    saved, before = {}, (dict(np.load(args.against)) if args.against else None)
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
@@ -127,11 +134,18 @@ def main() -> None:
                         ApproxDP(eps, DELTA), n_persons=n, n_items=m, missing="mcar").k_edges) - 1
                     rat, se = ratio_se(r[:, 3], r[:, 2])
                     extra = ""
+                    key = f"{miss:g}-{n}-{m}-{eps:g}"
+                    saved[key] = r[:, 2]
+                    if before is not None and key in before:
+                        br, bse = ratio_se(before[key], r[:, 2])
+                        extra += f" | before/after {br:.3f} ± {bse:.3f}"
                     if args.corner:
                         dr, dse = ratio_se(r[:, 4], r[:, 2])
-                        extra = f" | {dr:>17.2f} {dse:>5.2f}"
+                        extra = f" | {dr:>17.2f} {dse:>5.2f}" + extra
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
                           f"{rat:>9.2f} {se:>5.2f} | {K:>6}{extra}", flush=True)
+    if args.save:
+        np.savez(args.save, **saved)
     if args.coverage:
         print(f"\n## coverage of the 95% intervals: n=2000, m=20, 20% missing, n_boot=200, "
               f"{args.coverage} data sets per eps")

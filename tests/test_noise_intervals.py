@@ -2,7 +2,7 @@
 
 Totals: the shrinkage makes every difficulty equal, so a bootstrap holding the truth at the
 point estimate covered the true difficulties almost never; the replicates' truths are now
-drawn from their posterior.  Spectral: when the estimate does not respond to the difficulties
+drawn from their posterior, for complete data and under MCAR (§7.3 step 4).  Spectral: when the estimate does not respond to the difficulties
 the calibration stops and the intervals are unbounded, with a warning.
 """
 
@@ -19,11 +19,14 @@ from privirt.private.totals import intervals as totals_intervals
 from privirt.private.totals.api import private_totals_estimate
 
 
-def _rasch(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Responses with difficulties and abilities drawn N(0, 1); the centred difficulties."""
+def _rasch(n: int, m: int, seed: int, missing: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Responses with difficulties and abilities drawn N(0, 1), a share ``missing`` of the cells
+    missing independently (NaN); the centred difficulties."""
     rng = np.random.default_rng(seed)
     beta, theta = rng.normal(size=m), rng.normal(size=n)
     X = (rng.random((n, m)) < 1.0 / (1.0 + np.exp(beta[None, :] - theta[:, None]))).astype(np.int8)
+    if missing:
+        X = np.where(rng.random((n, m)) < missing, np.nan, X)
     return X, beta - beta.mean()
 
 
@@ -54,6 +57,38 @@ def test_totals_intervals_barely_move_where_noise_is_small(monkeypatch):
     new = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=100)
     monkeypatch.setattr(totals_intervals, "true_difficulties", lambda rng, fit, *a, **k: fit.beta)
     old = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=100)
+    np.testing.assert_array_equal(new.beta, old.beta)
+    width = (old.ci["hi"] - old.ci["lo"]).to_numpy()
+    moved = np.maximum(np.abs(new.ci["lo"] - old.ci["lo"]), np.abs(new.ci["hi"] - old.ci["hi"])).to_numpy()
+    assert np.all(moved < 0.1 * width), (moved / width).max()
+    assert np.median(moved / width) < 0.05
+
+
+def test_mcar_totals_intervals_cover_the_difficulties_where_noise_dominates():
+    # n = 300, m = 50, ε = 0.1, half the cells missing: the ratios' noise swamps their spread and
+    # every difficulty is shrunk to 0; holding the bootstrap's truth there gave coverage 0 and
+    # intervals 1e-4 logits wide (docs/totals.md §7.3 step 4)
+    covs, widths = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        for s in range(2):
+            X, beta = _rasch(300, 50, 200 + s, missing=0.5)
+            fit = private_totals_estimate(X, epsilon=0.1, seed=s, n_boot=40, missing="mcar")
+            assert fit.info["shrinkage"] < 0.05
+            covs.append(_coverage(fit, beta))
+            widths.append(float(np.median(fit.ci["hi"] - fit.ci["lo"])))
+    assert 0.8 <= np.mean(covs) <= 0.995, covs  # 0.96 and 0.84 on these seeds
+    assert 2.0 < np.median(widths) < 6.0, widths
+
+
+def test_mcar_totals_intervals_barely_move_where_noise_is_small(monkeypatch):
+    # n = 2000, m = 20, ε = 1, 20 % missing (two bins of the number answered): the truths'
+    # posterior is narrow and the intervals stay where the bootstrap at the point estimate put them
+    X, beta = _rasch(2000, 20, 8, missing=0.2)
+    new = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=60, missing="mcar")
+    assert new.info["k_bins"] >= 2 and new.info["shrinkage"] > 0.9
+    monkeypatch.setattr(totals_intervals, "true_difficulties", lambda rng, fit, *a, **k: fit.beta)
+    old = private_totals_estimate(X, epsilon=1.0, seed=3, n_boot=60, missing="mcar")
     np.testing.assert_array_equal(new.beta, old.beta)
     width = (old.ci["hi"] - old.ci["lo"]).to_numpy()
     moved = np.maximum(np.abs(new.ci["lo"] - old.ci["lo"]), np.abs(new.ci["hi"] - old.ci["hi"])).to_numpy()

@@ -514,31 +514,12 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
     beta_u = _fit_mcar(release, shrink=False, support=support)[1]
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
-        rng = numpy_rng(ss, "bootstrap")
-        sb, ab, hb = marginal_missing.simulate_mcar_statistics(rng, fit, beta, q, n, edges, int(n_boot),
-                                                               k_edges=k_edges, icc=icc)
-        tick(int(n_boot))
-        sb = sb + rng.normal(0.0, release.sigma_totals, sb.shape)
-        ab = ab + rng.normal(0.0, release.sigma_answered, ab.shape)
-        hb = hb + rng.normal(0.0, release.sigma_histogram, hb.shape)
-        vs, va = release.sigma_totals**2, release.sigma_answered**2
-        pq = [marginal_missing.ratio_proportions(s, a, n, vs, va) for s, a in zip(sb, ab)]
-        pb = np.stack([shrinkage.centre_totals(tp, n, v) for tp, _, v in pq])
-        qb = np.stack([x[1] for x in pq])
-        theta_s, w_s = marginal.ability_grid(support[0], kappa=support[1], lam=support[2])
-        tp0, _, v0 = marginal_missing.ratio_proportions(
-            release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n, vs, va)
-        start = marginal.invert_marginals(shrinkage.centre_totals(tp0, n, v0), theta_s, w_s)
-        A = None
-        if k_edges is not None:
-            mub = qb.mean(axis=1)
-            iccb = marginal_missing.fit_answered_icc(hb, n, release.sigma_histogram**2, mub, k_edges, len(edges) - 1)
-            pkb = marginal_missing.answered_distribution(qb.shape[1], mub[:, None], iccb[:, None])[:, 0]
-            A = marginal_missing.thinning_matrix(pkb, k_edges, edges)
-        reps = marginal_missing.fit_support_batch_mcar(pb, qb, hb, n, release.sigma_histogram**2, edges,
-                                                       support, initial=start, A=A)
-        tick(int(n_boot))
-        err = reps - beta[None, :]
+        # the replicates' truths redrawn from their posterior, as for complete data (docs/totals.md §5.2, §7.3)
+        err = marginal_missing.bootstrap_errors_mcar(
+            numpy_rng(ss, "bootstrap"), numpy_rng(ss, "bootstrap", "truth"), fit, beta,
+            release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
+            (release.sigma_totals, release.sigma_answered, release.sigma_histogram), edges, k_edges, icc,
+            int(n_boot), tick)
         se = err.std(axis=0, ddof=1)
         centre = beta_u - err.mean(axis=0)
     else:

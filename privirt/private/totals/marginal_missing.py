@@ -6,7 +6,8 @@ Post-processing of the released (noisy item totals s_i, answered counts a_i, his
 p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k: item i
 answered independently with probability q_i; several: k beta-binomial (fitted to the
 k-margins) and the answered set a random k-subset — the fit of the ability model to the
-histogram under them, and the parametric-bootstrap simulation.  Complete-data
+histogram under them, and the parametric bootstrap (its truths drawn from their posterior by
+the complete-data :func:`privirt.private.totals.intervals.true_difficulties`).  Complete-data
 pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.private.totals.marginal`.  The
 maths is in ``docs/totals.md`` §7.
 """
@@ -18,6 +19,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from . import intervals, shrinkage
 from .marginal import (
     KAPPA_GRID,
     LAMBDA_GRID,
@@ -36,12 +38,14 @@ from .marginal import (
 __all__ = [
     "answered_share",
     "mcar_design",
+    "answered_counts",
     "ratio_proportions",
     "score_distribution_mcar",
     "bin_probabilities_mcar",
     "fit_spread_mcar",
     "fit_support_batch_mcar",
     "simulate_mcar_statistics",
+    "bootstrap_errors_mcar",
     "answered_distribution",
     "thinning_matrix",
     "fit_answered_icc",
@@ -262,22 +266,46 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
 
 # ---------------------------------------------------------------------------------------
 # the proportions and their noise
+def answered_counts(a: np.ndarray, n: int, var_a: float) -> tuple[np.ndarray, float]:
+    """The noisy answered counts shrunk toward their mean, and the noise variance left in each.
+
+    Under MCAR with a common answer rate the a_i differ only by sampling (≈ n q(1 − q)), often
+    far less than their noise σ_a²; used as they come, their noise entered every ratio s_i/a_i
+    (issue 26's corner n = 2000, m = 5, ε = 0.3).  The deviations from the (unshrunk) mean are
+    multiplied by the totals' empirical-Bayes factor c of
+    :func:`~privirt.private.totals.shrinkage.shrink_totals` (the same model: a spread of
+    answer rates plus sampling against the known noise; c → 1 where the rates clearly differ);
+    the noise variance left is σ_a²(c + (1 − c)/m): the shrunk deviations' and the mean's
+    (``docs/totals.md`` §7.3 step 1).  ``a`` clipped to [1, n] first.
+    """
+    a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
+    if not var_a > 0 or a.size < 2:
+        return a, float(max(var_a, 0.0))
+    c = shrinkage.shrink_totals(a, n, var_a)[1]
+    return np.clip(a.mean() + c * (a - a.mean()), 1.0, float(n)), float(var_a * (c + (1.0 - c) / a.size))
+
+
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
                       ) -> tuple[np.ndarray, np.ndarray, float]:
     """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
     of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.shrinkage.shrink_totals`.
 
-    p_i = s_i/a_i (clipped into (0, 1) by half a count), q_i = a_i/n (a_i clipped to [1, n]).
-    Var(p_i) ≈ (σ_s² + p_i²σ_a²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta method,
-    sampling among those who answered); ``shrink_totals`` adds n·p(1 − p) itself, so
-    v = n²·mean(Var p_i) − n·mean(p(1 − p)), floored at the privacy part.
+    The answered counts are first shrunk toward their mean (:func:`answered_counts`, which also
+    gives the noise variance σ_a′² left in them); p_i = s_i/a_i, q_i = a_i/n.  n·p_i is returned
+    as it is, not clipped into (0, 1): the shrinkage's likelihood takes it as Gaussian with the
+    variance below, and clipped values made a noise-dominated spread look smaller than its
+    prior (``docs/totals.md`` §7.3 step 1; the shrinkage brings proportions into the range
+    itself).  Var(p_i) ≈ (σ_s² + p_i²σ_a′²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta
+    method, sampling among those who answered; p_i here clipped into (0, 1) by half a count);
+    ``shrink_totals`` adds n·p(1 − p) itself, so v = n²·mean(Var p_i) − n·mean(p(1 − p)),
+    floored at the privacy part.
     """
-    a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
+    a, var_a = answered_counts(a, n, var_a)
     s = np.asarray(s, dtype=float)
     p = np.clip(s / a, 0.5 / a, 1 - 0.5 / a)
     priv = (var_s + p * p * var_a) / a**2
     v = n * n * float(np.mean(priv + p * (1 - p) / a)) - n * float(np.mean(p * (1 - p)))
-    return n * p, a / n, max(v, n * n * float(np.mean(priv)))
+    return n * s / a, a / n, max(v, n * n * float(np.mean(priv)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,18 +408,17 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
                              icc: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``reps`` draws of the exact (s, a, histogram) from the fitted model: (reps, m) ×2, (reps, K·B).
 
-    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``.
+    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``
+    ((m,) every replicate's truth, or (reps, m) one truth per replicate).
     Without ``k_edges`` item i is seen independently with probability ``q[i]``; with them each
     person's number answered k is beta-binomial (mean share mean(q), intra-class correlation
     ``icc``) and the answered set is a k-subset drawn without replacement with weights
     q_i/(1 − q_i) (so that items keep their answer rates), binned into the (k, r) histogram.
     """
-    k = fit.map_index
-    theta, w = ability_grid(fit.log_tau[k:k + 1], kappa=fit.kappa[k:k + 1], lam=fit.lam[k:k + 1])
-    theta, w = theta[0], w[0]
-    m, B = beta.size, len(edges) - 1
+    theta, w = fit.ability_distribution()
+    eb = np.exp(np.atleast_2d(beta))
+    m, B = eb.shape[1], len(edges) - 1
     K = 1 if k_edges is None else len(k_edges) - 1
-    eb = np.exp(beta)
     s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, K * B))
     mu = float(np.clip(np.mean(q), 1e-6, 1 - 1e-6))
     odds = np.clip(q, 1e-3, 1 - 1e-3) / (1 - np.clip(q, 1e-3, 1 - 1e-3))
@@ -399,7 +426,8 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
     for a0 in range(0, reps, step):
         r = min(reps, a0 + step) - a0
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        X = rng.random((r, n, m)) * (1.0 + eb[None, None, :] * np.exp(-th)[:, :, None]) < 1.0
+        X = rng.random((r, n, m)) * (1.0 + (eb if eb.shape[0] == 1 else eb[a0:a0 + r])[:, None, :]
+                                     * np.exp(-th)[:, :, None]) < 1.0
         if k_edges is None:
             seen = rng.random((r, n, m)) < q[None, None, :]
             kb = 0
@@ -417,3 +445,48 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
         b = (kb * B + np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + K * B * np.arange(r)[:, None])
         hist[a0:a0 + r] = np.bincount(b.ravel(), minlength=r * K * B).reshape(r, K * B)
     return s, a, hist
+
+
+def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generator | None, fit: SpreadFit,
+                          beta: np.ndarray, s: np.ndarray, a: np.ndarray, n: int, sigmas: tuple[float, float, float],
+                          edges: np.ndarray, k_edges: np.ndarray | None, icc: float, reps: int,
+                          tick=None) -> np.ndarray:
+    """Errors (reps, m) of the unshrunk MCAR estimate against the replicates' (centred) truths
+    (``docs/totals.md`` §7.3 step 4, §5.2).
+
+    ``s``, ``a`` are the released correct and answered counts, ``sigmas`` the released scales
+    (σ_s, σ_a, σ_h).  The truths are drawn by the complete-data
+    :func:`~privirt.private.totals.intervals.true_difficulties` from the ratios on the totals
+    scale with the noise variance :func:`ratio_proportions` hands to the shrinkage
+    (``rng_truth``; ``None`` holds them at ``beta``, the point estimate); ``rng`` simulates the
+    persons, the mask (item answer rates q_i = a_i/n; with ``k_edges`` the beta-binomial number
+    answered of intra-class correlation ``icc``) and the noise, so both choices share their
+    random numbers.  Each replicate is refitted unshrunk on the fit's support, its φ from its
+    own k-margins.
+    """
+    sig_s, sig_a, sig_h = sigmas
+    vs, va, vh = sig_s**2, sig_a**2, sig_h**2
+    tp, q, v = ratio_proportions(s, a, n, vs, va)
+    truth = beta if rng_truth is None else intervals.true_difficulties(rng_truth, fit, tp, n, v, reps)
+    sb, ab, hb = simulate_mcar_statistics(rng, fit, truth, q, n, edges, int(reps), k_edges=k_edges, icc=icc)
+    if tick is not None:
+        tick(int(reps))
+    sb = sb + rng.normal(0.0, sig_s, sb.shape)
+    ab = ab + rng.normal(0.0, sig_a, ab.shape)
+    hb = hb + rng.normal(0.0, sig_h, hb.shape)
+    pq = [ratio_proportions(x, y, n, vs, va) for x, y in zip(sb, ab)]
+    pb = np.stack([shrinkage.centre_totals(t, n, vt) for t, _, vt in pq])
+    qb = np.stack([x[1] for x in pq])
+    support = fit.support()
+    theta_s, w_s = ability_grid(support[0], kappa=support[1], lam=support[2])
+    start = invert_marginals(shrinkage.centre_totals(tp, n, v), theta_s, w_s)
+    A = None
+    if k_edges is not None:
+        mub = qb.mean(axis=1)
+        iccb = fit_answered_icc(hb, n, vh, mub, k_edges, len(edges) - 1)
+        A = thinning_matrix(answered_distribution(qb.shape[1], mub[:, None], iccb[:, None])[:, 0], k_edges, edges)
+    est = fit_support_batch_mcar(pb, qb, hb, n, vh, edges, support, initial=start, A=A)
+    if tick is not None:
+        tick(int(reps))
+    truth = np.atleast_2d(truth)
+    return est - (truth - truth.mean(axis=1, keepdims=True))
