@@ -315,6 +315,15 @@ def test_mcar_interval_coverage_on_a_small_case():
     assert math.isfinite(cov)
 
 
+def test_mcar_intervals_are_centred_on_the_unshrunk_fit_as_for_complete_data():
+    # the MCAR fit is the mixture: its bootstrap bias is the priors', not subtracted (§5.3, §7.3)
+    X, _ = _mcar(n=300, m=8, rate=0.3, seed=77)
+    fit = private_totals_estimate(X, epsilon=0.3, seed=5, n_boot=40, missing="mcar")
+    centre = ((fit.ci["lo"] + fit.ci["hi"]) / 2).to_numpy()
+    np.testing.assert_allclose(centre, fit.beta_unshrunk.to_numpy(), atol=1e-12)
+    assert fit.info["missing"] == "mcar" and np.all(fit.se.to_numpy() > 0)
+
+
 # -- several bins of the number answered ------------------------------------------------------
 def _persons_mask(n, m, rate, seed):
     """Rasch data with a per-person missing rate ~ Beta (mean ``rate``): MCAR, overdispersed k."""

@@ -449,10 +449,7 @@ def estimate_from_release(
                                          t, h, n, var_t, var_h, edges, release.sigma_totals,
                                          release.sigma_histogram, int(n_boot), tick)
         se = err.std(axis=0, ddof=1)
-        # bias-corrected only against free ability weights (the mixture's shape bias, measured on the
-        # distribution the histogram pinned down); under the mixture the bootstrap's bias is that of the
-        # priors where the histogram is vague and negligible where it is not (docs/totals.md §5.3)
-        centre = beta_u - err.mean(axis=0) if fit.flexible else np.asarray(beta_u, dtype=float).copy()
+        centre = _centre(fit, beta_u, err)
     else:
         se = np.full(beta.size, np.nan)
         centre = np.full(beta.size, np.nan)
@@ -463,6 +460,15 @@ def estimate_from_release(
         "bootstrap_seed": describe_seed(ss),
     }
     return _result(release, beta, se, centre, z, beta_u, info)
+
+
+def _centre(fit, beta_u: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """The intervals' centre: the unshrunk fit, bias-corrected only against free ability weights
+    (the mixture's shape bias, measured on the distribution the histogram pinned down); under
+    the mixture the bootstrap's bias is that of the priors where the histogram is vague and
+    negligible where it is not (docs/totals.md §5.3; MCAR §7.3)."""
+    beta_u = np.asarray(beta_u, dtype=float)
+    return beta_u - err.mean(axis=0) if fit.flexible else beta_u.copy()
 
 
 def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> TotalsEstimate:
@@ -521,7 +527,7 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
             (release.sigma_totals, release.sigma_answered, release.sigma_histogram), edges, k_edges, icc,
             int(n_boot), tick)
         se = err.std(axis=0, ddof=1)
-        centre = beta_u - err.mean(axis=0)
+        centre = _centre(fit, beta_u, err)
     else:
         se = np.full(beta.size, np.nan)
         centre = np.full(beta.size, np.nan)
