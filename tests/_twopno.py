@@ -15,3 +15,24 @@ def lognormal_2pno(n: int = 2000, m: int = 6, seed: int = 0) -> tuple[np.ndarray
     theta = rng.standard_normal(n)
     X = (rng.random((n, m)) < special.ndtr(theta[:, None] * a - b)).astype(np.int8)
     return X, a, b
+
+
+def objective_residuals(rel):
+    """The private 2PL fit's objective as residuals r(x), cost ½‖r‖² (``docs/private_2pl.md``
+    §3), written out from the model for tests that check the fit against it independently."""
+    from privirt.private.twopl import fit as F
+
+    n, m = rel.n_persons, rel.totals.size
+    t, d = rel.totals.to_numpy(float), rel.pairs.to_numpy(float)
+    i, j = np.triu_indices(m, 1)
+    p, q = t / n, d / n
+    pc, qc = np.clip(p, 1 / n, 1 - 1 / n), np.clip(q, 1 / n, 1 - 1 / n)
+    sd_t = np.sqrt(pc * (1 - pc) / n + (rel.sigma_totals / n) ** 2)
+    sd_n = np.sqrt(qc * (1 - qc) / n + (rel.sigma_pairs / n) ** 2)
+
+    def res(x: np.ndarray) -> np.ndarray:
+        _, _, _, pt, pn = F._model(x[None], m, i, j)
+        return np.concatenate([(p - pt[0]) / sd_t, (q - pn[0]) / sd_n, (x[-1] - x[m:2 * m]) / F.LOG_A_PRIOR_SD,
+                               [-x[-1] / F.MEAN_PRIOR_SD], -x[:m] / F.TAU_PRIOR_SD])
+
+    return res

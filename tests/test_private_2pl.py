@@ -23,7 +23,7 @@ from privirt.private.twopl import (
 )
 from privirt.private.twopl.fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from privirt.private.twopl.orthant import orthant_gradients, upper_orthant
-from ._twopno import lognormal_2pno
+from ._twopno import lognormal_2pno, objective_residuals
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -329,24 +329,12 @@ def test_fit_converges_where_the_noise_swamps_the_pairs():
     # with the residuals' curvature it converges, to the optimum scipy's MINPACK finds
     from scipy import optimize
 
-    from privirt.private.twopl import fit as F
-
     rel = _swamped_release()
     n, m = rel.n_persons, rel.totals.size
     t, d = rel.totals.to_numpy(float), rel.pairs.to_numpy(float)
     f = fit_factor(t, d, n, rel.sigma_totals, rel.sigma_pairs)
     assert f.iterations <= 50
-    i, j = np.triu_indices(m, 1)
-    p, q = t / n, d / n
-    pc, qc = np.clip(p, 1 / n, 1 - 1 / n), np.clip(q, 1 / n, 1 - 1 / n)
-    sd_t = np.sqrt(pc * (1 - pc) / n + (rel.sigma_totals / n) ** 2)
-    sd_n = np.sqrt(qc * (1 - qc) / n + (rel.sigma_pairs / n) ** 2)
-
-    def res(x):
-        _, _, _, pt, pn = F._model(x[None], m, i, j)
-        return np.concatenate([(p - pt[0]) / sd_t, (q - pn[0]) / sd_n, (x[-1] - x[m:2 * m]) / F.LOG_A_PRIOR_SD,
-                               [-x[-1] / F.MEAN_PRIOR_SD], -x[:m] / F.TAU_PRIOR_SD])
-
+    res = objective_residuals(rel)
     ref = optimize.least_squares(res, f.start()[0] + 0.05, method="lm", xtol=1e-12, ftol=1e-12)
     ours = float(np.sum(res(f.start()[0]) ** 2))
     assert ours <= float(np.sum(ref.fun**2)) + 1e-4

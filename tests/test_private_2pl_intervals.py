@@ -13,7 +13,7 @@ import privirt.private.twopl.estimate as E
 from privirt.private.twopl import estimate_2pl_from_release, private_2pl_estimate, release_2pl
 from privirt.private.twopl import fit as F
 from privirt.private.twopl.fit import fit_factor
-from ._twopno import lognormal_2pno
+from ._twopno import lognormal_2pno, objective_residuals
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -35,16 +35,10 @@ def test_fit_curvature_is_the_objectives_hessian(m):
     t, d = rel.totals.to_numpy(float), rel.pairs.to_numpy(float)
     f = fit_factor(t, d, n, rel.sigma_totals, rel.sigma_pairs, hessian=True)
     H, Hp = f.hessian
-    i, j = np.triu_indices(m, 1)
-    p, q = t / n, d / n
-    pc, qc = np.clip(p, 1 / n, 1 - 1 / n), np.clip(q, 1 / n, 1 - 1 / n)
-    sd_t = np.sqrt(pc * (1 - pc) / n + (rel.sigma_totals / n) ** 2)
-    sd_n = np.sqrt(qc * (1 - qc) / n + (rel.sigma_pairs / n) ** 2)
+    res = objective_residuals(rel)
 
     def half_cost(x):
-        _, _, _, pt, pn = F._model(x[None], m, i, j)
-        r = np.concatenate([(p - pt[0]) / sd_t, (q - pn[0]) / sd_n, (x[-1] - x[m:2 * m]) / F.LOG_A_PRIOR_SD,
-                            [-x[-1] / F.MEAN_PRIOR_SD], -x[:m] / F.TAU_PRIOR_SD])
+        r = res(x)
         return 0.5 * float(r @ r)
 
     x0 = f.start()[0]
