@@ -222,34 +222,22 @@ def test_randomized_response_empirical_audit_with_missing_cells():
 
 
 # -- ledger integration ----------------------------------------------------------------------
-def test_ledger_debited_before_noise(tmp_path, monkeypatch):
+def test_ledger_debited_before_noise(tmp_path, noise_watch):
     X, _ = _rasch()
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
-    seen = []
-    orig = mechanisms.DiscreteGaussian.apply
-
-    def spy(self, values):
-        seen.append(len(led.spends()))  # what the ledger shows when noise is drawn
-        return orig(self, values)
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    seen = noise_watch(led)  # the ledger's spends at each noise draw
     rel = privirt.release_counts(X, epsilon=1.0, delta=1e-5, ledger=led)
     assert seen == [1]
     assert rel.privacy.ledger_spend_id == 1
     assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
 
 
-def test_over_budget_raises_before_any_noise(tmp_path, monkeypatch):
+def test_over_budget_raises_before_any_noise(tmp_path, forbid_noise):
     X, _ = _rasch()
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=1.0, delta=1e-5)
     privirt.private_spectral_estimate(X, epsilon=0.8, delta=1e-5, mechanism="laplace", ledger=led)
 
-    def boom(self, values):  # pragma: no cover - must not be reached
-        raise AssertionError("noise drawn although the budget was exceeded")
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
-    monkeypatch.setattr(mechanisms.DiscreteLaplace, "apply", boom)
-    monkeypatch.setattr(mechanisms.RandomizedResponse, "apply", boom)
+    forbid_noise()
     before = (tmp_path / "l.ledger").read_bytes()
     for mech in ("gaussian", "laplace", "randomized_response"):
         with pytest.raises(privirt.BudgetExceeded):

@@ -156,32 +156,22 @@ def test_mcar_design_depends_on_public_m_and_rho_only():
     assert mcar_shares(10)[1] == pytest.approx(best, abs=2e-3)
 
 
-def test_mcar_ledger_debited_before_noise(tmp_path, monkeypatch):
+def test_mcar_ledger_debited_before_noise(tmp_path, noise_watch):
     X, _, _ = _data(n=300, m=5)
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=3.0, delta=1e-5)
-    seen = []
-    orig = mechanisms.DiscreteGaussian.apply
-
-    def spy(self, values):
-        seen.append(len(led.spends()))
-        return orig(self, values)
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    seen = noise_watch(led)  # the ledger's spends at each noise draw
     rel = release_2pl(X, epsilon=1.0, delta=1e-5, ledger=led, missing="mcar")
     assert seen == [1, 1, 1, 1]  # four parts, all after the one debit
     assert rel.privacy.ledger_spend_id == 1
     assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
 
 
-def test_mcar_bad_input_spends_nothing_and_says_so_in_one_line(tmp_path, monkeypatch):
+def test_mcar_bad_input_spends_nothing_and_says_so_in_one_line(tmp_path, forbid_noise):
     X, _, _ = _data(n=300, m=5)
     path = tmp_path / "l.ledger"
     led = privirt.Ledger(path, epsilon=1.0, delta=1e-5)
 
-    def boom(self, values):  # pragma: no cover - must not be reached
-        raise AssertionError("noise drawn on bad input")
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    forbid_noise()
     before = path.read_bytes()
     cases = [
         (dict(X=X, epsilon=0.5), 'missing="mcar"'),  # missing cells, complete data declared

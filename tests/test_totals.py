@@ -181,32 +181,22 @@ def test_design_depends_on_public_quantities_only():
 
 
 # -- ledger, seeds, bad input ----------------------------------------------------------------------
-def test_ledger_debited_before_noise(tmp_path, monkeypatch):
+def test_ledger_debited_before_noise(tmp_path, noise_watch):
     X, _ = _rasch()
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
-    seen = []
-    orig = mechanisms.DiscreteGaussian.apply
-
-    def spy(self, values):
-        seen.append(len(led.spends()))
-        return orig(self, values)
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    seen = noise_watch(led)  # the ledger's spends at each noise draw
     rel = release_totals(X, epsilon=1.0, delta=1e-5, ledger=led)
     assert seen == [1, 1]  # totals and histogram, both after the one debit
     assert rel.privacy.ledger_spend_id == 1
     assert led.spends().iloc[0]["rho"] == pytest.approx(rel.privacy.rho)
 
 
-def test_bad_input_spends_nothing(tmp_path, monkeypatch):
+def test_bad_input_spends_nothing(tmp_path, forbid_noise):
     X, _ = _rasch()
     path = tmp_path / "l.ledger"
     led = privirt.Ledger(path, epsilon=1.0, delta=1e-5)
 
-    def boom(self, values):  # pragma: no cover - must not be reached
-        raise AssertionError("noise drawn on bad input")
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    forbid_noise()
     before = path.read_bytes()
     Xm = X.copy()
     Xm[0, 0] = np.nan

@@ -32,15 +32,12 @@ def _mcar(n=600, m=6, rate=0.2, seed=0):
 
 
 # -- release discipline ----------------------------------------------------------------------
-def test_complete_domain_refuses_missing_cells_and_spends_nothing(tmp_path, monkeypatch):
+def test_complete_domain_refuses_missing_cells_and_spends_nothing(tmp_path, forbid_noise):
     X, _ = _mcar()
     path = tmp_path / "l.ledger"
     led = privirt.Ledger(path, epsilon=5.0, delta=1e-5)
 
-    def boom(self, values):  # pragma: no cover - must not be reached
-        raise AssertionError("noise drawn on bad input")
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", boom)
+    forbid_noise()
     before = path.read_bytes()
     for fn in (release_totals, private_totals_estimate):
         with pytest.raises(ValueError) as exc:
@@ -53,17 +50,10 @@ def test_complete_domain_refuses_missing_cells_and_spends_nothing(tmp_path, monk
     assert path.read_bytes() == before and led.spends().empty
 
 
-def test_mcar_ledger_debited_once_before_any_noise(tmp_path, monkeypatch):
+def test_mcar_ledger_debited_once_before_any_noise(tmp_path, noise_watch):
     X, _ = _mcar()
     led = privirt.Ledger(tmp_path / "l.ledger", epsilon=2.0, delta=1e-5)
-    seen = []
-    orig = mechanisms.DiscreteGaussian.apply
-
-    def spy(self, values):
-        seen.append(len(led.spends()))
-        return orig(self, values)
-
-    monkeypatch.setattr(mechanisms.DiscreteGaussian, "apply", spy)
+    seen = noise_watch(led)  # the ledger's spends at each noise draw
     rel = release_totals(X, epsilon=1.0, delta=1e-5, ledger=led, missing="mcar")
     assert seen == [1, 1, 1]  # correct counts, answered counts, histogram: all after the one debit
     assert rel.privacy.ledger_spend_id == 1 and len(led.spends()) == 1
