@@ -20,6 +20,7 @@ from privirt.private.totals.api import (
     private_totals_estimate,
     release_totals,
 )
+from ._opendp import assert_statement_matches_opendp
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -420,22 +421,9 @@ def test_totals_accounting_matches_opendp(missing):
     # each part as OpenDP's Gaussian on a vector with its proven L2 sensitivity (√m for the
     # totals and answered counts, √2 for the histogram), the ρ summed (zCDP composition) and
     # converted by OpenDP's zCDP → (ε, δ): the statement claims no less ρ and no smaller ε
-    import math
-
-    dp = pytest.importorskip("opendp.prelude")
-    dp.enable_features("contrib")
     X, _, _ = privirt.simulate_rasch(500, 7, seed=1)
     for eps in (0.3, 1.0, 4.0):
         rel = release_totals(X, epsilon=eps, delta=1e-5, seed=1, missing=missing)
         sigmas = [rel.sigma_totals] + ([rel.sigma_answered] if missing == "mcar" else []) + [rel.sigma_histogram]
         sens = [math.sqrt(7)] * (len(sigmas) - 1) + [math.sqrt(2)]
-        rho = sum(
-            dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float),
-                               scale=s).map(d)
-            for s, d in zip(sigmas, sens)
-        )
-        assert rel.privacy.rho >= rho * (1 - 1e-12) and rel.privacy.rho == pytest.approx(rho, rel=1e-9)
-        scalar = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
-                                    scale=1 / math.sqrt(2 * rel.privacy.rho))
-        theirs = dp.c.make_zCDP_to_approxDP(scalar).map(1.0).epsilon(1e-5)
-        assert rel.privacy.epsilon == pytest.approx(theirs, rel=1e-6) and rel.privacy.epsilon <= eps
+        assert_statement_matches_opendp(rel.privacy, zip(sigmas, sens), eps)
