@@ -28,6 +28,11 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   intervals (200 replicates) against the truth; CPU seconds per call;
 * mcar_coverage (``--parts mcar_coverage``, not in the default run): coverage of the MCAR intervals
   at 50 % missing, ε = 0.3, 24 data sets × 2 releases, by the size of the true a;
+* mcar_denominators (``--parts mcar_denominators``, not in the default run): the MCAR point
+  estimate with the noisy denominators shrunk and as released, paired on the same releases;
+* coverage_paired (``--parts coverage_paired --cells 10000x20x0.3x0.5``): coverage of a and b on
+  the same seeded releases for the code variants (denominators shrunk or not, the bootstrap from
+  the de-shrunk point or not);
 * swamped (``--parts swamped``, not in the default run): where the noise swamps the pairs, coverage
   of both interval routes (bootstrap, the fit's Laplace posterior) on the same releases.
 
@@ -274,6 +279,108 @@ def mcar_coverage(trials: int, frac: float = 0.5, eps: float = 0.3) -> None:
               f"rms z {np.sqrt(np.mean(z[s] ** 2)):.2f}", flush=True)
 
 
+def mcar_denominators(trials: int) -> None:
+    """Paired: the MCAR point estimate with the noisy denominators shrunk
+    (``twopl.mcar.SHRINK_DENOMINATORS``, the default) and as released, on the same releases
+    (seeded, so not private; post-processing only), at four MCAR cells; relative ℓ2 errors of a
+    and of b (centred) against the truth and the noise-free MCAR fit; MSE ratio old/new."""
+    import warnings
+
+    from privirt.private.twopl import estimate_2pl_from_release
+    from privirt.private.twopl import mcar as mc
+
+    print(f"\nmcar_denominators: {trials} data sets × 2 releases per cell (data seeds 58 000 + k, masks 59 000 + k); "
+          "relative ℓ2 error, mean over data sets ± SE; paired")
+    print("| n | m | ε | missing | a vs truth: released → shrunk | a vs noise-free | b vs truth | b vs noise-free "
+          "| MSE(a) ratio released/shrunk vs noise-free | MSE(b) ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n, m, e, frac in ((2000, 10, 0.3, 0.2), (2000, 20, 1.0, 0.5), (10_000, 20, 1.0, 0.2), (1000, 10, 0.3, 0.3),
+                          (10_000, 20, 0.3, 0.5), (2000, 5, 0.3, 0.2)):
+        res = []  # per data set: [old a_t, new a_t, old a_nf, new a_nf, old b_t, new b_t, old b_nf, new b_nf, ...]
+        for k in range(trials):
+            X, a, b = simulate(n, m, 58_000 + k)
+            rng = np.random.default_rng(59_000 + k)
+            Xm = X.astype(float)
+            Xm[rng.random(X.shape) < frac] = np.nan
+            a0, b0 = noise_free_mcar(Xm)
+            row = []
+            for r in range(2):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar", seed=7_000_000 + 10 * k + r)
+                    fits = []
+                    for flag in (False, True):
+                        mc.SHRINK_DENOMINATORS = flag
+                        fits.append(estimate_2pl_from_release(rel_, n_boot=0))
+                    mc.SHRINK_DENOMINATORS = True
+                row.append([rel(f.a, a) for f in fits] + [rel(f.a, a0) for f in fits]
+                           + [relc(f.b, b) for f in fits] + [relc(f.b, b0) for f in fits]
+                           + [float(np.sum((f.a.to_numpy() - a0) ** 2)) for f in fits]
+                           + [float(np.sum((f.b.to_numpy() - b0) ** 2)) for f in fits])
+            res.append(np.mean(row, axis=0))
+            record(part="mcar_denominators", n=n, m=m, eps=e, frac=frac, k=k, values=res[-1].tolist())
+        R = np.array(res)
+        cols = [f"{mean_se(R[:, c])} → {mean_se(R[:, c + 1])}" for c in (0, 2, 4, 6)]
+        print(f"| {n} | {m} | {e:g} | {frac:.0%} | " + " | ".join(cols)
+              + f" | {R[:, 8].mean() / R[:, 9].mean():.2f} | {R[:, 10].mean() / R[:, 11].mean():.2f} |", flush=True)
+
+
+VARIANTS = {"main": (False, False), "denominators": (True, False), "both": (True, True)}
+
+
+def _variant(name: str) -> None:
+    from privirt.private.twopl import estimate as es
+    from privirt.private.twopl import mcar as mc
+
+    mc.SHRINK_DENOMINATORS, es.DESHRINK_SIMULATION = VARIANTS[name]
+
+
+def coverage_paired(trials: int, cells, variants=("main", "denominators", "both")) -> None:
+    """Paired coverage of the 95 % intervals (200 replicates) of the true a and b over the code
+    variants of :data:`VARIANTS` (the denominators shrunk or not, the bootstrap simulated from the
+    de-shrunk point or not) on the same seeded releases and bootstrap seeds: ``cells`` of
+    (n, m, ε, missing fraction; 0 = complete data), 2 releases per data set, SE over data sets;
+    rms z of log a (centre − truth)/se."""
+    import warnings
+
+    from privirt.private.twopl import estimate_2pl_from_release
+
+    print(f"\ncoverage_paired: {trials} data sets × 2 releases (data seeds 55 000 + k, masks 56 000 + k; seeded "
+          "releases), the same releases and bootstrap seeds for every variant")
+    print("| n | m | ε | missing | variant | coverage a | coverage b | rms z log a | mean z | median width log a "
+          "| route |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, m, e, frac in cells:
+        out = {v: [] for v in variants}
+        for k in range(trials):
+            X, a, b = simulate(n, m, 55_000 + k)
+            Xm = X.astype(float)
+            if frac:
+                Xm[np.random.default_rng(56_000 + k).random(X.shape) < frac] = np.nan
+            for r in range(2):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar" if frac else "none",
+                                               seed=8_000_000 + 10 * k + r)
+                    for v in variants:
+                        _variant(v)
+                        fit = estimate_2pl_from_release(rel_, seed=9_000_000 + 10 * k + r)
+                        c = 0.5 * np.log(fit.ci["a"]["lo"].to_numpy() * fit.ci["a"]["hi"].to_numpy())
+                        z = (c - np.log(a)) / fit.se["log_a"].to_numpy()
+                        row = [covered(fit.ci["a"], a).mean(), covered(fit.ci["b"], b).mean(), float(np.mean(z * z)),
+                               float(z.mean()), float(np.median(np.log(fit.ci["a"]["hi"] / fit.ci["a"]["lo"])))]
+                        out[v].append((k, row, fit.info["intervals"]))
+                        record(part="coverage_paired", n=n, m=m, eps=e, frac=frac, k=k, r=r, variant=v, values=row,
+                               route=fit.info["intervals"])
+                    _variant("both")
+        for v in variants:
+            per = np.array([np.mean([row for kk, row, _ in out[v] if kk == k], axis=0) for k in range(trials)])
+            routes = sorted({rt for _, _, rt in out[v]})
+            print(f"| {n} | {m} | {e:g} | {frac:.0%} | {v} | {mean_se(per[:, 0])} | {mean_se(per[:, 1])} "
+                  f"| {np.sqrt(per[:, 2].mean()):.2f} | {per[:, 3].mean():+.3f} | {per[:, 4].mean():.3f} "
+                  f"| {','.join(routes)} |", flush=True)
+
+
 def covered(ci, truth) -> np.ndarray:
     return (ci["lo"].to_numpy() <= truth) & (truth <= ci["hi"].to_numpy())
 
@@ -416,7 +523,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, swamped")
+                    "mcar_coverage, mcar_denominators, swamped")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
@@ -424,6 +531,8 @@ def main() -> None:
                     "mcar_coverage: 24, 6; swamped: 6, 3)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
+    ap.add_argument("--cells", default="10000x20x0.3x0.5", help="coverage_paired: cells n x m x eps x missing")
+    ap.add_argument("--variants", default="main,denominators,both", help="coverage_paired: code variants")
     ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
     ap.add_argument("--summarise", default=None, metavar="FILE",
                     help="print the tables with standard errors from a --out file and exit")
@@ -456,6 +565,11 @@ def main() -> None:
         mcar(3 if quick else 6, 1 if quick else 2)
     if "mcar_coverage" in parts:
         mcar_coverage(args.cov_trials or (6 if quick else 24))
+    if "coverage_paired" in parts:
+        cells = [tuple(float(x) if "." in x else int(x) for x in c.split("x")) for c in args.cells.split(",")]
+        coverage_paired(args.cov_trials or (6 if quick else 24), cells, tuple(args.variants.split(",")))
+    if "mcar_denominators" in parts:
+        mcar_denominators(args.cov_trials or (3 if quick else 8))
     if "swamped" in parts:
         swamped(args.cov_trials or (3 if quick else 6))
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "

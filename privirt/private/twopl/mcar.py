@@ -33,11 +33,15 @@ from .orthant import upper_orthant
 from .statistics import pair_index
 
 __all__ = ["mcar_statistics", "mcar_sensitivity", "mcar_shares", "mcar_design", "McarPairsGaussian",
-           "ratio_inputs", "simulate_mcar_statistics", "MIN_DENOMINATOR"]
+           "ratio_inputs", "shrink_denominators", "shrunk_ratio_inputs", "simulate_mcar_statistics",
+           "MIN_DENOMINATOR", "SHRINK_DENOMINATORS"]
 
 #: Denominators (answered and co-answered counts) are clipped into [MIN_DENOMINATOR, n]
 #: before the proportions are formed: noise can make a small count zero or negative.
 MIN_DENOMINATOR: float = 2.0
+#: Whether the noisy denominators are shrunk against their noise before the ratios are formed
+#: (:func:`shrink_denominators`; ``docs/private_2pl.md`` §6.3 step 1).
+SHRINK_DENOMINATORS: bool = True
 
 
 def mcar_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -150,13 +154,59 @@ class McarPairsGaussian(PairsGaussian):
         )
 
 
-def ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray, np.ndarray]:
+def shrink_denominators(a, C, n: int, sigma_a: float, sigma_c: float) -> tuple[np.ndarray, np.ndarray,
+                                                                                  np.ndarray, np.ndarray]:
+    """The noisy answered and co-answered counts shrunk against their privacy noise
+    (``docs/private_2pl.md`` §6.3 step 1), arrays of any leading shape (m and P last).
+
+    Answered counts: toward their mean by the positive-part James–Stein factor
+    c = max(0, 1 − (m − 3)σ_a²/Σ(ã_i − ā)²) (no shrinkage for m < 4); noise variance left
+    σ_a²(c + (1 − c)/m).  Co-answered counts: toward T_ij = a′_i a′_j/n, the count that
+    independent missingness gives from the shrunk answered counts a′, by
+    c_C = max(0, 1 − (P − 2)σ_C²/Σ(C̃_ij − T_ij)²); noise variance left
+    c_C σ_C² + (1 − c_C) Var T_ij (Var T_ij by the delta method from a′'s).  Where the counts
+    differ for real (rates that differ between items, a design with pairs never co-answered)
+    the residual sum is large and c → 1: nothing moves.  Not clipped before the shrinkage (a
+    clip would bias the mean); :func:`ratio_inputs` clips afterwards.  Returns
+    (a′, C′, var a′, var C′), the variances broadcast to the counts' shapes."""
+    a = np.asarray(a, float)
+    C = np.asarray(C, float)
+    m = a.shape[-1]
+    va0, vc0 = float(sigma_a) ** 2, float(sigma_c) ** 2
+    if m >= 4 and va0 > 0:
+        dev = a - a.mean(axis=-1, keepdims=True)
+        ss = np.sum(dev * dev, axis=-1, keepdims=True)
+        c = np.clip(1.0 - (m - 3) * va0 / np.maximum(ss, 1e-300), 0.0, 1.0)
+        a = a.mean(axis=-1, keepdims=True) + c * dev
+        va = va0 * (c + (1.0 - c) / m) * np.ones_like(a)
+    else:
+        va = np.full_like(a, va0)
+    P = C.shape[-1]
+    if P >= 3 and vc0 > 0:
+        i, j = pair_index(m)
+        T = a[..., i] * a[..., j] / float(n)
+        r = C - T
+        ss = np.sum(r * r, axis=-1, keepdims=True)
+        c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
+        ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
+        vt = (T / ai) ** 2 * va[..., i] + (T / aj) ** 2 * va[..., j]
+        C = T + c * r
+        vc = c * vc0 + (1.0 - c) * vt
+    else:
+        vc = np.full_like(C, vc0)
+    return a, C, va, vc
+
+
+def ratio_inputs(s, a, D, C, n: int, sigmas, den_var=None) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray,
+                                                                     np.ndarray]:
     """Inputs of :func:`~privirt.private.twopl.fit.fit_factor` from noisy MCAR counts (arrays of
     any leading shape): the numerators s and D on the scale of their denominators, the
     denominators a and C clipped into [:data:`MIN_DENOMINATOR`, n] (per-coordinate n), and each
     ratio's noise SD on that scale by the delta method, √(σ_num² + p²σ_den²) with p the ratio
-    clipped into [0, 1] (``docs/private_2pl.md`` §6.3)."""
+    clipped into [0, 1] (``docs/private_2pl.md`` §6.3).  ``den_var``: the denominators' noise
+    variances (after :func:`shrink_denominators`) in place of σ_a², σ_C²."""
     ss, sa, sd, sc = (float(x) for x in sigmas)
+    va, vc = (sa * sa, sc * sc) if den_var is None else den_var
     hi = max(float(n), MIN_DENOMINATOR)
     na = np.clip(np.asarray(a, float), MIN_DENOMINATOR, hi)
     nc = np.clip(np.asarray(C, float), MIN_DENOMINATOR, hi)
@@ -164,7 +214,16 @@ def ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple[np.ndarray, np.ndarray, tu
     D = np.asarray(D, float)
     p = np.clip(s / na, 0.0, 1.0)
     d = np.clip(D / nc, 0.0, 1.0)
-    return s, D, (na, nc), np.sqrt(ss * ss + p * p * sa * sa), np.sqrt(sd * sd + d * d * sc * sc)
+    return s, D, (na, nc), np.sqrt(ss * ss + p * p * va), np.sqrt(sd * sd + d * d * vc)
+
+
+def shrunk_ratio_inputs(s, a, D, C, n: int, sigmas) -> tuple:
+    """:func:`ratio_inputs` on the denominators shrunk by :func:`shrink_denominators` (with
+    :data:`SHRINK_DENOMINATORS`; else as released)."""
+    if not SHRINK_DENOMINATORS:
+        return ratio_inputs(s, a, D, C, n, sigmas)
+    a2, C2, va, vc = shrink_denominators(a, C, n, sigmas[1], sigmas[3])
+    return ratio_inputs(s, a2, D, C2, n, sigmas, den_var=(va, vc))
 
 
 def _persons(rng: np.random.Generator, a32, b32, q32, N: int):
@@ -225,7 +284,7 @@ def fit_inputs(release) -> tuple:
     if getattr(release, "missing", "none") != "mcar":
         return (release.totals.to_numpy(float), release.pairs.to_numpy(float), release.n_persons,
                 release.sigma_totals, release.sigma_pairs)
-    return ratio_inputs(release.totals.to_numpy(float), release.answered.to_numpy(float),
+    return shrunk_ratio_inputs(release.totals.to_numpy(float), release.answered.to_numpy(float),
                         release.pairs.to_numpy(float), release.co_answered.to_numpy(float), release.n_persons,
                         (release.sigma_totals, release.sigma_answered, release.sigma_pairs,
                          release.sigma_co_answered))
@@ -234,10 +293,12 @@ def fit_inputs(release) -> tuple:
 def bootstrap_inputs(rng: np.random.Generator, release, a: np.ndarray, b: np.ndarray, reps: int) -> tuple:
     """Fit inputs of ``reps`` simulated MCAR releases from (a, b): item i answered independently
     with the released rate ã_i/n (clipped into [1/n, 1]), the four parts' noise at the released
-    scales, then :func:`ratio_inputs` as for the release itself (§6.3)."""
+    scales, then :func:`shrunk_ratio_inputs` as for the release itself (§6.3); the rate from the
+    shrunk answered counts."""
     n = release.n_persons
-    q = np.clip(release.answered.to_numpy(float) / n, 1.0 / n, 1.0)
+    answered = fit_inputs(release)[2][0] if SHRINK_DENOMINATORS else release.answered.to_numpy(float)
+    q = np.clip(answered / n, 1.0 / n, 1.0)
     s, an, D, C = simulate_mcar_statistics(rng, a, b, q, n, int(reps))
     sig = (release.sigma_totals, release.sigma_answered, release.sigma_pairs, release.sigma_co_answered)
     s, an, D, C = (x + rng.normal(0.0, sg, x.shape) for x, sg in zip((s, an, D, C), sig))
-    return ratio_inputs(s, an, D, C, n, sig)
+    return shrunk_ratio_inputs(s, an, D, C, n, sig)
