@@ -31,8 +31,8 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
 * mcar_denominators (``--parts mcar_denominators``, not in the default run): the MCAR point
   estimate with the noisy denominators shrunk and as released, paired on the same releases;
 * coverage_paired (``--parts coverage_paired --cells 10000x20x0.3x0.5``): coverage of a and b on
-  the same seeded releases for the code variants (denominators shrunk or not, the bootstrap from
-  the de-shrunk point or not);
+  the same seeded releases for the code variants (denominators shrunk or not, log a's interval
+  bias-corrected or not);
 * swamped (``--parts swamped``, not in the default run): where the noise swamps the pairs, coverage
   of both interval routes (bootstrap, the fit's Laplace posterior) on the same releases.
 
@@ -325,20 +325,21 @@ def mcar_denominators(trials: int) -> None:
               + f" | {R[:, 8].mean() / R[:, 9].mean():.2f} | {R[:, 10].mean() / R[:, 11].mean():.2f} |", flush=True)
 
 
-VARIANTS = {"main": (False, False), "denominators": (True, False), "both": (True, True)}
+#: code variants: (denominators shrunk, log a's bootstrap interval bias-corrected)
+VARIANTS = {"main": (False, True), "denominators": (True, True), "final": (True, False)}
 
 
 def _variant(name: str) -> None:
     from privirt.private.twopl import estimate as es
     from privirt.private.twopl import mcar as mc
 
-    mc.SHRINK_DENOMINATORS, es.DESHRINK_SIMULATION = VARIANTS[name]
+    mc.SHRINK_DENOMINATORS, es.BIAS_CORRECT_LOG_A = VARIANTS[name]
 
 
-def coverage_paired(trials: int, cells, variants=("main", "denominators", "both")) -> None:
+def coverage_paired(trials: int, cells, variants=("main", "denominators", "final")) -> None:
     """Paired coverage of the 95 % intervals (200 replicates) of the true a and b over the code
-    variants of :data:`VARIANTS` (the denominators shrunk or not, the bootstrap simulated from the
-    de-shrunk point or not) on the same seeded releases and bootstrap seeds: ``cells`` of
+    variants of :data:`VARIANTS` (the denominators shrunk or not, log a's interval bias-corrected
+    or not) on the same seeded releases and bootstrap seeds: ``cells`` of
     (n, m, ε, missing fraction; 0 = complete data), 2 releases per data set, SE over data sets;
     rms z of log a (centre − truth)/se."""
     import warnings
@@ -351,7 +352,8 @@ def coverage_paired(trials: int, cells, variants=("main", "denominators", "both"
           "| route |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n, m, e, frac in cells:
-        out = {v: [] for v in variants}
+        vs = variants if frac else tuple(v for v in variants if v != "denominators")  # same without MCAR
+        out = {v: [] for v in vs}
         for k in range(trials):
             X, a, b = simulate(n, m, 55_000 + k)
             Xm = X.astype(float)
@@ -362,18 +364,23 @@ def coverage_paired(trials: int, cells, variants=("main", "denominators", "both"
                     warnings.simplefilter("ignore")
                     rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar" if frac else "none",
                                                seed=8_000_000 + 10 * k + r)
-                    for v in variants:
+                    for v in vs:
                         _variant(v)
                         fit = estimate_2pl_from_release(rel_, seed=9_000_000 + 10 * k + r)
                         c = 0.5 * np.log(fit.ci["a"]["lo"].to_numpy() * fit.ci["a"]["hi"].to_numpy())
                         z = (c - np.log(a)) / fit.se["log_a"].to_numpy()
+                        # the same se about the unshrunk estimate (no bias correction)
+                        zu = (np.log(fit.a_unshrunk.to_numpy()) - np.log(a)) / fit.se["log_a"].to_numpy()
+                        zb = (fit.b_unshrunk.to_numpy() - b) / fit.se["b"].to_numpy()
                         row = [covered(fit.ci["a"], a).mean(), covered(fit.ci["b"], b).mean(), float(np.mean(z * z)),
-                               float(z.mean()), float(np.median(np.log(fit.ci["a"]["hi"] / fit.ci["a"]["lo"])))]
+                               float(z.mean()), float(np.median(np.log(fit.ci["a"]["hi"] / fit.ci["a"]["lo"]))),
+                               float(np.mean(np.abs(zu) <= 1.96)), float(np.mean(np.abs(zb) <= 1.96)),
+                               float(np.mean(zu * zu)), float(np.mean(zb * zb))]
                         out[v].append((k, row, fit.info["intervals"]))
                         record(part="coverage_paired", n=n, m=m, eps=e, frac=frac, k=k, r=r, variant=v, values=row,
                                route=fit.info["intervals"])
-                    _variant("both")
-        for v in variants:
+                    _variant("final")
+        for v in vs:
             per = np.array([np.mean([row for kk, row, _ in out[v] if kk == k], axis=0) for k in range(trials)])
             routes = sorted({rt for _, _, rt in out[v]})
             print(f"| {n} | {m} | {e:g} | {frac:.0%} | {v} | {mean_se(per[:, 0])} | {mean_se(per[:, 1])} "
@@ -532,7 +539,7 @@ def main() -> None:
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
     ap.add_argument("--cells", default="10000x20x0.3x0.5", help="coverage_paired: cells n x m x eps x missing")
-    ap.add_argument("--variants", default="main,denominators,both", help="coverage_paired: code variants")
+    ap.add_argument("--variants", default="main,denominators,final", help="coverage_paired: code variants")
     ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
     ap.add_argument("--summarise", default=None, metavar="FILE",
                     help="print the tables with standard errors from a --out file and exit")
