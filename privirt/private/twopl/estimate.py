@@ -39,10 +39,6 @@ PRIOR_HELD_SHARE = 0.5
 #: at the unshrunk estimate (``docs/private_2pl.md`` §3, "Intervals"; the bias correction added
 #: its own noise to the centre).
 BIAS_CORRECT_LOG_A = False
-#: On the Laplace route, b's interval from the percentiles of this many draws of the Gaussian
-#: posterior of (τ, log a) mapped to b = τ√(1 + a²) (``LAPLACE_B_DRAWS``), not the delta method.
-LAPLACE_DRAWS = 4000
-LAPLACE_B_DRAWS = False
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -281,27 +277,16 @@ def estimate_2pl_from_release(
                       "are the bootstrap's", RuntimeWarning, stacklevel=2)
         route = "bootstrap"
     if route == "laplace":
-        # the posterior SDs of the fit's own model around the estimate
+        # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
+        # delta method on (τ_i, log a_i)
         ti, li = np.arange(m), np.arange(m, 2 * m)
         se_t, se_la = np.sqrt(cov[ti, ti]), np.sqrt(cov[li, li])
         tau = b / np.sqrt(1.0 + a * a)
+        q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
+        se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
         a_lo, a_hi = a * np.exp(-z * se_la), a * np.exp(z * se_la)
+        b_lo, b_hi = b - z * se_b, b + z * se_b
         t_lo, t_hi = tau - z * se_t, tau + z * se_t
-        if LAPLACE_B_DRAWS:
-            # b = τ√(1 + a²): the percentiles of the image of the Gaussian posterior of
-            # (τ_i, log a_i).  Here log a is known to within about the prior's SD of 1, over
-            # which √(1 + a²) is far from linear; the delta method's symmetric interval missed
-            # the large |b| (coverage 0.89 at (400, 30, 0.3); docs/private_2pl.md §3)
-            idx = np.concatenate([ti, li])
-            L = np.linalg.cholesky(cov[np.ix_(idx, idx)])
-            draws = numpy_rng(ss, "laplace").standard_normal((LAPLACE_DRAWS, 2 * m)) @ L.T
-            bd = (tau + draws[:, :m]) * np.sqrt(1.0 + np.exp(2.0 * (np.log(a) + draws[:, m:])))
-            b_lo, b_hi = np.quantile(bd, [0.5 - confidence / 2.0, 0.5 + confidence / 2.0], axis=0)
-            se_b = bd.std(axis=0, ddof=1)
-        else:  # the delta method on (τ_i, log a_i)
-            q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
-            se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
-            b_lo, b_hi = b - z * se_b, b + z * se_b
     elif route == "bootstrap":
         rng = numpy_rng(ss, "bootstrap")
         if release.missing == "mcar":  # the missingness simulated too (§6.3)
