@@ -9,8 +9,9 @@ A row is x ∈ {0, 1, ∗}^m (∗ missing).  Released, each with its own discret
 
 Sensitivities under replacing one person's row (§6, brute-forced in the tests): m, m,
 ⌊m²/3⌋ and m(m − 1)/2.  The fit uses the proportions s_i/a_i and D_ij/C_ij with per-coordinate
-n (the noisy denominators, clipped) and each ratio's noise variance by the delta method; the
-bootstrap simulates the missingness (item i answered independently with the released rate).
+n (the noisy denominators shrunk against their noise, then clipped) and each ratio's noise
+variance by the delta method; the bootstrap simulates the missingness (item i answered
+independently with the rate of the shrunk answered counts).
 """
 
 from __future__ import annotations
@@ -292,9 +293,9 @@ def fit_inputs(release) -> tuple:
 
 def bootstrap_inputs(rng: np.random.Generator, release, a: np.ndarray, b: np.ndarray, reps: int) -> tuple:
     """Fit inputs of ``reps`` simulated MCAR releases from (a, b): item i answered independently
-    with the released rate ã_i/n (clipped into [1/n, 1]), the four parts' noise at the released
-    scales, then :func:`shrunk_ratio_inputs` as for the release itself (§6.3); the rate from the
-    shrunk answered counts."""
+    with the rate a′_i/n of the shrunk answered counts (clipped into [1/n, 1]), the four parts'
+    noise at the released scales, then :func:`shrunk_ratio_inputs` as for the release itself
+    (§6.3)."""
     n = release.n_persons
     answered = fit_inputs(release)[2][0] if SHRINK_DENOMINATORS else release.answered.to_numpy(float)
     q = np.clip(answered / n, 1.0 / n, 1.0)
