@@ -9,7 +9,9 @@ where the noise dominates, the shrinkage makes every difficulty equal and a boot
 truth measured only the spread of an estimate that cannot tell items apart (coverage of the
 true difficulties near 0); the redrawn truths put back the between-item spread the data
 cannot resolve.  Where the noise is small the posterior is narrow and the intervals are those
-of the bootstrap at the point estimate.
+of the bootstrap at the point estimate.  Each replicate's ability model (τ, κ, λ) is drawn from
+the fit's posterior too (:func:`model_draws`, §5.4): at the posterior mode alone the se missed
+the uncertainty of the ability scale that a vague histogram leaves (issue 26, fourth round).
 """
 
 from __future__ import annotations
