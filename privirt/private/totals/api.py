@@ -345,8 +345,9 @@ class TotalsEstimate(ItemEstimate):
     beta : pandas.Series
         Private difficulties (centred; higher = harder), after shrinkage.
     se : pandas.Series
-        Standard errors (sampling and privacy noise, and the spread of difficulties the noise
-        hides; parametric bootstrap, ``docs/totals.md`` §5.2).
+        Standard errors (sampling and privacy noise, the spread of difficulties the noise
+        hides and the ability model's uncertainty; parametric bootstrap, ``docs/totals.md``
+        §5.2, §5.4).
     ci : pandas.DataFrame
         Columns ``lo``, ``hi`` indexed by item: intervals at ``confidence``.
     beta_unshrunk : pandas.Series

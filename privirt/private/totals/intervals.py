@@ -9,7 +9,9 @@ where the noise dominates, the shrinkage makes every difficulty equal and a boot
 truth measured only the spread of an estimate that cannot tell items apart (coverage of the
 true difficulties near 0); the redrawn truths put back the between-item spread the data
 cannot resolve.  Where the noise is small the posterior is narrow and the intervals are those
-of the bootstrap at the point estimate.
+of the bootstrap at the point estimate.  Each replicate's ability model (τ, κ, λ) is drawn from
+the fit's posterior too (:func:`model_draws`, §5.4): at the posterior mode alone the se missed
+the uncertainty of the ability scale that a vague histogram leaves (issue 26, fourth round).
 """
 
 from __future__ import annotations
@@ -19,17 +21,38 @@ from scipy import special
 
 from . import manyitems, marginal, shrinkage
 
-__all__ = ["bootstrap_errors", "true_difficulties"]
+__all__ = ["MODEL_DRAWS", "bootstrap_errors", "model_draws", "true_difficulties"]
+
+#: each replicate's ability model (τ, κ, λ) is drawn from the fit's posterior over its support
+#: (``docs/totals.md`` §5.4); False: every replicate at the posterior mode (the intervals before)
+MODEL_DRAWS: bool = True
+
+
+def model_draws(rng: np.random.Generator, fit, reps: int) -> np.ndarray | None:
+    """Grid indices (reps,) of the replicates' ability models, drawn from the fit's posterior
+    renormalised over its support (the grid points the refits use), or ``None`` where there is
+    nothing to draw: free ability weights (a precise histogram pinned the distribution down) or
+    a posterior on one point (then every replicate is at the mode, as before)."""
+    if fit.flexible:
+        return None
+    keep = fit.support_indices()
+    if keep.size < 2:
+        return None
+    w = fit.weights[keep]
+    return keep[rng.choice(keep.size, size=reps, p=w / w.sum())]
 
 
 def true_difficulties(rng: np.random.Generator, fit, totals: np.ndarray, n: int, var_t: float,
-                      reps: int) -> np.ndarray:
+                      reps: int, ability: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """``reps`` draws (reps, m) of the items' difficulties from their posterior given the noisy
     totals: population proportions from :func:`shrinkage.population_draws`, mapped to
     difficulties under the fitted ability distribution (the one the bootstrap simulates from;
     not centred, so the simulated totals keep the released mean)."""
-    theta, w = fit.ability_distribution()
-    y = special.logit(shrinkage.population_draws(rng, totals, n, var_t, reps))
+    theta, w = fit.ability_distribution() if ability is None else ability
+    p = shrinkage.population_draws(rng, totals, n, var_t, reps)
+    if ability is not None and p.size < manyitems.KNOTS:  # few draws (one model's share): Newton on each
+        return marginal.invert_marginals(p, np.tile(theta, (reps, 1)), np.tile(w, (reps, 1)), tol=1e-10)
+    y = special.logit(p)
     table = manyitems.InverseTable(theta[None, :], w[None, :], float(y.min()), float(y.max()))
     return table(y)[:, 0, :]
 
@@ -43,8 +66,19 @@ def bootstrap_errors(rng: np.random.Generator, rng_truth: np.random.Generator | 
     (the point estimate: the intervals before §5.2).  ``rng`` simulates the data, so both
     choices share their random numbers.
     """
-    truth = beta if rng_truth is None else true_difficulties(rng_truth, fit, totals, n, var_t, reps)
-    tb, hb = marginal.simulate_releases(rng, fit, truth, n, edges, sig_t, sig_h, int(reps), on_batch=tick)
+    draws = None if rng_truth is None or not MODEL_DRAWS else model_draws(rng_truth, fit, int(reps))
+    if draws is None:
+        truth = beta if rng_truth is None else true_difficulties(rng_truth, fit, totals, n, var_t, reps)
+        tb, hb = marginal.simulate_releases(rng, fit, truth, n, edges, sig_t, sig_h, int(reps), on_batch=tick)
+    else:  # each replicate's ability model drawn from the posterior (docs/totals.md §5.4)
+        m = np.size(totals)
+        truth, tb, hb = np.empty((int(reps), m)), np.empty((int(reps), m)), np.empty((int(reps), len(edges) - 1))
+        for k in np.unique(draws):
+            rr = np.flatnonzero(draws == k)
+            ability = fit.mixture(int(k))
+            truth[rr] = true_difficulties(rng_truth, fit, totals, n, var_t, rr.size, ability=ability)
+            tb[rr], hb[rr] = marginal.simulate_releases(rng, fit, truth[rr], n, edges, sig_t, sig_h, rr.size,
+                                                        on_batch=tick, ability=ability)
     pb = np.stack([shrinkage.centre_totals(x, n, var_t) for x in tb])
     support = fit.support()
     theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])

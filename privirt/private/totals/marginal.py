@@ -340,11 +340,20 @@ class SpreadFit:
         theta, w = ability_grid(self.log_tau[k:k + 1], kappa=self.kappa[k:k + 1], lam=self.lam[k:k + 1])
         return theta[0], w[0]
 
+    def support_indices(self, tol: float = 1e-4, most: int = 64) -> np.ndarray:
+        """Indices of the (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
+        order = np.argsort(-self.weights, kind="stable")[:most]
+        return order[self.weights[order] >= tol * self.weights.max()]
+
     def support(self, tol: float = 1e-4, most: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
-        order = np.argsort(-self.weights, kind="stable")[:most]
-        keep = order[self.weights[order] >= tol * self.weights.max()]
+        keep = self.support_indices(tol, most)
         return self.log_tau[keep], self.kappa[keep], self.lam[keep]
+
+    def mixture(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes θ and weights w of the mixture at grid point ``k``."""
+        theta, w = ability_grid(self.log_tau[k:k + 1], kappa=self.kappa[k:k + 1], lam=self.lam[k:k + 1])
+        return theta[0], w[0]
 
 
 def _nll(hist, n, var_h, P):
@@ -529,11 +538,13 @@ def fit_spread(
 
 
 def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
-                      sig_t: float, sig_h: float, reps: int, on_batch=None) -> tuple[np.ndarray, np.ndarray]:
+                      sig_t: float, sig_h: float, reps: int, on_batch=None,
+                      ability: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` parametric-bootstrap draws of (noisy totals, noisy histogram): (reps, m), (reps, B).
 
-    ``beta`` (m,) is every replicate's truth, or (reps, m) one truth per replicate."""
-    theta, w = fit.ability_distribution()
+    ``beta`` (m,) is every replicate's truth, or (reps, m) one truth per replicate; the persons
+    come from ``ability`` (nodes, weights), by default ``fit.ability_distribution()``."""
+    theta, w = fit.ability_distribution() if ability is None else ability
     eb = np.exp(np.atleast_2d(beta))
     m, B = eb.shape[1], len(edges) - 1
     tot = np.empty((reps, m))
