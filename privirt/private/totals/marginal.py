@@ -336,9 +336,7 @@ class SpreadFit:
         they were fitted, else the mixture at the posterior mode."""
         if self.free_theta is not None and self.free_weights is not None:
             return self.free_theta, self.free_weights
-        k = self.map_index
-        theta, w = ability_grid(self.log_tau[k:k + 1], kappa=self.kappa[k:k + 1], lam=self.lam[k:k + 1])
-        return theta[0], w[0]
+        return self.mixture(self.map_index)
 
     def support_indices(self, tol: float = 1e-4, most: int = 64) -> np.ndarray:
         """Indices of the (at most ``most``) heaviest grid points with posterior weight ≥ ``tol`` × the largest."""
