@@ -204,10 +204,10 @@ def answered_share(n: int, m: int, rho_t: np.ndarray | float, q: float = REFEREN
     ``rho_t`` may be an array: g and E of the same shape.
     """
     rho_t = np.asarray(rho_t, dtype=float)
-    Ad, Au, Ac = _reference_weights(m)
+    Ad, Au, _ = _reference_weights(m)
     g = _G_GRID.reshape((-1,) + (1,) * rho_t.ndim)
     va = m / (2.0 * rho_t) / g
-    E = 1.0 / (1.0 - g) + (answered_risk(n, m, va, q, icc) * Au + Ac / m) / Ad / g
+    E = 1.0 / (1.0 - g) + (answered_risk(n, m, va, q, icc) * Au + mean_weight(n, m, va, q) / m) / Ad / g
     j = np.argmin(E, axis=0)
     return np.take(_G_GRID, j), np.take_along_axis(E, j[None], axis=0)[0]
 
@@ -245,6 +245,41 @@ def _risk_table(n: int, m: int, q: float, icc: float) -> tuple[np.ndarray, np.nd
         c = np.array([answered_factor(n * q + math.sqrt(t) * z, n, va) for t in T])
         R[i] = (float(np.mean(T * (c - k) ** 2)) + (m - 1) * k * va) / ((m - 1) * va)
     return _RISK_RATIOS, R
+
+
+def mean_weight(n: int, m: int, var_a: np.ndarray, q: float = REFERENCE_ANSWERED) -> np.ndarray:
+    """K: the centred error of β that the answered counts' mean leaves, over its linear
+    size (σ_a²/m)/(nq)²; A_c (:func:`answered_share`) where that is small.
+
+    Evaluated exactly at the reference model rather than linearised: the mean's relative error
+    δ ~ N(0, r²), r² = σ_a²/(m (nq)²), divides every p_i (the mean count clipped at 1), the
+    proportions are kept in [1/(2n), 1 − 1/(2n)] and mapped to β through the reference
+    abilities; K(r) = E_δ ‖centred change of β‖² / r² (Gauss–Hermite, tabulated once per
+    (n, m) on a grid of r).  Where r is not small (few persons, few items, a large σ_a) the
+    clipped proportions and the curvature of the inversion make K grow, which the linear A_c
+    misses; beyond its peak K is held there (``docs/totals.md`` §7.2).
+    """
+    rel, K = _mean_table(int(n), int(m), float(q))
+    r = np.sqrt(np.asarray(var_a, dtype=float) / m) / (n * q)
+    return np.interp(np.log(np.clip(r, rel[0], rel[-1])), np.log(rel), K)
+
+
+@functools.lru_cache(maxsize=64)
+def _mean_table(n: int, m: int, q: float) -> tuple[np.ndarray, np.ndarray]:
+    p, _ = _reference_marginals(m)
+    theta, w = ability_grid(np.array([0.0]))
+    beta0 = invert_marginals(p, theta, w)[0]
+    x, wx = np.polynomial.hermite_e.hermegauss(24)
+    wx = wx / wx.sum()
+    rel = np.geomspace(1e-4, 3.0, 30)
+    factor = np.maximum(1.0 + rel[:, None] * x[None, :], 1.0 / (n * q))  # (R, X): ā ≥ 1
+    P = np.clip(p / factor[..., None], 0.5 / n, 1 - 0.5 / n).reshape(-1, m)
+    B = invert_marginals(P, np.repeat(theta, P.shape[0], axis=0), np.repeat(w, P.shape[0], axis=0))
+    err = B.reshape(rel.size, x.size, m) - beta0
+    err -= err.mean(axis=2, keepdims=True)
+    # past r ≈ 0.2 the clipped proportions bound the error and K falls: a bound that says the
+    # proportions are garbage, not that a noisier mean is cheaper; K is held at its maximum
+    return rel, np.maximum.accumulate((np.sum(err**2, axis=2) @ wx) / rel**2)
 
 
 def _reference_weights(m: int) -> tuple[float, float, float]:
