@@ -176,9 +176,8 @@ def thinned_cell_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarra
 
 # ---------------------------------------------------------------------------------------
 # design at the public reference model
-#: half-normal prior scale of the answered counts' spread in :func:`answered_counts`, in the units
-#: of :func:`~privirt.private.totals.shrinkage.shrink_totals` (1: n·q̄(1 − q̄)·0.8, an SD of about
-#: 0.8 in the items' logit answer rates)
+#: prior scale of the answered counts' spread (:func:`answered_counts`) in the units of
+#: ``shrink_totals``: 1 is n·q̄(1 − q̄)·0.8, an SD of 0.8 in the items' logit answer rates (§7.3)
 ANSWERED_PRIOR_SD = 1.0
 #: g is searched on this grid (:func:`answered_share`)
 _G_GRID = np.linspace(0.01, 0.8, 791)
@@ -389,9 +388,8 @@ def answered_counts(a: np.ndarray, n: int, var_a: float) -> tuple[np.ndarray, fl
 
 
 def answered_factor(a: np.ndarray, n: int, var_a: float) -> float:
-    """The empirical-Bayes factor c of :func:`answered_counts` (``a`` clipped to [1, n]):
-    :func:`~privirt.private.totals.shrinkage.shrink_totals` with the prior scale
-    :data:`ANSWERED_PRIOR_SD`."""
+    """The empirical-Bayes factor c of :func:`answered_counts`: ``shrink_totals`` with the
+    prior scale :data:`ANSWERED_PRIOR_SD`."""
     return float(shrinkage.shrink_totals(a, n, var_a, prior_sd=ANSWERED_PRIOR_SD)[1])
 
 
