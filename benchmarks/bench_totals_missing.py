@@ -13,13 +13,20 @@ The noise is seeded (accuracy only; the results are NOT private).  Relative erro
 ‖β̂ − β‖/‖β‖ on centred vectors, cells n ∈ {1000, 2000}, m ∈ {20, 50}, ε ∈ {0.3, 1, 3}, 10 %
 and 30 % of cells missing independently (``--pattern items``) or with a per-person missing
 rate drawn from Beta (mean the same; ``--pattern persons``: still MCAR, but the number answered
-varies between persons far more than under independent cells).  The ``k bins`` column is the
+varies between persons far more than under independent cells) or with item answer rates that
+differ (``--pattern rates``: item i missing independently at the rate × U(0.2, 1.8), drawn per
+data set; still MCAR, but the design's reference has equal rates).  The ``k bins`` column is the
 number of bins of the number answered the design chose (public n, m, ε).  Then the
 coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
 
     python benchmarks/bench_totals_missing.py [--trials 8] [--coverage 30] [--pattern items]
     python benchmarks/bench_totals_missing.py --corner --trials 12     # short tests (default rule)
     python benchmarks/bench_totals_missing.py --corner --corner-m 5,10 --eps 0.1,0.3,1 --trials 24
+    python benchmarks/bench_totals_missing.py --corner --corner-m 5,10 --corner-n 200,500,2000 \
+        --corner-miss 0.2,0.5 --eps 0.3,1 --trials 24 --corner-coverage 12   # issue 26's MCAR corner
+
+``--corner-coverage N`` adds the coverage of the 95 % intervals (n_boot = 200) over N data sets
+per corner cell (± its SE over the data sets).
 
 ``--save FILE.npz`` keeps the totals estimator's squared errors per data set and cell;
 ``--against FILE.npz`` (saved by another version of the code, same seeds) adds the paired MSE
@@ -61,11 +68,13 @@ def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generato
     X = np.asarray(X, dtype=float)
     if pattern == "items":
         miss = rng.random(X.shape) < rate
+    elif pattern == "rates":  # item i missing at rate × U(0.2, 1.8): answer rates differ by item
+        miss = rng.random(X.shape) < np.clip(rate * rng.uniform(0.2, 1.8, size=(1, m)), 0.0, 0.95)
     elif pattern == "persons":  # person-level rate ~ Beta(2, 2(1 − rate)/rate): mean `rate`
         r = rng.beta(2.0, 2.0 * (1 - rate) / rate, size=(n, 1))
         miss = rng.random(X.shape) < r
     else:
-        raise ValueError(f"pattern must be 'items' or 'persons', got {pattern!r}")
+        raise ValueError(f"pattern must be 'items', 'rates' or 'persons', got {pattern!r}")
     X[miss] = np.nan
     return X, centred(beta)
 
@@ -94,17 +103,35 @@ def ratio_se(a, t):
     return float(r), float(np.std(a - r * t, ddof=1) / np.sqrt(len(a)) / t.mean()) if len(a) > 1 else float("nan")
 
 
+def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0: int,
+                    datasets: int) -> tuple[np.ndarray, float]:
+    """Whether each item's 95 % interval (n_boot = 200) covers its centred difficulty, over
+    ``datasets`` data sets of a corner cell (their own seeds), and the mean width."""
+    hits, width = [], []
+    for k in range(datasets):
+        rng = np.random.default_rng([seed0, 91, n, m, int(eps * 1000), int(miss * 100), k])
+        X, beta = make_data(n, m, miss, pattern, rng)
+        fit = privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, missing="mcar")
+        lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
+        hits.append((lo <= beta) & (beta <= hi))
+        width.append(np.mean(hi - lo))
+    return np.array(hits, dtype=float), float(np.mean(width))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--coverage", type=int, default=30, help="data sets per ε for the coverage check (0: skip)")
-    ap.add_argument("--pattern", choices=("items", "persons"), default="items")
+    ap.add_argument("--pattern", choices=("items", "rates", "persons"), default="items")
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--corner", action="store_true",
                     help="only short tests: n in {200, 500, 1000}, m = 10, 20%% missing (the default-method rule)")
     ap.add_argument("--eps", default="0.3,1,3", help="privacy levels (comma-separated)")
     ap.add_argument("--corner-n", default="200,500,1000", help="--corner: numbers of persons")
     ap.add_argument("--corner-m", default="10", help="--corner: numbers of items")
+    ap.add_argument("--corner-miss", default="0.2", help="--corner: shares of cells missing")
+    ap.add_argument("--corner-coverage", type=int, default=0,
+                    help="--corner: data sets per cell for the coverage of the 95%% intervals (0: skip)")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
     ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
     ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
@@ -115,8 +142,9 @@ def main() -> None:
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
           f"mask: {args.pattern}; seeded noise, NOT private)")
     print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
-          f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else ""))
-    grid = (([0.2], [int(v) for v in args.corner_n.split(",")], [int(v) for v in args.corner_m.split(",")])
+          f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else "")
+          + (f" | {'coverage':>8} {'±SE':>5} {'width':>5}" if args.corner and args.corner_coverage else ""))
+    grid = (([float(v) for v in args.corner_miss.split(",")], [int(v) for v in args.corner_n.split(",")], [int(v) for v in args.corner_m.split(",")])
             if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50]))
     if args.corner:
         args.coverage = 0
@@ -142,6 +170,11 @@ def main() -> None:
                     if args.corner:
                         dr, dse = ratio_se(r[:, 4], r[:, 2])
                         extra = f" | {dr:>17.2f} {dse:>5.2f}" + extra
+                    if args.corner and args.corner_coverage:
+                        cov, width = corner_coverage(n, m, miss, eps, args.pattern, seed0, args.corner_coverage)
+                        saved[key + "-coverage"] = cov
+                        per = cov.mean(axis=1)  # SE over the data sets (items of one data set correlate)
+                        extra += f" | {per.mean():>8.3f} {per.std(ddof=1) / np.sqrt(per.size):>5.3f} {width:>5.2f}"
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
                           f"{rat:>9.2f} {se:>5.2f} | {K:>6}{extra}", flush=True)
     if args.save:

@@ -184,20 +184,101 @@ def test_totals_measurement_carries_its_privacy_map(missing):
 
 
 # -- the maths ----------------------------------------------------------------------------
+def _ratio_error(n, m, g, rho_t, rng, reps=300):
+    """Monte-Carlo centred error Σ_i (u_i e_a,i − d_i e_s,i)² of the ratios' linearised β noise
+    at the reference model, the answered counts shrunk as the estimator shrinks them
+    (a common answer rate 0.8, binomial counts; docs/totals.md §7.2), in units of S·A_d."""
+    p, w = marginal_missing._reference_marginals(m)
+    d, u = np.sqrt(w), p * np.sqrt(w)
+    S = m / (2 * rho_t)
+    vs, va = S / (1 - g), S / g
+    tot = 0.0
+    for _ in range(reps):
+        a = rng.binomial(n, 0.8, m).astype(float)
+        noisy = a + rng.normal(0.0, math.sqrt(va), m)
+        c = marginal_missing.answered_factor(noisy, n, va)
+        ea = noisy.mean() + c * (noisy - noisy.mean()) - a
+        e = d * rng.normal(0.0, math.sqrt(vs), m) - u * ea
+        tot += float(np.sum((e - e.mean()) ** 2))
+    return tot / reps / (S * (1 - 1 / m) * np.sum(w))
+
+
 def test_answered_share_minimises_the_ratio_noise():
+    # unshrunk limit (the answered counts' noise far below their sampling spread): g = √P/(1 + √P)
     for m in (3, 10, 40):
-        g = marginal_missing.answered_share(m)
         p, w = marginal_missing._reference_marginals(m)
         P = np.sum(w * p * p) / np.sum(w)
-        grid = np.linspace(0.01, 0.99, 9801)
-        assert abs(grid[np.argmin(1 / (1 - grid) + P / grid)] - g) < 2e-4
+        g, E = marginal_missing.answered_share(10**9, m, 1e3)
+        assert abs(g - math.sqrt(P) / (1 + math.sqrt(P))) < 2e-3
+        assert abs(E - (1 + math.sqrt(P)) ** 2) < 2e-3 * E
         assert 0.3 < g < 0.4  # p near ½: about a third of the totals' budget on the answered counts
+    # the estimator shrinks the answered counts toward their mean: where their noise swamps their
+    # sampling spread most of it goes, and the share they need falls (s9: 0.35 everywhere)
+    g_big, _ = marginal_missing.answered_share(2000, 20, 0.004)
+    assert g_big < 0.2
+    # g is the minimum of E on its grid, E from the shrinkage's risk and the mean's weight
+    Ad, Au, Ac = marginal_missing._reference_weights(10)
+    va = 10 / (2 * 0.005) / marginal_missing._G_GRID
+    E = 1 / (1 - marginal_missing._G_GRID) + (marginal_missing.answered_risk(500, 10, va) * Au
+                                              + marginal_missing.mean_weight(500, 10, va) / 10) / Ad / marginal_missing._G_GRID
+    gs, Es = marginal_missing.answered_share(500, 10, np.array([0.005, 0.05]))
+    assert gs.shape == Es.shape == (2,)
+    assert gs[0] == marginal_missing._G_GRID[np.argmin(E)] and Es[0] == pytest.approx(E.min())
     f, g, e, ke = marginal_missing.mcar_design(1000, 20, 0.05)
     assert (f, g) == marginal_missing.mcar_design(1000, 20, 0.05)[:2]
+    assert g == pytest.approx(float(marginal_missing.answered_share(1000, 20, (1 - f) * 0.05)[0]))
     for x in (e, ke):
         assert x[0] == 0 and x[-1] == 21 and np.all(np.diff(x) > 0)
     assert 0 < f < 0.6 and len(ke) - 1 in marginal_missing.K_BINS
     assert abs(marginal_missing.mcar_design(1000, 20, 0.05, q=0.7)[0] - f) < 0.5 * f  # moves little with q
+
+
+def test_answered_risk_is_what_the_shrinkage_leaves():
+    # the tabulated risk of the shrunk answered counts (docs/totals.md §7.2) against simulation
+    rng = np.random.default_rng(11)
+    n, m, q = 500, 10, 0.8
+    A = n * q * (1 - q) * (1 - marginal_missing.REFERENCE_ICC)
+    for ratio in (0.3, 3.0, 30.0):
+        va = ratio * A
+        err = []
+        for _ in range(600):
+            t = n * q + rng.normal(0.0, math.sqrt(A), m)  # the reference's centred spread
+            x = t + rng.normal(0.0, math.sqrt(va), m)
+            c = marginal_missing.answered_factor(x, n, va)
+            err.append(np.sum((c * (x - x.mean()) - (t - t.mean())) ** 2))
+        got = np.mean(err) / ((m - 1) * va)
+        assert got == pytest.approx(float(marginal_missing.answered_risk(n, m, va)), rel=0.12), ratio
+
+
+def test_derived_answered_share_lowers_the_ratios_noise():
+    # where the answered counts' noise swamps their spread but not their mean (n = 2000, m = 10,
+    # ε = 0.3) the derived share beats the unshrunk rule's 0.35 on the ratios' simulated error,
+    # and it is the minimum
+    rng = np.random.default_rng(3)
+    n, m, rho_t = 2000, 10, 0.0043
+    g, E = marginal_missing.answered_share(n, m, rho_t)
+    new = _ratio_error(n, m, float(g), rho_t, rng)
+    old = _ratio_error(n, m, 0.351, rho_t, rng)
+    assert g < 0.2 and new < 0.95 * old, (g, new, old)
+    assert new == pytest.approx(float(E), rel=0.1)
+    for other in (0.5 * g, 2 * g):
+        assert _ratio_error(n, m, float(other), rho_t, rng) > 0.97 * new
+
+
+def test_answered_mean_weight_is_linear_only_while_the_mean_is_precise():
+    # the answered counts' mean divides every p_i: linear (A_c) while its relative error is
+    # small; where it is not (few persons, a large σ_a) clipped proportions and the inversion's
+    # curvature cost more, and that keeps g from collapsing (docs/totals.md §7.2)
+    for m in (5, 10):
+        Ac = marginal_missing._reference_weights(m)[2]
+        n, q = 200, marginal_missing.REFERENCE_ANSWERED
+        tiny = m * (1e-3 * n * q) ** 2  # σ_a² for a relative error of 0.1 % in the mean
+        assert float(marginal_missing.mean_weight(n, m, tiny)) == pytest.approx(Ac, rel=0.01)
+        big = m * (0.15 * n * q) ** 2
+        assert float(marginal_missing.mean_weight(n, m, big)) > 3 * Ac
+        K = marginal_missing.mean_weight(n, m, tiny * np.geomspace(1, 1e8, 40))
+        assert np.all(np.diff(K) >= 0)
+    assert 0.1 < float(marginal_missing.answered_share(200, 10, 0.0045)[0]) < 0.3  # not the linear 0.07
 
 
 def test_mcar_score_distribution_matches_enumeration():

@@ -14,6 +14,7 @@ maths is in ``docs/totals.md`` §7.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -175,18 +176,120 @@ def thinned_cell_probabilities(beta: np.ndarray, theta: np.ndarray, w: np.ndarra
 
 # ---------------------------------------------------------------------------------------
 # design at the public reference model
-def answered_share(m: int) -> float:
-    """Share g of the totals' budget spent on the answered counts (derived, ``docs/totals.md`` §7).
+#: prior scale of the answered counts' spread (:func:`answered_counts`) in the units of
+#: ``shrink_totals``: 1 is n·q̄(1 − q̄)·0.8, an SD of 0.8 in the items' logit answer rates (§7.3)
+ANSWERED_PRIOR_SD = 1.0
+#: g is searched on this grid (:func:`answered_share`)
+_G_GRID = np.linspace(0.01, 0.8, 791)
+#: the risk of the shrunk answered counts is tabulated at these σ_a²/A and quantile nodes of T
+_RISK_RATIOS = np.geomspace(1e-3, 1e5, 25)
+_RISK_NODES = 12
 
-    The privacy noise of p_i = s_i/a_i has variance (σ_s² + p_i²σ_a²)/a_i²; mapped to β it is
-    weighted by 1/(a_i π_i′)².  With σ_s² = m/(2(1 − g)ρ_t), σ_a² = m/(2gρ_t) the sum is
-    ∝ 1/(1 − g) + P/g, P = Σ w_i p_i² / Σ w_i (w_i = 1/π_i′²), minimised at
-    g = √P/(1 + √P).  P is evaluated at the reference model (items at normal quantiles,
-    abilities N(0, 1)); a common missing rate cancels.
+
+def answered_share(n: int, m: int, rho_t: np.ndarray | float, q: float = REFERENCE_ANSWERED,
+                   icc: float = REFERENCE_ICC) -> tuple[np.ndarray, np.ndarray]:
+    """(g, E): the share g of the totals' budget ρ_t spent on the answered counts, and the ratios'
+    privacy error it leaves in units of the complete-data totals noise (``docs/totals.md`` §7.2).
+
+    The centred error of β from the ratios p_i = s_i/a_i is, by the delta method at the reference
+    model, σ_s² A_d + σ_a² (R·A_u + A_c/m) with σ_s² = S/(1 − g), σ_a² = S/g, S = m/(2ρ_t):
+    A_d = (1 − 1/m) Σ d_i², d_i = 1/π_i′, the totals' weight; the answered counts' noise enters
+    through u_i = p_i/π_i′, their mean with its full noise σ_a²/m (weight A_c = Σ (u_i − ū)²,
+    what centring leaves of a common factor) and their deviations shrunk by
+    :func:`answered_counts`, with the expected error R·σ_a² per coordinate left
+    (:func:`answered_risk`; weight A_u = (1 − 1/m) Σ u_i² − A_c/m).  g minimises
+    E = 1/(1 − g) + P(g)/g, P(g) = (R·A_u + A_c/m)/A_d; unshrunk (R = 1) P is the old
+    Σ w_i p_i²/Σ w_i and g = √P/(1 + √P).  Public n, m, ρ_t and the reference mask only.
+    ``rho_t`` may be an array: g and E of the same shape.
     """
+    rho_t = np.asarray(rho_t, dtype=float)
+    Ad, Au, _ = _reference_weights(m)
+    g = _G_GRID.reshape((-1,) + (1,) * rho_t.ndim)
+    va = m / (2.0 * rho_t) / g
+    E = 1.0 / (1.0 - g) + (answered_risk(n, m, va, q, icc) * Au + mean_weight(n, m, va, q) / m) / Ad / g
+    j = np.argmin(E, axis=0)
+    return np.take(_G_GRID, j), np.take_along_axis(E, j[None], axis=0)[0]
+
+
+def answered_risk(n: int, m: int, var_a: np.ndarray, q: float = REFERENCE_ANSWERED,
+                  icc: float = REFERENCE_ICC) -> np.ndarray:
+    """R(σ_a²): the expected squared error of the shrunk deviations of the answered counts
+    (:func:`answered_counts`) per centred coordinate, over their noise variance σ_a²; 1 unshrunk.
+
+    At the reference mask the items share the answer rate q, so the centred true counts spread
+    by sampling only, A = n q(1 − q)(1 − φ) per coordinate.  With x = t + e (e the noise),
+    T = Σ (x_i − x̄)² ~ (A + σ_a²) χ²_{m−1}, k = A/(A + σ_a²) and c(T) the empirical-Bayes
+    factor :func:`answered_counts` applies, E[Σ (c·x_c − t_c)² | T] = T (c − k)² + (m − 1) k σ_a²;
+    averaged over quantile nodes of T.  Tabulated once per (n, m) on a grid of σ_a²/A and
+    interpolated in log σ_a².
+    """
+    ratios, R = _risk_table(int(n), int(m), float(q), float(icc))
+    x = np.log(np.asarray(var_a, dtype=float) / (n * q * (1 - q) * (1 - icc)))
+    return np.interp(x, np.log(ratios), R)
+
+
+@functools.lru_cache(maxsize=64)
+def _risk_table(n: int, m: int, q: float, icc: float) -> tuple[np.ndarray, np.ndarray]:
+    if m < 2:
+        return _RISK_RATIOS, np.ones(_RISK_RATIOS.size)
+    A = n * q * (1 - q) * (1 - icc)
+    z = stats.norm.ppf((np.arange(m) + 0.5) / m)
+    z = (z - z.mean()) / np.linalg.norm(z - z.mean())  # a centred unit direction
+    chi = stats.chi2.ppf((np.arange(_RISK_NODES) + 0.5) / _RISK_NODES, m - 1)
+    R = np.empty(_RISK_RATIOS.size)
+    for i, ratio in enumerate(_RISK_RATIOS):
+        va = ratio * A
+        k = A / (A + va)
+        T = (A + va) * chi
+        c = np.array([answered_factor(n * q + math.sqrt(t) * z, n, va) for t in T])
+        R[i] = (float(np.mean(T * (c - k) ** 2)) + (m - 1) * k * va) / ((m - 1) * va)
+    return _RISK_RATIOS, R
+
+
+def mean_weight(n: int, m: int, var_a: np.ndarray, q: float = REFERENCE_ANSWERED) -> np.ndarray:
+    """K: the centred error of β that the answered counts' mean leaves, over its linear
+    size (σ_a²/m)/(nq)²; A_c (:func:`answered_share`) where that is small.
+
+    Evaluated exactly at the reference model rather than linearised: the mean's relative error
+    δ ~ N(0, r²), r² = σ_a²/(m (nq)²), divides every p_i (the mean count clipped at 1), the
+    proportions are kept in [1/(2n), 1 − 1/(2n)] and mapped to β through the reference
+    abilities; K(r) = E_δ ‖centred change of β‖² / r² (Gauss–Hermite, tabulated once per
+    (n, m) on a grid of r).  Where r is not small (few persons, few items, a large σ_a) the
+    clipped proportions and the curvature of the inversion make K grow, which the linear A_c
+    misses; beyond its peak K is held there (``docs/totals.md`` §7.2).
+    """
+    rel, K = _mean_table(int(n), int(m), float(q))
+    r = np.sqrt(np.asarray(var_a, dtype=float) / m) / (n * q)
+    return np.interp(np.log(np.clip(r, rel[0], rel[-1])), np.log(rel), K)
+
+
+@functools.lru_cache(maxsize=64)
+def _mean_table(n: int, m: int, q: float) -> tuple[np.ndarray, np.ndarray]:
+    p, _ = _reference_marginals(m)
+    theta, w = ability_grid(np.array([0.0]))
+    beta0 = invert_marginals(p, theta, w)[0]
+    x, wx = np.polynomial.hermite_e.hermegauss(24)
+    wx = wx / wx.sum()
+    rel = np.geomspace(1e-4, 3.0, 30)
+    factor = np.maximum(1.0 + rel[:, None] * x[None, :], 1.0 / (n * q))  # (R, X): ā ≥ 1
+    P = np.clip(p / factor[..., None], 0.5 / n, 1 - 0.5 / n).reshape(-1, m)
+    B = invert_marginals(P, np.repeat(theta, P.shape[0], axis=0), np.repeat(w, P.shape[0], axis=0))
+    err = B.reshape(rel.size, x.size, m) - beta0
+    err -= err.mean(axis=2, keepdims=True)
+    # past r ≈ 0.2 the clipped proportions bound the error and K falls: a bound that says the
+    # proportions are garbage, not that a noisier mean is cheaper; K is held at its maximum
+    return rel, np.maximum.accumulate((np.sum(err**2, axis=2) @ wx) / rel**2)
+
+
+def _reference_weights(m: int) -> tuple[float, float, float]:
+    """(A_d, A_u, A_c) of :func:`answered_share` at the reference model."""
     p, w = _reference_marginals(m)
-    P = float(np.sum(w * p * p) / np.sum(w))
-    return math.sqrt(P) / (1.0 + math.sqrt(P))
+    d2 = w  # 1/π′²
+    u = p * np.sqrt(w)
+    if m < 2:  # nothing left after centring: the uncentred sums (the unshrunk rule)
+        return float(d2.sum()), float(np.sum(u * u)), 0.0
+    Ac = float(np.sum((u - u.mean()) ** 2))
+    return (1 - 1 / m) * float(d2.sum()), (1 - 1 / m) * float(np.sum(u * u)) - Ac / m, Ac
 
 
 def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -204,12 +307,13 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     the rest, and the bins of the (number answered k, observed score r) histogram, from the
     public n, m and ρ only.
 
-    g is :func:`answered_share`.  f, the number of score bins B and of answered bins K minimise
-    the predicted error of β̂ at the reference model (``docs/totals.md`` §4 and §7.2):
+    g is :func:`answered_share` at ρ_t = (1 − f)ρ.  f, the number of score bins B and of
+    answered bins K minimise the predicted error of β̂ at the reference model (``docs/totals.md``
+    §4 and §7.2):
 
-        (1 + √P)² (m/2ρ) Σ_i 1/(n q π_i′)² / (1 − f)  +  tr(D C Dᵀ),
+        E(f) (m/2ρ) Σ_i 1/(n q π_i′)² / (1 − f)  +  tr(D C Dᵀ),
 
-    the first term the noise of the ratios, C the inverse Fisher information of
+    the first term the noise of the ratios (E(f) the minimum of :func:`answered_share`), C the inverse Fisher information of
     (log τ, κ, φ) — φ the intra-class correlation of the number answered, a nuisance with
     prior SD :data:`PRIOR_ICC_SD` — from the K·B cells (K equal-probability bins of the
     beta-binomial k, B of the observed score, the answered set a random k-subset), each of
@@ -217,9 +321,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     through the fit).  The missing pattern is not public: it is evaluated at the reference
     mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
     """
-    g = answered_share(m)
-    p0_ref, wts = _reference_marginals(m)
-    P = float(np.sum(wts * p0_ref**2) / np.sum(wts))
+    g_f, E_f = answered_share(n, m, (1 - _F_GRID) * rho, q, icc)  # g and the ratios' error, per f
     beta0 = reference_difficulties(m)
     Bs = list(range(3, min(m + 1, 16) + 1))
     Ks = [K for K in K_BINS if K <= m + 1]
@@ -246,7 +348,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
         D -= D.mean(axis=0)
         e = special.expit(theta[0][None, :] - beta0[:, None])
         dpi = (e * (1 - e)) @ w[0]
-        a = (1 + math.sqrt(P)) ** 2 * np.sum(1.0 / (n * q * dpi) ** 2) * m / (2.0 * rho)
+        a = E_f * np.sum(1.0 / (n * q * dpi) ** 2) * m / (2.0 * rho)  # (F,)
         dicc = icc_pts[2] - icc_pts[1]
         for ik, K in enumerate(Ks):
             for ib, B in enumerate(Bs):
@@ -261,7 +363,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
                 C = np.linalg.inv(info)
                 total[ik, ib] += a / (1 - _F_GRID) + np.einsum("ij,fjk,ik->f", D, C, D)
     ik, ib, jf = np.unravel_index(int(np.argmin(total)), total.shape)
-    return float(_F_GRID[jf]), g, edges_ref[Bs[ib]], kedges_ref[Ks[ik]]
+    return float(_F_GRID[jf]), float(g_f[jf]), edges_ref[Bs[ib]], kedges_ref[Ks[ik]]
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,8 +383,14 @@ def answered_counts(a: np.ndarray, n: int, var_a: float) -> tuple[np.ndarray, fl
     a = np.clip(np.asarray(a, dtype=float), 1.0, float(n))
     if not var_a > 0 or a.size < 2:
         return a, float(max(var_a, 0.0))
-    c = shrinkage.shrink_totals(a, n, var_a)[1]
+    c = answered_factor(a, n, var_a)
     return np.clip(a.mean() + c * (a - a.mean()), 1.0, float(n)), float(var_a * (c + (1.0 - c) / a.size))
+
+
+def answered_factor(a: np.ndarray, n: int, var_a: float) -> float:
+    """The empirical-Bayes factor c of :func:`answered_counts`: ``shrink_totals`` with the
+    prior scale :data:`ANSWERED_PRIOR_SD`."""
+    return float(shrinkage.shrink_totals(a, n, var_a, prior_sd=ANSWERED_PRIOR_SD)[1])
 
 
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
