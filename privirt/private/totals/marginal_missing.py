@@ -37,19 +37,9 @@ from .marginal import (
 )
 
 __all__ = [
-    "answered_share",
-    "mcar_design",
-    "answered_counts",
-    "ratio_proportions",
-    "score_distribution_mcar",
-    "bin_probabilities_mcar",
-    "fit_spread_mcar",
-    "fit_support_batch_mcar",
-    "simulate_mcar_statistics",
-    "bootstrap_errors_mcar",
-    "answered_distribution",
-    "thinning_matrix",
-    "fit_answered_icc",
+    "answered_share", "mcar_design", "answered_counts", "ratio_proportions", "score_distribution_mcar",
+    "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "simulate_mcar_statistics",
+    "bootstrap_errors_mcar", "answered_distribution", "thinning_matrix", "fit_answered_icc",
 ]
 
 _F_GRID = np.geomspace(0.01, 0.6, 40)
@@ -184,6 +174,8 @@ _G_GRID = np.linspace(0.01, 0.8, 791)
 #: the risk of the shrunk answered counts is tabulated at these σ_a²/A and quantile nodes of T
 _RISK_RATIOS = np.geomspace(1e-3, 1e5, 25)
 _RISK_NODES = 12
+#: quantile nodes of the prior on the answer rates' spread the risk is averaged over
+_SPREAD_NODES = 6
 
 
 def answered_share(n: int, m: int, rho_t: np.ndarray | float, q: float = REFERENCE_ANSWERED,
@@ -216,12 +208,12 @@ def answered_risk(n: int, m: int, var_a: np.ndarray, q: float = REFERENCE_ANSWER
     """R(σ_a²): the expected squared error of the shrunk deviations of the answered counts
     (:func:`answered_counts`) per centred coordinate, over their noise variance σ_a²; 1 unshrunk.
 
-    At the reference mask the items share the answer rate q, so the centred true counts spread
-    by sampling only, A = n q(1 − q)(1 − φ) per coordinate.  With x = t + e (e the noise),
-    T = Σ (x_i − x̄)² ~ (A + σ_a²) χ²_{m−1}, k = A/(A + σ_a²) and c(T) the empirical-Bayes
-    factor :func:`answered_counts` applies, E[Σ (c·x_c − t_c)² | T] = T (c − k)² + (m − 1) k σ_a²;
-    averaged over quantile nodes of T.  Tabulated once per (n, m) on a grid of σ_a²/A and
-    interpolated in log σ_a².
+    The centred true counts spread by sampling, A₀ = n q(1 − q)(1 − φ), plus the items' answer
+    rates' spread, whose logit SD s is averaged over quantile nodes of the shrinkage's own prior
+    (half-normal, scale 0.8): A = A₀ + (n q(1 − q) s)².  With x = t + e, T = Σ (x_i − x̄)² ~
+    (A + σ_a²) χ²_{m−1}, k = A/(A + σ_a²) and c(T) the factor of :func:`answered_counts`,
+    E[Σ (c·x_c − t_c)² | T] = T (c − k)² + (m − 1) k σ_a², averaged over nodes of T.  Tabulated
+    once per (n, m) on a grid of σ_a²/A₀, interpolated in log σ_a².
     """
     ratios, R = _risk_table(int(n), int(m), float(q), float(icc))
     x = np.log(np.asarray(var_a, dtype=float) / (n * q * (1 - q) * (1 - icc)))
@@ -232,17 +224,21 @@ def answered_risk(n: int, m: int, var_a: np.ndarray, q: float = REFERENCE_ANSWER
 def _risk_table(n: int, m: int, q: float, icc: float) -> tuple[np.ndarray, np.ndarray]:
     if m < 2:
         return _RISK_RATIOS, np.ones(_RISK_RATIOS.size)
-    A = n * q * (1 - q) * (1 - icc)
+    A0 = n * q * (1 - q) * (1 - icc)
     z = stats.norm.ppf((np.arange(m) + 0.5) / m)
     z = (z - z.mean()) / np.linalg.norm(z - z.mean())  # a centred unit direction
     chi = stats.chi2.ppf((np.arange(_RISK_NODES) + 0.5) / _RISK_NODES, m - 1)
-    R = np.empty(_RISK_RATIOS.size)
+    # answer rates spread as the shrinkage's prior says (§7.2; equal rates under-priced the a_i)
+    spreads = 0.8 * ANSWERED_PRIOR_SD * stats.halfnorm.ppf((np.arange(_SPREAD_NODES) + 0.5) / _SPREAD_NODES)
+    R = np.zeros(_RISK_RATIOS.size)
     for i, ratio in enumerate(_RISK_RATIOS):
-        va = ratio * A
-        k = A / (A + va)
-        T = (A + va) * chi
-        c = np.array([answered_factor(n * q + math.sqrt(t) * z, n, va) for t in T])
-        R[i] = (float(np.mean(T * (c - k) ** 2)) + (m - 1) * k * va) / ((m - 1) * va)
+        va = ratio * A0
+        for sd in spreads:
+            A = A0 + (n * q * (1 - q) * sd) ** 2
+            k = A / (A + va)
+            T = (A + va) * chi
+            c = np.array([answered_factor(n * q + math.sqrt(t) * z, n, va) for t in T])
+            R[i] += (float(np.mean(T * (c - k) ** 2)) + (m - 1) * k * va) / ((m - 1) * va) / spreads.size
     return _RISK_RATIOS, R
 
 
