@@ -252,10 +252,7 @@ def mcar_coverage(trials: int, frac: float = 0.5, eps: float = 0.3) -> None:
     n, m = 10_000, 20
     ca, cb, zs, za = [], [], [], []
     for k in range(trials):
-        X, a, b = simulate(n, m, 55_000 + k)
-        rng = np.random.default_rng(56_000 + k)
-        Xm = X.astype(float)
-        Xm[rng.random(X.shape) < frac] = np.nan
+        _, Xm, a, b = mcar_data(n, m, frac, 55_000 + k, 56_000 + k)
         per_a, per_b = [], []
         for r in range(2):
             with warnings.catch_warnings():
@@ -298,10 +295,7 @@ def mcar_denominators(trials: int) -> None:
                           (10_000, 20, 0.3, 0.5), (2000, 5, 0.3, 0.2)):
         res = []  # per data set: [old a_t, new a_t, old a_nf, new a_nf, old b_t, new b_t, old b_nf, new b_nf, ...]
         for k in range(trials):
-            X, a, b = simulate(n, m, 58_000 + k)
-            rng = np.random.default_rng(59_000 + k)
-            Xm = X.astype(float)
-            Xm[rng.random(X.shape) < frac] = np.nan
+            _, Xm, a, b = mcar_data(n, m, frac, 58_000 + k, 59_000 + k)
             a0, b0 = noise_free_mcar(Xm)
             row = []
             for r in range(2):
@@ -601,6 +595,15 @@ def lsat7() -> None:
 
 
 
+def mcar_data(n, m, frac, seed, mask_seed):
+    """(X, Xm, a, b): a 2PNO data set (:func:`simulate`) and the same with a share ``frac`` of its
+    cells missing completely at random (NaN)."""
+    X, a, b = simulate(n, m, seed)
+    Xm = X.astype(float)
+    Xm[np.random.default_rng(mask_seed).random(X.shape) < frac] = np.nan
+    return X, Xm, a, b
+
+
 def noise_free_mcar(Xm):
     """The one-factor fit of the exact MCAR ratios (s/a, D/C; what the private MCAR fit estimates)."""
     from privirt.private.twopl.fit import fit_factor, to_2pno
@@ -630,10 +633,7 @@ def mcar(trials: int, gibbs_trials: int, eps: tuple = (0.3, 1.0, 3.0)) -> None:
         ha = {e: [] for e in eps}
         hb = {e: [] for e in eps}
         for k in range(trials):
-            X, a, b = simulate(n, m, 55_000 + k)
-            rng = np.random.default_rng(56_000 + k)
-            Xm = X.astype(float)
-            Xm[rng.random(X.shape) < frac] = np.nan
+            X, Xm, a, b = mcar_data(n, m, frac, 55_000 + k, 56_000 + k)
             a0, b0 = noise_free_mcar(Xm)
             ga = gb = None
             if k < gibbs_trials:
