@@ -229,7 +229,8 @@ def _risk_table(n: int, m: int, q: float, icc: float) -> tuple[np.ndarray, np.nd
     z = (z - z.mean()) / np.linalg.norm(z - z.mean())  # a centred unit direction
     chi = stats.chi2.ppf((np.arange(_RISK_NODES) + 0.5) / _RISK_NODES, m - 1)
     # answer rates spread as the shrinkage's prior says (§7.2; equal rates under-priced the a_i)
-    spreads = 0.8 * ANSWERED_PRIOR_SD * stats.halfnorm.ppf((np.arange(_SPREAD_NODES) + 0.5) / _SPREAD_NODES)
+    nodes = stats.halfnorm.ppf((np.arange(_SPREAD_NODES) + 0.5) / _SPREAD_NODES)
+    spreads = shrinkage.SPREAD_PER_LOGIT * ANSWERED_PRIOR_SD * nodes
     R = np.zeros(_RISK_RATIOS.size)
     for i, ratio in enumerate(_RISK_RATIOS):
         va = ratio * A0

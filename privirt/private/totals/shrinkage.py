@@ -18,6 +18,9 @@ CONSERVATIVE = 0.75
 MARGIN_SNR = (0.3, 0.5)
 #: scale of the half-normal prior on the SD of the difficulties (logits), for the shrinkage
 SPREAD_PRIOR_SD = 1.0
+#: a centred total's spread per logit of that SD, over n·p̄(1 − p̄) (the prior's scale is
+#: n·p̄(1 − p̄)·SPREAD_PER_LOGIT·prior_sd)
+SPREAD_PER_LOGIT = 0.8
 #: prior SD of the mean proportion correct around 1/2 (used to shrink the noisy mean total)
 MEAN_PRIOR_SD = 0.2
 
@@ -140,7 +143,7 @@ def spread_posterior(
     pb = float(np.mean(p))
     var_sampling = n * float(np.mean(p * (1 - p)))
     sc = s - s.mean()
-    scale = n * pb * (1 - pb) * 0.8 * prior_sd
+    scale = n * pb * (1 - pb) * SPREAD_PER_LOGIT * prior_sd
     sd = np.linspace(0.0, 4.0 * scale, 2001)[1:]  # grid of √A_pop
     A = sd * sd + var_sampling
     T = float(sc @ sc)
