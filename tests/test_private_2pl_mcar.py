@@ -316,7 +316,7 @@ def test_noisy_denominators_are_shrunk_toward_the_counts_of_independent_missingn
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::privirt.exceptions.NoiseDominatesWarning")
-def test_shrunk_denominators_lower_the_error_of_a_where_their_noise_is_large():
+def test_shrunk_denominators_lower_the_error_of_a_where_their_noise_is_large(monkeypatch):
     # (n, m, ε) = (1000, 10, 0.3), 30 % missing: the co-answered counts' noise (σ_C ≈ 145
     # against C ≈ 490) went straight into every pair proportion; BENCHMARKS.md, fifth round:
     # relative error of a against the noise-free fit 0.51 → 0.35 over 24 data sets
@@ -331,11 +331,8 @@ def test_shrunk_denominators_lower_the_error_of_a_where_their_noise_is_large():
         a0 = to_2pno(f0.tau[0], f0.lam[0])[0]
         rel = release_2pl(X, epsilon=0.3, missing="mcar", seed=k)
         for flag in (False, True):
-            try:
-                mc.SHRINK_DENOMINATORS = flag
-                fit = estimate_2pl_from_release(rel, n_boot=0)
-            finally:
-                mc.SHRINK_DENOMINATORS = True
+            monkeypatch.setattr(mc, "SHRINK_DENOMINATORS", flag)
+            fit = estimate_2pl_from_release(rel, n_boot=0)
             err[flag].append(np.linalg.norm(fit.a.to_numpy() - a0) / np.linalg.norm(a0))
     old, new = float(np.mean(err[False])), float(np.mean(err[True]))
     assert new < 0.85 * old and new < 0.42, (old, new)
@@ -343,7 +340,7 @@ def test_shrunk_denominators_lower_the_error_of_a_where_their_noise_is_large():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::privirt.exceptions.NoiseDominatesWarning")
-def test_interval_of_a_is_centred_at_the_unshrunk_estimate_not_bias_corrected():
+def test_interval_of_a_is_centred_at_the_unshrunk_estimate_not_bias_corrected(monkeypatch):
     # 50 % missing, ε = 0.3: the replicates' mean error is the bias at the simulation point,
     # which moves with the estimate; subtracting it added noise to the centre (rms z of log a
     # 1.09 → 1.03 and coverage 0.924 → 0.947 over 24 data sets, BENCHMARKS.md fifth round)
@@ -354,11 +351,8 @@ def test_interval_of_a_is_centred_at_the_unshrunk_estimate_not_bias_corrected():
         X, a, _ = _data(n=6000, m=12, missing=0.5, seed=300 + k)  # (6000, 12, ε = 0.3), 50 % missing
         rel = release_2pl(X, epsilon=0.3, missing="mcar", seed=k)
         for flag in (True, False):
-            try:
-                es.BIAS_CORRECT_LOG_A = flag
-                fit = estimate_2pl_from_release(rel, n_boot=100, seed=k)
-            finally:
-                es.BIAS_CORRECT_LOG_A = False
+            monkeypatch.setattr(es, "BIAS_CORRECT_LOG_A", flag)
+            fit = estimate_2pl_from_release(rel, n_boot=100, seed=k)
             c = 0.5 * np.log(fit.ci["a"]["lo"].to_numpy() * fit.ci["a"]["hi"].to_numpy())
             z[flag].append((c - np.log(a)) / fit.se["log_a"].to_numpy())
             if not flag:
