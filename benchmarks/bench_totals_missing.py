@@ -29,8 +29,9 @@ coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
 per corner cell (± its SE over the data sets); with ``--trials 0`` only that.  ``--abilities
 bimodal2.5`` (or ``bimodal1.5``) draws the persons from two groups at ±2.5 (SD 0.5 each) and
 difficulties N(0, 1) instead of ``simulate_rasch``; ``--mode-only`` holds every bootstrap
-replicate at the ability model's posterior mode (the MCAR intervals before session 11).  Issue
-26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
+replicate at the ability model's posterior mode (the MCAR intervals before session 11);
+``--design B3`` / ``half`` / ``q0.5`` replaces the public design by a variant (``docs/totals.md``
+§7.5).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
 
     python benchmarks/bench_totals_missing.py --corner --trials 0 --corner-coverage 16 --corner-m 5,10 \
         --corner-n 200,500 --corner-miss 0.2,0.5 --eps 0.3,1 --abilities bimodal2.5 --mode-only --save before.npz
@@ -138,6 +139,28 @@ def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0
     return np.array(hits, dtype=float), np.array(width)
 
 
+def use_design(name: str) -> None:
+    """Replace the MCAR design (``marginal_missing.mcar_design``, still a function of public n, m,
+    ρ) by a variant, and empty the calibration cache (``--design``)."""
+    import functools
+
+    from privirt.private import measurements
+    from privirt.private.totals import marginal_missing as mm
+
+    design = mm.mcar_design
+    if name.startswith("B"):
+        variant = functools.partial(design, score_bins=[int(name[1:])])
+    elif name == "half":
+        def variant(n, m, rho, **kw):
+            return design(n, m, rho, score_bins=range(3, max(3, min((m + 2) // 2, 16)) + 1), **kw)
+    elif name.startswith("q"):
+        variant = functools.partial(design, q=float(name[1:]))
+    else:
+        raise SystemExit(f"--design: unknown design {name!r}; use B<number>, half or q<share>")
+    mm.mcar_design = variant
+    measurements._calibrated_totals.cache_clear()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=8)
@@ -157,12 +180,18 @@ def main() -> None:
     ap.add_argument("--mode-only", action="store_true",
                     help="every bootstrap replicate at the ability model's posterior mode (the intervals "
                          "before session 11; mcar_bootstrap.MODEL_DRAWS off) for a paired before/after")
+    ap.add_argument("--design", default=None,
+                    help="another public MCAR design, for paired comparisons: 'B3' (only 3 score bins; any "
+                         "B), 'half' (at most ceil((m+1)/2) score bins) or 'q0.5' (the reference mask at 50%% "
+                         "missing instead of 20%%)")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
     ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
     ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
     args = ap.parse_args()
     saved, before = {}, (dict(np.load(args.against)) if args.against else None)
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
+    if args.design:
+        use_design(args.design)
     if args.mode_only:
         from privirt.private.totals import mcar_bootstrap
         mcar_bootstrap.MODEL_DRAWS = False

@@ -567,3 +567,12 @@ def test_mcar_simulation_takes_the_ability_model_it_is_given():
     B = rel.edges.size - 1
     ends = [h.reshape(40, -1, B)[:, :, [0, -1]].sum(axis=(1, 2)).mean() for h in (h_mode, h_wide)]
     assert ends[1] > ends[0] + 0.15 * rel.n_persons, ends
+
+
+def test_mcar_design_searches_only_the_score_bins_it_is_given():
+    # the benchmark's design variants (docs/totals.md §7.5): the default search is unchanged
+    rho = 0.05
+    f, g, edges, k_edges = marginal_missing.mcar_design(500, 5, rho)
+    assert edges.size - 1 == 6  # the full observed-score distribution at this (n, m, ρ)
+    f3, g3, e3, _ = marginal_missing.mcar_design(500, 5, rho, score_bins=[3])
+    assert e3.size - 1 == 3 and e3[0] == 0 and e3[-1] == 6 and 0 < f3 < 0.6

@@ -297,8 +297,8 @@ def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p0, 1.0 / dpi**2
 
 
-def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC
-                ) -> tuple[float, float, np.ndarray, np.ndarray]:
+def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC,
+                score_bins=None) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(f, g, r_edges, k_edges): the histogram's share f of ρ, the answered counts' share g of
     the rest, and the bins of the (number answered k, observed score r) histogram, from the
     public n, m and ρ only.
@@ -316,10 +316,11 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     variance n P_c(1 − P_c) + 1/(fρ), and D = ∂β/∂(log τ, κ, φ) (no φ column: φ moves β only
     through the fit).  The missing pattern is not public: it is evaluated at the reference
     mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
+    ``score_bins`` (a list of B) restricts the search over B (benchmarks of other designs).
     """
     g_f, E_f = answered_share(n, m, (1 - _F_GRID) * rho, q, icc)  # g and the ratios' error, per f
     beta0 = reference_difficulties(m)
-    Bs = list(range(3, min(m + 1, 16) + 1))
+    Bs = list(range(3, min(m + 1, 16) + 1)) if score_bins is None else [int(b) for b in score_bins]
     Ks = [K for K in K_BINS if K <= m + 1]
     total = np.zeros((len(Ks), len(Bs), _F_GRID.size))
     h, hp = 1e-3, 1e-3
