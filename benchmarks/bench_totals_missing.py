@@ -234,12 +234,14 @@ def main() -> None:
                                                      args.abilities)
                         saved[key + "-coverage"], saved[key + "-width"] = cov, width
                         per = cov.mean(axis=1)  # SE over the data sets (items of one data set correlate)
-                        extra += f" | {per.mean():>8.3f} {per.std(ddof=1) / np.sqrt(per.size):>5.3f} {width.mean():>5.2f}"
-                        if before is not None and key + "-coverage" in before:  # paired: same data, same seeds
-                            d = per - before[key + "-coverage"].mean(axis=1)
+                        cse = per.std(ddof=1) / np.sqrt(per.size)
+                        extra += f" | {per.mean():>8.3f} {cse:>5.3f} {width.mean():>5.2f}"
+                        if before is not None and key + "-width" in before and len(before[key + "-width"]) >= per.size:
+                            # paired: data set k has the same seeds in both runs
+                            d = per - before[key + "-coverage"].mean(axis=1)[:per.size]
+                            wb = before[key + "-width"][:per.size].mean()
                             extra += (f" | coverage after − before {d.mean():+.3f} ± {d.std(ddof=1) / np.sqrt(d.size):.3f}"
-                                      f", width ×{width.mean() / before[key + '-width'].mean():.2f}"
-                                      if key + "-width" in before else "")
+                                      f", width ×{width.mean() / wb:.2f}")
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
                           f"{rat:>9.2f} {se:>5.2f} | {K:>6}{extra}", flush=True)
     if args.save:

@@ -521,7 +521,8 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
     beta_u = _fit_mcar(release, shrink=False, support=support)[1]
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
-        # the replicates' truths redrawn from their posterior, as for complete data (docs/totals.md §5.2, §7.3)
+        # the replicates' truths and ability models drawn from their posterior, as for complete data
+        # (docs/totals.md §5.2, §7.3, §7.4)
         err = mcar_bootstrap.bootstrap_errors_mcar(
             numpy_rng(ss, "bootstrap"), numpy_rng(ss, "bootstrap", "truth"), fit, beta,
             release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
