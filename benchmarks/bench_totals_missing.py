@@ -26,7 +26,16 @@ coverage of the 95 % intervals (n_boot = 200) at n = 2000, m = 20, 20 % missing.
         --corner-miss 0.2,0.5 --eps 0.3,1 --trials 24 --corner-coverage 12   # issue 26's MCAR corner
 
 ``--corner-coverage N`` adds the coverage of the 95 % intervals (n_boot = 200) over N data sets
-per corner cell (± its SE over the data sets).
+per corner cell (± its SE over the data sets); with ``--trials 0`` only that.  ``--abilities
+bimodal2.5`` (or ``bimodal1.5``) draws the persons from two groups at ±2.5 (SD 0.5 each) and
+difficulties N(0, 1) instead of ``simulate_rasch``; ``--mode-only`` holds every bootstrap
+replicate at the ability model's posterior mode (the MCAR intervals before session 11);
+``--design B3`` / ``half`` / ``q0.5`` replaces the public design by a variant (``docs/totals.md``
+§7.5).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
+
+    python benchmarks/bench_totals_missing.py --corner --trials 0 --corner-coverage 16 --corner-m 5,10 \
+        --corner-n 200,500 --corner-miss 0.2,0.5 --eps 0.3,1 --abilities bimodal2.5 --mode-only --save before.npz
+    python benchmarks/bench_totals_missing.py ...same... --save after.npz --against before.npz
 
 ``--save FILE.npz`` keeps the totals estimator's squared errors per data set and cell;
 ``--against FILE.npz`` (saved by another version of the code, same seeds) adds the paired MSE
@@ -62,9 +71,21 @@ def centred(b):
     return b - b.mean()
 
 
-def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generator):
-    """(X with NaN for missing, centred β): ``simulate_rasch`` then an MCAR mask."""
-    X, _, beta = privirt.simulate_rasch(n, m, seed=int(rng.integers(2**31)))
+#: ``--abilities``: bimodal groups ±s (SD 0.5 each) as in ``bench_private_totals.GRID_SHAPES``
+ABILITIES = ("normal", "bimodal1.5", "bimodal2.5")
+
+
+def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generator, abilities: str = "normal"):
+    """(X with NaN for missing, centred β): ``simulate_rasch`` (``abilities`` other than normal:
+    two groups at ±s + N(0, 0.5²), difficulties N(0, 1)) then an MCAR mask."""
+    if abilities == "normal":
+        X, _, beta = privirt.simulate_rasch(n, m, seed=int(rng.integers(2**31)))
+    else:
+        r2 = np.random.default_rng(int(rng.integers(2**31)))
+        sep = float(abilities[len("bimodal"):])
+        theta = np.where(r2.random(n) < 0.5, -sep, sep) + 0.5 * r2.standard_normal(n)
+        beta = r2.standard_normal(m)
+        X = r2.random((n, m)) < 1.0 / (1.0 + np.exp(beta[None, :] - theta[:, None]))
     X = np.asarray(X, dtype=float)
     if pattern == "items":
         miss = rng.random(X.shape) < rate
@@ -104,18 +125,40 @@ def ratio_se(a, t):
 
 
 def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0: int,
-                    datasets: int) -> tuple[np.ndarray, float]:
+                    datasets: int, abilities: str = "normal") -> tuple[np.ndarray, np.ndarray]:
     """Whether each item's 95 % interval (n_boot = 200) covers its centred difficulty, over
-    ``datasets`` data sets of a corner cell (their own seeds), and the mean width."""
+    ``datasets`` data sets of a corner cell (their own seeds), and each data set's mean width."""
     hits, width = [], []
     for k in range(datasets):
         rng = np.random.default_rng([seed0, 91, n, m, int(eps * 1000), int(miss * 100), k])
-        X, beta = make_data(n, m, miss, pattern, rng)
+        X, beta = make_data(n, m, miss, pattern, rng, abilities)
         fit = privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, missing="mcar")
         lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
         hits.append((lo <= beta) & (beta <= hi))
         width.append(np.mean(hi - lo))
-    return np.array(hits, dtype=float), float(np.mean(width))
+    return np.array(hits, dtype=float), np.array(width)
+
+
+def use_design(name: str) -> None:
+    """Replace the MCAR design (``marginal_missing.mcar_design``, still a function of public n, m,
+    ρ) by a variant, and empty the calibration cache (``--design``)."""
+    import functools
+
+    from privirt.private import measurements
+    from privirt.private.totals import marginal_missing as mm
+
+    design = mm.mcar_design
+    if name.startswith("B"):
+        variant = functools.partial(design, score_bins=[int(name[1:])])
+    elif name == "half":
+        def variant(n, m, rho, **kw):
+            return design(n, m, rho, score_bins=range(3, max(3, min((m + 2) // 2, 16)) + 1), **kw)
+    elif name.startswith("q"):
+        variant = functools.partial(design, q=float(name[1:]))
+    else:
+        raise SystemExit(f"--design: unknown design {name!r}; use B<number>, half or q<share>")
+    mm.mcar_design = variant
+    measurements._calibrated_totals.cache_clear()
 
 
 def main() -> None:
@@ -132,15 +175,30 @@ def main() -> None:
     ap.add_argument("--corner-miss", default="0.2", help="--corner: shares of cells missing")
     ap.add_argument("--corner-coverage", type=int, default=0,
                     help="--corner: data sets per cell for the coverage of the 95%% intervals (0: skip)")
+    ap.add_argument("--abilities", choices=ABILITIES, default="normal",
+                    help="--corner: the persons' abilities (bimodal S: two groups at ±S, SD 0.5 each)")
+    ap.add_argument("--mode-only", action="store_true",
+                    help="every bootstrap replicate at the ability model's posterior mode (the intervals "
+                         "before session 11; mcar_bootstrap.MODEL_DRAWS off) for a paired before/after")
+    ap.add_argument("--design", default=None,
+                    help="another public MCAR design, for paired comparisons: 'B3' (only 3 score bins; any "
+                         "B), 'half' (at most ceil((m+1)/2) score bins) or 'q0.5' (the reference mask at 50%% "
+                         "missing instead of 20%%)")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
     ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
     ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
     args = ap.parse_args()
     saved, before = {}, (dict(np.load(args.against)) if args.against else None)
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
+    if args.design:
+        use_design(args.design)
+    if args.mode_only:
+        from privirt.private.totals import mcar_bootstrap
+        mcar_bootstrap.MODEL_DRAWS = False
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
-          f"mask: {args.pattern}; seeded noise, NOT private)")
+          f"mask: {args.pattern}, abilities: {args.abilities}{', replicates at the mode' if args.mode_only else ''}; "
+          f"seeded noise, NOT private)")
     print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
           f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else "")
           + (f" | {'coverage':>8} {'±SE':>5} {'width':>5}" if args.corner and args.corner_coverage else ""))
@@ -148,33 +206,42 @@ def main() -> None:
             if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50]))
     if args.corner:
         args.coverage = 0
-    for miss in grid[0] if args.trials > 0 else ():  # --trials 0: the coverage check only
+    for miss in grid[0] if args.trials > 0 or (args.corner and args.corner_coverage) else ():
         for n in grid[1]:
             for m in grid[2]:
                 for eps in [float(e) for e in args.eps.split(",")]:
                     r = []
-                    for k in range(args.trials):
+                    for k in range(args.trials):  # --corner --trials 0: the corner's coverage only
                         rng = np.random.default_rng([seed0, n, m, int(eps * 1000), int(miss * 100), k])
-                        X, beta = make_data(n, m, miss, args.pattern, rng)
+                        X, beta = make_data(n, m, miss, args.pattern, rng, args.abilities)
                         r.append(one_pair(X, beta, eps, seed0 + k, default=args.corner))
-                    r = np.array(r)
+                    r = np.array(r).reshape(args.trials, -1) if r else np.full((1, 5), np.nan)
                     K = len(TotalsGaussian.calibrate(
                         ApproxDP(eps, DELTA), n_persons=n, n_items=m, missing="mcar").k_edges) - 1
-                    rat, se = ratio_se(r[:, 3], r[:, 2])
+                    rat, se = ratio_se(r[:, 3], r[:, 2]) if args.trials else (np.nan, np.nan)
                     extra = ""
                     key = f"{miss:g}-{n}-{m}-{eps:g}"
-                    saved[key] = r[:, 2]
-                    if before is not None and key in before:
+                    if args.trials:
+                        saved[key] = r[:, 2]
+                    if before is not None and key in before and args.trials:
                         br, bse = ratio_se(before[key], r[:, 2])
                         extra += f" | before/after {br:.3f} ± {bse:.3f}"
                     if args.corner:
-                        dr, dse = ratio_se(r[:, 4], r[:, 2])
+                        dr, dse = ratio_se(r[:, 4], r[:, 2]) if args.trials else (np.nan, np.nan)
                         extra = f" | {dr:>17.2f} {dse:>5.2f}" + extra
                     if args.corner and args.corner_coverage:
-                        cov, width = corner_coverage(n, m, miss, eps, args.pattern, seed0, args.corner_coverage)
-                        saved[key + "-coverage"] = cov
+                        cov, width = corner_coverage(n, m, miss, eps, args.pattern, seed0, args.corner_coverage,
+                                                     args.abilities)
+                        saved[key + "-coverage"], saved[key + "-width"] = cov, width
                         per = cov.mean(axis=1)  # SE over the data sets (items of one data set correlate)
-                        extra += f" | {per.mean():>8.3f} {per.std(ddof=1) / np.sqrt(per.size):>5.3f} {width:>5.2f}"
+                        cse = per.std(ddof=1) / np.sqrt(per.size)
+                        extra += f" | {per.mean():>8.3f} {cse:>5.3f} {width.mean():>5.2f}"
+                        if before is not None and key + "-width" in before and len(before[key + "-width"]) >= per.size:
+                            # paired: data set k has the same seeds in both runs
+                            d = per - before[key + "-coverage"].mean(axis=1)[:per.size]
+                            wb = before[key + "-width"][:per.size].mean()
+                            extra += (f" | coverage after − before {d.mean():+.3f} ± {d.std(ddof=1) / np.sqrt(d.size):.3f}"
+                                      f", width ×{width.mean() / wb:.2f}")
                     print(f"{miss:>5.0%} {n:>5} {m:>3} {eps:>4g} | {r[:, 0].mean():>10.3f} {r[:, 1].mean():>9.3f} | "
                           f"{rat:>9.2f} {se:>5.2f} | {K:>6}{extra}", flush=True)
     if args.save:

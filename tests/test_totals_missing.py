@@ -12,7 +12,7 @@ import pytest
 from scipy import special
 
 import privirt
-from privirt.private.totals import marginal, marginal_missing, shrinkage
+from privirt.private.totals import marginal, marginal_missing, mcar_bootstrap, shrinkage
 from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.private.totals.api import (
     estimate_from_release,
@@ -479,9 +479,9 @@ def test_simulated_masks_follow_the_fitted_number_answered():
     sf = marginal_missing.fit_spread_mcar(p, q, rel.histogram.to_numpy(float), rel.n_persons,
             rel.sigma_histogram**2, rel.edges, A=marginal_missing.thinning_matrix(
                 marginal_missing.answered_distribution(10, q.mean(), fit.info["answered_icc"]), rel.k_edges, rel.edges))
-    _s, a, h = marginal_missing.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
-                                                        rel.n_persons, rel.edges, 20, k_edges=rel.k_edges,
-                                                        icc=fit.info["answered_icc"])
+    _s, a, h = mcar_bootstrap.simulate_mcar_statistics(np.random.default_rng(0), sf, fit.beta.to_numpy(), q,
+                                                      rel.n_persons, rel.edges, 20, k_edges=rel.k_edges,
+                                                      icc=fit.info["answered_icc"])
     assert np.allclose(a.mean(axis=0) / rel.n_persons, q, atol=0.02)  # items keep their answer rates
     K, B = rel.k_edges.size - 1, rel.edges.size - 1
     hk = h.reshape(20, K, B).sum(axis=2).mean(axis=0)
@@ -530,3 +530,49 @@ def test_totals_accounting_matches_opendp(missing):
         sigmas = [rel.sigma_totals] + ([rel.sigma_answered] if missing == "mcar" else []) + [rel.sigma_histogram]
         sens = [math.sqrt(7)] * (len(sigmas) - 1) + [math.sqrt(2)]
         assert_statement_matches_opendp(rel.privacy, zip(sigmas, sens), eps)
+
+
+def test_mcar_intervals_carry_the_ability_scale_the_histogram_leaves_open():
+    # as for complete data (tests/test_totals_short.py, docs/totals.md §5.4): where the (k, r)
+    # histogram says nothing about the ability spread τ, every difficulty is uncertain by a
+    # common scale factor. The MCAR bootstrap held every replicate at the posterior mode and saw
+    # only the ratios' noise; each replicate's ability model is now drawn from the posterior
+    # (§7.4), so the se grows with |β̂|.
+    import dataclasses
+
+    X, _ = _mcar(3000, 10, 0.2, seed=3)
+    rel = release_totals(X, epsilon=10.0, seed=1, missing="mcar")  # precise totals and answered counts
+    noise = np.rint(np.random.default_rng(2).normal(0, 1e4, rel.histogram.size)).astype(np.int64)
+    vague = dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=1e4)
+    fit = estimate_from_release(vague, n_boot=60, seed=3)
+    b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
+    far = b > 0.8
+    assert far.sum() >= 3 and np.all(se[far] >= 0.2 * b[far]), (b, se)
+    assert np.corrcoef(b, se)[0, 1] > 0.9
+
+
+def test_mcar_simulation_takes_the_ability_model_it_is_given():
+    from privirt.private.totals.api import _fit_mcar
+
+    X, _ = _mcar(800, 6, 0.2, seed=4)
+    rel = private_totals_estimate(X, epsilon=5.0, seed=2, n_boot=0, missing="mcar").release
+    sf, beta, _c, _d, q, icc = _fit_mcar(rel, shrink=True)
+    k_edges = None if rel.k_edges is None or rel.k_edges.size < 3 else rel.k_edges
+    theta, w = marginal.ability_grid(np.log([3.0]))
+    args = (sf, beta, q, rel.n_persons, rel.edges, 40, k_edges, icc)
+    _, _, h_mode = mcar_bootstrap.simulate_mcar_statistics(np.random.default_rng(0), *args)
+    _, _, h_wide = mcar_bootstrap.simulate_mcar_statistics(np.random.default_rng(0), *args,
+                                                           ability=(theta[0], w[0]))
+    # abilities of SD 3: most persons answer all or none of what they saw, the extreme bins fill
+    B = rel.edges.size - 1
+    ends = [h.reshape(40, -1, B)[:, :, [0, -1]].sum(axis=(1, 2)).mean() for h in (h_mode, h_wide)]
+    assert ends[1] > ends[0] + 0.15 * rel.n_persons, ends
+
+
+def test_mcar_design_searches_only_the_score_bins_it_is_given():
+    # the benchmark's design variants (docs/totals.md §7.5): the default search is unchanged
+    rho = 0.05
+    f, g, edges, k_edges = marginal_missing.mcar_design(500, 5, rho)
+    assert edges.size - 1 == 6  # the full observed-score distribution at this (n, m, ρ)
+    f3, g3, e3, _ = marginal_missing.mcar_design(500, 5, rho, score_bins=[3])
+    assert e3.size - 1 == 3 and e3[0] == 0 and e3[-1] == 6 and 0 < f3 < 0.6

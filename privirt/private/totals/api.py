@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import intervals, marginal, marginal_missing, shrinkage
+from . import intervals, marginal, marginal_missing, mcar_bootstrap, shrinkage
 from .saddle import EXACT_FIT_ITEMS
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
@@ -521,8 +521,9 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
     beta_u = _fit_mcar(release, shrink=False, support=support)[1]
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     if n_boot:
-        # the replicates' truths redrawn from their posterior, as for complete data (docs/totals.md §5.2, §7.3)
-        err = marginal_missing.bootstrap_errors_mcar(
+        # the replicates' truths and ability models drawn from their posterior, as for complete data
+        # (docs/totals.md §5.2, §7.3, §7.4)
+        err = mcar_bootstrap.bootstrap_errors_mcar(
             numpy_rng(ss, "bootstrap"), numpy_rng(ss, "bootstrap", "truth"), fit, beta,
             release.totals.to_numpy(dtype=float), release.answered.to_numpy(dtype=float), n,
             (release.sigma_totals, release.sigma_answered, release.sigma_histogram), edges, k_edges, icc,

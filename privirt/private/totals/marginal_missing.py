@@ -6,8 +6,7 @@ Post-processing of the released (noisy item totals s_i, answered counts a_i, his
 p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k: item i
 answered independently with probability q_i; several: k beta-binomial (fitted to the
 k-margins) and the answered set a random k-subset — the fit of the ability model to the
-histogram under them, and the parametric bootstrap (its truths drawn from their posterior by
-the complete-data :func:`privirt.private.totals.intervals.true_difficulties`).  Complete-data
+histogram under them (the parametric bootstrap: :mod:`privirt.private.totals.mcar_bootstrap`).  Complete-data
 pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.private.totals.marginal`.  The
 maths is in ``docs/totals.md`` §7.
 """
@@ -20,7 +19,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from . import intervals, shrinkage
+from . import shrinkage
 from .marginal import (
     KAPPA_GRID,
     LAMBDA_GRID,
@@ -38,8 +37,8 @@ from .marginal import (
 
 __all__ = [
     "answered_share", "mcar_design", "answered_counts", "ratio_proportions", "score_distribution_mcar",
-    "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "simulate_mcar_statistics",
-    "bootstrap_errors_mcar", "answered_distribution", "thinning_matrix", "fit_answered_icc",
+    "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "answered_distribution",
+    "thinning_matrix", "fit_answered_icc",
 ]
 
 _F_GRID = np.geomspace(0.01, 0.6, 40)
@@ -298,8 +297,8 @@ def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p0, 1.0 / dpi**2
 
 
-def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC
-                ) -> tuple[float, float, np.ndarray, np.ndarray]:
+def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC,
+                score_bins=None) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(f, g, r_edges, k_edges): the histogram's share f of ρ, the answered counts' share g of
     the rest, and the bins of the (number answered k, observed score r) histogram, from the
     public n, m and ρ only.
@@ -317,10 +316,11 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     variance n P_c(1 − P_c) + 1/(fρ), and D = ∂β/∂(log τ, κ, φ) (no φ column: φ moves β only
     through the fit).  The missing pattern is not public: it is evaluated at the reference
     mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
+    ``score_bins`` (a list of B) restricts the search over B (benchmarks of other designs).
     """
     g_f, E_f = answered_share(n, m, (1 - _F_GRID) * rho, q, icc)  # g and the ratios' error, per f
     beta0 = reference_difficulties(m)
-    Bs = list(range(3, min(m + 1, 16) + 1))
+    Bs = list(range(3, min(m + 1, 16) + 1)) if score_bins is None else [int(b) for b in score_bins]
     Ks = [K for K in K_BINS if K <= m + 1]
     total = np.zeros((len(Ks), len(Bs), _F_GRID.size))
     h, hp = 1e-3, 1e-3
@@ -506,92 +506,3 @@ def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: in
         bsel = beta.reshape(r, T, m)[np.arange(r), _nearest_to_mean(post, lt, kap, lam)]
         out[a0:a0 + r] = bsel - bsel.mean(axis=1, keepdims=True)
     return out
-
-
-def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.ndarray, q: np.ndarray,
-                             n: int, edges: np.ndarray, reps: int, k_edges: np.ndarray | None = None,
-                             icc: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``reps`` draws of the exact (s, a, histogram) from the fitted model: (reps, m) ×2, (reps, K·B).
-
-    Persons from the fitted ability distribution (posterior mode), Rasch answers with ``beta``
-    ((m,) every replicate's truth, or (reps, m) one truth per replicate).
-    Without ``k_edges`` item i is seen independently with probability ``q[i]``; with them each
-    person's number answered k is beta-binomial (mean share mean(q), intra-class correlation
-    ``icc``) and the answered set is a k-subset drawn without replacement with weights
-    q_i/(1 − q_i) (so that items keep their answer rates), binned into the (k, r) histogram.
-    """
-    theta, w = fit.ability_distribution()
-    eb = np.exp(np.atleast_2d(beta))
-    m, B = eb.shape[1], len(edges) - 1
-    K = 1 if k_edges is None else len(k_edges) - 1
-    s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, K * B))
-    mu = float(np.clip(np.mean(q), 1e-6, 1 - 1e-6))
-    odds = np.clip(q, 1e-3, 1 - 1e-3) / (1 - np.clip(q, 1e-3, 1 - 1e-3))
-    step = max(1, 2_000_000 // (n * m))
-    for a0 in range(0, reps, step):
-        r = min(reps, a0 + step) - a0
-        th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        X = rng.random((r, n, m)) * (1.0 + (eb if eb.shape[0] == 1 else eb[a0:a0 + r])[:, None, :]
-                                     * np.exp(-th)[:, :, None]) < 1.0
-        if k_edges is None:
-            seen = rng.random((r, n, m)) < q[None, None, :]
-            kb = 0
-        else:
-            share = rng.beta(mu * (1 / icc - 1), (1 - mu) * (1 / icc - 1), (r, n)) if icc > 1e-9 else mu
-            k = rng.binomial(m, share, (r, n))
-            keys = np.log(rng.random((r, n, m))) / odds  # Efraimidis–Spirakis: the k largest keys
-            top = -np.sort(-keys, axis=2)
-            cut = np.take_along_axis(top, np.maximum(k - 1, 0)[:, :, None], axis=2)
-            seen = (keys >= cut) & (k[:, :, None] > 0)
-            kb = np.searchsorted(k_edges, k, side="right") - 1
-        X &= seen
-        s[a0:a0 + r] = X.sum(axis=1)
-        a[a0:a0 + r] = seen.sum(axis=1)
-        b = (kb * B + np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + K * B * np.arange(r)[:, None])
-        hist[a0:a0 + r] = np.bincount(b.ravel(), minlength=r * K * B).reshape(r, K * B)
-    return s, a, hist
-
-
-def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generator | None, fit: SpreadFit,
-                          beta: np.ndarray, s: np.ndarray, a: np.ndarray, n: int, sigmas: tuple[float, float, float],
-                          edges: np.ndarray, k_edges: np.ndarray | None, icc: float, reps: int,
-                          tick=None) -> np.ndarray:
-    """Errors (reps, m) of the unshrunk MCAR estimate against the replicates' (centred) truths
-    (``docs/totals.md`` §7.3 step 4, §5.2).
-
-    ``s``, ``a`` are the released correct and answered counts, ``sigmas`` the released scales
-    (σ_s, σ_a, σ_h).  The truths are drawn by the complete-data
-    :func:`~privirt.private.totals.intervals.true_difficulties` from the ratios on the totals
-    scale with the noise variance :func:`ratio_proportions` hands to the shrinkage
-    (``rng_truth``; ``None`` holds them at ``beta``, the point estimate); ``rng`` simulates the
-    persons, the mask (item answer rates q_i = a_i/n; with ``k_edges`` the beta-binomial number
-    answered of intra-class correlation ``icc``) and the noise, so both choices share their
-    random numbers.  Each replicate is refitted unshrunk on the fit's support, its φ from its
-    own k-margins.
-    """
-    sig_s, sig_a, sig_h = sigmas
-    vs, va, vh = sig_s**2, sig_a**2, sig_h**2
-    tp, q, v = ratio_proportions(s, a, n, vs, va)
-    truth = beta if rng_truth is None else intervals.true_difficulties(rng_truth, fit, tp, n, v, reps)
-    sb, ab, hb = simulate_mcar_statistics(rng, fit, truth, q, n, edges, int(reps), k_edges=k_edges, icc=icc)
-    if tick is not None:
-        tick(int(reps))
-    sb = sb + rng.normal(0.0, sig_s, sb.shape)
-    ab = ab + rng.normal(0.0, sig_a, ab.shape)
-    hb = hb + rng.normal(0.0, sig_h, hb.shape)
-    pq = [ratio_proportions(x, y, n, vs, va) for x, y in zip(sb, ab)]
-    pb = np.stack([shrinkage.centre_totals(t, n, vt) for t, _, vt in pq])
-    qb = np.stack([x[1] for x in pq])
-    support = fit.support()
-    theta_s, w_s = ability_grid(support[0], kappa=support[1], lam=support[2])
-    start = invert_marginals(shrinkage.centre_totals(tp, n, v), theta_s, w_s)
-    A = None
-    if k_edges is not None:
-        mub = qb.mean(axis=1)
-        iccb = fit_answered_icc(hb, n, vh, mub, k_edges, len(edges) - 1)
-        A = thinning_matrix(answered_distribution(qb.shape[1], mub[:, None], iccb[:, None])[:, 0], k_edges, edges)
-    est = fit_support_batch_mcar(pb, qb, hb, n, vh, edges, support, initial=start, A=A)
-    if tick is not None:
-        tick(int(reps))
-    truth = np.atleast_2d(truth)
-    return est - (truth - truth.mean(axis=1, keepdims=True))
