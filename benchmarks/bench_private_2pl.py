@@ -30,6 +30,11 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   at 50 % missing, ε = 0.3, 24 data sets × 2 releases, by the size of the true a;
 * mcar_denominators (``--parts mcar_denominators``, not in the default run): the MCAR point
   estimate with the noisy denominators shrunk and as released, paired on the same releases;
+* mcar_split (``--parts mcar_split``, not in the default run; ``--split-criterion linearised|ratios``,
+  ``--cells``): a candidate MCAR budget split for the shrunk denominators
+  (``mcar_split_candidate.py``, not adopted) against the package's, paired on the same data and
+  seeds, with equal and unequal item answer rates; and on the same releases the answered counts
+  shrunk by the totals estimator's empirical Bayes against the 2PL's James–Stein;
 * coverage_paired (``--parts coverage_paired --cells 10000x20x0.3x0.5``): coverage of a and b on
   the same seeded releases for the code variants (denominators shrunk or not, log a's interval
   bias-corrected or not);
