@@ -649,6 +649,10 @@ def main() -> None:
     ap.add_argument("--cells", default=CELLS_DEFAULT, help="coverage_paired, mcar_split: cells n x m x eps x missing")
     ap.add_argument("--split-criterion", default="linearised", choices=("linearised", "ratios"),
                     help="mcar_split: the candidate split's criterion")
+    ap.add_argument("--co-answered-variance", default="reported", choices=("reported", "given_c"),
+                    help="mcar_split: the noise variance left in the shrunk co-answered counts as the package "
+                    "reports it, or c²σ² + (1 − c)² Var T (mcar_split_candidate.shrink_co_answered_given_c; "
+                    "both splits, exploratory)")
     ap.add_argument("--variants", default="main,denominators,final", help="coverage_paired: code variants")
     ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
     ap.add_argument("--summarise", default=None, metavar="FILE",
@@ -687,6 +691,12 @@ def main() -> None:
         coverage_paired(args.cov_trials or (6 if quick else 24), cells, tuple(args.variants.split(",")))
     if "mcar_denominators" in parts:
         mcar_denominators(args.cov_trials or (3 if quick else 8))
+    if "mcar_split" in parts and args.co_answered_variance == "given_c":
+        from mcar_split_candidate import shrink_co_answered_given_c
+
+        from privirt.private.twopl import mcar as mc
+
+        mc.shrink_co_answered = shrink_co_answered_given_c
     if "mcar_split" in parts:
         cells = MCAR_SPLIT_CELLS if args.cells == CELLS_DEFAULT else [
             tuple(float(x) if "." in x else int(x) for x in c.split("x")) for c in args.cells.split(",")]

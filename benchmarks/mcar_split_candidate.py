@@ -191,3 +191,24 @@ def candidate_scales(n_persons: int, criterion: str = "linearised"):
         return tuple(math.sqrt(max(l, 1) / (2.0 * s * rho)) for l, s in zip(L, shares))
 
     return classmethod(_scales)
+
+
+def shrink_co_answered_given_c(C, a, var_a, n: int, sigma_c: float):
+    """:func:`privirt.private.twopl.mcar.shrink_co_answered` with the noise variance left
+    reported as c²σ_C² + (1 − c)² Var T_ij (the error of T + c(C̃ − T) for a given c) instead of
+    c σ_C² + (1 − c) Var T_ij, which grows with σ_C where the estimated c exceeds the oracle
+    factor (``docs/private_2pl.md`` §6.2, "Why small h loses"; exploratory, not adopted)."""
+    C = np.asarray(C, float)
+    a = np.asarray(a, float)
+    vc0 = float(sigma_c) ** 2
+    P = C.shape[-1]
+    if P < 3 or not vc0 > 0:
+        return C, np.full_like(C, vc0)
+    i, j = pair_index(a.shape[-1])
+    T = a[..., i] * a[..., j] / float(n)
+    r = C - T
+    ss = np.sum(r * r, axis=-1, keepdims=True)
+    c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
+    ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
+    vt = (T / ai) ** 2 * var_a[..., i] + (T / aj) ** 2 * var_a[..., j]
+    return T + c * r, c * c * vc0 + (1.0 - c) ** 2 * vt
