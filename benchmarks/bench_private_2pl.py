@@ -30,6 +30,11 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   at 50 % missing, ε = 0.3, 24 data sets × 2 releases, by the size of the true a;
 * mcar_denominators (``--parts mcar_denominators``, not in the default run): the MCAR point
   estimate with the noisy denominators shrunk and as released, paired on the same releases;
+* mcar_split (``--parts mcar_split``, not in the default run; ``--split-criterion linearised|ratios``,
+  ``--cells``): a candidate MCAR budget split for the shrunk denominators
+  (``mcar_split_candidate.py``, not adopted) against the package's, paired on the same data and
+  seeds, with equal and unequal item answer rates; and on the same releases the answered counts
+  shrunk by the totals estimator's empirical Bayes against the 2PL's James–Stein;
 * coverage_paired (``--parts coverage_paired --cells 10000x20x0.3x0.5``): coverage of a and b on
   the same seeded releases for the code variants (denominators shrunk or not, log a's interval
   bias-corrected or not);
@@ -319,6 +324,115 @@ def mcar_denominators(trials: int) -> None:
               + f" | {R[:, 8].mean() / R[:, 9].mean():.2f} | {R[:, 10].mean() / R[:, 11].mean():.2f} |", flush=True)
 
 
+def _eb_answered(a, n, sigma_a):
+    """The totals estimator's empirical-Bayes shrinkage of the answered counts
+    (``totals.marginal_missing.answered_counts``) row by row, in the 2PL's call shape."""
+    from privirt.private.totals.marginal_missing import answered_counts
+
+    a = np.asarray(a, float)
+    flat = a.reshape(-1, a.shape[-1])
+    out, var = np.empty_like(flat), np.empty_like(flat)
+    for r in range(flat.shape[0]):
+        out[r], var[r] = answered_counts(flat[r], n, float(sigma_a) ** 2)
+    return out.reshape(a.shape), var.reshape(a.shape)
+
+
+CELLS_DEFAULT = "10000x20x0.3x0.5"
+MCAR_SPLIT_CELLS = ((1000, 10, 0.3, 0.3), (1000, 10, 1.0, 0.3), (2000, 20, 1.0, 0.5), (10_000, 20, 0.3, 0.5),
+                    (10_000, 20, 1.0, 0.5), (10_000, 20, 1.0, 0.2))
+
+
+def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion: str = "linearised") -> None:
+    """Paired, on the same data sets and seeds: a candidate MCAR split (g, h) priced at what the
+    shrinkage of the denominators leaves (``mcar_split_candidate.py``, ``criterion``; §6.2) against
+    the package's split (for the denominators as released); and, on each of those releases, the answered counts shrunk by the
+    2PL's James–Stein or the totals estimator's empirical Bayes (point estimates only).  Cells
+    missing independently, every item at the same rate and at rates spread over 0.2–1.8× the
+    mean.  Relative ℓ2 errors of a and of b (centred) against the truth, MSE against the
+    noise-free MCAR fit, coverage of the 95 % intervals (``n_boot`` replicates) of the true a, b;
+    means over data sets ± SE (a data set's 2 releases averaged first)."""
+    import warnings
+
+    from mcar_split_candidate import candidate_scales
+
+    from privirt.private.twopl import estimate_2pl_from_release
+    from privirt.private.twopl import mcar as mc
+
+    js = mc.shrink_answered
+    print(f"\nmcar_split: {trials} data sets × 2 releases per cell (data seeds 60 000 + k, masks 61 000 + k, "
+          "release seeds 8 100 000 + 10k + r, bootstrap 8 200 000 + 10k + r); old = the package's split, new = "
+          f"the candidate (criterion {criterion!r}); EB/JS: the answered counts shrunk by the totals' empirical "
+          "Bayes over the 2PL's James–Stein, on the old and on the new split's releases; paired")
+    print("| n | m | ε | missing | rates | g, h old → new | a vs truth old → new | b vs truth old → new "
+          "| MSE(a) old/new (noise-free) | MSE(b) old/new | coverage a old → new | coverage b old → new "
+          "| MSE(a) EB/JS (old, new split) | MSE(b) EB/JS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, m, e, frac in cells:
+        for unequal in (False, True):
+            res, shares = [], {}
+            for k in range(trials):
+                _, Xm, a, b = mcar_data(n, m, frac, 60_000 + k, 61_000 + k, unequal=unequal)
+                a0, b0 = noise_free_mcar(Xm)
+                rows = []
+                for r in range(2):
+                    row = []
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        for candidate in (False, True):
+                            package_scales = mc.McarPairsGaussian.__dict__["_scales"]
+                            if candidate:
+                                mc.McarPairsGaussian._scales = candidate_scales(n, criterion)
+                            try:
+                                rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar",
+                                                           seed=8_100_000 + 10 * k + r)
+                            finally:
+                                mc.McarPairsGaussian._scales = package_scales
+                            shares[candidate] = _shares(rel_)
+                            f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
+                            pts = []
+                            for shrinker in (js, _eb_answered):
+                                mc.shrink_answered = shrinker
+                                try:
+                                    pts.append(estimate_2pl_from_release(rel_, n_boot=0))
+                                finally:
+                                    mc.shrink_answered = js
+                            row += [rel(f.a, a), relc(f.b, b), float(np.sum((f.a.to_numpy() - a0) ** 2)),
+                                    float(np.sum((f.b.to_numpy() - b0) ** 2)), covered(f.ci["a"], a).mean(),
+                                    covered(f.ci["b"], b).mean()]
+                            row += [float(np.sum((p.a.to_numpy() - a0) ** 2)) for p in pts]
+                            row += [float(np.sum((p.b.to_numpy() - b0) ** 2)) for p in pts]
+                    rows.append(row)
+                res.append(np.mean(rows, axis=0))
+                record(part="mcar_split", criterion=criterion, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k,
+                       values=res[-1].tolist())
+            R = np.array(res)  # columns: per split (old: 0–9, new: 10–19)
+            old, new = shares[False], shares[True]
+            print(f"| {n} | {m} | {e:g} | {frac:.0%} | {'unequal' if unequal else 'equal'} "
+                  f"| {old[0]:.2f}, {old[1]:.2f} → {new[0]:.2f}, {new[1]:.2f} "
+                  f"| {mean_se(R[:, 0])} → {mean_se(R[:, 10])} | {mean_se(R[:, 1])} → {mean_se(R[:, 11])} "
+                  f"| {ratio_se(R[:, 2], R[:, 12])} | {ratio_se(R[:, 3], R[:, 13])} "
+                  f"| {mean_se(R[:, 4])} → {mean_se(R[:, 14])} | {mean_se(R[:, 5])} → {mean_se(R[:, 15])} "
+                  f"| {ratio_se(R[:, 7], R[:, 6])}, {ratio_se(R[:, 17], R[:, 16])} "
+                  f"| {ratio_se(R[:, 9], R[:, 8])}, {ratio_se(R[:, 19], R[:, 18])} |", flush=True)
+
+
+def _shares(release) -> tuple[float, float]:
+    """(g, h) of an MCAR release from its four noise scales (the parts' ρ ∝ L/σ²)."""
+    m = release.totals.size
+    LD, LC = m * m // 3, m * (m - 1) // 2
+    ia, is_ = 1.0 / release.sigma_answered**2, 1.0 / release.sigma_totals**2
+    ic, id_ = LC / release.sigma_co_answered**2, LD / release.sigma_pairs**2
+    return ia / (ia + is_), ic / (ic + id_)
+
+
+def ratio_se(x, y) -> str:
+    """mean(x)/mean(y) ± its delta-method SE over paired data sets."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    r = x.mean() / y.mean()
+    se = np.std(x - r * y, ddof=1) / np.sqrt(x.size) / y.mean() if x.size > 1 else float("nan")
+    return f"{r:.3f} ± {se:.3f}"
+
+
 #: code variants: (denominators shrunk, log a's bootstrap interval bias-corrected)
 VARIANTS = {"main": (False, True), "denominators": (True, True), "final": (True, False)}
 
@@ -524,7 +638,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, mcar_denominators, swamped")
+                    "mcar_coverage, mcar_denominators, mcar_split, swamped")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
@@ -532,7 +646,13 @@ def main() -> None:
                     "mcar_coverage: 24, 6; swamped: 6, 3)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
-    ap.add_argument("--cells", default="10000x20x0.3x0.5", help="coverage_paired: cells n x m x eps x missing")
+    ap.add_argument("--cells", default=CELLS_DEFAULT, help="coverage_paired, mcar_split: cells n x m x eps x missing")
+    ap.add_argument("--split-criterion", default="linearised", choices=("linearised", "ratios"),
+                    help="mcar_split: the candidate split's criterion")
+    ap.add_argument("--co-answered-variance", default="reported", choices=("reported", "given_c"),
+                    help="mcar_split: the noise variance left in the shrunk co-answered counts as the package "
+                    "reports it, or c²σ² + (1 − c)² Var T (mcar_split_candidate.shrink_co_answered_given_c; "
+                    "both splits, exploratory)")
     ap.add_argument("--variants", default="main,denominators,final", help="coverage_paired: code variants")
     ap.add_argument("--out", default=None, help="append one JSON line per result to this file")
     ap.add_argument("--summarise", default=None, metavar="FILE",
@@ -571,6 +691,16 @@ def main() -> None:
         coverage_paired(args.cov_trials or (6 if quick else 24), cells, tuple(args.variants.split(",")))
     if "mcar_denominators" in parts:
         mcar_denominators(args.cov_trials or (3 if quick else 8))
+    if "mcar_split" in parts and args.co_answered_variance == "given_c":
+        from mcar_split_candidate import shrink_co_answered_given_c
+
+        from privirt.private.twopl import mcar as mc
+
+        mc.shrink_co_answered = shrink_co_answered_given_c
+    if "mcar_split" in parts:
+        cells = MCAR_SPLIT_CELLS if args.cells == CELLS_DEFAULT else [
+            tuple(float(x) if "." in x else int(x) for x in c.split("x")) for c in args.cells.split(",")]
+        mcar_split(args.cov_trials or (2 if quick else 16), cells, criterion=args.split_criterion)
     if "swamped" in parts:
         swamped(args.cov_trials or (3 if quick else 6))
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
@@ -595,12 +725,15 @@ def lsat7() -> None:
 
 
 
-def mcar_data(n, m, frac, seed, mask_seed):
+def mcar_data(n, m, frac, seed, mask_seed, unequal: bool = False):
     """(X, Xm, a, b): a 2PNO data set (:func:`simulate`) and the same with a share ``frac`` of its
-    cells missing completely at random (NaN)."""
+    cells missing completely at random (NaN), independently; ``unequal``: item i's missing rate
+    ``frac`` × U(0.2, 1.8) (drawn from the mask's seed) instead of ``frac`` for every item."""
     X, a, b = simulate(n, m, seed)
     Xm = X.astype(float)
-    Xm[np.random.default_rng(mask_seed).random(X.shape) < frac] = np.nan
+    rng = np.random.default_rng(mask_seed)
+    rate = frac * rng.uniform(0.2, 1.8, m) if unequal else np.full(m, frac)
+    Xm[rng.random(X.shape) < rate] = np.nan
     return X, Xm, a, b
 
 

@@ -17,12 +17,12 @@ import numpy as np
 from .fit import _model
 from .statistics import pair_index
 
-__all__ = ["noise_covariance", "relative_noise_bounds"]
+__all__ = ["jacobian", "noise_covariance", "relative_noise_bounds"]
 
 
-def noise_covariance(tau: np.ndarray, a: np.ndarray, n: int, sigma_totals: float,
-                     sigma_pairs: float) -> np.ndarray:
-    """(Jᵀ Σ⁻¹ J)⁻¹: the noise-only covariance bound of (τ, log a), shape (2m, 2m)."""
+def jacobian(tau: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """J: the derivatives of the expected proportions (π_i, then δ_ij, i < j) with respect to
+    (τ, log a), shape (m + m(m − 1)/2, 2m) (central differences of the fit's model)."""
     tau, la = np.asarray(tau, float), np.log(np.asarray(a, float))
     m = tau.size
     i, j = pair_index(m)
@@ -37,6 +37,15 @@ def noise_covariance(tau: np.ndarray, a: np.ndarray, n: int, sigma_totals: float
         step = np.zeros(2 * m + 1)
         step[c] = h
         J[:, c] = (model(th + step) - model(th - step)) / (2 * h)
+    return J
+
+
+def noise_covariance(tau: np.ndarray, a: np.ndarray, n: int, sigma_totals: float,
+                     sigma_pairs: float) -> np.ndarray:
+    """(Jᵀ Σ⁻¹ J)⁻¹: the noise-only covariance bound of (τ, log a), shape (2m, 2m)."""
+    m = np.asarray(tau).size
+    J = jacobian(tau, a)
+    i = pair_index(m)[0]
     w = np.concatenate([np.full(m, (n / sigma_totals) ** 2), np.full(i.size, (n / sigma_pairs) ** 2)])
     return np.linalg.inv(J.T @ (w[:, None] * J))
 

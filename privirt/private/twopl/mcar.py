@@ -34,7 +34,8 @@ from .orthant import upper_orthant
 from .statistics import pair_index
 
 __all__ = ["mcar_statistics", "mcar_sensitivity", "mcar_shares", "mcar_design", "McarPairsGaussian",
-           "ratio_inputs", "shrink_denominators", "shrunk_ratio_inputs", "simulate_mcar_statistics",
+           "ratio_inputs", "shrink_denominators", "shrink_answered", "shrink_co_answered", "shrunk_ratio_inputs",
+           "simulate_mcar_statistics",
            "MIN_DENOMINATOR", "SHRINK_DENOMINATORS"]
 
 #: Denominators (answered and co-answered counts) are clipped into [MIN_DENOMINATOR, n]
@@ -170,32 +171,47 @@ def shrink_denominators(a, C, n: int, sigma_a: float, sigma_c: float) -> tuple[n
     the residual sum is large and c → 1: nothing moves.  Not clipped before the shrinkage (a
     clip would bias the mean); :func:`ratio_inputs` clips afterwards.  Returns
     (a′, C′, var a′, var C′), the variances broadcast to the counts' shapes."""
+    a, va = shrink_answered(a, n, sigma_a)
+    C, vc = shrink_co_answered(C, a, va, n, sigma_c)
+    return a, C, va, vc
+
+
+def shrink_answered(a, n: int, sigma_a: float) -> tuple[np.ndarray, np.ndarray]:
+    """(a′, var a′): step 1 of :func:`shrink_denominators` for the answered counts (any leading
+    shape, m last): toward their mean by the positive-part James–Stein factor
+    c = max(0, 1 − (m − 3)σ_a²/Σ(ã_i − ā)²) (none for m < 4); the noise variance left
+    σ_a²(c + (1 − c)/m), broadcast to a's shape.  (``n`` unused: the call shape of the
+    alternatives measured in ``docs/private_2pl.md`` §6.3.)"""
     a = np.asarray(a, float)
-    C = np.asarray(C, float)
     m = a.shape[-1]
-    va0, vc0 = float(sigma_a) ** 2, float(sigma_c) ** 2
+    va0 = float(sigma_a) ** 2
     if m >= 4 and va0 > 0:
         dev = a - a.mean(axis=-1, keepdims=True)
         ss = np.sum(dev * dev, axis=-1, keepdims=True)
         c = np.clip(1.0 - (m - 3) * va0 / np.maximum(ss, 1e-300), 0.0, 1.0)
-        a = a.mean(axis=-1, keepdims=True) + c * dev
-        va = va0 * (c + (1.0 - c) / m) * np.ones_like(a)
-    else:
-        va = np.full_like(a, va0)
+        return a.mean(axis=-1, keepdims=True) + c * dev, va0 * (c + (1.0 - c) / m) * np.ones_like(a)
+    return a, np.full_like(a, va0)
+
+
+def shrink_co_answered(C, a, var_a, n: int, sigma_c: float) -> tuple[np.ndarray, np.ndarray]:
+    """(C′, var C′): step 1 of :func:`shrink_denominators` for the co-answered counts: toward
+    T_ij = a′_i a′_j/n (``a``, ``var_a``: the shrunk answered counts and their noise variance) by
+    c_C = max(0, 1 − (P − 2)σ_C²/Σ(C̃ − T)²); the noise variance left c_C σ_C² + (1 − c_C) Var T_ij
+    (Var T_ij by the delta method from a′'s)."""
+    C = np.asarray(C, float)
+    a = np.asarray(a, float)
+    vc0 = float(sigma_c) ** 2
     P = C.shape[-1]
-    if P >= 3 and vc0 > 0:
-        i, j = pair_index(m)
-        T = a[..., i] * a[..., j] / float(n)
-        r = C - T
-        ss = np.sum(r * r, axis=-1, keepdims=True)
-        c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
-        ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
-        vt = (T / ai) ** 2 * va[..., i] + (T / aj) ** 2 * va[..., j]
-        C = T + c * r
-        vc = c * vc0 + (1.0 - c) * vt
-    else:
-        vc = np.full_like(C, vc0)
-    return a, C, va, vc
+    if P < 3 or not vc0 > 0:
+        return C, np.full_like(C, vc0)
+    i, j = pair_index(a.shape[-1])
+    T = a[..., i] * a[..., j] / float(n)
+    r = C - T
+    ss = np.sum(r * r, axis=-1, keepdims=True)
+    c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
+    ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
+    vt = (T / ai) ** 2 * var_a[..., i] + (T / aj) ** 2 * var_a[..., j]
+    return T + c * r, c * vc0 + (1.0 - c) * vt
 
 
 def ratio_inputs(s, a, D, C, n: int, sigmas, den_var=None) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray,
