@@ -23,7 +23,7 @@ from privirt._threads import one_blas_thread
 from privirt.private.totals.marginal_missing import ANSWERED_PRIOR_SD, PRIOR_ICC_SD, REFERENCE_ANSWERED
 from privirt.private.totals.shrinkage import SPREAD_PER_LOGIT
 from privirt.private.twopl.bound import jacobian
-from privirt.private.twopl.mcar import _reference
+from privirt.private.twopl.mcar import _reference, co_answered_parts
 from privirt.private.twopl.measurement import TOTALS_SHARE
 from privirt.private.twopl.statistics import pair_index
 
@@ -198,17 +198,8 @@ def shrink_co_answered_given_c(C, a, var_a, n: int, sigma_c: float):
     reported as c²σ_C² + (1 − c)² Var T_ij (the error of T + c(C̃ − T) for a given c) instead of
     c σ_C² + (1 − c) Var T_ij, which grows with σ_C where the estimated c exceeds the oracle
     factor (``docs/private_2pl.md`` §6.2, "Why small h loses"; exploratory, not adopted)."""
-    C = np.asarray(C, float)
-    a = np.asarray(a, float)
-    vc0 = float(sigma_c) ** 2
-    P = C.shape[-1]
-    if P < 3 or not vc0 > 0:
-        return C, np.full_like(C, vc0)
-    i, j = pair_index(a.shape[-1])
-    T = a[..., i] * a[..., j] / float(n)
-    r = C - T
-    ss = np.sum(r * r, axis=-1, keepdims=True)
-    c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
-    ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
-    vt = (T / ai) ** 2 * var_a[..., i] + (T / aj) ** 2 * var_a[..., j]
-    return T + c * r, c * c * vc0 + (1.0 - c) ** 2 * vt
+    parts = co_answered_parts(C, a, var_a, n, sigma_c)
+    if parts is None:
+        return np.asarray(C, float), np.full_like(np.asarray(C, float), float(sigma_c) ** 2)
+    T, r, c, vt = parts
+    return T + c * r, c * c * float(sigma_c) ** 2 + (1.0 - c) ** 2 * vt

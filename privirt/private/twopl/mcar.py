@@ -34,7 +34,8 @@ from .orthant import upper_orthant
 from .statistics import pair_index
 
 __all__ = ["mcar_statistics", "mcar_sensitivity", "mcar_shares", "mcar_design", "McarPairsGaussian",
-           "ratio_inputs", "shrink_denominators", "shrink_answered", "shrink_co_answered", "shrunk_ratio_inputs",
+           "ratio_inputs", "shrink_denominators", "shrink_answered", "shrink_co_answered", "co_answered_parts",
+           "shrunk_ratio_inputs",
            "simulate_mcar_statistics",
            "MIN_DENOMINATOR", "SHRINK_DENOMINATORS"]
 
@@ -198,12 +199,22 @@ def shrink_co_answered(C, a, var_a, n: int, sigma_c: float) -> tuple[np.ndarray,
     T_ij = a′_i a′_j/n (``a``, ``var_a``: the shrunk answered counts and their noise variance) by
     c_C = max(0, 1 − (P − 2)σ_C²/Σ(C̃ − T)²); the noise variance left c_C σ_C² + (1 − c_C) Var T_ij
     (Var T_ij by the delta method from a′'s)."""
+    parts = co_answered_parts(C, a, var_a, n, sigma_c)
+    if parts is None:
+        return np.asarray(C, float), np.full_like(np.asarray(C, float), float(sigma_c) ** 2)
+    T, r, c, vt = parts
+    return T + c * r, c * float(sigma_c) ** 2 + (1.0 - c) * vt
+
+
+def co_answered_parts(C, a, var_a, n: int, sigma_c: float):
+    """(T, C̃ − T, c_C, Var T) of :func:`shrink_co_answered`, or ``None`` where nothing is
+    shrunk (fewer than 3 pairs, or no noise)."""
     C = np.asarray(C, float)
     a = np.asarray(a, float)
     vc0 = float(sigma_c) ** 2
     P = C.shape[-1]
     if P < 3 or not vc0 > 0:
-        return C, np.full_like(C, vc0)
+        return None
     i, j = pair_index(a.shape[-1])
     T = a[..., i] * a[..., j] / float(n)
     r = C - T
@@ -211,7 +222,7 @@ def shrink_co_answered(C, a, var_a, n: int, sigma_c: float) -> tuple[np.ndarray,
     c = np.clip(1.0 - (P - 2) * vc0 / np.maximum(ss, 1e-300), 0.0, 1.0)
     ai, aj = np.maximum(np.abs(a[..., i]), 1.0), np.maximum(np.abs(a[..., j]), 1.0)
     vt = (T / ai) ** 2 * var_a[..., i] + (T / aj) ** 2 * var_a[..., j]
-    return T + c * r, c * vc0 + (1.0 - c) * vt
+    return T, r, c, vt
 
 
 def ratio_inputs(s, a, D, C, n: int, sigmas, den_var=None) -> tuple[np.ndarray, np.ndarray, tuple, np.ndarray,
