@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ...exceptions import warn_if_noise_dominates
