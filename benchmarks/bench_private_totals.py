@@ -112,8 +112,10 @@ def grid_cell(args):
     Algorithm 2 as published (``estimator="spectral"``) and of the default call
     (``private.choose``; where that is Algorithm 2, its default estimator ``"auto"``), then the
     coverage and mean width of the totals estimator's intervals and of the default's."""
-    shape, n, m, eps, trials, seed0, n_boot = args
+    shape, n, m, eps, trials, seed0, n_boot, draws = args
     from privirt.private.choose import default_private_method
+    from privirt.private.totals import intervals
+    intervals.MODEL_DRAWS, intervals.TEMPER = draws != "mode", draws == "tempered"
     default = default_private_method(n, m, eps, DELTA)
     out = []
     for k in range(trials):
@@ -168,7 +170,7 @@ def coverage_outside(cov, se, trials, m, lo=0.90, hi=0.98):
 
 
 def grid_jobs(args, seed0):
-    """(shape, n, m, ε, trials, seed, n_boot) per cell of the shapes grid (``--grid-cells``: only those)."""
+    """(shape, n, m, ε, trials, seed, n_boot, model draws) per cell of the shapes grid (``--grid-cells``: only those)."""
     if args.grid_cells:
         cells = []
         for c in args.grid_cells.split(","):
@@ -178,7 +180,8 @@ def grid_jobs(args, seed0):
         cells = [(sh, int(n), int(m), float(e)) for sh in args.grid_shapes.split(",")
                  for m in args.grid_m.split(",") for n in args.grid_n.split(",") for e in args.grid_eps.split(",")]
     base = args.grid_seed if args.grid_seed is not None else seed0 + 10_000
-    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot) for sh, n, m, e in cells]
+    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"))
+            for sh, n, m, e in cells]
 
 
 def run_shapes_grid(args, seed0):
@@ -210,7 +213,8 @@ def run_shapes_grid(args, seed0):
             import json
             with open(args.grid_out, "a") as fh:
                 fh.write(json.dumps({"shape": shape, "n": n, "m": m, "eps": eps, "seed": jobs[0][5],
-                                     "n_boot": args.grid_boot, "rows": r.tolist()}) + "\n")
+                                     "n_boot": args.grid_boot, "model_draws": getattr(args, "model_draws", "tempered"),
+                                     "rows": r.tolist()}) + "\n")
     if ex:
         ex.shutdown()
     print("\nsummary (MSE ratio Alg. 2 / totals; target >= 1.0 where m >= 10 and n >= 1000, >= 0.9 elsewhere; "
@@ -274,6 +278,9 @@ def main() -> None:
     ap.add_argument("--grid-seed", type=int, default=None, help="shapes grid: first seed (default 30 000)")
     ap.add_argument("--grid-out", default=None, help="shapes grid: append each cell (JSON lines) to this file")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the shapes grid")
+    ap.add_argument("--model-draws", choices=("tempered", "posterior", "mode"), default="tempered",
+                    help="shapes grid: the bootstrap replicates' ability models (docs/totals.md §5.4): drawn from "
+                         "the tempered posterior (default), the posterior (session 10), or all at the mode")
     args = ap.parse_args()
     if args.grid_trials is None:
         args.grid_trials = 6 if args.quick else 16

@@ -312,3 +312,41 @@ def test_intervals_carry_the_ability_scale_the_histogram_leaves_open():
     far = b > 0.8
     assert far.sum() >= 3 and np.all(se[far] >= 0.2 * b[far]), (b, se)
     assert np.corrcoef(b, se)[0, 1] > 0.9
+
+
+def _spread_fit(rel):
+    """The ability-model fit (``SpreadFit``) of a release's point estimate."""
+    from privirt.private.totals import api
+
+    t, h = rel.totals.to_numpy(dtype=float), rel.histogram.to_numpy(dtype=float)
+    return api._fit(t, h, rel.n_persons, rel.sigma_totals**2, rel.sigma_histogram**2, rel.edges, shrink=True)[0]
+
+
+def test_model_draws_narrow_only_the_spread_the_prior_alone_gives(monkeypatch):
+    # issue 26, fifth round: the replicates' ability models were drawn from the full posterior, so
+    # where the histogram is silent they spread as the prior on log τ does, and intervals for
+    # spreads near the prior's centre over-covered (normal and skewed abilities at (5, 200, 0.3):
+    # 0.98-0.99). The draws now come from the posterior raised to γ = 1 + (1 − φ)(TEMPER_MAX − 1),
+    # φ the histogram's share of the information about log τ (docs/totals.md §5.4): narrowed
+    # where only the prior spreads them, unchanged where the histogram locates τ.
+    import dataclasses
+
+    from privirt.private.totals import intervals
+
+    X, _, _ = privirt.simulate_rasch(2000, 10, seed=3)
+    rel = release_totals(X, epsilon=10.0, seed=1)
+    noise = np.rint(np.random.default_rng(2).normal(0, 1e4, rel.histogram.size)).astype(np.int64)
+    silent = _spread_fit(dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=1e4))
+    located = _spread_fit(release_totals(privirt.simulate_rasch(1000, 10, seed=4)[0], epsilon=1.0, seed=2))
+    assert intervals.histogram_share(silent) < 0.1 and intervals.histogram_share(located) > 0.9
+    assert not silent.flexible and not located.flexible
+
+    def draw_sd(fit, temper_max):
+        monkeypatch.setattr(intervals, "TEMPER_MAX", temper_max)
+        k = intervals.model_draws(np.random.default_rng(0), fit, 4000)
+        return float(np.std(fit.log_tau[k]))
+
+    # silent histogram: the prior's spread narrowed (a normal one by 1/√2; the support truncates it)
+    assert 0.6 < draw_sd(silent, 2.0) / draw_sd(silent, 1.0) < 0.9
+    # located spread: the posterior's draws, unchanged
+    assert abs(draw_sd(located, 2.0) / draw_sd(located, 1.0) - 1.0) < 0.05

@@ -12,6 +12,8 @@ cannot resolve.  Where the noise is small the posterior is narrow and the interv
 of the bootstrap at the point estimate.  Each replicate's ability model (τ, κ, λ) is drawn from
 the fit's posterior too (:func:`model_draws`, §5.4): at the posterior mode alone the se missed
 the uncertainty of the ability scale that a vague histogram leaves (issue 26, fourth round).
+The draws are tempered (:data:`TEMPER_MAX`, fifth round): the posterior's spread where the
+histogram locates τ, the prior's spread narrowed where the histogram is silent.
 """
 
 from __future__ import annotations
@@ -21,16 +23,33 @@ from scipy import special
 
 from . import manyitems, marginal, shrinkage
 
-__all__ = ["MODEL_DRAWS", "bootstrap_errors", "model_draws", "true_difficulties"]
+__all__ = ["MODEL_DRAWS", "TEMPER_MAX", "bootstrap_errors", "histogram_share", "model_draws", "true_difficulties"]
 
 #: each replicate's ability model (τ, κ, λ) is drawn from the fit's posterior over its support
 #: (``docs/totals.md`` §5.4); False: every replicate at the posterior mode (the intervals before)
 MODEL_DRAWS: bool = True
+#: the replicates' models are drawn from the posterior raised to γ = 1 + (1 − φ)(TEMPER_MAX − 1),
+#: φ the histogram's share of the information about log τ (:func:`histogram_share`,
+#: ``docs/totals.md`` §5.4): the full posterior where the histogram locates τ, the posterior
+#: narrowed to 1/√TEMPER_MAX of its spread where only the prior does; 1: the posterior (session 10)
+TEMPER_MAX: float = 2.0
+
+
+def histogram_share(fit) -> float:
+    """φ = 1 − Var(log τ | release) / Var(log τ) ∈ [0, 1]: the share of the posterior's precision
+    about the ability spread that the noisy histogram contributes (the prior N(0, 0.7²) on log τ
+    holds the rest; for a normal likelihood φ = I_h / (I_h + 1/0.7²) exactly)."""
+    w = np.asarray(fit.weights, dtype=float)
+    lt = np.asarray(fit.log_tau, dtype=float)
+    mean = float(w @ lt)
+    var = float(w @ (lt - mean) ** 2)
+    return float(np.clip(1.0 - var / marginal.PRIOR_LOG_TAU_SD**2, 0.0, 1.0))
 
 
 def model_draws(rng: np.random.Generator, fit, reps: int) -> np.ndarray | None:
     """Grid indices (reps,) of the replicates' ability models, drawn from the fit's posterior
-    renormalised over its support (the grid points the refits use), or ``None`` where there is
+    renormalised over its support (the grid points the refits use) and raised to
+    γ = 1 + (1 − φ)(TEMPER_MAX − 1) (φ: :func:`histogram_share`), or ``None`` where there is
     nothing to draw: free ability weights (a precise histogram pinned the distribution down) or
     a posterior on one point (then every replicate is at the mode, as before)."""
     if fit.flexible:
@@ -39,6 +58,8 @@ def model_draws(rng: np.random.Generator, fit, reps: int) -> np.ndarray | None:
     if keep.size < 2:
         return None
     w = fit.weights[keep]
+    gamma = 1.0 + (1.0 - histogram_share(fit)) * (TEMPER_MAX - 1.0)
+    w = np.exp(gamma * (np.log(w) - np.log(w.max())))  # posterior^γ: a normal one's variance / γ
     return keep[rng.choice(keep.size, size=reps, p=w / w.sum())]
 
 
