@@ -704,10 +704,12 @@ def main() -> None:
                     "mcar_coverage: 24, 6; swamped: 6, 3)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
-    ap.add_argument("--cells", default=CELLS_DEFAULT, help="coverage_paired, mcar_split, mcar_co_variance: cells n x m x eps x missing")
+    ap.add_argument("--cells", default=CELLS_DEFAULT,
+                    help="coverage_paired, mcar_split, mcar_co_variance: cells n x m x eps x missing")
     ap.add_argument("--split-criterion", default="linearised", choices=("linearised", "ratios"),
                     help="mcar_split: the candidate split's criterion")
-    ap.add_argument("--co-answered-variance", default="reported", choices=("reported", "given_c", "given_c_sampling"),
+    ap.add_argument("--co-answered-variance", default="reported",
+                    choices=("reported", "given_c", "given_c_sampling"),
                     help="mcar_split: the noise variance left in the shrunk co-answered counts as the package "
                     "reports it, or c²σ² + (1 − c)² Var T (mcar_split_candidate.shrink_co_answered_given_c; "
                     "both splits, exploratory)")
