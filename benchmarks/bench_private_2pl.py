@@ -416,6 +416,64 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
                   f"| {ratio_se(R[:, 9], R[:, 8])}, {ratio_se(R[:, 19], R[:, 18])} |", flush=True)
 
 
+def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c") -> None:
+    """Paired, on the same releases (the package's split; the data, release and bootstrap seeds
+    of :func:`mcar_split`) and bootstrap seeds: the noise variance left in the shrunk co-answered
+    counts reported as the package does (``twopl.mcar.shrink_co_answered``) against ``new``:
+    c²σ_C² + (1 − c)² Var T (``"given_c"``, ``mcar_split_candidate.shrink_co_answered_given_c``)
+    or c²σ_C² + (1 − c)²(Var T + A) (``"given_c_sampling"``, A the sampling spread of C about T;
+    ``shrink_co_answered_given_c_sampling``; §6.2).  Relative
+    ℓ2 errors against the truth, MSE against the noise-free MCAR fit (ratio old/new ± SE,
+    > 1: given c better), coverage of the true a and b by the 95 % intervals."""
+    import warnings
+
+    import mcar_split_candidate as cand
+
+    from privirt.private.twopl import estimate_2pl_from_release
+    from privirt.private.twopl import mcar as mc
+
+    package = mc.shrink_co_answered
+    variant_new = getattr(cand, f"shrink_co_answered_{new}")
+    print(f"\nmcar_co_variance: {trials} data sets × 2 releases per cell (data seeds 60 000 + k, masks 61 000 + k, "
+          "release seeds 8 100 000 + 10k + r, bootstrap 8 200 000 + 10k + r); old = the package's reported "
+          f"variance left, new = {new}; paired")
+    print("| n | m | ε | missing | rates | a vs truth old → new | b vs truth old → new | MSE(a) old/new (noise-free) "
+          "| MSE(b) old/new | coverage a old → new | coverage b old → new |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, m, e, frac in cells:
+        for unequal in (False, True):
+            res = []
+            for k in range(trials):
+                _, Xm, a, b = mcar_data(n, m, frac, 60_000 + k, 61_000 + k, unequal=unequal)
+                a0, b0 = noise_free_mcar(Xm)
+                rows = []
+                for r in range(2):
+                    row = []
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar",
+                                                   seed=8_100_000 + 10 * k + r)
+                        for variant in (package, variant_new):
+                            mc.shrink_co_answered = variant
+                            try:
+                                f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
+                            finally:
+                                mc.shrink_co_answered = package
+                            row += [rel(f.a, a), relc(f.b, b), float(np.sum((f.a.to_numpy() - a0) ** 2)),
+                                    float(np.sum((f.b.to_numpy() - b0) ** 2)), covered(f.ci["a"], a).mean(),
+                                    covered(f.ci["b"], b).mean()]
+                    rows.append(row)
+                res.append(np.mean(rows, axis=0))
+                record(part="mcar_co_variance", new=new, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k,
+                       values=res[-1].tolist())
+            R = np.array(res)  # columns: old 0–5, new 6–11
+            print(f"| {n} | {m} | {e:g} | {frac:.0%} | {'unequal' if unequal else 'equal'} "
+                  f"| {mean_se(R[:, 0])} → {mean_se(R[:, 6])} | {mean_se(R[:, 1])} → {mean_se(R[:, 7])} "
+                  f"| {ratio_se(R[:, 2], R[:, 8])} | {ratio_se(R[:, 3], R[:, 9])} "
+                  f"| {mean_se(R[:, 4])} → {mean_se(R[:, 10])} | {mean_se(R[:, 5])} → {mean_se(R[:, 11])} |",
+                  flush=True)
+
+
 def _shares(release) -> tuple[float, float]:
     """(g, h) of an MCAR release from its four noise scales (the parts' ρ ∝ L/σ²)."""
     m = release.totals.size
@@ -638,7 +696,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, mcar_denominators, mcar_split, swamped")
+                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
@@ -646,10 +704,12 @@ def main() -> None:
                     "mcar_coverage: 24, 6; swamped: 6, 3)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
-    ap.add_argument("--cells", default=CELLS_DEFAULT, help="coverage_paired, mcar_split: cells n x m x eps x missing")
+    ap.add_argument("--cells", default=CELLS_DEFAULT,
+                    help="coverage_paired, mcar_split, mcar_co_variance: cells n x m x eps x missing")
     ap.add_argument("--split-criterion", default="linearised", choices=("linearised", "ratios"),
                     help="mcar_split: the candidate split's criterion")
-    ap.add_argument("--co-answered-variance", default="reported", choices=("reported", "given_c"),
+    ap.add_argument("--co-answered-variance", default="reported",
+                    choices=("reported", "given_c", "given_c_sampling"),
                     help="mcar_split: the noise variance left in the shrunk co-answered counts as the package "
                     "reports it, or c²σ² + (1 − c)² Var T (mcar_split_candidate.shrink_co_answered_given_c; "
                     "both splits, exploratory)")
@@ -701,6 +761,10 @@ def main() -> None:
         cells = MCAR_SPLIT_CELLS if args.cells == CELLS_DEFAULT else [
             tuple(float(x) if "." in x else int(x) for x in c.split("x")) for c in args.cells.split(",")]
         mcar_split(args.cov_trials or (2 if quick else 16), cells, criterion=args.split_criterion)
+    if "mcar_co_variance" in parts:
+        cells = [tuple(float(x) if "." in x else int(x) for x in c.split("x")) for c in args.cells.split(",")]
+        new = "given_c" if args.co_answered_variance == "reported" else args.co_answered_variance
+        mcar_co_variance(args.cov_trials or (2 if quick else 16), cells, new=new)
     if "swamped" in parts:
         swamped(args.cov_trials or (3 if quick else 6))
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "

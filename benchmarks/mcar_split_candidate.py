@@ -203,3 +203,18 @@ def shrink_co_answered_given_c(C, a, var_a, n: int, sigma_c: float):
         return np.asarray(C, float), np.full_like(np.asarray(C, float), float(sigma_c) ** 2)
     T, r, c, vt = parts
     return T + c * r, c * c * float(sigma_c) ** 2 + (1.0 - c) ** 2 * vt
+
+
+def shrink_co_answered_given_c_sampling(C, a, var_a, n: int, sigma_c: float):
+    """:func:`shrink_co_answered_given_c` plus the shrinkage's own error (1 − c)(T − C): the noise
+    variance left reported as c²σ_C² + (1 − c)²(Var T_ij + A_ij), A_ij = T_ij(1 − a′_i/n)(1 − a′_j/n)
+    the spread of C about T that independent missingness gives by sampling given the margins
+    (``docs/private_2pl.md`` §6.2; exploratory)."""
+    parts = co_answered_parts(C, a, var_a, n, sigma_c)
+    if parts is None:
+        return np.asarray(C, float), np.full_like(np.asarray(C, float), float(sigma_c) ** 2)
+    T, r, c, vt = parts
+    i, j = pair_index(np.asarray(a).shape[-1])
+    q = np.clip(np.asarray(a, float) / float(n), 0.0, 1.0)
+    A = np.maximum(T, 0.0) * (1.0 - q[..., i]) * (1.0 - q[..., j])
+    return T + c * r, c * c * float(sigma_c) ** 2 + (1.0 - c) ** 2 * (vt + A)
