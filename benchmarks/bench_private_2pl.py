@@ -370,9 +370,7 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
     for n, m, e, frac in cells:
         for unequal in (False, True):
             res, shares = [], {}
-            for k in range(trials):
-                _, Xm, a, b = mcar_data(n, m, frac, 60_000 + k, 61_000 + k, unequal=unequal)
-                a0, b0 = noise_free_mcar(Xm)
+            for k, Xm, a, b, a0, b0 in _paired_mcar_sets(n, m, frac, unequal, trials):
                 rows = []
                 for r in range(2):
                     row = []
@@ -396,9 +394,7 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
                                     pts.append(estimate_2pl_from_release(rel_, n_boot=0))
                                 finally:
                                     mc.shrink_answered = js
-                            row += [rel(f.a, a), relc(f.b, b), float(np.sum((f.a.to_numpy() - a0) ** 2)),
-                                    float(np.sum((f.b.to_numpy() - b0) ** 2)), covered(f.ci["a"], a).mean(),
-                                    covered(f.ci["b"], b).mean()]
+                            row += _paired_metrics(f, a, b, a0, b0)
                             row += [float(np.sum((p.a.to_numpy() - a0) ** 2)) for p in pts]
                             row += [float(np.sum((p.b.to_numpy() - b0) ** 2)) for p in pts]
                     rows.append(row)
@@ -443,9 +439,7 @@ def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c"
     for n, m, e, frac in cells:
         for unequal in (False, True):
             res = []
-            for k in range(trials):
-                _, Xm, a, b = mcar_data(n, m, frac, 60_000 + k, 61_000 + k, unequal=unequal)
-                a0, b0 = noise_free_mcar(Xm)
+            for k, Xm, a, b, a0, b0 in _paired_mcar_sets(n, m, frac, unequal, trials):
                 rows = []
                 for r in range(2):
                     row = []
@@ -459,9 +453,7 @@ def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c"
                                 f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
                             finally:
                                 mc.shrink_co_answered = package
-                            row += [rel(f.a, a), relc(f.b, b), float(np.sum((f.a.to_numpy() - a0) ** 2)),
-                                    float(np.sum((f.b.to_numpy() - b0) ** 2)), covered(f.ci["a"], a).mean(),
-                                    covered(f.ci["b"], b).mean()]
+                            row += _paired_metrics(f, a, b, a0, b0)
                     rows.append(row)
                 res.append(np.mean(rows, axis=0))
                 record(part="mcar_co_variance", new=new, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k,
@@ -472,6 +464,21 @@ def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c"
                   f"| {ratio_se(R[:, 2], R[:, 8])} | {ratio_se(R[:, 3], R[:, 9])} "
                   f"| {mean_se(R[:, 4])} → {mean_se(R[:, 10])} | {mean_se(R[:, 5])} → {mean_se(R[:, 11])} |",
                   flush=True)
+
+
+def _paired_mcar_sets(n, m, frac, unequal, trials):
+    """The data sets that :func:`mcar_split` and :func:`mcar_co_variance` pair on: (k, masked
+    responses, true a, true b, the noise-free MCAR fit's a and b) for k < ``trials``."""
+    for k in range(trials):
+        _, Xm, a, b = mcar_data(n, m, frac, 60_000 + k, 61_000 + k, unequal=unequal)
+        yield (k, Xm, a, b, *noise_free_mcar(Xm))
+
+
+def _paired_metrics(f, a, b, a0, b0) -> list:
+    """Relative errors of a and (centred) b against the truth, squared errors against the
+    noise-free fit, and the coverage of the true a and b by ``f``'s intervals."""
+    return [rel(f.a, a), relc(f.b, b), float(np.sum((f.a.to_numpy() - a0) ** 2)),
+            float(np.sum((f.b.to_numpy() - b0) ** 2)), covered(f.ci["a"], a).mean(), covered(f.ci["b"], b).mean()]
 
 
 def _shares(release) -> tuple[float, float]:
