@@ -21,6 +21,7 @@ from privirt.private.totals.api import (
     release_totals,
 )
 from ._opendp import assert_statement_matches_opendp
+from ._silent import silent_histogram
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -538,12 +539,9 @@ def test_mcar_intervals_carry_the_ability_scale_the_histogram_leaves_open():
     # common scale factor. The MCAR bootstrap held every replicate at the posterior mode and saw
     # only the ratios' noise; each replicate's ability model is now drawn from the posterior
     # (§7.4), so the se grows with |β̂|.
-    import dataclasses
-
     X, _ = _mcar(3000, 10, 0.2, seed=3)
     rel = release_totals(X, epsilon=10.0, seed=1, missing="mcar")  # precise totals and answered counts
-    noise = np.rint(np.random.default_rng(2).normal(0, 1e4, rel.histogram.size)).astype(np.int64)
-    vague = dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=1e4)
+    vague = silent_histogram(rel)
     fit = estimate_from_release(vague, n_boot=60, seed=3)
     b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
     far = b > 0.8

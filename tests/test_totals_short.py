@@ -12,6 +12,8 @@ from privirt.private.choose import default_private_method
 from privirt.private.totals import marginal, shrinkage
 from privirt.private.totals.api import estimate_from_release, release_totals
 
+from ._silent import silent_histogram
+
 
 def _population(n, m, sep, sd=0.5):
     """Item marginals and the expected full score histogram (no sampling) of n persons with
@@ -301,12 +303,9 @@ def test_intervals_carry_the_ability_scale_the_histogram_leaves_open():
     # (se ≈ 0.05 for |β| up to 1.3 here). Each replicate's ability model is now drawn from the
     # posterior (docs/totals.md §5.4): the se grows with |β̂| (where the model is pinned down the
     # intervals barely move: tests/test_noise_intervals.py).
-    import dataclasses
-
     X, _, _ = privirt.simulate_rasch(2000, 10, seed=3)
     rel = release_totals(X, epsilon=10.0, seed=1)  # precise totals
-    noise = np.rint(np.random.default_rng(2).normal(0, 1e4, rel.histogram.size)).astype(np.int64)
-    vague = dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=1e4)
+    vague = silent_histogram(rel)
     fit = estimate_from_release(vague, n_boot=60, seed=3)
     b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
     far = b > 0.8
@@ -329,14 +328,11 @@ def test_model_draws_narrow_only_the_spread_the_prior_alone_gives(monkeypatch):
     # 0.98-0.99). The draws now come from the posterior raised to γ = 1 + (1 − φ)(TEMPER_MAX − 1),
     # φ the histogram's share of the information about log τ (docs/totals.md §5.4): narrowed
     # where only the prior spreads them, unchanged where the histogram locates τ.
-    import dataclasses
-
     from privirt.private.totals import intervals
 
     X, _, _ = privirt.simulate_rasch(2000, 10, seed=3)
     rel = release_totals(X, epsilon=10.0, seed=1)
-    noise = np.rint(np.random.default_rng(2).normal(0, 1e4, rel.histogram.size)).astype(np.int64)
-    silent = _spread_fit(dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=1e4))
+    silent = _spread_fit(silent_histogram(rel))
     located = _spread_fit(release_totals(privirt.simulate_rasch(1000, 10, seed=4)[0], epsilon=1.0, seed=2))
     assert intervals.histogram_share(silent) < 0.1 and intervals.histogram_share(located) > 0.9
     assert not silent.flexible and not located.flexible
