@@ -16,3 +16,13 @@ def silent_histogram(rel, seed: int = 2):
     ``sigma_histogram`` = SILENT_SD."""
     noise = np.rint(np.random.default_rng(seed).normal(0, SILENT_SD, rel.histogram.size)).astype(np.int64)
     return dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=SILENT_SD)
+
+
+def assert_se_scales_with_difficulty(fit) -> None:
+    """Under a silent histogram every difficulty is uncertain by a common scale factor: the se of
+    the items far from the centre (|β̂| > 0.8, at least 3 of them) is at least 0.2 |β̂|, and the
+    se rises with |β̂| (correlation > 0.9)."""
+    b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
+    far = b > 0.8
+    assert far.sum() >= 3 and np.all(se[far] >= 0.2 * b[far]), (b, se)
+    assert np.corrcoef(b, se)[0, 1] > 0.9
