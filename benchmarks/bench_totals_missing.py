@@ -179,7 +179,7 @@ def main() -> None:
                     help="--corner: the persons' abilities (bimodal S: two groups at ±S, SD 0.5 each)")
     ap.add_argument("--mode-only", action="store_true",
                     help="every bootstrap replicate at the ability model's posterior mode (the intervals "
-                         "before session 11; mcar_bootstrap.MODEL_DRAWS off) for a paired before/after")
+                         "before session 11; intervals.MODEL_DRAWS off) for a paired before/after")
     ap.add_argument("--design", default=None,
                     help="another public MCAR design, for paired comparisons: 'B3' (only 3 score bins; any "
                          "B), 'half' (at most ceil((m+1)/2) score bins) or 'q0.5' (the reference mask at 50%% "
@@ -193,8 +193,8 @@ def main() -> None:
     if args.design:
         use_design(args.design)
     if args.mode_only:
-        from privirt.private.totals import mcar_bootstrap
-        mcar_bootstrap.MODEL_DRAWS = False
+        from privirt.private.totals import intervals
+        intervals.MODEL_DRAWS = False
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
           f"mask: {args.pattern}, abilities: {args.abilities}{', replicates at the mode' if args.mode_only else ''}; "

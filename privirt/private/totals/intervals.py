@@ -23,7 +23,8 @@ from scipy import special
 
 from . import manyitems, marginal, shrinkage
 
-__all__ = ["MODEL_DRAWS", "TEMPER_MAX", "bootstrap_errors", "histogram_share", "model_draws", "true_difficulties"]
+__all__ = ["MODEL_DRAWS", "TEMPER_MAX", "bootstrap_errors", "histogram_share", "model_draws", "replicate_truths",
+           "true_difficulties"]
 
 #: each replicate's ability model (τ, κ, λ) is drawn from the fit's posterior over its support
 #: (``docs/totals.md`` §5.4); False: every replicate at the posterior mode (the intervals before)
@@ -78,6 +79,32 @@ def true_difficulties(rng: np.random.Generator, fit, totals: np.ndarray, n: int,
     return table(y)[:, 0, :]
 
 
+def replicate_truths(rng_truth: np.random.Generator | None, fit, totals: np.ndarray, n: int, var_t: float,
+                     reps: int, beta: np.ndarray, simulate) -> tuple[np.ndarray, tuple]:
+    """The replicates' truths and their simulated statistics, for the complete and the MCAR
+    bootstrap alike: each replicate's ability model drawn by :func:`model_draws` (§5.4), its
+    truths by :func:`true_difficulties` under that model, then ``simulate(truth, count, ability)``
+    (a tuple of (count, ·) arrays) for the replicates sharing the model.  Without draws
+    (``rng_truth`` ``None``: truths held at ``beta``; :data:`MODEL_DRAWS` False; a posterior on
+    one point) one call at the posterior mode, ``ability=None``."""
+    reps = int(reps)
+    draws = None if rng_truth is None or not MODEL_DRAWS else model_draws(rng_truth, fit, reps)
+    if draws is None:
+        truth = beta if rng_truth is None else true_difficulties(rng_truth, fit, totals, n, var_t, reps)
+        return truth, simulate(truth, reps, None)
+    truth, out = np.empty((reps, np.size(totals))), None
+    for k in np.unique(draws):
+        rr = np.flatnonzero(draws == k)
+        ability = fit.mixture(int(k))
+        truth[rr] = true_difficulties(rng_truth, fit, totals, n, var_t, rr.size, ability=ability)
+        parts = simulate(truth[rr], rr.size, ability)
+        if out is None:
+            out = tuple(np.empty((reps,) + np.shape(p)[1:]) for p in parts)
+        for o, p in zip(out, parts):
+            o[rr] = p
+    return truth, out
+
+
 def bootstrap_errors(rng: np.random.Generator, rng_truth: np.random.Generator | None, fit, beta: np.ndarray,
                      totals: np.ndarray, hist: np.ndarray, n: int, var_t: float, var_h: float,
                      edges: np.ndarray, sig_t: float, sig_h: float, reps: int, tick=None) -> np.ndarray:
@@ -87,19 +114,10 @@ def bootstrap_errors(rng: np.random.Generator, rng_truth: np.random.Generator | 
     (the point estimate: the intervals before §5.2).  ``rng`` simulates the data, so both
     choices share their random numbers.
     """
-    draws = None if rng_truth is None or not MODEL_DRAWS else model_draws(rng_truth, fit, int(reps))
-    if draws is None:
-        truth = beta if rng_truth is None else true_difficulties(rng_truth, fit, totals, n, var_t, reps)
-        tb, hb = marginal.simulate_releases(rng, fit, truth, n, edges, sig_t, sig_h, int(reps), on_batch=tick)
-    else:  # each replicate's ability model drawn from the posterior (docs/totals.md §5.4)
-        m = np.size(totals)
-        truth, tb, hb = np.empty((int(reps), m)), np.empty((int(reps), m)), np.empty((int(reps), len(edges) - 1))
-        for k in np.unique(draws):
-            rr = np.flatnonzero(draws == k)
-            ability = fit.mixture(int(k))
-            truth[rr] = true_difficulties(rng_truth, fit, totals, n, var_t, rr.size, ability=ability)
-            tb[rr], hb[rr] = marginal.simulate_releases(rng, fit, truth[rr], n, edges, sig_t, sig_h, rr.size,
-                                                        on_batch=tick, ability=ability)
+    truth, (tb, hb) = replicate_truths(
+        rng_truth, fit, totals, n, var_t, reps, beta,
+        lambda t, r, ability: marginal.simulate_releases(rng, fit, t, n, edges, sig_t, sig_h, r, on_batch=tick,
+                                                         ability=ability))
     pb = np.stack([shrinkage.centre_totals(x, n, var_t) for x in tb])
     support = fit.support()
     theta_s, w_s = marginal.ability_grid(*support[:1], kappa=support[1], lam=support[2])

@@ -25,11 +25,7 @@ from .marginal_missing import (
     thinning_matrix,
 )
 
-__all__ = ["MODEL_DRAWS", "simulate_mcar_statistics", "bootstrap_errors_mcar"]
-
-#: each replicate's ability model drawn from the fit's posterior (``docs/totals.md`` §7.4);
-#: False: every replicate at the posterior mode (the MCAR intervals before session 11)
-MODEL_DRAWS: bool = True
+__all__ = ["simulate_mcar_statistics", "bootstrap_errors_mcar"]
 
 
 def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.ndarray, q: np.ndarray,
@@ -87,9 +83,9 @@ def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generat
 
     ``s``, ``a`` are the released correct and answered counts, ``sigmas`` the released scales
     (σ_s, σ_a, σ_h).  Each replicate's ability model is drawn from the fit's posterior
-    (:func:`~privirt.private.totals.intervals.model_draws`, ``rng_truth``; where it is pinned to
-    one point, or ``rng_truth`` is ``None`` or :data:`MODEL_DRAWS` False, the posterior mode).
-    Its truths are drawn under that model by the complete-data
+    (:func:`~privirt.private.totals.intervals.replicate_truths`, ``rng_truth``; where it is pinned
+    to one point, or ``rng_truth`` is ``None`` or ``intervals.MODEL_DRAWS`` False, the posterior
+    mode).  Its truths are drawn under that model by the complete-data
     :func:`~privirt.private.totals.intervals.true_difficulties` from the ratios on the totals
     scale with the noise variance :func:`ratio_proportions` hands to the shrinkage
     (``rng_truth``; ``None`` holds them at ``beta``, the point estimate); ``rng`` simulates the
@@ -102,20 +98,10 @@ def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generat
     vs, va, vh = sig_s**2, sig_a**2, sig_h**2
     reps = int(reps)
     tp, q, v = ratio_proportions(s, a, n, vs, va)
-    draws = None if rng_truth is None or not MODEL_DRAWS else intervals.model_draws(rng_truth, fit, reps)
-    if draws is None:
-        truth = beta if rng_truth is None else intervals.true_difficulties(rng_truth, fit, tp, n, v, reps)
-        sb, ab, hb = simulate_mcar_statistics(rng, fit, truth, q, n, edges, reps, k_edges=k_edges, icc=icc)
-    else:  # each replicate's ability model from the posterior (docs/totals.md §7.4)
-        m, K = np.size(s), 1 if k_edges is None else len(k_edges) - 1
-        truth, sb, ab = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, m))
-        hb = np.empty((reps, K * (len(edges) - 1)))
-        for k in np.unique(draws):
-            rr = np.flatnonzero(draws == k)
-            ability = fit.mixture(int(k))
-            truth[rr] = intervals.true_difficulties(rng_truth, fit, tp, n, v, rr.size, ability=ability)
-            sb[rr], ab[rr], hb[rr] = simulate_mcar_statistics(rng, fit, truth[rr], q, n, edges, rr.size,
-                                                              k_edges=k_edges, icc=icc, ability=ability)
+    truth, (sb, ab, hb) = intervals.replicate_truths(
+        rng_truth, fit, tp, n, v, reps, beta,
+        lambda t, r, ability: simulate_mcar_statistics(rng, fit, t, q, n, edges, r, k_edges=k_edges, icc=icc,
+                                                       ability=ability))
     if tick is not None:
         tick(reps)
     sb = sb + rng.normal(0.0, sig_s, sb.shape)
