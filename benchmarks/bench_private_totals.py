@@ -107,6 +107,10 @@ def grid_abilities(shape, n, rng):
     raise ValueError(shape)
 
 
+#: the package's TEMPER_MAX, kept before ``--model-draws posterior`` sets it to 1
+_PACKAGE_TEMPER: float | None = None
+
+
 def grid_cell(args):
     """One cell of the shapes grid: per data set the squared errors of the totals estimator, of
     Algorithm 2 as published (``estimator="spectral"``) and of the default call
@@ -115,7 +119,11 @@ def grid_cell(args):
     shape, n, m, eps, trials, seed0, n_boot, draws = args
     from privirt.private.choose import default_private_method
     from privirt.private.totals import intervals
-    intervals.MODEL_DRAWS, intervals.TEMPER = draws != "mode", draws == "tempered"
+    global _PACKAGE_TEMPER
+    if _PACKAGE_TEMPER is None:
+        _PACKAGE_TEMPER = intervals.TEMPER_MAX
+    intervals.MODEL_DRAWS = draws != "mode"
+    intervals.TEMPER_MAX = _PACKAGE_TEMPER if draws == "tempered" else 1.0  # 1: the untempered posterior
     default = default_private_method(n, m, eps, DELTA)
     out = []
     for k in range(trials):
