@@ -55,6 +55,7 @@ Seeds: data from 50_000 on, noise unseeded (private), Gibbs seeded.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -324,9 +325,10 @@ def mcar_denominators(trials: int) -> None:
               + f" | {R[:, 8].mean() / R[:, 9].mean():.2f} | {R[:, 10].mean() / R[:, 11].mean():.2f} |", flush=True)
 
 
-def _eb_answered(a, n, sigma_a):
+def _eb_answered(a, sigma_a, n):
     """The totals estimator's empirical-Bayes shrinkage of the answered counts
-    (``totals.marginal_missing.answered_counts``) row by row, in the 2PL's call shape."""
+    (``totals.marginal_missing.answered_counts``) row by row, in the 2PL's call shape
+    (``twopl.mcar.shrink_answered``) once ``n`` is bound."""
     from privirt.private.totals.marginal_missing import answered_counts
 
     a = np.asarray(a, float)
@@ -388,7 +390,7 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
                             shares[candidate] = _shares(rel_)
                             f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
                             pts = []
-                            for shrinker in (js, _eb_answered):
+                            for shrinker in (js, functools.partial(_eb_answered, n=rel_.n_persons)):
                                 mc.shrink_answered = shrinker
                                 try:
                                     pts.append(estimate_2pl_from_release(rel_, n_boot=0))

@@ -172,17 +172,16 @@ def shrink_denominators(a, C, n: int, sigma_a: float, sigma_c: float) -> tuple[n
     the residual sum is large and c → 1: nothing moves.  Not clipped before the shrinkage (a
     clip would bias the mean); :func:`ratio_inputs` clips afterwards.  Returns
     (a′, C′, var a′, var C′), the variances broadcast to the counts' shapes."""
-    a, va = shrink_answered(a, n, sigma_a)
+    a, va = shrink_answered(a, sigma_a)
     C, vc = shrink_co_answered(C, a, va, n, sigma_c)
     return a, C, va, vc
 
 
-def shrink_answered(a, n: int, sigma_a: float) -> tuple[np.ndarray, np.ndarray]:
+def shrink_answered(a, sigma_a: float) -> tuple[np.ndarray, np.ndarray]:
     """(a′, var a′): step 1 of :func:`shrink_denominators` for the answered counts (any leading
     shape, m last): toward their mean by the positive-part James–Stein factor
     c = max(0, 1 − (m − 3)σ_a²/Σ(ã_i − ā)²) (none for m < 4); the noise variance left
-    σ_a²(c + (1 − c)/m), broadcast to a's shape.  (``n`` unused: the call shape of the
-    alternatives measured in ``docs/private_2pl.md`` §6.3.)"""
+    σ_a²(c + (1 − c)/m), broadcast to a's shape."""
     a = np.asarray(a, float)
     m = a.shape[-1]
     va0 = float(sigma_a) ** 2
