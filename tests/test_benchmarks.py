@@ -46,3 +46,22 @@ def test_spectral_peer_is_warmed_up_and_timed_like_privirt(monkeypatch):
     out = bench.worker("baseline", 1500, 6, "cpu", 2)
     assert calls == [1000, 1500, 1500]  # one small warm-up, then `repeat` timed runs
     assert out["total_s"] > 0 and out["cpu_s"] >= 0
+
+
+def test_interval_shape_rules_put_the_long_side_where_the_truths_are():
+    # benchmarks/interval_shape.py (docs/totals.md §5.5): d = β̂* − β*, so a long tail of negative
+    # errors means truths above the estimate, and every asymmetric rule must extend the UPPER end
+    bench = _load("interval_shape")
+    rng = np.random.default_rng(5)
+    z = 1.959963984540054
+    centre = np.zeros(2)
+    err = np.column_stack([-rng.exponential(1.0, 20_000), rng.exponential(1.0, 20_000)])
+    for rule in ("semi", "quant", "cf"):
+        lo, hi = bench.bounds(rule, centre, err, z)
+        assert hi[0] - centre[0] > 1.3 * (centre[0] - lo[0]), rule  # truths above: upper end longer
+        assert centre[1] - lo[1] > 1.3 * (hi[1] - centre[1]), rule  # the mirror image
+    sym = np.column_stack([rng.standard_normal(20_000), 2.0 * rng.standard_normal(20_000)])
+    slo, shi = bench.bounds("sym", centre, sym, z)
+    for rule in ("semi", "quant", "cf"):
+        lo, hi = bench.bounds(rule, centre, sym, z)
+        assert np.allclose(lo, slo, rtol=0.05) and np.allclose(hi, shi, rtol=0.05), rule
