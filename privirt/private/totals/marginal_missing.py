@@ -416,11 +416,12 @@ def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a:
 # ---------------------------------------------------------------------------------------
 # the ability model fitted to the observed-score histogram
 #: the MCAR fit's first grid of κ and the top of its refined κ (the complete path's grid and
-#: 0.95; other values only for the experiments of ``docs/totals.md`` §7.6)
+#: 0.95; other values only for the benchmark's comparisons, ``docs/totals.md`` §7.4)
 MCAR_KAPPA_GRID = KAPPA_GRID
 MCAR_KAPPA_TOP = 0.95
-#: which grid point gives β̂: "nearest" to the posterior mean of (log τ, κ, λ) (the rule),
-#: "mode" (the posterior mode) or "mean" (the posterior mean of β itself) — experiments, §7.6
+#: which grid point gives β̂: "nearest" to the posterior mean of (log τ, κ, λ) (the rule, as on
+#: the complete path), "mode" (the posterior mode) or "mean" (the posterior mean of β itself) —
+#: the last two only for the benchmark's comparisons (``docs/totals.md`` §7.4, session 12: not adopted)
 MCAR_POINT = "nearest"
 
 
@@ -454,7 +455,7 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
 
     As :func:`privirt.private.totals.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
     one refinement with skewed shapes when the posterior is concentrated, β at the grid point
-    nearest the posterior mean), with the bin probabilities of the observed score when item i
+    nearest the posterior mean; :data:`MCAR_POINT`), with the bin probabilities of the observed score when item i
     is answered independently with probability ``q[i]``; ``p`` are the proportions correct among
     those who answered (the full-population marginals under MCAR).  With a thinning matrix
     ``A`` (:func:`thinning_matrix`) ``hist`` is the (k, r) histogram (K·B cells, k-major) and
