@@ -13,6 +13,7 @@ two groups at ±2.5 with SD 0.5 each, τ = √6.5, κ = 6.25/6.5 ≈ 0.96), with
   rate; ``complete``: the noise-free complete-data score histogram of the same persons;
 * ``MCAR design``: the release's own bins and noise (the public design ``mcar_design``);
   ``MCAR at f_c``: the same bins with the noise of the complete-data design's share f_c;
+  ``every r``: the release's noise, one bin of k and every observed score its own bin;
   ``complete design``: the complete-data release of the same n, m, ε.
 
 Cell probabilities under MCAR are those of the fit (items answered independently, or the
@@ -72,7 +73,7 @@ def main() -> None:
     print(f"## information about kappa at tau = {args.tau:.2f}, kappa = {args.kappa:.3f} (log tau profiled); "
           f"the prior's: {prior:.1f}")
     print(f"{'miss':>4} {'n':>4} {'m':>3} {'eps':>4} | {'exact r':>8} {'exact(k,r)':>10} {'complete':>8} | "
-          f"{'MCAR f':>6} {'B':>2} {'K':>2} {'sig_h':>6} {'MCAR design':>11} {'MCAR at f_c':>11} | "
+          f"{'MCAR f':>6} {'B':>2} {'K':>2} {'sig_h':>6} {'MCAR design':>11} {'MCAR at f_c':>11} {'every r':>8} | "
           f"{'f_c':>5} {'B':>2} {'sig_h':>6} {'complete design':>15}")
     for miss in (0.2, 0.5):
         for n in (200, 500):
@@ -86,10 +87,11 @@ def main() -> None:
                     ex_c = kappa_information(n, m, miss, one, every, 0.0, lt, args.kappa, complete=True)
                     mc = kappa_information(n, m, miss, c.k_edges, c.edges, c.sigmas[2], lt, args.kappa)
                     mfc = kappa_information(n, m, miss, c.k_edges, c.edges, d.sigmas[1], lt, args.kappa)
+                    mev = kappa_information(n, m, miss, one, every, c.sigmas[2], lt, args.kappa)
                     cd = kappa_information(n, m, miss, one, d.edges, d.sigmas[1], lt, args.kappa, complete=True)
                     print(f"{miss:>4.0%} {n:>4} {m:>3} {eps:>4g} | {ex_r:>8.1f} {ex_kr:>10.1f} {ex_c:>8.1f} | "
                           f"{c.split:>6.3f} {len(c.edges) - 1:>2} {len(c.k_edges) - 1:>2} {c.sigmas[2]:>6.1f} "
-                          f"{mc:>11.2f} {mfc:>11.2f} | {d.split:>5.3f} {len(d.edges) - 1:>2} {d.sigmas[1]:>6.1f} "
+                          f"{mc:>11.2f} {mfc:>11.2f} {mev:>8.2f} | {d.split:>5.3f} {len(d.edges) - 1:>2} {d.sigmas[1]:>6.1f} "
                           f"{cd:>15.2f}", flush=True)
 
 
