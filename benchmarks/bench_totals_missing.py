@@ -31,7 +31,9 @@ bimodal2.5`` (or ``bimodal1.5``) draws the persons from two groups at ±2.5 (SD 
 difficulties N(0, 1) instead of ``simulate_rasch``; ``--mode-only`` holds every bootstrap
 replicate at the ability model's posterior mode (the MCAR intervals before session 11);
 ``--design B3`` / ``half`` / ``q0.5`` replaces the public design by a variant (``docs/totals.md``
-§7.5).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
+§7.5); ``--abilities skewed`` draws standardised Gamma(2) abilities; ``--mcar-point mean|mode``
+and ``--mcar-kappa-top 0.97`` replace the MCAR fit's point rule or extend its κ grid (session 12's
+comparisons, ``docs/totals.md`` §7.4; not adopted).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
 
     python benchmarks/bench_totals_missing.py --corner --trials 0 --corner-coverage 16 --corner-m 5,10 \
         --corner-n 200,500 --corner-miss 0.2,0.5 --eps 0.3,1 --abilities bimodal2.5 --mode-only --save before.npz
