@@ -31,7 +31,9 @@ bimodal2.5`` (or ``bimodal1.5``) draws the persons from two groups at ±2.5 (SD 
 difficulties N(0, 1) instead of ``simulate_rasch``; ``--mode-only`` holds every bootstrap
 replicate at the ability model's posterior mode (the MCAR intervals before session 11);
 ``--design B3`` / ``half`` / ``q0.5`` replaces the public design by a variant (``docs/totals.md``
-§7.5).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
+§7.5); ``--abilities skewed`` draws standardised Gamma(2) abilities; ``--mcar-point mean|mode``
+and ``--mcar-kappa-top 0.97`` replace the MCAR fit's point rule or extend its κ grid (session 12's
+comparisons, ``docs/totals.md`` §7.4; not adopted).  Issue 26's MCAR coverage, paired on data and seeds (``docs/totals.md`` §7.4):
 
     python benchmarks/bench_totals_missing.py --corner --trials 0 --corner-coverage 16 --corner-m 5,10 \
         --corner-n 200,500 --corner-miss 0.2,0.5 --eps 0.3,1 --abilities bimodal2.5 --mode-only --save before.npz
@@ -72,7 +74,7 @@ def centred(b):
 
 
 #: ``--abilities``: bimodal groups ±s (SD 0.5 each) as in ``bench_private_totals.GRID_SHAPES``
-ABILITIES = ("normal", "bimodal1.5", "bimodal2.5")
+ABILITIES = ("normal", "bimodal1.5", "bimodal2.5", "skewed")
 
 
 def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generator, abilities: str = "normal"):
@@ -82,8 +84,11 @@ def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generato
         X, _, beta = privirt.simulate_rasch(n, m, seed=int(rng.integers(2**31)))
     else:
         r2 = np.random.default_rng(int(rng.integers(2**31)))
-        sep = float(abilities[len("bimodal"):])
-        theta = np.where(r2.random(n) < 0.5, -sep, sep) + 0.5 * r2.standard_normal(n)
+        if abilities == "skewed":  # standardised Gamma(2), as bench_private_totals' "skewed"
+            theta = (r2.gamma(2.0, 1.0, n) - 2.0) / np.sqrt(2.0)
+        else:
+            sep = float(abilities[len("bimodal"):])
+            theta = np.where(r2.random(n) < 0.5, -sep, sep) + 0.5 * r2.standard_normal(n)
         beta = r2.standard_normal(m)
         X = r2.random((n, m)) < 1.0 / (1.0 + np.exp(beta[None, :] - theta[:, None]))
     X = np.asarray(X, dtype=float)
@@ -184,6 +189,12 @@ def main() -> None:
                     help="another public MCAR design, for paired comparisons: 'B3' (only 3 score bins; any "
                          "B), 'half' (at most ceil((m+1)/2) score bins) or 'q0.5' (the reference mask at 50%% "
                          "missing instead of 20%%)")
+    ap.add_argument("--mcar-point", choices=("nearest", "mode", "mean"), default=None,
+                    help="the MCAR fit's point rule (docs/totals.md §7.6 experiments): the grid point nearest "
+                         "the posterior mean (the rule), the posterior mode, or the posterior mean of β")
+    ap.add_argument("--mcar-kappa-top", type=float, default=None,
+                    help="the MCAR fit's κ grid reaches this value (e.g. 0.97: the first grid gets the point and "
+                         "the refinement is clipped there; docs/totals.md §7.6 experiments)")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default 30 000; --tune 0)")
     ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
     ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
@@ -192,12 +203,21 @@ def main() -> None:
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
     if args.design:
         use_design(args.design)
+    if args.mcar_point or args.mcar_kappa_top:
+        from privirt.private.totals import marginal_missing as mm
+        if args.mcar_point:
+            mm.MCAR_POINT = args.mcar_point
+        if args.mcar_kappa_top:
+            mm.MCAR_KAPPA_GRID = np.append(mm.KAPPA_GRID[mm.KAPPA_GRID < args.mcar_kappa_top], args.mcar_kappa_top)
+            mm.MCAR_KAPPA_TOP = args.mcar_kappa_top
     if args.mode_only:
         from privirt.private.totals import intervals
         intervals.MODEL_DRAWS = False
     t0 = time.time()
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
-          f"mask: {args.pattern}, abilities: {args.abilities}{', replicates at the mode' if args.mode_only else ''}; "
+          f"mask: {args.pattern}, abilities: {args.abilities}{', replicates at the mode' if args.mode_only else ''}"
+          f"{f', MCAR point {args.mcar_point}' if args.mcar_point else ''}"
+          f"{f', MCAR kappa to {args.mcar_kappa_top:g}' if args.mcar_kappa_top else ''}; "
           f"seeded noise, NOT private)")
     print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
           f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else "")

@@ -570,3 +570,37 @@ def test_mcar_design_searches_only_the_score_bins_it_is_given():
     assert edges.size - 1 == 6  # the full observed-score distribution at this (n, m, ρ)
     f3, g3, e3, _ = marginal_missing.mcar_design(500, 5, rho, score_bins=[3])
     assert e3.size - 1 == 3 and e3[0] == 0 and e3[-1] == 6 and 0 < f3 < 0.6
+
+
+def _two_groups(n, m, rate, seed):
+    """Abilities in two groups at ±2.5 (SD 0.5 each), difficulties N(0, 1), cells missing at ``rate``."""
+    rng = np.random.default_rng(seed)
+    theta = np.where(rng.random(n) < 0.5, -2.5, 2.5) + 0.5 * rng.standard_normal(n)
+    beta = rng.standard_normal(m)
+    X = (rng.random((n, m)) < special.expit(theta[:, None] - beta[None, :])).astype(float)
+    X[rng.random(X.shape) < rate] = np.nan
+    return X, beta - beta.mean()
+
+
+@pytest.mark.parametrize("rule", ["mean", "mode"])
+def test_mcar_point_rules_of_the_benchmark(monkeypatch, rule):
+    # the benchmark's alternatives to β at the grid point nearest the posterior mean (docs/totals.md
+    # §7.4, session 12: measured, not adopted): the posterior mean of β, or β at the posterior mode,
+    # taken alike by the point fit and the replicates' batched refits
+    X, _ = _two_groups(300, 6, 0.2, seed=2)
+    rel = release_totals(X, epsilon=1.0, seed=5, missing="mcar")
+    n = rel.n_persons
+    tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
+                                                  rel.sigma_totals**2, rel.sigma_answered**2)
+    p = shrinkage.centre_totals(tp, n, v)
+    h, vh = rel.histogram.to_numpy(float), rel.sigma_histogram**2
+    nearest = marginal_missing.fit_spread_mcar(p, q, h, n, vh, rel.edges)
+    monkeypatch.setattr(marginal_missing, "MCAR_POINT", rule)
+    fit = marginal_missing.fit_spread_mcar(p, q, h, n, vh, rel.edges)
+    post, beta, nll = marginal_missing._posterior(p, q, h, n, vh, rel.edges, fit.log_tau, fit.kappa, fit.lam)
+    bc = beta - beta.mean(axis=1, keepdims=True)
+    assert np.allclose(fit.beta, post @ bc if rule == "mean" else bc[np.argmin(nll)], atol=1e-9)
+    assert not np.allclose(fit.beta, nearest.beta, atol=1e-3)
+    got = marginal_missing.fit_support_batch_mcar(p, q, h, n, vh, rel.edges, fit.support())[0]
+    one = marginal_missing.fit_spread_mcar(p, q, h, n, vh, rel.edges, support=fit.support()).beta
+    assert np.allclose(got, one, atol=1e-5)

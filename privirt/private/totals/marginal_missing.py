@@ -415,6 +415,24 @@ def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a:
 
 # ---------------------------------------------------------------------------------------
 # the ability model fitted to the observed-score histogram
+#: the MCAR fit's first grid of κ and the top of its refined κ (the complete path's grid and
+#: 0.95; other values only for the benchmark's comparisons, ``docs/totals.md`` §7.4)
+MCAR_KAPPA_GRID = KAPPA_GRID
+MCAR_KAPPA_TOP = 0.95
+#: which grid point gives β̂: "nearest" to the posterior mean of (log τ, κ, λ) (the rule, as on
+#: the complete path), "mode" (the posterior mode) or "mean" (the posterior mean of β itself) —
+#: the last two only for the benchmark's comparisons (``docs/totals.md`` §7.4, session 12: not adopted)
+MCAR_POINT = "nearest"
+
+
+def _point(post, beta, lt, kap, lam, nll):
+    """β̂ (R, m) from posteriors ``post`` (R, T) over the grid's β (R, T, m), by :data:`MCAR_POINT`."""
+    if MCAR_POINT == "mean":
+        return np.einsum("rt,rtm->rm", post, beta)
+    j = np.argmin(nll, axis=1) if MCAR_POINT == "mode" else _nearest_to_mean(post, lt, kap, lam)
+    return beta[np.arange(beta.shape[0]), j]
+
+
 def _nearest_to_mean(post, lt, kap, lam):
     d = (((lt - (post @ lt)[:, None]) / 0.2) ** 2 + ((kap - (post @ kap)[:, None]) / 0.1) ** 2
          + ((lam - (post @ lam)[:, None]) / 0.1) ** 2)
@@ -437,7 +455,7 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
 
     As :func:`privirt.private.totals.marginal.fit_spread` (normal-mixture grid over (τ, κ), prior on log τ,
     one refinement with skewed shapes when the posterior is concentrated, β at the grid point
-    nearest the posterior mean), with the bin probabilities of the observed score when item i
+    nearest the posterior mean; :data:`MCAR_POINT`), with the bin probabilities of the observed score when item i
     is answered independently with probability ``q[i]``; ``p`` are the proportions correct among
     those who answered (the full-population marginals under MCAR).  With a thinning matrix
     ``A`` (:func:`thinning_matrix`) ``hist`` is the (k, r) histogram (K·B cells, k-major) and
@@ -446,15 +464,16 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
     """
     hist = np.asarray(hist, dtype=float)
     if support is None:
-        lt = np.repeat(np.log(TAU_GRID), KAPPA_GRID.size)
-        kap = np.tile(KAPPA_GRID, TAU_GRID.size)
+        lt = np.repeat(np.log(TAU_GRID), MCAR_KAPPA_GRID.size)
+        kap = np.tile(MCAR_KAPPA_GRID, TAU_GRID.size)
         lam = np.full(lt.size, 0.5)
         post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
         keep = post >= 1e-6 * post.max()
         if np.count_nonzero(keep) <= REFINE_BELOW:
             dlt = np.diff(np.log(TAU_GRID))[0]
             lt_f = np.arange(lt[keep].min() - dlt, lt[keep].max() + dlt + 1e-9, dlt / 4)
-            kap_f = np.unique(np.clip(np.linspace(kap[keep].min() - 0.3, kap[keep].max() + 0.3, 9), 0.0, 0.95))
+            kap_f = np.unique(np.clip(np.linspace(kap[keep].min() - 0.3, kap[keep].max() + 0.3, 9), 0.0,
+                                      MCAR_KAPPA_TOP))
             g = np.array(np.meshgrid(lt_f, kap_f, LAMBDA_GRID, indexing="ij")).reshape(3, -1)
             lt, kap, lam = g[:, (g[1] > 0) | (g[2] == 0.5)]
             post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
@@ -462,8 +481,8 @@ def fit_spread_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: int, var_
         lt, kap, lam = support
         post, beta, nll = _posterior(p, q, hist, n, var_h, edges, lt, kap, lam, A)
     bc = beta - beta.mean(axis=1, keepdims=True)
-    j = int(_nearest_to_mean(post[None, :], lt, kap, lam)[0])
-    return SpreadFit(beta=bc[j], tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
+    b = _point(post[None, :], bc[None], lt, kap, lam, nll[None, :])[0]
+    return SpreadFit(beta=b, tau=float(post @ np.exp(lt)), kappa_mean=float(post @ kap),
                      log_tau=lt, kappa=kap, lam=lam, weights=post, map_index=int(np.argmin(nll)))
 
 
@@ -503,6 +522,6 @@ def fit_support_batch_mcar(p: np.ndarray, q: np.ndarray, hist: np.ndarray, n: in
         nll = 0.5 * np.sum(res * res / V + np.log(V), axis=2) + prior[None, :]
         post = np.exp(-(nll - nll.min(axis=1, keepdims=True)))
         post /= post.sum(axis=1, keepdims=True)
-        bsel = beta.reshape(r, T, m)[np.arange(r), _nearest_to_mean(post, lt, kap, lam)]
+        bsel = _point(post, beta.reshape(r, T, m), lt, kap, lam, nll)
         out[a0:a0 + r] = bsel - bsel.mean(axis=1, keepdims=True)
     return out
