@@ -26,7 +26,8 @@ Prints tables (mean over trials, same data and δ = 1e-4 for both estimators):
   coverage and width).  Each ratio comes with its delta-method standard error over the data
   sets, each coverage with its SE over the data sets (the items of one data set share its
   scale error) and the half-width of the binomial 95% band; a cell counts as missing a target
-  only when ±2 SE excludes it (:func:`coverage_outside`).
+  only when ±2 SE excludes it (:func:`coverage_outside`). ``--design-nodes K`` runs the grid with
+  the design's predicted error averaged over the prior on log τ (``docs/totals.md`` §4.2; 0: at τ = 1).
 
     python benchmarks/bench_private_totals.py            # full run
     python benchmarks/bench_private_totals.py --quick    # fewer trials
