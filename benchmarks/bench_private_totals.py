@@ -26,7 +26,8 @@ Prints tables (mean over trials, same data and δ = 1e-4 for both estimators):
   coverage and width).  Each ratio comes with its delta-method standard error over the data
   sets, each coverage with its SE over the data sets (the items of one data set share its
   scale error) and the half-width of the binomial 95% band; a cell counts as missing a target
-  only when ±2 SE excludes it (:func:`coverage_outside`).
+  only when ±2 SE excludes it (:func:`coverage_outside`). ``--design-nodes K`` runs the grid with
+  the design's predicted error averaged over the prior on log τ (``docs/totals.md`` §4.2; 0: at τ = 1).
 
     python benchmarks/bench_private_totals.py            # full run
     python benchmarks/bench_private_totals.py --quick    # fewer trials
@@ -116,9 +117,10 @@ def grid_cell(args):
     Algorithm 2 as published (``estimator="spectral"``) and of the default call
     (``private.choose``; where that is Algorithm 2, its default estimator ``"auto"``), then the
     coverage and mean width of the totals estimator's intervals and of the default's."""
-    shape, n, m, eps, trials, seed0, n_boot, draws = args
+    shape, n, m, eps, trials, seed0, n_boot, draws, nodes = args
     from privirt.private.choose import default_private_method
-    from privirt.private.totals import intervals
+    from privirt.private.totals import intervals, marginal
+    marginal.DESIGN_PRIOR_NODES = nodes  # the design criterion (docs/totals.md §4.2)
     global _PACKAGE_TEMPER
     if _PACKAGE_TEMPER is None:
         _PACKAGE_TEMPER = intervals.TEMPER_MAX
@@ -178,7 +180,7 @@ def coverage_outside(cov, se, trials, m, lo=0.90, hi=0.98):
 
 
 def grid_jobs(args, seed0):
-    """(shape, n, m, ε, trials, seed, n_boot, model draws) per cell of the shapes grid (``--grid-cells``: only those)."""
+    """(shape, n, m, ε, trials, seed, n_boot, model draws, design nodes) per cell of the shapes grid (``--grid-cells``: only those)."""
     if args.grid_cells:
         cells = []
         for c in args.grid_cells.split(","):
@@ -188,7 +190,11 @@ def grid_jobs(args, seed0):
         cells = [(sh, int(n), int(m), float(e)) for sh in args.grid_shapes.split(",")
                  for m in args.grid_m.split(",") for n in args.grid_n.split(",") for e in args.grid_eps.split(",")]
     base = args.grid_seed if args.grid_seed is not None else seed0 + 10_000
-    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"))
+    nodes = getattr(args, "design_nodes", None)
+    if nodes is None:
+        from privirt.private.totals import marginal
+        nodes = marginal.DESIGN_PRIOR_NODES
+    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"), nodes)
             for sh, n, m, e in cells]
 
 
@@ -222,6 +228,7 @@ def run_shapes_grid(args, seed0):
             with open(args.grid_out, "a") as fh:
                 fh.write(json.dumps({"shape": shape, "n": n, "m": m, "eps": eps, "seed": jobs[0][5],
                                      "n_boot": args.grid_boot, "model_draws": getattr(args, "model_draws", "tempered"),
+                                     "design_nodes": jobs[0][8],
                                      "rows": r.tolist()}) + "\n")
     if ex:
         ex.shutdown()
@@ -289,6 +296,9 @@ def main() -> None:
     ap.add_argument("--model-draws", choices=("tempered", "posterior", "mode"), default="tempered",
                     help="shapes grid: the bootstrap replicates' ability models (docs/totals.md §5.4): drawn from "
                          "the tempered posterior (default), the posterior (session 10), or all at the mode")
+    ap.add_argument("--design-nodes", type=int, default=None,
+                    help="shapes grid: the design's predicted error at τ = 1 only (0) or averaged over the prior on "
+                         "log τ by this many Gauss-Hermite nodes (docs/totals.md §4.2; default: the package's)")
     args = ap.parse_args()
     if args.grid_trials is None:
         args.grid_trials = 6 if args.quick else 16

@@ -66,3 +66,25 @@ def test_design_by_the_expansion_matches_the_exact_design(monkeypatch):
         f_e, e_e = marginal.optimal_split(n, m, rho)
         assert f_a == f_e and len(e_a) == len(e_e), (n, m)
         assert np.abs(e_a - e_e).max() <= 1, (n, m)
+
+
+def test_prior_averaged_design_is_the_brute_force_average_of_the_predicted_error(monkeypatch):
+    """§4.2: with ``DESIGN_PRIOR_NODES`` = 5 the split minimises the predicted error averaged over
+    the public prior log τ ~ N(0, 0.7²); Gauss–Hermite must pick what a 61-point trapezoid rule
+    picks, and at (n, m, ε) = (200, 10, 0.3) that is not the reference design's floor f = 0.01."""
+    from scipy import stats
+
+    n, m, rho = 200, 10, 0.004650283480834191  # ρ of ε = 0.3, δ = 1e-4 (the release's calibration)
+    assert marginal.optimal_split(n, m, rho)[0] == marginal._F_GRID[0]  # the reference τ = 1 design
+    monkeypatch.setattr(marginal, "DESIGN_PRIOR_NODES", 5)
+    f, edges = marginal.optimal_split(n, m, rho)
+    Bs = list(range(3, m + 2))  # the noisy full distribution: the layout is searched (§4.1)
+    _, pr = marginal._design_errors(n, m, rho, Bs, 0.0)
+    lt = np.linspace(-4.5, 4.5, 61) * marginal.PRIOR_LOG_TAU_SD
+    wt = stats.norm.pdf(lt, scale=marginal.PRIOR_LOG_TAU_SD)
+    brute = sum(w * marginal._design_errors(n, m, rho, Bs, x, pr)[0] for x, w in zip(lt, wt / wt.sum()))
+    i, j = np.unravel_index(int(np.argmin(brute)), brute.shape)
+    assert f == marginal._F_GRID[j] and f > 0.03
+    assert np.array_equal(edges, marginal.equal_probability_edges(pr, Bs[i]))
+    lts, w5 = marginal.design_spreads()
+    assert lts.size == 5 and np.isclose(w5.sum(), 1.0) and np.isclose(w5 @ lts**2, marginal.PRIOR_LOG_TAU_SD**2)

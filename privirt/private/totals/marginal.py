@@ -197,6 +197,18 @@ def equal_probability_edges(pr: np.ndarray, B: int) -> np.ndarray:
 _F_GRID = np.geomspace(0.01, 0.6, 40)
 #: the design is optimised for the sum of the predicted errors at these bimodalities κ
 REFERENCE_KAPPAS = (0.0, 0.85)
+#: 0: the predicted error at the reference spread τ = 1 only; K > 0: its average over the public
+#: prior log τ ~ N(0, PRIOR_LOG_TAU_SD²) by K-node Gauss–Hermite (``docs/totals.md`` §4.2)
+DESIGN_PRIOR_NODES: int = 0
+
+
+def design_spreads(nodes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(log τ, weight) at which the design's predicted error is evaluated and averaged (public)."""
+    k = DESIGN_PRIOR_NODES if nodes is None else nodes
+    if k <= 0:
+        return np.zeros(1), np.ones(1)
+    x, wt = np.polynomial.hermite_e.hermegauss(k)
+    return PRIOR_LOG_TAU_SD * x, wt / wt.sum()
 
 
 #: Up to this many items every number of bins 3 … m + 1 is tried; beyond, a geometric grid of
@@ -263,8 +275,20 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
     return f, edges
 
 
-def _best_design(n: int, m: int, rho: float, Bs: list[int]) -> tuple[float, np.ndarray]:
+def _best_design(n: int, m: int, rho: float, Bs: list[int], nodes: int | None = None) -> tuple[float, np.ndarray]:
     """(f, edges) minimising the predicted error of :func:`optimal_split` over the bin counts ``Bs``."""
+    lts, wts = design_spreads(nodes)
+    total, pr_ref = _design_errors(n, m, rho, Bs, 0.0)
+    if lts.size > 1:  # averaged over the prior on log τ; the bins stay those of the reference τ = 1
+        total = sum(wt * _design_errors(n, m, rho, Bs, lt0, pr_ref)[0] for lt0, wt in zip(lts, wts))
+    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
+    return float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i])
+
+
+def _design_errors(n: int, m: int, rho: float, Bs: list[int], lt0: float,
+                   pr_ref: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted error (len(Bs), len(_F_GRID)) summed over :data:`REFERENCE_KAPPAS` at log τ = ``lt0``
+    (bins equal-probability at ``pr_ref``, by default at this τ and κ = 0), and that distribution."""
     from .scores import EXACT_DESIGN_ITEMS, edgeworth_score_distribution
 
     beta0 = reference_difficulties(m)
@@ -272,14 +296,14 @@ def _best_design(n: int, m: int, rho: float, Bs: list[int]) -> tuple[float, np.n
     # expansion (O(m) per ability node; the exact one is O(m²); error bound in scores.py)
     sdist = score_distribution if m <= EXACT_DESIGN_ITEMS else edgeworth_score_distribution
     total = np.zeros((len(Bs), _F_GRID.size))
-    pr_ref = S3 = None
+    S3 = None
     for k0 in REFERENCE_KAPPAS:
         h = 1e-3
-        lt = np.array([0.0, -h, h, 0.0, 0.0])
+        lt = lt0 + np.array([0.0, -h, h, 0.0, 0.0])
         kap = np.array([k0, k0, k0, k0 - h if k0 > 0 else k0, k0 + h]) + np.array([0, 0, 0, 0, 0 if k0 > 0 else h])
         theta, w = ability_grid(lt, kappa=kap)
         B5 = np.repeat(beta0[None, :], 5, axis=0)
-        if S3 is None:  # P(r | θ) at τ = 1, e^−h, e^h: the abilities' nodes do not depend on κ
+        if S3 is None:  # P(r | θ) at τ, τe^−h, τe^h: the abilities' nodes do not depend on κ
             S3 = sdist(B5[:3], theta[:3])
         pr = np.einsum("tqr,tq->tr", S3[[0, 1, 2, 0, 0]], w)
         pr_ref = pr[0] if pr_ref is None else pr_ref
@@ -305,9 +329,7 @@ def _best_design(n: int, m: int, rho: float, Bs: list[int]) -> tuple[float, np.n
             info = ((1.0 / V) @ JJ).reshape(-1, 2, 2) + np.diag([1.0 / PRIOR_LOG_TAU_SD**2, 1.0])
             tr = np.einsum("fij,ij->f", np.linalg.inv(info), DtD)  # tr(D C Dᵀ) = Σ C ∘ DᵀD
             total[i] += a / (1 - _F_GRID) + samp + tr
-    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
-    best = (0.0, float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i]))
-    return best[1], best[2]
+    return total, pr_ref
 
 
 # ---------------------------------------------------------------------------------------
