@@ -97,3 +97,29 @@ def test_shapes_grid_can_run_with_short_tests_never_merging_scores(monkeypatch):
         assert full[0, 1] == cur[0, 1] and full[0, 0] != cur[0, 0]  # same data and Alg. 2, other release
     finally:
         measurements._calibrated_totals.cache_clear()
+
+
+def test_paired_grid_ratio_pairs_two_runs_by_cell_and_seed(tmp_path, capsys, monkeypatch):
+    import json
+    import sys
+
+    mod = _load("paired_grid_ratio")
+    rng = np.random.default_rng(3)
+
+    def rows(scale, seed):
+        r = np.random.default_rng(seed)  # Algorithm 2's errors and the coverage: the same draws in both runs
+        se_a, cov = r.gamma(2.0, 1.0, 8), r.uniform(0.8, 1.0, 8)
+        return np.column_stack([scale * rng.gamma(2.0, 1.0, 8), se_a, se_a, cov, cov, cov, cov]).tolist()
+
+    for name, scale in (("a", 1.0), ("b", 2.0)):
+        with open(tmp_path / f"{name}.jsonl", "w") as fh:
+            for seed in ((1, 2) if name == "a" else (1, 2, 3)):  # seed 3 only in b: left out
+                fh.write(json.dumps({"shape": "normal", "m": 10, "n": 200, "eps": 1.0, "seed": seed,
+                                     "rows": rows(scale, seed)}) + "\n")
+    cells = mod.paired(mod.load(tmp_path / "a.jsonl"), mod.load(tmp_path / "b.jsonl"))
+    (ra, rb), = cells.values()
+    assert ra.shape == rb.shape == (16, 7) and np.array_equal(ra[:, 1], rb[:, 1])
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    mod.main()
+    out = capsys.readouterr().out
+    assert "| (10, 200, 1) normal | 16 |" in out and "+0.000 ± 0.000" in out
