@@ -27,7 +27,8 @@ Prints tables (mean over trials, same data and δ = 1e-4 for both estimators):
   sets, each coverage with its SE over the data sets (the items of one data set share its
   scale error) and the half-width of the binomial 95% band; a cell counts as missing a target
   only when ±2 SE excludes it (:func:`coverage_outside`). ``--design-nodes K`` runs the grid with
-  the design's predicted error averaged over the prior on log τ (``docs/totals.md`` §4.2; 0: at τ = 1).
+  the design's predicted error averaged over the prior on log τ (``docs/totals.md`` §4.2; 0: at τ = 1);
+  ``--noisy-scores-ratio X`` with ``marginal.NOISY_SCORES_RATIO = X`` (§4.1; ``inf``: short tests never merge scores).
 
     python benchmarks/bench_private_totals.py            # full run
     python benchmarks/bench_private_totals.py --quick    # fewer trials
@@ -117,10 +118,14 @@ def grid_cell(args):
     Algorithm 2 as published (``estimator="spectral"``) and of the default call
     (``private.choose``; where that is Algorithm 2, its default estimator ``"auto"``), then the
     coverage and mean width of the totals estimator's intervals and of the default's."""
-    shape, n, m, eps, trials, seed0, n_boot, draws, nodes = args
+    shape, n, m, eps, trials, seed0, n_boot, draws, nodes, noisy = args
     from privirt.private.choose import default_private_method
     from privirt.private.totals import intervals, marginal
+    if (marginal.DESIGN_PRIOR_NODES, marginal.NOISY_SCORES_RATIO) != (nodes, noisy):
+        from privirt.private import measurements
+        measurements._calibrated_totals.cache_clear()  # its layouts were designed under the old rule
     marginal.DESIGN_PRIOR_NODES = nodes  # the design criterion (docs/totals.md §4.2)
+    marginal.NOISY_SCORES_RATIO = noisy  # when short tests merge scores (docs/totals.md §4.1)
     global _PACKAGE_TEMPER
     if _PACKAGE_TEMPER is None:
         _PACKAGE_TEMPER = intervals.TEMPER_MAX
@@ -180,7 +185,7 @@ def coverage_outside(cov, se, trials, m, lo=0.90, hi=0.98):
 
 
 def grid_jobs(args, seed0):
-    """(shape, n, m, ε, trials, seed, n_boot, model draws, design nodes) per cell of the shapes grid (``--grid-cells``: only those)."""
+    """(shape, n, m, ε, trials, seed, n_boot, model draws, design nodes, noisy-scores ratio) per cell of the shapes grid (``--grid-cells``: only those)."""
     if args.grid_cells:
         cells = []
         for c in args.grid_cells.split(","):
@@ -194,8 +199,12 @@ def grid_jobs(args, seed0):
     if nodes is None:
         from privirt.private.totals import marginal
         nodes = marginal.DESIGN_PRIOR_NODES
-    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"), nodes)
-            for sh, n, m, e in cells]
+    noisy = getattr(args, "noisy_scores_ratio", None)
+    if noisy is None:
+        from privirt.private.totals import marginal
+        noisy = marginal.NOISY_SCORES_RATIO
+    return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"), nodes,
+             float(noisy)) for sh, n, m, e in cells]
 
 
 def run_shapes_grid(args, seed0):
@@ -229,6 +238,7 @@ def run_shapes_grid(args, seed0):
                 fh.write(json.dumps({"shape": shape, "n": n, "m": m, "eps": eps, "seed": jobs[0][5],
                                      "n_boot": args.grid_boot, "model_draws": getattr(args, "model_draws", "tempered"),
                                      "design_nodes": jobs[0][8],
+                                     "noisy_scores_ratio": str(jobs[0][9]),
                                      "rows": r.tolist()}) + "\n")
     if ex:
         ex.shutdown()
@@ -299,6 +309,10 @@ def main() -> None:
     ap.add_argument("--design-nodes", type=int, default=None,
                     help="shapes grid: the design's predicted error at τ = 1 only (0) or averaged over the prior on "
                          "log τ by this many Gauss-Hermite nodes (docs/totals.md §4.2; default: the package's)")
+    ap.add_argument("--noisy-scores-ratio", type=float, default=None,
+                    help="shapes grid: tests of at most FULL_SCORES_UP_TO items merge scores when the full score "
+                         "distribution's noise SD exceeds this multiple of its mean count per score (docs/totals.md "
+                         "§4.1; inf: never merge; default: the package's)")
     args = ap.parse_args()
     if args.grid_trials is None:
         args.grid_trials = 6 if args.quick else 16

@@ -65,3 +65,61 @@ def test_interval_shape_rules_put_the_long_side_where_the_truths_are():
     for rule in ("semi", "quant", "cf"):
         lo, hi = bench.bounds(rule, centre, sym, z)
         assert np.allclose(lo, slo, rtol=0.05) and np.allclose(hi, shi, rtol=0.05), rule
+
+
+def test_shapes_grid_can_run_with_short_tests_never_merging_scores(monkeypatch):
+    # issue 26: --noisy-scores-ratio X runs the grid under marginal.NOISY_SCORES_RATIO = X
+    # (inf: tests of m <= FULL_SCORES_UP_TO items always release the full score distribution)
+    import argparse
+
+    from privirt.private import measurements
+    from privirt.private.totals import marginal
+
+    bench = _load("bench_private_totals")
+    monkeypatch.setattr(marginal, "NOISY_SCORES_RATIO", marginal.NOISY_SCORES_RATIO)
+    monkeypatch.setattr(marginal, "DESIGN_PRIOR_NODES", marginal.DESIGN_PRIOR_NODES)
+    args = argparse.Namespace(grid_cells="pointmass:10:200:1", grid_seed=7, grid_trials=1, grid_boot=0)
+    assert bench.grid_jobs(args, 0)[0][9] == marginal.NOISY_SCORES_RATIO
+    args.noisy_scores_ratio = float("inf")
+    job_inf = bench.grid_jobs(args, 0)[0]
+    assert job_inf[9] == float("inf")
+    job_cur = job_inf[:9] + (1.0,)
+
+    def layout():  # the release's score bins at this cell under the rule now in force
+        return len(measurements.TotalsGaussian.calibrate(
+            measurements.ApproxDP(1.0, bench.DELTA), n_persons=200, n_items=10).edges) - 1
+
+    try:
+        cur = bench.grid_cell(job_cur)[1]
+        assert layout() < 11  # (10, 200, 1): the rule merges scores
+        full = bench.grid_cell(job_inf)[1]
+        assert layout() == 11  # never merged, although the merged layout was cached
+        assert full[0, 1] == cur[0, 1] and full[0, 0] != cur[0, 0]  # same data and Alg. 2, other release
+    finally:
+        measurements._calibrated_totals.cache_clear()
+
+
+def test_paired_grid_ratio_pairs_two_runs_by_cell_and_seed(tmp_path, capsys, monkeypatch):
+    import json
+    import sys
+
+    mod = _load("paired_grid_ratio")
+    rng = np.random.default_rng(3)
+
+    def rows(scale, seed):
+        r = np.random.default_rng(seed)  # Algorithm 2's errors and the coverage: the same draws in both runs
+        se_a, cov = r.gamma(2.0, 1.0, 8), r.uniform(0.8, 1.0, 8)
+        return np.column_stack([scale * rng.gamma(2.0, 1.0, 8), se_a, se_a, cov, cov, cov, cov]).tolist()
+
+    for name, scale in (("a", 1.0), ("b", 2.0)):
+        with open(tmp_path / f"{name}.jsonl", "w") as fh:
+            for seed in ((1, 2) if name == "a" else (1, 2, 3)):  # seed 3 only in b: left out
+                fh.write(json.dumps({"shape": "normal", "m": 10, "n": 200, "eps": 1.0, "seed": seed,
+                                     "rows": rows(scale, seed)}) + "\n")
+    cells = mod.paired(mod.load(tmp_path / "a.jsonl"), mod.load(tmp_path / "b.jsonl"))
+    (ra, rb), = cells.values()
+    assert ra.shape == rb.shape == (16, 7) and np.array_equal(ra[:, 1], rb[:, 1])
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    mod.main()
+    out = capsys.readouterr().out
+    assert "| (10, 200, 1) normal | 16 |" in out and "+0.000 ± 0.000" in out
