@@ -353,7 +353,6 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
     mean.  Relative ℓ2 errors of a and of b (centred) against the truth, MSE against the
     noise-free MCAR fit, coverage of the 95 % intervals (``n_boot`` replicates) of the true a, b;
     means over data sets ± SE (a data set's 2 releases averaged first)."""
-    import warnings
 
     from mcar_split_candidate import candidate_scales
 
@@ -371,39 +370,36 @@ def mcar_split(trials: int, cells=MCAR_SPLIT_CELLS, n_boot: int = 200, criterion
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n, m, e, frac in cells:
         for unequal in (False, True):
-            res, shares = [], {}
-            for k, Xm, a, b, a0, b0 in _paired_mcar_sets(n, m, frac, unequal, trials):
-                rows = []
-                for r in range(2):
-                    row = []
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        for candidate in (False, True):
-                            package_scales = mc.McarPairsGaussian.__dict__["_scales"]
-                            if candidate:
-                                mc.McarPairsGaussian._scales = candidate_scales(n, criterion)
-                            try:
-                                rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar",
-                                                           seed=8_100_000 + 10 * k + r)
-                            finally:
-                                mc.McarPairsGaussian._scales = package_scales
-                            shares[candidate] = _shares(rel_)
-                            f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
-                            pts = []
-                            for shrinker in (js, functools.partial(_eb_answered, n=rel_.n_persons)):
-                                mc.shrink_answered = shrinker
-                                try:
-                                    pts.append(estimate_2pl_from_release(rel_, n_boot=0))
-                                finally:
-                                    mc.shrink_answered = js
-                            row += _paired_metrics(f, a, b, a0, b0)
-                            row += [float(np.sum((p.a.to_numpy() - a0) ** 2)) for p in pts]
-                            row += [float(np.sum((p.b.to_numpy() - b0) ** 2)) for p in pts]
-                    rows.append(row)
-                res.append(np.mean(rows, axis=0))
-                record(part="mcar_split", criterion=criterion, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k,
-                       values=res[-1].tolist())
-            R = np.array(res)  # columns: per split (old: 0–9, new: 10–19)
+            shares = {}
+
+            def release_row(k, r, Xm, a, b, a0, b0):
+                row = []
+                for candidate in (False, True):
+                    package_scales = mc.McarPairsGaussian.__dict__["_scales"]
+                    if candidate:
+                        mc.McarPairsGaussian._scales = candidate_scales(n, criterion)
+                    try:
+                        rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar",
+                                                   seed=8_100_000 + 10 * k + r)
+                    finally:
+                        mc.McarPairsGaussian._scales = package_scales
+                    shares[candidate] = _shares(rel_)
+                    f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
+                    pts = []
+                    for shrinker in (js, functools.partial(_eb_answered, n=rel_.n_persons)):
+                        mc.shrink_answered = shrinker
+                        try:
+                            pts.append(estimate_2pl_from_release(rel_, n_boot=0))
+                        finally:
+                            mc.shrink_answered = js
+                    row += _paired_metrics(f, a, b, a0, b0)
+                    row += [float(np.sum((p.a.to_numpy() - a0) ** 2)) for p in pts]
+                    row += [float(np.sum((p.b.to_numpy() - b0) ** 2)) for p in pts]
+                return row
+
+            R = _paired_mcar_rows(n, m, e, frac, unequal, trials, release_row, {"part": "mcar_split",
+                                                                                 "criterion": criterion})
+            # columns: per split (old: 0–9, new: 10–19)
             old, new = shares[False], shares[True]
             print(f"| {n} | {m} | {e:g} | {frac:.0%} | {'unequal' if unequal else 'equal'} "
                   f"| {old[0]:.2f}, {old[1]:.2f} → {new[0]:.2f}, {new[1]:.2f} "
@@ -423,7 +419,6 @@ def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c"
     ``shrink_co_answered_given_c_sampling``; §6.2).  Relative
     ℓ2 errors against the truth, MSE against the noise-free MCAR fit (ratio old/new ± SE,
     > 1: given c better), coverage of the true a and b by the 95 % intervals."""
-    import warnings
 
     import mcar_split_candidate as cand
 
@@ -440,32 +435,45 @@ def mcar_co_variance(trials: int, cells, n_boot: int = 200, new: str = "given_c"
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n, m, e, frac in cells:
         for unequal in (False, True):
-            res = []
-            for k, Xm, a, b, a0, b0 in _paired_mcar_sets(n, m, frac, unequal, trials):
-                rows = []
-                for r in range(2):
-                    row = []
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar",
-                                                   seed=8_100_000 + 10 * k + r)
-                        for variant in (package, variant_new):
-                            mc.shrink_co_answered = variant
-                            try:
-                                f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
-                            finally:
-                                mc.shrink_co_answered = package
-                            row += _paired_metrics(f, a, b, a0, b0)
-                    rows.append(row)
-                res.append(np.mean(rows, axis=0))
-                record(part="mcar_co_variance", new=new, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k,
-                       values=res[-1].tolist())
-            R = np.array(res)  # columns: old 0–5, new 6–11
+
+            def release_row(k, r, Xm, a, b, a0, b0):
+                row = []
+                rel_ = privirt.release_2pl(Xm, epsilon=e, delta=DELTA, missing="mcar", seed=8_100_000 + 10 * k + r)
+                for variant in (package, variant_new):
+                    mc.shrink_co_answered = variant
+                    try:
+                        f = estimate_2pl_from_release(rel_, n_boot=n_boot, seed=8_200_000 + 10 * k + r)
+                    finally:
+                        mc.shrink_co_answered = package
+                    row += _paired_metrics(f, a, b, a0, b0)
+                return row
+
+            R = _paired_mcar_rows(n, m, e, frac, unequal, trials, release_row, {"part": "mcar_co_variance",
+                                                                                 "new": new})
+            # columns: old 0–5, new 6–11
             print(f"| {n} | {m} | {e:g} | {frac:.0%} | {'unequal' if unequal else 'equal'} "
                   f"| {mean_se(R[:, 0])} → {mean_se(R[:, 6])} | {mean_se(R[:, 1])} → {mean_se(R[:, 7])} "
                   f"| {ratio_se(R[:, 2], R[:, 8])} | {ratio_se(R[:, 3], R[:, 9])} "
                   f"| {mean_se(R[:, 4])} → {mean_se(R[:, 10])} | {mean_se(R[:, 5])} → {mean_se(R[:, 11])} |",
                   flush=True)
+
+
+def _paired_mcar_rows(n, m, e, frac, unequal, trials, release_row, tags: dict) -> np.ndarray:
+    """The loop :func:`mcar_split` and :func:`mcar_co_variance` share: per data set of
+    :func:`_paired_mcar_sets`, the mean over its 2 releases r of ``release_row(k, r, Xm, a, b, a0, b0)``
+    (warnings silenced), each recorded with ``tags`` first; (data sets, columns)."""
+    import warnings
+
+    res = []
+    for k, Xm, a, b, a0, b0 in _paired_mcar_sets(n, m, frac, unequal, trials):
+        rows = []
+        for r in range(2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(release_row(k, r, Xm, a, b, a0, b0))
+        res.append(np.mean(rows, axis=0))
+        record(**tags, n=n, m=m, eps=e, frac=frac, unequal=unequal, k=k, values=res[-1].tolist())
+    return np.array(res)
 
 
 def _paired_mcar_sets(n, m, frac, unequal, trials):
