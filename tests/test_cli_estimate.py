@@ -423,3 +423,22 @@ def test_missing_option_is_refused_where_it_has_no_effect(tmp_path, capsys):
     assert "declare --missing mcar" in err and "600" not in err and err.count("\n") == 1
     assert main([*base, "--method", "totals", "--n-persons", "700", "--missing", "mcar"]) == 0
     capsys.readouterr()
+
+
+def test_private_totals_notes_intervals_that_rest_on_the_prior_for_the_spread(tmp_path, capsys):
+    # session 13: where the release says little about the ability spread (φ < ½, docs/totals.md
+    # §5.4) the run says that its intervals are calibrated over the prior on the spread
+    def run(n, m, eps):
+        X, _, _ = privirt.simulate_rasch(n, m, seed=1)
+        path = tmp_path / f"r{n}.csv"
+        pd.DataFrame(X).to_csv(path, index=False)
+        assert main(["estimate", str(path), "--epsilon", str(eps), "--method", "totals", "--seed", "0",
+                     "--n-boot", "20", "--no-progress"]) == 0
+        api = privirt.private_totals_estimate(X, epsilon=eps, seed=0, n_boot=20)
+        return capsys.readouterr().err, api.info["histogram_share"]
+
+    err, share = run(200, 10, 0.3)
+    assert share < 0.5
+    assert f"histogram share {share:.2f} < 0.5" in err and "under-cover" in err
+    err, share = run(2000, 20, 1.0)
+    assert share > 0.5 and "histogram share" not in err

@@ -342,3 +342,22 @@ def test_model_draws_narrow_only_the_spread_the_prior_alone_gives(monkeypatch):
     assert 0.6 < draw_sd(silent, 2.0) / draw_sd(silent, 1.0) < 0.9
     # located spread: the posterior's draws, unchanged
     assert abs(draw_sd(located, 2.0) / draw_sd(located, 1.0) - 1.0) < 0.05
+
+
+def test_results_report_the_histograms_share_of_the_ability_spread():
+    # session 13: φ (docs/totals.md §5.4) is reported, so a caller can tell where the intervals are
+    # calibrated on average over the prior on the spread (φ < ½) rather than by the release
+    from privirt.private.totals import intervals
+
+    X, _, _ = privirt.simulate_rasch(2000, 10, seed=3)
+    rel = release_totals(X, epsilon=10.0, seed=1)
+    silent = silent_histogram(rel)
+    fit = estimate_from_release(silent, n_boot=0)
+    assert fit.info["histogram_share"] == pytest.approx(intervals.histogram_share(_spread_fit(silent)))
+    assert fit.info["histogram_share"] < intervals.LOW_HISTOGRAM_SHARE
+    assert estimate_from_release(rel, n_boot=0).info["histogram_share"] > 0.9
+    Xm = X.astype(float)
+    Xm[np.random.default_rng(0).random(X.shape) < 0.2] = np.nan
+    few = privirt.private_totals_estimate(Xm[:200], epsilon=0.3, missing="mcar", seed=0, n_boot=0)
+    many = privirt.private_totals_estimate(Xm, epsilon=3.0, missing="mcar", seed=0, n_boot=0)
+    assert 0.0 <= few.info["histogram_share"] < 0.5 < many.info["histogram_share"] <= 1.0

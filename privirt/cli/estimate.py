@@ -283,10 +283,26 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     res = entry.estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
                          items=items, note=f"privirt estimate {Path(args.file).name}",
                          n_persons=args.n_persons, **options)
+    _note_intervals(res)
     table = pd.DataFrame({"beta": res.beta})
     if getattr(res, "se", None) is not None and (getattr(res, "info", None) or {}).get("n_boot", 1):  # intervals (docs/intervals.md, docs/totals.md)
         table = table.assign(se=res.se, lo=res.ci["lo"], hi=res.ci["hi"])
     return method, table, res.privacy
+
+
+def _note_intervals(res) -> None:
+    """A note on stderr where the totals estimator's intervals rest on the prior for the ability
+    spread (``info["histogram_share"]`` below ½, ``docs/totals.md`` §5.4): public, from the release."""
+    from ..private.totals.intervals import LOW_HISTOGRAM_SHARE
+
+    info = getattr(res, "info", None) or {}
+    share = info.get("histogram_share")
+    if share is None or not info.get("n_boot") or share >= LOW_HISTOGRAM_SHARE:
+        return
+    print(f"note: the release says little about how spread out the abilities are (histogram share "
+          f"{share:.2f} < {LOW_HISTOGRAM_SHARE:g}); the intervals are calibrated on average over the prior on "
+          "that spread and can under-cover if the abilities are far more spread out than a standard normal "
+          "(docs/totals.md §5.4)", file=sys.stderr)
 
 
 def _command_with(args: argparse.Namespace, flag: str, value: str) -> str:

@@ -356,6 +356,9 @@ class TotalsEstimate(ItemEstimate):
     release : TotalsRelease
     info : dict
         Shrinkage factor, ability model (τ, κ, whether free ability weights were fitted),
+        ``histogram_share`` φ ∈ [0, 1] (the release's share of the information about the ability
+        spread; below ``intervals.LOW_HISTOGRAM_SHARE`` = ½ the prior holds most of it and the
+        intervals are calibrated on average over the prior on the spread, ``docs/totals.md`` §5.4),
         bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``,
         the mean answered share, ``k_bins`` (bins of the number answered) and ``answered_icc``
         (the fitted intra-class correlation φ of the number answered; 0 with one bin).
@@ -456,7 +459,7 @@ def estimate_from_release(
         centre = np.full(beta.size, np.nan)
     info = {
         "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "free_ability_weights": fit.flexible,
-        "n_boot": int(n_boot), "confidence": float(confidence),
+        "histogram_share": intervals.histogram_share(fit), "n_boot": int(n_boot), "confidence": float(confidence),
         "split": release.split, "n_bins": int(len(edges) - 1), "detect": diag,
         "bootstrap_seed": describe_seed(ss),
     }
@@ -534,8 +537,8 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
         se = np.full(beta.size, np.nan)
         centre = np.full(beta.size, np.nan)
     info = {
-        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean, "n_boot": int(n_boot),
-        "confidence": float(confidence), "split": release.split, "n_bins": int(len(edges) - 1),
+        "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean,
+        "histogram_share": intervals.histogram_share(fit), "n_boot": int(n_boot), "confidence": float(confidence), "split": release.split, "n_bins": int(len(edges) - 1),
         "detect": diag, "bootstrap_seed": describe_seed(ss), "missing": "mcar",
         "answered_share": float(np.mean(q)), "k_bins": 1 if k_edges is None else int(len(k_edges) - 1),
         "answered_icc": float(icc),

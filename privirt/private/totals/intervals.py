@@ -23,8 +23,8 @@ from scipy import special
 
 from . import manyitems, marginal, shrinkage
 
-__all__ = ["MODEL_DRAWS", "TEMPER_MAX", "bootstrap_errors", "histogram_share", "model_draws", "replicate_truths",
-           "true_difficulties"]
+__all__ = ["LOW_HISTOGRAM_SHARE", "MODEL_DRAWS", "TEMPER_MAX", "bootstrap_errors", "histogram_share", "model_draws",
+           "replicate_truths", "true_difficulties"]
 
 #: each replicate's ability model (τ, κ, λ) is drawn from the fit's posterior over its support
 #: (``docs/totals.md`` §5.4); False: every replicate at the posterior mode (the intervals before)
@@ -34,6 +34,10 @@ MODEL_DRAWS: bool = True
 #: ``docs/totals.md`` §5.4): the full posterior where the histogram locates τ, the posterior
 #: narrowed to 1/√TEMPER_MAX of its spread where only the prior does; 1: the posterior (session 10)
 TEMPER_MAX: float = 2.0
+#: below this share φ the release carries less information about the ability spread τ than the
+#: public prior does: the intervals are calibrated on average over the prior on τ, not for every
+#: ability distribution (``docs/totals.md`` §5.4, "What φ tells the user"); ``info["histogram_share"]``
+LOW_HISTOGRAM_SHARE: float = 0.5
 
 
 def histogram_share(fit) -> float:
