@@ -117,7 +117,8 @@ def grid_cell(args):
     """One cell of the shapes grid: per data set the squared errors of the totals estimator, of
     Algorithm 2 as published (``estimator="spectral"``) and of the default call
     (``private.choose``; where that is Algorithm 2, its default estimator ``"auto"``), then the
-    coverage and mean width of the totals estimator's intervals and of the default's."""
+    coverage and mean width of the totals estimator's intervals and of the default's, and the
+    totals fit's histogram share φ (``info["histogram_share"]``)."""
     shape, n, m, eps, trials, seed0, n_boot, draws, nodes, noisy = args
     from privirt.private.choose import default_private_method
     from privirt.private.totals import intervals, marginal
@@ -156,7 +157,7 @@ def grid_cell(args):
             lo, hi = f.ci["lo"].to_numpy(), f.ci["hi"].to_numpy()
             row += [float(np.mean((lo <= beta) & (beta <= hi))) if n_boot else np.nan,
                     float(np.mean(hi - lo)) if n_boot else np.nan]
-        out.append(row)
+        out.append(row + [float(fit.info["histogram_share"])])  # φ (docs/totals.md §5.4)
     return (shape, n, m, eps), np.array(out)
 
 

@@ -123,3 +123,35 @@ def test_paired_grid_ratio_pairs_two_runs_by_cell_and_seed(tmp_path, capsys, mon
     mod.main()
     out = capsys.readouterr().out
     assert "| (10, 200, 1) normal | 16 |" in out and "+0.000 ± 0.000" in out
+
+
+def test_histogram_share_table_splits_coverage_by_the_share(tmp_path, capsys, monkeypatch):
+    # session 13: the grid's coverage by φ (docs/totals.md §5.4): data sets are classed by their
+    # own φ, cell-shapes by their median φ
+    import json
+    import sys
+
+    mod = _load("histogram_share_table")
+
+    def rows(phi, cov):
+        k = len(phi)
+        return np.column_stack([np.ones(k), np.ones(k), np.ones(k), cov, np.ones(k), cov, np.ones(k), phi]).tolist()
+
+    with open(tmp_path / "g.jsonl", "w") as fh:
+        cells = [("bimodal2.5", 10, 200, 0.3, [0.05] * 6 + [0.7, 0.8], [0.7] * 6 + [1.0, 1.0]),
+                 ("normal", 10, 200, 0.3, [0.1] * 8, [1.0] * 8),
+                 ("normal", 10, 5000, 3.0, [0.99] * 8, [0.9, 1.0] * 4)]
+        for shape, m, n, eps, phi, cov in cells:
+            fh.write(json.dumps({"shape": shape, "m": m, "n": n, "eps": eps, "seed": 1, "rows": rows(phi, cov)}) + "\n")
+    s = mod.by_share(mod.load([tmp_path / "g.jsonl"]))
+    assert round(s["shapes"]["bimodal2.5"]["low"][0], 12) == 0.7 and s["shapes"]["bimodal2.5"]["low"][2] == 6
+    assert s["shapes"]["bimodal2.5"]["high"][0] == 1.0 and s["shapes"]["normal"]["high"][0] == 0.95
+    assert round(s["cells"][(10, 200, 0.3)][0], 12) == 0.1 and s["cells"][(10, 200, 0.3)][3] == 14 / 16
+    low, high = s["outside"]["low"], s["outside"]["high"]
+    assert (low["cells"], low["below"], low["above"], high["cells"], high["below"]) == (2, 1, 1, 1, 0)
+    assert [c[0] for c in low["clearly"]] == ["bimodal2.5"]  # all of 80 items covered is not clearly above
+    monkeypatch.setattr(sys, "argv", ["x", str(tmp_path / "g.jsonl")])
+    mod.main()
+    out = capsys.readouterr().out
+    assert "| bimodal2.5 | 0.700 ± 0.000 (6) | 1.000 ± 0.000 (2) |" in out
+    assert "median φ ≥ 0.5: 1 cell-shapes; point estimates below 0.90: 0, above 0.98: 0" in out
