@@ -17,7 +17,7 @@ import numpy as np
 from .fit import _model
 from .statistics import pair_index
 
-__all__ = ["jacobian", "noise_covariance", "relative_noise_bounds"]
+__all__ = ["jacobian", "noise_covariance", "relative_bounds", "relative_noise_bounds"]
 
 
 def jacobian(tau: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -56,9 +56,15 @@ def relative_noise_bounds(tau: np.ndarray, a: np.ndarray, n: int, sigma_totals: 
     (‖x̂ − x‖/‖x‖ of the centred vectors, as difficulties are compared), ``a`` uncentred; and
     ``b_from_a`` and ``b_from_tau``, the parts of b's that come from the error of a and of τ alone
     (their squares add up to b's but for the covariance of the two)."""
+    C = noise_covariance(tau, a, n, sigma_totals, sigma_pairs)
+    return relative_bounds(C, tau, a)
+
+
+def relative_bounds(C: np.ndarray, tau: np.ndarray, a: np.ndarray) -> dict:
+    """The relative errors of :func:`relative_noise_bounds` for any covariance ``C`` of (τ, log a)
+    (shape (2m, 2m)): b and τ centred, a uncentred (used for other releases' bounds too)."""
     tau, a = np.asarray(tau, float), np.asarray(a, float)
     m = tau.size
-    C = noise_covariance(tau, a, n, sigma_totals, sigma_pairs)
     q = np.sqrt(1.0 + a * a)
     b = tau * q
     G = np.zeros((m, 2 * m))  # ∂b/∂(τ, log a)
