@@ -130,10 +130,11 @@ def ratio_se(a, t):
 
 
 def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0: int,
-                    datasets: int, abilities: str = "normal") -> tuple[np.ndarray, np.ndarray]:
+                    datasets: int, abilities: str = "normal") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Whether each item's 95 % interval (n_boot = 200) covers its centred difficulty, over
-    ``datasets`` data sets of a corner cell (their own seeds), and each data set's mean width."""
-    hits, width = [], []
+    ``datasets`` data sets of a corner cell (their own seeds), each data set's mean width and its
+    fit's histogram share φ (``info["histogram_share"]``, ``docs/totals.md`` §5.4)."""
+    hits, width, share = [], [], []
     for k in range(datasets):
         rng = np.random.default_rng([seed0, 91, n, m, int(eps * 1000), int(miss * 100), k])
         X, beta = make_data(n, m, miss, pattern, rng, abilities)
@@ -141,7 +142,8 @@ def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0
         lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
         hits.append((lo <= beta) & (beta <= hi))
         width.append(np.mean(hi - lo))
-    return np.array(hits, dtype=float), np.array(width)
+        share.append(fit.info["histogram_share"])
+    return np.array(hits, dtype=float), np.array(width), np.array(share)
 
 
 def use_design(name: str) -> None:
@@ -221,7 +223,7 @@ def main() -> None:
           f"seeded noise, NOT private)")
     print(f"{'miss':>5} {'n':>5} {'m':>3} {'eps':>4} | {'rel totals':>10} {'rel alg2':>9} | {'MSE ratio':>9} "
           f"{'±SE':>5} | {'k bins':>6}" + (f" | {'A2 default/totals':>17} {'±SE':>5}" if args.corner else "")
-          + (f" | {'coverage':>8} {'±SE':>5} {'width':>5}" if args.corner and args.corner_coverage else ""))
+          + (f" | {'coverage':>8} {'±SE':>5} {'width':>5} {'φ':>5}" if args.corner and args.corner_coverage else ""))
     grid = (([float(v) for v in args.corner_miss.split(",")], [int(v) for v in args.corner_n.split(",")], [int(v) for v in args.corner_m.split(",")])
             if args.corner else ([0.1, 0.3], [1000, 2000], [20, 50]))
     if args.corner:
@@ -250,12 +252,12 @@ def main() -> None:
                         dr, dse = ratio_se(r[:, 4], r[:, 2]) if args.trials else (np.nan, np.nan)
                         extra = f" | {dr:>17.2f} {dse:>5.2f}" + extra
                     if args.corner and args.corner_coverage:
-                        cov, width = corner_coverage(n, m, miss, eps, args.pattern, seed0, args.corner_coverage,
-                                                     args.abilities)
-                        saved[key + "-coverage"], saved[key + "-width"] = cov, width
+                        cov, width, share = corner_coverage(n, m, miss, eps, args.pattern, seed0,
+                                                            args.corner_coverage, args.abilities)
+                        saved[key + "-coverage"], saved[key + "-width"], saved[key + "-share"] = cov, width, share
                         per = cov.mean(axis=1)  # SE over the data sets (items of one data set correlate)
                         cse = per.std(ddof=1) / np.sqrt(per.size)
-                        extra += f" | {per.mean():>8.3f} {cse:>5.3f} {width.mean():>5.2f}"
+                        extra += f" | {per.mean():>8.3f} {cse:>5.3f} {width.mean():>5.2f} {np.median(share):>5.2f}"
                         if before is not None and key + "-width" in before and len(before[key + "-width"]) >= per.size:
                             # paired: data set k has the same seeds in both runs
                             d = per - before[key + "-coverage"].mean(axis=1)[:per.size]
