@@ -202,7 +202,8 @@ def test_shapes_grid_runs_named_cells_and_writes_them_as_they_finish(tmp_path, c
     assert [(r["shape"], r["m"], r["n"], r["eps"], r["seed"]) for r in rows] == [
         ("pointmass", 5, 200, 3.0, 123), ("normal", 5, 200, 3.0, 123)]
     r = np.array(rows[0]["rows"])
-    assert r.shape == (2, 7)
+    assert r.shape == (2, 8)
+    assert np.all((r[:, 7] >= 0) & (r[:, 7] <= 1))  # each data set's φ (info["histogram_share"])
     # the default is Algorithm 2 with its default estimator, not the published one
     assert not np.array_equal(r[:, 2], r[:, 1])
     assert np.all((r[:, [3, 5]] >= 0) & (r[:, [3, 5]] <= 1))  # coverage of totals and of the default

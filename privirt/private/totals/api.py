@@ -538,7 +538,8 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
         centre = np.full(beta.size, np.nan)
     info = {
         "shrinkage": float(c), "tau": float(fit.tau), "kappa": fit.kappa_mean,
-        "histogram_share": intervals.histogram_share(fit), "n_boot": int(n_boot), "confidence": float(confidence), "split": release.split, "n_bins": int(len(edges) - 1),
+        "histogram_share": intervals.histogram_share(fit), "n_boot": int(n_boot), "confidence": float(confidence),
+        "split": release.split, "n_bins": int(len(edges) - 1),
         "detect": diag, "bootstrap_seed": describe_seed(ss), "missing": "mcar",
         "answered_share": float(np.mean(q)), "k_bins": 1 if k_edges is None else int(len(k_edges) - 1),
         "answered_icc": float(icc),
