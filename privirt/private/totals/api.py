@@ -361,7 +361,7 @@ class TotalsEstimate(ItemEstimate):
         intervals are calibrated on average over the prior on the spread, ``docs/totals.md`` §5.4),
         bootstrap size, confidence, seed; for a ``missing="mcar"`` release also ``missing``,
         the mean answered share, ``k_bins`` (bins of the number answered) and ``answered_icc``
-        (the fitted intra-class correlation φ of the number answered; 0 with one bin).
+        (the fitted intra-class correlation of the number answered, not φ above; 0 with one bin).
     """
 
     beta: pd.Series
