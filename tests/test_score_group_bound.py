@@ -4,8 +4,8 @@ information bound's model (``benchmarks/score_group_bound.py``, ``docs/private_2
 
 from __future__ import annotations
 
-import itertools
 import importlib.util
+import itertools
 from pathlib import Path
 
 import numpy as np
