@@ -196,14 +196,12 @@ def grid_jobs(args, seed0):
         cells = [(sh, int(n), int(m), float(e)) for sh in args.grid_shapes.split(",")
                  for m in args.grid_m.split(",") for n in args.grid_n.split(",") for e in args.grid_eps.split(",")]
     base = args.grid_seed if args.grid_seed is not None else seed0 + 10_000
+    from privirt.private.totals import marginal
+
     nodes = getattr(args, "design_nodes", None)
-    if nodes is None:
-        from privirt.private.totals import marginal
-        nodes = marginal.DESIGN_PRIOR_NODES
+    nodes = marginal.DESIGN_PRIOR_NODES if nodes is None else nodes
     noisy = getattr(args, "noisy_scores_ratio", None)
-    if noisy is None:
-        from privirt.private.totals import marginal
-        noisy = marginal.NOISY_SCORES_RATIO
+    noisy = marginal.NOISY_SCORES_RATIO if noisy is None else noisy
     return [(sh, n, m, e, args.grid_trials, base, args.grid_boot, getattr(args, "model_draws", "tempered"), nodes,
              float(noisy)) for sh, n, m, e in cells]
 

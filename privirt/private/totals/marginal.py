@@ -278,9 +278,11 @@ def optimal_split(n: int, m: int, rho: float) -> tuple[float, np.ndarray]:
 def _best_design(n: int, m: int, rho: float, Bs: list[int], nodes: int | None = None) -> tuple[float, np.ndarray]:
     """(f, edges) minimising the predicted error of :func:`optimal_split` over the bin counts ``Bs``."""
     lts, wts = design_spreads(nodes)
-    total, pr_ref = _design_errors(n, m, rho, Bs, 0.0)
+    at_ref, pr_ref = _design_errors(n, m, rho, Bs, 0.0)
+    total = at_ref
     if lts.size > 1:  # averaged over the prior on log τ; the bins stay those of the reference τ = 1
-        total = sum(wt * _design_errors(n, m, rho, Bs, lt0, pr_ref)[0] for lt0, wt in zip(lts, wts))
+        total = sum(wt * (at_ref if lt0 == 0.0 else _design_errors(n, m, rho, Bs, lt0, pr_ref)[0])
+                    for lt0, wt in zip(lts, wts))  # an odd rule's middle node is τ = 1 itself
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     return float(_F_GRID[j]), equal_probability_edges(pr_ref, Bs[i])
 
