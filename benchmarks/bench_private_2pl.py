@@ -72,10 +72,14 @@ import privirt  # noqa: E402
 DELTA = 1e-4
 
 
+def item_parameters(m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The design's (a, b): a ~ LogNormal(0, 0.3), b ~ N(0, 1) (the first draws of ``rng``)."""
+    return np.exp(rng.normal(0.0, 0.3, m)), rng.normal(0.0, 1.0, m)
+
+
 def simulate(n: int, m: int, seed: int):
     rng = np.random.default_rng(seed)
-    a = np.exp(rng.normal(0.0, 0.3, m))
-    b = rng.normal(0.0, 1.0, m)
+    a, b = item_parameters(m, rng)
     theta = rng.standard_normal(n)
     X = (rng.random((n, m)) < special.ndtr(theta[:, None] * a - b)).astype(np.int8)
     return X, a, b

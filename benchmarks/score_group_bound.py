@@ -24,7 +24,8 @@ that ``privirt/private/twopl/bound.py`` computes for the first (``docs/private_2
   τ centred) by ``bound.relative_bounds``.
 
 The bound scales as 1/√ρ, so the best split of ρ among a release's parts (a grid of shares in
-steps of 0.05, chosen to minimise b's bound averaged over the design draws) does not depend on ε.
+steps of 0.025, 0.05 for four parts, chosen to minimise b's bound averaged over the design draws)
+does not depend on ε.
 
     python benchmarks/score_group_bound.py              # (10 000, 20) at ε ∈ {0.1, 0.3, 1, 3};
                                                         # (10 000, 5) and (10 000, 50) at ε = 1
@@ -47,13 +48,14 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import ndtr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_private_2pl import DELTA, item_parameters  # noqa: E402
 from mechanisms.measures import ApproxDP  # noqa: E402
 from privirt.private.twopl.bound import jacobian as pairs_jacobian, relative_bounds  # noqa: E402
 from privirt.private.twopl.measurement import TOTALS_SHARE, PairsGaussian  # noqa: E402
 from privirt.private.twopl.statistics import pair_index  # noqa: E402
 
-DELTA = 1e-4
 NODES = 81
 N_PERSONS = 10_000
 #: the private totals estimator's β vs CML at (10 000, 20) (BENCHMARKS.md, "Issue 25: difficulties")
@@ -262,13 +264,11 @@ def best_split(Ks: list, parts: tuple, designs: list, fixed=None) -> tuple:
 
 
 def draw_designs(m: int, draws: int, seed: int = 50_000) -> list:
-    """(τ, a) of the design: a ~ LogNormal(0, 0.3), b ~ N(0, 1), drawn as
-    ``bench_private_2pl.simulate`` draws them (seeds 50 000 + k: its sweep's data sets)."""
+    """(τ, a) of the design, a ~ LogNormal(0, 0.3), b ~ N(0, 1), as ``bench_private_2pl.simulate``
+    draws them (``item_parameters``; seeds 50 000 + k: its sweep's data sets)."""
     out = []
     for k in range(draws):
-        rng = np.random.default_rng(seed + k)
-        a = np.exp(rng.normal(0.0, 0.3, m))
-        b = rng.normal(0.0, 1.0, m)
+        a, b = item_parameters(m, np.random.default_rng(seed + k))
         out.append((b / np.sqrt(1 + a * a), a))
     return out
 
