@@ -40,12 +40,16 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   bias-corrected or not);
 * swamped (``--parts swamped``, not in the default run): where the noise swamps the pairs, coverage
   of both interval routes (bootstrap, the fit's Laplace posterior) on the same releases.
+* many_items (``--parts many_items [--shapes 1000x400x1,… --busy]``, not in the default run): the
+  default call at m = 100–1000, one fresh process per shape: CPU and wall seconds, peak resident
+  memory, the relative error of a beside all a equal.
 
     python benchmarks/bench_private_2pl.py            # full run (long: Gibbs on 5 M cells)
     python benchmarks/bench_private_2pl.py --quick    # fewer trials, no (100 000, 50)
     python benchmarks/bench_private_2pl.py --parts sweep,grid   # some tables only
     python benchmarks/bench_private_2pl.py --parts mcar         # declared MCAR (issue 25)
     python benchmarks/bench_private_2pl.py --parts swamped      # both interval routes where the noise swamps
+    python benchmarks/bench_private_2pl.py --parts many_items --busy   # m = 100–1000, time and memory
     python benchmarks/bench_private_2pl.py --parts sweep --trials 4 --first 4 --out r.jsonl  # data sets 4-7
     python benchmarks/bench_private_2pl.py --summarise r.jsonl  # tables with SEs over data sets
 
@@ -711,13 +715,71 @@ def summarise(path: str) -> None:
                                                                        "gibbs_true", "a_true", "cpu", "cpu_gibbs")))
 
 
+MANY_ITEMS_SHAPES = "10000x100x1,10000x200x1,1000x400x1,10000x500x1,1000x1000x1"
+
+_MANY_ITEMS_CHILD = """
+import json, resource, sys, time, warnings
+sys.path.insert(0, {bench!r})
+import numpy as np
+import privirt
+from bench_private_2pl import simulate, rel, relc, equal_a
+n, m, e = {n}, {m}, {e}
+X, a, b = simulate(n, m, 56_000 + m)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    t0, w0 = time.process_time(), time.perf_counter()
+    fit = privirt.private_2pl_estimate(X, epsilon=e, delta={delta})
+    t1, w1 = time.process_time(), time.perf_counter()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(dict(n=n, m=m, eps=e, cpu=t1 - t0, wall=w1 - w0, peak_mb=peak / 1024, call_mb=(peak - base) / 1024,
+                      route=fit.info["intervals"], rel_a=rel(fit.a.to_numpy(), a), rel_b=relc(fit.b.to_numpy(), b),
+                      equal=rel(equal_a(a), a))))
+"""
+
+
+def many_items(shapes: str, busy: bool) -> None:
+    """The default call (n_boot = 200) at many items, each shape in a fresh process: CPU and wall
+    seconds of the call, the process's peak resident memory (and its rise during the call), the
+    interval route, the relative error of a (and of the centred b) against the true parameters,
+    beside all a equal.  ``busy``: a spinning process on the machine's other core throughout."""
+    import subprocess
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        print(f"\ndefault call at many items (n_boot = 200, δ = {DELTA:g}), one fresh process each"
+              f"{'; a spinning process beside it' if busy else ''}")
+        print("| n | m | ε | CPU s | wall s | peak RSS (MB) | rise in the call (MB) | intervals | rel. error a "
+              "| all a equal | rel. error b (centred) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for cell in shapes.split(","):
+            n, m, e = cell.split("x")
+            code = _MANY_ITEMS_CHILD.format(bench=str(Path(__file__).resolve().parent), n=int(n), m=int(m),
+                                            e=float(e), delta=DELTA)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"| {n} | {m} | {e} | failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode} |")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            record(part="many_items", **r)
+            print(f"| {r['n']} | {r['m']} | {r['eps']:g} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['peak_mb']:.0f} "
+                  f"| {r['call_mb']:.0f} | {r['route']} | {r['rel_a']:.3f} | {r['equal']:.3f} | {r['rel_b']:.3f} |",
+                  flush=True)
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> None:
     global OUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped")
+                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items")
+    ap.add_argument("--shapes", default=MANY_ITEMS_SHAPES, help="many_items: shapes n x m x eps")
+    ap.add_argument("--busy", action="store_true", help="many_items: a spinning process on the other core")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
@@ -788,6 +850,8 @@ def main() -> None:
         mcar_co_variance(args.cov_trials or (2 if quick else 16), cells, new=new)
     if "swamped" in parts:
         swamped(args.cov_trials or (3 if quick else 6))
+    if "many_items" in parts:
+        many_items(args.shapes, args.busy)
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
           f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
 

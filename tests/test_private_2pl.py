@@ -335,3 +335,27 @@ def test_bootstrap_multiplier_draw_matches_exact_simulation():
     sd1, sd2 = np.r_[t1.std(0), p1.std(0)], np.r_[t2.std(0), p2.std(0)]
     assert np.all(np.abs(sd2 / sd1 - 1.0) < 0.2), sd2 / sd1  # ~7 % sampling error per ratio
     assert np.allclose(np.r_[t1.mean(0), p1.mean(0)], np.r_[t2.mean(0), p2.mean(0)], atol=4 * sd1.max() / 10)
+
+
+@pytest.mark.parametrize("common", [False, True])
+def test_fits_in_chunks_of_rows_equal_one_batch(monkeypatch, common):
+    # the bootstrap's refits are fitted in chunks of rows (memory); the rows are independent, so
+    # every chunking gives the one-batch fit, per-row starts and per-row n and σ sliced with them
+    from privirt.private.twopl import fit as fit_mod
+
+    rng = np.random.default_rng(12)
+    a, b = np.exp(rng.normal(0.0, 0.3, 6)), rng.normal(0.0, 1.0, 6)
+    t, d = simulate_statistics(rng, a, b, 800, 9)
+    t, d = t + rng.normal(0.0, 20.0, t.shape), d + rng.normal(0.0, 40.0, d.shape)
+    n = (np.full(t.shape, 800.0) - rng.integers(0, 50, t.shape), np.full(d.shape, 800.0))
+    x0 = np.concatenate([b / np.sqrt(1 + a * a), np.log(a), [np.log(a).mean()]])
+    starts = x0 + rng.normal(0.0, 0.05, (9, x0.size))
+    sig_t = np.full(t.shape, 20.0)
+    whole = fit_factor(t, d, n, sig_t, 40.0, start=starts, common=common)
+    done = []
+    monkeypatch.setattr(fit_mod, "FIT_BATCH_BYTES", 4 * fit_mod.batch_bytes(6))  # chunks of 4, 4, 1 rows
+    chunked = fit_factor(t, d, n, sig_t, 40.0, start=starts, common=common, tick=done.append)
+    assert done == [4, 4, 1]
+    for name in ("tau", "lam", "log_a", "mean_log_a", "row_iterations"):
+        assert np.allclose(getattr(chunked, name), getattr(whole, name), rtol=0, atol=1e-12), name
+    assert chunked.iterations == whole.iterations

@@ -568,7 +568,8 @@ def _run_2pl(args: argparse.Namespace) -> int:
     delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
     res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
                                items=items, n_persons=args.n_persons, missing=missing,
-                               note=f"privirt estimate --model 2pl {Path(args.file).name}")
+                               note=f"privirt estimate --model 2pl {Path(args.file).name}",
+                               progress=False if args.no_progress else None)  # None: only on a terminal
     table = res.to_frame()
     table.index.name = "item"
     statement = res.privacy

@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ..._checks import check_confidence, check_n_boot
+from ..._progress import resolve_progress, ticker
 from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
 from ..spends import reports_spends
@@ -125,7 +126,7 @@ class TwoPLEstimate:
         return frame
 
 
-def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray
+def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray, tick=None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Variances of the unshrunk τ_i and log a_i due to the privacy noise alone, by simulation under
     the all-a-equal fit: its expected statistics plus :data:`NULL_REPLICATES` draws of
@@ -147,8 +148,8 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
     la0 = np.log(to_2pno(tau0, lam0)[0])
     x0 = np.concatenate([tau0, la0, [la0.mean()]])
-    fb = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, start=x0)
-    fc = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, common=True, start=x0)
+    fb = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, start=x0, tick=tick)
+    fc = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, common=True, start=x0, tick=tick)
     la = np.log(to_2pno(fb.tau, fb.lam)[0])
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
@@ -156,8 +157,8 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
             np.mean(within**2, axis=0), float(np.var(level)), float(np.mean(level)))
 
 
-def _point(release: TwoPLRelease):
-    """Unshrunk and shrunk (a, b) and the diagnostics."""
+def _point(release: TwoPLRelease, tick=None):
+    """Unshrunk and shrunk (a, b) and the diagnostics; ``tick(k)`` as the noise-variance refits finish."""
     t, d, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     fit = fit_factor(t, d, n, sig_t, sig_p, hessian=True)
     tau, lam = fit.tau[0], fit.lam[0]
@@ -169,7 +170,8 @@ def _point(release: TwoPLRelease):
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
-    v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)))
+    v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)),
+                                                                   tick)
     # the level: where the noise hides even the common value, pure noise pushes the all-equal
     # fit up, toward λ → 1; that bias (the refits' mean deviation at the prior's a = 1) is
     # subtracted, and the prior log a ~ N(0, LEVEL_PRIOR_SD²) takes over against the refits'
@@ -228,6 +230,7 @@ def estimate_2pl_from_release(
     n_boot: int = 200,
     seed: Any = None,
     intervals: str = "auto",
+    progress: bool | None = None,
 ) -> TwoPLEstimate:
     """Discriminations and difficulties with intervals from a :class:`TwoPLRelease`.
 
@@ -258,6 +261,9 @@ def estimate_2pl_from_release(
         fit's priors the rest: there the bootstrap's refits are pinned by the priors and its
         intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
         ``info["intervals"]`` says which was used.
+    progress : bool or None
+        A progress bar on stderr for the refits (the noise-variance refits, then the
+        bootstrap's); ``None`` (default): only when stderr is a terminal.
     """
     if not isinstance(release, TwoPLRelease):
         raise ValueError(f"release must be a TwoPLRelease (from release_2pl), got {type(release).__name__}")
@@ -266,7 +272,11 @@ def estimate_2pl_from_release(
     _check_intervals(intervals)
     ss = seed_sequence(seed)
     n = release.n_persons
-    a_u, b_u, a, b, info, (share, cov) = _point(release)
+    null = 2 * NULL_REPLICATES
+    total = null + int(n_boot)
+    tick = ticker(total, "2PL fit and intervals", unit="refits", enabled=resolve_progress(progress),
+                  phase=lambda d: "noise variance" if d < null else "bootstrap")
+    a_u, b_u, a, b, info, (share, cov) = _point(release, tick)
     m = a.size
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     route = "none" if not n_boot else intervals
@@ -294,11 +304,13 @@ def estimate_2pl_from_release(
         else:
             tb, pb = simulate_statistics(rng, a, b, n, int(n_boot))
             tb += rng.normal(0.0, release.sigma_totals, tb.shape)
-            pb += rng.normal(0.0, release.sigma_pairs, pb.shape)
+            step = max(1, (1 << 23) // pb.shape[1])  # rows at a time: the same draws as one (reps, P) call,
+            for r in range(0, pb.shape[0], step):    # without a second (reps, P) array in memory
+                pb[r:r + step] += rng.normal(0.0, release.sigma_pairs, pb[r:r + step].shape)
             nb, sig_tb, sig_pb = n, release.sigma_totals, release.sigma_pairs
         # refits start at the values the replicates were simulated from
         x0 = np.concatenate([b / np.sqrt(1.0 + a * a), np.log(a), [np.log(a).mean()]])
-        fb = fit_factor(tb, pb, nb, sig_tb, sig_pb, start=x0)
+        fb = fit_factor(tb, pb, nb, sig_tb, sig_pb, start=x0, tick=tick)
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]
@@ -316,6 +328,7 @@ def estimate_2pl_from_release(
         t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
     else:
         se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
+    tick(at=total)  # the Laplace route and n_boot = 0 refit nothing after the noise variance
     items = release.items
     info.update({"n_boot": int(n_boot) if route == "bootstrap" else 0, "confidence": float(confidence),
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
@@ -350,6 +363,7 @@ def private_2pl_estimate(
     n_persons: int | None = None,
     missing: str = "none",
     intervals: str = "auto",
+    progress: bool | None = None,
 ) -> TwoPLEstimate:
     """Private 2PNO discriminations and difficulties with intervals: :func:`release_2pl` then
     :func:`estimate_2pl_from_release`.
@@ -368,8 +382,9 @@ def private_2pl_estimate(
     check_confidence(confidence)
     check_n_boot(n_boot)
     _check_intervals(intervals)
+    progress = resolve_progress(progress)  # checked before anything is spent
     ss = seed_sequence(seed)
     release = release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note,
                           n_persons=n_persons, missing=missing)
     return estimate_2pl_from_release(release, confidence=confidence, n_boot=n_boot, intervals=intervals,
-                                     seed=None if ss is None else child(ss, "estimate"))
+                                     seed=None if ss is None else child(ss, "estimate"), progress=progress)

@@ -13,6 +13,8 @@ of data sets at once (the bootstrap).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +92,12 @@ class _PairSums:
         return self.first(X_first) + self.second(X_second)
 
 
+@functools.lru_cache(maxsize=4)
+def _pair_sums(m: int) -> _PairSums:
+    """The pair sums of m items (built once per m: the bootstrap's chunks share them)."""
+    return _PairSums(m)
+
+
 def _loading(log_a: np.ndarray) -> np.ndarray:
     a = np.exp(np.clip(log_a, -30.0, 30.0))
     return a / np.sqrt(1.0 + a * a)
@@ -104,11 +112,33 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     return tau, lam, r, pt, pt[:, i] + pt[:, j] - 2.0 * upper_orthant(tau[:, i], tau[:, j], r)
 
 
-@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
-def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: float, sigma_pairs: float,
+#: Memory (bytes) for one batch of the fit's work arrays: a batch of R rows of m items holds about
+#: :func:`batch_bytes` ``(m)`` × R (the pairs' quadrature nodes and Jacobian terms, the normal
+#: matrices); larger batches (the bootstrap's refits) are fitted in chunks of rows, one after the
+#: other.  The rows are independent, so the chunks change no result; without them a 200-replicate
+#: bootstrap at m = 400 held 9 GB.
+FIT_BATCH_BYTES: int = 1 << 28
+
+
+def batch_bytes(m: int) -> int:
+    """Bytes of work arrays one row of the fit holds at once at m items (an upper estimate)."""
+    P = m * (m - 1) // 2
+    return 8 * (40 * P + 4 * (2 * m + 1) ** 2)
+
+
+def _row_slice(x, rows: slice, R: int):
+    """``x`` (a scalar, an array broadcasting against (R, ·), or a pair of them) for ``rows``."""
+    if isinstance(x, tuple):
+        return tuple(_row_slice(v, rows, R) for v in x)
+    a = np.asarray(x)
+    return a[rows] if a.ndim == 2 and a.shape[0] == R and R > 1 else x
+
+
+def fit_factor(totals: np.ndarray, pairs: np.ndarray, n, sigma_totals, sigma_pairs,
                *, max_iter: int = 100, tol: float = 1e-8,
                prior_sd: float | None = None, common: bool = False,
-               start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
+               start: np.ndarray | None = None, hessian: bool = False,
+               tick: Callable[[int], None] | None = None) -> FactorFit:
     """Fit (τ, λ) to noisy totals (R, m) and pair counts (R, P) of ``n`` persons.
 
     ``n`` may also be a pair (n per total, n per pair), arrays broadcasting against the totals
@@ -126,14 +156,53 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: int, sigma_totals: floa
     starting (τ, log a, μ), shape (2m + 1,) or (R, 2m + 1) (default: τ from the observed
     proportions, a = 0.75); refits of simulated releases start at the values they were
     simulated from.
+
+    The rows are fitted in chunks of at most :data:`FIT_BATCH_BYTES` of work arrays (the rows are
+    independent: identical results); ``tick(k)`` is called as each chunk of ``k`` rows is done
+    (a progress bar).
     """
+    t = np.atleast_2d(np.asarray(totals, float))
+    q = np.atleast_2d(np.asarray(pairs, float))
+    R, m = t.shape
+    size = max(1, FIT_BATCH_BYTES // batch_bytes(m))
+    if R <= size:
+        fit = _fit_batch(t, q, n, sigma_totals, sigma_pairs, max_iter=max_iter, tol=tol, prior_sd=prior_sd,
+                         common=common, start=start, hessian=hessian)
+        if tick is not None:
+            tick(R)
+        return fit
+    parts = []
+    for lo in range(0, R, size):
+        rows = slice(lo, min(lo + size, R))
+        parts.append(_fit_batch(t[rows], q[rows], _row_slice(n, rows, R), _row_slice(sigma_totals, rows, R),
+                                _row_slice(sigma_pairs, rows, R), max_iter=max_iter, tol=tol, prior_sd=prior_sd,
+                                common=common, start=None if start is None else _row_slice(start, rows, R),
+                                hessian=hessian))
+        if tick is not None:
+            tick(rows.stop - rows.start)
+
+    def cat(name):
+        return np.concatenate([getattr(f, name) for f in parts], axis=0)
+
+    hess = (np.concatenate([f.hessian[0] for f in parts], axis=0), parts[0].hessian[1]) if hessian else None
+    return FactorFit(tau=cat("tau"), lam=cat("lam"), iterations=max(f.iterations for f in parts),
+                     row_iterations=cat("row_iterations"), log_a=cat("log_a"), mean_log_a=cat("mean_log_a"),
+                     hessian=hess)
+
+
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
+def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n, sigma_totals, sigma_pairs,
+               *, max_iter: int = 100, tol: float = 1e-8,
+               prior_sd: float | None = None, common: bool = False,
+               start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
+    """One chunk of rows of :func:`fit_factor`."""
     S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
     # one n for every coordinate, or (n per total, n per pair): answered counts under MCAR (§6)
     n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
     t = np.atleast_2d(np.asarray(totals, float)) / n_t
     q = np.atleast_2d(np.asarray(pairs, float)) / n_p
     R, m = t.shape
-    sums = _PairSums(m)
+    sums = _pair_sums(m)
     i, j = sums.i, sums.j
     pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
     noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
