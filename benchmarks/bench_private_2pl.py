@@ -725,6 +725,9 @@ import privirt
 from bench_private_2pl import simulate, rel, relc, equal_a
 n, m, e = {n}, {m}, {e}
 X, a, b = simulate(n, m, 56_000 + m)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    privirt.private_2pl_estimate(X[:300, :5], epsilon=1.0, delta={delta}, n_boot=20)  # imports out of the figures
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -738,11 +741,13 @@ print(json.dumps(dict(n=n, m=m, eps=e, cpu=t1 - t0, wall=w1 - w0, peak_mb=peak /
 """
 
 
-def many_items(shapes: str, busy: bool) -> None:
+def many_items(shapes: str, busy: bool, baseline: str | None = None) -> None:
     """The default call (n_boot = 200) at many items, each shape in a fresh process: CPU and wall
     seconds of the call, the process's peak resident memory (and its rise during the call), the
     interval route, the relative error of a (and of the centred b) against the true parameters,
-    beside all a equal.  ``busy``: a spinning process on the machine's other core throughout."""
+    beside all a equal.  ``busy``: a spinning process on the machine's other core throughout.
+    ``baseline``: a checkout of other code (e.g. an earlier commit) run on the same shapes, its
+    rows marked "baseline"."""
     import subprocess
 
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
@@ -752,19 +757,23 @@ def many_items(shapes: str, busy: bool) -> None:
         print("| n | m | ε | CPU s | wall s | peak RSS (MB) | rise in the call (MB) | intervals | rel. error a "
               "| all a equal | rel. error b (centred) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
+        here = Path(__file__).resolve().parent
+        trees = [("", here.parent)] + ([("baseline ", Path(baseline).resolve())] if baseline else [])
         for cell in shapes.split(","):
             n, m, e = cell.split("x")
-            code = _MANY_ITEMS_CHILD.format(bench=str(Path(__file__).resolve().parent), n=int(n), m=int(m),
-                                            e=float(e), delta=DELTA)
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"| {n} | {m} | {e} | failed: {out.stderr.strip().splitlines()[-1] if out.stderr else out.returncode} |")
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            record(part="many_items", **r)
-            print(f"| {r['n']} | {r['m']} | {r['eps']:g} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['peak_mb']:.0f} "
-                  f"| {r['call_mb']:.0f} | {r['route']} | {r['rel_a']:.3f} | {r['equal']:.3f} | {r['rel_b']:.3f} |",
-                  flush=True)
+            code = _MANY_ITEMS_CHILD.format(bench=str(here), n=int(n), m=int(m), e=float(e), delta=DELTA)
+            for tag, tree in trees:  # the child imports privirt from `tree` (its working directory)
+                env = dict(os.environ, PYTHONPATH=str(tree))
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env)
+                if out.returncode != 0:
+                    why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+                    print(f"| {tag}{n} | {m} | {e} | failed: {why} |", flush=True)
+                    continue
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                record(part="many_items", code=tag.strip() or "this", **r)
+                print(f"| {tag}{r['n']} | {r['m']} | {r['eps']:g} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['peak_mb']:.0f} "
+                      f"| {r['call_mb']:.0f} | {r['route']} | {r['rel_a']:.3f} | {r['equal']:.3f} | {r['rel_b']:.3f} |",
+                      flush=True)
     finally:
         if spinner is not None:
             spinner.kill()
@@ -780,6 +789,8 @@ def main() -> None:
                     "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items")
     ap.add_argument("--shapes", default=MANY_ITEMS_SHAPES, help="many_items: shapes n x m x eps")
     ap.add_argument("--busy", action="store_true", help="many_items: a spinning process on the other core")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="many_items: also run a checkout of other code (e.g. an earlier commit) on the same shapes")
     ap.add_argument("--trials", type=int, default=None, help="data sets of the sweep (default 8; 2 with --quick)")
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
@@ -851,7 +862,7 @@ def main() -> None:
     if "swamped" in parts:
         swamped(args.cov_trials or (3 if quick else 6))
     if "many_items" in parts:
-        many_items(args.shapes, args.busy)
+        many_items(args.shapes, args.busy, args.baseline)
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
           f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
 
