@@ -161,6 +161,7 @@ def test_bad_input_spends_nothing(tmp_path, forbid_noise):
         (dict(X=X, epsilon=0.5, confidence=1.5), "confidence"),
         (dict(X=X, epsilon=0.5, n_boot=5), "n_boot"),
         (dict(X=X, epsilon=0.5, seed=3), "seed"),  # seeded noise with a ledger
+        (dict(X=X, epsilon=0.5, progress="yes"), "progress"),
     ]
     for kwargs, word in cases:
         with pytest.raises(ValueError, match=word) as exc:
@@ -359,3 +360,17 @@ def test_fits_in_chunks_of_rows_equal_one_batch(monkeypatch, common):
     for name in ("tau", "lam", "log_a", "mean_log_a", "row_iterations"):
         assert np.allclose(getattr(chunked, name), getattr(whole, name), rtol=0, atol=1e-12), name
     assert chunked.iterations == whole.iterations
+
+
+def test_progress_bar_follows_the_refits(capsys):
+    # the noise-variance refits (2 × 32) and then the bootstrap's, to the end; nothing when off
+    from privirt.private.twopl.estimate import NULL_REPLICATES
+
+    X, _, _ = _data(n=1500, m=5)
+    private_2pl_estimate(X, epsilon=2.0, seed=1, n_boot=20, progress=True)
+    err = capsys.readouterr().err
+    total = 2 * NULL_REPLICATES + 20
+    assert "2PL fit and intervals" in err and f"{total}/{total} refits" in err
+    assert "noise variance" in err and "bootstrap" in err
+    private_2pl_estimate(X, epsilon=2.0, seed=1, n_boot=20, progress=False)
+    assert "2PL fit and intervals" not in capsys.readouterr().err
