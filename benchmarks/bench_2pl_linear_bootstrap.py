@@ -122,8 +122,8 @@ def summary(path: str) -> None:
                   f"| {_q(np.abs(shift['tau']))} |")
     print()
     print("| (n, m, ε) | sets | mode | coverage a | coverage b | coverage τ | CPU s (mean) | of which point fit "
-          "| speed-up | bootstrap part CPU s | its speed-up | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| speed-up | bootstrap part CPU s | its speed-up | load | Δ coverage a, b (paired) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, rs in cells.items():
         full_cpu = np.mean([r["full"]["cpu"] for r in rs])
         full_boot = full_cpu - np.mean([r["full"]["point_cpu"] for r in rs])
@@ -132,12 +132,16 @@ def summary(path: str) -> None:
                 v = np.array([r[mode][k] for r in rs])
                 se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
                 return f"{v.mean():.3f} ± {se:.3f}"
+            def diff(k):
+                v = np.array([r[mode][k] - r["full"][k] for r in rs])
+                se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
+                return f"{v.mean():+.3f} ± {se:.3f}"
             cpu = np.mean([r[mode]["cpu"] for r in rs])
             pt = np.mean([r[mode]["point_cpu"] for r in rs])
             load = np.mean([r["load"] for r in rs])
             print(f"| {key} | {len(rs)} | {mode} | {cov('cov_a')} | {cov('cov_b')} | {cov('cov_tau')} | {cpu:.1f} "
                   f"| {pt:.1f} | {full_cpu / cpu:.2f}× | {cpu - pt:.1f} | {full_boot / max(cpu - pt, 1e-9):.1f}× "
-                  f"| {load:.2f} |")
+                  f"| {load:.2f} | {diff('cov_a')}, {diff('cov_b')} |")
 
 
 def main(argv=None) -> None:
