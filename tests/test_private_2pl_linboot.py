@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import special
 
 import privirt.private.twopl.estimate as E
 from privirt.private.twopl import estimate_2pl_from_release, release_2pl
