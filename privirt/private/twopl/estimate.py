@@ -19,6 +19,7 @@ from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .linboot import linear_refits
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
 from .statistics import pair_index
@@ -40,6 +41,14 @@ PRIOR_HELD_SHARE = 0.5
 #: at the unshrunk estimate (``docs/private_2pl.md`` §3, "Intervals"; the bias correction added
 #: its own noise to the centre).
 BIAS_CORRECT_LOG_A = False
+#: How the bootstrap's replicates are refitted (releases without missingness; MCAR releases
+#: always refit in full): ``"full"`` (default) by :func:`fit.fit_factor` from the simulation
+#: point; ``"one_step"``: one Gauss–Newton step from it with the Jacobian, weights and Cholesky
+#: factor of the simulation point shared by every replicate (no orthant evaluations);
+#: ``"chord2"``: that and one more chord step (:mod:`.linboot`; measured in BENCHMARKS.md,
+#: "Issue 25, ninth round").
+BOOTSTRAP_REFITS = "full"
+_LINEAR_STEPS = {"one_step": 1, "chord2": 2}
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
@@ -70,7 +79,8 @@ class TwoPLEstimate:
     info : dict
         Shrinkage (spread ``s`` and mean ``mu`` of log a, per-item factors), bootstrap size,
         confidence, seed, fit iterations, the interval route (``"intervals"``: bootstrap,
-        laplace or none) and the release's share of the precision of log a
+        laplace or none), how the bootstrap refitted (``"bootstrap_refits"``,
+        :data:`BOOTSTRAP_REFITS`) and the release's share of the precision of log a
         (``"data_share_log_a"``, median item).
     """
 
@@ -310,7 +320,10 @@ def estimate_2pl_from_release(
             nb, sig_tb, sig_pb = n, release.sigma_totals, release.sigma_pairs
         # refits start at the values the replicates were simulated from
         x0 = np.concatenate([b / np.sqrt(1.0 + a * a), np.log(a), [np.log(a).mean()]])
-        fb = fit_factor(tb, pb, nb, sig_tb, sig_pb, start=x0, tick=tick)
+        if BOOTSTRAP_REFITS != "full" and release.missing != "mcar":
+            fb = linear_refits(tb, pb, nb, sig_tb, sig_pb, x0, steps=_LINEAR_STEPS[BOOTSTRAP_REFITS], tick=tick)
+        else:
+            fb = fit_factor(tb, pb, nb, sig_tb, sig_pb, start=x0, tick=tick)
         ab, bb = to_2pno(fb.tau, fb.lam)
         err_la = np.log(ab) - np.log(a)[None, :]
         err_b = bb - b[None, :]
@@ -332,7 +345,9 @@ def estimate_2pl_from_release(
     items = release.items
     info.update({"n_boot": int(n_boot) if route == "bootstrap" else 0, "confidence": float(confidence),
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
-                 "data_share_log_a": share})
+                 "data_share_log_a": share,
+                 "bootstrap_refits": ("full" if route != "bootstrap" or release.missing == "mcar"
+                                      else BOOTSTRAP_REFITS)})
 
     def ser(v, name):
         return pd.Series(np.asarray(v, float), index=items.copy(), name=name)
