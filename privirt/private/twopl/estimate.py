@@ -46,7 +46,7 @@ BIAS_CORRECT_LOG_A = False
 #: point; ``"one_step"``: one Gauss–Newton step from it with the Jacobian, weights and Cholesky
 #: factor of the simulation point shared by every replicate (no orthant evaluations);
 #: ``"chord2"``: that and one more chord step (:mod:`.linboot`; measured in BENCHMARKS.md,
-#: "Issue 25, ninth round").
+#: "Issue 25, ninth round: the bootstrap's refits linearised").
 BOOTSTRAP_REFITS = "full"
 _LINEAR_STEPS = {"one_step": 1, "chord2": 2}
 
