@@ -107,11 +107,24 @@ def _release(n=3000, m=6, eps=1.0, seed=11, X=None):
                            missing="none" if not np.isnan(X).any() else "mcar")
 
 
-def test_switch_is_off_by_default_and_changes_only_the_intervals(monkeypatch):
-    assert E.BOOTSTRAP_REFITS == "full"
-    rel = _release()
+def test_switch_changes_only_the_intervals_and_auto_takes_one_step_from_enough_persons(monkeypatch):
+    assert E.BOOTSTRAP_REFITS == "auto"
+    rel = _release()  # n = 3000: below LINEAR_REFITS_MIN_PERSONS, auto refits in full
+    assert rel.n_persons < E.LINEAR_REFITS_MIN_PERSONS
     full = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
     assert full.info["bootstrap_refits"] == "full"
+    monkeypatch.setattr(E, "BOOTSTRAP_REFITS", "full")
+    forced = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
+    np.testing.assert_array_equal(forced.ci["b"].to_numpy(), full.ci["b"].to_numpy())
+    monkeypatch.setattr(E, "BOOTSTRAP_REFITS", "one_step")
+    one = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
+    monkeypatch.setattr(E, "BOOTSTRAP_REFITS", "auto")
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_PERSONS", rel.n_persons)  # auto: one step from n on
+    auto = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
+    assert auto.info["bootstrap_refits"] == "one_step"
+    for k in ("a", "b", "tau"):
+        np.testing.assert_array_equal(auto.ci[k].to_numpy(), one.ci[k].to_numpy())
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_PERSONS", 10_000)
     for mode in ("one_step", "chord2"):
         monkeypatch.setattr(E, "BOOTSTRAP_REFITS", mode)
         lin = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
