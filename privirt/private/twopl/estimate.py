@@ -254,8 +254,8 @@ def estimate_2pl_from_release(
     known noise variance; empirical-Bayes shrinkage of log a toward a common value against the
     privacy noise (all a equal when their spread is not detectable); intervals by parametric
     bootstrap (data sets simulated from the fit, fresh noise of the released kind, refit; from
-    :data:`LINEAR_REFITS_MIN_PERSONS` persons by one Gauss–Newton step that every replicate shares
-    the factor of, :data:`BOOTSTRAP_REFITS`),
+    :data:`LINEAR_REFITS_MIN_PERSONS` persons each refit is one Gauss–Newton step whose Jacobian
+    and factorisation all replicates share, :data:`BOOTSTRAP_REFITS`),
     bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).  A declared-MCAR
     release is fitted on the ratios s/a and D/C with per-coordinate n, and its bootstrap
     simulates the missingness too (§6).
