@@ -134,7 +134,8 @@ def _row_slice(x, rows: slice, R: int):
     return a[rows] if a.ndim == 2 and a.shape[0] == R and R > 1 else x
 
 
-def fit_factor(totals: np.ndarray, pairs: np.ndarray, n, sigma_totals, sigma_pairs,
+def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
+               sigma_pairs: float | np.ndarray,
                *, max_iter: int = 100, tol: float = 1e-8,
                prior_sd: float | None = None, common: bool = False,
                start: np.ndarray | None = None, hessian: bool = False,
@@ -191,7 +192,8 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n, sigma_totals, sigma_pai
 
 
 @one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
-def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n, sigma_totals, sigma_pairs,
+def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
+               sigma_pairs: float | np.ndarray,
                *, max_iter: int = 100, tol: float = 1e-8,
                prior_sd: float | None = None, common: bool = False,
                start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
