@@ -1,5 +1,6 @@
-"""The private 2PL bootstrap's replicates refitted in full (default) beside the linearised refits
-of ``privirt.private.twopl.estimate.BOOTSTRAP_REFITS`` ("one_step": one Gauss–Newton step with
+"""The private 2PL bootstrap's replicates refitted in full (the default below 10 000 persons)
+beside the linearised refits of ``privirt.private.twopl.estimate.BOOTSTRAP_REFITS`` ("one_step",
+the default from 10 000 persons: one Gauss–Newton step with
 the simulation point's Jacobian, weights and Cholesky factor; "chord2": one more chord step), on
 the SAME releases and the same bootstrap draws (the seed of ``estimate_2pl_from_release``).
 
@@ -68,6 +69,7 @@ def one_set(n: int, m: int, eps: float, seed: int, cache: dict) -> dict:
         warnings.simplefilter("ignore")
         rel = release_2pl(X, epsilon=eps, delta=DELTA, seed=seed + 1)
     out: dict = {"n": n, "m": m, "eps": eps, "seed": seed, "load": os.getloadavg()[0]}
+    default = E.BOOTSTRAP_REFITS
     for mode in MODES:
         E.BOOTSTRAP_REFITS = mode
         t0 = time.process_time()
@@ -88,7 +90,7 @@ def one_set(n: int, m: int, eps: float, seed: int, cache: dict) -> dict:
             "cov_a": float(np.mean((lo_a <= a) & (a <= hi_a))), "cov_b": float(np.mean((lo_b <= b) & (b <= hi_b))),
             "cov_tau": float(np.mean((lo_t <= tau) & (tau <= hi_t))),
         }
-    E.BOOTSTRAP_REFITS = "full"
+    E.BOOTSTRAP_REFITS = default
     return out
 
 

@@ -1,7 +1,8 @@
-"""The bootstrap's linearised refits (``estimate.BOOTSTRAP_REFITS``, off by default;
-``privirt.private.twopl.linboot``): the one-step and chord refits are the Gauss–Newton and chord
-steps of the fit's objective with the weights of the simulation point, checked against a dense
-finite-difference Jacobian of that objective written out independently."""
+"""The bootstrap's linearised refits (``estimate.BOOTSTRAP_REFITS``: one step by default from
+``LINEAR_REFITS_MIN_PERSONS`` persons; ``privirt.private.twopl.linboot``): the one-step and chord
+refits are the Gauss–Newton and chord steps of the fit's objective with the weights of the
+simulation point, checked against a dense finite-difference Jacobian of that objective written
+out independently."""
 
 from __future__ import annotations
 
