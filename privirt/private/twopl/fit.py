@@ -112,6 +112,43 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     return tau, lam, r, pt, pt[:, i] + pt[:, j] - 2.0 * upper_orthant(tau[:, i], tau[:, j], r)
 
 
+def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.ndarray, sd_n: np.ndarray,
+                     i: np.ndarray, j: np.ndarray):
+    """The Jacobian of the scaled residuals at (τ, λ) (rows (R, m); r = λ_i λ_j (R, P)): per pair
+    (u0, u1, u2, u3) = ∂[P(X_i ≠ X_j)/sd]/∂(τ_i, τ_j, log a_i, log a_j), per item dt =
+    ∂[Φ(−τ_i)/sd]/∂τ_i, and (∂U/∂r, dλ/d log a, φ(τ)) for the Newton terms."""
+    dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
+    ur = dr  # ∂U/∂r
+    dlam = lam * (1.0 - lam * lam)  # dλ/d log a
+    phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
+    # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
+    dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
+    # the Jacobian of the scaled pair residuals w.r.t. (τ_i, τ_j, log a_i, log a_j), pair by pair
+    inv = 1.0 / sd_n
+    u0, u1 = dh * inv, dk * inv
+    u2, u3 = dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv
+    dt = -phi / sd_t  # ∂Φ(−τ)/∂τ, scaled
+    return (u0, u1, u2, u3), dt, (ur, dlam, phi)
+
+
+def _assemble(tt: np.ndarray, ll: np.ndarray, tl: np.ndarray, cross: tuple, m: int, i: np.ndarray,
+              j: np.ndarray) -> np.ndarray:
+    """The symmetric (R, 2m + 1, 2m + 1) matrix over (τ, log a, μ) from the items' own entries
+    (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i; (R, m)) and the pairs' cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j,
+    τ_j ℓ_i; (R, P)); the μ row and column are left 0 (the priors')."""
+    x_tt, x_ll, x_tl, x_lt = cross
+    H = np.zeros((tt.shape[0], 2 * m + 1, 2 * m + 1))
+    kt, kl = np.arange(m), np.arange(m, 2 * m)
+    H[:, kt, kt] = tt
+    H[:, kl, kl] = ll
+    H[:, kt, kl] = H[:, kl, kt] = tl
+    H[:, i, j] = H[:, j, i] = x_tt
+    H[:, m + i, m + j] = H[:, m + j, m + i] = x_ll
+    H[:, i, m + j] = H[:, m + j, i] = x_tl
+    H[:, j, m + i] = H[:, m + i, j] = x_lt
+    return H
+
+
 #: Memory (bytes) for one batch of the fit's work arrays: a batch of R rows of m items holds about
 #: :func:`batch_bytes` ``(m)`` × R (the pairs' quadrature nodes and Jacobian terms, the normal
 #: matrices); larger batches (the bootstrap's refits) are fitted in chunks of rows, one after the
@@ -239,17 +276,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         tau, lam, r = state
         Rk = tau.shape[0]
         st, sn = sd_t[rows], sd_n[rows]
-        dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
-        ur = dr  # ∂U/∂r
-        dlam = lam * (1.0 - lam * lam)  # dλ/d log a
-        phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
-        # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
-        dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
-        # the Jacobian of the scaled pair residuals w.r.t. (τ_i, τ_j, log a_i, log a_j), pair by pair
-        inv = 1.0 / sn
-        u0, u1 = dh * inv, dk * inv
-        u2, u3 = dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv
-        dt = -phi / st  # ∂Φ(−τ)/∂τ, scaled
+        (u0, u1, u2, u3), dt, (ur, dlam, phi) = _scaled_jacobian(tau, lam, r, st, sn, i, j)
         # Gauss–Newton entries: an item's own (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i) summed over its pairs; the
         # cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j, τ_j ℓ_i) from one pair each
         own_tt, own_ll = sums.both(u0 * u0, u1 * u1), sums.both(u2 * u2, u3 * u3)
@@ -284,15 +311,8 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
             x_ll[k] += w * -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
             x_tl[k] += w * -2.0 * uhr * r4  # (τ_i, ℓ_j)
             x_lt[k] += w * -2.0 * ukr * r3  # (τ_j, ℓ_i)
-        H = np.zeros((Rk, 2 * m + 1, 2 * m + 1))
-        kt, kl = np.arange(m), np.arange(m, 2 * m)
-        H[:, kt, kt] = own_tt + dt * dt
-        H[:, kl, kl] = own_ll
-        H[:, kt, kl] = H[:, kl, kt] = own_tl
-        H[:, i, j] = H[:, j, i] = x_tt
-        H[:, m + i, m + j] = H[:, m + j, m + i] = x_ll
-        H[:, i, m + j] = H[:, m + j, i] = x_tl
-        H[:, j, m + i] = H[:, m + i, j] = x_lt
+        H = _assemble(own_tt + dt * dt, own_ll, own_tl, (x_tt, x_ll, x_tl, x_lt), m, i, j)
+        kt = np.arange(m)
         if k.size:
             H[k[:, None], kt[None, :], kt[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
         g = np.zeros((Rk, 2 * m + 1))

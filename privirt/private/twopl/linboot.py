@@ -13,8 +13,9 @@ pair sums: O(P) per replicate, no orthant evaluations.  ``steps=2`` (a chord ste
 the residual once more at x0 + δ_k and solves with the same factorisation, which captures the
 first nonlinear (bias) term.
 
-The Gauss–Newton assembly mirrors ``fit._fit_batch``'s ``normal_eq`` (its Gauss–Newton part),
-copied here rather than shared because that function is a closure of the batch fit.
+The Jacobian and the assembly of A are the fit's own (``fit._scaled_jacobian``,
+``fit._assemble``, which ``fit_factor``'s normal equations use), and the rows go in the fit's
+chunks (``fit.FIT_BATCH_BYTES``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,10 @@ import numpy as np
 from scipy import linalg
 
 from ..._threads import one_blas_thread
-from .fit import LOG_A_PRIOR_SD, FactorFit, _loading, _model, _pair_sums, _prior_hessian
-from .orthant import orthant_gradients
+from .fit import (FIT_BATCH_BYTES, LOG_A_PRIOR_SD, FactorFit, _assemble, _loading, _model, _pair_sums,
+                  _prior_hessian, _scaled_jacobian, batch_bytes)
 
 __all__ = ["linear_refits"]
-
-#: Bytes of the (rows, P, 12) quadrature arrays one chunk of the chord step's residuals holds.
-CHUNK_BYTES: int = 1 << 27
 
 
 class _Linearisation:
@@ -48,24 +46,10 @@ class _Linearisation:
         pc, qc = np.clip(pt, 1.0 / n, 1 - 1.0 / n), np.clip(pn, 1.0 / n, 1 - 1.0 / n)
         self.sd_t = np.sqrt(pc * (1 - pc) / n + (sigma_totals / n) ** 2)
         self.sd_n = np.sqrt(qc * (1 - qc) / n + (sigma_pairs / n) ** 2)
-        dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
-        dlam = lam * (1.0 - lam * lam)  # dλ/d log a
-        phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)
-        # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, log a_i, log a_j), scaled by the pair's SD
-        inv = 1.0 / self.sd_n
-        dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
-        self.u = (dh * inv, dk * inv, dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv)
-        self.dt = -phi / self.sd_t  # ∂Φ(−τ)/∂τ, scaled
+        self.u, self.dt, _ = _scaled_jacobian(tau, lam, r, self.sd_t, self.sd_n, i, j)
         u0, u1, u2, u3 = self.u
-        A = np.zeros((2 * m + 1, 2 * m + 1))
-        kt, kl = np.arange(m), np.arange(m, 2 * m)
-        A[kt, kt] = (sums.both(u0 * u0, u1 * u1) + self.dt * self.dt)[0]
-        A[kl, kl] = sums.both(u2 * u2, u3 * u3)[0]
-        A[kt, kl] = A[kl, kt] = sums.both(u0 * u2, u1 * u3)[0]
-        A[i, j] = A[j, i] = (u0 * u1)[0]
-        A[m + i, m + j] = A[m + j, m + i] = (u2 * u3)[0]
-        A[i, m + j] = A[m + j, i] = (u0 * u3)[0]
-        A[j, m + i] = A[m + i, j] = (u1 * u2)[0]
+        A = _assemble(sums.both(u0 * u0, u1 * u1) + self.dt * self.dt, sums.both(u2 * u2, u3 * u3),
+                      sums.both(u0 * u2, u1 * u3), (u0 * u1, u2 * u3, u0 * u3, u1 * u2), m, i, j)[0]
         self.prior = _prior_hessian(m, prior_sd)
         self.A = A + self.prior
         self.factor = linalg.cho_factor(self.A)
@@ -99,8 +83,7 @@ def linear_refits(totals: np.ndarray, pairs: np.ndarray, n: float, sigma_totals:
     R, m = t.shape
     lin = _Linearisation(x0, n, sigma_totals, sigma_pairs, LOG_A_PRIOR_SD if prior_sd is None else prior_sd)
     i, j = lin.sums.i, lin.sums.j
-    P = max(1, i.size)
-    size = max(1, CHUNK_BYTES // (8 * 16 * P))
+    size = max(1, FIT_BATCH_BYTES // batch_bytes(m))
     theta = np.empty((R, 2 * m + 1))
     for lo in range(0, R, size):
         rows = slice(lo, min(lo + size, R))
