@@ -77,6 +77,29 @@ def test_statistics_of_a_larger_data_set_add_up():
     assert np.array_equal(p, (X[:, i] != X[:, j]).sum(0))  # persons with exactly one of i, j right
 
 
+def test_orthant_rules_meet_their_accuracy_on_mixed_batches():
+    """8 nodes where |r| ≤ 0.75 and 12 above, in one call whose pairs mix both (and in calls of
+    either kind alone): within 1e-11 of a 64-node rule for |r| ≤ 0.9 over h, k ∈ [−6, 6]."""
+    from privirt.private.twopl import orthant
+
+    def reference(h, k, r):
+        x, w = np.polynomial.legendre.leggauss(64)
+        top = np.arcsin(r)
+        s = np.sin(top[..., None] * 0.5 * (x + 1.0))
+        e = np.exp((s * (h * k)[..., None] - 0.5 * (h * h + k * k)[..., None]) / (1.0 - s * s))
+        return stats.norm.sf(h) * stats.norm.sf(k) + 0.5 * top * (e @ w) / (2 * np.pi)
+
+    rng = np.random.default_rng(270101)
+    h, k = rng.uniform(-6, 6, (2, 3, 4000))
+    r = rng.uniform(-0.9, 0.9, (3, 4000))
+    assert 0.2 < np.mean(np.abs(r) <= orthant.FEW_NODES_UP_TO) < 0.95  # both rules in the batch
+    got = upper_orthant(h, k, r)
+    assert got.shape == (3, 4000) and np.max(np.abs(got - reference(h, k, r))) < 1e-11
+    few = np.abs(r) <= orthant.FEW_NODES_UP_TO
+    assert np.array_equal(upper_orthant(h[few], k[few], r[few]), got[few])
+    assert np.array_equal(upper_orthant(h[~few], k[~few], r[~few]), got[~few])
+
+
 def test_orthant_probabilities_and_gradients_match_scipy():
     rng = np.random.default_rng(0)
     for _ in range(40):
@@ -92,11 +115,15 @@ def test_orthant_probabilities_and_gradients_match_scipy():
     # the second derivatives (the Newton steps of the fit) against differences of the gradients
     from privirt.private.twopl.orthant import orthant_hessian
 
-    uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(h, k, r)
-    dif = [(np.array(orthant_gradients(*(np.array([h, k, r]) + e * u))) -
-            np.array(orthant_gradients(*(np.array([h, k, r]) - e * u)))) / (2 * e) for u in np.eye(3)]
-    assert np.allclose([uhh, uhk, uhr], dif[0], rtol=1e-5) and np.allclose([uhk, ukk, ukr], dif[1], rtol=1e-5)
-    assert np.allclose([uhr, ukr, urr], dif[2], rtol=1e-5)
+    # (the Hessian is computed from the gradients by identities: checked at points spread over the
+    # fit's range, negative and near-one correlations included)
+    for h, k, r in [(0.3, -0.7, 0.6), (-2.1, 1.4, 0.93), (1.7, 2.2, -0.4), (-0.5, -1.1, 0.05), (2.5, -2.8, 0.8)]:
+        uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(h, k, r)
+        dif = [(np.array(orthant_gradients(*(np.array([h, k, r]) + e * u))) -
+                np.array(orthant_gradients(*(np.array([h, k, r]) - e * u)))) / (2 * e) for u in np.eye(3)]
+        tol = dict(rtol=1e-5, atol=1e-9)
+        assert np.allclose([uhh, uhk, uhr], dif[0], **tol) and np.allclose([uhk, ukk, ukr], dif[1], **tol)
+        assert np.allclose([uhr, ukr, urr], dif[2], **tol)
 
 
 # -- release discipline ---------------------------------------------------------------------
