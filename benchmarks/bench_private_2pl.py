@@ -40,6 +40,8 @@ Data: 2PNO, a ~ LogNormal(0, 0.3), b ~ N(0, 1), θ ~ N(0, 1); δ = 1e-4.  Tables
   bias-corrected or not);
 * swamped (``--parts swamped``, not in the default run): where the noise swamps the pairs, coverage
   of both interval routes (bootstrap, the fit's Laplace posterior) on the same releases.
+* null_pool (``--parts null_pool [--cov-trials 6]``, not in the default run): the noise-variance
+  refits pooled over τ from 100 items against each item's own 32 draws, on the same releases.
 * many_items (``--parts many_items [--shapes 1000x400x1,… --busy]``, not in the default run): the
   default call at m = 100–1000, one fresh process per shape: CPU and wall seconds, peak resident
   memory, the relative error of a beside all a equal.
@@ -255,6 +257,60 @@ def swamped(trials: int) -> None:
         auto = f"laplace in {sum(x[0] < 0.5 for x in rows)}/{len(rows)}"
         print(f"| {n} | {m} | {e:g} | {r[0]:.2f} | {auto} | {r[1]:.3f} | {r[2]:.3f} | {r[3]:.2f} | {r[4]:.2f} "
               f"| {r[5]:.3f} | {r[6]:.3f} | {r[7]:.2f} | {r[8]:.2f} |", flush=True)
+
+
+#: null_pool's cells (n, m, ε): m ≥ NULL_POOL_FROM, both interval routes' regimes
+NULL_POOL_CELLS = ((1000, 100, 1.0), (1000, 200, 0.3), (2000, 300, 1.0), (10_000, 200, 1.0), (1000, 400, 3.0),
+                   (5000, 150, 0.3))
+
+
+def null_pool(trials: int) -> None:
+    """The noise-variance refits from NULL_POOL_FROM items: 2 × NULL_REPLICATES_MANY draws with the
+    per-item variances pooled over τ (the default) against 2 × NULL_REPLICATES draws each item on
+    its own (``NULL_POOL_FROM`` raised past m), on the same releases (fresh seeds 58 000 on):
+    relative ℓ2 error of the shrunk a and of the centred b against the true parameters, coverage
+    of the Laplace intervals (``intervals="laplace"``: centred at the shrunk estimates, so they
+    see the shrinkage), CPU s of the point estimate; paired differences (pooled − own) with
+    their SE over data sets."""
+    import warnings
+
+    from privirt.private.twopl import estimate as E
+
+    print(f"\nnull_pool: noise-variance refits pooled over τ (2 × {E.NULL_REPLICATES_MANY}) vs each item's own "
+          f"(2 × {E.NULL_REPLICATES}), same releases, {trials} data sets per cell (seeds 58 000 on)")
+    print("| n | m | ε | rel. error a: own | pooled | Δ (SE) | rel. error b: own | pooled | Δ (SE) "
+          "| Laplace cover a: own | pooled | b: own | pooled | CPU s: own | pooled |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    keep = E.NULL_POOL_FROM
+    for n, m, e in NULL_POOL_CELLS:
+        rows = []
+        for k in range(trials):
+            X, a, b = simulate(n, m, 58_000 + 97 * k + m)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rl = privirt.release_2pl(X, epsilon=e, delta=DELTA)
+                row = []
+                for pool_from in (10**9, keep):
+                    E.NULL_POOL_FROM = pool_from
+                    try:
+                        t0 = time.process_time()
+                        fit = E.estimate_2pl_from_release(rl, intervals="laplace", n_boot=20, progress=False)
+                        cpu = time.process_time() - t0
+                    finally:
+                        E.NULL_POOL_FROM = keep
+                    row += [rel(fit.a.to_numpy(), a), relc(fit.b.to_numpy(), b), covered(fit.ci["a"], a).mean(),
+                            covered(fit.ci["b"], b).mean(), cpu]
+            rows.append(row)
+            record(part="null_pool", n=n, m=m, eps=e, k=k, own=row[:5], pooled=row[5:])
+        r = np.array(rows)
+
+        def diff(c):
+            d = r[:, 5 + c] - r[:, c]
+            return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f})"
+
+        print(f"| {n} | {m} | {e:g} | {r[:, 0].mean():.4f} | {r[:, 5].mean():.4f} | {diff(0)} | {r[:, 1].mean():.4f} "
+              f"| {r[:, 6].mean():.4f} | {diff(1)} | {r[:, 2].mean():.3f} | {r[:, 7].mean():.3f} | {r[:, 3].mean():.3f} "
+              f"| {r[:, 8].mean():.3f} | {np.median(r[:, 4]):.1f} | {np.median(r[:, 9]):.1f} |", flush=True)
 
 
 def mcar_coverage(trials: int, frac: float = 0.5, eps: float = 0.3) -> None:
@@ -787,7 +843,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items")
+                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items, null_pool")
     ap.add_argument("--shapes", default=MANY_ITEMS_SHAPES, help="many_items: shapes n x m x eps")
     ap.add_argument("--busy", action="store_true", help="many_items: a spinning process on the other core")
     ap.add_argument("--baseline", default=None, metavar="DIR",
@@ -796,7 +852,7 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0, help="first data set of the sweep, coverage and large parts "
                     "(to split a run over processes)")
     ap.add_argument("--cov-trials", type=int, default=None, help="coverage data sets (default 10; 4 with --quick; "
-                    "mcar_coverage: 24, 6; swamped: 6, 3)")
+                    "mcar_coverage: 24, 6; swamped: 6, 3; null_pool: 6, 2)")
     ap.add_argument("--grid-trials", type=int, default=None, help="data sets per grid cell (default 3; 1 with --quick)")
     ap.add_argument("--large-trials", type=int, default=None, help="data sets at (100 000, 50) (default 8)")
     ap.add_argument("--cells", default=CELLS_DEFAULT,
@@ -864,6 +920,8 @@ def main() -> None:
         swamped(args.cov_trials or (3 if quick else 6))
     if "many_items" in parts:
         many_items(args.shapes, args.busy, args.baseline)
+    if "null_pool" in parts:
+        null_pool(args.cov_trials or (2 if quick else 6))
     print(f"\ntotal {time.time() - t_start:.0f} s; load average at end: {os.getloadavg()[0]:.1f}, "
           f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
 

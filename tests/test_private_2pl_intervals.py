@@ -123,3 +123,40 @@ def test_intervals_option_is_checked_before_anything_is_spent(tmp_path):
         private_2pl_estimate(X, epsilon=0.5, ledger=led, intervals="jackknife")
     assert "\n" not in str(exc.value) and len(led.spends()) == 0
     assert private_2pl_estimate(X, epsilon=0.5, seed=1, n_boot=0).info["intervals"] == "none"
+
+
+# -- the noise-variance refits at many items: pooled over τ ------------------------------------
+def test_pool_by_tau_is_a_local_line_within_its_window():
+    from privirt.private.twopl.estimate import _pool_by_tau
+
+    rng = np.random.default_rng(270121)
+    tau = rng.normal(size=300)
+    line = 0.3 + 0.1 * tau
+    assert np.allclose(_pool_by_tau(tau, line, 16), line, rtol=0, atol=1e-12)  # a line is kept
+    f = 0.2 + 0.05 * tau**2  # a smooth variance, observed as means of 8 squared normals
+    y = f * rng.chisquare(8, tau.size) / 8
+    pooled = _pool_by_tau(tau, y, 16)
+    assert np.sqrt(np.mean((pooled - f) ** 2)) < 0.5 * np.sqrt(np.mean((y - f) ** 2))
+    order = np.argsort(tau)
+    top = order[-16:]  # the last window: the values stay within its range
+    assert y[top].min() <= pooled[order[-1]] <= y[top].max()
+    assert np.array_equal(_pool_by_tau(np.array([0.0, 1.0]), np.array([1.0, 2.0]), 16), [1.0, 2.0])
+
+
+def test_noise_variance_pooled_from_many_items_agrees_with_each_items_own(monkeypatch):
+    """From NULL_POOL_FROM items (no missingness) 2 × 8 refits pooled over τ: the same variances as
+    2 × 32 refits item by item, within the latter's own noise; MCAR keeps 32 draws each."""
+    rel, _, _ = _release(2000, E.NULL_POOL_FROM, 1.0, 73)
+    m = len(rel.items)
+    assert E.null_replicates(m, "none") == E.NULL_REPLICATES_MANY < E.NULL_REPLICATES
+    assert E.null_replicates(m, "mcar") == E.NULL_REPLICATES == E.null_replicates(m - 1, "none")
+    tau0, lam0 = np.linspace(-1.5, 1.5, m), np.full(m, np.sqrt(0.5))
+    pooled = E._null_noise_variance(rel, tau0, lam0)
+    monkeypatch.setattr(E, "NULL_POOL_FROM", m + 1)
+    own = E._null_noise_variance(rel, tau0, lam0)
+    basis = np.vander(tau0, 5)  # the variances are smooth in τ: a quartic's residuals are their noise
+    for p, o in zip(pooled[:3], own[:3]):  # v_tau, v (log a), v_within
+        assert 0.85 < np.median(p / o) < 1.15, p / o  # the same quantity
+        scatter = [np.std(np.log(x) - basis @ np.linalg.lstsq(basis, np.log(x), rcond=None)[0]) for x in (p, o)]
+        assert scatter[0] < 0.7 * scatter[1], scatter  # 32 draws an item scatter ±25 %; pooled, less
+    assert 0.3 < pooled[3] / own[3] < 3.0  # the level's variance, from 8 vs 32 common refits

@@ -28,6 +28,15 @@ from .statistics import pair_index
 #: their fixed seed (the draws are part of a deterministic post-processing, not privacy noise).
 NULL_REPLICATES = 32
 NULL_SEED = 20_251_126
+#: From this many items (releases without missingness) the noise-variance refits are
+#: :data:`NULL_REPLICATES_MANY` and each item's variances are pooled over the items nearest to it in
+#: τ: under the all-a-equal null the items differ only in τ (the noise is i.i.d. and every loading
+#: is the same), so an item's noise variance is a function of its τ; a local-linear smooth over
+#: :data:`NULL_POOL_DRAWS` draws replaces the mean of its own 32 (``docs/private_2pl.md`` §3,
+#: "Many items").  The refits are 2 × 8 rather than 2 × 32.
+NULL_POOL_FROM = 100
+NULL_REPLICATES_MANY = 8
+NULL_POOL_DRAWS = 128
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
 LEVEL_PRIOR_SD = 0.5
@@ -141,23 +150,70 @@ class TwoPLEstimate:
         return frame
 
 
+def null_replicates(m: int, missing: str) -> int:
+    """How many noise draws the noise-variance refits take (each refitted twice: per item and
+    all a equal): :data:`NULL_REPLICATES`, or :data:`NULL_REPLICATES_MANY` from
+    :data:`NULL_POOL_FROM` items without missingness (their variances then pooled over τ)."""
+    return NULL_REPLICATES_MANY if _pooled(m, missing) else NULL_REPLICATES
+
+
+def _pooled(m: int, missing: str) -> bool:
+    return m >= NULL_POOL_FROM and missing == "none"
+
+
+def _pool_by_tau(tau: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:
+    """Local-linear smooth of per-item values ``y`` against ``tau``: for each item the least-squares
+    line through the ``width`` items nearest to it in τ order (a window of fixed size, shifted
+    inward at the ends), evaluated at its τ and kept within the window's range of ``y`` (a line
+    extrapolated at the ends must not leave it)."""
+    m = tau.size
+    w = min(int(width), m)
+    order = np.argsort(tau, kind="stable")
+    ts, ys = tau[order], y[order]
+    lo = np.clip(np.arange(m) - w // 2, 0, m - w)  # each sorted item's window [lo, lo + w)
+
+    def window_sum(v):
+        c = np.concatenate([[0.0], np.cumsum(v)])
+        return c[lo + w] - c[lo]
+
+    ref = ts[lo + w // 2]  # centred within each window (the sums of squares stay well conditioned)
+    x = ts - ref
+    # the windows' sums of (τ − ref), (τ − ref)², y, (τ − ref) y, each with its own ref: sums of
+    # powers of τ expanded about ref
+    s1, s2 = window_sum(ts), window_sum(ts * ts)
+    sy, sty = window_sum(ys), window_sum(ts * ys)
+    c1 = s1 - w * ref
+    c2 = s2 - 2.0 * ref * s1 + w * ref * ref
+    cy = sty - ref * sy
+    den = w * c2 - c1 * c1
+    slope = np.where(den > 1e-12 * np.maximum(w * c2, 1e-300), (w * cy - c1 * sy) / np.where(den > 0, den, 1.0), 0.0)
+    pred = sy / w + slope * (x - c1 / w)
+    view = np.lib.stride_tricks.sliding_window_view(ys, w)
+    out = np.empty(m)
+    out[order] = np.clip(pred, view.min(axis=1)[lo], view.max(axis=1)[lo])
+    return out
+
+
 def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarray, tick=None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Variances of the unshrunk τ_i and log a_i due to the privacy noise alone, by simulation under
-    the all-a-equal fit: its expected statistics plus :data:`NULL_REPLICATES` draws of
+    the all-a-equal fit: its expected statistics plus :func:`null_replicates` draws of
     Gaussian noise of the released scales (fixed draws: deterministic post-processing), refit;
     mean squared deviations from the fit's τ and common log a, and of the log a_i about their
     replicate's mean (the part that looks like spread), and the variance and mean deviation (bias)
     of the refitted all-equal log a (the level).  Captures what a linearisation misses where
-    the noise is large (loadings pushed to the boundary, the prior's pull)."""
+    the noise is large (loadings pushed to the boundary, the prior's pull).  From
+    :data:`NULL_POOL_FROM` items without missingness the per-item variances are pooled over the
+    items nearest in τ (:data:`NULL_REPLICATES_MANY` draws each, :func:`_pool_by_tau`)."""
     _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     n_t, n_p = n if isinstance(n, tuple) else (n, n)
     m = tau0.size
+    reps = null_replicates(m, release.missing)
     i, j = pair_index(m)
     pt = special.ndtr(-tau0)
     t_exp = n_t * pt
     d_exp = n_p * (pt[i] + pt[j] - 2.0 * upper_orthant(tau0[i], tau0[j], lam0[i] * lam0[j]))
-    z = np.random.default_rng(NULL_SEED).standard_normal((NULL_REPLICATES, m + i.size))
+    z = np.random.default_rng(NULL_SEED).standard_normal((reps, m + i.size))
     tn = t_exp[None, :] + sig_t * z[:, :m]
     dn = d_exp[None, :] + sig_p * z[:, m:]
     # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
@@ -168,8 +224,13 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     la = np.log(to_2pno(fb.tau, fb.lam)[0])
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
-    return (np.mean((fb.tau - tau0[None, :]) ** 2, axis=0), np.mean((la - la0[None, :]) ** 2, axis=0),
-            np.mean(within**2, axis=0), float(np.var(level)), float(np.mean(level)))
+    v_tau = np.mean((fb.tau - tau0[None, :]) ** 2, axis=0)
+    v = np.mean((la - la0[None, :]) ** 2, axis=0)
+    v_within = np.mean(within**2, axis=0)
+    if _pooled(m, release.missing):
+        width = max(1, NULL_POOL_DRAWS // reps)
+        v_tau, v, v_within = (_pool_by_tau(tau0, y, width) for y in (v_tau, v, v_within))
+    return v_tau, v, v_within, float(np.var(level)), float(np.mean(level))
 
 
 def _point(release: TwoPLRelease, tick=None):
@@ -289,7 +350,7 @@ def estimate_2pl_from_release(
     _check_intervals(intervals)
     ss = seed_sequence(seed)
     n = release.n_persons
-    null = 2 * NULL_REPLICATES
+    null = 2 * null_replicates(len(release.items), release.missing)
     total = null + int(n_boot)
     tick = ticker(total, "2PL fit and intervals", unit="refits", enabled=resolve_progress(progress),
                   phase=lambda d: "noise variance" if d < null else "bootstrap")
