@@ -771,7 +771,8 @@ def summarise(path: str) -> None:
                                                                        "gibbs_true", "a_true", "cpu", "cpu_gibbs")))
 
 
-#: (1000, 1000, 1) is left out: it did not finish in 43 CPU minutes (BENCHMARKS.md); name it in --shapes
+#: (1000, 1000, 1) is left out: 24 CPU minutes since session 15 (it did not finish in 43 before; BENCHMARKS.md);
+#: name it in --shapes
 MANY_ITEMS_SHAPES = "10000x100x1,10000x200x1,10000x500x1,1000x400x1"
 
 _MANY_ITEMS_CHILD = """

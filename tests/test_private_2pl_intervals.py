@@ -141,6 +141,9 @@ def test_pool_by_tau_is_a_local_line_within_its_window():
     top = order[-16:]  # the last window: the values stay within its range
     assert y[top].min() <= pooled[order[-1]] <= y[top].max()
     assert np.array_equal(_pool_by_tau(np.array([0.0, 1.0]), np.array([1.0, 2.0]), 16), [1.0, 2.0])
+    bad = y.copy()
+    bad[5] = np.nan  # never from a refit; kept item by item rather than spread by the running sums
+    assert np.array_equal(_pool_by_tau(tau, bad, 16), bad, equal_nan=True)
 
 
 def test_noise_variance_pooled_from_many_items_agrees_with_each_items_own(monkeypatch):

@@ -168,6 +168,8 @@ def _pool_by_tau(tau: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:
     extrapolated at the ends must not leave it)."""
     m = tau.size
     w = min(int(width), m)
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(tau))):
+        return y  # (a refit is never non-finite; a running sum would carry one across every window)
     order = np.argsort(tau, kind="stable")
     ts, ys = tau[order], y[order]
     lo = np.clip(np.arange(m) - w // 2, 0, m - w)  # each sorted item's window [lo, lo + w)
