@@ -148,18 +148,24 @@ def test_pool_by_tau_is_a_local_line_within_its_window():
 
 def test_noise_variance_pooled_from_many_items_agrees_with_each_items_own(monkeypatch):
     """From NULL_POOL_FROM items (no missingness) 2 × 8 refits pooled over τ: the same variances as
-    2 × 32 refits item by item, within the latter's own noise; MCAR keeps 32 draws each."""
+    2 × 32 refits item by item, within the latter's own noise (±25 % an item), the tails of a
+    normal spread of τ included (where the variances rise steeply and a line through their raw
+    values overshoots: up to 4× at the items next to the ends); MCAR keeps 32 draws each."""
     rel, _, _ = _release(2000, E.NULL_POOL_FROM, 1.0, 73)
     m = len(rel.items)
     assert E.null_replicates(m, "none") == E.NULL_REPLICATES_MANY < E.NULL_REPLICATES
     assert E.null_replicates(m, "mcar") == E.NULL_REPLICATES == E.null_replicates(m - 1, "none")
-    tau0, lam0 = np.linspace(-1.5, 1.5, m), np.full(m, np.sqrt(0.5))
+    tau0, lam0 = np.sort(np.random.default_rng(270131).standard_normal(m)), np.full(m, np.sqrt(0.5))
     pooled = E._null_noise_variance(rel, tau0, lam0)
     monkeypatch.setattr(E, "NULL_POOL_FROM", m + 1)
     own = E._null_noise_variance(rel, tau0, lam0)
     basis = np.vander(tau0, 5)  # the variances are smooth in τ: a quartic's residuals are their noise
     for p, o in zip(pooled[:3], own[:3]):  # v_tau, v (log a), v_within
-        assert 0.85 < np.median(p / o) < 1.15, p / o  # the same quantity
+        ratio = p / o
+        assert 0.85 < np.median(ratio) < 1.2, ratio  # the same quantity
+        # as close as the own 32 draws' noise allows (measured 0.30 in log; 32 against 128 own
+        # draws: 0.24), and nowhere off by the raw-scale line's factor at the ends
+        assert np.sqrt(np.mean(np.log(ratio) ** 2)) < 0.45 and np.all((ratio > 0.35) & (ratio < 3.2)), ratio
         scatter = [np.std(np.log(x) - basis @ np.linalg.lstsq(basis, np.log(x), rcond=None)[0]) for x in (p, o)]
-        assert scatter[0] < 0.7 * scatter[1], scatter  # 32 draws an item scatter ±25 %; pooled, less
-    assert 0.3 < pooled[3] / own[3] < 3.0  # the level's variance, from 8 vs 32 common refits
+        assert scatter[0] < 0.85 * scatter[1], scatter  # 32 draws an item scatter ±25 %; pooled, less (0.17 vs 0.24)
+    assert 0.3 < pooled[3] / own[3] < 3.0  # the level's variance, from 8 vs 32 all-equal refits

@@ -31,8 +31,8 @@ NULL_SEED = 20_251_126
 #: From this many items (releases without missingness) the noise-variance refits are
 #: :data:`NULL_REPLICATES_MANY` and each item's variances are pooled over the items nearest to it in
 #: τ: under the all-a-equal null the items differ only in τ (the noise is i.i.d. and every loading
-#: is the same), so an item's noise variance is a function of its τ; a local-linear smooth over
-#: :data:`NULL_POOL_DRAWS` draws replaces the mean of its own 32 (``docs/private_2pl.md`` §3,
+#: is the same), so an item's noise variance is a function of its τ; a local-linear smooth of their
+#: logs over :data:`NULL_POOL_DRAWS` draws replaces the mean of its own 32 (``docs/private_2pl.md`` §3,
 #: "Many items").  The refits are 2 × 8 rather than 2 × 32.
 NULL_POOL_FROM = 100
 NULL_REPLICATES_MANY = 8
@@ -178,7 +178,7 @@ def _pool_by_tau(tau: np.ndarray, y: np.ndarray, width: int) -> np.ndarray:
         c = np.concatenate([[0.0], np.cumsum(v)])
         return c[lo + w] - c[lo]
 
-    ref = ts[lo + w // 2]  # centred within each window (the sums of squares stay well conditioned)
+    ref = ts[lo + w // 2]  # the line's sums about a point of each window (τ is O(1): the running sums are exact enough)
     x = ts - ref
     # the windows' sums of (τ − ref), (τ − ref)², y, (τ − ref) y, each with its own ref: sums of
     # powers of τ expanded about ref
@@ -230,8 +230,13 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     v = np.mean((la - la0[None, :]) ** 2, axis=0)
     v_within = np.mean(within**2, axis=0)
     if _pooled(m, release.missing):
+        # on the log scale: the variances grow steeply toward the tails (that of τ about as
+        # 1/φ(τ)²), where a line through the raw values of 16 sparse items overshoots; the log of
+        # a mean of `reps` squared normals falls short of the log of its mean by ψ(reps/2) − log(reps/2)
         width = max(1, NULL_POOL_DRAWS // reps)
-        v_tau, v, v_within = (_pool_by_tau(tau0, y, width) for y in (v_tau, v, v_within))
+        shift = float(special.digamma(reps / 2.0) - np.log(reps / 2.0))
+        v_tau, v, v_within = (np.exp(_pool_by_tau(tau0, np.log(np.maximum(y, 1e-300)), width) - shift)
+                              for y in (v_tau, v, v_within))
     return v_tau, v, v_within, float(np.var(level)), float(np.mean(level))
 
 
