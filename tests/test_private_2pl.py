@@ -98,6 +98,7 @@ def test_orthant_rules_meet_their_accuracy_on_mixed_batches():
     few = np.abs(r) <= orthant.FEW_NODES_UP_TO
     assert np.array_equal(upper_orthant(h[few], k[few], r[few]), got[few])
     assert np.array_equal(upper_orthant(h[~few], k[~few], r[~few]), got[~few])
+    assert isinstance(upper_orthant(0.1, -0.2, 0.3), float) and upper_orthant(h[:, :0], 0.1, 0.5).shape == (3, 0)
 
 
 def test_orthant_probabilities_and_gradients_match_scipy():

@@ -60,7 +60,8 @@ def upper_orthant(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
         many = ~few
         integral[few] = _integral(top[few], hk[few], hh[few], 8)
         integral[many] = _integral(top[many], hk[many], hh[many], 12)
-    return (special.ndtr(-h) * special.ndtr(-k) + integral * _INV_2PI).reshape(shape)
+    out = special.ndtr(-h) * special.ndtr(-k) + integral * _INV_2PI
+    return out.reshape(shape) if shape else out[0]  # a scalar for scalars, as numpy's ufuncs give
 
 
 def orthant_gradients(h: np.ndarray, k: np.ndarray, r: np.ndarray):
