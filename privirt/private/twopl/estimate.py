@@ -206,7 +206,8 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     of the refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull).  From
     :data:`NULL_POOL_FROM` items without missingness the per-item variances are pooled over the
-    items nearest in τ (:data:`NULL_REPLICATES_MANY` draws each, :func:`_pool_by_tau`)."""
+    items nearest in τ (:data:`NULL_REPLICATES_MANY` draws each; :func:`_pool_by_tau` of their
+    logs)."""
     _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     n_t, n_p = n if isinstance(n, tuple) else (n, n)
     m = tau0.size
