@@ -117,10 +117,9 @@ def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.n
                      i: np.ndarray, j: np.ndarray):
     """The Jacobian of the scaled residuals at (τ, λ) (rows (R, m); r = λ_i λ_j (R, P)): per pair
     (u0, u1, u2, u3) = ∂[P(X_i ≠ X_j)/sd]/∂(τ_i, τ_j, log a_i, log a_j), per item dt =
-    ∂[Φ(−τ_i)/sd]/∂τ_i, and (∂U/∂r, dλ/d log a, φ(τ), (∂U/∂h, ∂U/∂k, ∂U/∂r)) for the Newton
-    terms (the orthant's second derivatives follow from its gradients)."""
+    ∂[Φ(−τ_i)/sd]/∂τ_i, and (dλ/d log a, φ(τ), (∂U/∂h, ∂U/∂k, ∂U/∂r)) for the Newton terms (the
+    orthant's second derivatives follow from its gradients)."""
     dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
-    ur = dr  # ∂U/∂r
     grads = (dh, dk, dr)
     dlam = lam * (1.0 - lam * lam)  # dλ/d log a
     phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
@@ -131,7 +130,7 @@ def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.n
     u0, u1 = dh * inv, dk * inv
     u2, u3 = dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv
     dt = -phi / sd_t  # ∂Φ(−τ)/∂τ, scaled
-    return (u0, u1, u2, u3), dt, (ur, dlam, phi, grads)
+    return (u0, u1, u2, u3), dt, (dlam, phi, grads)
 
 
 def _assemble(tt: np.ndarray, ll: np.ndarray, tl: np.ndarray, cross: tuple, m: int, i: np.ndarray,
@@ -279,7 +278,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         tau, lam, r = state
         Rk = tau.shape[0]
         st, sn = sd_t[rows], sd_n[rows]
-        (u0, u1, u2, u3), dt, (ur, dlam, phi, grads) = _scaled_jacobian(tau, lam, r, st, sn, i, j)
+        (u0, u1, u2, u3), dt, (dlam, phi, grads) = _scaled_jacobian(tau, lam, r, st, sn, i, j)
         # Gauss–Newton entries: an item's own (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i) summed over its pairs; the
         # cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j, τ_j ℓ_i) from one pair each
         own_tt, own_ll = sums.both(u0 * u0, u1 * u1), sums.both(u2 * u2, u3 * u3)
@@ -295,7 +294,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
             # and Gauss–Newton alone then crawls along that valley for a hundred iterations
             ti, tj, lk, rk = tau[k][:, i], tau[k][:, j], lam[k], r[k]
             uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(ti, tj, rk, gradients=tuple(x[k] for x in grads))
-            urk = ur[k]
+            urk = uhk  # ∂U/∂r = φ₂ = U_hk
             dl = dlam[k]
             d2l = dl * (1.0 - 3.0 * lk * lk)
             r3, r4 = dl[:, i] * lk[:, j], lk[:, i] * dl[:, j]
@@ -332,7 +331,6 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         g[:, -1] -= rp.sum(1) / S
         H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
         g[:, -1] += r0[:, 0] / MEAN_PRIOR_SD
-        kt = np.arange(m)
         H[:, kt, kt] += 1.0 / TAU_PRIOR_SD**2
         g[:, :m] += rtau / TAU_PRIOR_SD
         D[:, m:2 * m] += 1.0 / S2
