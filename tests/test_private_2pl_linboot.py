@@ -108,7 +108,7 @@ def _release(n=3000, m=6, eps=1.0, seed=11, X=None):
                            missing="none" if not np.isnan(X).any() else "mcar")
 
 
-def test_switch_changes_only_the_intervals_and_auto_takes_one_step_from_enough_persons(monkeypatch):
+def test_switch_changes_only_the_intervals_and_auto_takes_one_step_from_enough_persons_or_items(monkeypatch):
     assert E.BOOTSTRAP_REFITS == "auto"
     rel = _release()  # n = 3000: below LINEAR_REFITS_MIN_PERSONS, auto refits in full
     assert rel.n_persons < E.LINEAR_REFITS_MIN_PERSONS
@@ -126,6 +126,14 @@ def test_switch_changes_only_the_intervals_and_auto_takes_one_step_from_enough_p
     for k in ("a", "b", "tau"):
         np.testing.assert_array_equal(auto.ci[k].to_numpy(), one.ci[k].to_numpy())
     monkeypatch.setattr(E, "LINEAR_REFITS_MIN_PERSONS", 10_000)
+    assert len(rel.items) < E.LINEAR_REFITS_MIN_ITEMS  # or from enough items, at any n
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_ITEMS", len(rel.items) + 1)
+    assert estimate_2pl_from_release(rel, n_boot=20, seed=3, intervals="bootstrap").info["bootstrap_refits"] == "full"
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_ITEMS", len(rel.items))
+    by_m = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")
+    assert by_m.info["bootstrap_refits"] == "one_step"
+    for k in ("a", "b", "tau"):
+        np.testing.assert_array_equal(by_m.ci[k].to_numpy(), one.ci[k].to_numpy())
     for mode in ("one_step", "chord2"):
         monkeypatch.setattr(E, "BOOTSTRAP_REFITS", mode)
         lin = estimate_2pl_from_release(rel, n_boot=60, seed=3, intervals="bootstrap")

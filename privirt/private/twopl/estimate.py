@@ -37,6 +37,11 @@ NULL_SEED = 20_251_126
 NULL_POOL_FROM = 100
 NULL_REPLICATES_MANY = 8
 NULL_POOL_DRAWS = 128
+#: ... and from this many items :data:`NULL_REPLICATES_MOST` draws, pooled over twice as many items
+#: (still :data:`NULL_POOL_DRAWS` draws an item): at m = 1000 the 2 × 8 refits were three quarters
+#: of the point estimate's time.
+NULL_FEWER_FROM = 400
+NULL_REPLICATES_MOST = 4
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
 LEVEL_PRIOR_SD = 0.5
@@ -55,13 +60,19 @@ BIAS_CORRECT_LOG_A = False
 #: ``"one_step"``: one Gauss–Newton step from it with the Jacobian, weights and Cholesky factor of
 #: the simulation point shared by every replicate (no orthant evaluations); ``"chord2"``: that and
 #: one more chord step (:mod:`.linboot`); ``"auto"`` (default): ``"one_step"`` from
-#: :data:`LINEAR_REFITS_MIN_PERSONS` persons (public n), ``"full"`` below.  Measured in
-#: BENCHMARKS.md, "Issue 25, ninth round: the bootstrap's refits linearised".
+#: :data:`LINEAR_REFITS_MIN_PERSONS` persons or :data:`LINEAR_REFITS_MIN_ITEMS` items (public n
+#: and m), ``"full"`` below both.  Measured in BENCHMARKS.md, "Issue 25, ninth round: the
+#: bootstrap's refits linearised" and "eleventh round".
 BOOTSTRAP_REFITS = "auto"
 #: From this many persons ``"auto"`` takes the one-step refits: at n = 10 000 their se's were
 #: within 2.3 % of the full refits' in median at every (m, ε) measured (m = 20–300, ε = 0.1–3;
-#: 5–95 % of items ≥ 0.87) with equal coverage; at n ≤ 2000 and m ≥ 200 item tails reached 0.85–1.3.
+#: 5–95 % of items ≥ 0.87) with equal coverage.
 LINEAR_REFITS_MIN_PERSONS = 10_000
+#: ... and from this many items at any n: there 200 full refits cost minutes (24 CPU min at
+#: (1000, 1000)), while the one-step refits' coverage matched the full refits' (a within ±0.003,
+#: b within +0.01, toward the nominal 0.95) at n = 1000–2000, m = 200–400, though item by item
+#: their se's scatter about the full refits' (5–95 % of items 0.85–1.3 for se(b)).
+LINEAR_REFITS_MIN_ITEMS = 200
 _LINEAR_STEPS = {"one_step": 1, "chord2": 2}
 
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
@@ -153,8 +164,11 @@ class TwoPLEstimate:
 def null_replicates(m: int, missing: str) -> int:
     """How many noise draws the noise-variance refits take (each refitted twice: per item and
     all a equal): :data:`NULL_REPLICATES`, or :data:`NULL_REPLICATES_MANY` from
-    :data:`NULL_POOL_FROM` items without missingness (their variances then pooled over τ)."""
-    return NULL_REPLICATES_MANY if _pooled(m, missing) else NULL_REPLICATES
+    :data:`NULL_POOL_FROM` items without missingness (their variances then pooled over τ), or
+    :data:`NULL_REPLICATES_MOST` from :data:`NULL_FEWER_FROM` items."""
+    if not _pooled(m, missing):
+        return NULL_REPLICATES
+    return NULL_REPLICATES_MOST if m >= NULL_FEWER_FROM else NULL_REPLICATES_MANY
 
 
 def _pooled(m: int, missing: str) -> bool:
@@ -206,8 +220,8 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     of the refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull).  From
     :data:`NULL_POOL_FROM` items without missingness the per-item variances are pooled over the
-    items nearest in τ (:data:`NULL_REPLICATES_MANY` draws each; :func:`_pool_by_tau` of their
-    logs)."""
+    items nearest in τ (:func:`null_replicates` draws each, :data:`NULL_POOL_DRAWS` in all;
+    :func:`_pool_by_tau` of their logs)."""
     _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     n_t, n_p = n if isinstance(n, tuple) else (n, n)
     m = tau0.size
@@ -232,7 +246,7 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     v_within = np.mean(within**2, axis=0)
     if _pooled(m, release.missing):
         # on the log scale: the variances grow steeply toward the tails (that of τ about as
-        # 1/φ(τ)²), where a line through the raw values of 16 sparse items overshoots; the log of
+        # 1/φ(τ)²), where a line through the raw values of sparse items overshoots; the log of
         # a mean of `reps` squared normals falls short of the log of its mean by ψ(reps/2) − log(reps/2)
         width = max(1, NULL_POOL_DRAWS // reps)
         shift = float(special.digamma(reps / 2.0) - np.log(reps / 2.0))
@@ -323,8 +337,9 @@ def estimate_2pl_from_release(
     known noise variance; empirical-Bayes shrinkage of log a toward a common value against the
     privacy noise (all a equal when their spread is not detectable); intervals by parametric
     bootstrap (data sets simulated from the fit, fresh noise of the released kind, refit; from
-    :data:`LINEAR_REFITS_MIN_PERSONS` persons each refit is one Gauss–Newton step whose Jacobian
-    and factorisation all replicates share, :data:`BOOTSTRAP_REFITS`),
+    :data:`LINEAR_REFITS_MIN_PERSONS` persons or :data:`LINEAR_REFITS_MIN_ITEMS` items each refit
+    is one Gauss–Newton step whose Jacobian and factorisation all replicates share,
+    :data:`BOOTSTRAP_REFITS`),
     bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).  A declared-MCAR
     release is fitted on the ratios s/a and D/C with per-coordinate n, and its bootstrap
     simulates the missingness too (§6).
@@ -374,7 +389,7 @@ def estimate_2pl_from_release(
         route = "bootstrap"
     refits = "full" if release.missing == "mcar" else BOOTSTRAP_REFITS
     if refits == "auto":
-        refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS else "full"
+        refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or m >= LINEAR_REFITS_MIN_ITEMS else "full"
     if route == "laplace":
         # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
         # delta method on (τ_i, log a_i)
