@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import linalg, special, stats
 
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
@@ -18,7 +18,7 @@ from ...data.responses import ResponsesLike
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
-from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .fit import TAU_PRIOR_SD, _common_subspace, fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .linboot import linear_refits
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
@@ -37,11 +37,6 @@ NULL_SEED = 20_251_126
 NULL_POOL_FROM = 100
 NULL_REPLICATES_MANY = 8
 NULL_POOL_DRAWS = 128
-#: ... and from this many items :data:`NULL_REPLICATES_MOST` draws, pooled over twice as many items
-#: (still :data:`NULL_POOL_DRAWS` draws an item): at m = 1000 the 2 × 8 refits were three quarters
-#: of the point estimate's time.
-NULL_FEWER_FROM = 400
-NULL_REPLICATES_MOST = 4
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
 LEVEL_PRIOR_SD = 0.5
@@ -164,11 +159,8 @@ class TwoPLEstimate:
 def null_replicates(m: int, missing: str) -> int:
     """How many noise draws the noise-variance refits take (each refitted twice: per item and
     all a equal): :data:`NULL_REPLICATES`, or :data:`NULL_REPLICATES_MANY` from
-    :data:`NULL_POOL_FROM` items without missingness (their variances then pooled over τ), or
-    :data:`NULL_REPLICATES_MOST` from :data:`NULL_FEWER_FROM` items."""
-    if not _pooled(m, missing):
-        return NULL_REPLICATES
-    return NULL_REPLICATES_MOST if m >= NULL_FEWER_FROM else NULL_REPLICATES_MANY
+    :data:`NULL_POOL_FROM` items without missingness (their variances then pooled over τ)."""
+    return NULL_REPLICATES_MANY if _pooled(m, missing) else NULL_REPLICATES
 
 
 def _pooled(m: int, missing: str) -> bool:
@@ -220,8 +212,8 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     of the refitted all-equal log a (the level).  Captures what a linearisation misses where
     the noise is large (loadings pushed to the boundary, the prior's pull).  From
     :data:`NULL_POOL_FROM` items without missingness the per-item variances are pooled over the
-    items nearest in τ (:func:`null_replicates` draws each, :data:`NULL_POOL_DRAWS` in all;
-    :func:`_pool_by_tau` of their logs)."""
+    items nearest in τ (:data:`NULL_REPLICATES_MANY` draws each; :func:`_pool_by_tau` of their
+    logs)."""
     _, _, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
     n_t, n_p = n if isinstance(n, tuple) else (n, n)
     m = tau0.size
@@ -236,8 +228,12 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     # refits start where the releases were simulated from (τ₀, log a₀, μ = mean log a₀)
     la0 = np.log(to_2pno(tau0, lam0)[0])
     x0 = np.concatenate([tau0, la0, [la0.mean()]])
-    fb = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, start=x0, tick=tick)
-    fc = fit_factor(tn, dn, n, sig_t, sig_p, max_iter=40, tol=1e-6, common=True, start=x0, tick=tick)
+    # the refits stop by the point fit's own rule (fit_factor's max_iter and tol): the level's
+    # bias is their mean deviation, subtracted from the point fit's, so both must be one
+    # estimator; where the noise swamps the pairs the fits crawl toward λ → 1 for 50–100
+    # iterations, and refits cut at 40 had measured a smaller bias (§3, the level)
+    fb = fit_factor(tn, dn, n, sig_t, sig_p, start=x0, tick=tick)
+    fc = fit_factor(tn, dn, n, sig_t, sig_p, common=True, start=x0, tick=tick)
     la = np.log(to_2pno(fb.tau, fb.lam)[0])
     within = la - la.mean(axis=1, keepdims=True)
     level = np.log(to_2pno(fc.tau, fc.lam)[0][:, 0]) - la0[0]
@@ -246,7 +242,7 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
     v_within = np.mean(within**2, axis=0)
     if _pooled(m, release.missing):
         # on the log scale: the variances grow steeply toward the tails (that of τ about as
-        # 1/φ(τ)²), where a line through the raw values of sparse items overshoots; the log of
+        # 1/φ(τ)²), where a line through the raw values of 16 sparse items overshoots; the log of
         # a mean of `reps` squared normals falls short of the log of its mean by ψ(reps/2) − log(reps/2)
         width = max(1, NULL_POOL_DRAWS // reps)
         shift = float(special.digamma(reps / 2.0) - np.log(reps / 2.0))
@@ -264,17 +260,21 @@ def _point(release: TwoPLRelease, tick=None):
     m = tau.size
     # the common value: the fit with all a equal (every pair informs it), not an average of
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
-    same = fit_factor(t, d, n, sig_t, sig_p, common=True)
+    same = fit_factor(t, d, n, sig_t, sig_p, common=True, hessian=True)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
+    v_fit = _level_curvature_variance(same)
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
     v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)),
                                                                    tick)
     # the level: where the noise hides even the common value, pure noise pushes the all-equal
     # fit up, toward λ → 1; that bias (the refits' mean deviation at the prior's a = 1) is
-    # subtracted, and the prior log a ~ N(0, LEVEL_PRIOR_SD²) takes over against the refits'
-    # variance (Gaussian posterior mean)
-    centre = (centre - bias_level) * LEVEL_PRIOR_SD**2 / (LEVEL_PRIOR_SD**2 + v_level)
+    # subtracted, and the prior log a ~ N(0, LEVEL_PRIOR_SD²) takes over against the level's
+    # likelihood (posterior mean): Student's t with the refits' degrees of freedom (their
+    # variance is estimated from a few draws) and their variance, or the release's own curvature
+    # variance at the fit where that is wider (a fit pinned toward λ → 1 that the refits from
+    # the prior's a = 1 did not reproduce: the release's curvature there is nearly flat)
+    centre = _level_posterior_mean(centre - bias_level, v_level, v_fit, null_replicates(m, release.missing))
     # the spread s of the discriminations from the per-item fit's deviations about its own
     # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
     # toward the all-equal value against its full noise variance
@@ -289,11 +289,56 @@ def _point(release: TwoPLRelease, tick=None):
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)
     f_tau = s_tau * s_tau / (s_tau * s_tau + v_tau) if s_tau > 0 else np.zeros(m)
     return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
+                            "curvature_sd_mean_log_a": float(np.sqrt(v_fit)),
                             "noise_bias_mean_log_a": bias_level,
                             "shrinkage": factors.tolist(),
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
                             "iterations": fit.iterations}, _laplace(fit)
+
+
+def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) -> float:
+    """Posterior mean of the common log a ℓ under its prior N(0, LEVEL_PRIOR_SD²) and the
+    likelihood of the bias-corrected all-equal fit ``x``: x − ℓ ~ t_{R−1}(0, w), the predictive
+    law of one more draw like the R refits (``v_refits`` their variance about their mean, so the
+    scale is w² = v_refits·R/(R − 1)·(1 + 1/R)), w² raised to the curvature variance ``v_fit`` where
+    that is wider.  Where w is small against the prior's SD this is the Gaussian posterior mean
+    x·S²/(S² + w²) to within w; the t's tails only matter where the refits scatter about as
+    widely as the prior (``docs/private_2pl.md`` §3, the level)."""
+    S = LEVEL_PRIOR_SD
+    w2 = max(v_refits * reps / (reps - 1.0) * (1.0 + 1.0 / reps), v_fit)
+    if not np.isfinite(w2):
+        return 0.0
+    w = float(np.sqrt(w2))
+    if w < 0.05 * S:
+        return x * S * S / (S * S + w2)
+    lo, hi = min(0.0, x) - 8.0 * S - 12.0 * w, max(0.0, x) + 8.0 * S + 12.0 * w
+    grid = np.linspace(lo, hi, 8001)
+    logp = stats.norm.logpdf(grid, 0.0, S) + stats.t.logpdf(x - grid, reps - 1.0, scale=w)
+    p = np.exp(logp - logp.max())
+    return float(np.sum(p * grid) / np.sum(p))
+
+
+def _level_curvature_variance(same) -> float:
+    """The variance of the common log a that the release's own curvature gives at the all-a-equal
+    fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Newton matrix
+    in the subspace of all a equal, the thresholds profiled (their weak prior kept), at the
+    level's entry; inf where that matrix is not positive definite (the release flat there)."""
+    H, Hp = same.hessian
+    m = same.tau.shape[1]
+    Hd = (H[0] - Hp)[None]
+    zero = np.zeros((1, 2 * m + 1))
+    Hc = _common_subspace(Hd, zero, zero, m)[0][0]
+    k = np.arange(m)
+    Hc[k, k] += 1.0 / TAU_PRIOR_SD**2
+    try:
+        L = np.linalg.cholesky(Hc)
+    except np.linalg.LinAlgError:
+        return float("inf")
+    e = np.zeros(m + 1)
+    e[m] = 1.0
+    y = linalg.solve_triangular(L, e, lower=True)
+    return float(y @ y)
 
 
 def _laplace(fit) -> tuple[float, np.ndarray | None]:
