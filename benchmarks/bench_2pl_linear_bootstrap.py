@@ -62,7 +62,7 @@ def _cached_point():
     return point, cache
 
 
-def one_set(n: int, m: int, eps: float, seed: int, cache: dict) -> dict:
+def one_set(n: int, m: int, eps: float, seed: int, cache: dict, modes=MODES) -> dict:
     X, a, b = simulate(n, m, seed)
     tau = b / np.sqrt(1.0 + a * a)
     with warnings.catch_warnings():
@@ -70,7 +70,7 @@ def one_set(n: int, m: int, eps: float, seed: int, cache: dict) -> dict:
         rel = release_2pl(X, epsilon=eps, delta=DELTA, seed=seed + 1)
     out: dict = {"n": n, "m": m, "eps": eps, "seed": seed, "load": os.getloadavg()[0]}
     default = E.BOOTSTRAP_REFITS
-    for mode in MODES:
+    for mode in modes:
         E.BOOTSTRAP_REFITS = mode
         t0 = time.process_time()
         fit = estimate_2pl_from_release(rel, seed=seed + 2, progress=False)
@@ -112,7 +112,9 @@ def summary(path: str) -> None:
           "| shift log a /se | shift b /se | shift τ /se |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for key, rs in cells.items():
-        for mode in MODES[1:]:
+        for mode in [md for md in MODES[1:] if all(md in r for r in rs)]:
+            if not all("full" in r for r in rs):
+                break
             ratio = {k: np.concatenate([np.divide(r[mode][k], r["full"][k]) for r in rs])
                      for k in ("se_log_a", "se_b", "se_tau")}
             shift = {k: np.concatenate([np.divide(np.subtract(r[mode]["c_" + k], r["full"]["c_" + k]),
@@ -127,14 +129,17 @@ def summary(path: str) -> None:
           "| speed-up | bootstrap part CPU s | its speed-up | load | Δ coverage a, b (paired) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, rs in cells.items():
-        full_cpu = np.mean([r["full"]["cpu"] for r in rs])
-        full_boot = full_cpu - np.mean([r["full"]["point_cpu"] for r in rs])
-        for mode in MODES:
+        has_full = all("full" in r for r in rs)
+        full_cpu = np.mean([r["full"]["cpu"] for r in rs]) if has_full else float("nan")
+        full_boot = full_cpu - np.mean([r["full"]["point_cpu"] for r in rs]) if has_full else float("nan")
+        for mode in [md for md in MODES if all(md in r for r in rs)]:
             def cov(k):
                 v = np.array([r[mode][k] for r in rs])
                 se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
                 return f"{v.mean():.3f} ± {se:.3f}"
             def diff(k):
+                if not has_full:
+                    return "–"
                 v = np.array([r[mode][k] - r["full"][k] for r in rs])
                 se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
                 return f"{v.mean():+.3f} ± {se:.3f}"
@@ -150,6 +155,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", nargs="*", default=[], help="n,m,eps triples")
     ap.add_argument("--sets", type=int, default=4)
+    ap.add_argument("--modes", default=",".join(MODES), help="refit modes to run, comma-separated")
     ap.add_argument("--first", type=int, default=0, help="first data set index (to extend a cell)")
     ap.add_argument("--out", default=None, help="append JSON lines here")
     ap.add_argument("--summary", default=None, help="print the tables of a JSON-lines file")
@@ -164,10 +170,11 @@ def main(argv=None) -> None:
         n, m, eps = int(n), int(m), float(eps)
         for k in range(args.first, args.first + args.sets):
             seed = SEED0 + 100 * (zlib.crc32(f"{n},{m},{eps:g}".encode()) % 100_000) + k
-            row = one_set(n, m, eps, seed, cache)
+            modes = tuple(args.modes.split(","))
+            row = one_set(n, m, eps, seed, cache, modes)
             line = json.dumps(row)
-            print(f"# {cell} set {k}: " + ", ".join(f"{mode} {row[mode]['cpu']:.1f}s" for mode in MODES)
-                  + f" (point {row['full']['point_cpu']:.1f}s, load {row['load']:.2f})", flush=True)
+            print(f"# {cell} set {k}: " + ", ".join(f"{mode} {row[mode]['cpu']:.1f}s" for mode in modes)
+                  + f" (point {row[modes[0]]['point_cpu']:.1f}s, load {row['load']:.2f})", flush=True)
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(line + "\n")
