@@ -1,6 +1,6 @@
-"""The private 2PL bootstrap's replicates refitted in full (the default below 10 000 persons)
-beside the linearised refits of ``privirt.private.twopl.estimate.BOOTSTRAP_REFITS`` ("one_step",
-the default from 10 000 persons: one Gauss–Newton step with
+"""The private 2PL bootstrap's replicates refitted in full (the default below 10 000 persons and
+200 items) beside the linearised refits of ``privirt.private.twopl.estimate.BOOTSTRAP_REFITS``
+("one_step", the default from 10 000 persons or 200 items: one Gauss–Newton step with
 the simulation point's Jacobian, weights and Cholesky factor; "chord2": one more chord step), on
 the SAME releases and the same bootstrap draws (the seed of ``estimate_2pl_from_release``).
 
@@ -17,6 +17,9 @@ Run (one JSON line per data set, then the tables)::
     nice -n 10 python benchmarks/bench_2pl_linear_bootstrap.py --cells 10000,20,1 10000,50,1 \\
         --sets 4 --out linboot.jsonl
     python benchmarks/bench_2pl_linear_bootstrap.py --summary linboot.jsonl
+
+``--modes full,one_step`` runs a subset of the modes (``--modes one_step`` alone: coverage and CPU
+only, where the full refits would take too long).
 """
 
 from __future__ import annotations

@@ -163,3 +163,21 @@ def test_steps_are_checked():
     x0 = _point(3)
     with pytest.raises(ValueError, match="steps"):
         linear_refits(np.zeros((1, 3)), np.zeros((1, 3)), 100.0, 1.0, 1.0, x0, steps=3)
+
+
+def test_auto_refits_in_full_by_items_where_the_priors_hold_the_discriminations(monkeypatch):
+    """From LINEAR_REFITS_MIN_ITEMS items the one-step refits only where the release holds the
+    discriminations: where the noise swamps the pairs one linearised step misses the refits' pull
+    toward λ → 1 (at (500, 200, 0.3), with an indefinite Newton matrix and so the bootstrap route,
+    the one-step intervals covered a 0.00 and b 0.11–0.14 of the time)."""
+    X, _, _ = lognormal_2pno(400, 30, 277_800)
+    rel = _release(X=X, eps=0.1, seed=277_801)
+    m = len(rel.items)
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_ITEMS", m)
+    fit = estimate_2pl_from_release(rel, n_boot=20, seed=3, intervals="bootstrap")
+    assert fit.info["data_share_log_a"] < E.PRIOR_HELD_SHARE
+    assert fit.info["bootstrap_refits"] == "full"
+    rel2 = _release()  # n = 3000, m = 6, ε = 1: the release holds them
+    monkeypatch.setattr(E, "LINEAR_REFITS_MIN_ITEMS", len(rel2.items))
+    fit2 = estimate_2pl_from_release(rel2, n_boot=20, seed=3, intervals="bootstrap")
+    assert fit2.info["data_share_log_a"] >= E.PRIOR_HELD_SHARE and fit2.info["bootstrap_refits"] == "one_step"

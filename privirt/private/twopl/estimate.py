@@ -55,18 +55,19 @@ BIAS_CORRECT_LOG_A = False
 #: ``"one_step"``: one Gauss–Newton step from it with the Jacobian, weights and Cholesky factor of
 #: the simulation point shared by every replicate (no orthant evaluations); ``"chord2"``: that and
 #: one more chord step (:mod:`.linboot`); ``"auto"`` (default): ``"one_step"`` from
-#: :data:`LINEAR_REFITS_MIN_PERSONS` persons or :data:`LINEAR_REFITS_MIN_ITEMS` items (public n
-#: and m), ``"full"`` below both.  Measured in BENCHMARKS.md, "Issue 25, ninth round: the
-#: bootstrap's refits linearised" and "eleventh round".
+#: :data:`LINEAR_REFITS_MIN_PERSONS` persons, or from :data:`LINEAR_REFITS_MIN_ITEMS` items where
+#: the release holds the discriminations, ``"full"`` otherwise.  Measured in BENCHMARKS.md, "Issue
+#: 25, ninth round: the bootstrap's refits linearised" and "eleventh round".
 BOOTSTRAP_REFITS = "auto"
 #: From this many persons ``"auto"`` takes the one-step refits: at n = 10 000 their se's were
 #: within 2.3 % of the full refits' in median at every (m, ε) measured (m = 20–300, ε = 0.1–3;
 #: 5–95 % of items ≥ 0.87) with equal coverage.
 LINEAR_REFITS_MIN_PERSONS = 10_000
-#: ... and from this many items at any n: there 200 full refits cost minutes (24 CPU min at
-#: (1000, 1000)), while the one-step refits' coverage matched the full refits' (a within ±0.003,
-#: b within +0.01, toward the nominal 0.95) at n = 1000–2000, m = 200–400, though item by item
-#: their se's scatter about the full refits' (5–95 % of items 0.85–1.3 for se(b)).
+#: ... and from this many items at any n where the release holds the discriminations (the median
+#: item's data share of the precision of log a at least :data:`PRIOR_HELD_SHARE`): there 200 full
+#: refits cost minutes (24 CPU min at (1000, 1000)), while the one-step refits' coverage matched
+#: the full refits' (a and b within ±0.008) at n = 500–5000, m = 200–500, though item by item
+#: their se's scatter about the full refits' (5–95 % of items 0.84–1.3 for se(b)).
 LINEAR_REFITS_MIN_ITEMS = 200
 _LINEAR_STEPS = {"one_step": 1, "chord2": 2}
 
@@ -341,24 +342,26 @@ def _level_curvature_variance(same) -> float:
     return float(y @ y)
 
 
-def _laplace(fit) -> tuple[float, np.ndarray | None]:
+def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
     """The median over items of the release's share of the precision of log a_i at the fit
-    (Hessian of the objective: data part over the whole, priors included), and the inverse
+    (Hessian of the objective: data part over the whole, priors included), the inverse
     Hessian over (τ, log a, μ): the Laplace posterior covariance of the fit's own model (its
-    Gaussian likelihood of the noisy moments and its priors).  (nan, None) if not positive
-    definite."""
-    H, Hp = fit.hessian
-    H = H[0]
+    Gaussian likelihood of the noisy moments and its priors), and which matrix gave them: the
+    Newton matrix, or where that is not positive definite (a fit that stopped short of a minimum
+    in the valley toward λ → 1) the Gauss–Newton matrix.  (nan, None, "none") if neither is."""
+    _, Hp = fit.hessian
     m = fit.tau.shape[1]
     k = np.arange(m, 2 * m)
-    try:
-        C = np.linalg.inv(H)
-    except np.linalg.LinAlgError:
-        return float("nan"), None
-    if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0) or np.any(np.linalg.eigvalsh(H) <= 0):
-        return float("nan"), None
-    share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
-    return float(np.median(share)), C
+    for name, H in (("newton", fit.hessian[0][0]), ("gauss_newton", fit.gauss_newton[0])):
+        try:
+            C = np.linalg.inv(H)
+        except np.linalg.LinAlgError:
+            continue
+        if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0) or np.any(np.linalg.eigvalsh(H) <= 0):
+            continue
+        share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
+        return float(np.median(share)), C, name
+    return float("nan"), None, "none"
 
 
 def _check_intervals(intervals: Any) -> None:
@@ -422,7 +425,7 @@ def estimate_2pl_from_release(
     total = null + int(n_boot)
     tick = ticker(total, "2PL fit and intervals", unit="refits", enabled=resolve_progress(progress),
                   phase=lambda d: "noise variance" if d < null else "bootstrap")
-    a_u, b_u, a, b, info, (share, cov) = _point(release, tick)
+    a_u, b_u, a, b, info, (share, cov, curvature) = _point(release, tick)
     m = a.size
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     route = "none" if not n_boot else intervals
@@ -434,7 +437,12 @@ def estimate_2pl_from_release(
         route = "bootstrap"
     refits = "full" if release.missing == "mcar" else BOOTSTRAP_REFITS
     if refits == "auto":
-        refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or m >= LINEAR_REFITS_MIN_ITEMS else "full"
+        # by m only where the release holds the discriminations (a finite share ≥ ½): where the
+        # fit's Newton matrix is indefinite (no Laplace route) the noise swamps the pairs and one
+        # linearised step from the simulation point misses the refits' pull toward λ → 1
+        # (coverage of a 0.00 and of b 0.11–0.14 at (500, 200, 0.3))
+        held = bool(np.isfinite(share) and share >= PRIOR_HELD_SHARE)
+        refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held) else "full"
     if route == "laplace":
         # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
         # delta method on (τ_i, log a_i)
@@ -484,7 +492,7 @@ def estimate_2pl_from_release(
     items = release.items
     info.update({"n_boot": int(n_boot) if route == "bootstrap" else 0, "confidence": float(confidence),
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
-                 "data_share_log_a": share,
+                 "data_share_log_a": share, "laplace_curvature": curvature,
                  "bootstrap_refits": refits if route == "bootstrap" else "full"})
 
     def ser(v, name):

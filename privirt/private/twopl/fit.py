@@ -51,6 +51,7 @@ class FactorFit:
     log_a: np.ndarray | None = None
     mean_log_a: np.ndarray | None = None
     hessian: tuple | None = None
+    gauss_newton: np.ndarray | None = None
 
     def start(self) -> np.ndarray:
         """(τ, log a, μ) of the fit, (R, 2m + 1): a starting point for refits."""
@@ -227,7 +228,7 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     hess = (np.concatenate([f.hessian[0] for f in parts], axis=0), parts[0].hessian[1]) if hessian else None
     return FactorFit(tau=cat("tau"), lam=cat("lam"), iterations=max(f.iterations for f in parts),
                      row_iterations=cat("row_iterations"), log_a=cat("log_a"), mean_log_a=cat("mean_log_a"),
-                     hessian=hess)
+                     hessian=hess, gauss_newton=cat("gauss_newton") if hessian else None)
 
 
 @one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
@@ -378,12 +379,15 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         if active.size == 0:
             break
     tau, lam = theta[:, :m], _loading(theta[:, m:2 * m])
-    hess = None
-    if hessian:  # the objective's curvature at the optimum (Newton matrix), and the priors' part
+    hess = gn = None
+    if hessian:  # the objective's curvature at the optimum (Newton matrix), and the priors' part;
+        # and the Gauss–Newton matrix (positive definite with the priors: the fallback where the
+        # Newton matrix is not, at a fit that stopped short of a minimum)
         H, _, _ = normal_eq(state, res, everyone, np.ones(R, bool))
         hess = (H, _prior_hessian(m, S))
+        gn, _, _ = normal_eq(state, res, everyone, np.zeros(R, bool))
     return FactorFit(tau=tau, lam=lam, iterations=it, row_iterations=steps, log_a=theta[:, m:2 * m].copy(),
-                     mean_log_a=theta[:, -1].copy(), hessian=hess)
+                     mean_log_a=theta[:, -1].copy(), hessian=hess, gauss_newton=gn)
 
 
 #: From this size of the normal equations (2m + 1, or m + 1 with all a equal) each row's damped

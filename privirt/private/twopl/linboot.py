@@ -1,6 +1,6 @@
-"""Linearised refits of the 2PNO bootstrap's replicates (the default from 10 000 persons:
-``estimate.BOOTSTRAP_REFITS``, ``LINEAR_REFITS_MIN_PERSONS``; ``docs/private_2pl.md`` §3,
-"Intervals").
+"""Linearised refits of the 2PNO bootstrap's replicates (the default from 10 000 persons or 200
+items: ``estimate.BOOTSTRAP_REFITS``, ``LINEAR_REFITS_MIN_PERSONS``, ``LINEAR_REFITS_MIN_ITEMS``;
+``docs/private_2pl.md`` §3, "Intervals").
 
 Every replicate of the parametric bootstrap is simulated at the same point x0 = (τ, log a, μ),
 so the model's Jacobian J at x0 and the Gauss–Newton matrix A = JᵀWJ + H_prior (W the inverse
