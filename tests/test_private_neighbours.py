@@ -41,8 +41,11 @@ COMPLETE_DATA_ONLY = {"release_totals", "private_totals_estimate", "release_2pl"
 
 #: ``info`` entries whose (string) value is chosen from the noisy release, post-processing like
 #: the fits: the private 2PL's interval route, picked from how much of log a's precision the
-#: noisy fit owes to the release (``docs/private_2pl.md`` §3).  Their keys are still compared.
-CHOSEN_FROM_NOISE = {"intervals"}
+#: noisy fit owes to the release, the matrix its Laplace intervals come from (Newton, or
+#: Gauss–Newton where the noisy fit's Newton matrix is indefinite) and how its bootstrap refits
+#: (by m only where the release holds the discriminations) (``docs/private_2pl.md`` §3).  Their
+#: keys are still compared.
+CHOSEN_FROM_NOISE = {"intervals", "laplace_curvature", "bootstrap_refits"}
 
 
 def public_view(obj, depth: int = 0):
