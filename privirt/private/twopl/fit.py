@@ -42,7 +42,9 @@ TAU_PRIOR_SD: float = 3.0
 class FactorFit:
     """Batched fit: thresholds ``tau`` and loadings ``lam`` (R, m); ``iterations`` used (by the
     slowest row), ``row_iterations`` (R,) by each row;
-    ``log_a`` (R, m) and ``mean_log_a`` (R,) the fitted log a and their prior mean μ."""
+    ``log_a`` (R, m) and ``mean_log_a`` (R,) the fitted log a and their prior mean μ; with
+    ``hessian=True``, ``hessian`` (the Newton matrices (R, 2m + 1, 2m + 1) at the fit, the priors'
+    constant part) and ``gauss_newton`` (the Gauss–Newton matrices, priors included)."""
 
     tau: np.ndarray
     lam: np.ndarray
