@@ -101,8 +101,12 @@ class TwoPLEstimate:
         Shrinkage (spread ``s`` and mean ``mu`` of log a, per-item factors), bootstrap size,
         confidence, seed, fit iterations, the interval route (``"intervals"``: bootstrap,
         laplace or none), how the bootstrap refitted (``"bootstrap_refits"``: full or
-        one_step, :data:`BOOTSTRAP_REFITS`) and the release's share of the precision of log a
-        (``"data_share_log_a"``, median item).
+        one_step, :data:`BOOTSTRAP_REFITS`), the release's share of the precision of log a
+        (``"data_share_log_a"``, median item) and the matrix it and the Laplace intervals come
+        from (``"laplace_curvature"``: newton, or gauss_newton where the Newton matrix is
+        indefinite), and the common level's noise: the refits' SD and bias
+        (``"noise_sd_mean_log_a"``, ``"noise_bias_mean_log_a"``) and the release's own
+        curvature SD (``"curvature_sd_mean_log_a"``).
     """
 
     a: pd.Series
