@@ -134,6 +134,10 @@ def test_level_posterior_is_the_gaussians_where_the_refits_agree_and_holds_the_p
     # a pinned fit 3 SDs of the refits from their mean: the prior holds (Gaussian: 0.75)
     assert post(2.15, 0.464, 0.0, 8) < 0.55
     assert post(2.15, 1e-4, float("inf"), 8) == 0.0  # the release flat there: the prior's level
+    # a nearly flat (large but finite) curvature variance: the prior's level, not a grid point
+    # near 0 (a grid that grew with w gave 0.49998 at v_fit = 1e6; found by review)
+    for x, vf in ((1.0, 1e5), (0.3, 1e5), (1.0, 1e6), (-2.0, 1e6), (1.0, 1e10)):
+        assert abs(post(x, 1e-4, vf, 8)) < 1e-4, (x, vf)
 
 
 def test_level_curvature_variance_matches_the_refits_where_the_release_holds_the_level():

@@ -317,8 +317,11 @@ def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) ->
     w = float(np.sqrt(w2))
     if w < 0.05 * S:
         return x * S * S / (S * S + w2)
-    lo, hi = min(0.0, x) - 8.0 * S - 12.0 * w, max(0.0, x) + 8.0 * S + 12.0 * w
-    grid = np.linspace(lo, hi, 8001)
+    # beyond 8 prior SDs outside [0, x] both the prior and the t factor fall off (the integrand
+    # below e^{-32} of its value at the nearer end); a range that grew with w left the prior
+    # between a few grid points where w ≫ S.  Points enough for w/20 spacing.
+    lo, hi = min(0.0, x) - 8.0 * S, max(0.0, x) + 8.0 * S
+    grid = np.linspace(lo, hi, int(min(max(8001, 20.0 * (hi - lo) / w), 400_001)))
     logp = stats.norm.logpdf(grid, 0.0, S) + stats.t.logpdf(x - grid, reps - 1.0, scale=w)
     p = np.exp(logp - logp.max())
     return float(np.sum(p * grid) / np.sum(p))
@@ -441,11 +444,11 @@ def estimate_2pl_from_release(
         route = "bootstrap"
     refits = "full" if release.missing == "mcar" else BOOTSTRAP_REFITS
     if refits == "auto":
-        # by m only where the release holds the discriminations (a finite share ≥ ½): where the
-        # fit's Newton matrix is indefinite (no Laplace route) the noise swamps the pairs and one
-        # linearised step from the simulation point misses the refits' pull toward λ → 1
-        # (coverage of a 0.00 and of b 0.11–0.14 at (500, 200, 0.3))
-        held = bool(np.isfinite(share) and share >= PRIOR_HELD_SHARE)
+        # by m only where the release holds the discriminations (a share ≥ ½ from the Newton
+        # matrix): where that matrix is indefinite the fit stopped in the valley toward λ → 1, and
+        # one linearised step from the simulation point misses the refits' pull there (coverage
+        # of a 0.00 and of b 0.11–0.14 at (500, 200, 0.3))
+        held = bool(curvature == "newton" and np.isfinite(share) and share >= PRIOR_HELD_SHARE)
         refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held) else "full"
     if route == "laplace":
         # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
