@@ -825,6 +825,17 @@ def test_spawned_workers_refuse_an_unguarded_script_in_one_line(tmp_path):
     _check_spawn_safe()  # pytest's own __main__ is a module (python -m pytest) or has no call
 
 
+def _cmdline(proc) -> str:
+    """A child's command line, or "" if it ended (or became a zombie) since it was listed: a
+    short-lived child is not a worker (its cmdline() raised NoSuchProcess: the test's race)."""
+    import psutil
+
+    try:
+        return " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return ""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("when", ["workers starting", "cells running"])
 def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path, when):
@@ -860,7 +871,7 @@ def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path, when):
         while time.monotonic() < deadline and proc.poll() is None:
             if when == "workers starting":
                 if len([c for c in parent.children()
-                        if "resource_tracker" not in " ".join(c.cmdline())]) >= 2:
+                        if "resource_tracker" not in _cmdline(c)]) >= 2:
                     time.sleep(0.5)  # spawned workers would be importing now
                     break
             elif results.exists() and len(results.read_text().splitlines()) >= 6:
