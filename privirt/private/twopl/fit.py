@@ -89,7 +89,8 @@ class _PairSums:
     def second(self, X: np.ndarray) -> np.ndarray:
         out = np.zeros((X.shape[0], self.m))
         if self.j.size:
-            out[:, self.items_j] = np.add.reduceat(X[:, self.perm], self.start_j, axis=1)
+            # (np.take: 1.6× faster than the fancy-index gather at 10⁵–10⁶ pairs, the same values)
+            out[:, self.items_j] = np.add.reduceat(np.take(X, self.perm, axis=1), self.start_j, axis=1)
         return out
 
     def both(self, X_first: np.ndarray, X_second: np.ndarray) -> np.ndarray:
@@ -147,12 +148,24 @@ def _assemble(tt: np.ndarray, ll: np.ndarray, tl: np.ndarray, cross: tuple, m: i
     H[:, kt, kt] = tt
     H[:, kl, kl] = ll
     H[:, kt, kl] = H[:, kl, kt] = tl
-    H[:, i, j] = H[:, j, i] = x_tt
-    H[:, m + i, m + j] = H[:, m + j, m + i] = x_ll
-    H[:, i, m + j] = H[:, m + j, i] = x_tl
-    H[:, j, m + i] = H[:, m + i, j] = x_lt
+    for r, c, x in ((i, j, x_tt), (m + i, m + j, x_ll), (i, m + j, x_tl), (j, m + i, x_lt)):
+        _put_symmetric(H, r, c, x)
     return H
 
+
+def _put_symmetric(H: np.ndarray, r: np.ndarray, c: np.ndarray, x: np.ndarray) -> None:
+    """H[:, r, c] = H[:, c, r] = x, through indices into the flattened matrices (a third of the
+    time of the two-index assignment at 10⁵–10⁶ pairs)."""
+    K = H.shape[1]
+    flat = H.reshape(H.shape[0], K * K)  # a view: H is C-contiguous
+    flat[:, r * K + c] = x
+    flat[:, c * K + r] = x
+
+
+#: Whether a row whose Levenberg–Marquardt step failed reuses the last iteration's normal equations
+#: (its point and Newton flag unchanged, they are identical) rather than recomputing them: 22–41 %
+#: of the steps fail where the noise swamps the pairs (BENCHMARKS.md, "Issue 25, twelfth round").
+REUSE_FAILED_STEPS: bool = True
 
 #: Memory (bytes) for one batch of the fit's work arrays: a batch of R rows of m items holds about
 #: :func:`batch_bytes` ``(m)`` × R (the pairs' quadrature nodes and Jacobian terms, the normal
@@ -273,10 +286,11 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     def cost_of(res):
         return sum((x * x).sum(1) for x in res)
 
-    def normal_eq(state, res, rows, newton_rows):
+    def normal_eq(state, res, rows, newton_rows, reduce=False):
         """Gradient g = −∇(cost/2), the Gauss–Newton matrix plus, for the rows flagged in
         ``newton_rows``, the residuals' curvature Σ r ∇²r (the Newton matrix), and the
-        Gauss–Newton diagonal D (positive: the damping's scale)."""
+        Gauss–Newton diagonal D (positive: the damping's scale); ``reduce``: all three in the
+        subspace of all a equal (:func:`_common_subspace` of them, the matrix assembled there)."""
         rt, rn, rp, r0, rtau = res
         tau, lam, r = state
         Rk = tau.shape[0]
@@ -316,7 +330,9 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
             x_ll[k] += w * -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
             x_tl[k] += w * -2.0 * uhr * r4  # (τ_i, ℓ_j)
             x_lt[k] += w * -2.0 * ukr * r3  # (τ_j, ℓ_i)
-        H = _assemble(own_tt + dt * dt, own_ll, own_tl, (x_tt, x_ll, x_tl, x_lt), m, i, j)
+        cross = (x_tt, x_ll, x_tl, x_lt)
+        H = _assemble_common(own_tt + dt * dt, own_ll, own_tl, cross, sums) if reduce else \
+            _assemble(own_tt + dt * dt, own_ll, own_tl, cross, m, i, j)
         kt = np.arange(m)
         if k.size:
             H[k[:, None], kt[None, :], kt[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
@@ -326,10 +342,11 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         g[:, :m] += dt * rt
         # the prior (residuals (μ − log a_i)/S, −μ/S_μ, −τ_i/S_τ: linear, no curvature)
         kk, S2 = np.arange(m, 2 * m), S * S
-        H[:, kk, kk] += 1.0 / S2
-        H[:, -1, -1] += m / S2
-        H[:, kk, -1] -= 1.0 / S2
-        H[:, -1, kk] -= 1.0 / S2
+        if not reduce:  # (in the subspace the prior on log a_i − μ vanishes: its entries sum to 0)
+            H[:, kk, kk] += 1.0 / S2
+            H[:, -1, -1] += m / S2
+            H[:, kk, -1] -= 1.0 / S2
+            H[:, -1, kk] -= 1.0 / S2
         g[:, m:2 * m] += rp / S
         g[:, -1] -= rp.sum(1) / S
         H[:, -1, -1] += 1.0 / MEAN_PRIOR_SD**2
@@ -339,6 +356,8 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         D[:, m:2 * m] += 1.0 / S2
         D[:, :m] += 1.0 / TAU_PRIOR_SD**2
         D[:, -1] += m / S2 + 1.0 / MEAN_PRIOR_SD**2
+        if reduce:
+            _, g, D = _common_subspace(None, g, D, m)
         return H, g, D
 
     everyone = np.arange(R)
@@ -346,18 +365,36 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     cost = cost_of(res)
     active = everyone
     it = 0
+    kept = None  # the last iteration's undamped (rows, H, g, d, which rows can reuse them)
     for it in range(1, max_iter + 1):
         # only the rows still converging are computed (one slow replicate no longer costs the batch)
         rows = active
-        H, g, d = normal_eq(tuple(x[rows] for x in state), tuple(x[rows] for x in res), rows, newton[rows])
-        if common:  # the subspace (τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ), where the prior on log a_i − μ vanishes
-            H, g, d = _common_subspace(H, g, d, m)
+        # the normal equations of a row whose last step failed (same point, same Newton flag) are
+        # those of the last iteration: reused, only the damping rises (identical values)
+        reuse = np.zeros(rows.size, bool) if kept is None or not REUSE_FAILED_STEPS \
+            else kept[4][np.searchsorted(kept[0], rows)]
+        fresh = rows[~reuse]
+        if fresh.size:  # the subspace (τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ) where common
+            new = normal_eq(tuple(x[fresh] for x in state), tuple(x[fresh] for x in res), fresh, newton[fresh],
+                            reduce=common)
+        if not reuse.any():
+            H, g, d = new
+        else:
+            old = np.searchsorted(kept[0], rows[reuse])
+            H, g, d = (np.empty((rows.size,) + x.shape[1:]) for x in kept[1:4])
+            for x, x_old, x_new in zip((H, g, d), kept[1:4], new if fresh.size else (None,) * 3):
+                x[reuse] = x_old[old]
+                if fresh.size:
+                    x[~reuse] = x_new
         # Levenberg–Marquardt on the Newton matrix, damped by the (positive) Gauss–Newton diagonal;
         # a step that is not a descent direction (the Newton matrix can be indefinite far from the
         # optimum) counts as a failed step and raises the damping
         k = np.arange(H.shape[1])
-        H[:, k, k] += mu[rows, None] * d + 1e-12  # H is this iteration's own: damped in place
+        diagonal = H[:, k, k].copy()
+        H[:, k, k] += mu[rows, None] * d + 1e-12  # damped in place for the solve, then restored
         step = _solve(H, g)
+        H[:, k, k] = diagonal
+        was_newton = newton[rows].copy()
         descent = np.einsum("rk,rk->r", step, g) > 0
         if common:  # back to (τ, log a, μ)
             step = np.concatenate([step, np.repeat(step[:, -1:], m, axis=1)], axis=1)
@@ -377,6 +414,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         # indefinite), Newton once it slows down (small relative gains, or failed steps)
         newton[rows] |= (better & (gain <= 1e-3 * (1.0 + cost[rows]))) | (~better & (mu[rows] >= 1.0))
         steps[rows] += 1
+        kept = (rows, H, g, d, ~better & (newton[rows] == was_newton))
         active = rows[~done]
         if active.size == 0:
             break
@@ -417,14 +455,31 @@ def _solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
     return out
 
 
-def _common_subspace(H: np.ndarray, g: np.ndarray, d: np.ndarray, m: int):
+def _assemble_common(tt: np.ndarray, ll: np.ndarray, tl: np.ndarray, cross: tuple, sums: _PairSums) -> np.ndarray:
+    """:func:`_assemble`'s matrix in the subspace of all a equal, Tᵀ H T (:func:`_common_subspace`),
+    from the same entries without the (2m + 1)² matrix: the τ block, each τ_i's entries over
+    every log a summed, and the sum of the whole log a block; the μ row and column's share left 0."""
+    x_tt, x_ll, x_tl, x_lt = cross
+    m = sums.m
+    H = np.zeros((tt.shape[0], m + 1, m + 1))
+    kt = np.arange(m)
+    H[:, kt, kt] = tt
+    _put_symmetric(H, sums.i, sums.j, x_tt)
+    H[:, :m, m] = H[:, m, :m] = tl + sums.first(x_tl) + sums.second(x_lt)
+    H[:, m, m] = ll.sum(axis=1) + 2.0 * x_ll.sum(axis=1)
+    return H
+
+
+def _common_subspace(H: np.ndarray | None, g: np.ndarray, d: np.ndarray, m: int):
     """Tᵀ H T, gᵀ T and the damping diagonal in the subspace of all a equal, T: (τ, ℓ) ↦ (τ, ℓ, …,
-    ℓ, μ = ℓ), by sums over the log a and μ block (O(m²); the product with T cost O(m³))."""
-    R = H.shape[0]
-    Hc = np.empty((R, m + 1, m + 1))
-    Hc[:, :m, :m] = H[:, :m, :m]
-    Hc[:, :m, m] = Hc[:, m, :m] = H[:, :m, m:].sum(axis=2)
-    Hc[:, m, m] = H[:, m:, m:].sum(axis=(1, 2))
+    ℓ, μ = ℓ), by sums over the log a and μ block (O(m²); the product with T cost O(m³));
+    ``H=None``: g and d only."""
+    R = g.shape[0]
+    Hc = None if H is None else np.empty((R, m + 1, m + 1))
+    if H is not None:
+        Hc[:, :m, :m] = H[:, :m, :m]
+        Hc[:, :m, m] = Hc[:, m, :m] = H[:, :m, m:].sum(axis=2)
+        Hc[:, m, m] = H[:, m:, m:].sum(axis=(1, 2))
     gc = np.concatenate([g[:, :m], g[:, m:].sum(axis=1, keepdims=True)], axis=1)
     dc = np.concatenate([d[:, :m], d[:, m:].sum(axis=1, keepdims=True)], axis=1)
     return Hc, gc, dc

@@ -1,0 +1,89 @@
+"""The 2PNO fit's Levenberg–Marquardt iterations: work saved without changing a step (the normal
+equations of a failed step reused, the all-a-equal fit's matrix assembled in its subspace)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import special
+
+from privirt.exceptions import NoiseDominatesWarning
+from privirt.private.twopl import fit as fit_mod
+from privirt.private.twopl import release_2pl
+from privirt.private.twopl.fit import _common_subspace, fit_factor
+from privirt.private.twopl.mcar import fit_inputs
+
+
+def _swamped_batch(m: int, reps: int = 6, n: int = 400, eps: float = 0.2):
+    """Noisy moments of ``reps`` releases of one data set where the noise swamps the pairs (a
+    quarter to a half of the fit's steps fail there)."""
+    rng = np.random.default_rng(279_000 + m)
+    a, b = np.exp(rng.normal(0.0, 0.3, m)), rng.normal(0.0, 1.0, m)
+    X = (rng.random((n, m)) < special.ndtr(rng.standard_normal(n)[:, None] * a - b)).astype(np.int8)
+    with warnings.catch_warnings():  # (the noise-dominates warning, where it is)
+        warnings.simplefilter("ignore", NoiseDominatesWarning)
+        rel = release_2pl(X, epsilon=eps, delta=1e-4, seed=5)
+    t, d, nn, st, sp = fit_inputs(rel)
+    return (t + st * rng.standard_normal((reps, m)), d + sp * rng.standard_normal((reps, d.size)), nn, st, sp)
+
+
+@pytest.mark.parametrize("m", [40, 70])  # 2m + 1 below and above fit.CHOLESKY_FROM (LU / Cholesky)
+@pytest.mark.parametrize("common", [False, True])
+def test_failed_steps_reuse_their_normal_equations_and_take_the_same_steps(monkeypatch, m, common):
+    t, d, n, st, sp = _swamped_batch(m)
+    calls = []
+    jacobian = fit_mod._scaled_jacobian
+
+    def counted(tau, *args):
+        calls.append(tau.shape[0])  # rows whose normal equations are computed
+        return jacobian(tau, *args)
+
+    monkeypatch.setattr(fit_mod, "_scaled_jacobian", counted)
+    fits = {}
+    for reuse in (False, True):
+        monkeypatch.setattr(fit_mod, "REUSE_FAILED_STEPS", reuse)
+        calls.clear()
+        fits[reuse] = (fit_factor(t, d, n, st, sp, common=common, hessian=True), sum(calls))
+    (old, rows_old), (new, rows_new) = fits[False], fits[True]
+    # every row takes the same steps to the same point: bitwise for the per-item fit
+    assert np.array_equal(new.row_iterations, old.row_iterations)
+    for name in ("tau", "lam", "log_a", "mean_log_a"):
+        assert np.array_equal(getattr(new, name), getattr(old, name)), name
+    assert np.array_equal(new.hessian[0], old.hessian[0]) and np.array_equal(new.gauss_newton, old.gauss_newton)
+    # the computed normal equations: one per row and step (plus two at the end with hessian=True) without
+    # reuse, fewer with it (failed steps were a quarter or more here)
+    assert rows_old == new.row_iterations.sum() + 2 * t.shape[0]
+    assert rows_new < rows_old - 0.2 * new.row_iterations.sum(), (rows_new, rows_old)
+
+
+@pytest.mark.parametrize("m", [6, 70])
+def test_all_equal_fit_matrix_assembled_in_its_subspace_is_the_full_matrix_reduced(monkeypatch, m):
+    # the all-a-equal fit's first step solves (TᵀJᵀJT + priors + μ₀ diag) s = Tᵀg, assembled in the
+    # subspace from the pairs' entries: it must be the full Gauss–Newton matrix (priors included) at the
+    # start, reduced by T ((τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ)), and damped by the reduced Gauss–Newton diagonal
+    t, d, n, st, sp = _swamped_batch(m, reps=2)
+    rng = np.random.default_rng(3)
+    start = np.concatenate([rng.normal(0.0, 1.0, (2, m)), np.repeat(rng.normal(0.0, 0.3, (2, 1)), m + 1, axis=1)],
+                           axis=1)
+    at_start = fit_factor(t, d, n, st, sp, start=start, max_iter=0, hessian=True)
+    seen = []
+    solve = fit_mod._solve
+
+    def spy(A, g):
+        seen.append((A.copy(), g.copy()))
+        return solve(A, g)
+
+    monkeypatch.setattr(fit_mod, "_solve", spy)
+    fit_factor(t, d, n, st, sp, start=start, common=True, max_iter=1)
+    A, g = seen[0]
+    gn = at_start.gauss_newton
+    reduced, _, _ = _common_subspace(gn, np.zeros((2, 2 * m + 1)), np.zeros((2, 2 * m + 1)), m)
+    diag = np.diagonal(gn, axis1=1, axis2=2)
+    damping = np.concatenate([diag[:, :m], diag[:, m:].sum(axis=1, keepdims=True)], axis=1)
+    k = np.arange(m + 1)
+    reduced[:, k, k] += 1e-2 * damping + 1e-12  # the first step's damping μ₀ = 10⁻²
+    scale = np.abs(reduced).max()
+    assert np.allclose(A, reduced, rtol=1e-12, atol=1e-12 * scale), np.abs(A - reduced).max() / scale
+    assert np.array_equal(A, np.transpose(A, (0, 2, 1)))
