@@ -391,14 +391,15 @@ def test_fits_in_chunks_of_rows_equal_one_batch(monkeypatch, common):
 
 
 def test_progress_bar_follows_the_refits(capsys):
-    # the noise-variance refits (2 × 32) and then the bootstrap's, to the end; nothing when off
+    # the two point fits, the noise-variance refits (2 × 32) and then the bootstrap's, to the end;
+    # nothing when off
     from privirt.private.twopl.estimate import NULL_REPLICATES
 
     X, _, _ = _data(n=1500, m=5)
     private_2pl_estimate(X, epsilon=2.0, seed=1, n_boot=20, progress=True)
     err = capsys.readouterr().err
-    total = 2 * NULL_REPLICATES + 20
-    assert "2PL fit and intervals" in err and f"{total}/{total} refits" in err
-    assert "noise variance" in err and "bootstrap" in err
+    total = 2 + 2 * NULL_REPLICATES + 20
+    assert "2PL fit and intervals" in err and f"{total}/{total} fits" in err
+    assert "point fit" in err and "noise variance" in err and "bootstrap" in err
     private_2pl_estimate(X, epsilon=2.0, seed=1, n_boot=20, progress=False)
     assert "2PL fit and intervals" not in capsys.readouterr().err

@@ -257,15 +257,16 @@ def _null_noise_variance(release: TwoPLRelease, tau0: np.ndarray, lam0: np.ndarr
 
 
 def _point(release: TwoPLRelease, tick=None):
-    """Unshrunk and shrunk (a, b) and the diagnostics; ``tick(k)`` as the noise-variance refits finish."""
+    """Unshrunk and shrunk (a, b) and the diagnostics; ``tick(k)`` as the two fits to the release
+    and the noise-variance refits finish."""
     t, d, n, sig_t, sig_p = fit_inputs(release)  # per-coordinate n and scales under MCAR
-    fit = fit_factor(t, d, n, sig_t, sig_p, hessian=True)
+    fit = fit_factor(t, d, n, sig_t, sig_p, hessian=True, tick=tick)
     tau, lam = fit.tau[0], fit.lam[0]
     a_u, b_u = to_2pno(tau, lam)
     m = tau.size
     # the common value: the fit with all a equal (every pair informs it), not an average of
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
-    same = fit_factor(t, d, n, sig_t, sig_p, common=True, hessian=True)
+    same = fit_factor(t, d, n, sig_t, sig_p, common=True, hessian=True, tick=tick)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
     v_fit = _level_curvature_variance(same)
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
@@ -418,8 +419,9 @@ def estimate_2pl_from_release(
         intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
         ``info["intervals"]`` says which was used.
     progress : bool or None
-        A progress bar on stderr for the refits (the noise-variance refits, then the
-        bootstrap's); ``None`` (default): only when stderr is a terminal.
+        A progress bar on stderr counting the fits: the two to the release (per item and all a
+        equal), the noise-variance refits, then the bootstrap's; ``None`` (default): only when
+        stderr is a terminal.
     """
     if not isinstance(release, TwoPLRelease):
         raise ValueError(f"release must be a TwoPLRelease (from release_2pl), got {type(release).__name__}")
@@ -429,9 +431,9 @@ def estimate_2pl_from_release(
     ss = seed_sequence(seed)
     n = release.n_persons
     null = 2 * null_replicates(len(release.items), release.missing)
-    total = null + int(n_boot)
-    tick = ticker(total, "2PL fit and intervals", unit="refits", enabled=resolve_progress(progress),
-                  phase=lambda d: "noise variance" if d < null else "bootstrap")
+    total = 2 + null + int(n_boot)  # (the two point fits count: at m = 1000 they take ~20 s)
+    tick = ticker(total, "2PL fit and intervals", unit="fits", enabled=resolve_progress(progress),
+                  phase=lambda d: "point fit" if d < 2 else "noise variance" if d < 2 + null else "bootstrap")
     a_u, b_u, a, b, info, (share, cov, curvature) = _point(release, tick)
     m = a.size
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
