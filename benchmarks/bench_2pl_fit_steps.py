@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from _trees import run_in_tree
 
 HERE = Path(__file__).resolve().parent
 SHAPES = "1000x1000x1,1000x400x1,500x200x0.3,1000x200x1,10000x100x1"
@@ -51,12 +52,10 @@ print(json.dumps(dict(cpu=cpu, wall=wall, route=f.info["intervals"], refits=f.in
 
 
 def child(tree: Path, n: int, m: int, e: float, seed: int) -> dict:
-    code = CHILD.format(tree=str(tree), bench=str(HERE), n=n, m=m, e=e, seed=seed)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env)
-    if out.returncode != 0:
-        raise SystemExit(f"{tree}: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    stdout, why = run_in_tree(tree, CHILD.format(tree=str(tree), bench=str(HERE), n=n, m=m, e=e, seed=seed))
+    if stdout is None:
+        raise SystemExit(f"{tree}: {why}")
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

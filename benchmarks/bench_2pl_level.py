@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+
+from _trees import run_in_tree
 
 HERE = Path(__file__).resolve().parent
 CELLS = "400,100,0.5;600,120,0.3;500,200,0.3;300,60,0.3;1000,50,0.1;1000,20,0.1;2000,200,0.1;1000,5,0.1;" \
@@ -54,12 +53,10 @@ for cell in {cells!r}.split(";"):
 
 
 def run(tree: Path, cells: str, sets: int, first: int) -> list[dict]:
-    code = CHILD.format(tree=str(tree), bench=str(HERE), cells=cells, sets=sets, first=first)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env)
-    if out.returncode != 0:
-        raise SystemExit(f"{tree}: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    stdout, why = run_in_tree(tree, CHILD.format(tree=str(tree), bench=str(HERE), cells=cells, sets=sets, first=first))
+    if stdout is None:
+        raise SystemExit(f"{tree}: {why}")
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
 def table(rows: list[dict]) -> None:

@@ -808,6 +808,8 @@ def many_items(shapes: str, busy: bool, baseline: str | None = None) -> None:
     rows marked "baseline"."""
     import subprocess
 
+    from _trees import run_in_tree
+
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         print(f"\ndefault call at many items (n_boot = 200, δ = {DELTA:g}), one fresh process each"
@@ -821,13 +823,11 @@ def many_items(shapes: str, busy: bool, baseline: str | None = None) -> None:
             n, m, e = cell.split("x")
             code = _MANY_ITEMS_CHILD.format(bench=str(here), n=int(n), m=int(m), e=float(e), delta=DELTA)
             for tag, tree in trees:  # the child imports privirt from `tree` (its working directory)
-                env = dict(os.environ, PYTHONPATH=str(tree))
-                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env)
-                if out.returncode != 0:
-                    why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+                stdout, why = run_in_tree(tree, code)
+                if stdout is None:
                     print(f"| {tag}{n} | {m} | {e} | failed: {why} |", flush=True)
                     continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
+                r = json.loads(stdout.strip().splitlines()[-1])
                 record(part="many_items", code=tag.strip() or "this", **r)
                 print(f"| {tag}{r['n']} | {r['m']} | {r['eps']:g} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['peak_mb']:.0f} "
                       f"| {r['call_mb']:.0f} | {r['route']} | {r['rel_a']:.3f} | {r['equal']:.3f} | {r['rel_b']:.3f} |",
