@@ -10,6 +10,7 @@ import pytest
 from scipy import special
 
 from privirt.exceptions import NoiseDominatesWarning
+from privirt.private.twopl import _pairs as pairs_mod
 from privirt.private.twopl import fit as fit_mod
 from privirt.private.twopl import release_2pl
 from privirt.private.twopl.fit import _common_subspace, fit_factor
@@ -34,13 +35,13 @@ def _swamped_batch(m: int, reps: int = 6, n: int = 400, eps: float = 0.2):
 def test_failed_steps_reuse_their_normal_equations_and_take_the_same_steps(monkeypatch, m, common):
     t, d, n, st, sp = _swamped_batch(m)
     calls = []
-    jacobian = fit_mod._scaled_jacobian
+    jacobian = pairs_mod._scaled_jacobian
 
     def counted(tau, *args):
         calls.append(tau.shape[0])  # rows whose normal equations are computed
         return jacobian(tau, *args)
 
-    monkeypatch.setattr(fit_mod, "_scaled_jacobian", counted)
+    monkeypatch.setattr(pairs_mod, "_scaled_jacobian", counted)
     fits = {}
     for reuse in (False, True):
         monkeypatch.setattr(fit_mod, "REUSE_FAILED_STEPS", reuse)

@@ -13,7 +13,6 @@ of data sets at once (the bootstrap).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +21,8 @@ from scipy import special
 from scipy.linalg import lapack
 
 from ..._threads import one_blas_thread
-from .orthant import orthant_gradients, orthant_hessian, upper_orthant
+from ._pairs import _numba_kernels, _pair_sums, _pair_terms, _PairSums
+from .orthant import _RULES, FEW_NODES_UP_TO, upper_orthant
 from .statistics import pair_index
 
 __all__ = ["LOG_A_PRIOR_SD", "MEAN_PRIOR_SD", "TAU_PRIOR_SD", "FactorFit", "fit_factor", "shrink_log_a", "to_2pno", "simulate_statistics"]
@@ -66,43 +66,6 @@ def to_2pno(tau: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lam / q, tau / q
 
 
-class _PairSums:
-    """Per-item sums over pairs (``pair_index`` order, i < j): ``first(X)`` sums X (R, P) over the
-    pairs whose first item is each item, ``second(X)`` over those whose second item is (R, m).
-    The pairs come sorted by i, so a sum is one ``np.add.reduceat`` over contiguous runs (and a
-    gather into j order for the second); it replaces the sparse scatter of the whole
-    (R, P, 4, 4) block array into the (2m)² matrix."""
-
-    def __init__(self, m: int):
-        self.m = m
-        self.i, self.j = pair_index(m)
-        self.perm = np.argsort(self.j, kind="stable")
-        self.items_i, self.start_i = np.unique(self.i, return_index=True)
-        self.items_j, self.start_j = np.unique(self.j[self.perm], return_index=True)
-
-    def first(self, X: np.ndarray) -> np.ndarray:
-        out = np.zeros((X.shape[0], self.m))
-        if self.i.size:
-            out[:, self.items_i] = np.add.reduceat(X, self.start_i, axis=1)
-        return out
-
-    def second(self, X: np.ndarray) -> np.ndarray:
-        out = np.zeros((X.shape[0], self.m))
-        if self.j.size:
-            # (np.take: 1.6× faster than the fancy-index gather at 10⁵–10⁶ pairs, the same values)
-            out[:, self.items_j] = np.add.reduceat(np.take(X, self.perm, axis=1), self.start_j, axis=1)
-        return out
-
-    def both(self, X_first: np.ndarray, X_second: np.ndarray) -> np.ndarray:
-        return self.first(X_first) + self.second(X_second)
-
-
-@functools.lru_cache(maxsize=4)
-def _pair_sums(m: int) -> _PairSums:
-    """The pair sums of m items (built once per m: the bootstrap's chunks share them)."""
-    return _PairSums(m)
-
-
 def _loading(log_a: np.ndarray) -> np.ndarray:
     a = np.exp(np.clip(log_a, -30.0, 30.0))
     return a / np.sqrt(1.0 + a * a)
@@ -115,26 +78,6 @@ def _model(theta: np.ndarray, m: int, i: np.ndarray, j: np.ndarray):
     pt = special.ndtr(-tau)
     # P(X_i ≠ X_j) = π_i + π_j − 2 π_ij
     return tau, lam, r, pt, pt[:, i] + pt[:, j] - 2.0 * upper_orthant(tau[:, i], tau[:, j], r)
-
-
-def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.ndarray, sd_n: np.ndarray,
-                     i: np.ndarray, j: np.ndarray):
-    """The Jacobian of the scaled residuals at (τ, λ) (rows (R, m); r = λ_i λ_j (R, P)): per pair
-    (u0, u1, u2, u3) = ∂[P(X_i ≠ X_j)/sd]/∂(τ_i, τ_j, log a_i, log a_j), per item dt =
-    ∂[Φ(−τ_i)/sd]/∂τ_i, and (dλ/d log a, φ(τ), (∂U/∂h, ∂U/∂k, ∂U/∂r)) for the Newton terms (the
-    orthant's second derivatives follow from its gradients)."""
-    dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
-    grads = (dh, dk, dr)
-    dlam = lam * (1.0 - lam * lam)  # dλ/d log a
-    phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
-    # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
-    dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
-    # the Jacobian of the scaled pair residuals w.r.t. (τ_i, τ_j, log a_i, log a_j), pair by pair
-    inv = 1.0 / sd_n
-    u0, u1 = dh * inv, dk * inv
-    u2, u3 = dr * lam[:, j] * dlam[:, i] * inv, dr * lam[:, i] * dlam[:, j] * inv
-    dt = -phi / sd_t  # ∂Φ(−τ)/∂τ, scaled
-    return (u0, u1, u2, u3), dt, (dlam, phi, grads)
 
 
 def _assemble(tt: np.ndarray, ll: np.ndarray, tl: np.ndarray, cross: tuple, m: int, i: np.ndarray,
@@ -276,12 +219,22 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     newton = np.zeros(R, bool)
     steps = np.zeros(R, np.int64)
 
+    kernels = _numba_kernels(i.size)
+
     def evaluate(th, rows):
-        """Residuals and the model state (τ, λ, r) at ``th`` for the batch rows ``rows``."""
-        tau, lam, r, pt, pn = _model(th, m, i, j)
+        """Residuals and the model state (τ, λ and, with numpy, r) at ``th`` for the batch rows ``rows``."""
+        if kernels is None:
+            tau, lam, r, pt, pn = _model(th, m, i, j)
+            state = (tau, lam, r)
+        else:
+            tau, lam = th[:, :m], _loading(th[:, m:2 * m])
+            pt, pn = special.ndtr(-tau), np.empty((th.shape[0], i.size))
+            (x8, w8), (x12, w12) = _RULES[8], _RULES[12]
+            kernels.disagreement(tau, lam, pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
+            state = (tau, lam)
         res = ((t[rows] - pt) / sd_t[rows], (q[rows] - pn) / sd_n[rows], (th[:, -1:] - th[:, m:2 * m]) / S,
                -th[:, -1:] / MEAN_PRIOR_SD, -th[:, :m] / TAU_PRIOR_SD)
-        return res, (tau, lam, r)
+        return res, state
 
     def cost_of(res):
         return sum((x * x).sum(1) for x in res)
@@ -292,53 +245,32 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         Gauss–Newton diagonal D (positive: the damping's scale); ``reduce``: all three in the
         subspace of all a equal (:func:`_common_subspace` of them, the matrix assembled there)."""
         rt, rn, rp, r0, rtau = res
-        tau, lam, r = state
+        tau, lam = state[:2]
         Rk = tau.shape[0]
         st, sn = sd_t[rows], sd_n[rows]
-        (u0, u1, u2, u3), dt, (dlam, phi, grads) = _scaled_jacobian(tau, lam, r, st, sn, i, j)
-        # Gauss–Newton entries: an item's own (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i) summed over its pairs; the
-        # cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j, τ_j ℓ_i) from one pair each
-        own_tt, own_ll = sums.both(u0 * u0, u1 * u1), sums.both(u2 * u2, u3 * u3)
-        own_tl = sums.both(u0 * u2, u1 * u3)
-        x_tt, x_ll, x_tl, x_lt = u0 * u1, u2 * u3, u0 * u3, u1 * u2
+        if kernels is None:
+            own_tt, own_ll, own_tl, gn_tt, gn_ll, g_t, g_l, cross, dt, phi = _pair_terms(
+                tau, lam, state[2], st, sn, rn, newton_rows, sums)
+        else:  # one pass over the pairs (numba): the same terms to round-off
+            own, gn, grad = (np.zeros((Rk, c, m)) for c in (3, 2, 2))
+            x = np.empty((Rk, 4, i.size))
+            kernels.pair_terms(tau, lam, rn, sn, newton_rows, i, j, own, gn, grad, x)
+            (own_tt, own_ll, own_tl), (gn_tt, gn_ll), (g_t, g_l) = own.transpose(1, 0, 2), gn.transpose(1, 0, 2), \
+                grad.transpose(1, 0, 2)
+            cross = tuple(x.transpose(1, 0, 2))
+            phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)
+            dt = -phi / st
         D = np.zeros((Rk, 2 * m + 1))
-        D[:, :m] = own_tt + dt * dt
-        D[:, m:2 * m] = own_ll
-        k = np.flatnonzero(newton_rows)
-        if k.size:
-            # the residuals' curvature Σ r ∇²r (Newton rather than Gauss–Newton): where the noise
-            # swamps the pairs the residuals stay large while the model flattens toward λ → 1,
-            # and Gauss–Newton alone then crawls along that valley for a hundred iterations
-            ti, tj, lk, rk = tau[k][:, i], tau[k][:, j], lam[k], r[k]
-            uhh, ukk, uhk, uhr, ukr, urr = orthant_hessian(ti, tj, rk, gradients=tuple(x[k] for x in grads))
-            urk = uhk  # ∂U/∂r = φ₂ = U_hk
-            dl = dlam[k]
-            d2l = dl * (1.0 - 3.0 * lk * lk)
-            r3, r4 = dl[:, i] * lk[:, j], lk[:, i] * dl[:, j]
-            w = -rn[k] / sn[k]  # ∇²r = −∇²P/sd for the residual r = (q − P)/sd
-            ph = phi[k]
-            # w × ∂²P(X_i ≠ X_j) over (τ_i, τ_j, log a_i, log a_j): 0 ↔ τ_i, 1 ↔ τ_j, 2 ↔ ℓ_i, 3 ↔ ℓ_j
-            c00 = w * (ti * ph[:, i] - 2.0 * uhh)
-            c11 = w * (tj * ph[:, j] - 2.0 * ukk)
-            c22 = w * -2.0 * (urr * r3 * r3 + urk * d2l[:, i] * lk[:, j])
-            c33 = w * -2.0 * (urr * r4 * r4 + urk * lk[:, i] * d2l[:, j])
-            c02, c13 = w * -2.0 * uhr * r3, w * -2.0 * ukr * r4
-            own_tt[k] += sums.both(c00, c11)
-            own_ll[k] += sums.both(c22, c33)
-            own_tl[k] += sums.both(c02, c13)
-            x_tt[k] += w * -2.0 * uhk
-            x_ll[k] += w * -2.0 * (urr * r3 * r4 + urk * dl[:, i] * dl[:, j])
-            x_tl[k] += w * -2.0 * uhr * r4  # (τ_i, ℓ_j)
-            x_lt[k] += w * -2.0 * ukr * r3  # (τ_j, ℓ_i)
-        cross = (x_tt, x_ll, x_tl, x_lt)
+        D[:, :m] = gn_tt + dt * dt
+        D[:, m:2 * m] = gn_ll
         H = _assemble_common(own_tt + dt * dt, own_ll, own_tl, cross, sums) if reduce else \
             _assemble(own_tt + dt * dt, own_ll, own_tl, cross, m, i, j)
-        kt = np.arange(m)
+        kt, k = np.arange(m), np.flatnonzero(newton_rows)
         if k.size:
             H[k[:, None], kt[None, :], kt[None, :]] += -rt[k] / st[k] * tau[k] * phi[k]  # ∂²Φ(−τ)/∂τ² = τ φ
         g = np.zeros((Rk, 2 * m + 1))
-        g[:, :m] = sums.both(u0 * rn, u1 * rn)
-        g[:, m:2 * m] = sums.both(u2 * rn, u3 * rn)
+        g[:, :m] = g_t
+        g[:, m:2 * m] = g_l
         g[:, :m] += dt * rt
         # the prior (residuals (μ − log a_i)/S, −μ/S_μ, −τ_i/S_τ: linear, no curvature)
         kk, S2 = np.arange(m, 2 * m), S * S

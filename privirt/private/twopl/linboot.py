@@ -13,7 +13,7 @@ pair sums: O(P) per replicate, no orthant evaluations.  ``steps=2`` (a chord ste
 the residual once more at x0 + δ_k and solves with the same factorisation, which captures the
 first nonlinear (bias) term.
 
-The Jacobian and the assembly of A are the fit's own (``fit._scaled_jacobian``,
+The Jacobian and the assembly of A are the fit's own (``_pairs._scaled_jacobian``,
 ``fit._assemble``, which ``fit_factor``'s normal equations use), and the rows go in the fit's
 chunks (``fit.FIT_BATCH_BYTES``).
 """
@@ -26,8 +26,8 @@ import numpy as np
 from scipy import linalg
 
 from ..._threads import one_blas_thread
-from .fit import (FIT_BATCH_BYTES, LOG_A_PRIOR_SD, FactorFit, _assemble, _loading, _model, _pair_sums,
-                  _prior_hessian, _scaled_jacobian, batch_bytes)
+from ._pairs import _pair_sums, _scaled_jacobian
+from .fit import FIT_BATCH_BYTES, LOG_A_PRIOR_SD, FactorFit, _assemble, _loading, _model, _prior_hessian, batch_bytes
 
 __all__ = ["linear_refits"]
 
