@@ -88,3 +88,42 @@ def test_all_equal_fit_matrix_assembled_in_its_subspace_is_the_full_matrix_reduc
     scale = np.abs(reduced).max()
     assert np.allclose(A, reduced, rtol=1e-12, atol=1e-12 * scale), np.abs(A - reduced).max() / scale
     assert np.array_equal(A, np.transpose(A, (0, 2, 1)))
+
+
+def test_all_equal_fit_newton_steps_solve_the_full_newton_matrix_reduced(monkeypatch):
+    # every step of the all-a-equal fit, Gauss–Newton or Newton (the residuals' curvature, the τ
+    # diagonal's included), solves Tᵀ H T + μ diag(Tᵀ D T) for the full matrix H at its point: the
+    # off-diagonal entries match one of the two reduced matrices, and the diagonal's excess over it
+    # is one damping μ ≥ 0 times the reduced Gauss–Newton diagonal
+    m = 40
+    t, d, n, st, sp = _swamped_batch(m, reps=1)
+    seen = []
+    solve = fit_mod._solve
+
+    def spy(A, g):
+        seen.append(A[0].copy())
+        return solve(A, g)
+
+    monkeypatch.setattr(fit_mod, "_solve", spy)
+    fit_factor(t, d, n, st, sp, common=True, max_iter=30)
+    monkeypatch.setattr(fit_mod, "_solve", solve)
+    zero = np.zeros((1, 2 * m + 1))
+    off = ~np.eye(m + 1, dtype=bool)
+    kinds = []
+    for it, A in enumerate(seen):
+        x = fit_factor(t, d, n, st, sp, common=True, max_iter=it).start()  # the point of step it + 1
+        at = fit_factor(t, d, n, st, sp, start=x, max_iter=0, hessian=True)
+        gn = at.gauss_newton
+        diag = np.diagonal(gn, axis1=1, axis2=2)[0]
+        damping = np.concatenate([diag[:m], [diag[m:].sum()]])
+        for kind, H in (("newton", at.hessian[0]), ("gauss_newton", gn)):
+            reduced = _common_subspace(H, zero, zero, m)[0][0]
+            scale = np.abs(reduced).max()
+            if np.allclose(A[off], reduced[off], rtol=1e-10, atol=1e-10 * scale):
+                mu = (np.diagonal(A) - np.diagonal(reduced) - 1e-12) / damping
+                assert np.allclose(mu, mu[0], rtol=1e-8, atol=1e-12) and mu[0] >= 0, (it, kind, mu.min(), mu.max())
+                kinds.append(kind)
+                break
+        else:
+            raise AssertionError(f"step {it + 1} solves neither reduced matrix")
+    assert "newton" in kinds and "gauss_newton" in kinds, kinds
