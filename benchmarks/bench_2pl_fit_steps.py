@@ -1,7 +1,8 @@
 """The private 2PL's default call (n_boot = 200) on the same seeded releases, this tree's code and
 (``--baseline DIR``) another checkout's side by side, each in its own child process that imports
 privirt from its tree: CPU and wall seconds, the interval route, the fit's iterations, and how far
-the two trees' a, b and their se's lie apart (in units of this tree's se).
+the two trees' a, b and their se's lie apart (in units of this tree's se); ``--engines auto,numpy``:
+this tree once per ``_pairs.PAIR_ENGINE`` (the numba kernels of the ``fast`` extra, or numpy).
 
 Data ``bench_private_2pl.simulate(n, m, seed)``, ``release_2pl(..., seed=seed + 1)`` (δ = 1e-4),
 ``estimate_2pl_from_release(..., seed=seed + 2)``, seed = 279 500 + m + 7·round(100 ε) + 1000·k.
@@ -35,6 +36,9 @@ sys.path.insert(0, {bench!r})
 from bench_private_2pl import DELTA, simulate
 from privirt.private.twopl import estimate_2pl_from_release, release_2pl
 assert privirt.__file__.startswith({tree!r}), privirt.__file__
+if {engine!r}:
+    from privirt.private.twopl import _pairs
+    _pairs.PAIR_ENGINE = {engine!r}
 n, m, e, seed = {n}, {m}, {e}, {seed}
 X, a, b = simulate(n, m, seed)
 with warnings.catch_warnings():
@@ -51,8 +55,9 @@ print(json.dumps(dict(cpu=cpu, wall=wall, route=f.info["intervals"], refits=f.in
 """
 
 
-def child(tree: Path, n: int, m: int, e: float, seed: int) -> dict:
-    stdout, why = run_in_tree(tree, CHILD.format(tree=str(tree), bench=str(HERE), n=n, m=m, e=e, seed=seed))
+def child(tree: Path, n: int, m: int, e: float, seed: int, engine: str = "") -> dict:
+    stdout, why = run_in_tree(tree, CHILD.format(tree=str(tree), bench=str(HERE), n=n, m=m, e=e, seed=seed,
+                                                 engine=engine))
     if stdout is None:
         raise SystemExit(f"{tree}: {why}")
     return json.loads(stdout.strip().splitlines()[-1])
@@ -64,9 +69,13 @@ def main() -> None:
     ap.add_argument("--sets", type=int, default=1, help="data sets per shape")
     ap.add_argument("--baseline", default=None, metavar="DIR", help="another checkout, run on the same releases")
     ap.add_argument("--busy", action="store_true", help="a spinning process on the other core")
+    ap.add_argument("--engines", default="", help="this tree once per fit.PAIR_ENGINE value (e.g. auto,numpy: "
+                    "numba kernels with the fast extra, or numpy), the first the reference")
     ap.add_argument("--out", default=None, help="append one JSON line per run to this file")
     args = ap.parse_args()
-    trees = [("this", HERE.parent)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    engines = [x for x in args.engines.split(",") if x] or [""]
+    trees = [("this" + (f" {x}" if x else ""), HERE.parent, x) for x in engines] \
+        + ([("baseline", Path(args.baseline).resolve(), "")] if args.baseline else [])
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
     try:
         print("| n | m | ε | set | code | CPU s | wall s | intervals | refits | fit iterations "
@@ -77,8 +86,8 @@ def main() -> None:
             n, m, e = int(n), int(m), float(e)
             for k in range(args.sets):
                 seed = 279_500 + m + 7 * int(round(100 * e)) + 1000 * k
-                runs = {code: child(tree, n, m, e, seed) for code, tree in trees}
-                this = runs["this"]
+                runs = {code: child(tree, n, m, e, seed, engine) for code, tree, engine in trees}
+                this = runs[trees[0][0]]
                 se_a = np.array(this["se_log_a"]) * np.array(this["a"])
                 for code, r in runs.items():
                     da = np.max(np.abs(np.array(r["a"]) - this["a"]) / se_a)

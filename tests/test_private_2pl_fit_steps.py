@@ -3,6 +3,7 @@ equations of a failed step reused, the all-a-equal fit's matrix assembled in its
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -127,3 +128,76 @@ def test_all_equal_fit_newton_steps_solve_the_full_newton_matrix_reduced(monkeyp
         else:
             raise AssertionError(f"step {it + 1} solves neither reduced matrix")
     assert "newton" in kinds and "gauss_newton" in kinds, kinds
+
+
+needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="needs numba (the fast extra)")
+
+
+@needs_numba
+def test_numba_pair_kernels_match_numpy():
+    # the one-pass kernels compute the numpy path's pair terms: the disagreement probabilities
+    # (8 and 12 orthant nodes both used) and the normal equations' pair parts, with and without the
+    # residuals' curvature, to round-off
+    from privirt.private.twopl import _pairs_numba
+    from privirt.private.twopl.orthant import _RULES, FEW_NODES_UP_TO
+
+    rng = np.random.default_rng(279_050)
+    R, m = 3, 30
+    sums = pairs_mod._pair_sums(m)
+    i, j = sums.i, sums.j
+    tau = rng.normal(0.0, 1.2, (R, m))
+    lam = rng.uniform(0.2, 0.98, (R, m))
+    r = lam[:, i] * lam[:, j]
+    assert (r > FEW_NODES_UP_TO).any() and (r <= FEW_NODES_UP_TO).any()
+    rn, sn, st = rng.normal(0.0, 3.0, (R, i.size)), rng.uniform(0.01, 0.05, (R, i.size)), rng.uniform(0.01, 0.05, (R, m))
+    newton = np.array([True, False, True])
+    want = pairs_mod._pair_terms(tau, lam, r, st, sn, rn, newton, sums)
+    own, gn, grad = (np.zeros((R, c, m)) for c in (3, 2, 2))
+    cross = np.empty((R, 4, i.size))
+    _pairs_numba.pair_terms(tau, lam, rn, sn, newton, i, j, own, gn, grad, cross)
+    got = (*own.transpose(1, 0, 2), *gn.transpose(1, 0, 2), *grad.transpose(1, 0, 2), tuple(cross.transpose(1, 0, 2)))
+    for name, x, y in zip(("own_tt", "own_ll", "own_tl", "gn_tt", "gn_ll", "g_t", "g_l", "cross"), got, want[:8]):
+        for xx, yy in zip(x if name == "cross" else (x,), y if name == "cross" else (y,)):
+            assert np.allclose(xx, yy, rtol=0, atol=1e-12 * np.abs(yy).max()), name
+    assert not np.allclose(own[0, 0], gn[0, 0])  # the curvature was added on the Newton rows ...
+    assert np.array_equal(own[1, :2], gn[1])  # ... and only there
+    pt = special.ndtr(-tau)
+    pn = np.empty((R, i.size))
+    (x8, w8), (x12, w12) = _RULES[8], _RULES[12]
+    _pairs_numba.disagreement(tau, lam, pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
+    theta = np.concatenate([tau, np.log(lam / np.sqrt(1.0 - lam * lam)), np.zeros((R, 1))], axis=1)
+    assert np.allclose(pn, fit_mod._model(theta, m, i, j)[4], rtol=0, atol=1e-14)
+
+
+@needs_numba
+@pytest.mark.parametrize("common", [False, True])
+def test_fits_by_the_numba_kernels_equal_the_numpy_fits(monkeypatch, common):
+    # where the objective is not flat the two engines take the same steps to the same optimum
+    rng = np.random.default_rng(279_060)
+    m = 25
+    a, b = np.exp(rng.normal(0.0, 0.3, m)), rng.normal(0.0, 1.0, m)
+    X = (rng.random((3000, m)) < special.ndtr(rng.standard_normal(3000)[:, None] * a - b)).astype(np.int8)
+    t, d, n, st, sp = fit_inputs(release_2pl(X, epsilon=3.0, delta=1e-4, seed=7))
+    t, d = t + st * rng.standard_normal((3, m)), d + sp * rng.standard_normal((3, d.size))
+    monkeypatch.setattr(pairs_mod, "NUMBA_FROM_PAIRS", 0)
+    fits = {}
+    for engine in ("numpy", "auto"):
+        monkeypatch.setattr(pairs_mod, "PAIR_ENGINE", engine)
+        fits[engine] = fit_factor(t, d, n, st, sp, common=common, hessian=True)
+    old, new = fits["numpy"], fits["auto"]
+    assert np.array_equal(new.row_iterations, old.row_iterations)
+    assert np.allclose(new.tau, old.tau, rtol=0, atol=1e-9) and np.allclose(new.log_a, old.log_a, rtol=0, atol=1e-9)
+    scale = np.abs(old.hessian[0]).max()
+    assert np.allclose(new.hessian[0], old.hessian[0], rtol=0, atol=1e-9 * scale)
+    assert np.allclose(new.gauss_newton, old.gauss_newton, rtol=0, atol=1e-9 * scale)
+
+
+def test_pair_engine_switch(monkeypatch):
+    assert pairs_mod._numba_kernels(pairs_mod.NUMBA_FROM_PAIRS - 1) is None  # small fits: numpy, nothing compiled
+    if importlib.util.find_spec("numba") is not None:
+        assert pairs_mod._numba_kernels(pairs_mod.NUMBA_FROM_PAIRS) is not None
+    monkeypatch.setattr(pairs_mod, "PAIR_ENGINE", "numpy")
+    assert pairs_mod._numba_kernels(10**9) is None
+    monkeypatch.setattr(pairs_mod, "PAIR_ENGINE", "gpu")
+    with pytest.raises(ValueError, match="PAIR_ENGINE"):
+        pairs_mod._numba_kernels(10**9)
