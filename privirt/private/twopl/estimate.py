@@ -102,9 +102,10 @@ class TwoPLEstimate:
         confidence, seed, fit iterations, the interval route (``"intervals"``: bootstrap,
         laplace or none), how the bootstrap refitted (``"bootstrap_refits"``: full or
         one_step, :data:`BOOTSTRAP_REFITS`), the release's share of the precision of log a
-        (``"data_share_log_a"``, median item) and the matrix it and the Laplace intervals come
-        from (``"laplace_curvature"``: newton, or gauss_newton where the Newton matrix is
-        indefinite), and the common level's noise: the refits' SD and bias
+        (``"data_share_log_a"``, median item) and the matrix it comes from
+        (``"laplace_curvature"``: newton, or gauss_newton where the Newton matrix is
+        indefinite; the Laplace intervals always come from the Gauss–Newton matrix), and the
+        common level's noise: the refits' SD and bias
         (``"noise_sd_mean_log_a"``, ``"noise_bias_mean_log_a"``) and the release's own
         curvature SD (``"curvature_sd_mean_log_a"``).
     """
@@ -350,22 +351,33 @@ def _level_curvature_variance(same) -> float:
     return float(y @ y)
 
 
+def _inverse(H: np.ndarray) -> np.ndarray | None:
+    """H⁻¹ where H is positive definite (with finite, positive variances), else None."""
+    try:
+        C = np.linalg.inv(H)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0) or np.any(np.linalg.eigvalsh(H) <= 0):
+        return None
+    return C
+
+
 def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
-    """The median over items of the release's share of the precision of log a_i at the fit
-    (Hessian of the objective: data part over the whole, priors included), the inverse
-    Hessian over (τ, log a, μ): the Laplace posterior covariance of the fit's own model (its
-    Gaussian likelihood of the noisy moments and its priors), and which matrix gave them: the
-    Newton matrix, or where that is not positive definite (a fit that stopped short of a minimum
-    in the valley toward λ → 1) the Gauss–Newton matrix.  (nan, None, "none") if neither is."""
+    """The median over items of the release's share of the precision of log a_i at the fit (the
+    objective's Newton matrix: data part over the whole, priors included; where that matrix is
+    not positive definite, a fit that stopped short of a minimum in the valley toward λ → 1, the
+    Gauss–Newton matrix's), which matrix gave it, and the Laplace posterior covariance of the fit's
+    own model over (τ, log a, μ): the inverse of the Gauss–Newton matrix JᵀWJ plus the priors', its
+    expected information.  The Newton matrix's residual curvature is the noise's where the noise
+    swamps the pairs: its intervals of τ and b covered 0.86–0.90 at m = 200–300, and whether it
+    was positive definite could turn on round-off (``docs/private_2pl.md`` §3, "The Laplace
+    intervals' matrix").  (nan, None, "none") if neither matrix is positive definite."""
     _, Hp = fit.hessian
     m = fit.tau.shape[1]
     k = np.arange(m, 2 * m)
+    C = _inverse(fit.gauss_newton[0])
     for name, H in (("newton", fit.hessian[0][0]), ("gauss_newton", fit.gauss_newton[0])):
-        try:
-            C = np.linalg.inv(H)
-        except np.linalg.LinAlgError:
-            continue
-        if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0) or np.any(np.linalg.eigvalsh(H) <= 0):
+        if _inverse(H) is None:
             continue
         share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
         return float(np.median(share)), C, name
@@ -412,8 +424,8 @@ def estimate_2pl_from_release(
     intervals : {"auto", "bootstrap", "laplace"}
         How the intervals are formed: ``"bootstrap"`` (above); ``"laplace"``: the estimate ±
         z × the posterior SD of the fit's own model (its Gaussian likelihood of the noisy moments
-        and its priors; inverse Hessian at the fit, delta method for b), no refits; ``"auto"``
-        (default): the Laplace intervals where the noise swamps the pairs (for the median item
+        and its priors; the inverse of its Gauss–Newton matrix at the fit, delta method for b), no
+        refits; ``"auto"`` (default): the Laplace intervals where the noise swamps the pairs (for the median item
         the release holds less than :data:`PRIOR_HELD_SHARE` of the precision of log a_i, the
         fit's priors the rest: there the bootstrap's refits are pinned by the priors and its
         intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
