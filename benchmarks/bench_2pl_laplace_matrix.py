@@ -69,6 +69,9 @@ def run(cells: str, sets: int, out: str | None) -> None:
             fit = captured["fit"]
             newton = E._inverse(fit.hessian[0][0])
             gn = E._inverse(fit.gauss_newton[0])
+            if gn is None:  # (never seen: the Gauss–Newton matrix is positive definite with the priors)
+                print(json.dumps(dict(n=n, m=m, eps=e, k=k, skipped="no positive definite Gauss–Newton matrix")))
+                continue
             row = dict(n=n, m=m, eps=e, k=k, share=share, share_from=name,
                        route="laplace" if gn is not None and share < E.PRIOR_HELD_SHARE else "bootstrap")
             row["newton_rule"] = _coverage(newton if newton is not None else gn, a, b, at, bt, z)

@@ -371,7 +371,9 @@ def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
     expected information.  The Newton matrix's residual curvature is the noise's where the noise
     swamps the pairs: its intervals of τ and b covered 0.86–0.90 at m = 200–300, and whether it
     was positive definite could turn on round-off (``docs/private_2pl.md`` §3, "The Laplace
-    intervals' matrix").  (nan, None, "none") if neither matrix is positive definite."""
+    intervals' matrix").  (nan, None, "none") if neither matrix is positive definite; (share, None,
+    "newton") if only the Newton matrix is (the Gauss–Newton matrix is JᵀWJ plus the priors'
+    positive definite Hessian, so only round-off could do that): then no Laplace intervals."""
     _, Hp = fit.hessian
     m = fit.tau.shape[1]
     k = np.arange(m, 2 * m)
