@@ -83,12 +83,12 @@ def run(cells: str, sets: int, out: str | None) -> None:
 
 
 def summary(path: str) -> None:
-    rows = [json.loads(line) for line in open(path)]
+    rows = [r for r in map(json.loads, open(path)) if "skipped" not in r]
     cells: dict = {}
     for r in rows:
         cells.setdefault((r["n"], r["m"], r["eps"]), []).append(r)
     print("| n | m | ε | releases (Laplace route) | cov τ: Newton rule / Gauss–Newton (± SE over releases) "
-          "| cov b | cov a | median SD τ | median SD b |")
+          "| cov b | cov a | SD τ (release median, mean) | SD b (same) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (n, m, e), rs in sorted(cells.items()):
         lap = [r for r in rs if r["route"] == "laplace"]
