@@ -427,10 +427,10 @@ def estimate_2pl_from_release(
         How the intervals are formed: ``"bootstrap"`` (above); ``"laplace"``: the estimate ±
         z × the posterior SD of the fit's own model (its Gaussian likelihood of the noisy moments
         and its priors; the inverse of its Gauss–Newton matrix at the fit, delta method for b), no
-        refits; ``"auto"`` (default): the Laplace intervals where the noise swamps the pairs (for the median item
-        the release holds less than :data:`PRIOR_HELD_SHARE` of the precision of log a_i, the
-        fit's priors the rest: there the bootstrap's refits are pinned by the priors and its
-        intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
+        refits; ``"auto"`` (default): the Laplace intervals where the noise swamps the pairs (for
+        the median item the release holds less than :data:`PRIOR_HELD_SHARE` of the precision of
+        log a_i, the fit's priors the rest: there the bootstrap's refits are pinned by the priors
+        and its intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
         ``info["intervals"]`` says which was used.
     progress : bool or None
         A progress bar on stderr counting the fits: the two to the release (per item and all a
