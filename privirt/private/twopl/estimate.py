@@ -334,9 +334,9 @@ def _level_curvature_variance(same) -> float:
     fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Newton matrix
     in the subspace of all a equal, the thresholds profiled (their weak prior kept), at the
     level's entry; inf where that matrix is not positive definite (the release flat there)."""
-    H, Hp = same.hessian
+    _, Hp = same.hessian
     m = same.tau.shape[1]
-    Hd = (H[0] - Hp)[None]
+    Hd = (same.gauss_newton[0] - Hp)[None]
     zero = np.zeros((1, 2 * m + 1))
     Hc = _common_subspace(Hd, zero, zero, m)[0][0]
     k = np.arange(m)
