@@ -331,9 +331,11 @@ def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) ->
 
 def _level_curvature_variance(same) -> float:
     """The variance of the common log a that the release's own curvature gives at the all-a-equal
-    fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Newton matrix
-    in the subspace of all a equal, the thresholds profiled (their weak prior kept), at the
-    level's entry; inf where that matrix is not positive definite (the release flat there)."""
+    fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Gauss–Newton
+    matrix (JᵀWJ, the expected information; the Newton matrix's residual curvature is the noise's
+    where the noise swamps the pairs, and where it made that matrix indefinite the level went to
+    the prior's 0) in the subspace of all a equal, the thresholds profiled (their weak prior kept),
+    at the level's entry; inf only if that matrix is singular (``docs/private_2pl.md`` §3)."""
     _, Hp = same.hessian
     m = same.tau.shape[1]
     Hd = (same.gauss_newton[0] - Hp)[None]
