@@ -9,6 +9,7 @@ says how to install it.
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
 from types import ModuleType
 from typing import Any, Literal
@@ -36,6 +37,12 @@ def _cupy_or_none() -> ModuleType | None:
     except Exception:
         return None
     return cupy
+
+
+def numba_available() -> bool:
+    """Whether numba is installed (the ``fast`` extra: the Gibbs sampler's fused kernel, the
+    private 2PL fit's pair kernels)."""
+    return importlib.util.find_spec("numba") is not None
 
 
 def gpu_available() -> bool:

@@ -22,7 +22,6 @@ The model, priors and conditionals are those of :func:`privirt.gibbs_2pno` (``do
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -31,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import special
 
+from .._backend import numba_available
 from . import moves as _moves
 from . import twopno
 
@@ -42,11 +42,6 @@ BLOCK_ROWS = 64
 PARALLEL_CELLS = 16384
 _FAR = 5.0
 _M32 = np.uint64(0xFFFFFFFF)
-
-
-def numba_available() -> bool:
-    """Whether numba is installed (the ``fast`` extra)."""
-    return importlib.util.find_spec("numba") is not None
 
 
 @lru_cache(maxsize=1)

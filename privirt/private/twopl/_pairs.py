@@ -5,10 +5,10 @@ pair residuals and the pairs' parts of the normal equations, by numpy or, with n
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 
+from ..._backend import numba_available
 from .orthant import orthant_gradients, orthant_hessian
 from .statistics import pair_index
 
@@ -127,7 +127,7 @@ def _numba_kernels(pairs: int):
     """:mod:`._pairs_numba` where :data:`PAIR_ENGINE` takes it for rows of ``pairs`` pairs, else None."""
     if PAIR_ENGINE not in ("auto", "numpy"):
         raise ValueError(f'PAIR_ENGINE must be "auto" or "numpy", got {PAIR_ENGINE!r}')
-    if PAIR_ENGINE == "numpy" or pairs < NUMBA_FROM_PAIRS or importlib.util.find_spec("numba") is None:
+    if PAIR_ENGINE == "numpy" or pairs < NUMBA_FROM_PAIRS or not numba_available():
         return None
     from . import _pairs_numba
     return _pairs_numba

@@ -381,7 +381,7 @@ def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
     k = np.arange(m, 2 * m)
     C = _inverse(fit.gauss_newton[0])
     for name, H in (("newton", fit.hessian[0][0]), ("gauss_newton", fit.gauss_newton[0])):
-        if _inverse(H) is None:
+        if (C if name == "gauss_newton" else _inverse(H)) is None:  # (the Gauss–Newton inverse once)
             continue
         share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
         return float(np.median(share)), C, name
