@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from _trees import run_in_tree
+from _harness import busy_core, run_in_tree
 
 HERE = Path(__file__).resolve().parent
 SHAPES = "1000x1000x1,1000x400x1,500x200x0.3,1000x200x1,10000x100x1"
@@ -69,15 +67,14 @@ def main() -> None:
     ap.add_argument("--sets", type=int, default=1, help="data sets per shape")
     ap.add_argument("--baseline", default=None, metavar="DIR", help="another checkout, run on the same releases")
     ap.add_argument("--busy", action="store_true", help="a spinning process on the other core")
-    ap.add_argument("--engines", default="", help="this tree once per fit.PAIR_ENGINE value (e.g. auto,numpy: "
+    ap.add_argument("--engines", default="", help="this tree once per _pairs.PAIR_ENGINE value (e.g. auto,numpy: "
                     "numba kernels with the fast extra, or numpy), the first the reference")
     ap.add_argument("--out", default=None, help="append one JSON line per run to this file")
     args = ap.parse_args()
     engines = [x for x in args.engines.split(",") if x] or [""]
     trees = [("this" + (f" {x}" if x else ""), HERE.parent, x) for x in engines] \
         + ([("baseline", Path(args.baseline).resolve(), "")] if args.baseline else [])
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
-    try:
+    with busy_core(args.busy):
         print("| n | m | ε | set | code | CPU s | wall s | intervals | refits | fit iterations "
               "| max |Δa|/se(a) | max |Δb|/se(b) | se ratio (median) |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -101,10 +98,6 @@ def main() -> None:
                             fh.write(json.dumps(dict(n=n, m=m, eps=e, k=k, code=code, busy=args.busy, **keep,
                                                      max_da_se=float(da), max_db_se=float(db),
                                                      se_b_ratio=float(ratio))) + "\n")
-    finally:
-        if spinner is not None:
-            spinner.kill()
-            spinner.wait()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _trees import run_in_tree
+from _harness import run_in_tree
 
 HERE = Path(__file__).resolve().parent
 CELLS = "400,100,0.5;600,120,0.3;500,200,0.3;300,60,0.3;1000,50,0.1;1000,20,0.1;2000,200,0.1;1000,5,0.1;" \

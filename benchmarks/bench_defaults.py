@@ -29,7 +29,6 @@ import argparse
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import privirt  # noqa: E402
 from privirt import _threads  # noqa: E402
+from _harness import busy_core  # noqa: E402
 
 SIZES = {"10000x100": (10_000, 100), "1000x1000": (1_000, 1_000), "30x5000": (30, 5_000)}
 EPSILON, DELTA = 0.1, 1e-4
@@ -116,17 +116,12 @@ def main() -> None:
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cpus, "
           f"busy={'yes' if args.busy else 'no'}, load {_load()}")
     warm_up()
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
-    try:
+    with busy_core(args.busy):
         for case in args.cases:
             if case == "calibration":
                 run_calibration()
             else:
                 run_case(case, [False, True] if args.blas == "both" else [True], args.n_boot, tuple(args.methods))
-    finally:
-        if busy is not None:
-            busy.terminate()
-            busy.wait()
 
 
 if __name__ == "__main__":

@@ -806,12 +806,9 @@ def many_items(shapes: str, busy: bool, baseline: str | None = None) -> None:
     beside all a equal.  ``busy``: a spinning process on the machine's other core throughout.
     ``baseline``: a checkout of other code (e.g. an earlier commit) run on the same shapes, its
     rows marked "baseline"."""
-    import subprocess
+    from _harness import busy_core, run_in_tree
 
-    from _trees import run_in_tree
-
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
-    try:
+    with busy_core(busy):
         print(f"\ndefault call at many items (n_boot = 200, δ = {DELTA:g}), one fresh process each"
               f"{'; a spinning process beside it' if busy else ''}")
         print("| n | m | ε | CPU s | wall s | peak RSS (MB) | rise in the call (MB) | intervals | rel. error a "
@@ -832,10 +829,6 @@ def many_items(shapes: str, busy: bool, baseline: str | None = None) -> None:
                 print(f"| {tag}{r['n']} | {r['m']} | {r['eps']:g} | {r['cpu']:.1f} | {r['wall']:.1f} | {r['peak_mb']:.0f} "
                       f"| {r['call_mb']:.0f} | {r['route']} | {r['rel_a']:.3f} | {r['equal']:.3f} | {r['rel_b']:.3f} |",
                       flush=True)
-    finally:
-        if spinner is not None:
-            spinner.kill()
-            spinner.wait()
 
 
 def main() -> None:
