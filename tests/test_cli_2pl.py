@@ -43,6 +43,7 @@ def test_model_2pl_prints_a_b_intervals_and_statement(lsat7_csv, tmp_path, capsy
     (["--epsilon", "1", "--mechanism", "laplace"], "Rasch model only"),
     (["--epsilon", "1", "--seed", "1", "--ledger", "x.ledger"], "NOT private"),
     (["--epsilon", "0"], "epsilon"),
+    (["--epsilon", "1", "--n-boot", "5"], "n_boot must be 0"),
 ])
 def test_model_2pl_bad_options_are_one_line_errors(lsat7_csv, capsys, extra, word):
     assert main(["estimate", str(lsat7_csv), "--model", "2pl", *extra]) == 2
@@ -83,3 +84,48 @@ def test_model_2pl_missing_mcar_estimates_from_incomplete_data(tmp_path, capsys)
     assert payload["missing"] == "mcar" and len(payload["items"]) == 5
     assert all(r["a_lo"] < r["a"] < r["a_hi"] for r in payload["items"])
     assert len(privirt.Ledger(ledger).spends()) == 1
+
+
+def test_model_2pl_n_boot_reaches_the_estimate(lsat7_csv, tmp_path, capsys):
+    """--n-boot was once dropped for --model 2pl (every run took the default 200 replicates):
+    0 gives the point estimate without interval columns, 40 the API's intervals with 40."""
+    data = pd.read_csv(lsat7_csv)
+    point = tmp_path / "point.json"
+    assert main(["estimate", str(lsat7_csv), "--model", "2pl", "--epsilon", "2", "--seed", "3",
+                 "--n-boot", "0", "--out", str(point)]) == 0
+    assert "a_lo" not in capsys.readouterr().out
+    rows = json.loads(point.read_text())["items"]
+    assert set(rows[0]) == {"item", "a", "b"}
+    assert np.allclose([r["a"] for r in rows], privirt.private_2pl_estimate(data, epsilon=2, seed=3, n_boot=0).a)
+    forty = tmp_path / "forty.json"
+    assert main(["estimate", str(lsat7_csv), "--model", "2pl", "--epsilon", "2", "--seed", "3",
+                 "--n-boot", "40", "--out", str(forty)]) == 0
+    lo = [r["a_lo"] for r in json.loads(forty.read_text())["items"]]
+    assert np.allclose(lo, privirt.private_2pl_estimate(data, epsilon=2, seed=3, n_boot=40).ci["a"]["lo"])
+    assert not np.allclose(lo, privirt.private_2pl_estimate(data, epsilon=2, seed=3).ci["a"]["lo"])
+
+
+@pytest.mark.parametrize("model", [[], ["--model", "2pl"]])
+def test_out_that_is_the_input_file_is_refused_before_anything_is_spent(lsat7_csv, tmp_path, capsys, model):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    before = lsat7_csv.read_bytes()
+    assert main(["estimate", str(lsat7_csv), *model, "--epsilon", "1", "--ledger", str(ledger),
+                 "--out", str(lsat7_csv)]) == 2
+    err = capsys.readouterr().err
+    assert "is the input file" in err and err.count("\n") == 1
+    assert lsat7_csv.read_bytes() == before
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "(0 spend(s)" in capsys.readouterr().out
+
+
+def test_model_2pl_long_table_asks_for_the_item_list_before_checking_top_k(tmp_path, capsys):
+    """A long table's own labels are data: --top-k is not compared with their number before the
+    public --items is given."""
+    long = privirt.load_dataset("lsat7").reset_index(names="person").melt(id_vars="person", var_name="item",
+                                                                         value_name="response")
+    path = tmp_path / "long.csv"
+    long.to_csv(path, index=False)
+    assert main(["estimate", str(path), "--model", "2pl", "--epsilon", "1", "--top-k", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "--items" in err and "--top-k" not in err

@@ -38,6 +38,7 @@ def _bad_outputs(tmp_path):
         (["--out", str(tmp_path / "s.xlsx")], r"--out must end in \.csv"),
         (["--out", str(tmp_path / "missing" / "s.csv")], "--out .* does not exist"),
         (["--out", str(tmp_path)], "--out .* is a folder"),
+        (["--out", str(tmp_path / "data.csv")], "--out .* is the input file"),  # the data itself
     ]
 
 
@@ -51,6 +52,7 @@ def test_bad_output_paths_are_refused_before_sampling(command, data_csv, tmp_pat
         assert "/40 it" not in err and "%" not in err  # no progress bar: nothing was sampled
     assert not (tmp_path / "missing").exists() and not (tmp_path / "no").exists()
     assert not (tmp_path / "s.xlsx").exists()
+    assert pd.read_csv(data_csv, index_col=0).shape == (60, 5)  # the input was not overwritten
 
 
 @pytest.mark.parametrize("command", ["gibbs", "mh"])

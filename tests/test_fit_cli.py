@@ -73,13 +73,16 @@ def test_fit_errors_are_one_line_and_write_nothing(data_csv, tmp_path, capsys):
         (["--plots", str(tmp_path / "missing" / "dir")], "does not exist"),
         (["--plots", str(path)], "is not a folder"),
         (["--out", str(tmp_path / "x.json")], "must end in .csv"),
+        (["--out", str(path)], "is the input file"),  # would overwrite the data
     ]
+    before = path.read_bytes()
     for extra, message in cases:
         assert main(["fit", str(path), *extra]) == 2
         err = capsys.readouterr().err
         assert err.startswith("privirt: error:") and message in err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "missing").exists() and not (tmp_path / "x.json").exists()
+    assert path.read_bytes() == before
     assert main(["fit", str(tmp_path / "nope.csv")]) == 2
     assert "privirt: error:" in capsys.readouterr().err
     # a failing Andersen test (LSAT-7: median split leaves only perfect scores above) stops

@@ -11,8 +11,10 @@ from typing import Sequence
 __all__ = ["check_output_file", "check_output_dir"]
 
 
-def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str]) -> Path:
-    """``path`` as a file to write: a known suffix, in a folder that exists and is writable.
+def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
+                      inputs: Sequence[str | Path | None] = ()) -> Path:
+    """``path`` as a file to write: a known suffix, in a folder that exists and is writable,
+    and none of the command's ``inputs`` (the run would overwrite the data it read).
 
     Raises
     ------
@@ -30,7 +32,17 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str]) -> P
         raise ValueError(f"{flag} {p}: the folder {p.parent} does not exist; create it first")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"{flag} {p}: the folder {p.parent} is not writable")
+    for source in inputs:
+        if source is not None and str(source) != "-" and _same_file(p, Path(source)):
+            raise ValueError(f"{flag} {p} is the input file {source}: writing there would overwrite the data; "
+                             "give another file name")
     return p
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)  # also through links
+    return a.resolve() == b.resolve()
 
 
 def check_output_dir(path: str | Path, flag: str) -> Path:

@@ -76,7 +76,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     """Before any work: ``--out`` and ``--plots`` are writable paths of the right kind, and
     matplotlib is there when plots are asked for."""
     if args.out is not None:
-        check_output_file(args.out, "--out", SUMMARY_SUFFIXES)
+        check_output_file(args.out, "--out", SUMMARY_SUFFIXES, inputs=(getattr(args, "file", None),))
     if args.plots is not None:
         check_output_dir(args.plots, "--plots")
         from ..plots import _plt

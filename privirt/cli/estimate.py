@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
 
+from .._checks import check_n_boot
 from ._input import public_items
 from ._paths import check_output_file
 from ._types import nonnegative_int, number, positive_int
@@ -335,10 +336,10 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _check_out(path: Path | None) -> None:
+def _check_out(path: Path | None, source: str | Path | None = None) -> None:
     # checked before any estimate (and before a private one spends budget)
     if path is not None:
-        check_output_file(path, "--out", (".csv", ".json"))
+        check_output_file(path, "--out", (".csv", ".json"), inputs=(source,))
 
 
 def _check_top_k(top_k: int | None, n_items: int) -> None:
@@ -385,7 +386,7 @@ def format_table(table: pd.DataFrame) -> str:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "model", "rasch") == "2pl":
         return _run_2pl(args)
-    _check_out(args.out)
+    _check_out(args.out, getattr(args, "file", None))
     if args.top_k is not None and args.top_k < 1:
         raise ValueError("--top-k must be a positive integer")
     private = getattr(args, "epsilon", None) is not None
@@ -483,7 +484,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     from ._dask import check_engine_args
 
     check_engine_args(args)
-    _check_out(args.out)
+    _check_out(args.out, getattr(args, "file", None))
     statement = None
     if args.epsilon is not None:
         if getattr(args, "regularization", None) is not None:
@@ -544,7 +545,7 @@ def _run_2pl(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     _check_2pl(args)
-    _check_out(args.out)
+    _check_out(args.out, getattr(args, "file", None))
     if args.seed is not None and args.ledger is not None:
         raise ValueError(
             "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
@@ -552,12 +553,14 @@ def _run_2pl(args: argparse.Namespace) -> int:
             "a reproducible non-private run (nothing was spent)"
         )
     # a long table's labels are read as text; the output's labels are --items
+    n_boot = None if args.n_boot is None else check_n_boot(args.n_boot)
     resp = read_responses(args, private=True)
     items = None if args.items is None else public_items(args.items)
-    _check_top_k(args.top_k, resp.n_items if items is None else len(items))
+    # a long table's own labels are data: nothing is compared with them before the public list
     if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
         raise ValueError("a private run on a long (person, item, response) table needs the public "
                          "item list and number of persons: --items LIST|@FILE and --n-persons N")
+    _check_top_k(args.top_k, resp.n_items if items is None else len(items))
     missing = args.missing or "none"
     if missing == "none" and (resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons)):
         raise ValueError(f"{Path(args.file).name} has missing cells (or --n-persons counts absent persons) "
@@ -568,9 +571,12 @@ def _run_2pl(args: argparse.Namespace) -> int:
     delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
     res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
                                items=items, n_persons=args.n_persons, missing=missing,
+                               **({} if n_boot is None else {"n_boot": n_boot}),
                                note=f"privirt estimate --model 2pl {Path(args.file).name}",
                                progress=False if args.no_progress else None)  # None: only on a terminal
     table = res.to_frame()
+    if n_boot == 0:  # the point estimate only: no interval columns
+        table = table[["a", "b"]]
     table.index.name = "item"
     statement = res.privacy
     kind = "private" if statement.private else "seeded noise: NOT private"

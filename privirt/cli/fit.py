@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._paths import check_output_file
+
 #: plot file name -> what it shows (written by ``--plots DIR``)
 PLOTS = {
     "wright_map.png": "Wright map",
@@ -82,13 +84,9 @@ def _check_folder(path: Path | None) -> None:
         raise ValueError(f"--plots {path}: the folder {path.parent} does not exist")
 
 
-def _check_out(path: Path | None) -> None:
-    if path is None:
-        return
-    if path.suffix.lower() != ".csv":
-        raise ValueError(f"--out must end in .csv, got {path.name!r}")
-    if not path.resolve().parent.is_dir():
-        raise ValueError(f"--out {path}: the folder {path.parent} does not exist")
+def _check_out(path: Path | None, source: str | None) -> None:
+    if path is not None:
+        check_output_file(path, "--out", (".csv",), inputs=(source,))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give the responses FILE (see `privirt fit --help`)")
     # every check that can fail on the arguments comes before any work or output
     _check_folder(args.plots)
-    _check_out(args.out)
+    _check_out(args.out, args.file)
     if args.plots is not None:
         from ..plots import _plt
 
