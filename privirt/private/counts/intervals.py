@@ -543,6 +543,6 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
         return BootstrapIntervals(se=se, lo=-se, hi=se, info=info)
     se = reps.std(axis=0, ddof=1) / a
     centre = truth + (beta_hat - mean) / a
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     info.update({"attenuation": a, "informative": True, "centre": centre.tolist()})
     return BootstrapIntervals(se=se, lo=centre - z * se, hi=centre + z * se, info=info)

@@ -446,7 +446,7 @@ def estimate_from_release(
     beta_u = _fit(t, h, n, var_t, var_h, edges, shrink=False, support=fit.support())[1]
     fit_tick(1)
 
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     if n_boot:
         # the replicates' truths redrawn from their posterior (docs/totals.md §5.2)
         err = intervals.bootstrap_errors(numpy_rng(ss, "bootstrap"), numpy_rng(ss, "bootstrap", "truth"), fit, beta,
@@ -522,7 +522,7 @@ def _estimate_mcar(release: TotalsRelease, confidence: float, n_boot: int, ss, t
     k_edges = None if release.k_edges is None or len(release.k_edges) < 3 else release.k_edges
     support = fit.support()
     beta_u = _fit_mcar(release, shrink=False, support=support)[1]
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     if n_boot:
         # the replicates' truths and ability models drawn from their posterior, as for complete data
         # (docs/totals.md §5.2, §7.3, §7.4)

@@ -452,7 +452,7 @@ def estimate_2pl_from_release(
                   phase=lambda d: "point fit" if d < 2 else "noise variance" if d < 2 + null else "bootstrap")
     a_u, b_u, a, b, info, (share, cov, curvature) = _point(release, tick)
     m = a.size
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     route = "none" if not n_boot else intervals
     if route == "auto":
         route = "laplace" if cov is not None and share < PRIOR_HELD_SHARE else "bootstrap"
