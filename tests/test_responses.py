@@ -307,3 +307,22 @@ def test_weights_column_must_exist_and_table_must_be_wide():
         as_responses(frame, weights="count")
     with pytest.raises(ValueError, match="wide pattern tables"):
         as_responses(frame, weights="n", format="long")
+
+
+def test_an_empty_item_label_in_a_csv_header_is_rejected(tmp_path):
+    # pandas would name it 'Unnamed: 1'; an empty first cell is the person-label column
+    path = tmp_path / "r.csv"
+    path.write_text("a,,b\n1,0,1\n0,1,1\n")
+    with pytest.raises(ValueError, match=r"column 2 of the header of .*r\.csv is empty"):
+        as_responses(path)
+    path.write_text(",a,b\np0,1,0\np1,0,1\n")
+    r = as_responses(path)
+    assert list(r.items) == ["a", "b"] and list(r.persons) == ["p0", "p1"]
+
+
+def test_labels_equal_as_text_are_rejected():
+    # labels are compared as text downstream (files, --items, the service)
+    frame = pd.DataFrame([[1, 0, 1], [0, 1, 1]], columns=[5, "5", "x"])
+    with pytest.raises(ValueError, match="item labels 5 and '5' are the same as text"):
+        as_responses(frame)
+    assert list(as_responses(frame.set_axis([5, 6, "x"], axis=1)).items) == [5, 6, "x"]

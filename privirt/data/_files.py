@@ -184,6 +184,10 @@ def _check_csv_header(header: list, name: str) -> None:
             "a CSV needs a header row naming the items (and optionally a person column); if "
             "these are the item labels, rename them (say q0, q1, …)"
         )
+    for k, label in enumerate(header[1:], start=2):  # (an empty first cell: a person-label column)
+        if not label.strip():
+            raise ValueError(f"column {k} of the header of {name} is empty; every item needs a label "
+                             "in the header row")
     seen = set()
     for label in header:
         if label in seen:

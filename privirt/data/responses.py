@@ -564,6 +564,14 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
             raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
         if idx.has_duplicates:
             raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
+        # labels are compared as text (files, --items, the service): only labels of mixed types
+        # (5 and "5") can be distinct yet equal as text
+        text = idx.astype(str) if idx.dtype == object and idx.inferred_type != "string" else None
+        if text is not None and text.has_duplicates:
+            k = int(np.flatnonzero(text.duplicated())[0])
+            other = idx[int(np.flatnonzero(text == text[k])[0])]
+            raise ValueError(f"{what} labels {other!r} and {idx[k]!r} are the same as text; give "
+                             f"every {what} a distinct label")
     return Responses(np.ascontiguousarray(codes), persons, items)
 
 
