@@ -119,13 +119,14 @@ def test_out_that_is_the_input_file_is_refused_before_anything_is_spent(lsat7_cs
     assert "(0 spend(s)" in capsys.readouterr().out
 
 
-def test_model_2pl_long_table_asks_for_the_item_list_before_checking_top_k(tmp_path, capsys):
+@pytest.mark.parametrize("model", [[], ["--model", "2pl"]])
+def test_private_long_table_asks_for_the_item_list_before_checking_top_k(tmp_path, capsys, model):
     """A long table's own labels are data: --top-k is not compared with their number before the
     public --items is given."""
     long = privirt.load_dataset("lsat7").reset_index(names="person").melt(id_vars="person", var_name="item",
                                                                          value_name="response")
     path = tmp_path / "long.csv"
     long.to_csv(path, index=False)
-    assert main(["estimate", str(path), "--model", "2pl", "--epsilon", "1", "--top-k", "100"]) == 2
+    assert main(["estimate", str(path), *model, "--epsilon", "1", "--top-k", "100"]) == 2
     err = capsys.readouterr().err
     assert "--items" in err and "--top-k" not in err

@@ -45,8 +45,12 @@ def check_engine_args(args: argparse.Namespace) -> None:
                          "use --engine local, or convert it to Parquet first")
     if getattr(args, "weights_col", None) is not None:
         raise ValueError("--weights-col (pattern tables) is read in memory; use --engine local")
-    if args.format == "long":
-        raise ValueError("--engine dask reads wide Parquet (one column per item); "
+    long_cols = [f"--{c.replace('_', '-')}" for c, default in (("item_col", "item"), ("response_col", "response"))
+                 if getattr(args, c, default) != default]  # (named: the table is read as long, _input.read_responses)
+    if args.format == "long" or long_cols:
+        verb = "names" if len(long_cols) == 1 else "name"
+        named = f" ({' and '.join(long_cols)} {verb} a long table's columns)" if long_cols else ""
+        raise ValueError(f"--engine dask reads wide Parquet (one column per item){named}; "
                          "convert the long table or use --engine local")
     if args.method is None:
         args.method = "spectral"  # the estimator that runs on Dask sums (counts)

@@ -24,7 +24,7 @@ def register(subparsers) -> None:
         "--dataset", default="lsat6", help="bundled data set (default: lsat6; see list_datasets)"
     )
     parser.add_argument(
-        "--epsilon", type=number, default=1.0, metavar="E",
+        "--epsilon", type=number, default=None, metavar="E",
         help="privacy ε of each private column (default 1; δ = 1e-4)",
     )
     parser.add_argument("--no-private", action="store_true", help="omit the private columns")
@@ -43,11 +43,15 @@ def run(args: argparse.Namespace) -> int:
     from ..data.datasets import load_dataset
     from ..rasch.spectral import spectral_estimate
 
+    if args.no_private and args.epsilon is not None:
+        raise ValueError("--epsilon sets the private columns, which --no-private leaves out; give one of the two")
     if not args.no_private:
+        args.epsilon = 1.0 if args.epsilon is None else args.epsilon
         try:
             check_target_epsilon(args.epsilon)  # before any work
-        except ValueError as exc:
-            raise ValueError(f"{exc}; --no-private leaves out the private columns") from None
+        except ValueError as exc:  # (without the library's advice to leave out epsilon: the demo's default is 1)
+            text = str(exc).split("; privirt has no non-private path")[0]
+            raise ValueError(f"{text}; --no-private leaves out the private columns") from None
     X = load_dataset(args.dataset)
     spec = spectral_estimate(X, device="cpu")
     cml = cmle_estimate(X)

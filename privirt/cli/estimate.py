@@ -49,7 +49,7 @@ def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
 
     from ..rasch.cmle import cmle_estimate
 
-    res = cmle_estimate(resp)
+    res = cmle_estimate(resp)  # (--device gpu is refused before the data are read: _check_device)
     return pd.DataFrame({"beta": res.beta, "se": res.se})
 
 
@@ -231,6 +231,8 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         # choose the method (validate_call refuses the same call, in the API's words)
         raise ValueError("a private run on a long (person, item, response) table needs the public "
                          "item list and number of persons: --items LIST|@FILE and --n-persons N")
+    if getattr(resp, "items_from_data", False):
+        _check_top_k(args.top_k, len(items))  # the public list's
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
@@ -274,6 +276,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         options["missing"] = args.missing or "none"
     if entry.takes_device:
         options["device"] = args.device
+    elif args.device == "gpu":
+        raise ValueError(f"--device gpu: --method {method} runs on the CPU only (the GPU serves the "
+                         "spectral method); leave out --device (nothing was spent)")
     if args.n_boot is not None:
         if "n_boot" not in entry.options:
             raise ValueError(f"--n-boot applies to methods with intervals; --method {method} has none "
@@ -405,6 +410,9 @@ def run(args: argparse.Namespace) -> int:
             "records private releases only; drop --seed to spend from the ledger, or --ledger for "
             "a reproducible non-private run (nothing was spent)"
         )
+    if private and args.mechanism == "randomized_response" and args.estimator not in (None, "auto"):
+        raise ValueError(f"--estimator {args.estimator} post-processes additive noise on the counts (--mechanism "
+                         "gaussian or laplace); randomized response has its own estimator: leave out --estimator")
     if private:
         # The item and person sets are public: never drop "empty" ones by a data-dependent
         # rule (whether an item is empty can hinge on one person).
@@ -415,13 +423,18 @@ def run(args: argparse.Namespace) -> int:
         # a long table's labels are read as text; the output's labels are --items
         resp = read_responses(args, private=True)
         items = None if args.items is None else public_items(args.items)
-        _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
+        # (a long table's own labels are data: _private_table asks for --items before this counts them)
+        if not getattr(resp, "items_from_data", False):
+            _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
         method, table, statement = _private_table(resp, args, items)
         n_persons = statement.n_persons  # public: never the data's count
     else:
         method = args.method or "spectral"
         if method not in METHODS:
             raise ValueError(f"--method {method} is a private estimator: give --epsilon (and --delta)")
+        if method == "cmle" and args.device == "gpu":
+            raise ValueError("--device gpu: --method cmle runs on the CPU only (the GPU serves the spectral "
+                             "method); leave out --device")
         resp = load(args)
         _check_top_k(args.top_k, resp.n_items)
         if args.regularization is not None and method != "spectral":
@@ -534,6 +547,8 @@ def _check_2pl(args: argparse.Namespace) -> None:
                          "model only; drop it for --model 2pl")
     if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
         raise ValueError("--model 2pl runs on a local file only (no --engine dask / --scheduler)")
+    if getattr(args, "device", "auto") == "gpu":
+        raise ValueError("--model 2pl runs on the CPU only; leave out --device gpu")
 
 
 def _run_2pl(args: argparse.Namespace) -> int:

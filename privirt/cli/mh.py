@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     priors = priors_from_args(args, ("theta", "a", "b"))
     if priors:
         kwargs["priors"] = priors
-    print(f"privirt mh: {resp}", file=sys.stderr)
+    if not args.no_progress:  # a stage message (--no-progress: none)
+        print(f"privirt mh: {resp}", file=sys.stderr)
     post = mh_2pl(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin, n_chains=args.chains,
         seed=args.seed, anchors=anchors or None, adapt=not args.no_adapt,

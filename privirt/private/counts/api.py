@@ -288,6 +288,7 @@ def private_spectral_estimate(
         ``noise_aware_se0(n, m, ν)`` is below :data:`NOISE_AWARE_BELOW` (where it was measured
         better in every cell, ``BENCHMARKS.md``) and ``"spectral"`` otherwise.  The choice uses
         public n, m and the noise variance only; ``info["estimator"]`` says which was used.
+        With ``mechanism="randomized_response"`` only ``"auto"``: ``rr_estimator`` chooses there.
     progress : bool or None
         A progress bar on stderr for the bootstrap (its calibration, then its replicates), the
         noise of releases beyond 4 million counts and, from :data:`BAR_FROM_ITEMS` items, one-step
@@ -313,6 +314,11 @@ def private_spectral_estimate(
     if mechanism == "randomized_response" and estimator == "noise_aware":
         raise ValueError("estimator='noise_aware' needs additive noise on the counts; use mechanism='gaussian' "
                          "or 'laplace' (randomized response has its own estimators, rr_estimator=)")
+    if mechanism == "randomized_response" and estimator != "auto":
+        # (it was accepted and ignored: the randomized bits are always post-processed by rr_estimator)
+        raise ValueError(f"estimator={estimator!r} applies to additive noise on the counts (mechanism='gaussian' "
+                         "or 'laplace'); randomized response has its own: rr_estimator='debiased' (default) or "
+                         "'plain' (the spectral estimate on the randomized bits, as the paper)")
     confidence = check_confidence(confidence)
     progress = resolve_progress(progress)
     rr = mechanism == "randomized_response"

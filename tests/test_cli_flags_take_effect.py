@@ -1,0 +1,79 @@
+"""Every flag a command accepts either takes effect or is refused in one line before anything is
+read or spent (a review found flags accepted and then ignored: --device gpu on CPU-only methods,
+--item-col under --engine dask, --estimator with randomized response, --epsilon with demo
+--no-private, and mh's stage line under --no-progress)."""
+
+from __future__ import annotations
+
+import pytest
+
+import privirt
+from privirt.cli import main
+
+
+@pytest.fixture
+def lsat_csv(tmp_path):
+    path = tmp_path / "lsat6.csv"
+    privirt.load_dataset("lsat6").to_csv(path)
+    return path
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error:") and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--method", "cmle", "--device", "gpu"], "--method cmle runs on the CPU only"),
+    (["--epsilon", "1", "--method", "totals", "--device", "gpu"], "--method totals runs on the CPU only"),
+    (["--epsilon", "1", "--model", "2pl", "--device", "gpu"], "--model 2pl runs on the CPU only"),
+    (["--epsilon", "4", "--method", "spectral", "--mechanism", "randomized_response", "--estimator", "spectral"],
+     "randomized response has its own estimator"),
+    (["--epsilon", "4", "--method", "spectral", "--mechanism", "randomized_response", "--estimator",
+      "noise_aware"], "randomized response has its own estimator"),
+])
+def test_flags_that_would_be_ignored_are_refused_and_nothing_is_spent(lsat_csv, tmp_path, capsys, extra, words):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "20", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    ledger_flag = ["--ledger", str(ledger)] if "--epsilon" in extra else []
+    assert main(["estimate", str(lsat_csv), *extra, *ledger_flag]) == 2
+    assert words in _one_line(capsys)
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "(0 spend(s)" in capsys.readouterr().out
+
+
+def test_randomized_response_estimator_is_refused_by_the_library_too():
+    X = privirt.load_dataset("lsat6")
+    with pytest.raises(ValueError, match="rr_estimator='debiased'"):
+        privirt.private_spectral_estimate(X, epsilon=4, mechanism="randomized_response", estimator="spectral",
+                                          seed=1)
+    fit = privirt.private_spectral_estimate(X, epsilon=4, mechanism="randomized_response", seed=1)
+    assert fit.beta.notna().all()
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--item-col", "question"], "--item-col names a long table's columns"),
+    (["--item-col", "question", "--response-col", "answer"], "--item-col and --response-col name"),
+])
+def test_dask_engine_refuses_long_table_columns(tmp_path, capsys, extra, words):
+    assert main(["estimate", str(tmp_path / "x.parquet"), "--engine", "dask", *extra]) == 2
+    assert words in _one_line(capsys)
+
+
+def test_demo_refuses_epsilon_with_no_private_and_words_its_epsilon_errors(capsys):
+    assert main(["demo", "--no-private", "--epsilon", "2"]) == 2
+    assert "which --no-private leaves out" in _one_line(capsys)
+    assert main(["demo", "--epsilon", "-3"]) == 2
+    line = _one_line(capsys)
+    assert "--epsilon must be a finite number > 0" in line and "leave out --epsilon" not in line
+
+
+def test_mh_no_progress_prints_no_stage_line(lsat_csv, capsys):
+    assert main(["mh", str(lsat_csv), "--iter", "20", "--warmup", "10", "--seed", "1", "--device", "cpu",
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "privirt mh: Responses" not in err
+    assert main(["mh", str(lsat_csv), "--iter", "20", "--warmup", "10", "--seed", "1", "--device", "cpu"]) == 0
+    assert "privirt mh: Responses" in capsys.readouterr().err
