@@ -6,7 +6,9 @@ checkout's side by side on the same releases.
 Data ``bench_private_2pl.simulate(n, m, seed)`` (a ~ LogNormal(0, 0.3), b ~ N(0, 1)), one
 ``release_2pl(..., seed=seed + 1)`` per data set (δ = 1e-4), seeds
 12 000 000 + 1000·(n mod 997) + 10·m + 700·ε + k; ``estimate_2pl_from_release(..., n_boot=0)``.
-Each tree runs in a child process that imports privirt from it.
+Each tree runs in a child process that imports privirt from it. The last two columns count the
+releases flagged as a prior–data conflict on the level (``info["level_prior_conflict"]``) and the
+largest distance of the level from the release's own value in its likelihood's scales.
 
 Run::
 
@@ -48,7 +50,11 @@ for cell in {cells!r}.split(";"):
             f = estimate_2pl_from_release(rl, n_boot=0, progress=False)
         print(json.dumps({{"n": n, "m": m, "eps": e, "k": k, "err_a": rel(f.a.to_numpy(), a),
                           "equal": rel(np.full(m, np.exp(np.log(a).mean())), a), "level": f.info["mean_log_a"],
-                          "true_level": float(np.log(a).mean()), "cpu": time.process_time() - t0}}), flush=True)
+                          "true_level": float(np.log(a).mean()), "cpu": time.process_time() - t0,
+                          "conflict": f.info.get("level_prior_conflict"),
+                          "conflict_sds": (abs(f.info["release_mean_log_a"] - f.info["mean_log_a"])
+                                           / f.info["release_sd_mean_log_a"]) if "release_mean_log_a" in f.info
+                                          else None}}), flush=True)
 """
 
 
@@ -61,8 +67,8 @@ def run(tree: Path, cells: str, sets: int, first: int) -> list[dict]:
 
 def table(rows: list[dict]) -> None:
     print("| code | n | m | ε | sets | rel. error a: mean | largest | above 1 | above all a equal | all a equal: mean "
-          "| |level − true level|: mean | CPU s (median) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| |level − true level|: mean | CPU s (median) | prior–data conflicts | largest |x − ℓ|/w |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     cells: dict = {}
     for r in rows:
         cells.setdefault((r["n"], r["m"], r["eps"]), {}).setdefault(r["code"], []).append(r)
@@ -71,8 +77,11 @@ def table(rows: list[dict]) -> None:
             err = np.array([r["err_a"] for r in rs])
             eq = np.array([r["equal"] for r in rs])
             lev = np.array([abs(r["level"] - r["true_level"]) for r in rs])
+            sds = [r["conflict_sds"] for r in rs if r.get("conflict_sds") is not None]
+            flagged = sum(bool(r.get("conflict")) for r in rs)
             print(f"| {code} | {n} | {m} | {e:g} | {len(rs)} | {err.mean():.3f} | {err.max():.3f} | {(err > 1).sum()} "
-                  f"| {(err > eq).sum()} | {eq.mean():.3f} | {lev.mean():.3f} | {np.median([r['cpu'] for r in rs]):.1f} |")
+                  f"| {(err > eq).sum()} | {eq.mean():.3f} | {lev.mean():.3f} | {np.median([r['cpu'] for r in rs]):.1f} "
+                  f"| {flagged if sds else '—'} | {f'{max(sds):.2f}' if sds else '—'} |")
 
 
 def main(argv=None) -> None:

@@ -5,6 +5,8 @@ results are deterministic."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -189,6 +191,7 @@ def test_common_level_where_a_pinned_fit_conflicts_with_the_refits():
         fit = privirt.private_2pl_estimate(X, epsilon=0.3, seed=277_500 + k, n_boot=0)
         err = np.linalg.norm(fit.a.to_numpy() - a) / np.linalg.norm(a)
         assert err < 0.7, (k, err)
+        assert not fit.info["level_prior_conflict"]  # pinned by the noise: no prior–data conflict
 
 
 @pytest.mark.slow
@@ -203,3 +206,23 @@ def test_common_level_where_the_noise_swamps_everything():
         err = np.linalg.norm(fit.a.to_numpy() - a) / np.linalg.norm(a)
         assert err < 0.8, (k, err)
         assert fit.info["noise_bias_mean_log_a"] > 0.3  # the bias that was subtracted
+
+
+def test_a_level_the_prior_overrides_is_flagged_as_a_prior_data_conflict():
+    """Six identical items at ε = 100: the release pins the all-equal fit at λ → 1 (log a ≈ 7,
+    its likelihood's scale 0.38, the noise unable to pin anything: the refits' SD 3e-4), the
+    level prior N(0, 0.5²) pulls the common a to about 3.4, outside the unshrunk fit's
+    intervals. That is flagged (IdentifiabilityWarning, info["level_prior_conflict"]); an
+    ordinary release at the same size is not."""
+    X, *_ = privirt.simulate_2pno(2000, 6, seed=1)
+    X = np.repeat(np.asarray(X)[:, :1], 6, axis=1)
+    with pytest.warns(privirt.exceptions.IdentifiabilityWarning, match="not identified by this release"):
+        fit = privirt.private_2pl_estimate(X, epsilon=100, seed=1, n_boot=0)
+    info = fit.info
+    assert info["level_prior_conflict"] and info["release_mean_log_a"] > 5
+    assert abs(info["release_mean_log_a"] - info["mean_log_a"]) > 4 * info["release_sd_mean_log_a"]
+    X, _, _ = _data(2000, 6, 300_500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", privirt.exceptions.IdentifiabilityWarning)
+        fit = privirt.private_2pl_estimate(X, epsilon=100, seed=1, n_boot=0)
+    assert not fit.info["level_prior_conflict"]

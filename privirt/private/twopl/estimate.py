@@ -15,6 +15,7 @@ from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
+from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
@@ -40,6 +41,10 @@ NULL_POOL_DRAWS = 128
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
 LEVEL_PRIOR_SD = 0.5
+#: A prior–data conflict on the level: the posterior mean of the common log a lies more than this
+#: many of the likelihood's scales w from the release's own value (``info["level_prior_conflict"]``,
+#: an :class:`~privirt.exceptions.IdentifiabilityWarning`; ``docs/private_2pl.md`` §3, the level).
+LEVEL_CONFLICT_SDS = 4.0
 #: Where, for the median item, the release holds less than this share of the precision of log a_i
 #: at the fit (the rest is the fit's priors'), the noise swamps the pairs and the intervals are
 #: the fit's Laplace posterior instead of the bootstrap (``docs/private_2pl.md`` §3, "Intervals
@@ -281,7 +286,14 @@ def _point(release: TwoPLRelease, tick=None):
     # variance is estimated from a few draws) and their variance, or the release's own curvature
     # variance at the fit where that is wider (a fit pinned toward λ → 1 that the refits from
     # the prior's a = 1 did not reproduce: the release's curvature there is nearly flat)
-    centre = _level_posterior_mean(centre - bias_level, v_level, v_fit, null_replicates(m, release.missing))
+    reps = null_replicates(m, release.missing)
+    x = centre - bias_level
+    centre = _level_posterior_mean(x, v_level, v_fit, reps)
+    # a prior–data conflict: the release holds the level (its scale w) far from where the prior
+    # put it (items that agree almost perfectly pin the fit at λ → 1 on a release the noise cannot
+    # pin): the level is the prior's, not the release's
+    w = float(np.sqrt(_level_scale2(v_level, v_fit, reps)))
+    conflict = bool(np.isfinite(w) and abs(x - centre) > LEVEL_CONFLICT_SDS * w)
     # the spread s of the discriminations from the per-item fit's deviations about its own
     # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
     # toward the all-equal value against its full noise variance
@@ -298,6 +310,7 @@ def _point(release: TwoPLRelease, tick=None):
     return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
                             "curvature_sd_mean_log_a": float(np.sqrt(v_fit)),
                             "noise_bias_mean_log_a": bias_level,
+                            "level_prior_conflict": conflict, "release_mean_log_a": x, "release_sd_mean_log_a": w,
                             "shrinkage": factors.tolist(),
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
@@ -313,7 +326,7 @@ def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) ->
     x·S²/(S² + w²) to within w; the t's tails only matter where the refits scatter about as
     widely as the prior (``docs/private_2pl.md`` §3, the level)."""
     S = LEVEL_PRIOR_SD
-    w2 = max(v_refits * reps / (reps - 1.0) * (1.0 + 1.0 / reps), v_fit)
+    w2 = _level_scale2(v_refits, v_fit, reps)
     if not np.isfinite(w2):
         return 0.0
     w = float(np.sqrt(w2))
@@ -327,6 +340,11 @@ def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) ->
     logp = stats.norm.logpdf(grid, 0.0, S) + stats.t.logpdf(x - grid, reps - 1.0, scale=w)
     p = np.exp(logp - logp.max())
     return float(np.sum(p * grid) / np.sum(p))
+
+
+def _level_scale2(v_refits: float, v_fit: float, reps: int) -> float:
+    """w², the squared scale of the level's likelihood (:func:`_level_posterior_mean`)."""
+    return max(v_refits * reps / (reps - 1.0) * (1.0 + 1.0 / reps), v_fit)
 
 
 def _level_curvature_variance(same) -> float:
@@ -452,6 +470,14 @@ def estimate_2pl_from_release(
                   phase=lambda d: "point fit" if d < 2 else "noise variance" if d < 2 + null else "bootstrap")
     a_u, b_u, a, b, info, (share, cov, curvature) = _point(release, tick)
     m = a.size
+    if info["level_prior_conflict"]:
+        warnings.warn(
+            f"the release puts the items' common discrimination far from the level prior's "
+            f"(log a = {info['release_mean_log_a']:.2f} ± {info['release_sd_mean_log_a']:.2f}, 2PNO scale; e.g. items "
+            f"that agree almost perfectly): the prior sets the level (a shrunk to about "
+            f"{np.exp(info['mean_log_a']):.3g}), so a and b are not identified by this release and their "
+            "intervals describe the unshrunk fit (docs/private_2pl.md §3, the level)",
+            IdentifiabilityWarning, stacklevel=2)
     z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     route = "none" if not n_boot else intervals
     if route == "auto":
