@@ -177,3 +177,17 @@ def test_gibbs_bad_anchor_or_slopes_is_one_line(bad, message, votes_csv, capsys)
     err = capsys.readouterr().err
     assert re.search(message, err), err
     assert "Traceback" not in err and "/40 it" not in err
+
+
+def test_mh_transpose_names_dropped_persons_as_persons(tmp_path, capsys):
+    """With --transpose the file's columns are persons: an empty one was dropped before the
+    transpose and reported as an item."""
+    X, *_ = privirt.simulate_2pno(30, 6, seed=4)
+    frame = pd.DataFrame(X, index=[f"p{i}" for i in range(30)], columns=[f"v{j}" for j in range(6)]).astype(float)
+    frame.loc["p3"] = np.nan  # a person with no vote: an empty column of the transposed file
+    path = tmp_path / "votes.csv"
+    frame.T.rename_axis("vote").to_csv(path)
+    assert main(["mh", str(path), "--transpose", "--person-col", "vote", "--iter", "20", "--warmup", "10",
+                 "--seed", "1", "--device", "cpu", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "1 person(s) with no response" in err and "item(s) with no response" not in err, err

@@ -83,6 +83,8 @@ def test_cli_words_keep_the_flag_and_drop_the_keyword():
         "pass --weights-col frequency"
     assert cli_text("the public n_persons=20; pass it (CLI: --n-persons)") == \
         "the public --n-persons 20; pass it (--n-persons)"
+    # the samplers' advice on priors (privirt gibbs / mh)
+    assert cli_text('drop them or pass priors={"b": (0.0, 4.0)}') == "drop them or pass --prior-b 0.0 4.0"
 
 
 def test_demo_help_shows_a_plain_percent_sign(capsys):

@@ -713,6 +713,29 @@ def test_item_answered_by_one_person_is_refused_under_flat_priors(engine):
             assert np.isfinite(post.draws[param]).all(), (priors, param)
 
 
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+def test_item_answered_only_by_persons_fixed_at_one_value_is_refused_under_flat_priors(engine):
+    """Every θ of its respondents fixed at one value makes det P = n_j Σ(θ − θ̄)² = 0 in every
+    draw: the draws were all NaN (with finite R-hat and ESS); now refused, as for n_j = 1, and
+    fine with the persons fixed at different values or a proper prior."""
+    X, _, _, _ = privirt.simulate_2pno(50, 5, seed=33)
+    X = np.column_stack([X, np.full(50, np.nan)])
+    X[0, 5], X[1, 5] = 1.0, 0.0  # item 6: answered by persons 0 and 1 only
+    with pytest.raises(ValueError, match=r"item\(s\) \[5\] were answered only by persons fixed at one value"):
+        privirt.gibbs_2pno(X, anchors={0: 1.0, 1: 1.0}, n_iter=20, warmup=10, seed=1, progress=False,
+                           device="cpu", engine=engine)
+    with pytest.raises(ValueError, match="data set 0: .*fixed at one value"):
+        privirt.gibbs_2pno_replicate([X, X], anchors={0: 1.0, 1: 1.0}, n_iter=20, warmup=10, seed=1,
+                                     progress=False, device="cpu", engine=engine)
+    for anchors, priors in (({0: 1.0, 1: -1.0}, None), ({0: 1.0, 1: 1.0}, {"a": (1.0, 1.0)})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = privirt.gibbs_2pno(X, anchors=anchors, priors=priors, n_iter=60, warmup=20, seed=1,
+                                      progress=False, device="cpu", engine=engine)
+        for param in ("a", "b", "theta"):
+            assert np.isfinite(post.draws[param]).all(), (anchors, param)
+
+
 def test_engine_argument(monkeypatch):
     """engine= is validated before any work, recorded in info, and "auto" falls back to the
     numpy engine without numba; "fused" without numba names the extra to install."""

@@ -687,3 +687,11 @@ def test_gpu_matches_cpu_statistically(sim300, fit300):
     assert _corr(post.mean("theta"), theta) > 0.9
     rates = post.acceptance_rates()
     assert ((rates > 0.3) & (rates < 0.55)).all().all()
+
+
+@pytest.mark.parametrize("bad", [True, np.bool_(False), float("nan"), 0, "x"])
+def test_bad_anchor_values_are_refused(bad):
+    """A bool is not a sign (True was taken as +1; gibbs_2pno refuses it as well)."""
+    X, *_ = privirt.simulate_2pno(30, 5, seed=1)
+    with pytest.raises(ValueError, match="anchor value for 0 must be a"):
+        privirt.mh_2pl(X, anchors={0: bad}, n_iter=20, warmup=10, seed=1, progress=False, device="cpu")

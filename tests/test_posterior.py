@@ -68,6 +68,18 @@ def test_mcse_batch_count_is_validated(rng):
             diagnostics.mcse_batch_means(d, n_batches=bad)
 
 
+def test_non_finite_draws_have_no_rhat_or_ess(rng):
+    """NaN sorts last, so ranks of draws with a NaN gave a finite R-hat (2.13 on all-NaN draws of a
+    sampler); such a parameter now has NaN R-hat and ESS, the others are unchanged."""
+    d = rng.normal(size=(2, 40, 3))
+    clean = diagnostics.summarize(d)
+    d[0, 5, 1] = np.nan
+    d[:, :, 2] = np.nan
+    out = diagnostics.summarize(d)
+    assert np.isnan(out["rhat"][1:]).all() and np.isnan(out["ess"][1:]).all()
+    assert out["rhat"][0] == clean["rhat"][0] and out["ess"][0] == clean["ess"][0]
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()

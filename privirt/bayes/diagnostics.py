@@ -304,13 +304,18 @@ def _summarize(a: np.ndarray, quantiles: tuple[float, ...]) -> dict:
     # np.median's value (the mean of the two middle values when N is even): the folded
     # R-hat ranks |draw − median|, where the two middle draws tie exactly
     median = xs[:, N // 2] if N % 2 else (xs[:, N // 2 - 1] + xs[:, N // 2]) / 2.0
+    r_hat, ess = _rhat_pm(s, z.reshape(k, m, h), order, xs, median), _ess_pm(z.reshape(k, m, h))
+    # ranks of non-finite draws are meaningless (NaN sorts last): such a parameter has no R-hat or ESS
+    bad = ~np.isfinite(xs).all(axis=1) if N else np.zeros(k, bool)
+    if bad.any():
+        r_hat, ess = np.where(bad, np.nan, r_hat), np.where(bad, np.nan, ess)
     return {  # over (chain, draw) of a view: no copy of a thread's slice of the draws
         "mean": a.mean(axis=(0, 1)),
         "sd": a.std(axis=(0, 1), ddof=1) if c * n > 1 else np.full(k, np.nan),
         "q": q,
         "mcse": mcse_batch_means(a),
-        "rhat": _rhat_pm(s, z.reshape(k, m, h), order, xs, median),
-        "ess": _ess_pm(z.reshape(k, m, h)),
+        "rhat": r_hat,
+        "ess": ess,
     }
 
 

@@ -383,7 +383,7 @@ def gibbs_2pno(
     resp = as_responses(X)
     start = twopno.check_init(init, resp.n_persons, resp.n_items, free=free)
     anc = _slopes.check_anchors(anchors, resp.persons)
-    twopno.warn_improper(resp, pri)
+    twopno.warn_improper(resp, pri, anchors=anc)
     if not free:
         _slopes.warn_negative_items(resp)
     return _run(
@@ -469,7 +469,6 @@ def gibbs_2pno_replicate(
                 f"data set {r}: item(s) {list(resp.items[empty_items][:5])} have no observed "
                 "response; remove them from every data set"
             )
-        twopno.warn_improper(resp, pri, where=f"data set {r}: ")
     anc = _slopes.check_anchors(anchors, resps[0].persons)
     for r, resp in enumerate(resps[1:], start=1):
         other = _slopes.check_anchors(anchors, resp.persons)
@@ -479,6 +478,8 @@ def gibbs_2pno_replicate(
                 f"data set {r}: the anchored persons are not at the same positions as in data "
                 "set 0; give every data set the same person labels in the same order"
             )
+    for r, resp in enumerate(resps):
+        twopno.warn_improper(resp, pri, where=f"data set {r}: ", anchors=anc)
     seqs = [child(ss, r) for r in range(len(resps))]
     return _run(
         resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,

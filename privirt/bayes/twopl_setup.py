@@ -122,6 +122,8 @@ def check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[
     for key, value in anchors.items():
         pos = _match_label(persons, key)
         try:
+            if isinstance(value, (bool, np.bool_)):  # (True is not +1: gibbs_2pno refuses it too)
+                raise TypeError
             v = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"anchor value for {key!r} must be a number, got {value!r}") from None

@@ -20,7 +20,7 @@ from scipy import special
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
 from ..data.responses import Responses
 from . import moves as _moves
-from .slopes import Anchors
+from .slopes import FIXED, Anchors
 
 __all__ = ["GibbsState", "CpuData", "GeneratorDraws", "cpu_iteration", "draw_items", "check_priors",
            "check_init", "default_init", "warn_improper"]
@@ -57,16 +57,19 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
     return out
 
 
-def check_item_precision(resp: Responses, priors: dict, where: str = "") -> None:
+def check_item_precision(resp: Responses, priors: dict, where: str = "",
+                         anchors: Anchors | None = None) -> None:
     """Refuse items whose (a, b) conditional has a singular precision under flat priors.
 
     With x_i = (θ_i, −1) over the n_j persons who answered item j, det P = n_j Σ'θ_i² −
-    (Σ'θ_i)² = n_j Σ'(θ_i − θ̄)², zero when n_j = 1.  A proper prior on a or on b makes P
-    positive definite, so only the flat-flat case is refused.
+    (Σ'θ_i)² = n_j Σ'(θ_i − θ̄)², zero when every such θ_i is the same in every draw: n_j = 1,
+    or every person who answered it is fixed (``anchors``) at one value.  A proper prior on a
+    or on b makes P positive definite, so only the flat-flat case is refused.
     """
     if priors["a"] is not None or priors["b"] is not None:
         return
-    n_obs = (resp.codes >= 0).sum(axis=0)
+    obs = resp.codes >= 0
+    n_obs = obs.sum(axis=0)
     few = n_obs == 1
     if few.any():
         raise ValueError(
@@ -75,11 +78,28 @@ def check_item_precision(resp: Responses, priors: dict, where: str = "") -> None
             "matrix and no posterior draw exists; drop them or pass a proper prior, e.g. "
             'priors={"b": (0.0, 4.0)}'
         )
+    if anchors is None or not np.any(anchors.con == FIXED):
+        return
+    fixed = anchors.con == FIXED
+    # an item answered only by persons fixed at one value: every draw has the same θ's there
+    free_answers = (obs & ~fixed[:, None]).sum(axis=0)
+    vals = np.where(obs & fixed[:, None], anchors.fix[:, None], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (all-NaN columns: items nobody fixed answered)
+        one_value = np.nanmax(vals, axis=0) == np.nanmin(vals, axis=0)
+    same = (free_answers == 0) & (n_obs > 0) & one_value
+    if same.any():
+        raise ValueError(
+            f"{where}item(s) {list(resp.items[same][:5])} were answered only by persons fixed at one "
+            "value by anchors= (CLI: --anchor): under the flat priors on a and b their conditional has a "
+            "singular precision matrix and no posterior draw exists; fix those persons at different "
+            'values, drop the items, or pass a proper prior, e.g. priors={"b": (0.0, 4.0)}'
+        )
 
 
-def warn_improper(resp: Responses, priors: dict, where: str = "") -> None:
+def warn_improper(resp: Responses, priors: dict, where: str = "", anchors: Anchors | None = None) -> None:
     """Refuse singular items; warn about items with an improper posterior (flat prior on b)."""
-    check_item_precision(resp, priors, where)
+    check_item_precision(resp, priors, where, anchors)
     if priors["b"] is not None:
         return
     obs = resp.codes >= 0

@@ -38,6 +38,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
      "for the non-private estimate leave out --epsilon"),
     (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
     (re.compile(r"engine='dask'"), "--engine dask"),
+    # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)
+    (re.compile(r"priors=\{\"([ab])\": \(([-\d.e]+), ([-\d.e]+)\)\}"), r"--prior-\1 \2 \3"),
     # "`items`" -> "--items"
     (re.compile(r"`([a-z_]+)`"), lambda m: _FLAGS.get(m.group(1), m.group(0))),
     # "n_persons=2000" -> "--n-persons 2000"

@@ -63,8 +63,8 @@ def register(subparsers: Any) -> None:
                    help="the file has voters as columns (e.g. cases x justices)")
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
-        plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ, "
-                   "every item's a and b, 6 items a page) into DIR (needs matplotlib)",
+        plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ; "
+                   "a and b of the 6 items with the largest R-hat) into DIR (needs matplotlib)",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                    metavar="NAME=VALUE",
@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     check_outputs(args)
-    resp = read_responses(args)
+    # transposed: the file's empty rows are items and its empty columns persons, so nothing is
+    # dropped (nor named) until the table is the right way round
+    resp = read_responses(args, **({"empty": "keep"} if args.transpose else {}))
     if args.transpose:
         from ..data.responses import as_responses
 
