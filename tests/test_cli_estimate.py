@@ -442,3 +442,49 @@ def test_private_totals_notes_intervals_that_rest_on_the_prior_for_the_spread(tm
     assert f"histogram share {share:.2f} < 0.5" in err and "under-cover" in err
     err, share = run(2000, 20, 1.0)
     assert share > 0.5 and "histogram share" not in err
+
+
+def test_json_out_writes_unbounded_endpoints_as_null(tmp_path, capsys):
+    """JSON has no Infinity: an unbounded interval (one person here) is null, as the service sends it."""
+    path = tmp_path / "one.csv"
+    pd.DataFrame([[1, 0, 1]], columns=["a", "b", "c"]).to_csv(path, index=False)
+    out = tmp_path / "r.json"
+    assert main(["estimate", str(path), "--epsilon", "1", "--seed", "1", "--method", "totals", "--n-boot", "20",
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    rows = json.loads(text)["items"]
+    assert rows[0]["lo"] is None and rows[0]["hi"] is None and isinstance(rows[0]["beta"], float)
+
+
+def test_out_that_exists_and_is_not_writable_is_refused_before_spending(lsat_csv, tmp_path, capsys):
+    import os
+
+    out = tmp_path / "ro.csv"
+    out.write_text("x\n")
+    out.chmod(0o444)
+    if os.access(out, os.W_OK):
+        pytest.skip("running as a user who can write any file (root): the check cannot be seen")
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--ledger", str(ledger), "--out", str(out)]) == 2
+    assert "is not writable" in capsys.readouterr().err
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "(0 spend(s)" in capsys.readouterr().out
+
+
+def test_out_check_asks_whether_an_existing_file_is_writable(tmp_path, monkeypatch):
+    """The rule itself, where the test runs as root (who may write any file): an existing --out
+    the user cannot write is refused, a new one in a writable folder is not."""
+    import os
+
+    from privirt.cli import _paths
+
+    out = tmp_path / "ro.csv"
+    out.write_text("x\n")
+    real = os.access
+    monkeypatch.setattr(_paths.os, "access", lambda p, mode: False if Path(p) == out else real(p, mode))
+    with pytest.raises(ValueError, match="exists and is not writable"):
+        _paths.check_output_file(out, "--out", (".csv",))
+    assert _paths.check_output_file(tmp_path / "new.csv", "--out", (".csv",)) == tmp_path / "new.csv"

@@ -465,3 +465,20 @@ def test_private_dask_input_without_rows_counts_every_public_person_as_absent(tm
     for source in (empty, one):  # complete data only: absent persons are refused for both
         with pytest.raises(ValueError, match="complete data"):
             privirt.release_totals(source, engine="dask", client=client, **kw)
+
+
+def test_cli_bad_cell_on_the_embedded_cluster_is_one_line(tmp_path):
+    """The embedded cluster's worker logged "Compute Failed" with a traceback before the
+    command's own one-line error; its logs are silenced up to CRITICAL now.  (A process of its
+    own: under pytest the worker's log records go to pytest's logging capture, not stderr.)"""
+    X = np.random.default_rng(3).integers(0, 2, (200, 5)).astype(float)
+    X[0, 0] = 2
+    path = tmp_path / "bad.parquet"
+    pd.DataFrame(X, columns=list("abcde")).to_parquet(path)
+    proc = subprocess.run([sys.executable, "-m", "privirt", "estimate", str(path), "--epsilon", "1", "--n-boot",
+                           "0", "--engine", "dask", "--n-persons", "200"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent, timeout=300)
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert err.startswith("privirt: error:") and "invalid response 2" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

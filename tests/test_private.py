@@ -706,3 +706,28 @@ def test_noise_that_swamps_every_count_is_warned_from_public_quantities_only():
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoiseDominatesWarning)
         privirt.private_spectral_estimate(X, epsilon=1.0, seed=0)
+
+
+@pytest.mark.parametrize("items, words", [
+    ({"c", "a", "b"}, "ordered sequence of item labels"),  # a set's order changes with the hash seed
+    (["a", None, "c"], "missing label"),
+    (["a", float("nan"), "c"], "missing label"),
+])
+def test_public_item_lists_that_cannot_label_an_output_are_refused_before_spending(tmp_path, items, words):
+    X = pd.DataFrame([[1, 0, 1], [0, 1, 1], [1, 1, 0]], columns=["a", "b", "c"])
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-4)
+    with pytest.raises(ValueError, match=words):
+        privirt.private_totals_estimate(X, epsilon=1.0, ledger=ledger, items=items, n_boot=0)
+    assert len(ledger.spends()) == 0
+
+
+def test_totals_intervals_for_one_person_are_unbounded():
+    """One person identifies no difference between items; every replicate of its scores refit to
+    the same values, which gave se = 0 and zero-width intervals."""
+    for missing, X in (("none", np.array([[1, 0, 1, 0, 0]])), ("mcar", np.array([[1, 0, np.nan, 0, 0]]))):
+        fit = privirt.private_totals_estimate(X, epsilon=1e4, seed=255, n_boot=20, missing=missing)
+        assert np.isinf(fit.se).all() and (fit.ci["lo"] == -np.inf).all() and (fit.ci["hi"] == np.inf).all()
+        assert "not identified" in fit.info["note"]
+    two = privirt.private_totals_estimate(np.array([[1, 0, 1, 0, 0], [0, 0, 1, 1, 0]]), epsilon=1e4, seed=255,
+                                          n_boot=20)
+    assert np.isfinite(two.se).all()

@@ -32,6 +32,8 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
         raise ValueError(f"{flag} {p}: the folder {p.parent} does not exist; create it first")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"{flag} {p}: the folder {p.parent} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):  # (else a private run would spend, then fail to write)
+        raise ValueError(f"{flag} {p} exists and is not writable; give another file name")
     for source in inputs:
         if source is not None and str(source) != "-" and _same_file(p, Path(source)):
             raise ValueError(f"{flag} {p} is the input file {source}: writing there would overwrite the data; "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -259,8 +260,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         present = {str(i) for i in resp.items}
         absent = [] if items is None else [i for i in items if str(i) not in present]
         if missing == "none" and absent:
-            raise ValueError(f"--items names {len(absent)} item(s) that nobody answered in "
-                             f"{Path(args.file).name} (first: {absent[0]}); their cells are all missing, so "
+            # (no count or label of them: the refusal is the data holder's, but says no more than the API's)
+            raise ValueError(f"--items names item(s) that nobody answered in "
+                             f"{Path(args.file).name}; their cells are all missing, so "
                              "declare --missing mcar (missing completely at random): "
                              f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
                              "spectral (nothing was spent)")
@@ -364,7 +366,9 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
     """Write ``table`` (indexed by item) as CSV or JSON according to the suffix.
 
     ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
-    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``.
+    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``, and
+    an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
+    has no Infinity).
     """
     if path.suffix.lower() == ".csv":
         with path.open("w", encoding="utf-8", newline="") as fh:
@@ -373,7 +377,7 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
             table.to_csv(fh, index_label="item")
     else:
         records = [
-            {"item": _jsonable(item), **{k: float(v) for k, v in row.items()}}
+            {"item": _jsonable(item), **{k: float(v) if math.isfinite(v) else None for k, v in row.items()}}
             for item, row in table.iterrows()
         ]
         payload = {**(meta or {}), "items": records}

@@ -135,6 +135,10 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     resp = private_responses(X)
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
+    if items is not None and not isinstance(items, (Sequence, np.ndarray, pd.Index, pd.Series)):
+        # a set's order changes from run to run (string hashing): the output's order would too
+        raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
+                         f"{type(items).__name__}")
     if items is None and resp.items_from_data:
         raise ValueError(
             "the item set of a long (person, item, response) table is read from its rows, so "
@@ -149,6 +153,9 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
         )
     if items is not None:
         public = pd.Index(list(items))
+        if public.hasnans:
+            raise ValueError(f"items has a missing label (None or NaN) at position "
+                             f"{int(np.flatnonzero(public.isna())[0])}; every item needs a label")
         public_text = pd.Index([str(i) for i in public])
         if public_text.has_duplicates:  # 5 and "5" too: labels are matched as text
             raise ValueError(f"items lists {public_text[public_text.duplicated()][0]!r} twice "

@@ -86,10 +86,12 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
     # spawned process runs the caller's script again from the top (a script without an
     # ``if __name__ == "__main__":`` guard then fails and repeats its side effects).  The
     # partition work (Arrow reads, int8 conversion, BLAS products) releases the GIL; each
-    # thread uses one BLAS thread so that the cores are not oversubscribed.
+    # thread uses one BLAS thread so that the cores are not oversubscribed.  The worker's logs are
+    # silenced up to CRITICAL: a failed partition (a bad cell) is raised to the caller with its
+    # message, and its "Compute Failed" log with a traceback only repeated it on stderr.
     with _one_blas_thread(), LocalCluster(
         n_workers=1, threads_per_worker=threads, processes=False,
-        dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR,
+        dashboard_address=None, memory_limit=0, silence_logs=logging.CRITICAL,
     ) as cluster, Client(cluster) as own:
         yield own
 

@@ -477,6 +477,12 @@ def _centre(fit, beta_u: np.ndarray, err: np.ndarray) -> np.ndarray:
 
 def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> TotalsEstimate:
     items = release.items
+    if release.n_persons < 2 and info["n_boot"]:
+        # one person: no difference between items is identified, and every replicate of one
+        # person's scores refits to the same values (a zero-width interval): unbounded instead
+        se = np.full(len(items), np.inf)
+        centre = np.asarray(beta, dtype=float)
+        info = {**info, "note": "one person: the difficulties are not identified; the intervals are unbounded"}
     return TotalsEstimate(
         beta=pd.Series(beta, index=items.copy(), name="beta"),
         se=pd.Series(se, index=items.copy(), name="se"),
