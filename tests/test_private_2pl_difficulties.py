@@ -118,8 +118,8 @@ def test_noise_variance_refits_stop_by_the_point_fits_rule(monkeypatch):
 def test_level_posterior_is_the_gaussians_where_the_refits_agree_and_holds_the_prior_where_they_conflict():
     from scipy import integrate, stats
 
-    from privirt.private.twopl.estimate import LEVEL_PRIOR_SD as S
-    from privirt.private.twopl.estimate import _level_posterior_mean as post
+    from privirt.private.twopl.level import LEVEL_PRIOR_SD as S
+    from privirt.private.twopl.level import level_posterior_mean as post
 
     for x, v, reps in ((0.3, 1e-6, 8), (-1.2, 1e-4, 32), (2.0, 4e-4, 8)):  # w ≪ S: the Gaussian posterior
         w2 = v * reps / (reps - 1) * (1 + 1 / reps)
@@ -158,13 +158,14 @@ def test_level_curvature_variance_is_the_gauss_newton_matrixs_where_the_noise_sw
     (600, 120, 0.3) (BENCHMARKS.md, "Issue 25, fifteenth round")."""
     from privirt.private.twopl import estimate as E
     from privirt.private.twopl.fit import TAU_PRIOR_SD
+    from privirt.private.twopl.level import level_curvature_variance
 
     m = 50
     X, _, _ = _data(1000, m, 279_080)
     rel = release_2pl(X, epsilon=0.1, delta=1e-4, seed=279_081)
     t, d, n, st, sp = E.fit_inputs(rel)
     same = fit_factor(t, d, n, st, sp, common=True, hessian=True)
-    v = E._level_curvature_variance(same)
+    v = level_curvature_variance(same)
     T = np.zeros((2 * m + 1, m + 1))  # (τ, ℓ) ↦ (τ, ℓ, …, ℓ, μ = ℓ)
     T[np.arange(m), np.arange(m)] = 1.0
     T[m:, m] = 1.0

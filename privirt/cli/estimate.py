@@ -7,8 +7,6 @@ can be added there); :func:`run` dispatches on ``--method``.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -19,6 +17,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
 from .._checks import check_n_boot
 from ._input import public_items
 from ._paths import check_output_file
+from ._table import format_table, write_table
 from ._types import nonnegative_int, number, positive_int
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
@@ -359,37 +358,6 @@ def load(args: argparse.Namespace):
     from ._input import read_responses
 
     return read_responses(args)
-
-
-def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
-                statement: str | None = None) -> None:
-    """Write ``table`` (indexed by item) as CSV or JSON according to the suffix.
-
-    ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
-    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``, and
-    an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
-    has no Infinity).
-    """
-    if path.suffix.lower() == ".csv":
-        with path.open("w", encoding="utf-8", newline="") as fh:
-            for line in (statement or "").splitlines():
-                fh.write(f"# {line}\n")
-            table.to_csv(fh, index_label="item")
-    else:
-        records = [
-            {"item": _jsonable(item), **{k: float(v) if math.isfinite(v) else None for k, v in row.items()}}
-            for item, row in table.iterrows()
-        ]
-        payload = {**(meta or {}), "items": records}
-        path.write_text(json.dumps(payload, indent=2) + "\n")
-
-
-def _jsonable(value):
-    return value.item() if hasattr(value, "item") else value
-
-
-def format_table(table: pd.DataFrame) -> str:
-    return table.to_string(float_format=lambda v: f"{v: .4f}", index_names=False)
 
 
 def run(args: argparse.Namespace) -> int:

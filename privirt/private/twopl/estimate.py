@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, special, stats
+from scipy import special, stats
 
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
@@ -19,7 +19,8 @@ from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
-from .fit import TAU_PRIOR_SD, _common_subspace, fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
 from .release import TwoPLRelease, release_2pl
@@ -38,13 +39,6 @@ NULL_SEED = 20_251_126
 NULL_POOL_FROM = 100
 NULL_REPLICATES_MANY = 8
 NULL_POOL_DRAWS = 128
-#: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
-#: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
-LEVEL_PRIOR_SD = 0.5
-#: A prior–data conflict on the level: the posterior mean of the common log a lies more than this
-#: many of the likelihood's scales w from the release's own value (``info["level_prior_conflict"]``,
-#: an :class:`~privirt.exceptions.IdentifiabilityWarning`; ``docs/private_2pl.md`` §3, the level).
-LEVEL_CONFLICT_SDS = 4.0
 #: Where, for the median item, the release holds less than this share of the precision of log a_i
 #: at the fit (the rest is the fit's priors'), the noise swamps the pairs and the intervals are
 #: the fit's Laplace posterior instead of the bootstrap (``docs/private_2pl.md`` §3, "Intervals
@@ -274,7 +268,7 @@ def _point(release: TwoPLRelease, tick=None):
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
     same = fit_factor(t, d, n, sig_t, sig_p, common=True, hessian=True, tick=tick)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
-    v_fit = _level_curvature_variance(same)
+    v_fit = level_curvature_variance(same)
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
     v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)),
@@ -288,11 +282,11 @@ def _point(release: TwoPLRelease, tick=None):
     # the prior's a = 1 did not reproduce: the release's curvature there is nearly flat)
     reps = null_replicates(m, release.missing)
     x = centre - bias_level
-    centre = _level_posterior_mean(x, v_level, v_fit, reps)
+    centre = level_posterior_mean(x, v_level, v_fit, reps)
     # a prior–data conflict: the release holds the level (its scale w) far from where the prior
     # put it (items that agree almost perfectly pin the fit at λ → 1 on a release the noise cannot
     # pin): the level is the prior's, not the release's
-    w = float(np.sqrt(_level_scale2(v_level, v_fit, reps)))
+    w = float(np.sqrt(level_scale2(v_level, v_fit, reps)))
     conflict = bool(np.isfinite(w) and abs(x - centre) > LEVEL_CONFLICT_SDS * w)
     # the spread s of the discriminations from the per-item fit's deviations about its own
     # mean (noise moves that mean too: it is no evidence of spread), then each log a_i shrunk
@@ -315,60 +309,6 @@ def _point(release: TwoPLRelease, tick=None):
                             "noise_sd_log_a": np.sqrt(v).tolist(), "spread_tau": s_tau,
                             "shrinkage_tau": f_tau.tolist(), "noise_sd_tau": np.sqrt(v_tau).tolist(),
                             "iterations": fit.iterations}, _laplace(fit)
-
-
-def _level_posterior_mean(x: float, v_refits: float, v_fit: float, reps: int) -> float:
-    """Posterior mean of the common log a ℓ under its prior N(0, LEVEL_PRIOR_SD²) and the
-    likelihood of the bias-corrected all-equal fit ``x``: x − ℓ ~ t_{R−1}(0, w), the predictive
-    law of one more draw like the R refits (``v_refits`` their variance about their mean, so the
-    scale is w² = v_refits·R/(R − 1)·(1 + 1/R)), w² raised to the curvature variance ``v_fit`` where
-    that is wider.  Where w is small against the prior's SD this is the Gaussian posterior mean
-    x·S²/(S² + w²) to within w; the t's tails only matter where the refits scatter about as
-    widely as the prior (``docs/private_2pl.md`` §3, the level)."""
-    S = LEVEL_PRIOR_SD
-    w2 = _level_scale2(v_refits, v_fit, reps)
-    if not np.isfinite(w2):
-        return 0.0
-    w = float(np.sqrt(w2))
-    if w < 0.05 * S:
-        return x * S * S / (S * S + w2)
-    # beyond 8 prior SDs outside [0, x] both the prior and the t factor fall off (the integrand
-    # below e^{-32} of its value at the nearer end); a range that grew with w left the prior
-    # between a few grid points where w ≫ S.  Points enough for w/20 spacing.
-    lo, hi = min(0.0, x) - 8.0 * S, max(0.0, x) + 8.0 * S
-    grid = np.linspace(lo, hi, int(min(max(8001, 20.0 * (hi - lo) / w), 400_001)))
-    logp = stats.norm.logpdf(grid, 0.0, S) + stats.t.logpdf(x - grid, reps - 1.0, scale=w)
-    p = np.exp(logp - logp.max())
-    return float(np.sum(p * grid) / np.sum(p))
-
-
-def _level_scale2(v_refits: float, v_fit: float, reps: int) -> float:
-    """w², the squared scale of the level's likelihood (:func:`_level_posterior_mean`)."""
-    return max(v_refits * reps / (reps - 1.0) * (1.0 + 1.0 / reps), v_fit)
-
-
-def _level_curvature_variance(same) -> float:
-    """The variance of the common log a that the release's own curvature gives at the all-a-equal
-    fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Gauss–Newton
-    matrix (JᵀWJ, the expected information; the Newton matrix's residual curvature is the noise's
-    where the noise swamps the pairs, and where it made that matrix indefinite the level went to
-    the prior's 0) in the subspace of all a equal, the thresholds profiled (their weak prior kept),
-    at the level's entry; inf only if that matrix is singular (``docs/private_2pl.md`` §3)."""
-    _, Hp = same.hessian
-    m = same.tau.shape[1]
-    Hd = (same.gauss_newton[0] - Hp)[None]
-    zero = np.zeros((1, 2 * m + 1))
-    Hc = _common_subspace(Hd, zero, zero, m)[0][0]
-    k = np.arange(m)
-    Hc[k, k] += 1.0 / TAU_PRIOR_SD**2
-    try:
-        L = np.linalg.cholesky(Hc)
-    except np.linalg.LinAlgError:
-        return float("inf")
-    e = np.zeros(m + 1)
-    e[m] = 1.0
-    y = linalg.solve_triangular(L, e, lower=True)
-    return float(y @ y)
 
 
 def _inverse(H: np.ndarray) -> np.ndarray | None:

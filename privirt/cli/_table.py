@@ -1,0 +1,45 @@
+"""The estimate table on the terminal and in ``--out`` files (CSV with the statement as comment
+lines, or JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (pandas is imported by the commands that build a table, not to parse arguments)
+    import pandas as pd
+
+__all__ = ["format_table", "write_table"]
+
+
+def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
+                statement: str | None = None) -> None:
+    """Write ``table`` (indexed by item) as CSV or JSON according to the suffix.
+
+    ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
+    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``, and
+    an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
+    has no Infinity).
+    """
+    if path.suffix.lower() == ".csv":
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            for line in (statement or "").splitlines():
+                fh.write(f"# {line}\n")
+            table.to_csv(fh, index_label="item")
+    else:
+        records = [
+            {"item": _jsonable(item), **{k: float(v) if math.isfinite(v) else None for k, v in row.items()}}
+            for item, row in table.iterrows()
+        ]
+        payload = {**(meta or {}), "items": records}
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def _jsonable(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def format_table(table: pd.DataFrame) -> str:
+    return table.to_string(float_format=lambda v: f"{v: .4f}", index_names=False)
