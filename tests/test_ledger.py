@@ -77,9 +77,14 @@ def test_creating_over_a_file_that_is_not_a_ledger_is_refused(tmp_path):
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     con.close()
     assert tables == {"results"}  # untouched
+    # an empty file is a truncated ledger as far as anyone can tell (a new ledger appears at its
+    # path only complete: created beside it, then linked): refused, never given a fresh budget
     empty = tmp_path / "empty.ledger"
-    empty.touch()  # e.g. left by a process killed before its first commit: becomes a ledger
-    assert Ledger(empty, epsilon=1.0, delta=1e-5).epsilon == 1.0
+    empty.touch()
+    with pytest.raises(ValueError, match="an empty file"):
+        Ledger(empty, epsilon=1.0, delta=1e-5)
+    assert empty.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.ledger", "junk.ledger", "results.sqlite"]
 
 
 @pytest.mark.parametrize("eps,delta", [(0, 1e-5), (-1, 1e-5), (math.inf, 1e-5), (math.nan, 1e-5), (1, 0), (1, 1), (1, math.nan)])

@@ -88,6 +88,45 @@ def test_damaged_ledger_is_a_privirt_error_naming_the_file(tmp_path, kind):
     assert path.read_bytes() == before
 
 
+def _truncate(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _delete_budget(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM budget")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _damage_page])
+def test_create_or_open_never_gives_a_damaged_ledger_a_fresh_budget(tmp_path, damage):
+    """``Ledger(path, epsilon=, delta=)`` (create, or open the same budget) on a truncated file, a
+    dropped spends table or a deleted budget row re-created the schema and the budget row: the
+    spends were gone (remaining = the full budget), or the budget took the new ε. Refused now,
+    the file untouched, as ``Ledger(path)`` refuses it."""
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    damage(path)
+    before = path.read_bytes()
+    for eps in (100.0, 500.0):
+        with pytest.raises(LedgerError, match="damaged"):
+            Ledger(path, epsilon=eps, delta=1e-5)
+    assert path.read_bytes() == before
+
+
+def test_a_ledger_whose_file_went_away_leaves_no_empty_file(tmp_path):
+    """Opening the file for a spend no longer creates it: a held ledger whose file was moved
+    used to leave an empty file at its path, which a later create-or-open took as new."""
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    led = Ledger(path)
+    path.rename(tmp_path / "moved.ledger")
+    with pytest.raises(LedgerError, match="cannot open the ledger"):
+        led.spend(PrivacyCost(epsilon=0.01), mechanism="laplace")
+    assert not path.exists()
+    fresh = Ledger(tmp_path / "new.ledger", epsilon=1.0, delta=1e-6)  # a new path is still created
+    assert fresh.remaining_epsilon() == pytest.approx(1.0)
+
+
 def test_ledger_damaged_after_it_was_opened_refuses_the_debit(tmp_path):
     path = _ledger_with_spends(tmp_path / "d.ledger")
     led = Ledger(path)
@@ -407,3 +446,17 @@ def test_old_ledger_is_read_and_migrated_at_its_next_debit(tmp_path, capsys):
     assert main(["budget", "show", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)  # valid JSON: null, not NaN
     assert doc["spends"][0]["asked_epsilon"] is None
+
+
+def test_concurrent_creators_share_one_complete_ledger(tmp_path):
+    """Eight threads create the same ledger at once: one links its complete file, the others
+    open it; no creating file is left behind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "shared.ledger"
+    with ThreadPoolExecutor(8) as pool:
+        ledgers = list(pool.map(lambda _: Ledger(path, epsilon=2.0, delta=1e-6), range(8)))
+    assert all(led.epsilon == 2.0 and led.delta == 1e-6 for led in ledgers)
+    ledgers[0].spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
+    assert Ledger(path).remaining_epsilon() == pytest.approx(1.5)
+    assert [p.name for p in tmp_path.iterdir()] == ["shared.ledger"]

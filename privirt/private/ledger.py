@@ -20,7 +20,10 @@ Each spend also stores the (ε, δ) the call asked for (``asked_epsilon``, ``ask
 schema version 2 — older ledgers gain the two columns, empty for their old spends, at their
 next debit), so that ``privirt budget show`` lists a Gaussian spend by what was asked beside
 its ρ.  A damaged file, a dropped table or a file that is not a ledger raises
-:class:`~privirt.exceptions.LedgerError` naming the file, with nothing spent.
+:class:`~privirt.exceptions.LedgerError` naming the file, with nothing spent; so does an
+empty one, and ``Ledger(path, epsilon=..., delta=...)`` (create, or open the same budget) never
+re-creates the schema or the budget row in an existing file: a new ledger is written beside its
+path and linked there complete, so a truncated ledger cannot pass for a new one.
 
 Every debit committed by this process is also noted in a small in-memory journal
 (:func:`spends_since`), so that a run interrupted or failing **after** its debit can say that the
@@ -92,6 +95,20 @@ _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder (a new name in it survives a crash); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _damaged(path: Path, exc: BaseException) -> LedgerError:
@@ -174,9 +191,13 @@ class Ledger:
 
     # -- connection handling ----------------------------------------------------------
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, create: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection to the ledger's file; only ``create`` may make the file (SQLite's
+        ``mode=rwc``): opening an existing ledger whose file went away must not leave an empty
+        file behind, which the next ``Ledger(path, epsilon=..., delta=...)`` would refuse."""
         try:
-            con = sqlite3.connect(str(self.path), timeout=self.timeout, isolation_level=None)
+            uri = f"{self.path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
+            con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                               "check the path and its permissions") from exc
@@ -210,9 +231,9 @@ class Ledger:
             con.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, create: bool = False) -> Iterator[sqlite3.Connection]:
         """An IMMEDIATE transaction: the write lock is held from the first read to commit."""
-        with self._connect() as con, immediate_transaction(con):
+        with self._connect(create) as con, immediate_transaction(con):
             yield con
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
@@ -222,11 +243,28 @@ class Ledger:
                 f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
                 "another path for the ledger"
             )
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        with self._write() as con:
-            self._create_in(con, epsilon, delta)
-            row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
-        if existed:
+        if not self.path.exists():
+            self._create_whole(epsilon, delta)
+        if not self.path.exists():  # a file system without hard links: created in place
+            with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
+                self._create_in(con, epsilon, delta)
+                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+        else:
+            # an existing file is opened, never (re)created: a truncated or damaged ledger must not
+            # come back with its full budget (a new ledger appears at its path only complete,
+            # _create_whole).  The write lock waits for a creator still committing in place.
+            with self._write() as con:
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if "budget" not in tables:
+                    if tables:
+                        raise ValueError(f"{self.path} is not a privirt ledger (an SQLite database with other "
+                                         "tables); choose a new path for the ledger")
+                    raise _damaged(self.path, "an empty file: a truncated ledger, or one a process created in "
+                                              "place and stopped before writing; delete it only if no spend was "
+                                              "ever recorded in it")
+                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+            if row is None:
+                raise _damaged(self.path, "no budget row")
             self._check_integrity()
         if row[0] != epsilon or row[1] != delta:
             raise ValueError(
@@ -234,6 +272,35 @@ class Ledger:
                 "a budget cannot be changed — open it without epsilon/delta"
             )
         self._epsilon, self._delta = float(row[0]), float(row[1])
+
+    def _create_whole(self, epsilon: float, delta: float) -> None:
+        """Create the ledger in a private file beside ``path``, then link it to ``path`` only if
+        nothing is there (``os.link`` fails on an existing name: two creators, one ledger).  A
+        ledger thus never appears at its path empty or half-written, so an empty or damaged
+        file there is refused rather than taken for a creation that stopped.  Where the file
+        system has no hard links nothing is linked and the caller creates the file in place."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.urandom(8).hex()}.creating")
+        try:
+            con = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                con.execute("PRAGMA synchronous=FULL")
+                with immediate_transaction(con):
+                    self._create_in(con, epsilon, delta)
+            finally:
+                con.close()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return  # another process's ledger: opened by the caller
+            except OSError:
+                return  # no hard links here (the caller creates in place)
+            _sync_folder(self.path.parent)
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+                try:
+                    leftover.unlink()
+                except FileNotFoundError:
+                    pass
 
     def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> None:
         """Create the schema and the budget row (inside the caller's write transaction).
