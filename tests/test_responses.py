@@ -326,3 +326,63 @@ def test_labels_equal_as_text_are_rejected():
     with pytest.raises(ValueError, match="item labels 5 and '5' are the same as text"):
         as_responses(frame)
     assert list(as_responses(frame.set_axis([5, 6, "x"], axis=1)).items) == [5, 6, "x"]
+
+
+def test_trailing_separators_on_data_rows_do_not_shift_the_items(tmp_path):
+    """A trailing comma on every data row (not on the header) made pandas take the first column
+    for row labels: each item got its right-hand neighbour's answers. Empty trailing fields are
+    ignored now; a row with a non-empty extra field is refused by line."""
+    clean, trailing = tmp_path / "clean.csv", tmp_path / "trailing.csv"
+    clean.write_text("q1,q2,q3\n1,0,1\n0,0,1\n1,1,0\n0,1,1\n")
+    trailing.write_text("q1,q2,q3\n1,0,1,\n0,0,1,\n1,1,0,\n0,1,1,\n")
+    a, b = as_responses(clean), as_responses(trailing)
+    assert list(b.items) == ["q1", "q2", "q3"] and np.array_equal(a.codes, b.codes)
+    extra = tmp_path / "extra.csv"
+    extra.write_text("q1,q2,q3\n1,0,1\n0,0,1,1\n1,1,0\n")
+    with pytest.raises(ValueError, match=r"line 3 has 4 fields where the first rows have 3"):
+        as_responses(extra)
+    extra.write_text("q1,q2,q3\n1,0,1,1\n0,0,1,\n1,1,0,\n")  # (pandas would drop the 1 with a warning)
+    with pytest.raises(ValueError, match=r"line 2 has 4 fields where the header has 3"):
+        as_responses(extra)
+
+
+def test_a_short_row_in_a_zip_archive_is_refused_as_in_a_plain_csv(tmp_path):
+    import zipfile
+
+    plain = tmp_path / "short.csv"
+    plain.write_text("q1,q2,q3\n1,0,1\n0,1\n1,1,0\n")
+    archive = tmp_path / "short.csv.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(plain, "short.csv")
+    for path in (plain, archive):
+        with pytest.raises(ValueError, match="line 3 has 2 fields where the header has 3"):
+            as_responses(path)
+
+
+def test_labels_that_differ_only_in_spaces_or_type_are_refused(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("q1, q1\n1,0\n0,1\n")  # pandas reads 'q1' and ' q1', which print alike
+    with pytest.raises(ValueError, match="duplicate column 'q1'"):
+        as_responses(path)
+    long = pd.DataFrame({"person": [5, "5", 6], "item": ["a", "a", "b"], "response": [1, 0, 1]})
+    with pytest.raises(ValueError, match="person labels 5 and '5' are the same as text"):
+        as_responses(long, format="long")
+
+
+def test_pattern_weights_are_matched_by_label_and_bounded():
+    X = pd.DataFrame({"q1": [1, 0], "q2": [0, 1]}, index=["a", "b"])
+    r = as_responses(X, weights=pd.Series({"b": 5, "a": 1}))  # by label, not by position
+    assert r.codes[:, 0].tolist() == [1, 0, 0, 0, 0, 0]
+    with pytest.raises(ValueError, match="not the rows' labels"):
+        as_responses(X, weights=pd.Series({"c": 5, "a": 1}))
+    for huge in (2**53 + 1, 1e20, 2**63, 3_000_000_000):  # a traceback, numpy's words, or minutes
+        with pytest.raises(ValueError, match="more than a pattern table is expanded to"):
+            as_responses(X, weights=[huge, 1])
+
+
+def test_a_parquet_column_of_lists_is_a_one_line_error(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "m.parquet"
+    pd.DataFrame({"q1": [[1], [0]], "q2": [1, 0]}).to_parquet(path)
+    with pytest.raises(ValueError, match="invalid response"):
+        as_responses(path)

@@ -7,6 +7,7 @@ turns the frames into :class:`~privirt.data.responses.Responses`.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,15 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                              keep_default_na=False, compression=compression).iloc[0].tolist()
         options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
                    if labels_as_text else {})
-        frame = pd.read_csv(source(), sep=sep, compression=compression,
-                            **({"keep_default_na": True} | options))
+        # index_col=False: a row with more fields than the header must not make pandas take the
+        # first column for row labels (a trailing comma on every row shifted each item's
+        # answers one column left); such a row is refused below, by line
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
+                                **({"keep_default_na": True} | options))
+        if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+            _check_long_rows(source, name, sep, compression, len(header))
     except pd.errors.EmptyDataError:
         raise ValueError(f"{name} is empty") from None
     except pd.errors.ParserError as exc:
@@ -149,9 +157,43 @@ def _open_text(source: Any, compression: Any):
     if suffix == ".xz":
         import lzma
         return lzma.open(path, "rt", newline="")
-    if suffix in (".zip", ".zst"):
-        return None  # pandas read these; a short row there reads as missing cells
+    if suffix == ".zip":
+        import io
+        import zipfile
+
+        with zipfile.ZipFile(path) as z:  # pandas reads the archive's one file
+            names = [i for i in z.namelist() if not i.endswith("/")]
+            if len(names) != 1:
+                return None
+            data = z.read(names[0])
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="")
+    if suffix == ".zst":
+        try:
+            import zstandard
+        except ImportError:  # pragma: no cover - pandas needs it to read the file at all
+            return None
+        return zstandard.open(path, "rt", encoding="utf-8", errors="replace", newline="")
     return open(path, newline="", encoding="utf-8", errors="replace")
+
+
+def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
+    """Refuse a row with more fields than the header (``read_csv`` with ``index_col=False`` drops
+    the extra fields with a warning)."""
+    import csv
+
+    stream = _open_text(source, compression)
+    if stream is None:
+        raise ValueError(f"{name} is not a rectangular table: a row has more fields than the header; "
+                         "every row needs one field per column of the header (check for trailing separators)")
+    with stream:
+        reader = csv.reader(stream, delimiter=sep)
+        for record in reader:
+            if len(record) > width:
+                raise ValueError(
+                    f"{name} is not a rectangular table: line {reader.line_num} has {len(record)} fields "
+                    f"where the header has {width}; every row needs one field per column of the header "
+                    "(check for trailing separators)"
+                )
 
 
 def _check_short_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
@@ -190,12 +232,12 @@ def _check_csv_header(header: list, name: str) -> None:
                              "in the header row")
     seen = set()
     for label in header:
-        if label in seen:
+        if label.strip() in seen:  # (" q1" and "q1" print alike)
             raise ValueError(
-                f"duplicate column {label!r} in the header of {name}; item (and person) "
-                "labels must be unique"
+                f"duplicate column {label.strip()!r} in the header of {name}; item (and person) "
+                "labels must be unique (spaces around a label do not make it another)"
             )
-        seen.add(label)
+        seen.add(label.strip())
 
 
 def _looks_like_response(name: str) -> bool:

@@ -290,8 +290,18 @@ def _no_rows(m: int, items: Any, items_from_data: bool = False) -> Responses:
                      items_from_data=items_from_data)
 
 
+#: The most persons a pattern (frequency) table is expanded to: one row and one label per person.
+MAX_EXPANDED_PERSONS = 50_000_000
+
+
 def _expand_patterns(resp: Responses, weights: Any, no_rows: bool = False) -> Responses:
-    """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons)."""
+    """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons); a
+    ``pandas.Series`` of weights is matched to the rows by its labels."""
+    if isinstance(weights, pd.Series) and not weights.index.equals(resp.persons):
+        if weights.index.has_duplicates or set(weights.index) != set(resp.persons):
+            raise ValueError("weights is a Series whose labels are not the rows' labels; give one weight per "
+                             "row labelled like the rows, or a plain array in row order")
+        weights = weights.reindex(resp.persons)  # (the same labels in another order)
     w = np.asarray(weights, dtype=object).ravel() if not isinstance(weights, np.ndarray) else weights.ravel()
     if len(w) != resp.n_persons:
         raise ValueError(f"weights has {len(w)} entries for {resp.n_persons} rows; give one per row")
@@ -305,6 +315,12 @@ def _expand_patterns(resp: Responses, weights: Any, no_rows: bool = False) -> Re
         raise ValueError(
             f"weight {w[i]!r} of row {i} is not a non-negative whole number: weights are pattern "
             "frequencies (how many persons gave that row's answers)"
+        )
+    if wf.sum() > MAX_EXPANDED_PERSONS:  # (in float: an int64 sum of huge weights wraps around)
+        raise ValueError(
+            f"the weights add up to {wf.sum():.6g} persons, more than a pattern table is expanded to in "
+            f"memory ({MAX_EXPANDED_PERSONS:,}); check the weight column, or give the responses "
+            "one row per person (a Parquet folder with --engine dask for very many)"
         )
     counts = wf.astype(np.int64)
     total = int(counts.sum())
@@ -417,7 +433,7 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
                 if describe is not None:
                     raise ValueError(describe(i, j, v))
                 hint = "convert text such as 'yes'/'no' to 0/1 first"
-                if j == 0 and col.is_unique:  # distinct text in the first column: labels?
+                if j == 0 and _all_distinct(col):  # distinct text in the first column: labels?
                     hint = (f"if column {name!r} holds person labels, name it with "
                             f"person_col={name!r} (CLI: --person-col {name}); otherwise {hint}")
                 raise ValueError(
@@ -503,6 +519,9 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
         )
     persons = pd.Index(pd.unique(frame[pc]), name=None)
     items = pd.Index(pd.unique(frame[ic]), name=None)
+    _check_distinct_as_text(persons, "person")
+    _check_distinct_as_text(items, "item")
+
     def describe(i, j, v):
         return (
             f"invalid response {v!r} for person {_py(frame[pc].iloc[i])!r}, item "
@@ -564,15 +583,27 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
             raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
         if idx.has_duplicates:
             raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
-        # labels are compared as text (files, --items, the service): only labels of mixed types
-        # (5 and "5") can be distinct yet equal as text
-        text = idx.astype(str) if idx.dtype == object and idx.inferred_type != "string" else None
-        if text is not None and text.has_duplicates:
-            k = int(np.flatnonzero(text.duplicated())[0])
-            other = idx[int(np.flatnonzero(text == text[k])[0])]
-            raise ValueError(f"{what} labels {other!r} and {idx[k]!r} are the same as text; give "
-                             f"every {what} a distinct label")
+        _check_distinct_as_text(idx, what)
     return Responses(np.ascontiguousarray(codes), persons, items)
+
+
+def _check_distinct_as_text(idx: pd.Index, what: str) -> None:
+    """Refuse labels that differ only in type (5 and "5"): labels are compared as text (files,
+    ``--items``, the service).  Only an index of mixed types can hold such a pair."""
+    text = idx.astype(str) if idx.dtype == object and idx.inferred_type != "string" else None
+    if text is not None and text.has_duplicates:
+        k = int(np.flatnonzero(text.duplicated())[0])
+        other = idx[int(np.flatnonzero(text == text[k])[0])]
+        raise ValueError(f"{what} labels {_py(other)!r} and {_py(idx[k])!r} are the same as text; give "
+                         f"every {what} a distinct label")
+
+
+def _all_distinct(col: pd.Series) -> bool:
+    """Whether a column's values are all different (False for unhashable cells: lists, arrays)."""
+    try:
+        return bool(col.is_unique)
+    except TypeError:
+        return False
 
 
 def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:
