@@ -99,7 +99,14 @@ def _delete_budget(path: Path) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _damage_page])
+def _drop_budget(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE budget")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _drop_budget, _damage_page])
 def test_create_or_open_never_gives_a_damaged_ledger_a_fresh_budget(tmp_path, damage):
     """``Ledger(path, epsilon=, delta=)`` (create, or open the same budget) on a truncated file, a
     dropped spends table or a deleted budget row re-created the schema and the budget row: the
@@ -460,3 +467,36 @@ def test_concurrent_creators_share_one_complete_ledger(tmp_path):
     ledgers[0].spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
     assert Ledger(path).remaining_epsilon() == pytest.approx(1.5)
     assert [p.name for p in tmp_path.iterdir()] == ["shared.ledger"]
+
+
+def test_unusual_ledger_paths_are_created_or_refused_in_one_line(tmp_path):
+    """The ledger's file is created beside its path under a short name of its own (a long ledger
+    name plus a suffix passed the file system's name limit); a symlink loop is a LedgerError."""
+    long = tmp_path / ("x" * 240 + ".ledger")
+    assert Ledger(long, epsilon=1.0, delta=1e-6).remaining_epsilon() == pytest.approx(1.0)
+    spaced = tmp_path / "a b?#%é.ledger"
+    Ledger(spaced, epsilon=1.0, delta=1e-6).spend(PrivacyCost(epsilon=0.25), mechanism="laplace")
+    assert Ledger(spaced).remaining_epsilon() == pytest.approx(0.75)
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    with pytest.raises(LedgerError, match="nothing was spent"):
+        Ledger(tmp_path / "loop1", epsilon=1.0, delta=1e-6)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".creating", "-journal"))]
+
+
+def test_creating_a_ledger_where_sqlite_cannot_write_is_one_line(tmp_path, monkeypatch):
+    """A read-only or full folder raised SQLite's own exception from the file created beside the
+    ledger (the test runs as root, who may write anywhere: SQLite's failure is made here)."""
+    import privirt.private.ledger as ledger_module
+
+    real = ledger_module.sqlite3.connect
+
+    def failing(target, *args, **kwargs):
+        if str(target).endswith(".creating"):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real(target, *args, **kwargs)
+
+    monkeypatch.setattr(ledger_module.sqlite3, "connect", failing)
+    with pytest.raises(LedgerError, match="cannot create the ledger .*nothing was spent"):
+        Ledger(tmp_path / "a.ledger", epsilon=1.0, delta=1e-6)
+    assert not (tmp_path / "a.ledger").exists()

@@ -37,6 +37,7 @@ import datetime as _dt
 import math
 import os
 import sqlite3
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -95,6 +96,22 @@ _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+class _NotWhole(Exception):
+    """Raised inside a write transaction to roll it back (a file that is not a whole ledger)."""
+
+
+def _sqlite_uri(path: Path, mode: str) -> str:
+    """An SQLite URI of ``path`` with ``mode`` (``rw``: never create the file).  A UNC path
+    (``\\\\server\\share\\...``) takes an empty authority and the path's two slashes, which
+    SQLite reads; ``Path.as_uri`` would put the server in the authority, which it refuses."""
+    from urllib.parse import quote
+
+    resolved = path.resolve()
+    posix = resolved.as_posix()
+    uri = "file://" + quote(posix, safe="/") if posix.startswith("//") else resolved.as_uri()
+    return f"{uri}?mode={mode}"
 
 
 def _sync_folder(folder: Path) -> None:
@@ -196,9 +213,9 @@ class Ledger:
         ``mode=rwc``): opening an existing ledger whose file went away must not leave an empty
         file behind, which the next ``Ledger(path, epsilon=..., delta=...)`` would refuse."""
         try:
-            uri = f"{self.path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
+            uri = _sqlite_uri(self.path, "rwc" if create else "rw")
             con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError, RuntimeError) as exc:  # (RuntimeError: a symlink loop, Python < 3.13)
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                               "check the path and its permissions") from exc
         try:
@@ -244,7 +261,11 @@ class Ledger:
                 "another path for the ledger"
             )
         if not self.path.exists():
-            self._create_whole(epsilon, delta)
+            try:
+                self._create_whole(epsilon, delta)
+            except (sqlite3.Error, OSError) as exc:  # a read-only or full folder, a name too long, ...
+                raise LedgerError(f"cannot create the ledger {self.path} ({exc}); nothing was spent — check "
+                                  "the folder, its permissions and free space") from exc
         if not self.path.exists():  # a file system without hard links: created in place
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
                 self._create_in(con, epsilon, delta)
@@ -253,16 +274,7 @@ class Ledger:
             # an existing file is opened, never (re)created: a truncated or damaged ledger must not
             # come back with its full budget (a new ledger appears at its path only complete,
             # _create_whole).  The write lock waits for a creator still committing in place.
-            with self._write() as con:
-                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if "budget" not in tables:
-                    if tables:
-                        raise ValueError(f"{self.path} is not a privirt ledger (an SQLite database with other "
-                                         "tables); choose a new path for the ledger")
-                    raise _damaged(self.path, "an empty file: a truncated ledger, or one a process created in "
-                                              "place and stopped before writing; delete it only if no spend was "
-                                              "ever recorded in it")
-                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+            row = self._existing_budget()
             if row is None:
                 raise _damaged(self.path, "no budget row")
             self._check_integrity()
@@ -273,13 +285,38 @@ class Ledger:
             )
         self._epsilon, self._delta = float(row[0]), float(row[1])
 
+    def _existing_budget(self, waits: int = 20) -> tuple | None:
+        """The budget row of the ledger file at ``path`` (None: no row), refusing a file that is
+        not a whole ledger.  An empty file is retried for a while (``waits`` × 0.1 s): where hard
+        links are missing a creator makes the file in place, empty until its first commit."""
+        for attempt in range(waits + 1):
+            try:
+                with self._write() as con:
+                    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                    if "budget" in tables:
+                        return con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+                    raise _NotWhole  # (rolled back: an empty file stays empty, untouched)
+            except _NotWhole:
+                pass
+            if tables and "spends" in tables:
+                raise _damaged(self.path, "no budget table")
+            if tables:
+                raise ValueError(f"{self.path} is not a privirt ledger (an SQLite database with other "
+                                 "tables); choose a new path for the ledger")
+            if attempt < waits:
+                time.sleep(0.1)
+        raise _damaged(self.path, "an empty file: a truncated ledger, or one a process created in place and "
+                                  "stopped before writing; delete it only if no spend was ever recorded in it")
+
     def _create_whole(self, epsilon: float, delta: float) -> None:
         """Create the ledger in a private file beside ``path``, then link it to ``path`` only if
         nothing is there (``os.link`` fails on an existing name: two creators, one ledger).  A
         ledger thus never appears at its path empty or half-written, so an empty or damaged
         file there is refused rather than taken for a creation that stopped.  Where the file
         system has no hard links nothing is linked and the caller creates the file in place."""
-        tmp = self.path.with_name(f".{self.path.name}.{os.urandom(8).hex()}.creating")
+        # a short name of its own (a long ledger name plus a suffix could pass the name limit);
+        # one left by a process killed here is a finished ledger or an unused file, never the ledger
+        tmp = self.path.with_name(f".privirt-ledger-{os.urandom(6).hex()}.creating")
         try:
             con = sqlite3.connect(str(tmp), isolation_level=None)
             try:
@@ -299,7 +336,7 @@ class Ledger:
             for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
                 try:
                     leftover.unlink()
-                except FileNotFoundError:
+                except OSError:
                     pass
 
     def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> None:
