@@ -267,6 +267,14 @@ m = 5
         (("seed = 1", "seed = 1\ndelta = 2.0"), r"delta must be in \(0, 1\)"),
         (("seed = 1", "seed = 1\nepsilon = 1.0"), r"unknown key\(s\) \['epsilon'\]"),
         (("m = 5", "m = 5\nbeta = 1"), r"unknown key\(s\) \['beta'\]"),
+        # values of the wrong type: tracebacks (unhashable list / dict) before
+        (('mechanisms = ["gaussian"]', 'mechanisms = [["gaussian"]]'), "list of mechanism names"),
+        (('source = "synthetic"', 'source = {kind = "synthetic"}'), "unknown source"),
+        (('source = "synthetic"', 'source = ["synthetic"]'), "unknown source"),
+        (("m = 5\n", 'm = 5\n[report]\nmetric = ["l2_error"]\n'), "unknown metric"),
+        (("seed = 1", 'seed = 1\nname = ["a"]'), "name must be text"),
+        (("m = 5", 'm = 5\nname = 3'), "name must be text"),
+        (("seed = 1", "seed = 1\ndelta = 0"), r"the configuration's delta must be in \(0, 1\)"),
     ],
 )
 def test_bad_configurations(tmp_path, change, message):
@@ -896,3 +904,100 @@ def test_ctrl_c_during_a_parallel_sweep_prints_one_line(tmp_path, when):
         time.sleep(0.1)
     else:
         pytest.fail("worker processes outlived the interrupted sweep")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_worker_does_not_keep_the_folder_lock(tmp_path):
+    """A worker forked while the lock is held inherited it (flock lasts while any copy of the
+    open file is open): a run killed with SIGKILL left orphaned workers holding the folder, and
+    every --resume was refused. Forked children drop their copies now."""
+    import os
+    import signal
+    import time
+
+    lock = sw.FolderLock(tmp_path)
+    lock.__enter__()
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a worker that outlives the run's process (its at-fork hooks have run)
+        os.write(ready_w, b"1")
+        time.sleep(5)
+        os._exit(0)
+    try:
+        os.read(ready_r, 1)
+        lock.__exit__(None, None, None)
+        with sw.FolderLock(tmp_path):  # refused before: the child still held the lock
+            pass
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def _die(*args):
+    import os
+
+    os._exit(1)  # a worker killed (out of memory, kill -9)
+
+
+def test_a_worker_that_dies_is_one_error_saying_how_to_resume(tmp_path, monkeypatch):
+    from privirt.exceptions import PrivirtError
+    from privirt.sweeps import runner
+
+    if runner._start_method() != "fork":
+        pytest.skip("the patched worker reaches the pool only by fork")
+    monkeypatch.setattr(runner, "worker", _die)
+    with pytest.raises(PrivirtError, match="worker process of the sweep died.*--resume"):
+        sw.run_sweep(QUICK, tmp_path / "out", jobs=2, progress=False)
+
+
+def _results_copy(quick_run, out: Path) -> Path:
+    out = _copy_of_quick_run(quick_run, out)
+    return out
+
+
+def test_report_keeps_mechanisms_this_process_does_not_know(quick_run, tmp_path):
+    """A mechanism registered by the script that ran the sweep is unknown to ``privirt report``'s
+    process: it was left out of the plot and the tables (its row empty). The report takes the
+    mechanisms, and which are non-private, from the results."""
+    pytest.importorskip("matplotlib")
+    out = _results_copy(quick_run, tmp_path / "custom")
+    text = (out / "results.csv").read_text(encoding="utf-8")
+    text = text.replace(",laplace,", ",my_laplace,").replace(",spectral,", ",my_baseline,")
+    text = text.replace("|laplace|", "|my_laplace|").replace("|spectral|", "|my_baseline|")
+    (out / "results.csv").write_text(text, encoding="utf-8")
+    md = rep.build_report(out).markdown.read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| my_laplace |"))
+    assert row.count("±") == 3  # its three ε
+    assert "| my_baseline (non-private) |" in md and "(any ε)" in md
+    assert "| data set | gaussian | rr | my_laplace |" in md
+
+
+def test_report_links_and_epsilon_labels_survive_unusual_values(quick_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = _results_copy(quick_run, tmp_path / "odd")
+    text = (out / "results.csv").read_text(encoding="utf-8")
+    name = "my data #1 (x) [y] & z"
+    text = text.replace("synthetic_n1000_m20", name).replace(",10.0,", ",1.002,")
+    (out / "results.csv").write_text(text, encoding="utf-8")
+    files = rep.build_report(out / "results.csv")  # the file itself: the report goes beside it
+    md = files.markdown.read_text(encoding="utf-8")
+    link = "plots/my%20data%20%231%20%28x%29%20%5By%5D%20%26%20z.png"
+    assert f"![error against ε for my data #1 (x) \\[y\\] & z]({link})" in md
+    assert f'src="{link}"' in files.html.read_text(encoding="utf-8")
+    assert "| mechanism | ε = 0.1 | ε = 1 | ε = 1.002 |" in md  # 1 and 1.002 both printed "1" before
+
+
+def test_a_half_written_last_row_is_not_a_finished_cell(quick_run, tmp_path):
+    out = _results_copy(quick_run, tmp_path / "torn")
+    path = out / "results.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    full = len(sw.read_results(path))
+    path.write_text("".join(lines) + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")
+    assert len(sw.read_results(path)) == full  # the torn line is not read as an ok cell
+    header_only = tmp_path / "h" / "results.csv"
+    header_only.parent.mkdir()
+    head = [line for line in lines if line.startswith("#")] + [lines[len([l for l in lines if l.startswith("#")])]]
+    header_only.write_text("".join(head) + lines[-1][:20], encoding="utf-8")
+    from privirt.sweeps.results import has_rows
+
+    assert not has_rows(header_only)  # no finished cell: a new run may start there without --resume

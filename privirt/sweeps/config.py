@@ -144,7 +144,7 @@ def parse_config(
     epsilons = _epsilons(raw.get("epsilons", list(DEFAULT_EPSILONS)), "epsilons")
     delta = _float(raw.get("delta", DEFAULT_DELTA), "delta")
     if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        raise ValueError(f"the configuration's delta must be in (0, 1), got {delta!r}")
     mechanisms = _mechanisms(raw.get("mechanisms", ["spectral", "gaussian", "laplace", "rr"]),
                              "mechanisms")
     top_k = raw.get("top_k")
@@ -172,7 +172,7 @@ def parse_config(
     _no_unknown(report, _REPORT_KEYS, "the [report] table")
     if "target" in report:
         _float(report["target"], "report.target")
-    if "metric" in report and report["metric"] not in METRICS:
+    if "metric" in report and (not isinstance(report["metric"], str) or report["metric"] not in METRICS):
         raise ValueError(f"report.metric: unknown metric {report['metric']!r}; choose one of "
                          f"{', '.join(METRICS)}")
 
@@ -190,6 +190,9 @@ def parse_config(
     if dup:
         raise ValueError(f"data set names must be unique; repeated: {dup}. Give each "
                          "[[datasets]] table a distinct 'name'")
+    for where, value in (("name", raw.get("name", name)), ("description", raw.get("description", ""))):
+        if not isinstance(value, str):
+            raise ValueError(f"{where} must be text, got {value!r}")
     return SweepConfig(
         name=str(raw.get("name", name)), seed=seed, delta=delta, device=device,
         datasets=tuple(specs), mechanism_options=options, report=dict(report),
@@ -205,7 +208,7 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
     source = table.get("source")
     if source is None:
         raise ValueError(f"{where} is missing the key 'source' (one of {', '.join(_SOURCES)})")
-    if source not in _SOURCES:
+    if not isinstance(source, str) or source not in _SOURCES:
         raise ValueError(f"{where}: unknown source {source!r}; use one of {', '.join(_SOURCES)}")
     required, optional = _SOURCES[source]
     missing = sorted(required - set(table))
@@ -256,6 +259,8 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
             params["path"] = str(p)
             params["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
         default_name = f"movielens_m{params['m']}"
+    if not isinstance(table.get("name", default_name), str):
+        raise ValueError(f"{where}: name must be text, got {table['name']!r}")
     name = str(table.get("name", default_name))
     if not name or any(c in name for c in '|/\\:*?"<>\n'):
         raise ValueError(f"{where}: data set name {name!r} must be non-empty and free of "
@@ -341,6 +346,8 @@ def _mechanisms(value: Any, key: str) -> tuple[str, ...]:
         raise ValueError(f"{key} must be a non-empty list of mechanism names")
     out: list[str] = []
     for v in value:
+        if not isinstance(v, str):
+            raise ValueError(f"{key} must be a list of mechanism names (text), got {v!r}")
         if v not in registry.REGISTRY:
             raise ValueError(f"{key}: {registry.unknown_message(v)}")
         if v not in out:

@@ -7,6 +7,7 @@ by :func:`init_worker`; a trial's data are cached per process.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Any, Mapping, Sequence
@@ -75,10 +76,31 @@ def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _end_with_parent()
         _one_blas_thread()
     _BASES.clear()
     _BASES.update(bases)
     _DATA_CACHE.clear()
+
+
+def _end_with_parent() -> None:
+    """Linux: SIGTERM to this worker when the process that started it dies (a run killed with
+    SIGKILL left its workers waiting on their queue for good, orphaned).  Elsewhere nothing."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def _one_blas_thread() -> None:

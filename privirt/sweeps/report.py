@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -92,12 +93,26 @@ def summarize(results: pd.DataFrame, metric: str = DEFAULT_METRIC) -> pd.DataFra
     table["ci_high"] = table["mean"] + half
     table["epsilon"] = table["_eps"].where(table["_eps"] >= 0)
     table = table.drop(columns="_eps")
-    order = {m: k for k, m in enumerate(registry.names())}
-    table["_order"] = table["mechanism"].map(lambda m: order.get(m, len(order)))
+    order = {m: k for k, m in enumerate(_mechanism_order(results))}
+    table["_order"] = table["mechanism"].map(order)
     table = table.sort_values(["dataset", "_order", "epsilon"], na_position="first")
     cols = ["dataset", "mechanism", "epsilon", "trials", "failed", "mean", "sd", "ci_low",
             "ci_high"]
     return table.drop(columns="_order")[cols].reset_index(drop=True)
+
+
+def _mechanism_order(results: pd.DataFrame) -> list[str]:
+    """The mechanisms of ``results``: the registered ones in the registry's order, then any other
+    (registered by the script that ran the sweep, unknown to this process) as they first appear."""
+    present = list(dict.fromkeys(results["mechanism"]))
+    known = [m for m in registry.names() if m in set(present)]
+    return known + [m for m in present if m not in set(known)]
+
+
+def _nonprivate(results: pd.DataFrame) -> set[str]:
+    """The mechanisms of ``results`` run without ε (non-private baselines), from the results."""
+    eps = pd.to_numeric(results["epsilon"], errors="coerce")
+    return {m for m, e in eps.groupby(results["mechanism"]) if e.isna().all()}
 
 
 def smallest_epsilon(
@@ -162,8 +177,8 @@ def plot_dataset(
         raise ValueError(f"no results for data set {dataset!r}")
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    mech_order = [m for m in registry.names() if m in set(sub["mechanism"])]
-    nonprivate = registry.nonprivate_names()
+    mech_order = _mechanism_order(sub)
+    nonprivate = _nonprivate(sub)
     private_mechs = [m for m in mech_order if m not in nonprivate]
     eps_all = pd.to_numeric(sub["epsilon"], errors="coerce").dropna()
     for ax, metric in zip(axes[0], metrics):
@@ -261,11 +276,11 @@ def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[li
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
     # a sweep of non-private baselines only has no ε column: give their values one
-    header = ["mechanism"] + ([f"ε = {e:.3g}" for e in eps] or ["value"])
+    header = ["mechanism"] + ([f"ε = {e}" for e in _distinct_labels(eps)] or ["value"])
     rows = []
     for mech in dict.fromkeys(s["mechanism"]):
         ms = s[s["mechanism"] == mech]
-        if mech in registry.nonprivate_names():
+        if ms["epsilon"].isna().all():  # a non-private mechanism: one value, at any ε
             r = ms.iloc[0]
             rows.append([f"{mech} (non-private)", _cell(r) + " (any ε)"]
                         + [""] * (len(header) - 2))
@@ -273,6 +288,16 @@ def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[li
         by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
         rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])
     return header, rows
+
+
+def _distinct_labels(values: Sequence[float], digits: int = 3) -> list[str]:
+    """``values`` printed with ``digits`` significant digits, or as many more as it takes for
+    them to differ (the grid keeps 6: 1.0, 1.002 and 1.004 all printed as 1)."""
+    for d in range(digits, 18):
+        labels = [f"{v:.{d}g}" for v in values]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [repr(float(v)) for v in values]
 
 
 def _cell(r: pd.Series) -> str:
@@ -313,6 +338,8 @@ def build_report(
     ReportFiles
     """
     directory = Path(directory)
+    if directory.is_file():  # the results file itself: the report goes beside it
+        directory = directory.parent
     results = read_results(directory)
     if results.empty:
         raise ValueError(f"{directory} has no finished cells yet; run the sweep first")
@@ -402,18 +429,22 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
     blocks.append(("p", "Smallest ε of the grid at which the mean over trials meets the target "
                         "and keeps meeting it at every larger ε; — means not reached within the "
                         "grid."))
-    mechs = [m for m in registry.names() if m in set(reach["mechanism"])]
+    mechs = [m for m in _mechanism_order(results) if m in set(reach["mechanism"])]
+    grid = sorted(summ["epsilon"].dropna().unique())
+    shown = dict(zip(grid, _distinct_labels(grid)))  # the grid's ε as the tables below print them
     rows = []
     for ds in datasets:
         r = reach[reach["dataset"] == ds]
         by = {row["mechanism"]: row for _, row in r.iterrows()}
-        rows.append([ds] + [_fmt(by[m]["epsilon"]) if m in by else "" for m in mechs])
+        rows.append([ds] + [shown.get(by[m]["epsilon"], _fmt(by[m]["epsilon"])) if m in by else ""
+                            for m in mechs])
     blocks.append(("table", (["data set"] + mechs, rows)))
     for ds, plot in zip(datasets, plots):
         first = results[results["dataset"] == ds].iloc[0]
         blocks.append(("h2", f"{ds} (source {first['source']}, n = {int(first['n'])}, "
                              f"m = {int(first['m'])})"))
-        blocks.append(("img", (os.path.relpath(plot, directory).replace(os.sep, "/"),
+        # a link, percent-encoded: a data set's name may hold spaces, '#', '[' or '&'
+        blocks.append(("img", (quote(os.path.relpath(plot, directory).replace(os.sep, "/"), safe="/"),
                                f"error against ε for {ds}")))
         blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials."))
         blocks.append(("table", _results_table(summ, ds)))
@@ -438,6 +469,7 @@ def _to_markdown(blocks: Sequence[Block]) -> str:
             out.append(payload)
         elif kind == "img":
             src, alt = payload
+            alt = alt.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
             out.append(f"![{alt}]({src})")
         elif kind == "table":
             out.append(_md_table(*payload))

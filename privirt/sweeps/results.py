@@ -93,8 +93,14 @@ def read_results(path: str | os.PathLike[str]) -> "pd.DataFrame":
     # 64-bit seeds stay exact (inferred, a column of seeds below 2**63 with blanks for the
     # non-private cells would become float64 and lose the low digits).
     text_cols = {c: str for c in ("dataset", "source", "mechanism", "status", "cell_key")}
+    source: Any = path
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):  # a last line a crash cut short is not a finished cell
+        import io
+
+        source = io.BytesIO(data[: data.rfind(b"\n") + 1])
     try:
-        frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""],
+        frame = pd.read_csv(source, skiprows=skip, keep_default_na=False, na_values=[""],
                             dtype={**text_cols, "seed": "UInt64"})
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty, not a privirt sweep results file") from None
@@ -110,7 +116,8 @@ def has_rows(path: Path) -> bool:
     if not path.is_file():
         return False
     with path.open(encoding="utf-8", errors="replace") as fh:
-        body = [line for line in fh if line.strip() and not line.startswith("#")]
+        # (a last line without its newline was cut short by a crash: not a finished cell)
+        body = [line for line in fh if line.strip() and not line.startswith("#") and line.endswith("\n")]
     return len(body) > 1
 
 

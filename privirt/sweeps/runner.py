@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .._progress import ProgressBar
+from ..exceptions import PrivirtError
 from . import registry
 from .config import SweepConfig, load_config
 from .execute import init_worker, prepare_bases, worker
@@ -105,11 +106,36 @@ def run_sweep(
         return _run_in(out, config, jobs=jobs, resume=resume, progress=progress)
 
 
+#: File descriptors of the folder locks this process holds: a forked worker points its copies at
+#: /dev/null (``_drop_held_locks``), so that the lock ends with the run's own process even where
+#: a worker outlives it (a worker inherits the open lock, and ``flock`` lasts while any copy is open).
+_HELD_LOCKS: set[int] = set()
+
+
+def _drop_held_locks() -> None:
+    if not _HELD_LOCKS:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in _HELD_LOCKS:
+            try:
+                os.dup2(null, fd)  # (not closed: the inherited file object may close it later)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held_locks)
+
+
 class FolderLock:
     """An exclusive advisory lock on a sweep folder (``.sweep.lock``), so that two runs do
     not append the same cells to one ``results.csv``.  The operating system releases it
-    when the process ends, so a crashed run leaves no stale lock.  Where neither ``fcntl``
-    nor ``msvcrt`` exists the folder is not locked."""
+    when the process ends, so a crashed run leaves no stale lock (forked workers drop their
+    copies of it).  Where neither ``fcntl`` nor ``msvcrt`` exists the folder is not locked."""
 
     def __init__(self, out: Path) -> None:
         self.path = Path(out) / ".sweep.lock"
@@ -135,9 +161,11 @@ class FolderLock:
                 f"another privirt sweep is writing into {self.path.parent}; wait for it to "
                 "finish (then --resume) or choose another output folder"
             ) from None
+        _HELD_LOCKS.add(self._fh.fileno())
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        _HELD_LOCKS.discard(self._fh.fileno())
         self._fh.close()  # closing the file releases the lock
 
 
@@ -294,7 +322,14 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
                 futures = [pool.submit(worker, *args[0])]
             futures += [pool.submit(worker, *a) for a in args[1:]]
             for fut in cf.as_completed(futures):
-                yield fut.result()
+                try:
+                    result = fut.result()
+                except cf.process.BrokenProcessPool:  # a worker killed (out of memory, kill -9)
+                    raise PrivirtError(
+                        "a worker process of the sweep died (killed, or out of memory?); the finished "
+                        "cells are kept in results.csv: run the sweep again with --resume (or fewer --jobs)"
+                    ) from None
+                yield result
         except BaseException:
             # stop now: no waiting for running cells (an interrupted sweep is resumed)
             _end_workers(pool)
