@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..exceptions import EmptyResponsesWarning
 from ._files import read_path, read_stream
+from ._labels import _all_distinct, _check_distinct_as_text, _py
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 
@@ -545,11 +546,6 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
     return Responses(codes, persons, items, items_from_data=True)
 
 
-def _py(value: Any) -> Any:
-    """A numpy scalar as the plain Python value (so messages read ``5``, not ``np.int64(5)``)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _from_array(values: np.ndarray, persons, items) -> Responses:
     if values.dtype == object or values.dtype.kind in "US":
         values = _object_array(values.astype(object), persons, items)
@@ -585,25 +581,6 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
             raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
         _check_distinct_as_text(idx, what)
     return Responses(np.ascontiguousarray(codes), persons, items)
-
-
-def _check_distinct_as_text(idx: pd.Index, what: str) -> None:
-    """Refuse labels that differ only in type (5 and "5"): labels are compared as text (files,
-    ``--items``, the service).  Only an index of mixed types can hold such a pair."""
-    text = idx.astype(str) if idx.dtype == object and idx.inferred_type != "string" else None
-    if text is not None and text.has_duplicates:
-        k = int(np.flatnonzero(text.duplicated())[0])
-        other = idx[int(np.flatnonzero(text == text[k])[0])]
-        raise ValueError(f"{what} labels {_py(other)!r} and {_py(idx[k])!r} are the same as text; give "
-                         f"every {what} a distinct label")
-
-
-def _all_distinct(col: pd.Series) -> bool:
-    """Whether a column's values are all different (False for unhashable cells: lists, arrays)."""
-    try:
-        return bool(col.is_unique)
-    except TypeError:
-        return False
 
 
 def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:

@@ -53,6 +53,7 @@ from .accounting import (
     total_epsilon,
 )
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
+from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, immediate_transaction
 from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,59 +97,6 @@ _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-class _NotWhole(Exception):
-    """Raised inside a write transaction to roll it back (a file that is not a whole ledger)."""
-
-
-def _sqlite_uri(path: Path, mode: str) -> str:
-    """An SQLite URI of ``path`` with ``mode`` (``rw``: never create the file).  A UNC path
-    (``\\\\server\\share\\...``) takes an empty authority and the path's two slashes, which
-    SQLite reads; ``Path.as_uri`` would put the server in the authority, which it refuses."""
-    from urllib.parse import quote
-
-    resolved = path.resolve()
-    posix = resolved.as_posix()
-    uri = "file://" + quote(posix, safe="/") if posix.startswith("//") else resolved.as_uri()
-    return f"{uri}?mode={mode}"
-
-
-def _sync_folder(folder: Path) -> None:
-    """fsync a folder (a new name in it survives a crash); a no-op where folders cannot be opened."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _damaged(path: Path, exc: BaseException) -> LedgerError:
-    return LedgerError(
-        f"the ledger {path} is damaged or is not a privirt ledger ({exc}); nothing was spent — "
-        "restore it from a backup copy (keep the damaged file: its spends still count against "
-        "this data set's budget), or check the ledger path"
-    )
-
-
-@contextmanager
-def immediate_transaction(con: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` on ``con`` (SQLite's write lock from the first read), ``COMMIT`` when
-    the block ends, ``ROLLBACK`` when it raises (Ctrl-C too).  The ledger and the curator
-    service's SQLite state share it."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    else:
-        con.execute("COMMIT")
 
 
 class Ledger:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..private.ledger import immediate_transaction
+from ..private._sqlite import immediate_transaction
 
 __all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
