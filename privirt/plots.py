@@ -448,6 +448,8 @@ def wright_map(
     """
     from .fit._inputs import as_beta
 
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins must be a positive integer (histogram bins), got {bins!r}")
     b = as_beta(beta)
     th = np.asarray(theta["theta"] if hasattr(theta, "columns") else theta, dtype=float).ravel()
     th = th[np.isfinite(th)]

@@ -125,3 +125,19 @@ def test_recovers_simulated_abilities():
     assert np.corrcoef(ab["theta"], theta)[0, 1] > 0.85
     # WLE is nearly unbiased: mean error small
     assert abs(float(np.mean(ab["theta"] - theta))) < 0.1
+
+
+def test_abilities_take_the_estimators_difficulties_when_an_item_has_no_response():
+    """The estimators drop an item nobody answered; abilities refused their β for lacking it
+    (the docstring: such an item's β is unused)."""
+    X = (np.random.default_rng(0).random((300, 4)) < 0.5).astype(float)
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["c"] = np.nan
+    with pytest.warns(privirt.exceptions.EmptyResponsesWarning):
+        beta = privirt.cmle_estimate(df).beta
+    assert "c" not in beta.index
+    ab = privirt.estimate_abilities(df, beta)
+    ref = privirt.estimate_abilities(df.drop(columns="c"), beta)
+    assert np.allclose(ab["theta"], ref["theta"], equal_nan=True)
+    with pytest.raises(ValueError, match=r"no value for item\(s\) \['d'\]"):
+        privirt.estimate_abilities(df, beta.drop("d"))

@@ -85,6 +85,8 @@ def test_cli_words_keep_the_flag_and_drop_the_keyword():
         "the public --n-persons 20; pass it (--n-persons)"
     # the samplers' advice on priors (privirt gibbs / mh)
     assert cli_text('drop them or pass priors={"b": (0.0, 4.0)}') == "drop them or pass --prior-b 0.0 4.0"
+    assert cli_text('the GPU path needs cupy: ..., or pass device="cpu"') == "the GPU path needs cupy: ..., or pass --device cpu"
+    assert cli_text("infinite; use spectral_estimate (regularised)") == "infinite; use --method spectral (regularised)"
 
 
 def test_demo_help_shows_a_plain_percent_sign(capsys):

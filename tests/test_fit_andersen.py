@@ -111,3 +111,17 @@ def test_power_against_2pl_data():
             warnings.simplefilter("ignore", UserWarning)
             rejected += privirt.andersen_test(X).pvalue < 0.05
     assert rejected >= 8
+
+
+def test_a_covariate_split_matching_the_data_works_with_an_empty_person():
+    """The empty person is dropped inside; a split naming the data's persons was refused."""
+    X = (np.random.default_rng(0).random((300, 4)) < 0.5).astype(float)
+    df = pd.DataFrame(X, columns=list("abcd"), index=[f"p{i}" for i in range(300)])
+    df.iloc[7] = np.nan
+    groups = np.arange(300) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privirt.exceptions.EmptyResponsesWarning)
+        by_series = privirt.andersen_test(df, pd.Series(groups, index=df.index))
+        by_array = privirt.andersen_test(df, groups)
+        kept = privirt.andersen_test(df.drop(index="p7"), np.delete(groups, 7))
+    assert by_series.statistic == by_array.statistic == kept.statistic

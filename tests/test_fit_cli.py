@@ -74,7 +74,9 @@ def test_fit_errors_are_one_line_and_write_nothing(data_csv, tmp_path, capsys):
         (["--plots", str(path)], "is not a folder"),
         (["--out", str(tmp_path / "x.json")], "must end in .csv"),
         (["--out", str(path)], "is the input file"),  # would overwrite the data
+        (["--plots", str(tmp_path / "dangling")], "is a link to nothing"),  # said "the folder . does not exist"
     ]
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     before = path.read_bytes()
     for extra, message in cases:
         assert main(["fit", str(path), *extra]) == 2

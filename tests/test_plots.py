@@ -115,3 +115,11 @@ def test_andersen_plot(tmp_path):
     assert ax.get_xlabel() == "β in group low" and "LR =" in ax.get_title()
     with pytest.raises(ValueError, match="groups must name two"):
         plots.andersen_plot(res, groups=["low", "x"])
+
+
+@pytest.mark.parametrize("bins", [0, -3, float("nan"), "10", True])
+def test_wright_map_refuses_bins_that_are_not_a_positive_integer(bins):
+    X, *_ = privirt.simulate_rasch(100, 5, seed=1)
+    beta = privirt.spectral_estimate(X).beta
+    with pytest.raises(ValueError, match="bins must be a positive integer"):
+        plots.wright_map(beta, np.linspace(-2, 2, 100), bins=bins)

@@ -226,3 +226,12 @@ def test_one_person_is_warned_that_regularization_not_data_sets_the_estimates():
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         privirt.spectral_estimate(X2, device="cpu")
+
+
+def test_a_regularization_that_overflows_is_refused():
+    """λ = 1e308 overflowed the chain's row sums: NaN difficulties reported as converged."""
+    X = (np.random.default_rng(0).random((300, 4)) < 0.5).astype(float)
+    with pytest.raises(ValueError, match="regularization must be at most"):
+        spectral_estimate(X, regularization=1e308)
+    big = spectral_estimate(X, regularization=1e15)  # the largest accepted: every β tied at 0
+    assert np.allclose(big.beta, 0.0, atol=1e-6)

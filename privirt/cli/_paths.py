@@ -57,6 +57,8 @@ def check_output_dir(path: str | Path, flag: str) -> Path:
         Naming ``flag``, the problem and what to do.
     """
     p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise ValueError(f"{flag} {p} is a link to nothing; give a folder name")
     if p.exists() and not p.is_dir():
         raise ValueError(f"{flag} {p} exists and is not a folder; give a folder name")
     parent = p.resolve().parent

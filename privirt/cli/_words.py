@@ -38,6 +38,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
      "for the non-private estimate leave out --epsilon"),
     (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
     (re.compile(r"engine='dask'"), "--engine dask"),
+    (re.compile(r"pass device=\"cpu\""), "pass --device cpu"),
+    (re.compile(r"use spectral_estimate \(regularised\)"), "use --method spectral (regularised)"),
     # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)
     (re.compile(r"priors=\{\"([ab])\": \(([-\d.e]+), ([-\d.e]+)\)\}"), r"--prior-\1 \2 \3"),
     # "`items`" -> "--items"

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._paths import check_output_file
+from ._paths import check_output_dir, check_output_file
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
 PLOTS = {
@@ -76,12 +76,8 @@ def register(subparsers) -> None:
 
 
 def _check_folder(path: Path | None) -> None:
-    if path is None:
-        return
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"--plots {path}: exists and is not a folder")
-    if not path.exists() and not path.resolve().parent.is_dir():
-        raise ValueError(f"--plots {path}: the folder {path.parent} does not exist")
+    if path is not None:
+        check_output_dir(path, "--plots")
 
 
 def _check_out(path: Path | None, source: str | None) -> None:
@@ -135,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"reliability: {rel}")
     if andersen is not None:
         print(str(andersen))
+    if args.plots is not None:
+        args.plots.mkdir(exist_ok=True)  # (before any file is written: a folder that cannot be made fails first)
     if args.out is not None:
         table.to_csv(args.out, index_label="item")
         print(f"wrote {args.out}", file=sys.stderr)

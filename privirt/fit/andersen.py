@@ -119,8 +119,13 @@ def andersen_test(
     """
     from ..rasch.cmle import cmle_estimate
 
+    # the split names the data's persons, those without a response too (they are dropped below,
+    # with their group label: a split matching the data was refused when one person was empty)
+    full = as_responses(X, empty="keep")
+    groups, label = _groups(full, split)
     resp = as_responses(X)
-    groups, label = _groups(resp, split)
+    if resp.n_persons != full.n_persons:
+        groups = groups[full.persons.get_indexer(resp.persons)]
     names = list(pd.unique(groups))
     if isinstance(split, str):
         names = [g for g in ("low", "high") if g in names]

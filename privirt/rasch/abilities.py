@@ -85,7 +85,7 @@ def estimate_abilities(
     # items without responses are kept (their β is simply unused); persons without any
     # response get NaN
     resp = as_responses(X, empty="keep")
-    b = _align_beta(beta, resp.items)
+    b = _align_beta(beta, resp.items, answered=(resp.codes >= 0).any(axis=0))
     xp = get_xp(device)
 
     obs = resp.codes >= 0
@@ -117,9 +117,11 @@ def estimate_abilities(
     )
 
 
-def _align_beta(beta: Any, items: pd.Index) -> np.ndarray:
+def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
+    """β in the order of ``items``; an item nobody ``answered`` needs none (the estimators drop
+    such items, and its β would be unused: 0 is put there)."""
     if isinstance(beta, pd.Series):
-        missing = items.difference(beta.index)
+        missing = items[answered].difference(beta.index)
         if len(missing):
             raise ValueError(
                 f"beta has no value for item(s) {list(missing[:5])}; pass one difficulty per item"
@@ -137,8 +139,10 @@ def _align_beta(beta: Any, items: pd.Index) -> np.ndarray:
             raise ValueError(
                 f"beta must have one value per item ({len(items)}), got shape {b.shape}"
             )
-    if not np.all(np.isfinite(b)):
+    if not np.all(np.isfinite(b[answered])):
         raise ValueError("beta must be finite")
+    b = b.copy()
+    b[~answered] = 0.0
     return b
 
 

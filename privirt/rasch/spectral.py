@@ -331,6 +331,11 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
     return Ymat, pd.Index(labels)
 
 
+#: The largest regularization accepted: λ is added to every pair count (at most n), so far below
+#: this every difficulty is already tied at 0; 1e308 overflowed the chain's row sums to inf.
+MAX_REGULARIZATION = 1e15
+
+
 def _validate_regularization(value: Any) -> float:
     if isinstance(value, str):
         if value != "auto":
@@ -340,6 +345,9 @@ def _validate_regularization(value: Any) -> float:
         raise ValueError(f"regularization must be a number ≥ 0 or 'auto', got {value!r}")
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"regularization must be a finite number ≥ 0, got {value!r}")
+    if value > MAX_REGULARIZATION:  # (the chain's row sums overflowed: NaN difficulties)
+        raise ValueError(f"regularization must be at most {MAX_REGULARIZATION:g} (beyond, every difficulty "
+                         f"is tied at 0 and the row sums overflow), got {value!r}")
     return float(value)
 
 
