@@ -570,3 +570,34 @@ def test_an_estimate_without_n_boot_over_loopback_has_intervals(service):
     c = Client(service["url"], service["keys"]["alice"])
     fit = c.estimate("lsat6", method="totals", epsilon=0.1)
     assert list(fit.ci.columns) == ["lo", "hi"] and np.all(np.isfinite(fit.ci.to_numpy()))
+
+
+def test_backup_of_a_running_state_keeps_every_spend(service, tmp_path):
+    """A plain copy of the running state's file missed the spends still in its write-ahead log
+    (a state restored from it gave their budget back); `serve backup` copies them all."""
+    from privirt.serve.store import open_store
+
+    st, _, _ = _post(service, "carol", "lsat6", "release", {"kind": "totals", "epsilon": 0.05})
+    assert st == 200
+    copy = tmp_path / "copy.db"
+    proc = cli("serve", "backup", service["state"], copy)
+    live, backed = open_store(service["state"]).spends(), open_store(copy).spends()
+    assert backed == live and len(live) >= 1
+    assert f"({len(live)} spends)" in proc.stdout
+    again = cli("serve", "backup", service["state"], copy, check=False)  # never over an existing file
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_dataset_add_names_a_padding_declaration_as_the_cause_of_missing_cells(tmp_path):
+    state = str(tmp_path / "s.db")
+    cli("serve", "init", state)
+    wide = tmp_path / "wide.csv"
+    pd.DataFrame(np.eye(6, dtype=int)[np.arange(200) % 6], columns=[f"q{i}" for i in range(6)]).to_csv(wide, index=False)
+    for extra, words in ((["--n-persons", "201"], "--n-persons 201 counts persons absent from the file"),
+                         (["--items", "q0,q1,q2,q3,q4,q5,extra"], "--items names items absent from the file")):
+        proc = cli("serve", "dataset", "add", state, "d", wide, "--epsilon", "5", "--delta", "1e-5", *extra,
+                   check=False)
+        assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    from privirt.serve.store import open_store
+
+    assert open_store(state).datasets() == []

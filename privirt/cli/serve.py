@@ -93,6 +93,14 @@ def register(subparsers) -> None:
     p.add_argument("state", metavar="STATE")
     p.set_defaults(func=run_curator_key)
 
+    p = sub.add_parser("backup", help="copy a (running) SQLite state to a new file, spends included",
+                       description="Copy a SQLite state to a new file with SQLite's online backup: safe while "
+                       "the service runs (a plain copy of the state file can miss recent spends, which are "
+                       "still in its write-ahead log).  For PostgreSQL use pg_dump.")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("copy", metavar="COPY", help="the new file (refused if it exists)")
+    p.set_defaults(func=run_backup)
+
     p = sub.add_parser("list", help="print the data sets, allowances and spends")
     p.add_argument("state", metavar="STATE")
     p.add_argument("--json", action="store_true", help="print a JSON document instead")
@@ -230,6 +238,14 @@ def run_curator_key(args: argparse.Namespace) -> int:
     key = store.new_curator_key()
     print("curator key (shown once; earlier curator keys no longer work):")
     print(key)
+    return 0
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    from ..serve.store import backup_store
+
+    n = backup_store(args.state, args.copy)
+    print(f"backed up {args.state} to {args.copy} ({n} spends)")
     return 0
 
 

@@ -69,6 +69,14 @@ def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: fl
     if len(set(labels)) != len(labels):
         raise ValueError("two item labels are the same as text; rename the items")
     if missing == "none" and pub.has_missing:
+        padded = []  # (the curator's own data: the message may say where the missing cells come from)
+        if n_persons is not None and int(n_persons) > resp.n_persons:
+            padded.append(f"--n-persons {n_persons} counts persons absent from the file ({resp.n_persons} rows)")
+        if items is not None and {str(i) for i in items} - {str(i) for i in resp.items}:
+            padded.append("--items names items absent from the file")
+        if padded and not resp.has_missing:
+            raise ValueError(f"{'; '.join(padded)}: their cells would all be missing under --missing none "
+                             "(complete data); correct the declaration, or declare --missing mcar")
         raise ValueError("the data have missing cells but --missing none declares complete data; "
                          "declare --missing mcar (missing completely at random) or complete the data")
     from ..data.responses import Responses

@@ -131,6 +131,37 @@ def init_store(state: str | Path) -> "Store":
     return Store(b)
 
 
+def backup_store(state: str | Path, copy: str | Path) -> int:
+    """Copy a SQLite state to the new file ``copy`` while the service may be running: SQLite's
+    online backup (a consistent snapshot that includes what is still in the write-ahead log; a
+    plain file copy of a running state can miss recent spends, and a state restored from it
+    would give their budget back).  Returns the number of spends copied."""
+    b = _backend(state)
+    if not isinstance(b, _SQLite):
+        raise StateError(f"{b.describe} is a PostgreSQL state: back it up with PostgreSQL's own tools "
+                         "(pg_dump)")
+    open_store(state)  # refuses what is not a state
+    target = Path(copy)
+    if target.exists():
+        raise StateError(f"{target} already exists; back up to a new file")
+    if not target.parent.is_dir():
+        raise StateError(f"folder {target.parent} does not exist; create it first")
+    src = sqlite3.connect(f"{b.path.resolve().as_uri()}?mode=ro", uri=True, timeout=b.timeout)
+    try:
+        dst = sqlite3.connect(str(target))
+        try:
+            src.backup(dst)
+            spends = dst.execute("SELECT COUNT(*) FROM spends").fetchone()[0]
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        target.unlink(missing_ok=True)
+        raise StateError(f"the backup of {b.describe} to {target} failed ({exc}); nothing was written") from None
+    finally:
+        src.close()
+    return int(spends)
+
+
 def open_store(state: str | Path) -> "Store":
     """Open an existing state (a path or a ``postgresql://`` URL)."""
     b = _backend(state)
