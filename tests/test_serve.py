@@ -572,19 +572,27 @@ def test_an_estimate_without_n_boot_over_loopback_has_intervals(service):
     assert list(fit.ci.columns) == ["lo", "hi"] and np.all(np.isfinite(fit.ci.to_numpy()))
 
 
-def test_backup_of_a_running_state_keeps_every_spend(service, tmp_path):
+def test_backup_of_a_running_state_keeps_every_spend(tmp_path):
     """A plain copy of the running state's file missed the spends still in its write-ahead log
     (a state restored from it gave their budget back); `serve backup` copies them all."""
     from privirt.serve.store import open_store
 
-    st, _, _ = _post(service, "carol", "lsat6", "release", {"kind": "totals", "epsilon": 0.05})
-    assert st == 200
-    copy = tmp_path / "copy.db"
-    proc = cli("serve", "backup", service["state"], copy)
-    live, backed = open_store(service["state"]).spends(), open_store(copy).spends()
-    assert backed == live and len(live) >= 1
-    assert f"({len(live)} spends)" in proc.stdout
-    again = cli("serve", "backup", service["state"], copy, check=False)  # never over an existing file
+    state = str(tmp_path / "state.db")
+    keys = setup_state(state, {"lsat6": (LSAT6, 5.0, 1e-6, ["--weights-col", "frequency"])},
+                       {"dana": ["lsat6=1"]})
+    server = Server(state)
+    try:
+        s = {"url": server.url, "keys": keys}
+        for eps in (0.05, 0.1):
+            assert _post(s, "dana", "lsat6", "release", {"kind": "totals", "epsilon": eps})[0] == 200
+        copy = tmp_path / "copy.db"
+        proc = cli("serve", "backup", state, copy)  # the service still running
+    finally:
+        server.stop()
+    live, backed = open_store(state).spends(), open_store(copy).spends()
+    assert backed == live and len(live) == 2
+    assert "(2 spends)" in proc.stdout
+    again = cli("serve", "backup", state, copy, check=False)  # never over an existing file
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
