@@ -373,8 +373,13 @@ def test_pattern_weights_are_matched_by_label_and_bounded():
     X = pd.DataFrame({"q1": [1, 0], "q2": [0, 1]}, index=["a", "b"])
     r = as_responses(X, weights=pd.Series({"b": 5, "a": 1}))  # by label, not by position
     assert r.codes[:, 0].tolist() == [1, 0, 0, 0, 0, 0]
-    with pytest.raises(ValueError, match="not the rows' labels"):
+    with pytest.raises(ValueError, match="only partly the rows' labels"):
         as_responses(X, weights=pd.Series({"c": 5, "a": 1}))
+    # a weight column of another frame, or rows without labels: row order, as before
+    pat = pd.DataFrame({"id": ["a", "b", "c"], "q1": [1, 0, 1], "q2": [0, 0, 1], "n": [3, 4, 5]})
+    assert as_responses(pat.drop(columns="n"), person_col="id", weights=pat["n"]).n_persons == 12
+    sub = pat[pat.n > 3]
+    assert as_responses(sub[["q1", "q2"]].reset_index(drop=True), weights=sub["n"]).n_persons == 9
     for huge in (2**53 + 1, 1e20, 2**63, 3_000_000_000):  # a traceback, numpy's words, or minutes
         with pytest.raises(ValueError, match="more than a pattern table is expanded to"):
             as_responses(X, weights=[huge, 1])
@@ -386,3 +391,26 @@ def test_a_parquet_column_of_lists_is_a_one_line_error(tmp_path):
     pd.DataFrame({"q1": [[1], [0]], "q2": [1, 0]}).to_parquet(path)
     with pytest.raises(ValueError, match="invalid response"):
         as_responses(path)
+
+
+def test_row_names_in_the_r_layout_and_trailing_separators_everywhere_still_read(tmp_path):
+    """R's write.table puts row names before each row with a header one field shorter: the first
+    field is the person's label. A spreadsheet export ends the header and every row with a
+    separator: the empty last column is dropped. (Both regressed with the trailing-comma fix.)"""
+    r = tmp_path / "r.csv"
+    r.write_text('"q1","q2","q3"\n"p1",1,0,1\n"p2",0,0,1\n"p3",1,1,NA\n')
+    got = as_responses(r)
+    assert list(got.persons) == ["p1", "p2", "p3"] and list(got.items) == ["q1", "q2", "q3"]
+    assert got.codes.tolist() == [[1, 0, 1], [0, 0, 1], [1, 1, -1]]
+    excel = tmp_path / "excel.csv"
+    excel.write_text("q1,q2,q3,\n1,0,1,\n0,0,1,\n1,1,0,\n")
+    got = as_responses(excel)
+    assert list(got.items) == ["q1", "q2", "q3"] and got.codes.tolist() == [[1, 0, 1], [0, 0, 1], [1, 1, 0]]
+    ids = tmp_path / "ids.csv"  # ids 0, 1, 2 read as a default index: still not taken for labels
+    ids.write_text("id,q1,q2,q3\n0,1,0,1,\n1,0,0,1,\n2,1,1,0,\n")
+    with pytest.raises(ValueError, match="invalid response 2"):
+        as_responses(ids)  # 'id' is read as an item (use person_col), not shifted
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,\n1,0,1\n0,1,1\n")  # an empty last label over a column with answers
+    with pytest.raises(ValueError, match="column 3 of the header of .*bad.csv is empty"):
+        as_responses(bad)

@@ -49,7 +49,7 @@ def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
 
     from ..rasch.cmle import cmle_estimate
 
-    res = cmle_estimate(resp)  # (--device gpu is refused before the data are read: _check_device)
+    res = cmle_estimate(resp)  # (--device gpu was refused before the data were read, in run())
     return pd.DataFrame({"beta": res.beta, "se": res.se})
 
 

@@ -64,7 +64,7 @@ def register(subparsers: Any) -> None:
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
         plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ; "
-                   "a and b of the 6 items with the largest R-hat) into DIR (needs matplotlib)",
+                   "a of the 6 items whose a has the largest R-hat, b likewise) into DIR (needs matplotlib)",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                    metavar="NAME=VALUE",

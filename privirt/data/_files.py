@@ -101,15 +101,22 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                              keep_default_na=False, compression=compression).iloc[0].tolist()
         options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
                    if labels_as_text else {})
-        # index_col=False: a row with more fields than the header must not make pandas take the
-        # first column for row labels (a trailing comma on every row shifted each item's
-        # answers one column left); such a row is refused below, by line
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", pd.errors.ParserWarning)
-            frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
-                                **({"keep_default_na": True} | options))
-        if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-            _check_long_rows(source, name, sep, compression, len(header))
+        frame = pd.read_csv(source(), sep=sep, compression=compression, **({"keep_default_na": True} | options))
+        # every data row one field longer than the header: pandas takes the first field for row
+        # labels.  Right for R's write.table (row names, the header without their column; R writes
+        # a missing value as NA); wrong for rows that end in a separator, which shifted each item's
+        # answers one column left.  Such a table is read again without row labels (the empty
+        # trailing fields dropped); a non-empty extra field there is refused below, by line.
+        default = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1
+        maybe = "index_col" not in options and frame.shape[1] and (
+            not default or frame.iloc[:, -1].isna().any())  # (ids 0, 1, ... also read as a RangeIndex)
+        if maybe and _rows_end_in_separator(source, sep, compression, len(header)):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", pd.errors.ParserWarning)
+                frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
+                                    **({"keep_default_na": True} | options))
+            if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+                _check_long_rows(source, name, sep, compression, len(header))
     except pd.errors.EmptyDataError:
         raise ValueError(f"{name} is empty") from None
     except pd.errors.ParserError as exc:
@@ -133,6 +140,7 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                 + ", so convert the file"
             )
     _check_csv_header(header, name)
+    frame = _drop_trailing_column(frame, header, name)
     if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():
         _check_short_rows(source, name, sep, compression, len(header))
     return frame
@@ -174,6 +182,26 @@ def _open_text(source: Any, compression: Any):
             return None
         return zstandard.open(path, "rt", encoding="utf-8", errors="replace", newline="")
     return open(path, newline="", encoding="utf-8", errors="replace")
+
+
+def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) -> bool:
+    """Whether the first data row has one field more than the header's ``width`` (pandas then
+    takes the first field for row labels) and some data row ends in the separator (an empty last
+    field: not R's row names).  Unknown (a .zip/.zst member pandas alone reads): yes, the safer
+    reading."""
+    import csv
+
+    stream = _open_text(source, compression)
+    if stream is None:
+        return True
+    with stream:
+        reader = csv.reader(stream, delimiter=sep)
+        next(reader, None)  # the header
+        first = next(reader, None)
+        if first is None or len(first) != width + 1:
+            return False
+        return first[-1] == "" or any(record and record[-1] == "" and len(record) == width + 1
+                                      for record in reader)
 
 
 def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
@@ -226,8 +254,8 @@ def _check_csv_header(header: list, name: str) -> None:
             "a CSV needs a header row naming the items (and optionally a person column); if "
             "these are the item labels, rename them (say q0, q1, …)"
         )
-    for k, label in enumerate(header[1:], start=2):  # (an empty first cell: a person-label column)
-        if not label.strip():
+    for k, label in enumerate(header[1:-1], start=2):  # (an empty first cell: a person-label column;
+        if not label.strip():                           # an empty last one: _drop_trailing_column)
             raise ValueError(f"column {k} of the header of {name} is empty; every item needs a label "
                              "in the header row")
     seen = set()
@@ -238,6 +266,17 @@ def _check_csv_header(header: list, name: str) -> None:
                 "labels must be unique (spaces around a label do not make it another)"
             )
         seen.add(label.strip())
+
+
+def _drop_trailing_column(frame: pd.DataFrame, header: list, name: str) -> pd.DataFrame:
+    """A header and rows that all end in a separator (spreadsheet exports): the empty column at
+    the end is dropped; an empty last label over a column with answers is refused."""
+    if len(header) < 2 or str(header[-1]).strip() or frame.shape[1] < 2:
+        return frame
+    if frame.iloc[:, -1].isna().all():
+        return frame.iloc[:, :-1]
+    raise ValueError(f"column {len(header)} of the header of {name} is empty; every item needs a label "
+                     "in the header row")
 
 
 def _looks_like_response(name: str) -> bool:

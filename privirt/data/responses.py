@@ -299,10 +299,15 @@ def _expand_patterns(resp: Responses, weights: Any, no_rows: bool = False) -> Re
     """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons); a
     ``pandas.Series`` of weights is matched to the rows by its labels."""
     if isinstance(weights, pd.Series) and not weights.index.equals(resp.persons):
-        if weights.index.has_duplicates or set(weights.index) != set(resp.persons):
-            raise ValueError("weights is a Series whose labels are not the rows' labels; give one weight per "
-                             "row labelled like the rows, or a plain array in row order")
-        weights = weights.reindex(resp.persons)  # (the same labels in another order)
+        unlabelled = isinstance(resp.persons, pd.RangeIndex) and resp.persons.start == 0 and resp.persons.step == 1
+        shared = weights.index.isin(resp.persons)
+        if (unlabelled or not shared.any()) and len(weights) == resp.n_persons:
+            weights = weights.to_numpy()  # rows without labels, or labels unrelated to the rows': row order
+        elif weights.index.has_duplicates or set(weights.index) != set(resp.persons):
+            raise ValueError("weights is a Series whose labels are only partly the rows' labels; give one "
+                             "weight per row labelled like the rows, or a plain array in row order")
+        else:
+            weights = weights.reindex(resp.persons)  # (the same labels in another order)
     w = np.asarray(weights, dtype=object).ravel() if not isinstance(weights, np.ndarray) else weights.ravel()
     if len(w) != resp.n_persons:
         raise ValueError(f"weights has {len(w)} entries for {resp.n_persons} rows; give one per row")
