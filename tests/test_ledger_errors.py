@@ -59,11 +59,15 @@ def _damage_page(path: Path) -> None:
     path.write_bytes(bytes(b))
 
 
-def _drop_spends(path: Path) -> None:
+def _run_sql(path: Path, statement: str) -> None:
     con = sqlite3.connect(path)
-    con.execute("DROP TABLE spends")
+    con.execute(statement)
     con.commit()
     con.close()
+
+
+def _drop_spends(path: Path) -> None:
+    _run_sql(path, "DROP TABLE spends")
 
 
 def _not_sqlite(path: Path) -> None:
@@ -93,17 +97,11 @@ def _truncate(path: Path) -> None:
 
 
 def _delete_budget(path: Path) -> None:
-    con = sqlite3.connect(path)
-    con.execute("DELETE FROM budget")
-    con.commit()
-    con.close()
+    _run_sql(path, "DELETE FROM budget")
 
 
 def _drop_budget(path: Path) -> None:
-    con = sqlite3.connect(path)
-    con.execute("DROP TABLE budget")
-    con.commit()
-    con.close()
+    _run_sql(path, "DROP TABLE budget")
 
 
 @pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _drop_budget, _damage_page])
