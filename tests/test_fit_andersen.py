@@ -125,3 +125,11 @@ def test_a_covariate_split_matching_the_data_works_with_an_empty_person():
         by_array = privirt.andersen_test(df, groups)
         kept = privirt.andersen_test(df.drop(index="p7"), np.delete(groups, 7))
     assert by_series.statistic == by_array.statistic == kept.statistic
+
+
+def test_a_score_split_that_fails_on_scattered_missing_cells_says_why():
+    rng = np.random.default_rng(3)
+    X = (rng.random((400, 60)) < 0.5).astype(float)
+    X[rng.random(X.shape) < 0.3] = np.nan  # nearly every person answers a set of their own
+    with pytest.raises(ValueError, match="puts every person in one group.*split by a covariate"):
+        privirt.andersen_test(X, "median")

@@ -135,8 +135,11 @@ def andersen_test(
         except TypeError:
             pass
     if len(names) < 2:
+        why = ("; with missing cells the cut is taken among the persons who answered the same items, "
+               "and here nearly every person answered a set of their own: split by a covariate instead"
+               if isinstance(split, str) and resp.has_missing else "")
         raise ValueError(f"the split ({label}) puts every person in one group; the test "
-                         "needs at least two groups")
+                         f"needs at least two groups{why}")
     members = {g: groups == g for g in names}
     keep = _estimable_items(resp, members)
     dropped = list(resp.items[~keep])
