@@ -695,3 +695,12 @@ def test_bad_anchor_values_are_refused(bad):
     X, *_ = privirt.simulate_2pno(30, 5, seed=1)
     with pytest.raises(ValueError, match="anchor value for 0 must be a"):
         privirt.mh_2pl(X, anchors={0: bad}, n_iter=20, warmup=10, seed=1, progress=False, device="cpu")
+
+
+def test_an_anchor_on_a_person_dropped_for_answering_nothing_says_so():
+    X, *_ = privirt.simulate_2pno(30, 5, seed=1)
+    frame = pd.DataFrame(X, index=[f"p{i}" for i in range(30)]).astype(float)
+    frame.loc["p3"] = np.nan
+    with pytest.warns(privirt.exceptions.EmptyResponsesWarning):
+        with pytest.raises(ValueError, match="unknown anchor label 'p3'.*answered nothing is dropped"):
+            privirt.mh_2pl(frame, anchors={"p3": 1}, n_iter=20, warmup=10, seed=1, progress=False, device="cpu")

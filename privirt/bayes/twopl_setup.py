@@ -106,7 +106,8 @@ def _match_label(index: pd.Index, key: Any) -> int:
     shown = ", ".join(as_str[:8]) + (", ..." if len(as_str) > 8 else "")
     if len(hits) > 1:
         raise ValueError(f"anchor label {key!r} matches several persons")
-    raise ValueError(f"unknown anchor label {key!r}; persons are: {shown}")
+    raise ValueError(f"unknown anchor label {key!r}; persons are: {shown} (a person who answered nothing "
+                     "is dropped before the anchors are matched)")
 
 
 def check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[tuple[int, float]]:

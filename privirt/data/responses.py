@@ -508,7 +508,8 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
         else:
             raise ValueError(
                 f"long-format responses need columns {person_col!r}, {item_col!r}, "
-                f"{response_col!r}; got {list(frame.columns)}"
+                f"{response_col!r}; got {list(frame.columns)}: name yours with person_col=, item_col=, "
+                "response_col= (CLI: --person-col, --item-col, --response-col)"
             )
     pc, ic, rc = names
     if labels_as_text:  # 5 and "5" are one label, "5", whatever type the column was read as

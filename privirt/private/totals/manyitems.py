@@ -3,7 +3,7 @@
 :func:`fit_support_batch` is :func:`privirt.private.totals.marginal.fit_support_batch` (the
 parametric bootstrap's refit of R replicates on the T support points of the fitted ability
 model) with two shortcuts beyond :data:`~privirt.private.totals.saddle.EXACT_FIT_ITEMS` items
-(``docs/totals.md`` §5.1); below, or when the bins reach the extreme scores, it *is* that function.
+(``docs/totals.md`` §5.6); below, or when the bins reach the extreme scores, it *is* that function.
 
 * **One inversion table per support point.** β solving the item marginals is a decreasing
   function of the target's logit y, the same for every item and every replicate: it is solved

@@ -5,7 +5,7 @@ The marginal fit (:func:`~privirt.private.totals.marginal.fit_spread` and the bo
 model and every replicate, the probability of each released score bin given each ability node:
 P(S ∈ [a, b) | θ_k), S a sum of independent Bernoulli(logistic(θ_k − β_i)) (Poisson-binomial).
 Exactly this costs O(m²) per model (the elementary symmetric functions): minutes at m = 1000.
-Beyond :data:`EXACT_FIT_ITEMS` items the fit uses instead (``docs/totals.md`` §5.1):
+Beyond :data:`EXACT_FIT_ITEMS` items the fit uses instead (``docs/totals.md`` §5.6):
 
 1. **Pseudo-items.** Every sum over items Σ_i f(θ − β_i) (the log-partition Λ(θ) and its
    derivatives) is replaced by Σ_j W_j f(θ − b_j) on a uniform grid b_j of spacing h ≤
