@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
 from ._budget import _SUMS, LEDGER_TOLERANCE, Spent, _fits, remaining_epsilon, spent_epsilon  # noqa: F401
@@ -146,7 +147,7 @@ def backup_store(state: str | Path, copy: str | Path) -> int:
         raise StateError(f"{target} already exists; back up to a new file")
     if not target.parent.is_dir():
         raise StateError(f"folder {target.parent} does not exist; create it first")
-    src = sqlite3.connect(f"{b.path.resolve().as_uri()}?mode=ro", uri=True, timeout=b.timeout)
+    src = sqlite3.connect(_sqlite_uri(b.path, "ro"), uri=True, timeout=b.timeout)
     try:
         dst = sqlite3.connect(str(target))
         try:
