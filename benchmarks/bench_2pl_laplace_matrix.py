@@ -26,6 +26,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _harness import by_cell, jsonl_rows  # noqa: E402
 from bench_private_2pl import DELTA, simulate  # noqa: E402
 from privirt.private.twopl import estimate as E  # noqa: E402
 from privirt.private.twopl import release_2pl  # noqa: E402
@@ -83,10 +84,7 @@ def run(cells: str, sets: int, out: str | None) -> None:
 
 
 def summary(path: str) -> None:
-    rows = [r for r in map(json.loads, open(path)) if "skipped" not in r]
-    cells: dict = {}
-    for r in rows:
-        cells.setdefault((r["n"], r["m"], r["eps"]), []).append(r)
+    cells = by_cell(r for r in jsonl_rows(path) if "skipped" not in r)
     print("| n | m | ε | releases (Laplace route) | cov τ: Newton rule / Gauss–Newton (± SE over releases) "
           "| cov b | cov a | SD τ (release median, mean) | SD b (same) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _harness import run_in_tree
+from _harness import by_cell, jsonl_rows, run_in_tree
 
 HERE = Path(__file__).resolve().parent
 CELLS = "400,100,0.5;600,120,0.3;500,200,0.3;300,60,0.3;1000,50,0.1;1000,20,0.1;2000,200,0.1;1000,5,0.1;" \
@@ -69,10 +69,10 @@ def table(rows: list[dict]) -> None:
     print("| code | n | m | ε | sets | rel. error a: mean | largest | above 1 | above all a equal | all a equal: mean "
           "| |level − true level|: mean | CPU s (median) | prior–data conflicts | largest |x − ℓ|/w |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    cells: dict = {}
-    for r in rows:
-        cells.setdefault((r["n"], r["m"], r["eps"]), {}).setdefault(r["code"], []).append(r)
-    for (n, m, e), by in cells.items():
+    for (n, m, e), in_cell in by_cell(rows).items():
+        by: dict = {}
+        for r in in_cell:
+            by.setdefault(r["code"], []).append(r)
         for code, rs in by.items():
             err = np.array([r["err_a"] for r in rs])
             eq = np.array([r["equal"] for r in rs])
@@ -94,7 +94,7 @@ def main(argv=None) -> None:
     ap.add_argument("--summary", default=None, help="print the table of a JSON-lines file")
     args = ap.parse_args(argv)
     if args.summary:
-        table([json.loads(line) for line in open(args.summary) if line.strip()])
+        table(jsonl_rows(args.summary))
         return
     trees = [("this", HERE.parent)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
     rows = []

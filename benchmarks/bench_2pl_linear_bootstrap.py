@@ -38,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _harness import by_cell, jsonl_rows  # noqa: E402
 import privirt.private.twopl.estimate as E  # noqa: E402
 from bench_private_2pl import DELTA, simulate  # noqa: E402
 from privirt.private.twopl import estimate_2pl_from_release, release_2pl  # noqa: E402
@@ -107,10 +108,7 @@ def _q(x) -> str:
 
 
 def summary(path: str) -> None:
-    rows = [json.loads(line) for line in open(path) if line.strip()]
-    cells: dict = {}
-    for r in rows:
-        cells.setdefault((r["n"], r["m"], r["eps"]), []).append(r)
+    cells = by_cell(jsonl_rows(path))
     print("| (n, m, ε) | sets | route | mode | se(log a) ratio | se(b) ratio | se(τ) ratio "
           "| shift log a /se | shift b /se | shift τ /se |")
     print("|---|---|---|---|---|---|---|---|---|---|")
