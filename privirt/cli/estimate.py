@@ -226,13 +226,6 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
         # shuffled randomized response spends δ itself: a stated share of the ledger's, never all
         delta = ledger.default_delta(spends_delta=bool(args.shuffle)) if ledger is not None else 1e-4
-    if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
-        # a long table's persons and items are read from its rows: only the public values may
-        # choose the method (validate_call refuses the same call, in the API's words)
-        raise ValueError("a private run on a long (person, item, response) table needs the public "
-                         "item list and number of persons: --items LIST|@FILE and --n-persons N")
-    if getattr(resp, "items_from_data", False):
-        _check_top_k(args.top_k, len(items))  # the public list's
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
@@ -348,6 +341,16 @@ def _check_out(path: Path | None, source: str | Path | None = None) -> None:
         check_output_file(path, "--out", (".csv", ".json"), inputs=(source,))
 
 
+def _check_public_items(resp, args: argparse.Namespace, items: list | None) -> None:
+    """A private run: a long table's persons and items are read from its rows, so the public
+    --items and --n-persons must be given (validate_call refuses the same call, in the API's
+    words) before anything is compared with its labels; then --top-k against the public item set."""
+    if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
+        raise ValueError("a private run on a long (person, item, response) table needs the public "
+                         "item list and number of persons: --items LIST|@FILE and --n-persons N")
+    _check_top_k(args.top_k, resp.n_items if items is None else len(items))
+
+
 def _check_top_k(top_k: int | None, n_items: int) -> None:
     if top_k is not None and top_k > n_items:
         raise ValueError(f"--top-k {top_k} exceeds the number of items ({n_items})")
@@ -395,9 +398,7 @@ def run(args: argparse.Namespace) -> int:
         # a long table's labels are read as text; the output's labels are --items
         resp = read_responses(args, private=True)
         items = None if args.items is None else public_items(args.items)
-        # (a long table's own labels are data: _private_table asks for --items before this counts them)
-        if not getattr(resp, "items_from_data", False):
-            _check_top_k(args.top_k, resp.n_items if items is None else len(items))  # public
+        _check_public_items(resp, args, items)
         method, table, statement = _private_table(resp, args, items)
         n_persons = statement.n_persons  # public: never the data's count
     else:
@@ -543,11 +544,7 @@ def _run_2pl(args: argparse.Namespace) -> int:
     n_boot = None if args.n_boot is None else check_n_boot(args.n_boot)
     resp = read_responses(args, private=True)
     items = None if args.items is None else public_items(args.items)
-    # a long table's own labels are data: nothing is compared with them before the public list
-    if getattr(resp, "items_from_data", False) and (args.n_persons is None or items is None):
-        raise ValueError("a private run on a long (person, item, response) table needs the public "
-                         "item list and number of persons: --items LIST|@FILE and --n-persons N")
-    _check_top_k(args.top_k, resp.n_items if items is None else len(items))
+    _check_public_items(resp, args, items)
     missing = args.missing or "none"
     if missing == "none" and (resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons)):
         raise ValueError(f"{Path(args.file).name} has missing cells (or --n-persons counts absent persons) "
