@@ -34,6 +34,7 @@ import pandas as pd
 from ..exceptions import EmptyResponsesWarning
 from ._files import read_path, read_stream
 from ._labels import _all_distinct, _check_distinct_as_text, _py
+from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 
@@ -272,7 +273,8 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
             resp = _from_array(values, None, None)
     if weights is not None:
         counts = resp._cache.pop("pattern_weights", None) if weight_col else weights
-        resp = _expand_patterns(resp, counts, no_rows)
+        codes, persons = expand_patterns(resp.codes, resp.persons, counts, no_rows)
+        resp = Responses(codes, persons, resp.items)
     return _apply_empty_policy(resp, empty)
 
 
@@ -289,53 +291,6 @@ def _no_rows(m: int, items: Any, items_from_data: bool = False) -> Responses:
     items = pd.RangeIndex(m) if items is None else pd.Index(items)
     return Responses(np.empty((0, len(items)), dtype=np.int8), pd.RangeIndex(0), items,
                      items_from_data=items_from_data)
-
-
-#: The most persons a pattern (frequency) table is expanded to: one row and one label per person.
-MAX_EXPANDED_PERSONS = 50_000_000
-
-
-def _expand_patterns(resp: Responses, weights: Any, no_rows: bool = False) -> Responses:
-    """Each row repeated ``weights[row]`` times (a pattern/frequency table to persons); a
-    ``pandas.Series`` of weights is matched to the rows by its labels."""
-    if isinstance(weights, pd.Series) and not weights.index.equals(resp.persons):
-        unlabelled = isinstance(resp.persons, pd.RangeIndex) and resp.persons.start == 0 and resp.persons.step == 1
-        shared = weights.index.isin(resp.persons)
-        if (unlabelled or not shared.any()) and len(weights) == resp.n_persons:
-            weights = weights.to_numpy()  # rows without labels, or labels unrelated to the rows': row order
-        elif weights.index.has_duplicates or set(weights.index) != set(resp.persons):
-            raise ValueError("weights is a Series whose labels are only partly the rows' labels; give one "
-                             "weight per row labelled like the rows, or a plain array in row order")
-        else:
-            weights = weights.reindex(resp.persons)  # (the same labels in another order)
-    w = np.asarray(weights, dtype=object).ravel() if not isinstance(weights, np.ndarray) else weights.ravel()
-    if len(w) != resp.n_persons:
-        raise ValueError(f"weights has {len(w)} entries for {resp.n_persons} rows; give one per row")
-    try:
-        wf = np.asarray(w, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("weights must be non-negative whole numbers (pattern frequencies)") from None
-    bad = ~np.isfinite(wf) | (wf < 0) | (wf != np.round(wf))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"weight {w[i]!r} of row {i} is not a non-negative whole number: weights are pattern "
-            "frequencies (how many persons gave that row's answers)"
-        )
-    if wf.sum() > MAX_EXPANDED_PERSONS:  # (in float: an int64 sum of huge weights wraps around)
-        raise ValueError(
-            f"the weights add up to {wf.sum():.6g} persons, more than a pattern table is expanded to in "
-            f"memory ({MAX_EXPANDED_PERSONS:,}); check the weight column, or give the responses "
-            "one row per person (a Parquet folder with --engine dask for very many)"
-        )
-    counts = wf.astype(np.int64)
-    total = int(counts.sum())
-    if total == 0 and not no_rows:
-        raise ValueError("the weights add up to zero persons")
-    codes = np.repeat(resp.codes, counts, axis=0)
-    width = len(str(total))
-    persons = pd.Index([f"p{k + 1:0{width}d}" for k in range(total)], name="person")
-    return Responses(np.ascontiguousarray(codes), persons, resp.items)
 
 
 def _is_cupy(obj: Any) -> bool:
