@@ -569,6 +569,60 @@ def test_a_rerun_after_a_failed_sweep_works(tmp_path, capsys):
     assert len(frame) == 1 and (frame["status"] == "ok").all()
 
 
+def test_a_sweep_whose_every_cell_fails_says_why_exits_nonzero_and_keeps_no_rows(tmp_path, capsys):
+    # a [mechanism_options] value the estimator refuses failed every cell: the run said
+    # "4 computed (4 failed)" and exited 0, with the reason only in results.csv, whose rows a
+    # fixed configuration (other cell keys) could not --resume
+    text = ('seed = 1\ntrials = 1\nepsilons = [1.0, 2.0]\nmechanisms = ["gaussian_sparse", "totals"]\n'
+            '[mechanism_options.gaussian_sparse]\np0 = "bogus"\n[mechanism_options.totals]\nn_boot = -3\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 5\n')
+    cfg = _write(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("4 cells: 4 computed (4 failed)")
+    assert sorted(lines[1:]) == [
+        "  2 cells failed: ValueError: n_boot must be 0 (no intervals) or an integer >= 20, got -3",
+        "  2 cells failed: ValueError: p0 must be a number in (0, 1] or 'auto', got 'bogus'"]
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: every cell failed (ValueError: ")
+    assert "run the same command again" in err[0]
+    assert not (out / "results.csv").exists()
+    # fixed: the same command works, without --resume
+    _write(tmp_path, text.replace('"bogus"', "0.5").replace("-3", "0"))
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == []
+    assert (sw.read_results(out)["status"] == "ok").sum() == 4
+
+
+def test_a_resumed_sweep_whose_new_cells_all_fail_keeps_every_row(tmp_path, capsys):
+    base = ('seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = MECHS\n'
+            '[mechanism_options.totals]\nn_boot = -3\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 5\n')
+    out = tmp_path / "out"
+    cfg = _write(tmp_path, base.replace("MECHS", '["gaussian"]'))
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    _write(tmp_path, base.replace("MECHS", '["gaussian", "totals"]'))
+    capsys.readouterr()
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "every cell of this run failed" in err[0] and "--resume skips" in err[0]
+    assert sorted(sw.read_results(out)["status"].str[:10]) == ["ValueError", "ok"]
+
+
+def test_a_sweep_with_some_failed_cells_lists_their_errors_and_succeeds(tmp_path, capsys):
+    text = ('seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian", "totals"]\n'
+            '[mechanism_options.totals]\nn_boot = -3\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 5\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(_write(tmp_path, text)), "--out", str(out), "--jobs", "1", "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  1 cell failed: ValueError: n_boot must be 0 (no intervals) or an integer >= 20, got -3"]
+    stats = sw.run_sweep(_write(tmp_path, text), tmp_path / "lib", jobs=1, progress=False)
+    assert stats.errors == (("ValueError: n_boot must be 0 (no intervals) or an integer >= 20, got -3", 1),)
+
+
 def test_a_header_only_results_file_counts_as_no_results(quick_run, tmp_path):
     # the header-only file an earlier version left after a failure: a plain re-run (and a
     # --resume) starts afresh, and the file then holds the note and header once

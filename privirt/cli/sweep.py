@@ -8,6 +8,10 @@ from pathlib import Path
 from ._types import positive_int
 
 
+#: how many distinct errors of failed cells the summary prints
+_ERRORS_SHOWN = 3
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "sweep",
@@ -44,6 +48,22 @@ def run(args: argparse.Namespace) -> int:
                       progress=not args.no_progress)
     print(f"{stats.total} cells: {stats.computed} computed ({stats.failed} failed), "
           f"{stats.skipped} already done; {stats.seconds:.1f} s -> {stats.results}")
+    for text, count in stats.errors[:_ERRORS_SHOWN]:
+        print(f"  {count} cell{'s' if count > 1 else ''} failed: {text}")
+    if len(stats.errors) > _ERRORS_SHOWN:
+        print(f"  ... {len(stats.errors) - _ERRORS_SHOWN} more distinct errors: the status column of "
+              f"{stats.results}")
+    if stats.computed and stats.failed == stats.computed:
+        # every cell failed (a [mechanism_options] value the estimator refuses fails them all):
+        # a fresh run's rows are removed, so that the same command works once the cause is fixed
+        # (a changed option changes the cells' keys, which --resume would refuse)
+        first = stats.errors[0][0]
+        if stats.skipped == 0:
+            stats.results.unlink(missing_ok=True)
+            raise ValueError(f"every cell failed ({first}); no results kept: fix the configuration "
+                             "and run the same command again")
+        raise ValueError(f"every cell of this run failed ({first}); their rows are in "
+                         f"{stats.results}, which --resume skips")
     if args.report:
         from ..sweeps.report import build_report
 

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ class SweepStats:
     failed: int
     seconds: float
     results: Path
+    #: the failed cells' distinct ``status`` texts with how many cells each, most frequent first
+    errors: tuple[tuple[str, int], ...] = ()
 
 
 def run_sweep(
@@ -80,7 +83,8 @@ def run_sweep(
     -------
     SweepStats
         Cells in the grid, skipped (already done), computed, failed (estimator error
-        recorded in ``status``), wall seconds and the CSV path.
+        recorded in ``status``), wall seconds, the CSV path and the failed cells' distinct
+        errors with their counts.
 
     Raises
     ------
@@ -200,6 +204,7 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
     start = time.perf_counter()
     bar = ProgressBar(len(todo), "privirt sweep", unit="cells", enabled=progress)
     failed = finished = 0
+    errors: Counter[str] = Counter()
     args = [
         (c, specs[c.dataset], config.seed, config.delta, config.device,
          mechanism_options(config, c.mechanism), registry.get(c.mechanism))
@@ -211,19 +216,28 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
             for a in args:
                 row = worker(*a)
                 writer.write(row)
-                failed += row["status"] != "ok"
+                failed += _count_failure(row, errors)
                 finished += 1
                 bar.update(finished, failed=failed)
         else:
             for row in _pool_rows(args, bases, jobs):
                 writer.write(row)
-                failed += row["status"] != "ok"
+                failed += _count_failure(row, errors)
                 finished += 1
                 bar.update(finished, failed=failed)
     seconds = time.perf_counter() - start
     _write_manifest(out, config, jobs, len(cells), len(todo), seconds=seconds, finished=True)
     return SweepStats(total=len(cells), skipped=len(cells) - len(todo), computed=len(todo),
-                      failed=failed, seconds=seconds, results=results)
+                      failed=failed, seconds=seconds, results=results,
+                      errors=tuple(errors.most_common()))
+
+
+def _count_failure(row: dict, errors: Counter[str]) -> bool:
+    """Whether the cell's row is a failure (its status then counted in ``errors``)."""
+    if row["status"] == "ok":
+        return False
+    errors[str(row["status"])] += 1
+    return True
 
 
 def _start_method() -> str:
