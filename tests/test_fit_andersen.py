@@ -133,3 +133,22 @@ def test_a_score_split_that_fails_on_scattered_missing_cells_says_why():
     X[rng.random(X.shape) < 0.3] = np.nan  # nearly every person answers a set of their own
     with pytest.raises(ValueError, match="puts every person in one group.*split by a covariate"):
         privirt.andersen_test(X, "median")
+
+
+@pytest.mark.filterwarnings("ignore:Andersen test. dropped")
+def test_a_lopsided_median_split_of_data_with_missing_cells_warns():
+    # most persons answered a set of items of their own (20 % missing of 30 items): the cut per
+    # pattern puts them all in "low"; the test ran on 1993 against 7 without a word
+    X, _, _ = privirt.simulate_rasch(2000, 30, p_observed=0.8, seed=310_001)
+    with pytest.warns(UserWarning, match=r"the median split put (\d+) of 2000 persons in 'high'.*little power"):
+        res = privirt.andersen_test(X)
+    assert res.n_persons["high"] < 0.1 * 2000
+    # complete data (a balanced split) and a covariate split of the same data: no such warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        privirt.andersen_test(privirt.simulate_rasch(2000, 30, seed=310_002)[0])
+    group = np.arange(2000) % 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        privirt.andersen_test(X, group)
+    assert not any("little power" in str(w.message) for w in caught)

@@ -25,6 +25,10 @@ from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["AndersenResult", "andersen_test"]
 
+#: A median or mean split of data with missing cells warns where its smaller group holds less than
+#: this share of the persons (the cut is per pattern of answered items: docs/fit.md)
+LOPSIDED_SHARE = 0.1
+
 
 @dataclass(frozen=True)
 class AndersenResult:
@@ -108,7 +112,9 @@ def andersen_test(
     Warns
     -----
     UserWarning
-        When items are dropped because some group cannot estimate them.
+        When items are dropped because some group cannot estimate them, or when a median or
+        mean split of data with missing cells leaves fewer than :data:`LOPSIDED_SHARE` of the
+        persons in one group.
 
     Examples
     --------
@@ -141,6 +147,16 @@ def andersen_test(
         raise ValueError(f"the split ({label}) puts every person in one group; the test "
                          f"needs at least two groups{why}")
     members = {g: groups == g for g in names}
+    sizes = {g: int(members[g].sum()) for g in names}
+    if isinstance(split, str) and resp.has_missing and min(sizes.values()) < LOPSIDED_SHARE * resp.n_persons:
+        few = min(sizes, key=sizes.get)
+        warnings.warn(
+            f"Andersen test: the {split} split put {sizes[few]} of {resp.n_persons} persons in "
+            f"{few!r}: with missing cells the cut is taken among the persons who answered the same "
+            "items, and a person who answered a set of their own is always 'low'; the test then "
+            "has little power: split by a covariate instead",
+            UserWarning, stacklevel=2,
+        )
     keep = _estimable_items(resp, members)
     dropped = list(resp.items[~keep])
     if dropped:
@@ -175,7 +191,7 @@ def andersen_test(
         split=label,
         loglik=float(whole.loglik),
         loglik_groups=ll_groups,
-        n_persons=pd.Series({g: int(members[g].sum()) for g in names}, name="n_persons"),
+        n_persons=pd.Series(sizes, name="n_persons"),
         beta=pd.DataFrame({g: f.beta for g, f in fits.items()}),
         se=pd.DataFrame({g: f.se for g, f in fits.items()}),
         items_dropped=dropped,
