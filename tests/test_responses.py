@@ -414,3 +414,37 @@ def test_row_names_in_the_r_layout_and_trailing_separators_everywhere_still_read
     bad.write_text("a,b,\n1,0,1\n0,1,1\n")  # an empty last label over a column with answers
     with pytest.raises(ValueError, match="column 3 of the header of .*bad.csv is empty"):
         as_responses(bad)
+
+
+def test_a_files_labels_are_read_as_written(tmp_path):
+    """A CSV has no types: its person and item labels are text.  Inferred from the rows,
+    items ``01`` and ``1`` were one item (a long table was refused as answering it twice),
+    persons ``001``, ``01`` and ``1`` one person, and ``007`` came back as 7."""
+    long = tmp_path / "long.csv"
+    long.write_text("person,item,response\np1,01,1\np1,1,0\np2,01,0\np2,1,1\np3,01,1\np3,1,1\n")
+    r = privirt.as_responses(long)
+    assert list(r.items) == ["01", "1"] and list(r.persons) == ["p1", "p2", "p3"]
+    assert r.to_frame().loc["p1"].tolist() == [1, 0]
+    wide = tmp_path / "wide.csv"
+    wide.write_text("person,a,b\n001,1,0\n01,0,1\n1,1,1\n007,NA,0\n")
+    r = privirt.as_responses(wide)
+    assert list(r.persons) == ["001", "01", "1", "007"]
+    assert np.isnan(r.to_frame().loc["007", "a"])  # NA is still a missing answer
+    unnamed = tmp_path / "unnamed.csv"
+    unnamed.write_text(",a,b\n007,1,0\n008,0,1\n")
+    assert list(privirt.as_responses(unnamed).persons) == ["007", "008"]
+    # data in memory keep their types; a file read as before on request
+    frame = pd.DataFrame({"a": [1, 0], "b": [0, 1]}, index=[7, 8])
+    assert list(privirt.as_responses(frame).persons) == [7, 8]
+    assert list(privirt.as_responses(unnamed, labels_as_text=False).persons) == [7, 8]
+
+
+def test_the_command_line_reads_a_files_labels_as_written(tmp_path, capsys):
+    from privirt.cli import main
+
+    long = tmp_path / "long.csv"
+    long.write_text("person,item,response\np1,01,1\np1,1,0\np2,01,0\np2,1,1\np3,01,1\np3,1,1\n")
+    out = tmp_path / "out.json"
+    assert main(["estimate", str(long), "--out", str(out)]) == 0
+    import json
+    assert [row["item"] for row in json.loads(out.read_text())["items"]] == ["01", "1"]

@@ -61,16 +61,25 @@ def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) 
 
 
 def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dict:
-    """``read_csv`` options that read a long table's person and item columns as written
-    (text; only an empty field is a missing label), and every other column as usual."""
-    if not (fmt == "long" or (fmt == "auto" and len(names) == 3)):
-        return {}
-    wanted = {(person_col or "person").lower(), item_col.lower()}
-    labels = [c for c in names if c.lower() in wanted]
+    """``read_csv`` options that read the label columns as written (text; only an empty field is
+    a missing label), and every other column as usual: a long table's person and item columns,
+    a wide table's person column (``person_col``, a column named ``person`` in any case, or an
+    unnamed first column).  Inferred from the rows, ``001`` and ``1`` were one label, 1."""
+    if fmt == "long" or (fmt == "auto" and len(names) == 3):
+        wanted = {(person_col or "person").lower(), item_col.lower()}
+        labels = [c for c in names if c.lower() in wanted]
+    else:
+        labels = []
+    if not labels and fmt != "long":  # a wide table (or a 3-column one without the long names)
+        wanted = {(person_col or "person").lower()}
+        labels = [c for c in names if c.lower() in wanted]
+        if not labels and person_col is None and names and names[0] == "":
+            labels = ["Unnamed: 0"]  # the name pandas gives the unnamed first column
     if not labels:
         return {}
+    columns = [c if c else f"Unnamed: {k}" for k, c in enumerate(names)]  # as pandas names them
     return {"dtype": {c: str for c in labels}, "keep_default_na": False,
-            "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in names}}
+            "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in columns}}
 
 
 def read_stream(stream: Any, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:

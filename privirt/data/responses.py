@@ -173,7 +173,7 @@ def as_responses(
     response_col: str = "response",
     empty: EmptyPolicy = "drop",
     weights: str | Iterable[int] | None = None,
-    labels_as_text: bool = False,
+    labels_as_text: bool | None = None,
 ) -> Responses:
     """Validate user data and return a :class:`Responses`.
 
@@ -200,11 +200,13 @@ def as_responses(
         name of a wide table, such as the ``frequency`` column of the bundled LSAT files, or
         one non-negative integer per row).  Rows are expanded into that many persons,
         labelled ``p0001``, ``p0002``, … in row order.
-    labels_as_text : bool
-        Read a long table's person and item labels as text (``5`` and ``"5"`` are the same
-        label ``"5"``; a CSV's ``01`` stays ``"01"`` and ``NA`` is a label, not a missing
-        one).  The private paths do (:func:`private_responses`): a reader that infers the
-        column's type from the rows gives ``5`` or ``"5"`` depending on who is in the data.
+    labels_as_text : bool, optional
+        Read a long table's person and item labels, and a CSV's person column, as text (``5``
+        and ``"5"`` are the same label ``"5"``; a CSV's ``01`` stays ``"01"`` and ``NA`` is a
+        label, not a missing one).  Default: for files and open files (a CSV has no types: a
+        reader that infers the column's type from the rows made ``001`` and ``1`` one label,
+        and gives ``5`` or ``"5"`` depending on who is in the data), not for data in memory.
+        The private paths always do (:func:`private_responses`).
 
     Raises
     ------
@@ -240,7 +242,7 @@ def private_responses(
 
 
 def _as_responses(data, *, format, person_col, item_col, response_col, empty, weights,
-                  labels_as_text: bool, no_rows: bool) -> Responses:
+                  labels_as_text: bool | None, no_rows: bool) -> Responses:
     if empty not in ("drop", "error", "keep"):
         raise ValueError(f"empty must be 'drop', 'error' or 'keep', got {empty!r}")
     if format not in ("auto", "wide", "long"):
@@ -251,7 +253,9 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
         raise ValueError(f"weights={weights!r} names a column: pass a table (DataFrame or file), "
                          "or one integer weight per row")
     weight_col = weights if isinstance(weights, str) else None
-    read = _Read(labels_as_text, no_rows)
+    if labels_as_text is None:  # a file's labels are text; data in memory keeps its types
+        labels_as_text = isinstance(data, (str, os.PathLike)) or hasattr(data, "read")
+    read = _Read(bool(labels_as_text), no_rows)
     if isinstance(data, Responses):
         resp = data
     elif isinstance(data, (str, os.PathLike)):
