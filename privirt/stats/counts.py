@@ -73,13 +73,19 @@ def default_chunk_size(n_items: int, bytes_per_cell: int = 8) -> int:
 
 
 def local_pairwise_counts(X: ResponsesLike, *, device: str = "auto", method: Method = "auto",
-                          chunk_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(Y, B)`` of in-memory data: :func:`privirt.pairwise_counts` with ``engine="local"``."""
-    on_device = _device_pairwise(X, device, method, chunk_size, want_b=True)
-    if on_device is not None:
-        return on_device
+                          chunk_size: int | None = None, private: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y, B)`` of in-memory data: :func:`privirt.pairwise_counts` with ``engine="local"``.
+
+    ``private=True`` (the private releases): the kernel is chosen from public values only — the
+    dense kernel for data with missing cells, whatever the data hold — so that the running time
+    does not tell how many cells are missing (``method="auto"`` picks the complete-data,
+    missing-data or sparse kernel from the data)."""
+    if not private:
+        on_device = _device_pairwise(X, device, method, chunk_size, want_b=True)
+        if on_device is not None:
+            return on_device
     resp = as_responses(X, empty="keep")
-    return _pairwise(resp, device, method, chunk_size, want_b=True)
+    return _pairwise(resp, device, method, chunk_size, want_b=True, private=private)
 
 
 def differential_counts(
@@ -88,17 +94,19 @@ def differential_counts(
     device: str = "auto",
     method: Method = "auto",
     chunk_size: int | None = None,
+    private: bool = False,
 ) -> np.ndarray:
     """Only ``Y`` of :func:`pairwise_counts` (skips the ``B = AᵀA`` product).
 
     What the spectral estimator needs; with missing data this saves one of the two
-    matrix products.
+    matrix products.  ``private``: as :func:`local_pairwise_counts`.
     """
-    on_device = _device_pairwise(X, device, method, chunk_size, want_b=False)
-    if on_device is not None:
-        return on_device[0]
+    if not private:
+        on_device = _device_pairwise(X, device, method, chunk_size, want_b=False)
+        if on_device is not None:
+            return on_device[0]
     resp = as_responses(X, empty="keep")
-    return _pairwise(resp, device, method, chunk_size, want_b=False)[0]
+    return _pairwise(resp, device, method, chunk_size, want_b=False, private=private)[0]
 
 
 def _device_pairwise(X, device, method, chunk_size, want_b):
@@ -185,12 +193,17 @@ def _check_chunk(chunk_size, m: int, dev: str) -> int:
     return int(chunk_size)
 
 
-def _pairwise(resp, device, method, chunk_size, want_b):
+def _pairwise(resp, device, method, chunk_size, want_b, private: bool = False):
     if method not in ("auto", "dense", "sparse"):
         raise ValueError(f"method must be 'auto', 'dense' or 'sparse', got {method!r}")
     dev = resolve_device(device)
     m = resp.n_items
     chunk_size = _check_chunk(chunk_size, m, dev)
+    if private:  # one kernel, whatever share of the cells is missing
+        Y, B = _counts_dense(resp.codes, chunk_size, dev, True, want_b)
+        np.fill_diagonal(Y, 0)
+        np.fill_diagonal(B, 0)
+        return Y, B
     _cache_observed(resp)
     if method == "auto":
         method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"

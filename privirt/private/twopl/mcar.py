@@ -54,7 +54,7 @@ def mcar_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     and j wrong and B the co-response counts, D_ij = Y_ij + Y_ji and C_ij = B_ij."""
     X = np.asarray(codes, dtype=np.int8)
     n, m = X.shape
-    Y, B = local_pairwise_counts(Responses(X, pd.RangeIndex(n), pd.RangeIndex(m)), device="cpu")
+    Y, B = local_pairwise_counts(Responses(X, pd.RangeIndex(n), pd.RangeIndex(m)), device="cpu", private=True)
     i, j = pair_index(m)
     s = np.count_nonzero(X == 1, axis=0).astype(np.int64)
     a = np.count_nonzero(X >= 0, axis=0).astype(np.int64)
