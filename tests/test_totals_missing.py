@@ -604,3 +604,47 @@ def test_mcar_point_rules_of_the_benchmark(monkeypatch, rule):
     got = marginal_missing.fit_support_batch_mcar(p, q, h, n, vh, rel.edges, fit.support())[0]
     one = marginal_missing.fit_spread_mcar(p, q, h, n, vh, rel.edges, support=fit.support()).beta
     assert np.allclose(got, one, atol=1e-5)
+
+
+def test_the_hypergeometric_table_is_built_once_per_design_and_equals_scipys(monkeypatch):
+    """The design built the (m + 1)³ table through scipy once per candidate (K, B): 113 times,
+    22 s at m = 150 (hours at m = 1000).  Once now, from log binomial coefficients."""
+    from privirt.private.totals import marginal_missing as mm
+
+    for m in (1, 2, 7, 40):
+        H = mm._hypergeometric(m)
+        ref = np.concatenate([np.zeros((m + 1, m + 1, 1)), np.cumsum(H, axis=2)], axis=2)
+        np.testing.assert_allclose(mm._hypergeometric_cumulative(m), ref, rtol=0, atol=1e-13)
+    built = []
+    real = mm._hypergeometric_cumulative
+    monkeypatch.setattr(mm, "_hypergeometric_cumulative", lambda m: built.append(m) or real(m))
+    mm.mcar_design(1000, 30, 0.5)
+    assert built == [30]
+
+
+def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_default_is_algorithm_2(tmp_path):
+    from privirt.private.choose import default_private_method
+    from privirt.private.ledger import Ledger
+    from privirt.private.totals.marginal_missing import MCAR_MAX_ITEMS
+
+    m = MCAR_MAX_ITEMS + 1
+    rng = np.random.default_rng(310_030)
+    X = (rng.random((40, m)) < 0.5).astype(float)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    ledger = Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match=rf"built for up to {MCAR_MAX_ITEMS} items.*method='spectral'"):
+        privirt.release_totals(X, epsilon=1.0, delta=1e-5, missing="mcar", ledger=ledger)
+    assert len(ledger.spends()) == 0
+    assert default_private_method(40, m, 1.0, 1e-5, missing="mcar") == "spectral"
+    assert default_private_method(40, MCAR_MAX_ITEMS, 1.0, 1e-5, missing="mcar") == "totals"
+    assert default_private_method(40, m, 1.0, 1e-5, missing="none") == "totals"
+    # the command line's --missing mcar takes the default (it forced the totals method)
+    from privirt.cli import main
+
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X, columns=[f"i{k}" for k in range(m)]).to_csv(path, index=False)
+    out = tmp_path / "o.json"
+    assert main(["estimate", str(path), "--epsilon", "1", "--missing", "mcar", "--seed", "310031",
+                 "--out", str(out), "--no-progress"]) == 0
+    import json
+    assert json.loads(out.read_text())["method"] == "spectral"

@@ -197,7 +197,8 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     from ..private.choose import default_private_method
 
     if args.method is None:
-        given = {o for o in _METHOD_FLAGS if getattr(args, o) is not None}
+        # (--missing is a declaration the default itself takes into account, not a method's option)
+        given = {o for o in _METHOD_FLAGS if o != "missing" and getattr(args, o) is not None}
         default = default_private_method(n_persons, n_items, args.epsilon, delta,
                                           missing=args.missing)  # None: not declared
         if given and not given <= methods.get(default).options:

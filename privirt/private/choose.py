@@ -33,6 +33,7 @@ there: the declaration is public, completeness itself is not.
 from __future__ import annotations
 
 from . import methods
+from .totals.marginal_missing import MCAR_MAX_ITEMS
 
 __all__ = ["PRIVATE_METHODS", "default_private_method"]
 
@@ -56,10 +57,14 @@ def default_private_method(n_persons: int, n_items: int, epsilon: float, delta: 
     property of the data, so it may not choose the method; the declaration is public, so it may
     (issue 26, third round: a declared domain gets the totals estimator there, ahead of or tied
     with Algorithm 2's default call in every such cell measured, BENCHMARKS.md; the command line
-    already routed ``--missing`` to it).  ε and δ are accepted so that the rule can use them as
+    already routed ``--missing`` to it).  A declared-MCAR test of more than
+    :data:`~privirt.private.totals.marginal_missing.MCAR_MAX_ITEMS` items gets Algorithm 2: the
+    totals estimator's MCAR release is built for up to that many (m public).  ε and δ are accepted so that the rule can use them as
     measurements accumulate; the domain is validated.
     """
     if missing is not None and missing not in methods.DOMAINS:
         raise ValueError(f'missing must be "none" or "mcar" (or None: not declared), got {missing!r}')
     small = n_items <= _SMALL_M and n_persons < _SMALL_N and missing is None
-    return methods.get("spectral" if small else "totals").name  # a registered method
+    # the totals estimator's MCAR release is built for up to MCAR_MAX_ITEMS items
+    long_mcar = missing == "mcar" and n_items > MCAR_MAX_ITEMS
+    return methods.get("spectral" if small or long_mcar else "totals").name  # a registered method

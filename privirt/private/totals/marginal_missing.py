@@ -38,8 +38,14 @@ from .marginal import (
 __all__ = [
     "answered_share", "mcar_design", "answered_counts", "ratio_proportions", "score_distribution_mcar",
     "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "answered_distribution",
-    "thinning_matrix", "fit_answered_icc",
+    "thinning_matrix", "fit_answered_icc", "MCAR_MAX_ITEMS",
 ]
+
+#: The MCAR release is built for at most this many items: its design and fits hold the observed
+#: score's distribution given (number answered, complete score), an (m + 1)³ table (m = 300: 6 s
+#: and 400 MB for the design; m = 1000 would need 8 GB).  Longer tests with missing cells take
+#: Algorithm 2, which handles them as they are (``privirt.private.choose``).
+MCAR_MAX_ITEMS = 300
 
 _F_GRID = np.geomspace(0.01, 0.6, 40)
 #: the design's criterion is summed over these bimodalities κ of the reference model
@@ -120,17 +126,39 @@ def _bin_onehot(edges: np.ndarray, m: int) -> np.ndarray:
     return (np.searchsorted(edges, np.arange(m + 1), side="right") - 1)[:, None] == np.arange(len(edges) - 1)
 
 
-def thinning_matrix(pk: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray) -> np.ndarray:
+def _hypergeometric_cumulative(m: int) -> np.ndarray:
+    """c[k, s, r] = P(observed score < r) of :func:`_hypergeometric`: (m + 1, m + 1, m + 2), built
+    a slab of k at a time from a table of log binomial coefficients (the pmf of the whole
+    (m + 1)³ grid through ``scipy.stats.hypergeom`` took 2.2 s at m = 200, and a second array
+    as large)."""
+    i = np.arange(m + 1)
+    logc = special.gammaln(i + 1)
+    L = logc[:, None] - logc[None, :] - np.where(i[:, None] >= i[None, :], logc[np.abs(i[:, None] - i[None, :])], 0.0)
+    ok = i[:, None] >= i[None, :]  # L[a, b] = log C(a, b) where b <= a
+    c = np.zeros((m + 1, m + 1, m + 2))
+    s, r = i[:, None], i[None, :]
+    valid_sr = ok  # r <= s
+    rest = m - s  # the wrong answers
+    for k in range(m + 1):
+        kr = k - r  # wrong answers among the k answered
+        valid = valid_sr & (kr >= 0) & (kr <= rest)
+        logp = np.where(valid, L[s, r] + L[rest, np.clip(kr, 0, m)] - L[m, k], -np.inf)
+        np.cumsum(np.exp(logp), axis=1, out=c[k, :, 1:])
+    return c
+
+
+def thinning_matrix(pk: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray,
+                    cumulative: np.ndarray | None = None) -> np.ndarray:
     """A[..., s, (kb, rb)] = P(k in bin kb, observed score in bin rb | complete-data score s).
 
     k has distribution ``pk`` (..., m + 1) independent of the answers (MCAR), and given k the
     answered set is a uniformly random k-subset, so the observed score is hypergeometric.  The
     (k, r) cell probabilities of an ability model are its complete-data score distribution
-    times A: shape (..., m + 1, K·B).
+    times A: shape (..., m + 1, K·B).  ``cumulative``: :func:`_hypergeometric_cumulative` of m,
+    when the caller builds several (the design: one (m + 1)³ table, not one per candidate).
     """
     m = pk.shape[-1] - 1
-    H = _hypergeometric(m)
-    c = np.concatenate([np.zeros((m + 1, m + 1, 1)), np.cumsum(H, axis=2)], axis=2)
+    c = _hypergeometric_cumulative(m) if cumulative is None else cumulative
     Hb = np.diff(c[:, :, r_edges], axis=2)  # (k, s, B)
     W = pk[..., :, None] * _bin_onehot(k_edges, m)  # (..., k, K)
     A = np.einsum("...kK,ksb->...sKb", W, Hb)
@@ -297,6 +325,15 @@ def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p0, 1.0 / dpi**2
 
 
+def check_mcar_items(m: int) -> None:
+    """Refuse an MCAR release of more than :data:`MCAR_MAX_ITEMS` items (public m: one line)."""
+    if m > MCAR_MAX_ITEMS:
+        raise ValueError(f'the totals estimator\'s MCAR release (missing="mcar") is built for up to '
+                         f"{MCAR_MAX_ITEMS} items (its design holds an (m + 1)³ table), got {m}; for a longer "
+                         "test with missing cells use method='spectral' (Algorithm 2 takes missing cells as "
+                         "they are)")
+
+
 def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC,
                 score_bins=None) -> tuple[float, float, np.ndarray, np.ndarray]:
     """(f, g, r_edges, k_edges): the histogram's share f of ρ, the answered counts' share g of
@@ -318,6 +355,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
     ``score_bins`` (a list of B) restricts the search over B (benchmarks of other designs).
     """
+    check_mcar_items(m)
     g_f, E_f = answered_share(n, m, (1 - _F_GRID) * rho, q, icc)  # g and the ratios' error, per f
     beta0 = reference_difficulties(m)
     Bs = list(range(3, min(m + 1, 16) + 1)) if score_bins is None else [int(b) for b in score_bins]
@@ -326,7 +364,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     h, hp = 1e-3, 1e-3
     icc_pts = np.array([icc, icc - hp if icc > hp else icc, icc + hp])
     pk = answered_distribution(m, q, icc_pts)  # (3, m + 1)
-    H = _hypergeometric(m)
+    cumulative = _hypergeometric_cumulative(m)  # built once for every candidate (K, B)
     edges_ref = None
     for k0 in _REFERENCE_KAPPAS:
         lt = np.array([0.0, -h, h, 0.0, 0.0])
@@ -335,7 +373,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
         B5 = np.repeat(beta0[None, :], 5, axis=0)
         S = np.einsum("tqr,tq->tr", score_distribution(B5, theta), w)  # complete-data scores (5, m + 1)
         if edges_ref is None:
-            pr_obs = np.einsum("k,s,ksr->r", pk[0], S[0], H)  # observed score at the reference
+            pr_obs = np.diff(np.einsum("k,s,ksr->r", pk[0], S[0], cumulative))  # observed score at the reference
             edges_ref = {B: equal_probability_edges(pr_obs, B) for B in Bs}
             kedges_ref = {K: equal_probability_edges(pk[0], K) for K in Ks}
         p0 = item_marginals(B5[:1], theta[:1], w[:1])[0]
@@ -349,7 +387,7 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
         dicc = icc_pts[2] - icc_pts[1]
         for ik, K in enumerate(Ks):
             for ib, B in enumerate(Bs):
-                A = thinning_matrix(pk, kedges_ref[K], edges_ref[B])  # (3, m + 1, K·B)
+                A = thinning_matrix(pk, kedges_ref[K], edges_ref[B], cumulative)  # (3, m + 1, K·B)
                 pc = S @ A[0]  # (5, K·B) at φ = icc
                 pf = np.einsum("s,jsc->jc", S[0], A)  # (3, K·B) at (log τ, κ) = reference
                 J = n * np.stack([(pc[2] - pc[1]) / (2 * h), (pc[4] - pc[3]) / dk,
