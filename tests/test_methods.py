@@ -19,7 +19,7 @@ def test_the_registered_methods():
         methods.get("nope")
 
 
-@pytest.mark.parametrize("name", methods.names())
+@pytest.mark.parametrize("name", methods.names(None))  # every model's methods (the 2PL's lacked engine=)
 def test_an_entry_describes_its_callables(name):
     """Options, domain and device agree with the signatures they describe (no drift)."""
     entry = methods.get(name)
@@ -97,3 +97,25 @@ def test_the_service_offers_registered_methods_only():
     offered = typing.get_args(models.EstimateRequest.model_fields["method"].annotation)
     kinds = typing.get_args(models.ReleaseRequest.model_fields["kind"].annotation)
     assert set(offered) == set(service.SERVED_METHODS) and set(kinds) == set(service.SERVED_RELEASES)
+
+
+def test_the_private_2pl_refuses_the_dask_engine_in_one_line(tmp_path):
+    """A DaskSource reached release_2pl's Responses-only code: AttributeError 'has_missing'."""
+    import numpy as np
+
+    import privirt
+    from privirt.private.ledger import Ledger
+
+    X = (np.random.default_rng(310_050).random((50, 4)) < 0.5).astype(float)
+    ledger = Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    for call in (privirt.release_2pl, privirt.private_2pl_estimate):
+        with pytest.raises(ValueError, match=r"runs on data in memory \(engine='local'\).*nothing was spent"):
+            call(X, epsilon=1.0, ledger=ledger, engine="dask")
+        with pytest.raises(ValueError, match="engine must be 'local'"):
+            call(X, epsilon=1.0, ledger=ledger, client=object())
+    fake = type("DaskSource", (), {})()
+    with pytest.raises(ValueError, match="runs on data in memory"):
+        privirt.release_2pl(fake, epsilon=1.0, ledger=ledger)
+    assert len(ledger.spends()) == 0
+    fit = methods.get("twopl").estimate(X, epsilon=1.0, seed=310_051, engine="local", n_boot=0)
+    assert len(fit.a) == 4

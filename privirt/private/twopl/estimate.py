@@ -23,7 +23,7 @@ from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
-from .release import TwoPLRelease, release_2pl
+from .release import TwoPLRelease, check_local_engine, release_2pl
 from .statistics import pair_index
 
 #: Noise draws for the noise variance of log a under the all-a-equal fit (shrinkage), and
@@ -516,6 +516,8 @@ def private_2pl_estimate(
     missing: str = "none",
     intervals: str = "auto",
     progress: bool | None = None,
+    engine: str = "local",
+    client: Any = None,
 ) -> TwoPLEstimate:
     """Private 2PNO discriminations and difficulties with intervals: :func:`release_2pl` then
     :func:`estimate_2pl_from_release`.
@@ -531,6 +533,7 @@ def private_2pl_estimate(
     >>> fit.to_frame().columns.tolist()                       # doctest: +SKIP
     ['a', 'a_lo', 'a_hi', 'b', 'b_lo', 'b_hi']
     """
+    check_local_engine(X, engine, client)
     check_confidence(confidence)
     check_n_boot(n_boot)
     _check_intervals(intervals)

@@ -98,6 +98,18 @@ def _check_missing(missing: Any) -> str:
     return missing
 
 
+def check_local_engine(X: Any, engine: Any, client: Any) -> None:
+    """Refuse the Dask engine (or a Dask source) for the 2PL in one line, before anything else."""
+    if engine == "dask" or type(X).__name__ == "DaskSource":
+        raise ValueError("the private 2PL runs on data in memory (engine='local'): the Dask engine sums "
+                         "the Rasch methods' statistics only; load the responses into memory "
+                         "(privirt.as_responses) or use private_totals_estimate(engine='dask') for the "
+                         "difficulties (nothing was spent)")
+    if engine != "local" or client is not None:
+        raise ValueError(f"engine must be 'local' for the private 2PL (client= only with the Dask "
+                         f"engine), got engine={engine!r}")
+
+
 @reports_spends
 def release_2pl(
     X: ResponsesLike,
@@ -110,6 +122,8 @@ def release_2pl(
     note: str = "",
     n_persons: int | None = None,
     missing: str = "none",
+    engine: str = "local",
+    client: Any = None,
 ) -> TwoPLRelease:
     """Release noisy item totals and pair disagreement counts, (ε, δ)-DP.
 
@@ -133,12 +147,16 @@ def release_2pl(
         The declared input domain: ``"none"`` complete data (missing cells are refused);
         ``"mcar"`` cells missing completely at random (also for data that happen to be
         complete): answered and co-answered counts are released too (``docs/private_2pl.md`` §6).
+    engine, client
+        ``"local"`` only (``client`` None): the 2PL's statistics are computed in memory; the
+        Dask engine sums the Rasch methods' statistics (a one-line refusal, nothing spent).
 
     Returns
     -------
     TwoPLRelease
     """
     missing = _check_missing(missing)
+    check_local_engine(X, engine, client)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note)
     ss, ledger, resp = call.seed, call.ledger, call.resp
