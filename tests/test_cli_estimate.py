@@ -130,7 +130,7 @@ def test_demo_side_by_side(capsys):
     for row in rows[1:]:
         spectral, cmle, diff = float(row[2]), float(row[3]), float(row[5])
         assert abs(spectral - cmle) < 0.05 and abs(spectral - cmle - diff) < 2e-4
-    assert "Private" not in out
+    assert "Private" not in out and "2PNO" not in out  # --no-private: only the Rasch table
 
 
 def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private(capsys):
@@ -152,6 +152,11 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
     for r in rows[1:]:
         gibbs_a, a, a_lo, a_hi = map(float, r[1:5])
         assert 0 < a_lo < a_hi and gibbs_a > 0 and a > 0
+    # the line under the table: the plain largest difference of the (uncentred) discriminations
+    import re
+    largest = max(abs(float(r[1]) - float(r[2])) for r in rows[1:])
+    said = float(re.search(r"max \|a − gibbs_a\| = ([0-9.]+)", out).group(1))
+    assert abs(said - largest) < 1.5e-3  # the table's 4 decimals against the line's 3
     assert main(["demo", "--epsilon", "0"]) == 2
 
 
