@@ -16,9 +16,11 @@ Either way the debit sums the spends in the database (one ``SELECT SUM(...)`` fo
 and one for the analyst's allowance, inside the transaction: :class:`Spent`), so its cost does
 not grow with the number of spends held in Python.
 
-The validated data of a data set is stored **in the state** (a compressed ``.npz`` blob of the
-0/1/missing codes, with its SHA-256): one thing to back up and to protect, and the same for
-both backends.
+The validated data of a data set is stored **in the state** (an uncompressed ``.npy`` blob of
+the 0/1/missing codes as int8, with its SHA-256): one thing to back up and to protect, and the
+same for both backends.  Its size, hence the time to read, hash and decode it, depends only on
+n × m (a compressed blob's would depend on the values); states written before keep their
+compressed ``.npz`` blobs, which still decode.
 
 Budget rule: the analyst's allowance on the data set and the data set's total budget are
 checked and debited together, in one transaction, before any noise is drawn; each is composed
@@ -95,17 +97,22 @@ def _now() -> str:
 
 
 def encode_codes(codes) -> bytes:
+    """The codes as an uncompressed ``.npy`` (int8): its size depends only on the shape."""
     import numpy as np
 
     buf = io.BytesIO()
-    np.savez_compressed(buf, codes=np.asarray(codes, dtype=np.int8))
+    np.save(buf, np.ascontiguousarray(codes, dtype=np.int8), allow_pickle=False)
     return buf.getvalue()
 
 
 def decode_codes(blob: bytes):
+    """The codes of a blob: ``.npy`` (:func:`encode_codes`) or, from older states, ``.npz``."""
     import numpy as np
 
-    with np.load(io.BytesIO(bytes(blob)), allow_pickle=False) as z:
+    loaded = np.load(io.BytesIO(bytes(blob)), allow_pickle=False)
+    if isinstance(loaded, np.ndarray):
+        return loaded
+    with loaded as z:  # a compressed .npz written before
         return z["codes"]
 
 
