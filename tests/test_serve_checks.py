@@ -45,3 +45,53 @@ def test_a_state_written_with_a_compressed_blob_still_decodes(tmp_path):
     con.close()
     np.testing.assert_array_equal(open_store(state).load_codes(did, hashlib.sha256(old).hexdigest()), codes)
     assert ds["n_persons"] == codes.shape[0]
+
+
+def _one_line_error(proc):
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 1 and lines[0].startswith("privirt: error:"), proc.stderr
+    return lines[0]
+
+
+def test_a_data_set_or_allowance_delta_outside_the_request_limit_is_refused(tmp_path):
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"lsat6": (LSAT6, 1.0, 1e-6, ["--weights-col", "frequency"])}, {})
+    from privirt.serve.store import open_store
+
+    for flag, args in (("--delta", ("dataset", "add", state, "x", LSAT6, "--epsilon", "1", "--delta", "0.5",
+                                    "--weights-col", "frequency")),
+                       ("--delta", ("dataset", "add", state, "x", LSAT6, "--epsilon", "1", "--delta", "1e-20",
+                                    "--weights-col", "frequency")),
+                       ("--allowance", ("analyst", "add", state, "a", "--allowance", "lsat6=1,0.5"))):
+        assert flag in _one_line_error(cli("serve", *args, check=False))
+    store = open_store(state)
+    assert store.dataset_names() == ["lsat6"] and store.analysts() == []
+    with pytest.raises(ValueError, match="allowance's delta"):
+        store.add_analyst("a", {"lsat6": (1.0, 0.5)})
+
+
+def test_a_defaulted_delta_outside_the_limit_is_422_and_spends_nothing(tmp_path):
+    from privirt.serve.models import ReleaseRequest
+    from privirt.serve.service import RequestFailed, run_request
+    from privirt.serve.store import Principal, open_store
+
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"lsat6": (LSAT6, 1.0, 1e-6, ["--weights-col", "frequency"])}, {"carol": ["lsat6=2"]})
+    con = sqlite3.connect(state)  # a state made before the limit held: δ = 0.5
+    with con:
+        con.execute("UPDATE datasets SET delta = 0.5")
+        con.execute("UPDATE allowances SET delta = 0.5")
+    con.close()
+    store = open_store(state)
+    # an allowance whose δ defaults to such a data set's δ is refused at creation too
+    assert "defaulted" in _one_line_error(cli("serve", "analyst", "add", state, "dave", "--allowance", "lsat6=1",
+                                              check=False))
+    n0 = store.counts()
+    carol = Principal("analyst", 1, "carol")
+    with pytest.raises(RequestFailed) as err:
+        run_request(store, carol, "lsat6", "release", ReleaseRequest(epsilon=1.0).model_dump(), None)
+    assert err.value.status == 422 and err.value.detail.startswith("delta:")
+    assert store.counts() == n0
+    body, _ = run_request(store, carol, "lsat6", "release", ReleaseRequest(epsilon=1.0, delta=1e-6).model_dump(),
+                          None)
+    assert body["params"]["delta"] == 1e-6

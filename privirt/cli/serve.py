@@ -154,9 +154,11 @@ def run_dataset_add(args: argparse.Namespace) -> int:
 
     from ..private.accounting import check_delta, check_epsilon
 
+    from ..serve._budget import check_delta_limit
+
     check_dataset_name(args.name)
     check_epsilon(args.epsilon, "--epsilon")
-    check_delta(args.delta, "--delta")
+    check_delta_limit(check_delta(args.delta, "--delta"), "--delta")
     store = open_store(args.state)
     if args.name in store.dataset_names():
         raise ValueError(f"a data set named {args.name!r} exists already; its budget cannot be reset — "
@@ -197,6 +199,7 @@ def parse_allowance(text: str) -> tuple[str, float, float | None]:
 
 
 def run_analyst_add(args: argparse.Namespace) -> int:
+    from ..serve._budget import check_delta_limit
     from ..serve.service import check_dataset_name
     from ..serve.store import open_store
 
@@ -212,6 +215,8 @@ def run_analyst_add(args: argparse.Namespace) -> int:
         if name in allowances:
             raise ValueError(f"--allowance names {name!r} twice")
         allowances[name] = (eps, budgets[name]["delta"] if dlt is None else dlt)
+        what = "DELTA" if dlt is not None else f"DELTA (defaulted to the data set's δ, {budgets[name]['delta']:g})"
+        check_delta_limit(allowances[name][1], f"--allowance {text!r}: {what}")
     key = store.add_analyst(args.name, allowances)
     for name, (eps, dlt) in allowances.items():
         cap = " (more than the data set's total budget, which caps it)" if eps > budgets[name]["epsilon"] else ""

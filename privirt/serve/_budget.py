@@ -6,9 +6,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Spent", "spent_epsilon", "remaining_epsilon", "LEDGER_TOLERANCE"]
+__all__ = ["Spent", "spent_epsilon", "remaining_epsilon", "LEDGER_TOLERANCE", "MIN_DELTA", "MAX_DELTA",
+           "check_delta_limit"]
 
 LEDGER_TOLERANCE = 1e-12
+#: δ of a request must lie in [MIN_DELTA, MAX_DELTA]; so must a data set's and an allowance's δ
+#: (an allowance's δ is a request's default δ).
+MIN_DELTA = 1e-15
+MAX_DELTA = 0.1
+
+
+def check_delta_limit(delta: float, name: str = "delta") -> float:
+    """``delta`` if it lies in the service's limit [MIN_DELTA, MAX_DELTA], else a ValueError
+    naming ``name``."""
+    if not MIN_DELTA <= float(delta) <= MAX_DELTA:
+        raise ValueError(f"{name} must lie in [{MIN_DELTA:g}, {MAX_DELTA:g}] (the limit of a request's δ), "
+                         f"got {delta!r}")
+    return float(delta)
 
 
 @dataclass(frozen=True)

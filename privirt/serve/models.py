@@ -12,14 +12,14 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: δ of a request must lie in [MIN_DELTA, MAX_DELTA] (as must a data set's and an allowance's δ).
+from ._budget import MAX_DELTA, MIN_DELTA
+
 __all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "ResultBody",
            "ErrorBody", "MAX_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
 
 #: Largest ε a single request may ask for (a larger one is refused with 422, whatever the budget).
 MAX_EPSILON = 100.0
-#: δ of a request must lie in [MIN_DELTA, MAX_DELTA].
-MIN_DELTA = 1e-15
-MAX_DELTA = 0.1
 #: Largest number of bootstrap replicates (CPU time a request may ask for).
 MAX_N_BOOT = 1000
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..private.ledger import Ledger
+from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
@@ -61,7 +62,7 @@ def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: fl
 
     check_dataset_name(name)
     eps = check_epsilon(epsilon, "--epsilon")
-    dlt = check_delta(delta, "--delta")
+    dlt = check_delta_limit(check_delta(delta, "--delta"), "--delta")
     if missing not in MISSING_DOMAINS:
         raise ValueError(f"--missing must be 'none' or 'mcar', got {missing!r}")
     pub = public_responses(resp, items, n_persons)
@@ -250,6 +251,9 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     params = dict(params)
     if params.get("delta") is None:
         params["delta"] = ds["allowance_delta"]
+        if not MIN_DELTA <= params["delta"] <= MAX_DELTA:  # an allowance made before the limit held
+            raise RequestFailed(422, f"delta: your allowance's δ ({params['delta']:g}) is outside the limit "
+                                     f"[{MIN_DELTA:g}, {MAX_DELTA:g}] of a request's δ; give delta explicitly")
     if params.get("n_boot") not in (None, 0) and params["n_boot"] < 20:
         raise RequestFailed(422, "n_boot: give 0 (no intervals) or at least 20 replicates")
     # parameters that do not apply to the chosen method are dropped, so that they do not count

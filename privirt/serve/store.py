@@ -43,7 +43,8 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
-from ._budget import _SUMS, LEDGER_TOLERANCE, Spent, _fits, remaining_epsilon, spent_epsilon  # noqa: F401
+from ._budget import (_SUMS, LEDGER_TOLERANCE, Spent, _fits, check_delta_limit, remaining_epsilon,  # noqa: F401
+                      spent_epsilon)
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "DuplicateRequest",
            "NoAccess", "StateError", "Spent"]
@@ -237,6 +238,8 @@ class Store:
 
     def add_analyst(self, name: str, allowances: dict[str, tuple[float, float]]) -> str:
         """Create an analyst with allowances; returns the key (shown once, stored hashed)."""
+        for ds, (_, dlt) in allowances.items():
+            check_delta_limit(dlt, f"the allowance's delta on {ds!r}")
         key, key_id, key_hash = _keys.new_key(_keys.ANALYST)
         b = self._b
         with b.write() as con:
