@@ -178,3 +178,33 @@ def test_curator_page_in_headless_chromium(served):
             browser.close()
     assert not outside, outside  # no external assets
     assert os.path.getsize(shot) > 10_000
+
+
+def test_the_plot_composes_every_spend_and_shows_the_latest_400():
+    """Over 400 spends the curve still ends at the composed total of every spend (it restarted
+    from 0 at the 401st-latest spend)."""
+    import datetime as dt
+    import re
+
+    from privirt.private.accounting import PrivacyCost, total_epsilon
+    from privirt.serve.page import cumulative_epsilon, render_page
+
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    spends = [{"id": k + 1, "request_id": f"{k:032x}", "time": (t0 + dt.timedelta(minutes=k)).isoformat(),
+               "analyst": "alice", "dataset": "d", "endpoint": "release", "mechanism": "laplace",
+               "rho": 0.0 if k % 3 else 1e-4, "epsilon": 0.01 if k % 3 else 0.0, "delta": 0.0,
+               "status": "done", "params": {"kind": "counts"}} for k in range(500)]
+    total = float(total_epsilon([PrivacyCost(s["rho"], s["epsilon"], s["delta"]) for s in spends], 1e-6))
+    shown = cumulative_epsilon(spends, 1e-6, last=400)
+    assert len(shown) == 400 and shown == pytest.approx(cumulative_epsilon(spends, 1e-6)[-400:], rel=1e-12)
+    assert shown[-1] == pytest.approx(total, rel=1e-9)
+    allowance = 2.0
+    html = render_page([], [{"analyst": "alice", "revoked": None, "dataset": "d", "epsilon": allowance,
+                             "delta": 1e-6, "n_spends": 500, "spent_epsilon": total, "remaining_epsilon": 0.0}],
+                       spends, [{"name": "alice", "created": "", "revoked": None}])
+    ys = [float(p.split(",")[1]) for p in re.search(r'<polyline points="([^"]+)"', html).group(1).split()]
+    H, T, B = 190, 10, 38
+    ymax = max(allowance, total) * 1.08
+    eps = [(1 - (y - T) / (H - T - B)) * ymax for y in ys]
+    assert eps[-1] == pytest.approx(total, abs=0.02)
+    assert eps[0] == pytest.approx(cumulative_epsilon(spends[:100], 1e-6)[-1], abs=0.02)  # not 0

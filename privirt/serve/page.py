@@ -41,14 +41,33 @@ def _parse_time(t: str) -> float:
     return _dt.datetime.fromisoformat(t).timestamp()
 
 
-def cumulative_epsilon(spends: list[dict], delta: float) -> list[float]:
-    """Composed ε after each spend (zCDP composition at the allowance's δ, as the ledger)."""
-    from ..private.accounting import PrivacyCost, total_epsilon
+def cumulative_epsilon(spends: list[dict], delta: float, last: int | None = None) -> list[float]:
+    """Composed ε after each spend (zCDP composition at the allowance's δ, as the ledger).
 
-    costs, out = [], []
-    for s in spends:
-        costs.append(PrivacyCost(rho=s["rho"], epsilon=s["epsilon"], delta=s["delta"]))
-        out.append(float(total_epsilon(costs, delta)))
+    Parameters
+    ----------
+    spends : list of dict
+        Every spend of the allowance, oldest first (``rho``, ``epsilon``, ``delta``).
+    delta : float
+        The allowance's δ, at which the spends are composed.
+    last : int, optional
+        Return only the points of the latest ``last`` spends; each is still composed over
+        every spend up to it (so the last point is the composed total of all spends).
+
+    Returns
+    -------
+    list of float
+        The composed ε after each (of the latest ``last``) spend(s).
+    """
+    from ._budget import Spent
+
+    costs = [(s["rho"], s["epsilon"], s["delta"]) for s in spends]
+    first = 0 if last is None else max(0, len(costs) - int(last))
+    running = Spent.of(costs[:first])  # the sums of the spends before the points shown
+    out = []
+    for c in costs[first:]:
+        running = running.plus(c)
+        out.append(float(running.total(delta)))
     return out
 
 
@@ -63,17 +82,18 @@ def _bar(spent: float, total: float) -> str:
             f'style="width:{share * 100:.1f}%"></span></span> {share:.0%}')
 
 
-def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float]]) -> str:
-    """An SVG of cumulative ε against time, one line per data set (name, times, eps, allowance)."""
+def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float, float]]) -> str:
+    """An SVG of cumulative ε against time, one line per data set (name, times, eps, allowance,
+    the composed ε before the first point shown)."""
     W, H, L, R, T, B = 440, 190, 48, 12, 10, 38
-    times = [t for _, ts, _, _ in series for t in ts]
+    times = [t for _, ts, _, _, _ in series for t in ts]
     if not times:
         return (f'<figure><figcaption>{escape(analyst)}</figcaption>'
                 '<p class="muted">no spends yet</p></figure>')
     t0, t1 = min(times), max(times)
     if t1 - t0 < 1e-6:
         t0, t1 = t0 - 1.0, t1 + 1.0
-    ymax = max([a for *_, a in series] + [max(es) for _, _, es, _ in series if es]) * 1.08
+    ymax = max([a for _, _, _, a, _ in series] + [max(es) for _, _, es, _, _ in series if es]) * 1.08
     ymax = ymax if ymax > 0 else 1.0
 
     def x(t: float) -> float:
@@ -97,13 +117,13 @@ def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float]
     parts.append(f'<text x="12" y="{(T + H - B) / 2}" font-size="10" text-anchor="middle" '
                  f'transform="rotate(-90 12 {(T + H - B) / 2})">ε spent</text>')
     legend = []
-    for k, (ds, ts, es, allow) in enumerate(series):
+    for k, (ds, ts, es, allow, before) in enumerate(series):
         c = _COLOURS[k % len(_COLOURS)]
         parts.append(f'<line x1="{L}" x2="{W - R}" y1="{y(allow):.1f}" y2="{y(allow):.1f}" stroke="{c}" '
                      'stroke-dasharray="5 4" stroke-width="1"/>')
         if ts:
-            pts = [(x(t0), y(0.0))]
-            prev = 0.0
+            pts = [(x(t0), y(before))]
+            prev = before
             for t, e in zip(ts, es):
                 pts += [(x(t), y(prev)), (x(t), y(e))]
                 prev = e
@@ -152,9 +172,11 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
             if a["analyst"] != name:
                 continue
             mine = [s for s in spends if s["analyst"] == name and s["dataset"] == a["dataset"]]
-            mine = mine[-400:]  # the plot shows the latest 400 spends of each allowance
-            series.append((a["dataset"], [_parse_time(s["time"]) for s in mine],
-                           cumulative_epsilon(mine, a["delta"]), a["epsilon"]))
+            # the plot shows the latest 400 spends of each allowance, composed over all of them
+            eps = cumulative_epsilon(mine, a["delta"], last=401)
+            before = eps.pop(0) if len(mine) > 400 else 0.0  # composed ε before the points shown
+            series.append((a["dataset"], [_parse_time(s["time"]) for s in mine[-400:]], eps, a["epsilon"],
+                           before))
         plots.append(_plot(name, series))
 
     rows = []
