@@ -95,3 +95,20 @@ def test_a_defaulted_delta_outside_the_limit_is_422_and_spends_nothing(tmp_path)
     body, _ = run_request(store, carol, "lsat6", "release", ReleaseRequest(epsilon=1.0, delta=1e-6).model_dump(),
                           None)
     assert body["params"]["delta"] == 1e-6
+
+
+def test_dataset_add_reads_a_long_table_with_named_item_and_response_columns(tmp_path):
+    from privirt.serve.store import open_store
+
+    table = tmp_path / "long.csv"
+    table.write_text("id,question,answer\np1,a,1\np1,b,0\np2,a,0\np2,b,1\np3,a,1\n")
+    state = str(tmp_path / "s.db")
+    cli("serve", "init", state)
+    proc = cli("serve", "dataset", "add", state, "lg", table, "--epsilon", "1", "--delta", "1e-6", "--missing",
+               "mcar", "--person-col", "id", "--item-col", "question", "--response-col", "answer",
+               "--items", "a,b", "--n-persons", "3")
+    assert "3 persons × 2 items" in proc.stdout
+    store = open_store(state)
+    ds = store.datasets()[0]
+    codes = store.load_codes(1, ds["sha256"])
+    assert ds["items"] == ["a", "b"] and codes.shape == (3, 2) and int((codes == 1).sum()) == 3

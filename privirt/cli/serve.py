@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from ._input import add_long_columns
 from ._types import number, positive_int
 
 _DESCRIPTION = """\
@@ -67,6 +68,7 @@ def register(subparsers) -> None:
                    help="a pattern table: COL holds how many persons gave each row (e.g. 'frequency')")
     p.add_argument("--format", choices=("wide", "long"), default=None, help="table layout (default: guessed)")
     p.add_argument("--person-col", default=None, metavar="COL", help="wide tables: the person column")
+    add_long_columns(p)
     p.set_defaults(func=run_dataset_add)
     ds.set_defaults(func=_needs("privirt serve dataset add STATE NAME FILE --epsilon E --delta D"))
 
@@ -147,10 +149,9 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_dataset_add(args: argparse.Namespace) -> int:
-    from ..data.responses import private_responses
     from ..serve.service import check_dataset_name, register_dataset
     from ..serve.store import open_store
-    from ._input import public_items
+    from ._input import public_items, read_responses
 
     from ..private.accounting import check_delta, check_epsilon
 
@@ -166,9 +167,9 @@ def run_dataset_add(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.exists():
         raise ValueError(f"no such file: {path}")
-    # read as every private path reads (labels as text, empty persons and items kept)
-    resp = private_responses(str(path), format=args.format or "auto", person_col=args.person_col,
-                             weights=args.weights_col)
+    # read as every private path reads (labels as text, empty persons and items kept), with the
+    # layout options of `privirt estimate` (--format, --person-col, --item-col, --response-col)
+    resp = read_responses(args, private=True)
     items = None if args.items is None else public_items(args.items)
     info = register_dataset(store, name=args.name, resp=resp, epsilon=args.epsilon, delta=args.delta,
                             items=items, n_persons=args.n_persons, missing=args.missing, source=path.name)
