@@ -112,3 +112,27 @@ def test_dataset_add_reads_a_long_table_with_named_item_and_response_columns(tmp
     ds = store.datasets()[0]
     codes = store.load_codes(1, ds["sha256"])
     assert ds["items"] == ["a", "b"] and codes.shape == (3, 2) and int((codes == 1).sum()) == 3
+
+
+def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, monkeypatch):
+    import uvicorn
+
+    def never(*a, **k):
+        raise AssertionError("uvicorn started")
+
+    monkeypatch.setattr(uvicorn, "run", never)
+    state = str(tmp_path / "s.db")
+    cli("serve", "init", state)
+    pem = tmp_path / "cert.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\n")
+    missing = str(tmp_path / "nokey.pem")
+    cases = [
+        (("--port", "70000"), "--port must be 1-65535"),
+        (("--ssl-keyfile", missing, "--ssl-certfile", str(pem)), f"--ssl-keyfile {missing}: no such file"),
+        (("--ssl-keyfile", str(pem), "--ssl-certfile", missing), f"--ssl-certfile {missing}: no such file"),
+        (("--ssl-keyfile", str(tmp_path), "--ssl-certfile", str(pem)), "--ssl-keyfile"),
+        (("--ssl-keyfile", str(pem)), "both --ssl-keyfile and --ssl-certfile"),
+    ]
+    for extra, text in cases:
+        line = _one_line_error(cli("serve", "run", state, *extra, check=False))
+        assert text in line, (extra, line)

@@ -296,16 +296,36 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _check_readable(path: str, flag: str) -> None:
+    """A one-line error naming ``flag`` and ``path`` unless ``path`` is a file this process can read."""
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{flag} {path}: no such file")
+    if not p.is_file():
+        raise ValueError(f"{flag} {path}: not a file")
+    try:
+        with p.open("rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from ..serve.store import open_store
 
+    # the options are checked here, so that uvicorn never starts with them (it printed a traceback)
+    if not 1 <= args.port <= 65535:
+        raise ValueError(f"--port must be 1-65535, got {args.port}")
+    if (args.ssl_keyfile is None) != (args.ssl_certfile is None):
+        raise ValueError("give both --ssl-keyfile and --ssl-certfile, or neither")
+    for flag, path in (("--ssl-keyfile", args.ssl_keyfile), ("--ssl-certfile", args.ssl_certfile)):
+        if path is not None:
+            _check_readable(path, flag)
     open_store(args.state)  # a bad STATE is one line here, not a traceback in every worker
     try:
         import uvicorn
     except ImportError:
         raise ImportError("privirt serve run needs the serve extra: pip install 'privirt[serve]'") from None
-    if (args.ssl_keyfile is None) != (args.ssl_certfile is None):
-        raise ValueError("give both --ssl-keyfile and --ssl-certfile, or neither")
     if not _is_loopback(args.host) and args.ssl_certfile is None:
         print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "
               "network in clear — put a TLS reverse proxy in front or give --ssl-keyfile/--ssl-certfile",
