@@ -136,3 +136,17 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, mo
     for extra, text in cases:
         line = _one_line_error(cli("serve", "run", state, *extra, check=False))
         assert text in line, (extra, line)
+
+
+def test_a_password_in_the_urls_query_string_is_not_printed():
+    from privirt.serve._backends import _redact
+
+    assert _redact("postgresql://u@h:5432/db?sslmode=require&password=s3cret") == \
+        "postgresql://u@h:5432/db?sslmode=require&password=***"
+    assert _redact("postgresql://u:s3cret@h/db?password=s3cret") == "postgresql://u:***@h/db?password=***"
+    assert _redact("postgresql://u@h/db?sslmode=require") == "postgresql://u@h/db?sslmode=require"
+    pytest.importorskip("psycopg")
+    url = "postgresql://nobody@127.0.0.1:1/x?password=s3cret"  # nothing listens on port 1
+    for args in (("serve", "init", url), ("serve", "list", url)):
+        line = _one_line_error(cli(*args, check=False))
+        assert "s3cret" not in line and "password=***" in line, line

@@ -211,17 +211,22 @@ class _Postgres:
 
 
 def _redact(url: str) -> str:
-    """The URL without its password (for messages)."""
-    from urllib.parse import urlsplit, urlunsplit
+    """The URL without its password (for messages): ``user:***@`` and ``password=***`` in the
+    query string (libpq takes a password from either)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)
         if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-            return urlunsplit(parts._replace(netloc=netloc))
+            parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        if any(k.strip().lower() == "password" for k, _ in query):
+            parts = parts._replace(query=urlencode(
+                [(k, "***" if k.strip().lower() == "password" else v) for k, v in query], safe="*"))
+        redacted = urlunsplit(parts)
     except ValueError:
         return "postgresql://…"
-    return url
+    return url if redacted == urlunsplit(urlsplit(url)) else redacted
 
 
 def _backend(state: str | Path):
