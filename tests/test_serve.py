@@ -609,3 +609,15 @@ def test_dataset_add_names_a_padding_declaration_as_the_cause_of_missing_cells(t
     from privirt.serve.store import open_store
 
     assert open_store(state).datasets() == []
+
+
+@pytest.mark.parametrize("name", ["lsat6", "nosuch", "secret"])
+def test_an_invalid_n_boot_is_422_at_the_body_stage_whatever_the_name(service, name):
+    """n_boot in 1..19 is a body rule: 422 before the data set is looked up (it was 404 on a data
+    set the key cannot see and 422 on its own)."""
+    s = service
+    n0 = counts(s["state"])
+    for n_boot in (5, 19):
+        st, b, _ = _post(s, "alice", name, "estimate", {"epsilon": 0.1, "n_boot": n_boot})
+        assert st == 422 and b["detail"] == "n_boot: give 0 (no intervals) or at least 20 replicates", b
+    assert counts(s["state"]) == n0

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 #: δ of a request must lie in [MIN_DELTA, MAX_DELTA] (as must a data set's and an allowance's δ).
 from ._budget import MAX_DELTA, MIN_DELTA
@@ -46,6 +47,14 @@ class EstimateRequest(_Privacy):
     n_boot: int | None = Field(default=None, ge=0, le=MAX_N_BOOT,
                                description="bootstrap replicates for the intervals (0: none, else ≥ 20; "
                                            "left out: the method's own default, fewer beyond 1000 items)")
+
+    @field_validator("n_boot")
+    @classmethod
+    def _n_boot_none_or_enough(cls, v: int | None) -> int | None:
+        # a body rule: checked with the rest of the body, before the data set is looked up
+        if v is not None and 0 < v < 20:
+            raise PydanticCustomError("n_boot", "give 0 (no intervals) or at least 20 replicates")
+        return v
 
 
 class ReleaseRequest(_Privacy):

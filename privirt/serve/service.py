@@ -254,8 +254,6 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         if not MIN_DELTA <= params["delta"] <= MAX_DELTA:  # an allowance made before the limit held
             raise RequestFailed(422, f"delta: your allowance's δ ({params['delta']:g}) is outside the limit "
                                      f"[{MIN_DELTA:g}, {MAX_DELTA:g}] of a request's δ; give delta explicitly")
-    if params.get("n_boot") not in (None, 0) and params["n_boot"] < 20:
-        raise RequestFailed(422, "n_boot: give 0 (no intervals) or at least 20 replicates")
     # parameters that do not apply to the chosen method are dropped, so that they do not count
     # as "different parameters" for an Idempotency-Key and do not show in the record
     if (params.get("method") or params.get("kind")) == "totals":
