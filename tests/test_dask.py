@@ -310,6 +310,8 @@ def test_cli_estimate_engine_dask(tmp_path, capsys, client):
     # errors: one line, nothing written
     for argv, msg in (
         (["--engine", "dask", "--method", "cmle"], "--engine dask supports --method spectral"),
+        (["--engine", "dask", "--method", "cmle", "--epsilon", "1"], "--engine dask runs --method spectral"),
+        (["--engine", "dask", "--missing", "mcar"], "--missing needs --epsilon"),
         (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
         (["--engine", "dask", "--epsilon", "1"], "needs --n-persons"),
         (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
@@ -378,7 +380,7 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     argv = ["--epsilon", "1", "--seed", "3", "--n-persons", "1200", "--items",
             ",".join(frame.columns)]
     assert main(["estimate", str(folder), "--engine", "dask", "--scheduler",
-                 client.scheduler.address, *argv, "--out", str(tmp_path / "d.csv")]) == 0
+                 client.scheduler.address, *argv, "--method", "spectral", "--out", str(tmp_path / "d.csv")]) == 0
     out = capsys.readouterr().out
     assert "spectral estimate (dask) (seeded noise: NOT private): 1200 persons × 5 items" in out
     csv = tmp_path / "lsat.csv"
@@ -387,6 +389,17 @@ def test_cli_private_estimate_engine_dask(tmp_path, capsys, client):
     got = pd.read_csv(tmp_path / "d.csv", comment="#", index_col="item")
     ref = pd.read_csv(tmp_path / "l.csv", comment="#", index_col="item")
     pd.testing.assert_frame_equal(got, ref)
+    # the default method is the in-memory default (it was always Algorithm 2 on Dask, with no
+    # note), and the totals method runs on Dask from the command line too
+    for extra in (["--missing", "mcar"], ["--method", "totals", "--missing", "mcar"]):  # 200 absent persons
+        assert main(["estimate", str(folder), "--engine", "dask", "--scheduler", client.scheduler.address,
+                     *argv, *extra, "--out", str(tmp_path / "dt.csv")]) == 0
+        assert main(["estimate", str(csv), *argv, *extra, "--out", str(tmp_path / "lt.csv")]) == 0
+        out = capsys.readouterr().out
+        assert "totals estimate (dask)" in out
+        got = pd.read_csv(tmp_path / "dt.csv", comment="#", index_col="item")
+        ref = pd.read_csv(tmp_path / "lt.csv", comment="#", index_col="item")
+        pd.testing.assert_frame_equal(got, ref)
 
 
 def test_dask_statistics_give_the_totals_release_inputs(client):

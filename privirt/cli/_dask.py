@@ -52,12 +52,16 @@ def check_engine_args(args: argparse.Namespace) -> None:
         named = f" ({' and '.join(long_cols)} {verb} a long table's columns)" if long_cols else ""
         raise ValueError(f"--engine dask reads wide Parquet (one column per item){named}; "
                          "convert the long table or use --engine local")
-    if args.method is None:
-        args.method = "spectral"  # the estimator that runs on Dask sums (counts)
-    if args.method != "spectral":
-        raise ValueError("--engine dask supports --method spectral (Algorithm 2 when private)")
-    if getattr(args, "missing", None) is not None:
-        raise ValueError("--missing applies to --method totals, which --engine dask does not run from the "
-                         "command line (use privirt.private_totals_estimate(..., engine='dask') in Python)")
+    private = getattr(args, "epsilon", None) is not None
+    if private:  # the private methods run on Dask sums; the default is chosen as in memory
+        if args.method not in (None, "spectral", "totals"):
+            raise ValueError(f"--engine dask runs --method spectral (Algorithm 2) or totals with --epsilon, "
+                             f"not {args.method}")
+    else:
+        if args.method is None:
+            args.method = "spectral"  # the non-private estimator that runs on Dask sums (counts)
+        if args.method != "spectral":
+            raise ValueError("--engine dask supports --method spectral without --epsilon (with --epsilon "
+                             "also totals)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")

@@ -487,7 +487,7 @@ def _run_dask(args: argparse.Namespace) -> int:
             source = public_source(args.file, items=items, n_persons=args.n_persons,
                                    client=args.scheduler, person_col=args.person_col)
         _check_top_k(args.top_k, source.n_items)
-        _, table, statement = _private_table(source, args, items)
+        method, table, statement = _private_table(source, args, items)
         n_rows = source.n_persons
     else:
         st = dask_statistics(args.file, client=args.scheduler, person_col=args.person_col)
@@ -502,7 +502,8 @@ def _run_dask(args: argparse.Namespace) -> int:
         fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
         table = pd.DataFrame({"beta": fit.beta})
         n_rows = st.n_rows
-    return show_result(table, args, method=args.method, n_persons=n_rows, statement=statement,
+        method = args.method
+    return show_result(table, args, method=method, n_persons=n_rows, statement=statement,
                        engine="dask")
 
 
