@@ -89,6 +89,26 @@ def test_cli_words_keep_the_flag_and_drop_the_keyword():
     assert cli_text("infinite; use spectral_estimate (regularised)") == "infinite; use --method spectral (regularised)"
 
 
+def test_the_randomized_response_and_long_column_refusals_use_command_line_words(tmp_path, capsys):
+    # they said "pass n_boot=0 or use mechanism='gaussian'" and "name yours with --person-col ,
+    # --item-col , --person-col, --item-col, --response-col"
+    import numpy as np
+    import pandas as pd
+
+    path = tmp_path / "x.csv"
+    pd.DataFrame((np.random.default_rng(310_060).random((60, 4)) < 0.5).astype(int),
+                 columns=list("abcd")).to_csv(path, index=False)
+    assert main(["estimate", str(path), "--epsilon", "1", "--method", "spectral",
+                 "--mechanism", "randomized_response", "--n-boot", "50"]) == 2
+    line = _err_line(capsys)
+    assert line.endswith("pass --n-boot 0 or use --mechanism gaussian")
+    long = tmp_path / "long.csv"
+    long.write_text("id,q,a\np1,i1,1\np1,i2,0\n")
+    assert main(["estimate", str(long), "--format", "long"]) == 2
+    line = _err_line(capsys)
+    assert line.endswith("name yours with --person-col, --item-col, --response-col") and "_col=" not in line
+
+
 def test_demo_help_shows_a_plain_percent_sign(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
@@ -405,3 +425,10 @@ def test_demo_and_p0_errors_in_command_line_words(capsys, tmp_path):
     pd.DataFrame(X, columns=list("abcd")).to_csv(path, index=False)
     assert main(["estimate", str(path), "--epsilon", "1", "--p0", "5"]) == 2
     assert _err_line(capsys).startswith("privirt: error: --p0 must")
+
+
+def test_top_k_help_says_what_it_lists_for_the_2pl(capsys):
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the K hardest items (with --model 2pl: the K most discriminating)" in text

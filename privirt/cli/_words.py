@@ -25,9 +25,15 @@ _FLAGS = {
     "regularization": "--regularization",
     "missing": "--missing",
     "p0": "--p0",
+    "n_boot": "--n-boot",
+    "mechanism": "--mechanism",
+    "method": "--method",
+    "estimator": "--estimator",
 }
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
+    # the long table's column names (the library lists its three keywords, then the flags)
+    (re.compile(r"name yours with person_col=, item_col=, response_col= \(CLI: ([^)]+)\)"), r"name yours with \1"),
     # "as items=[...] (CLI: --items)", "weights='frequency' (CLI: --weights-col frequency)",
     # "regularization > 0 (CLI: --regularization 1)": keep the flag only
     (re.compile(r"\b[a-z_]+(?:=| [<>]=? )(?:'[^']*'|\"[^\"]*\"|\S*?) \(CLI: ([^)]+)\)"), r"\1"),
@@ -47,6 +53,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # "n_persons=2000" -> "--n-persons 2000"
     (re.compile(r"\b(n_persons|person_col|item_col|response_col)=(\S+)"),
      lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}"),
+    # "pass n_boot=0 or use mechanism='gaussian'" -> "pass --n-boot 0 or use --mechanism gaussian"
+    (re.compile(r"\b(n_boot|mechanism|method|estimator)=(?:'([^']*)'|\"([^\"]*)\"|([\w.]+))"),
+     lambda m: f"{_FLAGS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}"),
     # "epsilon must be a finite number" -> "--epsilon must be ..."
     (re.compile(r"^(epsilon|delta|n_persons|p0) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
 ]

@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--top-k", type=positive_int, default=None, metavar="K",
-        help="also list the K hardest items",
+        help="also list the K hardest items (with --model 2pl: the K most discriminating)",
     )
     parser.add_argument(
         "--out", type=Path, default=None, metavar="PATH",
