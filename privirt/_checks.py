@@ -25,6 +25,14 @@ def check_positive_number(name: str, value: Any) -> float:
     return float(value)
 
 
+def as_number(value: Any) -> float:
+    """``float(value)`` of a number, never of a bool (``True`` is not 1.0 here): TypeError or
+    ValueError otherwise, for the caller's message."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"a bool is not a number: {value!r}")
+    return float(value)
+
+
 def check_n_boot(n_boot: Any) -> int:
     """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or at least 20."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):

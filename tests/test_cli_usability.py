@@ -432,3 +432,39 @@ def test_top_k_help_says_what_it_lists_for_the_2pl(capsys):
         main(["estimate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "the K hardest items (with --model 2pl: the K most discriminating)" in text
+
+
+@pytest.mark.parametrize("command, extra", [("gibbs", ["--iter", "1000000000000"]),
+                                            ("gibbs", ["--iter", "100000000000000000000"]),
+                                            ("mh", ["--iter", "1000000000000"]),
+                                            ("mh", ["--iter", "40", "--chains", "100000000000"])])
+def test_a_sampler_run_too_large_for_memory_is_one_line(tmp_path, capsys, command, extra):
+    # a 28-line traceback (numpy's _ArrayMemoryError) or "Maximum allowed dimension exceeded"
+    import numpy as np
+    import pandas as pd
+
+    import privirt
+
+    path = tmp_path / "x.csv"
+    X = privirt.simulate_2pno(200, 6, seed=310_070)[0]
+    pd.DataFrame(np.asarray(X), columns=list("abcdef")).to_csv(path, index=False)
+    out = tmp_path / "o.csv"
+    assert main([command, str(path), "--warmup", "20", "--no-progress", "--seed", "1", *extra,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: ")
+    assert ("do not fit in memory; keep fewer draws" in err[0]) or ("not enough memory" in err[0])
+    assert not out.exists()
+
+
+def test_the_samplers_refuse_a_bool_where_a_number_is_asked():
+    # True was taken for 1.0: b ~ N(1, 1), and proposal SDs of 1
+    import privirt
+
+    X = privirt.simulate_2pno(100, 4, seed=310_071)[0]
+    with pytest.raises(ValueError, match=r"priors\['b'\] must be a \(mean, variance\) pair of numbers"):
+        privirt.gibbs_2pno(X, priors={"b": (True, 1)}, n_iter=30, warmup=10)
+    with pytest.raises(ValueError, match=r"priors\['b'\] must be a \(mean, variance\) pair of numbers"):
+        privirt.mh_2pl(X, priors={"b": (True, 1)}, n_iter=30, warmup=10)
+    with pytest.raises(ValueError, match="proposal_sd for theta must be a number"):
+        privirt.mh_2pl(X, proposal_sd=True, n_iter=30, warmup=10)

@@ -43,9 +43,18 @@ class DrawSink:
                  keep_draws: bool = True) -> None:
         self.keep_draws = keep_draws
         if keep_draws:
-            self.store: dict[str, Any] | None = {
-                p: xp.empty((batch, n_draws, s)) for p, s in sizes.items()
-            }
+            try:
+                self.store: dict[str, Any] | None = {
+                    p: xp.empty((batch, n_draws, s)) for p, s in sizes.items()
+                }
+            except (MemoryError, ValueError) as exc:  # (numpy: "Maximum allowed dimension exceeded")
+                if isinstance(exc, ValueError) and "dimension" not in str(exc):
+                    raise
+                values = batch * n_draws * sum(sizes.values())
+                raise MemoryError(f"the kept draws ({batch} chain(s) × {n_draws} draws × "
+                                  f"{sum(sizes.values())} parameters, {values * 8 / 2**30:.3g} GiB) do not fit "
+                                  "in memory; keep fewer draws: fewer iterations or chains, or a larger "
+                                  "thinning") from None
             self.stream: dict[str, StreamingSummary] | None = None
         else:
             self.store = None

@@ -13,6 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .._checks import as_number
+
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
            "normalise_signs"]
@@ -49,7 +51,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
         if key not in _BLOCKS:
             raise ValueError(f"unknown prior block {key!r}; use 'theta', 'a' or 'b'")
         try:
-            mean, var = (float(v) for v in value)
+            mean, var = (as_number(v) for v in value)
         except (TypeError, ValueError):
             raise ValueError(
                 f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {value!r}"
@@ -84,7 +86,7 @@ def check_proposal_sd(proposal_sd: Any) -> dict[str, float]:
     out = {}
     for key, v in zip(_BLOCKS, values):
         try:
-            v = float(v)
+            v = as_number(v)
         except (TypeError, ValueError):
             raise ValueError(f"proposal_sd for {key} must be a number, got {v!r}") from None
         if not math.isfinite(v) or v <= 0:

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
+from .._checks import as_number
 from ..data.responses import Responses
 from . import moves as _moves
 from .slopes import FIXED, Anchors
@@ -44,7 +45,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
         if spec is None:
             continue
         try:
-            mean, var = (float(v) for v in spec)
+            mean, var = (as_number(v) for v in spec)
         except (TypeError, ValueError):
             raise ValueError(
                 f"priors[{key!r}] must be a (mean, variance) pair of numbers, got {spec!r}"

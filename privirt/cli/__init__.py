@@ -120,6 +120,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
         print(f"privirt: error: {cli_message(exc)}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
+        text = " ".join(str(exc).split()) or "MemoryError"
+        if not text.startswith("the kept draws"):
+            text = f"not enough memory ({text}); use a smaller problem or a machine with more memory"
+        print(f"privirt: error: {text}{_spent(mark)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"privirt: interrupted{_spent(mark)}", file=sys.stderr)
         return 130
