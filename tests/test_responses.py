@@ -448,3 +448,27 @@ def test_the_command_line_reads_a_files_labels_as_written(tmp_path, capsys):
     assert main(["estimate", str(long), "--out", str(out)]) == 0
     import json
     assert [row["item"] for row in json.loads(out.read_text())["items"]] == ["01", "1"]
+
+
+def test_a_sparse_matrix_a_dict_and_a_scalar_get_one_line_saying_what_to_pass():
+    # "invalid response <Compressed Sparse Row sparse matrix ...>\n\twith 2 stored elements ...
+    # at position ()": two lines, and the wrong problem
+    import scipy.sparse
+
+    with pytest.raises(ValueError, match=r"scipy.sparse matrix stores its absent cells as 0: pass a dense") as exc:
+        privirt.as_responses(scipy.sparse.csr_matrix(np.eye(3)))
+    assert "\n" not in str(exc.value)
+    with pytest.raises(ValueError, match=r"a dict is not a responses table"):
+        privirt.as_responses({"a": [1, 0], "b": [0, 1]})
+    with pytest.raises(ValueError, match=r"persons × items matrix .* got int"):
+        privirt.as_responses(1)
+
+
+def test_sufficient_statistics_refuse_an_item_listed_twice():
+    # the in-memory engine paired the item with itself (B[a, a] in an off-diagonal cell);
+    # the Dask engine refused
+    from privirt.stats.api import sufficient_statistics
+
+    X = pd.DataFrame([[1, 0], [1, 1], [0, 1]], columns=["a", "b"])
+    with pytest.raises(ValueError, match="items lists 'a' twice"):
+        sufficient_statistics(X, items=["a", "a", "b"])

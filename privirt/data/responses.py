@@ -270,7 +270,16 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
     else:
         if _is_cupy(data):
             data = data.get()
+        if type(data).__module__.startswith("scipy.sparse"):
+            raise ValueError("a scipy.sparse matrix stores its absent cells as 0: pass a dense array "
+                             "(X.toarray(), with NaN where a response is missing) or a DataFrame")
+        if isinstance(data, dict):
+            raise ValueError("a dict is not a responses table: pass a DataFrame (pd.DataFrame(data)), "
+                             "an array or a file")
         values = np.asarray(data)
+        if values.ndim == 0:
+            raise ValueError(f"responses must be a persons × items matrix (array, DataFrame or file), "
+                             f"got {type(data).__name__}")
         if no_rows and values.ndim == 2 and values.shape[0] == 0 and values.shape[1] > 0:
             resp = _no_rows(values.shape[1], None)
         else:

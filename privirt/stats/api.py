@@ -173,6 +173,8 @@ def _select_items(resp: Responses, items: Sequence[Any]) -> Responses:
     wanted = pd.Index(list(items))
     by_text = {str(label): label for label in resp.items}
     wanted = pd.Index([by_text.get(str(w), w) for w in wanted])
+    if wanted.has_duplicates:  # an item paired with itself (B_ii in an off-diagonal cell)
+        raise ValueError(f"items lists {wanted[wanted.duplicated()][0]!r} twice; give each item once")
     pos = resp.items.get_indexer(wanted)
     if (pos < 0).any():
         raise ValueError(f"item {wanted[pos < 0][0]!r} of `items` is not in the data")
