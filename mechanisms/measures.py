@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
+from fractions import Fraction
 
 __all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_approx_dp"]
 
@@ -113,16 +115,92 @@ def pure_to_zcdp(epsilon: float) -> float:
 
 
 def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
-    """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1).
+    """CKS 2020 Cor. 13 bound at the Rényi order α = 1 + e^t (valid for every α > 1), in doubles.
 
     αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), written with α − 1 = e^t,
     log α = log1p(e^t) and log(1 − 1/α) = −log1p(e^{−t}) so that no cancellation occurs for
     α near 1 or for large α (small ρ, where ``t − log α`` would lose every digit and
-    understate ε).
+    understate ε).  Rounded to nearest: used only to *choose* α; the claim is
+    :func:`_cks_epsilon_upper` at that α.
     """
     am1 = math.exp(t)
     log_alpha = math.log1p(am1)
     return (1.0 + am1) * rho + log_inv_delta / am1 - math.log1p(math.exp(-t)) - log_alpha / am1
+
+
+#: Decimal digits of the rigorous evaluations below (the objective's terms cancel by at most
+#: about 10 digits in the range privirt calibrates for; 60 leave the result exact to the ulp).
+_DIGITS = 60
+
+
+def _ln_enclosure(x: Fraction) -> tuple[Fraction, Fraction]:
+    """Rigorous ``lo <= log(x) <= hi`` for a rational ``x > 0``.
+
+    ``Decimal.ln`` is correctly rounded (error ≤ ½ unit in the last place); the argument is
+    rounded to :data:`_DIGITS` digits first (relative error ≤ 10^(1−DIGITS), hence an absolute
+    error ≤ 10^(1−DIGITS)·(1 + small) in the log), and both ends are widened by
+    10^(2−DIGITS) absolute plus one unit in the last place of the result.
+    """
+    with localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = _DIGITS, MAX_EMAX, MIN_EMIN
+        v = (Decimal(x.numerator) / Decimal(x.denominator)).ln()
+    mid = Fraction(v)
+    pad = abs(mid) / 10 ** (_DIGITS - 1) + Fraction(1, 10 ** (_DIGITS - 2))
+    return mid - pad, mid + pad
+
+
+def _log1p_lower(x: Fraction) -> Fraction:
+    """A rigorous lower bound on ``log(1 + x)`` for a rational ``x > 0`` (relative error
+    below 10^(3−DIGITS)).  For ``x < 1/1000`` the alternating series x − x²/2 + x³/3 − …
+    (terms decreasing: every partial sum ending on a negative term is below the value);
+    otherwise :func:`_ln_enclosure` of ``1 + x`` (≥ 1.001, so its absolute error is small
+    against ``log(1 + x)``)."""
+    if x >= Fraction(1, 1000):
+        return _ln_enclosure(1 + x)[0]
+    # x < 1e-3: stop after a negative term once the next term is below x·10^-DIGITS
+    tol = x / 10 ** _DIGITS
+    total, term, k = Fraction(0), x, 1
+    while True:
+        total += term / k if k % 2 else -term / k
+        if k % 2 == 0 and term * x / (k + 1) < tol:
+            return total
+        term *= x
+        k += 1
+
+
+def _cks_epsilon_upper(am1: float, rho: float, delta: float) -> Fraction:
+    """A rigorous upper bound on the CKS 2020 Cor. 13 bound at α = 1 + ``am1`` (exact rational
+    α − 1 = the double ``am1`` > 0), computed in outward-rounded rational arithmetic:
+
+    ε(α) = αρ + log(1/δ)/(α−1) − log1p(1/(α−1)) − log1p(α−1)/(α−1).
+
+    Every α > 1 gives a valid ε, and this value is ≥ ε(α), so it is a valid claim.
+    """
+    a = Fraction(am1)
+    log_inv_delta_hi = -_ln_enclosure(Fraction(delta))[0]
+    return ((1 + a) * Fraction(rho) + log_inv_delta_hi / a - _log1p_lower(1 / a)
+            - _log1p_lower(a) / a)
+
+
+def _classic_upper(rho: float, delta: float) -> Fraction:
+    """A rigorous upper bound on Bun & Steinke's ρ + 2√(ρ log(1/δ))."""
+    q = Fraction(rho) * -_ln_enclosure(Fraction(delta))[0]
+    with localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin = _DIGITS, MAX_EMAX, MIN_EMIN
+        r = Fraction((Decimal(q.numerator) / Decimal(q.denominator)).sqrt())
+    r = r * (1 + Fraction(1, 10 ** (_DIGITS - 2)))  # ≥ √q: two roundings of ≤ ½ ulp each
+    return Fraction(rho) + 2 * r
+
+
+def _round_up(x: Fraction) -> float:
+    """The smallest double ≥ the rational ``x`` (``inf`` above the largest double)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
 
 
 def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
@@ -151,14 +229,16 @@ def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
     if rho == 0.0:
         return 0.0
     L = math.log(1.0 / delta)
-    classic = rho + 2.0 * math.sqrt(rho * L)
+    classic = _round_up(_classic_upper(rho, delta))
     if not tight:
         return classic
     import numpy as np
     from scipy import optimize
 
-    # Minimise over t = log(α − 1); the objective is smooth and unimodal in practice, and the
-    # minimiser lies near α ≈ 1 + √(L/ρ) (where the classic bound's α is).
+    # Minimise over t = log(α − 1) in doubles to choose α; the objective is smooth and unimodal
+    # in practice, and the minimiser lies near α ≈ 1 + √(L/ρ) (where the classic bound's α is).
+    # The doubles only choose α: the claim is the objective at that α bounded from above in
+    # exact arithmetic (near ε ≈ 0 with large δ the terms cancel and doubles understate ε).
     def f(t: float) -> float:
         return _cks_epsilon_at(t, rho, L)
 
@@ -170,5 +250,9 @@ def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
     k = int(np.argmin(vals))
     a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
     res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
-    best = min(float(res.fun), float(vals[k]), classic)
-    return max(0.0, best)
+    t_best = float(res.x) if float(res.fun) <= float(vals[k]) else float(grid[k])
+    am1 = math.exp(t_best)
+    if not (0.0 < am1 < math.inf):  # pragma: no cover - t is within [-730, 700]
+        return classic
+    best = _round_up(_cks_epsilon_upper(am1, rho, delta))
+    return max(0.0, min(best, classic))

@@ -19,8 +19,9 @@ Conversions
 * ρ → (ε, δ) by Bun & Steinke 2016, Lemma 3.5: ε = ρ + 2√(ρ log 1/δ) (``tight=False``), or by
   the tight conversion of Canonne, Kamath & Steinke 2020 (Corollary 13, ``tight=True``,
   default), ε = inf_{α>1} αρ + (log 1/δ + (α−1) log(1−1/α) − log α)/(α−1).
-  Any α > 1 gives a valid ε, so the numerical minimisation only affects tightness, never
-  validity.
+  Any α > 1 gives a valid ε, so the numerical minimisation (in doubles) only affects
+  tightness; the value claimed at the chosen α is bounded from above in exact rational
+  arithmetic and rounded up, so it is never below the true bound.
 
 Composition
 -----------
@@ -103,9 +104,11 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
 
 
 #: The smallest ε a private release is calibrated for.  Below it the (ε, δ) claims would rest on
-#: floating-point rounding (the tight zCDP conversion is computed to about 1e-18 in absolute
-#: terms, and a Laplace scale Δ₁/ε leaves the samplers' range), and the noise would drown any
-#: count: every private entry point refuses a smaller ε, in one line, before anything is spent.
+#: rounding (the tight zCDP conversion is bounded from above in exact arithmetic, but its
+#: minimiser over α is found in doubles, whose objective carries errors of about 1e-15 in
+#: absolute terms, so the claim can exceed the infimum by that much; and a Laplace scale Δ₁/ε
+#: leaves the samplers' range), and the noise would drown any count: every private entry point
+#: refuses a smaller ε, in one line, before anything is spent.
 MIN_EPSILON: float = 1e-6
 
 
