@@ -90,3 +90,12 @@ def test_conversion_is_fast_enough():
     for k in range(20):
         zcdp_to_approx_dp(0.1 * (k + 1), 1e-5)
     assert (time.perf_counter() - t) / 20 < 0.05  # a few ms per call, well under 50 ms
+
+
+def test_zcdp_delta_is_never_flushed_to_zero():
+    from privirt.private.accounting import zcdp_delta
+
+    # exp underflows here; δ = 0 would state the zCDP mechanism as pure (50, 0)-DP
+    assert zcdp_delta(0.01, 50.0) == 5e-324
+    assert zcdp_delta(1e-300, 700.0) > 0.0
+    assert zcdp_delta(0.0, 1.0) == 0.0  # ρ = 0 is (0, 0)-DP

@@ -209,7 +209,8 @@ Guarantee = Union[PureDP, ZCDP, ApproxDP, PrivacyCost]
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """The smallest δ (tight CKS 2020 conversion) with ρ-zCDP ⇒ (ε, δ)-DP.
 
-    δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^(α−1) / α, capped at 1.
+    δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^(α−1) / α, capped at 1, and for ρ > 0 at
+    least the smallest positive double (5e-324; a zCDP mechanism is never (ε, 0)-DP).
     """
     rho = _check_rho(rho)
     eps = _finite_number(epsilon, "epsilon")
@@ -227,7 +228,10 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     k = int(np.argmin(vals))
     a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
     res = optimize.minimize_scalar(logd, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
-    return float(min(1.0, math.exp(min(float(res.fun), float(vals[k])))))
+    d = min(1.0, math.exp(min(float(res.fun), float(vals[k]))))
+    # exp underflows to 0 below about e^-745, which would state a zCDP mechanism as (ε, 0)-DP,
+    # i.e. pure DP: a positive ρ never gives δ = 0, so report at least the smallest double
+    return float(max(d, math.ulp(0.0)))
 
 
 # ---------------------------------------------------------------------------------------
