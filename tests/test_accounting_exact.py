@@ -99,3 +99,39 @@ def test_zcdp_delta_is_never_flushed_to_zero():
     assert zcdp_delta(0.01, 50.0) == 5e-324
     assert zcdp_delta(1e-300, 700.0) > 0.0
     assert zcdp_delta(0.0, 1.0) == 0.0  # ρ = 0 is (0, 0)-DP
+
+
+def test_composed_sums_are_rounded_up_never_to_nearest():
+    from mechanisms import DiscreteLaplace
+
+    from privirt.private.accounting import PrivacyCost, sum_up, total_epsilon
+
+    below = 0
+    for k in range(2, 60):
+        for e in (0.01, 0.1, 1 / 3, 0.7):
+            eps = DiscreteLaplace(1 / e).privacy(1).epsilon
+            exact = Fraction(eps) * k
+            tot = total_epsilon([PrivacyCost(epsilon=eps)] * k, 0.0)
+            below += Fraction(tot) < exact
+            assert Fraction(tot) - exact < Fraction(math.ulp(tot))  # the next float up at most
+            assert Fraction(sum_up([eps] * k)) >= exact
+    assert below == 0
+    # zCDP spends: ρ's add up exactly, then the conversion
+    rhos = [0.1, 1 / 3, 0.07, 1e-5 / 3] * 7
+    exact_rho = sum(map(Fraction, rhos))
+    assert Fraction(sum_up(rhos)) >= exact_rho
+    tot = total_epsilon([PrivacyCost(rho=r) for r in rhos], 1e-5)
+    assert Decimal(tot) >= cks_infimum(float(exact_rho), 1e-5)
+
+
+def test_parts_gaussian_rho_is_the_rounded_up_sum_of_its_parts():
+    import mechanisms
+
+    from privirt.private.measurements import TotalsGaussian
+
+    g = TotalsGaussian.calibrate(ApproxDP(1e-6, 1e-12), n_persons=500, n_items=12, missing="mcar")
+    parts = [mechanisms.DiscreteGaussian(s).privacy(l2, dimension=k).rho
+             for s, (l2, k) in zip(g.sigmas, g._part_sens)]
+    exact = sum(map(Fraction, parts))
+    assert Fraction(g.native.rho) >= exact  # was 2.5473156017004683e-14 < 2.5473156017004686e-14
+    assert Fraction(g.native.rho) - exact < Fraction(math.ulp(g.native.rho))

@@ -35,6 +35,7 @@ from .accounting import (
     calibrate_laplace_scale,
     calibrate_rr_epsilon0,
     check_target_epsilon,
+    sum_up,
 )
 from ..data.responses import Responses
 from .sensitivity import Sensitivity
@@ -391,8 +392,9 @@ class PartsGaussian(Measurement):
         dimension) of that part (default: the proven ones of the release)."""
         mech_mod = load_mechanisms()
         sens = self._part_sens if part_sensitivities is None else part_sensitivities
-        return ZCDP(sum(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
-                        for s, (d, k) in zip(self.sigmas, sens)))
+        # the parts' ρ add (zCDP composition); the sum is rounded up, never to nearest
+        return ZCDP(sum_up(float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k))
+                           for s, (d, k) in zip(self.sigmas, sens)))
 
     def apply(self, values: list[np.ndarray], *, seed: np.random.SeedSequence | None) -> list[np.ndarray]:
         """Each part + its discrete Gaussian noise (int64); seeded streams ``(stream, part)``."""
