@@ -15,10 +15,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
 
-__all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_approx_dp"]
+__all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_approx_dp",
+           "format_up"]
 
 
 def _finite_number(value: object, name: str) -> float:
@@ -44,6 +45,36 @@ def _open_delta(value: object, name: str = "delta") -> float:
     return v
 
 
+def format_up(x: float, digits: int) -> str:
+    """``x`` printed like ``f"{x:.{digits}g}"`` but rounded up at that precision, not to nearest.
+
+    A stated privacy parameter must never be displayed below the one claimed.  The rounding
+    starts from the shortest decimal that reads back as ``x`` (``repr``), so a round value
+    prints as itself (the double nearest 1e-5 prints ``1e-05``, not ``1.01e-05``), a value a
+    hair below a round one prints as that round one (0.9999999999 as ``1``), and the printed
+    number, read back as a double, is never below ``x``.
+
+    Parameters
+    ----------
+    x : float
+        The value to print.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The formatted value.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:.{digits}g}"
+    with localcontext() as ctx:
+        ctx.prec, ctx.rounding = digits, ROUND_CEILING
+        up = +Decimal(repr(float(x)))  # unary plus rounds to the context
+    text = f"{float(up):.{digits}g}"  # the float's own style ("1e-05", "50", "0.95")
+    return text if Decimal(text) >= up else f"{up:.{digits}g}"  # subnormals: the decimal itself
+
+
 @dataclass(frozen=True)
 class PureDP:
     """ε-differential privacy (replace-one neighbours)."""
@@ -64,7 +95,7 @@ class PureDP:
         return ApproxDP(self.epsilon, float(delta))
 
     def __str__(self) -> str:
-        return f"{self.epsilon:.6g}-DP"
+        return f"{format_up(self.epsilon, 6)}-DP"
 
 
 @dataclass(frozen=True)
@@ -102,7 +133,7 @@ class ApproxDP:
         object.__setattr__(self, "delta", d)
 
     def __str__(self) -> str:
-        return f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+        return f"({format_up(self.epsilon, 6)}, {format_up(self.delta, 3)})-DP"
 
 
 Measure = PureDP | ZCDP | ApproxDP

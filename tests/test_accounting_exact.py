@@ -135,3 +135,33 @@ def test_parts_gaussian_rho_is_the_rounded_up_sum_of_its_parts():
     exact = sum(map(Fraction, parts))
     assert Fraction(g.native.rho) >= exact  # was 2.5473156017004683e-14 < 2.5473156017004686e-14
     assert Fraction(g.native.rho) - exact < Fraction(math.ulp(g.native.rho))
+
+
+@pytest.mark.parametrize("value, digits, shown", [
+    (0.12345639998765434, 6, "0.123457"),  # was 0.123456, below the claim
+    (0.9999999999, 6, "1"),  # a hair below a round value: the round value
+    (1.0000000001, 6, "1.00001"),  # a hair above: never printed below it
+    (1e-5, 3, "1e-05"), (0.95, 3, "0.95"), (1.0, 6, "1"), (50.0, 6, "50"), (0.1, 6, "0.1"),
+    (1.0001e-5, 3, "1.01e-05"), (123456789.0, 6, "1.23457e+08"), (5e-324, 3, "5e-324"),
+])
+def test_printed_parameters_round_up(value, digits, shown):
+    from mechanisms.measures import format_up
+
+    assert format_up(value, digits) == shown
+    assert float(shown) >= value
+
+
+def test_statement_prints_epsilon_rounded_up():
+    import numpy as np
+
+    import privirt
+    from mechanisms.measures import ApproxDP as A, PureDP
+
+    X = (np.random.default_rng(1).random((300, 6)) < 0.5).astype(int)
+    for mech in ("gaussian", "laplace"):
+        st = privirt.release_counts(X, epsilon=0.1234564, delta=1e-5, mechanism=mech).privacy
+        line = next(x for x in str(st).splitlines() if x.startswith("privacy:"))
+        assert "0.123457" in line and "0.123456" not in line
+    assert str(A(0.9999999999, 1e-5)) == "(1, 1e-05)-DP"
+    assert str(A(1.0000000001, 1e-5)) == "(1.00001, 1e-05)-DP"
+    assert str(PureDP(0.12345639998765434)) == "0.123457-DP"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mechanisms.measures import ApproxDP, PureDP, ZCDP
+from mechanisms.measures import ApproxDP, PureDP, ZCDP, format_up
 
 from .accounting import PrivacyCost
 from .sensitivity import Sensitivity
@@ -114,8 +114,9 @@ class PrivacyStatement:
 
     def _guarantee_text(self) -> str:
         if self.delta > 0:
-            return f"({self.epsilon:.6g}, {self.delta:.3g})-differential privacy"
-        return f"{self.epsilon:.6g}-differential privacy (pure)"
+            # rounded up at the printed precision: never displayed below the claim
+            return f"({format_up(self.epsilon, 6)}, {format_up(self.delta, 3)})-differential privacy"
+        return f"{format_up(self.epsilon, 6)}-differential privacy (pure)"
 
     def __str__(self) -> str:
         lines = []
