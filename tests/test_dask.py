@@ -307,6 +307,11 @@ def test_cli_estimate_engine_dask(tmp_path, capsys, client):
     got = pd.read_csv(tmp_path / "b.csv", index_col="item")["beta"]
     ref = privirt.spectral_estimate(frame, device="cpu").beta
     np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), atol=1e-12)
+    # rows without an answer are not persons, as in memory (Dask said 1002 where local said 1000)
+    holes = np.vstack([frame.to_numpy(dtype=float), np.full((2, 5), np.nan)])
+    gaps = _write_parquet(tmp_path / "gaps", holes, list(frame.columns), files=2)
+    assert main(["estimate", str(gaps), "--engine", "dask", "--scheduler", address]) == 0
+    assert "spectral estimate (dask): 1000 persons × 5 items" in capsys.readouterr().out
     # errors: one line, nothing written
     for argv, msg in (
         (["--engine", "dask", "--method", "cmle"], "--engine dask supports --method spectral"),

@@ -501,7 +501,7 @@ def _run_dask(args: argparse.Namespace) -> int:
         reg = "auto" if getattr(args, "regularization", None) is None else args.regularization
         fit = spectral_from_counts(Y, items=items, regularization=reg, device="cpu")
         table = pd.DataFrame({"beta": fit.beta})
-        n_rows = st.n_rows
+        n_rows = st.n_rows - int(st.score_hist[0].sum())  # as in memory: persons without answers dropped
         method = args.method
     return show_result(table, args, method=method, n_persons=n_rows, statement=statement,
                        engine="dask")
