@@ -500,3 +500,30 @@ def test_cli_bad_cell_on_the_embedded_cluster_is_one_line(tmp_path):
     err = proc.stderr
     assert err.startswith("privirt: error:") and "invalid response 2" in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_parquet_text_numbers_and_integer_column_names_read_alike_on_both_engines(tmp_path, client):
+    """Integer column names came back as 0, 1, 2 in memory and '0', '1', '2' on Dask; a text
+    column of numbers was read in memory and refused on Dask; a text answer in a Dask DataFrame
+    gave numpy's 'could not convert string to float'."""
+    import dask.dataframe as dd
+
+    X = np.array([[1, 0, 1], [0, 1, np.nan], [1, 1, 0], [0, 0, 1]], dtype=float)
+    ints = tmp_path / "ints.parquet"
+    pd.DataFrame(X).to_parquet(ints)
+    text = tmp_path / "text.parquet"
+    pd.DataFrame({"a": pd.array(["1", "0", "", " 1"], dtype="string"),
+                  "b": pd.array(["1.0", "0", "1", "0"], dtype="string")}).to_parquet(text)
+    for path in (ints, text):
+        local = privirt.item_totals(path, engine="local")
+        remote = privirt.item_totals(path, engine="dask", client=client)
+        pd.testing.assert_series_equal(local, remote, check_names=False)
+    assert list(privirt.item_totals(ints, engine="local").index) == ["0", "1", "2"]
+    bad = tmp_path / "bad.parquet"
+    pd.DataFrame({"a": pd.array(["1", "yes"], dtype="string")}).to_parquet(bad)
+    for engine in ("local", "dask"):
+        with pytest.raises(ValueError, match=r"invalid response 'yes' .*convert text such as 'yes'/'no'"):
+            privirt.item_totals(bad, engine=engine, **({"client": client} if engine == "dask" else {}))
+    ddf = dd.from_pandas(pd.DataFrame({"a": [1, "yes"], "b": [0, 1]}, dtype=object), npartitions=1)
+    with pytest.raises(ValueError, match=r"invalid response 'yes' for item 'a' at row 1 of partition 0"):
+        privirt.item_totals(ddf, engine="dask", client=client)

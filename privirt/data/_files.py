@@ -48,6 +48,10 @@ def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) 
         except Exception as exc:  # pyarrow's errors name neither the file nor what to do
             raise ValueError(f"cannot read {path} as Parquet ({' '.join(str(exc).split())}); "
                              "pass a Parquet file, or a CSV ending in .csv") from None
+        if labels_as_text and not all(isinstance(c, str) for c in frame.columns):
+            # a Parquet file's column names are text (pandas' metadata turns 0, 1, ... back into
+            # ints; the Dask engine reads the schema's names): the item labels are the names
+            frame.columns = pd.Index([str(c) for c in frame.columns], name=frame.columns.name)
     elif suffix in (".csv", ".txt", ".tsv"):
         sep = "\t" if suffix == ".tsv" else ","
         frame = _read_csv(lambda: path, str(path), sep, fmt=fmt, person_col=person_col,

@@ -113,6 +113,27 @@ def _one_blas_thread() -> Iterator[None]:
 
 # ---------------------------------------------------------------------------------------
 # per-partition work (runs on the workers)
+def _text_as_numbers(col, name: str, where: str, offset: int):
+    """A text column as float64: numbers written as text (spaces trimmed), an empty text missing;
+    any other text is refused by row, in the in-memory reader's words."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.utf8_trim_whitespace(col)
+    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
+    try:
+        return pc.cast(text, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        for i, v in enumerate(text.to_pylist()):  # (the error path only: find the first culprit)
+            try:
+                float(v if v is not None else 0)
+            except ValueError:
+                raise ValueError(f"{where}: invalid response {v!r} for item {name!r} at row {offset + i}: "
+                                 "responses must be 0, 1 or missing (null); convert text such as "
+                                 "'yes'/'no' to 0/1 first") from None
+        raise
+
+
 def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
     """int8 codes of one Arrow column of 0/1 values with nulls (NaN counts as null)."""
     import pyarrow as pa
@@ -122,6 +143,8 @@ def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
         col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        col = _text_as_numbers(col, name, where, offset)  # as the in-memory reader takes "1", " 0", ""
     t = col.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t)):
@@ -315,14 +338,18 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
     labels, use, pos = _match_items(items, cols, public)
     m = len(labels)
 
-    def select(part, use=use, pos=pos, m=m):
+    def select(part, k, use=use, pos=pos, m=m):
+        from ..data.responses import _frame_values  # the in-memory reader's conversion and words
+
         out = np.full((len(part), m), np.nan)
         if len(part):
-            out[:, pos] = part[use].to_numpy(dtype=np.float64, na_value=np.nan)
+            out[:, pos] = _frame_values(part[use], describe=lambda i, j, v: (
+                f"invalid response {v!r} for item {use[j]!r} at row {i} of partition {k}: responses must "
+                "be 0, 1 or missing (NaN); convert text such as 'yes'/'no' to 0/1 first"))
         return out
 
     tasks = [
-        delayed(_values_part, pure=True)(delayed(select, pure=True)(p), labels,
+        delayed(_values_part, pure=True)(delayed(select, pure=True)(p, i), labels,
                                          f"partition {i}", 0, pairwise, chunk_size, extras)
         for i, p in enumerate(ddf.to_delayed())
     ]
