@@ -32,15 +32,15 @@ def randomize(resp: Responses, mech: Any, coin_rng: Any) -> np.ndarray:
     n, m = codes.shape
     out = np.empty((n, m), dtype=np.int8)
     rows = max(1, _RR_CHUNK_CELLS // max(1, m))
-    has_missing = resp.has_missing
     for start in range(0, n, rows):
         block = codes[start : start + rows]
         observed = block >= 0
         bits = np.where(observed, block, 0).astype(np.int8)
         flipped = np.asarray(mech.apply(bits)).reshape(bits.shape).astype(np.int8)
-        if has_missing and not observed.all():
-            coin = uniform_bits(bits.shape, coin_rng)
-            flipped = np.where(observed, flipped, coin).astype(np.int8)
+        # the coins are drawn for every chunk, whether or not a cell of it is missing: drawing
+        # them only where one was made the release's time tell whether (and where) cells are missing
+        coin = uniform_bits(bits.shape, coin_rng)
+        np.copyto(flipped, coin, where=~observed)
         out[start : start + rows] = flipped
     return out
 
