@@ -430,6 +430,11 @@ def test_a_files_labels_are_read_as_written(tmp_path):
     r = privirt.as_responses(wide)
     assert list(r.persons) == ["001", "01", "1", "007"]
     assert np.isnan(r.to_frame().loc["007", "a"])  # NA is still a missing answer
+    rlayout = tmp_path / "r.csv"  # R's write.table: row names, the header one field shorter
+    rlayout.write_text('"a","b"\n"001",1,0\n"002",0,1\n"1",NA,1\n"01",1,1\n')
+    r = privirt.as_responses(rlayout)
+    assert list(r.persons) == ["001", "002", "1", "01"] and list(r.items) == ["a", "b"]
+    assert np.isnan(r.to_frame().loc["1", "a"]) and r.to_frame().loc["01"].tolist() == [1, 1]
     unnamed = tmp_path / "unnamed.csv"
     unnamed.write_text(",a,b\n007,1,0\n008,0,1\n")
     assert list(privirt.as_responses(unnamed).persons) == ["007", "008"]

@@ -130,6 +130,12 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                                     **({"keep_default_na": True} | options))
             if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
                 _check_long_rows(source, name, sep, compression, len(header))
+        elif labels_as_text and "index_col" not in options and not default and frame.shape[1]:
+            # R's write.table layout (row names, the header one field shorter): the row names are
+            # the person labels, read as written ("001" and "1" were one label, 1)
+            dtypes = {0: str, **options.get("dtype", {})}
+            frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=0,
+                                **({"keep_default_na": True} | options | {"dtype": dtypes}))
     except pd.errors.EmptyDataError:
         raise ValueError(f"{name} is empty") from None
     except pd.errors.ParserError as exc:
