@@ -150,3 +150,35 @@ def test_a_password_in_the_urls_query_string_is_not_printed():
     for args in (("serve", "init", url), ("serve", "list", url)):
         line = _one_line_error(cli(*args, check=False))
         assert "s3cret" not in line and "password=***" in line, line
+
+
+def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_without_it(tmp_path):
+    # dataset add ran the totals dry run, which refuses m > MCAR_MAX_ITEMS: such a test could not
+    # be added at all (and the refusal named --method, which dataset add does not have)
+    import pandas as pd
+
+    from privirt.private.totals.marginal_missing import MCAR_MAX_ITEMS
+    from privirt.serve.models import EstimateRequest, ReleaseRequest
+    from privirt.serve.service import RequestFailed, run_request
+    from privirt.serve.store import Principal, open_store
+
+    m = MCAR_MAX_ITEMS + 1
+    rng = np.random.default_rng(310_090)
+    X = (rng.random((60, m)) < 0.5).astype(float)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    path = tmp_path / "long_test.csv"
+    pd.DataFrame(X, columns=[f"q{k}" for k in range(m)]).to_csv(path, index=False)
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"wide": (path, 10.0, 1e-6, ["--missing", "mcar"])}, {"carol": ["wide=5"]})
+    store = open_store(state)
+    carol = Principal("analyst", 1, "carol")
+    n0 = store.counts()
+    for model in (EstimateRequest(epsilon=1.0, method="totals"), ReleaseRequest(epsilon=1.0, kind="totals")):
+        endpoint = "estimate" if isinstance(model, EstimateRequest) else "release"
+        with pytest.raises(RequestFailed) as err:
+            run_request(store, carol, "wide", endpoint, model.model_dump(), None)
+        assert err.value.status == 422 and f"built for up to {MCAR_MAX_ITEMS} items" in err.value.detail
+    assert store.counts() == n0
+    body, _ = run_request(store, carol, "wide", "release", ReleaseRequest(epsilon=1.0, kind="counts").model_dump(),
+                          None)
+    assert body["params"]["kind"] == "counts"

@@ -87,9 +87,14 @@ def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: fl
     # dry runs (seeded: NOT private; the results are discarded, never shown)
     import warnings
 
+    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        release_totals(check, epsilon=1.0, delta=1e-6, seed=0, missing=missing)
+        # (an MCAR data set of more items than the totals release holds is served without it:
+        # its totals requests are a 422 from public m, its counts requests run)
+        if not (missing == "mcar" and len(labels) > MCAR_MAX_ITEMS):
+            release_totals(check, epsilon=1.0, delta=1e-6, seed=0, missing=missing)
         release_counts(check, epsilon=1.0, delta=1e-6, seed=0, device="cpu")
     dataset_id = store.add_dataset(name=name, epsilon=eps, delta=dlt, n_persons=pub.n_persons,
                                    items=labels, missing=missing, codes=pub.codes, source=source)
