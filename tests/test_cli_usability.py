@@ -89,6 +89,20 @@ def test_cli_words_keep_the_flag_and_drop_the_keyword():
     assert cli_text("infinite; use spectral_estimate (regularised)") == "infinite; use --method spectral (regularised)"
 
 
+def test_the_library_refusals_the_dask_path_passes_on_are_in_command_line_words():
+    # the Dask path prints the library's own refusals (the local path words its own)
+    from privirt.cli._words import cli_text
+    from privirt.private.totals.api import _COMPLETE_ONLY
+
+    assert cli_text(_COMPLETE_ONLY) == (
+        "the totals method was run with --missing none (complete data) but the data have missing cells; "
+        "declare --missing mcar (missing completely at random) or use --method spectral (nothing was spent)")
+    assert cli_text("randomized response needs every response in memory; use engine='local' or "
+                    "mechanism='gaussian' or 'laplace'") == (
+        "randomized response needs every response in memory; use --engine local or --mechanism gaussian "
+        "or laplace")
+
+
 def test_the_randomized_response_and_long_column_refusals_use_command_line_words(tmp_path, capsys):
     # they said "pass n_boot=0 or use mechanism='gaussian'" and "name yours with --person-col ,
     # --item-col , --person-col, --item-col, --response-col"

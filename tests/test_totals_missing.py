@@ -622,7 +622,7 @@ def test_the_hypergeometric_table_is_built_once_per_design_and_equals_scipys(mon
     assert built == [30]
 
 
-def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_default_is_algorithm_2(tmp_path):
+def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_default_is_algorithm_2(tmp_path, capsys):
     from privirt.private.choose import default_private_method
     from privirt.private.ledger import Ledger
     from privirt.private.totals.marginal_missing import MCAR_MAX_ITEMS
@@ -648,3 +648,12 @@ def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_
                  "--out", str(out), "--no-progress"]) == 0
     import json
     assert json.loads(out.read_text())["method"] == "spectral"
+    # --method totals on such data suggests what works (it suggested --missing mcar, then refused it)
+    capsys.readouterr()
+    assert main(["estimate", str(path), "--epsilon", "1", "--method", "totals", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "use --method spectral" in err and "--missing mcar" not in err
+    assert main(["estimate", str(path), "--epsilon", "1", "--method", "totals", "--missing", "mcar",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "use --method spectral" in err and 'missing="mcar"' not in err

@@ -29,6 +29,7 @@ _FLAGS = {
     "mechanism": "--mechanism",
     "method": "--method",
     "estimator": "--estimator",
+    "engine": "--engine",
 }
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
@@ -54,8 +55,13 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(n_persons|person_col|item_col|response_col)=(\S+)"),
      lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)}"),
     # "pass n_boot=0 or use mechanism='gaussian'" -> "pass --n-boot 0 or use --mechanism gaussian"
-    (re.compile(r"\b(n_boot|mechanism|method|estimator)=(?:'([^']*)'|\"([^\"]*)\"|([\w.]+))"),
+    (re.compile(r"\b(n_boot|mechanism|method|estimator|missing|engine)=(?:'([^']*)'|\"([^\"]*)\"|([\w.]+))"),
      lambda m: f"{_FLAGS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}"),
+    # "or 'laplace'" after a flag's value: "--mechanism gaussian or 'laplace'" -> "... or laplace"
+    (re.compile(r"(--\w[\w-]* \w+) or '(\w+)'"), r"\1 or \2"),
+    # the totals method's refusal of missing cells (the Dask path, where the CLI does not word it)
+    (re.compile(r"private_totals_estimate/release_totals were told"), "the totals method was run with"),
+    (re.compile(r"privirt\.private_spectral_estimate"), "--method spectral"),
     # "epsilon must be a finite number" -> "--epsilon must be ..."
     (re.compile(r"^(epsilon|delta|n_persons|p0) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
 ]

@@ -212,6 +212,18 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     return args.method
 
 
+def _declare_mcar(args: argparse.Namespace, method: str, n_items: int) -> str:
+    """What to do about missing cells under ``--missing none``: declare MCAR (where the method's
+    MCAR release holds the public number of items) or use Algorithm 2."""
+    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS
+
+    if method == "totals" and n_items > MCAR_MAX_ITEMS:
+        return (f"use --method spectral, which takes missing cells as they are (the totals method's MCAR "
+                f"release is built for up to {MCAR_MAX_ITEMS} items; nothing was spent)")
+    return ("if cells are missing completely at random, declare --missing mcar: "
+            f"`{_command_with(args, '--missing', 'mcar')}`; or use --method spectral (nothing was spent)")
+
+
 def _private_table(resp, args: argparse.Namespace, items: list | None):
     import inspect
 
@@ -247,24 +259,18 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         missing = args.missing or "none"
         if missing == "none" and getattr(resp, "has_missing", False):
             raise ValueError(f"{Path(args.file).name} has missing cells but the {method} method was "
-                             "run for complete data; if cells are missing completely at random, "
-                             f"declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}`; or use "
-                             "--method spectral (nothing was spent)")
+                             f"run for complete data; {_declare_mcar(args, method, n_items)}")
         present = {str(i) for i in resp.items}
         absent = [] if items is None else [i for i in items if str(i) not in present]
         if missing == "none" and absent:
             # (no count or label of them: the refusal is the data holder's, but says no more than the API's)
             raise ValueError(f"--items names item(s) that nobody answered in "
-                             f"{Path(args.file).name}; their cells are all missing, so "
-                             "declare --missing mcar (missing completely at random): "
-                             f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
-                             "spectral (nothing was spent)")
+                             f"{Path(args.file).name}; their cells are all missing: "
+                             f"{_declare_mcar(args, method, n_items)}")
         if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
             raise ValueError(f"--n-persons {args.n_persons} counts persons absent from "
-                             f"{Path(args.file).name}; they are all-missing rows, so declare "
-                             "--missing mcar (missing completely at random): "
-                             f"`{_command_with(args, '--missing', 'mcar')}`; or use --method "
-                             "spectral (nothing was spent)")
+                             f"{Path(args.file).name}; they are all-missing rows: "
+                             f"{_declare_mcar(args, method, n_items)}")
     options = {o: getattr(args, o) for o in _METHOD_FLAGS
                if o in entry.options and getattr(args, o) is not None}
     if entry.missing:

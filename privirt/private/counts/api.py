@@ -441,7 +441,7 @@ def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) ->
     resp = call.resp
     if getattr(resp, "engine", "local") == "dask":
         raise ValueError("randomized response needs every response in memory; use "
-                         "engine='local' or mechanism='gaussian'/'laplace'")
+                         "engine='local' or mechanism='gaussian' or 'laplace'")
     n, m = resp.shape
     G = sample_comparison_graph(m, call.p0, seed=call.seed)
     meas = ResponsesRR.calibrate(call.target, n_items=m, n_persons=n, shuffle=shuffle)
