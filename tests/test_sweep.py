@@ -1075,3 +1075,25 @@ def test_the_mechanism_table_of_docs_sweeps_lists_every_name_with_its_fixed_argu
             if isinstance(value, bool):
                 continue  # shuffle=False / True is written for a pair of names
             assert f"{key}={value!r}".replace("'", '"') in rows[name], (name, key, value)
+
+
+def test_the_rows_of_a_fresh_run_whose_every_cell_failed_are_removed_under_the_folders_lock(tmp_path, monkeypatch):
+    # the command removed them after run_sweep returned, with the lock released: a --resume run
+    # that took the lock in between lost its own rows
+    from privirt.sweeps import runner
+
+    text = ('seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["totals"]\n'
+            '[mechanism_options.totals]\nn_boot = -3\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 5\n')
+    held = []
+    real = runner._run_in
+
+    def spy(out, config, **kw):
+        stats = real(out, config, **kw)
+        held.append((runner._HELD_LOCKS != set(), (out / "results.csv").exists()))
+        return stats
+
+    monkeypatch.setattr(runner, "_run_in", spy)
+    stats = sw.run_sweep(_write(tmp_path, text), tmp_path / "out", jobs=1, progress=False, discard_failed=True)
+    assert stats.discarded and held == [(True, False)]  # removed before the lock was released
+    stats = sw.run_sweep(_write(tmp_path, text), tmp_path / "keep", jobs=1, progress=False)
+    assert not stats.discarded and (tmp_path / "keep" / "results.csv").exists()  # the library keeps them by default

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                          "experiments/quick.toml (format: docs/sweeps.md)")
     config = load_config(args.config)
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, discard_failed=True)
     print(f"{stats.total} cells: {stats.computed} computed ({stats.failed} failed), "
           f"{stats.skipped} already done; {stats.seconds:.1f} s -> {stats.results}")
     for text, count in stats.errors[:_ERRORS_SHOWN]:
@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
               f"{stats.results}")
     if stats.computed and stats.failed == stats.computed:
         # every cell failed (a [mechanism_options] value the estimator refuses fails them all):
-        # a fresh run's rows are removed, so that the same command works once the cause is fixed
-        # (a changed option changes the cells' keys, which --resume would refuse)
+        # a fresh run's rows were removed (run_sweep's discard_failed, under the folder's lock), so
+        # that the same command works once the cause is fixed (a changed option changes the
+        # cells' keys, which --resume would refuse)
         first = stats.errors[0][0]
-        if stats.skipped == 0:
-            stats.results.unlink(missing_ok=True)
+        if stats.discarded:
             raise ValueError(f"every cell failed ({first}); no results kept: fix the configuration "
                              "and run the same command again")
         raise ValueError(f"every cell of this run failed ({first}); their rows are in "

@@ -49,6 +49,8 @@ class SweepStats:
     results: Path
     #: the failed cells' distinct ``status`` texts with how many cells each, most frequent first
     errors: tuple[tuple[str, int], ...] = ()
+    #: whether the run's results file was removed (``discard_failed``: every cell of a fresh run failed)
+    discarded: bool = False
 
 
 def run_sweep(
@@ -58,6 +60,7 @@ def run_sweep(
     jobs: int | None = None,
     resume: bool = False,
     progress: bool = True,
+    discard_failed: bool = False,
 ) -> SweepStats:
     """Run every cell of a sweep and append one row per cell to ``OUT/results.csv``.
 
@@ -78,6 +81,10 @@ def run_sweep(
         cell, left by a run that failed before its first cell, does not count).
     progress : bool
         Draw a progress bar on stderr.
+    discard_failed : bool
+        Remove ``results.csv`` when every cell of a run that started without results failed
+        (done while the folder is locked; ``stats.discarded`` says so): ``privirt sweep`` does,
+        so that the same command works once the configuration is fixed.
 
     Returns
     -------
@@ -107,7 +114,8 @@ def run_sweep(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out):
-        return _run_in(out, config, jobs=jobs, resume=resume, progress=progress)
+        return _run_in(out, config, jobs=jobs, resume=resume, progress=progress,
+                       discard_failed=discard_failed)
 
 
 #: File descriptors of the folder locks this process holds: a forked worker points its copies at
@@ -174,7 +182,7 @@ class FolderLock:
 
 
 def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
-            progress: bool) -> SweepStats:
+            progress: bool, discard_failed: bool = False) -> SweepStats:
     """The body of :func:`run_sweep`, with the folder locked."""
     results = out / RESULTS_FILE
     cells = expand_grid(config)
@@ -227,9 +235,14 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
                 bar.update(finished, failed=failed)
     seconds = time.perf_counter() - start
     _write_manifest(out, config, jobs, len(cells), len(todo), seconds=seconds, finished=True)
+    # a fresh run whose every cell failed leaves no rows (removed while the folder is locked: a
+    # run that takes the lock next must not lose its own rows), so the same call works once fixed
+    discarded = bool(discard_failed and not done and todo and failed == len(todo))
+    if discarded:
+        results.unlink(missing_ok=True)
     return SweepStats(total=len(cells), skipped=len(cells) - len(todo), computed=len(todo),
                       failed=failed, seconds=seconds, results=results,
-                      errors=tuple(errors.most_common()))
+                      errors=tuple(errors.most_common()), discarded=discarded)
 
 
 def _count_failure(row: dict, errors: Counter[str]) -> bool:
