@@ -145,6 +145,10 @@ def test_a_password_in_the_urls_query_string_is_not_printed():
         "postgresql://u@h:5432/db?sslmode=require&password=***"
     assert _redact("postgresql://u:s3cret@h/db?password=s3cret") == "postgresql://u:***@h/db?password=***"
     assert _redact("postgresql://u@h/db?sslmode=require") == "postgresql://u@h/db?sslmode=require"
+    # the rest of the URL exactly as given (an empty host kept its //, the query its quoting)
+    assert _redact("postgresql:///mydb?host=/run/sock&password=s3cret") == \
+        "postgresql:///mydb?host=/run/sock&password=***"
+    assert _redact("postgresql://h/db?pass%77ord=s3cret&a=b%20c") == "postgresql://h/db?pass%77ord=***&a=b%20c"
     pytest.importorskip("psycopg")
     url = "postgresql://nobody@127.0.0.1:1/x?password=s3cret"  # nothing listens on port 1
     for args in (("serve", "init", url), ("serve", "list", url)):

@@ -212,21 +212,28 @@ class _Postgres:
 
 def _redact(url: str) -> str:
     """The URL without its password (for messages): ``user:***@`` and ``password=***`` in the
-    query string (libpq takes a password from either)."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    query string (libpq takes a password from either); the rest is left exactly as given (a
+    URL rebuilt by ``urlunsplit`` lost the ``//`` of an empty host and re-quoted the query)."""
+    from urllib.parse import unquote_plus, urlsplit
 
     try:
         parts = urlsplit(url)
-        if parts.password:
-            parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@"))
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        if any(k.strip().lower() == "password" for k, _ in query):
-            parts = parts._replace(query=urlencode(
-                [(k, "***" if k.strip().lower() == "password" else v) for k, v in query], safe="*"))
-        redacted = urlunsplit(parts)
     except ValueError:
         return "postgresql://…"
-    return url if redacted == urlunsplit(urlsplit(url)) else redacted
+    head, sep, query = url.partition("?")
+    if parts.password is not None:
+        scheme, slashes, rest = head.partition("://")
+        netloc, slash, path = rest.partition("/")
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+        head = f"{scheme}{slashes}{netloc}{slash}{path}"
+    if sep:
+        fields = query.split("&")
+        for k, field in enumerate(fields):
+            key = field.partition("=")[0]
+            if unquote_plus(key).strip().lower() == "password":
+                fields[k] = f"{key}=***"
+        query = "&".join(fields)
+    return f"{head}{sep}{query}"
 
 
 def _backend(state: str | Path):
