@@ -132,6 +132,8 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, mo
         (("--ssl-keyfile", str(pem), "--ssl-certfile", missing), f"--ssl-certfile {missing}: no such file"),
         (("--ssl-keyfile", str(tmp_path), "--ssl-certfile", str(pem)), "--ssl-keyfile"),
         (("--ssl-keyfile", str(pem)), "both --ssl-keyfile and --ssl-certfile"),
+        # files that exist but are not a PEM pair ('[SSL] PEM lib (_ssl.c:3905)', naming nothing)
+        (("--ssl-keyfile", str(pem), "--ssl-certfile", str(pem)), "are not a PEM certificate and its private key"),
     ]
     for extra, text in cases:
         line = _one_line_error(cli("serve", "run", state, *extra, check=False))

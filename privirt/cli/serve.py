@@ -57,7 +57,8 @@ def register(subparsers) -> None:
     p.add_argument("name", metavar="NAME", help="data set name (letters, digits, _ . -)")
     p.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
     p.add_argument("--epsilon", type=number, required=True, metavar="E", help="total ε of the data set (> 0)")
-    p.add_argument("--delta", type=number, required=True, metavar="D", help="total δ in (0, 1)")
+    p.add_argument("--delta", type=number, required=True, metavar="D",
+                   help="total δ, in [1e-15, 0.1] (a request's limit)")
     p.add_argument("--items", default=None, metavar="LIST",
                    help="the public item set (a,b,c or @FILE); required for a long table")
     p.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
@@ -321,6 +322,15 @@ def run_serve(args: argparse.Namespace) -> int:
     for flag, path in (("--ssl-keyfile", args.ssl_keyfile), ("--ssl-certfile", args.ssl_certfile)):
         if path is not None:
             _check_readable(path, flag)
+    if args.ssl_certfile is not None:  # a pair that is not PEM, or a key that is not the certificate's
+        import ssl
+
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError(f"--ssl-certfile {args.ssl_certfile} and --ssl-keyfile {args.ssl_keyfile} are not "
+                             f"a PEM certificate and its private key ({' '.join(str(exc).split())}); give the "
+                             "pair your certificate authority issued") from None
     open_store(args.state)  # a bad STATE is one line here, not a traceback in every worker
     try:
         import uvicorn
