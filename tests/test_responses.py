@@ -477,3 +477,12 @@ def test_sufficient_statistics_refuse_an_item_listed_twice():
     X = pd.DataFrame([[1, 0], [1, 1], [0, 1]], columns=["a", "b"])
     with pytest.raises(ValueError, match="items lists 'a' twice"):
         sufficient_statistics(X, items=["a", "a", "b"])
+
+
+def test_the_weights_column_is_found_in_any_case_as_the_long_layouts_columns_are(tmp_path):
+    path = tmp_path / "patterns.csv"
+    path.write_text("a,b,Frequency\n1,0,3\n0,1,2\n")
+    r = privirt.as_responses(path, weights="frequency")
+    assert r.n_persons == 5 and list(r.items) == ["a", "b"]
+    with pytest.raises(ValueError, match="weights column 'count' is not a column"):
+        privirt.as_responses(path, weights="count")

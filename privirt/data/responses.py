@@ -333,6 +333,9 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     elif frame.shape[0] == 0 or frame.shape[1] == 0:
         raise ValueError(f"the responses table is empty (shape {frame.shape})")
     if weight_col is not None:
+        if weight_col not in frame.columns:  # any case, as the long layout's column names
+            same = [c for c in frame.columns if str(c).lower() == weight_col.lower()]
+            weight_col = same[0] if len(same) == 1 else weight_col
         if weight_col not in frame.columns:
             raise ValueError(f"weights column {weight_col!r} is not a column of the table "
                              f"(columns: {', '.join(map(str, frame.columns[:8]))})")
