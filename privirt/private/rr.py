@@ -34,14 +34,14 @@ def randomize(resp: Responses, mech: Any, coin_rng: Any) -> np.ndarray:
     rows = max(1, _RR_CHUNK_CELLS // max(1, m))
     for start in range(0, n, rows):
         block = codes[start : start + rows]
-        observed = block >= 0
-        bits = np.where(observed, block, 0).astype(np.int8)
+        # arithmetic, not masks: the coins are drawn for every chunk and mixed in without a
+        # branch per cell (drawing them only where a cell was missing, or copying them under a
+        # mask, made the release's time tell whether and how many cells were missing)
+        observed = (block >= 0).astype(np.int8)
+        bits = np.maximum(block, 0).astype(np.int8)  # codes 1, 0, -1 (missing) -> 1, 0, 0
         flipped = np.asarray(mech.apply(bits)).reshape(bits.shape).astype(np.int8)
-        # the coins are drawn for every chunk, whether or not a cell of it is missing: drawing
-        # them only where one was made the release's time tell whether (and where) cells are missing
         coin = uniform_bits(bits.shape, coin_rng)
-        np.copyto(flipped, coin, where=~observed)
-        out[start : start + rows] = flipped
+        out[start : start + rows] = flipped * observed + coin * (1 - observed)
     return out
 
 
