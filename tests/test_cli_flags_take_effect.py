@@ -77,3 +77,25 @@ def test_mh_no_progress_prints_no_stage_line(lsat_csv, capsys):
     assert "privirt mh: Responses" not in err
     assert main(["mh", str(lsat_csv), "--iter", "20", "--warmup", "10", "--seed", "1", "--device", "cpu"]) == 0
     assert "privirt mh: Responses" in capsys.readouterr().err
+
+
+def test_out_may_not_name_the_ledger_or_the_items_file(tmp_path, capsys):
+    # --out ledger.json with --ledger ledger.json: the run spent, then wrote its table over the
+    # ledger (the spend and the budget were lost: "not a privirt ledger")
+    import pandas as pd
+
+    from privirt.private.ledger import Ledger
+
+    data = tmp_path / "x.csv"
+    pd.DataFrame([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]] * 20, columns=list("abc")).to_csv(data, index=False)
+    ledger = tmp_path / "ledger.json"
+    Ledger(ledger, epsilon=5.0, delta=1e-3)
+    assert main(["estimate", str(data), "--epsilon", "1", "--ledger", str(ledger), "--out", str(ledger)]) == 2
+    err = capsys.readouterr().err
+    assert "is the ledger" in err and err.count("\n") == 1
+    assert len(Ledger(ledger).spends()) == 0
+    items = tmp_path / "items.csv"
+    items.write_text("a\nb\nc\n")
+    assert main(["estimate", str(data), "--epsilon", "1", "--items", f"@{items}", "--n-persons", "80",
+                 "--out", str(items)]) == 2
+    assert "is the --items file" in capsys.readouterr().err

@@ -12,9 +12,10 @@ __all__ = ["check_output_file", "check_output_dir"]
 
 
 def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
-                      inputs: Sequence[str | Path | None] = ()) -> Path:
+                      inputs: Sequence[str | Path | None | tuple] = ()) -> Path:
     """``path`` as a file to write: a known suffix, in a folder that exists and is writable,
-    and none of the command's ``inputs`` (the run would overwrite the data it read).
+    and none of the command's ``inputs`` (the run would overwrite the data it read, or the
+    ledger it debited): paths, or ``(what, path)`` pairs such as ``("the ledger", path)``.
 
     Raises
     ------
@@ -35,8 +36,9 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
     if p.exists() and not os.access(p, os.W_OK):  # (else a private run would spend, then fail to write)
         raise ValueError(f"{flag} {p} exists and is not writable; give another file name")
     for source in inputs:
+        what, source = source if isinstance(source, tuple) else ("the input file", source)
         if source is not None and str(source) != "-" and _same_file(p, Path(source)):
-            raise ValueError(f"{flag} {p} is the input file {source}: writing there would overwrite the data; "
+            raise ValueError(f"{flag} {p} is {what} {source}: writing there would overwrite it; "
                              "give another file name")
     return p
 

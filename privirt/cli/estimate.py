@@ -342,10 +342,14 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _check_out(path: Path | None, source: str | Path | None = None) -> None:
-    # checked before any estimate (and before a private one spends budget)
+def _check_out(path: Path | None, source: str | Path | None = None, args: argparse.Namespace | None = None) -> None:
+    # checked before any estimate (and before a private one spends budget): never over the data,
+    # the ledger it debits (the spend and the budget were lost) or the --items file
     if path is not None:
-        check_output_file(path, "--out", (".csv", ".json"), inputs=(source,))
+        items = getattr(args, "items", None)
+        others = [("the ledger", getattr(args, "ledger", None)),
+                  ("the --items file", items[1:] if isinstance(items, str) and items.startswith("@") else None)]
+        check_output_file(path, "--out", (".csv", ".json"), inputs=(source, *others))
 
 
 def _check_public_items(resp, args: argparse.Namespace, items: list | None) -> None:
@@ -373,7 +377,7 @@ def load(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "model", "rasch") == "2pl":
         return _run_2pl(args)
-    _check_out(args.out, getattr(args, "file", None))
+    _check_out(args.out, getattr(args, "file", None), args)
     if args.top_k is not None and args.top_k < 1:
         raise ValueError("--top-k must be a positive integer")
     private = getattr(args, "epsilon", None) is not None
@@ -477,7 +481,7 @@ def _run_dask(args: argparse.Namespace) -> int:
     from ._dask import check_engine_args
 
     check_engine_args(args)
-    _check_out(args.out, getattr(args, "file", None))
+    _check_out(args.out, getattr(args, "file", None), args)
     statement = None
     if args.epsilon is not None:
         if getattr(args, "regularization", None) is not None:
@@ -541,7 +545,7 @@ def _run_2pl(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     _check_2pl(args)
-    _check_out(args.out, getattr(args, "file", None))
+    _check_out(args.out, getattr(args, "file", None), args)
     if args.seed is not None and args.ledger is not None:
         raise ValueError(
             "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
