@@ -581,7 +581,7 @@ def test_a_sweep_whose_every_cell_fails_says_why_exits_nonzero_and_keeps_no_rows
     assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
-    assert lines[0].startswith("4 cells: 4 computed (4 failed)")
+    assert lines[0].startswith("4 cells: 4 computed (4 failed)") and lines[0].endswith("no results kept")
     assert sorted(lines[1:]) == [
         "  2 cells failed: ValueError: n_boot must be 0 (no intervals) or an integer >= 20, got -3",
         "  2 cells failed: ValueError: p0 must be a number in (0, 1] or 'auto', got 'bogus'"]
@@ -1097,3 +1097,12 @@ def test_the_rows_of_a_fresh_run_whose_every_cell_failed_are_removed_under_the_f
     assert stats.discarded and held == [(True, False)]  # removed before the lock was released
     stats = sw.run_sweep(_write(tmp_path, text), tmp_path / "keep", jobs=1, progress=False)
     assert not stats.discarded and (tmp_path / "keep" / "results.csv").exists()  # the library keeps them by default
+
+
+def test_the_configurations_delta_is_not_called_a_flag(tmp_path, capsys):
+    # "delta must be a number" became "--delta must be ...": privirt sweep has no --delta
+    out = tmp_path / "out"
+    assert main(["sweep", str(_write(tmp_path, GOOD.replace("trials = 1", 'trials = 1\ndelta = "x"'))),
+                 "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "the configuration's delta must be a number" in err and "--delta" not in err

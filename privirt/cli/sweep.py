@@ -46,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
                       progress=not args.no_progress, discard_failed=True)
+    where = "no results kept" if stats.discarded else f"-> {stats.results}"
     print(f"{stats.total} cells: {stats.computed} computed ({stats.failed} failed), "
-          f"{stats.skipped} already done; {stats.seconds:.1f} s -> {stats.results}")
+          f"{stats.skipped} already done; {stats.seconds:.1f} s {where}")
     for text, count in stats.errors[:_ERRORS_SHOWN]:
         print(f"  {count} cell{'s' if count > 1 else ''} failed: {text}")
     if len(stats.errors) > _ERRORS_SHOWN:

@@ -142,7 +142,7 @@ def parse_config(
     seed = _int(raw.get("seed", 0), "seed", minimum=0)
     trials = _int(raw.get("trials", DEFAULT_TRIALS), "trials", minimum=1)
     epsilons = _epsilons(raw.get("epsilons", list(DEFAULT_EPSILONS)), "epsilons")
-    delta = _float(raw.get("delta", DEFAULT_DELTA), "delta")
+    delta = _float(raw.get("delta", DEFAULT_DELTA), "the configuration's delta")  # (not "--delta": no such flag)
     if not 0.0 < delta < 1.0:
         raise ValueError(f"the configuration's delta must be in (0, 1), got {delta!r}")
     mechanisms = _mechanisms(raw.get("mechanisms", ["spectral", "gaussian", "laplace", "rr"]),
