@@ -451,7 +451,10 @@ def test_top_k_help_says_what_it_lists_for_the_2pl(capsys):
 @pytest.mark.parametrize("command, extra", [("gibbs", ["--iter", "1000000000000"]),
                                             ("gibbs", ["--iter", "100000000000000000000"]),
                                             ("mh", ["--iter", "1000000000000"]),
-                                            ("mh", ["--iter", "40", "--chains", "100000000000"])])
+                                            ("mh", ["--iter", "40", "--chains", "100000000000"]),
+                                            # built 10²³ starting points for minutes, then failed
+                                            ("gibbs", ["--iter", "40", "--chains", "99999999999999999999999"]),
+                                            ("mh", ["--iter", "40", "--chains", "99999999999999999999999"])])
 def test_a_sampler_run_too_large_for_memory_is_one_line(tmp_path, capsys, command, extra):
     # a 28-line traceback (numpy's _ArrayMemoryError) or "Maximum allowed dimension exceeded"
     import numpy as np

@@ -5,6 +5,7 @@ common keys are the same for every sampler.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable, Mapping
 
@@ -16,7 +17,7 @@ from .._seeds import describe_seed
 from .posterior import StreamingSummary
 from .schedule import Schedule
 
-__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "progress_bar", "iterate", "timed",
+__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "check_memory", "progress_bar", "iterate", "timed",
            "common_info"]
 
 #: Keys every sampler's ``info`` holds, with the same meaning.
@@ -31,6 +32,27 @@ class Info(dict):
     sampler's own)."""
 
 
+def _too_large(batch: int, n_draws: int, params: int, gib: float) -> MemoryError:
+    return MemoryError(f"the kept draws ({batch} chain(s) × {n_draws} draws × {params} parameters, "
+                       f"{gib:.3g} GiB) do not fit in memory; keep fewer draws: fewer iterations or chains, "
+                       "or a larger thinning")
+
+
+def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws: bool = True) -> None:
+    """Refuse, before the chains are set up, a run whose kept draws (or, without them, whose
+    chains' states) would not fit in this machine's physical memory (a run of 10²³ chains built
+    its starting points for minutes first; one of 10¹² draws failed at the allocation with a
+    traceback).  Where the memory size is unknown only what no machine holds (2⁶³ bytes) is refused."""
+    params = int(sum(sizes.values()))
+    need = 8.0 * batch * params * (n_draws if keep_draws else 4)
+    try:
+        have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        have = 2.0**63
+    if need > have:
+        raise _too_large(batch, n_draws if keep_draws else 0, params, need / 2**30)
+
+
 class DrawSink:
     """Where the kept draws of ``batch`` chains go, on the sampler's device.
 
@@ -42,6 +64,7 @@ class DrawSink:
     def __init__(self, xp: Any, batch: int, sizes: Mapping[str, int], n_draws: int,
                  keep_draws: bool = True) -> None:
         self.keep_draws = keep_draws
+        check_memory(batch, n_draws, sizes, keep_draws)
         if keep_draws:
             try:
                 self.store: dict[str, Any] | None = {
@@ -51,10 +74,7 @@ class DrawSink:
                 if isinstance(exc, ValueError) and "dimension" not in str(exc):
                     raise
                 values = batch * n_draws * sum(sizes.values())
-                raise MemoryError(f"the kept draws ({batch} chain(s) × {n_draws} draws × "
-                                  f"{sum(sizes.values())} parameters, {values * 8 / 2**30:.3g} GiB) do not fit "
-                                  "in memory; keep fewer draws: fewer iterations or chains, or a larger "
-                                  "thinning") from None
+                raise _too_large(batch, n_draws, int(sum(sizes.values())), values * 8 / 2**30) from None
             self.stream: dict[str, StreamingSummary] | None = None
         else:
             self.store = None

@@ -181,6 +181,7 @@ def _run(
     codes = np.stack([r.codes for r in resps])  # (D, n, k)
     D, n, k = codes.shape
     C, n_keep = schedule.n_chains, schedule.n_draws
+    driver.check_memory(D * C, n_keep, {"a": k, "b": k, "theta": n}, keep_draws)  # before C starting points
     inits, seeds, refs = [], [], []
     for d, ss in enumerate(seqs):
         for c in range(C):

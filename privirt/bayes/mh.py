@@ -132,6 +132,7 @@ def mh_2pl(
     obs = codes >= 0
     y = (codes == 1).astype(np.float64)
     n, m = y.shape
+    driver.check_memory(n_chains, schedule.n_draws, {"theta": n, "a": m, "b": m})  # before the chains' states
     host_rng = np.random.default_rng(ss)
     state = twopl_setup.initial_state(init, y, obs, n_chains, anc, host_rng)
     kernel_seed = int(host_rng.integers(2**63 - 1))
