@@ -82,7 +82,9 @@ def main() -> None:
     trees = [("this tree", ROOT)] + ([("baseline", args.baseline)] if args.baseline else [])
     with busy_core(args.busy):
         results = [(label, _measure(tree, args)) for label, tree in trees]
-    print(f"n = {args.n}, m = {args.m}, {args.reps} releases per cell (medians, ms); busy core: {args.busy}")
+    what = ("the MCAR design at n = 1000, ρ = 0.5" if args.design else
+            f"n = {args.n}, m = {args.m}, {args.reps} releases per cell (medians, ms)")
+    print(f"{what}; busy core: {args.busy}")
     for label, res in results:
         print(f"\n{label} ({res.pop('privirt')})")
         for name, value in res.items():
