@@ -62,6 +62,13 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
 )
 
 from . import shuffling
+from ._sums import (  # noqa: F401 - re-exported: the exact sums of the composition rule
+    SpendSums,
+    _round_down,
+    _round_up,
+    sum_up,
+    total_epsilon_of_sums,
+)
 
 __all__ = [
     "NEIGHBOURING_RELATION",
@@ -259,46 +266,7 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     delta = _finite_number(delta, "delta")
     if not (0.0 <= delta <= 1.0):
         raise ValueError(f"delta must be in [0, 1], got {delta!r}")
-    items = [PrivacyCost.of(c) for c in costs]
-    pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
-    # each sum is exact and then rounded in the direction that can only raise the result
-    # (pure_epsilon is subtracted from epsilon, so it is rounded down)
-    return total_epsilon_of_sums(
-        rho=sum_up(c.rho for c in items), epsilon=sum_up(c.epsilon for c in items),
-        delta_spent=sum_up(c.delta for c in items),
-        pure_epsilon=_round_down(sum((Fraction(e) for e in pure), Fraction(0))),
-        pure_rho=_round_up(sum((Fraction(e) ** 2 / 2 for e in pure), Fraction(0))), delta=delta)
-
-
-def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pure_epsilon: float,
-                          pure_rho: float, delta: float) -> float:
-    """:func:`total_epsilon` from the sums it reads.
-
-    The rule needs only Σρᵢ (``rho``), Σεᵢ (``epsilon``), Σδᵢ (``delta_spent``) and, over the
-    pure spends (δᵢ = 0 < εᵢ), Σεᵢ (``pure_epsilon``) and Σεᵢ²/2 (``pure_rho``); a ledger that
-    keeps or aggregates these sums (the service's one ``SELECT SUM(...)``) composes with it
-    without loading every spend.  All zeros give 0.  Every operation on these sums is done
-    exactly and rounded in the direction that can only raise the ε returned (the δ left for
-    the conversion down, the ε's and ρ's added up), so the result is never below the rule's
-    exact value.
-    """
-    d0 = delta_spent
-    if d0 > delta:
-        return math.inf
-
-    def conv(r: float, e: float) -> float:
-        if r <= 0.0:
-            return e
-        left = _round_down(Fraction(delta) - Fraction(d0)) if d0 < delta else 0.0
-        if left <= 0.0:
-            return math.inf
-        return _round_up(Fraction(e) + Fraction(zcdp_to_approx_dp(r, left, tight=True)))
-
-    best = conv(rho, epsilon)
-    if pure_epsilon > 0 and delta > d0:
-        best = min(best, conv(_round_up(Fraction(rho) + Fraction(pure_rho)),
-                              max(0.0, _round_up(Fraction(epsilon) - Fraction(pure_epsilon)))))
-    return best
+    return SpendSums.of(PrivacyCost.of(c) for c in costs).total(delta)
 
 
 # ---------------------------------------------------------------------------------------
@@ -550,27 +518,3 @@ def _largest_local_epsilon_closed_form(epsilon: float, n: int, delta: float) -> 
             return eL
         eL = math.nextafter(eL, -math.inf)
     return epsilon  # pragma: no cover - brentq's root is within a few ulps; g(ε) ≤ 0 was checked
-
-def _round_up(x: Fraction) -> float:
-    """The smallest float ≥ the rational ``x``."""
-    f = float(x)
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def _round_down(x: Fraction) -> float:
-    """The largest float ≤ the rational ``x``."""
-    f = float(x)
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def sum_up(values: Iterable[float]) -> float:
-    """The sum of floats rounded up: the exact rational sum, then the smallest float ≥ it.
-
-    Used for composed privacy parameters (ρ's, ε's, δ's), which must never be stated below
-    the true sum (``sum`` and :func:`math.fsum` round to nearest).
-    """
-    return _round_up(sum((Fraction(float(v)) for v in values), Fraction(0)))

@@ -1,10 +1,14 @@
 """The budget arithmetic of :mod:`privirt.serve.store`: the sums of a set of spends
-(:class:`Spent`, read with one SQL aggregate) and the composition rule applied to them."""
+(:class:`Spent`, the Ledger's exact :class:`~privirt.private._sums.SpendSums`) and the
+composition rule applied to them."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from fractions import Fraction
+
+from ..private._sums import SpendSums as Spent
+from ..private._sums import _round_down, _round_up
 
 __all__ = ["Spent", "spent_epsilon", "remaining_epsilon", "LEDGER_TOLERANCE", "MIN_DELTA", "MAX_DELTA",
            "check_delta_limit"]
@@ -25,62 +29,45 @@ def check_delta_limit(delta: float, name: str = "delta") -> float:
     return float(delta)
 
 
-@dataclass(frozen=True)
-class Spent:
-    """The sums of a set of spends that the composition rule reads (one SQL aggregate).
+#: the spends' rows whose sums :class:`Spent` holds, of a data set (``?``: its id) or of one
+#: analyst's on it (``+ " AND analyst_id = ?"``); summed exactly in Python, as the Ledger sums
+_ROWS = "SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ?"
 
-    :func:`privirt.private.accounting.total_epsilon` composes spends through ``Σρᵢ``, ``Σεᵢ``,
-    ``Σδᵢ`` and, over the pure spends (``δᵢ = 0 < εᵢ``), ``Σεᵢ`` and ``Σεᵢ²/2``; so the debit
-    reads these five sums (and the count) with one ``SELECT SUM(...)`` inside its transaction
-    instead of loading every spend, and :meth:`total` hands them to
-    :func:`~privirt.private.accounting.total_epsilon_of_sums` (the one composition rule).
+
+#: what the database sums for the debit's fast check (:func:`_surely_fits`)
+_QUICK = ("SELECT COUNT(*), COALESCE(SUM(rho), 0), COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0)"
+          " FROM spends WHERE dataset_id = ?")
+
+
+def _sum_upper(n: int, total: float) -> Fraction:
+    """An upper bound of the exact sum of ``n`` doubles ≥ 0 that the database summed as ``total``.
+
+    Summed in any order with each addition rounded to nearest (PostgreSQL's ``SUM``, SQLite's
+    before 3.43) the error is at most γ₍ₙ₋₁₎·S with γₖ = k·u/(1 − k·u), u = 2⁻⁵³ (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §4.2; additions of doubles do not
+    underflow), and SQLite's compensated sum (3.43+) is within 2u·S + O(n·u²)·S; both are
+    below 2(n + 2)·u·S/(1 − 2(n + 2)·u), so S ≤ total / (1 − 2(n + 2)·u).
     """
-
-    n: int = 0
-    rho: float = 0.0
-    epsilon: float = 0.0
-    delta: float = 0.0
-    pure_epsilon: float = 0.0
-    pure_rho: float = 0.0
-
-    @classmethod
-    def of(cls, costs) -> "Spent":
-        """The sums of a list of costs (``PrivacyCost`` or ``(rho, epsilon, delta)``)."""
-        from ..private.accounting import PrivacyCost
-
-        items = [c if isinstance(c, PrivacyCost) else PrivacyCost(*map(float, c)) for c in costs]
-        pure = [c.epsilon for c in items if c.delta == 0.0 and c.epsilon > 0]
-        return cls(len(items), math.fsum(c.rho for c in items), math.fsum(c.epsilon for c in items),
-                   math.fsum(c.delta for c in items), math.fsum(pure), math.fsum(0.5 * e * e for e in pure))
-
-    @classmethod
-    def from_row(cls, row) -> "Spent":
-        return cls(int(row[0]), *(float(v or 0.0) for v in row[1:6]))
-
-    def plus(self, cost) -> "Spent":
-        """These spends and one more."""
-        return self._add(Spent.of([cost]))
-
-    def _add(self, other: "Spent") -> "Spent":
-        return Spent(self.n + other.n, self.rho + other.rho, self.epsilon + other.epsilon,
-                     self.delta + other.delta, self.pure_epsilon + other.pure_epsilon,
-                     self.pure_rho + other.pure_rho)
-
-    def total(self, delta: float) -> float:
-        """ε of the composition at ``delta`` (:func:`total_epsilon`'s rule; 0 without spends)."""
-        from ..private.accounting import total_epsilon_of_sums
-
-        if self.n == 0:
-            return 0.0
-        return total_epsilon_of_sums(rho=self.rho, epsilon=self.epsilon, delta_spent=self.delta,
-                                     pure_epsilon=self.pure_epsilon, pure_rho=self.pure_rho, delta=delta)
+    return Fraction(float(total)) / (1 - Fraction(2 * (n + 2), 1 << 53))
 
 
-#: the sums :class:`Spent` holds, over a data set's spends (``?``: its id) or one analyst's
-_SUMS = ("SELECT COUNT(*), COALESCE(SUM(rho), 0), COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0),"
-         " COALESCE(SUM(CASE WHEN delta = 0 AND epsilon > 0 THEN epsilon ELSE 0 END), 0),"
-         " COALESCE(SUM(CASE WHEN delta = 0 AND epsilon > 0 THEN 0.5 * epsilon * epsilon ELSE 0 END), 0)"
-         " FROM spends WHERE dataset_id = ?")
+def _surely_fits(row, cost, epsilon: float, delta: float) -> bool:
+    """Whether the spends the database summed as ``row`` (:data:`_QUICK`) plus ``cost`` surely fit
+    (ε, δ): ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` over upper bounds of the exact sums is at least
+    the exact rule's total (it is the rule without folding pure spends, with Bun & Steinke's
+    closed form, never below the tight conversion).  False means "decide exactly"."""
+    from mechanisms.measures import zcdp_to_approx_dp
+
+    n = int(row[0]) + 1
+    rho, eps, d0 = (_round_up(_sum_upper(n, v) + Fraction(c)) for v, c in
+                    zip(row[1:4], (cost.rho, cost.epsilon, cost.delta)))
+    if d0 > delta:  # the spends' own δ's pass the budget's: refused whatever their ε
+        return False
+    left = _round_down(Fraction(float(delta)) - Fraction(d0)) if d0 < delta else 0.0
+    if rho > 0 and left <= 0:
+        return False
+    classic = zcdp_to_approx_dp(rho, left, tight=False) if rho > 0 else 0.0
+    return _round_up(Fraction(eps) + Fraction(classic)) <= epsilon * (1.0 + LEDGER_TOLERANCE)
 
 
 def spent_epsilon(spent: Spent, delta: float) -> float:
@@ -98,22 +85,10 @@ def remaining_epsilon(spent: Spent, epsilon: float, delta: float) -> float:
     used = spent_epsilon(spent, delta)
     if not math.isfinite(used):
         return 0.0
-    return max(0.0, float(epsilon) - used)
+    return max(0.0, _round_down(Fraction(float(epsilon)) - Fraction(used)))  # never above the truth
 
 
 def _fits(spent: Spent, cost, epsilon: float, delta: float) -> bool:
-    """Whether the spends plus ``cost`` fit (ε, δ), composed as :func:`total_epsilon` composes.
-
-    Fast path: ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` (Bun & Steinke's closed form) is an upper bound of
-    the composed total (the tight conversion is never above it), so when it fits the total fits;
-    otherwise the exact total decides.  The answer is the exact rule's either way.
-    """
-    from mechanisms.measures import zcdp_to_approx_dp
-
-    new = spent.plus(cost)
-    limit = epsilon * (1.0 + LEDGER_TOLERANCE)
-    if new.delta < delta:
-        bound = new.epsilon + (zcdp_to_approx_dp(new.rho, delta - new.delta, tight=False) if new.rho > 0 else 0.0)
-        if bound <= limit:
-            return True
-    return new.total(delta) <= limit
+    """Whether the spends plus ``cost`` fit (ε, δ), composed exactly as :func:`total_epsilon`
+    composes (the Ledger's rule and sums)."""
+    return spent.plus(cost).total(delta) <= epsilon * (1.0 + LEDGER_TOLERANCE)

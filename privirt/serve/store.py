@@ -12,9 +12,13 @@ One interface (:class:`Store`), two backends:
   UPDATE``, always in that order, so two debits cannot deadlock), sums the spends, checks and
   inserts, then commits: every debit against a data set is serialised by its row lock.
 
-Either way the debit sums the spends in the database (one ``SELECT SUM(...)`` for the data set
-and one for the analyst's allowance, inside the transaction: :class:`Spent`), so its cost does
-not grow with the number of spends held in Python.
+Either way the debit reads the spends' (ρ, ε, δ) inside the transaction (those of the data set
+and those of the analyst's allowance) and sums them exactly, as the Ledger does
+(:class:`Spent`, in whole units of 2⁻¹⁰⁷⁴), so the service and a Ledger with the same budget
+and spends state the same totals and decisions.  A debit first asks the database for the sums
+(``SELECT SUM(...)``) and accepts at once when these, widened by their proven rounding error,
+surely fit (:func:`~privirt.serve._budget._surely_fits`); only a debit near the limit reads
+and sums the rows.
 
 The validated data of a data set is stored **in the state** (an uncompressed ``.npy`` blob of
 the 0/1/missing codes as int8, with its SHA-256): one thing to back up and to protect, and the
@@ -43,8 +47,8 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
-from ._budget import (_SUMS, LEDGER_TOLERANCE, Spent, _fits, check_delta_limit, remaining_epsilon,  # noqa: F401
-                      spent_epsilon)
+from ._budget import (_QUICK, _ROWS, LEDGER_TOLERANCE, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
+                      remaining_epsilon, spent_epsilon)
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "DuplicateRequest",
            "NoAccess", "StateError", "Spent"]
@@ -372,11 +376,11 @@ class Store:
         return decode_codes(blob)
 
     def _spent(self, con, dataset_id: int, analyst_id: int | None = None) -> Spent:
-        """The sums of a data set's spends (or of one analyst's on it), aggregated by the database."""
+        """The exact sums of a data set's spends (or of one analyst's on it), as the Ledger sums."""
         b = self._b
         if analyst_id is None:
-            return Spent.from_row(con.execute(b.q(_SUMS), (dataset_id,)).fetchone())
-        return Spent.from_row(con.execute(b.q(_SUMS + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchone())
+            return Spent.of(con.execute(b.q(_ROWS), (dataset_id,)).fetchall())
+        return Spent.of(con.execute(b.q(_ROWS + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchall())
 
     def datasets_for(self, analyst_id: int) -> list[dict]:
         """Public metadata and remaining budgets of the data sets an analyst may use."""
@@ -415,6 +419,12 @@ class Store:
         if a is None:
             raise NoAccess()
         d = con.execute(b.q("SELECT epsilon, delta FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
+        # fast: the database's sums, widened by their proven error, surely fit; else decide exactly
+        quick_a = con.execute(b.q(_QUICK + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchone()
+        quick_d = con.execute(b.q(_QUICK), (dataset_id,)).fetchone()
+        if (_surely_fits(quick_a, cost, float(a[0]), float(a[1]))
+                and _surely_fits(quick_d, cost, float(d[0]), float(d[1]))):
+            return
         mine = self._spent(con, dataset_id, analyst_id)
         every = self._spent(con, dataset_id)
         ok_a = _fits(mine, cost, float(a[0]), float(a[1]))

@@ -1,0 +1,129 @@
+"""The exact sums of the composition rule (:func:`privirt.accounting.total_epsilon`).
+
+The Ledger and the service compose spends through five sums (Σρᵢ, Σεᵢ, Σδᵢ and, over the pure
+spends, Σεᵢ and Σεᵢ²/2); :class:`SpendSums` keeps them exact and
+:func:`total_epsilon_of_sums` applies the rule to them, rounding every step in the direction
+that can only raise the ε stated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterable
+
+from mechanisms.measures import zcdp_to_approx_dp
+
+__all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up"]
+
+
+def _round_up(x: Fraction) -> float:
+    """The smallest float ≥ the rational ``x``."""
+    f = float(x)
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def _round_down(x: Fraction) -> float:
+    """The largest float ≤ the rational ``x``."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def sum_up(values: Iterable[float]) -> float:
+    """The sum of floats rounded up: the exact rational sum, then the smallest float ≥ it.
+
+    Used for composed privacy parameters (ρ's, ε's, δ's), which must never be stated below
+    the true sum (``sum`` and :func:`math.fsum` round to nearest).
+    """
+    return _round_up(sum((Fraction(float(v)) for v in values), Fraction(0)))
+
+
+@dataclass(frozen=True)
+class SpendSums:
+    """The exact sums :func:`total_epsilon` composes: Σρᵢ, Σεᵢ, Σδᵢ and, over the pure spends
+    (δᵢ = 0 < εᵢ), Σεᵢ and Σεᵢ²/2, as integers in units of 2⁻¹⁰⁷⁴ (2⁻²¹⁴⁹ for Σεᵢ²/2; every
+    double is a whole multiple of 2⁻¹⁰⁷⁴), so that spends add exactly and fast.  The one
+    summation of the Ledger and the service; :meth:`total` rounds each sum in the direction
+    that can only raise the ε (``pure_epsilon``, subtracted, down; the others up)."""
+
+    n: int = 0
+    rho: int = 0
+    epsilon: int = 0
+    delta: int = 0
+    pure_epsilon: int = 0
+    pure_rho: int = 0
+
+    @classmethod
+    def of(cls, costs: Iterable) -> "SpendSums":
+        """The sums of ``costs`` (objects with ``rho``, ``epsilon``, ``delta`` such as
+        :class:`~privirt.accounting.PrivacyCost`, or ``(rho, epsilon, delta)`` rows)."""
+        n = r = e = d = pe = pr = 0
+        for c in costs:
+            rho, eps, dl = (c.rho, c.epsilon, c.delta) if hasattr(c, "rho") else map(float, c)
+            es = _units(eps)
+            n, r, e, d = n + 1, r + _units(rho), e + es, d + _units(dl)
+            if dl == 0.0 and eps > 0:
+                pe, pr = pe + es, pr + es * es
+        return cls(n, r, e, d, pe, pr)
+
+    def __add__(self, other: "SpendSums") -> "SpendSums":
+        return SpendSums(*(getattr(self, f) + getattr(other, f)
+                           for f in ("n", "rho", "epsilon", "delta", "pure_epsilon", "pure_rho")))
+
+    def plus(self, cost) -> "SpendSums":
+        """These spends and one more."""
+        return self + SpendSums.of([cost])
+
+    def rounded(self) -> dict[str, float]:
+        """The sums as :func:`total_epsilon_of_sums` takes them, each rounded outward."""
+        one = Fraction(1, 1 << 1074)
+        return {"rho": _round_up(self.rho * one), "epsilon": _round_up(self.epsilon * one),
+                "delta_spent": _round_up(self.delta * one),
+                "pure_epsilon": _round_down(self.pure_epsilon * one),
+                "pure_rho": _round_up(Fraction(self.pure_rho, 1 << 2149))}
+
+    def total(self, delta: float) -> float:
+        """ε of the composition at ``delta`` (:func:`total_epsilon`; 0 without spends)."""
+        return total_epsilon_of_sums(**self.rounded(), delta=delta) if self.n else 0.0
+
+
+def _units(x: float) -> int:
+    """The double ``x`` as an integer number of 2⁻¹⁰⁷⁴ (exact)."""
+    num, den = float(x).as_integer_ratio()
+    return num << (1075 - den.bit_length())
+
+
+def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pure_epsilon: float,
+                          pure_rho: float, delta: float) -> float:
+    """:func:`total_epsilon` from the sums it reads.
+
+    The rule needs only Σρᵢ (``rho``), Σεᵢ (``epsilon``), Σδᵢ (``delta_spent``) and, over the
+    pure spends (δᵢ = 0 < εᵢ), Σεᵢ (``pure_epsilon``) and Σεᵢ²/2 (``pure_rho``); a ledger that
+    keeps these sums (:class:`SpendSums`, which the Ledger and the service both use) composes
+    with it without going through every spend again.  All zeros give 0.  Every operation on these sums is done
+    exactly and rounded in the direction that can only raise the ε returned (the δ left for
+    the conversion down, the ε's and ρ's added up), so the result is never below the rule's
+    exact value.
+    """
+    d0 = delta_spent
+    if d0 > delta:
+        return math.inf
+
+    def conv(r: float, e: float) -> float:
+        if r <= 0.0:
+            return e
+        left = _round_down(Fraction(delta) - Fraction(d0)) if d0 < delta else 0.0
+        if left <= 0.0:
+            return math.inf
+        return _round_up(Fraction(e) + Fraction(zcdp_to_approx_dp(r, left, tight=True)))
+
+    best = conv(rho, epsilon)
+    if pure_epsilon > 0 and delta > d0:
+        best = min(best, conv(_round_up(Fraction(rho) + Fraction(pure_rho)),
+                              max(0.0, _round_up(Fraction(epsilon) - Fraction(pure_epsilon)))))
+    return best
