@@ -331,3 +331,49 @@ def test_read_only_ledger_is_one_line_error_and_nothing_is_released(tmp_path):
     finally:
         _undo_read_only(path)
     assert Ledger(path).spends().empty
+
+
+def test_a_refusal_on_a_long_ledger_is_fast_and_built_after_the_lock_is_released(tmp_path, monkeypatch):
+    """On 2500 spends summary() and a refused spend took ~6 s each (each bisection step summed
+    every spend exactly again) and the refusal message was built while the write lock was held:
+    the sums are now computed once and the message is built after the rollback."""
+    import random
+    import sqlite3
+    import time
+
+    from privirt.exceptions import BudgetExceeded
+    from privirt.private.accounting import PrivacyCost
+    from privirt.private.ledger import Ledger
+
+    rng = random.Random(14_500_003)
+    rows = [(rng.uniform(1e-6, 1e-3), 0.0, 0.0) if rng.random() < 0.5 else (0.0, rng.uniform(1e-4, 1e-2), 0.0)
+            for _ in range(2500)]
+    led = Ledger(tmp_path / "big.ledger", epsilon=9.0, delta=1e-5)
+    with sqlite3.connect(led.path) as con:
+        con.executemany("INSERT INTO spends (time, mechanism, rho, epsilon, delta) VALUES ('t', 'x', ?, ?, ?)", rows)
+    con.close()
+    t = time.perf_counter()
+    led.summary()
+    assert time.perf_counter() - t < 2.5  # ~0.3 s now, ~6 s before
+
+    refusal = Ledger._refusal
+    locked = []
+
+    def check_lock(self, *args):
+        other = sqlite3.connect(self.path, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # fails while another connection holds the write lock
+            other.execute("ROLLBACK")
+            locked.append(False)
+        except sqlite3.OperationalError:
+            locked.append(True)
+        finally:
+            other.close()
+        return refusal(self, *args)
+
+    monkeypatch.setattr(Ledger, "_refusal", check_lock)
+    t = time.perf_counter()
+    with pytest.raises(BudgetExceeded):
+        led.spend(PrivacyCost(epsilon=100.0), mechanism="x")
+    assert time.perf_counter() - t < 2.5
+    assert locked == [False]

@@ -48,9 +48,10 @@ from .accounting import (
     ApproxDP,
     Guarantee,
     PrivacyCost,
+    SpendSums,
     check_delta,
     check_epsilon,
-    total_epsilon,
+    zcdp_to_approx_dp,
 )
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, immediate_transaction
@@ -93,6 +94,10 @@ CREATE TABLE IF NOT EXISTS spends (
 #: columns added by schema version 2 (older ledgers gain them at their next debit)
 _ASKED_COLUMNS = ("asked_epsilon", "asked_delta")
 _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *_ASKED_COLUMNS]
+
+
+class _Refused(Exception):
+    """A debit that does not fit: raised inside the write transaction to roll it back."""
 
 
 def _now() -> str:
@@ -360,8 +365,10 @@ class Ledger:
         rows = con.execute("SELECT rho, epsilon, delta FROM spends ORDER BY id").fetchall()
         return [PrivacyCost(rho=r, epsilon=e, delta=d) for r, e, d in rows]
 
-    def _total(self, costs: list[PrivacyCost]) -> float:
-        return total_epsilon(costs, self._delta) if costs else 0.0
+    def _total(self, costs: "list[PrivacyCost] | SpendSums", extra: PrivacyCost | None = None) -> float:
+        # total_epsilon's exact rule, from sums computed once when at hand (bisections add one cost)
+        sums = costs if isinstance(costs, SpendSums) else SpendSums.of(costs)
+        return (sums if extra is None else sums.plus(extra)).total(self._delta)
 
     def _fits(self, total: float) -> bool:
         return total <= self._epsilon * (1.0 + LEDGER_TOLERANCE)
@@ -393,19 +400,19 @@ class Ledger:
         """ε budget left, assuming the next spends are pure ε (an exact statement for them)."""
         with self._connect() as con:
             costs = self._costs(con)
-        return self._remaining(costs)
+        return self._remaining(SpendSums.of(costs))
 
-    def _remaining(self, costs: list[PrivacyCost]) -> float:
+    def _remaining(self, costs: SpendSums) -> float:
         used = self._total(costs)
         if not math.isfinite(used) or used >= self._epsilon:
             return 0.0
         # the largest extra pure ε that still fits, by bisection on the monotone total
         lo, hi = 0.0, self._epsilon - 0.0
-        if self._fits(self._total(costs + [PrivacyCost(epsilon=hi)])):
+        if self._fits(self._total(costs, PrivacyCost(epsilon=hi))):
             return hi
         for _ in range(100):
             mid = 0.5 * (lo + hi)
-            if self._fits(self._total(costs + [PrivacyCost(epsilon=mid)])):
+            if self._fits(self._total(costs, PrivacyCost(epsilon=mid))):
                 lo = mid
             else:
                 hi = mid
@@ -426,20 +433,18 @@ class Ledger:
         """
         with self._connect() as con:
             costs = self._costs(con)
-        return self._remaining_gaussian(costs, delta)
+        return self._remaining_gaussian(SpendSums.of(costs), delta)
 
-    def _remaining_gaussian(self, costs: list[PrivacyCost], delta: float | None = None) -> float:
-        from .accounting import zcdp_to_approx_dp
-
+    def _remaining_gaussian(self, costs: SpendSums, delta: float | None = None) -> float:
         d = self._delta if delta is None else check_delta(delta)
-        if math.fsum(c.delta for c in costs) >= self._delta:
+        if costs.rounded()["delta_spent"] >= self._delta:
             return 0.0
         if not self._fits(self._total(costs)):
             return 0.0
         lo, hi = 0.0, self._epsilon  # ε_CKS(ρ) ≥ ρ: no ρ above the ε budget fits
         for _ in range(80):
             mid = 0.5 * (lo + hi)
-            if self._fits(self._total(costs + [PrivacyCost(rho=mid)])):
+            if self._fits(self._total(costs, PrivacyCost(rho=mid))):
                 lo = mid
             else:
                 hi = mid
@@ -455,7 +460,7 @@ class Ledger:
         """Whether spending ``cost`` now would pass the budget (no lock is taken; advisory)."""
         with self._connect() as con:
             costs = self._costs(con)
-        return not self._fits(self._total(costs + [PrivacyCost.of(cost)]))
+        return not self._fits(self._total(costs, PrivacyCost.of(cost)))
 
     def spend(self, cost: Guarantee, *, mechanism: str, note: str = "",
               asked: ApproxDP | tuple[float, float] | None = None) -> int:
@@ -480,9 +485,9 @@ class Ledger:
             with self._write() as con:
                 self._migrate(con)
                 costs = self._costs(con)
-                new_total = self._total(costs + [c])
+                new_total = self._total(costs, c)
                 if not self._fits(new_total):
-                    raise BudgetExceeded(self._refusal(costs, c, new_total, asked))
+                    raise _Refused()  # rolled back; the message is built once the lock is released
                 cur = con.execute(
                     "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note, asked_epsilon, "
                     "asked_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -491,6 +496,8 @@ class Ledger:
                 )
                 spend_id = int(cur.lastrowid)
             rec = _journal(Spend(self.path, spend_id, c, mechanism, asked))
+        except _Refused:
+            raise BudgetExceeded(self._refusal(costs, c, new_total, asked)) from None
         except BaseException as exc:
             if spend_id is not None and rec is None:  # interrupted at or after the commit
                 certain = self._committed(spend_id, time)
@@ -521,7 +528,7 @@ class Ledger:
                  asked: ApproxDP | None) -> str:
         """The BudgetExceeded message: numbers that add up for a newcomer."""
         d0 = math.fsum(x.delta for x in costs)
-        used = self._total(costs)
+        used = self._total(sums := SpendSums.of(costs))  # summed once for all the numbers below
         what = f"this call costs {c}" + (
             f" (asked ε={asked.epsilon:.6g}, δ={asked.delta:.3g})" if asked is not None else "")
         head = f"privacy budget exceeded for ledger {self.path.name}: {what}"
@@ -534,26 +541,27 @@ class Ledger:
             return (f"{head}, but the ledger's δ={self._delta:.3g} is used up by approximate-DP spends "
                     f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
                     f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
-                    f"shuffling) remain: remaining ε={self._remaining(costs):.6g} for them{tail}")
+                    f"shuffling) remain: remaining ε={self._remaining(sums):.6g} for them{tail}")
         return (f"{head} and would bring the total spent to ε={new_total:.6g} at the ledger's "
                 f"δ={self._delta:.3g}, against a budget of ε={self._epsilon:.6g}; already spent "
                 f"ε={used:.6g} (spends are composed under zCDP and converted once at the ledger's δ, "
                 f"so totals are not sums of the calls' ε); remaining: enough for one more Gaussian "
-                f"release of ε={self._remaining_gaussian(costs):.6g} at δ={self._delta:.3g}, or a "
-                f"pure-ε one of ε={self._remaining(costs):.6g}{tail}")
+                f"release of ε={self._remaining_gaussian(sums):.6g} at δ={self._delta:.3g}, or a "
+                f"pure-ε one of ε={self._remaining(sums):.6g}{tail}")
 
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
         df = self.spends()
         with self._connect() as con:
-            costs = self._costs(con)
+            raw = self._costs(con)
+        costs = SpendSums.of(raw)  # summed once for the total and both bisections
         total = self._total(costs)
-        d0 = min(1.0, math.fsum(c.delta for c in costs))
+        d0 = min(1.0, math.fsum(c.delta for c in raw))
         lines = [
             f"ledger: {self.path}",
             f"neighbouring relation: {NEIGHBOURING_RELATION}",
             f"budget: ε = {self._epsilon:g}, δ = {self._delta:g}",
-            f"spent: ε = {min(total, 1e300) if costs else 0.0:.6g} at δ = {self._delta:g} ({len(df)} spend(s); "
+            f"spent: ε = {min(total, 1e300) if costs.n else 0.0:.6g} at δ = {self._delta:g} ({len(df)} spend(s); "
             "composed under zCDP, not summed)",
             f"remaining: ε = {self._remaining(costs):.6g} for pure-ε spends, or ε = "
             f"{self._remaining_gaussian(costs):.6g} for one discrete Gaussian release at δ = {self._delta:g}",
