@@ -223,6 +223,32 @@ def _classic_upper(rho: float, delta: float) -> Fraction:
     return Fraction(rho) + 2 * r
 
 
+def _cks_log_delta_upper(am1: float, rho: float, epsilon: float) -> Fraction:
+    """A rigorous upper bound on log δ(α) of the CKS 2020 conversion at ε, at α = 1 + ``am1``
+    (exact rational α − 1 = the double ``am1`` > 0):
+
+    log δ(α) = (α−1)(αρ − ε) − (α−1)·log1p(1/(α−1)) − log1p(α−1).
+
+    Every α > 1 gives a valid δ, and this value is ≥ log δ(α), so its exp is a valid claim.
+    """
+    a = Fraction(am1)
+    return a * ((1 + a) * Fraction(rho) - Fraction(epsilon)) - a * _log1p_lower(1 / a) - _log1p_lower(a)
+
+
+def _exp_round_up(x: Fraction) -> float:
+    """The smallest double ≥ exp(``x``) for a rational ``x`` < 0 (1.0 for ``x`` ≥ 0): the
+    argument rounded up to :data:`_DIGITS` digits, ``Decimal.exp`` (correctly rounded, error
+    ≤ ½ unit in the last place) widened by one unit in the last place, then rounded up."""
+    if x >= 0:
+        return 1.0
+    if x < -746:  # exp(x) < 2^-1076: the smallest positive double is above it (and Decimal is slow)
+        return math.ulp(0.0)
+    with localcontext() as ctx:
+        ctx.prec, ctx.Emax, ctx.Emin, ctx.rounding = _DIGITS, MAX_EMAX, MIN_EMIN, ROUND_CEILING
+        v = (Decimal(x.numerator) / Decimal(x.denominator)).exp()
+    return _round_up(Fraction(v) * (1 + Fraction(1, 10 ** (_DIGITS - 1))))
+
+
 def _round_up(x: Fraction) -> float:
     """The smallest double ≥ the rational ``x`` (``inf`` above the largest double)."""
     try:

@@ -185,3 +185,47 @@ def test_agrees_with_opendp_in_the_documented_range_and_is_tighter_beyond():
     ours, theirs = zcdp_to_approx_dp(1e4, 0.5), odp(1e4, 0.5)
     assert cks_infimum(1e4, 0.5) <= Decimal(ours) < Decimal(theirs)
     assert (theirs - ours) / ours > 1e-6
+
+
+def _delta_infimum(rho: float, eps: float) -> Decimal:
+    """inf over α > 1 of exp((α−1)(αρ−ε)) (1−1/α)^(α−1)/α, with 100-digit arithmetic (a grid over
+    t = log(α − 1), then golden-section refinement), independently of privirt's code."""
+    with localcontext() as ctx:
+        ctx.prec = 100
+        R, E = _dec(rho), _dec(eps)
+
+        def f(t: Decimal) -> Decimal:  # log δ at α = 1 + e^t
+            a = t.exp()
+            return a * ((1 + a) * R - E) - a * (1 + 1 / a).ln() - (1 + a).ln()
+
+        grid = [Decimal(k) / 10 for k in range(-300, 301)]
+        k = min(range(len(grid)), key=lambda i: f(grid[i]))
+        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+        g = (Decimal(5).sqrt() - 1) / 2
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        f1, f2 = f(x1), f(x2)
+        for _ in range(200):
+            if f1 < f2:
+                hi, x2, f2 = x2, x1, f1
+                x1 = hi - g * (hi - lo)
+                f1 = f(x1)
+            else:
+                lo, x1, f1 = x1, x2, f2
+                x2 = lo + g * (hi - lo)
+                f2 = f(x2)
+        return min(Decimal(1), min(f1, f2).exp())
+
+
+_DELTA_GRID = [(2.0, 8.0), (0.5, 1.0), (0.1, 0.3), (30.0, 60.0)] + [
+    (rho, zcdp_to_approx_dp(rho, d)) for rho in (1e-4, 0.01, 0.5, 2.0) for d in (1e-12, 1e-5, 1e-2)]
+
+
+@pytest.mark.parametrize("rho, eps", _DELTA_GRID)
+def test_zcdp_delta_is_never_below_the_exact_infimum(rho, eps):
+    # zcdp_delta(2.0, 8.0) was 0.0020028453852465587 < 0.00200284538524656003... (rounded to nearest)
+    from privirt.private.accounting import zcdp_delta
+
+    z = Decimal(zcdp_delta(rho, eps))
+    exact = _delta_infimum(rho, eps)
+    assert z >= exact
+    assert z - exact <= exact * Decimal("1e-10")  # and tight

@@ -55,6 +55,8 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
     PureDP,
     ZCDP,
     _cks_epsilon_at,
+    _cks_log_delta_upper,
+    _exp_round_up,
     _finite_number,
     _open_delta,
     pure_to_zcdp,
@@ -217,7 +219,9 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     """The smallest δ (tight CKS 2020 conversion) with ρ-zCDP ⇒ (ε, δ)-DP.
 
     δ = inf_{α>1} exp((α−1)(αρ−ε)) (1−1/α)^(α−1) / α, capped at 1, and for ρ > 0 at
-    least the smallest positive double (5e-324; a zCDP mechanism is never (ε, 0)-DP).
+    least the smallest positive double (5e-324; a zCDP mechanism is never (ε, 0)-DP).  An
+    exact upper bound, never below the infimum: α is chosen in doubles, and the δ at that α
+    is bounded in outward-rounded exact arithmetic and rounded up.
     """
     rho = _check_rho(rho)
     eps = _finite_number(epsilon, "epsilon")
@@ -230,12 +234,15 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         a = 1.0 + math.exp(t)
         return (a - 1.0) * (a * rho - eps) + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)
 
+    # doubles only choose α (as in zcdp_to_approx_dp); the δ claimed is the bound at that α
+    # evaluated in outward-rounded exact arithmetic and rounded up, never below the infimum
     grid = np.linspace(-30.0, 30.0, 481)
     vals = np.array([logd(t) for t in grid])
     k = int(np.argmin(vals))
     a, b = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
     res = optimize.minimize_scalar(logd, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
-    d = min(1.0, math.exp(min(float(res.fun), float(vals[k]))))
+    t_best = float(res.x) if float(res.fun) <= float(vals[k]) else float(grid[k])
+    d = min(1.0, _exp_round_up(_cks_log_delta_upper(math.exp(t_best), rho, eps)))
     # exp underflows to 0 below about e^-745, which would state a zCDP mechanism as (ε, 0)-DP,
     # i.e. pure DP: a positive ρ never gives δ = 0, so report at least the smallest double
     return float(max(d, math.ulp(0.0)))
