@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, Decimal, localcontext
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
 __all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_approx_dp",
-           "format_up"]
+           "format_up", "format_down"]
 
 
 def _finite_number(value: object, name: str) -> float:
@@ -73,6 +73,34 @@ def format_up(x: float, digits: int) -> str:
         up = +Decimal(repr(float(x)))  # unary plus rounds to the context
     text = f"{float(up):.{digits}g}"  # the float's own style ("1e-05", "50", "0.95")
     return text if Decimal(text) >= up else f"{up:.{digits}g}"  # subnormals: the decimal itself
+
+
+def format_down(x: float, digits: int) -> str:
+    """``x`` printed like ``f"{x:.{digits}g}"`` but rounded down at that precision, not to nearest.
+
+    For amounts that remain (of a budget): the printed number, read back as a double, is never
+    above ``x``, so asking for it fits wherever ``x`` fits.  As :func:`format_up`, the rounding
+    starts from ``repr`` (round values print as themselves: 0.5 as ``0.5``).
+
+    Parameters
+    ----------
+    x : float
+        The value to print.
+    digits : int
+        Significant digits.
+
+    Returns
+    -------
+    str
+        The formatted value.
+    """
+    if not math.isfinite(x) or x == 0.0:
+        return f"{x:.{digits}g}"
+    with localcontext() as ctx:
+        ctx.prec, ctx.rounding = digits, ROUND_FLOOR
+        down = +Decimal(repr(float(x)))  # unary plus rounds to the context
+    text = f"{float(down):.{digits}g}"
+    return text if Decimal(text) <= down else f"{down:.{digits}g}"
 
 
 @dataclass(frozen=True)

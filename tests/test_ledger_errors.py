@@ -498,3 +498,29 @@ def test_creating_a_ledger_where_sqlite_cannot_write_is_one_line(tmp_path, monke
     with pytest.raises(LedgerError, match="cannot create the ledger .*nothing was spent"):
         Ledger(tmp_path / "a.ledger", epsilon=1.0, delta=1e-6)
     assert not (tmp_path / "a.ledger").exists()
+
+
+def test_printed_spent_is_rounded_up_and_printed_remaining_fits(tmp_path):
+    """summary() printed spent ε rounded to nearest (0.123456 after a spend of 0.1234564) and
+    remaining to nearest (0.876544, which was then refused); the refusal said 'total ε=1 ...
+    budget ε=1; already spent ε=1'.  Spent amounts print rounded up, remaining ones down."""
+    from mechanisms.measures import format_down, format_up
+
+    led = Ledger(tmp_path / "a.ledger", epsilon=1.0, delta=1e-5)
+    led.spend(PrivacyCost(epsilon=0.1234564), mechanism="laplace")
+    lines = led.summary().splitlines()
+    spent = float([l for l in lines if l.startswith("spent")][0].split("ε = ")[1].split()[0])
+    remaining = float([l for l in lines if l.startswith("remaining")][0].split("ε = ")[1].split()[0])
+    assert spent >= led.spent().epsilon and spent == 0.123457
+    assert remaining <= led.remaining_epsilon() and remaining == 0.876543
+    led.spend(PrivacyCost(epsilon=remaining), mechanism="laplace")  # the printed remaining fits
+    # round numbers print as before
+    assert format_up(1.0, 6) == "1" and format_down(0.5, 6) == "0.5" and format_down(0.8765436000010001, 6) == "0.876543"
+    whole = Ledger(tmp_path / "b.ledger", epsilon=1.0, delta=1e-5)
+    whole.spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
+    text = whole.summary()
+    assert "spent: ε = 0.5 at" in text and "remaining: ε = 0.5 for pure-ε spends" in text
+    whole.spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
+    with pytest.raises(privirt.BudgetExceeded) as info:
+        whole.spend(PrivacyCost(epsilon=1e-5), mechanism="laplace")
+    assert "total spent to ε=1.00001 " in str(info.value) and "already spent ε=1 " in str(info.value)

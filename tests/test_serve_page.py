@@ -208,3 +208,14 @@ def test_the_plot_composes_every_spend_and_shows_the_latest_400():
     eps = [(1 - (y - T) / (H - T - B)) * ymax for y in ys]
     assert eps[-1] == pytest.approx(total, abs=0.02)
     assert eps[0] == pytest.approx(cumulative_epsilon(spends[:100], 1e-6)[-1], abs=0.02)  # not 0
+
+
+def test_the_page_prints_spent_up_and_remaining_down():
+    """The curator page printed spent and remaining ε to nearest (:.4g): 0.12345 spent showed as
+    0.1234 (below it), 0.87655 remaining as 0.8766 (above it)."""
+    from privirt.serve.page import render_page
+
+    html = render_page([{"name": "d", "n_persons": 3, "items": ["a", "b"], "missing": "none", "epsilon": 1.0,
+                         "delta": 1e-6, "spent_epsilon": 0.12345, "remaining_epsilon": 0.87655, "n_spends": 1}],
+                       [], [], [])
+    assert "<td class='num'>0.1235</td><td class='num'>0.8765</td>" in html

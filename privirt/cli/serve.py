@@ -259,6 +259,8 @@ def run_backup(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     import json
 
+    from mechanisms.measures import format_down, format_up
+
     from ..serve.store import open_store
 
     store = open_store(args.state)
@@ -274,13 +276,13 @@ def run_list(args: argparse.Namespace) -> int:
     print("data sets:" if datasets else "data sets: none (add one with `privirt serve dataset add`)")
     for d in datasets:
         print(f"  {d['name']}: {d['n_persons']} persons × {d['n_items']} items, missing {d['missing']}; "
-              f"budget ε = {d['epsilon']:g}, δ = {d['delta']:g}; spent ε = {d['spent_epsilon']:.6g}, "
-              f"remaining ε = {d['remaining_epsilon']:.6g} ({d['n_spends']} spends)")
+              f"budget ε = {d['epsilon']:g}, δ = {d['delta']:g}; spent ε = {format_up(d['spent_epsilon'], 6)}, "
+              f"remaining ε = {format_down(d['remaining_epsilon'], 6)} ({d['n_spends']} spends)")
     print("allowances:" if allowances else "allowances: none (add an analyst with `privirt serve analyst add`)")
     for a in allowances:
         state = " [revoked]" if a["revoked"] else ""
         print(f"  {a['analyst']}{state} on {a['dataset']}: ε = {a['epsilon']:g}, δ = {a['delta']:g}; "
-              f"spent ε = {a['spent_epsilon']:.6g}, remaining ε = {a['remaining_epsilon']:.6g}")
+              f"spent ε = {format_up(a['spent_epsilon'], 6)}, remaining ε = {format_down(a['remaining_epsilon'], 6)}")
     print(f"spends: {len(spends)}")
     for s in spends:
         print(f"  #{s['id']} {s['time'][:19]} {s['analyst']} {s['dataset']} {s['endpoint']} {s['mechanism']} "

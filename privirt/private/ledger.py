@@ -53,6 +53,7 @@ from .accounting import (
     check_epsilon,
     zcdp_to_approx_dp,
 )
+from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, immediate_transaction
 from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
@@ -527,27 +528,27 @@ class Ledger:
     def _refusal(self, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
                  asked: ApproxDP | None) -> str:
         """The BudgetExceeded message: numbers that add up for a newcomer."""
-        d0 = math.fsum(x.delta for x in costs)
         used = self._total(sums := SpendSums.of(costs))  # summed once for all the numbers below
+        d0 = sums.rounded()["delta_spent"]  # (spent amounts are printed rounded up, remaining down)
         what = f"this call costs {c}" + (
             f" (asked ε={asked.epsilon:.6g}, δ={asked.delta:.3g})" if asked is not None else "")
         head = f"privacy budget exceeded for ledger {self.path.name}: {what}"
         tail = "; nothing was spent"
-        if d0 + c.delta > self._delta:
+        if sums.plus(c).rounded()["delta_spent"] > self._delta:
             left = max(0.0, self._delta - d0)
-            return (f"{head}, but its δ={c.delta:.3g} is more than the ledger's δ left ({left:.3g} of "
+            return (f"{head}, but its δ={c.delta:.3g} is more than the ledger's δ left ({format_down(left, 3)} of "
                     f"{self._delta:.3g}); ask for a smaller delta{tail}")
-        if c.rho > 0 and d0 + c.delta >= self._delta:
+        if c.rho > 0 and sums.plus(c).rounded()["delta_spent"] >= self._delta:
             return (f"{head}, but the ledger's δ={self._delta:.3g} is used up by approximate-DP spends "
                     f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
                     f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
-                    f"shuffling) remain: remaining ε={self._remaining(sums):.6g} for them{tail}")
-        return (f"{head} and would bring the total spent to ε={new_total:.6g} at the ledger's "
+                    f"shuffling) remain: remaining ε={format_down(self._remaining(sums), 6)} for them{tail}")
+        return (f"{head} and would bring the total spent to ε={format_up(new_total, 6)} at the ledger's "
                 f"δ={self._delta:.3g}, against a budget of ε={self._epsilon:.6g}; already spent "
-                f"ε={used:.6g} (spends are composed under zCDP and converted once at the ledger's δ, "
+                f"ε={format_up(used, 6)} (spends are composed under zCDP and converted once at the ledger's δ, "
                 f"so totals are not sums of the calls' ε); remaining: enough for one more Gaussian "
-                f"release of ε={self._remaining_gaussian(sums):.6g} at δ={self._delta:.3g}, or a "
-                f"pure-ε one of ε={self._remaining(sums):.6g}{tail}")
+                f"release of ε={format_down(self._remaining_gaussian(sums), 6)} at δ={self._delta:.3g}, or a "
+                f"pure-ε one of ε={format_down(self._remaining(sums), 6)}{tail}")
 
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
@@ -556,23 +557,22 @@ class Ledger:
             raw = self._costs(con)
         costs = SpendSums.of(raw)  # summed once for the total and both bisections
         total = self._total(costs)
-        d0 = min(1.0, math.fsum(c.delta for c in raw))
+        d0 = min(1.0, costs.rounded()["delta_spent"])  # spent: printed rounded up; remaining: down
         lines = [
             f"ledger: {self.path}",
             f"neighbouring relation: {NEIGHBOURING_RELATION}",
             f"budget: ε = {self._epsilon:g}, δ = {self._delta:g}",
-            f"spent: ε = {min(total, 1e300) if costs.n else 0.0:.6g} at δ = {self._delta:g} ({len(df)} spend(s); "
+            f"spent: ε = {format_up(min(total, 1e300) if costs.n else 0.0, 6)} at δ = {self._delta:g} ({len(df)} spend(s); "
             "composed under zCDP, not summed)",
-            f"remaining: ε = {self._remaining(costs):.6g} for pure-ε spends, or ε = "
-            f"{self._remaining_gaussian(costs):.6g} for one discrete Gaussian release at δ = {self._delta:g}",
+            f"remaining: ε = {format_down(self._remaining(costs), 6)} for pure-ε spends, or ε = "
+            f"{format_down(self._remaining_gaussian(costs), 6)} for one discrete Gaussian release at δ = {self._delta:g}",
         ]
         if d0 > 0:
             state = "exhausted: Gaussian releases are refused" if d0 >= self._delta else \
-                f"{self._delta - d0:.3g} left for converting the Gaussian spends"
-            lines.append(f"δ used by approximate-DP spends: {d0:.3g} of {self._delta:g} ({state})")
+                f"{format_down(self._delta - d0, 3)} left for converting the Gaussian spends"
+            lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {self._delta:g} ({state})")
         if len(df):
-            lines.append("")
-            lines.append(_format_spends(df).to_string())
+            lines += ["", _format_spends(df).to_string()]
         return "\n".join(lines)
 
     def __repr__(self) -> str:

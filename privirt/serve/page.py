@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as _dt
 from html import escape
 
+from mechanisms.measures import format_down, format_up
+
 __all__ = ["render_page", "login_page", "cumulative_epsilon"]
 
 _CSS = """
@@ -73,6 +75,16 @@ def cumulative_epsilon(spends: list[dict], delta: float, last: int | None = None
 
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
+
+
+def _fmt_spent(x: float) -> str:
+    """A spent ε, rounded up: never printed below what was spent."""
+    return format_up(x, 4)
+
+
+def _fmt_left(x: float) -> str:
+    """A remaining ε, rounded down: asking for the printed amount fits."""
+    return format_down(x, 4)
 
 
 def _bar(spent: float, total: float) -> str:
@@ -146,7 +158,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
             f"<tr><td>{escape(d['name'])}</td><td class='num'>{d['n_persons']}</td>"
             f"<td class='num'>{len(d['items'])}</td><td>{escape(d['missing'])}</td>"
             f"<td class='num'>{_fmt(d['epsilon'])}</td><td class='num'>{d['delta']:.3g}</td>"
-            f"<td class='num'>{_fmt(d['spent_epsilon'])}</td><td class='num'>{_fmt(d['remaining_epsilon'])}</td>"
+            f"<td class='num'>{_fmt_spent(d['spent_epsilon'])}</td><td class='num'>{_fmt_left(d['remaining_epsilon'])}</td>"
             f"<td>{_bar(d['spent_epsilon'], d['epsilon'])}</td><td class='num'>{d['n_spends']}</td></tr>")
     ds_table = ("<table><thead><tr><th>data set</th><th>persons</th><th>items</th><th>missing</th>"
                 "<th>budget ε</th><th>δ</th><th>spent ε</th><th>remaining ε</th><th>used</th><th>spends</th>"
@@ -159,7 +171,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
         rows.append(
             f"<tr><td>{escape(a['analyst'])}</td><td>{state}</td><td>{escape(a['dataset'])}</td>"
             f"<td class='num'>{_fmt(a['epsilon'])}</td><td class='num'>{a['delta']:.3g}</td>"
-            f"<td class='num'>{_fmt(a['spent_epsilon'])}</td><td class='num'>{_fmt(a['remaining_epsilon'])}</td>"
+            f"<td class='num'>{_fmt_spent(a['spent_epsilon'])}</td><td class='num'>{_fmt_left(a['remaining_epsilon'])}</td>"
             f"<td>{_bar(a['spent_epsilon'], a['epsilon'])}</td><td class='num'>{a['n_spends']}</td></tr>")
     al_table = ("<table><thead><tr><th>analyst</th><th>key</th><th>data set</th><th>allowance ε</th><th>δ</th>"
                 "<th>spent ε</th><th>remaining ε</th><th>used</th><th>spends</th></tr></thead><tbody>"
@@ -185,7 +197,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
             f"<tr><td class='num'>{s['id']}</td><td>{escape(s['time'][:19].replace('T', ' '))}</td>"
             f"<td>{escape(s['analyst'])}</td><td>{escape(s['dataset'])}</td><td>{escape(s['endpoint'])}</td>"
             f"<td>{escape(_what(s['params']))}</td><td>{escape(s['mechanism'])}</td>"
-            f"<td class='num'>{_fmt(s['rho'])}</td><td class='num'>{_fmt(s['epsilon'])}</td>"
+            f"<td class='num'>{_fmt_spent(s['rho'])}</td><td class='num'>{_fmt_spent(s['epsilon'])}</td>"
             f"<td class='num'>{s['delta']:.3g}</td><td>{escape(s['status'])}</td></tr>")
     log = ("<table><thead><tr><th>#</th><th>time (UTC)</th><th>analyst</th><th>data set</th><th>endpoint</th>"
            "<th>request</th><th>mechanism</th><th>ρ</th><th>ε</th><th>δ</th><th>status</th></tr></thead><tbody>"
