@@ -114,8 +114,8 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
 
 #: The smallest ε a private release is calibrated for.  Below it the (ε, δ) claims would rest on
 #: rounding (the tight zCDP conversion is bounded from above in exact arithmetic, but its
-#: minimiser over α is found in doubles, whose objective carries errors of about 1e-15 in
-#: absolute terms, so the claim can exceed the infimum by that much; and a Laplace scale Δ₁/ε
+#: minimiser over α is found in doubles, so the claim can exceed the infimum by up to about
+#: 1e-14 relative (≈ 1e-14·αρ, at small ρ), about 2e-15 absolute at ordinary ρ; and a Laplace scale Δ₁/ε
 #: leaves the samplers' range), and the noise would drown any count: every private entry point
 #: refuses a smaller ε, in one line, before anything is spent.
 MIN_EPSILON: float = 1e-6
