@@ -47,7 +47,7 @@ def test_tiny_epsilon_is_refused_naming_the_smallest_before_any_spend(tmp_path, 
 @pytest.mark.parametrize("eps", OK_OR_REFUSED)
 @pytest.mark.parametrize("method", list(METHODS))
 def test_edge_epsilon_calibrates_validly_or_refuses_in_words(tmp_path, method, eps):
-    led = Ledger(tmp_path / "b.ledger", epsilon=2e6, delta=1e-4)
+    led = Ledger(tmp_path / "b.ledger", epsilon=1e6, delta=1e-4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -105,7 +105,7 @@ def test_cli_tiny_epsilon_is_one_line_and_spends_nothing(tmp_path, capsys, csv_f
 @pytest.mark.parametrize("method", list(CLI_METHODS))
 def test_cli_edge_epsilon_runs_or_is_one_line(tmp_path, capsys, csv_file, method, eps):
     led = tmp_path / "b.ledger"
-    Ledger(led, epsilon=2e6, delta=1e-4)
+    Ledger(led, epsilon=1e6, delta=1e-4)
     code = main(["estimate", str(csv_file), "--epsilon", eps, "--ledger", str(led), *CLI_METHODS[method]])
     out, err = capsys.readouterr()
     n = len(Ledger(led).spends())
@@ -134,3 +134,34 @@ def test_measurements_apply_the_shared_rule_themselves():
                   lambda: TotalsGaussian.calibrate(tiny, n_persons=300, n_items=6)):
         with pytest.raises(ValueError, match="smallest ε"):
             build()
+
+
+def test_an_epsilon_above_the_largest_stated_is_refused_everywhere_in_one_line(tmp_path, capsys):
+    """ε = 1e308 said 'rho must be a finite number >= 0, got inf' or 'too small to calibrate';
+    a ledger of ε = 1e155 was created and then could not print its summary (OverflowError);
+    a sweep of ε = 1e308 made a report that crashed on its axis."""
+    import pandas as pd
+
+    from privirt.cli import main
+    from privirt.private.accounting import MAX_EPSILON
+    from privirt.private.ledger import Ledger
+    from privirt.sweeps.config import parse_config
+
+    X = privirt.simulate_rasch(100, 5, seed=310_100)[0]
+    for call in (privirt.release_counts, privirt.release_totals, privirt.release_2pl,
+                 privirt.private_spectral_estimate, privirt.private_totals_estimate):
+        with pytest.raises(ValueError, match=r"above the largest ε privirt states a guarantee for, 1e\+06"):
+            call(X, epsilon=1e308)
+    with pytest.raises(ValueError, match="above the largest"):
+        Ledger(tmp_path / "l.db", epsilon=1e155, delta=1e-3)
+    assert not (tmp_path / "l.db").exists()
+    Ledger(tmp_path / "ok.db", epsilon=MAX_EPSILON, delta=1e-3).summary()  # the largest prints
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X).to_csv(path, index=False)
+    for argv in (["estimate", str(path), "--epsilon", "1e308"], ["demo", "--epsilon", "1e308"],
+                 ["budget", "init", str(tmp_path / "b.db"), "--epsilon", "1e155", "--delta", "1e-3"]):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1 and "above the largest" in captured.err
+    with pytest.raises(ValueError, match="every ε must be at most 1e\\+06"):
+        parse_config({"epsilons": [1.0, 1e308], "datasets": [{"source": "synthetic", "n": 20, "m": 4}]})

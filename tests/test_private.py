@@ -552,7 +552,7 @@ def test_out_of_range_epsilon_is_refused_in_its_own_terms_before_any_debit(tmp_p
     """An ε whose calibrated noise the exact samplers cannot produce is refused naming the ε
     the caller chose (not only an internal noise parameter), and nothing is spent."""
     X, _, _ = privirt.simulate_rasch(50, 3, seed=2)
-    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1e7, delta=1e-5)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=1e6, delta=1e-5)
     with pytest.raises(ValueError, match=re.escape(f"epsilon={eps:g} calibrates to") + ".* outside the range"):
         privirt.private_spectral_estimate(X, epsilon=eps, mechanism=mechanism, ledger=ledger)
     assert ledger.spent().epsilon == 0

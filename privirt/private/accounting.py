@@ -101,14 +101,26 @@ NEIGHBOURING_RELATION = "replace one person's row"
 
 # ---------------------------------------------------------------------------------------
 # validation helpers (shared with the private release functions)
+#: The largest ε privirt states or calibrates for (a release, a budget, an allowance): beyond it
+#: the noise falls below the samplers' resolution (every mechanism refuses ε ≳ 1e7 at its own
+#: calibration) and the guarantee says nothing; near 1e308 the arithmetic overflowed (a ledger of
+#: ε = 1e155 could not print its summary; ρ = ε²/2 became infinite).
+MAX_EPSILON: float = 1e6
+
+
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
-    """Validate a privacy parameter ε: a finite number > 0 (ε = ∞ would mean no privacy)."""
+    """Validate a privacy parameter ε: a finite number in (0, :data:`MAX_EPSILON`] (ε = ∞ would
+    mean no privacy)."""
     v = _finite_number(epsilon, name)
     if not math.isfinite(v) or v <= 0:
         raise ValueError(
             f"{name} must be a finite number > 0, got {epsilon!r}; privirt has no "
             "non-private path through its private functions (use spectral_estimate instead)"
         )
+    if v > MAX_EPSILON:
+        raise ValueError(f"{name}={v:g} is above the largest ε privirt states a guarantee for, {MAX_EPSILON:g} "
+                         f"(beyond it the noise is below the samplers' resolution and the guarantee says "
+                         f"nothing); choose {name} <= {MAX_EPSILON:g} (nothing was spent)")
     return v
 
 

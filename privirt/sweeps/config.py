@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..private.accounting import MAX_EPSILON
 from . import registry
 from .results import METRICS
 
@@ -335,6 +336,9 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
         v = _float(v, key)
         if v <= 0:
             raise ValueError(f"{key}: every ε must be positive (ε > 0), got {v!r}")
+        if v > MAX_EPSILON:  # (ε = 1e308 made a failed cell and a report that crashed on its axis)
+            raise ValueError(f"{key}: every ε must be at most {MAX_EPSILON:g}, the largest ε privirt states a "
+                             f"guarantee for, got {v!r}")
         out.append(float(f"{v:.6g}"))
     return tuple(sorted(set(out)))
 
