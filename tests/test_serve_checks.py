@@ -188,3 +188,39 @@ def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_
     body, _ = run_request(store, carol, "wide", "release", ReleaseRequest(epsilon=1.0, kind="counts").model_dump(),
                           None)
     assert body["params"]["kind"] == "counts"
+
+
+def test_the_states_limit_of_releases_per_allowance_is_enforced_in_the_debit(tmp_path):
+    # an analyst could store ~10⁹ releases at the smallest ε (ρ = ε²/2 composes slowly): storage
+    from privirt.serve._limits import DEFAULT_MAX_RELEASES
+    from privirt.serve.models import ReleaseRequest
+    from privirt.serve.service import RequestFailed, run_request
+    from privirt.serve.store import Principal, open_store
+
+    state = str(tmp_path / "s.db")
+    assert "--max-releases must be a whole number >= 1" in _one_line_error(
+        cli("serve", "init", state, "--max-releases", "0", check=False))
+    setup_state(state, {"lsat6": (LSAT6, 5.0, 1e-6, ["--weights-col", "frequency"])}, {"carol": ["lsat6=5"]})
+    store = open_store(state)
+    assert store.max_releases() == DEFAULT_MAX_RELEASES  # a state without the key: the default
+    cli("serve", "limits", state, "--max-releases", "2")
+    assert store.max_releases() == 2
+    carol = Principal("analyst", 1, "carol")
+    request = ReleaseRequest(epsilon=0.01).model_dump()
+    for _ in range(2):
+        run_request(store, carol, "lsat6", "release", request, None)
+    n0 = store.counts()
+    with pytest.raises(RequestFailed) as err:
+        run_request(store, carol, "lsat6", "release", request, None)
+    assert err.value.status == 403 and "release limit reached: this service allows 2 releases" in err.value.detail
+    assert store.counts() == n0  # nothing spent or stored
+    # the debit itself enforces it (the advisory pre-check aside)
+    from privirt.private.accounting import PrivacyCost
+    from privirt.serve.store import OverQuota
+
+    with pytest.raises(OverQuota):
+        store.debit(analyst_id=1, dataset_id=1, cost=PrivacyCost(rho=1e-6), mechanism="x", endpoint="release",
+                    params={}, idem_key=None)
+    cli("serve", "limits", state, "--max-releases", "3")
+    run_request(store, carol, "lsat6", "release", request, None)
+    assert "at most 3 releases per analyst and data set" in cli("serve", "list", state).stdout

@@ -21,7 +21,7 @@ they cannot bypass; you see every spend.  Neighbouring relation: replace one per
 
 Set up (STATE is a file path for SQLite, or a postgresql:// URL shared by several replicas):
 
-  privirt serve init STATE
+  privirt serve init STATE [--max-releases N]                         # releases per analyst and data set
   privirt serve dataset add STATE NAME FILE --epsilon E --delta D
   privirt serve analyst add STATE ALICE --allowance NAME=EPS[,DELTA]   # prints ALICE's key (last line)
   privirt serve curator-key STATE                                     # prints your key (last line)
@@ -45,7 +45,17 @@ def register(subparsers) -> None:
     p = sub.add_parser("init", help="create a new, empty state", description="Create a new state: an SQLite "
                        "file at a path (its folder must exist), or the tables in an empty PostgreSQL database.")
     p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
+    p.add_argument("--max-releases", type=int, default=None, metavar="N",
+                   help="releases one analyst may make on one data set (default 10000; each stores its "
+                        "result: a bound on the state's storage)")
     p.set_defaults(func=run_init)
+
+    p = sub.add_parser("limits", help="set the state's limit of releases per analyst and data set",
+                       description="Set the number of releases one analyst may make on one data set (all "
+                       "allowances of the state; releases already made stay).")
+    p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
+    p.add_argument("--max-releases", type=int, required=True, metavar="N")
+    p.set_defaults(func=run_limits)
 
     ds = sub.add_parser("dataset", help="add a data set (with its total budget)")
     dsub = ds.add_subparsers(dest="dataset_command", metavar="ACTION")
@@ -141,11 +151,27 @@ def _needs(usage: str):
 
 
 def run_init(args: argparse.Namespace) -> int:
+    from ..serve._limits import check_count
     from ..serve.store import init_store
 
+    if args.max_releases is not None:
+        check_count(args.max_releases)  # before the state exists
     store = init_store(args.state)
+    if args.max_releases is not None:
+        store.set_max_releases(args.max_releases)
     print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {args.state} "
           "NAME FILE --epsilon E --delta D")
+    return 0
+
+
+def run_limits(args: argparse.Namespace) -> int:
+    from ..serve._limits import check_count
+    from ..serve.store import open_store
+
+    limit = check_count(args.max_releases)
+    store = open_store(args.state)
+    store.set_max_releases(limit)
+    print(f"{store.describe}: at most {limit} releases per analyst and data set")
     return 0
 
 
@@ -269,10 +295,11 @@ def run_list(args: argparse.Namespace) -> int:
     allowances = store.allowances()
     spends = store.spends()
     if args.json:
-        print(json.dumps({"state": store.describe, "datasets": datasets, "allowances": allowances,
-                          "spends": spends}, indent=2))
+        print(json.dumps({"state": store.describe, "max_releases": store.max_releases(), "datasets": datasets,
+                          "allowances": allowances, "spends": spends}, indent=2))
         return 0
-    print(f"state: {store.describe} ({store.kind})")
+    print(f"state: {store.describe} ({store.kind}); at most {store.max_releases()} releases per analyst and "
+          "data set")
     print("data sets:" if datasets else "data sets: none (add one with `privirt serve dataset add`)")
     for d in datasets:
         print(f"  {d['name']}: {d['n_persons']} persons × {d['n_items']} items, missing {d['missing']}; "

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
+from ._limits import OverQuota
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
@@ -144,7 +145,7 @@ class _ServiceDebit(Ledger):
         try:
             self.request_id, self.spend_id = self._store.debit(
                 cost=cost, mechanism=mechanism, note=note, request_id=self.planned_id, **self._context)
-        except (OverBudget, DuplicateRequest, NoAccess):
+        except (OverBudget, OverQuota, DuplicateRequest, NoAccess):
             raise  # decided inside the transaction: nothing was written
         except Exception as exc:
             # The commit's outcome is unknown (the connection dropped during COMMIT, an I/O error):
@@ -247,6 +248,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     ``params`` are validated (a model's ``model_dump()``).  Raised statuses: 404 (no such data set
     for this key), 402 (over budget, nothing spent), 409 (same Idempotency-Key still running or
     interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile),
+    403 (the state's limit of releases per allowance reached, nothing spent),
     503 (the debit's commit was not confirmed: it may be spent; the request id finds out),
     500 (internal error: says whether the budget was spent).
     """
@@ -273,6 +275,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         store.check_fits(analyst.id, ds["id"], cost)
     except OverBudget as exc:
         raise _over_budget(exc, name) from None
+    except OverQuota as exc:
+        raise _over_quota(exc, name) from None
     except NoAccess:
         raise RequestFailed(404, NOT_FOUND) from None
     # the request's id exists before the debit (one transaction writes the request and its spend):
@@ -285,6 +289,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         body = _body(debit.request_id, name, endpoint, params, result)
     except OverBudget as exc:
         raise _over_budget(exc, name) from None
+    except OverQuota as exc:
+        raise _over_quota(exc, name) from None
     except DuplicateRequest as exc:
         found = store.find_request(analyst.id, request_id=exc.request_id)
         return _replay(found, endpoint, params, ds["id"]), True
@@ -320,6 +326,11 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
                                  f"but its result could not be stored; request id {debit.request_id}",
                             request_id=debit.request_id) from exc
     return body, False
+
+
+def _over_quota(exc: OverQuota, name: str) -> RequestFailed:
+    return RequestFailed(403, f"release limit reached: this service allows {exc.limit} releases per analyst "
+                              f"and data set, and you have made them on {name!r}; nothing was spent")
 
 
 def _over_budget(exc: OverBudget, name: str) -> RequestFailed:

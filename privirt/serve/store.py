@@ -47,6 +47,7 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
+from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases  # noqa: F401 - OverQuota: raised through _check
 from ._budget import (_QUICK, _ROWS, LEDGER_TOLERANCE, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
 
@@ -421,6 +422,7 @@ class Store:
         d = con.execute(b.q("SELECT epsilon, delta FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
         # fast: the database's sums, widened by their proven error, surely fit; else decide exactly
         quick_a = con.execute(b.q(_QUICK + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchone()
+        check_release_limit(con, b, int(quick_a[0]))  # the allowance's releases (the state's storage: _limits)
         quick_d = con.execute(b.q(_QUICK), (dataset_id,)).fetchone()
         if (_surely_fits(quick_a, cost, float(a[0]), float(a[1]))
                 and _surely_fits(quick_d, cost, float(d[0]), float(d[1]))):
@@ -579,3 +581,11 @@ class Store:
         with b.read() as con:
             return {t: int(con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
                     for t in ("requests", "spends")}
+
+    def max_releases(self) -> int:
+        """The state's limit of releases per analyst and data set (:mod:`._limits`)."""
+        with self._b.read() as con:
+            return max_releases(con, self._b)
+
+    def set_max_releases(self, limit: int) -> None:
+        set_max_releases(self._b, limit)

@@ -77,7 +77,7 @@ def _respond(body: dict, replayed: bool) -> JSONResponse:
 
 
 @router.post("/datasets/{name}/estimate", response_model=ResultBody,
-             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
+             responses={402: {}, 403: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
 async def estimate(name: str, request: Request, who: Principal = Depends(auth.analyst),
                    idempotency_key: str | None = Header(default=None)):
     """A private estimate of the item difficulties (method ``totals`` or ``spectral``) with
@@ -88,7 +88,7 @@ async def estimate(name: str, request: Request, who: Principal = Depends(auth.an
 
 
 @router.post("/datasets/{name}/release", response_model=ResultBody,
-             responses={402: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
+             responses={402: {}, 403: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
 async def release(name: str, request: Request, who: Principal = Depends(auth.analyst),
                   idempotency_key: str | None = Header(default=None)):
     """A publishable release (noisy ``totals`` and score histogram, or noisy pairwise ``counts``)."""
