@@ -66,13 +66,7 @@ def format_up(x: float, digits: int) -> str:
     str
         The formatted value.
     """
-    if not math.isfinite(x) or x == 0.0:
-        return f"{x:.{digits}g}"
-    with localcontext() as ctx:
-        ctx.prec, ctx.rounding = digits, ROUND_CEILING
-        up = +Decimal(repr(float(x)))  # unary plus rounds to the context
-    text = f"{float(up):.{digits}g}"  # the float's own style ("1e-05", "50", "0.95")
-    return text if Decimal(text) >= up else f"{up:.{digits}g}"  # subnormals: the decimal itself
+    return _format_directed(x, digits, ROUND_CEILING)
 
 
 def format_down(x: float, digits: int) -> str:
@@ -94,13 +88,19 @@ def format_down(x: float, digits: int) -> str:
     str
         The formatted value.
     """
+    return _format_directed(x, digits, ROUND_FLOOR)
+
+
+def _format_directed(x: float, digits: int, rounding: str) -> str:
+    """:func:`format_up` (``ROUND_CEILING``) or :func:`format_down` (``ROUND_FLOOR``)."""
     if not math.isfinite(x) or x == 0.0:
         return f"{x:.{digits}g}"
     with localcontext() as ctx:
-        ctx.prec, ctx.rounding = digits, ROUND_FLOOR
-        down = +Decimal(repr(float(x)))  # unary plus rounds to the context
-    text = f"{float(down):.{digits}g}"
-    return text if Decimal(text) <= down else f"{down:.{digits}g}"
+        ctx.prec, ctx.rounding = digits, rounding
+        rounded = +Decimal(repr(float(x)))  # unary plus rounds to the context
+    text = f"{float(rounded):.{digits}g}"  # the float's own style ("1e-05", "50", "0.95")
+    kept = Decimal(text) >= rounded if rounding == ROUND_CEILING else Decimal(text) <= rounded
+    return text if kept else f"{rounded:.{digits}g}"  # subnormals: the decimal itself
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,26 @@ def _dec(x: float) -> Decimal:
     return Decimal(q.numerator) / Decimal(q.denominator)
 
 
+def _grid_then_golden_minimum(f, grid: list, steps: int) -> Decimal:
+    """min of f: the best point of ``grid``, then ``steps`` golden-section steps between its
+    neighbours (Decimal arithmetic in the caller's context)."""
+    k = min(range(len(grid)), key=lambda i: f(grid[i]))
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
+    g = (Decimal(5).sqrt() - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(steps):
+        if f1 < f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = f(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = f(x2)
+    return min(f1, f2)
+
+
 def cks_infimum(rho: float, delta: float) -> Decimal:
     """inf over α > 1 of αρ + (log(1/δ) + (α−1) log(1−1/α) − log α)/(α−1), to ~40 digits."""
     with localcontext() as ctx:
@@ -40,21 +60,7 @@ def cks_infimum(rho: float, delta: float) -> Decimal:
 
         t0 = (L.ln() - R.ln()) / 2
         grid = [t0 + Decimal(k) / 20 for k in range(-400, 401)]
-        k = min(range(len(grid)), key=lambda i: f(grid[i]))
-        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-        g = (Decimal(5).sqrt() - 1) / 2
-        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        f1, f2 = f(x1), f(x2)
-        for _ in range(160):
-            if f1 < f2:
-                hi, x2, f2 = x2, x1, f1
-                x1 = hi - g * (hi - lo)
-                f1 = f(x1)
-            else:
-                lo, x1, f1 = x1, x2, f2
-                x2 = lo + g * (hi - lo)
-                f2 = f(x2)
-        return max(Decimal(0), min(f1, f2))
+        return max(Decimal(0), _grid_then_golden_minimum(f, grid, 160))
 
 
 @pytest.mark.parametrize("rho, delta", [(0.5, 0.5), (10.0, 1e-300), (2.85537, 0.95), (1e-4, 1e-10),
@@ -200,21 +206,7 @@ def _delta_infimum(rho: float, eps: float) -> Decimal:
             return a * ((1 + a) * R - E) - a * (1 + 1 / a).ln() - (1 + a).ln()
 
         grid = [Decimal(k) / 10 for k in range(-300, 301)]
-        k = min(range(len(grid)), key=lambda i: f(grid[i]))
-        lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-        g = (Decimal(5).sqrt() - 1) / 2
-        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        f1, f2 = f(x1), f(x2)
-        for _ in range(200):
-            if f1 < f2:
-                hi, x2, f2 = x2, x1, f1
-                x1 = hi - g * (hi - lo)
-                f1 = f(x1)
-            else:
-                lo, x1, f1 = x1, x2, f2
-                x2 = lo + g * (hi - lo)
-                f2 = f(x2)
-        return min(Decimal(1), min(f1, f2).exp())
+        return min(Decimal(1), _grid_then_golden_minimum(f, grid, 200).exp())
 
 
 _DELTA_GRID = [(2.0, 8.0), (0.5, 1.0), (0.1, 0.3), (30.0, 60.0)] + [
