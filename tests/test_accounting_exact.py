@@ -235,3 +235,24 @@ def test_the_documented_excess_over_the_infimum_holds():
     for rho, delta in [(2.0, 1e-9), (5.0, 1e-6), (0.7, 1e-7), (3.0, 1e-5)]:
         claim, exact = Decimal(zcdp_to_approx_dp(rho, delta)), cks_infimum(rho, delta)
         assert exact <= claim <= exact + Decimal("4e-15")  # about 2e-15 absolute at ordinary ρ
+
+
+def test_the_ledgers_delta_spent_and_delta_left_are_rounded_outward(tmp_path):
+    # δ used was math.fsum (to nearest: 1e-05 below the exact 1e-05 + 4.2e-22) and δ left a float
+    # subtraction (9e-05, above the exact value)
+    from fractions import Fraction
+
+    from privirt.private.accounting import PrivacyCost, check_epsilon
+    from privirt.private.ledger import Ledger
+
+    led = Ledger(tmp_path / "l.db", epsilon=1.0, delta=1e-4)
+    for _ in range(3):
+        led.spend(PrivacyCost(epsilon=0.01, delta=1e-5 / 3), mechanism="rr")
+    exact = 3 * Fraction(1e-5 / 3)
+    assert Fraction(led.delta_spent()) >= exact
+    left = [line for line in led.summary().splitlines() if "left for converting" in line][0]
+    shown = left.split("(")[1].split(" left")[0]
+    assert Fraction(float(shown)) <= Fraction(1e-4) - exact
+    # the ε above the largest is named as given, not rounded to the limit
+    with pytest.raises(ValueError, match=r"epsilon=1000001.0 is above"):
+        check_epsilon(1000001)

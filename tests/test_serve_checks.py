@@ -224,3 +224,32 @@ def test_the_states_limit_of_releases_per_allowance_is_enforced_in_the_debit(tmp
     cli("serve", "limits", state, "--max-releases", "3")
     run_request(store, carol, "lsat6", "release", request, None)
     assert "at most 3 releases per analyst and data set" in cli("serve", "list", state).stdout
+
+
+def test_the_services_remaining_epsilon_is_a_pure_request_that_fits_as_the_ledgers_is(tmp_path):
+    # it was ε_budget − ε_spent: 100 pure spends of 0.01 against (1, 1e-5) said 0.62, and a pure
+    # request of 0.62 (or 0.5, or 0.3) was refused; 0.23 fits
+    from privirt.private.accounting import PrivacyCost
+    from privirt.private.ledger import Ledger
+    from privirt.serve.store import OverBudget, init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    import privirt
+    from privirt.serve import service
+
+    service.register_dataset(store, name="d", resp=privirt.as_responses(privirt.load_dataset("lsat6")),
+                             epsilon=1.0, delta=1e-5, items=None, n_persons=None, missing="none", source="t")
+    who = store.authenticate(store.add_analyst("a", {"d": (1.0, 1e-5)}), "analyst")
+    ledger = Ledger(tmp_path / "l.db", epsilon=1.0, delta=1e-5)
+    for _ in range(100):
+        store.debit(analyst_id=who.id, dataset_id=1, cost=PrivacyCost(epsilon=0.01), mechanism="m",
+                    endpoint="release", params={}, idem_key=None)
+        ledger.spend(PrivacyCost(epsilon=0.01), mechanism="m")
+    mine = store.datasets_for(who.id)[0]["allowance"]
+    assert mine["remaining_epsilon"] == pytest.approx(ledger.remaining_epsilon(), rel=1e-12)
+    assert mine["remaining_epsilon"] < 0.3
+    store.debit(analyst_id=who.id, dataset_id=1, cost=PrivacyCost(epsilon=mine["remaining_epsilon"]),
+                mechanism="m", endpoint="release", params={}, idem_key=None)  # fits
+    with pytest.raises(OverBudget):
+        store.debit(analyst_id=who.id, dataset_id=1, cost=PrivacyCost(epsilon=1e-3), mechanism="m",
+                    endpoint="release", params={}, idem_key=None)

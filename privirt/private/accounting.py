@@ -118,7 +118,7 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
             "non-private path through its private functions (use spectral_estimate instead)"
         )
     if v > MAX_EPSILON:
-        raise ValueError(f"{name}={v:g} is above the largest ε privirt states a guarantee for, {MAX_EPSILON:g} "
+        raise ValueError(f"{name}={v!r} is above the largest ε privirt states a guarantee for, {MAX_EPSILON:g} "
                          f"(beyond it the noise is below the samplers' resolution and the guarantee says "
                          f"nothing); choose {name} <= {MAX_EPSILON:g} (nothing was spent)")
     return v

@@ -40,17 +40,16 @@ import sqlite3
 import time
 import warnings
 from contextlib import contextmanager
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from .accounting import (
     NEIGHBOURING_RELATION,
-    ApproxDP,
-    Guarantee,
-    PrivacyCost,
+    ApproxDP, Guarantee, PrivacyCost,
     SpendSums,
-    check_delta,
-    check_epsilon,
+    _round_down,
+    check_delta, check_epsilon,
     zcdp_to_approx_dp,
 )
 from mechanisms.measures import format_down, format_up
@@ -424,7 +423,7 @@ class Ledger:
         randomized response); the Gaussian's ρ is converted at what is left of the δ budget."""
         with self._connect() as con:
             costs = self._costs(con)
-        return min(1.0, math.fsum(c.delta for c in costs))
+        return min(1.0, SpendSums.of(costs).rounded()["delta_spent"])  # the exact sum, rounded up
 
     def remaining_gaussian_epsilon(self, delta: float | None = None) -> float:
         """The ε (at δ = ``delta``, default the ledger's δ) that one more discrete Gaussian
@@ -569,7 +568,7 @@ class Ledger:
         ]
         if d0 > 0:
             state = "exhausted: Gaussian releases are refused" if d0 >= self._delta else \
-                f"{format_down(self._delta - d0, 3)} left for converting the Gaussian spends"
+                f"{format_down(_round_down(Fraction(self._delta) - Fraction(d0)), 3)} left for converting the Gaussian spends"
             lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {self._delta:g} ({state})")
         if len(df):
             lines += ["", _format_spends(df).to_string()]
