@@ -256,3 +256,23 @@ def test_the_ledgers_delta_spent_and_delta_left_are_rounded_outward(tmp_path):
     # the ε above the largest is named as given, not rounded to the limit
     with pytest.raises(ValueError, match=r"epsilon=1000001.0 is above"):
         check_epsilon(1000001)
+
+
+def test_the_summary_states_the_spends_it_lists(tmp_path, monkeypatch):
+    # the listing and the total came from two reads: a spend landing between them was counted
+    # in one and not the other ("spent ε = 0.004 with (0 spend(s))")
+    from privirt.private.accounting import PrivacyCost
+    from privirt.private.ledger import Ledger
+
+    led = Ledger(tmp_path / "l.db", epsilon=1.0, delta=1e-4)
+    led.spend(PrivacyCost(epsilon=0.25), mechanism="laplace")
+    real = Ledger.spends
+
+    def spends_then_another(self):
+        df = real(self)
+        Ledger(self.path).spend(PrivacyCost(epsilon=0.25), mechanism="laplace")  # another process, meanwhile
+        return df
+
+    monkeypatch.setattr(Ledger, "spends", spends_then_another)
+    text = led.summary()
+    assert "spent: ε = 0.25 at δ" in text and "(1 spend(s);" in text

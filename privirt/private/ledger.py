@@ -551,10 +551,9 @@ class Ledger:
 
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
-        df = self.spends()
-        with self._connect() as con:
-            raw = self._costs(con)
-        costs = SpendSums.of(raw)  # summed once for the total and both bisections
+        df = self.spends()  # one read: the listing, its count and the sums agree (spends may land meanwhile)
+        costs = SpendSums.of(PrivacyCost(rho=r, epsilon=e, delta=d)  # summed once for the total and bisections
+                             for r, e, d in df[["rho", "epsilon", "delta"]].itertuples(index=False))
         total = self._total(costs)
         d0 = min(1.0, costs.rounded()["delta_spent"])  # spent: printed rounded up; remaining: down
         lines = [
