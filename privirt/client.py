@@ -56,7 +56,8 @@ class Unauthorized(ServiceError):
 
 
 class Forbidden(ServiceError):
-    """403: a valid key of the wrong role."""
+    """403: a valid key of the wrong role, or the state's limit of releases per analyst and data
+    set reached (nothing spent)."""
 
 
 class NotFound(ServiceError):

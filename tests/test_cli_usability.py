@@ -485,3 +485,14 @@ def test_the_samplers_refuse_a_bool_where_a_number_is_asked():
         privirt.mh_2pl(X, priors={"b": (True, 1)}, n_iter=30, warmup=10)
     with pytest.raises(ValueError, match="proposal_sd for theta must be a number"):
         privirt.mh_2pl(X, proposal_sd=True, n_iter=30, warmup=10)
+
+
+def test_the_memory_check_counts_a_streamed_runs_summaries():
+    # keep_draws=False was counted as 4 doubles a chain and parameter; its summaries hold ~1000
+    from privirt.bayes import driver
+
+    have = driver.os.sysconf("SC_PAGE_SIZE") * driver.os.sysconf("SC_PHYS_PAGES")
+    chains = int(have / (8 * 100 * 1053)) + 1  # just over memory at 1053 doubles, far under at 4
+    with pytest.raises(MemoryError, match="do not fit in memory"):
+        driver.check_memory(chains, 5000, {"a": 50, "b": 50}, keep_draws=False)
+    driver.check_memory(4, 5000, {"a": 50, "b": 50}, keep_draws=False)

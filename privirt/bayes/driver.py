@@ -44,7 +44,10 @@ def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws:
     its starting points for minutes first; one of 10¹² draws failed at the allocation with a
     traceback).  Where the memory size is unknown only what no machine holds (2⁶³ bytes) is refused."""
     params = int(sum(sizes.values()))
-    need = 8.0 * batch * params * (n_draws if keep_draws else 4)
+    # kept draws: one double a draw; streamed: StreamingSummary's mean, m2 and batch sum, its
+    # (up to 50) batch means and (up to 1000) thinned draws kept for the quantiles
+    per = n_draws if keep_draws else 3 + min(50, max(1, n_draws // 2)) + min(n_draws, 1000)
+    need = 8.0 * batch * params * per
     try:
         have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):

@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     for text, count in stats.errors[:_ERRORS_SHOWN]:
         print(f"  {count} cell{'s' if count > 1 else ''} failed: {text}")
     if len(stats.errors) > _ERRORS_SHOWN:
-        print(f"  ... {len(stats.errors) - _ERRORS_SHOWN} more distinct errors: the status column of "
-              f"{stats.results}")
+        where = "not kept" if stats.discarded else f"in the status column of {stats.results}"
+        print(f"  ... {len(stats.errors) - _ERRORS_SHOWN} more distinct errors ({where})")
     if stats.computed and stats.failed == stats.computed:
         # every cell failed (a [mechanism_options] value the estimator refuses fails them all):
         # a fresh run's rows were removed (run_sweep's discard_failed, under the folder's lock), so

@@ -88,7 +88,7 @@ def remaining_epsilon(spent: Spent, epsilon: float, delta: float) -> float:
     lo, hi = 0.0, float(epsilon)
     if _fits(spent, PrivacyCost(epsilon=hi), epsilon, delta):
         return hi
-    for _ in range(64):  # (to the last bits of a double)
+    for _ in range(100):  # as the Ledger's (a remainder tiny beside ε needs more than 64 halvings)
         mid = 0.5 * (lo + hi)
         if _fits(spent, PrivacyCost(epsilon=mid), epsilon, delta):
             lo = mid
