@@ -254,7 +254,7 @@ def test_the_ledgers_delta_spent_and_delta_left_are_rounded_outward(tmp_path):
     shown = left.split("(")[1].split(" left")[0]
     assert Fraction(float(shown)) <= Fraction(1e-4) - exact
     # the ε above the largest is named as given, not rounded to the limit
-    with pytest.raises(ValueError, match=r"epsilon=1000001.0 is above"):
+    with pytest.raises(ValueError, match=r"epsilon must be at most 1e\+06, .* got 1000001\b"):
         check_epsilon(1000001)
 
 
@@ -276,3 +276,17 @@ def test_the_summary_states_the_spends_it_lists(tmp_path, monkeypatch):
     monkeypatch.setattr(Ledger, "spends", spends_then_another)
     text = led.summary()
     assert "spent: ε = 0.25 at δ" in text and "(1 spend(s);" in text
+
+
+def test_a_pure_spend_above_the_largest_double_is_refused_as_over_budget(tmp_path):
+    # Σε²/2 overflowed a double: OverflowError from the exact sums (it said 'rho must be finite')
+    from privirt.exceptions import BudgetExceeded
+    from privirt.private.accounting import PureDP, total_epsilon
+    from privirt.private.ledger import Ledger
+
+    assert total_epsilon([PureDP(1e200)], 1e-5) == 1e200
+    led = Ledger(tmp_path / "l.db", epsilon=1.0, delta=1e-5)
+    assert led.would_exceed(PureDP(1e200))
+    with pytest.raises(BudgetExceeded):
+        led.spend(PureDP(1e200), mechanism="laplace")
+    assert len(led.spends()) == 0

@@ -435,6 +435,8 @@ def test_a_files_labels_are_read_as_written(tmp_path):
     r = privirt.as_responses(rlayout)
     assert list(r.persons) == ["001", "002", "1", "01"] and list(r.items) == ["a", "b"]
     assert np.isnan(r.to_frame().loc["1", "a"]) and r.to_frame().loc["01"].tolist() == [1, 1]
+    rlayout.write_text('"a","b"\n"0",1,0\n"01",0,1\n"2",1,1\n')  # pandas made these a RangeIndex
+    assert list(privirt.as_responses(rlayout).persons) == ["0", "01", "2"]
     unnamed = tmp_path / "unnamed.csv"
     unnamed.write_text(",a,b\n007,1,0\n008,0,1\n")
     assert list(privirt.as_responses(unnamed).persons) == ["007", "008"]

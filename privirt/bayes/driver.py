@@ -52,8 +52,11 @@ def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws:
         have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         have = 2.0**63
-    if need > have:
-        raise _too_large(batch, n_draws if keep_draws else 0, params, need / 2**30)
+    if need > have and keep_draws:
+        raise _too_large(batch, n_draws, params, need / 2**30)
+    if need > have:  # streamed: no draws are kept, but each chain's running summaries are
+        raise MemoryError(f"the running summaries of {batch} chain(s) × {params} parameters ({per} numbers each, "
+                          f"{need / 2**30:.3g} GiB) do not fit in memory; run fewer chains")
 
 
 class DrawSink:

@@ -78,7 +78,9 @@ def register(subparsers) -> None:
     p.add_argument("--weights-col", default=None, metavar="COL",
                    help="a pattern table: COL holds how many persons gave each row (e.g. 'frequency')")
     p.add_argument("--format", choices=("wide", "long"), default=None, help="table layout (default: guessed)")
-    p.add_argument("--person-col", default=None, metavar="COL", help="wide tables: the person column")
+    p.add_argument("--person-col", default=None, metavar="COL",
+                   help="the column with the person labels (wide default: a column named 'person', or an "
+                   "unnamed first column; long default: person)")
     add_long_columns(p)
     p.set_defaults(func=run_dataset_add)
     ds.set_defaults(func=_needs("privirt serve dataset add STATE NAME FILE --epsilon E --delta D"))

@@ -130,9 +130,11 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                                     **({"keep_default_na": True} | options))
             if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
                 _check_long_rows(source, name, sep, compression, len(header))
-        elif labels_as_text and "index_col" not in options and not default and frame.shape[1]:
+        elif labels_as_text and "index_col" not in options and frame.shape[1] and (
+                not default or _first_row_longer(source, sep, compression, len(header))):
             # R's write.table layout (row names, the header one field shorter): the row names are
-            # the person labels, read as written ("001" and "1" were one label, 1)
+            # the person labels, read as written ("001" and "1" were one label, 1; row names
+            # 0, 01, 2 were read as a RangeIndex, like no labels at all)
             dtypes = {0: str, **options.get("dtype", {})}
             frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=0,
                                 **({"keep_default_na": True} | options | {"dtype": dtypes}))
@@ -201,6 +203,21 @@ def _open_text(source: Any, compression: Any):
             return None
         return zstandard.open(path, "rt", encoding="utf-8", errors="replace", newline="")
     return open(path, newline="", encoding="utf-8", errors="replace")
+
+
+def _first_row_longer(source: Any, sep: str, compression: Any, width: int) -> bool:
+    """Whether the first data row has one field more than the header's ``width`` (R's row names);
+    unknown (a member pandas alone reads): no."""
+    import csv
+
+    stream = _open_text(source, compression)
+    if stream is None:
+        return False
+    with stream:
+        reader = csv.reader(stream, delimiter=sep)
+        next(reader, None)  # the header
+        first = next(reader, None)
+        return first is not None and len(first) == width + 1
 
 
 def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) -> bool:

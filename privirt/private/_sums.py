@@ -13,22 +13,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
-from mechanisms.measures import zcdp_to_approx_dp
+from mechanisms.measures import _round_up, zcdp_to_approx_dp  # (inf above the largest double)
 
 __all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up"]
 
 
-def _round_up(x: Fraction) -> float:
-    """The smallest float ≥ the rational ``x``."""
-    f = float(x)
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 def _round_down(x: Fraction) -> float:
-    """The largest float ≤ the rational ``x``."""
-    f = float(x)
+    """The largest float ≤ the rational ``x`` (the largest double above it, −inf below its negative)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.nextafter(math.inf, 0.0) if x > 0 else -math.inf
     if Fraction(f) > x:
         f = math.nextafter(f, -math.inf)
     return f
@@ -115,6 +110,8 @@ def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pur
         return math.inf
 
     def conv(r: float, e: float) -> float:
+        if not (math.isfinite(r) and math.isfinite(e)):  # a sum above the largest double (ε = 1e200)
+            return math.inf
         if r <= 0.0:
             return e
         left = _round_down(Fraction(delta) - Fraction(d0)) if d0 < delta else 0.0
@@ -123,7 +120,8 @@ def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pur
         return _round_up(Fraction(e) + Fraction(zcdp_to_approx_dp(r, left, tight=True)))
 
     best = conv(rho, epsilon)
-    if pure_epsilon > 0 and delta > d0:
+    finite = all(math.isfinite(v) for v in (rho, epsilon, pure_epsilon, pure_rho))
+    if pure_epsilon > 0 and delta > d0 and finite:
         best = min(best, conv(_round_up(Fraction(rho) + Fraction(pure_rho)),
                               max(0.0, _round_up(Fraction(epsilon) - Fraction(pure_epsilon)))))
     return best

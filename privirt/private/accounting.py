@@ -118,9 +118,9 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
             "non-private path through its private functions (use spectral_estimate instead)"
         )
     if v > MAX_EPSILON:
-        raise ValueError(f"{name}={v!r} is above the largest ε privirt states a guarantee for, {MAX_EPSILON:g} "
+        raise ValueError(f"{name} must be at most {MAX_EPSILON:g}, the largest ε privirt states a guarantee for "
                          f"(beyond it the noise is below the samplers' resolution and the guarantee says "
-                         f"nothing); choose {name} <= {MAX_EPSILON:g} (nothing was spent)")
+                         f"nothing), got {v!r} (nothing was spent)")
     return v
 
 
