@@ -198,7 +198,7 @@ def test_the_states_limit_of_releases_per_allowance_is_enforced_in_the_debit(tmp
     from privirt.serve.store import Principal, open_store
 
     state = str(tmp_path / "s.db")
-    assert "--max-releases must be a whole number >= 1" in _one_line_error(
+    assert "--max-releases: expected a positive integer" in _one_line_error(
         cli("serve", "init", state, "--max-releases", "0", check=False))
     setup_state(state, {"lsat6": (LSAT6, 5.0, 1e-6, ["--weights-col", "frequency"])}, {"carol": ["lsat6=5"]})
     store = open_store(state)

@@ -69,8 +69,7 @@ class DrawSink:
 
     def __init__(self, xp: Any, batch: int, sizes: Mapping[str, int], n_draws: int,
                  keep_draws: bool = True) -> None:
-        self.keep_draws = keep_draws
-        check_memory(batch, n_draws, sizes, keep_draws)
+        self.keep_draws = keep_draws  # (the samplers call check_memory before they set up the chains)
         if keep_draws:
             try:
                 self.store: dict[str, Any] | None = {

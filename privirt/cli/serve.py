@@ -45,7 +45,7 @@ def register(subparsers) -> None:
     p = sub.add_parser("init", help="create a new, empty state", description="Create a new state: an SQLite "
                        "file at a path (its folder must exist), or the tables in an empty PostgreSQL database.")
     p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
-    p.add_argument("--max-releases", type=int, default=None, metavar="N",
+    p.add_argument("--max-releases", type=positive_int, default=None, metavar="N",
                    help="releases one analyst may make on one data set (default 10000; each stores its "
                         "result: a bound on the state's storage)")
     p.set_defaults(func=run_init)
@@ -54,7 +54,7 @@ def register(subparsers) -> None:
                        description="Set the number of releases one analyst may make on one data set (all "
                        "allowances of the state; releases already made stay).")
     p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
-    p.add_argument("--max-releases", type=int, required=True, metavar="N")
+    p.add_argument("--max-releases", type=positive_int, required=True, metavar="N")
     p.set_defaults(func=run_limits)
 
     ds = sub.add_parser("dataset", help="add a data set (with its total budget)")
@@ -153,12 +153,9 @@ def _needs(usage: str):
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from ..serve._limits import check_count
     from ..serve.store import init_store
 
-    if args.max_releases is not None:
-        check_count(args.max_releases)  # before the state exists
-    store = init_store(args.state)
+    store = init_store(args.state)  # (--max-releases is checked by argparse, before)
     if args.max_releases is not None:
         store.set_max_releases(args.max_releases)
     print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {args.state} "
@@ -167,13 +164,11 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_limits(args: argparse.Namespace) -> int:
-    from ..serve._limits import check_count
     from ..serve.store import open_store
 
-    limit = check_count(args.max_releases)
     store = open_store(args.state)
-    store.set_max_releases(limit)
-    print(f"{store.describe}: at most {limit} releases per analyst and data set")
+    store.set_max_releases(args.max_releases)
+    print(f"{store.describe}: at most {args.max_releases} releases per analyst and data set")
     return 0
 
 

@@ -15,7 +15,11 @@ from typing import Iterable
 
 from mechanisms.measures import _round_up, zcdp_to_approx_dp  # (inf above the largest double)
 
-__all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up"]
+__all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up", "LEDGER_TOLERANCE"]
+
+#: A composed total within this relative margin of the ε budget fits (the Ledger's and the
+#: service's rule: a budget spent in k equal parts must not be refused for rounding).
+LEDGER_TOLERANCE = 1e-12
 
 
 def _round_down(x: Fraction) -> float:
@@ -73,6 +77,27 @@ class SpendSums:
     def plus(self, cost) -> "SpendSums":
         """These spends and one more."""
         return self + SpendSums.of([cost])
+
+    def fits(self, epsilon: float, delta: float, extra=None) -> bool:
+        """Whether these spends (and ``extra``, a cost) fit the budget (``epsilon``, ``delta``)."""
+        return (self if extra is None else self.plus(extra)).total(delta) <= epsilon * (1.0 + LEDGER_TOLERANCE)
+
+    def largest_pure_fit(self, epsilon: float, delta: float) -> float:
+        """The largest extra pure-ε spend that still fits (``epsilon``, ``delta``): bisection on the
+        composed total, which grows with it (the Ledger's and the service's "remaining ε")."""
+        used = self.total(delta)
+        if not math.isfinite(used) or used >= epsilon:
+            return 0.0
+        lo, hi = 0.0, float(epsilon)
+        if self.fits(epsilon, delta, (0.0, hi, 0.0)):
+            return hi
+        for _ in range(100):  # (a remainder tiny beside ε needs more than 64 halvings)
+            mid = 0.5 * (lo + hi)
+            if self.fits(epsilon, delta, (0.0, mid, 0.0)):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     def rounded(self) -> dict[str, float]:
         """The sums as :func:`total_epsilon_of_sums` takes them, each rounded outward."""

@@ -55,6 +55,7 @@ from .accounting import (
 from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, immediate_transaction
+from ._sums import LEDGER_TOLERANCE
 from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +64,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Ledger", "LEDGER_TOLERANCE", "Spend", "spends_since", "journal_mark", "reports_spends",
            "DEFAULT_DELTA_SHARE"]
 
-LEDGER_TOLERANCE = 1e-12
 _SCHEMA_VERSION = 2
 
 #: With a ledger and no δ given, a call whose cost spends δ itself (shuffled randomized response:
@@ -403,20 +403,7 @@ class Ledger:
         return self._remaining(SpendSums.of(costs))
 
     def _remaining(self, costs: SpendSums) -> float:
-        used = self._total(costs)
-        if not math.isfinite(used) or used >= self._epsilon:
-            return 0.0
-        # the largest extra pure ε that still fits, by bisection on the monotone total
-        lo, hi = 0.0, self._epsilon - 0.0
-        if self._fits(self._total(costs, PrivacyCost(epsilon=hi))):
-            return hi
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if self._fits(self._total(costs, PrivacyCost(epsilon=mid))):
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        return costs.largest_pure_fit(self._epsilon, self._delta)  # (the service's remaining ε too)
 
     def delta_spent(self) -> float:
         """δ used by the spends' own δ terms (approximate-DP spends such as shuffled

@@ -4,17 +4,14 @@ composition rule applied to them."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
+from ..private._sums import LEDGER_TOLERANCE, _round_down, _round_up
 from ..private._sums import SpendSums as Spent
-from ..private.accounting import PrivacyCost
-from ..private._sums import _round_down, _round_up
 
 __all__ = ["Spent", "spent_epsilon", "remaining_epsilon", "LEDGER_TOLERANCE", "MIN_DELTA", "MAX_DELTA",
            "check_delta_limit"]
 
-LEDGER_TOLERANCE = 1e-12
 #: δ of a request must lie in [MIN_DELTA, MAX_DELTA]; so must a data set's and an allowance's δ
 #: (an allowance's δ is a request's default δ).
 MIN_DELTA = 1e-15
@@ -77,27 +74,15 @@ def spent_epsilon(spent: Spent, delta: float) -> float:
 
 
 def remaining_epsilon(spent: Spent, epsilon: float, delta: float) -> float:
-    """The largest extra pure-ε spend that still fits (ε, δ): bisection on the composed total,
-    as :meth:`privirt.Ledger.remaining_epsilon` finds it, so that a pure-ε request this large
-    fits.  (``ε_budget − ε_spent`` was not: where the total folds pure spends into ρ, an extra x
-    costs about x·√(2 log(1/δ)); 100 spends of 0.01 against (1, 1e-5) said 0.62 where 0.23 fits.)
+    """The largest extra pure-ε spend that still fits (ε, δ), as :meth:`privirt.Ledger.remaining_epsilon`
+    finds it (:meth:`SpendSums.largest_pure_fit`), so that a pure-ε request this large fits.
+    (``ε_budget − ε_spent`` was not: where the total folds pure spends into ρ, an extra x costs
+    about x·√(2 log(1/δ)); 100 spends of 0.01 against (1, 1e-5) said 0.62 where 0.23 fits.)
     """
-    used = spent_epsilon(spent, delta)
-    if not math.isfinite(used) or used >= epsilon:
-        return 0.0
-    lo, hi = 0.0, float(epsilon)
-    if _fits(spent, PrivacyCost(epsilon=hi), epsilon, delta):
-        return hi
-    for _ in range(100):  # as the Ledger's (a remainder tiny beside ε needs more than 64 halvings)
-        mid = 0.5 * (lo + hi)
-        if _fits(spent, PrivacyCost(epsilon=mid), epsilon, delta):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return spent.largest_pure_fit(epsilon, delta)
 
 
 def _fits(spent: Spent, cost, epsilon: float, delta: float) -> bool:
     """Whether the spends plus ``cost`` fit (ε, δ), composed exactly as :func:`total_epsilon`
     composes (the Ledger's rule and sums)."""
-    return spent.plus(cost).total(delta) <= epsilon * (1.0 + LEDGER_TOLERANCE)
+    return spent.fits(epsilon, delta, cost)

@@ -17,10 +17,10 @@ from pydantic_core import PydanticCustomError
 from ._budget import MAX_DELTA, MIN_DELTA
 
 __all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "ResultBody",
-           "ErrorBody", "MAX_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
+           "ErrorBody", "MAX_REQUEST_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
 
 #: Largest ε a single request may ask for (a larger one is refused with 422, whatever the budget).
-MAX_EPSILON = 100.0
+MAX_REQUEST_EPSILON = 100.0  # a request's ε (the library's own limit: privirt.accounting.MAX_EPSILON)
 #: Largest number of bootstrap replicates (CPU time a request may ask for).
 MAX_N_BOOT = 1000
 
@@ -29,7 +29,7 @@ _Strict = ConfigDict(strict=True, extra="forbid")
 
 class _Privacy(BaseModel):
     model_config = _Strict
-    epsilon: float = Field(gt=0, le=MAX_EPSILON, allow_inf_nan=False,
+    epsilon: float = Field(gt=0, le=MAX_REQUEST_EPSILON, allow_inf_nan=False,
                            description="target ε of this request (0 < ε ≤ 100)")
     delta: Optional[float] = Field(default=None, ge=MIN_DELTA, le=MAX_DELTA, allow_inf_nan=False,
                                    description="target δ (default: your allowance's δ)")

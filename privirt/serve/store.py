@@ -37,7 +37,6 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import json
-import math
 import sqlite3
 import uuid
 from dataclasses import dataclass
@@ -47,11 +46,11 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
-from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases  # noqa: F401 - OverQuota: raised through _check
-from ._budget import (_QUICK, _ROWS, LEDGER_TOLERANCE, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
+from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
+from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
 
-__all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "DuplicateRequest",
+__all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "OverQuota", "DuplicateRequest",
            "NoAccess", "StateError", "Spent"]
 
 SCHEMA_VERSION = 2

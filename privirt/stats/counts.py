@@ -199,20 +199,20 @@ def _pairwise(resp, device, method, chunk_size, want_b, private: bool = False):
     dev = resolve_device(device)
     m = resp.n_items
     chunk_size = _check_chunk(chunk_size, m, dev)
-    if private:  # one kernel, whatever share of the cells is missing
+    if private:  # one kernel, whatever share of the cells is missing: never chosen from the data
+        if method == "sparse":
+            raise ValueError("private=True counts with the dense kernel (the sparse one is picked from the data)")
         Y, B = _counts_dense(resp.codes, chunk_size, dev, True, want_b)
-        np.fill_diagonal(Y, 0)
-        np.fill_diagonal(B, 0)
-        return Y, B
-    _cache_observed(resp)
-    if method == "auto":
-        method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"
-    if method == "sparse":
-        if dev == "gpu" and device == "gpu":
-            raise ValueError("method='sparse' runs on the CPU only; use method='dense' on the GPU")
-        Y, B = _counts_sparse(resp.codes, chunk_size, want_b)
     else:
-        Y, B = _counts_dense(resp.codes, chunk_size, dev, resp.has_missing, want_b)
+        _cache_observed(resp)
+        if method == "auto":
+            method = "sparse" if (dev == "cpu" and resp.observed_fraction < SPARSE_THRESHOLD) else "dense"
+        if method == "sparse":
+            if dev == "gpu" and device == "gpu":
+                raise ValueError("method='sparse' runs on the CPU only; use method='dense' on the GPU")
+            Y, B = _counts_sparse(resp.codes, chunk_size, want_b)
+        else:
+            Y, B = _counts_dense(resp.codes, chunk_size, dev, resp.has_missing, want_b)
     np.fill_diagonal(Y, 0)
     np.fill_diagonal(B, 0)
     return Y, B
