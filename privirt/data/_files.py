@@ -7,7 +7,9 @@ turns the frames into :class:`~privirt.data.responses.Responses`.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -205,19 +207,28 @@ def _open_text(source: Any, compression: Any):
     return open(path, newline="", encoding="utf-8", errors="replace")
 
 
-def _first_row_longer(source: Any, sep: str, compression: Any, width: int) -> bool:
-    """Whether the first data row has one field more than the header's ``width`` (R's row names);
-    unknown (a member pandas alone reads): no."""
+@contextlib.contextmanager
+def _data_records(source: Any, sep: str, compression: Any) -> Iterator[Any]:
+    """The data rows (after the header) as ``csv`` records, or None where only pandas reads the
+    file (a .zip/.zst member)."""
     import csv
 
     stream = _open_text(source, compression)
     if stream is None:
-        return False
+        yield None
+        return
     with stream:
         reader = csv.reader(stream, delimiter=sep)
         next(reader, None)  # the header
-        first = next(reader, None)
-        return first is not None and len(first) == width + 1
+        yield reader
+
+
+def _first_row_longer(source: Any, sep: str, compression: Any, width: int) -> bool:
+    """Whether the first data row has one field more than the header's ``width`` (R's row names);
+    unknown (a member pandas alone reads): no."""
+    with _data_records(source, sep, compression) as rows:
+        first = None if rows is None else next(rows, None)
+    return first is not None and len(first) == width + 1
 
 
 def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) -> bool:
@@ -225,19 +236,14 @@ def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) 
     takes the first field for row labels) and some data row ends in the separator (an empty last
     field: not R's row names).  Unknown (a .zip/.zst member pandas alone reads): yes, the safer
     reading."""
-    import csv
-
-    stream = _open_text(source, compression)
-    if stream is None:
-        return True
-    with stream:
-        reader = csv.reader(stream, delimiter=sep)
-        next(reader, None)  # the header
-        first = next(reader, None)
+    with _data_records(source, sep, compression) as rows:
+        if rows is None:
+            return True
+        first = next(rows, None)
         if first is None or len(first) != width + 1:
             return False
         return first[-1] == "" or any(record and record[-1] == "" and len(record) == width + 1
-                                      for record in reader)
+                                      for record in rows)
 
 
 def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
