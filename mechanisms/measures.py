@@ -143,7 +143,7 @@ class ZCDP:
         return ApproxDP(zcdp_to_approx_dp(self.rho, delta, tight=tight), float(delta))
 
     def __str__(self) -> str:
-        return f"{self.rho:.6g}-zCDP"
+        return f"{format_up(self.rho, 6)}-zCDP"
 
 
 @dataclass(frozen=True)

@@ -281,3 +281,24 @@ def test_a_pure_spend_above_the_largest_double_is_refused_as_over_budget(tmp_pat
     with pytest.raises(BudgetExceeded):
         led.spend(PureDP(1e200), mechanism="laplace")
     assert len(led.spends()) == 0
+
+
+def test_composed_costs_and_every_printed_rho_are_rounded_up():
+    # PrivacyCost.__add__ (compose) added to nearest, and ρ printed to nearest (0.0406327 for a
+    # ρ above it): a stated ρ must never be below the claim
+    import re
+    from fractions import Fraction
+
+    import privirt
+    from mechanisms.measures import ZCDP
+    from privirt.private.accounting import PrivacyCost, compose
+
+    c = PrivacyCost(rho=0.1) + PrivacyCost(rho=0.2)
+    assert Fraction(c.rho) >= Fraction(0.1) + Fraction(0.2)
+    assert Fraction(compose([PrivacyCost(epsilon=0.1)] * 3).epsilon) >= 3 * Fraction(0.1)
+    assert Fraction(float(str(c).split("=")[1])) >= Fraction(c.rho)
+    assert Fraction(float(str(ZCDP(c.rho)).split("-")[0])) >= Fraction(c.rho)
+    X = privirt.simulate_rasch(300, 20, seed=310_110)[0]
+    st = privirt.release_counts(X, epsilon=1.0, delta=1e-4, seed=310_111).privacy
+    shown = float(re.search(r"zCDP: rho = (\S+)", str(st)).group(1))
+    assert Fraction(shown) >= Fraction(st.rho)

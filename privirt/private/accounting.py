@@ -59,6 +59,7 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
     _exp_round_up,
     _finite_number,
     _open_delta,
+    format_up,
     pure_to_zcdp,
     zcdp_to_approx_dp,
 )
@@ -202,10 +203,9 @@ class PrivacyCost:
         raise TypeError(f"not a privacy guarantee: {guarantee!r}")
 
     def __add__(self, other: "PrivacyCost") -> "PrivacyCost":
-        other = PrivacyCost.of(other)
-        return PrivacyCost(
-            self.rho + other.rho, self.epsilon + other.epsilon, min(1.0, self.delta + other.delta)
-        )
+        other = PrivacyCost.of(other)  # each sum exact, rounded up (never stated below the truth)
+        return PrivacyCost(sum_up((self.rho, other.rho)), sum_up((self.epsilon, other.epsilon)),
+                           min(1.0, sum_up((self.delta, other.delta))))
 
     def to_approx_dp(self, delta: float) -> ApproxDP:
         """The (ε, δ) guarantee of this single spend at total δ (see :func:`total_epsilon`)."""
@@ -213,12 +213,12 @@ class PrivacyCost:
 
     def __str__(self) -> str:
         parts = []
-        if self.rho:
-            parts.append(f"ρ={self.rho:.6g}")
+        if self.rho:  # printed rounded up, as every stated privacy parameter
+            parts.append(f"ρ={format_up(self.rho, 6)}")
         if self.epsilon or not parts:
-            parts.append(f"ε={self.epsilon:.6g}")
+            parts.append(f"ε={format_up(self.epsilon, 6)}")
         if self.delta:
-            parts.append(f"δ={self.delta:.3g}")
+            parts.append(f"δ={format_up(self.delta, 3)}")
         return ", ".join(parts)
 
 

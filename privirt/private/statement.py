@@ -134,7 +134,7 @@ class PrivacyStatement:
             lines.append(f"refusals and warnings: {HOLDER_ONLY}")
         lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
         if self.rho is not None:
-            lines.append(f"zCDP: rho = {self.rho:.6g}")
+            lines.append(f"zCDP: rho = {format_up(self.rho, 6)}")
         if self.sensitivity is not None:
             lines.append(f"sensitivity: {self.sensitivity}")
         if self.n_persons is not None:
