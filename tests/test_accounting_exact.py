@@ -302,3 +302,30 @@ def test_composed_costs_and_every_printed_rho_are_rounded_up():
     st = privirt.release_counts(X, epsilon=1.0, delta=1e-4, seed=310_111).privacy
     shown = float(re.search(r"zCDP: rho = (\S+)", str(st)).group(1))
     assert Fraction(shown) >= Fraction(st.rho)
+
+
+def test_budget_show_json_states_the_spends_it_lists(tmp_path, monkeypatch, capsys):
+    # spends, total, remaining amounts and δ used came from separate reads
+    import json
+
+    from privirt.cli import main
+    from privirt.private.accounting import PrivacyCost, total_epsilon
+    from privirt.private.ledger import Ledger
+
+    led = Ledger(tmp_path / "l.db", epsilon=1.0, delta=1e-4)
+    led.spend(PrivacyCost(epsilon=0.25), mechanism="laplace")
+    real = Ledger.spends
+
+    def spends_then_another(self):
+        df = real(self)
+        Ledger(self.path).spend(PrivacyCost(epsilon=0.25), mechanism="laplace")
+        return df
+
+    monkeypatch.setattr(Ledger, "spends", spends_then_another)
+    assert main(["budget", "show", str(led.path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["spends"]) == 1 and doc["spent"]["epsilon"] == total_epsilon([PrivacyCost(epsilon=0.25)], 1e-4)
+    monkeypatch.setattr(Ledger, "spends", real)
+    fresh = Ledger(led.path)
+    assert fresh.account()["remaining_epsilon"] == fresh.remaining_epsilon()
+    assert fresh.account()["spent"] == fresh.spent() and fresh.account()["delta_spent"] == fresh.delta_spent()

@@ -68,17 +68,18 @@ def run_show(args: argparse.Namespace) -> int:
 
     led = Ledger(args.path)  # a missing, damaged or foreign file: one line naming it (LedgerError)
     if args.json:
-        spends = led.spends().reset_index()
+        account = led.account()  # one read: a spend landing meanwhile is in every number or none
+        spends = account["spends"].reset_index()
         spends = spends.astype(object).where(spends.notna(), None)  # JSON has no NaN: null
-        spent = led.spent()
+        spent = account["spent"]
         doc = {
             "path": str(led.path),
             "relation": led.relation,
             "budget": {"epsilon": led.epsilon, "delta": led.delta},
             "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
-            "remaining_epsilon": led.remaining_epsilon(),
-            "remaining_gaussian_epsilon": led.remaining_gaussian_epsilon(),
-            "delta_spent": led.delta_spent(),
+            "remaining_epsilon": account["remaining_epsilon"],
+            "remaining_gaussian_epsilon": account["remaining_gaussian_epsilon"],
+            "delta_spent": account["delta_spent"],
             "spends": spends.to_dict(orient="records"),
         }
         print(json.dumps(doc, indent=2))

@@ -536,11 +536,23 @@ class Ledger:
                 f"release of ε={format_down(self._remaining_gaussian(sums), 6)} at δ={self._delta:.3g}, or a "
                 f"pure-ε one of ε={format_down(self._remaining(sums), 6)}{tail}")
 
+    def _snapshot(self) -> "tuple[pd.DataFrame, SpendSums]":
+        """The spends and their sums from one read (a spend may land between two reads)."""
+        df = self.spends()
+        return df, SpendSums.of((r, e, d) for r, e, d in df[["rho", "epsilon", "delta"]].itertuples(index=False))
+
+    def account(self) -> dict:
+        """The spends, the total spent, the remaining ε (pure; one Gaussian release) and the δ used,
+        from one read of the spends (what ``privirt budget show --json`` prints)."""
+        df, sums = self._snapshot()
+        spent = ApproxDP(min(self._total(sums), 1e300), self._delta) if sums.n else ApproxDP(0.0, 0.0)
+        return {"spends": df, "spent": spent, "remaining_epsilon": self._remaining(sums),
+                "remaining_gaussian_epsilon": self._remaining_gaussian(sums),
+                "delta_spent": min(1.0, sums.rounded()["delta_spent"])}
+
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
-        df = self.spends()  # one read: the listing, its count and the sums agree (spends may land meanwhile)
-        costs = SpendSums.of(PrivacyCost(rho=r, epsilon=e, delta=d)  # summed once for the total and bisections
-                             for r, e, d in df[["rho", "epsilon", "delta"]].itertuples(index=False))
+        df, costs = self._snapshot()  # the listing, its count and the sums agree; summed once
         total = self._total(costs)
         d0 = min(1.0, costs.rounded()["delta_spent"])  # spent: printed rounded up; remaining: down
         lines = [
