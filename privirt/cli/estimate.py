@@ -215,9 +215,9 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
 def _declare_mcar(args: argparse.Namespace, method: str, n_items: int) -> str:
     """What to do about missing cells under ``--missing none``: declare MCAR (where the method's
     MCAR release holds the public number of items) or use Algorithm 2."""
-    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS
+    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS, mcar_release_holds
 
-    if method == "totals" and n_items > MCAR_MAX_ITEMS:
+    if method == "totals" and not mcar_release_holds(n_items):
         return (f"use --method spectral, which takes missing cells as they are (the totals method's MCAR "
                 f"release is built for up to {MCAR_MAX_ITEMS} items; nothing was spent)")
     return ("if cells are missing completely at random, declare --missing mcar: "

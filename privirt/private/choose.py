@@ -33,7 +33,7 @@ there: the declaration is public, completeness itself is not.
 from __future__ import annotations
 
 from . import methods
-from .totals.marginal_missing import MCAR_MAX_ITEMS
+from .totals.marginal_missing import mcar_release_holds
 
 __all__ = ["PRIVATE_METHODS", "default_private_method"]
 
@@ -66,5 +66,5 @@ def default_private_method(n_persons: int, n_items: int, epsilon: float, delta: 
         raise ValueError(f'missing must be "none" or "mcar" (or None: not declared), got {missing!r}')
     small = n_items <= _SMALL_M and n_persons < _SMALL_N and missing is None
     # the totals estimator's MCAR release is built for up to MCAR_MAX_ITEMS items
-    long_mcar = missing == "mcar" and n_items > MCAR_MAX_ITEMS
+    long_mcar = missing == "mcar" and not mcar_release_holds(n_items)
     return methods.get("spectral" if small or long_mcar else "totals").name  # a registered method

@@ -88,13 +88,13 @@ def register_dataset(store: Store, *, name: str, resp, epsilon: float, delta: fl
     # dry runs (seeded: NOT private; the results are discarded, never shown)
     import warnings
 
-    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS
+    from ..private.totals.marginal_missing import mcar_release_holds
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # (an MCAR data set of more items than the totals release holds is served without it:
         # its totals requests are a 422 from public m, its counts requests run)
-        if not (missing == "mcar" and len(labels) > MCAR_MAX_ITEMS):
+        if missing != "mcar" or mcar_release_holds(len(labels)):
             release_totals(check, epsilon=1.0, delta=1e-6, seed=0, missing=missing)
         release_counts(check, epsilon=1.0, delta=1e-6, seed=0, device="cpu")
     dataset_id = store.add_dataset(name=name, epsilon=eps, delta=dlt, n_persons=pub.n_persons,

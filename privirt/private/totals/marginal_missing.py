@@ -38,7 +38,7 @@ from .marginal import (
 __all__ = [
     "answered_share", "mcar_design", "answered_counts", "ratio_proportions", "score_distribution_mcar",
     "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "answered_distribution",
-    "thinning_matrix", "fit_answered_icc", "MCAR_MAX_ITEMS",
+    "thinning_matrix", "fit_answered_icc", "MCAR_MAX_ITEMS", "mcar_release_holds",
 ]
 
 #: The MCAR release is built for at most this many items: its design and fits hold the observed
@@ -325,9 +325,15 @@ def _reference_marginals(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p0, 1.0 / dpi**2
 
 
+def mcar_release_holds(n_items: int) -> bool:
+    """Whether the MCAR release is built for ``n_items`` items (public m; the rule that the
+    release, the default method, the command line and the service all follow)."""
+    return n_items <= MCAR_MAX_ITEMS
+
+
 def check_mcar_items(m: int) -> None:
     """Refuse an MCAR release of more than :data:`MCAR_MAX_ITEMS` items (public m: one line)."""
-    if m > MCAR_MAX_ITEMS:
+    if not mcar_release_holds(m):
         raise ValueError(f'the totals estimator\'s MCAR release (missing="mcar") is built for up to '
                          f"{MCAR_MAX_ITEMS} items (its design holds an (m + 1)³ table), got {m}; for a longer "
                          "test with missing cells use method='spectral' (Algorithm 2 takes missing cells as "
