@@ -253,3 +253,34 @@ def test_the_services_remaining_epsilon_is_a_pure_request_that_fits_as_the_ledge
     with pytest.raises(OverBudget):
         store.debit(analyst_id=who.id, dataset_id=1, cost=PrivacyCost(epsilon=1e-3), mechanism="m",
                     endpoint="release", params={}, idem_key=None)
+
+
+def test_the_release_limit_and_the_remaining_epsilon_over_loopback(tmp_path):
+    """Through a real `privirt serve run` on 127.0.0.1: releases up to the state's limit, then a
+    403 with nothing spent; the remaining ε an analyst is shown is a request that is accepted."""
+    from ._serve import Server, call
+
+    state = str(tmp_path / "s.db")
+    keys = setup_state(state, {"lsat6": (LSAT6, 5.0, 1e-6, ["--weights-col", "frequency"])}, {"carol": ["lsat6=1"]})
+    cli("serve", "limits", state, "--max-releases", "3")
+    server = Server(state)
+    try:
+        url, key = f"{server.url}/v1/datasets", keys["carol"]
+        for _ in range(2):  # pure-ε releases (Laplace counts): the remaining ε is then ε − Σ composed
+            st, _, _ = call(f"{url}/lsat6/release", "POST", key, {"kind": "counts", "mechanism": "laplace",
+                                                                   "epsilon": 0.3})
+            assert st == 200
+        st, body, _ = call(url, key=key)
+        left = body[0]["allowance"]["remaining_epsilon"]
+        assert st == 200 and 0.39 < left <= 0.4 + 1e-9  # (each release costs at most its 0.3)
+        st, _, _ = call(f"{url}/lsat6/release", "POST", key, {"kind": "counts", "mechanism": "laplace",
+                                                               "epsilon": left})
+        assert st == 200  # the stated remaining fits
+        st, body, _ = call(f"{url}/lsat6/release", "POST", key, {"kind": "counts", "mechanism": "laplace",
+                                                                 "epsilon": 1e-4})
+        assert st == 403 and "release limit reached: this service allows 3 releases" in body["detail"]
+    finally:
+        server.stop()
+    from privirt.serve.store import open_store
+
+    assert open_store(state).counts()["spends"] == 3
