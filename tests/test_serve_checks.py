@@ -47,6 +47,25 @@ def test_a_state_written_with_a_compressed_blob_still_decodes(tmp_path):
     assert ds["n_persons"] == codes.shape[0]
 
 
+def test_a_compressed_blob_is_decoded_when_the_service_starts_not_within_a_request(tmp_path):
+    """Its decode time depends on the data, so it is kept out of every answer's time."""
+    from privirt.serve import create_app, service
+
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"lsat6": (LSAT6, 1.0, 1e-6, ["--weights-col", "frequency"])}, {})
+    con = sqlite3.connect(state)
+    did, blob = con.execute("SELECT id, data FROM datasets").fetchone()
+    old = io.BytesIO()
+    np.savez_compressed(old, codes=np.load(io.BytesIO(blob), allow_pickle=False))
+    old = old.getvalue()
+    with con:
+        con.execute("UPDATE datasets SET data = ?, sha256 = ? WHERE id = ?",
+                    (old, hashlib.sha256(old).hexdigest(), did))
+    con.close()
+    app = create_app(state)
+    assert (app.state.store.describe, did, hashlib.sha256(old).hexdigest()) in service._cache
+
+
 def _one_line_error(proc):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode != 0 and len(lines) == 1 and lines[0].startswith("privirt: error:"), proc.stderr

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .auth import AuthError
 from .routers import analyst, curator
-from .service import NOT_FOUND, RequestFailed
+from .service import NOT_FOUND, RequestFailed, load_datasets
 from .store import Store, open_store
 
 __all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
@@ -161,6 +161,7 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: i
     itself).
     """
     store = state if isinstance(state, Store) else open_store(state)
+    load_datasets(store)  # an older state's compressed blobs decode now, not within a request's time
     route_warnings()
     app = FastAPI(
         title="privirt serve",

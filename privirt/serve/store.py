@@ -24,7 +24,7 @@ The validated data of a data set is stored **in the state** (an uncompressed ``.
 the 0/1/missing codes as int8, with its SHA-256): one thing to back up and to protect, and the
 same for both backends.  Its size, hence the time to read, hash and decode it, depends only on
 n × m (a compressed blob's would depend on the values); states written before keep their
-compressed ``.npz`` blobs, which still decode.
+compressed ``.npz`` blobs, which still decode (each process loads every data set at start-up).
 
 Budget rule: the analyst's allowance on the data set and the data set's total budget are
 checked and debited together, in one transaction, before any noise is drawn; each is composed
@@ -349,6 +349,12 @@ class Store:
         b = self._b
         with b.read() as con:
             return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY id")]
+
+    def stored_datasets(self) -> list[dict]:
+        """The id, hash and items of every data set (what :meth:`load_codes` needs)."""
+        with self._b.read() as con:
+            rows = con.execute("SELECT id, sha256, items FROM datasets ORDER BY id").fetchall()
+        return [{"id": int(r[0]), "sha256": r[1], "items": json.loads(r[2])} for r in rows]
 
     def dataset_for(self, analyst_id: int, name: str) -> dict | None:
         """Public metadata of a data set the analyst holds an allowance on, else None."""
