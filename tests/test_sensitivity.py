@@ -170,3 +170,18 @@ def test_l2_is_rounded_up_so_it_stays_an_upper_bound():
     for s in cases:
         assert Fraction(s.l2) ** 2 >= Fraction(s.l1), s  # an upper bound on √(Δ₁) = Δ₂
         assert s.l2 == pytest.approx(np.sqrt(s.l1), rel=1e-15)
+
+
+def test_a_printed_sensitivity_is_never_below_the_proved_bound():
+    """Six significant digits to nearest printed L1 = 2.006e+06 for 2 006 004 (m = 2003)."""
+    from privirt.private.sensitivity import bound_text, pairwise_counts_sensitivity
+    from privirt.private.twopl.measurement import PairsGaussian
+    from mechanisms.measures import ApproxDP
+
+    s = pairwise_counts_sensitivity(2003)
+    assert str(s).startswith("L1 = 2006004, L2 = ")
+    l2 = float(str(s).split("L2 = ")[1].split()[0])
+    assert l2 >= s.l2 and l2 ** 2 >= 2006004
+    assert bound_text(1416.3311) == "1416.34" and bound_text(7.0) == "7"
+    notes = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=2003).notes[0]
+    assert "L2² ≤ 1003002," in notes

@@ -61,7 +61,8 @@ def debiased_counts(Z: np.ndarray, q: float, Y_plain: np.ndarray) -> np.ndarray:
     """Unbiased estimate of Y from randomized bits Z (keep probability q).
 
     X̂ = (Z − (1 − q)) / (2q − 1) is unbiased for each bit and the cells of a row are
-    randomized independently, so Ŷ_ij = Σ_l X̂_li (1 − X̂_lj) is unbiased for Y_ij (i ≠ j).
+    randomized independently, so Ŷ_ij = Σ_l X̂_li (1 − X̂_lj) is unbiased for Y_ij (i ≠ j) on
+    complete data (a missing cell is a fair coin: it enters with mean ½).
     With a = 1/(2q−1), b = −(1−q)/(2q−1), s = column sums of Z and ZᵀZ = s1ᵀ − Y_plain:
     Ŷ_ij = −a² (s_i − Y_plain_ij) + a(1 − b) s_i − a b s_j + n b (1 − b).
     """

@@ -74,9 +74,18 @@ class Sensitivity:
 
     def __str__(self) -> str:
         return (
-            f"L1 = {self.l1:g}, L2 = {self.l2:.6g} ({self.bound} bound, {self.relation}, "
+            f"L1 = {bound_text(self.l1)}, L2 = {bound_text(self.l2)} ({self.bound} bound, {self.relation}, "
             f"{self.n_released} released counts)"
         )
+
+
+def bound_text(x: float) -> str:
+    """A sensitivity bound as printed: exact when it is an integer, else rounded up (never below it)."""
+    if float(x).is_integer() and abs(x) < 2**53:
+        return str(int(x))
+    from mechanisms.measures import format_up
+
+    return format_up(float(x), 6)
 
 
 def _sqrt_up(s: int) -> float:

@@ -26,7 +26,7 @@ from ..._threads import one_blas_thread
 from ...data.responses import Responses
 from ...stats.counts import local_pairwise_counts
 from ..accounting import NEIGHBOURING_RELATION
-from ..sensitivity import Sensitivity, _sqrt_up
+from ..sensitivity import Sensitivity, _sqrt_up, bound_text
 from ..statement import DOMAIN_ANY
 from .fit import SIM_PERSONS
 from .measurement import TOTALS_SHARE, PairsGaussian
@@ -145,7 +145,7 @@ class McarPairsGaussian(PairsGaussian):
         g, h = mcar_shares(m)
         labels = ("item totals", "answered counts", "disagreements among the co-answered D_ij",
                   "co-answered counts C_ij")
-        parts = "; ".join(f"{lab} (L2² ≤ {s.l1:g}, σ = {sg:.6g})" for lab, s, sg in zip(labels, sens, self.sigmas))
+        parts = "; ".join(f"{lab} (L2² ≤ {bound_text(s.l1)}, σ = {sg:.6g})" for lab, s, sg in zip(labels, sens, self.sigmas))
         return (
             f"{parts}; ρ of the four parts added; {self.totals_share:.0%} of ρ on the items' part "
             f"({g:.0%} of it on the answered counts), the rest on the pairs ({h:.0%} of it on the "

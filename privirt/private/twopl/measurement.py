@@ -9,6 +9,7 @@ from mechanisms.measures import ApproxDP, ZCDP, zcdp_to_approx_dp
 
 from ..accounting import PrivacyCost, calibrate_gaussian_sigma
 from ..measurements import PartsGaussian, _tv, calibration_epsilon, check_supported, load_mechanisms
+from ..sensitivity import bound_text
 from ..statement import DOMAIN_COMPLETE
 from .statistics import pair_sensitivity
 
@@ -68,7 +69,7 @@ class PairsGaussian(PartsGaussian):
         """The statement's notes."""
         return (
             f"item totals (L2² ≤ {m}, σ = {self.sigmas[0]:.6g}) and disagreement counts "
-            f"D_ij = #(x_i ≠ x_j), i < j (L2² ≤ {sens[1].l1:g}, σ = {self.sigmas[1]:.6g}); ρ of the parts added; "
+            f"D_ij = #(x_i ≠ x_j), i < j (L2² ≤ {bound_text(sens[1].l1)}, σ = {self.sigmas[1]:.6g}); ρ of the parts added; "
             f"{self.totals_share:.0%} of ρ on the totals (docs/private_2pl.md)",
             "ρ-zCDP of the two parts composed and converted to (ε, δ) by Canonne, Kamath & Steinke (2020)",
             "complete data only: which items a person answered is not part of the release",
