@@ -1099,6 +1099,48 @@ def test_the_rows_of_a_fresh_run_whose_every_cell_failed_are_removed_under_the_f
     assert not stats.discarded and (tmp_path / "keep" / "results.csv").exists()  # the library keeps them by default
 
 
+def test_a_fresh_run_whose_every_cell_failed_leaves_its_folder_as_it_was(tmp_path, capsys):
+    # the rows were removed, but config.toml, sweep.json (and the lock file) stayed in the
+    # folder the run had created
+    text = ('seed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["totals"]\n'
+            '[mechanism_options.totals]\nn_boot = -3\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 5\n')
+    cfg = _write(tmp_path, text)
+    out = tmp_path / "new" / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    assert not (tmp_path / "new").exists()  # the folders it created are gone
+    # a folder that was there: what it held stays as it was, what the run wrote goes
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "notes.txt").write_text("mine\n", encoding="utf-8")
+    (old / "config.toml").write_text("# an earlier copy\n", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    assert main(["sweep", str(cfg), "--out", str(old), "--jobs", "1", "--no-progress"]) == 2
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before
+    capsys.readouterr()
+
+
+def test_a_lock_file_removed_by_the_run_that_held_it_is_locked_afresh(tmp_path, monkeypatch):
+    # a run that kept nothing removes its lock file while it holds it: a run that had opened
+    # that file must not then hold the lock of a removed file while a third run locks a new one
+    import os
+
+    lock = sw.FolderLock(tmp_path / "out")
+    real, lost = lock._lock, []
+
+    def lock_a_removed_file():
+        real()
+        if not lost:
+            lost.append(True)
+            lock.path.unlink()  # (the holder removed it, and released it, meanwhile)
+
+    monkeypatch.setattr(lock, "_lock", lock_a_removed_file)
+    with lock:
+        assert lost and os.path.samestat(os.fstat(lock._fh.fileno()), os.stat(lock.path))
+        with pytest.raises(ValueError, match="another privirt sweep"):
+            with sw.FolderLock(tmp_path / "out"):
+                pass
+
+
 def test_the_configurations_delta_is_not_called_a_flag(tmp_path, capsys):
     # "delta must be a number" became "--delta must be ...": privirt sweep has no --delta
     out = tmp_path / "out"

@@ -82,9 +82,11 @@ def run_sweep(
     progress : bool
         Draw a progress bar on stderr.
     discard_failed : bool
-        Remove ``results.csv`` when every cell of a run that started without results failed
-        (done while the folder is locked; ``stats.discarded`` says so): ``privirt sweep`` does,
-        so that the same command works once the configuration is fixed.
+        When every cell of a run that started without results failed, leave ``out`` as it was
+        before the run (done while the folder is locked; ``stats.discarded`` says so): the
+        files it wrote (``results.csv``, ``sweep.json``, ``config.toml``, the lock file) are
+        removed, files that were there before are restored, and folders it created are removed.
+        ``privirt sweep`` does, so that the same command works once the configuration is fixed.
 
     Returns
     -------
@@ -112,10 +114,15 @@ def run_sweep(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     out = Path(out)
+    created = [p for p in (out, *out.parents) if not p.exists()]  # (deepest first)
     out.mkdir(parents=True, exist_ok=True)
-    with FolderLock(out):
-        return _run_in(out, config, jobs=jobs, resume=resume, progress=progress,
-                       discard_failed=discard_failed)
+    with FolderLock(out) as lock:
+        stats = _run_in(out, config, jobs=jobs, resume=resume, progress=progress,
+                        discard_failed=discard_failed)
+        if stats.discarded:
+            # nothing kept: the folders this run created go too (under the lock, see FolderLock)
+            lock.remove_created(created)
+        return stats
 
 
 #: File descriptors of the folder locks this process holds: a forked worker points its copies at
@@ -152,9 +159,31 @@ class FolderLock:
     def __init__(self, out: Path) -> None:
         self.path = Path(out) / ".sweep.lock"
         self._fh: Any = None
+        #: whether this lock created its file (then :meth:`remove_created` removes it)
+        self.created = False
 
     def __enter__(self) -> "FolderLock":
-        self._fh = self.path.open("a+b")
+        # a run that kept nothing removes the lock file (and the folder it created) while it
+        # holds the lock: a run that opened that file meanwhile then holds a removed file's
+        # lock, sees so, and locks the folder afresh
+        for _ in range(100):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.created = not self.path.exists()
+            try:
+                self._fh = self.path.open("a+b")
+            except FileNotFoundError:  # the folder was just removed
+                continue
+            self._lock()
+            if self._still_linked():
+                break
+            self._fh.close()
+        else:  # pragma: no cover - only if the folder keeps being removed
+            raise ValueError(f"could not lock {self.path.parent}: other processes keep removing it; "
+                             "choose another output folder")
+        _HELD_LOCKS.add(self._fh.fileno())
+        return self
+
+    def _lock(self) -> None:
         try:
             try:
                 import fcntl
@@ -173,8 +202,26 @@ class FolderLock:
                 f"another privirt sweep is writing into {self.path.parent}; wait for it to "
                 "finish (then --resume) or choose another output folder"
             ) from None
-        _HELD_LOCKS.add(self._fh.fileno())
-        return self
+
+    def _still_linked(self) -> bool:
+        """Whether the locked file is still the one at :attr:`path` (not removed meanwhile)."""
+        try:
+            here, there = os.fstat(self._fh.fileno()), os.stat(self.path)
+        except OSError:
+            return False
+        return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+    def remove_created(self, folders: list[Path]) -> None:
+        """Remove the lock file if this lock created it, then each of ``folders`` (deepest
+        first) that is empty, while the lock is held; a folder that is not empty, and what
+        is above it, stay."""
+        try:
+            if self.created:
+                self.path.unlink(missing_ok=True)
+            for folder in folders:
+                folder.rmdir()
+        except OSError:
+            pass
 
     def __exit__(self, *exc: Any) -> None:
         _HELD_LOCKS.discard(self._fh.fileno())
@@ -206,6 +253,8 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
     # the data every cell needs is prepared before anything is written: a data set that
     # cannot be read leaves the folder as it was
     bases = prepare_bases(config, todo) if todo else {}
+    before = ({name: _read_or_none(out / name) for name in (RESULTS_FILE, MANIFEST_FILE, CONFIG_COPY)}
+              if discard_failed and not done else {})
     _write_manifest(out, config, jobs, len(cells), len(todo))
 
     specs = {s.name: s for s in config.datasets}
@@ -239,10 +288,24 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
     # run that takes the lock next must not lose its own rows), so the same call works once fixed
     discarded = bool(discard_failed and not done and todo and failed == len(todo))
     if discarded:
-        results.unlink(missing_ok=True)
+        # the folder as it was: the results, the manifest and the configuration's copy written
+        # or changed by this run are removed or restored (files that were there before stay)
+        for name, data in before.items():
+            if data is None:
+                (out / name).unlink(missing_ok=True)
+            else:
+                (out / name).write_bytes(data)
     return SweepStats(total=len(cells), skipped=len(cells) - len(todo), computed=len(todo),
                       failed=failed, seconds=seconds, results=results,
                       errors=tuple(errors.most_common()), discarded=discarded)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    """The bytes of a file, or ``None`` if there is none."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _count_failure(row: dict, errors: Counter[str]) -> bool:
