@@ -524,3 +524,57 @@ def test_printed_spent_is_rounded_up_and_printed_remaining_fits(tmp_path):
     with pytest.raises(privirt.BudgetExceeded) as info:
         whole.spend(PrivacyCost(epsilon=1e-5), mechanism="laplace")
     assert "total spent to ε=1.00001 " in str(info.value) and "already spent ε=1 " in str(info.value)
+
+
+def _creator(path: Path, how: str) -> subprocess.Popen:
+    """A process creating the ledger at ``path`` that stops inside the creation (the schema
+    written, not committed): ``how="die"`` kills itself with SIGKILL, ``"wait"`` prints
+    ``ready`` and waits for a line on its stdin, then finishes."""
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from privirt.private import ledger as lg
+        real = lg.Ledger._create_in
+        def stop(self, con, epsilon, delta):  # test-only hook
+            real(self, con, epsilon, delta)
+            if {how!r} == "die":
+                os.kill(os.getpid(), signal.SIGKILL)
+            print("ready", flush=True)
+            sys.stdin.readline()
+        lg.Ledger._create_in = stop
+        lg.Ledger({str(path)!r}, epsilon=1.0, delta=1e-6)
+        """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _creating_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".creating" in p.name)
+
+
+def test_a_creating_file_left_by_a_killed_process_is_removed_by_the_next_creation(tmp_path, capsys):
+    # a process killed with SIGKILL while creating a ledger left its .creating file (and its
+    # journal) in the folder for good; a live creator's file must never be taken for one
+    dead = _creator(tmp_path / "a.ledger", "die")
+    dead.communicate(timeout=120)
+    assert dead.returncode == -signal.SIGKILL
+    left = _creating_files(tmp_path)
+    assert left and not (tmp_path / "a.ledger").exists()
+    live = _creator(tmp_path / "b.ledger", "wait")
+    try:
+        assert live.stdout.readline() == "ready\n", live.stderr.read()
+        mine = [n for n in _creating_files(tmp_path) if n not in left]
+        assert mine
+        # the same command again: it works, the dead process's files go, the live one's stay
+        assert main(["budget", "init", str(tmp_path / "a.ledger"), "--epsilon", "1", "--delta", "1e-6"]) == 0
+        assert _creating_files(tmp_path) == mine
+        live.stdin.write("\n")
+        live.stdin.flush()
+        live.communicate(timeout=120)
+    finally:
+        live.kill()
+    assert live.returncode == 0
+    assert _creating_files(tmp_path) == []
+    assert Ledger(tmp_path / "a.ledger").epsilon == Ledger(tmp_path / "b.ledger").epsilon == 1.0
+    capsys.readouterr()

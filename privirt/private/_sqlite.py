@@ -1,5 +1,6 @@
 """SQLite file helpers of the ledger (and the curator service's state): the write transaction,
-the file's URI (opened without creating it), a folder's fsync, and the "damaged ledger" error."""
+the file's URI (opened without creating it), a folder's fsync, the "damaged ledger" error, and
+the locked private file a new ledger is built in (stale ones, left by killed processes, removed)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,94 @@ def immediate_transaction(con: sqlite3.Connection) -> Iterator[None]:
         raise
     else:
         con.execute("COMMIT")
+
+
+#: the private files a new ledger is written in before it is linked at its path
+_CREATING_PREFIX, _CREATING_SUFFIX = ".privirt-ledger-", ".creating"
+
+
+@contextmanager
+def creating_file(path: Path) -> Iterator[Path]:
+    """A new, empty private file beside ``path`` (``.privirt-ledger-<random>.creating``) to
+    build a ledger in, removed (with its SQLite journal) when the block ends.
+
+    The file is created and ``flock``-ed by this process for the whole block, so that a file of
+    this kind whose lock nobody holds was left by a process that died (``SIGKILL``, a power
+    cut): such stale files in the folder are removed first.  One a live process holds is
+    never touched.  Where ``fcntl`` is missing nothing is locked and nothing stale is removed.
+    """
+    folder = path.parent
+    remove_stale_creating(folder)
+    for _ in range(100):
+        tmp = folder / f"{_CREATING_PREFIX}{os.urandom(6).hex()}{_CREATING_SUFFIX}"
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        if _flock(fd, wait=True) is False or _names(fd, tmp):
+            break
+        os.close(fd)  # removed as stale between its creation and the lock: take another name
+    else:  # pragma: no cover - only if every new file is removed at once
+        raise OSError(f"could not create a private file in {folder}")
+    try:
+        yield tmp
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+        os.close(fd)  # (last: closing a file's descriptor drops this process's SQLite locks on it)
+
+
+def remove_stale_creating(folder: Path) -> None:
+    """Remove the ``.privirt-ledger-*.creating`` files in ``folder`` (and their journals) that
+    no live process holds locked (see :func:`creating_file`); errors are ignored."""
+    try:
+        names = [e.name for e in os.scandir(folder) if e.name.startswith(_CREATING_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(_CREATING_SUFFIX):
+            continue
+        stale = folder / name
+        try:
+            fd = os.open(stale, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if _flock(fd, wait=False) and _names(fd, stale):
+                for leftover in (stale, stale.with_name(name + "-journal")):
+                    leftover.unlink(missing_ok=True)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    for name in names:  # a journal whose file is gone (its creator died while removing both)
+        if name.endswith(_CREATING_SUFFIX + "-journal") and not (folder / name[:-8]).exists():
+            try:
+                (folder / name).unlink()
+            except OSError:
+                pass
+
+
+def _flock(fd: int, *, wait: bool) -> bool | None:
+    """An exclusive ``flock`` on ``fd``: True when taken, False when another process holds it
+    (``wait=False``), None where ``fcntl`` is missing."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _names(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the open file ``fd`` (not removed or replaced)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except OSError:
+        return False

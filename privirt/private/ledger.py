@@ -54,7 +54,7 @@ from .accounting import (
 )
 from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
-from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, immediate_transaction
+from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction
 from ._sums import LEDGER_TOLERANCE
 from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
 
@@ -268,9 +268,9 @@ class Ledger:
         file there is refused rather than taken for a creation that stopped.  Where the file
         system has no hard links nothing is linked and the caller creates the file in place."""
         # a short name of its own (a long ledger name plus a suffix could pass the name limit);
-        # one left by a process killed here is a finished ledger or an unused file, never the ledger
-        tmp = self.path.with_name(f".privirt-ledger-{os.urandom(6).hex()}.creating")
-        try:
+        # one left by a process killed here is a finished ledger or an unused file, never the
+        # ledger, and the next creation in the folder removes it (creating_file)
+        with creating_file(self.path) as tmp:
             con = sqlite3.connect(str(tmp), isolation_level=None)
             try:
                 con.execute("PRAGMA synchronous=FULL")
@@ -285,12 +285,6 @@ class Ledger:
             except OSError:
                 return  # no hard links here (the caller creates in place)
             _sync_folder(self.path.parent)
-        finally:
-            for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
-                try:
-                    leftover.unlink()
-                except OSError:
-                    pass
 
     def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> None:
         """Create the schema and the budget row (inside the caller's write transaction).
