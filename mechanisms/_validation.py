@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from fractions import Fraction
 
 import numpy as np
+
+from .measures import _round_up
 
 #: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
 #: acceptance test and the int64 output range are proven for this range).
@@ -94,9 +97,27 @@ def as_integer_array(values: object, what: str = "values") -> np.ndarray:
     return arr
 
 
-def round_up(x: Fraction) -> float:
-    """Smallest float >= the exact rational ``x`` (privacy parameters are rounded up)."""
-    f = float(x)  # correctly rounded
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
+def round_up(x: Fraction, *, what: str, fix: str) -> float:
+    """Smallest float >= the exact rational ``x`` (privacy parameters are rounded up), by
+    :func:`mechanisms.measures._round_up`; a finite bound is required, so an ``x`` above the
+    largest double is refused.
+
+    Parameters
+    ----------
+    x : Fraction
+        The exact privacy parameter.
+    what : str
+        How it is computed, for the message (``"epsilon * n_bits"``).
+    fix : str
+        What to change instead (``"fewer n_bits"``).
+
+    Raises
+    ------
+    ValueError
+        If no finite double is >= ``x``.
+    """
+    f = _round_up(x)
+    if math.isinf(f):
+        raise ValueError(f"{what} is above the largest finite number ({sys.float_info.max:.6g}), so no "
+                         f"finite privacy bound can be stated; use {fix}")
     return f

@@ -173,7 +173,8 @@ class DiscreteGaussian(_AdditiveNoise):
                                       or dimension < 1):
             raise ValueError(f"dimension must be a positive integer, got {dimension!r}")
         s = Fraction(self.sigma)
-        return ZCDP(round_up(d2 * d2 / (2 * s * s)))
+        return ZCDP(round_up(d2 * d2 / (2 * s * s), what="rho = l2_sensitivity**2 / (2 * sigma**2)",
+                             fix="a smaller l2_sensitivity or a larger sigma"))
 
     def variance(self) -> float:
         """Variance ``Σ x² p(x)``, slightly below ``σ²``.
@@ -223,7 +224,8 @@ class DiscreteLaplace(_AdditiveNoise):
     def privacy(self, l1_sensitivity: float) -> PureDP:
         """Pure ε-DP for a query with L1 sensitivity ``Δ₁``: ``ε = Δ₁ / scale``, rounded up."""
         d1 = check_sensitivity("l1_sensitivity", l1_sensitivity)
-        return PureDP(round_up(d1 / Fraction(self.scale)))
+        return PureDP(round_up(d1 / Fraction(self.scale), what="epsilon = l1_sensitivity / scale",
+                               fix="a smaller l1_sensitivity or a larger scale"))
 
     def variance(self) -> float:
         """Closed form ``2q / (1 − q)²`` with ``q = e^{−1/scale}``."""

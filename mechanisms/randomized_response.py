@@ -84,7 +84,8 @@ class RandomizedResponse:
         """Pure ε-DP for a person whose ``n_bits`` bits may all change: ``ε · n_bits`` (rounded up)."""
         if isinstance(n_bits, bool) or not isinstance(n_bits, numbers.Integral) or n_bits < 0:
             raise ValueError(f"n_bits must be a non-negative integer, got {n_bits!r}")
-        return PureDP(round_up(Fraction(self.epsilon) * int(n_bits)))
+        return PureDP(round_up(Fraction(self.epsilon) * int(n_bits), what="epsilon * n_bits",
+                               fix="fewer n_bits"))
 
     def debias(self, mean_of_randomized: float | np.ndarray) -> float | np.ndarray:
         """Unbiased estimate of the true mean from the mean of randomized bits.

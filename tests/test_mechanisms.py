@@ -542,3 +542,28 @@ def test_docstring_examples():
     assert mechanisms.SecureRNG.seeded(3).private is False
     with pytest.raises(ValueError, match="seed"):
         mechanisms.SecureRNG.seeded(None)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: RandomizedResponse(1.0, seed=0).privacy(n_bits=2 ** 1100),  # float() overflowed
+    # just above the largest double: it rounded to it, and nextafter gave inf ("epsilon must be finite")
+    lambda: RandomizedResponse(1.0, seed=0).privacy(n_bits=int(np.finfo(float).max) + 1),
+    lambda: DiscreteLaplace(2.0 ** -10, seed=0).privacy(np.finfo(float).max),
+    lambda: DiscreteGaussian(2.0 ** -10, seed=0).privacy(1e300),
+])
+def test_a_privacy_parameter_above_the_largest_double_is_refused_in_one_line(call):
+    # mechanisms' round_up lacked the overflow guard of measures._round_up: an OverflowError
+    # traceback, or a bound rounded up to inf and refused under another name
+    with pytest.raises(ValueError, match=r"is above the largest finite number .* no finite privacy bound "
+                                         r"can be stated; use (fewer n_bits|a smaller l[12]_sensitivity)"):
+        call()
+
+
+def test_the_mechanisms_round_up_is_the_measures_one():
+    from mechanisms._validation import round_up
+    from mechanisms.measures import _round_up
+
+    top = float(np.finfo(float).max)
+    for x in (Fraction(1, 3), Fraction(top), Fraction(0), Fraction(1, 10 ** 400)):
+        assert round_up(x, what="x", fix="y") == _round_up(x) and Fraction(_round_up(x)) >= x
+    assert RandomizedResponse(1.0, seed=0).privacy(n_bits=int(top)).epsilon == top  # exactly the largest: kept
