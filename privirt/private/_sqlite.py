@@ -90,7 +90,8 @@ def creating_file(path: Path) -> Iterator[Path]:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        if _flock(fd, wait=True) is False or _names(fd, tmp):
+        _flock(fd, wait=True)
+        if _names(fd, tmp):
             break
         os.close(fd)  # removed as stale between its creation and the lock: take another name
     else:  # pragma: no cover - only if every new file is removed at once
