@@ -288,6 +288,18 @@ def test_cli_interrupt_before_any_debit_says_only_interrupted(tmp_path, capsys, 
     assert _one_line(capsys.readouterr().err) == "privirt: interrupted"
 
 
+def test_cli_interrupt_while_the_command_line_is_read_is_one_line(capsys, monkeypatch):
+    """Ctrl-C in the first seconds (building the parser, its imports) was a traceback."""
+    import privirt.cli as cli
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupt)
+    assert cli.main(["estimate", "x.csv"]) == 130
+    assert _one_line(capsys.readouterr().err) == "privirt: interrupted"
+
+
 @pytest.mark.parametrize("via", ["cli", "api"])
 def test_sigint_after_the_debit(tmp_path, csv_file, via):
     """A real SIGINT to a process that hangs where the noise is drawn (`privirt estimate`, or a

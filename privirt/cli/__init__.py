@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`privirt ... | head`): stop quietly, as Unix tools do
         _silence_stdout()
         return EXIT_SIGPIPE
+    except KeyboardInterrupt:  # before the command began (parsing, imports): nothing was spent
+        print("privirt: interrupted", file=sys.stderr)
+        return 130
 
 
 def _main(argv: Sequence[str] | None) -> int:
