@@ -9,7 +9,7 @@ and ``j`` wrong, see :mod:`privirt.stats.counts`) build a Markov chain on the it
 
 where ``i~j`` marks the pairs that are regularised (see ``regularization`` below) and ``d``
 is a normaliser large enough that every row is a probability vector.  Under the Rasch model
-``P(X=1) = logistic(θ − β)`` one has ``E Y[i, j] / E Y[j, i] = exp(β_i − β_j)``, so the
+``P(X=1) = logistic(θ − β)`` one has ``E Y[i, j] / E Y[j, i] = exp(β_j − β_i)``, so the
 chain is reversible with stationary distribution ``π_i ∝ d_i exp(β_i)`` in expectation, and
 
     β = log(π / d),  centred to mean zero (higher = harder).
