@@ -377,3 +377,17 @@ def test_near_pair_terms_in_chunks_equal_one_pass(monkeypatch):
     np.testing.assert_array_equal(
         _esf.near_pair_terms(lg, bt, sizes, counts, np.r_[gi, gi], np.r_[ia, ia], np.r_[ib, ib]),
         np.r_[whole, whole])
+
+
+@pytest.mark.parametrize("tol", [1e-10, 1e-13])
+@pytest.mark.parametrize("max_iter", [1, 2, 3, 4, 100])
+def test_converged_means_the_documented_gradient_tolerance_was_met(tol, max_iter):
+    # at max_iter=3 the gradient was 2.4e-10·n_used: above tol·n_used, yet reported converged
+    rng = np.random.default_rng(16000123)
+    theta, b = rng.normal(size=500), np.linspace(-2, 2, 10)
+    X = (rng.random((500, 10)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    res = privirt.cmle_estimate(X, tol=tol, max_iter=max_iter)
+    gmax = np.max(np.abs(_evaluate(res.beta.to_numpy(), X)[1]))
+    assert res.converged == (gmax <= tol * max(1, res.n_persons_used))
+    if max_iter == 100:
+        assert res.converged  # the tolerance is reachable: rounding leaves ~1e-14·n_used
