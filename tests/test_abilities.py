@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -146,8 +148,8 @@ def test_abilities_take_the_estimators_difficulties_when_an_item_has_no_response
 def _dense_grid_eap(X, beta):
     """Posterior mean and SD under N(0, 1) on a 48 001-point grid over [−12, 12]."""
     g = np.linspace(-12.0, 12.0, 48_001)
-    log_p = np.log(special.expit(g[None, :] - beta[:, None]))  # m × grid
-    log_q = np.log(special.expit(beta[:, None] - g[None, :]))
+    log_p = -np.logaddexp(0.0, beta[:, None] - g[None, :])  # m × grid
+    log_q = -np.logaddexp(0.0, g[None, :] - beta[:, None])
     right, wrong = np.nan_to_num(X) == 1, np.nan_to_num(X, nan=1.0) == 0
     ll = right @ log_p + wrong @ log_q - g**2 / 2
     w = np.exp(ll - ll.max(axis=1, keepdims=True))
@@ -188,3 +190,15 @@ def test_eap_on_short_tests_is_unchanged_from_the_fixed_rule():
     mean = p @ z
     np.testing.assert_allclose(ab["theta"], mean, atol=1e-10)
     np.testing.assert_allclose(ab["se"], np.sqrt((p * (z - mean[:, None]) ** 2).sum(axis=1)), atol=1e-10)
+
+
+def test_eap_with_extreme_difficulties_is_silent_and_exact():
+    # |β| = 1000: the logistic is taken through logaddexp, as the fixed rule did (no overflow)
+    b = np.array([-1000.0, -2.0, 0.0, 1.0, 1000.0])
+    X = np.array([[1, 0, 1, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0], [1, np.nan, 0, 1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ab = privirt.estimate_abilities(X, b, method="eap", device="cpu")
+    mean, sd = _dense_grid_eap(X, b)
+    np.testing.assert_allclose(ab["theta"], mean, atol=1e-9)
+    np.testing.assert_allclose(ab["se"], sd, atol=1e-9)

@@ -218,7 +218,7 @@ def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POIN
     p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)
     mode = xp.clip(mean_b + xp.log(p / (1 - p)), lo, hi)
     for _ in range(max_iter):
-        P = 1.0 / (1.0 + xp.exp(-(mode[:, None] - B)))
+        P = xp.exp(-xp.logaddexp(0.0, B - mode[:, None]))  # logistic, without overflow
         f = R - (P * M).sum(axis=1) - mode
         df = -(P * (1.0 - P) * M).sum(axis=1) - 1.0
         lo = xp.where(f > 0, mode, lo)
@@ -229,7 +229,7 @@ def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POIN
         mode = new
         if bool(xp.all(done | ((hi - lo) < tol))):
             break
-    P = 1.0 / (1.0 + xp.exp(-(mode[:, None] - B))) * M  # 0 where unanswered
+    P = xp.exp(-xp.logaddexp(0.0, B - mode[:, None])) * M  # 0 where unanswered
     scale = 1.0 / xp.sqrt((P * (1.0 - P)).sum(axis=1) + 1.0)
     z, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(−z²/2)
     zq = xp.asarray(z)
