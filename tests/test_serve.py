@@ -661,3 +661,22 @@ def test_an_invalid_n_boot_is_422_at_the_body_stage_whatever_the_name(service, n
         st, b, _ = _post(s, "alice", name, "estimate", {"epsilon": 0.1, "n_boot": n_boot})
         assert st == 422 and b["detail"] == "n_boot: give 0 (no intervals) or at least 20 replicates", b
     assert counts(s["state"]) == n0
+
+
+UNKNOWN_FIELDS = ['a\nTraceback (most recent call last):\n  File "x"', "x\ny", "seed", "Z" * 16000]
+
+
+@pytest.mark.parametrize("name", ["lsat6", "nosuch", "secret"])
+def test_an_unknown_field_is_one_line_422_that_does_not_echo_its_name(service, name):
+    """The name of an unknown field is the client's text: it was echoed in full (newlines, 16 KiB)."""
+    s = service
+    n0 = counts(s["state"])
+    want = ("body: unknown field (allowed: epsilon, delta, method, mechanism, estimator, confidence, "
+            "n_boot)")
+    for field in UNKNOWN_FIELDS:
+        raw = json.dumps({"epsilon": 0.5, field: 1}).encode()
+        st, b, _ = _post(s, "alice", name, "estimate", None, raw=raw)
+        assert st == 422 and b == {"detail": want}, (field[:20], b)
+    st, b, _ = _post(s, "alice", name, "release", None, raw=json.dumps({"epsilon": 0.5, "x\ny": 1}).encode())
+    assert st == 422 and b == {"detail": "body: unknown field (allowed: epsilon, delta, kind, mechanism)"}
+    assert counts(s["state"]) == n0

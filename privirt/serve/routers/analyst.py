@@ -10,6 +10,7 @@ not) → Idempotency-Key → budget (402) → debit → noise.
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
@@ -25,12 +26,33 @@ router = APIRouter(prefix="/v1", tags=["analyst"])
 _IDEM = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
-def one_line_validation(exc: ValidationError) -> str:
-    """A pydantic error as one line: ``field: message`` (the value itself is not echoed)."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "body"
-    more = len(exc.errors()) - 1
-    return f"{loc}: {err.get('msg', 'invalid')}" + (f" (and {more} more)" if more else "")
+def one_line_validation(exc: ValidationError, fields: Iterable[str] = ()) -> str:
+    """A pydantic error as one line: ``field: message``; nothing of the input is echoed.
+
+    Parameters
+    ----------
+    exc : pydantic.ValidationError
+        The error of validating a request body.
+    fields : iterable of str, optional
+        The model's field names.  When given, they are listed for an unknown field, and a part
+        of an error's location that is not one of them reads ``?``.  An unknown field's name is
+        the client's own text (it may hold newlines, or 16 KiB): it is never echoed.
+
+    Returns
+    -------
+    str
+        One line naming the field and the problem, and how many more problems there are.
+    """
+    errors = exc.errors()
+    err, known = errors[0], list(fields)
+    more = len(errors) - 1
+    tail = f" (and {more} more)" if more else ""
+    if err.get("type") == "extra_forbidden":
+        allowed = f" (allowed: {', '.join(known)})" if known else ""
+        return f"body: unknown field{allowed}" + tail
+    loc = ".".join(str(p) if not known or isinstance(p, int) or p in known else "?"
+                   for p in err.get("loc", ())) or "body"
+    return f"{loc}: {err.get('msg', 'invalid')}" + tail
 
 
 async def _parse(request: Request, model):
@@ -42,7 +64,7 @@ async def _parse(request: Request, model):
     except ValidationError as exc:
         if any(e.get("type") == "json_invalid" for e in exc.errors()):
             raise RequestFailed(422, "the body is not valid JSON") from None
-        raise RequestFailed(422, one_line_validation(exc)) from None
+        raise RequestFailed(422, one_line_validation(exc, model.model_fields)) from None
 
 
 def _idem(key: str | None) -> str | None:
