@@ -680,3 +680,23 @@ def test_an_unknown_field_is_one_line_422_that_does_not_echo_its_name(service, n
     st, b, _ = _post(s, "alice", name, "release", None, raw=json.dumps({"epsilon": 0.5, "x\ny": 1}).encode())
     assert st == 422 and b == {"detail": "body: unknown field (allowed: epsilon, delta, kind, mechanism)"}
     assert counts(s["state"]) == n0
+
+
+@pytest.mark.parametrize("name", ["lsat6", "nosuch", "secret"])
+def test_an_epsilon_below_the_librarys_floor_is_422_at_the_body_stage_whatever_the_name(service, name):
+    """ε < 1e-6 (privirt.accounting.MIN_EPSILON) is a body rule: it was checked with the calibration,
+    after the data set (422 on a held data set, 404 on any other name)."""
+    s = service
+    n0 = counts(s["state"])
+    for endpoint in ("estimate", "release"):
+        for eps in (1e-7, 9.99e-7, 5e-324):
+            st, b, _ = _post(s, "alice", name, endpoint, {"epsilon": eps})
+            assert st == 422 and b["detail"].startswith("epsilon: ") and "\n" not in b["detail"], b
+    st, _, _ = _post(s, "alice", name, "release", {"epsilon": 1e-6, "kind": "counts"})
+    assert st == (200 if name == "lsat6" else 404)
+    from privirt.private.accounting import MIN_EPSILON
+    from privirt.serve.models import EstimateRequest, ReleaseRequest
+
+    for model in (EstimateRequest, ReleaseRequest):
+        assert model.model_json_schema()["properties"]["epsilon"]["minimum"] == MIN_EPSILON
+    assert counts(s["state"])["spends"] == n0["spends"] + (name == "lsat6")

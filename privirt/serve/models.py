@@ -15,9 +15,11 @@ from pydantic_core import PydanticCustomError
 
 #: δ of a request must lie in [MIN_DELTA, MAX_DELTA] (as must a data set's and an allowance's δ).
 from ._budget import MAX_DELTA, MIN_DELTA
+#: Smallest ε a request may ask for: the library's own floor, a body rule (422 whatever the name).
+from ..private.accounting import MIN_EPSILON
 
 __all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "ResultBody",
-           "ErrorBody", "MAX_REQUEST_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
+           "ErrorBody", "MAX_REQUEST_EPSILON", "MIN_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
 
 #: Largest ε a single request may ask for (a larger one is refused with 422, whatever the budget).
 MAX_REQUEST_EPSILON = 100.0  # a request's ε (the library's own limit: privirt.accounting.MAX_EPSILON)
@@ -29,8 +31,8 @@ _Strict = ConfigDict(strict=True, extra="forbid")
 
 class _Privacy(BaseModel):
     model_config = _Strict
-    epsilon: float = Field(gt=0, le=MAX_REQUEST_EPSILON, allow_inf_nan=False,
-                           description="target ε of this request (0 < ε ≤ 100)")
+    epsilon: float = Field(ge=MIN_EPSILON, le=MAX_REQUEST_EPSILON, allow_inf_nan=False,
+                           description="target ε of this request (1e-6 ≤ ε ≤ 100)")
     delta: Optional[float] = Field(default=None, ge=MIN_DELTA, le=MAX_DELTA, allow_inf_nan=False,
                                    description="target δ (default: your allowance's δ)")
 
