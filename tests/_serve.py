@@ -147,3 +147,39 @@ def counts(state: str) -> dict:
     from privirt.serve.store import open_store
 
     return open_store(state).counts()
+
+
+def asgi_call(app, method: str, path: str, key: str | None = None, body=None,
+              headers: dict | None = None) -> tuple[int, dict, dict]:
+    """One request to an ASGI ``app`` in this process (no server, no HTTP client library):
+    ``(status, json body, headers with lower-case names)``."""
+    import asyncio
+
+    h = {k.lower(): v for k, v in (headers or {}).items()}
+    if key is not None:
+        h["authorization"] = f"Bearer {key}"
+    data = b"" if body is None else json.dumps(body).encode()
+    if body is not None:
+        h.setdefault("content-type", "application/json")
+    h["content-length"] = str(len(data))
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in h.items()],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    sent: list[dict] = []
+    given = []
+
+    async def receive():
+        if not given:
+            given.append(True)
+            return {"type": "http.request", "body": data, "more_body": False}
+        await asyncio.sleep(3600)  # no disconnect while the answer is being made
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    out_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in start["headers"]}
+    return start["status"], json.loads(payload) if payload else {}, out_headers

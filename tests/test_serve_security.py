@@ -1,6 +1,7 @@
 """``privirt serve``: the per-analyst cap on requests in flight (429), HSTS over TLS (uvicorn's
 own certificate, or a declared TLS proxy), the library's warnings under concurrent requests, and
-a debit whose commit is not confirmed (the answer says whether the budget may be spent)."""
+a debit whose commit is not confirmed (the answer says whether the budget may be spent), and a key
+revoked while its request runs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from ._serve import LSAT6, Server, call, counts, setup_state  # noqa: E402
+from ._serve import LSAT6, Server, asgi_call, call, counts, setup_state  # noqa: E402
 
 ONE_LINE = "\n"
 
@@ -222,6 +223,28 @@ def test_warnings_go_to_the_log_and_requests_leave_the_filters_alone(tmp_path, m
     assert not touched, touched
     assert len(out) == 8 and all("test warning" not in str(b) for b, _ in out)
     assert any("test warning about the item totals" in r.getMessage() for r in caplog.records)
+
+
+def test_a_key_revoked_while_its_request_runs_gets_the_one_401_answer(tmp_path, monkeypatch):
+    """Revoked between its authentication and its debit, the request got its own 401 (another
+    detail, no WWW-Authenticate); it is now the answer every other 401 gets, and nothing is spent."""
+    from privirt.serve.app import create_app
+
+    store, who = _in_process(tmp_path)
+    key = store.add_analyst("b", {"d": (1.0, 1e-6)})
+    app = create_app(store)
+    wrong = asgi_call(app, "POST", "/v1/datasets/d/release", "pva.x.y", {"epsilon": 0.1})
+    assert wrong[0] == 401 and wrong[2]["www-authenticate"] == "Bearer"
+    real = store.dataset_for
+
+    def revoke_first(analyst_id, name):  # the curator revokes b once b is authenticated
+        store.revoke_analyst("b")
+        return real(analyst_id, name)
+
+    monkeypatch.setattr(store, "dataset_for", revoke_first)
+    st, b, h = asgi_call(app, "POST", "/v1/datasets/d/release", key, {"epsilon": 0.1})
+    assert (st, b) == wrong[:2] and h["www-authenticate"] == "Bearer", (st, b, h)
+    assert store.counts() == {"requests": 0, "spends": 0}
 
 
 def _flaky_commit(monkeypatch, store, *, committed: bool, exc: BaseException):

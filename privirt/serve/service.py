@@ -23,6 +23,7 @@ import numpy as np
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
 from ._limits import OverQuota
+from .auth import UNAUTHORIZED, AuthError
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
@@ -257,7 +258,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
 
     ``params`` are validated (a model's ``model_dump()``).  Raised statuses: 404 (no such data set
     for this key), 402 (over budget, nothing spent), 409 (same Idempotency-Key still running or
-    interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile),
+    interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile:
+    :class:`~privirt.serve.auth.AuthError`, the same answer as every other 401),
     403 (the state's limit of releases per allowance reached, nothing spent),
     503 (the debit's commit was not confirmed: it may be spent; the request id finds out),
     500 (internal error: says whether the budget was spent).
@@ -305,8 +307,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         found = store.find_request(analyst.id, request_id=exc.request_id)
         return _replay(found, endpoint, params, ds["id"]), True
     except NoAccess as exc:
-        if exc.revoked:
-            raise RequestFailed(401, "missing, invalid or revoked API key") from None
+        if exc.revoked:  # revoked since its authentication: the one 401 answer (WWW-Authenticate too)
+            raise AuthError(401, UNAUTHORIZED) from None
         raise RequestFailed(404, NOT_FOUND) from None
     except DebitUnconfirmed as exc:
         raise _unconfirmed(exc.request_id) from None
