@@ -700,3 +700,18 @@ def test_an_epsilon_below_the_librarys_floor_is_422_at_the_body_stage_whatever_t
     for model in (EstimateRequest, ReleaseRequest):
         assert model.model_json_schema()["properties"]["epsilon"]["minimum"] == MIN_EPSILON
     assert counts(s["state"])["spends"] == n0["spends"] + (name == "lsat6")
+
+
+@pytest.mark.parametrize("name", ["lsat6'--", "..%2Fetc", "nosuch", "secret"])
+def test_a_malformed_idempotency_key_is_checked_after_the_data_set(service, name):
+    """The documented order (… the name's form → data set → Idempotency-Key): a malformed key on a
+    name that is not one of the analyst's data sets gets the one 404 (it got a 422 about the key)."""
+    s = service
+    n0 = counts(s["state"])
+    ref = _post(s, "alice", "no-such-set", "release", {"epsilon": 0.01})
+    for bad in ("bad key!", "x" * 129, "a/b"):
+        st, b, _ = _post(s, "alice", name, "release", {"epsilon": 0.01}, headers={"Idempotency-Key": bad})
+        assert (st, b) == ref[:2], (bad, st, b)
+        st, b, _ = _post(s, "alice", "lsat6", "release", {"epsilon": 0.01}, headers={"Idempotency-Key": bad})
+        assert st == 422 and b["detail"].startswith("Idempotency-Key: "), b
+    assert counts(s["state"]) == n0

@@ -29,7 +29,7 @@ from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, ne
 _log = logging.getLogger("privirt.serve")
 
 __all__ = ["register_dataset", "run_request", "RequestFailed", "DATASET_NAME", "check_dataset_name",
-           "domain_text"]
+           "domain_text", "IDEMPOTENCY_KEY", "check_idempotency_key"]
 
 #: Data set names: letters, digits, ``_ . -``; 1-64 characters, not starting with a dot or dash.
 DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
@@ -41,6 +41,21 @@ def check_dataset_name(name: str, what: str = "data set") -> str:
         raise StateError(f"{what} name {name!r} is not allowed; use 1-64 letters, digits, '_', '.' "
                          "or '-', starting with a letter, digit or '_'")
     return name
+
+
+#: An Idempotency-Key: 1-128 characters from ``A-Z a-z 0-9 . _ : -``.
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def check_idempotency_key(key: str | None) -> str | None:
+    """``key`` if it is absent or well formed, else :class:`RequestFailed` 422 (one line).
+
+    Checked in its documented place, after the data set is found (see :func:`run_request`): a
+    malformed key on any name that is not a data set of the analyst's gets the one 404.
+    """
+    if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+        raise RequestFailed(422, "Idempotency-Key: use 1-128 characters from A-Z a-z 0-9 . _ : -")
+    return key
 
 
 def domain_text(missing: str) -> str:
@@ -258,7 +273,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
 
     ``params`` are validated (a model's ``model_dump()``).  Raised statuses: 404 (no such data set
     for this key), 402 (over budget, nothing spent), 409 (same Idempotency-Key still running or
-    interrupted), 422 (Idempotency-Key reused with other parameters), 401 (revoked meanwhile:
+    interrupted), 422 (Idempotency-Key malformed, or reused with other parameters), 401 (revoked meanwhile:
     :class:`~privirt.serve.auth.AuthError`, the same answer as every other 401),
     403 (the state's limit of releases per allowance reached, nothing spent),
     503 (the debit's commit was not confirmed: it may be spent; the request id finds out),
@@ -278,7 +293,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     if (params.get("method") or params.get("kind")) == "totals":
         params.pop("mechanism", None)
         params.pop("estimator", None)
-    if idem_key is not None:
+    if check_idempotency_key(idem_key) is not None:
         found = store.find_request(analyst.id, idem_key=idem_key)
         if found is not None:
             return _replay(found, endpoint, params, ds["id"]), True
