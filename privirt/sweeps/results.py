@@ -7,6 +7,7 @@ append-only writer, and :func:`read_results`.  Pandas is imported only when a fi
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import os
 from pathlib import Path
@@ -116,8 +117,11 @@ def has_rows(path: Path) -> bool:
     if not path.is_file():
         return False
     with path.open(encoding="utf-8", errors="replace") as fh:
-        # (a last line without its newline was cut short by a crash: not a finished cell)
-        body = [line for line in fh if line.strip() and not line.startswith("#") and line.endswith("\n")]
+        # only the leading comment lines (the privacy note) are skipped, as read_results does: a
+        # row whose data set's name starts with "#" is a finished cell.  (A last line without
+        # its newline was cut short by a crash: not a finished cell.)
+        lines = itertools.dropwhile(lambda line: line.startswith("#"), fh)
+        body = [line for line in lines if line.strip() and line.endswith("\n")]
     return len(body) > 1
 
 

@@ -1,0 +1,49 @@
+"""Sweeps on unusual input: data-set names, ε out of range, refused runs that write nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from privirt import sweeps as sw
+from privirt.sweeps.results import has_rows
+
+
+def _write(tmp_path: Path, text: str, name: str = "cfg.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+HASH_NAME = """
+seed = 1
+trials = 1
+epsilons = [1.0, 2.0, 4.0]
+mechanisms = ["gaussian"]
+[[datasets]]
+source = "synthetic"
+name = "#cohort"
+n = 50
+m = 5
+"""
+
+
+def test_rows_of_a_data_set_named_with_a_leading_hash_are_finished_cells(tmp_path):
+    # has_rows skipped every line starting with "#", not only the privacy note: a second run
+    # overwrote the results without --resume, and --resume recomputed (and truncated) them all
+    cfg = _write(tmp_path, HASH_NAME)
+    out = tmp_path / "out"
+    first = sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert first.computed == first.total == 3
+    results = out / "results.csv"
+    assert has_rows(results)
+    kept = results.read_bytes()
+    with pytest.raises(ValueError, match="already holds sweep results"):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert results.read_bytes() == kept
+    lines = kept.decode("utf-8").splitlines(keepends=True)
+    results.write_text("".join(lines[:-1]), encoding="utf-8")  # an interrupted run: one row less
+    resumed = sw.run_sweep(cfg, out, jobs=1, progress=False, resume=True)
+    assert (resumed.skipped, resumed.computed) == (2, 1)
+    assert len(sw.read_results(out)) == 3
