@@ -47,3 +47,22 @@ def test_rows_of_a_data_set_named_with_a_leading_hash_are_finished_cells(tmp_pat
     resumed = sw.run_sweep(cfg, out, jobs=1, progress=False, resume=True)
     assert (resumed.skipped, resumed.computed) == (2, 1)
     assert len(sw.read_results(out)) == 3
+
+
+@pytest.mark.parametrize("epsilons", ["[1e-300]", "[1e-7, 1.0]", "{start = 1e-8, stop = 1.0, num = 3}"])
+def test_an_epsilon_below_the_smallest_is_refused_in_one_line_and_nothing_is_written(tmp_path, capsys, epsilons):
+    # only ε > MAX_EPSILON was refused: ε = 1e-300 ran, every private cell failed, and the run exited 0
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, HASH_NAME.replace("[1.0, 2.0, 4.0]", epsilons))
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: epsilons: every ε must be at least 1e-06") and "\n" not in err
+    assert not out.exists()
+
+
+def test_the_smallest_epsilon_itself_is_accepted(tmp_path):
+    from privirt.sweeps.config import load_config
+
+    assert load_config(_write(tmp_path, HASH_NAME.replace("[1.0, 2.0, 4.0]", "[1e-6]"))).datasets[0].epsilons == (1e-6,)

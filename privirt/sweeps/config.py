@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..private.accounting import MAX_EPSILON
+from ..private.accounting import MAX_EPSILON, MIN_EPSILON
 from . import registry
 from .results import METRICS
 
@@ -336,6 +336,9 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
         v = _float(v, key)
         if v <= 0:
             raise ValueError(f"{key}: every ε must be positive (ε > 0), got {v!r}")
+        if v < MIN_EPSILON:  # (ε = 1e-300 ran, every private cell failed, and the run exited 0)
+            raise ValueError(f"{key}: every ε must be at least {MIN_EPSILON:g}, the smallest ε privirt "
+                             f"calibrates a release for, got {v!r}")
         if v > MAX_EPSILON:  # (ε = 1e308 made a failed cell and a report that crashed on its axis)
             raise ValueError(f"{key}: every ε must be at most {MAX_EPSILON:g}, the largest ε privirt states a "
                              f"guarantee for, got {v!r}")
