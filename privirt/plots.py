@@ -31,6 +31,13 @@ def _plt() -> Any:
     return plt
 
 
+def _literal(label: Any) -> str:
+    """A user-supplied label (an item, person, group or data-set name) as text that matplotlib
+    draws as written: ``$`` is escaped, so that ``"$a^$"`` is not read as mathtext (which drew
+    it as a formula, or failed with a parse error, after other files were written)."""
+    return str(label).replace("$", r"\$")
+
+
 def _save(fig: Any, path: str | Path | None) -> Any:
     if path is not None:
         path = Path(path)
@@ -75,7 +82,7 @@ def trace_plot(
         for c in range(draws.shape[0]):
             axes[row, 0].plot(draws[c, :, j], lw=0.5, alpha=0.8, label=f"chain {c}")
             axes[row, 1].hist(draws[c, :, j], bins=40, histtype="step", density=True)
-        axes[row, 0].set_ylabel(f"{param}[{lab}]")
+        axes[row, 0].set_ylabel(f"{param}[{_literal(lab)}]")
     axes[-1, 0].set_xlabel("draw (after burn-in)")
     if draws.shape[0] > 1:
         axes[0, 0].legend(loc="upper right", fontsize="small", ncol=draws.shape[0])
@@ -143,7 +150,7 @@ def item_response_curves(
     fig, ax = plt.subplots(figsize=(7, 4.5))
     draws_kept = getattr(posterior, "draws", None) is not None
     for lab, j in zip(chosen, cols):
-        line, = ax.plot(grid, link(a_mean[j] * grid - b_mean[j]), lw=1.4, label=str(lab))
+        line, = ax.plot(grid, link(a_mean[j] * grid - b_mean[j]), lw=1.4, label=_literal(lab))
         if band and draws_kept:
             a_d = posterior.get_draws("a")[:, :, j].ravel()
             b_d = posterior.get_draws("b")[:, :, j].ravel()
@@ -262,7 +269,7 @@ def ideal_point_plot(
     ax.hlines(ypos, summary["q2.5"], summary["q97.5"], color="0.45", lw=1.5)
     ax.plot(point, ypos, "o", color="C0", ms=5)
     ax.set_yticks(ypos)
-    ax.set_yticklabels([str(x) for x in summary.index], fontsize="small" if k > 30 else None)
+    ax.set_yticklabels([_literal(x) for x in summary.index], fontsize="small" if k > 30 else None)
     ax.set_ylim(-0.7, k - 0.3)
     ax.axvline(0.0, color="0.8", lw=0.8, zorder=0)
     ax.set_xlabel(f"{param} (posterior {center}, 95 % interval)")
@@ -330,7 +337,7 @@ def item_information_curves(
     if len(b) <= 12:
         cmap = plt.get_cmap("tab10" if len(b) <= 10 else "tab20")
         for rank, j in enumerate(order):
-            ax.plot(grid, info.iloc[:, j], lw=1.4, color=cmap(rank), label=str(b.index[j]))
+            ax.plot(grid, info.iloc[:, j], lw=1.4, color=cmap(rank), label=_literal(b.index[j]))
         ax.legend(title="item (easiest first)", fontsize="small", ncol=2 if len(b) > 6 else 1,
                   loc="upper right", framealpha=0.9)
     else:  # too many for a legend: colour by difficulty, with a colour bar
@@ -486,7 +493,7 @@ def wright_map(
     axi.set_xticks([])
     axi.set_title(f"items (n = {len(b)})", fontsize="medium")
     for y, text in rows.items():
-        axi.text(0.3 / text_width + 0.02, y, text, va="center", fontsize=9)
+        axi.text(0.3 / text_width + 0.02, y, _literal(text), va="center", fontsize=9)
     axp.set_ylim(lo, hi)
     for ax in (axp, axi):
         ax.grid(axis="y", alpha=0.3)
@@ -550,13 +557,13 @@ def andersen_plot(
                 elinewidth=0.8, capsize=0)
     if len(x) <= 40:
         for lab in x.index:
-            ax.annotate(str(lab), (x[lab], y[lab]), xytext=(4, 4), textcoords="offset points",
+            ax.annotate(_literal(lab), (x[lab], y[lab]), xytext=(4, 4), textcoords="offset points",
                         fontsize="x-small")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_aspect("equal")
-    ax.set_xlabel(f"β in group {pair[0]}")
-    ax.set_ylabel(f"β in group {pair[1]}")
+    ax.set_xlabel(f"β in group {_literal(pair[0])}")
+    ax.set_ylabel(f"β in group {_literal(pair[1])}")
     ax.set_title(f"Andersen test: LR = {result.statistic:.2f}, df = {result.df}, "
                  f"p = {result.pvalue:.3g}", fontsize="medium")
     ax.grid(alpha=0.3)

@@ -123,3 +123,27 @@ def test_wright_map_refuses_bins_that_are_not_a_positive_integer(bins):
     beta = privirt.spectral_estimate(X).beta
     with pytest.raises(ValueError, match="bins must be a positive integer"):
         plots.wright_map(beta, np.linspace(-2, 2, 100), bins=bins)
+
+
+def _drawn_texts(fig) -> list[str]:
+    """The strings a figure draws (after drawing it), each checked to be drawn as plain text."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    out = []
+    for t in fig.findobj(Text):
+        shown, math = t._preprocess_math(t.get_text())
+        assert not math, t.get_text()
+        out.append(shown)
+    return out
+
+
+def test_labels_with_dollar_signs_are_drawn_as_written(tmp_path):
+    # "$a^$" failed with a mathtext ParseSyntaxException (after other files were written) and
+    # "price $5 … price $10" was drawn as a formula: user labels are drawn literally
+    beta = pd.Series([-1.0, 0.0, 1.0, 0.5], index=["Q1", "$a^$", "price $5", "price $10"])
+    theta = np.random.default_rng(3).normal(size=50)
+    drawn = " ".join(_drawn_texts(plots.wright_map(beta, theta, path=tmp_path / "wm.png")))
+    assert all(label in drawn for label in beta.index)
+    drawn = _drawn_texts(plots.item_information_curves(beta, path=tmp_path / "iic.png"))
+    assert set(beta.index) <= set(drawn)

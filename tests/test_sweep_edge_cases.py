@@ -66,3 +66,27 @@ def test_the_smallest_epsilon_itself_is_accepted(tmp_path):
     from privirt.sweeps.config import load_config
 
     assert load_config(_write(tmp_path, HASH_NAME.replace("[1.0, 2.0, 4.0]", "[1e-6]"))).datasets[0].epsilons == (1e-6,)
+
+
+def test_a_data_set_name_with_dollar_signs_is_drawn_as_written(tmp_path, capsys):
+    # "cost $a^$" stopped `privirt report` with a mathtext ParseSyntaxException after the first
+    # data set's plot was written
+    pytest.importorskip("matplotlib")
+    from matplotlib.text import Text
+
+    from privirt.cli import main
+    from privirt.sweeps import report as rep
+
+    name = "cost $a^$"
+    cfg = _write(tmp_path, HASH_NAME.replace('"#cohort"', f'"{name}"'))
+    out = tmp_path / "out"
+    sw.run_sweep(cfg, out, jobs=1, progress=False)
+    fig = rep.plot_dataset(sw.read_results(out), name)
+    fig.canvas.draw()
+    # (the log axes' tick labels are matplotlib's own mathtext)
+    shown = [t._preprocess_math(t.get_text()) for t in fig.findobj(Text)
+             if "mathdefault" not in t.get_text()]
+    assert not any(math for _, math in shown)
+    assert any(text.startswith(f"{name}  (n = 50") for text, _ in shown)
+    assert main(["report", str(out)]) == 0
+    capsys.readouterr()

@@ -169,7 +169,7 @@ def plot_dataset(
     -------
     matplotlib.figure.Figure
     """
-    from ..plots import _plt, _save
+    from ..plots import _literal, _plt, _save
 
     plt = _plt()
     sub = results[results["dataset"] == dataset]
@@ -198,7 +198,7 @@ def plot_dataset(
                 y, lo, hi = (np.maximum(v, floor) for v in (y, lo, hi))
             elif metric == "top_k_accuracy":
                 lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
-            ax.plot(x, y, marker="o", ms=3.5, lw=1.5, color=color, label=mech)
+            ax.plot(x, y, marker="o", ms=3.5, lw=1.5, color=color, label=_literal(mech))
             if np.isfinite(lo).any():
                 ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
         for mech in [m for m in mech_order if m in nonprivate]:
@@ -212,7 +212,7 @@ def plot_dataset(
                 y, lo, hi = (max(v, floor) if np.isfinite(v) else v for v in (y, lo, hi))
             elif metric == "top_k_accuracy" and np.isfinite(lo):
                 lo, hi = max(lo, 0.0), min(hi, 1.0)
-            ax.axhline(y, color=color, ls=style, lw=1.2, label=f"{mech} (non-private)")
+            ax.axhline(y, color=color, ls=style, lw=1.2, label=f"{_literal(mech)} (non-private)")
             if np.isfinite(lo):
                 ax.axhspan(lo, hi, color=color, alpha=0.08, lw=0)
         ax.set_xscale("log")
@@ -228,7 +228,7 @@ def plot_dataset(
     first = sub.iloc[0]
     n, m = int(first["n"]), int(first["m"])
     trials = int(sub["trial"].nunique())
-    head = title or f"{dataset}  (n = {n}, m = {m}, {trials} trials, mean ± 95 % CI)"
+    head = title or f"{_literal(dataset)}  (n = {n}, m = {m}, {trials} trials, mean ± 95 % CI)"
     fig.suptitle(head, fontsize=11)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
