@@ -90,3 +90,23 @@ def test_a_data_set_name_with_dollar_signs_is_drawn_as_written(tmp_path, capsys)
     assert any(text.startswith(f"{name}  (n = 50") for text, _ in shown)
     assert main(["report", str(out)]) == 0
     capsys.readouterr()
+
+
+def test_every_table_of_a_report_prints_an_epsilon_alike(tmp_path):
+    # the per-data-set tables labelled their own ε only: A's ε = 1.0001 read "ε = 1" in A's
+    # table (as B's real ε = 1 in B's) but "1.0001" in the smallest-ε table
+    pytest.importorskip("matplotlib")
+    from privirt.sweeps import report as rep
+
+    text = ('seed = 1\ntrials = 1\nmechanisms = ["gaussian"]\n[report]\nmetric = "top_k_accuracy"\n'
+            'target = 0.0\n[[datasets]]\nsource = "synthetic"\nname = "A"\nn = 50\nm = 5\n'
+            'epsilons = [1.0001, 2.0]\n[[datasets]]\nsource = "synthetic"\nname = "B"\nn = 50\n'
+            'm = 5\nepsilons = [1.0, 2.0]\n')
+    out = tmp_path / "out"
+    sw.run_sweep(_write(tmp_path, text), out, jobs=1, progress=False)
+    md = rep.build_report(out, metric="top_k_accuracy", target=0.0).markdown.read_text(encoding="utf-8")
+    assert "| A | 1.0001 |" in md and "| B | 1 |" in md
+    a_table = md.split("## A ", 1)[1].split("## B ", 1)[0]
+    b_table = md.split("## B ", 1)[1]
+    assert "| mechanism | ε = 1.0001 | ε = 2 |" in a_table
+    assert "| mechanism | ε = 1 | ε = 2 |" in b_table

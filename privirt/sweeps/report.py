@@ -272,11 +272,16 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[list[str]]]:
+def _results_table(summ: pd.DataFrame, dataset: str,
+                   shown: dict[float, str] | None = None) -> tuple[list[str], list[list[str]]]:
+    """One data set's table; ``shown`` labels each ε of the whole grid (default
+    :func:`_epsilon_labels` of ``summ``), so that every table of a report prints an ε alike."""
+    if shown is None:
+        shown = _epsilon_labels(summ)
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
     # a sweep of non-private baselines only has no ε column: give their values one
-    header = ["mechanism"] + ([f"ε = {e}" for e in _distinct_labels(eps)] or ["value"])
+    header = ["mechanism"] + ([f"ε = {shown[e]}" for e in eps] or ["value"])
     rows = []
     for mech in dict.fromkeys(s["mechanism"]):
         ms = s[s["mechanism"] == mech]
@@ -288,6 +293,13 @@ def _results_table(summ: pd.DataFrame, dataset: str) -> tuple[list[str], list[li
         by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
         rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])
     return header, rows
+
+
+def _epsilon_labels(summ: pd.DataFrame) -> dict[float, str]:
+    """Every ε of the whole grid (all data sets) -> its label: one ε is printed alike in every
+    table (labelled per data set, 1.0001 read "1" in its own table, "1.0001" in another)."""
+    grid = sorted(summ["epsilon"].dropna().unique())
+    return dict(zip(grid, _distinct_labels(grid)))
 
 
 def _distinct_labels(values: Sequence[float], digits: int = 3) -> list[str]:
@@ -430,8 +442,7 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
                         "and keeps meeting it at every larger ε; — means not reached within the "
                         "grid."))
     mechs = [m for m in _mechanism_order(results) if m in set(reach["mechanism"])]
-    grid = sorted(summ["epsilon"].dropna().unique())
-    shown = dict(zip(grid, _distinct_labels(grid)))  # the grid's ε as the tables below print them
+    shown = _epsilon_labels(summ)  # the grid's ε as the tables below print them
     rows = []
     for ds in datasets:
         r = reach[reach["dataset"] == ds]
@@ -447,7 +458,7 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
         blocks.append(("img", (quote(os.path.relpath(plot, directory).replace(os.sep, "/"), safe="/"),
                                f"error against ε for {ds}")))
         blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials."))
-        blocks.append(("table", _results_table(summ, ds)))
+        blocks.append(("table", _results_table(summ, ds, shown)))
     failures = results[results["status"] != "ok"]
     if len(failures):
         blocks.append(("h2", "Failed cells"))
