@@ -110,3 +110,46 @@ def test_every_table_of_a_report_prints_an_epsilon_alike(tmp_path):
     b_table = md.split("## B ", 1)[1]
     assert "| mechanism | ε = 1.0001 | ε = 2 |" in a_table
     assert "| mechanism | ε = 1 | ε = 2 |" in b_table
+
+
+_TINY = ('seed = 1\ntrials = 1\nepsilons = [0.5, 2.0]\nmechanisms = ["gaussian"]\n'
+         '[[datasets]]\nsource = "synthetic"\nn = 100\nm = 5\n')
+
+
+def _env() -> dict:
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    return env
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_spawned_workers_refuse_an_unguarded_module_run_with_dash_m(tmp_path, guarded):
+    # the check was skipped for `python -m pkg.script`, but multiprocessing re-runs such a module
+    # in every spawned worker: three tracebacks and a "worker died ... --resume" error
+    import subprocess
+    import sys
+
+    (tmp_path / "tiny.toml").write_text(_TINY)
+    pkg = tmp_path / "spawnpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    call = 'sweeps.run_sweep("tiny.toml", "a", jobs=2, progress=False)\n'
+    (pkg / "script.py").write_text(
+        'open("runs.log", "a").write("ran\\n")\n'
+        "from privirt import sweeps\n"
+        "from privirt.sweeps import runner\n"
+        'runner._start_method = lambda: "spawn"\n'
+        + ('if __name__ == "__main__":\n    ' + call if guarded else call))
+    proc = subprocess.run([sys.executable, "-m", "spawnpkg.script"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=240)
+    if guarded:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert len(sw.read_results(tmp_path / "a")) == 2
+        return
+    assert proc.returncode == 1 and proc.stderr.count("Traceback") == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert 'if __name__ == "__main__":' in last and "script.py" in last and "jobs=1" in last
+    assert (tmp_path / "runs.log").read_text() == "ran\n"  # no worker ran it again

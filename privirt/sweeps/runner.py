@@ -343,9 +343,17 @@ def _check_spawn_safe() -> None:
     import sys
 
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if main is None or path is None or getattr(main, "__spec__", None) is not None:
-        return  # an interactive session, ``python -c`` or ``python -m``: nothing is re-run
+    spec = getattr(main, "__spec__", None)
+    if spec is not None:
+        # ``python -m``: multiprocessing re-runs the module (as ``__mp_main__``) in each worker,
+        # unless it is a package's ``__main__``
+        if spec.name == "__main__" or spec.name.endswith(".__main__"):
+            return
+        path = getattr(spec, "origin", None)
+    else:
+        path = getattr(main, "__file__", None)
+    if main is None or path is None:
+        return  # an interactive session or ``python -c``: nothing is re-run
     frame = sys._getframe(1)
     while frame is not None and not (frame.f_globals is main.__dict__
                                      and frame.f_code.co_name == "<module>"):
