@@ -643,7 +643,7 @@ def test_a_header_only_results_file_counts_as_no_results(quick_run, tmp_path):
         assert body[:2] == [line.rstrip("\n") for line in lines[:2]] and len(body) == 3
 
 
-def test_a_failure_after_some_cells_keeps_them_for_resume(tmp_path):
+def test_a_failure_after_some_cells_keeps_them_for_resume(tmp_path, monkeypatch):
     # the second data set's file is refused after the first one's cells were written: those
     # rows stay, a plain re-run is refused, and --resume finishes only what is missing
     X, _, _ = privirt.simulate_rasch(80, 4, seed=2)
@@ -657,6 +657,13 @@ def test_a_failure_after_some_cells_keeps_them_for_resume(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(ValueError, match="data set 'b'"):
         sw.run_sweep(cfg, out, jobs=1, progress=False)
+    assert not out.exists()  # refused before anything was written (the data are read first)
+    from privirt.sweeps import runner
+
+    with monkeypatch.context() as mp:
+        mp.setattr(runner, "check_data", lambda *a: None)  # (a file that changes after the check)
+        with pytest.raises(ValueError, match="data set 'b'"):
+            sw.run_sweep(cfg, out, jobs=1, progress=False)
     assert len(sw.read_results(out)) == 2
     with pytest.raises(ValueError, match="--resume"):
         sw.run_sweep(cfg, out, jobs=1, progress=False)
@@ -799,7 +806,7 @@ def test_movielens_source_with_a_bad_file_is_refused_before_anything_is_written(
     out = tmp_path / "out"
     with pytest.raises(ValueError, match="not an ML-100K ratings file"):
         sw.run_sweep(cfg, out, jobs=1, progress=False)
-    assert sorted(p.name for p in out.iterdir()) == [".sweep.lock"]
+    assert not out.exists()  # (the folder and its lock file were left before)
     with pytest.raises(ValueError, match=r"datasets\[0\]: no such file 'missing.data'"):
         sw.load_config(_write(tmp_path, cfg.read_text().replace('"u.data"', '"missing.data"')))
 

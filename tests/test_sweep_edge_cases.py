@@ -153,3 +153,40 @@ def test_spawned_workers_refuse_an_unguarded_module_run_with_dash_m(tmp_path, gu
     last = proc.stderr.strip().splitlines()[-1]
     assert 'if __name__ == "__main__":' in last and "script.py" in last and "jobs=1" in last
     assert (tmp_path / "runs.log").read_text() == "ran\n"  # no worker ran it again
+
+
+def test_a_data_set_that_cannot_be_read_leaves_the_folder_as_it_was(tmp_path, capsys):
+    # the data set was read by the first cell, after the folder, its lock file, sweep.json and
+    # config.toml were written: a refused run left them behind (and a phantom run in sweep.json)
+    from privirt.cli import main
+
+    (tmp_path / "bad.csv").write_text("x,y,z\n1,2,0\n0,1,1\n1,0,1\n", encoding="utf-8")
+    cfg = _write(tmp_path, 'trials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                           '[[datasets]]\nsource = "csv"\npath = "bad.csv"\n')
+    out = tmp_path / "new" / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: data set 'bad': invalid response 2") and "\n" not in err
+    assert not (tmp_path / "new").exists()
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "notes.txt").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="invalid response 2"):
+        sw.run_sweep(cfg, old, jobs=2, progress=False)
+    assert [p.name for p in old.iterdir()] == ["notes.txt"]
+
+
+def test_a_refused_unguarded_script_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "tiny.toml").write_text(_TINY)
+    (tmp_path / "script.py").write_text(
+        "from privirt import sweeps\n"
+        "from privirt.sweeps import runner\n"
+        'runner._start_method = lambda: "spawn"\n'
+        'sweeps.run_sweep("tiny.toml", "new/out", jobs=2, progress=False)\n')
+    proc = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "RuntimeError" in proc.stderr, proc.stderr[-3000:]
+    assert not (tmp_path / "new").exists()

@@ -20,7 +20,7 @@ from . import registry
 from .config import DatasetSpec, SweepConfig
 from .grid import Cell, cell_seed, data_seed
 
-__all__ = ["prepare_bases", "init_worker", "load_data", "run_cell", "worker"]
+__all__ = ["prepare_bases", "check_data", "init_worker", "load_data", "run_cell", "worker"]
 
 _BASES: dict[str, Any] = {}
 _DATA_CACHE: dict[tuple[str, int], tuple[Any, np.ndarray]] = {}
@@ -63,6 +63,27 @@ def prepare_bases(config: SweepConfig, cells: Sequence[Cell]) -> dict[str, Any]:
                              f"{bases[key].shape[1]} MovieLens items have at least "
                              f"{spec.params['min_item_ratings']} ratings")
     return bases
+
+
+def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]) -> None:
+    """Read the data of every data set of ``cells`` that comes from outside (CSV, bundled,
+    MovieLens), with its reference estimate, as its first cell will: done in the parent
+    before the run writes anything, so that data that cannot be used refuse the run with the
+    folder as it was.  Simulated data are not read (the configuration has checked them).
+
+    Raises
+    ------
+    ValueError
+        If a data set cannot be read; the message names the data set.
+    """
+    init_worker(bases)  # (the data as they are now, not as an earlier run in this process read them)
+    specs = {s.name: s for s in config.datasets}
+    first: dict[str, Cell] = {}
+    for cell in cells:
+        first.setdefault(cell.dataset, cell)
+    for name, cell in first.items():
+        if specs[name].source != "synthetic":
+            load_data(specs[name], cell.trial, config.seed, config.device)
 
 
 def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:

