@@ -90,6 +90,28 @@ def test_hsts_on_every_answer_behind_a_declared_tls_proxy(proxied):
     assert r.status == 303 and "Secure" in cookie and "HttpOnly" in cookie and s["keys"]["curator"] not in cookie
 
 
+def test_the_curator_forms_take_the_https_origin_behind_a_declared_tls_proxy(proxied):
+    """Behind --tls-proxy the page's own origin is https://HOST (as the Secure flag); its plain
+    http twin is another origin and cannot log the curator in or out."""
+    import http.client
+
+    s = proxied
+    port = int(s["url"].rsplit(":", 1)[1])
+
+    def login(origin: str):
+        con = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        con.request("POST", "/curator/login", body=f"key={s['keys']['curator']}",
+                    headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": origin})
+        r = con.getresponse()
+        r.read()
+        con.close()
+        return r.status, r.getheader("set-cookie")
+
+    st, cookie = login(f"https://127.0.0.1:{port}")
+    assert st == 303 and "Secure" in cookie
+    assert login(f"http://127.0.0.1:{port}") == (403, None)
+
+
 def _self_signed(tmp_path):
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization

@@ -4,7 +4,7 @@ token is kept in an ``HttpOnly``, ``SameSite=Strict`` cookie — never the key i
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -55,6 +55,49 @@ def _secure(request: Request) -> bool:
             or request.headers.get("x-forwarded-proto") == "https")
 
 
+#: ``Sec-Fetch-Site`` values of a request the curator page itself (or the curator, typing) sent.
+_OWN_SITES = ("same-origin", "none")
+CROSS_ORIGIN = ("cross-origin request refused: log in and out from the curator page itself "
+                "(nothing was changed)")
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an origin such as ``https://example.org``, default port
+    filled in; None if it is not an http(s) origin."""
+    try:
+        u = urlsplit(url)
+        port = u.port
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return None
+    return u.scheme, u.hostname, port or (443 if u.scheme == "https" else 80)
+
+
+def same_origin(request: Request) -> None:
+    """Refuse (403, nothing changed) a state-changing POST of the curator page sent by another
+    origin: one whose ``Sec-Fetch-Site`` is present and not ``same-origin``/``none``, or whose
+    ``Origin`` is present and not the request's own (scheme — https when :func:`_secure` —
+    with the ``Host`` header).  ``Origin: null`` passes only when ``Sec-Fetch-Site`` vouches for
+    the request: the page's ``Referrer-Policy: no-referrer`` makes browsers send ``null`` for its
+    own forms.  A request with neither header (curl, old browsers) passes.
+
+    Raises
+    ------
+    AuthError
+        403 for a cross-origin request.
+    """
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in _OWN_SITES:
+        raise auth.AuthError(403, CROSS_ORIGIN)
+    origin = request.headers.get("origin")
+    if origin is None or (origin == "null" and site is not None):
+        return
+    own = _origin(f"{'https' if _secure(request) else 'http'}://{request.headers.get('host', '')}")
+    if own is None or _origin(origin) != own:
+        raise auth.AuthError(403, CROSS_ORIGIN)
+
+
 @router.get("/curator", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request):
     try:
@@ -66,7 +109,7 @@ def page(request: Request):
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 
-@router.post("/curator/login", include_in_schema=False)
+@router.post("/curator/login", include_in_schema=False, dependencies=[Depends(same_origin)])
 async def login(request: Request):
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     key = (form.get("key") or [""])[0].strip()
@@ -81,7 +124,7 @@ async def login(request: Request):
     return resp
 
 
-@router.post("/curator/logout", include_in_schema=False)
+@router.post("/curator/logout", include_in_schema=False, dependencies=[Depends(same_origin)])
 def logout(request: Request):
     request.app.state.store.end_session(request.cookies.get(auth.COOKIE))  # ends it server-side
     resp = RedirectResponse("/curator", status_code=303)
