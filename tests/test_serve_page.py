@@ -162,6 +162,25 @@ def test_the_login_and_logout_forms_refuse_other_origins(served):
     assert call(s["url"] + "/curator", headers=cookie)[0] == 401
 
 
+def test_logging_in_again_ends_the_browsers_earlier_session(served):
+    """"log in, log in again, log out" left the first session open for 8 hours (login replaced
+    the cookie without ending its session); now the second login ends it."""
+    s = served
+    login = f"key={s['keys']['curator']}"
+    first = _token(_login(s["url"], s["keys"]["curator"])[1])
+    st, cookie = _post(s["url"], "/curator/login", {"Cookie": f"privirt_session={first}"}, login)
+    second = _token(cookie)
+    assert st == 303 and second != first
+    assert call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={first}"})[0] == 401
+    assert _post(s["url"], "/curator/logout", {"Cookie": f"privirt_session={second}"})[0] == 303
+    for token in (first, second):
+        assert call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={token}"})[0] == 401
+    # a wrong key ends nothing
+    third = _token(_login(s["url"], s["keys"]["curator"])[1])
+    assert _post(s["url"], "/curator/login", {"Cookie": f"privirt_session={third}"}, "key=pvc.0.wrong")[0] == 401
+    assert call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={third}"})[0] == 200
+
+
 def test_rotating_the_curator_key_ends_the_page_sessions(tmp_path):
     from ._serve import cli, last_line
 

@@ -117,6 +117,7 @@ async def login(request: Request):
     who = store.authenticate(key, "curator")
     if who is None:
         return HTMLResponse(login_page(error=True), status_code=401)
+    store.end_session(request.cookies.get(auth.COOKIE))  # the browser's earlier session, if any
     token = store.new_session(who.id, auth.SESSION_TTL)
     resp = RedirectResponse("/curator", status_code=303)
     resp.set_cookie(auth.COOKIE, token, httponly=True, samesite="strict", secure=_secure(request),
