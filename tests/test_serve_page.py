@@ -348,3 +348,11 @@ def test_the_page_prints_spent_up_and_remaining_down():
                          "delta": 1e-6, "spent_epsilon": 0.12345, "remaining_epsilon": 0.87655, "n_spends": 1}],
                        [], [], [])
     assert "<td class='num'>0.1235</td><td class='num'>0.8765</td>" in html
+
+
+def test_the_login_page_says_the_cookie_holds_a_session_not_the_key():
+    """It said "The key is kept in an HttpOnly cookie"; the cookie holds a random session token."""
+    from privirt.serve.page import login_page
+
+    for text in (login_page(), login_page(error=True)):
+        assert "key is kept" not in text and "never the key" in text and "session" in text

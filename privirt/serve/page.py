@@ -234,6 +234,7 @@ def login_page(error: bool = False) -> str:
         f"<h2>Log in</h2>{msg}<form method='post' action='/curator/login'>"
         "<label>Curator key <input type='password' name='key' autocomplete='off' size='60' required></label> "
         "<button type='submit'>log in</button></form>"
-        "<p class='muted'>Print a key with <code>privirt serve curator-key STATE</code>. The key is kept in an "
-        "HttpOnly cookie for 8 hours.</p></main></body></html>"
+        "<p class='muted'>Print a key with <code>privirt serve curator-key STATE</code>. Logging in opens a "
+        "session for 8 hours, kept in an HttpOnly cookie (a random token, never the key); logging out or "
+        "rotating the key ends it.</p></main></body></html>"
     )
