@@ -356,3 +356,24 @@ def test_the_login_page_says_the_cookie_holds_a_session_not_the_key():
 
     for text in (login_page(), login_page(error=True)):
         assert "key is kept" not in text and "never the key" in text and "session" in text
+
+
+def test_the_audit_log_heading_says_when_it_shows_only_the_newest_spends():
+    """Over 1000 spends the heading counted all of them ("1200 spends") above the newest 1000
+    rows; now it says that only those are shown and where all of them are."""
+    import datetime as dt
+    import re
+
+    from privirt.serve.page import render_page
+
+    AUDIT_ROWS = 1000  # the cap (privirt.serve.page.AUDIT_ROWS) is kept
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    spends = [{"id": k + 1, "request_id": f"{k:032x}", "time": (t0 + dt.timedelta(minutes=k)).isoformat(),
+               "analyst": "alice", "dataset": "d", "endpoint": "release", "mechanism": "laplace", "rho": 0.0,
+               "epsilon": 0.01, "delta": 0.0, "status": "done", "params": {"kind": "counts"}} for k in range(1200)]
+    for n, heading in ((5, "Audit log (5 spends, newest first)"), (AUDIT_ROWS, f"({AUDIT_ROWS} spends, newest"),
+                       (1200, f"the newest {AUDIT_ROWS} of 1200 spends")):
+        html = render_page([], [], spends[:n], [])
+        assert heading in html, n
+        assert len(re.findall(r"<tr><td class='num'>\d+</td><td>2026", html)) == min(n, AUDIT_ROWS)
+    assert "privirt serve list STATE</code> or <code>GET /v1/curator/spends" in html

@@ -2,7 +2,8 @@
 
 Shows each data set's budget (spent / remaining), each analyst's allowances and spending over
 time (one inline SVG plot per analyst: cumulative composed ε per data set, with the allowance as
-a dashed line) and the audit log of every spend.  Every value is escaped.
+a dashed line) and the audit log: every spend, or the newest :data:`AUDIT_ROWS` (the heading then
+says so, and where all of them are).  Every value is escaped.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from html import escape
 
 from mechanisms.measures import format_down, format_up
 
-__all__ = ["render_page", "login_page", "cumulative_epsilon"]
+__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS"]
+
+#: Most spends the page's audit log shows (the newest; a page of 10^4+ rows is slow).
+AUDIT_ROWS = 1000
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
@@ -192,7 +196,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
         plots.append(_plot(name, series))
 
     rows = []
-    for s in reversed(spends[-1000:]):
+    for s in reversed(spends[-AUDIT_ROWS:]):
         rows.append(
             f"<tr><td class='num'>{s['id']}</td><td>{escape(s['time'][:19].replace('T', ' '))}</td>"
             f"<td>{escape(s['analyst'])}</td><td>{escape(s['dataset'])}</td><td>{escape(s['endpoint'])}</td>"
@@ -214,9 +218,18 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
         f"<h2>Data sets</h2>{ds_table}"
         f"<h2>Analysts and allowances</h2>{al_table}"
         f"<h2>Spending over time</h2><div class='plots'>{''.join(plots)}</div>"
-        f"<h2>Audit log ({len(spends)} spends, newest first)</h2>{log}"
+        f"<h2>Audit log ({_shown(len(spends))})</h2>{log}"
         "</main></body></html>"
     )
+
+
+def _shown(n: int) -> str:
+    """The audit log heading's count: all ``n`` spends, or the newest :data:`AUDIT_ROWS` of them
+    and where to find the rest."""
+    if n <= AUDIT_ROWS:
+        return f"{n} spends, newest first"
+    return (f"the newest {AUDIT_ROWS} of {n} spends, newest first; all of them: "
+            "<code>privirt serve list STATE</code> or <code>GET /v1/curator/spends</code>")
 
 
 def _what(params: dict) -> str:
