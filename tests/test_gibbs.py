@@ -654,12 +654,15 @@ def _std_tn_lower_port(L, counters, key):
     L = np.broadcast_to(np.asarray(L, dtype=np.float64), counters.shape).copy()
     u0, u1 = _uniform2(1, 0, counters, 0, key[0], key[1])
     out = -special.ndtri(u0 * special.ndtr(-L))
-    far = L > 5.0
-    alpha = 0.5 * (L + np.sqrt(L * L + 4.0))
+    mass = ~(L < 1e150)  # the device returns L there (L·L may overflow)
+    out[mass] = L[mass]
+    far = (L > 5.0) & ~mass
+    Lw = np.where(far, L, 6.0)  # (the other cells' values are not used)
+    alpha = 0.5 * (Lw + np.sqrt(Lw * Lw + 4.0))
     todo = far.copy()
     t = 0
     while todo.any():
-        x = L - np.log(u0) / alpha
+        x = Lw - np.log(u0) / alpha
         accept = todo & (np.log(u1) <= -0.5 * (x - alpha) ** 2)
         out[accept] = x[accept]
         todo &= ~accept
@@ -690,6 +693,18 @@ def test_gpu_truncated_normal_algorithm(lower):
     assert stats.kstest(x, stats.truncnorm(lower, np.inf).cdf).pvalue > 1e-3
     u0, u1 = _uniform2(1, 0, counters, 0, 12345, 678)
     assert 0 < u0.min() and u0.max() < 1 and stats.kstest(u1, "uniform").pvalue > 1e-3
+
+
+def test_gpu_truncated_normal_ends_beyond_the_overflow_of_l_squared():
+    """Beyond L = 1.3e154 L·L overflows and Robert's loop never accepted (a hang): the device
+    function returns L from 1e150 on (and for L = inf), as the CPU kernels do."""
+    from privirt.bayes.twopno_gpu import cuda_preamble
+
+    assert "if (!(L < 1e150)) return L;" in cuda_preamble()
+    L = np.array([6.0, 1e150, 1e200, 1e308, np.inf])
+    x = _std_tn_lower_port(L, np.arange(L.size, dtype=np.uint64), (12345, 678))
+    assert 6.0 < x[0] < 7.0
+    np.testing.assert_array_equal(x[1:], L[1:])
 
 
 @pytest.mark.parametrize("engine", CPU_ENGINES)

@@ -105,6 +105,24 @@ def test_numba_branch_free_ndtr_matches_scipy():
     assert np.isnan(twopno_numba.ndtr_array(np.array([np.nan]))[0])
 
 
+def test_far_tail_draw_ends_for_every_finite_bound():
+    """X | X > L for L beyond L·L's overflow (1.3e154): Robert's loop never accepted there
+    (gibbs --prior-a 1e160 1 or --anchor p0=1e308 hung); now L itself, which is what every
+    draw rounds to from 1e150 on, on the numpy twin and the numba kernel alike."""
+    L = np.array([6.0, 30.0, 1e149, 1e150, 1e155, 1e200, 1e308, np.inf])
+    c = np.arange(L.size, dtype=np.uint64)
+    got = twopno_fused.std_tn_lower(L, 3, 0, c, 0, 12345, 678)
+    assert np.all(got >= L) and np.all(got[:2] < L[:2] + 1.0)
+    np.testing.assert_array_equal(got[2:], L[2:])
+    if twopno_fused.numba_available():
+        from privirt.bayes import twopno_numba
+
+        k0, k1, zero = np.uint64(12345), np.uint64(678), np.uint64(0)
+        kernel = [twopno_numba.std_tn_lower(v, np.uint64(3), zero, np.uint64(j), zero, k0, k1)
+                  for j, v in enumerate(L)]
+        np.testing.assert_array_equal(kernel, got)
+
+
 # ---------------------------------------------------------------------------------------
 # the engines
 # ---------------------------------------------------------------------------------------

@@ -44,6 +44,9 @@ __device__ double std_tn_lower(double L, unsigned int c0, unsigned int stream,
     if (L <= 5.0) {
         return -normcdfinv(u[0] * normcdf(-L));
     }
+    // L >= 1e150 (or inf/NaN, a diverged state): the draw is L in doubles (X - L ~ 1/L, below
+    // half an ulp of L), and L * L may overflow, which left the loop below without an exit
+    if (!(L < 1e150)) return L;
     const double alpha = 0.5 * (L + sqrt(L * L + 4.0));
     for (unsigned int t = 1; ; ++t) {
         double x = L - log(u[0]) / alpha;

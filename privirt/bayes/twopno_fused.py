@@ -41,6 +41,7 @@ BLOCK_ROWS = 64
 #: Below this many cells per iteration (all chains) the numba sweep runs on one thread.
 PARALLEL_CELLS = 16384
 _FAR = 5.0
+_POINT_MASS = 1e150
 _M32 = np.uint64(0xFFFFFFFF)
 
 
@@ -102,12 +103,17 @@ def std_tn_lower(L: np.ndarray, c0: Any, stream: int, c2: Any, c3: Any, k0: Any,
     far = np.flatnonzero(L > _FAR)
     if far.size:
         Lf = L.ravel()[far]
-        alpha = 0.5 * (Lf + np.sqrt(Lf * Lf + 4.0))
-        v0, v1 = u0.ravel()[far], u1.ravel()[far]
+        res = np.empty(far.size)
+        # L ≥ 1e150 (or inf): the draw is L in doubles, and L·L may overflow, which left the
+        # loop below without an exit (the kernel's _robert_tail, same rule)
+        mass = ~(Lf < _POINT_MASS)
+        res[mass] = Lf[mass]
+        todo = np.flatnonzero(~mass)
+        alpha = np.zeros(far.size)
+        alpha[todo] = 0.5 * (Lf[todo] + np.sqrt(Lf[todo] * Lf[todo] + 4.0))
+        v0, v1 = u0.ravel()[far][todo], u1.ravel()[far][todo]
         c0f, c2f, c3f = (np.broadcast_to(np.asarray(c, dtype=np.uint64), L.shape).ravel()[far]
                          for c in (c0, c2, c3))
-        res = np.empty(far.size)
-        todo = np.arange(far.size)
         t = 0
         while todo.size:
             x = Lf[todo] - np.log(v0) / alpha[todo]

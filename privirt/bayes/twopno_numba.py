@@ -34,6 +34,7 @@ _TWO_M52 = 2.0**-52
 _SQRT1_2 = 0.7071067811865476
 _TINY = 2.2250738585072014e-308
 _FAR = 5.0
+_POINT_MASS = 1e150  # X | X > L is L in doubles from here on (_robert_tail)
 _MANT = np.uint64(0x000FFFFFFFFFFFFF)
 _EXP1 = np.uint64(0x3FF0000000000000)
 _S52 = np.uint64(52)
@@ -245,8 +246,10 @@ def ndtr_array(x):
 @njit(**_JIT)
 def _robert_tail(L, u0, u1, c0, stream, c2, c3, k0, k1):
     """X ~ N(0, 1) | X > L for L > 5: Robert's (1995) exponential rejection, retry t using
-    the counter's stream word ``stream + (t << 8)``."""
-    if not L < np.inf:  # an infinite bound (a diverged state): no finite draw exists
+    the counter's stream word ``stream + (t << 8)``.  L ≥ 1e150 (or inf/NaN, a diverged
+    state) returns L: X − L is about 1/L, below half an ulp of L from L > 2²⁷ on, so every
+    draw rounds to L; once L·L overflowed (L > 1.3e154) the loop never accepted (a hang)."""
+    if not L < _POINT_MASS:
         return L
     alpha = 0.5 * (L + math.sqrt(L * L + 4.0))
     t = np.uint64(0)
