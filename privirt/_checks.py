@@ -33,6 +33,21 @@ def as_number(value: Any) -> float:
     return float(value)
 
 
+#: the largest |prior mean| or |fixed θ| the samplers take: item and person parameters live
+#: within a few units of 0 on the probit/logit scale, so 1e6 already means nothing, and
+#: values near 1e154 overflow the samplers' squares (NaN draws)
+LOCATION_MAX = 1e6
+
+
+def check_location(what: str, value: float) -> None:
+    """Refuse a prior mean or fixed θ ``value`` with ``|value| > LOCATION_MAX``, naming ``what``."""
+    if abs(value) > LOCATION_MAX:
+        raise ValueError(
+            f"{what} is {value:g}, too large: the parameters live within a few units of 0 on the "
+            f"probit/logit scale; use a value with |value| <= {LOCATION_MAX:g} (e.g. 0 or 1)"
+        )
+
+
 def check_n_boot(n_boot: Any) -> int:
     """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or at least 20."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):

@@ -845,6 +845,8 @@ def test_item_rest_correlations_name_reversed_items():
     ({0: float("nan")}, "finite number"),
     ({0: True}, "finite number"),
     ([("a", 1)], "anchors must be a dict"),
+    ({0: 1e308}, r"the anchor for 0 \(θ fixed at it\) is 1e\+308, too large.*<= 1e\+06"),
+    ({0: -1e160}, "too large"),
 ])
 def test_bad_anchors_are_refused_in_one_line(anchors, match):
     X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
@@ -861,3 +863,20 @@ def test_bad_slopes_and_negative_init_are_refused():
     post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, init={"a": -1.0}, slopes="free",
                               progress=False, seed=1)
     assert post.info["slopes"] == "free"
+
+
+@pytest.mark.parametrize("priors, where", [({"a": (1e160, 1.0)}, "a"), ({"b": (1e200, 1.0)}, "b"),
+                                           ({"a": (1e308, 1.0)}, "a"), ({"b": (-2e6, 4.0)}, "b")])
+def test_absurd_prior_means_are_refused_in_one_line(priors, where):
+    """A prior mean of 1e160 hung the sampler and 1e200 gave all-NaN draws: refused up front."""
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
+    with pytest.raises(ValueError, match=rf"the mean of priors\['{where}'\] is .*too large.*<= 1e\+06"):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, priors=priors, progress=False)
+    with pytest.raises(ValueError, match=rf"the mean of priors\['{where}'\] is .*too large"):
+        privirt.mh_2pl(X, n_iter=4, warmup=2, priors=priors, progress=False)
+    ok = {where: (1e6 if priors[where][0] > 0 else -1e6, priors[where][1])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, priors=ok, progress=False, seed=1,
+                                  device="cpu")
+    assert np.isfinite(post.mean("a")).all() and np.isfinite(post.mean("b")).all()

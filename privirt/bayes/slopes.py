@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from .._checks import check_location
 from ..data.responses import Responses
 
 __all__ = ["SLOPES", "FREE", "ABOVE", "BELOW", "FIXED", "check_slopes", "Anchors", "check_anchors",
@@ -144,6 +145,7 @@ def check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> Ancho
                 f'anchor for {key!r} must be a finite number (θ fixed at it) or "+" / "-" '
                 f"(θ constrained to that sign), got {value!r}"
             )
+        check_location(f"the anchor for {key!r} (θ fixed at it)", v)
         con[pos], fix[pos] = FIXED, v
         given[str(persons[pos])] = v
     return Anchors(con=con, fix=fix, given=given)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._checks import as_number
+from .._checks import as_number, check_location
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
@@ -61,6 +61,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
                 f"priors[{key!r}] = ({mean}, {var}): the mean must be finite and the variance "
                 "finite and positive"
             )
+        check_location(f"the mean of priors[{key!r}]", mean)
         out[key] = (mean, var)
     return out
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
-from .._checks import as_number
+from .._checks import as_number, check_location
 from ..data.responses import Responses
 from . import moves as _moves
 from .slopes import FIXED, Anchors
@@ -54,6 +54,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
             raise ValueError(
                 f"priors[{key!r}] needs a finite mean and a finite positive variance, got {spec!r}"
             )
+        check_location(f"the mean of priors[{key!r}]", mean)
         out[key] = (mean, var)
     return out
 
