@@ -191,3 +191,26 @@ def test_mh_transpose_names_dropped_persons_as_persons(tmp_path, capsys):
                  "--seed", "1", "--device", "cpu", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "1 person(s) with no response" in err and "item(s) with no response" not in err, err
+
+
+@pytest.mark.parametrize("command, sampler", [("gibbs", "gibbs_2pno"), ("mh", "mh_2pl")])
+def test_non_finite_posterior_means_are_refused_not_printed(command, sampler, data_csv, tmp_path,
+                                                            monkeypatch, capsys):
+    """Diverged chains (all-NaN draws) printed a NaN table with exit 0: now one line, exit 2,
+    no --out written."""
+    import privirt.bayes as bayes
+
+    real = getattr(bayes, sampler)
+
+    def diverged(*args, **kwargs):
+        post = real(*args, **kwargs)
+        post.draws["b"][..., 1] = np.nan
+        return post
+
+    monkeypatch.setattr(bayes, sampler, diverged)
+    out = tmp_path / "s.csv"
+    assert _run(command, data_csv, "--no-progress", "--out", str(out)) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines()
+           if not line.startswith("privirt: warning: ")]  # (the data's item i0 warns under gibbs)
+    assert len(err) == 1 and err[0].startswith("privirt: error: the posterior means of 1 of ")
+    assert "(b i1, ...) are not finite" in err[0] and not out.exists()

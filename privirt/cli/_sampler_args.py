@@ -134,6 +134,21 @@ def page_names(stem: str, n_pages: int) -> list[str]:
     return [f"{stem}_{k + 1}.png" for k in range(n_pages)]
 
 
+def check_finite_means(table: pd.DataFrame) -> None:
+    """Refuse, before anything is printed or written, a summary whose posterior means are not
+    all finite (diverged chains): such a table is no result, and exit 0 would say it is."""
+    import numpy as np
+
+    bad = ~np.isfinite(table["mean"].to_numpy(dtype=float))
+    if bad.any():
+        first = ", ".join(" ".join(map(str, np.atleast_1d(i))) for i in table.index[bad][:3])
+        raise ValueError(
+            f"the posterior means of {int(bad.sum())} of {len(table)} parameters ({first}, ...) are "
+            "not finite: the chains diverged and no summary was written; give proper priors near 0 "
+            "(e.g. --prior-b 0 4) or drop items answered all one way"
+        )
+
+
 def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.DataFrame, str]:
     """The posterior summary, with its stage announced on stderr; returns the table and a
     timing note (sampling, summary and total seconds)."""
@@ -143,6 +158,7 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
               flush=True)
     t0 = time.perf_counter()
     table = post.summary()
+    check_finite_means(table)
     summary_s = time.perf_counter() - t0
     total = time.perf_counter() - started
     note = (f"sampling {post.info['seconds']:.1f} s, summary {summary_s:.1f} s, "
