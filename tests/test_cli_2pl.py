@@ -43,7 +43,7 @@ def test_model_2pl_prints_a_b_intervals_and_statement(lsat7_csv, tmp_path, capsy
     (["--epsilon", "1", "--mechanism", "laplace"], "Rasch model only"),
     (["--epsilon", "1", "--seed", "1", "--ledger", "x.ledger"], "NOT private"),
     (["--epsilon", "0"], "epsilon"),
-    (["--epsilon", "1", "--n-boot", "5"], "n_boot must be 0"),
+    (["--epsilon", "1", "--n-boot", "5"], "--n-boot must be 0"),
 ])
 def test_model_2pl_bad_options_are_one_line_errors(lsat7_csv, capsys, extra, word):
     assert main(["estimate", str(lsat7_csv), "--model", "2pl", *extra]) == 2

@@ -244,8 +244,8 @@ def test_vanishing_epsilon_is_refused_in_one_line(lsat_csv, tmp_path, capsys, ep
         assert main(["estimate", str(lsat_csv), "--epsilon", eps, "--ledger", str(ledger),
                      "--device", "cpu", *extra]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"privirt: error: epsilon={float(eps):g}") and err.count("\n") == 1
-        assert "1e-06" in err
+        assert err.startswith(f"privirt: error: --epsilon {float(eps):g} is below") and err.count("\n") == 1
+        assert "choose --epsilon >= 1e-06" in err
     assert len(privirt.Ledger(ledger).spends()) == 0
 
 

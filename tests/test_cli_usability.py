@@ -496,3 +496,40 @@ def test_the_memory_check_counts_a_streamed_runs_summaries():
     with pytest.raises(MemoryError, match="running summaries .* run fewer chains"):  # not "kept draws"
         driver.check_memory(chains, 5000, {"a": 50, "b": 50}, keep_draws=False)
     driver.check_memory(4, 5000, {"a": 50, "b": 50}, keep_draws=False)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["gibbs", "--chains", "0"], "--chains must be at least 1, got 0"),
+    (["mh", "--iter", "0"], "--iter must be at least 1, got 0"),
+    (["gibbs", "--iter", "10", "--warmup", "10"],
+     "--warmup (10) must be smaller than --iter (10); --iter counts all iterations including the "
+     "warmup (e.g. --iter 10000 --warmup 5000)"),
+    (["gibbs", "--thin", "100"],
+     "--thin 100 is larger than the 20 post-warmup iterations; lower --thin or raise --iter"),
+    (["gibbs", "--prior-a", "1", "0"], "--prior-a needs a finite mean and a finite positive variance"),
+    (["gibbs", "--prior-b", "1e200", "1"], "the mean of --prior-b is 1e+200, too large"),
+    (["mh", "--prior-theta", "0", "0"], "--prior-theta (0.0, 0.0): the mean must be finite"),
+    (["mh", "--proposal-sd", "0", "0.4", "0.4"], "--proposal-sd THETA must be finite and positive"),
+    (["gibbs", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    (["estimate", "--person-col", "nope"], "--person-col 'nope' is not a column of the table"),
+    (["estimate", "--epsilon", "1", "--n-boot", "19"], "--n-boot must be 0 (no intervals) or an integer >= 20"),
+    (["estimate", "--epsilon", "1e-320"], "choose --epsilon >= 1e-06 (nothing was spent)"),
+    (["estimate", "--method", "spectral", "--epsilon", "1", "--p0", "1e-320"],
+     "use --p0 >= 0.483 (--p0 auto) or larger"),
+])
+def test_sampler_and_estimate_refusals_name_the_flags(argv, expected, tmp_path, capsys):
+    """The library's Python names (n_chains, n_iter, warmup, thin, priors['a'], proposal_sd,
+    seed, person_col, n_boot, epsilon=, p0 =) read as the flags on the command line."""
+    X, *_ = privirt.simulate_2pno(40, 5, seed=1)
+    path = tmp_path / "d.csv"
+    pd.DataFrame(X, columns=[f"i{j}" for j in range(5)]).to_csv(path, index=False)
+    command, *rest = argv
+    extra = ["--iter", "30", "--warmup", "10"] if command in ("gibbs", "mh") else []
+    assert main([command, str(path), "--no-progress", *extra, *rest]) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines()
+           if not line.startswith("privirt: warning: ")]
+    assert len(err) == 1 and err[0].startswith("privirt: error: "), err
+    assert expected in err[0]
+    for name in ("n_chains", "n_iter", "thin=", "priors[", "proposal_sd", "SeedSequence",
+                 "person_col", "n_boot", "epsilon=", "p0 =", "p0='auto'"):
+        assert name not in err[0]

@@ -32,6 +32,9 @@ _FLAGS = {
     "engine": "--engine",
 }
 
+#: the samplers' (privirt gibbs / mh) Python names of the schedule -> their flags
+_SAMPLER_FLAGS = {"n_chains": "--chains", "n_iter": "--iter", "warmup": "--warmup", "thin": "--thin"}
+
 _RULES: list[tuple[re.Pattern[str], str]] = [
     # the long table's column names (the library lists its three keywords, then the flags)
     (re.compile(r"name yours with person_col=, item_col=, response_col= \(CLI: ([^)]+)\)"), r"name yours with \1"),
@@ -62,8 +65,31 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # the totals method's refusal of missing cells (the Dask path, where the CLI does not word it)
     (re.compile(r"private_totals_estimate/release_totals were told"), "the totals method was run with"),
     (re.compile(r"privirt\.private_spectral_estimate"), "--method spectral"),
-    # "epsilon must be a finite number" -> "--epsilon must be ..."
-    (re.compile(r"^(epsilon|delta|n_persons|p0) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
+    # "epsilon must be a finite number" -> "--epsilon must be ..."; "n_boot must be 0 (no ...)"
+    (re.compile(r"^(epsilon|delta|n_persons|p0|n_boot) must\b"), lambda m: f"{_FLAGS[m.group(1)]} must"),
+    # "epsilon=1e-320 is below ...; choose epsilon >= 1e-06" (private/accounting.py)
+    (re.compile(r"^(epsilon|delta)=(\S+) is below\b"), lambda m: f"{_FLAGS[m.group(1)]} {m.group(2)} is below"),
+    (re.compile(r"\bchoose (epsilon|delta) >="), lambda m: f"choose {_FLAGS[m.group(1)]} >="),
+    # "p0 = 1e-320 is too small ...; use p0 >= 0.483 (p0='auto') or larger" (the comparison graph)
+    (re.compile(r"^p0 = (\S+) is too small\b"), r"--p0 \1 is too small"),
+    (re.compile(r"\buse p0 >= (\S+) \(p0='auto'\)"), r"use --p0 >= \1 (--p0 auto)"),
+    # "person_col 'nope' is not a column of the table"
+    (re.compile(r"\b(person_col|item_col|response_col) (?=')"), lambda m: f"{_FLAGS[m.group(1)]} "),
+    # the samplers' schedule (bayes/schedule.py): "n_chains must be at least 1, got 0"
+    (re.compile(r"^(n_chains|n_iter|warmup|thin) must be at least\b"),
+     lambda m: f"{_SAMPLER_FLAGS[m.group(1)]} must be at least"),
+    (re.compile(r"^warmup \((\d+)\) must be smaller than n_iter \((\d+)\); n_iter counts all "
+                r"iterations including the warmup \(e\.g\. n_iter=10000, warmup=5000\)"),
+     r"--warmup (\1) must be smaller than --iter (\2); --iter counts all iterations including "
+     r"the warmup (e.g. --iter 10000 --warmup 5000)"),
+    (re.compile(r"^thin=(\d+) is larger than the (\d+) post-warmup iterations; lower thin or raise n_iter"),
+     r"--thin \1 is larger than the \2 post-warmup iterations; lower --thin or raise --iter"),
+    # "priors['a'] needs ...", "priors['theta'] = (0.0, 0.0): ...", "the mean of priors['b'] is ..."
+    (re.compile(r"\bpriors\['(theta|a|b)'\](?: =)?"), r"--prior-\1"),
+    # "proposal_sd for theta must be finite and positive" (privirt mh's --proposal-sd THETA A B)
+    (re.compile(r"^proposal_sd for (theta|a|b)\b"), lambda m: f"--proposal-sd {m.group(1).upper()}"),
+    (re.compile(r"^seed must be a non-negative integer, a numpy SeedSequence or None\b"),
+     "--seed must be a non-negative integer"),
 ]
 
 
