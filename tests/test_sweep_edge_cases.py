@@ -190,3 +190,13 @@ def test_a_refused_unguarded_script_writes_nothing(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "RuntimeError" in proc.stderr, proc.stderr[-3000:]
     assert not (tmp_path / "new").exists()
+
+
+def test_a_sweep_error_keeps_the_configuration_s_names_not_command_line_flags(tmp_path, capsys):
+    # the sweep's configuration spells p0 as the library does; there is no --p0 on `privirt sweep`
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, HASH_NAME.replace('"#cohort"', '"s"') + "[mechanism_options.gaussian]\np0 = 1e-320\n")
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "p0 = " in err and "use p0 >= " in err and "--p0" not in err

@@ -65,11 +65,18 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+#: commands whose input names options as the library does (a sweep's configuration keys):
+#: their messages are not rewritten into flags
+_LIBRARY_WORDS = frozenset({"sweep"})
+_flags = True
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings of a command as one ``privirt: warning: ...`` line (no source location)."""
     from ._words import cli_text
 
-    print(f"privirt: warning: {cli_text(_one_line(message))}", file=sys.stderr)
+    text = _one_line(message)
+    print(f"privirt: warning: {cli_text(text) if _flags else text}", file=sys.stderr)
 
 
 def _silence_stdout() -> None:
@@ -108,6 +115,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     from ..private.spends import journal_mark
 
+    global _flags
+    _flags = getattr(args, "command", None) not in _LIBRARY_WORDS
     mark = journal_mark()
     try:
         with warnings.catch_warnings():
@@ -121,7 +130,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
         from ._words import cli_message
 
-        print(f"privirt: error: {cli_message(exc)}{_spent(mark)}", file=sys.stderr)
+        print(f"privirt: error: {cli_message(exc, flags=_flags)}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
     except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
         text = " ".join(str(exc).split()) or "MemoryError"

@@ -100,9 +100,10 @@ def cli_text(text: str) -> str:
     return text
 
 
-def cli_message(exc: BaseException) -> str:
-    """The one line a command prints for ``exc``."""
+def cli_message(exc: BaseException, *, flags: bool = True) -> str:
+    """The one line a command prints for ``exc`` (``flags=False``: keep the library's names,
+    as ``privirt sweep`` does, whose configuration spells its keys as the library does)."""
     if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
         return f"no such file or folder: {exc.filename}"
     text = " ".join((str(exc).strip() or type(exc).__name__).split())
-    return cli_text(text)
+    return cli_text(text) if flags else text
