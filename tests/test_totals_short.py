@@ -362,3 +362,33 @@ def test_results_report_the_histograms_share_of_the_ability_spread():
     few = privirt.private_totals_estimate(Xm[:200], epsilon=0.3, missing="mcar", seed=0, n_boot=0)
     many = privirt.private_totals_estimate(Xm, epsilon=3.0, missing="mcar", seed=0, n_boot=0)
     assert 0.0 <= few.info["histogram_share"] < 0.5 < many.info["histogram_share"] <= 1.0
+
+
+def test_docs_list_exactly_the_shapes_grid_cells_whose_score_bins_are_merged():
+    # docs/totals.md §4.1 lists where the full score distribution is swamped by its noise and the
+    # bins are merged; the list once named cells the rule does not merge ((20, 500, 1), (5, 1000, 0.1)).
+    import re
+    from pathlib import Path
+
+    from mechanisms.measures import ApproxDP
+
+    from privirt.private.measurements import TotalsGaussian
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "totals.md").read_text(encoding="utf-8")
+    text = " ".join(text.split())
+    grid = re.search(r"m ∈ \{([^}]*)\}, n ∈ \{([^}]*)\}, ε ∈ \{([^}]*)\}, δ = 10⁻⁴\) this merges the bins "
+                     r"at exactly \(m, n, ε\) = (.*?), and nowhere at n = 5000", text)
+    assert grid, "docs/totals.md §4.1: the merged-bins sentence was not found"
+    ms, ns, epss = ([float(v) for v in g.split(",")] for g in grid.groups()[:3])
+    documented = set()
+    for m, n, le, eps in re.findall(r"\((\d+), (\d+), (≤ )?([\d.]+)\)", grid.group(4)):
+        documented |= {(int(m), int(n), e) for e in epss if (e <= float(eps) if le else e == float(eps))}
+    merged = set()
+    for m in ms:
+        for n in ns:
+            for eps in epss:
+                design = TotalsGaussian.calibrate(ApproxDP(eps, 1e-4), n_persons=int(n), n_items=int(m))
+                if len(design.edges) - 1 < m + 1:
+                    merged.add((int(m), int(n), eps))
+    assert documented == merged
+    assert (ms, ns) == ([5, 10, 20], [200, 500, 1000, 5000]) and not any(n == 5000 for _, n, _ in merged)
