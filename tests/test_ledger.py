@@ -205,6 +205,42 @@ def test_private_call_killed_after_debit_keeps_the_spend(tmp_path):
     assert zcdp_to_approx_dp(df.iloc[0]["rho"], 1e-5 - df.iloc[0]["delta"]) <= 1.0 + 1e-9
 
 
+def test_every_debit_commits_with_synchronous_extra(tmp_path, monkeypatch):
+    """A debit is durable on return only with ``synchronous=EXTRA`` (3): in SQLite's default
+    DELETE journal mode deleting the journal is the commit, and ``FULL`` (2) never fsyncs the
+    folder after that, so a power cut could bring the journal back and undo the debit.  The
+    setting is read on the very connections that write: the Ledger's (creation and spend) and
+    the curator service's SQLite state (a debit)."""
+    import numpy as np
+
+    import privirt.private.ledger as ledger_module
+    import privirt.serve._backends as backends_module
+    from privirt.serve.store import init_store
+
+    seen: list[int] = []
+
+    def spy(real):
+        def recording(con):
+            seen.append(con.execute("PRAGMA synchronous").fetchone()[0])
+            return real(con)
+        return recording
+
+    monkeypatch.setattr(ledger_module, "immediate_transaction", spy(ledger_module.immediate_transaction))
+    monkeypatch.setattr(backends_module, "immediate_transaction", spy(backends_module.immediate_transaction))
+    led = Ledger(tmp_path / "d.ledger", epsilon=1.0, delta=1e-6)
+    led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace")
+    assert len(seen) >= 2 and set(seen) == {3}, seen  # the creation and the spend
+
+    store = init_store(str(tmp_path / "s.db"))
+    did = store.add_dataset(name="d", epsilon=1.0, delta=1e-6, n_persons=3, items=["a", "b"],
+                            missing="complete", codes=np.zeros((3, 2), dtype=np.int8), source="test")
+    aid = store.authenticate(store.add_analyst("a", {"d": (1.0, 1e-6)}), "analyst").id
+    seen.clear()
+    store.debit(analyst_id=aid, dataset_id=did, cost=PrivacyCost(epsilon=0.1), mechanism="m", endpoint="e",
+                params={}, idem_key=None)
+    assert seen and set(seen) == {3}, seen
+
+
 # -- races ----------------------------------------------------------------------------------
 def _race(path: Path, go: Path, cost_code: str, n: int) -> list[int]:
     procs = [

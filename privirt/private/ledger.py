@@ -5,7 +5,7 @@ A :class:`Ledger` holds one data set's total budget (ε, δ) and every spend mad
 transaction **before** any noise is drawn, so:
 
 * a process killed at any point never leaves the ledger showing less than was released —
-  the debit is committed (``synchronous=FULL``) before a noisy value exists;
+  the debit is committed (``synchronous=EXTRA``) before a noisy value exists;
 * two processes racing cannot overspend — a debit reads the spends and writes its own
   under ``BEGIN IMMEDIATE``, which takes SQLite's write lock for the whole check-and-insert;
 * a refused debit raises :class:`~privirt.BudgetExceeded` and leaves the file unchanged.
@@ -54,7 +54,8 @@ from .accounting import (
 )
 from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
-from ._sqlite import _NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction
+from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
+                      make_durable)
 from ._sums import LEDGER_TOLERANCE
 from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
 
@@ -172,7 +173,7 @@ class Ledger:
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                               "check the path and its permissions") from exc
         try:
-            con.execute("PRAGMA synchronous=FULL")
+            make_durable(con)
             yield con
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
@@ -273,7 +274,7 @@ class Ledger:
         with creating_file(self.path) as tmp:
             con = sqlite3.connect(str(tmp), isolation_level=None)
             try:
-                con.execute("PRAGMA synchronous=FULL")
+                make_durable(con)
                 with immediate_transaction(con):
                     self._create_in(con, epsilon, delta)
             finally:
@@ -448,7 +449,7 @@ class Ledger:
         """Debit ``cost`` in one transaction, or raise :class:`~privirt.BudgetExceeded`.
 
         The check and the insert happen under one ``BEGIN IMMEDIATE`` transaction and the
-        debit is durable (``synchronous=FULL``) when this returns.  ``asked`` (optional) is the
+        debit is durable (``synchronous=EXTRA``) when this returns.  ``asked`` (optional) is the
         (ε, δ) the call asked for, stored beside the cost.  Returns the spend's id.  The debit
         is journaled (:func:`spends_since`); an interrupt that arrives once the commit is done
         carries it (``exc.privirt_spends``).

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..private._sqlite import immediate_transaction
+from ..private._sqlite import immediate_transaction, make_durable
 
 __all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
@@ -99,7 +99,10 @@ class _SQLite:
     def read(self, durable: bool = True) -> Iterator[Any]:
         try:
             con = self._conn()
-            con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=NORMAL")
+            if durable:
+                make_durable(con)
+            else:
+                con.execute("PRAGMA synchronous=NORMAL")
             yield con
         except sqlite3.OperationalError as exc:
             self._drop()

@@ -4,7 +4,7 @@ One interface (:class:`Store`), two backends:
 
 * **SQLite** (``STATE`` is a file path; the default, no server needed).  Every write runs in a
   ``BEGIN IMMEDIATE`` transaction (SQLite's write lock is held from the first read to the
-  commit) with ``synchronous=FULL``, as :class:`privirt.Ledger` does: a debit is durable when
+  commit) with ``synchronous=EXTRA``, as :class:`privirt.Ledger` does: a debit is durable when
   :meth:`Store.debit` returns, and two processes racing cannot overspend.  The journal is in
   WAL mode so that readers do not wait for writers.
 * **PostgreSQL** (``STATE`` is a ``postgresql://`` URL; several service replicas may share
