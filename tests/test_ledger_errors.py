@@ -512,6 +512,51 @@ def test_creating_a_ledger_where_sqlite_cannot_write_is_one_line(tmp_path, monke
     assert not (tmp_path / "a.ledger").exists()
 
 
+def test_a_full_disk_during_a_spend_is_named_in_one_line(tmp_path, capsys, csv_file, monkeypatch):
+    """SQLite rolls a transaction back by itself on SQLITE_FULL; the explicit ROLLBACK that
+    followed failed ("cannot rollback - no transaction is active") and its message replaced the
+    real one.  A full disk is made here with ``max_page_count`` on the spend's connection."""
+    import privirt.private.ledger as ledger_module
+
+    real = ledger_module.make_durable
+
+    def full(con):
+        real(con)
+        pages = con.execute("PRAGMA page_count").fetchone()[0]
+        con.execute(f"PRAGMA max_page_count={pages}")
+
+    path = tmp_path / "a.ledger"
+    led = Ledger(path, epsilon=1.0, delta=1e-6)
+    monkeypatch.setattr(ledger_module, "make_durable", full)
+    with pytest.raises(LedgerError) as info:
+        led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace", note="x" * 20000)  # needs new pages
+    message = str(info.value)
+    assert "database or disk is full" in message and "nothing was spent" in message, message
+    assert "rollback" not in message and "\n" not in message
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 0
+    # the CLI's spend (a short note): fill the ledger's pages until such a row needs a new one
+    con = sqlite3.connect(path, isolation_level=None)
+    row = "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note) VALUES ('t', 'm', 0, 1e-12, 0, '')"
+    while True:
+        con.execute("BEGIN")
+        before = con.execute("PRAGMA page_count").fetchone()[0]
+        con.execute(row)
+        grows = con.execute("PRAGMA page_count").fetchone()[0] > before
+        con.execute("ROLLBACK")
+        if grows:
+            break
+        con.execute(row)
+    filled = con.execute("SELECT COUNT(*) FROM spends").fetchone()[0]
+    con.close()
+    out = tmp_path / "est.json"
+    assert main(["estimate", str(csv_file), "--epsilon", "0.5", "--ledger", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error:") and "database or disk is full" in err and "Traceback" not in err, err
+    assert not out.exists()
+    monkeypatch.undo()
+    assert len(Ledger(path).spends()) == filled
+
+
 def test_printed_spent_is_rounded_up_and_printed_remaining_fits(tmp_path):
     """summary() printed spent ε rounded to nearest (0.123456 after a spend of 0.1234564) and
     remaining to nearest (0.876544, which was then refused); the refusal said 'total ε=1 ...

@@ -74,12 +74,20 @@ def _damaged(path: Path, exc: BaseException) -> LedgerError:
 def immediate_transaction(con: sqlite3.Connection) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` on ``con`` (SQLite's write lock from the first read), ``COMMIT`` when
     the block ends, ``ROLLBACK`` when it raises (Ctrl-C too).  The ledger and the curator
-    service's SQLite state share it."""
+    service's SQLite state share it.
+
+    SQLite may already have rolled the transaction back itself (``database or disk is full``,
+    an I/O error): then nothing is rolled back here, and a failing ``ROLLBACK`` never replaces
+    the exception that ended the block (which names the real cause)."""
     con.execute("BEGIN IMMEDIATE")
     try:
         yield
     except BaseException:
-        con.execute("ROLLBACK")
+        if con.in_transaction:
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the original exception below says what went wrong
         raise
     else:
         con.execute("COMMIT")
