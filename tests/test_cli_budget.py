@@ -77,6 +77,51 @@ def test_budget_init_refuses_existing_and_show_missing(tmp_path, capsys):
     _one_line_error(capsys.readouterr().err)
 
 
+def test_budget_init_losing_a_creation_race_is_refused(tmp_path, capsys, monkeypatch):
+    """Another process creates the ledger (and spends) right after `budget init` checked that the
+    path is free: this init did not create it, so it must not say "created ledger" (exit 0) but
+    refuse as for an existing path."""
+    from pathlib import Path as _Path
+
+    from privirt.private.accounting import PrivacyCost
+
+    path = tmp_path / "x.ledger"
+    real = _Path.exists
+    first = [True]
+
+    def exists(self, *args, **kwargs):
+        found = real(self, *args, **kwargs)
+        if self == path and first[0]:  # the other process wins the race right after the check
+            first[0] = False
+            privirt.Ledger(path, epsilon=1.0, delta=1e-5).spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
+        return found
+
+    monkeypatch.setattr(_Path, "exists", exists)
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"]) == 2
+    monkeypatch.undo()
+    captured = capsys.readouterr()
+    assert "created" not in captured.out
+    assert "already exists" in _one_line_error(captured.err)
+    assert len(privirt.Ledger(path).spends()) == 1
+
+
+def test_ledger_created_says_whether_this_call_made_the_file(tmp_path, monkeypatch):
+    """``Ledger.created``: True only for the call that made the file, with hard links and where
+    the file system has none (created in place)."""
+    path = tmp_path / "a.ledger"
+    assert privirt.Ledger(path, epsilon=1.0, delta=1e-5).created is True
+    assert privirt.Ledger(path, epsilon=1.0, delta=1e-5).created is False
+    assert privirt.Ledger(path).created is False
+
+    def no_links(src, dst):
+        raise PermissionError("no hard links here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    other = tmp_path / "b.ledger"
+    assert privirt.Ledger(other, epsilon=1.0, delta=1e-5).created is True
+    assert privirt.Ledger(other, epsilon=1.0, delta=1e-5).created is False
+
+
 def test_private_estimate_debits_and_over_budget_exits_nonzero(tmp_path, capsys, responses_csv):
     path = tmp_path / "b.ledger"
     main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"])

@@ -474,6 +474,7 @@ def test_concurrent_creators_share_one_complete_ledger(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         ledgers = list(pool.map(lambda _: Ledger(path, epsilon=2.0, delta=1e-6), range(8)))
     assert all(led.epsilon == 2.0 and led.delta == 1e-6 for led in ledgers)
+    assert sum(led.created for led in ledgers) == 1  # each says whether it made the file
     ledgers[0].spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
     assert Ledger(path).remaining_epsilon() == pytest.approx(1.5)
     assert [p.name for p in tmp_path.iterdir()] == ["shared.ledger"]

@@ -52,12 +52,15 @@ def run_init(args: argparse.Namespace) -> int:
         raise ValueError(f"a ledger's total budget --epsilon must be a finite number > 0, got {args.epsilon:g}")
     eps = check_epsilon(args.epsilon)
     dlt = check_delta(args.delta)
+    exists = ValueError(
+        f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
+        "budget show` to inspect it, or choose a new path"
+    )
     if args.path.exists():
-        raise ValueError(
-            f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
-            "budget show` to inspect it, or choose a new path"
-        )
+        raise exists
     led = Ledger(args.path, epsilon=eps, delta=dlt)
+    if not led.created:  # another process created it after the check above: this call did not
+        raise exists
     print(f"created ledger {led.path}: budget ε = {led.epsilon:g}, δ = {led.delta:g} "
           f"(neighbouring relation: {led.relation})")
     return 0

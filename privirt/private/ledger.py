@@ -121,6 +121,11 @@ class Ledger:
     timeout : float, default 60
         Seconds to wait for another process's transaction to finish.
 
+    Attributes
+    ----------
+    created : bool
+        Whether this call created the file (False: it opened one, a concurrent creator's too).
+
     Notes
     -----
     Keep the file on a local file system: the crash and race guarantees rest on SQLite's
@@ -146,6 +151,7 @@ class Ledger:
             raise ValueError("a Ledger needs a file path (an in-memory ledger would not persist)")
         self.path = Path(path)
         self.timeout = float(timeout)
+        self.created = False
         if (epsilon is None) != (delta is None):
             raise ValueError("give both epsilon and delta (to create a ledger) or neither (to open one)")
         if epsilon is not None:
@@ -216,13 +222,13 @@ class Ledger:
             )
         if not self.path.exists():
             try:
-                self._create_whole(epsilon, delta)
+                self.created = self._create_whole(epsilon, delta)
             except (sqlite3.Error, OSError) as exc:  # a read-only or full folder, a name too long, ...
                 raise LedgerError(f"cannot create the ledger {self.path} ({exc}); nothing was spent — check "
                                   "the folder, its permissions and free space") from exc
         if not self.path.exists():  # a file system without hard links: created in place
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
-                self._create_in(con, epsilon, delta)
+                self.created = self._create_in(con, epsilon, delta)
                 row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
         else:
             # an existing file is opened, never (re)created: a truncated or damaged ledger must not
@@ -262,12 +268,13 @@ class Ledger:
         raise _damaged(self.path, "an empty file: a truncated ledger, or one a process created in place and "
                                   "stopped before writing; delete it only if no spend was ever recorded in it")
 
-    def _create_whole(self, epsilon: float, delta: float) -> None:
+    def _create_whole(self, epsilon: float, delta: float) -> bool:
         """Create the ledger in a private file beside ``path``, then link it to ``path`` only if
         nothing is there (``os.link`` fails on an existing name: two creators, one ledger).  A
         ledger thus never appears at its path empty or half-written, so an empty or damaged
         file there is refused rather than taken for a creation that stopped.  Where the file
-        system has no hard links nothing is linked and the caller creates the file in place."""
+        system has no hard links nothing is linked and the caller creates the file in place.
+        True only when this call linked its file at ``path``."""
         # a short name of its own (a long ledger name plus a suffix could pass the name limit);
         # one left by a process killed here is a finished ledger or an unused file, never the
         # ledger, and the next creation in the folder removes it (creating_file)
@@ -282,13 +289,14 @@ class Ledger:
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
-                return  # another process's ledger: opened by the caller
+                return False  # another process's ledger: opened by the caller
             except OSError:
-                return  # no hard links here (the caller creates in place)
+                return False  # no hard links here (the caller creates in place)
             _sync_folder(self.path.parent)
+            return True
 
-    def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> None:
-        """Create the schema and the budget row (inside the caller's write transaction).
+    def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> bool:
+        """Create the schema and the budget row in the caller's write transaction (True: written).
 
         A database that already holds tables but no ``budget`` table is someone else's file:
         it is refused, never turned into a ledger.
@@ -302,11 +310,11 @@ class Ledger:
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 con.execute(statement)
-        con.execute(
+        return con.execute(
             "INSERT OR IGNORE INTO budget (id, epsilon, delta, relation, created, schema_version)"
             " VALUES (1, ?, ?, ?, ?, ?)",
             (epsilon, delta, NEIGHBOURING_RELATION, _now(), _SCHEMA_VERSION),
-        )
+        ).rowcount == 1
 
     def _read_budget(self) -> None:
         with self._connect() as con:
