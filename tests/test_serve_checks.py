@@ -303,3 +303,23 @@ def test_the_release_limit_and_the_remaining_epsilon_over_loopback(tmp_path):
     from privirt.serve.store import open_store
 
     assert open_store(state).counts()["spends"] == 3
+
+
+def test_a_damaged_data_set_stops_serve_run_in_one_line(tmp_path):
+    """A stored copy that no longer matches its hash was a traceback from every worker."""
+    from privirt.serve import create_app
+
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"lsat6": (LSAT6, 1.0, 1e-6, ["--weights-col", "frequency"])}, {})
+    con = sqlite3.connect(state)
+    did, blob = con.execute("SELECT id, data FROM datasets").fetchone()
+    damaged = bytearray(blob)
+    damaged[-1] ^= 1
+    with con:
+        con.execute("UPDATE datasets SET data = ? WHERE id = ?", (bytes(damaged), did))
+    con.close()
+    proc = cli("serve", "run", state, "--port", "8765", "--workers", "2", check=False, subprocess_=True)
+    line = _one_line_error(proc)
+    assert "'lsat6'" in line and "does not match its hash" in line and "backup" in line
+    with pytest.raises(ValueError, match="'lsat6'"):
+        create_app(state)

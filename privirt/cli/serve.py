@@ -357,7 +357,10 @@ def run_serve(args: argparse.Namespace) -> int:
             raise ValueError(f"--ssl-certfile {args.ssl_certfile} and --ssl-keyfile {args.ssl_keyfile} are not "
                              f"a PEM certificate and its private key ({' '.join(str(exc).split())}); give the "
                              "pair your certificate authority issued") from None
-    open_store(args.state)  # a bad STATE is one line here, not a traceback in every worker
+    # a bad STATE, or a damaged data set in it, is one line here, not a traceback in every worker
+    from ..serve.service import load_datasets
+
+    load_datasets(open_store(args.state), keep=False)
     try:
         import uvicorn
     except ImportError:

@@ -231,14 +231,23 @@ def _responses(store: Store, ds: dict):
     return hit
 
 
-def load_datasets(store: Store) -> None:
-    """Load every stored data set into the cache now, before any request is served.
+def load_datasets(store: Store, *, keep: bool = True) -> None:
+    """Load every stored data set now, before any request is served (into the cache, or only
+    to check it with ``keep=False``).
 
     A state written before blobs were stored uncompressed holds compressed ``.npz`` blobs, whose
     decode time depends on the data; loading them at start-up keeps that time out of every answer.
+    A stored copy that does not match its hash (a damaged state) is one line naming the data set.
     """
     for ds in store.stored_datasets():
-        _responses(store, ds)
+        try:
+            if keep:
+                _responses(store, ds)
+            else:
+                store.load_codes(ds["id"], ds["sha256"])
+        except RuntimeError:
+            raise ValueError(f"the stored copy of data set {ds['name']!r} does not match its hash: the state "
+                             "is damaged; restore it from a backup") from None
 
 
 def request_cost(ds: dict, endpoint: str, params: dict):

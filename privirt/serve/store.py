@@ -351,10 +351,10 @@ class Store:
             return [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY id")]
 
     def stored_datasets(self) -> list[dict]:
-        """The id, hash and items of every data set (what :meth:`load_codes` needs)."""
+        """The id, hash, items and name of every data set (what :meth:`load_codes` needs)."""
         with self._b.read() as con:
-            rows = con.execute("SELECT id, sha256, items FROM datasets ORDER BY id").fetchall()
-        return [{"id": int(r[0]), "sha256": r[1], "items": json.loads(r[2])} for r in rows]
+            rows = con.execute("SELECT id, sha256, items, name FROM datasets ORDER BY id").fetchall()
+        return [{"id": int(r[0]), "sha256": r[1], "items": json.loads(r[2]), "name": r[3]} for r in rows]
 
     def dataset_for(self, analyst_id: int, name: str) -> dict | None:
         """Public metadata of a data set the analyst holds an allowance on, else None."""
