@@ -21,11 +21,13 @@ Estimators
     exact to ~1e-12 however narrow the posterior gets on long tests.
 
 Missing responses drop out of every sum.  The root finder is a safeguarded Newton method
-(bisection whenever a Newton step leaves the bracket), vectorised over the groups.
+(bisection whenever a Newton step leaves the bracket), vectorised over the groups; a group is
+frozen once it has converged, so its θ is the same in any batch as alone.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -77,6 +79,12 @@ def estimate_abilities(
         Indexed by person label, columns ``theta``, ``se``, ``score`` (raw score) and
         ``n_answered``.  Persons who answered nothing get NaN.
 
+    Warns
+    -----
+    RuntimeWarning
+        Naming how many persons' root (for ``"eap"``: posterior mode) did not converge within
+        ``max_iter`` steps; their θ is the last iterate.
+
     Examples
     --------
     >>> import privirt
@@ -111,9 +119,18 @@ def estimate_abilities(
     R = xp.asarray(r)
     K = xp.asarray(k)
     if method == "eap":
-        theta, se = _eap(xp, M, B, R, K, tol=tol, max_iter=max_iter)
+        theta, se, converged = _eap(xp, M, B, R, K, tol=tol, max_iter=max_iter)
     else:
-        theta, se = _solve(xp, M, B, R, K, weighted=(method == "wle"), tol=tol, max_iter=max_iter)
+        theta, se, converged = _solve(xp, M, B, R, K, weighted=(method == "wle"), tol=tol,
+                                      max_iter=max_iter)
+    stuck = int((~to_numpy(converged)[inverse]).sum())
+    if stuck:
+        what = "posterior modes (the centres of the quadrature)" if method == "eap" else "abilities"
+        warnings.warn(
+            f"{stuck} of {len(inverse)} persons' {what} did not converge within max_iter={max_iter} "
+            f"steps (tol={tol:g}); their theta may be far off: raise max_iter",
+            RuntimeWarning, stacklevel=2,
+        )
     theta = to_numpy(theta)[inverse]
     se = to_numpy(se)[inverse]
     none = n_ans == 0
@@ -165,41 +182,76 @@ def _moments(xp, theta, M, B):
 
 
 def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
-    G = R.shape[0]
-    # every root lies within _BRACKET of the difficulties (an extreme score's WLE sits
-    # about log(2k) beyond the last of them), wherever those are
-    lo = xp.full(G, float(B.min()) - _BRACKET)
-    hi = xp.full(G, float(B.max()) + _BRACKET)
+    # every root lies within _BRACKET of the difficulties the group answered (an extreme
+    # score's WLE sits about log(2k) beyond the last of them), wherever those are; the bracket
+    # is the group's own, so that its θ does not depend on the other groups of the batch
+    answered = M > 0
+    lo = xp.where(answered, B, xp.inf).min(axis=1) - _BRACKET
+    hi = xp.where(answered, B, -xp.inf).max(axis=1) + _BRACKET
     # start from the log-odds of the score against the mean difficulty answered
     mean_b = (M * B).sum(axis=1) / xp.maximum(K, 1)
     p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)
     theta = mean_b + xp.log(p / (1 - p))
     extreme = (R == 0) | (R == K)
-    for _ in range(max_iter):
-        sumP, info, d_info, dd_info = _moments(xp, theta, M, B)
-        info_safe = xp.maximum(info, 1e-300)
-        f = R - sumP
+    # nothing to solve for a group that answered nothing, nor for an extreme score's MLE (±inf)
+    active = (K > 0) if weighted else (K > 0) & ~extreme
+
+    def fdf(t, Ma, Ra):
+        sumP, info, d_info, dd_info = _moments(xp, t, Ma, B)
+        f = Ra - sumP
         df = -info
         if weighted:
+            info_safe = xp.maximum(info, 1e-300)
             f = f + d_info / (2.0 * info_safe)
             df = df + (dd_info * info - d_info**2) / (2.0 * info_safe**2)
-        # f is decreasing in θ: keep the bracket [lo, hi] around the root
-        lo = xp.where(f > 0, theta, lo)
-        hi = xp.where(f < 0, theta, hi)
-        step = -f / xp.where(df < 0, df, -1.0)
-        new = theta + step
-        bad = ~((new > lo) & (new < hi)) | ~xp.isfinite(new)
-        new = xp.where(bad, 0.5 * (lo + hi), new)
-        done = xp.abs(new - theta) < tol
-        theta = new
-        if bool(xp.all(done | ((hi - lo) < tol))):
-            break
+        return f, df
+
+    theta, converged = _bracketed_newton(xp, fdf, theta, lo, hi, (M, R), active,
+                                         tol=tol, max_iter=max_iter)
     sumP, info, _, _ = _moments(xp, theta, M, B)
     se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
     if not weighted:  # no finite MLE for extreme scores
         theta = xp.where(R == 0, -xp.inf, xp.where(R == K, xp.inf, theta))
         se = xp.where(extreme, xp.inf, se)
-    return theta, se
+    return theta, se, converged
+
+
+def _bracketed_newton(xp, fdf, theta, lo, hi, data, active, *, tol: float, max_iter: int):
+    """Safeguarded Newton on a decreasing ``f`` per group: the root stays in ``[lo, hi]``, and
+    a step that leaves that closed bracket (or is not finite) is replaced by bisection.
+
+    ``fdf(t, *rows)`` returns ``f`` and ``f'`` at ``t`` for the groups whose rows of ``data``
+    it is given.  Only the ``active`` groups are solved, and each is frozen, and dropped from
+    the passes, once its step or its bracket is below ``tol``: its θ is then exactly what it
+    would be if it were solved alone.  Returns θ and which groups converged (inactive ones
+    count as converged); a group not converged after ``max_iter`` steps keeps its last iterate.
+    """
+    theta = xp.array(theta, dtype=np.float64, copy=True)
+    converged = ~active
+    idx = xp.nonzero(active)[0]
+    t, lo, hi = theta[idx], lo[idx], hi[idx]
+    rows = tuple(a[idx] for a in data)
+    for _ in range(max_iter):
+        if idx.size == 0:
+            break
+        f, df = fdf(t, *rows)
+        # f is decreasing in θ: keep the bracket [lo, hi] around the root
+        lo = xp.where(f > 0, t, lo)
+        hi = xp.where(f < 0, t, hi)
+        new = t - f / xp.where(df < 0, df, -1.0)
+        # closed bracket: the root may sit on an end (a step below one ulp lands there)
+        bad = ~((new >= lo) & (new <= hi)) | ~xp.isfinite(new)
+        new = xp.where(bad, 0.5 * (lo + hi), new)
+        done = (xp.abs(new - t) < tol) | ((hi - lo) < tol)
+        t = new
+        if bool(done.any()):
+            theta[idx[done]] = t[done]
+            converged[idx[done]] = True
+            keep = ~done
+            idx, t, lo, hi = idx[keep], t[keep], lo[keep], hi[keep]
+            rows = tuple(a[keep] for a in rows)
+    theta[idx] = t  # not converged within max_iter: the last iterate
+    return theta, converged
 
 
 def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POINTS):
@@ -217,18 +269,13 @@ def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POIN
     mean_b = (M * B).sum(axis=1) / xp.maximum(K, 1)
     p = xp.clip((R + 0.5) / (K + 1.0), 1e-6, 1 - 1e-6)
     mode = xp.clip(mean_b + xp.log(p / (1 - p)), lo, hi)
-    for _ in range(max_iter):
-        P = xp.exp(-xp.logaddexp(0.0, B - mode[:, None]))  # logistic, without overflow
-        f = R - (P * M).sum(axis=1) - mode
-        df = -(P * (1.0 - P) * M).sum(axis=1) - 1.0
-        lo = xp.where(f > 0, mode, lo)
-        hi = xp.where(f < 0, mode, hi)
-        new = mode - f / df
-        new = xp.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))
-        done = xp.abs(new - mode) < tol
-        mode = new
-        if bool(xp.all(done | ((hi - lo) < tol))):
-            break
+
+    def fdf(t, Ma, Ra):
+        P = xp.exp(-xp.logaddexp(0.0, B - t[:, None]))  # logistic, without overflow
+        return Ra - (P * Ma).sum(axis=1) - t, -(P * (1.0 - P) * Ma).sum(axis=1) - 1.0
+
+    mode, converged = _bracketed_newton(xp, fdf, mode, lo, hi, (M, R), K > 0,
+                                        tol=tol, max_iter=max_iter)
     P = xp.exp(-xp.logaddexp(0.0, B - mode[:, None])) * M  # 0 where unanswered
     scale = 1.0 / xp.sqrt((P * (1.0 - P)).sum(axis=1) + 1.0)
     z, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(−z²/2)
@@ -250,4 +297,4 @@ def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POIN
         zbar = (W * zq[None, :]).sum(axis=1)
         mean[sl] = mode[sl] + scale[sl] * zbar
         sd[sl] = scale[sl] * xp.sqrt((W * (zq[None, :] - zbar[:, None]) ** 2).sum(axis=1))
-    return mean, sd
+    return mean, sd, converged
