@@ -121,6 +121,23 @@ def _error(status: int, body: dict, retry_after: str | None = None) -> ServiceEr
     return err
 
 
+#: the start of an API key (``pva.`` analyst, ``pvc.`` curator; :mod:`privirt.serve.keys`)
+_KEY_PREFIXES = ("pva.", "pvc.")
+
+
+def _check_key(key: str) -> str:
+    """``key`` without surrounding whitespace (a key file's trailing newline); a key with any
+    other character than printable ASCII is refused in one line that does not quote it (the
+    HTTP library's own error would print the whole header, secret included)."""
+    if not isinstance(key, str):
+        raise ValueError(f"key must be a str (your API key, pva....), got {type(key).__name__}")
+    key = key.strip()
+    if not all("!" <= ch <= "~" for ch in key):
+        raise ValueError("key contains whitespace, control or non-ASCII characters inside it: pass the API "
+                         "key exactly as `privirt serve analyst add` printed it (one line)")
+    return key
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuse redirects: urllib would forward the Authorization header (the API key) to
     wherever a redirect points, another host or plain HTTP included."""
@@ -151,9 +168,12 @@ class Client:
     def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
+            if str(url).strip().startswith(_KEY_PREFIXES):  # never echo what may be a secret
+                raise ValueError("url must be an http:// or https:// address (it looks like an API key: "
+                                 "Client(url, key))")
             raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
         self.url = url.rstrip("/")
-        self._key = key
+        self._key = _check_key(key)
         self.timeout = float(timeout)
         self.retries = int(retries)
 

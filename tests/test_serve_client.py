@@ -1,0 +1,77 @@
+"""The analyst client :class:`privirt.client.Client` against fake HTTP servers (a thread of
+:mod:`http.server` on a loopback port): its arguments, malformed answers and TLS; the real
+service's side is in ``test_serve.py``."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+from privirt.client import Client
+
+KEY = "pva.0123456789abcdef.ZxunEzcG2IMgSECRETSECRETSECRETSECRETSECRETs"
+SECRET = "ZxunEzcG2IMg"
+
+
+class _Fake(http.server.BaseHTTPRequestHandler):
+    """Answers ``server.answers[path] = (status, headers, body bytes)``; records each request's
+    headers and body in ``server.seen``."""
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        status, headers, payload = self.server.answers.get(self.path, (404, {}, b'{"detail": "not found"}'))
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", "Content-Length": str(len(payload)), **headers}.items():
+            if v is not None:
+                self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+@pytest.fixture
+def fake():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+    srv.answers, srv.seen = {}, []
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+# ---------------------------------------------------------------------------------------
+# the key never appears in an error
+@pytest.mark.parametrize("suffix", ["\n", "\r\n", "  \n", "\t"])
+def test_a_key_read_from_a_file_with_its_newline_is_stripped(fake, suffix):
+    fake.answers["/v1/datasets"] = (200, {}, b"[]")
+    assert Client(fake.url, " " + KEY + suffix, retries=0).datasets() == []
+    assert fake.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("bad", [KEY[:20] + "\n" + KEY[20:], KEY[:20] + " " + KEY[20:], KEY[:20] + "\x00" + KEY[20:],
+                                 KEY[:20] + "é" + KEY[20:], KEY + "\n" + KEY])
+def test_a_key_with_inner_whitespace_or_control_characters_is_one_line_without_the_key(bad):
+    with pytest.raises(ValueError) as err:
+        Client("http://127.0.0.1:9", bad)
+    msg = str(err.value)
+    assert "key" in msg and "\n" not in msg and SECRET not in msg and "pva." not in msg
+
+
+def test_swapped_url_and_key_do_not_echo_the_key():
+    with pytest.raises(ValueError) as err:
+        Client(KEY, "http://127.0.0.1:9")
+    msg = str(err.value)
+    assert "url must be" in msg and "looks like an API key" in msg and SECRET not in msg
+    with pytest.raises(ValueError, match="got 'ftp://x'"):  # other bad urls are still quoted
+        Client("ftp://x", KEY)
