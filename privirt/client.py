@@ -193,7 +193,8 @@ class Client:
             req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
             try:
                 with _OPENER.open(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read().decode("utf-8"))
+                    status, raw = resp.status, resp.read()
+                return _decode(status, raw, idempotency_key)
             except urllib.error.HTTPError as exc:
                 try:
                     payload = json.loads(exc.read().decode("utf-8"))
@@ -218,7 +219,7 @@ class Client:
     def datasets(self) -> list[dict]:
         """The data sets you may use: ``name``, ``n_persons``, ``items``, ``domain``, ``remaining``
         (the ε you can still spend there), ``allowance`` and ``budget``."""
-        return self._request("GET", "/v1/datasets")
+        return _rows(self._request("GET", "/v1/datasets"))
 
     def estimate(self, dataset: str, *, method: str = "totals", epsilon: float, delta: float | None = None,
                  idempotency_key: str | None = None, **options: Any):
@@ -242,22 +243,62 @@ class Client:
     def _spend(self, path: str, body: dict, idempotency_key: str | None):
         body = {k: v for k, v in body.items() if v is not None}
         key = idempotency_key or uuid.uuid4().hex
-        return result_from_json(self._request("POST", path, body, idempotency_key=key))
+        return _result(self._request("POST", path, body, idempotency_key=key), key)
 
     def spends(self) -> pd.DataFrame:
         """Your spends, oldest first (indexed by spend id)."""
-        rows = self._request("GET", "/v1/spends")
+        rows = _rows(self._request("GET", "/v1/spends"))
         cols = ["id", "time", "dataset", "endpoint", "mechanism", "rho", "epsilon", "delta", "status",
                 "request_id", "params"]
         return pd.DataFrame(rows, columns=cols).set_index("id")
 
     def result(self, request_id: str):
         """A stored result by its request id (e.g. after a lost response)."""
-        return result_from_json(self._request("GET", f"/v1/requests/{_quote(request_id)}"))
+        return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
 
 
 def _quote(text: str) -> str:
     return urllib.parse.quote(str(text), safe="")
+
+
+def _rows(body: Any) -> list[dict]:
+    """A listing's rows; a :class:`ServiceError` if the answer is not a list of objects."""
+    if not isinstance(body, list) or not all(isinstance(r, dict) for r in body):
+        raise ServiceError(200, f"the service's answer is not a list of rows (got {type(body).__name__})")
+    return body
+
+
+def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:
+    """What to do after an unreadable success answer of a spending request (empty otherwise)."""
+    if idempotency_key is None:
+        return ""
+    rid = f" or fetch Client.result({request_id!r})" if isinstance(request_id, str) else ""
+    return (f"; the budget may have been spent: retry with Idempotency-Key {idempotency_key} (it never "
+            f"spends twice){rid}")
+
+
+def _decode(status: int, raw: bytes, idempotency_key: str | None) -> Any:
+    """The JSON of a success answer; a :class:`ServiceError` in one line if it is not JSON (a
+    proxy's HTML page, a body cut off, bytes that are not UTF-8)."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        reason = " ".join(str(exc).split())[:120]
+        raise ServiceError(status, f"the service's answer was not valid JSON ({reason})"
+                           + _spent_hint(idempotency_key), {"idempotency_key": idempotency_key}) from None
+
+
+def _result(body: Any, idempotency_key: str | None):
+    """:func:`result_from_json` of an answer; a :class:`ServiceError` in one line if the answer
+    is JSON but not a result the client can read."""
+    rid = body.get("request_id") if isinstance(body, dict) else None
+    try:
+        return result_from_json(body)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        what = f"{type(exc).__name__} {' '.join(str(exc).split())[:120]}"
+        raise ServiceError(200, f"the service's answer is not a result this client can read ({what})"
+                           + _spent_hint(idempotency_key, rid),
+                           {"idempotency_key": idempotency_key, "request_id": rid}) from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -75,3 +75,47 @@ def test_swapped_url_and_key_do_not_echo_the_key():
     assert "url must be" in msg and "looks like an API key" in msg and SECRET not in msg
     with pytest.raises(ValueError, match="got 'ftp://x'"):  # other bad urls are still quoted
         Client("ftp://x", KEY)
+
+
+# ---------------------------------------------------------------------------------------
+# a success answer that is not a usable JSON body
+_UNUSABLE = {
+    "html": (200, {"Content-Type": "text/html"}, b"<html>proxy login</html>"),
+    "cut": (200, {"Content-Length": None}, b'{"request_id": "abc", "privacy": {"mech'),
+    "badutf": (200, {}, b"\xff{}"),
+    "empty": (200, {}, b"{}"),
+    "null": (200, {}, b"null"),
+    "list": (200, {}, b"[1, 2]"),
+    "partial": (200, {}, b'{"request_id": "r-42", "privacy": {}, "result": {"type": "TotalsRelease"}}'),
+    "badtype": (200, {}, b'{"request_id": "r-42", "privacy": null, "result": 3}'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNUSABLE))
+def test_an_unusable_success_answer_of_a_spend_is_one_service_error_naming_the_key(fake, case):
+    from privirt.client import ServiceError
+
+    fake.answers["/v1/datasets/d/release"] = _UNUSABLE[case]
+    c = Client(fake.url, KEY, retries=0)
+    with pytest.raises(ServiceError) as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-X")
+    msg = str(err.value)
+    assert "\n" not in msg and "budget may have been spent" in msg and "Idempotency-Key idem-X" in msg
+    if case in ("partial",):
+        assert "r-42" in msg
+    fake.answers["/v1/requests/r-1"] = _UNUSABLE[case]
+    with pytest.raises(ServiceError) as err:
+        c.result("r-1")
+    assert "\n" not in str(err.value) and "Idempotency-Key" not in str(err.value)
+
+
+@pytest.mark.parametrize("case", ["html", "badutf", "empty", "null", "list"])
+def test_an_unusable_answer_to_a_listing_is_one_service_error(fake, case):
+    from privirt.client import ServiceError
+
+    fake.answers["/v1/datasets"] = fake.answers["/v1/spends"] = _UNUSABLE[case]
+    c = Client(fake.url, KEY, retries=0)
+    for call in (c.datasets, c.spends):
+        with pytest.raises(ServiceError) as err:
+            call()
+        assert "\n" not in str(err.value)
