@@ -331,8 +331,14 @@ def _statement(p: dict):
         domain=p.get("domain"))
 
 
+#: the service's strings for non-finite floats (``privirt.serve.service._series``); ``null`` (a
+#: result stored by an older service, where it stood for any of them) is read as NaN
+_NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+
+
 def _f(values) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
+    out = [np.nan if v is None else _NONFINITE[v] if isinstance(v, str) else v for v in values]
+    return np.array(out, dtype=float)
 
 
 def _totals_release(r: dict, privacy):

@@ -323,7 +323,7 @@ def _shape(x):
         return {k: _shape(v) for k, v in x.items()}
     if isinstance(x, list):
         return [_shape(v) for v in x]
-    if isinstance(x, (bool, int, float)) or x is None:
+    if isinstance(x, (bool, int, float)) or x is None or x in ("inf", "-inf", "nan"):
         return "number"
     return x
 

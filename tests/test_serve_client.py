@@ -119,3 +119,52 @@ def test_an_unusable_answer_to_a_listing_is_one_service_error(fake, case):
         with pytest.raises(ServiceError) as err:
             call()
         assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------
+# non-finite values of a result: sent distinctly, rebuilt as the library's
+def _uninformative_spectral():
+    """A spectral estimate that does not respond to the difficulties (se = inf, ci = (-inf, inf))
+    and one with ``n_boot=0`` (se and ci NaN), of the library."""
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+
+    import privirt
+
+    from ._serve import LSAT6
+
+    df = pd.read_csv(LSAT6)
+    X = pd.DataFrame(np.repeat(df.drop(columns="frequency").to_numpy(), df["frequency"].to_numpy(), axis=0),
+                     columns=df.drop(columns="frequency").columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the library warns about the uninformative estimate
+        flat = privirt.private_spectral_estimate(X, epsilon=0.002, delta=1e-6, n_boot=20, seed=24000017)
+        nob = privirt.private_spectral_estimate(X, epsilon=0.5, delta=1e-6, n_boot=0, seed=1)
+    return flat, nob
+
+
+def test_infinite_and_nan_se_and_interval_ends_survive_the_service_json():
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from privirt.client import result_from_json
+    from privirt.serve.service import _body
+
+    flat, nob = _uninformative_spectral()
+    assert flat.info["informative"] is False and np.isinf(flat.se).all()  # the case under test
+    assert np.isnan(nob.se).all()
+    for lib in (flat, nob):
+        body = json.loads(json.dumps(_body("r-1", "lsat6", "estimate", {"method": "spectral"}, lib), allow_nan=False))
+        got = result_from_json(body)
+        pd.testing.assert_frame_equal(got.to_frame(), lib.to_frame(), check_names=False)
+        assert body["result"]["se"][0] in ("inf", "nan") and not any(
+            isinstance(v, float) and not math.isfinite(v) for v in body["result"]["se"])
+    # a result stored by an older service has null for every non-finite value: read as NaN
+    body["result"]["se"] = [None] * len(body["result"]["se"])
+    body["result"]["lo"] = [None] * len(body["result"]["lo"])
+    got = result_from_json(body)
+    assert got.se.isna().all() and got.ci["lo"].isna().all()

@@ -430,7 +430,7 @@ def _call_library(resp, ds: dict, endpoint: str, params: dict, ledger: _ServiceD
 
 
 # ---------------------------------------------------------------------------------------
-# serialisation (JSON: NaN becomes null)
+# serialisation (JSON: NaN becomes null, but in result vectors, see _series)
 def _jsonable(x: Any) -> Any:
     if isinstance(x, dict):
         return {str(k): _jsonable(v) for k, v in x.items()}
@@ -450,8 +450,18 @@ def _jsonable(x: Any) -> Any:
     return str(x)
 
 
+#: how :func:`_series` writes the non-finite values JSON has no number for (an uninformative
+#: estimate's ``se = inf`` and ``ci = (-inf, inf)``; NaN where ``n_boot=0``); the client maps them back
+NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
+
+
 def _series(s) -> list:
-    return _jsonable(np.asarray(s, dtype=float)) if s is not None else None
+    """A float vector as JSON: finite values as numbers, ``inf``/``-inf``/``nan`` as those strings
+    (so that an unbounded interval and a missing one stay apart; results stored before this
+    have ``null`` for both, which the client reads as NaN)."""
+    if s is None:
+        return None
+    return [v if math.isfinite(v) else NONFINITE.get(v, "nan") for v in np.asarray(s, dtype=float).tolist()]
 
 
 def _counts_dict(c) -> dict:
