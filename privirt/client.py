@@ -182,7 +182,7 @@ class Client:
 
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else json.dumps(body, default=_plain).encode()
         headers = {"Authorization": f"Bearer {self._key}", "Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -255,6 +255,14 @@ class Client:
     def result(self, request_id: str):
         """A stored result by its request id (e.g. after a lost response)."""
         return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
+
+
+def _plain(obj: Any) -> Any:
+    """``json.dumps`` default: a numpy scalar (``np.int64(20)``, ``np.float32(0.9)``, which the
+    library accepts) as the Python number it holds."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 def _quote(text: str) -> str:

@@ -168,3 +168,19 @@ def test_infinite_and_nan_se_and_interval_ends_survive_the_service_json():
     body["result"]["lo"] = [None] * len(body["result"]["lo"])
     got = result_from_json(body)
     assert got.se.isna().all() and got.ci["lo"].isna().all()
+
+
+def test_numpy_scalars_the_library_accepts_are_sent_as_numbers(fake):
+    import numpy as np
+
+    from privirt.client import ServiceError
+
+    fake.answers["/v1/datasets/d/estimate"] = (200, {}, b"{}")  # the body is what is tested
+    c = Client(fake.url, KEY, retries=0)
+    with pytest.raises(ServiceError):
+        c.estimate("d", epsilon=np.float64(0.5), n_boot=np.int64(20), confidence=np.float32(0.9),
+                   delta=np.float32(1e-6), mechanism=np.str_("gaussian"), method="spectral")
+    sent = json.loads(fake.seen[-1]["body"])
+    assert sent["n_boot"] == 20 and isinstance(sent["n_boot"], int)
+    assert sent["confidence"] == float(np.float32(0.9)) and sent["epsilon"] == 0.5
+    assert sent["delta"] == float(np.float32(1e-6)) and sent["mechanism"] == "gaussian"
