@@ -21,6 +21,8 @@ from the service's store and never paid twice.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import socket
 import time
 import uuid
@@ -138,6 +140,17 @@ def _check_key(key: str) -> str:
     return key
 
 
+def _check_timeout(timeout: float) -> float:
+    """``timeout`` as a float; a one-line ValueError unless it is a finite number > 0."""
+    try:
+        value = float(timeout)
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(timeout, bool) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    return value
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuse redirects: urllib would forward the Authorization header (the API key) to
     wherever a redirect points, another host or plain HTTP included."""
@@ -159,10 +172,17 @@ class Client:
     key : str
         Your API key (``pva....``).
     timeout : float, default 300
-        Seconds to wait for one answer.
+        Seconds to wait for one answer (finite, > 0).
     retries : int, default 2
         Retries (same Idempotency-Key) after a connection failure, a 429 (too many of your
-        requests running) or a 503 (a debit the service could not confirm).
+        requests running) or a 503 (a debit the service could not confirm); an integer >= 0.
+
+    Raises
+    ------
+    ValueError
+        In one line naming the argument, for a ``url`` that is not http(s) (a key passed as
+        ``url`` is not quoted), a ``key`` with whitespace or control characters inside, or a
+        ``timeout``/``retries`` out of range.
     """
 
     def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2) -> None:
@@ -174,7 +194,9 @@ class Client:
             raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
         self.url = url.rstrip("/")
         self._key = _check_key(key)
-        self.timeout = float(timeout)
+        self.timeout = _check_timeout(timeout)
+        if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
+            raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
         self.retries = int(retries)
 
     def __repr__(self) -> str:

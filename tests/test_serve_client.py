@@ -184,3 +184,23 @@ def test_numpy_scalars_the_library_accepts_are_sent_as_numbers(fake):
     assert sent["n_boot"] == 20 and isinstance(sent["n_boot"], int)
     assert sent["confidence"] == float(np.float32(0.9)) and sent["epsilon"] == 0.5
     assert sent["delta"] == float(np.float32(1e-6)) and sent["mechanism"] == "gaussian"
+
+
+@pytest.mark.parametrize("kw, name", [({"retries": -1}, "retries"), ({"retries": 1.5}, "retries"),
+                                      ({"retries": "2"}, "retries"), ({"retries": True}, "retries"),
+                                      ({"timeout": -1}, "timeout"), ({"timeout": 0}, "timeout"),
+                                      ({"timeout": float("nan")}, "timeout"), ({"timeout": float("inf")}, "timeout"),
+                                      ({"timeout": "soon"}, "timeout"), ({"timeout": None}, "timeout")])
+def test_bad_retries_or_timeout_are_refused_in_one_line_naming_the_argument(fake, kw, name):
+    with pytest.raises(ValueError, match=f"^{name} must be") as err:
+        Client(fake.url, KEY, **kw)
+    assert "\n" not in str(err.value)
+    assert fake.seen == []
+
+
+def test_good_retries_and_timeout_are_taken(fake):
+    import numpy as np
+
+    fake.answers["/v1/datasets"] = (200, {}, b"[]")
+    c = Client(fake.url, KEY, retries=np.int64(0), timeout=np.float32(5))
+    assert c.retries == 0 and c.timeout == 5.0 and c.datasets() == []
