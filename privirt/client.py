@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import socket
+import ssl
 import time
 import uuid
 import urllib.error
@@ -162,6 +164,18 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
+def _opener_trusting(cafile: str | os.PathLike) -> urllib.request.OpenerDirector:
+    """An opener like ``_OPENER`` whose TLS trusts the certificates of ``cafile`` (PEM)."""
+    try:
+        context = ssl.create_default_context(cafile=os.fspath(cafile))
+    except (OSError, TypeError, ValueError) as exc:  # ssl.SSLError is an OSError
+        reason = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:160]
+        raise ValueError(f"cafile: cannot read PEM certificates from {os.fspath(cafile)!r} ({reason})"
+                         if isinstance(cafile, (str, os.PathLike)) else
+                         f"cafile must be the path of a PEM file, got {type(cafile).__name__}") from None
+    return urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(context=context))
+
+
 class Client:
     """A connection to a ``privirt serve`` service with an analyst's key.
 
@@ -176,16 +190,22 @@ class Client:
     retries : int, default 2
         Retries (same Idempotency-Key) after a connection failure, a 429 (too many of your
         requests running) or a 503 (a debit the service could not confirm); an integer >= 0.
+    cafile : str or path, optional
+        A PEM file of the certificates to trust for ``https://`` instead of the system's (the
+        certificate of a service run with ``--ssl-certfile`` and a self-signed certificate, or
+        a private CA's); host names are still checked.
 
     Raises
     ------
     ValueError
         In one line naming the argument, for a ``url`` that is not http(s) (a key passed as
         ``url`` is not quoted), a ``key`` with whitespace or control characters inside, or a
-        ``timeout``/``retries`` out of range.
+        ``timeout``/``retries`` out of range, or a ``cafile`` that cannot be read as PEM
+        certificates.
     """
 
-    def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2) -> None:
+    def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2,
+                 cafile: str | os.PathLike | None = None) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             if str(url).strip().startswith(_KEY_PREFIXES):  # never echo what may be a secret
@@ -198,6 +218,7 @@ class Client:
         if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
             raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
         self.retries = int(retries)
+        self._opener = _OPENER if cafile is None else _opener_trusting(cafile)
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}, key=<hidden>)"
@@ -214,7 +235,7 @@ class Client:
         for attempt in range(attempts):
             req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
             try:
-                with _OPENER.open(req, timeout=self.timeout) as resp:
+                with self._opener.open(req, timeout=self.timeout) as resp:
                     status, raw = resp.status, resp.read()
                 return _decode(status, raw, idempotency_key)
             except urllib.error.HTTPError as exc:
@@ -229,6 +250,11 @@ class Client:
                     continue
                 raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, ssl.SSLCertVerificationError):  # nothing was sent: no retry
+                    raise ConnectionError(
+                        f"certificate verification failed for {self.url}: {reason.verify_message or reason} "
+                        "(use cafile= to trust the service's self-signed certificate or private CA)") from None
                 if attempt + 1 >= attempts:
                     raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"
                                           + ("" if idempotency_key is None else

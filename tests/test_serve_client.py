@@ -204,3 +204,54 @@ def test_good_retries_and_timeout_are_taken(fake):
     fake.answers["/v1/datasets"] = (200, {}, b"[]")
     c = Client(fake.url, KEY, retries=np.int64(0), timeout=np.float32(5))
     assert c.retries == 0 and c.timeout == 5.0 and c.datasets() == []
+
+
+# ---------------------------------------------------------------------------------------
+# TLS with a self-signed certificate: refused by default, trusted with cafile=
+@pytest.fixture
+def tls_fake(tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a self-signed certificate")
+    kp, cp = tmp_path / "key.pem", tmp_path / "cert.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(kp),
+                           "-out", str(cp), "-days", "1", "-subj", "/CN=127.0.0.1",
+                           "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True, timeout=120)
+    if made.returncode != 0:
+        pytest.skip(f"openssl could not make a self-signed certificate: {made.stderr.decode()[-200:]}")
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cp, kp)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.answers, srv.seen = {"/v1/datasets": (200, {}, b"[]")}, []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv.url, srv.cafile = f"https://127.0.0.1:{srv.server_address[1]}", cp
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_self_signed_certificate_is_refused_by_default_and_trusted_with_cafile(tls_fake, tmp_path):
+    with pytest.raises(ConnectionError) as err:
+        Client(tls_fake.url, KEY, retries=0).datasets()
+    msg = str(err.value)
+    assert msg.startswith("certificate verification failed") and "cafile=" in msg and "\n" not in msg
+    assert tls_fake.seen == []  # nothing (no key) was sent
+    for cafile in (tls_fake.cafile, str(tls_fake.cafile)):
+        assert Client(tls_fake.url, KEY, retries=0, cafile=cafile).datasets() == []
+    assert tls_fake.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+    # the host name is still checked: the certificate names 127.0.0.1, not localhost
+    with pytest.raises(ConnectionError, match="certificate verification failed"):
+        Client(tls_fake.url.replace("127.0.0.1", "localhost"), KEY, retries=0, cafile=tls_fake.cafile).datasets()
+
+
+@pytest.mark.parametrize("what", ["missing", "not_pem", "directory", "number"])
+def test_a_cafile_that_is_not_pem_certificates_is_one_line_naming_cafile(tmp_path, what):
+    bad = {"missing": tmp_path / "nope.pem", "not_pem": tmp_path / "x.pem", "directory": tmp_path, "number": 3}[what]
+    (tmp_path / "x.pem").write_text("not a certificate\n")
+    with pytest.raises(ValueError, match="^cafile") as err:
+        Client("https://127.0.0.1:9", KEY, cafile=bad)
+    assert "\n" not in str(err.value)

@@ -159,7 +159,10 @@ def test_uvicorns_own_tls_sends_hsts_and_a_secure_session_cookie(tmp_path):
         assert r.status == 303 and "Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert keys["curator"] not in cookie
         con.close()
-        del Client  # the client's TLS use is the standard library's (certificate checks on)
+        # the client refuses the self-signed certificate by default and trusts it with cafile=
+        with pytest.raises(ConnectionError, match="certificate verification failed.*cafile="):
+            Client(server.url, keys["alice"], retries=0).datasets()
+        assert [d["name"] for d in Client(server.url, keys["alice"], cafile=cp).datasets()] == ["lsat6"]
     finally:
         server.stop()
 
