@@ -48,6 +48,22 @@ def check_location(what: str, value: float) -> None:
         )
 
 
+#: the smallest prior variance the samplers take: a prior SD of 1e-6 on the probit/logit scale
+#: already fixes the parameter, and far smaller variances make 1/variance and mean/variance
+#: overflow the samplers' precisions (NaN draws, or "math domain error" from a square root)
+VARIANCE_MIN = 1e-12
+
+
+def check_variance(what: str, value: float) -> None:
+    """Refuse a prior variance ``value < VARIANCE_MIN``, naming ``what``."""
+    if value < VARIANCE_MIN:
+        raise ValueError(
+            f"{what} is {value:g}, too small: a prior SD of 1e-06 on the probit/logit scale "
+            f"already fixes the parameter, and far smaller ones overflow the sampler (NaN draws); "
+            f"use a variance >= {VARIANCE_MIN:g} (e.g. 1 or 4)"
+        )
+
+
 def check_n_boot(n_boot: Any) -> int:
     """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or at least 20."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):

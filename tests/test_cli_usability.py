@@ -508,6 +508,10 @@ def test_the_memory_check_counts_a_streamed_runs_summaries():
      "--thin 100 is larger than the 20 post-warmup iterations; lower --thin or raise --iter"),
     (["gibbs", "--prior-a", "1", "0"], "--prior-a needs a finite mean and a finite positive variance"),
     (["gibbs", "--prior-b", "1e200", "1"], "the mean of --prior-b is 1e+200, too large"),
+    (["gibbs", "--engine", "numpy", "--prior-b", "1", "1e-310"],
+     "the variance of --prior-b is 1e-310, too small"),
+    (["gibbs", "--prior-a", "1", "1e-300"], "the variance of --prior-a is 1e-300, too small"),
+    (["mh", "--prior-theta", "0", "1e-13"], "the variance of --prior-theta is 1e-13, too small"),
     (["mh", "--prior-theta", "0", "0"], "--prior-theta (0.0, 0.0): the mean must be finite"),
     (["mh", "--proposal-sd", "0", "0.4", "0.4"], "--proposal-sd THETA must be finite and positive"),
     (["gibbs", "--seed", "-1"], "--seed must be a non-negative integer, got -1"),
@@ -533,3 +537,18 @@ def test_sampler_and_estimate_refusals_name_the_flags(argv, expected, tmp_path, 
     for name in ("n_chains", "n_iter", "thin=", "priors[", "proposal_sd", "SeedSequence",
                  "person_col", "n_boot", "epsilon=", "p0 =", "p0='auto'"):
         assert name not in err[0]
+
+
+@pytest.mark.parametrize("engine", ["numpy", "fused"])
+def test_a_tiny_prior_variance_is_refused_before_sampling(engine, tmp_path, capsys):
+    """--prior-b 1 1e-310 printed "math domain error" (numpy) or sampled the whole run and then
+    gave unrelated advice (fused): now one line naming --prior-b, and nothing is written."""
+    X, *_ = privirt.simulate_2pno(40, 5, seed=1)
+    path, out = tmp_path / "d.csv", tmp_path / "out.csv"
+    pd.DataFrame(X, columns=[f"i{j}" for j in range(5)]).to_csv(path, index=False)
+    assert main(["gibbs", str(path), "--no-progress", "--iter", "30", "--warmup", "10", "--engine",
+                 engine, "--prior-b", "1", "1e-310", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error: the variance of --prior-b is 1e-310, too small")
+    assert err.count("\n") == 1 and "sampling" not in err and "priors[" not in err
+    assert not out.exists()

@@ -880,3 +880,29 @@ def test_absurd_prior_means_are_refused_in_one_line(priors, where):
         post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, priors=ok, progress=False, seed=1,
                                   device="cpu")
     assert np.isfinite(post.mean("a")).all() and np.isfinite(post.mean("b")).all()
+
+
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+@pytest.mark.parametrize("priors, where", [({"b": (1.0, 1e-310)}, "b"), ({"b": (1e6, 1e-303)}, "b"),
+                                           ({"a": (1.0, 1e-320)}, "a"), ({"a": (1.0, 1e-13)}, "a")])
+def test_tiny_prior_variances_are_refused_in_one_line(priors, where, engine):
+    """A prior variance of 1e-310 gave all-NaN means (fused) or "math domain error" (numpy):
+    refused before sampling, naming the prior; 1e-12 itself still samples finite values."""
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
+    msg = rf"the variance of priors\['{where}'\] is .*too small.*use a variance >= 1e-12"
+    with pytest.raises(ValueError, match=msg):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, priors=priors, engine=engine, progress=False)
+    with pytest.raises(ValueError, match=msg):
+        privirt.mh_2pl(X, n_iter=4, warmup=2, priors=priors, progress=False)
+    ok = {where: (priors[where][0], 1e-12)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, priors=ok, engine=engine, progress=False,
+                                  seed=1, device="cpu")
+    assert np.isfinite(post.mean("a")).all() and np.isfinite(post.mean("b")).all()
+
+
+def test_tiny_theta_prior_variance_is_refused_by_mh():
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
+    with pytest.raises(ValueError, match=r"the variance of priors\['theta'\] is 1e-300, too small"):
+        privirt.mh_2pl(X, n_iter=4, warmup=2, priors={"theta": (0.0, 1e-300)}, progress=False)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._checks import as_number, check_location
+from .._checks import as_number, check_location, check_variance
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
@@ -62,6 +62,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
                 "finite and positive"
             )
         check_location(f"the mean of priors[{key!r}]", mean)
+        check_variance(f"the variance of priors[{key!r}]", var)
         out[key] = (mean, var)
     return out
 

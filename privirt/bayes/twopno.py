@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
-from .._checks import as_number, check_location
+from .._checks import as_number, check_location, check_variance
 from ..data.responses import Responses
 from . import moves as _moves
 from .slopes import FIXED, Anchors
@@ -55,6 +55,7 @@ def check_priors(priors: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
                 f"priors[{key!r}] needs a finite mean and a finite positive variance, got {spec!r}"
             )
         check_location(f"the mean of priors[{key!r}]", mean)
+        check_variance(f"the variance of priors[{key!r}]", var)
         out[key] = (mean, var)
     return out
 
