@@ -123,6 +123,31 @@ def test_far_tail_draw_ends_for_every_finite_bound():
         np.testing.assert_array_equal(kernel, got)
 
 
+def test_numpy_engine_far_tail_draw_is_the_bound_as_the_kernels_return():
+    """The numpy engine's log-space draw gave ±inf from |L| ≈ 2e154 on (log_ndtr overflowed),
+    while the fused kernels return L from 1e150 on: both engines agree over 1e149..1e308, each
+    draw finite and on its side of the bound, exactly the bound from 1e150 on."""
+    from privirt.bayes.truncnorm import std_truncnorm_lower, std_truncnorm_upper
+
+    L = np.array([1e149, 1e150, 1e154, 2e154, 1e155, 1e200, 1e300, 1e308])
+    v = 1.0 - np.random.default_rng(5).random(L.size)
+    lower = std_truncnorm_lower(L, v.copy())
+    upper = std_truncnorm_upper(-L, v.copy())
+    assert np.all(np.isfinite(lower)) and np.all(lower >= L) and np.all(upper <= -L)
+    np.testing.assert_array_equal(lower[1:], L[1:])
+    np.testing.assert_array_equal(upper[1:], -L[1:])
+    fused = twopno_fused.std_tn_lower(L, 3, 0, np.arange(L.size, dtype=np.uint64), 0, 12345, 678)
+    np.testing.assert_allclose(lower, fused, rtol=1e-15, atol=0)  # (1e149: within an ulp)
+    np.testing.assert_allclose(-upper, fused, rtol=1e-15, atol=0)
+    if twopno_fused.numba_available():
+        from privirt.bayes import twopno_numba
+
+        k0, k1, zero = np.uint64(12345), np.uint64(678), np.uint64(0)
+        kernel = [twopno_numba.std_tn_lower(x, np.uint64(3), zero, np.uint64(j), zero, k0, k1)
+                  for j, x in enumerate(L)]
+        np.testing.assert_allclose(lower, kernel, rtol=1e-15, atol=0)
+
+
 # ---------------------------------------------------------------------------------------
 # the engines
 # ---------------------------------------------------------------------------------------

@@ -27,7 +27,9 @@ with ``scipy.special.log_ndtr`` and ``scipy.special.ndtri_exp``, which stay accu
 far out the bound is (L = 30 or 300 give finite draws just above L).  Both branches are exact
 (no approximation beyond floating point), so the result has exactly the truncated normal
 distribution.  ``V = 1 − U`` with ``U`` from :meth:`numpy.random.Generator.random` lies in
-(0, 1], so no draw is infinite: V = 1 returns the bound itself.
+(0, 1], so no draw is infinite: V = 1 returns the bound itself.  From |L| ≥ ``POINT_MASS``
+(1e150) on the draw is the bound itself (see :func:`std_truncnorm_upper`), as in the fused
+engines' kernels.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-__all__ = ["std_truncnorm_lower", "std_truncnorm_upper", "truncnorm_draw", "FAR_TAIL"]
+__all__ = ["std_truncnorm_lower", "std_truncnorm_upper", "truncnorm_draw", "FAR_TAIL", "POINT_MASS"]
 
 FAR_TAIL = 5.0
+#: |bound| from which a far-tail draw is the bound itself (the fused/numba/CUDA kernels' rule)
+POINT_MASS = 1e150
 
 
 _ONE_MINUS = 1.0 - 2.0**-53  # largest double below 1
@@ -47,7 +51,7 @@ def std_truncnorm_upper(upper: np.ndarray, v: np.ndarray, out: np.ndarray | None
     """Transform uniforms into draws of Y ~ N(0, 1) | Y < ``upper``.
 
     Y = Φ⁻¹(V · Φ(upper)), in log space (``ndtri_exp``/``log_ndtr``) where
-    ``upper < −FAR_TAIL``.
+    ``upper < −FAR_TAIL``, and ``upper`` itself where ``upper ≤ −POINT_MASS``.
 
     Parameters
     ----------
@@ -67,7 +71,11 @@ def std_truncnorm_upper(upper: np.ndarray, v: np.ndarray, out: np.ndarray | None
     v = np.asarray(v, dtype=np.float64)
     if upper.ndim == 0:
         return std_truncnorm_upper(upper.reshape(1), v.reshape(1))[0]
-    far = upper < -FAR_TAIL
+    # upper ≤ −1e150: Y − upper is about −E/|upper| with E ≤ 37 (V ≥ 2⁻⁵³), below half an ulp
+    # of upper, so every draw rounds to upper; log_ndtr(upper) ~ −upper²/2 overflows to −inf from
+    # about −2e154 on, which gave −inf.  The bound itself, as the fused engines return there.
+    mass = upper <= -POINT_MASS
+    far = (upper < -FAR_TAIL) & ~mass
     # far-tail draws first: ``out`` may be ``v`` itself and is overwritten below
     tail = (
         special.ndtri_exp(np.log(v[far]) + special.log_ndtr(upper[far])) if far.any() else None
@@ -78,6 +86,8 @@ def std_truncnorm_upper(upper: np.ndarray, v: np.ndarray, out: np.ndarray | None
     y = special.ndtri(p, out=out if out is not None else p)
     if tail is not None:
         y[far] = tail
+    if mass.any():
+        y[mass] = upper[mass]
     return y
 
 
