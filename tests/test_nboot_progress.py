@@ -77,7 +77,7 @@ def test_cli_n_boot(X, tmp_path, capsys):
     assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
     assert main(["estimate", str(path), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "5"]) == 2
     err = capsys.readouterr().err
-    assert "n_boot" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "--n-boot" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert privirt.Ledger(ledger).spent().epsilon == 0
     assert main(["estimate", str(path), "--n-boot", "0"]) == 2  # needs --epsilon
     assert "--n-boot needs --epsilon" in capsys.readouterr().err
