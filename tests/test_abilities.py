@@ -249,7 +249,18 @@ def test_solver_passes_stay_few_with_missing_cells(method, monkeypatch):
 
 def test_warns_when_max_iter_leaves_persons_unconverged():
     X, beta = _missing_batch()
-    for method in ("wle", "mle", "eap"):
+    for method in ("wle", "mle"):
         with pytest.warns(RuntimeWarning, match=r"\d+ of 400 persons' .* did not converge within "
                                                  r"max_iter=1 .*raise max_iter"):
             privirt.estimate_abilities(X, beta, method=method, max_iter=1, device="cpu")
+
+
+def test_eap_does_not_depend_on_the_root_finder_s_settings():
+    # its mode search took the caller's max_iter: max_iter=1 gave θ off by up to 33 and se = 0
+    X, beta = _missing_batch()
+    ref = privirt.estimate_abilities(X, beta, method="eap", device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for kw in ({"max_iter": 1}, {"max_iter": 2}, {"tol": 1e-2}):
+            got = privirt.estimate_abilities(X, beta, method="eap", device="cpu", **kw)
+            np.testing.assert_allclose(got[["theta", "se"]], ref[["theta", "se"]], atol=1e-9)
