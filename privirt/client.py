@@ -142,14 +142,18 @@ def _check_key(key: str) -> str:
     return key
 
 
+#: the longest ``timeout`` accepted (about 11.6 days; the socket layer overflows past ~9e9 s)
+MAX_TIMEOUT = 1e6
+
+
 def _check_timeout(timeout: float) -> float:
-    """``timeout`` as a float; a one-line ValueError unless it is a finite number > 0."""
+    """``timeout`` as a float; a one-line ValueError unless it is a number in (0, 1e6]."""
     try:
         value = float(timeout)
     except (TypeError, ValueError):
         value = math.nan
-    if isinstance(timeout, bool) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    if isinstance(timeout, bool) or not (0 < value <= MAX_TIMEOUT):
+        raise ValueError(f"timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:g}, got {timeout!r}")
     return value
 
 
@@ -166,6 +170,9 @@ _OPENER = urllib.request.build_opener(_NoRedirect)
 
 def _opener_trusting(cafile: str | os.PathLike) -> urllib.request.OpenerDirector:
     """An opener like ``_OPENER`` whose TLS trusts the certificates of ``cafile`` (PEM)."""
+    if isinstance(cafile, (str, os.PathLike)) and not os.fspath(cafile).strip():
+        # ssl takes "" for "no file" and would trust the system's certificates instead
+        raise ValueError("cafile is empty: give the path of the PEM file of your CA (or leave cafile out)")
     try:
         context = ssl.create_default_context(cafile=os.fspath(cafile))
     except (OSError, TypeError, ValueError) as exc:  # ssl.SSLError is an OSError

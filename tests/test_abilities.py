@@ -264,3 +264,14 @@ def test_eap_does_not_depend_on_the_root_finder_s_settings():
         for kw in ({"max_iter": 1}, {"max_iter": 2}, {"tol": 1e-2}):
             got = privirt.estimate_abilities(X, beta, method="eap", device="cpu", **kw)
             np.testing.assert_allclose(got[["theta", "se"]], ref[["theta", "se"]], atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["wle", "mle", "eap"])
+def test_a_tol_below_the_resolution_of_the_doubles_does_not_warn(method):
+    # tol=1e-16 made the iterate alternate between neighbouring doubles and warn "did not converge"
+    X, beta = _missing_batch()
+    ref = privirt.estimate_abilities(X, beta, method=method, device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = privirt.estimate_abilities(X, beta, method=method, tol=1e-16, device="cpu")
+    np.testing.assert_allclose(got["theta"], ref["theta"], atol=1e-9)

@@ -190,7 +190,8 @@ def test_numpy_scalars_the_library_accepts_are_sent_as_numbers(fake):
                                       ({"retries": "2"}, "retries"), ({"retries": True}, "retries"),
                                       ({"timeout": -1}, "timeout"), ({"timeout": 0}, "timeout"),
                                       ({"timeout": float("nan")}, "timeout"), ({"timeout": float("inf")}, "timeout"),
-                                      ({"timeout": "soon"}, "timeout"), ({"timeout": None}, "timeout")])
+                                      ({"timeout": "soon"}, "timeout"), ({"timeout": None}, "timeout"),
+                                      ({"timeout": 1e10}, "timeout"), ({"timeout": 1e300}, "timeout")])
 def test_bad_retries_or_timeout_are_refused_in_one_line_naming_the_argument(fake, kw, name):
     with pytest.raises(ValueError, match=f"^{name} must be") as err:
         Client(fake.url, KEY, **kw)
@@ -248,9 +249,11 @@ def test_a_self_signed_certificate_is_refused_by_default_and_trusted_with_cafile
         Client(tls_fake.url.replace("127.0.0.1", "localhost"), KEY, retries=0, cafile=tls_fake.cafile).datasets()
 
 
-@pytest.mark.parametrize("what", ["missing", "not_pem", "directory", "number"])
+@pytest.mark.parametrize("what", ["missing", "not_pem", "directory", "number", "empty", "blank"])
 def test_a_cafile_that_is_not_pem_certificates_is_one_line_naming_cafile(tmp_path, what):
-    bad = {"missing": tmp_path / "nope.pem", "not_pem": tmp_path / "x.pem", "directory": tmp_path, "number": 3}[what]
+    # "" was taken by ssl as "no file", trusting the system's certificates instead of the CA
+    bad = {"missing": tmp_path / "nope.pem", "not_pem": tmp_path / "x.pem", "directory": tmp_path, "number": 3,
+           "empty": "", "blank": "  "}[what]
     (tmp_path / "x.pem").write_text("not a certificate\n")
     with pytest.raises(ValueError, match="^cafile") as err:
         Client("https://127.0.0.1:9", KEY, cafile=bad)
