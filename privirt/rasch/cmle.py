@@ -29,6 +29,11 @@ _BATCH_CELLS = 8 * 2**20
 #: Item pairs closer than this in difficulty get their pair term from the exact recursion
 #: instead of the divided difference (whose rounding error grows like 1/|β_i − β_j|).
 _NEAR = 1e-3
+#: Inside the Newton iterations only pairs closer than this get the exact term: the step
+#: needs the Hessian to a few digits, and the divided difference's rounding error (about
+#: 1e-16 / |β_i − β_j| relative) is below 1e-9 there; exact ties (0 / 0) stay exact.  The
+#: Hessian returned for the covariance is evaluated with ``_NEAR``.
+_NEAR_ITER = 1e-7
 #: Newton step cap (max-norm) while far from the optimum.
 _MAX_STEP = 4.0
 
@@ -147,7 +152,7 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     beta -= beta.mean()
     scale = max(1.0, float(stats.n_used))
     gtol = tol * scale
-    ll, grad, H = _evaluate(beta, stats, m)
+    ll, grad, H = _evaluate(beta, stats, m, _NEAR_ITER)
     n_iter = 0
     message = "iteration limit reached"
     while True:
@@ -162,7 +167,7 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         for _ in range(40):
             cand = beta + t * step
             cand -= cand.mean()
-            ll_c, grad_c, H_c = _evaluate(cand, stats, m)
+            ll_c, grad_c, H_c = _evaluate(cand, stats, m, _NEAR_ITER)
             # Armijo; once the predicted gain is below rounding, take the Newton step
             if ll_c >= ll + 1e-4 * t * gain or gain <= 1e-12 * (1.0 + abs(ll)):
                 accepted = True
@@ -175,6 +180,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         n_iter += 1
     gmax = float(np.max(np.abs(grad)))
     converged = bool(gmax <= gtol)  # the documented test (rounding leaves ~1e-14·n_used)
+    if _near_pairs(beta, _NEAR)[0].size > _near_pairs(beta, _NEAR_ITER)[0].size:
+        H = _evaluate(beta, stats, m, _NEAR)[2]  # exact near-pair terms for the covariance
     cov = _covariance(H, m)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     items = resp.items
@@ -334,13 +341,15 @@ def _check_fischer(resp) -> None:
 # ---------------------------------------------------------------------------------------
 # log-likelihood, gradient and Hessian
 # ---------------------------------------------------------------------------------------
-def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
-    """``ℓ(β)``, its gradient and its Hessian (all analytic)."""
+def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR):
+    """``ℓ(β)``, its gradient and its Hessian (all analytic); item pairs closer than
+    ``near_tol`` get their Hessian term from the exact recursion (``ℓ`` and the gradient do
+    not depend on it)."""
     ll = -float(stats.totals @ beta)
     expected = np.zeros(m + 1)  # Σ_g Σ_r n_{g,r} π_{i|r}, last slot for padding
     A = np.zeros((m, m))  # A[i, j] = Σ over groups holding i and j of e_{g,i}
     H2 = np.zeros((m, m))  # Σ_g Σ_r n_{g,r} π_{i|r} π_{j|r}
-    pa, pb = _near_pairs(beta)
+    pa, pb = _near_pairs(beta, near_tol)
     near = np.zeros(pa.size)
     beta_ext = np.append(beta, 0.0)
     e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
@@ -408,13 +417,13 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int):
     return ll, grad, T
 
 
-def _near_pairs(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs ``i < j`` with ``|β_i − β_j| < _NEAR`` (in row-major order), found on the
-    sorted values without an m × m array."""
+def _near_pairs(beta: np.ndarray, near_tol: float = _NEAR) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs ``i < j`` with ``|β_i − β_j| < near_tol`` (in row-major order), found on
+    the sorted values without an m × m array."""
     m = beta.size
     order = np.argsort(beta, kind="stable")
     sb = beta[order]
-    ends = np.searchsorted(sb, sb + 2 * _NEAR, side="left")  # candidates k < ends[p] of p
+    ends = np.searchsorted(sb, sb + 2 * near_tol, side="left")  # candidates k < ends[p] of p
     # |β_i − β_j| < _NEAR  ⟺  sorted positions p < k with sb[k] − sb[p] < _NEAR
     counts = ends - np.arange(m) - 1
     counts = np.maximum(counts, 0)
@@ -422,7 +431,7 @@ def _near_pairs(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     p = np.repeat(np.arange(m), counts)
     k = p + 1 + (np.arange(p.size) - np.repeat(np.cumsum(counts) - counts, counts))
-    keep = np.abs(sb[k] - sb[p]) < _NEAR  # the strict inequality, as before
+    keep = np.abs(sb[k] - sb[p]) < near_tol  # the strict inequality, as before
     i, j = order[p[keep]], order[k[keep]]
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     idx = np.lexsort((hi, lo))
