@@ -54,3 +54,40 @@ def test_exact_near_pair_terms_only_for_the_final_hessian(monkeypatch):
     assert len(evaluations) > 2
     assert sum(1 for t in calls if t) <= n_batches  # one evaluation's worth
     assert sum(calls) > 0
+
+
+def _skewed_missing(seed):
+    return privirt.simulate_rasch(400, 30, p_observed=0.8, seed=seed)[0]
+
+
+@pytest.mark.parametrize("spread", [1.0, 300.0])  # plain and log-space ESFs
+def test_numba_chain_equals_numpy_chain(monkeypatch, spread):
+    pytest.importorskip("numba")
+    from privirt.rasch import _esf
+
+    X = privirt.simulate_rasch(400, 30, p_observed=0.8, seed=31)[0]
+    stats = cmle._statistics(privirt.as_responses(X).codes)
+    beta = np.random.default_rng(31).normal(size=30) * spread
+    beta[7] = beta[3] + 4e-4  # a near pair: the exact terms' chains too
+    beta -= beta.mean()
+    out = {}
+    for engine in ("numpy", "auto"):
+        monkeypatch.setattr(_esf, "CHAIN_ENGINE", engine)
+        monkeypatch.setattr(_esf, "NUMBA_FROM_CELLS", 1)
+        ll, g, H = cmle._evaluate(beta, stats, 30)
+        for b in stats.batches:
+            P = _esf.batch_probabilities(np.append(beta, 0.0)[b.items], b.real, b.sizes, b.lo,
+                                         b.hi)[2]
+            gsel, rsel = np.nonzero(b.counts > 0)
+            out.setdefault(engine, []).append(P[rsel, gsel, :][b.real[gsel]])
+        out[engine] += [np.array([ll]), g, H.ravel()]
+    for a, b in zip(out["numpy"], out["auto"]):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * max(1.0, np.max(np.abs(a))))
+
+
+def test_chain_engine_is_checked(monkeypatch):
+    from privirt.rasch import _esf
+
+    monkeypatch.setattr(_esf, "CHAIN_ENGINE", "cuda")
+    with pytest.raises(ValueError, match="CHAIN_ENGINE"):
+        privirt.cmle_estimate(_skewed_missing(1))

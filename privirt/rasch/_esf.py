@@ -56,13 +56,7 @@ def _chain(mult, G: int, W: int, K: int, sizes: np.ndarray, lo=None, hi=None) ->
     """
     P = np.empty((K + 1, G, W))
     P[0] = 0.0
-    if lo is None:
-        up_from = np.zeros(K + 1, dtype=np.intp)
-        dn_to = np.full(K + 1, G, dtype=np.intp)
-    else:
-        up_from = np.searchsorted(hi, np.arange(K + 1), side="left")
-        lo_suffix_min = np.minimum.accumulate(lo[::-1])[::-1]
-        dn_to = np.searchsorted(lo_suffix_min, np.arange(K + 1), side="right")
+    up_from, dn_to = _score_ranges(K, G, lo, hi)
     tmp = np.empty((G, W))
     c = np.empty((G, W))
     # the discarded branch of each recursion may grow without bound (to ±inf, never NaN:
@@ -93,13 +87,56 @@ def _chain(mult, G: int, W: int, K: int, sizes: np.ndarray, lo=None, hi=None) ->
     return P
 
 
-def _array_mult(C: np.ndarray):
-    """``mult`` for :func:`_chain` reading multipliers ``C[r, g, i]`` from an array."""
+#: ``"auto"``: the recursion of :func:`_chain` runs in the numba kernel of :mod:`._esf_numba`
+#: (the ``fast`` extra) where numba is installed and a batch has at least
+#: ``NUMBA_FROM_CELLS`` (group, item, score) cells, else in numpy; ``"numpy"``: always numpy.
+#: The two agree to round-off (BENCHMARKS.md, "Session 20").
+CHAIN_ENGINE: str = "auto"
+NUMBA_FROM_CELLS = 100_000
 
-    def mult(r, a, b, out):
-        np.copyto(out, C[r, a:b])
 
-    return mult
+def _chain_rows(R: np.ndarray, E: np.ndarray, log_mode: bool, K: int, sizes: np.ndarray,
+                lo=None, hi=None) -> np.ndarray:
+    """:func:`_chain` with the multipliers ``c_r = R[g, r] E[g, i]`` (``log_mode``:
+    ``clip(exp(R[g, r] + E[g, i]), 1e-300, _C_MAX)``), ``R`` (G, K) and ``E`` (G, W)."""
+    from .._backend import numba_available
+
+    G, W = E.shape
+    if CHAIN_ENGINE not in ("auto", "numpy"):
+        raise ValueError(f'CHAIN_ENGINE must be "auto" or "numpy", got {CHAIN_ENGINE!r}')
+    if CHAIN_ENGINE == "auto" and G and G * W * K >= NUMBA_FROM_CELLS and numba_available():
+        from . import _esf_numba
+
+        up_from, dn_to = _score_ranges(K, G, lo, hi)
+        groups = np.arange(G)
+        up_last = np.searchsorted(up_from[1:], groups, side="right").astype(np.int64)
+        dn_first = np.searchsorted(dn_to, groups, side="right").astype(np.int64)
+        P = np.empty((K + 1, G, W))
+        _esf_numba.chain(np.ascontiguousarray(R, dtype=np.float64),
+                         np.ascontiguousarray(E, dtype=np.float64), bool(log_mode), _C_MAX,
+                         np.asarray(sizes, dtype=np.int64), up_last, dn_first, P)
+        return P
+    RT = R.T[:, :, None]
+    if log_mode:
+        def mult(r, a, b, out):
+            np.add(RT[r, a:b], E[a:b], out=out)
+            with np.errstate(over="ignore"):
+                np.exp(out, out=out)
+            np.clip(out, 1e-300, _C_MAX, out=out)
+    else:
+        def mult(r, a, b, out):
+            np.multiply(RT[r, a:b], E[a:b], out=out)
+    return _chain(mult, G, W, K, sizes, lo, hi)
+
+
+def _score_ranges(K: int, G: int, lo, hi):
+    """``up_from[r]``: first group whose upward pass reaches score ``r``; ``dn_to[r]``: groups
+    ``< dn_to[r]`` run the downward pass at ``r`` (groups sorted by ``hi``)."""
+    if lo is None:
+        return np.zeros(K + 1, dtype=np.intp), np.full(K + 1, G, dtype=np.intp)
+    up_from = np.searchsorted(hi, np.arange(K + 1), side="left")
+    lo_suffix_min = np.minimum.accumulate(lo[::-1])[::-1]
+    return up_from, np.searchsorted(lo_suffix_min, np.arange(K + 1), side="right")
 
 
 def _log_ratios(lg: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -147,22 +184,10 @@ def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray,
         lg = np.log(_lin_esf(et)) if linear else _log_esf(-bt)
     lr = _log_ratios(lg, sizes)
     if linear:
-        rho = np.exp(lr).T[:, :, None]  # (K, G, 1)
-        et_pos = np.where(real, et, 1e-300)  # empty slots: a positive multiplier
-
-        def mult(r, a, b, out):
-            np.multiply(rho[r, a:b], et_pos[a:b], out=out)
-    else:
-        lrT = lr.T[:, :, None]
-        le = np.where(real, -bt, -690.0)
-
-        def mult(r, a, b, out):
-            np.add(lrT[r, a:b], le[a:b], out=out)
-            with np.errstate(over="ignore"):
-                np.exp(out, out=out)
-            np.clip(out, 1e-300, _C_MAX, out=out)
-
-    return lg, shift, _chain(mult, G, K, K, sizes, lo, hi), bt
+        P = _chain_rows(np.exp(lr), np.where(real, et, 1e-300), False, K, sizes, lo, hi)
+    else:  # empty slots: a positive multiplier
+        P = _chain_rows(lr, np.where(real, -bt, -690.0), True, K, sizes, lo, hi)
+    return lg, shift, P, bt
 
 
 #: Most (triple, score) cells :func:`near_pair_terms` holds per array at once (32 MiB of
@@ -205,14 +230,11 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
 
 def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     """:func:`near_pair_terms` for one chunk of triples."""
-    t = gi.size
     K = lg.shape[1] - 1
     k = sizes[gi]
     lgt = lg[gi]
     lr = _log_ratios(lgt, k)
-    with np.errstate(over="ignore"):
-        ca = np.clip(np.exp(lr - bt[gi, ia][:, None]), 1e-300, _C_MAX)  # (t, K)
-    pa = _chain(_array_mult(ca.T[:, :, None]), t, 1, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
+    pa = _chain_rows(lr, -bt[gi, ia][:, None], True, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
     pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
     with np.errstate(divide="ignore", invalid="ignore"):
         # log γ^{(a)}_s, s = 0..K−1
@@ -220,9 +242,7 @@ def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
         two = lgt[:, 1:] + np.log(pa[:, 1:]) + bt[gi, ia][:, None]
         lga = np.where(pa[:, :K] <= 0.5, one, two)
     lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
-    with np.errstate(over="ignore"):
-        cb = np.clip(np.exp(lrb - bt[gi, ib][:, None]), 1e-300, _C_MAX)
-    pb = _chain(_array_mult(cb.T[:, :, None]), t, 1, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
+    pb = _chain_rows(lrb, -bt[gi, ib][:, None], True, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
     pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0
     # Σ_{r=1..K} n_r π_{a|r} π'_{b|r−1}
     return np.einsum("tr,tr,tr->t", counts[gi][:, 1:], pa[:, 1:], pb)
