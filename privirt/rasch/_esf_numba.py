@@ -60,9 +60,8 @@ def chain(R, E, log_mode, c_max, sizes, up_last, dn_first, P):
             else:
                 for i in range(W):
                     d[i] = 1.0 - d[i] / c[i]
-            for i in range(W):
-                if c_below[i] > 1.0:
-                    P[r, g, i] = d[i]
+            for i in range(W):  # a select, not a branch (c_r > 1 varies with the item)
+                P[r, g, i] = d[i] if c_below[i] > 1.0 else P[r, g, i]
             c, c_below = c_below, c
         if k == K:
             for i in range(W):
