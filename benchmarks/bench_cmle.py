@@ -27,12 +27,19 @@ r-base-core r-cran-erm`` — else skipped with a note): the same simulated compl
 one thread by threadpoolctl for these rows otherwise); ``max|Δβ|`` compares the centred
 difficulties.
 
+``--missing F`` sets the fraction of missing cells of every row of ``--rows`` (the rows then
+have no peer), and ``--fresh`` times each privirt call in a fresh process instead: the CPU
+seconds of the default call as a user makes it (imports, numba's cached kernels, no warm-up),
+by ``time.process_time`` around the call, with complete data and with missing cells side by
+side (BENCHMARKS.md, "Session 20: CML with missing cells").
+
 Usage::
 
     python benchmarks/bench_cmle.py --threads 1
     python benchmarks/bench_cmle.py --rows 1e5x100 --repeat 3
     python benchmarks/bench_cmle.py --conditional-max-m 0     # skip girth's conditional ML
     python benchmarks/bench_cmle.py --threads 1 --rows "" --erm-rows 1e4x20,1e4x50,1e5x50
+    python benchmarks/bench_cmle.py --rows 1e4x100,1e3x1000 --missing 0.2 --fresh --erm-rows ""
 """
 
 from __future__ import annotations
@@ -208,11 +215,49 @@ def _best(fn, repeat: int):
     return best, cpu, out
 
 
+_ONE = """
+import sys, time
+import numpy as np
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {here!r})
+from bench_cmle import simulate
+X = simulate({n}, {m}, {missing})
+import privirt
+c = time.process_time()
+res = privirt.cmle_estimate(X)
+print(time.process_time() - c, res.n_iter)
+"""
+
+
+def fresh_rows(rows, missing: float) -> None:
+    """CPU seconds of ``cmle_estimate(X)`` in a fresh process per call, complete and with
+    ``missing`` cells (or the row's own fraction)."""
+    import subprocess
+
+    print(f"\n# cmle_estimate, one fresh process per call (CPU s); load={os.getloadavg()[0]:.1f}")
+    print("| n | m | complete CPU s (iter) | missing | missing CPU s (iter) |")
+    print("|---|---|---|---|---|")
+    for n, m, frac in rows:
+        frac = frac or missing
+        cells = []
+        for f in (0.0, frac):
+            code = _ONE.format(root=str(ROOT), here=str(ROOT / "benchmarks"), n=n, m=m, missing=f)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout.split()
+            cells.append(f"{float(out[-2]):.2f} ({out[-1]})")
+        print(f"| {n} | {m} | {cells[0]} | {frac:g} | {cells[1]} |", flush=True)
+    print(f"load after: {os.getloadavg()[0]:.1f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default=DEFAULT_ROWS,
                     help="n x m rows, 'm<frac>' suffix for missing cells (e.g. 1e4x50m0.1)")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--missing", type=float, default=0.0,
+                    help="fraction of missing cells for every row of --rows without its own")
+    ap.add_argument("--fresh", action="store_true",
+                    help="time each call in a fresh process, complete and with --missing cells")
     ap.add_argument("--conditional-max-m", type=int, default=50,
                     help="run girth's rasch_conditional only up to this many items (it is slow)")
     ap.add_argument("--reference-max-m", type=int, default=100,
@@ -222,6 +267,10 @@ def main(argv=None) -> int:
     ap.add_argument("--erm-rows", default="2000x20,1e4x20,1e4x50",
                     help="n x m rows timed against R's eRm (empty: none)")
     args = ap.parse_args(argv)
+    if args.missing and not 0.0 < args.missing < 1.0:
+        ap.error(f"--missing must be in (0, 1), got {args.missing}")
+    if args.fresh and not all(f or args.missing for _, _, f in _parse_rows(args.rows)):
+        ap.error("--fresh compares complete data with missing cells: give --missing F")
     if args.threads is not None and os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
@@ -237,7 +286,11 @@ def main(argv=None) -> int:
           f"  load={os.getloadavg()[0]:.1f}")
     if _parse_rows(args.erm_rows):
         erm_rows(_parse_rows(args.erm_rows), args.repeat)
-    if not _parse_rows(args.rows):
+    rows = [(n, m, f or args.missing) for n, m, f in _parse_rows(args.rows)]
+    if args.fresh:
+        fresh_rows(rows, args.missing)
+        return 0
+    if not rows:
         return 0
     from girth import rasch_conditional, rasch_mml
 
@@ -249,7 +302,7 @@ def main(argv=None) -> int:
     print(f"{'n':>7} {'m':>4} {'missing':>7} | {'privirt s':>9} {'cpu s':>6} {'iter':>4} | {'mml s':>7} "
           f"{'mml/privirt':>11} | {'cond s':>7} {'cond/privirt':>12} {'max|Δβ| cond':>13} | "
           f"{'max|Δβ| ref':>12}")
-    for n, m, missing in _parse_rows(args.rows):
+    for n, m, missing in rows:
         X = simulate(n, m, missing)
         t_priv, c_priv, res = _best(lambda: privirt.cmle_estimate(X), args.repeat)
         beta = res.beta.to_numpy()

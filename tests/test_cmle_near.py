@@ -91,3 +91,19 @@ def test_chain_engine_is_checked(monkeypatch):
     monkeypatch.setattr(_esf, "CHAIN_ENGINE", "cuda")
     with pytest.raises(ValueError, match="CHAIN_ENGINE"):
         privirt.cmle_estimate(_skewed_missing(1))
+
+
+@pytest.mark.parametrize("argv, says", [(["--missing", "2"], "--missing must be in (0, 1)"),
+                                        (["--fresh", "--rows", "100x5"], "give --missing F")])
+def test_benchmark_missing_options_are_checked(argv, says, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cmle.py"
+    spec = importlib.util.spec_from_file_location("bench_cmle", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with pytest.raises(SystemExit) as exc:
+        bench.main([*argv, "--erm-rows", ""])
+    assert exc.value.code == 2
+    assert says in capsys.readouterr().err
