@@ -275,3 +275,57 @@ def test_a_tol_below_the_resolution_of_the_doubles_does_not_warn(method):
         warnings.simplefilter("error", RuntimeWarning)
         got = privirt.estimate_abilities(X, beta, method=method, tol=1e-16, device="cpu")
     np.testing.assert_allclose(got["theta"], ref["theta"], atol=1e-9)
+
+
+def _weighted_loglik(theta, beta, r):
+    p = special.expit(theta - beta)
+    return r * theta - np.logaddexp(0, theta - beta).sum() + 0.5 * np.log(np.sum(p * (1 - p)))
+
+
+def _dense_grid_wle(beta, r):
+    # brute force: the largest weighted log-likelihood on a fine grid, polished by a bounded
+    # scalar maximiser around that grid point
+    grid = np.linspace(beta.min() - 12, beta.max() + 12, 40001)
+    p = special.expit(grid[:, None] - beta)
+    ell = (r * grid - np.logaddexp(0, grid[:, None] - beta).sum(axis=1)
+           + 0.5 * np.log((p * (1 - p)).sum(axis=1)))
+    j = int(np.argmax(ell >= ell.max() - 1e-9))  # the lowest of tied maxima (2 items, r = 1)
+    res = optimize.minimize_scalar(lambda t: -_weighted_loglik(t, beta, r),
+                                   bounds=(grid[max(j - 2, 0)], grid[min(j + 2, grid.size - 1)]),
+                                   method="bounded", options={"xatol": 1e-12})
+    return res.x, -res.fun
+
+
+def test_wle_with_three_roots_is_a_maximum_and_the_lower_of_a_tie():
+    # roots -1.2105, 0 (a minimum of the weighted likelihood) and +1.2105, equally high
+    beta = np.array([-2.5, 2.5])
+    ab = privirt.estimate_abilities(np.array([[1.0, 0.0], [0.0, 1.0]]), beta, device="cpu")
+    ref = optimize.brentq(wle_equation, -5, -0.5, args=(beta, 1), xtol=1e-13)
+    np.testing.assert_allclose(ab["theta"], [ref, ref], atol=1e-9)
+    assert ref == pytest.approx(-1.2105413, abs=1e-6)
+
+
+def test_wle_is_the_largest_of_several_maxima():
+    beta = np.array([-6.77, -3.91, 1.28, 3.75])
+    x = np.array([[1.0, 1.0, 0.0, 0.0]])
+    got = privirt.estimate_abilities(x, beta, device="cpu")["theta"].iloc[0]
+    ref, _ = _dense_grid_wle(beta, 2)
+    assert abs(got - ref) < 1e-7 and abs(ref - 0.039) < 5e-3
+    assert abs(wle_equation(got, beta, 2)) < 1e-10
+
+
+def test_wle_matches_a_dense_grid_maximiser_of_the_weighted_likelihood():
+    rng = np.random.default_rng(20_500)
+    worst = 0.0
+    for _ in range(150):
+        k = int(rng.integers(2, 7))
+        beta = np.sort(rng.normal(0, 3, k)) + rng.choice([0.0, 6.0, -6.0])
+        r = int(rng.integers(0, k + 1))
+        x = np.zeros((1, k))
+        x[0, rng.permutation(k)[:r]] = 1
+        got = privirt.estimate_abilities(x, beta, device="cpu")["theta"].iloc[0]
+        ref, ell = _dense_grid_wle(beta, r)
+        # as high as the brute-force maximum, and the lower θ of a tie
+        assert _weighted_loglik(got, beta, r) >= ell - 1e-10, (beta, r, got, ref)
+        worst = max(worst, abs(got - ref))
+    assert worst < 1e-5

@@ -21,10 +21,18 @@ Estimators
     accurate however narrow the posterior gets on long tests (within ~1e-9 of a dense grid;
     ~1e-12 except for skewed posteriors, every answered item far from θ).
 
-``"wle"`` on short tests with widely spread items: the weighted likelihood can have several
-stationary points (two items at β = ±2.5, one right: roots at −1.21, 0 and +1.21, of which 0
-is a minimum); the solver returns the root its bracket converges to, not necessarily the
-largest maximum.
+``"wle"`` is the largest maximum of the weighted log-likelihood
+``ℓ_w(θ) = r θ − Σ log(1 + e^(θ − β_i)) + ½ log I(θ)``.  On short tests with widely spread
+items the WLE equation can have several roots (two items at β = ±2.5, one right:
+−1.21, 0 and +1.21, of which 0 is a minimum).  Every root has ``|Σ P_i − r| < ½``, and ``ℓ_w``
+is concave wherever ``I ≥ ½`` and beyond the outermost difficulties answered, so a group whose
+root has ``I ≥ ½`` over the whole interval where ``Σ P_i`` is within ``½`` of ``r`` (checked at
+its two ends: each ``P_i Q_i`` is unimodal) has no other; extreme scores never do.  Every other
+group is scanned on a grid (``_SCAN_STEP`` apart between its outermost difficulties), each
+maximum found is refined, and the one with the largest ``ℓ_w`` is kept.  Ties (equal within
+rounding: with two items and one right the two maxima always tie, by symmetry) go to the lower
+θ, so that the choice is deterministic.  (TAM's ``tam.wle`` runs Newton–Raphson from one start
+and keeps whichever root it reaches.)  A maximum narrower than the grid step can be missed.
 
 Missing responses drop out of every sum.  The root finder is a safeguarded Newton method
 (bisection whenever a Newton step leaves the bracket), vectorised over the groups; a group is
@@ -46,6 +54,11 @@ from ..data.responses import ResponsesLike, as_responses
 __all__ = ["estimate_abilities"]
 
 _BRACKET = 40.0
+#: Grid step (in θ) of the scan for the WLE's other maxima, between a group's outermost
+#: difficulties answered (beyond them ``ℓ_w`` is concave: one root at most on either side).
+_SCAN_STEP = 0.02
+#: Grid points per chunk of that scan: the (groups × points × items) array holds at most this.
+_SCAN_CELLS = 2**22
 #: Nodes of the adaptive Gauss–Hermite rule for EAP (error < 1e-9 against a dense grid, from
 #: one item to thousands; ~1e-12 unless the posterior is skewed: every answered item far away).
 _EAP_POINTS = 31
@@ -208,8 +221,8 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     # nothing to solve for a group that answered nothing, nor for an extreme score's MLE (±inf)
     active = (K > 0) if weighted else (K > 0) & ~extreme
 
-    def fdf(t, Ma, Ra):
-        sumP, info, d_info, dd_info = _moments(xp, t, Ma, B)
+    def fdf(t, Ma, Ra, Ba=B):
+        sumP, info, d_info, dd_info = _moments(xp, t, Ma, Ba)
         f = Ra - sumP
         df = -info
         if weighted:
@@ -221,11 +234,130 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     theta, converged = _bracketed_newton(xp, fdf, theta, lo, hi, (M, R), active,
                                          tol=tol, max_iter=max_iter)
     sumP, info, _, _ = _moments(xp, theta, M, B)
+    if weighted:
+        theta, converged, moved = _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B,
+                                                   R, K, active, tol=tol, max_iter=max_iter)
+        if moved.size:
+            info[moved] = _moments(xp, theta[moved], M[moved], B)[1]
     se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
     if not weighted:  # no finite MLE for extreme scores
         theta = xp.where(R == 0, -xp.inf, xp.where(R == K, xp.inf, theta))
         se = xp.where(extreme, xp.inf, se)
     return theta, se, converged
+
+
+def _wll(xp, theta, M, B, R):
+    """Warm's weighted log-likelihood ``r θ − Σ log(1 + e^(θ − β_i)) + ½ log I(θ)``."""
+    z = theta[:, None] - B
+    P = xp.exp(-xp.logaddexp(0.0, -z))
+    info = xp.maximum((P * (1.0 - P) * M).sum(axis=1), 1e-300)
+    return R * theta - (xp.logaddexp(0.0, z) * M).sum(axis=1) + 0.5 * xp.log(info)
+
+
+def _maybe_several_roots(xp, theta, sumP, info, M, B, R, K, active):
+    """Groups whose WLE root ``theta`` may not be the only one (``True`` = scan them), given
+    ``Σ P_i`` and ``I`` there.
+
+    Any root has ``|Σ P_i − r| < ½`` (``|I'/(2I)| < ½``), and
+    ``ℓ_w'' = −I + ½ Var_w(1 − 2P) − Σ (P_i Q_i)² / I < ½ − I`` (weights ``P_i Q_i``), so a root
+    is the only one if ``I ≥ ½`` on an interval ``[a, b]`` around it with
+    ``Σ P_i(a) ≤ r − ½ ≤ r + ½ ≤ Σ P_i(b)``.  First from ``θ``'s values alone:
+    ``|d log(P_i Q_i)/dθ| < 1``, so ``I(θ + h) ≥ I(θ) e^(−|h|)`` and ``Σ P_i`` moves by at least
+    ``I(θ)(1 − e^(−|h|))``; the groups this does not settle are checked at two ends ``a``, ``b``
+    (each ``P_i Q_i`` is unimodal: ``I ≥ Σ_i min(P_i Q_i(a), P_i Q_i(b))`` between them).
+    Extreme scores have one root: it lies beyond every difficulty answered, where ``ℓ_w`` is
+    concave.
+    """
+    margin = 1e-9 * (1.0 + K)  # rounding of Σ P_i
+    info = xp.maximum(info, 1e-300)
+    need_dn = sumP - (R - 0.5) + margin
+    need_up = (R + 0.5) - sumP + margin
+    # the widest |h| that moves Σ P_i by the need at the slowest rate I(θ) e^(−|h|) allows
+    reach = xp.maximum(need_dn, need_up) / info
+    cheap = (reach < 1.0) & (info * (1.0 - reach) >= 0.5 + margin)  # e^(−h) = 1 − reach
+    flag = active & (R > 0) & (R < K) & ~cheap
+    gi = xp.nonzero(flag)[0]
+    if gi.size == 0:
+        return flag
+    t, Mg = theta[gi], M[gi]
+    P = 1.0 / (1.0 + xp.exp(-(t[:, None] - B)))
+    # Σ P_i grows at rate I: twice the distance to r ± ½ at the rate seen at the root
+    a = t - 2.0 * need_dn[gi] / info[gi]
+    b = t + 2.0 * need_up[gi] / info[gi]
+    # logistic(θ + h − β) = P e^h / (1 + P (e^h − 1)): one exp per group, not per cell
+    ea = xp.exp(xp.clip(a - t, -700.0, 0.0))[:, None]
+    eb = xp.exp(xp.clip(b - t, 0.0, 700.0))[:, None]
+    Pa = P * ea / (1.0 + P * (ea - 1.0))
+    Pb = P * eb / (1.0 + P * (eb - 1.0))
+    floor = (xp.minimum(Pa * (1.0 - Pa), Pb * (1.0 - Pb)) * Mg).sum(axis=1)
+    Rg, mg = R[gi], margin[gi]
+    sure = (((Pa * Mg).sum(axis=1) <= Rg - 0.5 - mg) & ((Pb * Mg).sum(axis=1) >= Rg + 0.5 + mg)
+            & (floor >= 0.5))
+    flag[gi[sure]] = False
+    return flag
+
+
+def _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B, R, K, active, *, tol: float,
+                     max_iter: int):
+    """Replace each WLE root that may not be the largest maximum of ``ℓ_w`` by that maximum.
+
+    The groups :func:`_maybe_several_roots` flags are scanned: ``f`` on ``lo``, a grid from
+    their lowest to their highest difficulty answered (``_SCAN_STEP`` apart) and ``hi``; each
+    cell where ``f`` goes from positive to non-positive holds a maximum, refined by bracketed
+    Newton; the one with the largest ``ℓ_w`` is kept, the lower θ on a tie (within rounding).
+    ``sumP`` and ``info`` are ``Σ P_i`` and ``I`` at ``theta``.  Returns θ, which groups
+    converged, and the indices of the groups scanned (their ``I`` is stale).
+    """
+    flag = _maybe_several_roots(xp, theta, sumP, info, M, B, R, K, active)
+    gi = xp.nonzero(flag)[0]
+    if gi.size == 0:
+        return theta, converged, gi
+    # each group's answered items first, the others dropped as far as the longest allows
+    answered = M[gi] > 0
+    kmax = int(answered.sum(axis=1).max())
+    order = xp.argsort(~answered, axis=1)[:, :kmax]
+    Mc = xp.take_along_axis(M[gi], order, axis=1)
+    Bc = xp.take_along_axis(xp.broadcast_to(B, answered.shape), order, axis=1)
+    Rc = R[gi]
+    bmin = xp.where(Mc > 0, Bc, xp.inf).min(axis=1)
+    bmax = xp.where(Mc > 0, Bc, -xp.inf).max(axis=1)
+    n_in = int(min(max(float((bmax - bmin).max()) / _SCAN_STEP, 1.0), 1e5)) + 1
+    frac = xp.linspace(0.0, 1.0, n_in)
+    inner = bmin[:, None] + (bmax - bmin)[:, None] * frac
+    grid = xp.concatenate([(bmin - _BRACKET)[:, None], inner, (bmax + _BRACKET)[:, None]],
+                          axis=1)  # F × (n_in + 2)
+    F, n_pts = grid.shape
+    # f > 0 at lo and < 0 at hi (the bracket's premise): only the inner nodes are evaluated
+    fv = xp.ones((F, n_pts))
+    fv[:, -1] = -1.0
+    step = max(1, _SCAN_CELLS // max(1, kmax * n_in))
+    for s in range(0, F, step):
+        g = grid[s:s + step, 1:-1]
+        rows = xp.repeat(xp.arange(s, s + g.shape[0]), n_in)
+        fv[s:s + step, 1:-1] = fdf(g.ravel(), Mc[rows], Rc[rows], Bc[rows])[0].reshape(g.shape)
+    cg, cj = xp.nonzero((fv[:, :-1] > 0) & (fv[:, 1:] <= 0))  # cells holding a maximum
+    c_lo, c_hi = grid[cg, cj], grid[cg, cj + 1]
+    c_theta, c_conv = _bracketed_newton(xp, fdf, 0.5 * (c_lo + c_hi), c_lo, c_hi,
+                                        (Mc[cg], Rc[cg], Bc[cg]), xp.ones(cg.shape, dtype=bool),
+                                        tol=tol, max_iter=max_iter)
+    ell = to_numpy(_wll(xp, c_theta, Mc[cg], Bc[cg], Rc[cg]))
+    c_theta_h, cg_h, c_conv_h = to_numpy(c_theta), to_numpy(cg), to_numpy(c_conv)
+    best = np.full(F, -np.inf)
+    np.maximum.at(best, cg_h, ell)
+    # ties within rounding (a symmetric pair) go to the lower θ
+    near = ell >= best[cg_h] - 1e-10 * (1.0 + np.abs(best[cg_h]))
+    pick_theta = np.full(F, np.inf)
+    np.minimum.at(pick_theta, cg_h[near], c_theta_h[near])
+    chosen = near & (c_theta_h == pick_theta[cg_h])
+    pick_conv = np.zeros(F, dtype=bool)
+    pick_conv[cg_h[chosen]] = c_conv_h[chosen]
+    found = np.isfinite(pick_theta)  # always (f > 0 at lo, < 0 at hi); else keep the root
+    keep = gi[xp.asarray(np.nonzero(found)[0])]
+    theta = xp.array(theta, copy=True)
+    converged = xp.array(converged, copy=True)
+    theta[keep] = xp.asarray(pick_theta[found])
+    converged[keep] = xp.asarray(pick_conv[found])
+    return theta, converged, keep
 
 
 def _bracketed_newton(xp, fdf, theta, lo, hi, data, active, *, tol: float, max_iter: int):
