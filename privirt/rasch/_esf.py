@@ -15,7 +15,8 @@ import numpy as np
 
 __all__ = ["batch_probabilities", "near_pair_terms"]
 
-#: Largest log-range for which the scaled linear summation cannot over- or underflow.
+#: Largest log-magnitude the scaled linear summation may reach either way (its entries stay
+#: within ``exp(±_LINEAR_LOG_RANGE)``, far from over- and underflow at ``exp(±708)``).
 _LINEAR_LOG_RANGE = 600.0
 #: Upper clip for the recursion multipliers (keeps discarded branches finite).
 _C_MAX = 1e300
@@ -31,11 +32,12 @@ def _log_esf(le: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lin_esf(et: np.ndarray) -> np.ndarray:
-    """γ_0..γ_K of each row of ``et`` = ε (0 for empty slots), plain arithmetic."""
+def _lin_esf(et: np.ndarray, start=1.0) -> np.ndarray:
+    """γ_0..γ_K of each row of ``et`` = ε (0 for empty slots), plain arithmetic, times
+    ``start`` (per row; the summation is linear in its initial ``γ_0``)."""
     G, K = et.shape
     out = np.zeros((G, K + 1))
-    out[:, 0] = 1.0
+    out[:, 0] = start
     for j in range(K):
         out[:, 1 : j + 2] += et[:, j : j + 1] * out[:, : j + 1]
     return out
@@ -178,10 +180,18 @@ def batch_probabilities(beta_g: np.ndarray, real: np.ndarray, sizes: np.ndarray,
     with np.errstate(over="ignore"):
         et = np.exp(-bt)  # 0 in empty slots
     upper = np.log1p(et).sum(axis=1)  # log Π(1 + ε) bounds every partial ESF from above
-    lower = np.where(real, np.maximum(bt, 0.0), 0.0).sum(axis=1)  # and log of a lower bound
-    linear = max(upper.max(initial=0.0), lower.max(initial=0.0)) < _LINEAR_LOG_RANGE
+    lower = np.where(real, np.maximum(bt, 0.0), 0.0).sum(axis=1)  # and −log of a lower bound
+    # starting the summation at γ_0 = exp(−a) scales every entry by exp(−a): with
+    # a = (upper − lower) / 2 they lie within exp(±(upper + lower) / 2), so groups of ~800
+    # spread items stay linear (a = 0 where both bounds are in range: unscaled, as before)
+    linear = (upper + lower).max(initial=0.0) < 2 * _LINEAR_LOG_RANGE
     with np.errstate(divide="ignore"):
-        lg = np.log(_lin_esf(et)) if linear else _log_esf(-bt)
+        if linear:
+            fits = np.maximum(upper, lower) < _LINEAR_LOG_RANGE
+            a = np.where(fits, 0.0, 0.5 * (upper - lower))
+            lg = np.log(_lin_esf(et, np.exp(-a))) + a[:, None]
+        else:
+            lg = _log_esf(-bt)
     lr = _log_ratios(lg, sizes)
     if linear:
         P = _chain_rows(np.exp(lr), np.where(real, et, 1e-300), False, K, sizes, lo, hi)
