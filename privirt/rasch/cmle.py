@@ -153,7 +153,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     beta -= beta.mean()
     scale = max(1.0, float(stats.n_used))
     gtol = tol * scale
-    ll, grad, H = _evaluate(beta, stats, m, _NEAR_ITER)
+    kept: dict = {}  # the accepted evaluation's ESFs, for the covariance's exact terms
+    ll, grad, H = _evaluate(beta, stats, m, _NEAR_ITER, kept)
     n_iter = 0
     message = "iteration limit reached"
     while True:
@@ -168,7 +169,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         for _ in range(40):
             cand = beta + t * step
             cand -= cand.mean()
-            ll_c, grad_c, H_c = _evaluate(cand, stats, m, _NEAR_ITER)
+            kept_c: dict = {}
+            ll_c, grad_c, H_c = _evaluate(cand, stats, m, _NEAR_ITER, kept_c)
             # Armijo; once the predicted gain is below rounding, take the Newton step
             if ll_c >= ll + 1e-4 * t * gain or gain <= 1e-12 * (1.0 + abs(ll)):
                 accepted = True
@@ -177,12 +179,12 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         if not accepted:
             message = "no further increase at machine precision"
             break
-        beta, ll, grad, H = cand, ll_c, grad_c, H_c
+        beta, ll, grad, H, kept = cand, ll_c, grad_c, H_c, kept_c
         n_iter += 1
     gmax = float(np.max(np.abs(grad)))
     converged = bool(gmax <= gtol)  # the documented test (rounding leaves ~1e-14·n_used)
     if _near_pairs(beta, _NEAR)[0].size > _near_pairs(beta, _NEAR_ITER)[0].size:
-        H = _evaluate(beta, stats, m, _NEAR)[2]  # exact near-pair terms for the covariance
+        H = _exact_near_hessian(beta, stats, m, H, kept)  # exact terms for the covariance
     cov = _covariance(H, m)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     items = resp.items
@@ -342,21 +344,24 @@ def _check_fischer(resp) -> None:
 # ---------------------------------------------------------------------------------------
 # log-likelihood, gradient and Hessian
 # ---------------------------------------------------------------------------------------
-def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR):
+def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR, keep=None):
     """``ℓ(β)``, its gradient and its Hessian (all analytic); item pairs closer than
     ``near_tol`` get their Hessian term from the exact recursion (``ℓ`` and the gradient do
-    not depend on it)."""
+    not depend on it).  ``keep`` (a dict): receives each batch's ``(lg, bt)`` under
+    ``"esf"`` and the pair sums ``Σ n π_i π_j`` of the pairs closer than ``_NEAR`` under
+    ``"h2"``, for :func:`_exact_near_hessian`."""
     ll = -float(stats.totals @ beta)
     expected = np.zeros(m + 1)  # Σ_g Σ_r n_{g,r} π_{i|r}, last slot for padding
     A = np.zeros((m, m))  # A[i, j] = Σ over groups holding i and j of e_{g,i}
     H2 = np.zeros((m, m))  # Σ_g Σ_r n_{g,r} π_{i|r} π_{j|r}
     pa, pb = _near_pairs(beta, near_tol)
-    near = np.zeros(pa.size)
+    esf = keep.setdefault("esf", []) if keep is not None else []
     beta_ext = np.append(beta, 0.0)
     e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
     for b in stats.batches:
         G, K = b.items.shape
         lg, shift, P, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
+        esf.append((lg, bt))
         with np.errstate(invalid="ignore"):
             log_gamma = lg - np.outer(shift, np.arange(K + 1))  # log γ_r of the uncentred β
             ll -= float(np.sum(np.where(b.counts > 0, b.counts * log_gamma, 0.0)))
@@ -379,17 +384,14 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR):
             A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
             H2 += _gram(np.concatenate(q_rows))
             e_rows, m_rows, q_rows = [], [], []
-        if pa.size:
-            loc = np.full((G, m + 1), -1)
-            loc[rows, b.items] = np.arange(K)[None, :]
-            la, lb = loc[:, pa], loc[:, pb]
-            gi, pi = np.nonzero((la >= 0) & (lb >= 0))
-            t = near_pair_terms(lg, bt, b.sizes, b.counts, gi, la[gi, pi], lb[gi, pi])
-            near += np.bincount(pi, weights=t, minlength=pa.size)
     if q_rows:
         A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
         H2 += _gram(np.concatenate(q_rows))
     grad = -stats.totals + expected[:m]
+    near = _near_terms(beta, stats, m, pa, pb, esf)
+    if keep is not None:
+        fa, fb = _near_pairs(beta, _NEAR)
+        keep["h2"] = (fa, fb, H2[fa, fb])
     # Σ_r n_r π_{ij|r} by the divided difference (e_hard − q e_easy) / (1 − q),
     # q = exp(−|β_i − β_j|) ≤ 1; in place, so that five m × m arrays are the most held
     # at once (m = 5000: 1 GB)
@@ -416,6 +418,34 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR):
     np.add(H2, H2.T, out=T)
     T *= 0.5
     return ll, grad, T
+
+
+def _near_terms(beta: np.ndarray, stats: _Stats, m: int, pa, pb, esf) -> np.ndarray:
+    """``Σ_g Σ_r n_{g,r} π_{ab|r}`` of the pairs ``(pa, pb)`` by the exact recursion, from
+    each batch's ``(lg, bt)`` in ``esf``."""
+    near = np.zeros(pa.size)
+    if not pa.size:
+        return near
+    for b, (lg, bt) in zip(stats.batches, esf):
+        G, K = b.items.shape
+        loc = np.full((G, m + 1), -1)
+        loc[np.arange(G)[:, None], b.items] = np.arange(K)[None, :]
+        la, lb = loc[:, pa], loc[:, pb]
+        gi, pi = np.nonzero((la >= 0) & (lb >= 0))
+        t = near_pair_terms(lg, bt, b.sizes, b.counts, gi, la[gi, pi], lb[gi, pi])
+        near += np.bincount(pi, weights=t, minlength=pa.size)
+    return near
+
+
+def _exact_near_hessian(beta: np.ndarray, stats: _Stats, m: int, H: np.ndarray,
+                        keep: dict) -> np.ndarray:
+    """``H`` (the Hessian ``_evaluate(beta, stats, m, tol, keep)`` returned, any ``tol``) with
+    the exact terms of every pair closer than ``_NEAR``: the same as
+    ``_evaluate(beta, stats, m, _NEAR)[2]`` without evaluating the ESFs and sums again."""
+    pa, pb, h2 = keep["h2"]
+    H = H.copy()
+    H[pa, pb] = H[pb, pa] = h2 - _near_terms(beta, stats, m, pa, pb, keep["esf"])
+    return H
 
 
 def _near_pairs(beta: np.ndarray, near_tol: float = _NEAR) -> tuple[np.ndarray, np.ndarray]:
