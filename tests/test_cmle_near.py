@@ -168,3 +168,28 @@ def test_covariance_reuses_the_last_evaluation(monkeypatch):
     monkeypatch.setattr(cmle, "_evaluate", recording)
     privirt.cmle_estimate(X)
     assert seen and all(t == cmle._NEAR_ITER for t in seen)
+
+
+def test_kept_esfs_are_bounded(monkeypatch):
+    # every evaluation held all batches' (lg, bt) (16 bytes per group and slot, twice during
+    # the line search: ~3 GB at 10^5 x 10^3 with missing cells); past _KEEP_CELLS the
+    # covariance evaluates the batches again, with the same result
+    X = _near_tied_missing()  # a pair 8.6e-4 apart: the covariance needs the exact terms
+    monkeypatch.setattr(cmle, "_BATCH_CELLS", 500)  # several batches
+    ref = privirt.cmle_estimate(X)
+    kept, dropped = [], []
+    real_eval = cmle._evaluate
+
+    def recording(b, s, m, tol=cmle._NEAR, keep=None):
+        out = real_eval(b, s, m, tol, keep)
+        if keep is not None:
+            kept.append(sum(0 if e is None else e[0].size + e[1].size for e in keep["esf"]))
+            dropped.append(sum(e is None for e in keep["esf"]))
+        return out
+
+    monkeypatch.setattr(cmle, "_evaluate", recording)
+    monkeypatch.setattr(cmle, "_KEEP_CELLS", 300, raising=False)
+    res = privirt.cmle_estimate(X)
+    assert kept and 0 < max(kept) <= 300 and min(dropped) > 0  # some kept, some not
+    np.testing.assert_array_equal(res.info["cov"], ref.info["cov"])
+    np.testing.assert_array_equal(res.beta, ref.beta)

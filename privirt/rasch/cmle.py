@@ -35,6 +35,10 @@ _NEAR = 1e-3
 #: 1e-5 there; exact ties (0 / 0) stay exact.  The Hessian of the covariance is evaluated
 #: once more with ``_NEAR``.
 _NEAR_ITER = 1e-7
+#: Most cells of ESFs (``lg`` and ``bt``) an evaluation keeps for the covariance's exact
+#: terms (64 MiB); the batches beyond are evaluated again there, so memory does not grow
+#: with the persons.
+_KEEP_CELLS = 8 * 2**20
 #: Newton step cap (max-norm) while far from the optimum.
 _MAX_STEP = 4.0
 
@@ -348,20 +352,25 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR, 
     """``ℓ(β)``, its gradient and its Hessian (all analytic); item pairs closer than
     ``near_tol`` get their Hessian term from the exact recursion (``ℓ`` and the gradient do
     not depend on it).  ``keep`` (a dict): receives each batch's ``(lg, bt)`` under
-    ``"esf"`` and the pair sums ``Σ n π_i π_j`` of the pairs closer than ``_NEAR`` under
-    ``"h2"``, for :func:`_exact_near_hessian`."""
+    ``"esf"`` (``None`` past ``_KEEP_CELLS`` cells) and the pair sums ``Σ n π_i π_j`` of
+    the pairs closer than ``_NEAR`` under ``"h2"``, for :func:`_exact_near_hessian`."""
     ll = -float(stats.totals @ beta)
     expected = np.zeros(m + 1)  # Σ_g Σ_r n_{g,r} π_{i|r}, last slot for padding
     A = np.zeros((m, m))  # A[i, j] = Σ over groups holding i and j of e_{g,i}
     H2 = np.zeros((m, m))  # Σ_g Σ_r n_{g,r} π_{i|r} π_{j|r}
     pa, pb = _near_pairs(beta, near_tol)
-    esf = keep.setdefault("esf", []) if keep is not None else []
+    near = np.zeros(pa.size)
+    esf = keep.setdefault("esf", []) if keep is not None else None
+    kept = 0
     beta_ext = np.append(beta, 0.0)
     e_rows, m_rows, q_rows = [], [], []  # embedded rows of E, the masks and √n π
     for b in stats.batches:
         G, K = b.items.shape
         lg, shift, P, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
-        esf.append((lg, bt))
+        near += _near_terms(pa, pb, m, [b], [(lg, bt)])
+        if esf is not None:
+            kept += lg.size + bt.size
+            esf.append((lg, bt) if kept <= _KEEP_CELLS else None)
         with np.errstate(invalid="ignore"):
             log_gamma = lg - np.outer(shift, np.arange(K + 1))  # log γ_r of the uncentred β
             ll -= float(np.sum(np.where(b.counts > 0, b.counts * log_gamma, 0.0)))
@@ -388,7 +397,6 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR, 
         A += np.concatenate(e_rows).T @ np.concatenate(m_rows)
         H2 += _gram(np.concatenate(q_rows))
     grad = -stats.totals + expected[:m]
-    near = _near_terms(beta, stats, m, pa, pb, esf)
     if keep is not None:
         fa, fb = _near_pairs(beta, _NEAR)
         keep["h2"] = (fa, fb, H2[fa, fb])
@@ -420,13 +428,13 @@ def _evaluate(beta: np.ndarray, stats: _Stats, m: int, near_tol: float = _NEAR, 
     return ll, grad, T
 
 
-def _near_terms(beta: np.ndarray, stats: _Stats, m: int, pa, pb, esf) -> np.ndarray:
-    """``Σ_g Σ_r n_{g,r} π_{ab|r}`` of the pairs ``(pa, pb)`` by the exact recursion, from
-    each batch's ``(lg, bt)`` in ``esf``."""
+def _near_terms(pa, pb, m: int, batches, esf) -> np.ndarray:
+    """``Σ_g Σ_r n_{g,r} π_{ab|r}`` of the pairs ``(pa, pb)`` over ``batches`` by the exact
+    recursion, from each batch's ``(lg, bt)`` in ``esf``."""
     near = np.zeros(pa.size)
     if not pa.size:
         return near
-    for b, (lg, bt) in zip(stats.batches, esf):
+    for b, (lg, bt) in zip(batches, esf):
         G, K = b.items.shape
         loc = np.full((G, m + 1), -1)
         loc[np.arange(G)[:, None], b.items] = np.arange(K)[None, :]
@@ -443,8 +451,15 @@ def _exact_near_hessian(beta: np.ndarray, stats: _Stats, m: int, H: np.ndarray,
     the exact terms of every pair closer than ``_NEAR``: the same as
     ``_evaluate(beta, stats, m, _NEAR)[2]`` without evaluating the ESFs and sums again."""
     pa, pb, h2 = keep["h2"]
+    beta_ext = np.append(beta, 0.0)
+    near = np.zeros(pa.size)
+    for b, e in zip(stats.batches, keep["esf"]):
+        if e is None:  # past _KEEP_CELLS: evaluated again (the same values)
+            lg, _, _, bt = batch_probabilities(beta_ext[b.items], b.real, b.sizes, b.lo, b.hi)
+            e = (lg, bt)
+        near += _near_terms(pa, pb, m, [b], [e])
     H = H.copy()
-    H[pa, pb] = H[pb, pa] = h2 - _near_terms(beta, stats, m, pa, pb, keep["esf"])
+    H[pa, pb] = H[pb, pa] = h2 - near
     return H
 
 
