@@ -105,6 +105,31 @@ def test_budget_init_losing_a_creation_race_is_refused(tmp_path, capsys, monkeyp
     assert len(privirt.Ledger(path).spends()) == 1
 
 
+def test_budget_init_losing_a_creation_race_to_another_budget_is_refused_the_same_way(tmp_path, capsys,
+                                                                                       monkeypatch):
+    """The winner's budget differs: the library's "open it without epsilon/delta" (Python names)
+    was printed; the command says the path exists, as for any existing path."""
+    from pathlib import Path as _Path
+
+    path = tmp_path / "x.ledger"
+    real = _Path.exists
+    first = [True]
+
+    def exists(self, *args, **kwargs):
+        found = real(self, *args, **kwargs)
+        if self == path and first[0]:
+            first[0] = False
+            privirt.Ledger(path, epsilon=2.0, delta=1e-6)
+        return found
+
+    monkeypatch.setattr(_Path, "exists", exists)
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"]) == 2
+    monkeypatch.undo()
+    line = _one_line_error(capsys.readouterr().err)
+    assert "already exists" in line and "epsilon/delta" not in line
+    assert privirt.Ledger(path).epsilon == 2.0
+
+
 def test_ledger_created_says_whether_this_call_made_the_file(tmp_path, monkeypatch):
     """``Ledger.created``: True only for the call that made the file, with hard links and where
     the file system has none (created in place)."""

@@ -58,7 +58,12 @@ def run_init(args: argparse.Namespace) -> int:
     )
     if args.path.exists():
         raise exists
-    led = Ledger(args.path, epsilon=eps, delta=dlt)
+    try:
+        led = Ledger(args.path, epsilon=eps, delta=dlt)
+    except ValueError:
+        if args.path.exists():  # another process created it, with another budget, after the check
+            raise exists from None
+        raise
     if not led.created:  # another process created it after the check above: this call did not
         raise exists
     print(f"created ledger {led.path}: budget ε = {led.epsilon:g}, δ = {led.delta:g} "
