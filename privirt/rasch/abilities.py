@@ -196,8 +196,15 @@ def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
     return b
 
 
+def _logistic(xp, z):
+    """``1 / (1 + e^(−z))``, silently 0 where ``e^(−z)`` overflows (numpy warned there, for
+    θ − β < −709; that 0 is the correctly rounded value)."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + xp.exp(-z))
+
+
 def _moments(xp, theta, M, B):
-    P = 1.0 / (1.0 + xp.exp(-(theta[:, None] - B)))
+    P = _logistic(xp, theta[:, None] - B)
     PQ = P * (1.0 - P) * M
     sumP = (P * M).sum(axis=1)
     info = PQ.sum(axis=1)
@@ -249,7 +256,7 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
 def _wll(xp, theta, M, B, R):
     """Warm's weighted log-likelihood ``r θ − Σ log(1 + e^(θ − β_i)) + ½ log I(θ)``."""
     z = theta[:, None] - B
-    P = xp.exp(-xp.logaddexp(0.0, -z))
+    P = _logistic(xp, z)
     info = xp.maximum((P * (1.0 - P) * M).sum(axis=1), 1e-300)
     return R * theta - (xp.logaddexp(0.0, z) * M).sum(axis=1) + 0.5 * xp.log(info)
 
@@ -280,7 +287,7 @@ def _maybe_several_roots(xp, theta, sumP, info, M, B, R, K, active):
     if gi.size == 0:
         return flag
     t, Mg = theta[gi], M[gi]
-    P = 1.0 / (1.0 + xp.exp(-(t[:, None] - B)))
+    P = _logistic(xp, t[:, None] - B)
     # Σ P_i grows at rate I: twice the distance to r ± ½ at the rate seen at the root
     a = t - 2.0 * need_dn[gi] / info[gi]
     b = t + 2.0 * need_up[gi] / info[gi]
@@ -419,12 +426,12 @@ def _eap(xp, M, B, R, K, *, tol: float, max_iter: int, n_points: int = _EAP_POIN
     mode = xp.clip(mean_b + xp.log(p / (1 - p)), lo, hi)
 
     def fdf(t, Ma, Ra):
-        P = xp.exp(-xp.logaddexp(0.0, B - t[:, None]))  # logistic, without overflow
+        P = _logistic(xp, t[:, None] - B)
         return Ra - (P * Ma).sum(axis=1) - t, -(P * (1.0 - P) * Ma).sum(axis=1) - 1.0
 
     mode, converged = _bracketed_newton(xp, fdf, mode, lo, hi, (M, R), K > 0,
                                         tol=tol, max_iter=max_iter)
-    P = xp.exp(-xp.logaddexp(0.0, B - mode[:, None])) * M  # 0 where unanswered
+    P = _logistic(xp, mode[:, None] - B) * M  # 0 where unanswered
     scale = 1.0 / xp.sqrt((P * (1.0 - P)).sum(axis=1) + 1.0)
     z, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(−z²/2)
     zq = xp.asarray(z)
