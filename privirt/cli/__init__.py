@@ -68,15 +68,18 @@ def _one_line(exc: BaseException) -> str:
 #: commands whose input names options as the library does (a sweep's configuration keys):
 #: their messages are not rewritten into flags
 _LIBRARY_WORDS = frozenset({"sweep"})
-_flags = True
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings of a command as one ``privirt: warning: ...`` line (no source location)."""
+def _warning_printer(flags: bool):
+    """``warnings.showwarning`` for a command: each warning as one ``privirt: warning: ...``
+    line (no source location), in flag words unless ``flags`` is False."""
     from ._words import cli_text
 
-    text = _one_line(message)
-    print(f"privirt: warning: {cli_text(text) if _flags else text}", file=sys.stderr)
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = _one_line(message)
+        print(f"privirt: warning: {cli_text(text) if flags else text}", file=sys.stderr)
+
+    return show
 
 
 def _silence_stdout() -> None:
@@ -115,12 +118,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     from ..private.spends import journal_mark
 
-    global _flags
-    _flags = getattr(args, "command", None) not in _LIBRARY_WORDS
+    flags = getattr(args, "command", None) not in _LIBRARY_WORDS
     mark = journal_mark()
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_printer(flags)
             status = args.func(args)
     except BrokenPipeError:
         raise  # handled in main(), also for --help
@@ -130,7 +132,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
         from ._words import cli_message
 
-        print(f"privirt: error: {cli_message(exc, flags=_flags)}{_spent(mark)}", file=sys.stderr)
+        print(f"privirt: error: {cli_message(exc, flags=flags)}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
     except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
         text = " ".join(str(exc).split()) or "MemoryError"
