@@ -258,3 +258,47 @@ def test_a_cafile_that_is_not_pem_certificates_is_one_line_naming_cafile(tmp_pat
     with pytest.raises(ValueError, match="^cafile") as err:
         Client("https://127.0.0.1:9", KEY, cafile=bad)
     assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------
+# a body over the service's limit: the service answers 413 and closes before reading it
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """Answers 413 without reading the body and closes, as the service's body limit does."""
+
+    def do_POST(self) -> None:
+        self.server.seen.append(self.path)
+        payload = b'{"detail": "request body larger than 16384 bytes; nothing was spent"}'
+        self.send_response(413)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+        self.close_connection = True
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+def test_a_body_far_over_the_limit_is_one_invalid_request_not_a_connection_error_and_is_not_retried():
+    from privirt.client import InvalidRequest
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    srv.seen = []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"http://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=2)
+        with pytest.raises(InvalidRequest) as err:
+            client.estimate("d", epsilon=1.0, label="x" * 20_000_000)
+        msg = str(err.value)
+        assert err.value.status == 413 and "over the service's limit" in msg and "nothing was spent" in msg
+        assert "\n" not in msg and SECRET not in msg
+        assert len(srv.seen) == 1  # not sent again
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_the_clients_body_limit_is_the_services():
+    pytest.importorskip("fastapi")
+    from privirt.client import SERVICE_MAX_BODY
+    from privirt.serve.app import MAX_BODY
+    assert SERVICE_MAX_BODY == MAX_BODY
