@@ -329,3 +329,14 @@ def test_wle_matches_a_dense_grid_maximiser_of_the_weighted_likelihood():
         assert _weighted_loglik(got, beta, r) >= ell - 1e-10, (beta, r, got, ref)
         worst = max(worst, abs(got - ref))
     assert worst < 1e-5
+
+
+def test_wle_with_difficulties_hundreds_of_logits_apart_divides_no_zero_by_zero():
+    # I(θ)² underflowed to 0 between items ~1000 logits apart: numpy's 0/0 warning leaked
+    rng = np.random.default_rng(330001)
+    beta = rng.normal(0, 1000, 6)
+    X = (rng.random((50, 6)) < 0.5).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est = privirt.estimate_abilities(X, beta, method="wle")
+    assert np.isfinite(est["theta"].to_numpy()).all()

@@ -235,7 +235,7 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
         if weighted:
             info_safe = xp.maximum(info, 1e-300)
             f = f + d_info / (2.0 * info_safe)
-            df = df + (dd_info * info - d_info**2) / (2.0 * info_safe**2)
+            df = df + (dd_info * info - d_info**2) / (2.0 * info_safe) / info_safe  # info² underflows
         return f, df
 
     theta, converged = _bracketed_newton(xp, fdf, theta, lo, hi, (M, R), active,
