@@ -4,6 +4,8 @@ problem, and the posterior of the current sampler on a moderate one."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -180,6 +182,36 @@ def test_numpy_fallback_runs_a_chain_with_missing_data():
     assert draws["a"].shape == (1, 250, 6) and draws["theta"].shape == (1, 250, 400)
     assert np.corrcoef(draws["b"].mean(axis=(0, 1)), b)[0, 1] > 0.9
     assert np.corrcoef(draws["theta"].mean(axis=(0, 1)), theta)[0, 1] > 0.7
+
+
+def _fork_child_uses_the_pool(queue) -> None:
+    """Run in a forked child: the sweep's pool takes work (and, with numba on 2+ cores, the
+    threaded numba sweep runs), else a TimeoutError ends the child with a non-zero code."""
+    assert twopno_fused._pool().submit(int, "7").result(timeout=20) == 7
+    if twopno_fused.numba_available() and (os.cpu_count() or 1) > 1:
+        X = privirt.simulate_rasch(300, 60, seed=11)[0]  # 18 000 cells: the pool is used
+        eng = _engine(_codes(X), engine="numba")
+        assert eng._ranges is not None
+        eng.step()
+    queue.put("done")
+
+
+def test_forked_child_after_the_parent_used_the_sweep_pool_does_not_hang():
+    """The pool is cached per process; a 'fork' child inherited it without its threads, and
+    as its idle count said workers were waiting, none started: the child waited forever."""
+    import multiprocessing
+
+    assert twopno_fused._pool().submit(int, "3").result(timeout=20) == 3  # the parent uses it
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_fork_child_uses_the_pool, args=(queue,))
+    child.start()
+    child.join(60)
+    if child.is_alive():  # pragma: no cover - the regression: kill it rather than hang
+        child.kill()
+        child.join()
+        pytest.fail("the forked child hung in the sweep's thread pool")
+    assert child.exitcode == 0 and queue.get(timeout=5) == "done"
 
 
 @needs_numba

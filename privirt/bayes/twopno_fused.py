@@ -52,6 +52,13 @@ def _pool() -> ThreadPoolExecutor:
                               thread_name_prefix="privirt-gibbs")
 
 
+# A forked child inherits the cached executor without its threads, while the executor's idle
+# count still says they wait for work: it would start none and ``f.result()`` would hang.
+# The child starts from an empty cache and makes its own pool on first use.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.cache_clear)
+
+
 def _resolve_engine(engine: str) -> str:
     if engine not in ("auto", "numba", "numpy"):
         raise ValueError(f'engine must be "auto", "numba" or "numpy", got {engine!r}')
