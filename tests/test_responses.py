@@ -346,6 +346,62 @@ def test_trailing_separators_on_data_rows_do_not_shift_the_items(tmp_path):
         as_responses(extra)
 
 
+def _trailing_tables(tmp_path):
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("q1,q2,q3\n" + "0,1,1,\n" * 40)
+    bad.write_text("q1,q2,q3\n" + "1,0,1,\n" * 20 + "1,0,1,7\n" + "1,0,1,\n" * 19)
+    return good, bad
+
+
+def test_a_warning_from_elsewhere_during_a_read_does_not_decide_it(tmp_path, monkeypatch):
+    """Whether pandas dropped a field was read from the ParserWarnings recorded (process-wide)
+    while the table was read: another thread's warning refused a valid table. Now the rows are
+    checked, and a bad row is refused by its own line."""
+    good, bad = _trailing_tables(tmp_path)
+    read_csv = pd.read_csv
+
+    def noisy(*args, **kwargs):  # another thread's read, warning at the same time
+        warnings.warn("a field of another table was dropped", pd.errors.ParserWarning)
+        return read_csv(*args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_csv", noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)
+        assert as_responses(good).n_persons == 40
+        with pytest.raises(ValueError, match=r"line 22 has 4 fields where the header has 3"):
+            as_responses(bad)
+
+
+def test_csv_reads_in_two_threads_answer_as_alone_and_leave_the_warnings_state(tmp_path):
+    """Two threads reading tables whose rows end in a separator: the answers were mixed up
+    (catch_warnings(record=True) is process-wide) and a leftover recorder swallowed every later
+    warning of the process."""
+    import threading
+
+    good, bad = _trailing_tables(tmp_path)
+    filters, show = list(warnings.filters), getattr(warnings, "_showwarnmsg_impl", None)
+    wrong = []
+
+    def read(path, valid):
+        for _ in range(150):
+            try:
+                as_responses(path)
+                ok = True
+            except ValueError:
+                ok = False
+            if ok != valid:
+                wrong.append(path.name)
+
+    threads = [threading.Thread(target=read, args=(good, True)),
+               threading.Thread(target=read, args=(bad, False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+    assert warnings.filters == filters and getattr(warnings, "_showwarnmsg_impl", None) is show
+
+
 def test_a_short_row_in_a_zip_archive_is_refused_as_in_a_plain_csv(tmp_path):
     import zipfile
 

@@ -8,7 +8,6 @@ turns the frames into :class:`~privirt.data.responses.Responses`.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,12 +125,11 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
         maybe = "index_col" not in options and frame.shape[1] and (
             not default or frame.iloc[:, -1].isna().any())  # (ids 0, 1, ... also read as a RangeIndex)
         if maybe and _rows_end_in_separator(source, sep, compression, len(header)):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", pd.errors.ParserWarning)
-                frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
-                                    **({"keep_default_na": True} | options))
-            if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-                _check_long_rows(source, name, sep, compression, len(header))
+            # (a row whose extra field pandas would drop, with a ParserWarning, is found in the
+            # rows first: recording warnings swaps process-wide state, which other threads share)
+            _check_long_rows(source, name, sep, compression, len(header))
+            frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
+                                **({"keep_default_na": True} | options))
         elif labels_as_text and "index_col" not in options and frame.shape[1] and (
                 not default or _first_row_longer(source, sep, compression, len(header))):
             # R's write.table layout (row names, the header one field shorter): the row names are
@@ -247,8 +245,8 @@ def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) 
 
 
 def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
-    """Refuse a row with more fields than the header (``read_csv`` with ``index_col=False`` drops
-    the extra fields with a warning)."""
+    """Refuse a row with a non-empty field beyond the header's ``width`` (``read_csv`` with
+    ``index_col=False`` drops it with a warning; an empty one is a trailing separator)."""
     import csv
 
     stream = _open_text(source, compression)
@@ -258,7 +256,7 @@ def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: 
     with stream:
         reader = csv.reader(stream, delimiter=sep)
         for record in reader:
-            if len(record) > width:
+            if any(record[width:]):
                 raise ValueError(
                     f"{name} is not a rectangular table: line {reader.line_num} has {len(record)} fields "
                     f"where the header has {width}; every row needs one field per column of the header "
