@@ -7,6 +7,7 @@ stays fast and optional dependencies are only touched when needed).
 from __future__ import annotations
 
 import importlib
+import threading
 from typing import Any
 
 __version__ = "0.1.0"
@@ -88,15 +89,23 @@ _SUBMODULES: dict[str, str] = {
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
 
+#: Serialises the lazy imports: two threads importing modules of an import cycle (inside
+#: privirt.private) at once tripped importlib's deadlock detection, which handed one of them a
+#: partly initialised module (ImportError); importlib's per-module locks do not cover a cycle.
+_IMPORT_LOCK = threading.RLock()
+
+
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
-        value = getattr(module, name)
-        globals()[name] = value
+        with _IMPORT_LOCK:
+            module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
+            value = getattr(module, name)
+            globals()[name] = value
         return value
     if name in _SUBMODULES:
-        module = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
-        globals()[name] = module
+        with _IMPORT_LOCK:
+            module = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
+            globals()[name] = module
         return module
     raise AttributeError(f"module 'privirt' has no attribute {name!r}")
 

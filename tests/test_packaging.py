@@ -51,6 +51,36 @@ def test_public_names_resolve():
     assert not missing, missing
 
 
+_CONCURRENT_FIRST_USE = """
+import threading, privirt
+errors, start = [], threading.Barrier(2)
+def take(name):
+    start.wait()
+    try:
+        getattr(privirt, name)
+    except Exception as exc:
+        errors.append(f"{name}: {type(exc).__name__}: {exc}")
+threads = [threading.Thread(target=take, args=(n,)) for n in ("Ledger", "release_counts")]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(errors)
+"""
+
+
+def test_first_use_of_the_lazy_api_from_two_threads_resolves_both_names():
+    """Two threads taking names of privirt.private from a fresh ``import privirt``: the import
+    cycle there handed one a partly initialised module (ImportError, most fresh runs). Four
+    fresh interpreters at once; each must resolve both names."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parent.parent))
+    runs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_FIRST_USE], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+    results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
+    assert all(out.strip() == "[]" and code == 0 for out, _, code in results), results
+
+
 def test_cuda_sources_are_package_data():
     """Every ``.cu`` file of a package is declared package data, and the kernels load
     through importlib.resources (as the installed package reads them)."""
