@@ -239,6 +239,47 @@ def test_interrupt_right_after_the_commit_is_reported(tmp_path, monkeypatch):
     assert rec.certain and rec.spend_id == 1 and len(led.spends()) == 1
 
 
+def test_a_failing_call_reports_its_spend_whatever_other_threads_debit(tmp_path):
+    """The journal was one deque of 4096 debits shared by all threads: another thread's 4200
+    debits while a call ran pushed out its own, and its failure no longer said the budget was
+    spent. Each thread now has its own journal; the report lists exactly the call's spends."""
+    import threading
+
+    from privirt.private.spends import Spend, _journal, reports_spends
+
+    debited, others_done = threading.Event(), threading.Event()
+
+    @reports_spends
+    def call():
+        _journal(Spend(tmp_path / "a.ledger", 7, PrivacyCost(epsilon=0.5), "mine"))
+        debited.set()
+        others_done.wait(30)
+        raise MemoryError("failure after the debit")
+
+    def others():
+        debited.wait(30)
+        for k in range(4200):
+            _journal(Spend(tmp_path / "b.ledger", k + 1, PrivacyCost(epsilon=1e-6), "other"))
+        others_done.set()
+
+    caught = []
+
+    def run():
+        try:
+            call()
+        except MemoryError as exc:
+            caught.append(exc)
+
+    threads = [threading.Thread(target=run), threading.Thread(target=others)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    (exc,) = caught
+    assert [(r.spend_id, r.mechanism) for r in getattr(exc, "privirt_spends", [])] == [(7, "mine")]
+    assert any("WAS spent" in note and "spend #7" in note for note in exc.__notes__)
+
+
 def test_cli_error_after_the_debit_is_one_line_with_the_spend(tmp_path, capsys, csv_file, monkeypatch):
     from privirt.cli import estimate
 

@@ -13,6 +13,7 @@ import collections
 import functools
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -62,9 +63,24 @@ class Spend:
                 f"ledger {self.path}; the spend stays recorded")
 
 
-_JOURNAL: collections.deque[Spend] = collections.deque(maxlen=4096)
+# One journal per thread (the last 4096 debits of that thread): a call's own debits cannot be
+# pushed out by other threads' (one journal shared by all threads lost a failing call's spend
+# when another thread debited 4096 times meanwhile).  The journal lives in a thread-local, so
+# it goes with its thread; the weak map finds it by thread ident for ``spends_since(thread=)``
+# (its single-key set and get are atomic: no lock, which a forked child could inherit held).
+_LOCAL = threading.local()
+_BY_THREAD: weakref.WeakValueDictionary[int, collections.deque[Spend]] = weakref.WeakValueDictionary()
 _SEQ = itertools.count(1)
 _LAST_SEQ = [0]
+
+
+def _thread_journal() -> collections.deque[Spend]:
+    """The calling thread's journal (created on its first debit)."""
+    journal = getattr(_LOCAL, "journal", None)
+    if journal is None:
+        journal = _LOCAL.journal = collections.deque(maxlen=4096)
+        _BY_THREAD[threading.get_ident()] = journal
+    return journal
 
 
 def journal_mark() -> int:
@@ -75,15 +91,18 @@ def journal_mark() -> int:
 def spends_since(mark: int, *, thread: int | None = None) -> list[Spend]:
     """Debits committed by this process (by the calling thread unless ``thread`` is given)
     after ``mark`` (from :func:`journal_mark`), oldest first."""
-    ident = threading.get_ident() if thread is None else thread
-    return [r for r in list(_JOURNAL) if r.seq > mark and r.thread == ident]
+    if thread is None:
+        ident, journal = threading.get_ident(), getattr(_LOCAL, "journal", None)
+    else:
+        ident, journal = thread, _BY_THREAD.get(thread)
+    return [r for r in list(journal or ()) if r.seq > mark and r.thread == ident]
 
 
 def _journal(rec: Spend) -> Spend:
     seq = next(_SEQ)
     rec = Spend(rec.path, rec.spend_id, rec.cost, rec.mechanism, rec.asked, rec.certain, seq,
                 threading.get_ident())
-    _JOURNAL.append(rec)
+    _thread_journal().append(rec)
     _LAST_SEQ[0] = max(_LAST_SEQ[0], seq)
     return rec
 
