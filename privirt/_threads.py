@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import threading
 from typing import Any, Callable, Iterator, TypeVar
 
-__all__ = ["single_blas_thread", "one_blas_thread", "LIMIT_BLAS"]
+__all__ = ["single_blas_thread", "one_blas_thread", "one_thread_in", "LIMIT_BLAS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +35,65 @@ def single_blas_thread() -> Iterator[None]:
     if controller is None:  # pragma: no cover - a core dependency; be lenient in odd installs
         yield
         return
-    with controller.limit(limits=1, user_api="blas"):
+    with one_thread_in(controller, "blas"):
         yield
+
+
+# The limits are process-wide, while the blocks run in many threads: each block restoring "the
+# limits it found" left the process at one thread for good when two blocks overlapped (the
+# second in found 1 and, last out, put 1 back).  So the blocks share one count: every block
+# applies its limit, and the last one out restores, newest first, what the blocks changed.
+_LIMIT_LOCK = threading.Lock()
+_LIMIT_DEPTH = 0
+_LIMIT_UNDO: list[Any] = []  # threadpoolctl limiters that changed a pool, oldest first
+if hasattr(os, "register_at_fork"):  # a fork never sees the lock held by a vanished thread
+    os.register_at_fork(before=_LIMIT_LOCK.acquire, after_in_parent=_LIMIT_LOCK.release,
+                        after_in_child=_LIMIT_LOCK.release)
+
+
+@contextlib.contextmanager
+def one_thread_in(controller: Any, user_api: str | None) -> Iterator[None]:
+    """Limit the thread pools of ``controller`` (a ``threadpoolctl.ThreadpoolController``) of
+    ``user_api`` (``"blas"``, or None for all) to one thread inside the block; concurrent
+    blocks share the limit, and the last one out restores the limits found by the first in.
+
+    Parameters
+    ----------
+    controller : threadpoolctl.ThreadpoolController
+        The pools to limit.
+    user_api : str or None
+        Which of its pools (threadpoolctl's ``user_api``).
+    """
+    global _LIMIT_DEPTH
+    with _LIMIT_LOCK:
+        before = controller.info()
+        limiter = controller.limit(limits=1, user_api=user_api)
+        _release_openblas_control()
+        if controller.info() != before:
+            _LIMIT_UNDO.append(limiter)
+        _LIMIT_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _LIMIT_LOCK:
+            _LIMIT_DEPTH -= 1
+            if _LIMIT_DEPTH == 0:
+                while _LIMIT_UNDO:
+                    _LIMIT_UNDO.pop().restore_original_limits()
+                _release_openblas_control()
+
+
+def _release_openblas_control() -> None:
+    """Recent threadpoolctl (3.8 here) lets only the thread that last set OpenBLAS's (pthreads)
+    limit set it again, until that thread releases it, as its own ``with`` blocks do on exit:
+    released here after each change, so that the block that restores may run in another thread."""
+    try:
+        from threadpoolctl import OpenBLASController
+    except ImportError:  # pragma: no cover - older threadpoolctl: no controlling thread
+        return
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear()
 
 
 @functools.lru_cache(maxsize=1)

@@ -19,6 +19,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .._threads import one_thread_in
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
     SufficientStatistics,
@@ -103,11 +104,12 @@ def _one_blas_thread() -> Iterator[None]:
     Uses ``threadpoolctl`` (part of the ``dask`` extra); without it BLAS keeps its threads.
     """
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - declared in the dask extra
         yield
         return
-    with threadpool_limits(1):
+    # (shared with concurrent blocks: restoring per block left the process at one thread)
+    with one_thread_in(ThreadpoolController(), None):
         yield
 
 

@@ -1,0 +1,84 @@
+"""The one-BLAS-thread blocks (privirt._threads) when blocks of several threads overlap: the
+limit holds inside every block and the process's own setting comes back after the last."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+from privirt import _threads  # noqa: E402
+
+
+def _release_control() -> None:
+    """threadpoolctl 3.8 lets only the thread that set OpenBLAS's limit set it again."""
+    clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+    if clear is not None:
+        clear()
+
+
+def _blas_threads() -> list[int]:
+    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+
+@pytest.fixture()
+def two_blas_threads():
+    """BLAS at two threads before the test (also on a one-core machine), put back after."""
+    controller = threadpoolctl.ThreadpoolController()
+    limiter = controller.limit(limits=2, user_api="blas")
+    _release_control()
+    if not _blas_threads() or set(_blas_threads()) != {2}:
+        limiter.restore_original_limits()
+        pytest.skip("no BLAS whose thread count threadpoolctl can set")
+    yield
+    limiter.restore_original_limits()
+    _release_control()
+
+
+def _overlap(first_block, second_block, first_out: bool) -> list[list[int]]:
+    """Thread 1 enters ``first_block``, thread 2 enters ``second_block``; then the first one
+    (``first_out``) or the second leaves first. Returns the BLAS thread counts seen inside."""
+    inside, seen = [threading.Event(), threading.Event()], []
+    leave = [threading.Event(), threading.Event()]
+
+    def run(k, block):
+        if k == 1:
+            inside[0].wait(10)
+        with block():
+            seen.append(_blas_threads())
+            inside[k].set()
+            leave[k].wait(10)
+            seen.append(_blas_threads())
+
+    threads = [threading.Thread(target=run, args=(0, first_block)),
+               threading.Thread(target=run, args=(1, second_block))]
+    for t in threads:
+        t.start()
+    inside[1].wait(10)
+    order = (0, 1) if first_out else (1, 0)
+    leave[order[0]].set()
+    threads[order[0]].join(10)
+    leave[order[1]].set()
+    threads[order[1]].join(10)
+    return seen
+
+
+@pytest.mark.parametrize("first_out", [True, False])
+def test_overlapping_blocks_in_two_threads_restore_the_process_setting(two_blas_threads, first_out):
+    """Each block restored the limits it found: the second in found 1 and, last out, left the
+    process at one BLAS thread for good (about half the speed on 2 cores, for every later call)."""
+    seen = _overlap(_threads.single_blas_thread, _threads.single_blas_thread, first_out)
+    assert len(seen) == 4 and all(set(s) == {1} for s in seen), seen
+    assert set(_blas_threads()) == {2}
+
+
+def test_the_dask_engines_block_shares_the_count(two_blas_threads):
+    """The Dask engine's block (every pool of the process, a fresh scan) overlapping a BLAS block."""
+    pytest.importorskip("distributed")
+    from privirt.stats import dask_engine
+
+    seen = _overlap(_threads.single_blas_thread, dask_engine._one_blas_thread, True)
+    assert len(seen) == 4 and all(set(s) == {1} for s in seen), seen
+    assert set(_blas_threads()) == {2}
