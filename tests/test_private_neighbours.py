@@ -325,6 +325,32 @@ def test_public_items_match_the_data_by_text_and_label_the_output():
         privirt.release_counts(text, epsilon=1.0, items=[1, "1", "2", "3", "4"], n_persons=8, seed=1)
 
 
+def test_tuple_item_labels_as_the_public_item_set():
+    """Tuple labels in ``items=`` are labels, not the levels of a MultiIndex (pandas' reading
+    of a list of tuples, which crashed with NotImplementedError in every entry point); the
+    release is over exactly those items, in that order, and the non-private counts agree."""
+    labels = [("math", 1), ("math", 2), ("read", 1)]
+    X = pd.DataFrame([[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]],
+                     columns=pd.Index(labels, tupleize_cols=False))
+    public = labels[::-1]
+    for name, f in {"release_counts": privirt.release_counts,
+                    "private_spectral_estimate": privirt.private_spectral_estimate,
+                    "release_totals": privirt.release_totals,
+                    "private_totals_estimate": privirt.private_totals_estimate,
+                    "release_2pl": privirt.release_2pl,
+                    "private_2pl_estimate": privirt.private_2pl_estimate}.items():
+        res = f(X, epsilon=1.0, seed=1, items=public)
+        assert not isinstance(res.items, pd.MultiIndex), name
+        assert list(res.items) == public, name
+    res = privirt.release_counts(X, epsilon=1.0, seed=1, items=public + [("read", 2)])
+    assert list(res.Y.index) == list(res.Y.columns) == public + [("read", 2)]
+    totals = privirt.sufficient_statistics(X, pairwise=False, items=public).totals
+    assert not isinstance(totals.index, pd.MultiIndex) and list(totals.index) == public
+    assert totals.tolist() == [2, 2, 2]
+    with pytest.raises(ValueError, match="not in the public item set"):
+        privirt.release_counts(X, epsilon=1.0, seed=1, items=labels[:2])
+
+
 def test_long_csv_reads_person_labels_as_text(tmp_path):
     """Persons "1" and "01" are two persons (a type-inferring reader makes both 1 and refuses
     a repeated answer), and a label "NA" is text, not a missing label."""

@@ -152,7 +152,7 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
             "public number of persons as n_persons=N (CLI: --n-persons)"
         )
     if items is not None:
-        public = pd.Index(list(items))
+        public = pd.Index(list(items), tupleize_cols=False)
         if public.hasnans:
             raise ValueError(f"items has a missing label (None or NaN) at position "
                              f"{int(np.flatnonzero(public.isna())[0])}; every item needs a label")

@@ -320,7 +320,7 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
             "(clip noisy counts at zero before estimating)"
         )
     if items is not None:
-        labels = pd.Index(items)
+        labels = pd.Index(items, tupleize_cols=False)
     if labels is None:
         labels = pd.RangeIndex(m)
     if len(labels) != m:

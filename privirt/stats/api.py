@@ -170,9 +170,9 @@ def item_totals(source: Any, *, engine: str = "local", **kwargs: Any) -> pd.Seri
 def _select_items(resp: Responses, items: Sequence[Any]) -> Responses:
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-    wanted = pd.Index(list(items))
+    wanted = pd.Index(list(items), tupleize_cols=False)
     by_text = {str(label): label for label in resp.items}
-    wanted = pd.Index([by_text.get(str(w), w) for w in wanted])
+    wanted = pd.Index([by_text.get(str(w), w) for w in wanted], tupleize_cols=False)
     if wanted.has_duplicates:  # an item paired with itself (B_ii in an off-diagonal cell)
         raise ValueError(f"items lists {wanted[wanted.duplicated()][0]!r} twice; give each item once")
     pos = resp.items.get_indexer(wanted)

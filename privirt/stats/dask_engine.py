@@ -249,11 +249,11 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
 def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tuple[pd.Index, list, list]:
     """Item labels, and which data columns go to which item position."""
     if items is None:
-        labels = pd.Index(columns)
+        labels = pd.Index(columns, tupleize_cols=False)
         return labels, list(columns), list(range(len(columns)))
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-    labels = pd.Index(list(items))
+    labels = pd.Index(list(items), tupleize_cols=False)
     if labels.has_duplicates:
         raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
     by_text = {str(c): c for c in columns}
@@ -369,7 +369,7 @@ def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
     else:
         if isinstance(items, (str, bytes)):
             raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-        labels = pd.Index(list(items))
+        labels = pd.Index(list(items), tupleize_cols=False)
         if labels.has_duplicates:
             raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
         if len(labels) != m:
