@@ -544,3 +544,22 @@ def test_the_weights_column_is_found_in_any_case_as_the_long_layouts_columns_are
     assert r.n_persons == 5 and list(r.items) == ["a", "b"]
     with pytest.raises(ValueError, match="weights column 'count' is not a column"):
         privirt.as_responses(path, weights="count")
+
+
+def test_masked_cells_of_a_numpy_masked_array_are_missing():
+    """np.asarray dropped the mask: a masked cell was read as an answer (its hidden value), and
+    release_totals(missing="none") accepted such data as complete."""
+    data = [[1, 0, 1], [0, 1, 7], [1, 1, 0], [0, 1, 1]]  # 7: hidden under the mask, never read
+    mask = [[0, 1, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]]
+    nan = np.where(np.array(mask, bool), np.nan, np.array(data, float))
+    for dtype in (np.int64, float, object):
+        X = np.ma.masked_array(np.array(data, dtype=dtype), mask=mask)
+        assert privirt.as_responses(X).codes.tolist() == privirt.as_responses(nan).codes.tolist()
+        assert privirt.item_totals(X).tolist() == [2, 3, 2]
+    X = np.ma.masked_array(data, mask=mask)
+    assert privirt.as_responses(np.ma.masked_array([[1, 0], [0, 1]])).codes.tolist() == [[1, 0], [0, 1]]
+    with pytest.raises(ValueError, match='missing="none"'):
+        privirt.release_totals(X, epsilon=1.0, seed=3)
+    a = privirt.private_spectral_estimate(X, epsilon=1.0, seed=3, n_boot=20)
+    b = privirt.private_spectral_estimate(nan, epsilon=1.0, seed=3, n_boot=20)
+    assert np.array_equal(a.beta, b.beta) and np.array_equal(a.se, b.se)

@@ -180,7 +180,8 @@ def as_responses(
     Parameters
     ----------
     data : Responses, ndarray, DataFrame, str or path-like
-        * 2-D array of 0/1 with NaN for missing (float) — bool and integer arrays are fine.
+        * 2-D array of 0/1 with NaN for missing (float) — bool and integer arrays are fine;
+          the masked cells of a numpy masked array (``np.ma``) are missing, like NaN.
         * wide DataFrame: index = persons, columns = items.
         * long DataFrame with columns ``person, item, response`` (names configurable).
         * path to ``.csv`` (also compressed, ``.csv.gz``) / ``.parquet`` (``.pq``) in
@@ -276,7 +277,7 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
         if isinstance(data, dict):
             raise ValueError("a dict is not a responses table: pass a DataFrame (pd.DataFrame(data)), "
                              "an array or a file")
-        values = np.asarray(data)
+        values = _unmasked(data) if isinstance(data, np.ma.MaskedArray) else np.asarray(data)
         if values.ndim == 0:
             raise ValueError(f"responses must be a persons × items matrix (array, DataFrame or file), "
                              f"got {type(data).__name__}")
@@ -304,6 +305,21 @@ def _no_rows(m: int, items: Any, items_from_data: bool = False) -> Responses:
     items = pd.RangeIndex(m) if items is None else pd.Index(items)
     return Responses(np.empty((0, len(items)), dtype=np.int8), pd.RangeIndex(0), items,
                      items_from_data=items_from_data)
+
+
+def _unmasked(data: np.ma.MaskedArray) -> np.ndarray:
+    """A masked array's values with its masked cells missing (NaN), as numpy's mask means.
+
+    ``np.asarray`` would drop the mask and read a masked cell's hidden fill value as an
+    answer.
+    """
+    mask = np.ma.getmaskarray(data)
+    values = np.ma.getdata(data)
+    if not mask.any():
+        return np.asarray(values)
+    values = values.astype(float if values.dtype.kind in "biuf" else object)
+    values[mask] = np.nan
+    return values
 
 
 def _is_cupy(obj: Any) -> bool:
