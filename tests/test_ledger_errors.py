@@ -395,6 +395,11 @@ def test_shuffled_rr_default_delta_is_a_share_of_the_ledger(tmp_path):
     res = privirt.private_spectral_estimate(X, epsilon=1.0, mechanism="randomized_response",
                                             shuffle=True, ledger=led)
     assert res.privacy.delta == pytest.approx(DEFAULT_DELTA_SHARE * 1e-5)
+    # a tenth of 1e-05 is 1e-06, not the float product 1.0000000000000002e-06 that the
+    # statement and the summary rounded up to 1.01e-06
+    assert res.privacy.delta <= 1e-6 and led.default_delta(True) == 1e-6
+    assert str(res.privacy).splitlines()[0] == "privacy: (1, 1e-06)-differential privacy"
+    assert "δ used by approximate-DP spends: 1e-06 of 1e-05 (9e-06 left" in led.summary()
     row = led.spends().iloc[0]
     assert row["asked_delta"] == pytest.approx(1e-6) and row["delta"] <= 1e-6 * (1 + 1e-12)
     # the Gaussian still has δ left to be converted at: not refused

@@ -57,7 +57,8 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
 from ._sums import LEDGER_TOLERANCE
-from .spends import Spend, _journal, journal_mark, note_spent, reports_spends, spends_since
+from .spends import (Spend, _format_spends, _journal, journal_mark, note_spent, reports_spends,
+                     spends_since)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -443,8 +444,12 @@ class Ledger:
     def default_delta(self, spends_delta: bool) -> float:
         """The δ a call against this ledger uses when none is given: the ledger's δ for a call
         whose ρ is converted at it (the Gaussian), :data:`DEFAULT_DELTA_SHARE` of it for a
-        call that spends δ itself (shuffled randomized response) — never all of it."""
-        return self._delta * DEFAULT_DELTA_SHARE if spends_delta else self._delta
+        call that spends δ itself (shuffled randomized response) — never all of it.  The share
+        is the exact product of the two as written (decimal), rounded down to a float, so that
+        a tenth of 1e-05 is spent and reported as 1e-06 (the float product is above it)."""
+        if not spends_delta:
+            return self._delta
+        return _round_down(Fraction(repr(self._delta)) * Fraction(repr(DEFAULT_DELTA_SHARE)))
 
     def would_exceed(self, cost: Guarantee) -> bool:
         """Whether spending ``cost`` now would pass the budget (no lock is taken; advisory)."""
@@ -578,23 +583,3 @@ class Ledger:
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r}, epsilon={self._epsilon!r}, delta={self._delta!r})"
 
-
-def _format_spends(df: "pd.DataFrame") -> "pd.DataFrame":
-    """The spends as ``budget show`` lists them: the (ε, δ) asked beside the cost debited."""
-    import pandas as pd
-
-    def asked(row) -> str:
-        if pd.isna(row["asked_epsilon"]):
-            return "(not recorded)"
-        return f"ε={row['asked_epsilon']:.6g}, δ={row['asked_delta']:.3g}"
-
-    def cost(row) -> str:
-        return str(PrivacyCost(rho=row["rho"], epsilon=row["epsilon"], delta=row["delta"]))
-
-    return pd.DataFrame({
-        "time": df["time"].str.slice(0, 19),
-        "mechanism": df["mechanism"],
-        "asked": [asked(r) for _, r in df.iterrows()],
-        "cost": [cost(r) for _, r in df.iterrows()],
-        "note": df["note"],
-    }, index=df.index)

@@ -4,7 +4,8 @@
 :class:`~privirt.private.ledger.Ledger` journals each committed debit (:class:`Spend`); the
 private entry points are wrapped in :func:`reports_spends`, which adds the debits to an
 exception raised after them (``exc.privirt_spends`` and ``exc.__notes__``); the CLI reads
-:func:`spends_since` a :func:`journal_mark` to print them.  Imports only ``accounting``.
+:func:`spends_since` a :func:`journal_mark` to print them; ``_format_spends`` lays out a
+ledger's spends for ``budget show``.  Imports only ``accounting``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .accounting import ApproxDP, PrivacyCost
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["Spend", "journal_mark", "spends_since", "note_spent", "reports_spends"]
 
@@ -140,3 +144,24 @@ def reports_spends(fn: F) -> F:
             raise
 
     return wrapper  # type: ignore[return-value]
+
+
+def _format_spends(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The spends as ``budget show`` lists them: the (ε, δ) asked beside the cost debited."""
+    import pandas as pd
+
+    def asked(row) -> str:
+        if pd.isna(row["asked_epsilon"]):
+            return "(not recorded)"
+        return f"ε={row['asked_epsilon']:.6g}, δ={row['asked_delta']:.3g}"
+
+    def cost(row) -> str:
+        return str(PrivacyCost(rho=row["rho"], epsilon=row["epsilon"], delta=row["delta"]))
+
+    return pd.DataFrame({
+        "time": df["time"].str.slice(0, 19),
+        "mechanism": df["mechanism"],
+        "asked": [asked(r) for _, r in df.iterrows()],
+        "cost": [cost(r) for _, r in df.iterrows()],
+        "note": df["note"],
+    }, index=df.index)
