@@ -16,7 +16,8 @@ import numpy as np
 
 SeedLike = Union[int, np.integer, np.random.SeedSequence, None]
 
-__all__ = ["SeedLike", "seed_sequence", "child", "stream_key", "numpy_rng", "secure_rng", "describe_seed"]
+__all__ = ["SeedLike", "seed_sequence", "child", "estimate_stream", "stream_key", "numpy_rng", "secure_rng",
+           "describe_seed"]
 
 
 def seed_sequence(seed: Any, *, name: str = "seed") -> np.random.SeedSequence | None:
@@ -53,6 +54,18 @@ def child(ss: np.random.SeedSequence, *keys: int | str) -> np.random.SeedSequenc
     """
     return np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + tuple(_key_of(k) for k in keys))
 
+
+
+def estimate_stream(seed: Any) -> np.random.SeedSequence | None:
+    """The bootstrap's seed sequence: child stream ``"estimate"`` of ``seed`` (``None`` stays
+    ``None``: fresh OS entropy).
+
+    A one-call private estimate and the estimate from its release (``*_from_release``) both
+    derive it from the seed they are given, so the release's seed given to the second
+    reproduces the first exactly.
+    """
+    ss = seed_sequence(seed)
+    return None if ss is None else child(ss, "estimate")
 
 def stream_key(ss: np.random.SeedSequence) -> bytes:
     """256 bits derived from a sequence's state (used to key a reproducible secure stream)."""

@@ -403,3 +403,14 @@ def test_progress_bar_follows_the_refits(capsys):
     assert "point fit" in err and "noise variance" in err and "bootstrap" in err
     private_2pl_estimate(X, epsilon=2.0, seed=1, n_boot=20, progress=False)
     assert "2PL fit and intervals" not in capsys.readouterr().err
+
+
+def test_estimate_2pl_from_release_with_the_release_seed_reproduces_the_one_call_result():
+    """The bootstrap drew from the seed itself here and from its "estimate" stream in
+    private_2pl_estimate: same a and b, other intervals for the same seed."""
+    X, _, _ = _data(n=400, m=4)
+    for seed in (7, np.random.SeedSequence(7)):
+        one = private_2pl_estimate(X, epsilon=1.0, seed=seed, n_boot=20, intervals="bootstrap")
+        two = estimate_2pl_from_release(release_2pl(X, epsilon=1.0, seed=seed), n_boot=20, seed=seed,
+                                        intervals="bootstrap")
+        pd.testing.assert_frame_equal(one.to_frame(), two.to_frame())

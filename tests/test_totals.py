@@ -265,6 +265,16 @@ def test_estimate_is_post_processing_of_the_release(tmp_path):
     assert none.beta.equals(a.beta) and none.se.isna().all()
 
 
+def test_estimate_from_release_with_the_release_seed_reproduces_the_one_call_result():
+    """The bootstrap drew from the seed itself here and from its "estimate" stream in
+    private_totals_estimate: same beta, other intervals for the same seed."""
+    X, _ = _rasch()
+    for seed in (7, np.random.SeedSequence(7)):
+        one = private_totals_estimate(X, epsilon=1.0, seed=seed, n_boot=20)
+        two = estimate_from_release(release_totals(X, epsilon=1.0, seed=seed), n_boot=20, seed=seed)
+        pd.testing.assert_frame_equal(one.to_frame(), two.to_frame())
+
+
 # -- statistical behaviour --------------------------------------------------------------------
 def test_accurate_when_the_budget_is_large():
     X, beta = _rasch(n=4000, m=8, seed=2)

@@ -12,7 +12,7 @@ import pandas as pd
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
-from ..._seeds import SeedLike, child, seed_sequence
+from ..._seeds import SeedLike, estimate_stream
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import Responses, ResponsesLike
 from ..spends import reports_spends
@@ -334,11 +334,10 @@ def private_spectral_estimate(
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
                          items=items, n_persons=n_persons, p0=p0, note=note,
                          engine=engine, client=client, spends_delta=bool(rr and shuffle))
-    boot_seed = None if call.seed is None else child(call.seed, "estimate")
 
     if mechanism != "randomized_response":
         counts = _release_counts(call, mechanism, sensitivity, progress)
-        return spectral_from_release(counts, confidence=confidence, n_boot=n_boot, seed=boot_seed,
+        return spectral_from_release(counts, confidence=confidence, n_boot=n_boot, seed=call.seed,
                                      device=call.device, estimator=estimator, progress=progress)
     return _private_spectral_rr(call, bool(shuffle), rr_estimator)
 
@@ -377,7 +376,9 @@ def spectral_from_release(
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se``, ``ci`` NaN).
         ``None`` (default): 200 up to 1000 items, fewer beyond (:func:`~privirt.private.counts.intervals.default_n_boot`).
     seed : int or SeedSequence, optional
-        Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+        Seed of the bootstrap (ordinary randomness; it does not affect privacy), drawn from
+        its child stream ``"estimate"`` as in :func:`private_spectral_estimate`: the seed of the release
+        here reproduces ``private_spectral_estimate(X, seed=seed)`` exactly.
     device : {"auto", "cpu", "gpu"}
         Where the point estimate is solved (the bootstrap runs on the CPU).
     estimator : {"auto", "spectral", "noise_aware"}
@@ -396,7 +397,7 @@ def spectral_from_release(
     confidence = check_confidence(confidence)
     n_boot = default_n_boot(len(counts.items)) if n_boot is None else check_n_boot(n_boot)
     progress = resolve_progress(progress)
-    ss = seed_sequence(seed)
+    ss = estimate_stream(seed)
     st = counts.privacy
     if st.n_persons is None or st.noise_parameter not in ("sigma", "scale"):  # pragma: no cover
         raise ValueError("these counts do not say their number of persons and noise scale; "

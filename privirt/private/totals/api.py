@@ -32,7 +32,7 @@ from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import one_blas_thread
 from ..._results import ItemEstimate
-from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
+from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..accounting import NEIGHBOURING_RELATION
 from ...exceptions import warn_if_noise_dominates
 from ..statement import PrivacyStatement
@@ -417,7 +417,9 @@ def estimate_from_release(
     n_boot : int
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se`` and ``ci`` are NaN).
     seed : int or SeedSequence, optional
-        Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+        Seed of the bootstrap (ordinary randomness; it does not affect privacy), drawn from
+        its child stream ``"estimate"`` as in :func:`private_totals_estimate`: the seed of the release
+        here reproduces ``private_totals_estimate(X, seed=seed)`` exactly.
     progress : bool or None
         A progress bar on stderr for the bootstrap (simulation, then the refits); ``None``
         (default): only when stderr is a terminal.
@@ -426,7 +428,7 @@ def estimate_from_release(
         raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
     check_confidence(confidence)
     check_n_boot(n_boot)
-    ss = seed_sequence(seed)
+    ss = estimate_stream(seed)
     tick = ticker(2 * int(n_boot), "bootstrap intervals", unit="steps", enabled=resolve_progress(progress),
                   phase=lambda d: "simulation" if d < n_boot else "refits")
     if release.missing == "mcar":
@@ -594,4 +596,4 @@ def private_totals_estimate(
                              note=note, n_persons=n_persons, engine=engine,
                              client=client, missing=missing)
     return estimate_from_release(release, confidence=confidence, n_boot=n_boot,
-                                 seed=None if ss is None else child(ss, "estimate"), progress=progress)
+                                 seed=ss, progress=progress)

@@ -13,7 +13,7 @@ from scipy import special, stats
 
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
-from ..._seeds import child, describe_seed, numpy_rng, seed_sequence
+from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ...data.responses import ResponsesLike
 from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
@@ -382,7 +382,9 @@ def estimate_2pl_from_release(
         Bootstrap replicates (≥ 20), or 0 to skip the intervals of either route (``ci`` and
         ``se`` are NaN).
     seed : int or SeedSequence, optional
-        Seed of the bootstrap (ordinary randomness; it does not affect privacy).
+        Seed of the bootstrap (ordinary randomness; it does not affect privacy), drawn from
+        its child stream ``"estimate"`` as in :func:`private_2pl_estimate`: the seed of the release
+        here reproduces ``private_2pl_estimate(X, seed=seed)`` exactly.
     intervals : {"auto", "bootstrap", "laplace"}
         How the intervals are formed: ``"bootstrap"`` (above); ``"laplace"``: the estimate ±
         z × the posterior SD of the fit's own model (its Gaussian likelihood of the noisy moments
@@ -402,7 +404,7 @@ def estimate_2pl_from_release(
     check_confidence(confidence)
     check_n_boot(n_boot)
     _check_intervals(intervals)
-    ss = seed_sequence(seed)
+    ss = estimate_stream(seed)
     n = release.n_persons
     null = 2 * null_replicates(len(release.items), release.missing)
     total = 2 + null + int(n_boot)  # (the two point fits count: at m = 1000 they take ~20 s)
@@ -542,4 +544,4 @@ def private_2pl_estimate(
     release = release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note,
                           n_persons=n_persons, missing=missing)
     return estimate_2pl_from_release(release, confidence=confidence, n_boot=n_boot, intervals=intervals,
-                                     seed=None if ss is None else child(ss, "estimate"), progress=progress)
+                                     seed=ss, progress=progress)
