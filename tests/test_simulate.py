@@ -53,3 +53,21 @@ def test_seed_reproducible_and_bad_arguments():
         privirt.simulate_rasch(10, 3, p_observed=0)
     with pytest.raises(ValueError, match="n_items"):
         privirt.simulate_2pl(10, 0)
+
+
+@pytest.mark.parametrize("seed", [True, 1.5, "7", -1, [1, 2]])
+def test_seed_is_checked_as_everywhere_in_the_package(seed):
+    """The simulators took seed=True as seed 1 and gave numpy's TypeError for a float or a
+    string; they now refuse what the private functions refuse, in one line naming seed."""
+    for fn in (privirt.simulate_rasch, privirt.simulate_2pno, privirt.simulate_2pl):
+        with pytest.raises(ValueError, match=r"^seed must be a non-negative integer") as info:
+            fn(5, 3, seed=seed)
+        assert "\n" not in str(info.value)
+
+
+def test_seed_accepts_an_int_a_seed_sequence_and_a_generator_as_one_stream():
+    for fn in (privirt.simulate_rasch, privirt.simulate_2pno, privirt.simulate_2pl):
+        base = fn(20, 3, seed=4)
+        for seed in (np.int64(4), np.random.SeedSequence(4), np.random.default_rng(4)):
+            for x, y in zip(base, fn(20, 3, seed=seed)):
+                assert np.array_equal(x, y, equal_nan=True)

@@ -4,13 +4,19 @@ All three generators draw persons' abilities θ ~ N(0, 1) and return ``(X, theta
 where ``X`` is a float persons × items array with NaN for unobserved cells (each cell observed
 independently with probability ``p_observed``).  Randomness comes from
 :func:`numpy.random.default_rng` with the given ``seed`` — simulation is not a privacy
-mechanism.
+mechanism.  ``seed`` is the package's (an int ≥ 0, a ``numpy.random.SeedSequence`` or ``None``,
+:mod:`privirt._seeds`) or a ``numpy.random.Generator`` to draw from; anything else (``True``, a
+float, a string) is a ``ValueError`` naming ``seed``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import special
+
+from .._seeds import SeedLike, numpy_rng
 
 __all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
 
@@ -27,6 +33,18 @@ def _check(n_persons: int, n_items: int, p_observed: float) -> None:
         raise ValueError(f"p_observed must be a number in (0, 1], got {p_observed!r}")
 
 
+def _rng(seed: Any) -> np.random.Generator:
+    """The generator of a simulation: ``seed`` checked as everywhere in the package (a
+    ``Generator`` is used as it is); ``default_rng(s)`` and ``numpy_rng(s)`` are one stream."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    try:
+        return numpy_rng(seed)
+    except ValueError:
+        raise ValueError(f"seed must be a non-negative integer, a numpy SeedSequence or Generator, "
+                         f"or None, got {seed!r}") from None
+
+
 def _finish(prob: np.ndarray, p_observed: float, rng: np.random.Generator) -> np.ndarray:
     X = (rng.random(prob.shape) < prob).astype(np.float64)
     if p_observed < 1.0:
@@ -40,7 +58,7 @@ def simulate_rasch(
     *,
     p_observed: float = 1.0,
     beta_scale: float = 1.0,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike | np.random.Generator = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rasch data: P(X_li = 1) = logistic(θ_l − β_i).
 
@@ -53,7 +71,7 @@ def simulate_rasch(
     beta : ndarray (n_items,), centred
     """
     _check(n_persons, n_items, p_observed)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     theta = rng.standard_normal(n_persons)
     beta = rng.normal(0.0, beta_scale, n_items)
     beta -= beta.mean()
@@ -66,7 +84,7 @@ def simulate_2pno(
     n_items: int,
     *,
     p_observed: float = 1.0,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike | np.random.Generator = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two-parameter normal ogive data: P(X_ij = 1) = Φ(a_j θ_i − b_j).
 
@@ -76,7 +94,7 @@ def simulate_2pno(
     Returns ``(X, theta, a, b)``.
     """
     _check(n_persons, n_items, p_observed)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     theta = rng.standard_normal(n_persons)
     a = rng.uniform(0.2, 2.0, n_items)
     b = rng.uniform(-2.0, 2.0, n_items)
@@ -89,7 +107,7 @@ def simulate_2pl(
     n_items: int,
     *,
     p_observed: float = 1.0,
-    seed: int | np.random.Generator | None = None,
+    seed: SeedLike | np.random.Generator = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Two-parameter logistic data: P(X_ij = 1) = logistic(a_j θ_i − b_j).
 
@@ -98,7 +116,7 @@ def simulate_2pl(
     Returns ``(X, theta, a, b)``.
     """
     _check(n_persons, n_items, p_observed)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     theta = rng.standard_normal(n_persons)
     a = rng.uniform(0.5, 2.5, n_items)
     b = rng.standard_normal(n_items)
