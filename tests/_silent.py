@@ -18,11 +18,17 @@ def silent_histogram(rel, seed: int = 2):
     return dataclasses.replace(rel, histogram=rel.histogram + noise, sigma_histogram=SILENT_SD)
 
 
-def assert_se_scales_with_difficulty(fit) -> None:
-    """Under a silent histogram every difficulty is uncertain by a common scale factor: the se of
-    the items far from the centre (|β̂| > 0.8, at least 3 of them) is at least 0.2 |β̂|, and the
-    se rises with |β̂| (correlation > 0.9)."""
-    b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
-    far = b > 0.8
-    assert far.sum() >= 3 and np.all(se[far] >= 0.2 * b[far]), (b, se)
-    assert np.corrcoef(b, se)[0, 1] > 0.9
+def assert_se_scales_with_difficulty(fits) -> None:
+    """Under a silent histogram every difficulty is uncertain by a common scale factor: for the
+    items far from the centre (|β̂| > 0.8, at least 3 of them) se/|β̂| is at least 0.2 on average
+    over the bootstrap seeds of ``fits`` (one seed's 60 replicates estimate the common factor only
+    to about ±25 %: 0.17–0.30 over seeds 0–7 at n = 2000, m = 10), and in each fit the se rises
+    with |β̂| (correlation > 0.9)."""
+    ratios = []
+    for fit in fits:
+        b, se = np.abs(fit.beta_unshrunk.to_numpy()), fit.se.to_numpy()
+        far = b > 0.8
+        assert far.sum() >= 3, b
+        assert np.corrcoef(b, se)[0, 1] > 0.9, (b, se)
+        ratios.append(se[far] / b[far])
+    assert np.mean(np.concatenate(ratios)) >= 0.2, ratios
