@@ -238,16 +238,24 @@ def postgres():
         prefix = [runuser, "-u", "postgres", "--"]
     data = os.path.join(folder, "data")
     port = free_port()
-    try:
-        subprocess.run([*prefix, initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
-                       check=True, capture_output=True, timeout=180)
+
+    def start() -> None:
         subprocess.run([*prefix, pg_ctl, "-D", data, "-l", os.path.join(folder, "log"), "-w", "-t", "120", "-o",
                         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200",
                         "start"], check=True, capture_output=True, timeout=180)
+
+    def stop(mode: str = "fast") -> None:
+        subprocess.run([*prefix, pg_ctl, "-D", data, "-m", mode, "-w", "stop"], check=True, capture_output=True,
+                       timeout=120)
+
+    try:
+        subprocess.run([*prefix, initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+                       check=True, capture_output=True, timeout=180)
+        start()
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"could not start a PostgreSQL server: {getattr(exc, 'stderr', b'')!r:.300}")
-    yield {"port": port, "base": f"postgresql://postgres@127.0.0.1:{port}"}
+    yield {"port": port, "base": f"postgresql://postgres@127.0.0.1:{port}", "start": start, "stop": stop}
     subprocess.run([*prefix, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True, timeout=120)
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -333,3 +341,63 @@ def test_postgres_a_lost_commit_answer_is_looked_up_not_guessed(postgres, tmp_pa
     assert store.counts() == {"requests": 1, "spends": 1}
     service.run_request(store, who, "d", "release", params, "pg-2")
     assert store.counts() == {"requests": 2, "spends": 2}
+
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL: the service's connections dropped (pg_terminate_backend), or PostgreSQL down
+def _terminate(pg: dict, url: str) -> int:
+    """End every connection to ``url``'s database (as an administrator or a restart does) from a
+    separate connection, and wait until they are gone; returns how many there were."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(pg["base"] + "/postgres", autocommit=True) as con:
+        pids = [r[0] for r in con.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> "
+                                          "pg_backend_pid()", (name,)).fetchall()]
+        for pid in pids:
+            con.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 30
+        while con.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchone()[0]:
+            assert time.monotonic() < deadline, "the terminated connections did not end"
+            time.sleep(0.05)
+    return len(pids)
+
+
+def _pg_service(pg: dict, name: str):
+    """An in-process PostgreSQL state with LSAT6 as data set ``d`` and one analyst ``a``."""
+    import privirt
+    from privirt.serve import service
+    from privirt.serve.store import init_store
+
+    url = _new_database(pg, name)
+    store = init_store(url)
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=20.0, delta=DELTA, items=None, n_persons=None,
+                             missing="none", source="test")
+    who = store.authenticate(store.add_analyst("a", {"d": (20.0, DELTA)}), "analyst")
+    return url, store, who
+
+
+def test_postgres_connections_dropped_mid_request_still_store_and_return_the_result(postgres, monkeypatch):
+    """The service's connections end while a debited request computes (PostgreSQL up): its result
+    is stored on a fresh connection and returned, and a retry with its key replays it."""
+    from privirt.serve import service
+
+    url, store, who = _pg_service(postgres, "midrequest")
+    real = service._call_library
+    ended = []
+
+    def call_library(*args, **kwargs):
+        out = real(*args, **kwargs)  # debited by now
+        ended.append(_terminate(postgres, url))
+        return out
+
+    monkeypatch.setattr(service, "_call_library", call_library)
+    params = {"kind": "totals", "epsilon": 0.3, "delta": DELTA, "mechanism": "gaussian"}
+    body, replayed = service.run_request(store, who, "d", "release", params, "mid-1")
+    assert ended and ended[0] >= 1 and not replayed
+    found = store.find_request(who.id, idem_key="mid-1")
+    assert found["status"] == "done" and found["result"] == body
+    monkeypatch.setattr(service, "_call_library", real)
+    again, replayed = service.run_request(store, who, "d", "release", params, "mid-1")
+    assert replayed and again == body and store.counts() == {"requests": 1, "spends": 1}

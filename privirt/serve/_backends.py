@@ -11,11 +11,13 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
 __all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+
+T = TypeVar("T")
 
 
 class StateError(ValueError):
@@ -139,6 +141,10 @@ class _SQLite:
     def is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
 
+    def idempotent(self, work: Callable[[], T]) -> T:
+        """``work()`` (a file has no connection to lose)."""
+        return work()
+
 
 def _friendly_sqlite(exc: sqlite3.OperationalError, path: Path) -> Exception:
     text = str(exc)
@@ -211,6 +217,25 @@ class _Postgres:
         import psycopg
 
         return isinstance(exc, psycopg.errors.UniqueViolation)
+
+    def _drop(self) -> None:
+        con = getattr(self._local, "con", None)
+        self._local.con = None
+        if con is not None:
+            con.close()
+
+    def idempotent(self, work: Callable[[], T]) -> T:
+        """``work()`` and, if it lost its connection (``psycopg.OperationalError`` with PostgreSQL
+        up: the connection ended by an administrator, a restart or the network), ``work()`` once
+        more on a fresh connection.  Only for a ``work`` that may run twice (storing a result): a
+        lost COMMIT may or may not have been applied."""
+        import psycopg
+
+        try:
+            return work()
+        except psycopg.OperationalError:
+            self._drop()
+            return work()
 
 
 def _redact(url: str) -> str:

@@ -516,13 +516,16 @@ class Store:
         return None if row is None else int(row[0])
 
     def finish(self, request_id: str, *, result: dict | None = None, error: str | None = None) -> None:
-        """Store a spent request's result (status ``"done"``) or its error (``"failed"``)."""
+        """Store a spent request's result (status ``"done"``) or its error (``"failed"``); once more
+        on a fresh connection if the connection was lost (the update may be applied twice)."""
         b = self._b
-        status = "done" if error is None else "failed"
-        with b.write(durable=False) as con:
-            con.execute(b.q("UPDATE requests SET status = ?, result = ?, error = ?, finished = ? WHERE id = ?"),
-                        (status, None if result is None else json.dumps(result, separators=(",", ":")), error, _now(),
-                         request_id))
+        text = None if result is None else json.dumps(result, separators=(",", ":"))
+        row = ("done" if error is None else "failed", text, error, _now(), request_id)
+
+        def update() -> None:
+            with b.write(durable=False) as con:
+                con.execute(b.q("UPDATE requests SET status = ?, result = ?, error = ?, finished = ? WHERE id = ?"), row)
+        b.idempotent(update)
 
     # -- reading the record ---------------------------------------------------------------
     def spends(self, analyst_id: int | None = None) -> list[dict]:
