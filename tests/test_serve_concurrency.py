@@ -401,3 +401,30 @@ def test_postgres_connections_dropped_mid_request_still_store_and_return_the_res
     monkeypatch.setattr(service, "_call_library", real)
     again, replayed = service.run_request(store, who, "d", "release", params, "mid-1")
     assert replayed and again == body and store.counts() == {"requests": 1, "spends": 1}
+
+
+def _release_call(server, key: str, idem: str, epsilon: float = 0.2):
+    status, body, headers = call(f"{server.url}/v1/datasets/lsat6/release", "POST", key,
+                                 {"kind": "totals", "epsilon": epsilon}, headers={"Idempotency-Key": idem})
+    return status, body, {k.lower(): v for k, v in headers.items()}
+
+
+def test_postgres_a_retry_after_the_connections_dropped_replays_the_stored_result(postgres):
+    """The service's connections are ended (PostgreSQL up) after a debited request: a retry with its
+    Idempotency-Key, on a stale connection, replays the stored result (200) and spends nothing."""
+    url = _new_database(postgres, "stale")
+    keys = setup_state(url, {"lsat6": (LSAT6, 5.0, DELTA, ["--weights-col", "frequency"])}, {"alice": ["lsat6=4"]})
+    server = Server(url)
+    try:
+        first = _release_call(server, keys["alice"], "k-stale")
+        assert first[0] == 200, first[1]
+        for _ in range(3):
+            assert _terminate(postgres, url) >= 1
+            again = _release_call(server, keys["alice"], "k-stale")
+            assert again[0] == 200, again[1]
+            assert again[2].get("idempotent-replayed") == "true" and again[1] == first[1]
+        _terminate(postgres, url)
+        assert call(f"{server.url}/v1/spends", key=keys["alice"])[0] == 200
+    finally:
+        server.stop()
+    assert counts(url) == {"requests": 1, "spends": 1}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -186,17 +186,45 @@ class _Postgres:
             self._local.con = con
         return con
 
-    @contextmanager
-    def read(self, durable: bool = True) -> Iterator[Any]:
+    def _begin(self, stack: ExitStack):
+        """The thread's connection in a new transaction (entered on ``stack``).
+
+        BEGIN is the transaction's first statement: where it raises ``OperationalError`` on a
+        reused connection (lost meanwhile: ended by an administrator, a PostgreSQL restart), the
+        transaction begins once more on a fresh connection — safe, as nothing was sent in it.
+        """
+        import psycopg
+
+        old = getattr(self._local, "con", None)
+        reused = old is not None and not (old.closed or old.broken)
         con = self._conn()
         try:
-            with con.transaction():
-                if not durable:  # storing a result: a debit is never written this way
-                    con.execute("SET LOCAL synchronous_commit = off")
-                yield con
-        finally:
-            if con.info.transaction_status != 0:  # pragma: no cover - defensive
-                con.rollback()
+            stack.enter_context(con.transaction())
+        except psycopg.OperationalError:
+            self._drop()
+            if not reused:
+                raise
+            con = self._conn()
+            stack.enter_context(con.transaction())
+        return con
+
+    def _settle(self) -> None:
+        """After a transaction: a lost connection is closed (the next transaction opens a fresh
+        one), not rolled back, which would raise and hide the error that lost it."""
+        con = getattr(self._local, "con", None)
+        if con is not None and (con.closed or con.broken):
+            self._drop()
+        elif con is not None and con.info.transaction_status != 0:  # pragma: no cover - defensive
+            con.rollback()
+
+    @contextmanager
+    def read(self, durable: bool = True) -> Iterator[Any]:
+        with ExitStack() as stack:
+            stack.callback(self._settle)  # runs after the transaction's end
+            con = self._begin(stack)
+            if not durable:  # storing a result: a debit is never written this way
+                con.execute("SET LOCAL synchronous_commit = off")
+            yield con
 
     write = read
 
