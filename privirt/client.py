@@ -13,8 +13,8 @@ The methods return the library's own result objects (:class:`~privirt.TotalsEsti
 Built on the standard library (:mod:`urllib.request`), so an analyst needs only ``privirt``
 itself, not the service's extra.  Every request that spends carries a fresh
 ``Idempotency-Key``; when the connection fails before an answer arrives, when the service says
-you have too many requests running (429) or that it could not confirm a debit (503), the client
-retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
+you have too many requests running (429), that it could not confirm a debit (503) or that its
+state is unavailable for now (503, nothing spent), the client retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
 from the service's store and never paid twice.
 """
 
@@ -100,7 +100,8 @@ class TooManyRequests(ServiceError):
 
 class ServerError(ServiceError):
     """5xx.  ``request_id`` is set when the budget was, or may have been, spent (fetch it later
-    with :meth:`Client.result`; a 503 says the service could not confirm the debit)."""
+    with :meth:`Client.result`; a 503 with it says the service could not confirm the debit, one
+    without it that the service's state was unavailable and nothing was spent)."""
 
     @property
     def request_id(self) -> str | None:
@@ -111,7 +112,8 @@ _BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 402: BudgetExcee
               413: InvalidRequest, 409: Conflict, 429: TooManyRequests}
 #: the service's default limit on a request body (bytes; ``privirt.serve.app.MAX_BODY``)
 SERVICE_MAX_BODY = 16 * 1024
-#: statuses retried with the same Idempotency-Key (nothing spent, or the debit unconfirmed)
+#: statuses retried with the same Idempotency-Key (nothing spent, or the debit unconfirmed: the
+#: key makes a debited one a replay, never a second spend)
 _RETRIED = (429, 503)
 #: longest wait between two tries (seconds), whatever Retry-After says
 _MAX_WAIT = 30.0
@@ -198,7 +200,8 @@ class Client:
         Seconds to wait for one answer (finite, > 0).
     retries : int, default 2
         Retries (same Idempotency-Key) after a connection failure, a 429 (too many of your
-        requests running) or a 503 (a debit the service could not confirm); an integer >= 0.
+        requests running) or a 503 (a debit the service could not confirm, or its state
+        unavailable for now); an integer >= 0.
     cafile : str or path, optional
         A PEM file of the certificates to trust for ``https://`` instead of the system's (the
         certificate of a service run with ``--ssl-certfile`` and a self-signed certificate, or

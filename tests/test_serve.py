@@ -567,6 +567,17 @@ def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatc
     assert store.counts() == {"requests": 1, "spends": 1}
 
 
+    def gone(*args, **kwargs):
+        raise service.StateError("cannot connect to the state")
+
+    monkeypatch.setattr(service, "_responses", gone)  # the state unavailable before the debit: 503
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, None)
+    assert err.value.status == 503 and err.value.detail == service.STATE_UNAVAILABLE
+    assert err.value.headers["Retry-After"] == "5" and "request_id" not in err.value.extra
+    assert store.counts() == {"requests": 1, "spends": 1}
+
+
 def test_an_idempotency_key_stands_for_its_data_set(service):
     """The same key and body on another data set is 422, not the first data set's result, and
     nothing is spent on the second (real server over loopback)."""

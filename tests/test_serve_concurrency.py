@@ -428,3 +428,53 @@ def test_postgres_a_retry_after_the_connections_dropped_replays_the_stored_resul
     finally:
         server.stop()
     assert counts(url) == {"requests": 1, "spends": 1}
+
+
+UNAVAILABLE = "the service's state is unavailable; nothing was spent; retry later"
+
+
+def _pg_up(pg: dict) -> bool:
+    import psycopg
+
+    try:
+        psycopg.connect(pg["base"] + "/postgres", connect_timeout=5).close()
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
+def test_postgres_down_answers_503_with_retry_after_and_the_client_retries_with_its_key(postgres):
+    """PostgreSQL stopped: every request gets the one-line 503 "state unavailable ... nothing was
+    spent" with Retry-After; the client retries it with the same Idempotency-Key, and once
+    PostgreSQL is back (stale connections and all) it is answered, spent once."""
+    import threading
+
+    from privirt.client import Client
+
+    url = _new_database(postgres, "down")
+    keys = setup_state(url, {"lsat6": (LSAT6, 5.0, DELTA, ["--weights-col", "frequency"])}, {"alice": ["lsat6=4"]})
+    server = Server(url)
+    try:
+        assert _release_call(server, keys["alice"], "k-up")[0] == 200  # the threads hold connections
+        postgres["stop"]()
+        restart = threading.Timer(1.0, postgres["start"])
+        try:
+            answers = [_release_call(server, keys["alice"], "k-down"),
+                       call(f"{server.url}/v1/datasets", key=keys["alice"]),
+                       call(f"{server.url}/v1/curator/spends", key=keys["curator"])]
+            for status, body, headers in answers:
+                assert status == 503 and body == {"detail": UNAVAILABLE}
+                assert int({k.lower(): v for k, v in headers.items()}["retry-after"]) >= 1
+            restart.start()
+            Client(server.url, keys["alice"], retries=3).release("lsat6", kind="totals", epsilon=0.2,
+                                                                idempotency_key="k-down")
+        finally:
+            restart.cancel()
+            if restart.is_alive():
+                restart.join()
+            if not _pg_up(postgres):
+                postgres["start"]()
+        assert _release_call(server, keys["alice"], "k-down")[2].get("idempotent-replayed") == "true"
+    finally:
+        server.stop()
+    assert counts(url) == {"requests": 2, "spends": 2}

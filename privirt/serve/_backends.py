@@ -8,6 +8,7 @@ taken with :meth:`lock`), ``q()`` (placeholders), the schema, and error translat
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,13 +16,21 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+__all__ = ["StateError", "unavailable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
 
 
 class StateError(ValueError):
     """A state that cannot be opened, created or changed as asked (curator-facing)."""
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the state cannot be reached or used now: a :class:`StateError` (no
+    connection to PostgreSQL, a SQLite file locked or read-only) or a ``psycopg.OperationalError``
+    (a connection lost)."""
+    psycopg = sys.modules.get("psycopg")  # imported by a PostgreSQL state only
+    return isinstance(exc, StateError) or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
 
 
 _TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")

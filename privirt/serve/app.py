@@ -22,8 +22,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .auth import AuthError
 from .routers import analyst, curator
-from .service import NOT_FOUND, RequestFailed, load_datasets
-from .store import Store, open_store
+from .service import NOT_FOUND, RequestFailed, load_datasets, state_unavailable
+from .store import StateError, Store, open_store
 
 __all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
 
@@ -196,6 +196,20 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: i
             return JSONResponse({"detail": NOT_FOUND}, status_code=404)
         detail = exc.detail if isinstance(exc.detail, str) else "error"
         return JSONResponse({"detail": detail}, status_code=exc.status_code)
+
+    async def _unavailable(request: Request, exc: Exception):
+        # the state cannot be reached (PostgreSQL down, a connection lost twice, a SQLite file
+        # locked): raised before any debit (after it, run_request answers itself), so nothing was
+        # spent; one constant line, the cause for the curator's log only
+        _log.error("the state is unavailable: %s: %s", type(exc).__name__, " ".join(str(exc).split())[:300])
+        failed = state_unavailable()
+        return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
+
+    app.add_exception_handler(StateError, _unavailable)
+    if store.kind == "postgresql":
+        import psycopg
+
+        app.add_exception_handler(psycopg.OperationalError, _unavailable)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # pragma: no cover - defensive

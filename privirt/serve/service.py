@@ -22,6 +22,7 @@ import numpy as np
 
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
+from ._backends import unavailable
 from ._limits import OverQuota
 from .auth import UNAUTHORIZED, AuthError
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
@@ -136,6 +137,15 @@ class RequestFailed(Exception):
 
 
 NOT_FOUND = "not found for this key (no such data set or request, or you hold no allowance on it)"
+#: the one answer (503, with Retry-After) while the state cannot be reached, before any debit
+STATE_UNAVAILABLE = "the service's state is unavailable; nothing was spent; retry later"
+#: Retry-After (seconds) of a 503
+RETRY_AFTER_503 = 5
+
+
+def state_unavailable() -> RequestFailed:
+    """503 "the service's state is unavailable; nothing was spent", with ``Retry-After``."""
+    return RequestFailed(503, STATE_UNAVAILABLE, headers={"Retry-After": str(RETRY_AFTER_503)})
 
 
 class _ServiceDebit(Ledger):
@@ -207,7 +217,8 @@ def _unconfirmed(request_id: str) -> "RequestFailed":
     return RequestFailed(
         503, "the state did not confirm this request's debit (its commit failed or its answer was lost): the "
              f"budget may have been spent. GET /v1/requests/{request_id} tells (404: nothing was spent), or "
-             "retry with the same Idempotency-Key", headers={"Retry-After": "5"}, request_id=request_id)
+             "retry with the same Idempotency-Key", headers={"Retry-After": str(RETRY_AFTER_503)},
+        request_id=request_id)
 
 
 _cache_lock = threading.Lock()
@@ -285,7 +296,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     interrupted), 422 (Idempotency-Key malformed, or reused with other parameters), 401 (revoked meanwhile:
     :class:`~privirt.serve.auth.AuthError`, the same answer as every other 401),
     403 (the state's limit of releases per allowance reached, nothing spent),
-    503 (the debit's commit was not confirmed: it may be spent; the request id finds out),
+    503 (the debit's commit was not confirmed: it may be spent; the request id finds out — or,
+    before any debit, the state is unavailable: nothing was spent),
     500 (internal error: says whether the budget was spent).
     """
     ds = store.dataset_for(analyst.id, name)
@@ -340,6 +352,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         if debit.unconfirmed:  # whatever the library turned the unconfirmed debit into
             raise _unconfirmed(debit.planned_id) from exc
         if debit.request_id is None:
+            if unavailable(exc):
+                raise state_unavailable() from exc
             raise RequestFailed(500, "internal error before the budget was debited; nothing was spent") from exc
         message = ("internal error after the budget was debited: this request's cost was spent; "
                    f"request id {debit.request_id}")
