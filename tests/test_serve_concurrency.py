@@ -240,9 +240,11 @@ def postgres():
     port = free_port()
 
     def start() -> None:
+        # wal_writer_delay at its longest: a commit that does not wait for its WAL flush stays
+        # unflushed for seconds, so that a crash right after it surely loses it (stored results)
         subprocess.run([*prefix, pg_ctl, "-D", data, "-l", os.path.join(folder, "log"), "-w", "-t", "120", "-o",
-                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200",
-                        "start"], check=True, capture_output=True, timeout=180)
+                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
+                        " -c wal_writer_delay=10000", "start"], check=True, capture_output=True, timeout=180)
 
     def stop(mode: str = "fast") -> None:
         subprocess.run([*prefix, pg_ctl, "-D", data, "-m", mode, "-w", "stop"], check=True, capture_output=True,
@@ -478,3 +480,20 @@ def test_postgres_down_answers_503_with_retry_after_and_the_client_retries_with_
     finally:
         server.stop()
     assert counts(url) == {"requests": 2, "spends": 2}
+
+
+def test_postgres_a_result_answered_with_200_survives_an_immediate_crash(postgres):
+    """docs/serve.md: the result is stored, then returned.  PostgreSQL crashes (immediate stop: no
+    WAL flush) right after the 200: once it is back, the request id still fetches that result."""
+    url = _new_database(postgres, "crash")
+    keys = setup_state(url, {"lsat6": (LSAT6, 5.0, DELTA, ["--weights-col", "frequency"])}, {"alice": ["lsat6=4"]})
+    server = Server(url)
+    try:
+        status, body, _ = _release_call(server, keys["alice"], "k-crash")
+        assert status == 200, body
+        postgres["stop"]("immediate")
+        postgres["start"]()
+        fetched = call(f"{server.url}/v1/requests/{body['request_id']}", key=keys["alice"])
+        assert fetched[:2] == (200, body)
+    finally:
+        server.stop()

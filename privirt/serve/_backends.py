@@ -228,12 +228,12 @@ class _Postgres:
 
     @contextmanager
     def read(self, durable: bool = True) -> Iterator[Any]:
+        """``durable`` is ignored: every commit waits for its WAL flush (the server's
+        ``synchronous_commit``), results too — a result answered with 200 survives a crash of
+        PostgreSQL right after it (docs/serve.md: stored, then returned)."""
         with ExitStack() as stack:
             stack.callback(self._settle)  # runs after the transaction's end
-            con = self._begin(stack)
-            if not durable:  # storing a result: a debit is never written this way
-                con.execute("SET LOCAL synchronous_commit = off")
-            yield con
+            yield self._begin(stack)
 
     write = read
 
