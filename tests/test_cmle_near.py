@@ -193,3 +193,39 @@ def test_kept_esfs_are_bounded(monkeypatch):
     assert kept and 0 < max(kept) <= 300 and min(dropped) > 0  # some kept, some not
     np.testing.assert_array_equal(res.info["cov"], ref.info["cov"])
     np.testing.assert_array_equal(res.beta, ref.beta)
+
+
+@pytest.mark.parametrize("spread", [1.0, 300.0])  # plain and log-space ESFs
+def test_numba_near_pair_kernel_equals_numpy(monkeypatch, spread):
+    # the exact near-pair terms ran as two W = 1 chains plus numpy passes over (triples, K)
+    # arrays, and in numpy's Python loop (~6 K passes) wherever a batch had few triples
+    # (~16 of the ~40 CPU s at 10^3 x 10^3 with 20 % missing cells); one numba pass per triple
+    # now, wherever the batch's own chain runs in numba, with the same values
+    pytest.importorskip("numba")
+    from privirt.rasch import _esf, _esf_numba
+
+    m = 120
+    X = privirt.simulate_rasch(300, m, p_observed=0.8, seed=41)[0]
+    stats = cmle._statistics(privirt.as_responses(X).codes)
+    beta = np.random.default_rng(41).normal(size=m) * spread
+    beta[7] = beta[3] + 4e-4  # near pairs, a tie and a pair of near-equal hard items
+    beta[9] = beta[3] - 2e-4
+    beta[11] = beta[3]
+    beta[20], beta[21] = 3.0 * spread, 3.0 * spread + 5e-4
+    beta -= beta.mean()
+    pa, pb = cmle._near_pairs(beta, cmle._NEAR)
+    calls = []
+    real = _esf_numba.near_pairs
+    monkeypatch.setattr(_esf_numba, "near_pairs", lambda *a: calls.append(1) or real(*a))
+    out = {}
+    for engine in ("numpy", "auto"):
+        monkeypatch.setattr(_esf, "CHAIN_ENGINE", engine)
+        terms = []
+        for b in stats.batches:
+            lg, _, _, bt = _esf.batch_probabilities(np.append(beta, 0.0)[b.items], b.real,
+                                                    b.sizes, b.lo, b.hi)
+            assert b.items.shape[0] * b.items.shape[1] ** 2 >= _esf.NUMBA_FROM_CELLS
+            terms.append(cmle._near_terms(pa, pb, m, [b], [(lg, bt)]))
+        out[engine] = np.concatenate(terms)
+    assert calls and np.count_nonzero(out["numpy"]) >= 6
+    np.testing.assert_allclose(out["auto"], out["numpy"], rtol=1e-12, atol=0)

@@ -97,16 +97,21 @@ CHAIN_ENGINE: str = "auto"
 NUMBA_FROM_CELLS = 100_000
 
 
+def _numba_for(cells: int) -> bool:
+    """Whether work of ``cells`` (group, item, score) cells runs in :mod:`._esf_numba`."""
+    from .._backend import numba_available
+
+    if CHAIN_ENGINE not in ("auto", "numpy"):
+        raise ValueError(f'CHAIN_ENGINE must be "auto" or "numpy", got {CHAIN_ENGINE!r}')
+    return CHAIN_ENGINE == "auto" and cells >= NUMBA_FROM_CELLS and numba_available()
+
+
 def _chain_rows(R: np.ndarray, E: np.ndarray, log_mode: bool, K: int, sizes: np.ndarray,
                 lo=None, hi=None) -> np.ndarray:
     """:func:`_chain` with the multipliers ``c_r = R[g, r] E[g, i]`` (``log_mode``:
     ``clip(exp(R[g, r] + E[g, i]), 1e-300, _C_MAX)``), ``R`` (G, K) and ``E`` (G, W)."""
-    from .._backend import numba_available
-
     G, W = E.shape
-    if CHAIN_ENGINE not in ("auto", "numpy"):
-        raise ValueError(f'CHAIN_ENGINE must be "auto" or "numpy", got {CHAIN_ENGINE!r}')
-    if CHAIN_ENGINE == "auto" and G and G * W * K >= NUMBA_FROM_CELLS and numba_available():
+    if _numba_for(G * W * K) and G:
         from . import _esf_numba
 
         up_from, dn_to = _score_ranges(K, G, lo, hi)
@@ -211,8 +216,10 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     ``π_{ab|r} = π_{a|r} π'_{b|r−1}`` with ``π'`` the success probability of ``b`` on the
     item set without ``a``, whose ESF ratios follow from ``π_{a|·}``: ``γ^{(a)}_s =
     γ_s (1 − π_{a|s}) = γ_{s+1} π_{a|s+1} / ε_a`` (the form whose factor is ≥ 1/2 is used).
-    The triples are taken in chunks of at most ``NEAR_CHUNK_CELLS / (K + 1)``, so memory is
-    bounded whatever their number.
+    Wherever the batch's own chain runs in numba (:func:`_numba_for`), the triples run in the
+    one-pass kernel ``_esf_numba.near_pairs`` (the same arithmetic, O(K) memory); in numpy
+    they are taken in chunks of at most ``NEAR_CHUNK_CELLS / (K + 1)``, so memory is bounded
+    whatever their number.
     """
     t = gi.size
     if t == 0:
@@ -228,6 +235,19 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     if first.size < t:
         return near_pair_terms(lg, bt, sizes, counts, gi[first], ia[first], ib[first])[back.ravel()]
     K = lg.shape[1] - 1
+    # the numba kernel wherever the batch's own chain runs there (its load is paid already;
+    # numpy's loop costs ~6 K whole-array passes per call however few the triples)
+    if _numba_for(max(lg.shape[0] * K * K, t * (K + 1))):
+        from . import _esf_numba
+
+        out = np.empty(t)
+        _esf_numba.near_pairs(np.ascontiguousarray(lg, dtype=np.float64),
+                              np.ascontiguousarray(bt, dtype=np.float64),
+                              np.asarray(sizes, dtype=np.int64),
+                              np.ascontiguousarray(counts, dtype=np.float64),
+                              np.asarray(gi, dtype=np.int64), np.asarray(ia, dtype=np.int64),
+                              np.asarray(ib, dtype=np.int64), _C_MAX, out)
+        return out
     step = max(1, NEAR_CHUNK_CELLS // (K + 1))
     if t > step:
         return np.concatenate([
