@@ -216,10 +216,10 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     ``π_{ab|r} = π_{a|r} π'_{b|r−1}`` with ``π'`` the success probability of ``b`` on the
     item set without ``a``, whose ESF ratios follow from ``π_{a|·}``: ``γ^{(a)}_s =
     γ_s (1 − π_{a|s}) = γ_{s+1} π_{a|s+1} / ε_a`` (the form whose factor is ≥ 1/2 is used).
-    Wherever the batch's own chain runs in numba (:func:`_numba_for`), the triples run in the
-    one-pass kernel ``_esf_numba.near_pairs`` (the same arithmetic, O(K) memory); in numpy
-    they are taken in chunks of at most ``NEAR_CHUNK_CELLS / (K + 1)``, so memory is bounded
-    whatever their number.
+    Wherever the batch's own chain runs in numba (:func:`_numba_for`), the two chains and the
+    sum run in the one-pass kernels ``_esf_numba.near_pairs_a`` / ``near_pairs_b`` (the same
+    arithmetic).  The triples are taken in chunks of at most ``NEAR_CHUNK_CELLS / (K + 1)``,
+    so memory is bounded whatever their number.
     """
     t = gi.size
     if t == 0:
@@ -235,19 +235,6 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     if first.size < t:
         return near_pair_terms(lg, bt, sizes, counts, gi[first], ia[first], ib[first])[back.ravel()]
     K = lg.shape[1] - 1
-    # the numba kernel wherever the batch's own chain runs there (its load is paid already;
-    # numpy's loop costs ~6 K whole-array passes per call however few the triples)
-    if _numba_for(max(lg.shape[0] * K * K, t * (K + 1))):
-        from . import _esf_numba
-
-        out = np.empty(t)
-        _esf_numba.near_pairs(np.ascontiguousarray(lg, dtype=np.float64),
-                              np.ascontiguousarray(bt, dtype=np.float64),
-                              np.asarray(sizes, dtype=np.int64),
-                              np.ascontiguousarray(counts, dtype=np.float64),
-                              np.asarray(gi, dtype=np.int64), np.asarray(ia, dtype=np.int64),
-                              np.asarray(ib, dtype=np.int64), _C_MAX, out)
-        return out
     step = max(1, NEAR_CHUNK_CELLS // (K + 1))
     if t > step:
         return np.concatenate([
@@ -263,14 +250,34 @@ def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     K = lg.shape[1] - 1
     k = sizes[gi]
     lgt = lg[gi]
-    lr = _log_ratios(lgt, k)
-    pa = _chain_rows(lr, -bt[gi, ia][:, None], True, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
-    pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
+    # the chains in numba wherever the batch's own chain runs there (its load is paid
+    # already; numpy's loop costs ~6 K whole-array passes however few the triples); the
+    # logarithms stay numpy's, so the values are the same
+    numba = _numba_for(max(lg.shape[0] * K * K, gi.size * (K + 1)))
+    if numba:
+        from . import _esf_numba
+
+        sizes = np.asarray(sizes, dtype=np.int64)
+        gi, ia, ib = (np.asarray(v, dtype=np.int64) for v in (gi, ia, ib))
+        lg = np.ascontiguousarray(lg, dtype=np.float64)
+        bt = np.ascontiguousarray(bt, dtype=np.float64)
+        pa = np.empty((gi.size, K + 1))
+        _esf_numba.near_pairs_a(lg, bt, sizes, gi, ia, _C_MAX, pa)
+    else:
+        lr = _log_ratios(lgt, k)
+        pa = _chain_rows(lr, -bt[gi, ia][:, None], True, K, k)[:, :, 0].T  # (t, K + 1)
+        pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
     with np.errstate(divide="ignore", invalid="ignore"):
         # log γ^{(a)}_s, s = 0..K−1
         one = lgt[:, :K] + np.log1p(-np.minimum(pa[:, :K], 1.0))
         two = lgt[:, 1:] + np.log(pa[:, 1:]) + bt[gi, ia][:, None]
         lga = np.where(pa[:, :K] <= 0.5, one, two)
+    if numba:
+        out = np.empty(gi.size)
+        _esf_numba.near_pairs_b(np.ascontiguousarray(lga), bt, sizes,
+                                np.ascontiguousarray(counts, dtype=np.float64), gi, ib, pa,
+                                _C_MAX, out)
+        return out
     lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
     pb = _chain_rows(lrb, -bt[gi, ib][:, None], True, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
     pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0

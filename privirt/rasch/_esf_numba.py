@@ -89,36 +89,40 @@ def _chain_one(lr, k, e, c_max, c, p):
 
 
 @njit(**_JIT)
-def near_pairs(lg, bt, sizes, counts, gi, ia, ib, c_max, out):
-    """``out[t] = Σ_r n_r π_{a|r} π'_{b|r−1}`` of each (group, item a, item b) triple: the
-    arithmetic of :func:`privirt.rasch._esf._near_pair_chunk` (its two chains and the
-    ``γ^{(a)}`` step) in one pass per triple, without (triples, K) temporaries."""
+def near_pairs_a(lg, bt, sizes, gi, ia, c_max, pa):
+    """``pa[t, r] = π_{a|r}`` of each (group ``gi[t]``, item ``ia[t]``) (0 past the group's
+    size): the first chain of :func:`privirt.rasch._esf._near_pair_chunk`, one pass per
+    triple."""
     K = lg.shape[1] - 1
     lr = np.empty(K)
-    lga = np.empty(K)
     c = np.empty(K)
-    pa = np.empty(K + 1)
-    pb = np.empty(K + 1)
+    p = np.empty(K + 1)
     for t in range(gi.size):
         g = gi[t]
         k = sizes[g]
-        ba = bt[g, ia[t]]
         for r in range(K):  # log(γ_r / γ_{r+1}), 0 past the group's size
             lr[r] = lg[g, r] - lg[g, r + 1] if r < k else 0.0
-        _chain_one(lr, k, -ba, c_max, c, pa)
-        for r in range(k + 1, K + 1):
-            pa[r] = 0.0
-        for s in range(K):  # log γ^{(a)}_s, by the form whose factor is ≥ 1/2
-            if pa[s] <= 0.5:
-                lga[s] = lg[g, s] + math.log1p(-min(pa[s], 1.0))
-            else:
-                lga[s] = lg[g, s + 1] + math.log(pa[s + 1]) + ba
+        _chain_one(lr, k, -bt[g, ia[t]], c_max, c, p)
+        for r in range(K + 1):
+            pa[t, r] = p[r] if r <= k else 0.0
+
+
+@njit(**_JIT)
+def near_pairs_b(lga, bt, sizes, counts, gi, ib, pa, c_max, out):
+    """``out[t] = Σ_r n_r π_{a|r} π'_{b|r−1}`` from ``lga[t, s] = log γ^{(a)}_s`` and ``pa``
+    (:func:`near_pairs_a`): the second chain and the sum of
+    :func:`privirt.rasch._esf._near_pair_chunk`, one pass per triple."""
+    K = lga.shape[1]
+    lr = np.empty(K - 1)
+    c = np.empty(K - 1)
+    p = np.empty(K)
+    for t in range(gi.size):
+        g = gi[t]
+        k = sizes[g] - 1
         for s in range(K - 1):
-            lr[s] = lga[s] - lga[s + 1] if s < k - 1 else 0.0
-        _chain_one(lr[: K - 1], k - 1, -bt[g, ib[t]], c_max, c, pb)
-        for s in range(k, K):
-            pb[s] = 0.0
+            lr[s] = lga[t, s] - lga[t, s + 1] if s < k else 0.0
+        _chain_one(lr, k, -bt[g, ib[t]], c_max, c, p)
         acc = 0.0
-        for r in range(1, K + 1):
-            acc += counts[g, r] * pa[r] * pb[r - 1]
+        for r in range(1, min(k + 1, K) + 1):  # p past the reduced size: 0
+            acc += counts[g, r] * pa[t, r] * p[r - 1]
         out[t] = acc
