@@ -15,54 +15,84 @@ _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
 @njit(**_JIT)
-def _mults(row, E, g, log_mode, c_max, out):
-    """``out[i] = c`` of every slot ``i`` of group ``g`` at the score of ``row``."""
-    W = out.size
+def _mult(row, e, log_mode, c_max):
+    """One multiplier ``c = row · e`` (``log_mode``: ``clip(exp(row + e), 1e-300, c_max)``)."""
     if log_mode:
-        for i in range(W):
-            out[i] = min(max(math.exp(row + E[g, i]), 1e-300), c_max)
-    else:
-        for i in range(W):
-            out[i] = row * E[g, i]
+        return min(max(math.exp(row + e), 1e-300), c_max)
+    return row * e
 
 
 @njit(**_JIT)
 def chain(R, E, log_mode, c_max, sizes, up_last, dn_first, P):
     """``P[r, g, i] = π_{i|r}`` with multipliers ``c_r = R[g, r] E[g, i]`` (``log_mode``:
-    ``clip(exp(R[g, r] + E[g, i]), 1e-300, c_max)``); upward for ``r + 1 ≤ up_last[g]``,
-    downward for ``r ≥ dn_first[g]`` (as :func:`privirt.rasch._esf._chain`)."""
+    ``clip(exp(R[g, r] + E[g, i]), 1e-300, c_max)``) for ``dn_first[g] ≤ r ≤ up_last[g]``
+    (the other entries are unspecified), as :func:`privirt.rasch._esf._chain`: upward for
+    ``r + 1 ≤ up_last[g]``, downward for ``r ≥ dn_first[g]``, the downward value where
+    ``c_{r−1} > 1``.  Each item runs only the pass(es) whose values it keeps in that range
+    (the same arithmetic per item), and only that range of ``P`` is written."""
     K = P.shape[0] - 1
     G, W = E.shape
     p = np.empty(W)
     d = np.empty(W)
     c = np.empty(W)
     c_below = np.empty(W)
+    up = np.empty(W, dtype=np.int64)
+    dn = np.empty(W, dtype=np.int64)
     for g in range(G):
         k = sizes[g]
+        a = dn_first[g]
+        b = up_last[g]
+        first = max(a, 1)
+        last = min(b, K - 1)
+        n_up = 0
+        n_dn = 0
+        for i in range(W):  # which pass each item's kept values come from
+            need_up = a == 0 or b >= K
+            need_dn = False
+            for r in range(first, last + 1):
+                if _mult(R[g, r - 1], E[g, i], log_mode, c_max) > 1.0:
+                    need_dn = True
+                else:
+                    need_up = True
+            if need_up:
+                up[n_up] = i
+                n_up += 1
+            if need_dn:
+                dn[n_dn] = i
+                n_dn += 1
         for i in range(W):
             P[0, g, i] = 0.0
-            p[i] = 0.0
-            d[i] = 1.0
-        for r in range(up_last[g]):
-            _mults(R[g, r], E, g, log_mode, c_max, c)
-            for i in range(W):
-                p[i] = c[i] * (1.0 - p[i])
-                P[r + 1, g, i] = p[i]
-        top = K - 1
-        first = max(dn_first[g], 1)
-        if top >= first:
-            _mults(R[g, top], E, g, log_mode, c_max, c)
-        for r in range(top, first - 1, -1):
-            _mults(R[g, r - 1], E, g, log_mode, c_max, c_below)
-            if r >= k:
-                for i in range(W):
-                    d[i] = 1.0
+        for j in range(n_up):
+            p[j] = 0.0
+        for r in range(b):
+            row = R[g, r]
+            if r + 1 >= a:
+                for j in range(n_up):
+                    i = up[j]
+                    p[j] = _mult(row, E[g, i], log_mode, c_max) * (1.0 - p[j])
+                    P[r + 1, g, i] = p[j]
             else:
-                for i in range(W):
-                    d[i] = 1.0 - d[i] / c[i]
-            for i in range(W):  # a select, not a branch (c_r > 1 varies with the item)
-                P[r, g, i] = d[i] if c_below[i] > 1.0 else P[r, g, i]
-            c, c_below = c_below, c
+                for j in range(n_up):
+                    p[j] = _mult(row, E[g, up[j]], log_mode, c_max) * (1.0 - p[j])
+        top = K - 1
+        if n_dn and top >= first:
+            for j in range(n_dn):
+                d[j] = 1.0
+                c[j] = _mult(R[g, top], E[g, dn[j]], log_mode, c_max)
+            for r in range(top, first - 1, -1):
+                row = R[g, r - 1]
+                for j in range(n_dn):
+                    c_below[j] = _mult(row, E[g, dn[j]], log_mode, c_max)
+                if r >= k:
+                    for j in range(n_dn):
+                        d[j] = 1.0
+                else:
+                    for j in range(n_dn):
+                        d[j] = 1.0 - d[j] / c[j]
+                for j in range(n_dn):
+                    if c_below[j] > 1.0:
+                        P[r, g, dn[j]] = d[j]
+                c, c_below = c_below, c
         if k == K:
             for i in range(W):
                 P[K, g, i] = 1.0
