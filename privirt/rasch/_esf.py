@@ -37,6 +37,13 @@ def _lin_esf(et: np.ndarray, start=1.0) -> np.ndarray:
     ``start`` (per row; the summation is linear in its initial ``γ_0``)."""
     G, K = et.shape
     out = np.zeros((G, K + 1))
+    if _numba_for(G * K * K) and G:  # where the batch's chain runs in numba (same values)
+        from . import _esf_numba
+
+        _esf_numba.lin_esf(np.ascontiguousarray(et, dtype=np.float64),
+                           np.broadcast_to(np.asarray(start, dtype=np.float64), (G,)).copy(),
+                           out)
+        return out
     out[:, 0] = start
     for j in range(K):
         out[:, 1 : j + 2] += et[:, j : j + 1] * out[:, : j + 1]

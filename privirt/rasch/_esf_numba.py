@@ -15,6 +15,25 @@ _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
 @njit(**_JIT)
+def lin_esf(et, start, out):
+    """``out[g] = γ_0..γ_K`` of ``et[g]`` times ``start[g]``: the summation of
+    :func:`privirt.rasch._esf._lin_esf` (the same products and sums, in its order), one pass
+    per group."""
+    G, K = et.shape
+    tmp = np.empty(K)
+    for g in range(G):
+        out[g, 0] = start[g]
+        for r in range(1, K + 1):
+            out[g, r] = 0.0
+        for j in range(K):
+            e = et[g, j]
+            for r in range(j + 1):
+                tmp[r] = e * out[g, r]
+            for r in range(j + 1):
+                out[g, r + 1] += tmp[r]
+
+
+@njit(**_JIT)
 def _mult(row, e, log_mode, c_max):
     """One multiplier ``c = row · e`` (``log_mode``: ``clip(exp(row + e), 1e-300, c_max)``)."""
     if log_mode:
