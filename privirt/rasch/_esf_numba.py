@@ -57,6 +57,8 @@ def chain(R, E, log_mode, c_max, sizes, up_last, dn_first, P):
     c_below = np.empty(W)
     up = np.empty(W, dtype=np.int64)
     dn = np.empty(W, dtype=np.int64)
+    eu = np.empty(W)  # E of the items in up / dn, contiguous
+    ed = np.empty(W)
     for g in range(G):
         k = sizes[g]
         a = dn_first[g]
@@ -75,9 +77,11 @@ def chain(R, E, log_mode, c_max, sizes, up_last, dn_first, P):
                     need_up = True
             if need_up:
                 up[n_up] = i
+                eu[n_up] = E[g, i]
                 n_up += 1
             if need_dn:
                 dn[n_dn] = i
+                ed[n_dn] = E[g, i]
                 n_dn += 1
         for i in range(W):
             P[0, g, i] = 0.0
@@ -87,21 +91,21 @@ def chain(R, E, log_mode, c_max, sizes, up_last, dn_first, P):
             row = R[g, r]
             if r + 1 >= a:
                 for j in range(n_up):
-                    i = up[j]
-                    p[j] = _mult(row, E[g, i], log_mode, c_max) * (1.0 - p[j])
-                    P[r + 1, g, i] = p[j]
+                    p[j] = _mult(row, eu[j], log_mode, c_max) * (1.0 - p[j])
+                for j in range(n_up):
+                    P[r + 1, g, up[j]] = p[j]
             else:
                 for j in range(n_up):
-                    p[j] = _mult(row, E[g, up[j]], log_mode, c_max) * (1.0 - p[j])
+                    p[j] = _mult(row, eu[j], log_mode, c_max) * (1.0 - p[j])
         top = K - 1
         if n_dn and top >= first:
             for j in range(n_dn):
                 d[j] = 1.0
-                c[j] = _mult(R[g, top], E[g, dn[j]], log_mode, c_max)
+                c[j] = _mult(R[g, top], ed[j], log_mode, c_max)
             for r in range(top, first - 1, -1):
                 row = R[g, r - 1]
                 for j in range(n_dn):
-                    c_below[j] = _mult(row, E[g, dn[j]], log_mode, c_max)
+                    c_below[j] = _mult(row, ed[j], log_mode, c_max)
                 if r >= k:
                     for j in range(n_dn):
                         d[j] = 1.0
