@@ -255,13 +255,10 @@ def near_pair_terms(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
 def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
     """:func:`near_pair_terms` for one chunk of triples."""
     K = lg.shape[1] - 1
-    k = sizes[gi]
-    lgt = lg[gi]
     # the chains in numba wherever the batch's own chain runs there (its load is paid
     # already; numpy's loop costs ~6 K whole-array passes however few the triples); the
-    # logarithms stay numpy's, so the values are the same
-    numba = _numba_for(max(lg.shape[0] * K * K, gi.size * (K + 1)))
-    if numba:
+    # logarithms stay numpy's (one per cell), so the values are the same
+    if _numba_for(max(lg.shape[0] * K * K, gi.size * (K + 1))):
         from . import _esf_numba
 
         sizes = np.asarray(sizes, dtype=np.int64)
@@ -269,22 +266,25 @@ def _near_pair_chunk(lg, bt, sizes, counts, gi, ia, ib) -> np.ndarray:
         lg = np.ascontiguousarray(lg, dtype=np.float64)
         bt = np.ascontiguousarray(bt, dtype=np.float64)
         pa = np.empty((gi.size, K + 1))
-        _esf_numba.near_pairs_a(lg, bt, sizes, gi, ia, _C_MAX, pa)
-    else:
-        lr = _log_ratios(lgt, k)
-        pa = _chain_rows(lr, -bt[gi, ia][:, None], True, K, k)[:, :, 0].T  # (t, K + 1)
-        pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
+        x1, x2 = np.empty(gi.size * K), np.empty(gi.size * K)
+        n1, n2 = _esf_numba.near_pairs_a(lg, bt, sizes, gi, ia, _C_MAX, pa, x1, x2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            l1, l2 = np.log1p(x1[:n1]), np.log(x2[:n2])
+        del x1, x2
+        out = np.empty(gi.size)
+        _esf_numba.near_pairs_b(lg, bt, sizes, np.ascontiguousarray(counts, dtype=np.float64),
+                                gi, ia, ib, pa, l1, l2, _C_MAX, out)
+        return out
+    k = sizes[gi]
+    lgt = lg[gi]
+    lr = _log_ratios(lgt, k)
+    pa = _chain_rows(lr, -bt[gi, ia][:, None], True, K, k)[:, :, 0].T  # (t, K + 1): π_{a|r}
+    pa[np.arange(K + 1)[None, :] > k[:, None]] = 0.0  # past the group's size: unspecified
     with np.errstate(divide="ignore", invalid="ignore"):
         # log γ^{(a)}_s, s = 0..K−1
         one = lgt[:, :K] + np.log1p(-np.minimum(pa[:, :K], 1.0))
         two = lgt[:, 1:] + np.log(pa[:, 1:]) + bt[gi, ia][:, None]
         lga = np.where(pa[:, :K] <= 0.5, one, two)
-    if numba:
-        out = np.empty(gi.size)
-        _esf_numba.near_pairs_b(np.ascontiguousarray(lga), bt, sizes,
-                                np.ascontiguousarray(counts, dtype=np.float64), gi, ib, pa,
-                                _C_MAX, out)
-        return out
     lrb = _log_ratios(lga, k - 1)  # (t, K − 1)
     pb = _chain_rows(lrb, -bt[gi, ib][:, None], True, K - 1, k - 1)[:, :, 0].T  # π'_{b|s}
     pb[np.arange(K)[None, :] > (k - 1)[:, None]] = 0.0

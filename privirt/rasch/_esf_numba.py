@@ -142,14 +142,18 @@ def _chain_one(lr, k, e, c_max, c, p):
 
 
 @njit(**_JIT)
-def near_pairs_a(lg, bt, sizes, gi, ia, c_max, pa):
+def near_pairs_a(lg, bt, sizes, gi, ia, c_max, pa, x1, x2):
     """``pa[t, r] = π_{a|r}`` of each (group ``gi[t]``, item ``ia[t]``) (0 past the group's
     size): the first chain of :func:`privirt.rasch._esf._near_pair_chunk`, one pass per
-    triple."""
+    triple.  Also lists, in (triple, score) order, the arguments of the ``γ^{(a)}`` step's
+    logarithms: ``x1`` those of ``log1p`` (``−π_{a|s}`` where ``π_{a|s} ≤ 1/2``), ``x2``
+    those of ``log`` (``π_{a|s+1}`` elsewhere); returns their counts."""
     K = lg.shape[1] - 1
     lr = np.empty(K)
     c = np.empty(K)
     p = np.empty(K + 1)
+    n1 = 0
+    n2 = 0
     for t in range(gi.size):
         g = gi[t]
         k = sizes[g]
@@ -158,22 +162,41 @@ def near_pairs_a(lg, bt, sizes, gi, ia, c_max, pa):
         _chain_one(lr, k, -bt[g, ia[t]], c_max, c, p)
         for r in range(K + 1):
             pa[t, r] = p[r] if r <= k else 0.0
+        for s in range(K):
+            if pa[t, s] <= 0.5:
+                x1[n1] = -pa[t, s]
+                n1 += 1
+            else:
+                x2[n2] = pa[t, s + 1]
+                n2 += 1
+    return n1, n2
 
 
 @njit(**_JIT)
-def near_pairs_b(lga, bt, sizes, counts, gi, ib, pa, c_max, out):
-    """``out[t] = Σ_r n_r π_{a|r} π'_{b|r−1}`` from ``lga[t, s] = log γ^{(a)}_s`` and ``pa``
-    (:func:`near_pairs_a`): the second chain and the sum of
-    :func:`privirt.rasch._esf._near_pair_chunk`, one pass per triple."""
-    K = lga.shape[1]
+def near_pairs_b(lg, bt, sizes, counts, gi, ia, ib, pa, l1, l2, c_max, out):
+    """``out[t] = Σ_r n_r π_{a|r} π'_{b|r−1}`` from ``pa`` and the logarithms ``l1 =
+    log1p(x1)``, ``l2 = log(x2)`` of :func:`near_pairs_a`: the ``γ^{(a)}`` step, the second
+    chain and the sum of :func:`privirt.rasch._esf._near_pair_chunk`, one pass per triple."""
+    K = lg.shape[1] - 1
+    lga = np.empty(K)
     lr = np.empty(K - 1)
     c = np.empty(K - 1)
     p = np.empty(K)
+    n1 = 0
+    n2 = 0
     for t in range(gi.size):
         g = gi[t]
+        ba = bt[g, ia[t]]
+        for s in range(K):  # log γ^{(a)}_s, by the form whose factor is ≥ 1/2
+            if pa[t, s] <= 0.5:
+                lga[s] = lg[g, s] + l1[n1]
+                n1 += 1
+            else:
+                lga[s] = lg[g, s + 1] + l2[n2] + ba
+                n2 += 1
         k = sizes[g] - 1
         for s in range(K - 1):
-            lr[s] = lga[t, s] - lga[t, s + 1] if s < k else 0.0
+            lr[s] = lga[s] - lga[s + 1] if s < k else 0.0
         _chain_one(lr, k, -bt[g, ib[t]], c_max, c, p)
         acc = 0.0
         for r in range(1, min(k + 1, K) + 1):  # p past the reduced size: 0
