@@ -10,9 +10,10 @@ Agreement: ``max |Δβ|`` between privirt's centred difficulties and girth's con
 (centred; girth stops at its own tolerance, about 1e-5), and a plain reference CML written in
 this script (``reference_cml``).  girth's conditional ML is slow (minutes at m = 100), so it
 runs only up to ``--conditional-max-m`` items.  ``cpu s`` is privirt's process CPU time, less
-sensitive than wall time to other load on a shared machine.  The missing-data row has no
-peer (girth needs complete data); its correctness per missingness pattern is tested against
-a brute-force conditional likelihood in ``tests/test_cmle.py``.
+sensitive than wall time to other load on a shared machine.  The missing-data rows have no
+girth peer (girth needs complete data; eRm takes them, below); their correctness per
+missingness pattern is tested against a brute-force conditional likelihood in
+``tests/test_cmle.py``.
 
 Each method gets one untimed warm-up call on a small data set (imports, first-call costs),
 then the best of ``--repeat`` timed runs.
@@ -25,7 +26,9 @@ r-base-core r-cran-erm`` — else skipped with a note): the same simulated compl
 ``proc.time()`` in R and wall / process CPU in Python, one thread each (R with
 ``OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1``; privirt under ``--threads 1``, or BLAS limited to
 one thread by threadpoolctl for these rows otherwise); ``max|Δβ|`` compares the centred
-difficulties.
+difficulties.  An ``--erm-rows`` row with missing cells (``500x20m0.2``) gives eRm the same
+matrix with ``NA`` (eRm fits one group per missingness pattern); a run longer than
+``--erm-timeout`` seconds is reported as not finished.
 
 ``--missing F`` sets the fraction of missing cells of every row of ``--rows`` (the rows then
 have no peer), and ``--fresh`` times each privirt call in a fresh process instead: the CPU
@@ -39,6 +42,7 @@ Usage::
     python benchmarks/bench_cmle.py --rows 1e5x100 --repeat 3
     python benchmarks/bench_cmle.py --conditional-max-m 0     # skip girth's conditional ML
     python benchmarks/bench_cmle.py --threads 1 --rows "" --erm-rows 1e4x20,1e4x50,1e5x50
+    python benchmarks/bench_cmle.py --threads 1 --rows "" --erm-rows 200x10m0.2,500x20m0.2 --repeat 1
     python benchmarks/bench_cmle.py --rows 1e4x100,1e3x1000 --missing 0.2 --fresh --erm-rows ""
 """
 
@@ -147,22 +151,28 @@ def erm_available() -> str | None:
     return None if proc.returncode == 0 else "R package eRm not installed (apt-get install r-cran-erm)"
 
 
-def run_erm(X, repeat: int):
+def run_erm(X, repeat: int, timeout: float | None = None):
     """eRm's CML and fit-statistic seconds (best wall of ``repeat``, CPU of that run) and its
-    difficulties (eRm's β are easiness parameters: −β)."""
+    difficulties (eRm's β are easiness parameters: −β); missing cells are written as ``NA``.
+    ``None`` when eRm did not finish within ``timeout`` seconds."""
     import subprocess
     import tempfile
 
     import numpy as np
+    import pandas as pd
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        np.savetxt(tmp / "x.csv", X.astype(int), fmt="%d", delimiter=",",
-                   header=",".join(f"i{j}" for j in range(X.shape[1])), comments="")
+        pd.DataFrame(X, columns=[f"i{j}" for j in range(X.shape[1])]).to_csv(
+            tmp / "x.csv", index=False, na_rep="NA", float_format="%d")
         (tmp / "run.R").write_text(ERM_SCRIPT)
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        proc = subprocess.run(["Rscript", str(tmp / "run.R"), str(tmp / "x.csv"), str(repeat),
-                               str(tmp / "beta.txt")], capture_output=True, text=True, env=env)
+        try:
+            proc = subprocess.run(["Rscript", str(tmp / "run.R"), str(tmp / "x.csv"), str(repeat),
+                                   str(tmp / "beta.txt")], capture_output=True, text=True, env=env,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
         if proc.returncode != 0:
             raise RuntimeError(f"eRm failed: {proc.stderr.strip()[-400:]}")
         secs = [float(v) for v in proc.stdout.split()[-4:]]
@@ -170,8 +180,9 @@ def run_erm(X, repeat: int):
     return secs, beta
 
 
-def erm_rows(rows, repeat: int) -> None:
-    """privirt against eRm, side by side: CML, then fit statistics from the CML result."""
+def erm_rows(rows, repeat: int, timeout: float | None = None) -> None:
+    """privirt against eRm, side by side: CML, then fit statistics from the CML result; a row's
+    ``m<frac>`` suffix gives it missing cells (eRm: ``NA``, one group per missingness pattern)."""
     import numpy as np
     from threadpoolctl import threadpool_limits
 
@@ -187,16 +198,23 @@ def erm_rows(rows, repeat: int) -> None:
     print("| n | m | privirt CML s (CPU) | eRm RM s (CPU) | CML × (CPU) | privirt fit s (CPU) "
           "| eRm fit s (CPU) | fit × (CPU) | max|Δβ| |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for n, m, _ in rows:
-        X = simulate(n, m, 0.0)
+    for n, m, frac in rows:
+        X = simulate(n, m, frac)
+        X = X[(~np.isnan(X)).sum(axis=1) >= 2]  # eRm refuses persons with one answer (no CML information)
         with threadpool_limits(limits=1):
             t_cml, c_cml, res = _best(lambda: privirt.cmle_estimate(X), repeat)
             t_fit, c_fit, _ = _best(lambda: (privirt.item_fit(X, res), privirt.person_fit(X, res)),
                                     repeat)
-        (e_cml, ec_cml, e_fit, ec_fit), beta = run_erm(X, repeat)
+        shape = f"{n} | {m}" + (f" ({frac:g} missing)" if frac else "")
+        erm = run_erm(X, repeat, timeout)
+        if erm is None:
+            print(f"| {shape} | {t_cml:.3f} ({c_cml:.3f}) | did not finish in {timeout:g} s | "
+                  f"> {timeout / t_cml:.0f}× | {t_fit:.3f} ({c_fit:.3f}) | — | — | — |", flush=True)
+            continue
+        (e_cml, ec_cml, e_fit, ec_fit), beta = erm
         beta = beta - beta.mean()
         d = np.max(np.abs(beta - res.beta.to_numpy()))
-        print(f"| {n} | {m} | {t_cml:.3f} ({c_cml:.3f}) | {e_cml:.2f} ({ec_cml:.2f}) "
+        print(f"| {shape} | {t_cml:.3f} ({c_cml:.3f}) | {e_cml:.2f} ({ec_cml:.2f}) "
               f"| {e_cml / t_cml:.0f}× ({ec_cml / max(c_cml, 1e-9):.0f}×) "
               f"| {t_fit:.3f} ({c_fit:.3f}) | {e_fit:.2f} ({ec_fit:.2f}) "
               f"| {e_fit / t_fit:.0f}× ({ec_fit / max(c_fit, 1e-9):.0f}×) | {d:.1e} |", flush=True)
@@ -265,7 +283,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None,
                     help="BLAS threads (sets OPENBLAS_NUM_THREADS/OMP_NUM_THREADS and re-executes)")
     ap.add_argument("--erm-rows", default="2000x20,1e4x20,1e4x50",
-                    help="n x m rows timed against R's eRm (empty: none)")
+                    help="n x m rows timed against R's eRm (empty: none; 'm<frac>' suffix: missing cells)")
+    ap.add_argument("--erm-timeout", type=float, default=600.0,
+                    help="seconds before an eRm run is reported as not finished")
     args = ap.parse_args(argv)
     if args.missing and not 0.0 < args.missing < 1.0:
         ap.error(f"--missing must be in (0, 1), got {args.missing}")
@@ -285,7 +305,7 @@ def main(argv=None) -> int:
           f"  OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
           f"  load={os.getloadavg()[0]:.1f}")
     if _parse_rows(args.erm_rows):
-        erm_rows(_parse_rows(args.erm_rows), args.repeat)
+        erm_rows(_parse_rows(args.erm_rows), args.repeat, args.erm_timeout)
     rows = [(n, m, f or args.missing) for n, m, f in _parse_rows(args.rows)]
     if args.fresh:
         fresh_rows(rows, args.missing)

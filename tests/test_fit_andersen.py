@@ -152,3 +152,14 @@ def test_a_lopsided_median_split_of_data_with_missing_cells_warns():
         warnings.simplefilter("always")
         privirt.andersen_test(X, group)
     assert not any("little power" in str(w.message) for w in caught)
+
+
+def test_a_group_fit_that_does_not_converge_warns_naming_it():
+    # andersen_test passed max_iter to cmle_estimate and never looked at .converged: max_iter=1
+    # gave LR 5.2867 (converged: 5.2604) without a word
+    X = privirt.simulate_rasch(2000, 10, seed=400300)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        privirt.andersen_test(X)  # the default converges
+    with pytest.warns(UserWarning, match=r"whole sample: the CML fit did not converge in max_iter=1"):
+        privirt.andersen_test(X, max_iter=1)

@@ -92,11 +92,13 @@ def andersen_test(
         Persons × items 0/1 responses, NaN/None for missing.
     split : "median", "mean", or array-like / pandas.Series
         ``"median"`` (default, as eRm): persons whose raw score (number right) is above the
-        median of all raw scores against the rest; ``"mean"`` likewise with the mean; or one
-        group label per person (a Series indexed by the same persons in the same order, or
-        an array in row order; two or more groups, no missing labels).
+        median raw score against the rest; ``"mean"`` likewise with the mean; with missing
+        cells the median (mean) is taken among the persons who answered the same items
+        (``docs/fit.md``); or one group label per person (a Series indexed by the same persons
+        in the same order, or an array in row order; two or more groups, no missing labels).
     tol, max_iter
-        Passed to :func:`privirt.cmle_estimate`.
+        Passed to :func:`privirt.cmle_estimate`; a fit that does not converge within them
+        warns, naming the group.
 
     Returns
     -------
@@ -175,9 +177,14 @@ def andersen_test(
         sub = resp.subset(rows, cols)
         sub = sub.subset(np.flatnonzero((sub.codes >= 0).any(axis=1)))
         try:
-            return cmle_estimate(sub, tol=tol, max_iter=max_iter)
+            res = cmle_estimate(sub, tol=tol, max_iter=max_iter)
         except ValueError as exc:
             raise ValueError(f"Andersen test, {name}: {exc}") from None
+        if not res.converged:
+            warnings.warn(f"Andersen test, {name}: the CML fit did not converge in max_iter={max_iter} "
+                          f"iterations (tol={tol:g}); the statistic is not the test's (raise max_iter)",
+                          UserWarning, stacklevel=3)
+        return res
 
     whole = fit(np.arange(resp.n_persons), "whole sample")
     fits = {g: fit(np.flatnonzero(members[g]), f"group {g!r}") for g in names}
