@@ -54,9 +54,10 @@ def load_votes(path: str, *, transpose: bool, person_col: str | None,
     else:
         frame = pd.read_csv(p)
     if person_col is not None:
-        if person_col not in frame.columns:
+        if person_col not in frame.columns and person_col != frame.index.name:
             raise ValueError(f"--person-col {person_col!r} is not a column of {path}")
-        frame = frame.set_index(person_col)
+        if person_col in frame.columns:  # else a Parquet file restored it as the index
+            frame = frame.set_index(person_col)
     elif frame.columns[0].startswith("Unnamed") or frame.columns[0].lower() in (
         "person", "voter", "name", "id"
     ):
@@ -101,15 +102,16 @@ def _run(argv: list[str] | None) -> int:
 
     resp = load_votes(args.votes, transpose=args.transpose, person_col=args.person_col,
                       drop_cols=args.drop_cols)
-    print(f"{resp}", file=sys.stderr)
     anchors = dict(args.anchor) or None
-    if anchors is None:
-        print("no --anchor given: the sign of the scale is set by convention "
-              "(mean slope positive)", file=sys.stderr)
     post = privirt.mh_2pl(resp, n_iter=args.iter, warmup=args.warmup, thin=args.thin,
                           n_chains=args.chains, seed=args.seed, anchors=anchors,
                           priors=None if args.prior_a is None else {"a": tuple(args.prior_a)},
                           progress=not args.quiet)
+    # after the sampler has taken the arguments: refused input is the one error line
+    print(f"{resp}", file=sys.stderr)
+    if anchors is None:
+        print("no --anchor given: the sign of the scale is set by convention "
+              "(mean slope positive)", file=sys.stderr)
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

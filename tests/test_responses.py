@@ -91,6 +91,19 @@ def test_parquet_keeps_labels_stored_as_its_index(tmp_path, wide):
         np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
 
 
+def test_person_col_names_the_index_a_parquet_file_restored(tmp_path, wide):
+    # a table written with its labels in a named index comes back with them as the index:
+    # person_col="member" was refused as "not a column of the table" (rollcall review)
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "members.parquet"
+    wide.rename_axis("member").to_parquet(path)
+    X = as_responses(path, person_col="member")
+    assert list(X.persons) == ["ann", "bob", "cy"] and list(X.items) == ["q1", "q2", "q3"]
+    np.testing.assert_array_equal(X.codes, as_responses(wide).codes)
+    with pytest.raises(ValueError, match="person_col 'voter' is not a column"):
+        as_responses(path, person_col="voter")
+
+
 def test_invalid_value_names_value_person_and_item(wide):
     bad = wide.copy()
     bad.loc["bob", "q3"] = 2

@@ -386,9 +386,10 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     # wide layout
     label_col = None
     if person_col is not None:
-        if person_col not in frame.columns:
+        if person_col not in frame.columns and person_col != frame.index.name:
             raise ValueError(f"person_col {person_col!r} is not a column of the table")
-        label_col = person_col
+        # a Parquet file written from a labelled frame restores that column as the index
+        label_col = person_col if person_col in frame.columns else None
     elif "person" in cols_lower:
         label_col = cols_lower["person"]
     elif from_file and str(frame.columns[0]).startswith("Unnamed: 0"):
