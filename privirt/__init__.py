@@ -7,6 +7,7 @@ stays fast and optional dependencies are only touched when needed).
 from __future__ import annotations
 
 import importlib
+import os as _os
 import threading
 from typing import Any
 
@@ -93,6 +94,17 @@ __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 #: privirt.private) at once tripped importlib's deadlock detection, which handed one of them a
 #: partly initialised module (ImportError); importlib's per-module locks do not cover a cycle.
 _IMPORT_LOCK = threading.RLock()
+
+
+def _fresh_import_lock() -> None:
+    global _IMPORT_LOCK
+    _IMPORT_LOCK = threading.RLock()
+
+
+if hasattr(_os, "register_at_fork"):  # the child gets a fresh lock: the parent's may be held by a
+    # thread that does not exist there.  (Not acquired before the fork: a before-hook that waits
+    # lets the importing thread register other modules' fork hooks mid-fork.)
+    _os.register_at_fork(after_in_child=_fresh_import_lock)
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,8 @@ import importlib.util
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import privirt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +81,40 @@ def test_first_use_of_the_lazy_api_from_two_threads_resolves_both_names():
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
     results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
     assert all(out.strip() == "[]" and code == 0 for out, _, code in results), results
+
+
+_FORK_WHILE_IMPORTING = """
+import os, signal, threading, privirt
+import privirt.data.simulate  # imported; the name privirt.simulate_rasch not cached yet
+held, done = threading.Event(), threading.Event()
+def hold():
+    with privirt._IMPORT_LOCK:  # a lazy import in flight in another thread
+        held.set(); done.wait()
+t = threading.Thread(target=hold); t.start(); held.wait()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)  # a hang kills the child
+    privirt.simulate_rasch
+    os._exit(0)
+done.set(); t.join()
+_, status = os.waitpid(pid, 0)
+print("ok" if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else f"child status {status}")
+"""
+
+
+def test_a_fork_while_another_thread_holds_the_lazy_import_lock_does_not_hang_the_child():
+    """The child inherited the lock held by a thread that does not exist there: its first
+    ``privirt.<name>`` not yet cached blocked for ever."""
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parent.parent))
+    run = subprocess.run([sys.executable, "-c", _FORK_WHILE_IMPORTING], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert run.stdout.strip() == "ok", (run.stdout, run.stderr)
 
 
 def test_cuda_sources_are_package_data():
