@@ -527,3 +527,21 @@ def test_parquet_text_numbers_and_integer_column_names_read_alike_on_both_engine
     ddf = dd.from_pandas(pd.DataFrame({"a": [1, "yes"], "b": [0, 1]}, dtype=object), npartitions=1)
     with pytest.raises(ValueError, match=r"invalid response 'yes' for item 'a' at row 1 of partition 0"):
         privirt.item_totals(ddf, engine="dask", client=client)
+
+
+def test_masked_chunks_are_missing_cells_as_on_the_local_path(client):
+    # np.asarray dropped a masked chunk's mask on the Dask engine: masked cells (hiding 1s) counted
+    import dask.array as da
+
+    X = privirt.simulate_rasch(200, 4, seed=700_030)[0]
+    mask = np.zeros_like(X, bool)
+    mask[::4, 1] = True
+    M = np.ma.masked_array(X.copy(), mask=mask)
+    M.data[mask] = 1.0
+    N = X.copy()
+    N[mask] = np.nan
+    D = da.from_array(M, chunks=(50, 4), asarray=False)
+    expected = privirt.item_totals(N).tolist()
+    assert privirt.item_totals(D, engine="dask").tolist() == expected == privirt.item_totals(M).tolist()
+    with pytest.raises(ValueError, match="missing cells"):
+        privirt.release_totals(D, epsilon=1.0, seed=700_031, missing="none", engine="dask", n_persons=200)

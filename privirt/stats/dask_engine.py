@@ -226,12 +226,12 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
                  chunk_size, extras: bool = True) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
-    from ..data.responses import _from_array
+    from ..data.responses import _from_array, _unmasked
 
     m = len(items)
     if isinstance(values, pd.DataFrame):
         values = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    values = np.asarray(values)
+    values = _unmasked(values) if isinstance(values, np.ma.MaskedArray) else np.asarray(values)
     if values.shape[0] == 0:
         return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
                                 extras=extras)
