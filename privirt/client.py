@@ -264,7 +264,8 @@ class Client:
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if (data is not None and len(data) > SERVICE_MAX_BODY
-                        and isinstance(reason, (BrokenPipeError, ConnectionResetError))):
+                        and isinstance(reason, (BrokenPipeError, ConnectionResetError,
+                                                ConnectionAbortedError, ssl.SSLEOFError))):
                     # the service answers 413 and closes before reading a body this large; the
                     # send fails before its answer can be read, and a retry would fail the same way
                     raise InvalidRequest(413, f"request body of {len(data)} bytes is over the service's "

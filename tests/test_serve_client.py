@@ -302,3 +302,26 @@ def test_the_clients_body_limit_is_the_services():
     from privirt.client import SERVICE_MAX_BODY
     from privirt.serve.app import MAX_BODY
     assert SERVICE_MAX_BODY == MAX_BODY
+
+
+def test_a_body_far_over_the_limit_over_tls_is_the_same_invalid_request(tls_fake):
+    # over https the closed connection surfaced as ssl.SSLEOFError: a ConnectionError, sent 3 times
+    import ssl
+
+    from privirt.client import InvalidRequest
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tls_fake.cafile, tls_fake.cafile.parent / "key.pem")
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.seen = []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"https://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=2,
+                        cafile=tls_fake.cafile)
+        with pytest.raises(InvalidRequest) as err:
+            client.estimate("d", epsilon=1.0, label="x" * 20_000_000)
+        assert err.value.status == 413 and "nothing was spent" in str(err.value)
+        assert len(srv.seen) == 1
+    finally:
+        srv.shutdown()
+        srv.server_close()
