@@ -74,8 +74,7 @@ class Spend:
 # (its single-key set and get are atomic: no lock, which a forked child could inherit held).
 _LOCAL = threading.local()
 _BY_THREAD: weakref.WeakValueDictionary[int, collections.deque[Spend]] = weakref.WeakValueDictionary()
-_SEQ = itertools.count(1)
-_LAST_SEQ = [0]
+_SEQ = itertools.count(1)  # debits and marks share it: next() is atomic under the GIL
 
 
 def _thread_journal() -> collections.deque[Spend]:
@@ -88,8 +87,9 @@ def _thread_journal() -> collections.deque[Spend]:
 
 
 def journal_mark() -> int:
-    """A mark for :func:`spends_since` (the sequence number of the last debit journaled)."""
-    return _LAST_SEQ[0]
+    """A mark for :func:`spends_since`: every debit journaled after this call has a larger
+    sequence number, every earlier one of the calling thread a smaller one."""
+    return next(_SEQ)
 
 
 def spends_since(mark: int, *, thread: int | None = None) -> list[Spend]:
@@ -107,7 +107,6 @@ def _journal(rec: Spend) -> Spend:
     rec = Spend(rec.path, rec.spend_id, rec.cost, rec.mechanism, rec.asked, rec.certain, seq,
                 threading.get_ident())
     _thread_journal().append(rec)
-    _LAST_SEQ[0] = max(_LAST_SEQ[0], seq)
     return rec
 
 
