@@ -418,3 +418,40 @@ def test_design_uses_the_full_score_distribution_only_when_the_histogram_is_prec
     _, e_small = marginal.optimal_split(1000, 50, 0.04)
     _, e_big = marginal.optimal_split(10000, 50, 2.0)
     assert len(e_small) - 1 <= 10 and len(e_big) - 1 > 16  # beyond the old cap of 16 bins
+
+
+def test_a_bootstrap_replicate_larger_than_a_batch_is_simulated_in_chunks_with_the_same_draws(monkeypatch):
+    # one replicate of n × m cells was drawn as whole float64 arrays (several × n·m·8 bytes: 4 GB
+    # at 10⁶ × 100); its persons are now drawn in chunks, from the same stream in the same order
+    import tracemalloc
+
+    from privirt.private.totals import marginal
+
+    nodes = np.linspace(-3, 3, 31)
+    w = np.exp(-nodes ** 2 / 2)
+    w /= w.sum()
+    n, m = 300, 40
+    beta = np.random.default_rng(1).normal(size=m)
+    edges = np.arange(-0.5, m + 1.5, 1.0)
+
+    def draw(cells):
+        monkeypatch.setattr(marginal, "SIMULATION_CELLS", cells)
+        return marginal.simulate_releases(np.random.default_rng(42), None, beta, n, edges, 3.0, 2.0, 2,
+                                          ability=(nodes, w))
+
+    whole = draw(n * m)  # one replicate per batch, drawn whole
+    for cells in (n * m - 1, 1000, 41):  # one replicate per batch, persons in chunks
+        chunked = draw(cells)
+        assert np.array_equal(whole[0], chunked[0]) and np.array_equal(whole[1], chunked[1])
+    monkeypatch.undo()
+    n, m = 20_000, 500  # 10⁷ cells: 80 MB a float64 array
+    beta = np.random.default_rng(2).normal(size=m)
+    edges = np.arange(-0.5, m + 1.5, 1.0)
+    tracemalloc.start()
+    try:
+        marginal.simulate_releases(np.random.default_rng(3), None, beta, n, edges, 3.0, 2.0, 1,
+                                   ability=(nodes, w))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 60e6, peak

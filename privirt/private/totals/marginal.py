@@ -559,6 +559,10 @@ def fit_spread(
     return out
 
 
+#: cells (persons × items) per batch of the bootstrap's simulated replicates (a larger replicate: chunks)
+SIMULATION_CELLS = 2_000_000
+
+
 def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, edges: np.ndarray,
                       sig_t: float, sig_h: float, reps: int, on_batch=None,
                       ability: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -571,16 +575,26 @@ def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, e
     m, B = eb.shape[1], len(edges) - 1
     tot = np.empty((reps, m))
     hist = np.empty((reps, B))
-    step = max(1, 2_000_000 // (n * m))
+    step, single = max(1, SIMULATION_CELLS // (n * m)), m > saddle.SINGLE_SIMULATION_ITEMS  # single: ~⅔ the time
     for a in range(0, reps, step):
         r = min(reps, a + step) - a
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
-        odds = 1.0 + (eb if eb.shape[0] == 1 else eb[a:a + r])[:, None, :] * np.exp(-th)[:, :, None]  # many items: single precision (~⅔ the time)
-        X = (rng.random((r, n, m), dtype=np.float32) * odds.astype(np.float32) < 1.0 if m > saddle.SINGLE_SIMULATION_ITEMS
-             else rng.random((r, n, m)) * odds < 1.0)
-        tot[a:a + r] = X.sum(axis=1)
-        b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
-        hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
+        ebr = eb if eb.shape[0] == 1 else eb[a:a + r]
+        if r == 1 and n * m > SIMULATION_CELLS:  # persons in chunks: the same draws (a generator
+            tot[a], hist[a] = 0.0, 0.0  # fills consecutive calls as one), bounded memory
+            for c in range(0, n, max(1, SIMULATION_CELLS // m)):
+                odds = 1.0 + ebr[0][None, :] * np.exp(-th[0, c:c + max(1, SIMULATION_CELLS // m)])[:, None]
+                Xc = (rng.random(odds.shape, dtype=np.float32) * odds.astype(np.float32) < 1.0 if single
+                      else rng.random(odds.shape) * odds < 1.0)
+                tot[a] += Xc.sum(axis=0)
+                hist[a] += np.bincount(np.searchsorted(edges, Xc.sum(axis=1), side="right") - 1, minlength=B)
+        else:
+            odds = 1.0 + ebr[:, None, :] * np.exp(-th)[:, :, None]
+            X = (rng.random((r, n, m), dtype=np.float32) * odds.astype(np.float32) < 1.0 if single
+                 else rng.random((r, n, m)) * odds < 1.0)
+            tot[a:a + r] = X.sum(axis=1)
+            b = np.searchsorted(edges, X.sum(axis=2), side="right") - 1 + B * np.arange(r)[:, None]
+            hist[a:a + r] = np.bincount(b.ravel(), minlength=r * B).reshape(r, B)
         if on_batch is not None:
             on_batch(r)
     return tot + rng.normal(0.0, sig_t, tot.shape), hist + rng.normal(0.0, sig_h, hist.shape)
