@@ -36,7 +36,10 @@ and keeps whichever root it reaches.)  A maximum narrower than the grid step can
 
 Missing responses drop out of every sum.  The root finder is a safeguarded Newton method
 (bisection whenever a Newton step leaves the bracket), vectorised over the groups; a group is
-frozen once it has converged, so its θ is the same in any batch as alone.
+frozen once it has converged, so its θ is the same in any batch as alone.  The groups are
+solved in blocks of at most ``_BLOCK_CELLS`` (group × item) cells, so that the solver's float64
+temporaries stay bounded however many groups there are (with missing cells almost every person
+is a group of their own); the groups' answered sets are kept as a boolean mask.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ _EAP_CELLS = 2**22
 #: this many steps, whatever ``tol``/``max_iter`` are: the estimate is a posterior mean, which
 #: must not depend on a root finder's settings (bisection alone needs ~50 steps over [r − k, r]).
 _EAP_TOL, _EAP_STEPS = 1e-10, 200
+#: Groups per block of the solver: a block's float64 (groups × items) temporaries (about six
+#: live at once) hold at most this many cells each (8 MiB).
+_BLOCK_CELLS = 2**20
 
 
 def estimate_abilities(
@@ -134,7 +140,7 @@ def estimate_abilities(
     key = np.concatenate([np.packbits(obs, axis=1), score[:, None].astype(np.uint32).view(np.uint8)], axis=1)
     uniq, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
-    mask = obs[first].astype(np.float64)  # G × m
+    mask = obs[first]  # G × m, bool (made float64 a block at a time)
     r = score[first].astype(np.float64)
     k = n_ans[first].astype(np.float64)
 
@@ -144,7 +150,11 @@ def estimate_abilities(
     K = xp.asarray(k)
     if method == "eap":
         tol, max_iter = min(tol, _EAP_TOL), max(max_iter, _EAP_STEPS)  # (as the warning says)
-        theta, se, converged = _eap(xp, M, B, R, K, tol=tol, max_iter=max_iter)
+        # each group's posterior is its own: block by block is group by group
+        theta, se, converged = xp.empty(len(r)), xp.empty(len(r)), xp.empty(len(r), dtype=bool)
+        for sl in _blocks(len(r), len(b)):
+            theta[sl], se[sl], converged[sl] = _eap(xp, _rows(M, sl), B, R[sl], K[sl], tol=tol,
+                                                    max_iter=max_iter)
     else:
         theta, se, converged = _solve(xp, M, B, R, K, weighted=(method == "wle"), tol=tol,
                                       max_iter=max_iter)
@@ -196,6 +206,17 @@ def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
     return b
 
 
+def _blocks(G: int, m: int) -> list[slice]:
+    """Slices of ``G`` groups, each of at most ``_BLOCK_CELLS`` cells over ``m`` items."""
+    step = max(1, _BLOCK_CELLS // max(1, m))
+    return [slice(a, a + step) for a in range(0, G, step)]
+
+
+def _rows(M, idx):
+    """The float64 mask of the groups ``idx`` (a slice or an index array) of the bool ``M``."""
+    return M[idx].astype(np.float64)
+
+
 def _logistic(xp, z):
     """``1 / (1 + e^(−z))``, silently 0 where ``e^(−z)`` overflows (numpy warned there, for
     θ − β < −709; that 0 is the correctly rounded value)."""
@@ -214,6 +235,51 @@ def _moments(xp, theta, M, B):
 
 
 def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
+    """θ, se and convergence of each group; ``M`` is the groups' bool mask of answered items.
+
+    The roots are found a block of groups at a time (each group's root is its own); the WLE's
+    scan for other maxima then runs once over the groups it flags.
+    """
+    G = R.shape[0]
+    theta, sumP, info = xp.empty(G), xp.empty(G), xp.empty(G)
+    converged, active = xp.empty(G, dtype=bool), xp.empty(G, dtype=bool)
+    for sl in _blocks(G, B.shape[1]):
+        theta[sl], converged[sl], sumP[sl], info[sl], active[sl] = _roots(
+            xp, _rows(M, sl), B, R[sl], K[sl], weighted=weighted, tol=tol, max_iter=max_iter)
+    extreme = (R == 0) | (R == K)
+    if weighted:
+        theta, converged, moved = _largest_maximum(xp, _fdf(xp, B, weighted), theta, converged,
+                                                   sumP, info, M, B, R, K, active, tol=tol,
+                                                   max_iter=max_iter)
+        for sl in _blocks(int(moved.size), B.shape[1]):
+            g = moved[sl]
+            info[g] = _moments(xp, theta[g], _rows(M, g), B)[1]
+    se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
+    if not weighted:  # no finite MLE for extreme scores
+        theta = xp.where(R == 0, -xp.inf, xp.where(R == K, xp.inf, theta))
+        se = xp.where(extreme, xp.inf, se)
+    return theta, se, converged
+
+
+def _fdf(xp, B, weighted: bool):
+    """``fdf(t, Ma, Ra, Ba=B)``: ``f`` and ``f'`` of the (weighted) likelihood equation."""
+
+    def fdf(t, Ma, Ra, Ba=B):
+        sumP, info, d_info, dd_info = _moments(xp, t, Ma, Ba)
+        f = Ra - sumP
+        df = -info
+        if weighted:
+            info_safe = xp.maximum(info, 1e-300)
+            f = f + d_info / (2.0 * info_safe)
+            df = df + (dd_info * info - d_info**2) / (2.0 * info_safe) / info_safe  # info² underflows
+        return f, df
+
+    return fdf
+
+
+def _roots(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
+    """The root of each group of one block (``M`` its float64 mask); returns θ, which groups
+    converged, ``Σ P_i`` and ``I`` at θ, and which groups were solved."""
     # every root lies within _BRACKET of the difficulties the group answered (an extreme
     # score's WLE sits about log(2k) beyond the last of them), wherever those are; the bracket
     # is the group's own, so that its θ does not depend on the other groups of the batch
@@ -227,30 +293,10 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
     extreme = (R == 0) | (R == K)
     # nothing to solve for a group that answered nothing, nor for an extreme score's MLE (±inf)
     active = (K > 0) if weighted else (K > 0) & ~extreme
-
-    def fdf(t, Ma, Ra, Ba=B):
-        sumP, info, d_info, dd_info = _moments(xp, t, Ma, Ba)
-        f = Ra - sumP
-        df = -info
-        if weighted:
-            info_safe = xp.maximum(info, 1e-300)
-            f = f + d_info / (2.0 * info_safe)
-            df = df + (dd_info * info - d_info**2) / (2.0 * info_safe) / info_safe  # info² underflows
-        return f, df
-
-    theta, converged = _bracketed_newton(xp, fdf, theta, lo, hi, (M, R), active,
-                                         tol=tol, max_iter=max_iter)
+    theta, converged = _bracketed_newton(xp, _fdf(xp, B, weighted), theta, lo, hi, (M, R),
+                                         active, tol=tol, max_iter=max_iter)
     sumP, info, _, _ = _moments(xp, theta, M, B)
-    if weighted:
-        theta, converged, moved = _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B,
-                                                   R, K, active, tol=tol, max_iter=max_iter)
-        if moved.size:
-            info[moved] = _moments(xp, theta[moved], M[moved], B)[1]
-    se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
-    if not weighted:  # no finite MLE for extreme scores
-        theta = xp.where(R == 0, -xp.inf, xp.where(R == K, xp.inf, theta))
-        se = xp.where(extreme, xp.inf, se)
-    return theta, se, converged
+    return theta, converged, sumP, info, active
 
 
 def _wll(xp, theta, M, B, R):
@@ -284,24 +330,28 @@ def _maybe_several_roots(xp, theta, sumP, info, M, B, R, K, active):
     cheap = (reach < 1.0) & (info * (1.0 - reach) >= 0.5 + margin)  # e^(−h) = 1 − reach
     flag = active & (R > 0) & (R < K) & ~cheap
     gi = xp.nonzero(flag)[0]
-    if gi.size == 0:
-        return flag
-    t, Mg = theta[gi], M[gi]
+    for sl in _blocks(int(gi.size), B.shape[1]):
+        g = gi[sl]
+        flag[g[_sure_unique(xp, theta[g], info[g], need_dn[g], need_up[g], _rows(M, g), B, R[g],
+                            margin[g])]] = False
+    return flag
+
+
+def _sure_unique(xp, t, info, need_dn, need_up, Mg, B, Rg, mg):
+    """Which of the groups (θ ``t``, float64 mask ``Mg``) :func:`_maybe_several_roots` checks at
+    two ends have ``I ≥ ½`` between them, and so one root."""
     P = _logistic(xp, t[:, None] - B)
     # Σ P_i grows at rate I: twice the distance to r ± ½ at the rate seen at the root
-    a = t - 2.0 * need_dn[gi] / info[gi]
-    b = t + 2.0 * need_up[gi] / info[gi]
+    a = t - 2.0 * need_dn / info
+    b = t + 2.0 * need_up / info
     # logistic(θ + h − β) = P e^h / (1 + P (e^h − 1)): one exp per group, not per cell
     ea = xp.exp(xp.clip(a - t, -700.0, 0.0))[:, None]
     eb = xp.exp(xp.clip(b - t, 0.0, 700.0))[:, None]
     Pa = P * ea / (1.0 + P * (ea - 1.0))
     Pb = P * eb / (1.0 + P * (eb - 1.0))
     floor = (xp.minimum(Pa * (1.0 - Pa), Pb * (1.0 - Pb)) * Mg).sum(axis=1)
-    Rg, mg = R[gi], margin[gi]
-    sure = (((Pa * Mg).sum(axis=1) <= Rg - 0.5 - mg) & ((Pb * Mg).sum(axis=1) >= Rg + 0.5 + mg)
+    return (((Pa * Mg).sum(axis=1) <= Rg - 0.5 - mg) & ((Pb * Mg).sum(axis=1) >= Rg + 0.5 + mg)
             & (floor >= 0.5))
-    flag[gi[sure]] = False
-    return flag
 
 
 def _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B, R, K, active, *, tol: float,
@@ -323,7 +373,7 @@ def _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B, R, K, active, 
     answered = M[gi] > 0
     kmax = int(answered.sum(axis=1).max())
     order = xp.argsort(~answered, axis=1)[:, :kmax]
-    Mc = xp.take_along_axis(M[gi], order, axis=1)
+    Mc = xp.take_along_axis(M[gi], order, axis=1).astype(np.float64)
     Bc = xp.take_along_axis(xp.broadcast_to(B, answered.shape), order, axis=1)
     Rc = R[gi]
     bmin = xp.where(Mc > 0, Bc, xp.inf).min(axis=1)
