@@ -253,3 +253,28 @@ def test_numba_linear_esfs_equal_numpy_bit_for_bit(monkeypatch):
         out[engine] = _esf._lin_esf(et, start)
     assert calls and np.all(np.isfinite(out["numpy"]))
     np.testing.assert_array_equal(out["auto"], out["numpy"])
+
+
+def test_numba_log_space_esfs_equal_numpy_bit_for_bit(monkeypatch):
+    # groups of more items than the scaled linear summation covers (~1600 of 2000 answered,
+    # docs/cmle.md §2) went through numpy's Python loop of K logaddexp passes over a batch of
+    # ~3 groups; one numba pass per group now, with numpy's logaddexp (log1p(exp(-|a - b|)) +
+    # max, a + log 2 on a tie) in the same order
+    pytest.importorskip("numba")
+    from privirt.rasch import _esf, _esf_numba
+
+    rng = np.random.default_rng(21_006)
+    G, K = 3, 900
+    bt = rng.normal(size=(G, K)) * 4.0 + np.log(K)
+    bt[:, -5:] = np.inf  # empty slots
+    bt[0, 7] = bt[0, 8]  # tied items
+    calls = []
+    real = _esf_numba.log_esf
+    monkeypatch.setattr(_esf_numba, "log_esf", lambda *a: calls.append(1) or real(*a))
+    out = {}
+    for engine in ("numpy", "auto"):
+        monkeypatch.setattr(_esf, "CHAIN_ENGINE", engine)
+        out[engine] = _esf._log_esf(-bt)
+    assert calls and np.isfinite(out["numpy"][:, : K - 4]).all()
+    assert np.isneginf(out["numpy"][:, K - 4 :]).all()
+    np.testing.assert_array_equal(out["auto"], out["numpy"])

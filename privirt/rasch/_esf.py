@@ -26,6 +26,11 @@ def _log_esf(le: np.ndarray) -> np.ndarray:
     """log γ_0..γ_K of each row of ``le`` = log ε (−inf for empty slots), log space."""
     G, K = le.shape
     out = np.full((G, K + 1), -np.inf)
+    if _numba_for(G * K * K) and G:  # where the batch's chain runs in numba (same values)
+        from . import _esf_numba
+
+        _esf_numba.log_esf(np.ascontiguousarray(le, dtype=np.float64), out)
+        return out
     out[:, 0] = 0.0
     for j in range(K):
         out[:, 1 : j + 2] = np.logaddexp(out[:, 1 : j + 2], le[:, j : j + 1] + out[:, : j + 1])

@@ -33,6 +33,38 @@ def lin_esf(et, start, out):
                 out[g, r + 1] += tmp[r]
 
 
+_LOGE2 = math.log(2.0)
+
+
+@njit(**_JIT)
+def _logaddexp(x, y):
+    """``log(e^x + e^y)`` as numpy's ``logaddexp`` computes it (``npy_logaddexp``)."""
+    if x == y:  # infinities of the same sign
+        return x + _LOGE2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d  # NaN
+
+
+@njit(**_JIT)
+def log_esf(le, out):
+    """``out[g] = log γ_0..γ_K`` of ``le[g]`` = log ε (−inf for empty slots): the log-space
+    summation of :func:`privirt.rasch._esf._log_esf` (the same sums and ``logaddexp``, in its
+    order), one pass per group."""
+    G, K = le.shape
+    for g in range(G):
+        out[g, 0] = 0.0
+        for r in range(1, K + 1):
+            out[g, r] = -np.inf
+        for j in range(K):
+            e = le[g, j]
+            for r in range(j + 1, 0, -1):  # downward: each reads γ_{r−1} of the step before
+                out[g, r] = _logaddexp(out[g, r], e + out[g, r - 1])
+
+
 @njit(**_JIT)
 def _mult(row, e, log_mode, c_max):
     """One multiplier ``c = row · e`` (``log_mode``: ``clip(exp(row + e), 1e-300, c_max)``)."""
