@@ -235,3 +235,32 @@ def test_default_replicates_fall_beyond_1000_items_and_are_used_by_default(monke
     rel = privirt.release_counts(X, epsilon=1.0, seed=1)
     assert privirt.spectral_from_release(rel, seed=1).info["n_boot"] == 78
     assert privirt.spectral_from_release(rel, seed=1, n_boot=30).info["n_boot"] == 30
+
+
+def test_row_effects_use_a_cholesky_solve_and_lstsq_only_on_a_singular_design(monkeypatch):
+    """The row-effect fit of the weights (``_smoothed_discordant`` and ``noise_aware_batch``)
+    solved an m × m system by an SVD least-squares, > 10× a Cholesky solve at m = 2000; it now
+    factorises, and falls back to least squares only where the design is singular (bipartite)."""
+    from privirt.private.counts import noisy_likelihood as nl
+
+    Y, G = _noisy_stack(12, 3, 50.0, seed=11, p0=0.6)
+    I, J = np.nonzero(np.triu(G, 1))
+    Dt = Y[0][I, J] + Y[0][J, I]
+    lstsq = np.linalg.lstsq
+    want_u = nl._smoothed_discordant(Dt, I, J, 12)
+    want_b = noise_aware_batch(Y, G, 50.0)
+
+    def refuse(*a, **k):
+        raise AssertionError("lstsq called on a positive definite design")
+
+    monkeypatch.setattr(np.linalg, "lstsq", refuse)
+    np.testing.assert_allclose(nl._smoothed_discordant(Dt, I, J, 12), want_u, rtol=1e-12)
+    np.testing.assert_allclose(noise_aware_batch(Y, G, 50.0), want_b, atol=1e-10)
+    monkeypatch.setattr(np.linalg, "lstsq", lstsq)
+    # bipartite designs (two items; an even cycle, whose Cholesky factor gets a ~1e-8 pivot)
+    cycle = np.zeros((6, 6), dtype=bool)
+    cycle[np.arange(6), (np.arange(6) + 1) % 6] = True
+    for g in (~np.eye(2, dtype=bool), cycle | cycle.T):
+        A = g.astype(float) + np.diag(g.sum(axis=1).astype(float))
+        rhs = np.arange(1.0, g.shape[0] + 1.0)
+        np.testing.assert_allclose(nl._row_effects(A, rhs), lstsq(A, rhs, rcond=None)[0], atol=1e-12)
