@@ -264,3 +264,21 @@ def test_row_effects_use_a_cholesky_solve_and_lstsq_only_on_a_singular_design(mo
         A = g.astype(float) + np.diag(g.sum(axis=1).astype(float))
         rhs = np.arange(1.0, g.shape[0] + 1.0)
         np.testing.assert_allclose(nl._row_effects(A, rhs), lstsq(A, rhs, rcond=None)[0], atol=1e-12)
+
+
+def test_noise_aware_batch_in_chunks_equals_one_batch(monkeypatch):
+    """noise_aware_batch held (replicates, m, m) arrays for all replicates at once (R·m²·8 bytes
+    each: 1.6 GB at m = 2000, R = 50); it now fits them in chunks of at most _BATCH_BYTES, with
+    the same result bit for bit (the replicates are independent)."""
+    from privirt.private.counts import noisy_likelihood as nl
+
+    Y, G = _noisy_stack(10, 7, 80.0, seed=21, p0=0.7)
+    whole = noise_aware_batch(Y, G, 80.0, tol=1e-6)
+    seen = []
+    score = nl._score_batch
+    monkeypatch.setattr(nl, "_score_batch", lambda Yc, *a, **k: seen.append(Yc.shape[0]) or score(Yc, *a, **k))
+    for size in (1, 2 * 8 * 10 * 10 * 3):  # one replicate a chunk; 3, 3 and 1
+        seen.clear()
+        monkeypatch.setattr(nl, "_BATCH_BYTES", size)
+        np.testing.assert_array_equal(noise_aware_batch(Y, G, 80.0, tol=1e-6), whole)
+        assert seen == ([1] * 7 if size == 1 else [3, 3, 1])

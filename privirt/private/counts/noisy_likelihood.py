@@ -46,6 +46,9 @@ TAU2_FLOOR: float = 1e-6
 #: Below this reciprocal condition number of the row-effect design (a bipartite graph makes it
 #: singular) its least-squares solution is taken instead of the Cholesky solve.
 _ROW_EFFECT_RCOND: float = 1e-10
+#: Bytes of the (replicates, m, m) arrays :func:`noise_aware_batch` holds at once (it fits
+#: the replicates in chunks; at least one replicate a chunk).
+_BATCH_BYTES: int = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,8 @@ def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max
     connected symmetric boolean adjacency matrix and ``Y`` finite.  Each replicate starts
     where the single fit does (β = 0, τ² = 1): a warm start at the bootstrap's truth saved
     little time and can reach a different fixed point of the τ² update.
+    The replicates are fitted in chunks whose two (k, m, m) arrays stay under
+    :data:`_BATCH_BYTES` (one replicate a chunk at least); the result does not depend on them.
 
     Per step, on the R × (pairs) arrays: π from e^β (one exponential per item, not per pair),
     the working variance as ``π(1−π)·(κD̃ − 2ν) + ν`` (``π² + (1−π)² = 1 − 2π(1−π)``) with its
@@ -382,18 +387,33 @@ def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max
     R, m = Y.shape[0], Y.shape[1]
     I, J = np.nonzero(np.triu(G, 1))
     P = I.size
-    a, Dt = Y[:, I, J], Y[:, I, J] + Y[:, J, I]
     # signed incidence (pairs × items): U = s @ inc; |inc| sums a pair quantity onto both items
     rows = np.repeat(np.arange(P), 2)
     cols = np.stack([I, J], axis=1).ravel()
     inc_t = sparse.csr_matrix((np.tile([-1.0, 1.0], P), (cols, rows)), shape=(m, P))
     abs_t = abs(inc_t)
+    # replicates are independent: in chunks whose two (k, m, m) arrays stay under _BATCH_BYTES
+    step = max(1, _BATCH_BYTES // (2 * 8 * m * m))
+    chunks = [slice(s, min(R, s + step)) for s in range(0, R, step)]
     # the row-effect design of _smoothed_discordant (adjacency + degrees), shared by all replicates
     A = G.astype(float) + np.diag(G.sum(axis=1).astype(float))
-    u = _row_effects(A, (abs_t @ Dt.T)).T  # (R, m)
+    rhs = np.empty((m, R))
+    for c in chunks:
+        rhs[:, c] = abs_t @ (Y[c, I, J] + Y[c, J, I]).T
+    u = _row_effects(A, rhs).T  # (R, m)
+    beta = np.empty((R, m))
+    for c in chunks:
+        beta[c] = _score_batch(Y[c], u[c], I, J, inc_t, abs_t, float(noise_var), max_iter, tol)
+    return beta
+
+
+def _score_batch(Y, u, I, J, inc_t, abs_t, nu, max_iter, tol):
+    """The Fisher scoring of :func:`noise_aware_batch` on one chunk of replicates ``Y`` (k, m, m)
+    with their row effects ``u`` (k, m); returns their shrunk ``beta`` (k, m)."""
+    R, m = Y.shape[0], Y.shape[1]
+    a, Dt = Y[:, I, J], Y[:, I, J] + Y[:, J, I]
     Dw = np.maximum(u[:, I] + u[:, J], 1.0)
-    kappa = _design_effect(P, m)
-    nu = float(noise_var)
+    kappa = _design_effect(I.size, m)
     C1 = kappa * Dw - 2.0 * nu  # v = κ·Dw·pq + ν(1 − 2pq) = pq·C1 + ν
     beta = np.zeros((R, m))
     tau2 = np.ones(R)
