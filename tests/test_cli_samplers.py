@@ -71,6 +71,17 @@ def test_new_plots_folder_is_created_but_not_its_parents(command, data_csv, tmp_
 
 
 @pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_wrote_notes_go_to_stderr_not_into_the_table(command, data_csv, tmp_path, capsys):
+    """gibbs printed its "wrote ..." notes (--out, --plots) on stdout, into the result table."""
+    pytest.importorskip("matplotlib")
+    out, figs = tmp_path / "s.csv", tmp_path / "figs"
+    assert _run(command, data_csv, "--no-progress", "--out", str(out), "--plots", str(figs)) == 0
+    captured = capsys.readouterr()
+    assert "wrote" not in captured.out
+    assert str(out) in captured.err and str(figs) in captured.err
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
 def test_summary_stage_and_total_time_are_shown(command, data_csv, tmp_path, capsys):
     out = tmp_path / "s.csv"
     assert _run(command, data_csv, "--out", str(out)) == 0
@@ -118,7 +129,7 @@ def test_gibbs_engine_flag_reaches_the_sampler(engine, data_csv, tmp_path, capsy
     assert main(["gibbs", str(data_csv), "--iter", "40", "--warmup", "20", "--seed", "2",
                  "--device", "cpu", "--no-progress", "--engine", engine,
                  "--out", str(out)]) == 0
-    assert f"on cpu ({engine} engine)" in capsys.readouterr().out
+    assert f"on cpu ({engine} engine)" in capsys.readouterr().err  # the "wrote" note
     with pytest.raises(SystemExit):
         main(["gibbs", str(data_csv), "--engine", "cuda"])
 

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "
             f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws; "
-            f"{timing})"
+            f"{timing})", file=sys.stderr
         )
     else:
         shown = table if args.persons else table.drop(index="theta", level=0)
@@ -174,4 +174,4 @@ def _write_plots(post, path: str) -> None:
     jobs.append(("theta_density.png", lambda p: plots.theta_density(post, path=p)))
     for name, draw in jobs:
         plt.close(draw(folder / name))
-    print(f"wrote {', '.join(name for name, _ in jobs)} to {folder}")
+    print(f"wrote {', '.join(name for name, _ in jobs)} to {folder}", file=sys.stderr)
