@@ -7,8 +7,9 @@ are discovered automatically, so adding a command means adding a module.
 
 Errors in user input (bad files, bad values, an exhausted budget) end the program with a
 one-line ``privirt: error: ...`` message and a non-zero status, never a traceback.  A command
-interrupted (Ctrl-C) or failing after it debited a ledger says so on that line: how much was
-spent (asked ε, δ and the cost) and in which ledger.
+interrupted (Ctrl-C, or SIGTERM/SIGHUP: ``kill``, ``timeout``, a closed terminal) or failing
+after it debited a ledger says so on that line: how much was spent (asked ε, δ and the cost)
+and in which ledger; the exit status is 130, 143 or 129, as a shell reports those signals.
 The top layer: may import any ``privirt`` module; command modules never import each other
 (shared helpers live in the ``_``-prefixed modules).
 """
@@ -16,6 +17,7 @@ The top layer: may import any ``privirt`` module; command modules never import e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -93,16 +95,63 @@ def _silence_stdout() -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C raises KeyboardInterrupt (and
+    handled as it is: a debit it lands after is reported); ``status`` is 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.status = 128 + signum
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """While ``main`` runs (in the main thread): SIGTERM and SIGHUP raise :class:`Terminated`
+    (their default ends the process at once, saying nothing, even after a debit).  A signal
+    that is ignored (``nohup``) stays ignored; a second one ends the process as by default; a
+    forked child (a sweep's worker) that inherited the handler dies as by default.  The
+    previous handlers are restored on return."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def handler(signum: int, frame) -> None:
+        signal.signal(signum, signal.SIG_DFL)
+        if os.getpid() != pid:
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
     try:
-        return _main(argv)
-    except BrokenPipeError:
-        # the reader went away (`privirt ... | head`): stop quietly, as Unix tools do
-        _silence_stdout()
-        return EXIT_SIGPIPE
-    except KeyboardInterrupt:  # before the command began (parsing, imports): nothing was spent
-        print("privirt: interrupted", file=sys.stderr)
-        return 130
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    with _terminate_as_interrupt():
+        try:
+            return _main(argv)
+        except BrokenPipeError:
+            # the reader went away (`privirt ... | head`): stop quietly, as Unix tools do
+            _silence_stdout()
+            return EXIT_SIGPIPE
+        except KeyboardInterrupt as exc:  # before the command began (parsing, imports): nothing was spent
+            print("privirt: interrupted", file=sys.stderr)
+            return getattr(exc, "status", 130)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -140,9 +189,9 @@ def _main(argv: Sequence[str] | None) -> int:
             text = f"not enough memory ({text}); use a smaller problem or a machine with more memory"
         print(f"privirt: error: {text}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or Terminated (SIGTERM, SIGHUP)
         print(f"privirt: interrupted{_spent(mark)}", file=sys.stderr)
-        return 130
+        return getattr(exc, "status", 130)
     except BaseException:
         # an internal error: its traceback, then (last, where it is seen) whether budget was spent
         said = _spent(mark)

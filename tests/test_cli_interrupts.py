@@ -1,0 +1,92 @@
+"""The command line interrupted or cut off: SIGTERM and SIGHUP as Ctrl-C, a closed stdout,
+``--out`` files replaced whole or not at all, a terminal progress bar ended before the error
+line, and whether the budget was spent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privirt.private.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def csv_file(tmp_path) -> Path:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "x.csv"
+    pd.DataFrame((rng.random((200, 6)) < 0.5).astype(int),
+                 columns=[f"i{j}" for j in range(6)]).to_csv(path, index=False)
+    return path
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _start(argv: list[str], hook: str = "", **popen) -> subprocess.Popen:
+    """``privirt ARGV`` in a child whose noise draw (after the debit) hangs 120 s when ``hook``
+    is ``"hang"``; SIGINT has its default, as under a terminal."""
+    code = "import sys, time\n"
+    if hook == "hang":
+        code += textwrap.dedent("""
+            import mechanisms
+            def stuck(self, values):            # test-only hook: hang where noise is drawn
+                time.sleep(120)
+            mechanisms.DiscreteGaussian.apply = stuck
+            """)
+    code += f"from privirt.cli import main\nsys.exit(main({argv!r}))\n"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **popen)
+
+
+def _wait_for_spends(proc: subprocess.Popen, led: Path, count: int) -> None:
+    deadline = time.time() + 60
+    while len(Ledger(led).spends()) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("name, status", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_after_the_debit_says_the_budget_was_spent(tmp_path, csv_file, name, status):
+    """SIGTERM (kill, timeout, CI) after the debit ended the run silently (-15) with the budget
+    spent; it is reported as Ctrl-C is, with the status a shell gives the signal."""
+    if not hasattr(signal, name):
+        pytest.skip(f"no {name} here")
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    proc = _start(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)], "hang")
+    _wait_for_spends(proc, led, 1)
+    proc.send_signal(getattr(signal, name))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    line = _one_line(err)
+    assert line.startswith("privirt: interrupted; the privacy budget WAS spent (asked ε=1, δ=1e-05; "
+                           "cost ρ="), line
+    assert str(led) in line and "spend #1" in line
+    assert len(Ledger(led).spends()) == 1
+
+
+def test_sigterm_handlers_are_restored_after_main(csv_file, capsys):
+    from privirt.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["estimate", str(csv_file)]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
