@@ -90,3 +90,39 @@ def test_sigterm_handlers_are_restored_after_main(csv_file, capsys):
     before = signal.getsignal(signal.SIGTERM)
     assert main(["estimate", str(csv_file)]) == 0
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def _interrupt(*a, **k):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("ledger", [True, False])
+def test_interrupt_before_the_debit_says_nothing_was_spent(tmp_path, csv_file, capsys, monkeypatch,
+                                                           ledger):
+    """Ctrl-C before the debit said only "privirt: interrupted", as if it could not tell; with a
+    ledger the journal tells (a run without one is not journaled: the line stays plain)."""
+    from privirt.cli import main
+    from privirt.private import measurements
+
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    monkeypatch.setattr(measurements.CountsGaussian, "calibrate", classmethod(_interrupt))
+    monkeypatch.setattr(measurements.TotalsGaussian, "calibrate", classmethod(_interrupt))
+    argv = ["estimate", str(csv_file), "--epsilon", "1"] + (["--ledger", str(led)] if ledger else [])
+    assert main(argv) == 130
+    said = _one_line(capsys.readouterr().err)
+    assert said == "privirt: interrupted" + (" (nothing was spent)" if ledger else "")
+    assert len(Ledger(led).spends()) == 0
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["estimate", "x.csv", "--epsilon", "1", "--ledger", "l.ledger"], " (nothing was spent)"),
+    (["estimate", "x.csv", "--ledger=l.ledger"], " (nothing was spent)"),
+    (["gibbs", "x.csv"], ""),
+])
+def test_interrupt_while_the_command_line_is_read(monkeypatch, capsys, argv, said):
+    import privirt.cli as cli
+
+    monkeypatch.setattr(cli, "build_parser", _interrupt)
+    assert cli.main(argv) == 130
+    assert _one_line(capsys.readouterr().err) == "privirt: interrupted" + said

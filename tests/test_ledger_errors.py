@@ -314,7 +314,7 @@ def test_cli_error_after_the_debit_is_one_line_with_the_spend(tmp_path, capsys, 
     assert len(Ledger(led).spends()) == 3
 
 
-def test_cli_interrupt_before_any_debit_says_only_interrupted(tmp_path, capsys, csv_file, monkeypatch):
+def test_cli_interrupt_before_any_debit_says_nothing_was_spent(tmp_path, capsys, csv_file, monkeypatch):
     from privirt.private import measurements
 
     led = tmp_path / "l.ledger"
@@ -326,7 +326,7 @@ def test_cli_interrupt_before_any_debit_says_only_interrupted(tmp_path, capsys, 
     monkeypatch.setattr(measurements.CountsGaussian, "calibrate", classmethod(interrupt))
     monkeypatch.setattr(measurements.TotalsGaussian, "calibrate", classmethod(interrupt))
     assert main(["estimate", str(csv_file), "--epsilon", "1", "--ledger", str(led)]) == 130
-    assert _one_line(capsys.readouterr().err) == "privirt: interrupted"
+    assert _one_line(capsys.readouterr().err) == "privirt: interrupted (nothing was spent)"
 
 
 def test_cli_interrupt_while_the_command_line_is_read_is_one_line(capsys, monkeypatch):

@@ -150,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
             return EXIT_SIGPIPE
         except KeyboardInterrupt as exc:  # before the command began (parsing, imports): nothing was spent
-            print("privirt: interrupted", file=sys.stderr)
+            argv = sys.argv[1:] if argv is None else argv
+            spends = any(a == "--ledger" or str(a).startswith("--ledger=") for a in argv)
+            print(f"privirt: interrupted{_NOTHING_SPENT if spends else ''}", file=sys.stderr)
             return getattr(exc, "status", 130)
 
 
@@ -190,7 +192,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"privirt: error: {text}{_spent(mark)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C, or Terminated (SIGTERM, SIGHUP)
-        print(f"privirt: interrupted{_spent(mark)}", file=sys.stderr)
+        said = _spent(mark) or (_NOTHING_SPENT if getattr(args, "ledger", None) is not None else "")
+        print(f"privirt: interrupted{said}", file=sys.stderr)
         return getattr(exc, "status", 130)
     except BaseException:
         # an internal error: its traceback, then (last, where it is seen) whether budget was spent
@@ -203,6 +206,11 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"privirt: error: internal error{said}", file=sys.stderr)
         return 1
     return int(status or 0)
+
+
+#: said of an interrupted run with a ledger that debited nothing (a debit comes before any
+#: noise is drawn, so nothing was released either); a run without a ledger is not journaled
+_NOTHING_SPENT = " (nothing was spent)"
 
 
 def _spent(mark: int) -> str:
