@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),
     ("privirt.exceptions", "privirt._seeds", "privirt._checks", "privirt._backend",
-     "privirt._progress", "privirt._threads", "privirt._results", "privirt.metrics"),
+     "privirt._progress", "privirt._threads", "privirt._results", "privirt._files",
+     "privirt.metrics"),
     ("privirt.data",),
     ("privirt.stats",),
     ("privirt.rasch",),

@@ -126,3 +126,53 @@ def test_interrupt_while_the_command_line_is_read(monkeypatch, capsys, argv, sai
     monkeypatch.setattr(cli, "build_parser", _interrupt)
     assert cli.main(argv) == 130
     assert _one_line(capsys.readouterr().err) == "privirt: interrupted" + said
+
+
+# -- --out files are replaced whole or not at all ----------------------------------------------
+def _to_csv_failing_midway(self, path_or_buf=None, *args, **kwargs):
+    """``DataFrame.to_csv`` that writes a first line, then fails (a full disk, an interruption)."""
+    if isinstance(path_or_buf, (str, os.PathLike)):
+        with open(path_or_buf, "w") as fh:
+            fh.write("item,partial\n")
+    else:
+        path_or_buf.write("item,partial\n")
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("command", [
+    ["estimate"], ["fit"],
+    ["gibbs", "--iter", "20", "--warmup", "10", "--seed", "1", "--device", "cpu", "--no-progress"],
+])
+def test_out_file_failing_midway_leaves_the_old_file(tmp_path, csv_file, capsys, monkeypatch, command):
+    """An interrupted --out write left a truncated file under the final name, the old one lost."""
+    from privirt.cli import main
+
+    folder = tmp_path / "outs"
+    folder.mkdir()
+    out = folder / "result.csv"
+    out.write_text("the old result\n")
+    monkeypatch.setattr(pd.DataFrame, "to_csv", _to_csv_failing_midway)
+    assert main([command[0], str(csv_file), *command[1:], "--out", str(out)]) == 2
+    err = capsys.readouterr().err  # (random answers: gibbs warns about the slopes first)
+    assert err.strip().splitlines()[-1] == "privirt: error: [Errno 28] No space left on device", err
+    assert out.read_text() == "the old result\n"
+    assert [p.name for p in folder.iterdir()] == ["result.csv"]  # no temporary file left
+
+
+def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
+    from privirt._files import atomic_write
+
+    path = tmp_path / "r.json"
+    path.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_write(path) as fh:
+            fh.write("half of the n")
+            raise KeyboardInterrupt
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    with atomic_write(path) as fh:
+        fh.write("new ε")
+    assert path.read_text(encoding="utf-8") == "new ε"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as a new file gets, not mkstemp's 0600

@@ -168,8 +168,12 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
 
 
 def write_summary(table: pd.DataFrame, out: str) -> str:
-    """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`)."""
-    table.to_csv(out)
+    """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`), whole or not
+    at all."""
+    from .._files import atomic_write
+
+    with atomic_write(out, newline="") as fh:
+        table.to_csv(fh)
     return out
 
 

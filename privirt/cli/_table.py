@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._files import atomic_write
+
 if TYPE_CHECKING:  # (pandas is imported by the commands that build a table, not to parse arguments)
     import pandas as pd
 
@@ -21,10 +23,10 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
     ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
     (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``, and
     an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
-    has no Infinity).
+    has no Infinity).  The file is replaced whole or not at all (:func:`atomic_write`).
     """
     if path.suffix.lower() == ".csv":
-        with path.open("w", encoding="utf-8", newline="") as fh:
+        with atomic_write(path, newline="") as fh:
             for line in (statement or "").splitlines():
                 fh.write(f"# {line}\n")
             table.to_csv(fh, index_label="item")
@@ -34,7 +36,8 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
             for item, row in table.iterrows()
         ]
         payload = {**(meta or {}), "items": records}
-        path.write_text(json.dumps(payload, indent=2) + "\n")
+        with atomic_write(path) as fh:
+            fh.write(json.dumps(payload, indent=2) + "\n")
 
 
 def _jsonable(value):

@@ -134,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plots is not None:
         args.plots.mkdir(exist_ok=True)  # (before any file is written: a folder that cannot be made fails first)
     if args.out is not None:
-        table.to_csv(args.out, index_label="item")
+        from .._files import atomic_write
+
+        with atomic_write(args.out, newline="") as fh:
+            table.to_csv(fh, index_label="item")
         print(f"wrote {args.out}", file=sys.stderr)
     if args.plots is not None:
         _write_plots(args.plots, est, abilities, andersen)

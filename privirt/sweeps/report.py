@@ -28,6 +28,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from .._files import atomic_write
 from . import registry
 from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, read_results
 
@@ -387,8 +388,10 @@ def build_report(
                          datasets, plots, directory)
     md_path = directory / "report.md"
     html_path = directory / "report.html"
-    md_path.write_text(_to_markdown(sections), encoding="utf-8")
-    html_path.write_text(_to_html(sections, title=f"privirt sweep: {name}"), encoding="utf-8")
+    with atomic_write(md_path) as fh:
+        fh.write(_to_markdown(sections))
+    with atomic_write(html_path) as fh:
+        fh.write(_to_html(sections, title=f"privirt sweep: {name}"))
     return ReportFiles(markdown=md_path, html=html_path, plots=tuple(plots))
 
 

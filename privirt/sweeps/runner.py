@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._files import atomic_write
 from .._progress import ProgressBar
 from ..exceptions import PrivirtError
 from . import registry
@@ -543,7 +544,9 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
                     "cpu_count": os.cpu_count()},
         "runs": runs,
     }
-    manifest_path.write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
+    with atomic_write(manifest_path) as fh:
+        fh.write(json.dumps(manifest, indent=2, default=str) + "\n")
     if config.source_text:
-        (out / CONFIG_COPY).write_text(config.source_text, encoding="utf-8")
+        with atomic_write(out / CONFIG_COPY) as fh:
+            fh.write(config.source_text)
 
