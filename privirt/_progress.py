@@ -12,7 +12,10 @@ import sys
 import time
 from typing import Callable, TextIO
 
-__all__ = ["ProgressBar", "resolve_progress", "ticker"]
+__all__ = ["ProgressBar", "end_open_line", "resolve_progress", "ticker"]
+
+#: the stream of a terminal bar left mid-line (its last draw ended in "\r", not "\n"), or None
+_open_line: TextIO | None = None
 
 
 class ProgressBar:
@@ -80,6 +83,7 @@ class ProgressBar:
                 return
             self._last_time = now
             self.stream.write("\r" + self._line(done, failed) + ("\n" if final else ""))
+            _mid_line(None if final else self.stream)
         else:
             decile = int(10 * done / self.total)
             if not final and decile == self._last_decile:
@@ -88,6 +92,24 @@ class ProgressBar:
             self.stream.write(self._line(done, failed) + "\n")
         self._last_done = done
         self.stream.flush()
+
+
+def _mid_line(stream: TextIO | None) -> None:
+    global _open_line
+    _open_line = stream
+
+
+def end_open_line() -> None:
+    """End a terminal bar left mid-line (a run interrupted or failed while it was drawn) with a
+    newline, so that what is printed next (an error) starts on a line of its own."""
+    stream = _open_line
+    _mid_line(None)
+    if stream is not None:
+        try:
+            stream.write("\n")
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing to tidy
+            pass
 
 
 def resolve_progress(progress: bool | None, stream: TextIO | None = None) -> bool:

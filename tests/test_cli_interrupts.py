@@ -176,3 +176,40 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
     umask = os.umask(0o022)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as a new file gets, not mkstemp's 0600
+
+
+# -- a terminal progress bar left mid-line ------------------------------------------------------
+class _Terminal(__import__("io").StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("raised, said", [(KeyboardInterrupt, "privirt: interrupted"),
+                                          (ValueError("bad value"), "privirt: error: bad value")])
+def test_error_after_a_terminal_bar_starts_on_its_own_line(csv_file, monkeypatch, raised, said):
+    """On a terminal a bar ends in "\\r" until it is done: the error line was glued onto it."""
+    from privirt._progress import ProgressBar
+    from privirt.cli import estimate, main
+
+    def drawn_then_fails(*args, **kwargs):
+        ProgressBar(10, "fits", unit="fits").update(3)
+        raise raised
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(estimate, "show_result", drawn_then_fails)
+    assert main(["estimate", str(csv_file)]) != 0
+    text = terminal.getvalue()
+    bar, line, end = text.split("\n")
+    assert bar.startswith("\rfits [") and "3/10 fits" in bar and line == said and end == "", repr(text)
+
+
+def test_a_finished_bar_gets_no_extra_newline(monkeypatch):
+    from privirt._progress import ProgressBar, end_open_line
+
+    terminal = _Terminal()
+    bar = ProgressBar(2, "x", stream=terminal, min_interval=0)
+    bar.update(1)
+    bar.update(2)
+    end_open_line()
+    assert terminal.getvalue().count("\n") == 1 and terminal.getvalue().endswith("\n")

@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt as exc:  # before the command began (parsing, imports): nothing was spent
             argv = sys.argv[1:] if argv is None else argv
             spends = any(a == "--ledger" or str(a).startswith("--ledger=") for a in argv)
-            print(f"privirt: interrupted{_NOTHING_SPENT if spends else ''}", file=sys.stderr)
+            _say(f"privirt: interrupted{_NOTHING_SPENT if spends else ''}")
             return getattr(exc, "status", 130)
 
 
@@ -178,34 +178,48 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         raise  # handled in main(), also for --help
     except BudgetExceeded as exc:
-        print(f"privirt: error: {_one_line(exc)}{_spent(mark)}", file=sys.stderr)
+        _say(f"privirt: error: {_one_line(exc)}{_spent(mark)}")
         return EXIT_BUDGET
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
         from ._words import cli_message
 
-        print(f"privirt: error: {cli_message(exc, flags=flags)}{_spent(mark)}", file=sys.stderr)
+        _say(f"privirt: error: {cli_message(exc, flags=flags)}{_spent(mark)}")
         return EXIT_USAGE
     except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
         text = " ".join(str(exc).split()) or "MemoryError"
         if not text.startswith("the kept draws"):
             text = f"not enough memory ({text}); use a smaller problem or a machine with more memory"
-        print(f"privirt: error: {text}{_spent(mark)}", file=sys.stderr)
+        _say(f"privirt: error: {text}{_spent(mark)}")
         return EXIT_USAGE
     except KeyboardInterrupt as exc:  # Ctrl-C, or Terminated (SIGTERM, SIGHUP)
         said = _spent(mark) or (_NOTHING_SPENT if getattr(args, "ledger", None) is not None else "")
-        print(f"privirt: interrupted{said}", file=sys.stderr)
+        _say(f"privirt: interrupted{said}")
         return getattr(exc, "status", 130)
     except BaseException:
         # an internal error: its traceback, then (last, where it is seen) whether budget was spent
         said = _spent(mark)
+        _end_progress_line()
         if not said:
             raise
         import traceback
 
         traceback.print_exc()
-        print(f"privirt: error: internal error{said}", file=sys.stderr)
+        _say(f"privirt: error: internal error{said}")
         return 1
     return int(status or 0)
+
+
+def _end_progress_line() -> None:
+    from .._progress import end_open_line
+
+    end_open_line()
+
+
+def _say(line: str) -> None:
+    """Print ``line`` on stderr on a line of its own: a terminal progress bar the failure left
+    mid-line (it ends in "\r") is ended first."""
+    _end_progress_line()
+    print(line, file=sys.stderr)
 
 
 #: said of an interrupted run with a ledger that debited nothing (a debit comes before any
