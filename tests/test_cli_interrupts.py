@@ -213,3 +213,34 @@ def test_a_finished_bar_gets_no_extra_newline(monkeypatch):
     bar.update(2)
     end_open_line()
     assert terminal.getvalue().count("\n") == 1 and terminal.getvalue().endswith("\n")
+
+
+# -- stdout closed after the debit ---------------------------------------------------------------
+@pytest.mark.parametrize("model", [[], ["--model", "2pl", "--n-boot", "0"]])
+def test_closed_stdout_after_the_debit_reports_the_spend_and_writes_out(tmp_path, csv_file, model):
+    """`privirt estimate ... --ledger L --out f.csv | head -1`: the reader gone, the run returned
+    141 without a word about the spend, and --out (written after the table) was never written."""
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=50.0, delta=1e-5)
+    out = tmp_path / "f.csv"
+    proc = _start(["estimate", str(csv_file), "--epsilon", "5", "--ledger", str(led), "--out", str(out),
+                   *model])
+    proc.stdout.close()  # the reader is gone before privirt writes
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 141, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("privirt: stdout closed; the privacy budget WAS spent (asked ε=5"), err
+    assert "spend #1" in line and str(led) in line and "Traceback" not in err
+    table = pd.read_csv(out, comment="#", index_col=0)
+    assert len(table) == 6 and len(Ledger(led).spends()) == 1
+
+
+def test_closed_stdout_still_gets_fit_out_written(tmp_path, csv_file):
+    out = tmp_path / "fit.csv"
+    proc = _start(["fit", str(csv_file), "--out", str(out)])
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 141 and "Traceback" not in err, err
+    assert len(pd.read_csv(out, index_col=0)) == 6

@@ -175,8 +175,12 @@ def _main(argv: Sequence[str] | None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_printer(flags)
             status = args.func(args)
-    except BrokenPipeError:
-        raise  # handled in main(), also for --help
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): main() ends quietly ...
+        said = _spent(mark)
+        if said:  # ... but a debit is reported, as for an interruption
+            with contextlib.suppress(OSError):
+                _say(f"privirt: stdout closed{said}")
+        raise
     except BudgetExceeded as exc:
         _say(f"privirt: error: {_one_line(exc)}{_spent(mark)}")
         return EXIT_BUDGET

@@ -430,7 +430,8 @@ def run(args: argparse.Namespace) -> int:
 
 def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n_persons: int,
                 statement=None, engine: str | None = None) -> int:
-    """Print the estimate table (and the privacy statement of a private run); write ``--out``."""
+    """Write ``--out``, then print the estimate table (and the privacy statement of a private
+    run)."""
     table.index.name = "item"
     label, where = method, f" ({engine})" if engine else ""
     if statement is not None:  # a seeded run is reproducible and therefore NOT private
@@ -438,6 +439,13 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
             label = f"private {method}"
         else:
             where += " (seeded noise: NOT private)"
+    if args.out is not None:  # first: a closed stdout (`| head`) must not lose the paid result
+        meta = {"method": method, **({"engine": engine} if engine else {}),
+                "n_persons": n_persons, "n_items": len(table)}
+        if statement is not None:
+            meta["privacy"] = statement.to_dict()
+        write_table(table, args.out, meta, None if statement is None else str(statement))
+        print(f"wrote {args.out}", file=sys.stderr)
     print(f"{label} estimate{where}: {n_persons} persons × {len(table)} items "
           f"(beta centred, higher = harder)")
     print(format_table(table))
@@ -446,13 +454,6 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
         print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
     if statement is not None:
         print(str(statement))
-    if args.out is not None:
-        meta = {"method": method, **({"engine": engine} if engine else {}),
-                "n_persons": n_persons, "n_items": len(table)}
-        if statement is not None:
-            meta["privacy"] = statement.to_dict()
-        write_table(table, args.out, meta, None if statement is None else str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -576,6 +577,12 @@ def _run_2pl(args: argparse.Namespace) -> int:
     table.index.name = "item"
     statement = res.privacy
     kind = "private" if statement.private else "seeded noise: NOT private"
+    if args.out is not None:  # first: a closed stdout (`| head`) must not lose the paid result
+        meta = {"method": "2pl", "model": "2pl", "missing": missing, "n_persons": statement.n_persons,
+                "n_items": len(table),
+                "privacy": statement.to_dict()}
+        write_table(pd.DataFrame(table), args.out, meta, str(statement))
+        print(f"wrote {args.out}", file=sys.stderr)
     print(f"2PL estimate ({kind}): {statement.n_persons} persons × {len(table)} items "
           "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)")
     print(format_table(table))
@@ -583,10 +590,4 @@ def _run_2pl(args: argparse.Namespace) -> int:
         top = table["a"].sort_values(ascending=False, kind="stable").index[: args.top_k]
         print(f"top {args.top_k} most discriminating: " + ", ".join(str(t) for t in top))
     print(str(statement))
-    if args.out is not None:
-        meta = {"method": "2pl", "model": "2pl", "missing": missing, "n_persons": statement.n_persons,
-                "n_items": len(table),
-                "privacy": statement.to_dict()}
-        write_table(pd.DataFrame(table), args.out, meta, str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -123,14 +123,6 @@ def run(args: argparse.Namespace) -> int:
     andersen = andersen_test(resp, args.andersen) if args.andersen else None
     table = table.join(fit)
     table.index.name = "item"
-    print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items; fit with "
-          f"WLE abilities, persons with an extreme score left out")
-    print(table.to_string(float_format=lambda v: f"{v: .3f}", index_names=False))
-    print("infit/outfit: mean squares, 1 as the model expects (> 1 noise, < 1 redundancy); "
-          "*_z: standardized, |z| > 2 flags misfit; n: responses used")
-    print(f"reliability: {rel}")
-    if andersen is not None:
-        print(str(andersen))
     if args.plots is not None:
         args.plots.mkdir(exist_ok=True)  # (before any file is written: a folder that cannot be made fails first)
     if args.out is not None:
@@ -139,6 +131,14 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(args.out, newline="") as fh:
             table.to_csv(fh, index_label="item")
         print(f"wrote {args.out}", file=sys.stderr)
+    print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items; fit with "
+          f"WLE abilities, persons with an extreme score left out")
+    print(table.to_string(float_format=lambda v: f"{v: .3f}", index_names=False))
+    print("infit/outfit: mean squares, 1 as the model expects (> 1 noise, < 1 redundancy); "
+          "*_z: standardized, |z| > 2 flags misfit; n: responses used")
+    print(f"reliability: {rel}")
+    if andersen is not None:
+        print(str(andersen))
     if args.plots is not None:
         _write_plots(args.plots, est, abilities, andersen)
     return 0
