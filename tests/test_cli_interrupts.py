@@ -244,3 +244,18 @@ def test_closed_stdout_still_gets_fit_out_written(tmp_path, csv_file):
     proc.wait(timeout=60)
     assert proc.returncode == 141 and "Traceback" not in err, err
     assert len(pd.read_csv(out, index_col=0)) == 6
+
+
+def test_an_ignored_sighup_stays_ignored(csv_file, monkeypatch):
+    """Under `nohup` SIGHUP is ignored: main() must not make it an interruption."""
+    from privirt.cli import estimate, main
+
+    seen = {}
+    monkeypatch.setattr(estimate, "show_result",
+                        lambda *a, **k: seen.update(hup=signal.getsignal(signal.SIGHUP)) or 0)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert main(["estimate", str(csv_file)]) == 0
+        assert seen["hup"] is signal.SIG_IGN and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)

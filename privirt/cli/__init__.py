@@ -110,7 +110,7 @@ class Terminated(KeyboardInterrupt):
 def _terminate_as_interrupt():
     """While ``main`` runs (in the main thread): SIGTERM and SIGHUP raise :class:`Terminated`
     (their default ends the process at once, saying nothing, even after a debit).  A signal
-    that is ignored (``nohup``) stays ignored; a second one ends the process as by default; a
+    that is ignored (``nohup``) or handled outside Python stays so; a second one ends the process as by default; a
     forked child (a sweep's worker) that inherited the handler dies as by default.  The
     previous handlers are restored on return."""
     import os
@@ -132,7 +132,8 @@ def _terminate_as_interrupt():
     previous = {}
     for name in ("SIGTERM", "SIGHUP"):
         signum = getattr(signal, name, None)
-        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+        # (None: a handler set outside Python, which could not be put back)
+        if signum is not None and signal.getsignal(signum) not in (signal.SIG_IGN, None):
             previous[signum] = signal.signal(signum, handler)
     try:
         yield
