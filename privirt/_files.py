@@ -33,19 +33,26 @@ def atomic_write(path: str | os.PathLike[str], *, encoding: str = "utf-8",
     Yields
     ------
     file object
-        Open for writing on a temporary file ``.NAME.XXXXXXXX.tmp`` next to ``path`` (created
-        with the permissions a new file gets, subject to the umask).
+        Open for writing on a temporary file ``.NAME.XXXXXXXX.tmp`` next to ``path`` (next to
+        its target when ``path`` is a symbolic link, which stays a link), with the permissions
+        of the file it replaces, else those a new file gets (subject to the umask).
 
     Notes
     -----
     A process killed outright (SIGKILL, power loss) may leave the temporary file behind, never
     a truncated file under the final name.
     """
-    final = Path(path)
+    final = Path(os.path.realpath(path))  # through a symlink: its target is replaced, the link kept
     tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        mode = os.stat(final).st_mode & 0o7777  # an existing file keeps its permissions
+    except OSError:
+        mode = None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
     try:
         with open(fd, "w", encoding=encoding, newline=newline) as fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

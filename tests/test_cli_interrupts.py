@@ -259,3 +259,68 @@ def test_an_ignored_sighup_stays_ignored(csv_file, monkeypatch):
         assert seen["hup"] is signal.SIG_IGN and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+# -- found by the review of the day's last commits ----------------------------------------------
+def test_atomic_write_through_a_symlink_replaces_its_target_and_keeps_link_and_mode(tmp_path):
+    # the temp file was made in the link's folder and os.replace put a regular file in place of
+    # the link (the target kept its old content; a 0600 output became 0644)
+    from privirt._files import atomic_write
+
+    (tmp_path / "rw").mkdir()
+    target = tmp_path / "rw" / "real.csv"
+    target.write_text("old")
+    os.chmod(target, 0o600)
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    with atomic_write(link) as fh:
+        fh.write("new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in (tmp_path / "rw").iterdir()) == ["real.csv"]
+
+
+def test_a_pooled_sweep_worker_ends_at_once_on_sigterm():
+    # a forked worker inherited the CLI's Python SIGTERM handler, which runs only after a long C
+    # call returns: the parent's terminate() then waited for the call (50 s after Ctrl-C)
+    code = ("import signal; signal.signal(signal.SIGTERM, lambda *a: None)\n"
+            "from privirt.sweeps.execute import init_worker\n"
+            "init_worker({}, pooled=True)\n"
+            "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.strip() == "True", out.stderr
+
+
+def test_a_second_interrupt_while_the_first_is_reported_never_says_nothing_was_spent(
+        tmp_path, csv_file, capsys, monkeypatch):
+    # a KeyboardInterrupt raised while _main reported a debited interrupt reached main()'s outer
+    # handler, which said "(nothing was spent)" with a spend in the ledger
+    import inspect
+
+    from privirt.cli import main
+    from privirt.private import spends
+
+    led = tmp_path / "l.ledger"
+    Ledger(led, epsilon=5.0, delta=1e-5)
+    spend = Ledger.spend
+
+    def spend_then_interrupt(self, *a, **k):
+        spend(self, *a, **k)
+        raise KeyboardInterrupt  # the first Ctrl-C, just after the debit
+
+    describe, raised = spends.Spend.describe, []
+
+    def describe_once_interrupted(self):
+        if not raised and any(f.function == "_spent" for f in inspect.stack()):
+            raised.append(1)
+            raise KeyboardInterrupt  # the second, while the first is reported
+        return describe(self)
+
+    monkeypatch.setattr(Ledger, "spend", spend_then_interrupt)
+    monkeypatch.setattr(spends.Spend, "describe", describe_once_interrupted)
+    assert main(["estimate", str(csv_file), "--epsilon", "0.5", "--ledger", str(led),
+                 "--method", "spectral"]) == 130
+    said = _one_line(capsys.readouterr().err)
+    assert raised and "WAS spent" in said and "nothing was spent" not in said, said
+    assert len(Ledger(led).spends()) == 1

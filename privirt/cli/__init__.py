@@ -143,21 +143,25 @@ def _terminate_as_interrupt():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    run: dict = {}  # _main puts its journal mark here once the command may spend
     with _terminate_as_interrupt():
         try:
-            return _main(argv)
+            return _main(argv, run)
         except BrokenPipeError:
             # the reader went away (`privirt ... | head`): stop quietly, as Unix tools do
             _silence_stdout()
             return EXIT_SIGPIPE
-        except KeyboardInterrupt as exc:  # before the command began (parsing, imports): nothing was spent
+        except KeyboardInterrupt as exc:
+            # before the command began (parsing, imports), or a second interrupt while _main
+            # reported the first: a debit since the mark is reported, else nothing was spent
             argv = sys.argv[1:] if argv is None else argv
             spends = any(a == "--ledger" or str(a).startswith("--ledger=") for a in argv)
-            _say(f"privirt: interrupted{_NOTHING_SPENT if spends else ''}")
+            said = _spent(run["mark"]) if "mark" in run else ""
+            _say(f"privirt: interrupted{said or (_NOTHING_SPENT if spends else '')}")
             return getattr(exc, "status", 130)
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # name the subcommand's --help, not the top-level one
@@ -172,6 +176,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
     flags = getattr(args, "command", None) not in _LIBRARY_WORDS
     mark = journal_mark()
+    if run is not None:
+        run["mark"] = mark
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_printer(flags)

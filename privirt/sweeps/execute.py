@@ -90,13 +90,16 @@ def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:
     """Install the prepared bases in this process and empty its data cache.
 
     ``pooled`` (a worker process of the pool): ignore SIGINT (the parent handles Ctrl-C and
-    ends the workers) and use one BLAS/OpenMP thread (``threadpoolctl`` where installed; a
+    ends the workers), SIGTERM and SIGHUP at their defaults (ended at once), and use one BLAS/OpenMP thread (``threadpoolctl`` where installed; a
     spawned worker already has it from the environment).
     """
     if pooled:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for name in ("SIGTERM", "SIGHUP"):  # a forked worker inherits the CLI's Python handlers,
+            if hasattr(signal, name):  # which wait for the bytecode after a long C call: the
+                signal.signal(getattr(signal, name), signal.SIG_DFL)  # parent ends it with SIGTERM
         _end_with_parent()
         _one_blas_thread()
     _BASES.clear()
