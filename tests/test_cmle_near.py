@@ -231,50 +231,45 @@ def test_numba_near_pair_kernel_equals_numpy(monkeypatch, spread):
     np.testing.assert_allclose(out["auto"], out["numpy"], rtol=1e-12, atol=0)
 
 
-def test_numba_linear_esfs_equal_numpy_bit_for_bit(monkeypatch):
+def _linear_case():
     # the scaled linear summation ran as numpy's Python loop of K whole-array passes over a
     # batch's ~13 groups of ~800 items (~0.8 CPU s per evaluation at 10^3 x 10^3 with 20 %
     # missing cells); one numba pass per group now, with the same products and sums
-    pytest.importorskip("numba")
-    from privirt.rasch import _esf, _esf_numba
-
     rng = np.random.default_rng(3)
-    G, K = 13, 400
-    bt = rng.normal(size=(G, K)) * 1.5 + np.log(K)
+    bt = rng.normal(size=(13, 400)) * 1.5 + np.log(400)
     bt[:, -3:] = np.inf  # empty slots
-    et = np.exp(-bt)
-    start = np.exp(-rng.random(G) * 50)
-    calls = []
-    real = _esf_numba.lin_esf
-    monkeypatch.setattr(_esf_numba, "lin_esf", lambda *a: calls.append(1) or real(*a))
-    out = {}
-    for engine in ("numpy", "auto"):
-        monkeypatch.setattr(_esf, "CHAIN_ENGINE", engine)
-        out[engine] = _esf._lin_esf(et, start)
-    assert calls and np.all(np.isfinite(out["numpy"]))
-    np.testing.assert_array_equal(out["auto"], out["numpy"])
+    start = np.exp(-rng.random(13) * 50)
+    return "lin_esf", lambda esf: esf._lin_esf(np.exp(-bt), start), 0
 
 
-def test_numba_log_space_esfs_equal_numpy_bit_for_bit(monkeypatch):
+def _log_case():
     # groups of more items than the scaled linear summation covers (~1600 of 2000 answered,
     # docs/cmle.md §2) went through numpy's Python loop of K logaddexp passes over a batch of
     # ~3 groups; one numba pass per group now, with numpy's logaddexp (log1p(exp(-|a - b|)) +
     # max, a + log 2 on a tie) in the same order
+    rng = np.random.default_rng(21_006)
+    bt = rng.normal(size=(3, 900)) * 4.0 + np.log(900)
+    bt[:, -5:] = np.inf  # empty slots
+    bt[0, 7] = bt[0, 8]  # tied items
+    return "log_esf", lambda esf: esf._log_esf(-bt), 5
+
+
+@pytest.mark.parametrize("case", [_linear_case, _log_case])
+def test_numba_esf_summations_equal_numpy_bit_for_bit(monkeypatch, case):
     pytest.importorskip("numba")
     from privirt.rasch import _esf, _esf_numba
 
-    rng = np.random.default_rng(21_006)
-    G, K = 3, 900
-    bt = rng.normal(size=(G, K)) * 4.0 + np.log(K)
-    bt[:, -5:] = np.inf  # empty slots
-    bt[0, 7] = bt[0, 8]  # tied items
+    kernel, run, empty = case()
     calls = []
-    real = _esf_numba.log_esf
-    monkeypatch.setattr(_esf_numba, "log_esf", lambda *a: calls.append(1) or real(*a))
+    real = getattr(_esf_numba, kernel)
+    monkeypatch.setattr(_esf_numba, kernel, lambda *a: calls.append(1) or real(*a))
     out = {}
     for engine in ("numpy", "auto"):
         monkeypatch.setattr(_esf, "CHAIN_ENGINE", engine)
-        out[engine] = _esf._log_esf(-bt)
-    assert calls and np.isfinite(out["numpy"][:, : K - 4]).all()
-    assert np.isneginf(out["numpy"][:, K - 4 :]).all()
+        out[engine] = run(_esf)
+    assert calls
+    K = out["numpy"].shape[1]
+    assert np.isfinite(out["numpy"][:, : K - empty]).all()
+    if empty:  # log space: the empty slots' high scores are −inf
+        assert np.isneginf(out["numpy"][:, K - empty:]).all()
     np.testing.assert_array_equal(out["auto"], out["numpy"])
