@@ -31,7 +31,7 @@ import uuid
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.client import HTTPException
+from http.client import HTTPException, RemoteDisconnected
 from typing import Any
 
 import numpy as np
@@ -265,7 +265,8 @@ class Client:
                 reason = getattr(exc, "reason", exc)
                 if (data is not None and len(data) > SERVICE_MAX_BODY
                         and isinstance(reason, (BrokenPipeError, ConnectionResetError,
-                                                ConnectionAbortedError, ssl.SSLEOFError))):
+                                                ConnectionAbortedError, ssl.SSLEOFError))
+                        and not isinstance(reason, RemoteDisconnected)):  # (that one: after a full send)
                     # the service answers 413 and closes before reading a body this large; the
                     # send fails before its answer can be read, and a retry would fail the same way
                     raise InvalidRequest(413, f"request body of {len(data)} bytes is over the service's "

@@ -325,3 +325,30 @@ def test_a_body_far_over_the_limit_over_tls_is_the_same_invalid_request(tls_fake
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+class _ReadsThenCloses(http.server.BaseHTTPRequestHandler):
+    """Reads the whole body, then closes without an answer (a service with a larger limit,
+    which may have debited): not the 413 of a body it refused unread."""
+
+    def do_POST(self) -> None:
+        self.server.seen.append(len(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.close_connection = True
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+def test_a_large_body_read_whole_then_no_answer_is_a_connection_error_retried_with_the_key():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ReadsThenCloses)
+    srv.seen = []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        client = Client(f"http://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=1)
+        with pytest.raises(ConnectionError) as err:
+            client.estimate("d", epsilon=1.0, label="x" * 20_000, idempotency_key="k1")
+        assert "nothing was spent" not in str(err.value) and "Idempotency-Key k1" in str(err.value)
+        assert srv.seen == [srv.seen[0]] * 2 and srv.seen[0] > 20_000  # sent whole, retried once
+    finally:
+        srv.shutdown()
+        srv.server_close()
