@@ -568,13 +568,24 @@ def test_an_error_after_the_debit_says_the_budget_was_spent(tmp_path, monkeypatc
 
 
     def gone(*args, **kwargs):
-        raise service.StateError("cannot connect to the state")
+        from privirt.serve._backends import StateUnavailable
+
+        raise StateUnavailable("cannot connect to the state")
 
     monkeypatch.setattr(service, "_responses", gone)  # the state unavailable before the debit: 503
     with pytest.raises(service.RequestFailed) as err:
         service.run_request(store, who, "d", "release", params, None)
     assert err.value.status == 503 and err.value.detail == service.STATE_UNAVAILABLE
     assert err.value.headers["Retry-After"] == "5" and "request_id" not in err.value.extra
+    assert store.counts() == {"requests": 1, "spends": 1}
+
+    def broken_state(*args, **kwargs):  # an error a retry cannot fix is not "retry later"
+        raise service.StateError("the state has an unknown schema version")
+
+    monkeypatch.setattr(service, "_responses", broken_state)
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, None)
+    assert err.value.status == 500 and "Retry-After" not in (err.value.headers or {})
     assert store.counts() == {"requests": 1, "spends": 1}
 
 

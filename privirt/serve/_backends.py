@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "unavailable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+__all__ = ["StateError", "StateUnavailable", "unavailable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
 
@@ -25,12 +25,16 @@ class StateError(ValueError):
     """A state that cannot be opened, created or changed as asked (curator-facing)."""
 
 
+class StateUnavailable(StateError):
+    """The state cannot be reached or used now (no connection to PostgreSQL, a SQLite file
+    locked or read-only): a request may be retried; other :class:`StateError`\ s may not."""
+
+
 def unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the state cannot be reached or used now: a :class:`StateError` (no
-    connection to PostgreSQL, a SQLite file locked or read-only) or a ``psycopg.OperationalError``
-    (a connection lost)."""
+    """Whether ``exc`` says the state cannot be reached or used now: a :class:`StateUnavailable`
+    or a ``psycopg.OperationalError`` (a connection lost)."""
     psycopg = sys.modules.get("psycopg")  # imported by a PostgreSQL state only
-    return isinstance(exc, StateError) or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
+    return isinstance(exc, StateUnavailable) or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
 
 
 _TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")
@@ -158,9 +162,9 @@ class _SQLite:
 def _friendly_sqlite(exc: sqlite3.OperationalError, path: Path) -> Exception:
     text = str(exc)
     if "locked" in text or "busy" in text:
-        return StateError(f"the state {path} stayed locked by another process; nothing was spent — retry")
+        return StateUnavailable(f"the state {path} stayed locked by another process; nothing was spent — retry")
     if "readonly" in text or "read-only" in text:
-        return StateError(f"the state {path} cannot be written (read-only); nothing was spent")
+        return StateUnavailable(f"the state {path} cannot be written (read-only); nothing was spent")
     if "no such table" in text:
         return StateError(f"{path} is not a privirt serve state; create one with `privirt serve init {path}`")
     return StateError(f"the state {path} cannot be used: {text}")
@@ -190,7 +194,7 @@ class _Postgres:
             try:
                 con = psycopg.connect(self.url, autocommit=False)
             except psycopg.OperationalError as exc:
-                raise StateError(f"cannot connect to the state {self.describe}: "
+                raise StateUnavailable(f"cannot connect to the state {self.describe}: "
                                  f"{' '.join(str(exc).split())[:200]}") from None
             self._local.con = con
         return con

@@ -23,7 +23,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .auth import AuthError
 from .routers import analyst, curator
 from .service import NOT_FOUND, RequestFailed, load_datasets, state_unavailable
-from .store import StateError, Store, open_store
+from ._backends import StateUnavailable
+from .store import Store, open_store
 
 __all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
 
@@ -205,7 +206,7 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: i
         failed = state_unavailable()
         return JSONResponse(failed.body(), status_code=failed.status, headers=failed.headers)
 
-    app.add_exception_handler(StateError, _unavailable)
+    app.add_exception_handler(StateUnavailable, _unavailable)
     if store.kind == "postgresql":
         import psycopg
 
