@@ -118,7 +118,9 @@ def test_interrupt_before_the_debit_says_nothing_was_spent(tmp_path, csv_file, c
 @pytest.mark.parametrize("argv, said", [
     (["estimate", "x.csv", "--epsilon", "1", "--ledger", "l.ledger"], " (nothing was spent)"),
     (["estimate", "x.csv", "--ledger=l.ledger"], " (nothing was spent)"),
+    (["estimate", "x.csv", "--ledg", "l.ledger"], " (nothing was spent)"),  # argparse takes it
     (["gibbs", "x.csv"], ""),
+    (["gibbs", "x.csv", "--l"], ""),
 ])
 def test_interrupt_while_the_command_line_is_read(monkeypatch, capsys, argv, said):
     import privirt.cli as cli

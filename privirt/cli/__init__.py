@@ -155,10 +155,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             # before the command began (parsing, imports), or a second interrupt while _main
             # reported the first: a debit since the mark is reported, else nothing was spent
             argv = sys.argv[1:] if argv is None else argv
-            spends = any(a == "--ledger" or str(a).startswith("--ledger=") for a in argv)
+            spends = any(_names_ledger(a) for a in argv)
             said = _spent(run["mark"]) if "mark" in run else ""
             _say(f"privirt: interrupted{said or (_NOTHING_SPENT if spends else '')}")
             return getattr(exc, "status", 130)
+
+
+def _names_ledger(arg: object) -> bool:
+    """Whether a command-line word is ``--ledger`` (``--ledger=PATH``), or an abbreviation of it
+    that argparse takes (no other flag starts with ``--le``)."""
+    flag = str(arg).split("=", 1)[0]
+    return len(flag) >= 4 and "--ledger".startswith(flag)
 
 
 def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
