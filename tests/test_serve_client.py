@@ -4,6 +4,7 @@ service's side is in ``test_serve.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -279,22 +280,33 @@ class _Refusing(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_body_far_over_the_limit_is_one_invalid_request_not_a_connection_error_and_is_not_retried():
-    from privirt.client import InvalidRequest
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+@contextlib.contextmanager
+def _running(handler, ssl_context=None):
+    """A loopback server of ``handler`` in a thread (``srv.seen`` for the handler's records),
+    over TLS with ``ssl_context``; shut down on exit."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if ssl_context is not None:
+        srv.socket = ssl_context.wrap_socket(srv.socket, server_side=True)
     srv.seen = []
     threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{srv.server_address[1]}"
     try:
-        client = Client(f"http://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=2)
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_a_body_far_over_the_limit_is_one_invalid_request_not_a_connection_error_and_is_not_retried():
+    from privirt.client import InvalidRequest
+    with _running(_Refusing) as srv:
+        client = Client(srv.url, key=KEY, retries=2)
         with pytest.raises(InvalidRequest) as err:
             client.estimate("d", epsilon=1.0, label="x" * 20_000_000)
         msg = str(err.value)
         assert err.value.status == 413 and "over the service's limit" in msg and "nothing was spent" in msg
         assert "\n" not in msg and SECRET not in msg
         assert len(srv.seen) == 1  # not sent again
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 def test_the_clients_body_limit_is_the_services():
@@ -309,22 +321,14 @@ def test_a_body_far_over_the_limit_over_tls_is_the_same_invalid_request(tls_fake
     import ssl
 
     from privirt.client import InvalidRequest
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(tls_fake.cafile, tls_fake.cafile.parent / "key.pem")
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    srv.seen = []
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        client = Client(f"https://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=2,
-                        cafile=tls_fake.cafile)
+    with _running(_Refusing, ctx) as srv:
+        client = Client(srv.url, key=KEY, retries=2, cafile=tls_fake.cafile)
         with pytest.raises(InvalidRequest) as err:
             client.estimate("d", epsilon=1.0, label="x" * 20_000_000)
         assert err.value.status == 413 and "nothing was spent" in str(err.value)
         assert len(srv.seen) == 1
-    finally:
-        srv.shutdown()
-        srv.server_close()
 
 
 class _ReadsThenCloses(http.server.BaseHTTPRequestHandler):
@@ -340,15 +344,9 @@ class _ReadsThenCloses(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_large_body_read_whole_then_no_answer_is_a_connection_error_retried_with_the_key():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ReadsThenCloses)
-    srv.seen = []
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        client = Client(f"http://127.0.0.1:{srv.server_address[1]}", key=KEY, retries=1)
+    with _running(_ReadsThenCloses) as srv:
+        client = Client(srv.url, key=KEY, retries=1)
         with pytest.raises(ConnectionError) as err:
             client.estimate("d", epsilon=1.0, label="x" * 20_000, idempotency_key="k1")
         assert "nothing was spent" not in str(err.value) and "Idempotency-Key k1" in str(err.value)
         assert srv.seen == [srv.seen[0]] * 2 and srv.seen[0] > 20_000  # sent whole, retried once
-    finally:
-        srv.shutdown()
-        srv.server_close()
