@@ -582,8 +582,8 @@ def simulate_releases(rng: np.random.Generator, fit, beta: np.ndarray, n: int, e
         ebr = eb if eb.shape[0] == 1 else eb[a:a + r]
         if r == 1 and n * m > SIMULATION_CELLS:  # persons in chunks: the same draws (a generator
             tot[a], hist[a] = 0.0, 0.0  # fills consecutive calls as one), bounded memory
-            for c in range(0, n, max(1, SIMULATION_CELLS // m)):
-                odds = 1.0 + ebr[0][None, :] * np.exp(-th[0, c:c + max(1, SIMULATION_CELLS // m)])[:, None]
+            for c in range(0, n, size := max(1, SIMULATION_CELLS // m)):
+                odds = 1.0 + ebr[0][None, :] * np.exp(-th[0, c:c + size])[:, None]
                 Xc = (rng.random(odds.shape, dtype=np.float32) * odds.astype(np.float32) < 1.0 if single
                       else rng.random(odds.shape) * odds < 1.0)
                 tot[a] += Xc.sum(axis=0)
