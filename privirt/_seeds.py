@@ -55,7 +55,6 @@ def child(ss: np.random.SeedSequence, *keys: int | str) -> np.random.SeedSequenc
     return np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + tuple(_key_of(k) for k in keys))
 
 
-
 def estimate_stream(seed: Any) -> np.random.SeedSequence | None:
     """The bootstrap's seed sequence: child stream ``"estimate"`` of ``seed`` (``None`` stays
     ``None``: fresh OS entropy).
@@ -66,6 +65,7 @@ def estimate_stream(seed: Any) -> np.random.SeedSequence | None:
     """
     ss = seed_sequence(seed)
     return None if ss is None else child(ss, "estimate")
+
 
 def stream_key(ss: np.random.SeedSequence) -> bytes:
     """256 bits derived from a sequence's state (used to key a reproducible secure stream)."""
