@@ -33,6 +33,7 @@ from scipy import special
 from .._backend import numba_available
 from . import moves as _moves
 from . import twopno
+from .truncnorm import FAR_TAIL as _FAR, POINT_MASS as _POINT_MASS
 
 __all__ = ["FusedGibbs", "PhiloxDraws", "run_chain", "numba_available", "philox_keys"]
 
@@ -40,8 +41,6 @@ __all__ = ["FusedGibbs", "PhiloxDraws", "run_chain", "numba_available", "philox_
 BLOCK_ROWS = 64
 #: Below this many cells per iteration (all chains) the numba sweep runs on one thread.
 PARALLEL_CELLS = 16384
-_FAR = 5.0
-_POINT_MASS = 1e150
 _M32 = np.uint64(0xFFFFFFFF)
 
 

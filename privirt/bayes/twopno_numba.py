@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from . import moves as _moves
+from .truncnorm import FAR_TAIL as _FAR, POINT_MASS as _POINT_MASS  # X | X > L is L from _POINT_MASS on
 
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
@@ -33,8 +34,6 @@ _S32 = np.uint64(32)
 _TWO_M52 = 2.0**-52
 _SQRT1_2 = 0.7071067811865476
 _TINY = 2.2250738585072014e-308
-_FAR = 5.0
-_POINT_MASS = 1e150  # X | X > L is L in doubles from here on (_robert_tail)
 _MANT = np.uint64(0x000FFFFFFFFFFFFF)
 _EXP1 = np.uint64(0x3FF0000000000000)
 _S52 = np.uint64(52)
