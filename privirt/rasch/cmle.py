@@ -187,7 +187,7 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         n_iter += 1
     gmax = float(np.max(np.abs(grad)))
     converged = bool(gmax <= gtol)  # the documented test (rounding leaves ~1e-14·n_used)
-    if _near_pairs(beta, _NEAR)[0].size > _near_pairs(beta, _NEAR_ITER)[0].size:
+    if kept["h2"][0].size > _near_pairs(beta, _NEAR_ITER)[0].size:  # (kept: the pairs < _NEAR at beta)
         H = _exact_near_hessian(beta, stats, m, H, kept)  # exact terms for the covariance
     cov = _covariance(H, m)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
