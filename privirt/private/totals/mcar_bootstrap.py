@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import intervals, shrinkage
-from .marginal import SpreadFit, ability_grid, invert_marginals
+from .marginal import SIMULATION_CELLS, SpreadFit, ability_grid, invert_marginals
 from .marginal_missing import (
     answered_distribution,
     fit_answered_icc,
@@ -49,7 +49,7 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
     s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, K * B))
     mu = float(np.clip(np.mean(q), 1e-6, 1 - 1e-6))
     odds = np.clip(q, 1e-3, 1 - 1e-3) / (1 - np.clip(q, 1e-3, 1 - 1e-3))
-    step = max(1, 2_000_000 // (n * m))
+    step = max(1, SIMULATION_CELLS // (n * m))
     for a0 in range(0, reps, step):
         r = min(reps, a0 + step) - a0
         th = theta[rng.choice(theta.size, size=(r, n), p=w)] + (rng.random((r, n)) - 0.5) * (theta[1] - theta[0])
