@@ -99,16 +99,11 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _one_blas_thread() -> Iterator[None]:
-    """One BLAS/OpenMP thread per calling thread while the embedded cluster runs.
+    """One BLAS/OpenMP thread while the embedded cluster runs (``threadpoolctl``; the limit is
+    process-wide and shared with concurrent blocks, :func:`privirt._threads.one_thread_in`)."""
+    from threadpoolctl import ThreadpoolController
 
-    Uses ``threadpoolctl`` (part of the ``dask`` extra); without it BLAS keeps its threads.
-    """
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - declared in the dask extra
-        yield
-        return
-    # (shared with concurrent blocks: restoring per block left the process at one thread)
+    # (a fresh controller: it also sees the thread pools loaded since the package's was made)
     with one_thread_in(ThreadpoolController(), None):
         yield
 
