@@ -130,8 +130,8 @@ def run_sweep(
             # folder with results): the folders and the lock file this run created go too
             lock.remove_created(created)
             raise
-        stats = _run_in(out, config, jobs=jobs, resume=resume, progress=progress,
-                        discard_failed=discard_failed, plan=plan)
+        stats = _run_in(out, config, plan=plan, jobs=jobs, progress=progress,
+                        discard_failed=discard_failed)
         if stats.discarded:
             # nothing kept: the folders this run created go too (under the lock, see FolderLock)
             lock.remove_created(created)
@@ -289,11 +289,9 @@ def _plan(out: Path, config: SweepConfig, *, jobs: int, resume: bool) -> _Plan:
     return _Plan(cells=cells, todo=todo, done=done, bases=bases)
 
 
-def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
-            progress: bool, discard_failed: bool = False, plan: _Plan | None = None) -> SweepStats:
+def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
+            progress: bool, discard_failed: bool = False) -> SweepStats:
     """The body of :func:`run_sweep`, with the folder locked (``plan``: :func:`_plan`'s)."""
-    if plan is None:
-        plan = _plan(out, config, jobs=jobs, resume=resume)
     results = out / RESULTS_FILE
     cells, todo, done, bases = plan.cells, plan.todo, plan.done, plan.bases
     before = ({name: _read_or_none(out / name) for name in (RESULTS_FILE, MANIFEST_FILE, CONFIG_COPY)}
@@ -312,7 +310,7 @@ def _run_in(out: Path, config: SweepConfig, *, jobs: int, resume: bool,
     ]
     with ResultsWriter(results) as writer:
         if jobs == 1 or len(todo) <= 1:
-            init_worker(bases)
+            # (check_data, in _plan, installed the bases and read each data set: kept)
             for a in args:
                 row = worker(*a)
                 writer.write(row)
@@ -444,9 +442,7 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
     """
     import multiprocessing
 
-    method = method or _start_method()
-    if method != "fork":
-        _check_spawn_safe()
+    method = method or _start_method()  # (an unguarded script was refused by _plan)
     saved = {v: os.environ.get(v) for v in _THREAD_VARS}
     for v in _THREAD_VARS:
         os.environ.setdefault(v, "1")  # spawned workers read these when BLAS loads
