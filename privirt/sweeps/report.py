@@ -274,11 +274,9 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _results_table(summ: pd.DataFrame, dataset: str,
-                   shown: dict[float, str] | None = None) -> tuple[list[str], list[list[str]]]:
-    """One data set's table; ``shown`` labels each ε of the whole grid (default
-    :func:`_epsilon_labels` of ``summ``), so that every table of a report prints an ε alike."""
-    if shown is None:
-        shown = _epsilon_labels(summ)
+                   shown: dict[float, str]) -> tuple[list[str], list[list[str]]]:
+    """One data set's table; ``shown`` (:func:`_epsilon_labels`) labels each ε of the whole
+    grid, so that every table of a report prints an ε alike."""
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
     # a sweep of non-private baselines only has no ε column: give their values one
