@@ -126,10 +126,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plots is not None:
         args.plots.mkdir(exist_ok=True)  # (before any file is written: a folder that cannot be made fails first)
     if args.out is not None:
-        from .._files import atomic_write
+        from ._table import write_table
 
-        with atomic_write(args.out, newline="") as fh:
-            table.to_csv(fh, index_label="item")
+        write_table(table, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
     print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items; fit with "
           f"WLE abilities, persons with an extreme score left out")
