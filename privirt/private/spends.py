@@ -96,10 +96,10 @@ def spends_since(mark: int, *, thread: int | None = None) -> list[Spend]:
     """Debits committed by this process (by the calling thread unless ``thread`` is given)
     after ``mark`` (from :func:`journal_mark`), oldest first."""
     if thread is None:
-        ident, journal = threading.get_ident(), getattr(_LOCAL, "journal", None)
+        journal = getattr(_LOCAL, "journal", None)
     else:
-        ident, journal = thread, _BY_THREAD.get(thread)
-    return [r for r in list(journal or ()) if r.seq > mark and r.thread == ident]
+        journal = _BY_THREAD.get(thread)
+    return [r for r in list(journal or ()) if r.seq > mark]
 
 
 def _journal(rec: Spend) -> Spend:
