@@ -326,3 +326,27 @@ def test_a_second_interrupt_while_the_first_is_reported_never_says_nothing_was_s
     said = _one_line(capsys.readouterr().err)
     assert raised and "WAS spent" in said and "nothing was spent" not in said, said
     assert len(Ledger(led).spends()) == 1
+
+
+def test_a_warning_during_a_terminal_bar_starts_on_its_own_line(monkeypatch, csv_file):
+    """A warning shown while a terminal bar was drawn mid-line was appended to the bar's line."""
+    import warnings
+
+    from privirt._progress import ProgressBar
+    from privirt.cli import estimate, main
+
+    def drawn_then_warns(*args, **kwargs):
+        bar = ProgressBar(10, "fits", unit="fits", min_interval=0)
+        bar.update(3)
+        warnings.warn("something to know")
+        bar.update(10)
+        raise ValueError("stop here")
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(estimate, "show_result", drawn_then_warns)
+    assert main(["estimate", str(csv_file)]) != 0
+    lines = terminal.getvalue().split("\n")
+    assert lines[0].startswith("\rfits [") and "3/10 fits" in lines[0], lines
+    assert lines[1] == "privirt: warning: something to know", lines
+    assert lines[2].startswith("\rfits [") and "10/10 fits" in lines[2], lines

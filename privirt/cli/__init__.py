@@ -74,11 +74,14 @@ _LIBRARY_WORDS = frozenset({"sweep"})
 
 def _warning_printer(flags: bool):
     """``warnings.showwarning`` for a command: each warning as one ``privirt: warning: ...``
-    line (no source location), in flag words unless ``flags`` is False."""
+    line (no source location, on a line of its own after a bar), in flag words unless ``flags``
+    is False."""
+    from .._progress import end_open_line
     from ._words import cli_text
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         text = _one_line(message)
+        end_open_line()  # a terminal bar drawn mid-line: the warning starts on a line of its own
         print(f"privirt: warning: {cli_text(text) if flags else text}", file=sys.stderr)
 
     return show
