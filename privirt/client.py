@@ -277,10 +277,9 @@ class Client:
                         f"certificate verification failed for {self.url}: {reason.verify_message or reason} "
                         "(use cafile= to trust the service's self-signed certificate or private CA)") from None
                 if attempt + 1 >= attempts:
+                    # a spending request may have been debited before its answer was lost
                     raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"
-                                          + ("" if idempotency_key is None else
-                                             f" (Idempotency-Key {idempotency_key}: retrying with it never "
-                                             "spends twice)")) from None
+                                          + _spent_hint(idempotency_key)) from None
                 time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -346,7 +345,7 @@ def _rows(body: Any) -> list[dict]:
 
 
 def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:
-    """What to do after an unreadable success answer of a spending request (empty otherwise)."""
+    """What to do after a lost or unreadable answer of a spending request (empty otherwise)."""
     if idempotency_key is None:
         return ""
     rid = f" or fetch Client.result({request_id!r})" if isinstance(request_id, str) else ""

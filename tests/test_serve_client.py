@@ -350,3 +350,37 @@ def test_a_large_body_read_whole_then_no_answer_is_a_connection_error_retried_wi
             client.estimate("d", epsilon=1.0, label="x" * 20_000, idempotency_key="k1")
         assert "nothing was spent" not in str(err.value) and "Idempotency-Key k1" in str(err.value)
         assert srv.seen == [srv.seen[0]] * 2 and srv.seen[0] > 20_000  # sent whole, retried once
+
+
+# ---------------------------------------------------------------------------------------
+# a request sent whole whose answer is lost: a spend may have been debited
+class _ReadsThenLoses(http.server.BaseHTTPRequestHandler):
+    """Reads the whole request, then closes without an answer (``/close...``) or answers too
+    late for the client's timeout (``/stall...``): the service may have debited a spend."""
+
+    def _lose(self) -> None:
+        self.server.seen.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if self.path.startswith("/stall"):
+            import time
+
+            time.sleep(0.6)
+        self.close_connection = True
+
+    do_GET = do_POST = _lose
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+@pytest.mark.parametrize("how", ["close", "stall"])
+def test_a_lost_answer_to_a_spend_says_the_budget_may_have_been_spent_and_a_get_does_not(how):
+    with _running(_ReadsThenLoses) as srv:
+        client = Client(f"{srv.url}/{how}", key=KEY, timeout=0.2, retries=0)
+        with pytest.raises(ConnectionError) as err:
+            client.release("d", epsilon=0.1, idempotency_key="idem-L")
+        msg = str(err.value)
+        assert "\n" not in msg and "the budget may have been spent" in msg
+        assert "retry with Idempotency-Key idem-L (it never spends twice)" in msg
+        with pytest.raises(ConnectionError) as err:
+            client.datasets()
+        assert "spent" not in str(err.value) and "Idempotency-Key" not in str(err.value)
