@@ -251,6 +251,9 @@ class Client:
                     status, raw = resp.status, resp.read()
                 return _decode(status, raw, idempotency_key)
             except urllib.error.HTTPError as exc:
+                if 300 <= exc.code < 400:  # refused by _NoRedirect: say where it pointed
+                    raise _redirect_error(exc.code, exc.headers.get("Location") if exc.headers else None,
+                                          self.url, path) from None
                 try:
                     payload = json.loads(exc.read().decode("utf-8"))
                 except (ValueError, UnicodeDecodeError):
@@ -342,6 +345,20 @@ def _rows(body: Any) -> list[dict]:
     if not isinstance(body, list) or not all(isinstance(r, dict) for r in body):
         raise ServiceError(200, f"the service's answer is not a list of rows (got {type(body).__name__})")
     return body
+
+
+def _redirect_error(status: int, location: str | None, url: str, path: str) -> ServiceError:
+    """A one-line :class:`ServiceError` for a redirect the client refused: where it pointed
+    (``location``, made absolute against the request's address) and the ``url`` to pass if that
+    is the service (the address without ``path``, when it ends with it)."""
+    if not location or not location.strip():
+        return ServiceError(status, f"the service answered with a redirect ({status}) without a Location; the "
+                                    "client does not follow redirects (it would send your key elsewhere)")
+    target = " ".join(urllib.parse.urljoin(url + path, location.strip()).split())[:300]
+    base = target[: -len(path)] if target.endswith(path) and len(target) > len(path) else target
+    return ServiceError(status, f"the service answered with a redirect ({status}) to {target}; the client does "
+                                "not follow redirects (it would send your key there): if that is the service, "
+                                f"pass {base} as url", {"location": target})
 
 
 def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:

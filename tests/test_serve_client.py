@@ -384,3 +384,36 @@ def test_a_lost_answer_to_a_spend_says_the_budget_may_have_been_spent_and_a_get_
         with pytest.raises(ConnectionError) as err:
             client.datasets()
         assert "spent" not in str(err.value) and "Idempotency-Key" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------
+# redirects are refused (urllib would send the key along) in one line saying where they pointed
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_refused_in_one_line_naming_where_it_pointed(fake, status):
+    from privirt.client import ServiceError
+
+    with _running(_ReadsThenLoses) as other:
+        fake.answers["/v1/datasets"] = (status, {"Location": f"{other.url}/v1/datasets"}, b"")
+        fake.answers["/v1/datasets/d/release"] = (status, {"Location": f"{other.url}/v1/datasets/d/release"}, b"")
+        c = Client(fake.url, KEY, retries=0)
+        for call in (c.datasets, lambda: c.release("d", epsilon=0.1)):
+            with pytest.raises(ServiceError) as err:
+                call()
+            msg = str(err.value)
+            assert err.value.status == status and "\n" not in msg and SECRET not in msg
+            assert f"redirect ({status}) to {other.url}/v1/" in msg and "does not follow redirects" in msg
+            assert msg.endswith(f"pass {other.url} as url")
+        assert other.seen == []  # the key went nowhere else
+
+
+def test_a_relative_or_missing_location_is_made_absolute_or_said(fake):
+    from privirt.client import ServiceError
+
+    fake.answers["/v1/datasets"] = (308, {"Location": "/api/v1/datasets"}, b"")
+    with pytest.raises(ServiceError) as err:
+        Client(fake.url, KEY, retries=0).datasets()
+    assert f"to {fake.url}/api/v1/datasets;" in str(err.value) and str(err.value).endswith(f"pass {fake.url}/api as url")
+    fake.answers["/v1/datasets"] = (307, {}, b"")
+    with pytest.raises(ServiceError) as err:
+        Client(fake.url, KEY, retries=0).datasets()
+    assert "redirect (307) without a Location" in str(err.value) and "does not follow redirects" in str(err.value)
