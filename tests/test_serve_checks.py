@@ -159,6 +159,37 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, mo
         assert text in line, (extra, line)
 
 
+def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn(tmp_path, monkeypatch):
+    # uvicorn printed a TLS warning and six log lines, exit 3, for a host it could not bind
+    import socket
+
+    import uvicorn
+
+    def never(*a, **k):
+        raise AssertionError("uvicorn started")
+
+    monkeypatch.setattr(uvicorn, "run", never)
+    state = str(tmp_path / "s.db")
+    cli("serve", "init", state)
+    before = hashlib.sha256(open(state, "rb").read()).hexdigest()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (("--host", "256.1.1.1"), "--host 256.1.1.1: not an address or host name this machine can resolve"),
+            (("--host", "nosuchhost.invalid"), "--host nosuchhost.invalid: not an address"),
+            (("--host", "192.0.2.1"), "--host 192.0.2.1: cannot listen on 192.0.2.1"),  # TEST-NET-1
+            (("--port", str(port)), f"--port {port}: already in use on 127.0.0.1"),
+            (("--port", str(port), "--workers", "2"), f"--port {port}: already in use"),
+        ]
+        for extra, text in cases:
+            proc = cli("serve", "run", state, *extra, check=False)
+            line = _one_line_error(proc)
+            assert proc.returncode == 2 and proc.stdout == "" and text in line, (extra, line)
+    assert hashlib.sha256(open(state, "rb").read()).hexdigest() == before
+
+
 def test_a_password_in_the_urls_query_string_is_not_printed():
     from privirt.serve._backends import _redact
 

@@ -337,6 +337,39 @@ def _check_readable(path: str, flag: str) -> None:
         raise ValueError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
 
 
+def _check_listen(host: str, port: int) -> None:
+    """A one-line error naming ``--host`` or ``--port`` unless this process can listen on
+    ``(host, port)``: each address ``host`` resolves to is bound (as uvicorn binds it, with
+    ``SO_REUSEADDR``) and closed at once, so that uvicorn never starts with it."""
+    import errno
+    import socket
+
+    try:
+        # "" is every address to asyncio's create_server (uvicorn), as None is to getaddrinfo
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or " ".join(str(exc).split())
+        raise ValueError(f"--host {host}: not an address or host name this machine can resolve ({reason}); "
+                         "give one of its addresses, e.g. 127.0.0.1 or 0.0.0.0") from None
+    for family, kind, proto, _, address in infos:
+        try:
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == getattr(socket, "AF_INET6", None):
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+        except OSError as exc:
+            reason = exc.strerror or " ".join(str(exc).split())
+            if exc.errno == errno.EADDRINUSE:
+                raise ValueError(f"--port {port}: already in use on {address[0]} ({reason}); stop what listens "
+                                 "there or pick another --port") from None
+            if exc.errno == errno.EACCES:
+                raise ValueError(f"--port {port}: not allowed to listen on it ({reason}); ports below 1024 "
+                                 "need privileges, pick another --port") from None
+            raise ValueError(f"--host {host}: cannot listen on {address[0]} port {port} ({reason}); give an "
+                             "address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from ..serve.store import open_store
 
@@ -365,6 +398,7 @@ def run_serve(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError:
         raise ImportError("privirt serve run needs the serve extra: pip install 'privirt[serve]'") from None
+    _check_listen(args.host, args.port)  # last, so that the address is still free for uvicorn
     if not _is_loopback(args.host) and args.ssl_certfile is None:
         print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "
               "network in clear — put a TLS reverse proxy in front or give --ssl-keyfile/--ssl-certfile",
