@@ -408,3 +408,32 @@ def test_the_client_waits_and_retries_a_429_with_the_same_idempotency_key():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_an_unknown_revoked_or_malformed_key_id_is_hashed_and_compared_as_an_existing_one(tmp_path, monkeypatch):
+    """Every wrong key takes the steps of an existing id's: one SHA-256 of the secret and one
+    ``compare_digest`` of two digests of the same length (against a dummy for an unknown id)."""
+    import hmac
+
+    from privirt.serve import keys
+
+    store, _ = _in_process(tmp_path)
+    key = store.add_analyst("b", {"d": (1.0, 1e-6)})
+    revoked = store.add_analyst("c", {"d": (1.0, 1e-6)})
+    store.revoke_analyst("c")
+    calls, real = [], hmac.compare_digest
+
+    def counting(a, b):
+        calls.append((len(a), len(b)))
+        return real(a, b)
+
+    monkeypatch.setattr(keys.hmac, "compare_digest", counting)
+    kid = key.split(".")[1]
+    wrong = {"existing id": f"pva.{kid}.{'x' * 43}", "unknown id": f"pva.{'0' * 16}.{'x' * 43}",
+             "revoked": revoked, "malformed": "pva.nodots", "curator prefix": key.replace("pva.", "pvc.", 1)}
+    for what, k in wrong.items():
+        calls.clear()
+        assert store.authenticate(k, "analyst") is None, what
+        assert calls == [(64, 64)], (what, calls)
+    calls.clear()
+    assert store.authenticate(key, "analyst").name == "b" and calls == [(64, 64)]

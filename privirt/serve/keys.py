@@ -3,8 +3,11 @@
 The secret is 256 random bits (:func:`secrets.token_urlsafe`); the state stores the public
 ``<id>`` and the SHA-256 of the secret only, so a stolen state file yields no working key.
 A key is checked by looking its ``<id>`` up and comparing the hash of the presented secret
-with :func:`hmac.compare_digest` (constant time); an unknown ``<id>`` is compared against a
-dummy hash, so a wrong key costs the same time whether or not its ``<id>`` exists.
+with :func:`hmac.compare_digest` (constant time).  An unknown, revoked or malformed ``<id>`` takes
+the same steps: its secret is hashed and compared against a dummy hash.  A wrong key therefore
+costs comparable time whether or not its ``<id>`` exists, though not exactly the same (fetching
+an existing row takes a little longer, under a microsecond); that reveals at most whether an
+``<id>`` exists, and ids are 64 random bits that cannot be enumerated.
 """
 
 from __future__ import annotations
