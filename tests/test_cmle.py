@@ -391,3 +391,35 @@ def test_converged_means_the_documented_gradient_tolerance_was_met(tol, max_iter
     assert res.converged == (gmax <= tol * max(1, res.n_persons_used))
     if max_iter == 100:
         assert res.converged  # the tolerance is reachable: rounding leaves ~1e-14·n_used
+
+
+def test_progress_bar_ends_complete_and_leaves_the_estimate_unchanged(capsys):
+    X, _, _ = privirt.simulate_rasch(400, 12, p_observed=0.8, seed=2_000_011)
+    quiet = privirt.cmle_estimate(X, progress=False)
+    assert capsys.readouterr().err == ""
+    auto = privirt.cmle_estimate(X)  # None: stderr (captured) is not a terminal
+    assert capsys.readouterr().err == ""
+    shown = privirt.cmle_estimate(X, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert quiet.n_iter < 100  # converged early: the bar must still end complete
+    assert lines[0].startswith("CML estimate statistics [") and "0/102 steps" in lines[0]
+    assert lines[-1].startswith(f"CML estimate converged after {quiet.n_iter} iterations [")
+    assert "102/102 steps 100%" in lines[-1] and "\r" not in "".join(lines)
+    for res in (auto, shown):  # bit for bit
+        assert np.array_equal(res.beta.to_numpy(), quiet.beta.to_numpy())
+        assert np.array_equal(res.se.to_numpy(), quiet.se.to_numpy())
+        assert np.array_equal(res.info["cov"], quiet.info["cov"])
+        assert res.loglik == quiet.loglik and res.n_iter == quiet.n_iter
+
+
+def test_progress_bar_counts_every_iteration_up_to_the_limit(capsys):
+    X, _, _ = privirt.simulate_rasch(300, 6, seed=2_000_012)
+    res = privirt.cmle_estimate(X, max_iter=1, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert res.n_iter == 1 and not res.converged
+    assert lines[-1].startswith("CML estimate stopped after 1 iteration [") and "3/3 steps 100%" in lines[-1]
+
+
+def test_progress_must_be_a_bool_or_none():
+    with pytest.raises(ValueError, match="progress must be True, False or None"):
+        privirt.cmle_estimate(privirt.load_dataset("lsat6"), progress="yes")

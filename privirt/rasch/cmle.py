@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_positive_int, check_positive_number
+from .._progress import resolve_progress, ticker
 from ._esf import batch_probabilities, near_pair_terms
 from .._results import ItemEstimate
 from ..exceptions import DisconnectedComparisonGraph
@@ -109,7 +110,8 @@ class _Stats:
     score_counts: np.ndarray | None  # complete data: persons per score
 
 
-def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) -> CMLEResult:
+def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100,
+                  progress: bool | None = None) -> CMLEResult:
     """Conditional maximum likelihood estimate of Rasch item difficulties.
 
     Parameters
@@ -121,6 +123,12 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         converged when ``max_i |∂ℓ/∂β_i| ≤ tol · max(1, n_used)``.
     max_iter : int
         Most Newton iterations.
+    progress : bool or None
+        A progress bar on stderr counting ``max_iter + 2`` steps: the preparation (sufficient
+        statistics, existence checks, the first evaluation), one per Newton iteration (the
+        phase shows the largest gradient component), and the covariance; a fit that converges
+        early jumps to the covariance step, so the bar always ends complete.  ``None``
+        (default): only when stderr is a terminal.  The estimate does not depend on it.
 
     Returns
     -------
@@ -144,10 +152,15 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     """
     tol = check_positive_number("tol", tol)
     max_iter = check_positive_int("max_iter", max_iter)
+    progress = resolve_progress(progress)
     resp = as_responses(X)
     m = resp.n_items
     if m < 2:
         raise ValueError(f"CML estimation needs at least 2 items, got {m}")
+    phase = ["statistics"]
+    tick = ticker(max_iter + 2, "CML estimate", unit="steps", enabled=progress,
+                  phase=lambda done: phase[0])
+    tick(at=0)
     stats = _statistics(resp.codes)
     _check_estimable(resp, stats)
 
@@ -162,6 +175,8 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
     n_iter = 0
     message = "iteration limit reached"
     while True:
+        phase[0] = f"Newton, max |gradient| {np.max(np.abs(grad)):.1e}"
+        tick(at=1 + n_iter)
         if np.max(np.abs(grad)) <= gtol:
             message = "gradient tolerance reached"
             break
@@ -187,10 +202,15 @@ def cmle_estimate(X: ResponsesLike, *, tol: float = 1e-10, max_iter: int = 100) 
         n_iter += 1
     gmax = float(np.max(np.abs(grad)))
     converged = bool(gmax <= gtol)  # the documented test (rounding leaves ~1e-14·n_used)
+    phase[0] = "covariance"
+    tick(at=max_iter + 1)  # past the iterations an early convergence left out
     if kept["h2"][0].size > _near_pairs(beta, _NEAR_ITER)[0].size:  # (kept: the pairs < _NEAR at beta)
         H = _exact_near_hessian(beta, stats, m, H, kept)  # exact terms for the covariance
     cov = _covariance(H, m)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    ended = "converged" if converged else "stopped"
+    phase[0] = f"{ended} after {n_iter} iteration{'' if n_iter == 1 else 's'}"
+    tick(at=max_iter + 2)
     items = resp.items
     return CMLEResult(
         beta=pd.Series(beta, index=items.copy(), name="beta"),
