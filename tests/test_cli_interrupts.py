@@ -238,6 +238,29 @@ def test_closed_stdout_after_the_debit_reports_the_spend_and_writes_out(tmp_path
     assert len(table) == 6 and len(Ledger(led).spends()) == 1
 
 
+@pytest.mark.parametrize("model", [[], ["--epsilon", "5", "--seed", "1"],
+                                   ["--model", "2pl", "--epsilon", "5", "--seed", "1", "--n-boot", "0"]])
+def test_every_estimate_writes_out_before_the_table_through_one_helper(tmp_path, csv_file, capsys,
+                                                                       monkeypatch, model):
+    """The Rasch and the 2PL results had two copies of "write --out, then print": both go through
+    _write_then_print, which has written the file (whole) when the table is printed."""
+    from privirt.cli import estimate, main
+
+    out, seen, real_format = tmp_path / "f.csv", [], estimate.format_table
+
+    def format_table(table):
+        seen.append(len(pd.read_csv(out, comment="#", index_col=0)))  # already written
+        return real_format(table)
+
+    monkeypatch.setattr(estimate, "format_table", format_table)
+    calls = []
+    real = estimate._write_then_print
+    monkeypatch.setattr(estimate, "_write_then_print", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert main(["estimate", str(csv_file), "--out", str(out), *model]) == 0
+    assert calls == [1] and seen == [6]
+    assert capsys.readouterr().err.startswith(f"wrote {out}")
+
+
 def test_closed_stdout_still_gets_fit_out_written(tmp_path, csv_file):
     out = tmp_path / "fit.csv"
     proc = _start(["fit", str(csv_file), "--out", str(out)])

@@ -439,22 +439,30 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
             label = f"private {method}"
         else:
             where += " (seeded noise: NOT private)"
-    if args.out is not None:  # first: a closed stdout (`| head`) must not lose the paid result
-        meta = {"method": method, **({"engine": engine} if engine else {}),
-                "n_persons": n_persons, "n_items": len(table)}
-        if statement is not None:
-            meta["privacy"] = statement.to_dict()
-        write_table(table, args.out, meta, None if statement is None else str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
-    print(f"{label} estimate{where}: {n_persons} persons × {len(table)} items "
-          f"(beta centred, higher = harder)")
-    print(format_table(table))
+    meta = {"method": method, **({"engine": engine} if engine else {}),
+            "n_persons": n_persons, "n_items": len(table)}
+    if statement is not None:
+        meta["privacy"] = statement.to_dict()
+    _write_then_print(table, args, meta, statement, f"{label} estimate{where}: {n_persons} persons × "
+                      f"{len(table)} items (beta centred, higher = harder)")
     if args.top_k is not None:
         top = table["beta"].sort_values(ascending=False, kind="stable").index[: args.top_k]
         print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
     if statement is not None:
         print(str(statement))
     return 0
+
+
+def _write_then_print(table: pd.DataFrame, args: argparse.Namespace, meta: dict, statement,
+                      header: str) -> None:
+    """Write ``--out`` (atomically, with ``meta`` and the privacy statement, if any), then print
+    ``header`` and the table: the file first, so that a closed stdout (`| head`) does not lose a
+    paid result."""
+    if args.out is not None:
+        write_table(table, args.out, meta, None if statement is None else str(statement))
+        print(f"wrote {args.out}", file=sys.stderr)
+    print(header)
+    print(format_table(table))
 
 
 def run_dask(args: argparse.Namespace) -> int:
@@ -577,15 +585,11 @@ def _run_2pl(args: argparse.Namespace) -> int:
     table.index.name = "item"
     statement = res.privacy
     kind = "private" if statement.private else "seeded noise: NOT private"
-    if args.out is not None:  # first: a closed stdout (`| head`) must not lose the paid result
-        meta = {"method": "2pl", "model": "2pl", "missing": missing, "n_persons": statement.n_persons,
-                "n_items": len(table),
-                "privacy": statement.to_dict()}
-        write_table(pd.DataFrame(table), args.out, meta, str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
-    print(f"2PL estimate ({kind}): {statement.n_persons} persons × {len(table)} items "
-          "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)")
-    print(format_table(table))
+    meta = {"method": "2pl", "model": "2pl", "missing": missing, "n_persons": statement.n_persons,
+            "n_items": len(table), "privacy": statement.to_dict()}
+    _write_then_print(pd.DataFrame(table), args, meta, statement,
+                      f"2PL estimate ({kind}): {statement.n_persons} persons × {len(table)} items "
+                      "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)")
     if args.top_k is not None:
         top = table["a"].sort_values(ascending=False, kind="stable").index[: args.top_k]
         print(f"top {args.top_k} most discriminating: " + ", ".join(str(t) for t in top))
