@@ -550,6 +550,48 @@ def test_sufficient_statistics_refuse_an_item_listed_twice():
         sufficient_statistics(X, items=["a", "a", "b"])
 
 
+@pytest.mark.parametrize("items, said", [
+    ("ab", "not the string 'ab'"),
+    ([5, "5", "b"], "items lists '5' twice (item labels are compared as text); give each item once"),
+    (["a", ["b"]], r"unhashable label \(a list\) at position 1"),
+    (["a", None], r"missing label \(None or NaN\) at position 1"),
+])
+def test_every_reader_of_an_item_list_parses_it_alike(items, said):
+    """Four copies of the item-list parsing differed: only the private one compared labels as
+    text or refused a missing label; a list label was a TypeError (traceback) in the
+    statistics and the Dask engine, and the Dask engine read 5 and "5" as two items."""
+    import re
+
+    import dask.array as da
+
+    from privirt.data._labels import item_labels
+    from privirt.private._inputs import public_responses
+    from privirt.stats import dask_engine
+    from privirt.stats.api import sufficient_statistics
+
+    X = pd.DataFrame([[1, 0, 1], [1, 1, 0], [0, 1, 1]], columns=["5", "a", "b"])
+    callers = {
+        "helper": lambda: item_labels(items),
+        "statistics": lambda: sufficient_statistics(X, items=items),
+        "private": lambda: public_responses(X, items),
+        "dask columns": lambda: dask_engine._match_items(items, ["5", "a", "b"], public=True),
+        "dask array": lambda: dask_engine._array_tasks(da.zeros((4, len(items)), chunks=2), items,
+                                                       True, False, 2),
+    }
+    for name, call in callers.items():
+        with pytest.raises(ValueError, match=re.escape(said) if "twice" in said else said) as exc:
+            call()
+        assert "\n" not in str(exc.value), name
+
+
+def test_a_valid_item_list_keeps_its_labels_and_order():
+    from privirt.data._labels import item_labels
+
+    labels = item_labels([("x", 1), 3, "b"])  # a tuple stays one label
+    assert list(labels) == [("x", 1), 3, "b"] and isinstance(labels, pd.Index)
+    assert list(item_labels(np.array(["c", "a"]))) == ["c", "a"]
+
+
 def test_the_weights_column_is_found_in_any_case_as_the_long_layouts_columns_are(tmp_path):
     path = tmp_path / "patterns.csv"
     path.write_text("a,b,Frequency\n1,0,3\n0,1,2\n")

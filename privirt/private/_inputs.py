@@ -16,6 +16,7 @@ from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
+from ..data._labels import item_labels
 from ..data.responses import MISSING, Responses, ResponsesLike, private_responses
 from .counts.graph import check_p0
 
@@ -133,12 +134,12 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     no output label depends on how the data's column was typed.
     """
     resp = private_responses(X)
-    if isinstance(items, (str, bytes)):
-        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
     if items is not None and not isinstance(items, (Sequence, np.ndarray, pd.Index, pd.Series)):
         # a set's order changes from run to run (string hashing): the output's order would too
         raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
                          f"{type(items).__name__}")
+    # a string, a missing or unhashable label, one listed twice: refused
+    public = None if items is None else item_labels(items)  # 5 and "5" are one: matched as text
     if items is None and resp.items_from_data:
         raise ValueError(
             "the item set of a long (person, item, response) table is read from its rows, so "
@@ -151,15 +152,8 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
             "rows, so it depends on the data (a person with no answers has no rows); pass the "
             "public number of persons as n_persons=N (CLI: --n-persons)"
         )
-    if items is not None:
-        public = pd.Index(list(items), tupleize_cols=False)
-        if public.hasnans:
-            raise ValueError(f"items has a missing label (None or NaN) at position "
-                             f"{int(np.flatnonzero(public.isna())[0])}; every item needs a label")
+    if public is not None:
         public_text = pd.Index([str(i) for i in public])
-        if public_text.has_duplicates:  # 5 and "5" too: labels are matched as text
-            raise ValueError(f"items lists {public_text[public_text.duplicated()][0]!r} twice "
-                             "(item labels are compared as text)")
         data_text = pd.Index([str(i) for i in resp.items])
         if data_text.has_duplicates:
             raise ValueError(f"the data have two items labelled {data_text[data_text.duplicated()][0]!r} "

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data._labels import item_labels
 from ..data.responses import Responses, ResponsesLike, as_responses
 from .counts import Method, local_pairwise_counts
 from .sufficient import (
@@ -168,13 +169,9 @@ def item_totals(source: Any, *, engine: str = "local", **kwargs: Any) -> pd.Seri
 
 
 def _select_items(resp: Responses, items: Sequence[Any]) -> Responses:
-    if isinstance(items, (str, bytes)):
-        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-    wanted = pd.Index(list(items), tupleize_cols=False)
+    wanted = item_labels(items)  # each once: an item paired with itself (B_ii off the diagonal)
     by_text = {str(label): label for label in resp.items}
     wanted = pd.Index([by_text.get(str(w), w) for w in wanted], tupleize_cols=False)
-    if wanted.has_duplicates:  # an item paired with itself (B_ii in an off-diagonal cell)
-        raise ValueError(f"items lists {wanted[wanted.duplicated()][0]!r} twice; give each item once")
     pos = resp.items.get_indexer(wanted)
     if (pos < 0).any():
         raise ValueError(f"item {wanted[pos < 0][0]!r} of `items` is not in the data")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._threads import one_thread_in
+from ..data._labels import item_labels
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
     SufficientStatistics,
@@ -246,11 +247,7 @@ def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tu
     if items is None:
         labels = pd.Index(columns, tupleize_cols=False)
         return labels, list(columns), list(range(len(columns)))
-    if isinstance(items, (str, bytes)):
-        raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-    labels = pd.Index(list(items), tupleize_cols=False)
-    if labels.has_duplicates:
-        raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+    labels = item_labels(items)
     by_text = {str(c): c for c in columns}
     if public:
         extra = [c for c in columns if str(c) not in {str(i) for i in labels}]
@@ -362,11 +359,7 @@ def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
     if items is None:
         labels = pd.RangeIndex(m)
     else:
-        if isinstance(items, (str, bytes)):
-            raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-        labels = pd.Index(list(items), tupleize_cols=False)
-        if labels.has_duplicates:
-            raise ValueError(f"items lists {labels[labels.duplicated()][0]!r} twice")
+        labels = item_labels(items)
         if len(labels) != m:
             raise ValueError(f"items has {len(labels)} labels for an array with {m} columns")
     arr = arr.rechunk({1: -1}) if len(arr.chunks[1]) > 1 else arr
