@@ -99,3 +99,47 @@ def test_out_may_not_name_the_ledger_or_the_items_file(tmp_path, capsys):
     assert main(["estimate", str(data), "--epsilon", "1", "--items", f"@{items}", "--n-persons", "80",
                  "--out", str(items)]) == 2
     assert "is the --items file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["fit"], ["estimate", "--method", "cmle"]])
+def test_cml_draws_its_bar_on_a_terminal_and_no_progress_silences_it(lsat_csv, monkeypatch, command):
+    """CML ran for minutes at 1000 × 2000 without a word on the terminal; `privirt fit` had no
+    --no-progress and `privirt estimate --method cmle` ignored it."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shown = Terminal()
+    monkeypatch.setattr(sys, "stderr", shown)
+    assert main([command[0], str(lsat_csv), *command[1:]]) == 0
+    assert "\rCML estimate statistics [" in shown.getvalue()
+    assert "102/102 steps 100%" in shown.getvalue() and shown.getvalue().count("\n") >= 1
+    quiet = Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    assert main([command[0], str(lsat_csv), *command[1:], "--no-progress"]) == 0
+    assert "CML estimate" not in quiet.getvalue()
+
+
+def test_callers_without_progress_keep_cml_silent_on_a_terminal(monkeypatch):
+    """Andersen's test, the sweeps' "cmle" and the demo call cmle_estimate without a progress
+    option of their own: its new bar (auto on a terminal) must not appear there, unasked and
+    beyond --no-progress."""
+    import io
+    import sys
+
+    from privirt.sweeps.registry import REGISTRY
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shown = Terminal()
+    monkeypatch.setattr(sys, "stderr", shown)
+    X, _, _ = privirt.simulate_rasch(400, 6, seed=2_000_021)
+    privirt.andersen_test(X)
+    REGISTRY["cmle"](X)
+    assert main(["demo", "--no-private"]) == 0
+    assert "CML estimate" not in shown.getvalue()

@@ -49,7 +49,8 @@ def _cmle(resp, args: argparse.Namespace) -> pd.DataFrame:
 
     from ..rasch.cmle import cmle_estimate
 
-    res = cmle_estimate(resp)  # (--device gpu was refused before the data were read, in run())
+    # (--device gpu was refused before the data were read, in run()); progress None: only on a terminal
+    res = cmle_estimate(resp, progress=False if args.no_progress else None)
     return pd.DataFrame({"beta": res.beta, "se": res.se})
 
 
@@ -122,6 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", choices=("auto", "cpu", "gpu"), default="auto",
         help="where array computations run (default: auto)",
     )
+    parser.add_argument("--no-progress", action="store_true", default=False,
+                        help="no progress bar on stderr (it is drawn only on a terminal anyway)")
     add_privacy_arguments(parser)
     from ._dask import add_engine_arguments
 
@@ -182,8 +185,6 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--n-boot", type=nonnegative_int, default=None, metavar="N",
                        help="bootstrap replicates for the standard errors and intervals (≥ 20; "
                        "default 200), or 0 for the point estimate only (much faster; the same spend)")
-    group.add_argument("--no-progress", action="store_true", default=False,
-                       help="no progress bar on stderr (it is drawn only on a terminal anyway)")
 
 
 #: command-line flags that set a private method's own options (see PrivateMethod.options)

@@ -72,6 +72,9 @@ def register(subparsers) -> None:
     p.add_argument("--plots", type=Path, default=None, metavar="DIR",
                    help="write " + ", ".join(PLOTS) + " (and andersen.png with --andersen) "
                    "into DIR (needs matplotlib)")
+    p.add_argument("--no-progress", action="store_true", default=False,
+                   help="no progress bar on stderr for --method cmle (it is drawn only on a "
+                   "terminal anyway)")
     p.set_defaults(func=run)
 
 
@@ -110,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.method == "cmle":
         from ..rasch.cmle import cmle_estimate
 
-        est = cmle_estimate(resp)
+        est = cmle_estimate(resp, progress=False if args.no_progress else None)  # None: a terminal's
         table = pd.DataFrame({"beta": est.beta, "se": est.se})
     else:
         from ..rasch.spectral import spectral_estimate

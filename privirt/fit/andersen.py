@@ -177,7 +177,7 @@ def andersen_test(
         sub = resp.subset(rows, cols)
         sub = sub.subset(np.flatnonzero((sub.codes >= 0).any(axis=1)))
         try:
-            res = cmle_estimate(sub, tol=tol, max_iter=max_iter)
+            res = cmle_estimate(sub, tol=tol, max_iter=max_iter, progress=False)  # (no progress= here)
         except ValueError as exc:
             raise ValueError(f"Andersen test, {name}: {exc}") from None
         if not res.converged:

@@ -145,7 +145,7 @@ def nonprivate_names() -> frozenset[str]:
 _SPECTRAL_OPTIONS = ("regularization", "tol", "max_iter", "solver", "normalizer")
 register("spectral", spectral_estimate, private=False, options=_SPECTRAL_OPTIONS, device=True,
          description="non-private spectral estimate")
-register("cmle", cmle_estimate, private=False, options=("tol", "max_iter"),
+register("cmle", cmle_estimate, private=False, options=("tol", "max_iter"), fixed={"progress": False},
          description="non-private conditional maximum likelihood")
 # the private methods, from their one list (privirt.private.methods): each under its sweep
 # names, with the keyword arguments each name fixes
