@@ -220,24 +220,32 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 
 
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
-                 chunk_size, extras: bool = True) -> dict:
-    """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values."""
+                 chunk_size, extras: bool = True, pos: list | None = None) -> dict:
+    """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values.
+
+    ``pos``: the item positions of the block's columns (the other items are all-missing).
+    """
     from ..data.responses import _from_array, _unmasked
 
-    m = len(items)
+    m, full = len(items), len(items)
+    if pos is not None:
+        items, m = items[pos], len(pos)
     if isinstance(values, pd.DataFrame):
         values = values.to_numpy(dtype=np.float64, na_value=np.nan)
     values = _unmasked(values) if isinstance(values, np.ma.MaskedArray) else np.asarray(values)
     if values.shape[0] == 0:
-        return block_statistics(np.empty((0, m), dtype=np.int8), pairwise=pairwise,
+        return block_statistics(np.empty((0, full), dtype=np.int8), pairwise=pairwise,
                                 extras=extras)
     if values.ndim != 2 or values.shape[1] != m:
         raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
     try:
-        resp = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items)
+        codes = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items).codes
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    return block_statistics(resp.codes, pairwise=pairwise, chunk_size=chunk_size, extras=extras)
+    if m != full:  # public items absent from the data: all-missing columns
+        codes, part = np.full((codes.shape[0], full), -1, dtype=np.int8), codes
+        codes[:, pos] = part
+    return block_statistics(codes, pairwise=pairwise, chunk_size=chunk_size, extras=extras)
 
 
 # ---------------------------------------------------------------------------------------
@@ -356,17 +364,17 @@ def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
     if arr.ndim != 2:
         raise ValueError(f"responses must be a 2-D persons × items array, got {arr.ndim} dimension(s)")
     m = arr.shape[1]
+    # the array's columns are labelled 0 … m-1 (as in memory): ``items`` is matched to them
+    labels, use, pos = _match_items(items, list(range(m)), public)
     if items is None:
         labels = pd.RangeIndex(m)
-    else:
-        labels = item_labels(items)
-        if len(labels) != m:
-            raise ValueError(f"items has {len(labels)} labels for an array with {m} columns")
+    elif use != list(range(m)):
+        arr = arr[:, use]
     arr = arr.rechunk({1: -1}) if len(arr.chunks[1]) > 1 else arr
     blocks = arr.to_delayed().ravel()
     starts = np.concatenate([[0], np.cumsum(arr.chunks[0])[:-1]]).astype(int)
     tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise,
-                                                     chunk_size, extras)
+                                                     chunk_size, extras, pos)
              for i, (b, s) in enumerate(zip(blocks, starts))]
     return tasks, labels
 
