@@ -52,3 +52,36 @@ def test_array_items_are_matched_to_the_column_labels(client):
     with pytest.raises(ValueError, match="not in the public item set"):
         privirt.release_counts(arr, engine="dask", client=client, epsilon=1.0, seed=2_200_002,
                                items=[0, 1, 2], n_persons=60)
+
+
+def test_person_col_that_names_no_column_is_refused_before_any_debit(tmp_path, capsys, client):
+    from privirt.cli import main
+    from privirt.stats.dask_engine import dask_statistics, public_source
+
+    X = np.nan_to_num(_data(n=40, seed=2_200_010))
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    path = tmp_path / "pc.parquet"
+    frame.to_parquet(path, index=False)
+    ddf = dd.from_pandas(frame, npartitions=2)
+    for source in (path, ddf):
+        with pytest.raises(ValueError, match="person_col 'sid' is not a column of the table"):
+            dask_statistics(source, client=client, person_col="sid")
+        with pytest.raises(ValueError, match="person_col 'sid' is not a column of the table"):
+            public_source(source, items=None, n_persons=40, client=client, person_col="sid")
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    # the command line: one line, as the local reader words it, nothing spent
+    base = ["estimate", str(path), "--person-col", "sid"]
+    dask = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    for argv in (base, base + dask, base + dask + ["--epsilon", "1", "--n-persons", "40",
+                                                   "--ledger", str(ledger.path)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == "privirt: error: --person-col 'sid' is not a column of the table" + (
+            f" {path}\n" if "dask" in argv else "\n")
+    assert len(privirt.Ledger(tmp_path / "l.ledger").spends()) == 0
+    # a Parquet file's pandas index column is a column, as locally
+    labelled = frame.set_axis([f"s{i}" for i in range(40)]).rename_axis("sid")
+    labelled.to_parquet(tmp_path / "ix.parquet")
+    got = dask_statistics(tmp_path / "ix.parquet", client=client, person_col="sid")
+    assert got.totals.tolist() == privirt.sufficient_statistics(
+        privirt.as_responses(tmp_path / "ix.parquet", person_col="sid")).totals.tolist()

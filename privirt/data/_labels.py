@@ -1,5 +1,5 @@
-"""Labels of persons and items: as plain Python values in messages, and refused where two
-differ only in type (labels are compared as text downstream)."""
+"""Labels of persons and items: as plain Python values in messages, refused where two differ
+only in type (labels are compared as text downstream), and a wide table's item columns."""
 
 from __future__ import annotations
 
@@ -73,3 +73,31 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
         raise ValueError(f"items lists {_py(labels[int(np.flatnonzero(text.duplicated())[0])])!r} twice "
                          "(item labels are compared as text); give each item once")
     return labels
+
+
+def wide_item_columns(columns: list, person_col: str | None, index_names: Any = (),
+                      where: str = "") -> list:
+    """The item columns of a wide table, by the in-memory reader's rules (the Dask engine reads
+    the schema with them; :func:`privirt.data.responses._from_frame` is the in-memory reader).
+
+    Parameters
+    ----------
+    columns : list
+        The table's columns, without its (pandas) index columns.
+    person_col : str or None
+        The person column: it must be one of ``columns`` or ``index_names``.  Without it a
+        column named ``person`` (any case) holds the labels.
+    index_names : collection, optional
+        The names of the table's index columns (a Parquet file's pandas index).
+    where : str, optional
+        Appended to an error's message (`` in FILE``).
+
+    Returns
+    -------
+    list
+        ``columns`` without the person column.
+    """
+    if person_col is not None and person_col not in columns and person_col not in index_names:
+        raise ValueError(f"person_col {person_col!r} is not a column of the table{where}")
+    return [c for c in columns
+            if c != person_col and (person_col is not None or str(c).lower() != "person")]

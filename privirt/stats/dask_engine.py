@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._threads import one_thread_in
-from ..data._labels import item_labels
+from ..data._labels import item_labels, wide_item_columns
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
     SufficientStatistics,
@@ -308,8 +308,8 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         index_cols = set()
         if schema.pandas_metadata:
             index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
-        cols = [c for c in schema.names if c not in index_cols
-                and c != person_col and (person_col is not None or c.lower() != "person")]
+        cols = wide_item_columns([c for c in schema.names if c not in index_cols], person_col,
+                                 index_cols, f" {path}")
         if schema_cols is None:
             schema_cols = cols
             labels, _, _ = _match_items(items, cols, public)
@@ -335,8 +335,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
 def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=True):
     from dask import delayed
 
-    cols = [c for c in ddf.columns
-            if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    cols = wide_item_columns(list(ddf.columns), person_col, [ddf.index.name])
     labels, use, pos = _match_items(items, cols, public)
     m = len(labels)
 
