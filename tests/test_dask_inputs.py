@@ -85,3 +85,17 @@ def test_person_col_that_names_no_column_is_refused_before_any_debit(tmp_path, c
     got = dask_statistics(tmp_path / "ix.parquet", client=client, person_col="sid")
     assert got.totals.tolist() == privirt.sufficient_statistics(
         privirt.as_responses(tmp_path / "ix.parquet", person_col="sid")).totals.tolist()
+
+
+def test_unnamed_first_column_of_a_parquet_file_is_labels_on_both_engines(tmp_path, client):
+    X = np.nan_to_num(_data(n=40, seed=2_200_020))
+    csv = tmp_path / "un.csv"
+    pd.DataFrame(X, columns=list("abcd"), index=[f"s{i}" for i in range(40)]).to_csv(csv)
+    path = tmp_path / "un.parquet"
+    pd.read_csv(csv).to_parquet(path, index=False)  # the row labels: column 'Unnamed: 0'
+    ref = privirt.sufficient_statistics(X)
+    for kw in ({}, {"engine": "dask", "client": client}):
+        got = privirt.sufficient_statistics(path, **kw)
+        assert list(got.items) == list("abcd")
+        assert got.totals.tolist() == ref.totals.tolist()
+        np.testing.assert_array_equal(got.counts[0], ref.counts[0])

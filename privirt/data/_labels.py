@@ -75,8 +75,14 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
     return labels
 
 
+def unnamed_first(columns: Any) -> bool:
+    """Whether a file's first column is unnamed (``Unnamed: 0``, as pandas names a CSV's row-label
+    column, also after a round trip to Parquet): without a person column it holds the labels."""
+    return len(columns) > 0 and str(columns[0]).startswith("Unnamed: 0")
+
+
 def wide_item_columns(columns: list, person_col: str | None, index_names: Any = (),
-                      where: str = "") -> list:
+                      where: str = "", from_file: bool = False) -> list:
     """The item columns of a wide table, by the in-memory reader's rules (the Dask engine reads
     the schema with them; :func:`privirt.data.responses._from_frame` is the in-memory reader).
 
@@ -90,7 +96,10 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
     index_names : collection, optional
         The names of the table's index columns (a Parquet file's pandas index).
     where : str, optional
-        Appended to an error's message (`` in FILE``).
+        Appended to an error's message (`` FILE``).
+    from_file : bool, optional
+        A file's table: without a person column an unnamed first column (:func:`unnamed_first`)
+        holds the labels.
 
     Returns
     -------
@@ -99,5 +108,8 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
     """
     if person_col is not None and person_col not in columns and person_col not in index_names:
         raise ValueError(f"person_col {person_col!r} is not a column of the table{where}")
-    return [c for c in columns
-            if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    items = [c for c in columns
+             if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    if from_file and person_col is None and len(items) == len(columns) and unnamed_first(items):
+        return items[1:]
+    return items

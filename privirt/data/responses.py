@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..exceptions import EmptyResponsesWarning
 from ._files import read_path, read_stream
-from ._labels import _all_distinct, _check_distinct_as_text, _py
+from ._labels import _all_distinct, _check_distinct_as_text, _py, unnamed_first
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -190,8 +190,8 @@ def as_responses(
         ``"auto"`` treats a table with exactly the columns person/item/response as long.
     person_col : str, optional
         Wide tables: the column holding person labels.  By default a column named
-        ``person`` (any case) or an unnamed first CSV column is used; every other column is
-        an item.  Long tables: the person column (default ``"person"``).
+        ``person`` (any case) or a file's unnamed first column (``Unnamed: 0``: a CSV's row
+        labels, also in a Parquet file written from it) is used; every other column is an item.  Long tables: the person column (default ``"person"``).
     item_col, response_col : str
         Column names in the long layout.
     empty : {"drop", "error", "keep"}
@@ -392,7 +392,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         label_col = person_col if person_col in frame.columns else None
     elif "person" in cols_lower:
         label_col = cols_lower["person"]
-    elif from_file and str(frame.columns[0]).startswith("Unnamed: 0"):
+    elif from_file and unnamed_first(frame.columns):
         label_col = frame.columns[0]
     if label_col is not None:
         frame = frame.set_index(label_col)

@@ -309,7 +309,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         if schema.pandas_metadata:
             index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
         cols = wide_item_columns([c for c in schema.names if c not in index_cols], person_col,
-                                 index_cols, f" {path}")
+                                 index_cols, f" {path}", from_file=True)
         if schema_cols is None:
             schema_cols = cols
             labels, _, _ = _match_items(items, cols, public)
