@@ -99,3 +99,21 @@ def test_unnamed_first_column_of_a_parquet_file_is_labels_on_both_engines(tmp_pa
         assert list(got.items) == list("abcd")
         assert got.totals.tolist() == ref.totals.tolist()
         np.testing.assert_array_equal(got.counts[0], ref.counts[0])
+
+
+def test_object_bool_column_with_missing_reads_alike_on_a_dask_dataframe(client):
+    # dd.from_pandas turns the object column into text ("True", <NA>, "False")
+    frame = pd.DataFrame({"a": [True, None, False, True, None, True],
+                          "b": [True, True, False, False, True, False],
+                          "c": [1.0, np.nan, 0.0, 1.0, 1.0, 0.0]})
+    ref = privirt.sufficient_statistics(frame)
+    got = privirt.sufficient_statistics(dd.from_pandas(frame, npartitions=2), engine="dask",
+                                        client=client)
+    assert got.totals.tolist() == ref.totals.tolist() == [3, 3, 3]
+    np.testing.assert_array_equal(got.answered, ref.answered)
+    np.testing.assert_array_equal(got.counts[0], ref.counts[0])
+    # other text is still refused with one line
+    bad = frame.assign(a=["yes", None, "no", "yes", None, "no"])
+    with pytest.raises(ValueError, match="invalid response 'yes' for item 'a'"):
+        privirt.sufficient_statistics(dd.from_pandas(bad, npartitions=2), engine="dask",
+                                      client=client)

@@ -38,6 +38,8 @@ DASK_HINT = (
 #: partial sums are added in a tree with this many children per node
 FAN_IN: int = 8
 _PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+#: the text of booleans that the CSV reader (pandas' default true/false values) reads as 1/0
+_BOOL_TEXT = {"True": 1, "TRUE": 1, "true": 1, "False": 0, "FALSE": 0, "false": 0}
 
 
 def _require_dask():
@@ -344,7 +346,12 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
 
         out = np.full((len(part), m), np.nan)
         if len(part):
-            out[:, pos] = _frame_values(part[use], describe=lambda i, j, v: (
+            # dd.from_pandas turns object columns (True/None/False) into text: read the bools'
+            # text as 1/0, as the CSV reader does
+            part = part[use].apply(lambda c: c.astype(object).map(
+                lambda v: _BOOL_TEXT.get(v, v) if isinstance(v, str) else v)
+                if pd.api.types.is_string_dtype(c.dtype) else c)
+            out[:, pos] = _frame_values(part, describe=lambda i, j, v: (
                 f"invalid response {v!r} for item {use[j]!r} at row {i} of partition {k}: responses must "
                 "be 0, 1 or missing (NaN); convert text such as 'yes'/'no' to 0/1 first"))
         return out
