@@ -117,3 +117,27 @@ def test_object_bool_column_with_missing_reads_alike_on_a_dask_dataframe(client)
     with pytest.raises(ValueError, match="invalid response 'yes' for item 'a'"):
         privirt.sufficient_statistics(dd.from_pandas(bad, npartitions=2), engine="dask",
                                       client=client)
+
+
+def test_long_table_on_dask_is_refused_as_a_long_table(tmp_path, capsys, client):
+    from privirt.cli import main
+
+    long = pd.DataFrame({"Person": ["s1", "s1", "s2", "s2", "s3", "s3"], "item": ["q1", "q2"] * 3,
+                         "response": [1, 0, 0, 1, 1, 1]})
+    path = tmp_path / "long.parquet"
+    long.to_parquet(path, index=False)
+    assert privirt.sufficient_statistics(path).totals.to_dict() == {"q1": 2, "q2": 2}
+    for source in (path, dd.from_pandas(long, npartitions=2)):
+        with pytest.raises(ValueError, match=r"^engine='dask' reads wide tables .* has the long "
+                           r"layout \(columns Person, item, response\); convert the long table "
+                           "or use engine='local'$"):
+            privirt.sufficient_statistics(source, engine="dask", client=client)
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    assert main(["estimate", str(path), "--engine", "dask", "--scheduler", client.scheduler.address,
+                 "--epsilon", "1", "--n-persons", "3", "--items", "q1,q2",
+                 "--ledger", str(ledger.path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"privirt: error: --engine dask reads wide tables (one column per item), and the "
+                   f"table {path} has the long layout (columns Person, item, response); convert "
+                   "the long table or use --engine local\n")
+    assert len(privirt.Ledger(tmp_path / "l.ledger").spends()) == 0

@@ -105,7 +105,18 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
     -------
     list
         ``columns`` without the person column.
+
+    Raises
+    ------
+    ValueError
+        For a long table (exactly the columns person, item and response, any case), which
+        the in-memory reader reads as long and the Dask engine cannot read.
     """
+    names = {str(c).lower() for c in columns}
+    if len(columns) == 3 and {(person_col or "person").lower(), "item", "response"} <= names:
+        raise ValueError(f"engine='dask' reads wide tables (one column per item), and the table"
+                         f"{where} has the long layout (columns {', '.join(map(str, columns))}); "
+                         "convert the long table or use engine='local'")
     if person_col is not None and person_col not in columns and person_col not in index_names:
         raise ValueError(f"person_col {person_col!r} is not a column of the table{where}")
     items = [c for c in columns
