@@ -200,3 +200,16 @@ def test_a_sweep_error_keeps_the_configuration_s_names_not_command_line_flags(tm
     assert main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "p0 = " in err and "use p0 >= " in err and "--p0" not in err
+
+
+def test_an_undocumented_report_metrics_key_is_refused_in_one_line(tmp_path):
+    # [report] accepted a `metrics` key with any value and never used it (and listed it as
+    # allowed in the unknown-key error)
+    cfg = _write(tmp_path, 'seed = 2800001\n[report]\nmetrics = "whatever"\n'
+                           '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 4\n')
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['metrics'\] in the \[report\] table") as err:
+        sw.load_config(cfg)
+    assert "\n" not in str(err.value)
+    assert str(err.value).endswith("allowed: ['metric', 'target']")
+    assert not (tmp_path / "out").exists()
+

@@ -41,7 +41,7 @@ _TOP_KEYS = {
     "name", "seed", "trials", "epsilons", "delta", "mechanisms", "top_k", "device",
     "report", "mechanism_options", "datasets", "description",
 }
-_REPORT_KEYS = {"metric", "target", "metrics"}
+_REPORT_KEYS = {"metric", "target"}
 
 
 @dataclass(frozen=True)
