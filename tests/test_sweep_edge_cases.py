@@ -213,3 +213,38 @@ def test_an_undocumented_report_metrics_key_is_refused_in_one_line(tmp_path):
     assert str(err.value).endswith("allowed: ['metric', 'target']")
     assert not (tmp_path / "out").exists()
 
+
+@pytest.mark.parametrize("below", [False, True])
+def test_an_output_folder_that_is_a_file_is_refused_in_one_line_naming_it(tmp_path, capsys, below):
+    # `--out` naming an existing file printed "[Errno 17] File exists: ..." with no remedy
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, 'seed = 2800002\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                           '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 4\n')
+    afile = tmp_path / "afile"
+    afile.write_text("keep", encoding="utf-8")
+    out = afile / "sub" if below else afile
+    assert main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: "), err
+    assert f"{afile} is a file" in err[0] and "choose another output folder" in err[0]
+    assert "Errno" not in err[0]
+    assert afile.read_text(encoding="utf-8") == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "cfg.toml"]
+
+
+def test_a_configuration_that_is_not_utf8_is_refused_in_one_line_naming_it(tmp_path, capsys):
+    # a non-UTF-8 configuration printed "'utf-8' codec can't decode byte 0xff ..." without the
+    # file's name or what to do
+    from privirt.cli import main
+
+    cfg = tmp_path / "bin.toml"
+    cfg.write_bytes(b"seed = 1\n\xff\xfe\n")
+    with pytest.raises(ValueError, match="save the configuration as UTF-8") as exc:
+        sw.load_config(cfg)
+    assert str(cfg) in str(exc.value) and "codec" not in str(exc.value)
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cfg) in err[0] and "UTF-8" in err[0], err
+    assert not out.exists()

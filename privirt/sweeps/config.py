@@ -104,10 +104,15 @@ def load_config(path: str | os.PathLike[str]) -> SweepConfig:
     OSError
         If the file cannot be read.
     ValueError
-        If the TOML is malformed or a value is invalid; the message names the key.
+        If the file is not UTF-8 text, the TOML is malformed or a value is invalid; the
+        message names the file or the key.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded); "
+                         "save the configuration as UTF-8") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

