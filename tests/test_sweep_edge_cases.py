@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -247,4 +248,38 @@ def test_a_configuration_that_is_not_utf8_is_refused_in_one_line_naming_it(tmp_p
     assert main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(cfg) in err[0] and "UTF-8" in err[0], err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["top", "table"])
+def test_a_top_k_not_below_m_is_refused_when_the_configuration_is_read(tmp_path, where):
+    # top_k = 50 with m = 4 was silently replaced by 3 (the CSV showed top_k = 3)
+    top = "top_k = 50\n" if where == "top" else ""
+    inner = "top_k = 4\n" if where == "table" else ""
+    cfg = _write(tmp_path, f'seed = 2800003\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                           f'{top}[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n{inner}')
+    key = "top_k = 50" if where == "top" else "datasets[0].top_k = 4"
+    with pytest.raises(ValueError, match=rf"^{re.escape(key)} must be less than m = 4") as exc:
+        sw.load_config(cfg)
+    assert "\n" not in str(exc.value) and "at most 3" in str(exc.value)
+    ok = _write(tmp_path, f'seed = 2800003\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                          'top_k = 3\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n', "ok.toml")
+    sw.run_sweep(ok, tmp_path / "ok", jobs=1, progress=False)
+    assert set(sw.read_results(tmp_path / "ok")["top_k"]) == {3}
+
+
+def test_a_top_k_not_below_a_csv_data_set_s_m_is_refused_before_anything_is_written(tmp_path):
+    # m of CSV (and bundled) data is known once the data are read: refused there, before the run
+    # writes anything, instead of clipping it to m - 1
+    import pandas as pd
+
+    import privirt
+
+    X, _, _ = privirt.simulate_rasch(80, 4, seed=2800004)
+    pd.DataFrame(X, columns=list("abcd")).to_csv(tmp_path / "resp.csv", index=False)
+    cfg = _write(tmp_path, 'seed = 2800004\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+                           'top_k = 5\n[[datasets]]\nsource = "csv"\npath = "resp.csv"\nname = "r"\n')
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"^top_k = 5 must be less than m = 4, .*'r'"):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
     assert not out.exists()

@@ -276,8 +276,23 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
     eps = _epsilons(table["epsilons"], f"{where}.epsilons") if "epsilons" in table else epsilons
     n_trials = _int(table["trials"], f"{where}.trials", minimum=1) if "trials" in table else trials
     k = _int(table["top_k"], f"{where}.top_k", minimum=1) if "top_k" in table else top_k
+    if k is not None and "m" in params:
+        check_top_k(k, params["m"], f"{where}.top_k" if "top_k" in table else "top_k", name)
     return DatasetSpec(name=name, source=source, params=params, mechanisms=mechs, epsilons=eps,
                        trials=n_trials, top_k=k, base_dir=str(base_dir))
+
+
+def check_top_k(k: int, m: int, key: str, dataset: str) -> None:
+    """Refuse a top-K accuracy's ``k`` that is not below the data set's number of items ``m``.
+
+    Raises
+    ------
+    ValueError
+        If ``k >= m`` (one line naming ``key``, ``m`` and the data set).
+    """
+    if k >= m:
+        raise ValueError(f"{key} = {k} must be less than m = {m}, the number of items of data set "
+                         f"{dataset!r}; lower top_k to at most {m - 1}")
 
 
 def _data_file(value: Any, base_dir: Path, where: str) -> Path:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..exceptions import PrivirtError
 from . import registry
-from .config import DatasetSpec, SweepConfig
+from .config import DatasetSpec, SweepConfig, check_top_k
 from .grid import Cell, cell_seed, data_seed
 
 __all__ = ["prepare_bases", "check_data", "init_worker", "load_data", "run_cell", "worker"]
@@ -74,7 +74,8 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
     Raises
     ------
     ValueError
-        If a data set cannot be read; the message names the data set.
+        If a data set cannot be read, or a configured ``top_k`` is not below its number of
+        items; the message names the data set.
     """
     init_worker(bases)  # (the data as they are now, not as an earlier run in this process read them)
     specs = {s.name: s for s in config.datasets}
@@ -82,8 +83,11 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
     for cell in cells:
         first.setdefault(cell.dataset, cell)
     for name, cell in first.items():
-        if specs[name].source != "synthetic":
-            load_data(specs[name], cell.trial, config.seed, config.device)
+        spec = specs[name]
+        if spec.source != "synthetic":
+            frame, _ = load_data(spec, cell.trial, config.seed, config.device)
+            if spec.top_k is not None:  # (synthetic and MovieLens m: checked by the configuration)
+                check_top_k(spec.top_k, frame.shape[1], "top_k", spec.name)
 
 
 def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:
@@ -246,7 +250,7 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
     frame, truth = load_data(spec, cell.trial, config_seed, device)
     n, m = frame.shape
     k = spec.top_k if spec.top_k is not None else max(1, min(5, m // 2))
-    k = min(k, m - 1)
+    k = min(k, m - 1)  # (a configured top_k >= m is refused before the run; m = 1: k = 0)
     if entry is None:
         entry = registry.get(cell.mechanism)
     seed = cell_seed(config_seed, cell.dataset, cell.mechanism, cell.epsilon, cell.trial)
