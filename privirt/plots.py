@@ -119,7 +119,8 @@ def item_response_curves(
     posterior : privirt.Posterior
         A posterior with blocks ``"a"`` and ``"b"`` (2PNO Gibbs or 2PL MH).
     items : sequence, optional
-        Item labels to draw (default: all items, at most 20).
+        Item labels to draw (default: all items, at most 20).  Up to 20 items get distinct
+        colours (``tab10``, or ``tab20`` beyond 10) and a legend; more are drawn without one.
     model : {"2pno", "2pl"}
         Response function: Φ(aθ − b) for ``"2pno"``, logistic(aθ − b) for ``"2pl"``.
     band : bool
@@ -149,8 +150,11 @@ def item_response_curves(
     grid = np.linspace(theta_range[0], theta_range[1], 201)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     draws_kept = getattr(posterior, "draws", None) is not None
-    for lab, j in zip(chosen, cols):
-        line, = ax.plot(grid, link(a_mean[j] * grid - b_mean[j]), lw=1.4, label=_literal(lab))
+    labelled = len(chosen) <= 20  # (distinct colours and a legend; beyond, the default cycle)
+    cmap = plt.get_cmap("tab10" if len(chosen) <= 10 else "tab20")
+    for rank, (lab, j) in enumerate(zip(chosen, cols)):
+        line, = ax.plot(grid, link(a_mean[j] * grid - b_mean[j]), lw=1.4, label=_literal(lab),
+                        **({"color": cmap(rank)} if labelled else {}))
         if band and draws_kept:
             a_d = posterior.get_draws("a")[:, :, j].ravel()
             b_d = posterior.get_draws("b")[:, :, j].ravel()
@@ -162,7 +166,7 @@ def item_response_curves(
     ax.set_ylabel("P(correct)")
     ax.set_ylim(0, 1)
     ax.set_title(f"Item response curves ({model.upper()}, posterior means)")
-    if len(chosen) <= 12:
+    if labelled:
         ax.legend(fontsize="small", ncol=2, loc="lower right")
     fig.tight_layout()
     return _save(fig, path)

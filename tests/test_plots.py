@@ -147,3 +147,21 @@ def test_labels_with_dollar_signs_are_drawn_as_written(tmp_path):
     assert all(label in drawn for label in beta.index)
     drawn = _drawn_texts(plots.item_information_curves(beta, path=tmp_path / "iic.png"))
     assert set(beta.index) <= set(drawn)
+
+
+@pytest.mark.parametrize("count", [11, 12, 13, 20])
+def test_item_response_curves_keep_up_to_20_items_identifiable(count):
+    # 13-20 named items drew no legend (their labels were lost) and 11-12 curves shared the
+    # 10 default colours, so the legend could not tell items 11 and 12 from items 1 and 2
+    X, *_ = privirt.simulate_2pno(80, 21, seed=2800005)
+    X = pd.DataFrame(X, columns=[f"item{k}" for k in range(21)])
+    post = privirt.gibbs_2pno(X, n_iter=30, warmup=10, seed=2800006, progress=False)
+    items = list(X.columns[:count])
+    ax = plots.item_response_curves(post, items=items, band=False).axes[0]
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == items
+    from matplotlib.colors import to_hex
+
+    colours = [to_hex(line.get_color()) for line in ax.get_lines()]
+    assert len(colours) == count and len(set(colours)) == count
