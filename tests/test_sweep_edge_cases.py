@@ -283,3 +283,41 @@ def test_a_top_k_not_below_a_csv_data_set_s_m_is_refused_before_anything_is_writ
     with pytest.raises(ValueError, match=r"^top_k = 5 must be less than m = 4, .*'r'"):
         sw.run_sweep(cfg, out, jobs=1, progress=False)
     assert not out.exists()
+
+
+def test_an_interrupted_run_s_time_is_kept_and_the_report_says_it_was_interrupted(tmp_path, monkeypatch):
+    # an interrupted run kept neither its seconds nor a mark: the report counted its time as 0
+    # ("2 run(s), 7.3 s of sweep time") and did not say that a run was interrupted
+    import json
+    import time
+
+    pytest.importorskip("matplotlib")
+    from privirt.sweeps import report as rep
+    from privirt.sweeps import runner
+
+    cfg = _write(tmp_path, 'seed = 2800007\ntrials = 3\nepsilons = [1.0, 2.0]\nmechanisms = ["gaussian"]\n'
+                           '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    out = tmp_path / "out"
+    real, calls = runner.worker, []
+
+    def stopping(*args):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(1)
+        time.sleep(0.2)
+        return real(*args)
+
+    monkeypatch.setattr(runner, "worker", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(cfg, out, jobs=1, progress=False)
+    monkeypatch.setattr(runner, "worker", real)
+    first = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]
+    assert len(first) == 1 and first[0]["interrupted"] is True and "finished" not in first[0]
+    assert first[0]["cells_computed"] == 3 and first[0]["seconds"] >= 0.6
+    stats = sw.run_sweep(cfg, out, jobs=1, resume=True, progress=False)
+    assert stats.computed == 3
+    runs = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["runs"]
+    assert runs[0] == first[0] and "interrupted" not in runs[1] and "finished" in runs[1]
+    total = runs[0]["seconds"] + runs[1]["seconds"]
+    md = rep.build_report(out).markdown.read_text(encoding="utf-8")
+    assert f"2 run(s) (1 interrupted), {total:.1f} s of sweep time" in md

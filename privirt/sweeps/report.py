@@ -416,11 +416,18 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
             f"set(s) and mechanisms {', '.join(dict.fromkeys(results['mechanism']))}."]
     if manifest:
         sw, mach = manifest.get("software", {}), manifest.get("machine", {})
-        runs = manifest.get("runs", [])
-        secs = sum(float(r.get("seconds", 0.0)) for r in runs)
+        runs = [r for r in manifest.get("runs", []) if isinstance(r, dict)]
+        secs = sum(float(r.get("seconds") or 0.0) for r in runs)
+        # stopped early: marked by the run, or (killed outright) never marked finished
+        stopped = [r for r in runs if r.get("interrupted") or "finished" not in r]
+        untimed = sum(1 for r in stopped if r.get("seconds") is None)
+        note = ""
+        if stopped:
+            note = f" ({len(stopped)} interrupted" + (
+                f"; {untimed} recorded no time, not counted)" if untimed else ")")
         prov.append(f"privirt {sw.get('privirt', '?')}, Python {sw.get('python', '?')}, numpy "
                     f"{sw.get('numpy', '?')}; {mach.get('cpu_count', '?')} CPU(s), "
-                    f"{mach.get('platform', '?')}; {len(runs)} run(s), "
+                    f"{mach.get('platform', '?')}; {len(runs)} run(s){note}, "
                     f"{secs:.1f} s of sweep time; seed {manifest.get('config', {}).get('seed')}.")
         versions = {json.dumps(r["software"], sort_keys=True) for r in runs
                     if isinstance(r, dict) and r.get("cells_to_compute") and r.get("software")}

@@ -313,22 +313,32 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
          mechanism_options(config, c.mechanism), registry.get(c.mechanism))
         for c in todo
     ]
-    with ResultsWriter(results) as writer:
-        if jobs == 1 or len(todo) <= 1:
-            # (check_data, in _plan, installed the bases and read each data set: kept)
-            for a in args:
-                row = worker(*a)
-                writer.write(row)
-                failed += _count_failure(row, errors)
-                finished += 1
-                bar.update(finished, failed=failed)
-        else:
-            for row in _pool_rows(args, bases, jobs):
-                writer.write(row)
-                failed += _count_failure(row, errors)
-                finished += 1
-                bar.update(finished, failed=failed)
-    seconds = time.perf_counter() - start
+    completed = False
+    try:
+        with ResultsWriter(results) as writer:
+            if jobs == 1 or len(todo) <= 1:
+                # (check_data, in _plan, installed the bases and read each data set: kept)
+                for a in args:
+                    row = worker(*a)
+                    writer.write(row)
+                    failed += _count_failure(row, errors)
+                    finished += 1
+                    bar.update(finished, failed=failed)
+            else:
+                for row in _pool_rows(args, bases, jobs):
+                    writer.write(row)
+                    failed += _count_failure(row, errors)
+                    finished += 1
+                    bar.update(finished, failed=failed)
+        completed = True
+    finally:
+        seconds = time.perf_counter() - start
+        if not completed:
+            # interrupted (Ctrl-C, SIGTERM, a worker that died): its time and cells are kept
+            # in the manifest, marked, so that the report counts them and says so
+            with contextlib.suppress(OSError):
+                _write_manifest(out, config, jobs, len(cells), len(todo), seconds=seconds,
+                                interrupted=finished)
     _write_manifest(out, config, jobs, len(cells), len(todo), seconds=seconds, finished=True)
     # a fresh run whose every cell failed leaves no rows (removed while the folder is locked: a
     # run that takes the lock next must not lose its own rows), so the same call works once fixed
@@ -515,7 +525,11 @@ def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
 
 
 def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo: int, *,
-                    seconds: float | None = None, finished: bool = False) -> None:
+                    seconds: float | None = None, finished: bool = False,
+                    interrupted: int | None = None) -> None:
+    """Write ``OUT/sweep.json`` (and ``OUT/config.toml``): a new entry in its ``runs`` when the
+    run starts; its end when it finished (``finished``) or stopped early (``interrupted``: the
+    cells it computed), with the seconds it ran."""
     from .. import __version__
 
     manifest_path = out / MANIFEST_FILE
@@ -534,6 +548,9 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
     }
     if finished and runs:
         runs[-1].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                         "seconds": round(seconds or 0.0, 3)})
+    elif interrupted is not None and runs:
+        runs[-1].update({"interrupted": True, "cells_computed": interrupted,
                          "seconds": round(seconds or 0.0, 3)})
     else:
         runs.append(entry)
