@@ -321,3 +321,29 @@ def test_an_interrupted_run_s_time_is_kept_and_the_report_says_it_was_interrupte
     total = runs[0]["seconds"] + runs[1]["seconds"]
     md = rep.build_report(out).markdown.read_text(encoding="utf-8")
     assert f"2 run(s) (1 interrupted), {total:.1f} s of sweep time" in md
+
+
+def test_every_run_keeps_its_own_configuration_and_machine_in_the_manifest(tmp_path, monkeypatch):
+    # sweep.json kept one top-level config and machine, which a --resume replaced: nothing
+    # recorded the first run's configuration (the docs say it records those of every run)
+    import json
+    import platform
+
+    text = ('name = "{}"\nseed = 2800008\ntrials = {}\nepsilons = {}\nmechanisms = ["gaussian"]\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    out = tmp_path / "out"
+    sw.run_sweep(_write(tmp_path, text.format("first", 1, "[1.0]"), "c1.toml"), out, jobs=1,
+                 progress=False)
+    monkeypatch.setattr(platform, "platform", lambda *a, **k: "elsewhere-1.0")
+    sw.run_sweep(_write(tmp_path, text.format("second", 2, "[1.0, 4.0]"), "c2.toml"), out, jobs=1,
+                 resume=True, progress=False)
+    manifest = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    runs = manifest["runs"]
+    assert [r["config"]["name"] for r in runs] == ["first", "second"]
+    assert [r["config"]["datasets"][0]["trials"] for r in runs] == [1, 2]
+    assert [r["config"]["datasets"][0]["epsilons"] for r in runs] == [[1.0], [1.0, 4.0]]
+    assert runs[0]["machine"]["platform"] != "elsewhere-1.0"
+    assert runs[1]["machine"]["platform"] == "elsewhere-1.0"
+    assert all(set(r["machine"]) == {"platform", "processor", "cpu_count"} for r in runs)
+    # the top-level fields (read by the report) stay: the latest run's
+    assert manifest["config"]["name"] == "second" and manifest["machine"] == runs[1]["machine"]

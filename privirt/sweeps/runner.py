@@ -71,7 +71,8 @@ def run_sweep(
         A validated configuration or the path of a TOML file.
     out : path
         Output folder (created).  It receives ``results.csv``, ``sweep.json`` (the
-        configuration, software versions and machine) and ``config.toml`` (a copy).
+        configuration, software versions and machine of every run) and ``config.toml`` (a
+        copy of the latest run's configuration file).
     jobs : int, optional
         Worker processes (default :func:`os.cpu_count`).  ``1`` runs in this process.
         Workers are forked on Linux (a script needs no ``__main__`` guard) and spawned
@@ -541,10 +542,14 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
             runs = []
     software = {"privirt": __version__, "python": platform.python_version(),
                 "numpy": np.__version__, "pandas": pd.__version__}
-    # each run keeps its own versions: a resumed sweep's rows may come from several
+    machine = {"platform": platform.platform(), "processor": platform.machine(),
+               "cpu_count": os.cpu_count()}
+    # each run keeps its own configuration, versions and machine: a resumed sweep's rows may
+    # come from several (the top-level fields are the latest run's)
     entry = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "jobs": jobs, "cells_in_grid": total, "cells_to_compute": todo, "software": software,
+        "machine": machine, "config": config.to_dict(),
     }
     if finished and runs:
         runs[-1].update({"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -558,8 +563,7 @@ def _write_manifest(out: Path, config: SweepConfig, jobs: int, total: int, todo:
         "config": config.to_dict(),
         "note": "Seeded noise: these runs are not private; they measure accuracy only.",
         "software": software,
-        "machine": {"platform": platform.platform(), "processor": platform.machine(),
-                    "cpu_count": os.cpu_count()},
+        "machine": machine,
         "runs": runs,
     }
     with atomic_write(manifest_path) as fh:
