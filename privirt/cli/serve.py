@@ -371,6 +371,11 @@ def _check_listen(host: str, port: int) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    try:  # before anything that imports them, so that a missing extra is named (not 'No module named ...')
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        raise ImportError("privirt serve run needs the serve extra: python -m pip install \"privirt[serve]\"") from None
     from ..serve.store import open_store
 
     # the options are checked here, so that uvicorn never starts with them (it printed a traceback)
@@ -394,10 +399,6 @@ def run_serve(args: argparse.Namespace) -> int:
     from ..serve.service import load_datasets
 
     load_datasets(open_store(args.state), keep=False)
-    try:
-        import uvicorn
-    except ImportError:
-        raise ImportError("privirt serve run needs the serve extra: pip install 'privirt[serve]'") from None
     _check_listen(args.host, args.port)  # last, so that the address is still free for uvicorn
     if not _is_loopback(args.host) and args.ssl_certfile is None:
         print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "

@@ -24,7 +24,6 @@ from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
 from ._backends import unavailable
 from ._limits import OverQuota
-from .auth import UNAUTHORIZED, AuthError
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
@@ -344,6 +343,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         return _replay(found, endpoint, params, ds["id"]), True
     except NoAccess as exc:
         if exc.revoked:  # revoked since its authentication: the one 401 answer (WWW-Authenticate too)
+            from .auth import UNAUTHORIZED, AuthError  # FastAPI: so that the CLI's set-up commands do not need it
+
             raise AuthError(401, UNAUTHORIZED) from None
         raise RequestFailed(404, NOT_FOUND) from None
     except DebitUnconfirmed as exc:
