@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "sufficient_statistics": "stats.api",
     "SufficientStatistics": "stats.sufficient",
     "spectral_estimate": "rasch.spectral",
+    "spectral_from_counts": "rasch.spectral",
     "SpectralResult": "rasch.spectral",
     "cmle_estimate": "rasch.cmle",
     "CMLEResult": "rasch.cmle",

@@ -53,6 +53,14 @@ def test_public_names_resolve():
     assert not missing, missing
 
 
+def test_spectral_from_counts_is_public_as_the_readme_presents_it():
+    """The README offers ``spectral_from_counts(Y, graph=...)`` for noisy counts; ``privirt`` lacked it."""
+    from privirt.rasch.spectral import spectral_from_counts
+
+    assert "spectral_from_counts" in privirt.__all__
+    assert privirt.spectral_from_counts is spectral_from_counts
+
+
 _CONCURRENT_FIRST_USE = """
 import threading, privirt
 errors, start = [], threading.Barrier(2)
