@@ -48,6 +48,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
      "for the non-private estimate leave out --epsilon"),
     (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
     (re.compile(r"engine='dask'"), "--engine dask"),
+    # the Andersen test's group without information (fit/andersen.py): the CLI splits by score only
+    (re.compile(r"split differently \(e\.g\. split='mean' or a covariate\) or merge groups"),
+     "split differently (--andersen median or --andersen mean)"),
     (re.compile(r"pass device=\"cpu\""), "pass --device cpu"),
     (re.compile(r"use spectral_estimate \(regularised\)"), "use --method spectral (regularised)"),
     # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)
