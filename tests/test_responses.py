@@ -140,6 +140,25 @@ def test_text_in_a_long_response_column_names_person_item_and_row(tmp_path):
         as_responses(path)
 
 
+def test_a_numeric_id_first_column_gets_the_person_col_hint_as_a_text_one_does(tmp_path):
+    """Numeric person ids (1, 2, 3) read as an item got only 'invalid response 2.0'; text ids got the hint."""
+    hint = "if column 'id' holds person labels, name it with person_col='id' (CLI: --person-col id)"
+    for ids in ("1,2,3", "s1,s2,s3"):
+        path = tmp_path / "r.csv"
+        path.write_text("id,q1,q2\n" + "".join(f"{p},{a}\n" for p, a in zip(ids.split(","), ("1,0", "0,1", "1,1"))))
+        with pytest.raises(ValueError, match="item 'id' .column 0.") as exc:
+            as_responses(path)
+        assert hint in str(exc.value), (ids, str(exc.value))
+    # a first column of repeated values, and a later column, are answers with a wrong value: no hint
+    for text in ("q0,q1\n1,0\n2,1\n2,0\n", "q0,q1\n1,0\n0,2\n1,3\n"):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=r"responses must be 0, 1 or missing \(NaN\)$"):
+            as_responses(path)
+    from privirt.cli._words import cli_text
+
+    assert cli_text(hint) == "if column 'id' holds person labels, name it with --person-col id"
+
+
 def test_duplicate_item_columns_in_a_csv_header_are_rejected(tmp_path):
     # pandas would silently rename the second column to 'q1.1'
     path = tmp_path / "r.csv"

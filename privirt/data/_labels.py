@@ -124,3 +124,8 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
     if from_file and person_col is None and len(items) == len(columns) and unnamed_first(items):
         return items[1:]
     return items
+
+
+def _person_col_hint(name: Any) -> str:
+    """The hint for an invalid response in a table's first column, whose values may be person labels."""
+    return f"if column {name!r} holds person labels, name it with person_col={name!r} (CLI: --person-col {name})"

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..exceptions import EmptyResponsesWarning
 from ._files import read_path, read_stream
-from ._labels import _all_distinct, _check_distinct_as_text, _py, unnamed_first
+from ._labels import _all_distinct, _check_distinct_as_text, _person_col_hint, _py, unnamed_first
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -428,8 +428,7 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
                     raise ValueError(describe(i, j, v))
                 hint = "convert text such as 'yes'/'no' to 0/1 first"
                 if j == 0 and _all_distinct(col):  # distinct text in the first column: labels?
-                    hint = (f"if column {name!r} holds person labels, name it with "
-                            f"person_col={name!r} (CLI: --person-col {name}); otherwise {hint}")
+                    hint = f"{_person_col_hint(name)}; otherwise {hint}"
                 raise ValueError(
                     f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
                     f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
@@ -607,6 +606,8 @@ def _raise_bad(values, bad, persons, items) -> None:
     if str(it).strip().lower() in _FREQUENCY_NAMES:
         hint = (f"; if column {it!r} holds how many persons gave each row's answers (a pattern "
                 f"table), pass weights={str(it)!r} (CLI: --weights-col {it})")
+    elif j == 0 and items is not None and _all_distinct(pd.Series(values[:, 0])):  # numeric person ids?
+        hint = f"; {_person_col_hint(it)}"
     raise ValueError(
         f"invalid response {values[i, j].item()!r} for person {p!r} (row {i}), item {it!r} "
         f"(column {j}): responses must be 0, 1 or missing (NaN){hint}"
