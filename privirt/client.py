@@ -401,6 +401,7 @@ def _statement(p: dict):
 
     from .private.accounting import PrivacyCost
     from .private import PrivacyStatement
+    from .private.statement import NoisePart
     from .private.sensitivity import Sensitivity
 
     guarantee = ApproxDP(p["epsilon"], p["delta"]) if p["delta"] > 0 else PureDP(p["epsilon"])
@@ -421,7 +422,7 @@ def _statement(p: dict):
         noise_parameter=p["noise_parameter"], noise_value=p["noise_value"], private=p["private"], p0=p["p0"],
         n_edges=p["n_edges"], shuffle=p["shuffle"], cost=PrivacyCost(c["rho"], c["epsilon"], c["delta"]),
         n_persons=p["n_persons"], ledger_spend_id=p["ledger_spend_id"], notes=tuple(p["notes"]),
-        domain=p.get("domain"))
+        domain=p.get("domain"), parts=tuple(NoisePart(**q) for q in p.get("parts") or ()))
 
 
 #: the service's strings for non-finite floats (``privirt.serve.service._series``); ``null`` (a

@@ -145,6 +145,10 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
         assert abs(totals - cmle[r[0]]) < 0.6 and abs(alg2 - cmle[r[0]]) < 0.6  # n = 1000, ε = 2
     assert abs(sum(float(r[4]) for r in rows[1:])) < 5e-4  # Algorithm 2 is centred
     assert "95 % interval that includes the privacy noise" in out
+    # each part's own sigma (one sigma for two parts did not give the stated rho)
+    import re
+    assert re.search(r"sigma = \S+ on the item totals and \S+ on the score histogram\)", out), out
+    assert re.search(r"sigma = \S+ on the item totals and \S+ on the disagreement counts\)", out), out
     assert "δ = 1e-4" in out and "replace one person's row" in out
     assert "NOT a private release" in out and "(6, 3e-4)-DP" in out
     rows = _demo_table(out, "2PNO discriminations")
@@ -153,7 +157,6 @@ def test_demo_private_columns_state_their_guarantee_and_the_table_is_not_private
         gibbs_a, a, a_lo, a_hi = map(float, r[1:5])
         assert 0 < a_lo < a_hi and gibbs_a > 0 and a > 0
     # the line under the table: the plain largest difference of the (uncentred) discriminations
-    import re
     largest = max(abs(float(r[1]) - float(r[2])) for r in rows[1:])
     said = float(re.search(r"max \|a − gibbs_a\| = ([0-9.]+)", out).group(1))
     assert abs(said - largest) < 1.5e-3  # the table's 4 decimals against the line's 3

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     tp, ap = tot.privacy, alg2.privacy
     print(
         f"totals: noisy item totals and raw-score histogram (discrete Gaussian, sigma = "
-        f"{tp.noise_value:.3g}), Rasch marginal ML with shrinkage; [lo, hi] is a 95 % interval "
+        f"{_part_sigmas(tp)}), Rasch marginal ML with shrinkage; [lo, hi] is a 95 % interval "
         "that includes the privacy noise"
     )
     print(
@@ -144,6 +144,11 @@ def _two_pl(X, eps: float, name: str) -> None:
           f"Gibbs posterior mean (not private) beside private ({eps:g}, 1e-4)-DP estimates:")
     print(table.to_string(**_FMT))
     print(f"private: noisy item totals and pair disagreement counts (discrete Gaussian, sigma = "
-          f"{fit.privacy.noise_value:.3g}), one-factor normal-ogive fit with shrinkage of a; [lo, hi] is a "
+          f"{_part_sigmas(fit.privacy)}), one-factor normal-ogive fit with shrinkage of a; [lo, hi] is a "
           f"95 % interval that includes the privacy noise; max |a − gibbs_a| = "
           f"{max_abs_difference(fit.a, post.mean('a')):.3f}")
+
+
+def _part_sigmas(statement) -> str:
+    """One σ per part of a multi-part release: "20.7 on the item totals and 34.8 on the score histogram"."""
+    return " and ".join(f"{q.sigma:.3g} on the {q.name}" for q in statement.parts)

@@ -40,7 +40,7 @@ from .accounting import (
 from ..data.responses import Responses
 from .sensitivity import Sensitivity
 from .rr import randomize, shuffle_rows
-from .statement import DOMAIN_ANY, DOMAIN_COMPLETE, PrivacyStatement
+from .statement import DOMAIN_ANY, DOMAIN_COMPLETE, NoisePart, PrivacyStatement
 
 __all__ = [
     "CALIBRATION_MARGIN",
@@ -386,6 +386,8 @@ class PartsGaussian(Measurement):
     stream: str = ""
     sigmas: tuple[float, ...] = ()
     parts: tuple[str, ...] = ()
+    #: what each part releases, in the order of ``parts`` (the statement's words)
+    part_names: tuple[str, ...] = ()
 
     def map(self, part_sensitivities: list[tuple[float, int]] | None = None) -> ZCDP:
         """The privacy map: the sum over parts of each mechanism's ρ for (L2 sensitivity,
@@ -414,8 +416,15 @@ class PartsGaussian(Measurement):
             noise_value=float(self.noise_value), private=bool(private), p0=None, n_edges=None,
             shuffle=False, cost=self.cost, n_persons=int(n_persons), ledger_spend_id=spend_id,
             notes=self.notes + tuple(notes) + (() if private else (SEEDED_NOTE,)),
-            domain=self.domain,
+            domain=self.domain, parts=self._noise_parts(),
         )
+
+    def _noise_parts(self) -> tuple[NoisePart, ...]:
+        """Each part's σ, L2 sensitivity and ρ (the terms :meth:`map` adds up)."""
+        mech_mod = load_mechanisms()
+        return tuple(NoisePart(name, float(s), float(d),
+                               float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k)))
+                     for name, s, (d, k) in zip(self.part_names, self.sigmas, self._part_sens))
 
 
 class TotalsGaussian(PartsGaussian):
@@ -485,6 +494,7 @@ class TotalsGaussian(PartsGaussian):
             sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * (1.0 - g) * rho)),
                       math.sqrt(m / (2.0 * (1.0 - f) * g * rho)), math.sqrt(1.0 / (f * rho))]
             self.parts = ("s", "a", "h")
+            self.part_names = ("correct counts per item", "answered counts per item", "observed-score histogram")
             self.name = "discrete Gaussian (item totals + answered counts + score histogram)"
             self.ledger_label = self.name
         else:
@@ -492,6 +502,7 @@ class TotalsGaussian(PartsGaussian):
             g, k_edges = 0.0, np.array([0, m + 1])
             sigmas = [math.sqrt(m / (2.0 * (1.0 - f) * rho)), math.sqrt(1.0 / (f * rho))]
             self.parts = ("s", "h")
+            self.part_names = ("item totals", "score histogram")
         for s in sigmas:
             check_supported(eps, f"a noise scale σ = {s:.4g}", s, mech_mod.MIN_SCALE, mech_mod.MAX_SCALE)
             if _tv(mech_mod.DiscreteGaussian(s)) != 0:  # the claim below assumes an exact sampler

@@ -9,7 +9,7 @@ from mechanisms.measures import ApproxDP, PureDP, ZCDP, format_up
 from .accounting import PrivacyCost
 from .sensitivity import Sensitivity
 
-__all__ = ["PrivacyStatement", "DOMAIN_ANY", "DOMAIN_COMPLETE", "HOLDER_ONLY"]
+__all__ = ["PrivacyStatement", "NoisePart", "DOMAIN_ANY", "DOMAIN_COMPLETE", "HOLDER_ONLY"]
 
 #: input domains of the releases: what a row may be for the guarantee to hold
 DOMAIN_ANY = "rows in {0, 1, missing}^m (any answers, any cells missing)"
@@ -19,6 +19,28 @@ HOLDER_ONLY = ("for the data holder only, not part of the release (data outside 
                "or with more persons than the public n, are refused before anything is spent)")
 
 _NOT_PRIVATE = "NOT PRIVATE: seeded noise (reproducible; no guarantee against anyone who knows the seed)"
+
+
+@dataclass(frozen=True)
+class NoisePart:
+    """One part of a release made of several noisy vectors, each with its own discrete Gaussian.
+
+    Attributes
+    ----------
+    name : str
+        What the part releases (``"item totals"``, ``"score histogram"``, ...).
+    sigma : float
+        The part's noise scale σ.
+    sensitivity_l2 : float
+        The part's own L2 sensitivity Δ₂ (replace one person's row), rounded up.
+    rho : float
+        The part's ρ-zCDP, Δ₂²/(2σ²) rounded up; the release's ρ is the sum over its parts.
+    """
+
+    name: str
+    sigma: float
+    sensitivity_l2: float
+    rho: float
 
 
 @dataclass(frozen=True)
@@ -45,7 +67,7 @@ class PrivacyStatement:
         ``"sigma"`` (discrete Gaussian), ``"scale"`` (discrete Laplace) or ``"epsilon0"``
         (per-bit randomized response).
     noise_value : float
-        Its value.
+        Its value (for a release of several parts, one part's σ: see ``parts``).
     private : bool
         ``False`` when the caller passed ``seed=``: the noise is reproducible and
         ``guarantee`` does not hold against anyone who knows the seed.
@@ -70,6 +92,9 @@ class PrivacyStatement:
         with ``missing="none"``).  Whether the data lie in it is checked before anything is
         spent; that check's refusal, like every warning, goes to the data holder only and is
         not part of the release (``docs/privacy.md`` §1).
+    parts : tuple of NoisePart
+        For a release of several noisy vectors (the totals release, the private 2PL), each
+        part's σ, L2 sensitivity and ρ (ρ is their sum); empty for a single-part release.
 
     ``epsilon``, ``delta`` and ``rho`` are read from ``guarantee`` and ``native``.
     """
@@ -90,6 +115,7 @@ class PrivacyStatement:
     ledger_spend_id: int | None = None
     notes: tuple[str, ...] = ()
     domain: str | None = None
+    parts: tuple[NoisePart, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.guarantee, (PureDP, ApproxDP)):
@@ -132,11 +158,17 @@ class PrivacyStatement:
         if self.domain is not None:
             lines.append(f"input domain: {self.domain}")
             lines.append(f"refusals and warnings: {HOLDER_ONLY}")
-        lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
+        if self.parts:  # one sigma and sensitivity per part: each part's rho = L2²/(2 sigma²)
+            lines.append(f"mechanism: {self.mechanism}, one {self.noise_parameter} per part")
+            lines.extend(f"part: {q.name}, {self.noise_parameter} = {q.sigma:.6g}, sensitivity L2 = "
+                         f"{q.sensitivity_l2:.6g}, rho = {format_up(q.rho, 6)}" for q in self.parts)
+        else:
+            lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
         if self.rho is not None:
-            lines.append(f"zCDP: rho = {format_up(self.rho, 6)}")
+            total = " (the sum of the parts' rho)" if self.parts else ""
+            lines.append(f"zCDP: rho = {format_up(self.rho, 6)}{total}")
         if self.sensitivity is not None:
-            lines.append(f"sensitivity: {self.sensitivity}")
+            lines.append(f"sensitivity{' of all parts together' if self.parts else ''}: {self.sensitivity}")
         if self.n_persons is not None:
             lines.append(f"persons (public): {self.n_persons}")
         if self.p0 is not None:
@@ -174,4 +206,6 @@ class PrivacyStatement:
             "cost": {"rho": self.cost.rho, "epsilon": self.cost.epsilon, "delta": self.cost.delta},
             "ledger_spend_id": self.ledger_spend_id,
             "notes": list(self.notes),
+            "parts": [{"name": q.name, "sigma": q.sigma, "sensitivity_l2": q.sensitivity_l2, "rho": q.rho}
+                      for q in self.parts],
         }

@@ -44,6 +44,7 @@ class PairsGaussian(PartsGaussian):
 
     sigmas: tuple[float, float]
     parts: tuple[str, str] = ("totals", "pairs")
+    part_names: tuple[str, str] = ("item totals", "disagreement counts")
     totals_share: float
     stream = "twopl"
     domain = DOMAIN_COMPLETE
