@@ -201,3 +201,39 @@ def test_pair_engine_switch(monkeypatch):
     monkeypatch.setattr(pairs_mod, "PAIR_ENGINE", "gpu")
     with pytest.raises(ValueError, match="PAIR_ENGINE"):
         pairs_mod._numba_kernels(10**9)
+
+
+def test_the_laplace_and_level_linear_algebra_runs_on_one_blas_thread(monkeypatch):
+    """The (2m + 1)² inverses, eigenvalues and the level's Cholesky ran on OpenBLAS's own threads,
+    which spin on shared cores (eigvalsh at m = 1000: 3.5–6 CPU s on two threads of a busy 2-core
+    machine against 0.8 s on one; BENCHMARKS.md, "Session 22")."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from privirt.private.twopl import estimate as estimate_mod
+    from privirt.private.twopl import level as level_mod
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+
+    t, d, n, st, sp = _swamped_batch(12, reps=1)
+    fit = fit_factor(t, d, n, st, sp, hessian=True)
+    same = fit_factor(t, d, n, st, sp, common=True, hessian=True)
+    seen = []
+    for name in ("inv", "eigvalsh", "cholesky"):
+        original = getattr(np.linalg, name)
+        monkeypatch.setattr(np.linalg, name, lambda *a, _f=original, **k: (seen.append(blas_threads()), _f(*a, **k))[1])
+    controller = threadpoolctl.ThreadpoolController()
+    limiter = controller.limit(limits=2, user_api="blas")
+    clear = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+    try:
+        if clear is not None:
+            clear()
+        if blas_threads() != {2}:
+            pytest.skip("no BLAS whose thread count threadpoolctl can set")
+        share, cov, _ = estimate_mod._laplace(fit)
+        v = level_mod.level_curvature_variance(same)
+    finally:
+        limiter.restore_original_limits()
+        if clear is not None:
+            clear()
+    assert cov is not None and np.isfinite(v) and len(seen) >= 3
+    assert all(s == {1} for s in seen), seen

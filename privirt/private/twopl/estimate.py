@@ -14,6 +14,7 @@ from scipy import special, stats
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
+from ..._threads import one_blas_thread
 from ...data.responses import ResponsesLike
 from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
@@ -322,6 +323,7 @@ def _inverse(H: np.ndarray) -> np.ndarray | None:
     return C
 
 
+@one_blas_thread  # (2m + 1)² inverses and eigenvalues: OpenBLAS's threads spin on shared cores (4–7× the CPU)
 def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
     """The median over items of the release's share of the precision of log a_i at the fit (the
     objective's Newton matrix: data part over the whole, priors included; where that matrix is

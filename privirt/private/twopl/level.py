@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg, stats
 
+from ..._threads import one_blas_thread
 from .fit import TAU_PRIOR_SD, _common_subspace
 
 __all__ = ["LEVEL_PRIOR_SD", "LEVEL_CONFLICT_SDS", "level_posterior_mean", "level_scale2",
@@ -51,6 +52,7 @@ def level_scale2(v_refits: float, v_fit: float, reps: int) -> float:
     return max(v_refits * reps / (reps - 1.0) * (1.0 + 1.0 / reps), v_fit)
 
 
+@one_blas_thread  # an (m + 1)² Cholesky: OpenBLAS's threads spin on shared cores
 def level_curvature_variance(same) -> float:
     """The variance of the common log a that the release's own curvature gives at the all-a-equal
     fit ``same`` (fitted with ``hessian=True``): the inverse of the data's part of the Gauss–Newton
