@@ -268,3 +268,49 @@ def test_the_cholesky_solves_take_the_symmetric_matrix_in_fortran_order(monkeypa
         assert np.array_equal(x[r], lapack.dposv(A[r], g[r])[1])
     assert np.array_equal(x[2], lapack.dgesv(A[2], g[2])[2])
     assert np.allclose(np.einsum("rij,rj->ri", A, x), g, atol=1e-10)
+
+
+@needs_numba
+def test_the_all_equal_fit_evaluates_its_pairs_with_one_loading_a_row(monkeypatch):
+    """With all a equal every pair has the same r = λ², so the orthant rule's sines are computed
+    once a row (``disagreement_one_loading``, 2.4× the general kernel at m = 1000): the same values
+    bit for bit, on either rule (8 and 12 nodes), and so the same fit where the objective is flat."""
+    from privirt.private.twopl import _pairs_numba
+    from privirt.private.twopl.orthant import _RULES, FEW_NODES_UP_TO
+
+    rng = np.random.default_rng(1_500_050)
+    m = 30
+    i, j = pairs_mod._pair_sums(m).i, pairs_mod._pair_sums(m).j
+    tau = rng.normal(0.0, 1.2, (2, m))
+    lam = np.array([0.6, 0.95])  # r = 0.36 and 0.9025, either side of FEW_NODES_UP_TO
+    pt = special.ndtr(-tau)
+    rules = (FEW_NODES_UP_TO, *_RULES[8], *_RULES[12])
+    general, one = np.empty((2, i.size)), np.empty((2, i.size))
+    _pairs_numba.disagreement(tau, np.repeat(lam[:, None], m, axis=1), pt, i, j, *rules, general)
+    _pairs_numba.disagreement_one_loading(tau, lam, pt, i, j, *rules, one)
+    assert np.array_equal(one, general)
+
+    used = []
+
+    class Kernels:  # the numba kernels, recording which are called; ``general``: the one-loading kernel
+        def __init__(self, general):  # replaced by the general kernel on the row's loading repeated
+            self.general = general
+
+        def __getattr__(self, name):
+            used.append(name)
+            if name == "disagreement_one_loading" and self.general:
+                return lambda tau, lam, *rest: _pairs_numba.disagreement(
+                    tau, np.repeat(lam[:, None], tau.shape[1], axis=1), *rest)
+            return getattr(_pairs_numba, name)
+
+    t, d, n, st, sp = _swamped_batch(m, reps=2)
+    fits = []
+    for general in (False, True):
+        monkeypatch.setattr(fit_mod, "_numba_kernels", lambda P, g=general: Kernels(g))
+        fits.append(fit_factor(t, d, n, st, sp, common=True, hessian=True))
+    assert "disagreement_one_loading" in used and "disagreement" not in used
+    new, old = fits
+    assert np.array_equal(new.row_iterations, old.row_iterations)
+    for x, y in ((new.tau, old.tau), (new.log_a, old.log_a), (new.hessian[0], old.hessian[0]),
+                 (new.gauss_newton, old.gauss_newton)):
+        assert np.array_equal(x, y)

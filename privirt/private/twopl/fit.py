@@ -230,7 +230,10 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
             tau, lam = th[:, :m], _loading(th[:, m:2 * m])
             pt, pn = special.ndtr(-tau), np.empty((th.shape[0], i.size))
             (x8, w8), (x12, w12) = _RULES[8], _RULES[12]
-            kernels.disagreement(tau, lam, pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
+            if common:  # one loading a row: the rule's sines once a row, not once a pair (the same values)
+                kernels.disagreement_one_loading(tau, lam[:, 0].copy(), pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
+            else:
+                kernels.disagreement(tau, lam, pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
             state = (tau, lam)
         res = ((t[rows] - pt) / sd_t[rows], (q[rows] - pn) / sd_n[rows], (th[:, -1:] - th[:, m:2 * m]) / S,
                -th[:, -1:] / MEAN_PRIOR_SD, -th[:, :m] / TAU_PRIOR_SD)
