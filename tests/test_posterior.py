@@ -193,6 +193,36 @@ def test_streaming_select_chains_matches_a_separate_accumulator(rng):
     assert acc.to_host() is acc and acc.xp is np
 
 
+def test_streaming_posterior_pickles_and_deep_copies(rng):
+    import copy
+    import pickle
+
+    acc = StreamingSummary(2, 2, 20)
+    for t in range(20):
+        acc.update(rng.normal(size=(2, 2)))
+    post = Posterior(draws=None, streaming={"a": acc}, labels={"a": pd.Index(["x", "y"])})
+    for back in (pickle.loads(pickle.dumps(post)), copy.deepcopy(post)):
+        assert back.streaming["a"].xp is np
+        pd.testing.assert_frame_equal(back.summary("a"), post.summary("a"))
+
+
+def _replicate_posterior(seed):
+    """A spawn-pool job (module level, so that it pickles): a streaming replicate posterior."""
+    import privirt
+
+    X, *_ = privirt.simulate_2pno(60, 4, seed=seed)
+    return privirt.gibbs_2pno_replicate([X], n_iter=20, warmup=10, seed=seed, progress=False)[0]
+
+
+def test_replicate_posterior_comes_back_from_a_spawn_pool():
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        post = pool.submit(_replicate_posterior, 3_800_001).result(timeout=300)
+    assert post.draws is None and post.summary("b").shape[0] == 4
+
+
 @pytest.mark.parametrize("shape, levels", [((4, 60, 5), 3), ((3, 41, 4), 7), ((2, 100, 3), 0)])
 def test_batched_diagnostics_match_arviz_with_ties(rng, shape, levels):
     # discrete draws give many tied ranks (average ranks, as scipy's rankdata); odd draw

@@ -100,6 +100,19 @@ class StreamingSummary:
             self.xp = np
         return self
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle state: the accumulators as host (numpy) arrays, without the array module
+        (a module cannot be pickled); an unpickled summary lives in host memory."""
+        state = {k: v for k, v in self.__dict__.items() if k != "xp"}
+        if self.xp is not np:
+            for name in self._ARRAYS:
+                state[name] = to_numpy(state[name])
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.xp = np
+
     def update(self, values: Any) -> None:
         """Add one draw per chain: ``values`` shaped (n_chains, size)."""
         if self.count >= self.n_draws:
