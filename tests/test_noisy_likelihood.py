@@ -50,6 +50,21 @@ def test_reads_only_the_release_and_spends_nothing(tmp_path):
     assert list(fit.to_frame().columns) == ["beta", "beta_unshrunk", "se"]
 
 
+def test_result_keeps_the_release_privacy_statement():
+    X, _, _ = privirt.simulate_rasch(300, 5, seed=3_800_020)
+    seeded = privirt.release_counts(X, epsilon=1.0, delta=1e-4, seed=3_800_021)
+    fit = noise_aware_estimate(seeded)
+    assert fit.privacy is seeded.privacy and fit.privacy.private is False
+    assert str(fit.privacy).startswith("NOT PRIVATE") and "private=False" in repr(fit)
+    via = privirt.spectral_from_release(seeded, estimator="noise_aware", n_boot=0)
+    assert fit.privacy == via.privacy
+    unseeded = privirt.release_counts(X, epsilon=1.0, delta=1e-4)
+    assert noise_aware_estimate(unseeded).privacy is unseeded.privacy
+    # a bare array of counts: its privacy is unknown
+    bare = noise_aware_estimate(seeded.Y, noise_var=noise_variance(seeded.privacy))
+    assert bare.privacy is None and "privacy=None" in repr(bare)
+
+
 def test_benchmark_compares_on_the_release_algorithm_2_uses():
     # bench_noisy_y runs spectral_from_counts on counts.clipped(): that is Algorithm 2's output
     X, _, _ = privirt.simulate_rasch(400, 6, seed=11)

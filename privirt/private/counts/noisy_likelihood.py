@@ -73,6 +73,12 @@ class NoiseAwareResult(ItemEstimate):
         Fisher-scoring iterations.
     converged : bool
         Whether the largest step fell below ``tol``.
+    info : dict
+        Public facts of the fit (``shrink``, ``n_pairs``).
+    privacy : PrivacyStatement or None
+        The privacy statement of the :class:`NoisyCounts` release the estimate was computed
+        from (post-processing keeps it; "NOT PRIVATE" for a seeded release); None for an
+        array of counts, whose privacy this function cannot know.
     """
 
     beta: pd.Series
@@ -83,6 +89,7 @@ class NoiseAwareResult(ItemEstimate):
     n_iter: int
     converged: bool
     info: dict = field(default_factory=dict, repr=False)
+    privacy: Any = None
 
     def _frame_columns(self) -> dict[str, Any]:
         return {"beta": self.beta, "beta_unshrunk": self.beta_unshrunk, "se": self.se}
@@ -178,6 +185,8 @@ def noise_aware_estimate(
     if shrink == "eb":
         final, tau2, it, converged = _fit(a, Dt, Dw, I, J, m, nu, 1.0, max_iter, tol, kappa)
     idx = labels.copy()
+    from .results import NoisyCounts
+
     return NoiseAwareResult(
         beta=pd.Series(final, index=idx, name="beta"),
         beta_unshrunk=pd.Series(beta, index=labels.copy(), name="beta_unshrunk"),
@@ -187,6 +196,7 @@ def noise_aware_estimate(
         n_iter=it,
         converged=converged,
         info={"shrink": shrink, "n_pairs": int(I.size)},
+        privacy=counts.privacy if isinstance(counts, NoisyCounts) else None,
     )
 
 
