@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import io
+import sys
 
-from privirt._progress import ProgressBar
+import numpy as np
+import pytest
+
+import privirt
+from privirt._progress import ProgressBar, resolve_progress
 
 
 class FakeTTY(io.StringIO):
@@ -43,3 +48,39 @@ def test_failures_repeated_calls_and_disabled():
     ProgressBar(3, "q", stream=quiet, enabled=False).update(3)
     ProgressBar(0, "empty", stream=quiet).update(0)
     assert quiet.getvalue() == ""
+
+
+# -- progress= of the samplers: validated as in the rest of the API (None = auto) ------------
+def _samplers():
+    X, *_ = privirt.simulate_2pno(40, 3, seed=3_800_030)
+    return {
+        "gibbs_2pno": lambda p: privirt.gibbs_2pno(X, n_iter=6, warmup=2, seed=3_800_031, progress=p),
+        "gibbs_2pno_replicate": lambda p: privirt.gibbs_2pno_replicate(
+            [X], n_iter=6, warmup=2, seed=3_800_031, progress=p),
+        "mh_2pl": lambda p: privirt.mh_2pl(X, n_iter=6, warmup=2, seed=3_800_031, progress=p),
+    }
+
+
+def test_samplers_refuse_what_is_not_a_progress_flag():
+    for name, run in _samplers().items():
+        for bad in ("no", "False", 0.0, 2):
+            with pytest.raises(ValueError, match="^progress must be True, False or None") as e:
+                run(bad)
+            assert "\n" not in str(e.value), name
+
+
+def test_samplers_progress_none_is_auto_and_numpy_bools_are_flags(capsys, monkeypatch):
+    assert resolve_progress(np.True_) is True and resolve_progress(np.False_) is False
+    runs = _samplers()
+    for run in runs.values():
+        run(None)  # capsys' stderr is not a terminal: no bar
+        run(np.False_)
+    assert capsys.readouterr().err == ""
+    for name, run in runs.items():
+        run(np.True_)
+        assert "100%" in capsys.readouterr().err, name
+    for name, run in runs.items():
+        tty = FakeTTY()
+        monkeypatch.setattr(sys, "stderr", tty)
+        run(None)  # on a terminal: the bar
+        assert "100%" in tty.getvalue(), name

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, resolve_device
+from .._progress import resolve_progress
 from .._seeds import child, seed_sequence
 from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
@@ -266,7 +267,7 @@ def gibbs_2pno(
     init: Mapping[str, Any] | None = None,
     device: str = "auto",
     seed: int | np.random.SeedSequence | None = None,
-    progress: bool = True,
+    progress: bool | None = True,
     keep_draws: bool = True,
     engine: str = "auto",
     slopes: str = "positive",
@@ -319,8 +320,8 @@ def gibbs_2pno(
         counter-based stream keyed by that sequence on GPU and in the fused CPU engine,
         numpy's Philox generators in the numpy engine) of the seed's sequence.  The same
         seed gives different chains on different engines.
-    progress : bool
-        Draw a progress bar on stderr.
+    progress : bool or None
+        Draw a progress bar on stderr; None: only when stderr is a terminal.
     keep_draws : bool
         Keep every draw (``posterior.draws``, (chain, draw, index)); ``False`` keeps
         streaming summaries only, in memory independent of the number of iterations.
@@ -389,7 +390,7 @@ def gibbs_2pno(
         _slopes.warn_negative_items(resp)
     return _run(
         [resp], schedule=schedule, priors=pri, init=start, device=device, seqs=[ss],
-        progress=bool(progress), keep_draws=keep_draws, label="gibbs 2pno", engine=engine,
+        progress=resolve_progress(progress), keep_draws=keep_draws, label="gibbs 2pno", engine=engine,
         free=free, anchors=anc,
     )[0]
 
@@ -404,7 +405,7 @@ def gibbs_2pno_replicate(
     priors: Mapping[str, Any] | None = None,
     device: str = "auto",
     seed: int | np.random.SeedSequence | None = None,
-    progress: bool = True,
+    progress: bool | None = True,
     keep_draws: bool = False,
     engine: str = "auto",
     slopes: str = "positive",
@@ -484,6 +485,6 @@ def gibbs_2pno_replicate(
     seqs = [child(ss, r) for r in range(len(resps))]
     return _run(
         resps, schedule=schedule, priors=pri, init={}, device=device, seqs=seqs,
-        progress=bool(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
+        progress=resolve_progress(progress), keep_draws=keep_draws, label=f"gibbs 2pno ×{len(resps)}",
         engine=engine, free=free, anchors=anc,
     )

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .._backend import get_xp, resolve_device, to_numpy
+from .._progress import resolve_progress
 from .._seeds import seed_sequence
 from ..data.responses import ResponsesLike, as_responses
 from . import driver, twopl, twopl_setup
@@ -39,7 +40,7 @@ def mh_2pl(
     adapt: bool = True,
     n_chains: int = 1,
     seed: int | np.random.SeedSequence | None = None,
-    progress: bool = True,
+    progress: bool | None = True,
     device: str = "auto",
     ridge_moves: bool = True,
 ) -> SamplerPosterior:
@@ -84,8 +85,8 @@ def mh_2pl(
     seed : int or numpy.random.SeedSequence, optional
         Seed of the random generator; results are reproducible for a given
         (seed, n_chains, device).
-    progress : bool
-        Print a progress line to stderr.
+    progress : bool or None
+        Print a progress line to stderr; None: only when stderr is a terminal.
     device : {"auto", "cpu", "gpu"}
         Where the arrays live (the GPU path needs cupy).
     ridge_moves : bool
@@ -136,7 +137,7 @@ def mh_2pl(
     host_rng = np.random.default_rng(ss)
     state = twopl_setup.initial_state(init, y, obs, n_chains, anc, host_rng)
     kernel_seed = int(host_rng.integers(2**63 - 1))
-    bar = driver.progress_bar(schedule, SAMPLER, bool(progress))
+    bar = driver.progress_bar(schedule, SAMPLER, resolve_progress(progress))
     sink = driver.DrawSink(xp, n_chains, {"theta": n, "a": m, "b": m}, schedule.n_draws)
     result, seconds = driver.timed(lambda: twopl.run_chains(
         xp, y, obs, state, pri, sd0, anc, schedule=schedule, store=sink.store,
