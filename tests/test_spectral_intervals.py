@@ -152,6 +152,16 @@ def test_spectral_from_release_refuses_other_inputs():
         privirt.spectral_from_release(np.zeros((3, 3)))
 
 
+@pytest.mark.parametrize("estimator", ["auto", "noise_aware", "spectral"])
+@pytest.mark.parametrize("bad", ["cuda", None, 7])
+def test_spectral_from_release_checks_device_whichever_estimator_runs(estimator, bad):
+    X, _ = _data(n=300, m=5)
+    rel = privirt.release_counts(X, epsilon=1.0, seed=3_800_040)
+    assert privirt.spectral_from_release(rel, n_boot=0).info["estimator"] == "noise_aware"  # auto's pick
+    with pytest.raises(ValueError, match=r"^device must be one of \('auto', 'cpu', 'gpu'\), got "):
+        privirt.spectral_from_release(rel, device=bad, estimator=estimator, n_boot=0)
+
+
 @pytest.mark.parametrize("p0", [1.0, 0.4])
 def test_batched_estimator_is_the_spectral_estimator(p0):
     rng = np.random.default_rng(0)

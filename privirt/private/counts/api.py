@@ -9,6 +9,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
+from ..._backend import resolve_device
 from ..._checks import check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
@@ -403,6 +404,7 @@ def spectral_from_release(
         raise ValueError("these counts do not say their number of persons and noise scale; "
                          "release them with release_counts")
     _check_estimator(estimator)
+    resolve_device(device)  # checked whichever estimator runs (only the spectral one uses it)
     G = counts.graph.to_numpy()
     nu = noise_variance(st)
     se0 = noise_aware_se0(int(st.n_persons), len(counts.items), nu)
