@@ -4,6 +4,12 @@
 ``beta`` Series indexed by item label, ``items``, ``top_k``, ``to_frame`` and an ``info``
 dictionary; private results add ``privacy``.  Subclasses add their own columns to
 ``to_frame`` by overriding :meth:`ItemEstimate._frame_columns`.
+
+Result objects (these, the releases, :class:`~privirt.AndersenResult`,
+:class:`~privirt.SufficientStatistics` and :class:`~privirt.Posterior`) compare by identity,
+like :class:`~privirt.Responses`: their dataclasses are declared ``eq=False``, so ``r == other``
+is True only for the same object and never compares pandas fields (which raised); compare
+values field by field, e.g. ``r.beta.equals(other.beta)``.
 """
 
 from __future__ import annotations

@@ -60,3 +60,33 @@ def test_item_estimate_contract():
     assert list(frame.columns) == ["beta"] and frame.index.name == "item"
     with pytest.raises(ValueError, match="between 1"):
         top_k_labels(est.beta, 0)
+
+
+def test_results_compare_by_identity_and_never_raise():
+    # the generated dataclass __eq__ compared pandas fields and raised "truth value of a
+    # Series is ambiguous" for r == copy; results compare by identity (eq=False), as Responses
+    import pickle
+
+    import privirt
+
+    S = 3_800_050
+    X, *_ = privirt.simulate_rasch(200, 4, seed=S)
+    X2, *_ = privirt.simulate_2pno(200, 4, seed=S + 1)
+    counts = privirt.release_counts(X, epsilon=1.0, seed=S + 2)
+    totals = privirt.release_totals(X, epsilon=1.0, seed=S + 3)
+    rel2 = privirt.release_2pl(X2, epsilon=1.0, seed=S + 4)
+    results = [
+        privirt.cmle_estimate(X), privirt.spectral_estimate(X),
+        privirt.private_spectral_estimate(X, epsilon=1.0, seed=S + 5, n_boot=0),
+        counts, privirt.noise_aware_estimate(counts),
+        totals, privirt.estimate_from_release(totals, n_boot=0),
+        rel2, privirt.estimate_2pl_from_release(rel2, n_boot=0),
+        privirt.andersen_test(X), privirt.sufficient_statistics(X),
+        privirt.gibbs_2pno(X2, n_iter=6, warmup=2, seed=S + 6, progress=False, keep_draws=False),
+    ]
+    assert len({type(r).__name__ for r in results}) == 12
+    for r in results:
+        copy = pickle.loads(pickle.dumps(r))
+        assert r == r and not (r != r), type(r).__name__
+        assert (r == copy) is False and (r != copy) is True, type(r).__name__
+        assert len({r, copy}) == 2  # hashable, by identity

@@ -177,7 +177,7 @@ class StreamingSummary:
         }
 
 
-@dataclass
+@dataclass(eq=False)
 class Posterior:
     """Posterior of a Bayesian IRT sampler.
 

@@ -30,7 +30,7 @@ __all__ = ["AndersenResult", "andersen_test"]
 LOPSIDED_SHARE = 0.1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AndersenResult:
     """Result of :func:`andersen_test`.
 

@@ -44,7 +44,7 @@ _KEEP_CELLS = 8 * 2**20
 _MAX_STEP = 4.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CMLEResult(ItemEstimate):
     """Result of :func:`cmle_estimate`.
 

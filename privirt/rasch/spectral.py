@@ -43,7 +43,7 @@ Solver = Literal["auto", "power", "direct"]
 Normalizer = Literal["max", "row"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SpectralResult(ItemEstimate):
     """Result of :func:`spectral_estimate` / :func:`spectral_from_counts`.
 

@@ -28,7 +28,7 @@ __all__ = ["SufficientStatistics", "block_statistics", "add_statistics", "to_res
 ENGINES = ("local", "dask")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SufficientStatistics:
     """Exact (un-noised) sums over persons.  Never publish these as they are.
 

@@ -51,7 +51,7 @@ _ROW_EFFECT_RCOND: float = 1e-10
 _BATCH_BYTES: int = 256 * 2**20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoiseAwareResult(ItemEstimate):
     """Result of :func:`noise_aware_estimate`.
 

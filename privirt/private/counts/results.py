@@ -15,7 +15,7 @@ from ..statement import PrivacyStatement
 __all__ = ["NoisyCounts", "PrivateSpectralResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoisyCounts:
     """Noisy pairwise differential counts: the output of :func:`release_counts`.
 
@@ -58,7 +58,7 @@ class NoisyCounts:
         return Y
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PrivateSpectralResult(ItemEstimate):
     """Result of :func:`private_spectral_estimate`.
 

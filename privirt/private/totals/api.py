@@ -145,7 +145,7 @@ def missing_sensitivity(n_items: int, n_cells: int, relation: str = "replace") -
 
 # ---------------------------------------------------------------------------------------
 # 2. the release
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TotalsRelease:
     """Noisy item totals and raw-score histogram: the output of :func:`release_totals`.
 
@@ -336,7 +336,7 @@ def release_totals(
 
 # ---------------------------------------------------------------------------------------
 # 3. estimation (post-processing)
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TotalsEstimate(ItemEstimate):
     """Result of :func:`private_totals_estimate` / :func:`estimate_from_release`.
 

@@ -74,7 +74,7 @@ _LINEAR_STEPS = {"one_step": 1, "chord2": 2}
 __all__ = ["TwoPLEstimate", "estimate_2pl_from_release", "private_2pl_estimate"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TwoPLEstimate:
     """Result of :func:`private_2pl_estimate` / :func:`estimate_2pl_from_release`.
 

@@ -25,7 +25,7 @@ _COMPLETE_ONLY = ('the data have missing cells but missing="none" declares compl
                   "incomplete rows by a rule that does not look at the data (nothing was spent)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TwoPLRelease:
     """Noisy item totals and pair disagreement counts: the output of :func:`release_2pl` (publishable).
 
