@@ -27,7 +27,7 @@ class StateError(ValueError):
 
 class StateUnavailable(StateError):
     """The state cannot be reached or used now (no connection to PostgreSQL, a SQLite file
-    locked or read-only): a request may be retried; other :class:`StateError`\ s may not."""
+    locked or read-only): a request may be retried; other state errors (:class:`StateError`) may not."""
 
 
 def unavailable(exc: BaseException) -> bool:
