@@ -48,6 +48,16 @@ def check_location(what: str, value: float) -> None:
         )
 
 
+def check_locations(what: str, values: Any) -> None:
+    """:func:`check_location` on every element of ``values`` (finite numbers), naming the first
+    offending one as ``what[i]`` (``what`` alone for a single number)."""
+    arr = np.asarray(values, dtype=np.float64)
+    big = np.abs(arr) > LOCATION_MAX
+    if big.any():
+        idx = np.unravel_index(int(np.argmax(big)), arr.shape)
+        check_location(what + "".join(f"[{i}]" for i in idx), float(arr[idx]))
+
+
 #: the smallest prior variance the samplers take: a prior SD of 1e-6 on the probit/logit scale
 #: already fixes the parameter, and far smaller variances make 1/variance and mean/variance
 #: overflow the samplers' precisions (NaN draws, or "math domain error" from a square root)

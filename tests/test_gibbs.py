@@ -907,3 +907,26 @@ def test_tiny_theta_prior_variance_is_refused_by_mh():
     X, _, _, _ = privirt.simulate_2pno(30, 4, seed=1)
     with pytest.raises(ValueError, match=r"the variance of priors\['theta'\] is 1e-300, too small"):
         privirt.mh_2pl(X, n_iter=4, warmup=2, priors={"theta": (0.0, 1e-300)}, progress=False)
+
+
+@pytest.mark.parametrize("engine", CPU_ENGINES)
+@pytest.mark.parametrize("init, name", [({"theta": 1e155}, r"init\['theta'\]"),
+                                        ({"b": 1e200}, r"init\['b'\]"),
+                                        ({"a": 1e300}, r"init\['a'\]"),
+                                        ({"b": [0.0, 0.0, -2e6, 0.0]}, r"init\['b'\]\[2\]")])
+def test_huge_init_values_are_refused_in_one_line(init, name, engine):
+    """init={"theta": 1e155} or {"b": 1e200} raised a bare "math domain error" (numpy engine)
+    or gave all-NaN draws silently (fused); {"a": 1e300} all-NaN on both: now refused with the
+    bound on prior means and anchors (|value| <= 1e6), naming the value; 1e6 itself samples."""
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=3_600_010)
+    msg = rf"^{name} is .*too large.*use a value with \|value\| <= 1e\+06"
+    with pytest.raises(ValueError, match=msg):
+        privirt.gibbs_2pno(X, n_iter=4, warmup=2, init=init, priors={"a": (1, 1)}, engine=engine,
+                           progress=False, seed=3_600_011)
+    ok = {key: 1e6 for key in init}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = privirt.gibbs_2pno(X, n_iter=4, warmup=2, init=ok, priors={"a": (1, 1)},
+                                  engine=engine, progress=False, seed=3_600_011)
+    for param in ("a", "b", "theta"):
+        assert np.isfinite(post.draws[param]).all(), param

@@ -704,3 +704,19 @@ def test_an_anchor_on_a_person_dropped_for_answering_nothing_says_so():
     with pytest.warns(privirt.exceptions.EmptyResponsesWarning):
         with pytest.raises(ValueError, match="unknown anchor label 'p3'.*answered nothing is dropped"):
             privirt.mh_2pl(frame, anchors={"p3": 1}, n_iter=20, warmup=10, seed=1, progress=False, device="cpu")
+
+
+@pytest.mark.parametrize("init, name", [({"theta": 1e300}, r"init\['theta'\]"),
+                                        ({"a": -1e7}, r"init\['a'\]"),
+                                        ({"b": np.array([[0.0] * 4, [0.0, 5e6, 0.0, 0.0]])},
+                                         r"init\['b'\]\[1\]\[1\]")])
+def test_huge_init_values_are_refused_as_by_gibbs(init, name):
+    """mh_2pl took any finite init: θ = 1e300 left every chain stuck there (means -5.8e298),
+    unlike gibbs_2pno which now refuses it; both take the prior-mean bound |value| <= 1e6."""
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=3_600_020)
+    with pytest.raises(ValueError, match=rf"^{name} is .*too large.*\|value\| <= 1e\+06"):
+        privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init=init, progress=False,
+                       seed=3_600_021)
+    post = privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init={k: 1e6 for k in init},
+                          progress=False, seed=3_600_021)
+    assert np.isfinite(post.summary()["mean"]).all()

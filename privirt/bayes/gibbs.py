@@ -310,8 +310,9 @@ def gibbs_2pno(
         huge slopes; ``{"a": (1.0, 1.0)}`` avoids that (see ``docs/gibbs.md``).
     init : dict, optional
         Starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset; scalars are
-        broadcast); the others start from the data (b from item p-values, a = 1, θ from
-        standardised sum scores), jittered per chain when ``n_chains > 1``.
+        broadcast; each finite with |value| <= 1e6, as prior means); the others start from
+        the data (b from item p-values, a = 1, θ from standardised sum scores), jittered per
+        chain when ``n_chains > 1``.
     device : {"auto", "cpu", "gpu"}
         Where to run; ``"auto"`` uses a CUDA GPU when cupy sees one.
     seed : int or numpy.random.SeedSequence, optional

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .._checks import as_number, check_location, check_variance
+from .._checks import as_number, check_location, check_locations, check_variance
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
@@ -179,6 +179,7 @@ def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
         raise ValueError(
             f"init[{name!r}] must be a number or an array of numbers, got {value!r}"
         ) from None
+    raw = arr
     if arr.ndim == 0:
         arr = np.full(size, float(arr))
     if arr.shape == (size,):
@@ -190,6 +191,7 @@ def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
         )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"init[{name!r}] must be finite")
+    check_locations(f"init[{name!r}]", raw)  # |value| <= 1e6, as for prior means and anchors
     return arr
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
-from .._checks import as_number, check_location, check_variance
+from .._checks import as_number, check_location, check_locations, check_variance
 from ..data.responses import Responses
 from . import moves as _moves
 from .slopes import FIXED, Anchors
@@ -141,8 +141,9 @@ def default_init(codes: np.ndarray, rng: np.random.Generator, jitter: bool) -> d
 
 def check_init(init: Mapping[str, Any] | None, n: int, k: int,
                free: bool = False) -> dict[str, np.ndarray]:
-    """User starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset); a must be
-    positive unless ``free`` (``slopes="free"``)."""
+    """User starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset), each finite
+    with |value| <= 1e6 (as prior means and anchors); a must be positive unless ``free``
+    (``slopes="free"``)."""
     if init is None:
         return {}
     if not isinstance(init, Mapping):
@@ -160,12 +161,14 @@ def check_init(init: Mapping[str, Any] | None, n: int, k: int,
             raise ValueError(
                 f"init[{key!r}] must be a number or an array of numbers, got {init[key]!r}"
             ) from None
+        raw = v
         if v.ndim == 0:
             v = np.full(size, float(v))
         if v.shape != (size,):
             raise ValueError(f"init[{key!r}] must have length {size}, got shape {v.shape}")
         if not np.all(np.isfinite(v)):
             raise ValueError(f"init[{key!r}] must be finite")
+        check_locations(f"init[{key!r}]", raw)  # |value| <= 1e6, as for prior means and anchors
         if key == "a" and not free and np.any(v <= 0):
             raise ValueError(
                 "init['a'] must be positive (slopes=\"positive\" restricts a > 0; "
