@@ -186,3 +186,35 @@ def test_moves_on_by_default_and_off_for_the_plain_sampler(monkeypatch, engine):
     for p, truth in (("a", a), ("b", b)):
         m_on, m_off = on.summary(p)["mean"].to_numpy(), off.summary(p)["mean"].to_numpy()
         assert np.corrcoef(m_on, truth)[0, 1] > 0.8 and np.corrcoef(m_off, truth)[0, 1] > 0.8
+
+
+@pytest.mark.filterwarnings("ignore")  # (items all correct / all incorrect in 6 persons)
+@pytest.mark.parametrize("engine", ["numpy", "fused"])
+def test_scale_move_is_off_and_unlisted_where_it_cannot_move(monkeypatch, engine):
+    """Flat prior on a with n' ≤ k: info["orbit_moves"] listed "scale" although the move never
+    moved (log_scale_mh returns t = 0 for β = 0, p ≤ 0).  It is now off (move_spec) and not
+    listed; the draws are bit-identical to the old spec's (the moves' random numbers are drawn
+    whether or not the scale runs, and c = 1 either way), and it still runs with a prior on a
+    or with n' > k."""
+    if engine == "fused":
+        pytest.importorskip("numba")
+    X = privirt.simulate_2pno(6, 10, seed=3_600_030)[0]
+    kw = dict(n_iter=60, warmup=20, n_chains=2, seed=3_600_031, progress=False, device="cpu",
+              engine=engine)
+    flat = privirt.gibbs_2pno(X, **kw)
+    assert flat.info["orbit_moves"] == ["shift", "latent"]
+    assert moves.move_spec(6, 10, None, flat_a=True).scale is False
+    assert moves.move_spec(11, 10, None, flat_a=True).scale is True
+    assert moves.move_spec(6, 10, None, flat_a=False).scale is True
+    prior = privirt.gibbs_2pno(X, priors={"a": (1.0, 1.0)}, **kw)
+    assert prior.info["orbit_moves"] == ["scale", "shift", "latent"]
+    real = moves.move_spec
+
+    def old(n, k, anchors=None, enabled=True, flat_a=False):  # the spec before the fix
+        return real(n, k, anchors, enabled)
+
+    monkeypatch.setattr(moves, "move_spec", old)  # (twopno, gibbs, fused: the same module)
+    before = privirt.gibbs_2pno(X, **kw)
+    assert before.info["orbit_moves"] == ["scale", "shift", "latent"]
+    for p in ("a", "b", "theta"):
+        assert np.array_equal(before.draws[p], flat.draws[p]), p

@@ -220,7 +220,7 @@ def _run(
     prior_info = {"a": priors["a"] or ("flat" if free else "flat on a > 0"),
                   "b": priors["b"] or "flat"}
     flips = np.asarray(driver.to_numpy(flipped[0])) if flipped else np.zeros(B, dtype=bool)
-    spec = _moves.move_spec(n, k, anchors, ORBIT_MOVES)
+    spec = _moves.move_spec(n, k, anchors, ORBIT_MOVES, flat_a=priors["a"] is None)
     orbit = [m for m in ("scale", "shift", "latent") if getattr(spec, m)]
     out = []
     for d, resp in enumerate(resps):

@@ -56,21 +56,24 @@ class MoveSpec:
         return self.scale, self.shift, self.n_free, self.power
 
 
-def move_spec(n: int, k: int, anchors: Any = None, enabled: bool = True) -> MoveSpec:
+def move_spec(n: int, k: int, anchors: Any = None, enabled: bool = True,
+              flat_a: bool = False) -> MoveSpec:
     """The moves that are valid for n persons, k items and ``anchors``.
 
     A person fixed at a value v ≠ 0 is moved by neither (cv ≠ v, v + d ≠ v); fixed at 0 it
     stays 0 under the scale move but not under the shift.  Sign anchors (θ_i > 0 / θ_i < 0)
-    are kept by every c > 0; the shift keeps them by rejecting a d that breaks one.  Whether
-    the scale move's density is proper (flat prior on a with n' ≤ k is not) is decided per
-    iteration by :func:`orbit_draw`.
+    are kept by every c > 0; the shift keeps them by rejecting a d that breaks one.  Under
+    the flat prior on a (``flat_a``) with n' ≤ k free persons the scale move's density is
+    not integrable (β = 0, p ≤ 0: :func:`log_scale_mh` returns t = 0 every time), so the
+    move is off.
     """
     if anchors is None:
         fixed = np.zeros(0)
     else:
         fixed = np.asarray(anchors.fix)[np.asarray(anchors.con) == 2]
     n_free = n - fixed.size
-    return MoveSpec(scale=bool(enabled) and not np.any(fixed != 0) and n_free > 0,
+    proper = not (flat_a and n_free <= k)
+    return MoveSpec(scale=bool(enabled) and not np.any(fixed != 0) and n_free > 0 and proper,
                     shift=bool(enabled) and fixed.size == 0 and n_free > 0,
                     latent=bool(enabled), n_free=float(n_free), power=float(n_free - k))
 

@@ -293,7 +293,7 @@ class CpuData:
         return cls(S=S, M=M, n_obs_item=n_obs_item, pa_prec=pa_prec, pa_lin=pa_lin,
                    pb_prec=pb_prec, pb_lin=pb_lin, chunks=chunks, buf=buf,
                    Z=np.zeros((B, n, k)) if keep_z else None, free=bool(free), anchors=anchors,
-                   moves=_moves.move_spec(n, k, anchors, moves))
+                   moves=_moves.move_spec(n, k, anchors, moves, flat_a=not pa))
 
 
 class GeneratorDraws:

@@ -291,7 +291,7 @@ class FusedGibbs:
         pa, pb = pri.get("a"), pri.get("b")
         self.pa_prec, self.pa_lin = (1.0 / pa[1], pa[0] / pa[1]) if pa else (0.0, 0.0)
         self.pb_prec, self.pb_lin = (1.0 / pb[1], pb[0] / pb[1]) if pb else (0.0, 0.0)
-        self.moves = _moves.move_spec(n, k, anchors, moves)
+        self.moves = _moves.move_spec(n, k, anchors, moves, flat_a=not pa)
         self.iteration = 0
         self.keep_z = bool(keep_z)
         self.Z = np.zeros((B, n, k)) if keep_z else None

@@ -149,7 +149,7 @@ class GpuIteration:
         fix = np.zeros(n) if anchors is None else np.asarray(anchors.fix, np.float64)
         self.th_con = xp.ascontiguousarray(xp.asarray(con))
         self.th_fix = xp.ascontiguousarray(xp.asarray(fix))
-        self.moves = _moves.move_spec(n, k, anchors, moves)
+        self.moves = _moves.move_spec(n, k, anchors, moves, flat_a=self.pa_prec == 0)
         self._kernels = kernels
 
     def step(self, iteration: int, store: Mapping[str, Any] | None, slot: int) -> None:
