@@ -317,3 +317,32 @@ def test_summarize_on_threads_gives_the_same_values(rng, monkeypatch):
     assert one.keys() == many.keys()
     for key in one:
         np.testing.assert_array_equal(many[key], one[key])
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (2, 7), (1, 4), (3, 5)])
+def test_bulk_ess_of_short_chains_is_arviz_floor(rng, shape):
+    """Bulk ESS was NaN for 4–7 draws per chain (the check counted the split halves); ArviZ's
+    rule tests the unsplit chains (>= 4 draws), and with halves of 2–4 draws the Geyer sum
+    is empty, so the ESS is the floor N log10(N), N the draws in the split chains."""
+    c, n = shape
+    d = rng.normal(size=(c, n, 2))
+    N = c * 2 * (n // 2)
+    np.testing.assert_allclose(diagnostics.ess_bulk(d), N * np.log10(N), rtol=1e-12)
+    np.testing.assert_allclose(diagnostics.rhat_ess_bulk(d)[1], N * np.log10(N), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", range(2, 12))
+@pytest.mark.parametrize("c", [1, 2, 4])
+def test_short_chain_rhat_and_ess_match_arviz(rng, c, n):
+    """ESS and R-hat are NaN exactly where ArviZ's are (fewer than 4 draws per chain; R-hat of
+    one chain excepted, finite here as in Stan) and equal elsewhere."""
+    az = pytest.importorskip("arviz", reason="arviz is not installed: no reference values")
+    d = rng.normal(size=(c, n, 3))
+    with np.errstate(all="ignore"):
+        ref_ess = np.array([az.ess(d[:, :, j], method="bulk") for j in range(3)], dtype=float)
+        ref_rhat = np.array([az.rhat(d[:, :, j], method="rank") for j in range(3)], dtype=float)
+    np.testing.assert_allclose(diagnostics.ess_bulk(d), ref_ess, rtol=1e-10)
+    if c > 1:
+        np.testing.assert_allclose(diagnostics.rhat(d), ref_rhat, rtol=1e-10)
+    else:
+        assert np.isnan(diagnostics.rhat(d)).all() == (n < 4)

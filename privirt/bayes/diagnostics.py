@@ -176,11 +176,14 @@ def _autocov_fft(x: np.ndarray) -> np.ndarray:
     return acov
 
 
-def _ess_pm(a: np.ndarray) -> np.ndarray:
+def _ess_pm(a: np.ndarray, n_draws: int) -> np.ndarray:
     """ESS of (parameter, chain, draw) draws (Stan's algorithm; Geyer initial monotone), all
-    parameters at once: one batched FFT for every (parameter, chain) autocovariance."""
+    parameters at once: one batched FFT for every (parameter, chain) autocovariance.
+
+    ``n_draws`` is the number of draws per chain before splitting: NaN when it is below 4,
+    ArviZ's rule (which tests the unsplit chains), so split halves of 2 or 3 draws count."""
     k, c, n = a.shape
-    if n < 4:
+    if n_draws < 4 or n < 2:
         return np.full(k, np.nan)
     acov = _autocov_fft(a)  # (k, c, n)
     chain_mean = a.mean(axis=2)
@@ -230,16 +233,21 @@ def _geyer_tau(rho: np.ndarray, total: int) -> np.ndarray:
 
 
 def rhat(draws: np.ndarray) -> np.ndarray:
-    """Rank-normalised split R-hat per parameter (NaN when fewer than 4 draws in total)."""
+    """Rank-normalised split R-hat per parameter: NaN when a chain has fewer than 4 draws
+    (split halves of fewer than 2; so 2 × 2 and 3 × 3 draws give NaN), as in ArviZ; one
+    chain of 4 or more gives a finite split R-hat (as Stan; ArviZ: NaN)."""
     return rhat_ess_bulk(draws)[0]
 
 
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
-    """Bulk effective sample size per parameter (rank-normalised split chains)."""
-    s = _param_major_split(_as3d(draws))
+    """Bulk effective sample size per parameter (rank-normalised split chains): NaN when a
+    chain has fewer than 4 draws, as in ArviZ.  With 4–9 draws per chain the value is Stan's
+    and ArviZ's floor N log10(N) (N the draws in the split chains), not an estimate."""
+    a = _as3d(draws)
+    s = _param_major_split(a)
     k, m, h = s.shape
     z, _ = _normal_scores(s.reshape(k, m * h))
-    return _ess_pm(z.reshape(k, m, h))
+    return _ess_pm(z.reshape(k, m, h), a.shape[1])
 
 
 def rhat_ess_bulk(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -304,7 +312,7 @@ def _summarize(a: np.ndarray, quantiles: tuple[float, ...]) -> dict:
     # np.median's value (the mean of the two middle values when N is even): the folded
     # R-hat ranks |draw − median|, where the two middle draws tie exactly
     median = xs[:, N // 2] if N % 2 else (xs[:, N // 2 - 1] + xs[:, N // 2]) / 2.0
-    r_hat, ess = _rhat_pm(s, z.reshape(k, m, h), order, xs, median), _ess_pm(z.reshape(k, m, h))
+    r_hat, ess = _rhat_pm(s, z.reshape(k, m, h), order, xs, median), _ess_pm(z.reshape(k, m, h), n)
     # ranks of non-finite draws are meaningless (NaN sorts last): such a parameter has no R-hat or ESS
     bad = ~np.isfinite(xs).all(axis=1) if N else np.zeros(k, bool)
     if bad.any():
