@@ -930,3 +930,41 @@ def test_huge_init_values_are_refused_in_one_line(init, name, engine):
                                   engine=engine, progress=False, seed=3_600_011)
     for param in ("a", "b", "theta"):
         assert np.isfinite(post.draws[param]).all(), param
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_default_starts_are_what_the_docstring_says(monkeypatch):
+    """The init docstring said "a = 1, θ from standardised sum scores"; the start is θ = the
+    standardised Φ⁻¹ of each person's proportion correct among the answered items (and, with
+    slopes="free", the first principal component with a from the item correlations)."""
+    from scipy import special
+
+    from privirt.bayes import gibbs as gibbs_mod
+    from privirt.bayes.slopes import leading_scores
+
+    doc = privirt.gibbs_2pno.__doc__
+    assert "sum scores" not in doc and "probit" in doc and "first principal component" in doc
+    seen = {}
+    real = gibbs_mod._Batch
+
+    def spy(codes, n_chains, priors, inits, *args, **kwargs):
+        seen["init"], seen["codes"] = inits[0], codes[0]
+        return real(codes, n_chains, priors, inits, *args, **kwargs)
+
+    monkeypatch.setattr(gibbs_mod, "_Batch", spy)
+    X = np.asarray(privirt.simulate_2pno(200, 6, seed=3_600_050)[0], float)
+    X[np.random.default_rng(3_600_051).random(X.shape) < 0.3] = np.nan
+    privirt.gibbs_2pno(X, n_iter=3, warmup=1, seed=3_600_052, progress=False)
+    codes, start = seen["codes"], seen["init"]
+    obs = codes >= 0
+    p_person = np.clip((codes == 1).sum(axis=1) / obs.sum(axis=1), 0.02, 0.98)
+    z = special.ndtri(p_person)
+    np.testing.assert_allclose(start["theta"], (z - z.mean()) / z.std(), rtol=1e-12)
+    np.testing.assert_array_equal(start["a"], np.ones(6))
+    p_item = np.clip((codes == 1).sum(axis=0) / obs.sum(axis=0), 0.02, 0.98)
+    np.testing.assert_allclose(start["b"], -np.sqrt(2.0) * special.ndtri(p_item), rtol=1e-12)
+    privirt.gibbs_2pno(X, n_iter=3, warmup=1, seed=3_600_052, progress=False, slopes="free",
+                       priors={"a": (0.0, 1.0)})
+    pc = leading_scores(seen["codes"])
+    assert abs(np.corrcoef(seen["init"]["theta"], pc)[0, 1]) > 1 - 1e-12
+    assert not np.allclose(seen["init"]["a"], 1.0)

@@ -311,8 +311,11 @@ def gibbs_2pno(
     init : dict, optional
         Starting values ``{"theta": (n,), "a": (k,), "b": (k,)}`` (any subset; scalars are
         broadcast; each finite with |value| <= 1e6, as prior means); the others start from
-        the data (b from item p-values, a = 1, θ from standardised sum scores), jittered per
-        chain when ``n_chains > 1``.
+        the data, jittered per chain when ``n_chains > 1``: a = 1, b = −√2 Φ⁻¹(p̂_j) from
+        item j's proportion correct p̂_j and θ the standardised probit Φ⁻¹ of each person's
+        proportion correct (among the items answered); with ``slopes="free"`` θ the
+        standardised first principal component, a from each item's correlation with it and
+        b = −√(1 + a²) Φ⁻¹(p̂_j) (``docs/gibbs.md``, "Starting values").
     device : {"auto", "cpu", "gpu"}
         Where to run; ``"auto"`` uses a CUDA GPU when cupy sees one.
     seed : int or numpy.random.SeedSequence, optional

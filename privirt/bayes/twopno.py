@@ -121,7 +121,8 @@ def warn_improper(resp: Responses, priors: dict, where: str = "", anchors: Ancho
 
 
 def default_init(codes: np.ndarray, rng: np.random.Generator, jitter: bool) -> dict[str, np.ndarray]:
-    """Data-based starting values: b from the item p-values (a = 1), θ from sum scores."""
+    """Data-based starting values: a = 1, b = −√2 Φ⁻¹(p̂_j) from the item p-values, θ the
+    standardised Φ⁻¹ of each person's proportion correct (among the items answered)."""
     obs = codes >= 0
     n_obs_item = np.maximum(obs.sum(axis=0), 1)
     p_item = np.clip((codes == 1).sum(axis=0) / n_obs_item, 0.02, 0.98)
