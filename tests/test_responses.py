@@ -637,3 +637,23 @@ def test_masked_cells_of_a_numpy_masked_array_are_missing():
     a = privirt.private_spectral_estimate(X, epsilon=1.0, seed=3, n_boot=20)
     b = privirt.private_spectral_estimate(nan, epsilon=1.0, seed=3, n_boot=20)
     assert np.array_equal(a.beta, b.beta) and np.array_equal(a.se, b.se)
+
+
+def test_the_person_col_hint_is_for_tables_and_can_be_followed_with_int_column_labels():
+    """The hint to name a first column of ids with person_col was given for a Dask array (which
+    has no person_col), and following it for an int column label crashed ('int' has no .lower)."""
+    frame = pd.DataFrame({5: [11, 12, 13], 6: [0, 1, 1], 7: [1, 0, 1]})
+    with pytest.raises(ValueError, match=r"name it with person_col=5 \(CLI: --person-col 5\)"):
+        as_responses(frame)
+    resp = as_responses(frame, person_col=5)
+    assert list(resp.persons) == [11, 12, 13] and list(resp.items) == [6, 7]
+    with pytest.raises(ValueError) as info:  # a plain array: no person column to name
+        as_responses(np.array([[5.0, 0.0], [6.0, 1.0], [7.0, 1.0]]))
+    assert "person_col" not in str(info.value)
+    da = pytest.importorskip("dask.array")
+    from privirt.stats.dask_engine import dask_statistics
+
+    arr = da.from_array(np.array([[5.0, 0.0, 1.0], [6.0, 1.0, 0.0]]), chunks=(1, 3))
+    with pytest.raises(ValueError) as info:
+        dask_statistics(arr)
+    assert "invalid response" in str(info.value) and "person_col" not in str(info.value)

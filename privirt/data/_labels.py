@@ -113,7 +113,7 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
         the in-memory reader reads as long and the Dask engine cannot read.
     """
     names = {str(c).lower() for c in columns}
-    if len(columns) == 3 and {(person_col or "person").lower(), "item", "response"} <= names:
+    if len(columns) == 3 and {("person" if person_col is None else str(person_col)).lower(), "item", "response"} <= names:
         raise ValueError(f"engine='dask' reads wide tables (one column per item), and the table"
                          f"{where} has the long layout (columns {', '.join(map(str, columns))}); "
                          "convert the long table or use engine='local'")

@@ -363,7 +363,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         resp._cache["pattern_weights"] = counts
         return resp
     cols_lower = {str(c).lower(): c for c in frame.columns}
-    long_pcol = person_col or "person"
+    long_pcol = "person" if person_col is None else str(person_col)
     is_long = fmt == "long" or (
         fmt == "auto"
         and frame.shape[1] == 3
@@ -404,7 +404,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     if frame.shape[0] == 0:  # read.no_rows
         return _no_rows(frame.shape[1], frame.columns)
     values = _frame_values(frame)
-    return _from_array(values, persons, frame.columns)
+    return _from_array(values, persons, frame.columns, table=True)
 
 
 def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
@@ -539,7 +539,7 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
     return Responses(codes, persons, items, items_from_data=True)
 
 
-def _from_array(values: np.ndarray, persons, items) -> Responses:
+def _from_array(values: np.ndarray, persons, items, table: bool = False) -> Responses:
     if values.dtype == object or values.dtype.kind in "US":
         values = _object_array(values.astype(object), persons, items)
     if values.ndim != 2:
@@ -553,12 +553,12 @@ def _from_array(values: np.ndarray, persons, items) -> Responses:
         codes = values.astype(np.int8)
     elif values.dtype.kind in "iu":
         bad = (values != 0) & (values != 1)
-        _raise_bad(values, bad, persons, items)
+        _raise_bad(values, bad, persons, items, table)
         codes = values.astype(np.int8)
     elif values.dtype.kind == "f":
         nan = np.isnan(values)
         bad = ~nan & (values != 0) & (values != 1)
-        _raise_bad(values, bad, persons, items)
+        _raise_bad(values, bad, persons, items, table)
         codes = np.where(nan, MISSING, values).astype(np.int8)
     else:
         raise ValueError(
@@ -596,7 +596,7 @@ def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:
     return np.array(vals, dtype=np.float64).reshape(values.shape)
 
 
-def _raise_bad(values, bad, persons, items) -> None:
+def _raise_bad(values, bad, persons, items, table: bool = False) -> None:
     if not bad.any():
         return
     i, j = (int(t[0]) for t in np.nonzero(bad))
@@ -606,7 +606,7 @@ def _raise_bad(values, bad, persons, items) -> None:
     if str(it).strip().lower() in _FREQUENCY_NAMES:
         hint = (f"; if column {it!r} holds how many persons gave each row's answers (a pattern "
                 f"table), pass weights={str(it)!r} (CLI: --weights-col {it})")
-    elif j == 0 and items is not None and _all_distinct(pd.Series(values[:, 0])):  # numeric person ids?
+    elif j == 0 and table and _all_distinct(pd.Series(values[:, 0])):  # a table's numeric person ids?
         hint = f"; {_person_col_hint(it)}"
     raise ValueError(
         f"invalid response {values[i, j].item()!r} for person {p!r} (row {i}), item {it!r} "
