@@ -299,3 +299,29 @@ def test_fit_steps_factorise_once_and_keep_the_eigenvalue_evidence_update(monkey
     assert fit.converged and fit.tau2 > 0
     np.testing.assert_allclose(fit.beta.to_numpy(), beta, atol=1e-9)
     assert fit.tau2 == pytest.approx(tau2, rel=1e-9)
+
+
+def test_standard_errors_come_from_a_cholesky_inverse(monkeypatch):
+    """The se took a general m × m inverse of the information (≈ 2.7 m³ flops, 0.55 CPU s at
+    m = 2000) for its diagonal alone; the diagonal now comes from the Cholesky factor's inverse
+    (⅔ m³): no general inverse, the same se as the Moore–Penrose inverse's diagonal."""
+    from privirt.private.counts import noisy_likelihood as nl
+
+    X, _, _ = privirt.simulate_rasch(2000, 25, seed=1_000_311)
+    c = privirt.release_counts(X, epsilon=1.0, seed=1_000_312)
+    nu, m = noise_variance(c.privacy), 25
+    want = noise_aware_estimate(c.Y, noise_var=nu, shrink="none")
+    Y = c.Y.to_numpy().astype(float)
+    I, J = np.nonzero(np.triu(~np.eye(m, dtype=bool), 1))
+    a, Dt = Y[I, J], Y[I, J] + Y[J, I]
+    Dw, kappa = nl._smoothed_discordant(Dt, I, J, m), nl._design_effect(I.size, m)
+    _, F = nl._score_info(want.beta.to_numpy(), a, Dt, Dw, I, J, m, nu, kappa)
+    se = np.sqrt(np.diag(np.linalg.pinv(F)))
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a general inverse for the standard errors")
+
+    monkeypatch.setattr(np.linalg, "inv", refused)
+    got = noise_aware_estimate(c.Y, noise_var=nu, shrink="none")
+    np.testing.assert_allclose(got.se.to_numpy(), se, rtol=1e-9)
+    np.testing.assert_array_equal(got.beta.to_numpy(), want.beta.to_numpy())
