@@ -9,6 +9,10 @@ machine shared with other jobs inflates far less):
 * ``10000x100``  n = 10,000, m = 100 (target: spectral within 3× of totals);
 * ``1000x1000``  n = 1,000, m = 1,000 (target ≤ 10 s each);
 * ``30x5000``    n = 30, m = 5,000 (target ≤ 60 s and ≤ 2 GiB peak each);
+* ``10000x2000``  n = 10,000, m = 2,000 at ε = 1, where ``"auto"`` takes the noise-aware fit
+  (the point estimate and its bootstrap run O(m³) Fisher steps: minutes of CPU; not in the
+  default list; BENCHMARKS.md, "Session 22");
+* ``10000x5000``  n = 10,000, m = 5,000 at ε = 1 (as above, longer still);
 * ``calibration`` the totals release's calibration (before the debit) for m up to 10⁴
   (target ≤ 1 s).
 
@@ -18,7 +22,8 @@ in the same run.  ``--busy`` starts a CPU-bound Python process beside the benchm
 "other core busy" condition) and stops it at the end.  The 1-minute load average is printed
 before each case (the machine may be shared).
 
-Run: ``python benchmarks/bench_defaults.py [--cases 10000x100 1000x1000 30x5000 calibration]
+Run: ``python benchmarks/bench_defaults.py [--cases 10000x100 1000x1000 30x5000 10000x2000
+10000x5000 calibration]
 [--busy] [--blas both|limited] [--methods spectral totals] [--n-boot N]``.  Peak RSS is the
 process's (``ru_maxrss``): run one method per process to read each one's peak.
 """
@@ -40,8 +45,11 @@ import privirt  # noqa: E402
 from privirt import _threads  # noqa: E402
 from _harness import busy_core  # noqa: E402
 
-SIZES = {"10000x100": (10_000, 100), "1000x1000": (1_000, 1_000), "30x5000": (30, 5_000)}
+SIZES = {"10000x100": (10_000, 100), "1000x1000": (1_000, 1_000), "30x5000": (30, 5_000),
+         "10000x2000": (10_000, 2_000), "10000x5000": (10_000, 5_000)}
 EPSILON, DELTA = 0.1, 1e-4
+#: Cases run at another ε than :data:`EPSILON` (the noise-aware default needs ε = 1 at n = 10⁴).
+CASE_EPSILON = {"10000x2000": 1.0, "10000x5000": 1.0}
 
 
 def _load() -> str:
@@ -72,8 +80,9 @@ def warm_up() -> None:
 
 def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str, ...] = ("spectral", "totals")) -> None:
     n, m = SIZES[name]
+    eps = CASE_EPSILON.get(name, EPSILON)
     X = privirt.simulate_rasch(n, m, seed=24)[0]
-    print(f"\n== {name}: n={n}, m={m}, eps={EPSILON}, delta={DELTA}, n_boot={n_boot}  (load {_load()})")
+    print(f"\n== {name}: n={n}, m={m}, eps={eps}, delta={DELTA}, n_boot={n_boot}  (load {_load()})")
     for limited in blas_modes:
         _threads.LIMIT_BLAS = limited
         tag = "1 BLAS thread " if limited else "BLAS's threads"
@@ -83,7 +92,7 @@ def run_case(name: str, blas_modes: list[bool], n_boot: int, methods: tuple[str,
             if method not in methods:
                 continue
             nb = {} if n_boot is None else {"n_boot": n_boot}  # None: the method's own default
-            sec, res = _time(fn, X, epsilon=EPSILON, delta=DELTA, seed=1, progress=False, **nb)
+            sec, res = _time(fn, X, epsilon=eps, delta=DELTA, seed=1, progress=False, **nb)
             times[method] = sec
             extra = f" estimator={res.info.get('estimator')}" if method == "spectral" else ""
             extra += f" n_boot={res.info.get('n_boot')}"
