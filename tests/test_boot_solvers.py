@@ -282,3 +282,35 @@ def test_noise_aware_batch_in_chunks_equals_one_batch(monkeypatch):
         monkeypatch.setattr(nl, "_BATCH_BYTES", size)
         np.testing.assert_array_equal(noise_aware_batch(Y, G, 80.0, tol=1e-6), whole)
         assert seen == ([1] * 7 if size == 1 else [3, 3, 1])
+
+
+def test_noise_aware_bootstrap_tolerance_is_public_and_relative_to_the_predicted_se(monkeypatch):
+    """The bootstrap's replicates were fitted to 1e-6 whatever their spread (19 Fisher steps
+    of an m × m factor and its inverse each at m = 2000, against 14 to 1e-4); the tolerance is
+    now min(BOOT_TOL, BOOT_TOL_SE · noise_aware_se0(n, m, ν)): public, ≤ 1 % of the predicted se."""
+    from privirt.private.counts.noisy_likelihood import noise_aware_se0
+
+    seen = []
+    real = iv.noise_aware_batch
+
+    def spy(Y, G, nu, **kw):
+        seen.append(kw["tol"])
+        return real(Y, G, nu, **kw)
+
+    monkeypatch.setattr(iv, "noise_aware_batch", spy)
+    for n, eps in ((3000, 1.0), (200_000, 50.0)):
+        X, _, _ = privirt.simulate_rasch(n, 10, seed=1_000_321)
+        r = privirt.private_spectral_estimate(X, epsilon=eps, seed=1_000_322, estimator="noise_aware",
+                                              n_boot=20, progress=False)
+        se0 = noise_aware_se0(n, 10, noise_variance_of(r))
+        want = min(1e-4, 0.01 * se0)
+        assert seen and all(t == pytest.approx(want, rel=1e-12) for t in seen)
+        assert iv.boot_tol(n, 10, noise_variance_of(r)) == pytest.approx(want, rel=1e-12)
+        seen.clear()
+    assert want < 1e-4  # the large release: the tolerance follows the se
+
+
+def noise_variance_of(result):
+    from privirt.private.counts.noisy_likelihood import noise_variance
+
+    return noise_variance(result.privacy)
