@@ -325,3 +325,18 @@ def test_standard_errors_come_from_a_cholesky_inverse(monkeypatch):
     got = noise_aware_estimate(c.Y, noise_var=nu, shrink="none")
     np.testing.assert_allclose(got.se.to_numpy(), se, rtol=1e-9)
     np.testing.assert_array_equal(got.beta.to_numpy(), want.beta.to_numpy())
+
+
+def test_info_says_whether_the_unshrunk_fit_converged():
+    """beta_unshrunk and se come from a separate fit, which could stop at max_iter unconverged
+    (measured at m = 2000) while `converged` described the shrunk fit only: nothing said so."""
+    from privirt.stats.counts import differential_counts
+
+    X, _, _ = privirt.simulate_rasch(3000, 8, seed=4_100_900)
+    Y = differential_counts(X).astype(float)
+    full = noise_aware_estimate(Y, noise_var=25.0)
+    assert full.info["unshrunk_converged"] is True and 1 <= full.info["unshrunk_n_iter"] < 100
+    short = noise_aware_estimate(Y, noise_var=25.0, max_iter=1)
+    assert short.info["unshrunk_converged"] is False and short.info["unshrunk_n_iter"] == 1
+    none = noise_aware_estimate(Y, noise_var=25.0, shrink="none")
+    assert none.info["unshrunk_n_iter"] == none.n_iter and none.info["unshrunk_converged"] == none.converged

@@ -70,11 +70,14 @@ class NoiseAwareResult(ItemEstimate):
     noise_var : float
         Variance of the noise on each released cell.
     n_iter : int
-        Fisher-scoring iterations.
+        Fisher-scoring iterations of the fit ``beta`` comes from.
     converged : bool
-        Whether the largest step fell below ``tol``.
+        Whether that fit's largest step fell below ``tol``.
     info : dict
-        Public facts of the fit (``shrink``, ``n_pairs``).
+        Facts of the fit, post-processing of the release: ``shrink``, ``n_pairs``, and
+        ``unshrunk_n_iter`` / ``unshrunk_converged`` for the fit of ``beta_unshrunk`` and ``se``
+        (with ``shrink="eb"`` a separate fit, which at many items and large noise may stop at
+        ``max_iter`` unconverged while the shrunk fit converges).
     privacy : PrivacyStatement or None
         The privacy statement of the :class:`NoisyCounts` release the estimate was computed
         from (post-processing keeps it; "NOT PRIVATE" for a seeded release); None for an
@@ -195,7 +198,8 @@ def noise_aware_estimate(
         noise_var=nu,
         n_iter=it,
         converged=converged,
-        info={"shrink": shrink, "n_pairs": int(I.size)},
+        info={"shrink": shrink, "n_pairs": int(I.size), "unshrunk_n_iter": int(n_none),
+              "unshrunk_converged": bool(conv_none)},
         privacy=counts.privacy if isinstance(counts, NoisyCounts) else None,
     )
 
