@@ -47,7 +47,8 @@ def _centred(b):
 
 def trial(n, m, eps, k, seed0, p_observed=1.0):
     X, _, beta = privirt.simulate_rasch(n, m, p_observed=p_observed,
-                                        seed=[seed0, n, m, int(eps * 1000), int(p_observed * 100), k])
+                                        seed=np.random.SeedSequence([seed0, n, m, int(eps * 1000),
+                                                                 int(p_observed * 100), k]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NoiseDominatesWarning at tiny ε is expected here
         counts = privirt.release_counts(X, epsilon=eps, delta=DELTA, seed=seed0 + k)

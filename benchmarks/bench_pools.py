@@ -74,8 +74,7 @@ def time_sweep(config, variant: str, jobs: int, tmp: Path) -> float:
         elif variant in ("spawn", "fork"):
             runner._pool_rows = lambda a, b, j: saved(a, b, j, method=variant)
         t = time.perf_counter()
-        stats = runner._run_in(out, config, jobs=1 if variant == "jobs=1" else jobs,
-                               resume=False, progress=False)
+        stats = runner.run_sweep(config, out, jobs=1 if variant == "jobs=1" else jobs, progress=False)
         wall = time.perf_counter() - t
     finally:
         runner._pool_rows = saved

@@ -837,7 +837,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", default="defaults,sweep,coverage,lsat7,grid,large",
                     help="comma-separated tables: defaults, sweep, coverage, lsat7, grid, large, mcar, "
-                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items, null_pool")
+                    "mcar_coverage, mcar_denominators, mcar_split, mcar_co_variance, swamped, many_items, null_pool, "
+                    "coverage_paired")
     ap.add_argument("--shapes", default=MANY_ITEMS_SHAPES, help="many_items: shapes n x m x eps")
     ap.add_argument("--busy", action="store_true", help="many_items: a spinning process on the other core")
     ap.add_argument("--baseline", default=None, metavar="DIR",
@@ -868,6 +869,10 @@ def main() -> None:
         return
     quick = args.quick
     parts = set(args.parts.split(","))
+    known = {"defaults", "sweep", "coverage", "lsat7", "grid", "large", "mcar", "mcar_coverage", "mcar_denominators",
+             "mcar_split", "mcar_co_variance", "swamped", "many_items", "null_pool", "coverage_paired"}
+    if parts - known:
+        ap.error(f"--parts: unknown {', '.join(sorted(parts - known))}; choose from {', '.join(sorted(known))}")
     OUT = Path(args.out) if args.out else None
     t_start = time.time()
     print(f"load average at start: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")

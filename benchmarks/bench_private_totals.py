@@ -318,6 +318,9 @@ def main() -> None:
     seed0 = 0 if args.tune else 20_000
     trials = 4 if args.quick else 8
     only = set(args.only.split(","))
+    known = {"targets", "shapes", "lsat", "grid", "coverage", "coverage_large", "shapes_grid", "speed"}
+    if only - known:
+        ap.error(f"--only: unknown {', '.join(sorted(only - known))}; choose from {', '.join(sorted(known))}")
     t0 = time.time()
 
     if "targets" in only:

@@ -90,13 +90,13 @@ def speed(reps: int = 5) -> None:
     print(f"{'call':>44} {'s':>7}")
     calls = {
         "private_spectral_estimate(n_boot=0, spectral)": lambda: privirt.private_spectral_estimate(
-            X, epsilon=1.0, n_boot=0, estimator="spectral"),
+            X, epsilon=1.0, n_boot=0, estimator="spectral", seed=1),
         "private_spectral_estimate(spectral) (200 replicates)": lambda: privirt.private_spectral_estimate(
-            X, epsilon=1.0, estimator="spectral"),
+            X, epsilon=1.0, estimator="spectral", seed=1),
         "private_spectral_estimate(noise_aware) (200 replicates)": lambda: privirt.private_spectral_estimate(
-            X, epsilon=1.0, estimator="noise_aware"),
+            X, epsilon=1.0, estimator="noise_aware", seed=1),
         "private_totals_estimate() (200 replicates)": lambda: privirt.private_totals_estimate(
-            X, epsilon=1.0),
+            X, epsilon=1.0, seed=1),
     }
     for name, f in calls.items():
         ts = []

@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--all-commands", action="store_true", help="also time `privirt CMD --help`")
     args = ap.parse_args(argv)
+    if args.runs < 2:
+        ap.error("--runs must be at least 2 (the table reports a standard deviation)")
 
     py = sys.executable
     commands = {
