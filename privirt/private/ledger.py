@@ -150,7 +150,14 @@ class Ledger:
     ) -> None:
         if str(path) in ("", ":memory:") or str(path).startswith("file:"):
             raise ValueError("a Ledger needs a file path (an in-memory ledger would not persist)")
-        self.path = Path(path)
+        self.path = Path(path)  # as given: what messages and summaries print
+        # the file itself, resolved once: a later os.chdir or a re-pointed symlink must not
+        # move this object's debits to another ledger of the same name
+        try:
+            self._file = Path(os.path.realpath(path))
+        except (OSError, ValueError) as exc:
+            raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
+                              "check the path") from exc
         self.timeout = float(timeout)
         self.created = False
         if (epsilon is None) != (delta is None):
@@ -160,7 +167,7 @@ class Ledger:
             dlt = check_delta(delta)
             self._create_or_check(eps, dlt)
         else:
-            if not self.path.exists():
+            if not self._file.exists():
                 raise FileNotFoundError(
                     f"no ledger at {self.path}; create one with Ledger(path, epsilon=..., "
                     "delta=...) or `privirt budget init PATH --epsilon E --delta D`"
@@ -174,7 +181,7 @@ class Ledger:
         ``mode=rwc``): opening an existing ledger whose file went away must not leave an empty
         file behind, which the next ``Ledger(path, epsilon=..., delta=...)`` would refuse."""
         try:
-            uri = _sqlite_uri(self.path, "rwc" if create else "rw")
+            uri = _sqlite_uri(self._file, "rwc" if create else "rw")
             con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except (sqlite3.Error, OSError, RuntimeError) as exc:  # (RuntimeError: a symlink loop, Python < 3.13)
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
@@ -216,18 +223,18 @@ class Ledger:
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
         folder = self.path.parent
-        if not folder.is_dir():
+        if not self._file.parent.is_dir():
             raise FileNotFoundError(
                 f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
                 "another path for the ledger"
             )
-        if not self.path.exists():
+        if not self._file.exists():
             try:
                 self.created = self._create_whole(epsilon, delta)
             except (sqlite3.Error, OSError) as exc:  # a read-only or full folder, a name too long, ...
                 raise LedgerError(f"cannot create the ledger {self.path} ({exc}); nothing was spent — check "
                                   "the folder, its permissions and free space") from exc
-        if not self.path.exists():  # a file system without hard links: created in place
+        if not self._file.exists():  # a file system without hard links: created in place
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
                 self.created = self._create_in(con, epsilon, delta)
                 row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
@@ -279,7 +286,7 @@ class Ledger:
         # a short name of its own (a long ledger name plus a suffix could pass the name limit);
         # one left by a process killed here is a finished ledger or an unused file, never the
         # ledger, and the next creation in the folder removes it (creating_file)
-        with creating_file(self.path) as tmp:
+        with creating_file(self._file) as tmp:
             con = sqlite3.connect(str(tmp), isolation_level=None)
             try:
                 make_durable(con)
@@ -288,12 +295,12 @@ class Ledger:
             finally:
                 con.close()
             try:
-                os.link(tmp, self.path)
+                os.link(tmp, self._file)
             except FileExistsError:
                 return False  # another process's ledger: opened by the caller
             except OSError:
                 return False  # no hard links here (the caller creates in place)
-            _sync_folder(self.path.parent)
+            _sync_folder(self._file.parent)
             return True
 
     def _create_in(self, con: sqlite3.Connection, epsilon: float, delta: float) -> bool:

@@ -7,6 +7,7 @@ taken with :meth:`lock`), ``q()`` (placeholders), the schema, and error translat
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import threading
@@ -90,9 +91,11 @@ class _SQLite:
     schema = _schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "BLOB")
 
     def __init__(self, path: str, timeout: float = 60.0):
-        self.path = Path(path)
+        # resolved once: a later os.chdir (or a re-pointed symlink) must not move the service's
+        # debits to another state file of the same name; messages name it as given
+        self.path = Path(os.path.realpath(path))
         self.timeout = timeout
-        self.describe = str(self.path)
+        self.describe = str(Path(path))
         self._local = threading.local()
 
     def exists(self) -> bool:
