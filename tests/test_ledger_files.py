@@ -57,3 +57,34 @@ def test_the_service_state_stays_bound_to_its_file(tmp_path, monkeypatch):
     b.close()
     assert (tmp_path / "a" / "state.db").exists() and not (tmp_path / "state.db").exists()
     assert b.describe == "state.db"
+
+
+def _set_budget_row(path: Path, column: str, value) -> None:
+    with sqlite3.connect(path) as con:
+        con.execute(f"UPDATE budget SET {column} = ?", (value,))
+    con.close()
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("schema_version", 99, "was written by a newer privirt (schema 99"),
+    ("relation", "add or remove one person", "is for the neighbouring relation 'add or remove one person'"),
+])
+def test_a_newer_or_foreign_ledger_is_refused_with_nothing_spent(tmp_path, capsys, column, value, words):
+    from privirt.cli import main
+    from privirt.exceptions import LedgerError
+
+    path = tmp_path / "survey.ledger"
+    led = Ledger(path, epsilon=1.0, delta=1e-5)
+    _set_budget_row(path, column, value)
+    before = path.read_bytes()
+    for open_it in (lambda: Ledger(path), lambda: Ledger(path, epsilon=1.0, delta=1e-5)):
+        with pytest.raises(LedgerError, match="nothing was spent") as info:
+            open_it()
+        assert words in str(info.value) and "\n" not in str(info.value)
+    # an object opened before the file changed refuses its debit too
+    with pytest.raises(LedgerError, match=words.replace("(", r"\(")):
+        led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace")
+    assert main(["budget", "show", str(path)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error:") and words in err and len(err.splitlines()) == 1
+    assert path.read_bytes() == before

@@ -56,6 +56,7 @@ from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
+from ._ledger_file import SCHEMA_VERSION, check_stored
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _format_spends, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -66,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Ledger", "LEDGER_TOLERANCE", "Spend", "spends_since", "journal_mark", "reports_spends",
            "DEFAULT_DELTA_SHARE"]
 
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = SCHEMA_VERSION
 
 #: With a ledger and no δ given, a call whose cost spends δ itself (shuffled randomized response:
 #: (ε, δ)-DP composed by adding δ's) asks for this share of the ledger's δ budget, never all of
@@ -95,6 +96,7 @@ CREATE TABLE IF NOT EXISTS spends (
 """
 #: columns added by schema version 2 (older ledgers gain them at their next debit)
 _ASKED_COLUMNS = ("asked_epsilon", "asked_delta")
+_BUDGET_ROW = "SELECT epsilon, delta, relation, schema_version FROM budget WHERE id = 1"
 _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *_ASKED_COLUMNS]
 
 
@@ -237,7 +239,7 @@ class Ledger:
         if not self._file.exists():  # a file system without hard links: created in place
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
                 self.created = self._create_in(con, epsilon, delta)
-                row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+                row = con.execute(_BUDGET_ROW).fetchone()
         else:
             # an existing file is opened, never (re)created: a truncated or damaged ledger must not
             # come back with its full budget (a new ledger appears at its path only complete,
@@ -246,6 +248,7 @@ class Ledger:
             if row is None:
                 raise _damaged(self.path, "no budget row")
             self._check_integrity()
+        check_stored(self.path, row[2], row[3])
         if row[0] != epsilon or row[1] != delta:
             raise ValueError(
                 f"the ledger at {self.path} already holds the budget ε={row[0]:g}, δ={row[1]:g}; "
@@ -262,7 +265,7 @@ class Ledger:
                 with self._write() as con:
                     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                     if "budget" in tables:
-                        return con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+                        return con.execute(_BUDGET_ROW).fetchone()
                     raise _NotWhole  # (rolled back: an empty file stays empty, untouched)
             except _NotWhole:
                 pass
@@ -326,9 +329,10 @@ class Ledger:
 
     def _read_budget(self) -> None:
         with self._connect() as con:
-            row = con.execute("SELECT epsilon, delta FROM budget WHERE id = 1").fetchone()
+            row = con.execute(_BUDGET_ROW).fetchone()
         if row is None:
             raise _damaged(self.path, "no budget row")
+        check_stored(self.path, row[2], row[3])
         self._epsilon, self._delta = float(row[0]), float(row[1])
         self._check_integrity()
 
@@ -349,7 +353,10 @@ class Ledger:
         return cols
 
     def _migrate(self, con: sqlite3.Connection) -> None:
-        """Add the version-2 columns to an older ledger (inside the caller's write transaction)."""
+        """Add the version-2 columns to an older ledger (inside the caller's write transaction),
+        after refusing a newer one or one for another relation (the file may have been replaced)."""
+        check_stored(self.path, *(con.execute("SELECT relation, schema_version FROM budget WHERE id = 1")
+                                  .fetchone() or (None, None)))
         cols = self._spend_columns(con)
         for name in _ASKED_COLUMNS:
             if name not in cols:

@@ -1,0 +1,45 @@
+"""What a ledger file must hold for this privirt to use it: its schema version and neighbouring
+relation (checked when it is opened and at every debit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..exceptions import LedgerError
+from .accounting import NEIGHBOURING_RELATION
+
+__all__ = ["SCHEMA_VERSION", "check_stored"]
+
+#: the ledger schema this privirt writes and reads (older ledgers are migrated at their next debit)
+SCHEMA_VERSION = 2
+
+
+def check_stored(path: Path, relation: object, schema_version: object) -> None:
+    """Refuse a ledger this privirt cannot account for: one written by a newer privirt (its
+    spends may carry costs this version does not know) or for another neighbouring relation
+    (its budget protects another unit than privirt's releases are calibrated for).
+
+    Parameters
+    ----------
+    path : Path
+        The ledger as the user gave it (for the message).
+    relation, schema_version : object
+        The budget row's stored ``relation`` and ``schema_version``.
+
+    Raises
+    ------
+    LedgerError
+        One line naming the ledger and what to do; nothing is spent.
+    """
+    if not isinstance(schema_version, int) or schema_version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"the ledger {path} was written by a newer privirt (schema {schema_version!r}; this privirt "
+            f"reads schemas up to {SCHEMA_VERSION}); nothing was spent — upgrade privirt to use it"
+        )
+    if relation != NEIGHBOURING_RELATION:
+        raise LedgerError(
+            f"the ledger {path} is for the neighbouring relation {relation!r}, not {NEIGHBOURING_RELATION!r} "
+            f"(the one privirt's releases are calibrated for); nothing was spent — use a ledger made "
+            f"for {NEIGHBOURING_RELATION!r}"
+        )
+
