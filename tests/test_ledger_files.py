@@ -88,3 +88,28 @@ def test_a_newer_or_foreign_ledger_is_refused_with_nothing_spent(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err.startswith("privirt: error:") and words in err and len(err.splitlines()) == 1
     assert path.read_bytes() == before
+
+
+def test_remaining_amounts_are_the_exact_remainder_not_the_tolerance(tmp_path, monkeypatch):
+    # remaining_epsilon() said 0.7500000000010001 after 0.25 of 1: the 1e-12 acceptance
+    # tolerance handed out as budget, and spending it showed "spent ε = 1.00001"
+    import privirt.private.ledger as ledger_module
+    from privirt.private._sums import SpendSums
+
+    led = Ledger(tmp_path / "scores.ledger", epsilon=1.0, delta=1e-5)
+    assert led.spend(PrivacyCost(epsilon=0.25), mechanism="laplace") == 1
+    assert led.remaining_epsilon() == 0.75
+    led.spend(PrivacyCost(epsilon=led.remaining_epsilon()), mechanism="laplace")
+    assert led.spent().epsilon <= 1.0 and led.remaining_epsilon() == 0.0
+    for seed in range(4_300_000, 4_300_020):  # any state: spending what remains stays within budget
+        rng = __import__("numpy").random.default_rng(seed)
+        sums = SpendSums.of([(float(r), float(e), 0.0) for r, e in rng.random((3, 2)) * [0.001, 0.1]])
+        eps, dlt = float(rng.uniform(0.5, 3)), 1e-6
+        left = sums.largest_pure_fit(eps, dlt)
+        assert left > 0 and sums.plus((0.0, left, 0.0)).total(dlt) <= eps
+    # the Gaussian remainder: its ρ (seen through an identity conversion) fits the exact budget
+    gauss = Ledger(tmp_path / "gauss.ledger", epsilon=1.0, delta=1e-5)
+    gauss.spend(PrivacyCost(epsilon=0.25), mechanism="laplace")
+    monkeypatch.setattr(ledger_module, "zcdp_to_approx_dp", lambda rho, delta: rho)
+    gauss.spend(PrivacyCost(rho=gauss.remaining_gaussian_epsilon()), mechanism="gaussian")
+    assert gauss.spent().epsilon <= 1.0

@@ -84,16 +84,20 @@ class SpendSums:
 
     def largest_pure_fit(self, epsilon: float, delta: float) -> float:
         """The largest extra pure-ε spend that still fits (``epsilon``, ``delta``): bisection on the
-        composed total, which grows with it (the Ledger's and the service's "remaining ε")."""
+        composed total, which grows with it (the Ledger's and the service's "remaining ε").
+
+        Found against the exact budget (total ≤ ``epsilon``), rounding down: the relative
+        :data:`LEDGER_TOLERANCE` of :meth:`fits` absorbs rounding in the acceptance check only
+        and is never handed out as budget."""
         used = self.total(delta)
         if not math.isfinite(used) or used >= epsilon:
             return 0.0
         lo, hi = 0.0, float(epsilon)
-        if self.fits(epsilon, delta, (0.0, hi, 0.0)):
+        if self.plus((0.0, hi, 0.0)).total(delta) <= epsilon:
             return hi
         for _ in range(100):  # (a remainder tiny beside ε needs more than 64 halvings)
             mid = 0.5 * (lo + hi)
-            if self.fits(epsilon, delta, (0.0, mid, 0.0)):
+            if self.plus((0.0, mid, 0.0)).total(delta) <= epsilon:
                 lo = mid
             else:
                 hi = mid

@@ -447,9 +447,9 @@ class Ledger:
         if not self._fits(self._total(costs)):
             return 0.0
         lo, hi = 0.0, self._epsilon  # ε_CKS(ρ) ≥ ρ: no ρ above the ε budget fits
-        for _ in range(80):
+        for _ in range(80):  # against the exact budget: the tolerance is not handed out as budget
             mid = 0.5 * (lo + hi)
-            if self._fits(self._total(costs, PrivacyCost(rho=mid))):
+            if self._total(costs, PrivacyCost(rho=mid)) <= self._epsilon:
                 lo = mid
             else:
                 hi = mid
