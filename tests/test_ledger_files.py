@@ -113,3 +113,16 @@ def test_remaining_amounts_are_the_exact_remainder_not_the_tolerance(tmp_path, m
     monkeypatch.setattr(ledger_module, "zcdp_to_approx_dp", lambda rho, delta: rho)
     gauss.spend(PrivacyCost(rho=gauss.remaining_gaussian_epsilon()), mechanism="gaussian")
     assert gauss.spent().epsilon <= 1.0
+
+
+def test_the_ledger_docstring_example_prints_what_it_shows(tmp_path, monkeypatch):
+    # skipped by doctest (it writes a file): run here, in an empty folder, without the skips
+    import doctest
+
+    monkeypatch.chdir(tmp_path)
+    text = Ledger.__doc__.replace("# doctest: +SKIP", "")
+    test = doctest.DocTestParser().get_doctest(text, {"Ledger": Ledger, "PrivacyCost": PrivacyCost},
+                                               "Ledger", None, 0)
+    runner = doctest.DocTestRunner(verbose=False)
+    result = runner.run(test)
+    assert result.attempted == 3 and result.failed == 0

@@ -138,6 +138,7 @@ class Ledger:
     --------
     >>> led = Ledger("scores.ledger", epsilon=1.0, delta=1e-5)   # doctest: +SKIP
     >>> led.spend(PrivacyCost(epsilon=0.25), mechanism="laplace")  # doctest: +SKIP
+    1
     >>> led.remaining_epsilon()                                  # doctest: +SKIP
     0.75
     """
