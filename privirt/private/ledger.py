@@ -52,13 +52,13 @@ from .accounting import (
     check_delta, check_epsilon,
     zcdp_to_approx_dp,
 )
-from mechanisms.measures import format_down, format_up
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
+from . import _ledger_text
 from ._ledger_file import SCHEMA_VERSION, check_stored
 from ._sums import LEDGER_TOLERANCE
-from .spends import (Spend, _format_spends, _journal, journal_mark, note_spent, reports_spends,
+from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -537,28 +537,7 @@ class Ledger:
     def _refusal(self, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
                  asked: ApproxDP | None) -> str:
         """The BudgetExceeded message: numbers that add up for a newcomer."""
-        used = self._total(sums := SpendSums.of(costs))  # summed once for all the numbers below
-        d0 = sums.rounded()["delta_spent"]  # (spent amounts are printed rounded up, remaining down)
-        what = f"this call costs {c}" + (
-            f" (asked ε={asked.epsilon:.6g}, δ={asked.delta:.3g})" if asked is not None else "")
-        head = f"privacy budget exceeded for ledger {self.path.name}: {what}"
-        tail = "; nothing was spent"
-        if sums.plus(c).rounded()["delta_spent"] > self._delta:
-            left = max(0.0, self._delta - d0)
-            return (f"{head}, but its δ={c.delta:.3g} is more than the ledger's δ left ({format_down(left, 3)} of "
-                    f"{self._delta:.3g}); ask for a smaller delta{tail}")
-        if c.rho > 0 and sums.plus(c).rounded()["delta_spent"] >= self._delta:
-            return (f"{head}, but the ledger's δ={self._delta:.3g} is used up by approximate-DP spends "
-                    f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
-                    f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
-                    f"shuffling) remain: remaining ε={format_down(self._remaining(sums), 6)} for them{tail}")
-        return (f"{head} and would bring the total spent to ε={format_up(new_total, 6)} at the ledger's "
-                f"δ={self._delta:.3g}, against a budget of ε={self._epsilon:.6g}; already spent "
-                f"ε={format_up(used, 6)} (spends are composed under zCDP and converted once at the ledger's δ, "
-                f"so totals are not sums of the calls' ε); remaining: enough for one more Gaussian "
-                f"release of ε={format_down(self._remaining_gaussian(sums), 6)} at δ={self._delta:.3g}, or a "
-                f"pure-ε one of ε={format_down(self._remaining(sums), 6)}{tail}")
-
+        return _ledger_text.refusal(self, costs, c, new_total, asked)
     def _snapshot(self) -> "tuple[pd.DataFrame, SpendSums]":
         """The spends and their sums from one read (a spend may land between two reads)."""
         df = self.spends()
@@ -575,26 +554,7 @@ class Ledger:
 
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
-        df, costs = self._snapshot()  # the listing, its count and the sums agree; summed once
-        total = self._total(costs)
-        d0 = min(1.0, costs.rounded()["delta_spent"])  # spent: printed rounded up; remaining: down
-        lines = [
-            f"ledger: {self.path}",
-            f"neighbouring relation: {NEIGHBOURING_RELATION}",
-            f"budget: ε = {self._epsilon:g}, δ = {self._delta:g}",
-            f"spent: ε = {format_up(min(total, 1e300) if costs.n else 0.0, 6)} at δ = {self._delta:g} ({len(df)} spend(s); "
-            "composed under zCDP, not summed)",
-            f"remaining: ε = {format_down(self._remaining(costs), 6)} for pure-ε spends, or ε = "
-            f"{format_down(self._remaining_gaussian(costs), 6)} for one discrete Gaussian release at δ = {self._delta:g}",
-        ]
-        if d0 > 0:
-            state = "exhausted: Gaussian releases are refused" if d0 >= self._delta else \
-                f"{format_down(_round_down(Fraction(self._delta) - Fraction(d0)), 3)} left for converting the Gaussian spends"
-            lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {self._delta:g} ({state})")
-        if len(df):
-            lines += ["", _format_spends(df).to_string()]
-        return "\n".join(lines)
-
+        return _ledger_text.summary(self)
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r}, epsilon={self._epsilon!r}, delta={self._delta!r})"
 
