@@ -126,3 +126,18 @@ def test_the_ledger_docstring_example_prints_what_it_shows(tmp_path, monkeypatch
     runner = doctest.DocTestRunner(verbose=False)
     result = runner.run(test)
     assert result.attempted == 3 and result.failed == 0
+
+
+def test_a_ledger_name_too_long_is_one_line_with_nothing_spent(tmp_path, capsys):
+    from privirt.cli import main
+    from privirt.exceptions import LedgerError
+
+    path = tmp_path / ("x" * 300 + ".ledger")
+    for make, verb in ((lambda: Ledger(path, epsilon=1.0, delta=1e-5), "create"), (lambda: Ledger(path), "open")):
+        with pytest.raises(LedgerError, match=f"cannot {verb} the ledger .*nothing was spent — check the path"):
+            make()
+    for argv in (["budget", "init", str(path), "--epsilon", "1", "--delta", "1e-5"], ["budget", "show", str(path)]):
+        assert main(argv) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("privirt: error: cannot") and "nothing was spent" in err and len(err.splitlines()) == 1
+    assert os.listdir(tmp_path) == []

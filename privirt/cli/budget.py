@@ -47,6 +47,7 @@ def run_init(args: argparse.Namespace) -> int:
     from ..private.ledger import Ledger
 
     import math
+    import os
 
     if not (math.isfinite(args.epsilon) and args.epsilon > 0):
         raise ValueError(f"a ledger's total budget --epsilon must be a finite number > 0, got {args.epsilon:g}")
@@ -56,12 +57,12 @@ def run_init(args: argparse.Namespace) -> int:
         f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
         "budget show` to inspect it, or choose a new path"
     )
-    if args.path.exists():
+    if os.path.exists(args.path):  # (never raises: a name too long is refused by Ledger below)
         raise exists
     try:
         led = Ledger(args.path, epsilon=eps, delta=dlt)
     except ValueError:
-        if args.path.exists():  # another process created it, with another budget, after the check
+        if os.path.exists(args.path):  # another process created it, with another budget, after the check
             raise exists from None
         raise
     if not led.created:  # another process created it after the check above: this call did not

@@ -1,5 +1,6 @@
 """What a ledger file must hold for this privirt to use it: its schema version and neighbouring
-relation (checked when it is opened and at every debit)."""
+relation (checked when it is opened and at every debit), and the existence checks of its path
+(a name too long is a :class:`~privirt.exceptions.LedgerError`, not a raw ``OSError``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from ..exceptions import LedgerError
 from .accounting import NEIGHBOURING_RELATION
 
-__all__ = ["SCHEMA_VERSION", "check_stored"]
+__all__ = ["SCHEMA_VERSION", "check_stored", "file_exists"]
 
 #: the ledger schema this privirt writes and reads (older ledgers are migrated at their next debit)
 SCHEMA_VERSION = 2
@@ -43,3 +44,14 @@ def check_stored(path: Path, relation: object, schema_version: object) -> None:
             f"for {NEIGHBOURING_RELATION!r}"
         )
 
+
+def file_exists(file: Path, shown: Path, *, creating: bool = False) -> bool:
+    """Whether the ledger file ``file`` exists; a path the system cannot even look up (a name
+    too long, ...) is a :class:`LedgerError` naming ``shown`` (the path as given), with nothing
+    spent."""
+    try:
+        return file.exists()
+    except OSError as exc:
+        verb = "create" if creating else "open"
+        raise LedgerError(f"cannot {verb} the ledger {shown} ({exc.strerror or exc}); nothing was spent — "
+                          "check the path") from exc

@@ -56,7 +56,7 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
 from . import _ledger_text
-from ._ledger_file import SCHEMA_VERSION, check_stored
+from ._ledger_file import SCHEMA_VERSION, check_stored, file_exists
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -170,7 +170,7 @@ class Ledger:
             dlt = check_delta(delta)
             self._create_or_check(eps, dlt)
         else:
-            if not self._file.exists():
+            if not file_exists(self._file, self.path):
                 raise FileNotFoundError(
                     f"no ledger at {self.path}; create one with Ledger(path, epsilon=..., "
                     "delta=...) or `privirt budget init PATH --epsilon E --delta D`"
@@ -226,18 +226,18 @@ class Ledger:
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
         folder = self.path.parent
-        if not self._file.parent.is_dir():
+        if not os.path.isdir(self._file.parent):
             raise FileNotFoundError(
                 f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
                 "another path for the ledger"
             )
-        if not self._file.exists():
+        if not file_exists(self._file, self.path, creating=True):
             try:
                 self.created = self._create_whole(epsilon, delta)
             except (sqlite3.Error, OSError) as exc:  # a read-only or full folder, a name too long, ...
                 raise LedgerError(f"cannot create the ledger {self.path} ({exc}); nothing was spent — check "
                                   "the folder, its permissions and free space") from exc
-        if not self._file.exists():  # a file system without hard links: created in place
+        if not file_exists(self._file, self.path, creating=True):  # a file system without hard links: created in place
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
                 self.created = self._create_in(con, epsilon, delta)
                 row = con.execute(_BUDGET_ROW).fetchone()
