@@ -141,3 +141,17 @@ def test_a_ledger_name_too_long_is_one_line_with_nothing_spent(tmp_path, capsys)
         err = capsys.readouterr().err.strip()
         assert err.startswith("privirt: error: cannot") and "nothing was spent" in err and len(err.splitlines()) == 1
     assert os.listdir(tmp_path) == []
+
+
+def test_a_warning_turned_into_an_error_after_the_debit_says_the_budget_was_spent(tmp_path):
+    import warnings
+
+    led = Ledger(tmp_path / "rr.ledger", epsilon=1.0, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="used the last of ledger") as info:
+            led.spend(PrivacyCost(epsilon=0.1, delta=1e-5), mechanism="shuffled rr")
+    spends = info.value.privirt_spends
+    assert [(s.spend_id, s.certain) for s in spends] == [(1, True)]
+    assert any("WAS spent" in n and "spend #1" in n for n in info.value.__notes__)
+    assert len(led.spends()) == 1  # the debit stands, and the exception says so

@@ -517,12 +517,16 @@ class Ledger:
             raise
         left = self._delta - math.fsum(x.delta for x in costs) - c.delta
         if c.delta > 0 and left <= 0:
-            warnings.warn(
-                f"this spend used the last of ledger {self.path.name}'s δ={self._delta:.3g}: later "
-                "discrete Gaussian (zCDP) releases against it will be refused; only pure-ε releases "
-                "(Laplace, randomized response without shuffling) remain possible",
-                UserWarning, stacklevel=2,
-            )
+            try:  # after the commit, about it: a warning turned into an error says the debit stands
+                warnings.warn(
+                    f"this spend used the last of ledger {self.path.name}'s δ={self._delta:.3g}: later "
+                    "discrete Gaussian (zCDP) releases against it will be refused; only pure-ε releases "
+                    "(Laplace, randomized response without shuffling) remain possible",
+                    UserWarning, stacklevel=2,
+                )
+            except BaseException as exc:
+                note_spent(exc, [rec])
+                raise
         return spend_id
 
     def _committed(self, spend_id: int, time: str) -> bool | None:
