@@ -155,3 +155,24 @@ def test_a_warning_turned_into_an_error_after_the_debit_says_the_budget_was_spen
     assert [(s.spend_id, s.certain) for s in spends] == [(1, True)]
     assert any("WAS spent" in n and "spend #1" in n for n in info.value.__notes__)
     assert len(led.spends()) == 1  # the debit stands, and the exception says so
+
+
+def test_the_budget_is_printed_exactly_and_spent_amounts_rounded_up(tmp_path, capsys):
+    # ':g' printed the budget ε 0.1234567 as 0.123457 (above it) and stated the total spent
+    # "at δ = 2e-06", below the ledger's δ of 2.0000004e-06
+    from privirt.cli import main
+
+    path = tmp_path / "d.ledger"
+    assert main(["budget", "init", str(path), "--epsilon", "0.1234567", "--delta", "2.0000004e-6"]) == 0
+    assert "budget ε = 0.1234567, δ = 2.0000004e-06 " in capsys.readouterr().out
+    led = Ledger(path)
+    led.spend(PrivacyCost(rho=1e-4), mechanism="g")
+    text = led.summary()
+    assert "budget: ε = 0.1234567, δ = 2.0000004e-06" in text
+    assert "at δ = 2e-06" not in text and text.count("at δ = 2.0000004e-06") == 2
+    with pytest.raises(BudgetExceeded) as info:
+        led.spend(PrivacyCost(epsilon=1.0), mechanism="laplace")
+    assert "at the ledger's δ=2.0000004e-06, against a budget of ε=0.1234567" in str(info.value)
+    from privirt.private._ledger_text import format_exact
+
+    assert [format_exact(x) for x in (1.0, 1e-5, 0.5, 0.1 + 0.2)] == ["1", "1e-05", "0.5", "0.30000000000000004"]

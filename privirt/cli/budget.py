@@ -44,6 +44,7 @@ def _help(parser: argparse.ArgumentParser):
 
 def run_init(args: argparse.Namespace) -> int:
     from ..private.accounting import check_delta, check_epsilon
+    from ..private._ledger_text import format_exact
     from ..private.ledger import Ledger
 
     import math
@@ -67,7 +68,7 @@ def run_init(args: argparse.Namespace) -> int:
         raise
     if not led.created:  # another process created it after the check above: this call did not
         raise exists
-    print(f"created ledger {led.path}: budget ε = {led.epsilon:g}, δ = {led.delta:g} "
+    print(f"created ledger {led.path}: budget ε = {format_exact(led.epsilon)}, δ = {format_exact(led.delta)} "
           f"(neighbouring relation: {led.relation})")
     return 0
 

@@ -1,6 +1,6 @@
 """The ledger's texts: the :class:`~privirt.BudgetExceeded` message of a refused debit and the
 account ``privirt budget show`` prints (:meth:`privirt.Ledger.summary`).  Spent amounts are
-printed rounded up, remaining ones down.  ``led`` is the :class:`~privirt.Ledger` (not
+printed rounded up, remaining ones down, the budget itself exactly (:func:`format_exact`).  ``led`` is the :class:`~privirt.Ledger` (not
 imported here: the ledger imports this module)."""
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ from mechanisms.measures import format_down, format_up
 from .accounting import NEIGHBOURING_RELATION, ApproxDP, PrivacyCost, SpendSums, _round_down
 from .spends import _format_spends
 
-__all__ = ["refusal", "summary"]
+__all__ = ["format_exact", "refusal", "summary"]
+
+
+def format_exact(x: float) -> str:
+    """A budget's ε or δ as stated: ``:g`` where that reads back as ``x`` (1, 1e-05), else the
+    shortest text that does (``repr``: 0.1234567, 2.0000004e-06) — never rounded to a nearby
+    value, which could state a total at a δ below the ledger's."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
@@ -27,17 +35,17 @@ def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float
     if sums.plus(c).rounded()["delta_spent"] > led._delta:
         left = max(0.0, led._delta - d0)
         return (f"{head}, but its δ={c.delta:.3g} is more than the ledger's δ left ({format_down(left, 3)} of "
-                f"{led._delta:.3g}); ask for a smaller delta{tail}")
+                f"{format_exact(led._delta)}); ask for a smaller delta{tail}")
     if c.rho > 0 and sums.plus(c).rounded()["delta_spent"] >= led._delta:
-        return (f"{head}, but the ledger's δ={led._delta:.3g} is used up by approximate-DP spends "
+        return (f"{head}, but the ledger's δ={format_exact(led._delta)} is used up by approximate-DP spends "
                 f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
                 f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
                 f"shuffling) remain: remaining ε={format_down(led._remaining(sums), 6)} for them{tail}")
     return (f"{head} and would bring the total spent to ε={format_up(new_total, 6)} at the ledger's "
-            f"δ={led._delta:.3g}, against a budget of ε={led._epsilon:.6g}; already spent "
+            f"δ={format_exact(led._delta)}, against a budget of ε={format_exact(led._epsilon)}; already spent "
             f"ε={format_up(used, 6)} (spends are composed under zCDP and converted once at the ledger's δ, "
             f"so totals are not sums of the calls' ε); remaining: enough for one more Gaussian "
-            f"release of ε={format_down(led._remaining_gaussian(sums), 6)} at δ={led._delta:.3g}, or a "
+            f"release of ε={format_down(led._remaining_gaussian(sums), 6)} at δ={format_exact(led._delta)}, or a "
             f"pure-ε one of ε={format_down(led._remaining(sums), 6)}{tail}")
 
 
@@ -50,16 +58,16 @@ def summary(led: Any) -> str:
     lines = [
         f"ledger: {led.path}",
         f"neighbouring relation: {NEIGHBOURING_RELATION}",
-        f"budget: ε = {led._epsilon:g}, δ = {led._delta:g}",
-        f"spent: ε = {format_up(min(total, 1e300) if costs.n else 0.0, 6)} at δ = {led._delta:g} ({len(df)} spend(s); "
+        f"budget: ε = {format_exact(led._epsilon)}, δ = {format_exact(led._delta)}",
+        f"spent: ε = {format_up(min(total, 1e300) if costs.n else 0.0, 6)} at δ = {format_exact(led._delta)} ({len(df)} spend(s); "
         "composed under zCDP, not summed)",
         f"remaining: ε = {format_down(led._remaining(costs), 6)} for pure-ε spends, or ε = "
-        f"{format_down(led._remaining_gaussian(costs), 6)} for one discrete Gaussian release at δ = {led._delta:g}",
+        f"{format_down(led._remaining_gaussian(costs), 6)} for one discrete Gaussian release at δ = {format_exact(led._delta)}",
     ]
     if d0 > 0:
         state = "exhausted: Gaussian releases are refused" if d0 >= led._delta else \
             f"{format_down(_round_down(Fraction(led._delta) - Fraction(d0)), 3)} left for converting the Gaussian spends"
-        lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {led._delta:g} ({state})")
+        lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {format_exact(led._delta)} ({state})")
     if len(df):
         lines += ["", _format_spends(df).to_string()]
     return "\n".join(lines)

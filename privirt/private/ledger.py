@@ -251,10 +251,9 @@ class Ledger:
             self._check_integrity()
         check_stored(self.path, row[2], row[3])
         if row[0] != epsilon or row[1] != delta:
-            raise ValueError(
-                f"the ledger at {self.path} already holds the budget ε={row[0]:g}, δ={row[1]:g}; "
-                "a budget cannot be changed — open it without epsilon/delta"
-            )
+            held = f"ε={_ledger_text.format_exact(row[0])}, δ={_ledger_text.format_exact(row[1])}"
+            raise ValueError(f"the ledger at {self.path} already holds the budget {held}; "
+                             "a budget cannot be changed — open it without epsilon/delta")
         self._epsilon, self._delta = float(row[0]), float(row[1])
 
     def _existing_budget(self, waits: int = 20) -> tuple | None:
