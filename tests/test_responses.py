@@ -657,3 +657,38 @@ def test_the_person_col_hint_is_for_tables_and_can_be_followed_with_int_column_l
     with pytest.raises(ValueError) as info:
         dask_statistics(arr)
     assert "invalid response" in str(info.value) and "person_col" not in str(info.value)
+
+
+def test_an_array_is_converted_in_row_blocks_with_bounded_temporaries(monkeypatch):
+    """A float array was converted in one piece (NaN mask, three more full-size masks and a float64
+    np.where copy: 11 bytes a cell over the codes on float64, so the counts' memory bound of
+    docs/spectral.md did not hold). It is now converted a row block at a time: the codes are the
+    same bit for bit and the first bad cell in row-major order is named, in whichever block."""
+    import tracemalloc
+
+    from privirt.data import _codes
+
+    rng = np.random.default_rng(4_700_010)
+    n, m = 20_000, 50
+    X = (rng.random((n, m)) < 0.6).astype(np.float64)
+    X[rng.random((n, m)) < 0.1] = np.nan
+    whole = np.where(np.isnan(X), -1, X).astype(np.int8)
+    monkeypatch.setattr(_codes, "BLOCK_CELLS", 4096)  # 81 rows a block: many blocks
+    for arr in (X, X.astype(np.float32), np.asfortranarray(X), X[::-1][::-1]):
+        assert np.array_equal(as_responses(arr).codes, whole.astype(np.int8))
+    ints = np.nan_to_num(X).astype(np.int64)
+    assert np.array_equal(as_responses(ints).codes, ints.astype(np.int8))
+    tracemalloc.start()
+    codes = as_responses(X).codes
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert codes.nbytes == n * m and peak < n * m + 2**20, peak  # before: about 11 n m bytes
+    for bad_cells, named in ((((5_000, 7),), "row 5000), item 7 (column 7)"),
+                             (((9_000, 3), (700, 40), (700, 41)), "row 700), item 40 (column 40)")):
+        Y = X.copy()
+        for i, j in bad_cells:
+            Y[i, j] = 2.0
+        for arr in (Y, np.where(np.isnan(Y), 0, Y).astype(np.int16)):
+            with pytest.raises(ValueError) as info:
+                as_responses(arr)
+            assert str(info.value).startswith("invalid response 2") and named in str(info.value)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import EmptyResponsesWarning
+from ._codes import array_codes
 from ._files import read_path, read_stream
 from ._labels import _all_distinct, _check_distinct_as_text, _person_col_hint, _py, unnamed_first
 from ._patterns import expand_patterns
@@ -551,15 +552,8 @@ def _from_array(values: np.ndarray, persons, items, table: bool = False) -> Resp
         raise ValueError(f"the responses matrix is empty (shape {values.shape})")
     if values.dtype.kind == "b":
         codes = values.astype(np.int8)
-    elif values.dtype.kind in "iu":
-        bad = (values != 0) & (values != 1)
-        _raise_bad(values, bad, persons, items, table)
-        codes = values.astype(np.int8)
-    elif values.dtype.kind == "f":
-        nan = np.isnan(values)
-        bad = ~nan & (values != 0) & (values != 1)
-        _raise_bad(values, bad, persons, items, table)
-        codes = np.where(nan, MISSING, values).astype(np.int8)
+    elif values.dtype.kind in "iuf":  # in row blocks: the masks and temporaries stay a few MiB
+        codes = array_codes(values, MISSING, lambda i, j: _raise_bad(values, i, j, persons, items, table))
     else:
         raise ValueError(
             f"responses must be numeric 0/1 with NaN for missing, got dtype {values.dtype}"
@@ -596,10 +590,7 @@ def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:
     return np.array(vals, dtype=np.float64).reshape(values.shape)
 
 
-def _raise_bad(values, bad, persons, items, table: bool = False) -> None:
-    if not bad.any():
-        return
-    i, j = (int(t[0]) for t in np.nonzero(bad))
+def _raise_bad(values, i: int, j: int, persons, items, table: bool = False) -> None:
     p = persons[i] if persons is not None else i
     it = items[j] if items is not None else j
     hint = ""

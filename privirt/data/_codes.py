@@ -1,0 +1,57 @@
+"""A numeric responses array converted to int8 codes in row blocks, so that the checks' masks and
+the cast's temporaries stay a few MiB whatever the array's size (docs/spectral.md, memory bound)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["BLOCK_CELLS", "array_codes"]
+
+
+#: cells per row block: the temporaries of one block (masks and a float64 copy) are ~11 MiB
+BLOCK_CELLS = 2**20
+
+
+def array_codes(values: np.ndarray, missing: int, on_bad: Callable[[int, int], None],
+                block_cells: int | None = None) -> np.ndarray:
+    """Int8 codes of a 2-D integer or float responses array, converted a block of rows at a time.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        A 2-D array of integer or floating dtype: 0, 1 and (floats) NaN for missing.
+    missing : int
+        The code of a missing (NaN) cell.
+    on_bad : callable
+        Called with ``(row, column)`` of the first cell in row-major order that is neither 0, 1
+        nor NaN; it is expected to raise. If it returns, :class:`ValueError` is raised.
+    block_cells : int, optional
+        About how many cells each block holds (at least one row a block); default
+        :data:`BLOCK_CELLS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        C-contiguous int8 array of ``values.shape``: 1, 0, or ``missing``; the same values as
+        converting the whole array at once.
+    """
+    n, m = values.shape
+    codes = np.empty((n, m), dtype=np.int8)
+    rows = max(1, (BLOCK_CELLS if block_cells is None else block_cells) // max(m, 1))
+    is_float = values.dtype.kind == "f"
+    for start in range(0, n, rows):
+        block = values[start:start + rows]
+        bad = (block != 0) & (block != 1)
+        nan = np.isnan(block) if is_float else None
+        if nan is not None:
+            bad &= ~nan
+        if bad.any():
+            i, j = (int(t[0]) for t in np.nonzero(bad))
+            on_bad(start + i, j)
+            raise ValueError(f"invalid response at row {start + i}, column {j}")
+        if nan is not None:
+            block = np.where(nan, missing, block)
+        codes[start:start + rows] = block.astype(np.int8)
+    return codes
