@@ -30,6 +30,7 @@ from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
 from ...exceptions import NoiseDominatesWarning
 from .ability import _complete_parts, _pair_means, fit_ability_normal  # noqa: F401 - re-exported
+from ._design import GraphDesign, graph_design
 from .noisy_likelihood import noise_aware_batch, noise_aware_se0
 
 __all__ = [
@@ -352,13 +353,17 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
                 reps: int, noise_parameter: str, noise_value: float,
                 regularization: float, estimator: str = "spectral",
                 noise_var: float | None = None, on_batch=None,
-                ability: tuple[float, float] | None = None) -> tuple[np.ndarray, float, float]:
+                ability: tuple[float, float] | None = None,
+                design: GraphDesign | None = None) -> tuple[np.ndarray, float, float]:
     """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release):
     the spectral estimate on the clipped counts, or the noise-aware estimate on the
     unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``).  ``on_batch(r)``,
     if given, is called after each batch of ``r`` replicates (progress); ``ability`` = (μ, τ)
-    fitted at a nearby truth starts the ability fit."""
+    fitted at a nearby truth starts the ability fit; ``design`` = ``graph_design(G)`` (built
+    here when not given) serves all the noise-aware fits."""
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
+    if estimator == "noise_aware" and design is None:
+        design = graph_design(G)
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
     single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
@@ -384,7 +389,7 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
             Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
-                                                             tol=boot_tol(n, truth.size, noise_var))
+                                                      tol=boot_tol(n, truth.size, noise_var), design=design)
         else:
             if not fused:
                 np.maximum(Y, 0.0, out=Y)
@@ -478,7 +483,9 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     if estimator == "noise_aware" and noise_var is None:
         raise ValueError("noise_var is required with estimator='noise_aware'")
     kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization,
-          "estimator": estimator, "noise_var": noise_var}
+          "estimator": estimator, "noise_var": noise_var,
+          # the graph's part of the noise-aware fits, once for all replicates of all evaluations
+          "design": graph_design(G) if estimator == "noise_aware" else None}
     # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and

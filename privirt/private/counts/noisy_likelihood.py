@@ -35,6 +35,8 @@ import pandas as pd
 
 from ..._results import ItemEstimate
 from ...rasch.spectral import validate_counts, validate_graph
+from ._design import ROW_EFFECT_RCOND as _ROW_EFFECT_RCOND  # noqa: F401 (kept for callers)
+from ._design import GraphDesign, graph_design, row_effect_factor, solve_row_effects
 
 __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
 
@@ -43,9 +45,6 @@ __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noi
 GUARD_PRECISION: float = 1.0 / 25.0
 #: Below this prior variance the difficulties are reported equal (all zeros).
 TAU2_FLOOR: float = 1e-6
-#: Below this reciprocal condition number of the row-effect design (a bipartite graph makes it
-#: singular) its least-squares solution is taken instead of the Cholesky solve.
-_ROW_EFFECT_RCOND: float = 1e-10
 #: Bytes of the (replicates, m, m) arrays :func:`noise_aware_batch` holds at once (it fits
 #: the replicates in chunks; at least one replicate a chunk).
 _BATCH_BYTES: int = 256 * 2**20
@@ -327,6 +326,9 @@ def _row_effects(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     SVD least-squares costs over ten times more at m = 2000) gives the unique solution.  A
     bipartite graph (e.g. two items) makes ``A`` singular: when the factorisation fails or is
     ill-conditioned, the minimum-norm least-squares solution (:func:`numpy.linalg.lstsq`).
+    (:func:`~privirt.private.counts._design.row_effect_factor` and
+    :func:`~privirt.private.counts._design.solve_row_effects`; a :class:`GraphDesign` keeps the
+    factor of its graph's design.)
 
     Parameters
     ----------
@@ -340,14 +342,7 @@ def _row_effects(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     numpy.ndarray
         ``u``, shaped like ``rhs``.
     """
-    from scipy.linalg import cho_solve, lapack
-
-    c, info = lapack.dpotrf(A, lower=True, clean=True)
-    if info == 0:
-        rcond, info = lapack.dpocon(c, float(np.abs(A).sum(axis=0).max()), uplo="L")
-        if info == 0 and rcond > _ROW_EFFECT_RCOND:
-            return cho_solve((c, True), rhs, check_finite=False)
-    return np.linalg.lstsq(A, rhs, rcond=None)[0]
+    return solve_row_effects(A, row_effect_factor(A), rhs)
 
 
 def _inputs(counts, noise_var, graph, items):
@@ -401,7 +396,7 @@ def noise_aware_se0(n_persons: int, n_items: int, noise_var: float) -> float:
 
 
 def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max_iter: int = 100,
-                      tol: float = 1e-8) -> np.ndarray:
+                      tol: float = 1e-8, design: GraphDesign | None = None) -> np.ndarray:
     """:func:`noise_aware_estimate`'s shrunk ``beta`` for a stack of noisy counts (R, m, m).
 
     The same Fisher scoring with the evidence update of τ², vectorised over the R replicates
@@ -419,29 +414,28 @@ def noise_aware_batch(Y: np.ndarray, graph: np.ndarray, noise_var: float, *, max
     incidence product, and the solve and γ = tr(F A⁻¹) from a Cholesky factor's inverse
     (:func:`_inverse_factor`, a third of the flops of a general inverse).  Same iterates as the
     single fit up to rounding (``tests/test_noisy_likelihood.py``, ``tests/test_boot_solvers.py``).
-    """
-    from scipy import sparse
 
+    What depends only on the graph (pairs, incidence, the row-effect design and its Cholesky
+    factor) is ``design`` (:func:`~privirt.private.counts._design.graph_design` of ``graph``),
+    built here when not given: a caller fitting many batches on one graph builds it once (the
+    result is the same bit for bit; at m = 2000 a one-replicate call takes ≈ 0.7 CPU s less,
+    ``BENCHMARKS.md``).
+    """
     Y = np.asarray(Y, dtype=np.float64)
-    G = np.asarray(graph, dtype=bool).copy()
-    np.fill_diagonal(G, False)
+    if design is None:
+        design = graph_design(graph)
+    elif design.graph.shape != (Y.shape[1], Y.shape[1]):
+        raise ValueError(f"design is for {design.m} items, the counts have {Y.shape[1]}")
     R, m = Y.shape[0], Y.shape[1]
-    I, J = np.nonzero(np.triu(G, 1))
-    P = I.size
-    # signed incidence (pairs × items): U = s @ inc; |inc| sums a pair quantity onto both items
-    rows = np.repeat(np.arange(P), 2)
-    cols = np.stack([I, J], axis=1).ravel()
-    inc_t = sparse.csr_matrix((np.tile([-1.0, 1.0], P), (cols, rows)), shape=(m, P))
-    abs_t = abs(inc_t)
+    I, J, inc_t, abs_t = design.I, design.J, design.inc_t, design.abs_t
     # replicates are independent: in chunks whose two (k, m, m) arrays stay under _BATCH_BYTES
     step = max(1, _BATCH_BYTES // (2 * 8 * m * m))
     chunks = [slice(s, min(R, s + step)) for s in range(0, R, step)]
-    # the row-effect design of _smoothed_discordant (adjacency + degrees), shared by all replicates
-    A = G.astype(float) + np.diag(G.sum(axis=1).astype(float))
+    # the row-effect fit of _smoothed_discordant, its design shared by all replicates
     rhs = np.empty((m, R))
     for c in chunks:
         rhs[:, c] = abs_t @ (Y[c, I, J] + Y[c, J, I]).T
-    u = _row_effects(A, rhs).T  # (R, m)
+    u = design.row_effects(rhs).T  # (R, m)
     beta = np.empty((R, m))
     for c in chunks:
         beta[c] = _score_batch(Y[c], u[c], I, J, inc_t, abs_t, float(noise_var), max_iter, tol)
