@@ -35,7 +35,6 @@ import pandas as pd
 
 from ..._results import ItemEstimate
 from ...rasch.spectral import validate_counts, validate_graph
-from ._design import ROW_EFFECT_RCOND as _ROW_EFFECT_RCOND  # noqa: F401 (kept for callers)
 from ._design import GraphDesign, graph_design, row_effect_factor, solve_row_effects
 
 __all__ = ["NoiseAwareResult", "noise_aware_batch", "noise_aware_estimate", "noise_aware_se0", "noise_variance"]
