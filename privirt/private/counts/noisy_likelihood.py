@@ -327,19 +327,7 @@ def _row_effects(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     ill-conditioned, the minimum-norm least-squares solution (:func:`numpy.linalg.lstsq`).
     (:func:`~privirt.private.counts._design.row_effect_factor` and
     :func:`~privirt.private.counts._design.solve_row_effects`; a :class:`GraphDesign` keeps the
-    factor of its graph's design.)
-
-    Parameters
-    ----------
-    A : numpy.ndarray (m, m)
-        The symmetric row-effect design.
-    rhs : numpy.ndarray (m,) or (m, R)
-        One right-hand side per column.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``u``, shaped like ``rhs``.
+    factor of its graph's design.)  ``rhs`` is (m,) or (m, R); ``u`` is shaped like it.
     """
     return solve_row_effects(A, row_effect_factor(A), rhs)
 
