@@ -133,7 +133,9 @@ def test_dataset_add_reads_a_long_table_with_named_item_and_response_columns(tmp
     assert ds["items"] == ["a", "b"] and codes.shape == (3, 2) and int((codes == 1).sum()) == 3
 
 
-def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, monkeypatch):
+@pytest.fixture
+def state_without_uvicorn(tmp_path, monkeypatch) -> str:
+    """A new service state, with uvicorn.run failing the test if a check lets it start."""
     import uvicorn
 
     def never(*a, **k):
@@ -142,6 +144,11 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, mo
     monkeypatch.setattr(uvicorn, "run", never)
     state = str(tmp_path / "s.db")
     cli("serve", "init", state)
+    return state
+
+
+def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, state_without_uvicorn):
+    state = state_without_uvicorn
     pem = tmp_path / "cert.pem"
     pem.write_text("-----BEGIN CERTIFICATE-----\n")
     missing = str(tmp_path / "nokey.pem")
@@ -159,18 +166,11 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, mo
         assert text in line, (extra, line)
 
 
-def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn(tmp_path, monkeypatch):
+def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn(state_without_uvicorn):
     # uvicorn printed a TLS warning and six log lines, exit 3, for a host it could not bind
     import socket
 
-    import uvicorn
-
-    def never(*a, **k):
-        raise AssertionError("uvicorn started")
-
-    monkeypatch.setattr(uvicorn, "run", never)
-    state = str(tmp_path / "s.db")
-    cli("serve", "init", state)
+    state = state_without_uvicorn
     before = hashlib.sha256(open(state, "rb").read()).hexdigest()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
