@@ -176,3 +176,22 @@ def test_the_budget_is_printed_exactly_and_spent_amounts_rounded_up(tmp_path, ca
     from privirt.private._ledger_text import format_exact
 
     assert [format_exact(x) for x in (1.0, 1e-5, 0.5, 0.1 + 0.2)] == ["1", "1e-05", "0.5", "0.30000000000000004"]
+
+
+def test_a_ledger_whose_budget_row_was_deleted_is_damaged_not_newer(tmp_path):
+    # an open Ledger's debit said "written by a newer privirt (schema None) ... upgrade privirt"
+    # once the budget row was gone: upgrading cannot repair that file
+    from privirt.exceptions import LedgerError
+
+    path = tmp_path / "a.ledger"
+    led = Ledger(path, epsilon=1.0, delta=1e-5)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM budget")
+    con.close()
+    with pytest.raises(LedgerError, match="no budget row") as info:
+        led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace")
+    assert "newer privirt" not in str(info.value) and "\n" not in str(info.value)
+    assert "nothing was spent" in str(info.value)
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 0
+    con.close()

@@ -355,8 +355,10 @@ class Ledger:
     def _migrate(self, con: sqlite3.Connection) -> None:
         """Add the version-2 columns to an older ledger (inside the caller's write transaction),
         after refusing a newer one or one for another relation (the file may have been replaced)."""
-        check_stored(self.path, *(con.execute("SELECT relation, schema_version FROM budget WHERE id = 1")
-                                  .fetchone() or (None, None)))
+        row = con.execute(_BUDGET_ROW).fetchone()
+        if row is None:  # a deleted budget row: a damaged ledger, not a newer one
+            raise _damaged(self.path, "no budget row")
+        check_stored(self.path, *row[2:])
         cols = self._spend_columns(con)
         for name in _ASKED_COLUMNS:
             if name not in cols:
