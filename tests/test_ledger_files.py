@@ -195,3 +195,25 @@ def test_a_ledger_whose_budget_row_was_deleted_is_damaged_not_newer(tmp_path):
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 0
     con.close()
+
+
+def test_the_ledger_folder_is_checked_as_given_not_as_resolved_by_text(tmp_path, monkeypatch, capsys):
+    # `budget init nosuchdir/../b.ledger` created ./b.ledger (realpath collapses "nosuchdir/.."
+    # by text), and a regular file in place of the folder got "does not exist ... mkdir -p"
+    from privirt.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"folder nosuchdir/\.\. does not exist; create it first"):
+        Ledger("nosuchdir/../b.ledger", epsilon=1.0, delta=1e-5)
+    assert main(["budget", "init", "nosuchdir/../b.ledger", "--epsilon", "1", "--delta", "1e-5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: folder nosuchdir/.. does not exist") and len(err.splitlines()) == 1
+    (tmp_path / "afile").write_text("not a folder")
+    for given in ("afile/x.ledger", "afile/sub/x.ledger"):
+        with pytest.raises(NotADirectoryError, match="afile is a file, not a folder") as info:
+            Ledger(given, epsilon=1.0, delta=1e-5)
+        assert "mkdir" not in str(info.value)
+        assert main(["budget", "init", given, "--epsilon", "1", "--delta", "1e-5"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == "privirt: error: afile is a file, not a folder; choose another path for the ledger"
+    assert sorted(os.listdir(tmp_path)) == ["afile"]  # nothing written

@@ -225,8 +225,15 @@ class Ledger:
             yield con
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
+        # checked on the path as given: self._file is resolved by text (realpath turns
+        # "nosuchdir/../x.ledger" into "x.ledger", which the system would not open)
         folder = self.path.parent
-        if not os.path.isdir(self._file.parent):
+        in_the_way = next((p for p in (folder, *folder.parents) if os.path.exists(p)), None)
+        if in_the_way is not None and not os.path.isdir(in_the_way):  # "afile/x.ledger"
+            raise NotADirectoryError(
+                f"{in_the_way} is a file, not a folder; choose another path for the ledger"
+            )
+        if not os.path.isdir(folder) or not os.path.isdir(self._file.parent):
             raise FileNotFoundError(
                 f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
                 "another path for the ledger"
