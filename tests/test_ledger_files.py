@@ -217,3 +217,15 @@ def test_the_ledger_folder_is_checked_as_given_not_as_resolved_by_text(tmp_path,
         err = capsys.readouterr().err.strip()
         assert err == "privirt: error: afile is a file, not a folder; choose another path for the ledger"
     assert sorted(os.listdir(tmp_path)) == ["afile"]  # nothing written
+
+
+def test_the_last_of_the_delta_warning_states_the_ledger_delta_exactly(tmp_path):
+    # it said "δ=2e-06" for a ledger of δ = 2.0000004e-06 (:.3g), below the real value
+    import warnings
+
+    led = Ledger(tmp_path / "b.ledger", epsilon=1.0, delta=2.0000004e-06)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        led.spend(PrivacyCost(epsilon=0.1, delta=2.0000004e-06), mechanism="shuffled rr")
+    text = [str(w.message) for w in caught if "last of ledger" in str(w.message)]
+    assert len(text) == 1 and "b.ledger's δ=2.0000004e-06:" in text[0]

@@ -527,9 +527,10 @@ class Ledger:
         if c.delta > 0 and left <= 0:
             try:  # after the commit, about it: a warning turned into an error says the debit stands
                 warnings.warn(
-                    f"this spend used the last of ledger {self.path.name}'s δ={self._delta:.3g}: later "
-                    "discrete Gaussian (zCDP) releases against it will be refused; only pure-ε releases "
-                    "(Laplace, randomized response without shuffling) remain possible",
+                    f"this spend used the last of ledger {self.path.name}'s "
+                    f"δ={_ledger_text.format_exact(self._delta)}: later discrete Gaussian (zCDP) "
+                    "releases against it will be refused; only pure-ε releases (Laplace, "
+                    "randomized response without shuffling) remain possible",
                     UserWarning, stacklevel=2,
                 )
             except BaseException as exc:
