@@ -141,3 +141,21 @@ def test_long_table_on_dask_is_refused_as_a_long_table(tmp_path, capsys, client)
                    f"table {path} has the long layout (columns Person, item, response); convert "
                    "the long table or use --engine local\n")
     assert len(privirt.Ledger(tmp_path / "l.ledger").spends()) == 0
+
+
+def test_a_dask_frames_numeric_id_column_gets_the_person_col_hint_and_an_arrays_does_not(client):
+    # a Dask DATAFRAME lost the in-memory reader's hint (its blocks reached the array path
+    # without table=True); following the hint works on Dask, and arrays stay without it
+    from privirt.stats.dask_engine import dask_statistics
+
+    frame = pd.DataFrame({"id": [101, 205, 309, 412], "q1": [0, 1, 1, 0], "q2": [1, 0, 1, 1]})
+    hint = "if column 'id' holds person labels, name it with person_col='id' (CLI: --person-col id)"
+    with pytest.raises(ValueError, match="item 'id'") as info:
+        dask_statistics(dd.from_pandas(frame, npartitions=2), client=client)
+    assert hint in str(info.value) and "\n" not in str(info.value)
+    got = dask_statistics(dd.from_pandas(frame, npartitions=2), client=client, person_col="id")
+    assert got.totals.tolist() == privirt.sufficient_statistics(
+        privirt.as_responses(frame, person_col="id")).totals.tolist()
+    with pytest.raises(ValueError, match=r"invalid response (101|309)\.0 .*item 0 ") as info:
+        dask_statistics(da.from_array(frame.to_numpy(dtype=float), chunks=(2, 3)), client=client)
+    assert "person_col" not in str(info.value)

@@ -222,16 +222,19 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 
 
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
-                 chunk_size, extras: bool = True, pos: list | None = None) -> dict:
+                 chunk_size, extras: bool = True, pos: list | None = None, table: bool = False) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values.
 
     ``pos``: the item positions of the block's columns (the other items are all-missing).
+    ``table``: the block comes from a data frame (a pandas block is one too), whose first
+    column may hold person labels: a bad value there gets the ``person_col`` hint.
     """
     from ..data.responses import _from_array, _unmasked
 
     m, full = len(items), len(items)
     if pos is not None:
         items, m = items[pos], len(pos)
+    table = table or isinstance(values, pd.DataFrame)
     if isinstance(values, pd.DataFrame):
         values = values.to_numpy(dtype=np.float64, na_value=np.nan)
     values = _unmasked(values) if isinstance(values, np.ma.MaskedArray) else np.asarray(values)
@@ -241,7 +244,8 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
     if values.ndim != 2 or values.shape[1] != m:
         raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
     try:
-        codes = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items).codes
+        codes = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items,
+                            table=table).codes
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     if m != full:  # public items absent from the data: all-missing columns
@@ -358,7 +362,8 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
 
     tasks = [
         delayed(_values_part, pure=True)(delayed(select, pure=True)(p, i), labels,
-                                         f"partition {i}", 0, pairwise, chunk_size, extras)
+                                         f"partition {i}", 0, pairwise, chunk_size, extras,
+                                         table=True)
         for i, p in enumerate(ddf.to_delayed())
     ]
     return tasks, labels
