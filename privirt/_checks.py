@@ -43,7 +43,7 @@ def check_location(what: str, value: float) -> None:
     """Refuse a prior mean or fixed θ ``value`` with ``|value| > LOCATION_MAX``, naming ``what``."""
     if abs(value) > LOCATION_MAX:
         raise ValueError(
-            f"{what} is {value:g}, too large: the parameters live within a few units of 0 on the "
+            f"{what} is {float(value)!r}, too large: the parameters live within a few units of 0 on the "
             f"probit/logit scale; use a value with |value| <= {LOCATION_MAX:g} (e.g. 0 or 1)"
         )
 

@@ -720,3 +720,15 @@ def test_huge_init_values_are_refused_as_by_gibbs(init, name):
     post = privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init={k: 1e6 for k in init},
                           progress=False, seed=3_600_021)
     assert np.isfinite(post.summary()["mean"]).all()
+
+
+def test_a_value_just_over_the_location_bound_is_printed_so_that_it_breaks_it():
+    # init={"a": 1e6 + 1} said "init['a'] is 1e+06, too large ... |value| <= 1e+06" (:g)
+    X, _, _, _ = privirt.simulate_2pno(30, 4, seed=5_100_000)
+    with pytest.raises(ValueError, match=r"^init\['a'\] is 1000001\.0, too large") as info:
+        privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init={"a": 1e6 + 1}, progress=False,
+                       seed=5_100_001)
+    assert "|value| <= 1e+06" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^init\['b'\]\[2\] is -1000000\.0000001, too large"):
+        privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init={"b": [0.0, 0.0, -1e6 - 1e-7, 0.0]},
+                       progress=False, seed=5_100_001)
