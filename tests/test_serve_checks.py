@@ -354,3 +354,29 @@ def test_a_damaged_data_set_stops_serve_run_in_one_line(tmp_path):
     assert "'lsat6'" in line and "does not match its hash" in line and "backup" in line
     with pytest.raises(ValueError, match="'lsat6'"):
         create_app(state)
+
+
+def test_state_messages_name_the_path_as_given_not_as_resolved(tmp_path, monkeypatch, capsys):
+    # `privirt serve init st.db` twice printed "/tmp/.../st.db already exists", and the
+    # backend's SQLite errors named the resolved path too, though its docstring says as given
+    import sqlite3
+
+    from privirt.cli import main
+    from privirt.serve._backends import StateError, _backend
+    from privirt.serve.store import init_store
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "init", "st.db"]) == 0
+    capsys.readouterr()
+    assert main(["serve", "init", "st.db"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: st.db already exists;") and str(tmp_path) not in err
+    with pytest.raises(StateError, match="^folder nofolder does not exist; create it first$"):
+        init_store("nofolder/st.db")
+    sqlite3.connect("other.db").close()
+    b = _backend("other.db")
+    with pytest.raises(StateError, match=r"^other\.db is not a privirt serve state; create one with "
+                                         r"`privirt serve init other\.db`$"):
+        with b.read() as con:
+            con.execute("SELECT * FROM meta")
+    b.close()

@@ -124,7 +124,7 @@ class _SQLite:
             yield con
         except sqlite3.OperationalError as exc:
             self._drop()
-            raise _friendly_sqlite(exc, self.path) from exc
+            raise _friendly_sqlite(exc, self.describe) from exc
 
     def _drop(self) -> None:
         con = getattr(self._local, "con", None)
@@ -162,7 +162,7 @@ class _SQLite:
         return work()
 
 
-def _friendly_sqlite(exc: sqlite3.OperationalError, path: Path) -> Exception:
+def _friendly_sqlite(exc: sqlite3.OperationalError, path: str) -> Exception:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return StateUnavailable(f"the state {path} stayed locked by another process; nothing was spent — retry")

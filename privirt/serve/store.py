@@ -126,10 +126,10 @@ def init_store(state: str | Path) -> "Store":
     """Create a new, empty state (refused if one exists there)."""
     b = _backend(state)
     if isinstance(b, _SQLite):
-        if b.path.exists():
-            raise StateError(f"{b.path} already exists; a state is created once — use it, or choose a new path")
+        if b.path.exists():  # (messages name the path as given, b.describe, not as resolved)
+            raise StateError(f"{b.describe} already exists; a state is created once — use it, or choose a new path")
         if not b.path.parent.is_dir():
-            raise StateError(f"folder {b.path.parent} does not exist; create it first")
+            raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
     with b.write() as con:
         if b.tables(con) & set(_TABLES):
             raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
