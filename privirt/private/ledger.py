@@ -67,8 +67,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Ledger", "LEDGER_TOLERANCE", "Spend", "spends_since", "journal_mark", "reports_spends",
            "DEFAULT_DELTA_SHARE"]
 
-_SCHEMA_VERSION = SCHEMA_VERSION
-
 #: With a ledger and no δ given, a call whose cost spends δ itself (shuffled randomized response:
 #: (ε, δ)-DP composed by adding δ's) asks for this share of the ledger's δ budget, never all of
 #: it (the Gaussian's δ is not spent per call: its ρ is converted at the ledger's δ).
@@ -331,7 +329,7 @@ class Ledger:
         return con.execute(
             "INSERT OR IGNORE INTO budget (id, epsilon, delta, relation, created, schema_version)"
             " VALUES (1, ?, ?, ?, ?, ?)",
-            (epsilon, delta, NEIGHBOURING_RELATION, _now(), _SCHEMA_VERSION),
+            (epsilon, delta, NEIGHBOURING_RELATION, _now(), SCHEMA_VERSION),
         ).rowcount == 1
 
     def _read_budget(self) -> None:
@@ -371,7 +369,7 @@ class Ledger:
             if name not in cols:
                 con.execute(f"ALTER TABLE spends ADD COLUMN {name} REAL")
         con.execute("UPDATE budget SET schema_version = ? WHERE id = 1 AND schema_version < ?",
-                    (_SCHEMA_VERSION, _SCHEMA_VERSION))
+                    (SCHEMA_VERSION, SCHEMA_VERSION))
 
     # -- budget -------------------------------------------------------------------------
     @property
@@ -551,6 +549,7 @@ class Ledger:
                  asked: ApproxDP | None) -> str:
         """The BudgetExceeded message: numbers that add up for a newcomer."""
         return _ledger_text.refusal(self, costs, c, new_total, asked)
+
     def _snapshot(self) -> "tuple[pd.DataFrame, SpendSums]":
         """The spends and their sums from one read (a spend may land between two reads)."""
         df = self.spends()
@@ -568,6 +567,7 @@ class Ledger:
     def summary(self) -> str:
         """A readable multi-line account (what ``privirt budget show`` prints)."""
         return _ledger_text.summary(self)
+
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r}, epsilon={self._epsilon!r}, delta={self._delta!r})"
 
