@@ -1,7 +1,7 @@
 """The ledger's texts: the :class:`~privirt.BudgetExceeded` message of a refused debit and the
 account ``privirt budget show`` prints (:meth:`privirt.Ledger.summary`).  Spent amounts are
-printed rounded up, remaining ones down, the budget itself exactly (:func:`format_exact`).  ``led`` is the :class:`~privirt.Ledger` (not
-imported here: the ledger imports this module)."""
+printed rounded up, remaining ones down, the budget itself exactly (:func:`format_exact`).
+``led`` is the :class:`~privirt.Ledger` (not imported here: the ledger imports this module)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,6 @@ def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float
             f"pure-ε one of ε={format_down(led._remaining(sums), 6)}{tail}")
 
 
-
 def summary(led: Any) -> str:
     """A readable multi-line account (what ``privirt budget show`` prints)."""
     df, costs = led._snapshot()  # the listing, its count and the sums agree; summed once
@@ -71,4 +70,3 @@ def summary(led: Any) -> str:
     if len(df):
         lines += ["", _format_spends(df).to_string()]
     return "\n".join(lines)
-
