@@ -323,7 +323,7 @@ def test_summarize_on_threads_gives_the_same_values(rng, monkeypatch):
 def test_bulk_ess_of_short_chains_is_arviz_floor(rng, shape):
     """Bulk ESS was NaN for 4–7 draws per chain (the check counted the split halves); ArviZ's
     rule tests the unsplit chains (>= 4 draws), and with halves of 2–4 draws the Geyer sum
-    is empty, so the ESS is the floor N log10(N), N the draws in the split chains."""
+    is empty, so the ESS is the cap N log10(N), N the draws in the split chains."""
     c, n = shape
     d = rng.normal(size=(c, n, 2))
     N = c * 2 * (n // 2)

@@ -242,7 +242,7 @@ def rhat(draws: np.ndarray) -> np.ndarray:
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
     """Bulk effective sample size per parameter (rank-normalised split chains): NaN when a
     chain has fewer than 4 draws, as in ArviZ.  With 4–9 draws per chain the value is Stan's
-    and ArviZ's floor N log10(N) (N the draws in the split chains), not an estimate."""
+    and ArviZ's cap N log10(N) (N the draws in the split chains), not an estimate."""
     a = _as3d(draws)
     s = _param_major_split(a)
     k, m, h = s.shape
