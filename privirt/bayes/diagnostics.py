@@ -183,7 +183,7 @@ def _ess_pm(a: np.ndarray, n_draws: int) -> np.ndarray:
     ``n_draws`` is the number of draws per chain before splitting: NaN when it is below 4,
     ArviZ's rule (which tests the unsplit chains), so split halves of 2 or 3 draws count."""
     k, c, n = a.shape
-    if n_draws < 4 or n < 2:
+    if n_draws < 4:  # (split halves of n_draws >= 4 draws have n >= 2)
         return np.full(k, np.nan)
     acov = _autocov_fft(a)  # (k, c, n)
     chain_mean = a.mean(axis=2)
