@@ -355,3 +355,18 @@ def noise_variance_of(result):
     from privirt.private.counts.noisy_likelihood import noise_variance
 
     return noise_variance(result.privacy)
+
+
+def test_noise_aware_bootstrap_computes_its_tolerance_once_per_call(monkeypatch):
+    """boot_tol(n, m, ν) (public inputs only) was recomputed for every batch of replicates
+    inside the bootstrap loop; it is now computed once per run of replicates, same value."""
+    X, _, _ = privirt.simulate_rasch(2000, 12, seed=5_100_010)
+    tol, tols, fits = iv.boot_tol, [], []
+    monkeypatch.setattr(iv, "boot_tol", lambda *a: tols.append(tol(*a)) or tols[-1])
+    batch, replicates, runs = iv.noise_aware_batch, iv._replicates, []
+    monkeypatch.setattr(iv, "noise_aware_batch", lambda *a, **k: fits.append(k["tol"]) or batch(*a, **k))
+    monkeypatch.setattr(iv, "_replicates", lambda *a, **k: runs.append(1) or replicates(*a, **k))
+    monkeypatch.setattr(iv, "_CHUNK_CELLS", 1)  # one replicate a batch, as at m = 2000
+    privirt.private_spectral_estimate(X, epsilon=1.0, seed=5_100_011, estimator="noise_aware",
+                                      n_boot=20, progress=False)
+    assert len(fits) > len(runs) >= 1 and len(tols) == len(runs) and set(fits) == set(tols)

@@ -86,7 +86,7 @@ PROBE_SPREAD: float = 1.0
 #: (:func:`boot_tol`, public).  Fisher scoring converges linearly (a step's size falls by
 #: ρ ≈ 0.32–0.43 a step at n ≥ 2000, m = 20–2000; up to ρ ≈ 0.68 at 1000 × 50, ε = 0.3), so a
 #: replicate stopped there is within about ρ/(1 − ρ) ≤ 2.1 tolerances of its fixed point
-#: (measured: at most 0.63 of one): at most 2 % of the predicted se, against an endpoint's
+#: (measured: at most 0.63 of one): about 2 % of the predicted se, against an endpoint's
 #: Monte-Carlo error of 12–24 % of the se (:func:`default_n_boot`).  At m = 2000 a
 #: replicate takes 14 Fisher steps to 1e-4 against 19 to 1e-6 (each an m × m Cholesky factor
 #: and its inverse).
@@ -364,6 +364,7 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
     if estimator == "noise_aware" and design is None:
         design = graph_design(G)
+    tol = boot_tol(n, truth.size, noise_var) if estimator == "noise_aware" else None  # public: once
     mean_pp = _pair_means(truth, mu, tau)
     out = np.empty((reps, truth.size))
     single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
@@ -389,7 +390,7 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
             Y += _noise(rng, noise_parameter, noise_value, Y.shape)
         if estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
-                                                      tol=boot_tol(n, truth.size, noise_var), design=design)
+                                                      tol=tol, design=design)
         else:
             if not fused:
                 np.maximum(Y, 0.0, out=Y)
