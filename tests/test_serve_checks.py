@@ -380,3 +380,14 @@ def test_state_messages_name_the_path_as_given_not_as_resolved(tmp_path, monkeyp
         with b.read() as con:
             con.execute("SELECT * FROM meta")
     b.close()
+
+
+def test_a_state_folder_is_checked_as_given_not_as_resolved_by_text(tmp_path, monkeypatch):
+    # `privirt serve init nosuchdir/../st.db` created ./st.db (realpath collapses the "..")
+    from privirt.serve._backends import StateError
+    from privirt.serve.store import init_store
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StateError, match=r"^folder nosuchdir/\.\. does not exist; create it first$"):
+        init_store("nosuchdir/../st.db")
+    assert list(tmp_path.iterdir()) == []

@@ -128,7 +128,7 @@ def init_store(state: str | Path) -> "Store":
     if isinstance(b, _SQLite):
         if b.path.exists():  # (messages name the path as given, b.describe, not as resolved)
             raise StateError(f"{b.describe} already exists; a state is created once — use it, or choose a new path")
-        if not b.path.parent.is_dir():
+        if not Path(b.describe).parent.is_dir():  # as given: realpath collapses "nosuchdir/.." by text
             raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
     with b.write() as con:
         if b.tables(con) & set(_TABLES):
