@@ -357,7 +357,7 @@ def test_a_damaged_data_set_stops_serve_run_in_one_line(tmp_path):
 
 
 def test_state_messages_name_the_path_as_given_not_as_resolved(tmp_path, monkeypatch, capsys):
-    # `privirt serve init st.db` twice printed "/tmp/.../st.db already exists", and the
+    # `privirt serve init st.db` twice printed the resolved absolute path ("<abs>/st.db already exists"), and the
     # backend's SQLite errors named the resolved path too, though its docstring says as given
     import sqlite3
 
