@@ -692,3 +692,52 @@ def test_an_array_is_converted_in_row_blocks_with_bounded_temporaries(monkeypatc
             with pytest.raises(ValueError) as info:
                 as_responses(arr)
             assert str(info.value).startswith("invalid response 2") and named in str(info.value)
+
+
+def test_the_empty_check_works_in_row_blocks_with_the_same_decisions(monkeypatch):
+    """The empty-person/item check of ``empty="drop"``/``"error"`` built a full n·m ``codes >= 0``
+    mask (half of as_responses' peak on a float64 input, BENCHMARKS.md). It now works a row block
+    at a time: the same persons and items kept, the same warning and error messages."""
+    import tracemalloc
+
+    from privirt.data import _codes
+
+    rng = np.random.default_rng(5_300_001)
+    n, m = 3_000, 40
+    X = (rng.random((n, m)) < 0.6).astype(np.float64)
+    X[rng.random((n, m)) < 0.2] = np.nan
+    X[[5, 700, 701, 2_999]] = np.nan  # empty persons, one in the last block
+    X[:, [0, 17]] = np.nan  # empty items
+    codes = np.where(np.isnan(X), -1, X).astype(np.int8)
+    row_ok, col_ok = (codes >= 0).any(axis=1), (codes >= 0).any(axis=0)
+    monkeypatch.setattr(_codes, "BLOCK_CELLS", 1_000)  # 25 rows a block: many blocks
+    with pytest.warns(EmptyResponsesWarning) as rec:
+        out = as_responses(X)
+    assert str(rec[0].message) == ("dropped 4 person(s) with no response (e.g. [5, 700, 701, 2999]) "
+                                   "and 2 item(s) with no response (e.g. [0, 17])")
+    assert np.array_equal(out.codes, codes[row_ok][:, col_ok])
+    assert list(out.persons) == list(np.flatnonzero(row_ok))
+    assert list(out.items) == list(np.flatnonzero(col_ok))
+    with pytest.raises(ValueError, match=r"^4 person\(s\) with no response \(e\.g\. \[5, 700, 701, "
+                       r"2999\]\) and 2 item\(s\) .*; remove them or pass empty='drop'$"):
+        as_responses(X, empty="error")
+    assert np.array_equal(as_responses(X, empty="keep").codes, codes)
+    full = np.nan_to_num(X[row_ok][:, col_ok])
+    for empty in ("drop", "error", "keep"):  # nothing empty: nothing dropped, nothing said
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.array_equal(as_responses(full, empty=empty).codes, full.astype(np.int8))
+    only_rows = np.where(np.arange(n)[:, None] == 5, np.nan, np.nan_to_num(X[:, col_ok]))
+    with pytest.raises(ValueError, match=r"^1 person\(s\) with no response \(e\.g\. \[5\]\); remove"):
+        as_responses(only_rows, empty="error")
+    # peak traced memory on a float64 input: the codes and a few blocks' temporaries, not 2 n m
+    n, m = 40_000, 100
+    Y = (rng.random((n, m)) < 0.6).astype(np.float64)
+    Y[rng.random((n, m)) < 0.1] = np.nan
+    monkeypatch.setattr(_codes, "BLOCK_CELLS", 4096)
+    for empty in ("drop", "error"):
+        tracemalloc.start()
+        got = as_responses(Y, empty=empty).codes
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert got.nbytes == n * m and peak < 1.1 * n * m + 2**20, (empty, peak)  # before: 2 n m

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["BLOCK_CELLS", "array_codes"]
+__all__ = ["BLOCK_CELLS", "array_codes", "observed_rows_cols"]
 
 
 #: cells per row block: the temporaries of one block (masks and a float64 copy) are ~11 MiB
@@ -55,3 +55,35 @@ def array_codes(values: np.ndarray, missing: int, on_bad: Callable[[int, int], N
             block = np.where(nan, missing, block)
         codes[start:start + rows] = block.astype(np.int8)
     return codes
+
+
+def observed_rows_cols(codes: np.ndarray, block_cells: int | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows and which columns of a codes matrix have an observed (non-negative) cell.
+
+    The ``codes >= 0`` mask is built a block of rows at a time, so that the temporary is a few
+    MiB instead of one byte a cell (the same pattern as :func:`privirt.stats.counts.has_empty`).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray
+        A 2-D int8 codes matrix: 1, 0, or a negative code for missing.
+    block_cells : int, optional
+        About how many cells each block holds (at least one row a block); default
+        :data:`BLOCK_CELLS`.
+
+    Returns
+    -------
+    row_ok, col_ok : numpy.ndarray of bool
+        ``codes.shape[0]`` and ``codes.shape[1]`` flags: True where the row (column) has at
+        least one observed cell; the same as ``(codes >= 0).any(axis=1)`` and ``axis=0``.
+    """
+    n, m = codes.shape
+    row_ok = np.empty(n, dtype=bool)
+    col_ok = np.zeros(m, dtype=bool)
+    rows = max(1, (BLOCK_CELLS if block_cells is None else block_cells) // max(m, 1))
+    for start in range(0, n, rows):
+        obs = codes[start:start + rows] >= 0
+        obs.any(axis=1, out=row_ok[start:start + rows])
+        col_ok |= obs.any(axis=0)
+    return row_ok, col_ok

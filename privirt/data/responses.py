@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import EmptyResponsesWarning
-from ._codes import array_codes
+from ._codes import array_codes, observed_rows_cols
 from ._files import read_path, read_stream
 from ._labels import _all_distinct, _check_distinct_as_text, _person_col_hint, _py, unnamed_first
 from ._patterns import expand_patterns
@@ -608,9 +608,7 @@ def _raise_bad(values, i: int, j: int, persons, items, table: bool = False) -> N
 def _apply_empty_policy(resp: Responses, empty: EmptyPolicy) -> Responses:
     if empty == "keep":
         return resp
-    obs = resp.codes >= 0
-    row_ok = obs.any(axis=1)
-    col_ok = obs.any(axis=0)
+    row_ok, col_ok = observed_rows_cols(resp.codes)  # in row blocks: no n·m mask
     if row_ok.all() and col_ok.all():
         return resp
     empty_p = list(resp.persons[~row_ok][:5])
