@@ -159,3 +159,26 @@ def test_a_dask_frames_numeric_id_column_gets_the_person_col_hint_and_an_arrays_
     with pytest.raises(ValueError, match=r"invalid response (101|309)\.0 .*item 0 ") as info:
         dask_statistics(da.from_array(frame.to_numpy(dtype=float), chunks=(2, 3)), client=client)
     assert "person_col" not in str(info.value)
+
+
+def test_a_dask_frames_bad_value_is_named_by_its_row_in_its_partition(client):
+    """A bad number in partition k > 0 of a Dask DataFrame was reported as 'partition k: ...
+    for person 5 (row 5)': a person label that is not the person's, taken from a per-partition
+    offset of 0. A partition's offset in the table is not known without a pass over the data,
+    so the cell is now named as a bad text value already was: 'at row i of partition k'."""
+    from privirt.stats.dask_engine import dask_statistics
+
+    X = np.zeros((40, 3))
+    for (i, j), named in (((25, 1), "item 'b' at row 5 of partition 2"),
+                          ((3, 2), "item 'c' at row 3 of partition 0")):
+        Y = X.copy()
+        Y[i, j] = 2.0
+        ddf = dd.from_pandas(pd.DataFrame(Y, columns=list("abc")), npartitions=4)
+        with pytest.raises(ValueError) as info:
+            dask_statistics(ddf, client=client)
+        msg = str(info.value)
+        assert msg == f"invalid response 2.0 for {named}: responses must be 0, 1 or missing (NaN)", msg
+    # arrays keep naming the row of the whole array (their block offsets are known)
+    with pytest.raises(ValueError, match=r"^block 2: invalid response 2\.0 for person 25 "):
+        dask_statistics(da.from_array(np.where(np.arange(40)[:, None] == 25, 2.0, X), chunks=(10, 3)),
+                        client=client)

@@ -540,7 +540,8 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
     return Responses(codes, persons, items, items_from_data=True)
 
 
-def _from_array(values: np.ndarray, persons, items, table: bool = False) -> Responses:
+def _from_array(values: np.ndarray, persons, items, table: bool = False,
+                rows: str | None = None) -> Responses:
     if values.dtype == object or values.dtype.kind in "US":
         values = _object_array(values.astype(object), persons, items)
     if values.ndim != 2:
@@ -553,7 +554,8 @@ def _from_array(values: np.ndarray, persons, items, table: bool = False) -> Resp
     if values.dtype.kind == "b":
         codes = values.astype(np.int8)
     elif values.dtype.kind in "iuf":  # in row blocks: the masks and temporaries stay a few MiB
-        codes = array_codes(values, MISSING, lambda i, j: _raise_bad(values, i, j, persons, items, table))
+        codes = array_codes(values, MISSING,
+                            lambda i, j: _raise_bad(values, i, j, persons, items, table, rows))
     else:
         raise ValueError(
             f"responses must be numeric 0/1 with NaN for missing, got dtype {values.dtype}"
@@ -590,7 +592,10 @@ def _object_array(values: np.ndarray, persons=None, items=None) -> np.ndarray:
     return np.array(vals, dtype=np.float64).reshape(values.shape)
 
 
-def _raise_bad(values, i: int, j: int, persons, items, table: bool = False) -> None:
+def _raise_bad(values, i: int, j: int, persons, items, table: bool = False,
+               rows: str | None = None) -> None:
+    """Raise for the bad cell (i, j); ``rows``: the rows are those of a part (e.g. "partition 2")
+    whose offset in the table is not known, so the cell is named by its item and row there."""
     p = persons[i] if persons is not None else i
     it = items[j] if items is not None else j
     hint = ""
@@ -599,9 +604,11 @@ def _raise_bad(values, i: int, j: int, persons, items, table: bool = False) -> N
                 f"table), pass weights={str(it)!r} (CLI: --weights-col {it})")
     elif j == 0 and table and _all_distinct(pd.Series(values[:, 0])):  # a table's numeric person ids?
         hint = f"; {_person_col_hint(it)}"
+    cell = (f"for item {it!r} at row {i} of {rows}" if rows else
+            f"for person {p!r} (row {i}), item {it!r} (column {j})")
     raise ValueError(
-        f"invalid response {values[i, j].item()!r} for person {p!r} (row {i}), item {it!r} "
-        f"(column {j}): responses must be 0, 1 or missing (NaN){hint}"
+        f"invalid response {values[i, j].item()!r} {cell}: responses must be 0, 1 or missing "
+        f"(NaN){hint}"
     )
 
 

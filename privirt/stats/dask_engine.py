@@ -222,12 +222,15 @@ def _parquet_part(fs, path: str, row_group: int, columns: list, positions: list,
 
 
 def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: bool,
-                 chunk_size, extras: bool = True, pos: list | None = None, table: bool = False) -> dict:
+                 chunk_size, extras: bool = True, pos: list | None = None, table: bool = False,
+                 rows: str | None = None) -> dict:
     """Sums of an in-memory block (numpy array or pandas frame) of 0/1/NaN values.
 
     ``pos``: the item positions of the block's columns (the other items are all-missing).
     ``table``: the block comes from a data frame (a pandas block is one too), whose first
     column may hold person labels: a bad value there gets the ``person_col`` hint.
+    ``rows``: the part (a frame's partition) whose row offset in the table is not known: a bad
+    value is named "at row i of <rows>", not by a person label or a row of the whole table.
     """
     from ..data.responses import _from_array, _unmasked
 
@@ -245,9 +248,9 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
         raise ValueError(f"{where}: expected a block with {m} item columns, got shape {values.shape}")
     try:
         codes = _from_array(values, pd.RangeIndex(offset, offset + values.shape[0]), items,
-                            table=table).codes
+                            table=table, rows=rows).codes
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise ValueError(str(exc) if rows and rows in str(exc) else f"{where}: {exc}") from None
     if m != full:  # public items absent from the data: all-missing columns
         codes, part = np.full((codes.shape[0], full), -1, dtype=np.int8), codes
         codes[:, pos] = part
@@ -363,7 +366,7 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
     tasks = [
         delayed(_values_part, pure=True)(delayed(select, pure=True)(p, i), labels,
                                          f"partition {i}", 0, pairwise, chunk_size, extras,
-                                         table=True)
+                                         table=True, rows=f"partition {i}")
         for i, p in enumerate(ddf.to_delayed())
     ]
     return tasks, labels
