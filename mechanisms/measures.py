@@ -19,7 +19,7 @@ from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Decimal, loc
 from fractions import Fraction
 
 __all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_approx_dp",
-           "format_up", "format_down"]
+           "format_up", "format_down", "format_exact"]
 
 
 def _finite_number(value: object, name: str) -> float:
@@ -67,6 +67,14 @@ def format_up(x: float, digits: int) -> str:
         The formatted value.
     """
     return _format_directed(x, digits, ROUND_CEILING)
+
+
+def format_exact(x: float) -> str:
+    """A budget's ε or δ as stated: ``:g`` where that reads back as ``x`` (1, 1e-05), else the
+    shortest text that does (``repr``: 0.1234567, 2.0000004e-06) — never rounded to a nearby
+    value, which could state a total at a δ below the ledger's."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def format_down(x: float, digits: int) -> str:

@@ -173,7 +173,7 @@ def test_the_budget_is_printed_exactly_and_spent_amounts_rounded_up(tmp_path, ca
     with pytest.raises(BudgetExceeded) as info:
         led.spend(PrivacyCost(epsilon=1.0), mechanism="laplace")
     assert "at the ledger's δ=2.0000004e-06, against a budget of ε=0.1234567" in str(info.value)
-    from privirt.private._ledger_text import format_exact
+    from mechanisms.measures import format_exact
 
     assert [format_exact(x) for x in (1.0, 1e-5, 0.5, 0.1 + 0.2)] == ["1", "1e-05", "0.5", "0.30000000000000004"]
 

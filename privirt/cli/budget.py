@@ -44,7 +44,7 @@ def _help(parser: argparse.ArgumentParser):
 
 def run_init(args: argparse.Namespace) -> int:
     from ..private.accounting import check_delta, check_epsilon
-    from ..private._ledger_text import format_exact
+    from mechanisms.measures import format_exact
     from ..private.ledger import Ledger
 
     import math

@@ -1,6 +1,7 @@
 """The ledger's texts: the :class:`~privirt.BudgetExceeded` message of a refused debit and the
 account ``privirt budget show`` prints (:meth:`privirt.Ledger.summary`).  Spent amounts are
-printed rounded up, remaining ones down, the budget itself exactly (:func:`format_exact`).
+printed rounded up, remaining ones down, the budget itself exactly
+(:func:`mechanisms.measures.format_exact`).
 ``led`` is the :class:`~privirt.Ledger` (not imported here: the ledger imports this module)."""
 
 from __future__ import annotations
@@ -8,19 +9,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from mechanisms.measures import format_down, format_up
+from mechanisms.measures import format_down, format_exact, format_up
 from .accounting import NEIGHBOURING_RELATION, ApproxDP, PrivacyCost, SpendSums, _round_down
 from .spends import _format_spends
 
-__all__ = ["format_exact", "refusal", "summary"]
-
-
-def format_exact(x: float) -> str:
-    """A budget's ε or δ as stated: ``:g`` where that reads back as ``x`` (1, 1e-05), else the
-    shortest text that does (``repr``: 0.1234567, 2.0000004e-06) — never rounded to a nearby
-    value, which could state a total at a δ below the ledger's."""
-    short = f"{x:g}"
-    return short if float(short) == x else repr(float(x))
+__all__ = ["refusal", "summary"]
 
 
 def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,

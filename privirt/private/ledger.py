@@ -44,6 +44,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from mechanisms.measures import format_exact
+
 from .accounting import (
     NEIGHBOURING_RELATION,
     ApproxDP, Guarantee, PrivacyCost,
@@ -256,7 +258,7 @@ class Ledger:
             self._check_integrity()
         check_stored(self.path, row[2], row[3])
         if row[0] != epsilon or row[1] != delta:
-            held = f"ε={_ledger_text.format_exact(row[0])}, δ={_ledger_text.format_exact(row[1])}"
+            held = f"ε={format_exact(row[0])}, δ={format_exact(row[1])}"
             raise ValueError(f"the ledger at {self.path} already holds the budget {held}; "
                              "a budget cannot be changed — open it without epsilon/delta")
         self._epsilon, self._delta = float(row[0]), float(row[1])
@@ -526,7 +528,7 @@ class Ledger:
             try:  # after the commit, about it: a warning turned into an error says the debit stands
                 warnings.warn(
                     f"this spend used the last of ledger {self.path.name}'s "
-                    f"δ={_ledger_text.format_exact(self._delta)}: later discrete Gaussian (zCDP) "
+                    f"δ={format_exact(self._delta)}: later discrete Gaussian (zCDP) "
                     "releases against it will be refused; only pure-ε releases (Laplace, "
                     "randomized response without shuffling) remain possible",
                     UserWarning, stacklevel=2,
