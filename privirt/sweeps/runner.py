@@ -316,21 +316,16 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
     ]
     completed = False
     try:
+        # in this process (check_data, in _plan, installed the bases and read each data set:
+        # kept) or from a pool of workers
+        rows = ((worker(*a) for a in args) if jobs == 1 or len(todo) <= 1
+                else _pool_rows(args, bases, jobs))
         with ResultsWriter(results) as writer:
-            if jobs == 1 or len(todo) <= 1:
-                # (check_data, in _plan, installed the bases and read each data set: kept)
-                for a in args:
-                    row = worker(*a)
-                    writer.write(row)
-                    failed += _count_failure(row, errors)
-                    finished += 1
-                    bar.update(finished, failed=failed)
-            else:
-                for row in _pool_rows(args, bases, jobs):
-                    writer.write(row)
-                    failed += _count_failure(row, errors)
-                    finished += 1
-                    bar.update(finished, failed=failed)
+            for row in rows:
+                writer.write(row)
+                failed += _count_failure(row, errors)
+                finished += 1
+                bar.update(finished, failed=failed)
         completed = True
     finally:
         seconds = time.perf_counter() - start
