@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
+from .serve._limits import MAX_BODY
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
            "InvalidRequest", "Conflict", "TooManyRequests", "ServerError", "result_from_json"]
@@ -110,8 +111,8 @@ class ServerError(ServiceError):
 
 _BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 402: BudgetExceeded, 422: InvalidRequest,
               413: InvalidRequest, 409: Conflict, 429: TooManyRequests}
-#: the service's default limit on a request body (bytes; ``privirt.serve.app.MAX_BODY``)
-SERVICE_MAX_BODY = 16 * 1024
+#: the service's default limit on a request body (bytes): the service's own constant
+SERVICE_MAX_BODY = MAX_BODY
 #: statuses retried with the same Idempotency-Key (nothing spent, or the debit unconfirmed: the
 #: key makes a debited one a replay, never a second spend)
 _RETRIED = (429, 503)

@@ -25,11 +25,10 @@ from .routers import analyst, curator
 from .service import NOT_FOUND, RequestFailed, load_datasets, state_unavailable
 from ._backends import StateUnavailable
 from .store import Store, open_store
+from ._limits import MAX_BODY
 
 __all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
 
-#: Largest request body accepted (bytes); larger ones get 413 before they are parsed.
-MAX_BODY = 16 * 1024
 #: Default number of spending requests one analyst may have running at once (per process).
 MAX_IN_FLIGHT = 2
 #: ``Strict-Transport-Security`` sent on HTTPS responses (one year; no preload).
