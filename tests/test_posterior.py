@@ -149,6 +149,32 @@ def test_streaming_summary_agrees_with_full_draws(rng):
         acc.update(d[:, 0])
 
 
+@pytest.mark.parametrize("n", [3, 10, 100, 500, 2600])
+def test_streaming_mcse_is_the_kept_draws_mcse(rng, n):
+    # the same draws summarised with and without keeping them: the same batches, so the same
+    # MCSE (a short run once got 50 batches of 2 draws streaming against ⌊√n⌋ kept: MCSE 2–6×
+    # too small, ESS 10–25× too large)
+    d = ar1(rng, 3, n, 4, 0.8)
+    acc = StreamingSummary(3, 4, n)
+    for t in range(n):
+        acc.update(d[:, t])
+    stream = acc.summary_arrays()
+    assert np.allclose(stream["mcse"], diagnostics.mcse_batch_means(d), rtol=1e-10, atol=0)
+
+
+def test_gibbs_summary_mcse_does_not_depend_on_keeping_draws():
+    import privirt
+
+    from privirt.data.simulate import simulate_2pno
+
+    X = simulate_2pno(60, 6, seed=5_600_001)[0]
+    kw = dict(n_chains=3, n_iter=300, warmup=200, seed=5_600_002, progress=False)
+    kept = privirt.gibbs_2pno(X, keep_draws=True, **kw).summary("a")
+    stream = privirt.gibbs_2pno(X, keep_draws=False, **kw).summary("a")
+    assert np.allclose(stream["mean"], kept["mean"], atol=1e-12)
+    assert np.allclose(stream["mcse"], kept["mcse"], rtol=1e-10)
+
+
 def test_streaming_posterior_has_no_draws(rng):
     acc = StreamingSummary(1, 2, 10)
     for t in range(10):

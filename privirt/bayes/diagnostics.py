@@ -30,7 +30,8 @@ from scipy import fft as sp_fft
 from scipy import special
 
 __all__ = [
-    "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "mcse_batch_means", "split_chains",
+    "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "mcse_batch_means", "default_n_batches",
+    "split_chains",
     "rank_normalize",
 ]
 
@@ -343,6 +344,12 @@ def _sorted_quantiles(xs: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarra
     return out
 
 
+def default_n_batches(n_draws: int) -> int:
+    """Batch means per chain for ``n_draws`` draws: ⌊√n⌋, at most 50 and at least 2 (the
+    batch-means MCSE's rule, with and without kept draws)."""
+    return int(min(50, max(2, np.floor(np.sqrt(n_draws)))))
+
+
 def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndarray:
     """Monte Carlo standard error of the posterior mean by non-overlapping batch means.
 
@@ -353,7 +360,7 @@ def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndar
     a = _as3d(draws)
     c, n, k = a.shape
     if n_batches is None:
-        n_batches = int(min(50, max(2, np.floor(np.sqrt(n)))))
+        n_batches = default_n_batches(n)
     elif isinstance(n_batches, bool) or not isinstance(n_batches, (int, np.integer)) or n_batches < 1:
         raise ValueError(f"n_batches must be a positive integer, got {n_batches!r}")
     n_batches = max(1, min(n_batches, n))

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from . import diagnostics, loglik
+from .diagnostics import default_n_batches
 from .._backend import to_numpy
 from .twopno_gpu import streaming_update_kernel
 
@@ -43,8 +44,10 @@ class StreamingSummary:
     n_draws : int
         Number of (post burn-in, thinned) draws each chain will contribute; fixes the batch
         size of the batch means.
-    n_batches : int
-        Number of batch means per chain (default 50, fewer for short runs).
+    n_batches : int, optional
+        Number of batch means per chain; by default ⌊√n_draws⌋, at most 50 and at least 2
+        where possible, the rule of :func:`privirt.bayes.diagnostics.mcse_batch_means`, so
+        that a run summarised with and without its draws reports the same MCSE.
     max_kept : int
         At most this many draws per chain are kept, evenly spaced, for the quantiles.
     xp : module
@@ -57,7 +60,7 @@ class StreamingSummary:
         size: int,
         n_draws: int,
         *,
-        n_batches: int = 50,
+        n_batches: int | None = None,
         max_kept: int = 1000,
         xp: Any = np,
     ) -> None:
@@ -65,7 +68,9 @@ class StreamingSummary:
             raise ValueError("n_draws must be at least 1")
         self.xp = xp
         self.n_chains, self.size, self.n_draws = n_chains, size, n_draws
-        self.n_batches = int(max(1, min(n_batches, n_draws // 2 if n_draws >= 4 else 1)))
+        if n_batches is None:
+            n_batches = default_n_batches(n_draws)
+        self.n_batches = int(max(1, min(n_batches, n_draws)))
         self.batch_size = n_draws // self.n_batches
         self.stride = max(1, -(-n_draws // max_kept))  # ceil
         n_kept = -(-n_draws // self.stride)
