@@ -15,7 +15,9 @@ itself, not the service's extra.  Every request that spends carries a fresh
 ``Idempotency-Key``; when the connection fails before an answer arrives, when the service says
 you have too many requests running (429), that it could not confirm a debit (503) or that its
 state is unavailable for now (503, nothing spent), the client retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
-from the service's store and never paid twice.
+from the service's store and never paid twice.  Once an attempt went unanswered, a last 429 or
+503 without a request id no longer says "nothing was spent": it says that the budget may have
+been spent and names the key to retry with.
 """
 
 from __future__ import annotations
@@ -245,6 +247,7 @@ class Client:
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         attempts = 1 + (self.retries if (method == "GET" or idempotency_key is not None) else 0)
+        lost = False  # an earlier attempt went unanswered: it may have been debited
         for attempt in range(attempts):
             req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
             try:
@@ -264,6 +267,10 @@ class Client:
                 if exc.code in _RETRIED and attempt + 1 < attempts:
                     time.sleep(err.retry_after)
                     continue
+                if lost and idempotency_key is not None and exc.code in _RETRIED and not err.body.get("request_id"):
+                    # this try's "nothing was spent" says nothing of the unanswered one before it
+                    raise _error(exc.code, {**err.body, "detail": _after_lost(err.detail, idempotency_key)},
+                                 exc.headers.get("Retry-After") if exc.headers else None) from None
                 raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
                 reason = getattr(exc, "reason", exc)
@@ -284,6 +291,7 @@ class Client:
                     # a spending request may have been debited before its answer was lost
                     raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"
                                           + _spent_hint(idempotency_key)) from None
+                lost = True
                 time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -369,6 +377,27 @@ def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:
     rid = f" or fetch Client.result({request_id!r})" if isinstance(request_id, str) else ""
     return (f"; the budget may have been spent: retry with Idempotency-Key {idempotency_key} (it never "
             f"spends twice){rid}")
+
+
+def _after_lost(detail: str, idempotency_key: str) -> str:
+    """``detail`` of a "nothing was spent" answer (429, or 503 without a request id) to a retry
+    whose earlier attempt went unanswered: this try spent nothing, the earlier one may have.
+
+    Parameters
+    ----------
+    detail : str
+        The service's one line.
+    idempotency_key : str
+        The key of the spending request, to retry with.
+
+    Returns
+    -------
+    str
+        One line that no longer says "nothing was spent" and ends with :func:`_spent_hint`.
+    """
+    this_try = "this try spent nothing, but an earlier try of this request went unanswered"
+    text = detail.replace("nothing was spent", this_try) if "nothing was spent" in detail else f"{detail}; {this_try}"
+    return text + _spent_hint(idempotency_key)
 
 
 def _decode(status: int, raw: bytes, idempotency_key: str | None) -> Any:

@@ -417,3 +417,66 @@ def test_a_relative_or_missing_location_is_made_absolute_or_said(fake):
     with pytest.raises(ServiceError) as err:
         Client(fake.url, KEY, retries=0).datasets()
     assert "redirect (307) without a Location" in str(err.value) and "does not follow redirects" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------
+# a lost answer, then "nothing was spent" on the retry: the lost try may have been debited
+class _LosesThenRefuses(http.server.BaseHTTPRequestHandler):
+    """Answers the first request too late for the client's timeout (the service may debit it),
+    every later one with ``server.refusal = (status, body)`` and ``Retry-After: 0``."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.seen.append(self.headers.get("Idempotency-Key"))
+        if len(self.server.seen) == 1:
+            import time
+
+            time.sleep(0.6)
+            self.close_connection = True
+            return
+        status, payload = self.server.refusal
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", "Content-Length": str(len(payload)),
+                     "Retry-After": "0"}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+_NOTHING_SPENT = {
+    429: b'{"detail": "you already have 1 requests running (the most one analyst may); retry when one '
+         b'has finished; nothing was spent"}',
+    503: b'{"detail": "the service\'s state is unavailable; nothing was spent; retry later"}',
+}
+
+
+@pytest.mark.parametrize("status", [429, 503])
+@pytest.mark.parametrize("retries", [1, 2])
+def test_nothing_spent_after_an_unanswered_try_says_the_budget_may_have_been_spent(status, retries):
+    from privirt.client import ServerError, TooManyRequests
+
+    with _running(_LosesThenRefuses) as srv:
+        srv.refusal = (status, _NOTHING_SPENT[status])
+        client = Client(srv.url, key=KEY, timeout=0.2, retries=retries)
+        with pytest.raises(TooManyRequests if status == 429 else ServerError) as err:
+            client.estimate("d", epsilon=0.01, idempotency_key="idem-R")
+        msg = str(err.value)
+        assert err.value.status == status and "\n" not in msg and SECRET not in msg
+        assert "nothing was spent" not in msg and "earlier try of this request went unanswered" in msg
+        assert msg.endswith("the budget may have been spent: retry with Idempotency-Key idem-R "
+                            "(it never spends twice)")
+        assert srv.seen == ["idem-R"] * (1 + retries)  # every try with the same key
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_nothing_spent_without_an_unanswered_try_still_says_nothing_was_spent(fake, status):
+    from privirt.client import ServiceError
+
+    fake.answers["/v1/datasets/d/estimate"] = (status, {"Retry-After": "0"}, _NOTHING_SPENT[status])
+    with pytest.raises(ServiceError) as err:
+        Client(fake.url, KEY, retries=1).estimate("d", epsilon=0.01, idempotency_key="idem-N")
+    assert "nothing was spent" in str(err.value) and "Idempotency-Key" not in str(err.value)
+    assert len(fake.seen) == 2
