@@ -391,3 +391,38 @@ def test_a_state_folder_is_checked_as_given_not_as_resolved_by_text(tmp_path, mo
     with pytest.raises(StateError, match=r"^folder nosuchdir/\.\. does not exist; create it first$"):
         init_store("nosuchdir/../st.db")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, asks", [
+    (("dataset", "add", "{state}", "x", LSAT6, "--epsilon", "0", "--delta", "1e-6", "--weights-col", "frequency"),
+     "--epsilon must be a finite number > 0, got 0.0; give the data set's total budget ε (> 0)"),
+    (("dataset", "add", "{state}", "x", LSAT6, "--epsilon", "nan", "--delta", "1e-6"),
+     "--epsilon must be a finite number > 0, got nan; give the data set's total budget ε (> 0)"),
+    (("analyst", "add", "{state}", "a", "--allowance", "lsat6=0"),
+     "the allowance's epsilon must be a finite number > 0, got 0.0; give the ε the analyst may spend on 'lsat6'"),
+    (("analyst", "add", "{state}", "a", "--allowance", "lsat6=-1,1e-7"),
+     "the allowance's epsilon must be a finite number > 0, got -1.0; give the ε the analyst may spend on"),
+])
+def test_a_budget_or_allowance_epsilon_of_zero_asks_for_one_and_not_to_leave_it_out(tmp_path, args, asks):
+    # `privirt estimate`'s advice ("for the non-private estimate leave out --epsilon") cannot be
+    # followed here: --epsilon is required, and `analyst add` has no such flag
+    state = str(tmp_path / "s.db")
+    setup_state(state, {"lsat6": (LSAT6, 1.0, 1e-6, ["--weights-col", "frequency"])}, {})
+    proc = cli("serve", *[state if a == "{state}" else a for a in args], check=False)
+    line = _one_line_error(proc)
+    assert proc.returncode == 2 and asks in line
+    assert "leave out" not in line and "non-private" not in line and "spectral_estimate" not in line
+    from privirt.serve.store import open_store
+
+    store = open_store(state)
+    assert store.dataset_names() == ["lsat6"] and store.analysts() == []
+
+
+def test_the_cli_keeps_the_library_advice_only_where_leaving_out_epsilon_is_a_path():
+    from privirt.cli._words import cli_message
+
+    exc = ValueError("epsilon must be a finite number > 0, got 0; privirt has no non-private path through its "
+                     "private functions (use spectral_estimate instead)")
+    assert cli_message(exc, non_private=True) == \
+        "--epsilon must be a finite number > 0, got 0; for the non-private estimate leave out --epsilon"
+    assert cli_message(exc, non_private=False) == "--epsilon must be a finite number > 0, got 0"

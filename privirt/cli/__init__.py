@@ -202,9 +202,10 @@ def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
         _say(f"privirt: error: {_one_line(exc)}{_spent(mark)}")
         return EXIT_BUDGET
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
-        from ._words import cli_message
+        from ._words import NON_PRIVATE_COMMANDS, cli_message
 
-        _say(f"privirt: error: {cli_message(exc, flags=flags)}{_spent(mark)}")
+        non_private = getattr(args, "command", None) in NON_PRIVATE_COMMANDS
+        _say(f"privirt: error: {cli_message(exc, flags=flags, non_private=non_private)}{_spent(mark)}")
         return EXIT_USAGE
     except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
         text = " ".join(str(exc).split()) or "MemoryError"

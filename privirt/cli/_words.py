@@ -10,7 +10,25 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cli_text", "cli_message"]
+__all__ = ["cli_text", "cli_message", "NON_PRIVATE_COMMANDS"]
+
+#: the commands where leaving out --epsilon gives the non-private estimate (``privirt estimate``);
+#: only there does the library's "no non-private path (use spectral_estimate instead)" become
+#: that advice
+NON_PRIVATE_COMMANDS = frozenset({"estimate"})
+
+_NO_NON_PRIVATE = re.compile(r"privirt has no non-private path through its private functions "
+                             r"\(use spectral_estimate instead\)")
+#: the library's advice where the command has a non-private path
+_NON_PRIVATE_RULES: list[tuple[re.Pattern[str], str]] = [
+    (_NO_NON_PRIVATE, "for the non-private estimate leave out --epsilon"),
+    (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
+]
+#: ... and where it has none (``privirt serve``'s budgets and allowances): the advice is dropped
+_PRIVATE_ONLY_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r";? ?" + _NO_NON_PRIVATE.pattern), ""),
+    (re.compile(r";? ?\(?use spectral_estimate instead\)?"), ""),
+]
 
 #: Python keyword -> the command-line flag that sets it
 _FLAGS = {
@@ -43,10 +61,6 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b[a-z_]+(?:=| [<>]=? )(?:'[^']*'|\"[^\"]*\"|\S*?) \(CLI: ([^)]+)\)"), r"\1"),
     # "the public number of persons (CLI: --n-persons)"
     (re.compile(r"\(CLI: ([^)]+)\)"), r"(\1)"),
-    (re.compile(r"privirt has no non-private path through its private functions "
-                r"\(use spectral_estimate instead\)"),
-     "for the non-private estimate leave out --epsilon"),
-    (re.compile(r"use spectral_estimate instead"), "leave out --epsilon for the non-private estimate"),
     (re.compile(r"engine='dask'"), "--engine dask"),
     # the Andersen test's group without information (fit/andersen.py): the CLI splits by score only
     (re.compile(r"split differently \(e\.g\. split='mean' or a covariate\) or merge groups"),
@@ -96,17 +110,27 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def cli_text(text: str) -> str:
-    """``text`` (one line) with Python spellings replaced by command-line flags."""
-    for pattern, repl in _RULES:
+def cli_text(text: str, *, non_private: bool = True) -> str:
+    """``text`` (one line) with Python spellings replaced by command-line flags.
+
+    Parameters
+    ----------
+    text : str
+        One line of the library.
+    non_private : bool, default True
+        Whether the command has a non-private path (leaving out ``--epsilon``: see
+        :data:`NON_PRIVATE_COMMANDS`); without one, the library's advice to take it is dropped.
+    """
+    for pattern, repl in (_NON_PRIVATE_RULES if non_private else _PRIVATE_ONLY_RULES) + _RULES:
         text = pattern.sub(repl, text)
     return text
 
 
-def cli_message(exc: BaseException, *, flags: bool = True) -> str:
+def cli_message(exc: BaseException, *, flags: bool = True, non_private: bool = True) -> str:
     """The one line a command prints for ``exc`` (``flags=False``: keep the library's names,
-    as ``privirt sweep`` does, whose configuration spells its keys as the library does)."""
+    as ``privirt sweep`` does, whose configuration spells its keys as the library does;
+    ``non_private``: as for :func:`cli_text`)."""
     if isinstance(exc, FileNotFoundError) and exc.filename and exc.strerror:
         return f"no such file or folder: {exc.filename}"
     text = " ".join((str(exc).strip() or type(exc).__name__).split())
-    return cli_text(text) if flags else text
+    return cli_text(text, non_private=non_private) if flags else text

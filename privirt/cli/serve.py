@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 import sys
 from pathlib import Path
@@ -182,7 +183,7 @@ def run_dataset_add(args: argparse.Namespace) -> int:
     from ..serve._budget import check_delta_limit
 
     check_dataset_name(args.name)
-    check_epsilon(args.epsilon, "--epsilon")
+    check_epsilon(_budget_epsilon(args.epsilon, "--epsilon", "the data set's total budget ε"), "--epsilon")
     check_delta_limit(check_delta(args.delta, "--delta"), "--delta")
     store = open_store(args.state)
     if args.name in store.dataset_names():
@@ -203,6 +204,30 @@ def run_dataset_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget_epsilon(value: float, name: str, what: str) -> float:
+    """``value`` if it is a finite number > 0; else a one-line ValueError naming ``name`` that
+    asks for ``what`` (the library's own words would advise leaving out ε for a non-private
+    estimate, which a budget does not have).
+
+    Parameters
+    ----------
+    value : float
+        The ε given.
+    name : str
+        How the message names it (``--epsilon``).
+    what : str
+        What to give instead (``the data set's total budget ε``).
+
+    Returns
+    -------
+    float
+        ``value``, to be checked further by :func:`~privirt.private.accounting.check_epsilon`.
+    """
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}; give {what} (> 0)")
+    return value
+
+
 def parse_allowance(text: str) -> tuple[str, float, float | None]:
     from ..private.accounting import check_delta, check_epsilon
 
@@ -217,7 +242,8 @@ def parse_allowance(text: str) -> tuple[str, float, float | None]:
         dlt = float(parts[1]) if len(parts) == 2 else None
     except ValueError:
         raise ValueError(f"--allowance {text!r}: EPS and DELTA must be numbers") from None
-    eps = check_epsilon(eps, "the allowance's epsilon")
+    eps = check_epsilon(_budget_epsilon(eps, "the allowance's epsilon", f"the ε the analyst may spend on {name!r}"),
+                        "the allowance's epsilon")
     if dlt is not None:
         dlt = check_delta(dlt, "the allowance's delta")
     return name, eps, dlt
