@@ -437,3 +437,31 @@ def test_an_unknown_revoked_or_malformed_key_id_is_hashed_and_compared_as_an_exi
         assert calls == [(64, 64)], (what, calls)
     calls.clear()
     assert store.authenticate(key, "analyst").name == "b" and calls == [(64, 64)]
+
+
+def test_the_openapi_description_has_the_request_bodies_and_the_one_line_error_body(proxied):
+    # the spending endpoints read their bodies by hand (one-line 422s), so FastAPI saw no body and
+    # advertised its list-shaped HTTPValidationError, which the service never sends
+    status, spec, _ = call(proxied["url"] + "/openapi.json")
+    assert status == 200
+    schemas = spec["components"]["schemas"]
+    for path, model, field in (("/v1/datasets/{name}/estimate", "EstimateRequest", "method"),
+                               ("/v1/datasets/{name}/release", "ReleaseRequest", "kind")):
+        op = spec["paths"][path]["post"]
+        body = op["requestBody"]
+        assert body["required"] is True
+        ref = body["content"]["application/json"]["schema"]["$ref"]
+        assert ref == f"#/components/schemas/{model}"
+        props = schemas[model]["properties"]
+        assert {"epsilon", "delta", "mechanism", field} <= set(props) and "epsilon" in schemas[model]["required"]
+        assert schemas[model]["additionalProperties"] is False  # unknown fields are refused
+        for code in ("402", "404", "409", "413", "422", "429"):
+            assert op["responses"][code]["content"]["application/json"]["schema"] == \
+                {"$ref": "#/components/schemas/ErrorBody"}
+    assert "HTTPValidationError" not in schemas and "ValidationError" not in schemas
+    assert "HTTPValidationError" not in str(spec["paths"])
+    assert schemas["ErrorBody"]["properties"] == {"detail": {"type": "string", "title": "Detail"}}
+    # the handlers still parse by hand: a bad body is the service's one line, not FastAPI's list
+    status, body, _ = call(proxied["url"] + "/v1/datasets/lsat6/estimate", "POST", proxied["keys"]["alice"],
+                           {"epsilon": "0.5"})
+    assert status == 422 and isinstance(body["detail"], str) and ONE_LINE not in body["detail"]

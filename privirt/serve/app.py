@@ -217,6 +217,17 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: i
         return JSONResponse({"detail": "internal error; nothing was spent unless a request id is given"},
                             status_code=500)
 
+    plain_openapi = app.openapi
+
+    def openapi() -> dict:
+        # the bodies read by hand are described by their models' schemas, in the components
+        if app.openapi_schema is None:
+            plain_openapi().setdefault("components", {}).setdefault("schemas", {}).update(
+                analyst.request_schemas())
+        return app.openapi_schema
+
+    app.openapi = openapi
+
     @app.get("/v1/health", include_in_schema=False)
     def health():
         return {"status": "ok"}

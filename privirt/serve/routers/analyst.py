@@ -17,11 +17,49 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from .. import auth
-from ..models import DatasetInfo, EstimateRequest, ReleaseRequest, ResultBody, Spend
+from ..models import DatasetInfo, ErrorBody, EstimateRequest, ReleaseRequest, ResultBody, Spend
 from ..service import NOT_FOUND, RequestFailed, check_dataset_name, domain_text, run_request
 from ..store import Principal
 
-router = APIRouter(prefix="/v1", tags=["analyst"])
+
+def error_responses(*statuses: int) -> dict:
+    """OpenAPI ``responses`` for error statuses, each the service's one-line body ``ErrorBody``.
+
+    Parameters
+    ----------
+    *statuses : int
+        The statuses a route (or a router's every route) may answer with.
+
+    Returns
+    -------
+    dict
+        ``{status: {"model": ErrorBody}}``; a route that declares 422 this way is not given
+        FastAPI's list-shaped ``HTTPValidationError``, which the service never sends.
+    """
+    return {status: {"model": ErrorBody} for status in statuses}
+
+
+#: the request bodies read by hand (:func:`_parse`), so FastAPI does not see them: their schemas
+#: go into the description's components (``privirt.serve.app``) and each route refers to its own
+REQUEST_MODELS = (EstimateRequest, ReleaseRequest)
+
+
+def _request_body(model) -> dict:
+    """``openapi_extra`` of a route whose JSON body is ``model`` (a reference to its schema)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+
+
+def request_schemas() -> dict:
+    """The JSON schemas of :data:`REQUEST_MODELS` by name, for the OpenAPI components."""
+    from pydantic.json_schema import models_json_schema
+
+    _, top = models_json_schema([(m, "validation") for m in REQUEST_MODELS],
+                                ref_template="#/components/schemas/{model}")
+    return top["$defs"]
+
+
+router = APIRouter(prefix="/v1", tags=["analyst"], responses=error_responses(401, 403, 503))
 
 
 def one_line_validation(exc: ValidationError, fields: Iterable[str] = ()) -> str:
@@ -89,7 +127,8 @@ def _respond(body: dict, replayed: bool) -> JSONResponse:
 
 
 @router.post("/datasets/{name}/estimate", response_model=ResultBody,
-             responses={402: {}, 403: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
+             responses=error_responses(402, 404, 409, 413, 422, 429, 500),
+             openapi_extra=_request_body(EstimateRequest))
 async def estimate(name: str, request: Request, who: Principal = Depends(auth.analyst),
                    idempotency_key: str | None = Header(default=None)):
     """A private estimate of the item difficulties (method ``totals`` or ``spectral``) with
@@ -100,7 +139,8 @@ async def estimate(name: str, request: Request, who: Principal = Depends(auth.an
 
 
 @router.post("/datasets/{name}/release", response_model=ResultBody,
-             responses={402: {}, 403: {}, 404: {}, 409: {}, 413: {}, 422: {}, 429: {}})
+             responses=error_responses(402, 404, 409, 413, 422, 429, 500),
+             openapi_extra=_request_body(ReleaseRequest))
 async def release(name: str, request: Request, who: Principal = Depends(auth.analyst),
                   idempotency_key: str | None = Header(default=None)):
     """A publishable release (noisy ``totals`` and score histogram, or noisy pairwise ``counts``)."""
@@ -145,7 +185,7 @@ def spends(request: Request, who: Principal = Depends(auth.analyst)):
     return request.app.state.store.spends(who.id)
 
 
-@router.get("/requests/{request_id}")
+@router.get("/requests/{request_id}", responses=error_responses(404, 409, 422, 500))
 def get_request(request_id: str, request: Request, who: Principal = Depends(auth.analyst)):
     """A stored result (the very body the request returned), or the request's state."""
     if not re.fullmatch(r"[0-9a-f]{32}", request_id):
@@ -161,4 +201,4 @@ def get_request(request_id: str, request: Request, who: Principal = Depends(auth
                              "interrupted: its cost was spent)", request_id=found["id"])
 
 
-__all__ = ["router", "one_line_validation"]
+__all__ = ["router", "one_line_validation", "error_responses", "request_schemas"]

@@ -14,8 +14,9 @@ from ..models import Spend
 from ..page import login_page, render_page
 from ..service import RequestFailed
 from ..store import Principal
+from .analyst import error_responses
 
-router = APIRouter(tags=["curator"])
+router = APIRouter(tags=["curator"], responses=error_responses(401, 403, 503))
 
 
 def _curator(request: Request) -> Principal:
@@ -40,7 +41,7 @@ def datasets(request: Request, who: Principal = Depends(_curator)):
     return request.app.state.store.datasets()
 
 
-@router.post("/v1/curator/analysts/{name}/revoke")
+@router.post("/v1/curator/analysts/{name}/revoke", responses=error_responses(404, 422))
 def revoke(name: str, request: Request, who: Principal = Depends(_curator)):
     """Revoke an analyst's key at once (their record stays)."""
     if not request.app.state.store.revoke_analyst(name):
