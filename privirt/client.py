@@ -492,10 +492,11 @@ def _totals_release(r: dict, privacy):
 
 def _noisy_counts(items: pd.Index, c: dict, privacy):
     from .private import NoisyCounts
+    from .private.counts.results import check_noisy_counts
 
     Y = pd.DataFrame(np.asarray(c["Y"], dtype=np.int64), index=items.copy(), columns=items.copy())
     G = pd.DataFrame(np.asarray(c["graph"], dtype=bool), index=items.copy(), columns=items.copy())
-    return NoisyCounts(Y=Y, graph=G, privacy=privacy)
+    return check_noisy_counts(NoisyCounts(Y=Y, graph=G, privacy=privacy))
 
 
 def result_from_json(body: dict):

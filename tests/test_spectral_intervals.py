@@ -152,6 +152,73 @@ def test_spectral_from_release_refuses_other_inputs():
         privirt.spectral_from_release(np.zeros((3, 3)))
 
 
+@pytest.mark.parametrize("estimator", ["spectral", "noise_aware"])
+def test_a_release_is_read_by_item_label_not_by_position(estimator):
+    from privirt.private import NoisyCounts
+
+    X, _ = _data(n=2000, m=8, seed=3_800_050)
+    rel = privirt.release_counts(X, epsilon=20.0, p0=0.6, seed=3_800_051)
+    ref = privirt.spectral_from_release(rel, n_boot=0, estimator=estimator).beta
+    rev = list(rel.items[::-1])
+    for Y, G in ((rel.Y.loc[:, rev], rel.graph), (rel.Y, rel.graph.loc[rev, rev]),
+                 (rel.Y, rel.graph.loc[rev, :])):
+        got = privirt.spectral_from_release(NoisyCounts(Y, G, rel.privacy), n_boot=0, estimator=estimator)
+        pd.testing.assert_series_equal(got.beta, ref)
+        assert list(got.graph.index) == list(rel.items) and list(got.counts.Y.columns) == list(rel.items)
+    got = privirt.noise_aware_estimate(NoisyCounts(rel.Y.loc[:, rev], rel.graph.loc[rev, rev], rel.privacy))
+    pd.testing.assert_series_equal(got.beta, privirt.noise_aware_estimate(rel).beta)
+
+
+def _bad_releases(rel):
+    from privirt.private import NoisyCounts
+
+    G = rel.graph.to_numpy()
+    i, j = (int(t[0]) for t in np.nonzero(np.triu(G, 1)))
+    asym, loop = rel.graph.copy(), rel.graph.copy()
+    asym.iloc[j, i] = False
+    loop.iloc[0, 0] = True
+    other = rel.Y.rename(columns={rel.items[0]: "zz"})
+    return [
+        (NoisyCounts(rel.Y, asym, rel.privacy), r"^the release's graph must be symmetric; it pairs "),
+        (NoisyCounts(rel.Y, loop, rel.privacy), r"^the release's graph has self-loops"),
+        (NoisyCounts(other, rel.graph, rel.privacy), r"^the release's Y columns must carry the items of Y.index"),
+        (NoisyCounts(rel.Y, rel.graph.iloc[:-1, :-1], rel.privacy), r"^the release's graph index must carry"),
+    ]
+
+
+@pytest.mark.parametrize("estimator", ["auto", "spectral", "noise_aware"])
+def test_a_malformed_release_is_refused_in_one_line_by_every_estimator(estimator):
+    X, _ = _data(n=600, m=6)
+    rel = privirt.release_counts(X, epsilon=2.0, p0=0.7, seed=3_800_052)
+    for bad, msg in _bad_releases(rel):
+        with pytest.raises(ValueError, match=msg) as e:
+            privirt.spectral_from_release(bad, n_boot=0, estimator=estimator)
+        assert "\n" not in str(e.value)
+        with pytest.raises(ValueError, match=msg):
+            privirt.noise_aware_estimate(bad)
+
+
+def test_a_tampered_release_from_the_service_json_is_refused():
+    import json
+
+    from privirt.client import result_from_json
+    from privirt.serve.service import _body
+
+    X, _ = _data(n=600, m=6)
+    rel = privirt.release_counts(X, epsilon=2.0, p0=0.7, seed=3_800_053)
+    body = json.loads(json.dumps(_body("r-1", "ds", "release_counts", {}, rel)))
+    assert result_from_json(body).graph.equals(rel.graph)
+    G = np.asarray(body["result"]["graph"])
+    i, j = (int(t[0]) for t in np.nonzero(np.triu(G, 1)))
+    body["result"]["graph"][j][i] = False
+    with pytest.raises(ValueError, match=r"^the release's graph must be symmetric"):
+        result_from_json(body)
+    body["result"]["graph"][j][i] = True
+    body["privacy"]["n_persons"] = 0
+    with pytest.raises(ValueError, match=r"^the release's number of persons \(privacy.n_persons\) must"):
+        result_from_json(body)
+
+
 @pytest.mark.parametrize("estimator", ["auto", "noise_aware", "spectral"])
 @pytest.mark.parametrize("bad", ["cuda", None, 7])
 def test_spectral_from_release_checks_device_whichever_estimator_runs(estimator, bad):

@@ -23,7 +23,7 @@ from .graph import graph_frame, n_edges, sample_comparison_graph
 from .intervals import counts_intervals, default_n_boot
 from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
-from .results import NoisyCounts, PrivateSpectralResult
+from .results import NoisyCounts, PrivateSpectralResult, check_noisy_counts
 from ..rr import debiased_counts
 
 __all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS",
@@ -371,7 +371,10 @@ def spectral_from_release(
     Parameters
     ----------
     counts : NoisyCounts
-        From :func:`release_counts` (discrete Gaussian or Laplace).
+        From :func:`release_counts` (discrete Gaussian or Laplace).  Read by item label
+        (:func:`~privirt.private.counts.results.check_noisy_counts`): frames stored in another
+        order are aligned to ``Y.index``; other labels, or a graph that is not symmetric or has
+        self-loops, are refused in one line.
     confidence : float in (0, 1), default 0.95
     n_boot : int or None
         Bootstrap replicates (≥ 20), or 0 to skip the intervals (``se``, ``ci`` NaN).
@@ -393,8 +396,7 @@ def spectral_from_release(
     """
     from ...rasch.spectral import spectral_from_counts
 
-    if not isinstance(counts, NoisyCounts):
-        raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
+    counts = check_noisy_counts(counts)  # read by item label; a malformed release refused
     confidence = check_confidence(confidence)
     n_boot = default_n_boot(len(counts.items)) if n_boot is None else check_n_boot(n_boot)
     progress = resolve_progress(progress)

@@ -333,12 +333,13 @@ def _row_effects(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 def _inputs(counts, noise_var, graph, items):
-    from .results import NoisyCounts
+    from .results import NoisyCounts, check_noisy_counts
 
     if isinstance(counts, NoisyCounts):
         if noise_var is not None or graph is not None or items is not None:
             raise ValueError("noise_var, graph and items are read from the NoisyCounts release; "
                              "do not pass them with it")
+        counts = check_noisy_counts(counts)  # read by item label; a malformed release refused
         nu = noise_variance(counts.privacy)
         Y = counts.Y.to_numpy().astype(np.float64)
         G = counts.graph.to_numpy().astype(bool)

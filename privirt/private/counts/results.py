@@ -12,7 +12,7 @@ import pandas as pd
 from ..._results import ItemEstimate
 from ..statement import PrivacyStatement
 
-__all__ = ["NoisyCounts", "PrivateSpectralResult"]
+__all__ = ["NoisyCounts", "PrivateSpectralResult", "check_noisy_counts"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,6 +56,87 @@ class NoisyCounts:
         np.clip(Y, 0.0, None, out=Y)
         Y[~self.graph.to_numpy()] = 0.0
         return Y
+
+
+def _aligned(frame: Any, what: str, labels: pd.Index) -> pd.DataFrame:
+    """``frame`` with its rows and columns in the order of ``labels`` (the items of ``Y.index``);
+    a one-line ``ValueError`` when it is not a frame or does not carry exactly those labels."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"the release's {what} must be a pandas DataFrame labelled by item, "
+                         f"got {type(frame).__name__}")
+    for axis, idx in (("index", frame.index), ("columns", frame.columns)):
+        if not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
+                                       or set(idx) != set(labels)):
+            raise ValueError(f"the release's {what} {axis} must carry the items of Y.index "
+                             f"({len(labels)} labels, e.g. {list(labels[:3])}), got {len(idx)} "
+                             f"labels, e.g. {list(idx[:3])}; pass the NoisyCounts as released")
+    if frame.index.equals(labels) and frame.columns.equals(labels):
+        return frame
+    return frame.loc[labels, labels]
+
+
+def check_noisy_counts(counts: Any) -> NoisyCounts:
+    """A :class:`NoisyCounts` checked and aligned by item label, for estimation.
+
+    ``Y.index`` names the items.  ``Y``'s columns and the graph's rows and columns must
+    carry the same labels; they are reordered to ``Y.index`` (a release whose frames are
+    stored in another order is read by label, not by position).  The graph must be boolean,
+    symmetric and without self-loops, ``Y`` numeric and finite, and ``privacy.n_persons``
+    (when given) an integer ≥ 1.  The one check of a release before it is estimated
+    (:func:`~privirt.private.counts.api.spectral_from_release`,
+    :func:`~privirt.private.counts.noisy_likelihood.noise_aware_estimate`) or rebuilt from
+    the service's JSON (:func:`privirt.client.result_from_json`).
+
+    Parameters
+    ----------
+    counts : NoisyCounts
+
+    Returns
+    -------
+    NoisyCounts
+        ``counts`` itself when already in order, else a copy with aligned frames.
+
+    Raises
+    ------
+    ValueError
+        In one line, naming what does not hold.
+    """
+    if not isinstance(counts, NoisyCounts):
+        raise ValueError(f"counts must be a NoisyCounts (from release_counts), got {type(counts).__name__}")
+    if not isinstance(counts.Y, pd.DataFrame):
+        raise ValueError(f"the release's Y must be a pandas DataFrame labelled by item, got "
+                         f"{type(counts.Y).__name__}")
+    labels = counts.Y.index
+    if labels.has_duplicates:
+        raise ValueError(f"the release's items (Y.index) must be unique; repeated: "
+                         f"{list(labels[labels.duplicated()].unique()[:5])}")
+    Y = _aligned(counts.Y, "Y", labels)
+    graph = _aligned(counts.graph, "graph", labels)
+    G = graph.to_numpy()
+    if G.dtype != bool:
+        if not np.isin(G, (0, 1)).all():
+            raise ValueError("the release's graph must be boolean (or 0/1)")
+        G = G.astype(bool)
+        graph = pd.DataFrame(G, index=graph.index, columns=graph.columns)
+    if np.diagonal(G).any():
+        raise ValueError(f"the release's graph has self-loops (item {labels[int(np.argmax(np.diagonal(G)))]!r} "
+                         "paired with itself); a comparison graph pairs distinct items")
+    if not np.array_equal(G, G.T):
+        i, j = (int(t[0]) for t in np.nonzero(G != G.T))
+        raise ValueError(f"the release's graph must be symmetric; it pairs {labels[i]!r} with "
+                         f"{labels[j]!r} in one direction only")
+    try:
+        Yv = Y.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("the release's Y must hold numbers") from None
+    if not np.isfinite(Yv).all():
+        raise ValueError("the release's Y must be finite")
+    n = getattr(counts.privacy, "n_persons", None)
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+        raise ValueError(f"the release's number of persons (privacy.n_persons) must be an integer ≥ 1, got {n!r}")
+    if Y is counts.Y and graph is counts.graph:
+        return counts
+    return NoisyCounts(Y=Y, graph=graph, privacy=counts.privacy)
 
 
 @dataclass(frozen=True, eq=False)
