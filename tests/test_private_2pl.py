@@ -202,6 +202,41 @@ def test_bad_input_spends_nothing(tmp_path, forbid_noise):
         estimate_2pl_from_release({"totals": [1, 2]})
 
 
+def test_a_malformed_or_mismatched_release_is_refused_in_one_line():
+    import dataclasses
+
+    X, _, _ = _data(n=400, m=5)
+    X = pd.DataFrame(np.asarray(X), columns=list("ABCDE"))
+    rel = release_2pl(X, epsilon=2.0, seed=3_800_060)
+    mcar = release_2pl(X, epsilon=2.0, seed=3_800_061, missing="mcar")
+    r = dataclasses.replace
+    cases = [
+        (r(rel, totals=rel.totals[list("EDCBA")]), r"^the release's pairs must be indexed by the pairs "
+                                                   r"\(item_i, item_j\), i < j, .*entry 0 is \('A', 'B'\), expected \('E', 'D'\)$"),
+        (r(rel, pairs=rel.pairs.iloc[:-1]), r"^the release's pairs has 9 entries, a release of 5 items has 10$"),
+        (r(rel, pairs=rel.pairs.iloc[::-1]), r"^the release's pairs must be indexed by the pairs"),
+        (r(rel, totals=rel.totals.iloc[:1], pairs=rel.pairs.iloc[:0]), r"^the release's totals hold 1 item"),
+        (r(rel, n_persons=-1), r"^the release's n_persons must be an integer ≥ 1, got -1$"),
+        (r(rel, n_persons=0), r"^the release's n_persons must be an integer ≥ 1"),
+        (r(rel, sigma_pairs=float("nan")), r"^the release's sigma_pairs must be a finite number > 0"),
+        (r(rel, sigma_totals=-1.0), r"^the release's sigma_totals must be a finite number > 0"),
+        (r(rel, pairs=rel.pairs.astype(float).where(rel.pairs.index != rel.pairs.index[2])),
+         r"^the release's pairs must be finite$"),
+        (r(rel, missing="mcar"), r'^the release says missing="mcar" but has no answered counts'),
+        (r(rel, missing="foo"), r"^the release's missing must be one of \('none', 'mcar'\), got 'foo'$"),
+        (r(mcar, missing="none"), r'^the release has answered counts but says missing="none"'),
+        (r(mcar, co_answered=mcar.co_answered.iloc[:-1]), r"^the release's co_answered has 9 entries"),
+        (r(mcar, answered=mcar.answered[list("EDCBA")]), r"^the release's answered must be indexed by the items"),
+        (r(mcar, sigma_answered=float("nan")), r"^the release's sigma_answered must be a finite number > 0"),
+    ]
+    for bad, msg in cases:
+        with pytest.raises(ValueError, match=msg) as exc:
+            estimate_2pl_from_release(bad, n_boot=0)
+        assert "\n" not in str(exc.value)
+    for good in (rel, mcar):  # the releases as made are accepted
+        assert list(estimate_2pl_from_release(good, n_boot=0).a.index) == list("ABCDE")
+
+
 def test_seeded_is_reproducible_and_not_private():
     X, _, _ = _data(n=400, m=4)
     a = private_2pl_estimate(X, epsilon=1.0, seed=7, n_boot=20)

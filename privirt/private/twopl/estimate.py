@@ -24,7 +24,7 @@ from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
-from .release import TwoPLRelease, check_local_engine, release_2pl
+from .release import TwoPLRelease, check_local_engine, check_release, release_2pl
 from .statistics import pair_index
 
 #: Noise draws for the noise variance of log a under the all-a-equal fit (shrinkage), and
@@ -401,8 +401,7 @@ def estimate_2pl_from_release(
         equal), the noise-variance refits, then the bootstrap's; ``None`` (default): only when
         stderr is a terminal.
     """
-    if not isinstance(release, TwoPLRelease):
-        raise ValueError(f"release must be a TwoPLRelease (from release_2pl), got {type(release).__name__}")
+    check_release(release)  # one line for a malformed or mismatched release
     check_confidence(confidence)
     check_n_boot(n_boot)
     _check_intervals(intervals)

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ...exceptions import warn_if_noise_dominates
@@ -17,7 +18,7 @@ from .mcar import McarPairsGaussian, mcar_statistics
 from .measurement import TOTALS_SHARE, PairsGaussian
 from .statistics import pair_index, pair_statistics
 
-__all__ = ["TwoPLRelease", "release_2pl", "MISSING_DOMAINS"]
+__all__ = ["TwoPLRelease", "release_2pl", "check_release", "MISSING_DOMAINS"]
 
 MISSING_DOMAINS = ("none", "mcar")
 _COMPLETE_ONLY = ('the data have missing cells but missing="none" declares complete data; if cells are '
@@ -96,6 +97,94 @@ def _check_missing(missing: Any) -> str:
         raise ValueError('missing must be "none" (complete data) or "mcar" (cells missing completely at '
                          f"random), got {missing!r} (nothing was spent)")
     return missing
+
+
+def _check_part(values: Any, name: str, index: pd.Index, m: int, order: str) -> None:
+    """One released part: a Series of finite numbers indexed exactly by ``index`` (one line if not)."""
+    if not isinstance(values, pd.Series):
+        raise ValueError(f"the release's {name} must be a pandas Series, got {type(values).__name__}")
+    if len(values) != len(index):
+        raise ValueError(f"the release's {name} has {len(values)} entries, a release of {m} items has {len(index)}")
+    if not values.index.equals(index):
+        k = next(k for k in range(len(index)) if values.index[k] != index[k])
+        raise ValueError(f"the release's {name} must be indexed by {order}: entry {k} is "
+                         f"{values.index[k]!r}, expected {index[k]!r}")
+    try:
+        v = values.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"the release's {name} must hold numbers") from None
+    if not np.isfinite(v).all():
+        raise ValueError(f"the release's {name} must be finite")
+
+
+def _check_scale(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"the release's {name} must be a finite number > 0, got {value!r}")
+
+
+def check_release(release: Any) -> TwoPLRelease:
+    """Check that a :class:`TwoPLRelease` is well formed before it is estimated.
+
+    ``totals.index`` names the items (at least 2, unique); ``pairs`` (and ``co_answered``)
+    must be indexed by their pairs ``(item_i, item_j)`` in the order of
+    ``numpy.triu_indices(m, 1)``, ``answered`` by the items in the same order; the counts
+    finite; ``n_persons`` an integer ≥ 1; the noise scales finite and > 0; ``missing`` one of
+    :data:`MISSING_DOMAINS` with its fields present (``answered``, ``co_answered`` and their
+    scales exactly for ``"mcar"``).  A release whose parts are in another order is refused,
+    not realigned: its parts must be as :func:`release_2pl` made them.
+
+    Parameters
+    ----------
+    release : TwoPLRelease
+
+    Returns
+    -------
+    TwoPLRelease
+        ``release`` itself.
+
+    Raises
+    ------
+    ValueError
+        In one line, naming the first thing that does not hold.
+    """
+    if not isinstance(release, TwoPLRelease):
+        raise ValueError(f"release must be a TwoPLRelease (from release_2pl), got {type(release).__name__}")
+    if not isinstance(release.totals, pd.Series):
+        raise ValueError(f"the release's totals must be a pandas Series, got {type(release.totals).__name__}")
+    items = release.totals.index
+    m = len(items)
+    if m < 2:
+        raise ValueError(f"the release's totals hold {m} item(s); a 2PL release has at least 2")
+    if items.has_duplicates:
+        raise ValueError(f"the release's items (totals.index) must be unique; repeated: "
+                         f"{list(items[items.duplicated()].unique()[:5])}")
+    iu = pair_index(m)
+    pairs = pd.MultiIndex.from_arrays([items[iu[0]], items[iu[1]]], names=["item_i", "item_j"])
+    in_order = "the pairs (item_i, item_j), i < j, of the items of totals in their order"
+    _check_part(release.totals, "totals", items, m, "the items")
+    _check_part(release.pairs, "pairs", pairs, m, in_order)
+    n = release.n_persons
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"the release's n_persons must be an integer ≥ 1, got {n!r}")
+    _check_scale(release.sigma_totals, "sigma_totals")
+    _check_scale(release.sigma_pairs, "sigma_pairs")
+    missing = release.missing
+    if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
+        raise ValueError(f"the release's missing must be one of {MISSING_DOMAINS}, got {missing!r}")
+    if missing == "mcar":
+        for name in ("answered", "co_answered"):
+            if getattr(release, name) is None:
+                raise ValueError(f'the release says missing="mcar" but has no {name} counts; '
+                                 "pass the TwoPLRelease as release_2pl(missing=\"mcar\") made it")
+        _check_part(release.answered, "answered", items, m, "the items of totals in their order")
+        _check_part(release.co_answered, "co_answered", pairs, m, in_order)
+        _check_scale(release.sigma_answered, "sigma_answered")
+        _check_scale(release.sigma_co_answered, "sigma_co_answered")
+    elif release.answered is not None or release.co_answered is not None:
+        raise ValueError('the release has answered counts but says missing="none" (complete data); '
+                         'a release with answered counts is estimated as missing="mcar"')
+    return release
 
 
 def check_local_engine(X: Any, engine: Any, client: Any) -> None:
