@@ -69,6 +69,33 @@ def test_power_and_direct_agree_on_data():
     np.testing.assert_allclose(a.beta, b.beta, atol=1e-8)
 
 
+def test_the_direct_solver_is_the_dense_solve_its_docstring_names_also_on_a_sparse_graph(monkeypatch):
+    import scipy.sparse.linalg as sla
+
+    from privirt.private.counts.graph import sample_comparison_graph
+
+    calls = {"dense": 0}
+    dense = np.linalg.solve
+
+    def counted(*a, **k):
+        calls["dense"] += 1
+        return dense(*a, **k)
+
+    def sparse_solve(*a, **k):  # pragma: no cover - the docstring once promised SuperLU here
+        raise AssertionError("a sparse solve ran")
+
+    monkeypatch.setattr(np.linalg, "solve", counted)
+    monkeypatch.setattr(sla, "splu", sparse_solve)
+    monkeypatch.setattr(sla, "spsolve", sparse_solve)
+    m = 120
+    G = sample_comparison_graph(m, 0.05, seed=3_800_070)
+    Y = np.random.default_rng(3_800_071).integers(1, 50, (m, m)) * G
+    res = spectral_from_counts(Y, graph=G, solver="direct", device="cpu")
+    assert res.solver == "direct" and calls["dense"] == 1
+    doc = " ".join(spectral_from_counts.__doc__.split())
+    assert "dense LU solve" in doc and "SuperLU" not in doc
+
+
 def test_disconnected_graph_raises_named_error():
     rng = np.random.default_rng(2)
     X = np.full((400, 4), np.nan)

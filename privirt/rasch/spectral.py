@@ -191,8 +191,8 @@ def spectral_from_counts(
     max_iter : int
         Power-iteration cap.
     solver : {"auto", "power", "direct"}
-        ``"direct"`` solves ``π(I − M) = 0, Σπ = 1`` with LAPACK (dense) or SuperLU
-        (sparse graph); ``"power"`` iterates ``π ← πM`` from the uniform vector as in
+        ``"direct"`` solves ``π(I − M) = 0, Σπ = 1`` with a dense LU solve (LAPACK on the
+        CPU, CuPy's on the GPU), on a sparse graph too; ``"power"`` iterates ``π ← πM`` from the uniform vector as in
         Algorithm 1 (on a lazy chain ``(I + M)/2`` if ``M`` has no self-loops).
         ``"auto"``: direct up to 2000 items on the CPU (8000 on the GPU), power beyond.
     device : {"auto", "cpu", "gpu"}
