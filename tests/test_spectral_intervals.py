@@ -295,3 +295,22 @@ def test_small_case_coverage(mechanism, eps):
             hits.append((res.ci["lo"].to_numpy() <= truth) & (truth <= res.ci["hi"].to_numpy()))
     cover = np.mean(hits)
     assert 0.85 <= cover <= 0.995, cover
+
+
+def test_privacy_doc_says_what_each_estimator_does_and_what_auto_picks():
+    """docs/privacy.md described the default post-processing as clipping + spectral λ = 1, while
+    the default estimator="auto" may run the noise-aware fit on the unclipped counts."""
+    from pathlib import Path
+
+    from privirt.private.counts.api import NOISE_AWARE_BELOW
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "privacy.md").read_text(encoding="utf-8")
+    start = doc.index("`private_spectral_estimate(...)` runs Algorithm 2")
+    section = " ".join(doc[start:doc.index("For randomized response", start)].split())
+    for phrase in ("by `estimator=`", '`"spectral"` (Algorithm 2 as published): clips the noisy counts at zero',
+                   '`"noise_aware"`: fits the unclipped noisy counts', '`"auto"` (the default)',
+                   f"`noise_aware_se0(n, m, ν)` is below `NOISE_AWARE_BELOW` = {NOISE_AWARE_BELOW:g}"):
+        assert phrase in section, phrase
+    X, _ = _data(n=2000, m=20, seed=3_800_080)
+    res = privirt.private_spectral_estimate(X, epsilon=1.0, seed=3_800_081, n_boot=0)
+    assert res.info["estimator"] == "noise_aware" and res.info["noise_aware_se0"] < NOISE_AWARE_BELOW
