@@ -176,9 +176,10 @@ Measure = PureDP | ZCDP | ApproxDP
 
 
 def pure_to_zcdp(epsilon: float) -> float:
-    """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)."""
+    """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4), computed
+    exactly and rounded up to the next double (never below the true ρ)."""
     e = _non_negative(epsilon, "epsilon")
-    return 0.5 * e * e
+    return _round_up(Fraction(e) ** 2 / 2)
 
 
 def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
