@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .measures import _round_up
+from .measures import _exact, _is_finite, _round_up
 
 #: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
 #: acceptance test and the int64 output range are proven for this range).
@@ -57,9 +57,9 @@ def check_sensitivity(name: str, value: object) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a non-negative real number, got {value!r}")
     v = float(value)
-    if math.isnan(v) or math.isinf(v) or v < 0:
+    if math.isnan(v) or (math.isinf(v) and not _is_finite(value)) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {v}")
-    return Fraction(v)
+    return _exact(value)  # exactly (Fraction(1, 3), 2**53 + 1, np.longdouble), not rounded to a float
 
 
 def check_shape(size: object) -> tuple[int, ...]:

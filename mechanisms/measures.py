@@ -31,8 +31,49 @@ def _finite_number(value: object, name: str) -> float:
     return v
 
 
-def _non_negative(value: object, name: str) -> float:
+def _exact(value: numbers.Real, *, up: bool = True) -> Fraction:
+    """The exact rational value of a finite real ``value``, not ``Fraction(float(value))``.
+
+    An int, a ``Fraction`` (any :class:`numbers.Rational`), a float or a numpy scalar
+    (``np.longdouble`` included, through ``as_integer_ratio``) is converted exactly.  Another
+    real type is read as the nearest double, moved one step ``up`` (or down) when the value
+    compares above (below) it, so the result is never on the wrong side of the value.
+    """
+    if isinstance(value, numbers.Rational):
+        return Fraction(int(value.numerator), int(value.denominator))
+    ratio = getattr(value, "as_integer_ratio", None)
+    if ratio is not None:
+        return Fraction(*ratio())
+    f = float(value)
+    if (value > f) if up else (value < f):
+        f = math.nextafter(f, math.inf if up else -math.inf)
+    return Fraction(f)
+
+
+def _is_finite(value: numbers.Real) -> bool:
+    """Whether ``value`` is finite, without overflowing on a huge int or ``Fraction``."""
+    if isinstance(value, numbers.Rational):
+        return True
+    ratio = getattr(value, "as_integer_ratio", None)
+    if ratio is None:
+        return math.isfinite(float(value))
+    try:
+        ratio()
+    except (ValueError, OverflowError):  # nan, inf
+        return False
+    return True
+
+
+def _real_up(value: object, name: str) -> float:
+    """``value`` as the smallest double >= its exact value (``inf`` and ``nan`` as themselves):
+    a privacy parameter given exactly (``Fraction(1, 3)``, ``2**53 + 1``, ``np.longdouble``) is
+    never stated below itself."""
     v = _finite_number(value, name)
+    return _round_up(_exact(value)) if math.isfinite(v) and _is_finite(value) else v
+
+
+def _non_negative(value: object, name: str) -> float:
+    v = _real_up(value, name)
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return v
@@ -128,7 +169,7 @@ class PureDP:
         return ZCDP(pure_to_zcdp(self.epsilon))
 
     def to_approx_dp(self, delta: float = 0.0) -> "ApproxDP":
-        return ApproxDP(self.epsilon, float(delta))
+        return ApproxDP(self.epsilon, delta)
 
     def __str__(self) -> str:
         return f"{format_up(self.epsilon, 6)}-DP"
@@ -148,7 +189,7 @@ class ZCDP:
 
     def to_approx_dp(self, delta: float, *, tight: bool = True) -> "ApproxDP":
         """The (ε, δ) guarantee implied at the given δ (see :func:`zcdp_to_approx_dp`)."""
-        return ApproxDP(zcdp_to_approx_dp(self.rho, delta, tight=tight), float(delta))
+        return ApproxDP(zcdp_to_approx_dp(self.rho, delta, tight=tight), delta)
 
     def __str__(self) -> str:
         return f"{format_up(self.rho, 6)}-zCDP"
@@ -163,7 +204,7 @@ class ApproxDP:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _non_negative(self.epsilon, "epsilon"))
-        d = _finite_number(self.delta, "delta")
+        d = _real_up(self.delta, "delta")
         if not (0.0 <= d <= 1.0):
             raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
         object.__setattr__(self, "delta", d)
@@ -178,8 +219,8 @@ Measure = PureDP | ZCDP | ApproxDP
 def pure_to_zcdp(epsilon: float) -> float:
     """ρ = ε²/2: an ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4), computed
     exactly and rounded up to the next double (never below the true ρ)."""
-    e = _non_negative(epsilon, "epsilon")
-    return _round_up(Fraction(e) ** 2 / 2)
+    _non_negative(epsilon, "epsilon")
+    return _round_up(_exact(epsilon) ** 2 / 2)
 
 
 def _cks_epsilon_at(t: float, rho: float, log_inv_delta: float) -> float:
@@ -323,7 +364,12 @@ def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
         ε ≥ 0.
     """
     rho = _non_negative(rho, "rho")
-    delta = _open_delta(delta)
+    given, delta = delta, _open_delta(delta)
+    if _is_finite(given) and Fraction(delta) > _exact(given, up=False):
+        # a target δ given exactly: the largest double <= it (ε at a larger δ would be smaller)
+        delta = math.nextafter(delta, 0.0)
+        if delta == 0.0:
+            raise ValueError(f"delta must be in the open interval (0, 1), got {given!r}")
     if rho == 0.0:
         return 0.0
     L = math.log(1.0 / delta)

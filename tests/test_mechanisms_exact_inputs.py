@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms import PureDP
-from mechanisms.measures import pure_to_zcdp
+from mechanisms import ApproxDP, DiscreteGaussian, DiscreteLaplace, PureDP, ZCDP
+from mechanisms.measures import pure_to_zcdp, zcdp_to_approx_dp
 
 
 def test_pure_to_zcdp_is_rounded_up_never_to_nearest():
@@ -25,3 +25,59 @@ def test_pure_to_zcdp_is_rounded_up_never_to_nearest():
     assert pure_to_zcdp(e) == 5.456385264605653
     assert PureDP(e).to_zcdp().rho == 5.456385264605653
     assert pure_to_zcdp(1.0) == 0.5 and pure_to_zcdp(0.0) == 0.0  # exact values are kept
+
+
+def _tight_up(value: float, exact: Fraction) -> bool:
+    """``value`` is the smallest double >= ``exact``."""
+    return Fraction(value) >= exact and Fraction(np.nextafter(value, -np.inf)) < exact
+
+
+def test_exact_sensitivities_are_used_exactly_and_rounded_up():
+    # check_sensitivity read Fraction(float(value)): Fraction(1, 3), 2**53 + 1 and a longdouble
+    # 1/3 were rounded to the nearest double first, which can be below them
+    rng = random.Random(23_002)
+    for _ in range(2_000):
+        d = Fraction(rng.randrange(1, 10 ** 6), rng.randrange(1, 10 ** 6))
+        scale = rng.uniform(0.5, 50.0)
+        eps = DiscreteLaplace(scale, seed=0).privacy(d).epsilon
+        assert _tight_up(eps, d / Fraction(scale)), (d, scale)
+        rho = DiscreteGaussian(scale, seed=0).privacy(d).rho
+        assert _tight_up(rho, d * d / (2 * Fraction(scale) ** 2)), (d, scale)
+    assert DiscreteLaplace(1.0, seed=0).privacy(Fraction(1, 3)).epsilon == 0.33333333333333337
+    assert DiscreteLaplace(1.0, seed=0).privacy(2 ** 53 + 1).epsilon == 2.0 ** 53 + 2
+    assert _tight_up(DiscreteGaussian(1.0, seed=0).privacy(Fraction(1, 3)).rho, Fraction(1, 18))
+    assert _tight_up(DiscreteGaussian(1.0, seed=0).privacy(1, l1_sensitivity=Fraction(1, 3)).rho,
+                     Fraction(1, 18))
+    third = np.longdouble(1) / np.longdouble(3)
+    assert _tight_up(DiscreteLaplace(1.0, seed=0).privacy(third).epsilon,
+                     Fraction(*third.as_integer_ratio()))
+    # values that are doubles already give the same bits as before
+    assert DiscreteLaplace(2.0, seed=0).privacy(np.int64(1)) == PureDP(0.5)
+
+
+def test_measures_given_exactly_are_stated_rounded_up():
+    rng = random.Random(23_003)
+    for _ in range(2_000):
+        x = Fraction(rng.randrange(1, 10 ** 9), rng.randrange(1, 10 ** 9))
+        assert _tight_up(PureDP(x).epsilon, x)
+        assert _tight_up(ZCDP(x).rho, x)
+        assert _tight_up(ApproxDP(x, x / (x + 1)).delta, x / (x + 1))
+        assert _tight_up(pure_to_zcdp(x), x * x / 2)
+    assert PureDP(2 ** 53 + 1).epsilon == 2.0 ** 53 + 2
+    third = np.longdouble(1) / np.longdouble(3)
+    assert _tight_up(PureDP(third).epsilon, Fraction(*third.as_integer_ratio()))
+    assert PureDP(0.1).epsilon == 0.1 and ZCDP(np.float32(0.1)).rho == float(np.float32(0.1))
+
+
+def test_a_target_delta_given_exactly_is_rounded_down_for_the_conversion():
+    # δ = 1/10: the nearest double is above it, and ε at a larger δ is smaller
+    below = float(np.nextafter(0.1, 0.0))
+    assert Fraction(0.1) > Fraction(1, 10) > Fraction(below)
+    assert zcdp_to_approx_dp(0.5, Fraction(1, 10)) == zcdp_to_approx_dp(0.5, below)
+    assert zcdp_to_approx_dp(0.5, Fraction(1, 10)) >= zcdp_to_approx_dp(0.5, 0.1)
+    rho = 9.38595867742349e-05  # here the classic bound at the double 0.1 is below the one at 1/10
+    assert (zcdp_to_approx_dp(rho, Fraction(1, 10), tight=False) == zcdp_to_approx_dp(rho, below, tight=False)
+            > zcdp_to_approx_dp(rho, 0.1, tight=False))
+    g = ZCDP(0.5).to_approx_dp(Fraction(1, 10))
+    assert g.epsilon == zcdp_to_approx_dp(0.5, below) and Fraction(g.delta) >= Fraction(1, 10)
+    assert zcdp_to_approx_dp(0.5, 1e-5) == ZCDP(0.5).to_approx_dp(1e-5).epsilon  # doubles: as before
