@@ -80,6 +80,8 @@ def as_integer_array(values: object, what: str = "values") -> np.ndarray:
     if arr.dtype == object:
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
             raise ValueError(f"{what} must be integers; got non-integer objects")
+        if any(abs(int(v)) > _MAX_ABS_INPUT for v in arr.flat):  # before int64 (which would overflow)
+            raise ValueError(f"{what} exceed 2**61 in magnitude; noisy results could overflow int64")
         arr = arr.astype(np.int64)
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int64)

@@ -81,3 +81,12 @@ def test_a_target_delta_given_exactly_is_rounded_down_for_the_conversion():
     g = ZCDP(0.5).to_approx_dp(Fraction(1, 10))
     assert g.epsilon == zcdp_to_approx_dp(0.5, below) and Fraction(g.delta) >= Fraction(1, 10)
     assert zcdp_to_approx_dp(0.5, 1e-5) == ZCDP(0.5).to_approx_dp(1e-5).epsilon  # doubles: as before
+
+
+@pytest.mark.parametrize("values", [[2 ** 70], [-2 ** 63 - 1], [1, 2 ** 64], [[2 ** 61 + 1, 0]]])
+@pytest.mark.parametrize("cls", [DiscreteGaussian, DiscreteLaplace])
+def test_integers_beyond_int64_are_refused_in_one_line(cls, values):
+    # an object array of Python ints went through astype(int64): OverflowError traceback
+    with pytest.raises(ValueError, match=r"^values exceed 2\*\*61 in magnitude"):
+        cls(3.0, seed=0).apply(values)
+    assert cls(3.0, seed=0).apply(np.array([2 ** 61, -2 ** 61], dtype=object)).dtype == np.int64
