@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .measures import _exact, _is_finite, _round_up
+from .measures import _as_float, _brief, _exact, _is_finite, _round_up
 
 #: Noise scales accepted by the native samplers (the float error analysis of the Gaussian
 #: acceptance test and the int64 output range are proven for this range).
@@ -22,16 +22,17 @@ def check_scale(name: str, value: object) -> float:
     """A finite, positive real noise scale in ``[MIN_SCALE, MAX_SCALE]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a positive real number, got {value!r}")
-    v = float(value)
+    v = _as_float(value)
     if math.isnan(v):
         raise ValueError(f"{name} must be a positive real number, got NaN")
-    if math.isinf(v):
+    if math.isinf(v) and not _is_finite(value):
         raise ValueError(f"{name} must be finite, got {v}")
     if v <= 0:
         raise ValueError(f"{name} must be > 0, got {v}; pass the noise scale (a standard deviation-like "
                          "parameter), not a privacy budget")
     if not MIN_SCALE <= v <= MAX_SCALE:
-        raise ValueError(f"{name}={v!r} is outside the supported range [2**-10, 2**40]")
+        shown = repr(v) if math.isfinite(v) else _brief(value)
+        raise ValueError(f"{name}={shown} is outside the supported range [2**-10, 2**40]")
     return v
 
 
@@ -42,13 +43,14 @@ EPSILON_MAX = 700.0
 def check_epsilon(value: object, *, upper: float = EPSILON_MAX) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"epsilon must be a positive real number, got {value!r}")
-    v = float(value)
-    if math.isnan(v) or math.isinf(v):
+    v = _as_float(value)
+    if math.isnan(v) or (math.isinf(v) and not _is_finite(value)):
         raise ValueError(f"epsilon must be finite, got {v}")
     if v <= 0:
         raise ValueError(f"epsilon must be > 0, got {v}")
     if v > upper:
-        raise ValueError(f"epsilon={v} is above {upper}: the keep probability would round to 1 "
+        shown = v if math.isfinite(v) else _brief(value)
+        raise ValueError(f"epsilon={shown} is above {upper}: the keep probability would round to 1 "
                          "(no privacy); use a smaller epsilon")
     return v
 
@@ -56,7 +58,7 @@ def check_epsilon(value: object, *, upper: float = EPSILON_MAX) -> float:
 def check_sensitivity(name: str, value: object) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a non-negative real number, got {value!r}")
-    v = float(value)
+    v = _as_float(value)
     if math.isnan(v) or (math.isinf(v) and not _is_finite(value)) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {v}")
     return _exact(value)  # exactly (Fraction(1, 3), 2**53 + 1, np.longdouble), not rounded to a float

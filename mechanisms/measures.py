@@ -22,10 +22,25 @@ __all__ = ["PureDP", "ZCDP", "ApproxDP", "Measure", "pure_to_zcdp", "zcdp_to_app
            "format_up", "format_down", "format_exact"]
 
 
+def _as_float(value: numbers.Real) -> float:
+    """``float(value)``, with a finite value beyond the doubles (an int or ``Fraction`` of
+    10**400) as ``±inf`` (refused by the callers with a message) instead of an ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _brief(value: object) -> str:
+    """``repr(value)`` for a message, cut short (a huge int has hundreds of digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
 def _finite_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
+    v = _as_float(value)
     if math.isnan(v):
         raise ValueError(f"{name} must not be NaN")
     return v
@@ -75,14 +90,14 @@ def _real_up(value: object, name: str) -> float:
 def _non_negative(value: object, name: str) -> float:
     v = _real_up(value, name)
     if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        raise ValueError(f"{name} must be a finite number >= 0, got {_brief(value)}")
     return v
 
 
 def _open_delta(value: object, name: str = "delta") -> float:
     v = _finite_number(value, name)
     if not (0.0 < v < 1.0):
-        raise ValueError(f"{name} must be in the open interval (0, 1), got {value!r}")
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {_brief(value)}")
     return v
 
 
@@ -206,7 +221,7 @@ class ApproxDP:
         object.__setattr__(self, "epsilon", _non_negative(self.epsilon, "epsilon"))
         d = _real_up(self.delta, "delta")
         if not (0.0 <= d <= 1.0):
-            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
+            raise ValueError(f"delta must be in [0, 1], got {_brief(self.delta)}")
         object.__setattr__(self, "delta", d)
 
     def __str__(self) -> str:

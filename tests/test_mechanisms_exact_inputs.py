@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms import ApproxDP, DiscreteGaussian, DiscreteLaplace, PureDP, ZCDP
+from mechanisms import ApproxDP, DiscreteGaussian, DiscreteLaplace, PureDP, RandomizedResponse, ZCDP
 from mechanisms.measures import pure_to_zcdp, zcdp_to_approx_dp
 
 
@@ -90,3 +90,24 @@ def test_integers_beyond_int64_are_refused_in_one_line(cls, values):
     with pytest.raises(ValueError, match=r"^values exceed 2\*\*61 in magnitude"):
         cls(3.0, seed=0).apply(values)
     assert cls(3.0, seed=0).apply(np.array([2 ** 61, -2 ** 61], dtype=object)).dtype == np.int64
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: DiscreteGaussian(10 ** 400), r"^sigma=1000.* is outside the supported range"),
+    (lambda: DiscreteLaplace(Fraction(10 ** 400, 3)), r"^scale=.* is outside the supported range"),
+    (lambda: DiscreteGaussian(-10 ** 400), r"^sigma must be > 0"),
+    (lambda: RandomizedResponse(10 ** 400), r"^epsilon=1000.* is above 700"),
+    (lambda: DiscreteGaussian(3.0, seed=0).privacy(10 ** 400), r"^rho = .* is above the largest finite"),
+    (lambda: DiscreteLaplace(3.0, seed=0).privacy(10 ** 400), r"^epsilon = .* is above the largest finite"),
+    (lambda: DiscreteLaplace(3.0, seed=0).privacy(-10 ** 400), r"^l1_sensitivity must be finite and >= 0"),
+    (lambda: PureDP(10 ** 400), r"^epsilon must be a finite number >= 0, got 1000"),
+    (lambda: ZCDP(Fraction(10 ** 400)), r"^rho must be a finite number >= 0"),
+    (lambda: ApproxDP(1.0, 10 ** 400), r"^delta must be in \[0, 1\]"),
+    (lambda: zcdp_to_approx_dp(10 ** 400, 1e-5), r"^rho must be a finite number >= 0"),
+    (lambda: zcdp_to_approx_dp(1.0, 10 ** 400), r"^delta must be in the open interval"),
+])
+def test_a_huge_integer_parameter_is_refused_in_one_line(call, message):
+    # float(value) raised OverflowError ("int too large to convert to float")
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
