@@ -64,13 +64,22 @@ def check_sensitivity(name: str, value: object) -> Fraction:
     return _exact(value)  # exactly (Fraction(1, 3), 2**53 + 1, np.longdouble), not rounded to a float
 
 
+#: Most values one draw may return: an int64 array's bytes must be indexable by numpy (2**60).
+MAX_SIZE = (np.iinfo(np.intp).max + 1) // 8
+
+
 def check_shape(size: object) -> tuple[int, ...]:
-    """A non-negative int or a tuple of non-negative ints, as a shape tuple."""
+    """A non-negative int or a tuple of non-negative ints, as a shape tuple of at most
+    :data:`MAX_SIZE` values (with no dimension above it)."""
     dims = (size,) if isinstance(size, numbers.Integral) else size
     if isinstance(dims, (tuple, list)) and all(
         isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 0 for s in dims
     ) and not isinstance(size, bool):
-        return tuple(int(s) for s in dims)
+        shape = tuple(int(s) for s in dims)
+        if math.prod(shape) > MAX_SIZE or any(s > MAX_SIZE for s in shape):  # Python ints: no overflow
+            raise ValueError(f"size={_brief(size)} asks for more than 2**{MAX_SIZE.bit_length() - 1} "
+                             "values, more than an int64 array can hold; draw fewer (in batches)")
+        return shape
     raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {size!r}")
 
 

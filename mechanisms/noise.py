@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from fractions import Fraction
 from typing import Literal
@@ -65,7 +66,7 @@ class _AdditiveNoise:
         numpy.ndarray of int64
         """
         shape = check_shape(size)
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)
         if self.backend == "opendp":
             return self._opendp_apply(np.zeros(n, dtype=np.int64)).reshape(shape)
         out = np.empty(n, dtype=np.int64)

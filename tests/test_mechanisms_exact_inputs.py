@@ -111,3 +111,12 @@ def test_a_huge_integer_parameter_is_refused_in_one_line(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("size", [2 ** 70, (2 ** 32, 2 ** 32), (2 ** 61, 0), [2 ** 31, 2 ** 31, 2]])
+def test_a_size_beyond_an_int64_array_is_refused_in_one_line(size):
+    # the element count was np.prod(..., dtype=int64): an OverflowError for 2**70, and a silent
+    # wrap to 0 for 2**32 x 2**32 followed by numpy's "cannot reshape array of size 0"
+    with pytest.raises(ValueError, match=r"^size=.* asks for more than 2\*\*60 values, .*; draw fewer"):
+        DiscreteGaussian(3.0, seed=0).sample(size)
+    assert DiscreteLaplace(3.0, seed=0).sample((0, 2 ** 40)).shape == (0, 2 ** 40)
