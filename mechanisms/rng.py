@@ -130,6 +130,8 @@ class SecureRNG:
 
     def integers(self, high: int, size: int) -> np.ndarray:
         """Uniform integers in ``[0, high)`` without modulo bias (rejection on a bit mask)."""
+        if isinstance(high, bool) or not isinstance(high, numbers.Integral):
+            raise ValueError(f"high must be an integer in [1, 2**63], got {high!r}")
         high = int(high)
         if high < 1 or high > 2**63:
             raise ValueError(f"high must be in [1, 2**63], got {high}")

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms import ApproxDP, DiscreteGaussian, DiscreteLaplace, PureDP, RandomizedResponse, ZCDP
+from mechanisms import ApproxDP, DiscreteGaussian, DiscreteLaplace, PureDP, RandomizedResponse, SecureRNG, ZCDP
 from mechanisms.measures import pure_to_zcdp, zcdp_to_approx_dp
 
 
@@ -120,3 +120,11 @@ def test_a_size_beyond_an_int64_array_is_refused_in_one_line(size):
     with pytest.raises(ValueError, match=r"^size=.* asks for more than 2\*\*60 values, .*; draw fewer"):
         DiscreteGaussian(3.0, seed=0).sample(size)
     assert DiscreteLaplace(3.0, seed=0).sample((0, 2 ** 40)).shape == (0, 2 ** 40)
+
+
+@pytest.mark.parametrize("high", [2.5, 3.0, None, True, "3", np.float64(4.0)])
+def test_rng_integers_refuses_a_non_integer_high(high):
+    # int(high) truncated 2.5 to 2 silently and raised TypeError for None
+    with pytest.raises(ValueError, match=r"^high must be an integer in \[1, 2\*\*63\], got "):
+        SecureRNG(seed=0).integers(high, 3)
+    assert SecureRNG(seed=0).integers(np.int64(5), 3).dtype == np.int64
