@@ -108,7 +108,17 @@ class RandomizedResponse:
         Equals ``r(1 − r) / (n (2p − 1)²)`` with ``r = p m + (1 − p)(1 − m)``, i.e. the
         randomization variance ``p(1 − p) / (n (2p − 1)²)`` plus the sampling variance
         ``m(1 − m)/n``.
+
+        Raises
+        ------
+        ValueError
+            If ``n`` is not a positive integer or ``true_mean`` is not in ``[0, 1]``.
         """
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n must be a positive integer (the number of bits), got {n!r}")
+        if isinstance(true_mean, bool) or not isinstance(true_mean, numbers.Real) or not 0 <= true_mean <= 1:
+            raise ValueError(f"true_mean must be a number in [0, 1] (a proportion of 1 bits), got {true_mean!r}")
+        n = int(n)
         p = self.keep_probability
         r = p * true_mean + (1 - p) * (1 - true_mean)
         return r * (1 - r) / (n * (2 * p - 1) ** 2)

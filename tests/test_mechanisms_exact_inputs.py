@@ -128,3 +128,21 @@ def test_rng_integers_refuses_a_non_integer_high(high):
     with pytest.raises(ValueError, match=r"^high must be an integer in \[1, 2\*\*63\], got "):
         SecureRNG(seed=0).integers(high, 3)
     assert SecureRNG(seed=0).integers(np.int64(5), 3).dtype == np.int64
+
+
+@pytest.mark.parametrize("n, true_mean, name", [
+    (0, 0.5, "n"), (-5, 0.5, "n"), (2.5, 0.5, "n"), (True, 0.5, "n"), (None, 0.5, "n"),
+    (10, 1.5, "true_mean"), (10, -0.1, "true_mean"), (10, float("nan"), "true_mean"), (10, "0.5", "true_mean"),
+])
+def test_debias_variance_checks_its_arguments(n, true_mean, name):
+    # n = 0 raised ZeroDivisionError; n = -5 returned a negative variance
+    with pytest.raises(ValueError, match=rf"^{name} must be "):
+        RandomizedResponse(1.0, seed=0).debias_variance(n, true_mean)
+
+
+def test_debias_variance_values_are_unchanged():
+    rr = RandomizedResponse(1.0, seed=0)
+    p = rr.keep_probability
+    for n, m in [(1, 0.5), (100, 0.0), (np.int64(7), 1), (10, Fraction(1, 4))]:
+        r = p * m + (1 - p) * (1 - m)
+        assert rr.debias_variance(n, m) == r * (1 - r) / (int(n) * (2 * p - 1) ** 2)
