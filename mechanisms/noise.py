@@ -229,11 +229,11 @@ class DiscreteLaplace(_AdditiveNoise):
                                fix="a smaller l1_sensitivity or a larger scale"))
 
     def variance(self) -> float:
-        """Closed form ``2q / (1 − q)²`` with ``q = e^{−1/scale}``."""
-        import math
-
+        """Closed form ``2q / (1 − q)²`` with ``q = e^{−1/scale}``; ``1 − q`` is computed as
+        ``−expm1(−1/scale)``, so no digits cancel at large scales."""
         q = math.exp(-1.0 / self.scale)
-        return 2 * q / (1 - q) ** 2
+        one_minus_q = -math.expm1(-1.0 / self.scale)
+        return 2 * q / one_minus_q**2
 
     def __repr__(self) -> str:
         return f"DiscreteLaplace(scale={self.scale!r}, private={self.private}, backend={self.backend!r})"
