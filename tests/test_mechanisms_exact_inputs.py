@@ -164,3 +164,21 @@ def test_laplace_variance_is_the_closed_form_to_double_precision():
             # below scale 1 the rounding of 1/scale to a double (x 1/scale in exp) dominates
             rel = Decimal("4e-15") * max(1, 1 / Decimal(t))
             assert abs(Decimal(got) - exact) <= rel * exact + tiny, t
+
+
+def test_the_documented_seeded_key_reproduces_the_stream():
+    # docs/mechanisms.md gave the key as SHA-256(domain || seed), one hash short of the code's
+    import hashlib
+    import pathlib
+
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    doc = " ".join(pathlib.Path(__file__).resolve().parents[1].joinpath("docs", "mechanisms.md")
+                   .read_text(encoding="utf-8").split())
+    assert ("the ChaCha20 key for epoch `e = 0, 1, …` is `SHA-256(seed key || e as 8 little-endian bytes)`"
+            in doc)
+    for seed, encoded in [(28_001_200, b"int:28001200"), ("ab", b"str:ab"), (b"\x00x", b"bytes:\x00x")]:
+        seed_key = hashlib.sha256(b"privirt.mechanisms.rng/v1\x00" + encoded).digest()
+        key = hashlib.sha256(seed_key + (0).to_bytes(8, "little")).digest()
+        stream = Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor().update(bytes(32))
+        assert np.array_equal(np.frombuffer(stream, dtype=np.uint64), SecureRNG(seed=seed).random_uint64(4))
