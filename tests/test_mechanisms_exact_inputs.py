@@ -182,3 +182,23 @@ def test_the_documented_seeded_key_reproduces_the_stream():
         key = hashlib.sha256(seed_key + (0).to_bytes(8, "little")).digest()
         stream = Cipher(algorithms.ChaCha20(key, bytes(16)), mode=None).encryptor().update(bytes(32))
         assert np.array_equal(np.frombuffer(stream, dtype=np.uint64), SecureRNG(seed=seed).random_uint64(4))
+
+
+def test_the_documented_rate_of_uncertified_laplace_proposals():
+    # docs/mechanisms.md said "probability about 10^-10"; at scale 2**40 it is about 1.6e-5
+    import pathlib
+
+    from mechanisms._samplers import DiscreteLaplaceSampler
+
+    doc = " ".join(pathlib.Path(__file__).resolve().parents[1].joinpath("docs", "mechanisms.md")
+                   .read_text(encoding="utf-8").split())
+    assert "10^−10" not in doc and "about `10^−5` of the words at scales near `2^40` (the largest)" in doc
+    rng = SecureRNG(seed=23_010)
+    total = uncertified = 0
+    for chunk in DiscreteLaplaceSampler(Fraction(2.0 ** 40)).geometric.chunks:  # the float proposal
+        u = rng.random_uint64(1 << 18)
+        uf = (u >> np.uint64(11)).view(np.int64).astype(np.float64) * (-(2.0 ** -53) * chunk._one_minus_zN) + 1.0
+        r = np.minimum(np.floor(np.log(uf) * chunk._inv_neg_lam), chunk.N - 1).astype(np.int64)
+        ok = (u > np.take(chunk._Cext, r)) & (u < np.take(chunk._Cext1, r))
+        total, uncertified = total + u.size, uncertified + int((~ok).sum())
+    assert 0 < uncertified / total < 5e-5
