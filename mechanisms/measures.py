@@ -87,6 +87,23 @@ def _real_up(value: object, name: str) -> float:
     return _round_up(_exact(value)) if math.isfinite(v) and _is_finite(value) else v
 
 
+def _real_down(value: object, name: str) -> float:
+    """``value`` as the largest double <= its exact value (``inf`` and ``nan`` as themselves):
+    a target or a budget (an ε to calibrate for, a δ to convert at) given exactly is never
+    taken above itself."""
+    v = _finite_number(value, name)
+    if not (math.isfinite(v) and _is_finite(value)):
+        return v
+    x = _exact(value, up=False)
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
 def _non_negative(value: object, name: str) -> float:
     v = _real_up(value, name)
     if not math.isfinite(v) or v < 0:

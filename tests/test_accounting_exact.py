@@ -13,6 +13,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from privirt.private.accounting import ApproxDP, zcdp_to_approx_dp
@@ -329,3 +330,34 @@ def test_budget_show_json_states_the_spends_it_lists(tmp_path, monkeypatch, caps
     fresh = Ledger(led.path)
     assert fresh.account()["remaining_epsilon"] == fresh.remaining_epsilon()
     assert fresh.account()["spent"] == fresh.spent() and fresh.account()["delta_spent"] == fresh.delta_spent()
+
+
+def test_accounting_reads_exact_values_on_the_safe_side():
+    # a cost (a statement) is read rounded up, a target or a budget rounded down; an exact
+    # value (Fraction, huge int, longdouble) was read to nearest, e.g. 1/3 as a double below it
+    from fractions import Fraction
+
+    from privirt.private import accounting as A
+
+    rng = np.random.default_rng(5_600_010)
+    for _ in range(2000):
+        x = Fraction(int(rng.integers(1, 10**12)), int(rng.integers(2, 10**12)))
+        if x >= 1:
+            x = 1 / x
+        cost = A.PrivacyCost(rho=x, epsilon=x, delta=x)
+        assert Fraction(cost.rho) >= x and Fraction(cost.epsilon) >= x and Fraction(cost.delta) >= x
+        assert Fraction(A.check_epsilon(x)) <= x and Fraction(A.check_delta(x)) <= x
+    third = Fraction(1, 3)
+    assert Fraction(A.PrivacyCost(rho=third).rho) > third
+    assert A.calibrate_laplace_scale(third, 1.0) > float(third)  # the sensitivity read up
+    assert A.calibrate_gaussian_sigma(third, 1.0, 1e-6) >= A.calibrate_gaussian_sigma(float(third), 1.0, 1e-6)
+    assert Fraction(A.check_epsilon(np.longdouble(1) / 3)) <= Fraction(*(np.longdouble(1) / 3).as_integer_ratio())
+
+
+@pytest.mark.parametrize("value", [10**400, Fraction(10**400, 7)], ids=["int", "fraction"])
+def test_a_huge_exact_epsilon_is_refused_as_above_the_largest(value):
+    from privirt.private import accounting as A
+
+    with pytest.raises(ValueError, match=r"at most 1e\+06.*\(\d+ characters\) \(nothing was spent\)$") as err:
+        A.check_epsilon(value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300

@@ -57,8 +57,12 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
     _cks_epsilon_at,
     _cks_log_delta_upper,
     _exp_round_up,
+    _brief,
     _finite_number,
+    _is_finite,
     _open_delta,
+    _real_down,
+    _real_up,
     format_up,
     pure_to_zcdp,
     zcdp_to_approx_dp,
@@ -111,17 +115,19 @@ MAX_EPSILON: float = 1e6
 
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     """Validate a privacy parameter ε: a finite number in (0, :data:`MAX_EPSILON`] (ε = ∞ would
-    mean no privacy)."""
-    v = _finite_number(epsilon, name)
-    if not math.isfinite(v) or v <= 0:
+    mean no privacy).  An ε given exactly (a ``Fraction``, a huge int, ``np.longdouble``) is
+    read as the largest double not above it: here ε is a target or a budget, never a statement."""
+    v = _real_down(epsilon, name)
+    beyond = v > MAX_EPSILON and _is_finite(epsilon)  # a huge int or Fraction reads as inf
+    if not beyond and (not math.isfinite(v) or v <= 0):
         raise ValueError(
-            f"{name} must be a finite number > 0, got {epsilon!r}; privirt has no "
+            f"{name} must be a finite number > 0, got {_brief(epsilon)}; privirt has no "
             "non-private path through its private functions (use spectral_estimate instead)"
         )
-    if v > MAX_EPSILON:
+    if beyond:
         raise ValueError(f"{name} must be at most {MAX_EPSILON:g}, the largest ε privirt states a guarantee for "
                          f"(beyond it the noise is below the samplers' resolution and the guarantee says "
-                         f"nothing), got {v!r} (nothing was spent)")
+                         f"nothing), got {_brief(epsilon) if math.isinf(v) else repr(v)} (nothing was spent)")
     return v
 
 
@@ -151,12 +157,15 @@ def check_target_epsilon(epsilon: object, name: str = "epsilon") -> float:
 
 
 def check_delta(delta: object, name: str = "delta") -> float:
-    """Validate δ: a number strictly between 0 and 1."""
-    return _open_delta(delta, name)
+    """Validate δ: a number strictly between 0 and 1 (a target or a budget, read as the
+    largest double not above its exact value)."""
+    _open_delta(delta, name)
+    return _open_delta(_real_down(delta, name), name)
 
 
 def _check_rho(rho: object) -> float:
-    v = _finite_number(rho, "rho")
+    """A stated ρ (a cost): read as the smallest double not below its exact value."""
+    v = _real_up(rho, "rho")
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"rho must be a finite number >= 0, got {rho!r}")
     return v
@@ -180,10 +189,11 @@ class PrivacyCost:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", _check_rho(self.rho))
-        e = _finite_number(self.epsilon, "epsilon")
+        # a cost is a statement: each part is read as the smallest double not below it
+        e = _real_up(self.epsilon, "epsilon")
         if not math.isfinite(e) or e < 0:
             raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
-        d = _finite_number(self.delta, "delta")
+        d = _real_up(self.delta, "delta")
         if not (0.0 <= d <= 1.0):
             raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
         object.__setattr__(self, "epsilon", e)
@@ -236,7 +246,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     is bounded in outward-rounded exact arithmetic and rounded up.
     """
     rho = _check_rho(rho)
-    eps = _finite_number(epsilon, "epsilon")
+    eps = _real_down(epsilon, "epsilon")  # the target ε: δ is larger at a smaller ε
     if eps < 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
     if rho == 0.0:
@@ -282,7 +292,7 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     Returns ``inf`` when the spends' own δ's already reach ``delta`` while a zCDP part
     remains, or exceed it.
     """
-    delta = _finite_number(delta, "delta")
+    delta = _real_down(delta, "delta")  # the target δ: ε is larger at a smaller δ
     if not (0.0 <= delta <= 1.0):
         raise ValueError(f"delta must be in [0, 1], got {delta!r}")
     return SpendSums.of(PrivacyCost.of(c) for c in costs).total(delta)
@@ -322,7 +332,7 @@ def calibrate_gaussian_sigma(
     ValueError
         For invalid inputs, or when the sampler's TV term alone uses up δ.
     """
-    l2 = _finite_number(l2_sensitivity, "l2_sensitivity")
+    l2 = _real_up(l2_sensitivity, "l2_sensitivity")
     if not (l2 > 0 and math.isfinite(l2)):
         raise ValueError(f"l2_sensitivity must be a finite number > 0, got {l2_sensitivity!r}")
     epsilon = check_epsilon(epsilon)
@@ -375,7 +385,7 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
     The discrete Laplace with pmf ∝ exp(−|z|/scale) on a query of L1 sensitivity Δ₁ is
     (Δ₁/scale)-DP (Ghosh, Roughgarden & Sundararajan 2009; Canonne, Kamath & Steinke 2020).
     """
-    l1 = _finite_number(l1_sensitivity, "l1_sensitivity")
+    l1 = _real_up(l1_sensitivity, "l1_sensitivity")
     if not (l1 > 0 and math.isfinite(l1)):
         raise ValueError(f"l1_sensitivity must be a finite number > 0, got {l1_sensitivity!r}")
     epsilon = check_epsilon(epsilon)
@@ -411,7 +421,7 @@ def shuffle_amplified_epsilon(
     Returns ``None`` when the bound gives nothing (then no amplification may be claimed).  The
     guarantee is (ε, δ)-DP for the replace-one relation on the n reports.
     """
-    e0 = _finite_number(epsilon0, "epsilon0")
+    e0 = _real_up(epsilon0, "epsilon0")
     if e0 < 0 or not math.isfinite(e0):
         raise ValueError(f"epsilon0 must be a finite number >= 0, got {epsilon0!r}")
     delta = check_delta(delta)
