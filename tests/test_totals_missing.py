@@ -622,6 +622,17 @@ def test_the_hypergeometric_table_is_built_once_per_design_and_equals_scipys(mon
     assert built == [30]
 
 
+@pytest.mark.parametrize("m", [0, 1])
+def test_an_mcar_design_of_fewer_than_two_items_is_refused_in_one_line(m):
+    from privirt.private.accounting import ApproxDP
+    from privirt.private.measurements import TotalsGaussian
+
+    with pytest.raises(ValueError, match=rf"^the totals estimator's MCAR design needs at least 2 items, got {m}$"):
+        marginal_missing.mcar_design(500, m, 0.5)
+    with pytest.raises(ValueError, match="needs at least 2 items, got 1"):
+        TotalsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_persons=500, n_items=1, missing="mcar")
+
+
 def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_default_is_algorithm_2(tmp_path, capsys):
     from privirt.private.choose import default_private_method
     from privirt.private.ledger import Ledger

@@ -360,7 +360,11 @@ def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: 
     through the fit).  The missing pattern is not public: it is evaluated at the reference
     mean answered share ``q`` and ``icc`` (:data:`REFERENCE_ANSWERED`, :data:`REFERENCE_ICC`).
     ``score_bins`` (a list of B) restricts the search over B (benchmarks of other designs).
+    Fewer than 2 items are refused in one line (nothing to compare; the public input check
+    refuses them first).
     """
+    if m < 2:
+        raise ValueError(f"the totals estimator's MCAR design needs at least 2 items, got {m}")
     check_mcar_items(m)
     g_f, E_f = answered_share(n, m, (1 - _F_GRID) * rho, q, icc)  # g and the ratios' error, per f
     beta0 = reference_difficulties(m)
