@@ -491,6 +491,59 @@ def test_simulated_masks_follow_the_fitted_number_answered():
     assert np.allclose(h.sum(axis=1), rel.n_persons)
 
 
+def test_answered_mixing_is_the_average_over_active_subsets():
+    from privirt.private.totals.answered_mask import answered_mixing, mask_rates
+
+    q = np.array([0.05, 1.0, 0.97, 0.6, 0.3])
+    mu, lo, hi = mask_rates(q)
+    assert np.allclose(lo * (1 - mu) + hi * mu, q) and np.all((lo >= 0) & (hi <= 1))  # E p_i(U) = q_i
+    C = answered_mixing(q)
+    m = q.size
+    for j in range(m + 1):
+        subsets = list(itertools.combinations(range(m), j))
+        want = np.zeros(m + 1)
+        for S in subsets:
+            d = np.array([1.0])
+            for i in range(m):
+                d = np.convolve(d, [1 - (hi[i] if i in S else lo[i]), hi[i] if i in S else lo[i]])
+            want += d / len(subsets)
+        assert np.allclose(C[:, j], want, atol=1e-12)
+    assert np.allclose(answered_mixing(np.full(6, 0.8)), np.eye(7), atol=1e-12)  # equal rates: beta-binomial
+    assert np.allclose(marginal_missing.answered_distribution(6, 0.8, 0.2, answered_mixing(np.full(6, 0.8))),
+                       marginal_missing.answered_distribution(6, 0.8, 0.2), atol=1e-12)
+
+
+@pytest.mark.parametrize("icc", [0.0, 0.3])
+def test_simulated_masks_keep_strongly_unequal_answer_rates(icc):
+    # one item answered by 5 %, others by everyone: the simulated mask keeps every item's rate
+    # and the number answered has the distribution the fit uses (the weighted k-subset of a
+    # beta-binomial k gave the rare item 0.3-0.8 and under-covered its interval)
+    q = np.array([0.05, 1.0, 1.0, 0.98, 0.6, 0.3, 1.0, 0.9])
+    m, n, reps = q.size, 4000, 10
+    theta, w = marginal.ability_grid(np.array([0.0]))
+    _s, a, h = mcar_bootstrap.simulate_mcar_statistics(
+        np.random.default_rng(12), None, np.linspace(-1, 1, m), q, n, np.array([0, 3, 6, m + 1]), reps,
+        k_edges=np.arange(m + 2), icc=icc, ability=(theta[0], w[0]))
+    assert np.allclose(a.mean(axis=0) / n, q, atol=0.01), a.mean(axis=0) / n
+    pk = h.reshape(reps, m + 1, 3).sum(axis=(0, 2)) / (n * reps)
+    want = marginal_missing.answered_distribution(m, q.mean(), icc, marginal_missing.answered_mixing(q))
+    assert np.allclose(pk, want, atol=0.01), (pk, want)
+
+
+@pytest.mark.slow
+def test_mcar_interval_coverage_of_a_rarely_answered_item():
+    # item 0 answered by 10 % of persons, the others by everyone (planned missingness, §7.3):
+    # its interval covered about 0.3 when the simulated mask gave it 0.8 of the persons
+    hits = []
+    for k in range(16):
+        X, beta = _mcar(n=1500, m=6, rate=0.0, seed=900 + k)
+        X[np.random.default_rng(k).random(X.shape[0]) > 0.1, 0] = np.nan
+        fit = private_totals_estimate(X, epsilon=1.0, seed=k, n_boot=60, missing="mcar")
+        hits.append((fit.ci["lo"].to_numpy() <= beta) & (beta <= fit.ci["hi"].to_numpy()))
+    hits = np.array(hits)
+    assert hits[:, 0].mean() >= 0.75 and hits.mean() >= 0.85, hits.mean(axis=0)
+
+
 def test_person_level_missingness_is_fitted_at_large_epsilon():
     # per-person missing rates (still MCAR) overdisperse the observed score; one bin of k with
     # independently answered cells overestimates the ability spread, the (k, r) fit does not

@@ -501,9 +501,10 @@ def _answered_model(release: TotalsRelease, q: np.ndarray):
     if k_edges is None or len(k_edges) < 3:
         return 0.0, None
     h = release.histogram.to_numpy(dtype=float)
+    mix = marginal_missing.answered_mixing(q)  # each item keeps its own answer rate
     icc = float(marginal_missing.fit_answered_icc(h, release.n_persons, release.sigma_histogram**2, np.mean(q),
-                                                  k_edges, len(release.edges) - 1))
-    pk = marginal_missing.answered_distribution(len(release.items), np.mean(q), icc)
+                                                  k_edges, len(release.edges) - 1, mixing=mix))
+    pk = marginal_missing.answered_distribution(len(release.items), np.mean(q), icc, mixing=mix)
     return icc, marginal_missing.thinning_matrix(pk, k_edges, release.edges)
 
 

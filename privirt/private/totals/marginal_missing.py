@@ -4,8 +4,9 @@ Post-processing of the released (noisy item totals s_i, answered counts a_i, his
 (number answered k, observed score r)): the design at a public reference model and mask
 (budget shares of s, a and the histogram, the bins of k and r), the proportions
 p_i = s_i/a_i with their noise variance, the cell probabilities — one bin of k: item i
-answered independently with probability q_i; several: k beta-binomial (fitted to the
-k-margins) and the answered set a random k-subset — the fit of the ability model to the
+answered independently with probability q_i; several: k from persons' Beta propensities with
+each item at its own rate (:mod:`~privirt.private.totals.answered_mask`; beta-binomial for equal
+rates, fitted to the k-margins) and the answered set a random k-subset — the fit of the ability model to the
 histogram under them (the parametric bootstrap: :mod:`privirt.private.totals.mcar_bootstrap`).  Complete-data
 pieces (ability grid, marginal inversion, shrinkage) come from :mod:`privirt.private.totals.marginal`.  The
 maths is in ``docs/totals.md`` §7.
@@ -20,6 +21,7 @@ import numpy as np
 from scipy import special, stats
 
 from . import shrinkage
+from .answered_mask import answered_mixing
 from .marginal import (
     KAPPA_GRID,
     LAMBDA_GRID,
@@ -38,7 +40,7 @@ from .marginal import (
 __all__ = [
     "answered_share", "mcar_design", "answered_counts", "ratio_proportions", "score_distribution_mcar",
     "bin_probabilities_mcar", "fit_spread_mcar", "fit_support_batch_mcar", "answered_distribution",
-    "thinning_matrix", "fit_answered_icc", "MCAR_MAX_ITEMS", "mcar_release_holds",
+    "thinning_matrix", "fit_answered_icc", "MCAR_MAX_ITEMS", "mcar_release_holds", "answered_mixing",
 ]
 
 #: The MCAR release is built for at most this many items: its design and fits hold the observed
@@ -99,10 +101,14 @@ def bin_probabilities_mcar(beta: np.ndarray, q: np.ndarray, theta: np.ndarray, w
 
 # ---------------------------------------------------------------------------------------
 # the number answered k (beta-binomial) and the score given k (a random k-subset answered)
-def answered_distribution(m: int, mu: np.ndarray | float, icc: np.ndarray | float) -> np.ndarray:
+def answered_distribution(m: int, mu: np.ndarray | float, icc: np.ndarray | float,
+                          mixing: np.ndarray | None = None) -> np.ndarray:
     """P(k answered), k = 0..m: beta-binomial with mean share ``mu`` and intra-class correlation
     ``icc`` (0: binomial, independent cells), broadcast over the shapes of ``mu`` and ``icc``:
-    (..., m + 1)."""
+    (..., m + 1).  With ``mixing`` (:func:`~privirt.private.totals.answered_mask.answered_mixing`
+    of the item answer rates, ``mu`` their mean) the number answered when each item keeps its
+    own rate: the beta-binomial is that of the persons' propensities, mapped to k by ``mixing``
+    (equal rates: the identity)."""
     mu, icc = np.broadcast_arrays(np.clip(np.asarray(mu, dtype=float), 1e-6, 1 - 1e-6),
                                   np.clip(np.asarray(icc, dtype=float), 0.0, 0.999))
     k = np.arange(m + 1, dtype=float)
@@ -112,6 +118,7 @@ def answered_distribution(m: int, mu: np.ndarray | float, icc: np.ndarray | floa
     logc = special.gammaln(m + 1) - special.gammaln(k + 1) - special.gammaln(m - k + 1)
     bb = np.exp(logc + special.betaln(k + a, m - k + b) - special.betaln(a, b))
     out = np.where(icc[..., None] > 1e-9, bb, binom)
+    out = out if mixing is None else out @ np.swapaxes(mixing, -1, -2)
     return out / out.sum(axis=-1, keepdims=True)
 
 
@@ -166,16 +173,17 @@ def thinning_matrix(pk: np.ndarray, k_edges: np.ndarray, r_edges: np.ndarray,
 
 
 def fit_answered_icc(hist: np.ndarray, n: int, var_h: float, mu: np.ndarray | float, k_edges: np.ndarray,
-                     B: int) -> np.ndarray:
+                     B: int, mixing: np.ndarray | None = None) -> np.ndarray:
     """φ of the beta-binomial number answered fitted to the k-margins of the released (k, r)
     histogram(s) ``hist`` (..., K·B), mean share ``mu``: least squares weighted by each margin's
-    variance n P(1 − P) + B σ_h² over :data:`ICC_GRID`.  Shape ``hist.shape[:-1]``."""
+    variance n P(1 − P) + B σ_h² over :data:`ICC_GRID`.  Shape ``hist.shape[:-1]``.  ``mixing``:
+    the items' own answer rates (:func:`answered_distribution`; without it, equal rates)."""
     hist = np.asarray(hist, dtype=float)
     K = len(k_edges) - 1
     hk = hist.reshape(hist.shape[:-1] + (K, B)).sum(axis=-1)  # (..., K)
     m = int(k_edges[-1]) - 1
     mu = np.broadcast_to(np.asarray(mu, dtype=float), hk.shape[:-1])
-    pk = answered_distribution(m, mu[..., None], ICC_GRID)  # (..., G, m + 1)
+    pk = answered_distribution(m, mu[..., None], ICC_GRID, mixing)  # (..., G, m + 1)
     Pk = pk @ _bin_onehot(k_edges, m)  # (..., G, K)
     V = n * Pk * (1 - Pk) + B * var_h + 1e-9
     nll = 0.5 * np.sum((hk[..., None, :] - n * Pk) ** 2 / V + np.log(V), axis=-1)

@@ -1,8 +1,9 @@
 """The MCAR totals estimator's parametric bootstrap (``docs/totals.md`` §7.3 step 4, §7.4).
 
 Post-processing of the release: persons simulated from an ability model, their Rasch answers,
-the MCAR mask (each item at its answer rate; with bins of the number answered k, k
-beta-binomial and the answered set a weighted k-subset), the three statistics noised at the
+the MCAR mask (each item at its answer rate; with bins of the number answered k, each
+person's propensity Beta-distributed and the items answered independently given it,
+:mod:`~privirt.private.totals.answered_mask`), the three statistics noised at the
 released scales and refitted unshrunk on the fit's support
 (:func:`~privirt.private.totals.marginal_missing.fit_support_batch_mcar`).  The replicates'
 true difficulties are drawn from their posterior by the complete-data
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import intervals, shrinkage
+from .answered_mask import answered_mixing, mask_rates
 from .marginal import SIMULATION_CELLS, SpreadFit, ability_grid, invert_marginals
 from .marginal_missing import (
     answered_distribution,
@@ -38,17 +40,19 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
     posterior mode), Rasch answers with ``beta`` ((m,) every replicate's truth, or (reps, m) one
     truth per replicate).
     Without ``k_edges`` item i is seen independently with probability ``q[i]``; with them each
-    person's number answered k is beta-binomial (mean share mean(q), intra-class correlation
-    ``icc``) and the answered set is a k-subset drawn without replacement with weights
-    q_i/(1 − q_i) (so that items keep their answer rates), binned into the (k, r) histogram.
+    person draws a propensity U ~ Beta (mean share mean(q), intra-class correlation ``icc``)
+    and answers item i independently with probability q_i + s_i (U − mean(q))
+    (:mod:`~privirt.private.totals.answered_mask`): every item keeps its answer rate and the
+    number answered k has the distribution the fit uses (``answered_distribution`` with the
+    rates' ``answered_mixing``; beta-binomial for equal rates); k is binned into the (k, r)
+    histogram.
     """
     theta, w = fit.ability_distribution() if ability is None else ability
     eb = np.exp(np.atleast_2d(beta))
     m, B = eb.shape[1], len(edges) - 1
     K = 1 if k_edges is None else len(k_edges) - 1
     s, a, hist = np.empty((reps, m)), np.empty((reps, m)), np.empty((reps, K * B))
-    mu = float(np.clip(np.mean(q), 1e-6, 1 - 1e-6))
-    odds = np.clip(q, 1e-3, 1 - 1e-3) / (1 - np.clip(q, 1e-3, 1 - 1e-3))
+    mu, lo, hi = mask_rates(q)
     step = max(1, SIMULATION_CELLS // (n * m))
     for a0 in range(0, reps, step):
         r = min(reps, a0 + step) - a0
@@ -60,12 +64,8 @@ def simulate_mcar_statistics(rng: np.random.Generator, fit: SpreadFit, beta: np.
             kb = 0
         else:
             share = rng.beta(mu * (1 / icc - 1), (1 - mu) * (1 / icc - 1), (r, n)) if icc > 1e-9 else mu
-            k = rng.binomial(m, share, (r, n))
-            keys = np.log(rng.random((r, n, m))) / odds  # Efraimidis–Spirakis: the k largest keys
-            top = -np.sort(-keys, axis=2)
-            cut = np.take_along_axis(top, np.maximum(k - 1, 0)[:, :, None], axis=2)
-            seen = (keys >= cut) & (k[:, :, None] > 0)
-            kb = np.searchsorted(k_edges, k, side="right") - 1
+            seen = rng.random((r, n, m)) < lo + (hi - lo) * np.asarray(share)[..., None]
+            kb = np.searchsorted(k_edges, seen.sum(axis=2), side="right") - 1
         X &= seen
         s[a0:a0 + r] = X.sum(axis=1)
         a[a0:a0 + r] = seen.sum(axis=1)
@@ -90,9 +90,11 @@ def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generat
     scale with the noise variance :func:`ratio_proportions` hands to the shrinkage
     (``rng_truth``; ``None`` holds them at ``beta``, the point estimate); ``rng`` simulates the
     persons (from that model), the mask (item answer rates q_i = a_i/n; with ``k_edges`` the
-    beta-binomial number answered of intra-class correlation ``icc``) and the noise, so the
-    choices share their random numbers.  Each replicate is refitted unshrunk on the fit's
-    support, its φ from its own k-margins.
+    persons' propensities of intra-class correlation ``icc``) and the noise, so the choices
+    share their random numbers.  Each replicate is refitted unshrunk on the fit's support, its
+    φ from its own k-margins (its own mean share; the items' spread of rates, the
+    ``answered_mixing``, that of the q_i it was simulated with: one O(m³) table, not one per
+    replicate).
     """
     sig_s, sig_a, sig_h = sigmas
     vs, va, vh = sig_s**2, sig_a**2, sig_h**2
@@ -115,9 +117,10 @@ def bootstrap_errors_mcar(rng: np.random.Generator, rng_truth: np.random.Generat
     start = invert_marginals(shrinkage.centre_totals(tp, n, v), theta_s, w_s)
     A = None
     if k_edges is not None:
-        mub = qb.mean(axis=1)
-        iccb = fit_answered_icc(hb, n, vh, mub, k_edges, len(edges) - 1)
-        A = thinning_matrix(answered_distribution(qb.shape[1], mub[:, None], iccb[:, None])[:, 0], k_edges, edges)
+        mub, mix = qb.mean(axis=1), answered_mixing(q)
+        iccb = fit_answered_icc(hb, n, vh, mub, k_edges, len(edges) - 1, mixing=mix)
+        A = thinning_matrix(answered_distribution(qb.shape[1], mub[:, None], iccb[:, None], mix)[:, 0],
+                            k_edges, edges)
     est = fit_support_batch_mcar(pb, qb, hb, n, vh, edges, support, initial=start, A=A)
     if tick is not None:
         tick(reps)
