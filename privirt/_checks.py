@@ -74,10 +74,38 @@ def check_variance(what: str, value: float) -> None:
         )
 
 
+#: the most bootstrap replicates any estimator takes (public): 50 times the default 200 and
+#: 10 times the service's cap, where the intervals' Monte-Carlo error is long negligible; the
+#: replicate arrays (n_boot x m floats, n_boot x m(m-1)/2 for the 2PL) stay within a few GB at
+#: the sizes the docs run, while 1e7 or 1e11 would run for days or exhaust memory after the debit
+MAX_N_BOOT = 10_000
+
+
 def check_n_boot(n_boot: Any) -> int:
-    """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or at least 20."""
+    """``n_boot`` (bootstrap replicates) as an int: 0 (no intervals) or 20 to :data:`MAX_N_BOOT`.
+
+    Parameters
+    ----------
+    n_boot : int
+        The number of bootstrap replicates asked for.
+
+    Returns
+    -------
+    int
+        ``n_boot`` as a Python int.
+
+    Raises
+    ------
+    ValueError
+        For a bool, a non-integer, 1 to 19, or more than :data:`MAX_N_BOOT` (checked before
+        anything is spent).
+    """
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
         raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+    if n_boot > MAX_N_BOOT:
+        raise ValueError(f"n_boot must be at most {MAX_N_BOOT} (more replicates do not improve the "
+                         f"intervals and can run for days or exhaust memory), got {int(n_boot)}; "
+                         f"pass n_boot=200 (the usual default) or another value up to {MAX_N_BOOT}")
     return int(n_boot)
 
 

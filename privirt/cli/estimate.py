@@ -285,7 +285,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         if "n_boot" not in entry.options:
             raise ValueError(f"--n-boot applies to methods with intervals; --method {method} has none "
                              "(nothing was spent)")
-        options["n_boot"] = args.n_boot
+        options["n_boot"] = check_n_boot(args.n_boot)  # its bound, before anything is spent
     if "progress" in inspect.signature(entry.estimate).parameters:
         options["progress"] = False if args.no_progress else None  # None: only on a terminal
     res = entry.estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
