@@ -225,3 +225,29 @@ def test_non_finite_posterior_means_are_refused_not_printed(command, sampler, da
            if not line.startswith("privirt: warning: ")]  # (the data's item i0 warns under gibbs)
     assert len(err) == 1 and err[0].startswith("privirt: error: the posterior means of 1 of ")
     assert "(b i1, ...) are not finite" in err[0] and not out.exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--prior-theta", "0", "0"], r"--prior-theta \(0\.0, 0\.0\)"),
+    (["--prior-b", "nan", "1"], r"--prior-b \(nan, 1\.0\)"),
+    (["--proposal-sd", "0", "1", "1"], "--proposal-sd THETA must be finite and positive"),
+    (["--proposal-sd", "nan", "1", "1"], "--proposal-sd THETA must be finite and positive"),
+    (["--anchor", "p0=0"], "anchor value for 'p0' must be a non-zero finite number"),
+    (["--anchor", "p0=nan"], "anchor value for 'p0' must be a non-zero finite number"),
+    (["--anchor", "nobody=1"], "unknown anchor label 'nobody'"),
+])
+def test_mh_bad_priors_proposals_anchors_print_one_line(data_csv, capsys, extra, message):
+    """``privirt mh`` printed its stage message (``privirt mh: Responses(...)``) and then the
+    error for bad --prior-*/--proposal-sd/--anchor values: now the one error line only."""
+    assert _run("mh", data_csv, *extra) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("privirt: error: "), err
+    assert re.search(message, err)
+
+
+def test_mh_checks_prior_values_before_reading_the_data(tmp_path, capsys):
+    """The values are checked before the data are read: a bad prior is named even when the
+    file is missing."""
+    assert _run("mh", tmp_path / "missing.csv", "--prior-a", "0", "-1") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--prior-a (0.0, -1.0)" in err

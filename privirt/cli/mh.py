@@ -86,11 +86,23 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bayes import mh_2pl
+    import pandas as pd
+
+    from ..bayes import mh_2pl, twopl_setup
     from ._input import read_responses
 
     started = time.perf_counter()
     check_outputs(args)
+    # the priors, proposal sds and anchor values before the data are read (one error line, no
+    # stage message before it); the anchors' labels once the persons are known, below
+    priors = priors_from_args(args, ("theta", "a", "b"))
+    twopl_setup.check_priors(priors or None)
+    if args.proposal_sd is not None:
+        twopl_setup.check_proposal_sd(tuple(args.proposal_sd))
+    anchors = dict(args.anchor)
+    if len(anchors) != len(args.anchor):
+        raise ValueError("a person is given more than one --anchor")
+    twopl_setup.check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
     # transposed: the file's empty rows are items and its empty columns persons, so nothing is
     # dropped (nor named) until the table is the right way round
     resp = read_responses(args, **({"empty": "keep"} if args.transpose else {}))
@@ -98,13 +110,10 @@ def run(args: argparse.Namespace) -> int:
         from ..data.responses import as_responses
 
         resp = as_responses(resp.to_frame().T)
-    anchors = dict(args.anchor)
-    if len(anchors) != len(args.anchor):
-        raise ValueError("a person is given more than one --anchor")
+    twopl_setup.check_anchors(anchors, resp.persons)  # an unknown label: before the stage message
     kwargs: dict[str, Any] = {}
     if args.proposal_sd is not None:
         kwargs["proposal_sd"] = tuple(args.proposal_sd)
-    priors = priors_from_args(args, ("theta", "a", "b"))
     if priors:
         kwargs["priors"] = priors
     if not args.no_progress:  # a stage message (--no-progress: none)
