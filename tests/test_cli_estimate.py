@@ -237,6 +237,20 @@ def test_private_long_table_needs_the_public_item_set(tmp_path, capsys):
     assert main(["estimate", str(path), "--epsilon", "1", "--items", "1,,2", "--seed", "1"]) == 2
 
 
+def test_items_file_not_utf8_is_named_in_one_line(lsat_csv, tmp_path, capsys):
+    """A non-UTF-8 ``--items @FILE`` gave a bare "'utf-8' codec can't decode byte 0xff"."""
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "items_bad.txt"
+    bad.write_bytes(b"item1\nitem2\n\xff\xfe\n")
+    out = tmp_path / "beta.csv"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--items", f"@{bad}", "--n-persons", "1000",
+                 "--ledger", str(ledger), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"privirt: error: --items @{bad} is not UTF-8 text; save it as UTF-8\n"
+    assert len(privirt.Ledger(ledger).spends()) == 0 and not out.exists()
+
 @pytest.mark.parametrize("eps", ["1e-300", "1e-200"])
 def test_vanishing_epsilon_is_refused_in_one_line(lsat_csv, tmp_path, capsys, eps):
     ledger = tmp_path / "b.ledger"

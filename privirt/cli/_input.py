@@ -61,7 +61,11 @@ def public_items(spec: str) -> list[str]:
         path = Path(spec[1:])
         if not path.is_file():
             raise ValueError(f"--items {spec}: no such file {path}")
-        names = [line.strip() for line in path.read_text().splitlines()]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"--items {spec} is not UTF-8 text; save it as UTF-8") from None
+        names = [line.strip() for line in text.splitlines()]
         names = [n for n in names if n]
     else:
         names = [n.strip() for n in spec.split(",")]
