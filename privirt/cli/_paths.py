@@ -64,6 +64,8 @@ def check_output_dir(path: str | Path, flag: str) -> Path:
     if p.exists() and not p.is_dir():
         raise ValueError(f"{flag} {p} exists and is not a folder; give a folder name")
     parent = p.resolve().parent
+    if not p.exists() and parent.exists() and not parent.is_dir():
+        raise ValueError(f"{flag} {p}: {p.parent} is a file, not a folder; choose another output folder")
     if not p.exists() and not parent.is_dir():
         raise ValueError(
             f"{flag} {p}: the folder {p.parent} does not exist; create it first"
