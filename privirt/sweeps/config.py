@@ -18,7 +18,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._checks import check_n_boot
 from ..private.accounting import MAX_EPSILON, MIN_EPSILON
 from . import registry
 from .results import METRICS
@@ -171,11 +170,6 @@ def parse_config(
         if not isinstance(opts, Mapping):
             raise ValueError(f"mechanism_options.{mech} must be a table")
         _no_unknown(opts, set(registry.get(mech).option_keys), f"mechanism_options.{mech}")
-        if "n_boot" in opts:  # its bound (MAX_N_BOOT) here, not in every cell of the run
-            try:
-                check_n_boot(opts["n_boot"])
-            except ValueError as exc:
-                raise ValueError(f"mechanism_options.{mech}.{exc}") from None
         options[mech] = dict(opts)
 
     report = raw.get("report", {})
