@@ -510,3 +510,19 @@ def test_out_check_asks_whether_an_existing_file_is_writable(tmp_path, monkeypat
     with pytest.raises(ValueError, match="exists and is not writable"):
         _paths.check_output_file(out, "--out", (".csv",))
     assert _paths.check_output_file(tmp_path / "new.csv", "--out", (".csv",)) == tmp_path / "new.csv"
+
+
+def test_bad_pattern_weight_is_printed_as_a_plain_number(tmp_path, capsys):
+    """The weight error showed numpy's repr: ``weight np.float64(-2.0) of row 0 ...``."""
+    path = tmp_path / "wneg.csv"
+    path.write_text("person,a,b,w\n1,0,1,-2\n2,1,0,3\n3,1,1,1.5\n")
+    assert main(["estimate", str(path), "--weights-col", "w"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error: weight -2.0 of row 0 is not a non-negative whole number")
+    assert err.count("\n") == 1 and "np." not in err
+    frame = pd.DataFrame({"a": [0, 1], "b": [1, 0]})
+    for weights, shown in ((np.array([3.0, 1.5]), "weight 1.5 of row 1"),
+                           (pd.Series([np.float32(2), np.nan]), "weight nan of row 1")):
+        with pytest.raises(ValueError, match=f"^{shown} is not") as info:
+            privirt.as_responses(frame, weights=weights)
+        assert "np." not in str(info.value)

@@ -42,7 +42,7 @@ def expand_patterns(codes: np.ndarray, persons: pd.Index, weights: Any, no_rows:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"weight {w[i]!r} of row {i} is not a non-negative whole number: weights are pattern "
+            f"weight {float(wf[i])} of row {i} is not a non-negative whole number: weights are pattern "
             "frequencies (how many persons gave that row's answers)"
         )
     if wf.sum() > MAX_EXPANDED_PERSONS:  # (in float: an int64 sum of huge weights wraps around)
