@@ -526,3 +526,18 @@ def test_bad_pattern_weight_is_printed_as_a_plain_number(tmp_path, capsys):
         with pytest.raises(ValueError, match=f"^{shown} is not") as info:
             privirt.as_responses(frame, weights=weights)
         assert "np." not in str(info.value)
+
+
+def test_items_leaving_out_many_data_items_says_how_many(tmp_path, capsys):
+    """--items leaving out 6 data items listed the first five as if they were all of them."""
+    path = tmp_path / "wide.csv"
+    X, *_ = privirt.simulate_rasch(50, 8, seed=1)
+    pd.DataFrame(X, columns=[f"i{j}" for j in range(8)]).to_csv(path, index=False)
+    assert main(["estimate", str(path), "--epsilon", "1", "--items", "i0,i1", "--seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "the data have 6 items (the first 5: ['i2', 'i3', 'i4', 'i5', 'i6']) that are not in the " \
+           "public item set --items" in err
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])  # five or fewer: all of them, as before
+    with pytest.raises(ValueError, match=r"the data have item\(s\) \['c'\] that are not"):
+        privirt.release_counts(frame, epsilon=1.0, items=["a", "b"], seed=1)

@@ -182,3 +182,12 @@ def test_a_dask_frames_bad_value_is_named_by_its_row_in_its_partition(client):
     with pytest.raises(ValueError, match=r"^block 2: invalid response 2\.0 for person 25 "):
         dask_statistics(da.from_array(np.where(np.arange(40)[:, None] == 25, 2.0, X), chunks=(10, 3)),
                         client=client)
+
+
+def test_items_leaving_out_many_columns_says_how_many(client):
+    """The Dask engine's refusal listed the first five left-out items as if they were all."""
+    X = _data(m=8)
+    arr = da.from_array(X, chunks=(17, 8))
+    with pytest.raises(ValueError, match=r"the data have 6 items \(the first 5: \[2, 3, 4, 5, 6\]\)"):
+        privirt.release_counts(arr, engine="dask", client=client, epsilon=1.0, seed=2_200_002,
+                               items=[0, 1], n_persons=60)

@@ -160,8 +160,9 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
                              "(item labels are compared as text); rename one")
         extra = [label for label, text in zip(resp.items, data_text) if text not in set(public_text)]
         if extra:
+            shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
             raise ValueError(
-                f"the data have item(s) {extra[:5]} that are not in the public item set "
+                f"the data have {shown} that are not in the public item set "
                 "`items`; add them to `items` or remove them from the data"
             )
         pos = data_text.get_indexer(public_text)

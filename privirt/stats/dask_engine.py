@@ -269,8 +269,9 @@ def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tu
     if public:
         extra = [c for c in columns if str(c) not in {str(i) for i in labels}]
         if extra:
+            shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
             raise ValueError(
-                f"the data have item(s) {extra[:5]} that are not in the public item set "
+                f"the data have {shown} that are not in the public item set "
                 "`items`; add them to `items` or remove them from the data"
             )
     cols, pos = [], []
