@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms.measures import ApproxDP, PureDP, ZCDP, zcdp_to_approx_dp
+from mechanisms.measures import ApproxDP, PureDP, ZCDP, format_up, zcdp_to_approx_dp
 
 from .._seeds import child, secure_rng, stream_key
 from .accounting import (
@@ -204,7 +204,7 @@ class CountsGaussian(Measurement):
         self.cost = PrivacyCost(rho=rho, delta=tv_delta)
         self.notes = (
             "ρ-zCDP converted to (ε, δ) by the tight conversion of Canonne, Kamath & Steinke "
-            "(2020)" + (f"; sampler TV bound × {draws} draws = {tv_delta:.3g} added to δ" if tv_delta else ""),
+            "(2020)" + (f"; sampler TV bound × {draws} draws = {format_up(tv_delta, 3)} added to δ" if tv_delta else ""),
         )
         self._check_claim(target)
         return self
@@ -255,7 +255,7 @@ class CountsLaplace(Measurement):
         self.cost = PrivacyCost(epsilon=eps, delta=tv_delta)
         self.notes = (
             "pure ε-DP: δ is not used by the Laplace mechanism"
-            + (f" (beyond the sampler's TV term {tv_delta:.3g})" if tv_delta else ""),
+            + (f" (beyond the sampler's TV term {format_up(tv_delta, 3)})" if tv_delta else ""),
         )
         self._check_claim(target)
         return self
@@ -338,7 +338,8 @@ class ResponsesRR(Measurement):
         notes = [
             "missing cells are replaced by fair coin flips before release, so the observed mask is "
             "protected too (the guarantee holds for rows in {0, 1, missing}^m)",
-            f"per-bit ε₀ = {eps0:.6g}; user-level local ε = m·ε₀ = {local.epsilon:.6g} (basic composition)",
+            f"per-bit ε₀ = {format_up(eps0, 6)}; user-level local ε = m·ε₀ = {format_up(local.epsilon, 6)} "
+            "(basic composition)",
         ]
         if amplified:
             self.measure = ApproxDP

@@ -18,6 +18,9 @@ DOMAIN_COMPLETE = 'rows in {0, 1}^m (complete data, declared with missing="none"
 HOLDER_ONLY = ("for the data holder only, not part of the release (data outside the domain, "
                "or with more persons than the public n, are refused before anything is spent)")
 
+#: Noise parameters that are privacy parameters (printed rounded up, never below the value).
+PRIVACY_PARAMETERS: frozenset[str] = frozenset({"epsilon0"})
+
 _NOT_PRIVATE = "NOT PRIVATE: seeded noise (reproducible; no guarantee against anyone who knows the seed)"
 
 
@@ -163,7 +166,10 @@ class PrivacyStatement:
             lines.extend(f"part: {q.name}, {self.noise_parameter} = {q.sigma:.6g}, sensitivity L2 = "
                          f"{q.sensitivity_l2:.6g}, rho = {format_up(q.rho, 6)}" for q in self.parts)
         else:
-            lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {self.noise_value:.6g}")
+            # a noise scale may print to nearest; a privacy parameter (RR's ε₀) is rounded up
+            value = (format_up(self.noise_value, 6) if self.noise_parameter in PRIVACY_PARAMETERS
+                     else f"{self.noise_value:.6g}")
+            lines.append(f"mechanism: {self.mechanism}, {self.noise_parameter} = {value}")
         if self.rho is not None:
             total = " (the sum of the parts' rho)" if self.parts else ""
             lines.append(f"zCDP: rho = {format_up(self.rho, 6)}{total}")
