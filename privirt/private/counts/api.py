@@ -65,7 +65,11 @@ def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
             f"mechanism must be 'gaussian' or 'laplace' for released counts, got {mechanism!r} "
             "(randomized response is available in private_spectral_estimate)"
         )
-    if sensitivity not in ("tight", "paper"):
+    _check_sensitivity(sensitivity)
+
+
+def _check_sensitivity(sensitivity: Any) -> None:
+    if not isinstance(sensitivity, str) or sensitivity not in ("tight", "paper"):
         raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
 
 
@@ -330,7 +334,9 @@ def private_spectral_estimate(
     if rr and n_boot:
         raise ValueError("randomized response has no bootstrap intervals (they under-cover at the "
                          "usual epsilon, docs/intervals.md); pass n_boot=0 or use mechanism='gaussian'")
-    if not rr:
+    if rr:  # unused by randomized response, but refused as for the counts, before any debit
+        _check_sensitivity(sensitivity)
+    else:
         _check_count_options(mechanism, sensitivity)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device=device,
                          items=items, n_persons=n_persons, p0=p0, note=note,
