@@ -28,6 +28,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from mechanisms.measures import _open_delta, _real_down
+
 __all__ = [
     "shuffle_delta",
     "numerical_epsilon",
@@ -50,6 +52,12 @@ def _check(epsilon0: float, n: int) -> tuple[float, int]:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer (the number of shuffled reports), got {n!r}")
     return e0, int(n)
+
+
+def _check_delta(delta: float) -> float:
+    """δ strictly between 0 and 1 (one line otherwise), read as the largest double not above it."""
+    _open_delta(delta, "delta")
+    return _open_delta(_real_down(delta, "delta"), "delta")
 
 
 def _divergence_given_c(c: np.ndarray, eps0: float, eps: float) -> np.ndarray:
@@ -110,6 +118,7 @@ def numerical_epsilon(epsilon0: float, n: int, delta: float, *, tol: float = 1e-
     keeps the end point at which the check passed.
     """
     e0, n = _check(epsilon0, n)
+    delta = _check_delta(delta)
     if shuffle_delta(e0, n, e0) > delta:
         return None
     lo, hi = 0.0, e0
@@ -128,7 +137,7 @@ def numerical_epsilon(epsilon0: float, n: int, delta: float, *, tol: float = 1e-
 
 def closed_form_validity_limit(n: int, delta: float) -> float:
     """Largest ε₀ for the closed form: log(n / (16 log(4/δ))) (−inf when n is too small)."""
-    arg = n / (16.0 * math.log(4.0 / delta))
+    arg = n / (16.0 * math.log(4.0 / _check_delta(delta)))
     return math.log(arg) if arg > 1.0 else -math.inf
 
 
@@ -136,6 +145,7 @@ def closed_form_epsilon(epsilon0: float, n: int, delta: float) -> float | None:
     """The authors' conservative closed form (see the module docstring); ``None`` outside its
     validity range ε₀ ≤ log(n / (16 log(4/δ)))."""
     e0, n = _check(epsilon0, n)
+    delta = _check_delta(delta)
     if e0 > closed_form_validity_limit(n, delta):
         return None
     a = 8.0 * math.sqrt(math.exp(e0) * math.log(4.0 / delta)) / math.sqrt(n)
