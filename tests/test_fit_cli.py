@@ -129,3 +129,39 @@ def test_fit_reads_a_pattern_table(capsys):
     assert "1000 persons × 5 items" in out
     res = privirt.andersen_test(privirt.load_dataset("lsat7"), "mean")
     assert f"LR = {res.statistic:.3f}, df = 4" in out
+
+
+def test_fit_takes_the_regularization_its_spectral_advice_names(tmp_path, capsys):
+    X, _, _ = privirt.simulate_rasch(300, 6, seed=41)
+    frame = pd.DataFrame(X, columns=[f"q{i}" for i in range(6)])
+    frame["q0"] = 1.0  # never wrong: only λ compares it with the rest
+    frame.index.name = "person"
+    path = tmp_path / "allright.csv"
+    frame.to_csv(path)
+    assert main(["fit", str(path), "--method", "spectral"]) == 0
+    err = capsys.readouterr().err
+    assert "pass --regularization 0 to refuse" in err, err
+    # the warning's advice is a flag of privirt fit, and refuses the data in one line ...
+    assert main(["fit", str(path), "--method", "spectral", "--regularization", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error: the item comparison graph has 2 separate parts")
+    assert len(err.strip().splitlines()) == 1 and "or use --regularization 1" in err, err
+    # ... whose own advice ends the error, and λ sets the estimate
+    assert main(["fit", str(path), "--method", "spectral", "--regularization", "1"]) == 0
+    beta1 = _table(capsys.readouterr().out)["beta"]
+    assert main(["fit", str(path), "--method", "spectral", "--regularization", "4"]) == 0
+    beta4 = _table(capsys.readouterr().out)["beta"]
+    assert beta4["q0"] > beta1["q0"] + 0.1  # a larger pseudo-count pulls q0 towards the rest
+    # CML has no λ: refused in one line before any work
+    assert main(["fit", str(path), "--regularization", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "privirt: error: --regularization applies to --method spectral only"
+    # items nobody answered with the others: λ cannot link them, so it is not advised
+    split = frame.drop(columns="q0")
+    split.iloc[:150, 3:] = np.nan
+    split.iloc[150:, :3] = np.nan
+    split.to_csv(path)
+    for extra in ([], ["--regularization", "0"]):
+        assert main(["fit", str(path), "--method", "spectral", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "separate parts" in err and "regularization" not in err, err

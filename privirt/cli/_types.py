@@ -35,3 +35,16 @@ def nonnegative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
+
+
+#: ``--regularization``'s help (``privirt estimate`` and ``privirt fit``)
+REGULARIZATION_HELP = ("spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
+                       "0 refuses data whose comparison graph is disconnected")
+
+
+def regularization(text: str) -> float:
+    """``--regularization``: the spectral estimator's pseudo-count λ, a number ≥ 0."""
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value

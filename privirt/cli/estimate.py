@@ -18,7 +18,7 @@ from .._checks import check_n_boot
 from ._input import public_items
 from ._paths import check_output_file
 from ._table import format_table, write_table
-from ._types import nonnegative_int, number, positive_int
+from ._types import REGULARIZATION_HELP, nonnegative_int, number, positive_int, regularization
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
 METHODS: dict[str, Callable[..., pd.DataFrame]] = {}
@@ -66,13 +66,6 @@ def _method_name(text: str) -> str:
     return text
 
 
-def _regularization(text: str) -> float:
-    value = number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """All options of ``privirt estimate`` (add new ones here)."""
     from ._input import FILE_HELP, add_long_columns
@@ -107,9 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "2PNO, private only: needs --epsilon)",
     )
     parser.add_argument(
-        "--regularization", type=_regularization, default=None, metavar="L",
-        help="spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
-        "0 refuses data whose comparison graph is disconnected",
+        "--regularization", type=regularization, default=None, metavar="L", help=REGULARIZATION_HELP,
     )
     parser.add_argument(
         "--top-k", type=positive_int, default=None, metavar="K",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ._paths import check_output_dir, check_output_file
+from ._types import REGULARIZATION_HELP, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
 PLOTS = {
@@ -63,6 +64,8 @@ def register(subparsers) -> None:
                    "(e.g. 'frequency' in the bundled LSAT files); rows are expanded into persons")
     p.add_argument("--method", choices=("cmle", "spectral"), default="cmle",
                    help="item estimator (default: cmle)")
+    p.add_argument("--regularization", type=regularization, default=None, metavar="L",
+                   help=REGULARIZATION_HELP + " (--method spectral only)")
     p.add_argument("--andersen", nargs="?", const="median", default=None, metavar="SPLIT",
                    action=_AndersenAction,
                    help="also run Andersen's likelihood-ratio test by CML, persons split at the "
@@ -97,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.file is None:
         raise ValueError("give the responses FILE (see `privirt fit --help`)")
     # every check that can fail on the arguments comes before any work or output
+    if args.regularization is not None and args.method != "spectral":
+        raise ValueError("--regularization applies to --method spectral only")
     _check_folder(args.plots)
     _check_out(args.out, args.file)
     if args.plots is not None:
@@ -118,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         from ..rasch.spectral import spectral_estimate
 
-        est = spectral_estimate(resp)
+        est = spectral_estimate(resp, regularization="auto" if args.regularization is None
+                                else args.regularization)
         table = pd.DataFrame({"beta": est.beta})
     abilities = estimate_abilities(resp, est.beta, method="wle")
     fit = item_fit(resp, est, abilities)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 import pandas as pd
@@ -234,7 +234,9 @@ def spectral_from_counts(
     raw = M
     if lam > 0:
         M = M + lam * reg_pairs
-    _check_connected(M, labels)
+    # advise λ > 0 only where it would link the parts: it adds to the pairs compared at least
+    # once (or the graph's edges), so it cannot help when in use already or when they are unlinked
+    _check_connected(M, labels, lambda: lam == 0 and _strong_components(M + reg_pairs)[0] == 1)
     if lam > 0 and graph is None:
         _warn_if_regularization_connects(raw, labels, lam)
 
@@ -397,7 +399,8 @@ def _warn_if_regularization_connects(M: np.ndarray, labels: pd.Index, lam: float
     )
 
 
-def _check_connected(M: np.ndarray, labels: pd.Index) -> None:
+def _check_connected(M: np.ndarray, labels: pd.Index,
+                     regularization_links: Callable[[], bool]) -> None:
     n_comp, lab = _strong_components(M)
     if n_comp == 1:
         return
@@ -409,8 +412,9 @@ def _check_connected(M: np.ndarray, labels: pd.Index) -> None:
         f"{list(outside[:5])}{' …' if len(outside) > 5 else ''} are never compared (directly "
         "or through other items) with the other "
         f"{int(sizes[main])} items in both directions, so their difficulties are not identified; "
-        "estimate the parts separately, collect responses linking them, or use "
-        "regularization > 0 (CLI: --regularization 1)"
+        + ("estimate the parts separately, collect responses linking them, or use "
+           "regularization > 0 (CLI: --regularization 1)" if regularization_links() else
+           "estimate the parts separately or collect responses linking them")
     )
 
 
