@@ -98,8 +98,17 @@ def test_disconnected_items_raise():
     X = np.full((400, 4), np.nan)
     X[:200, :2] = rng.integers(0, 2, (200, 2))
     X[200:, 2:] = rng.integers(0, 2, (200, 2))
-    with pytest.raises(DisconnectedComparisonGraph):
+    with pytest.raises(DisconnectedComparisonGraph) as info:
         privirt.cmle_estimate(X)
+    # the line says what to do, in the library's words and, unchanged, on the command line
+    remedy = "estimate the parts separately, or collect responses that link them"
+    assert str(info.value).endswith("difficulties are not identified; " + remedy)
+    from privirt.cli._words import cli_message
+
+    assert cli_message(info.value).endswith(remedy)
+    # the spectral estimate is no remedy: nobody links the parts for it either, whatever λ
+    with pytest.raises(DisconnectedComparisonGraph):
+        privirt.spectral_estimate(X, device="cpu")
 
 
 def test_one_way_linked_item_sets_raise_instead_of_huge_estimates():

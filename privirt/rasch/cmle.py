@@ -322,7 +322,9 @@ def _check_estimable(resp, stats: _Stats) -> None:
         outside = resp.items[lab != int(np.argmax(sizes))]
         raise DisconnectedComparisonGraph(
             f"items {list(outside[:5])} share no person (with a non-extreme score) with the "
-            f"other items ({n_comp} separate parts): difficulties are not identified"
+            f"other items ({n_comp} separate parts): difficulties are not identified; "
+            # (not the spectral estimate: with no person linking them it cannot either)
+            "estimate the parts separately, or collect responses that link them"
         )
     _check_fischer(resp)
 
