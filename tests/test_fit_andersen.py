@@ -163,3 +163,40 @@ def test_a_group_fit_that_does_not_converge_warns_naming_it():
         privirt.andersen_test(X)  # the default converges
     with pytest.warns(UserWarning, match=r"whole sample: the CML fit did not converge in max_iter=1"):
         privirt.andersen_test(X, max_iter=1)
+
+
+def test_split_advice_names_another_split():
+    # 100 persons with score 0 of 160: the median (0) and the mean (0.8) both leave 'low' with
+    # score 0 only; the advice must not suggest the split that just failed
+    rows = [[0, 0, 0]] * 100 + [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 1]] * 15
+    X = pd.DataFrame(rows, columns=["a", "b", "c"], dtype=float)
+    for split, other in (("median", "mean"), ("mean", "median")):
+        with pytest.raises(ValueError, match="group 'low' has no person") as info:
+            privirt.andersen_test(X, split)
+        assert str(info.value).endswith(f"split differently (e.g. split={other!r} or a covariate)")
+        assert f"split={split!r}" not in str(info.value)
+    with pytest.raises(ValueError, match="group 0 has no person") as info:
+        privirt.andersen_test(X, np.r_[[0] * 100, [1] * 60])
+    assert str(info.value).endswith("(e.g. split='median', split='mean' or another covariate) or "
+                                    "merge groups")
+
+
+def test_cml_failure_inside_the_test_gets_remedies_that_apply():
+    # nobody in group 'g1' got c or d right and a or b wrong: Fischer's condition fails there
+    X, _, _ = privirt.simulate_rasch(200, 4, seed=35)
+    X = pd.DataFrame(X, columns=list("abcd"))
+    linked = pd.DataFrame([[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 0, 1]] * 10,
+                          columns=list("abcd"), dtype=float)
+    with pytest.raises(ValueError, match="group 'g1'") as info:
+        privirt.andersen_test(pd.concat([X, linked], ignore_index=True),
+                              np.r_[["g2"] * 200, ["g1"] * 50])
+    text = str(info.value)
+    assert "spectral" not in text  # the test fits CML in every group
+    assert text.endswith("collect responses that link them, drop those items from the data or split "
+                         "differently (e.g. split='median', split='mean' or another covariate) or "
+                         "merge groups"), text
+    # failing on the whole sample, it fails in every group whatever the split: no split advised
+    with pytest.raises(ValueError, match="whole sample") as info:
+        privirt.andersen_test(linked, np.arange(50) % 2)
+    assert str(info.value).endswith("collect responses that link them or drop those items from "
+                                    "the data"), str(info.value)

@@ -62,9 +62,10 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # "the public number of persons (CLI: --n-persons)"
     (re.compile(r"\(CLI: ([^)]+)\)"), r"(\1)"),
     (re.compile(r"engine='dask'"), "--engine dask"),
-    # the Andersen test's group without information (fit/andersen.py): the CLI splits by score only
-    (re.compile(r"split differently \(e\.g\. split='mean' or a covariate\) or merge groups"),
-     "split differently (--andersen median or --andersen mean)"),
+    # the Andersen test's advice (fit/andersen.py) names the score split not used; the CLI splits
+    # by score only
+    (re.compile(r"split differently \(e\.g\. split='(median|mean)' or a covariate\)"),
+     r"split differently (--andersen \1)"),
     (re.compile(r"pass device=\"cpu\""), "pass --device cpu"),
     (re.compile(r"use spectral_estimate \(regularised\)"), "use --method spectral (regularised)"),
     # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)

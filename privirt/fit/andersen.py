@@ -159,7 +159,8 @@ def andersen_test(
             "has little power: split by a covariate instead",
             UserWarning, stacklevel=2,
         )
-    keep = _estimable_items(resp, members)
+    hint = _split_hint(split)
+    keep = _estimable_items(resp, members, hint)
     dropped = list(resp.items[~keep])
     if dropped:
         warnings.warn(
@@ -173,20 +174,22 @@ def andersen_test(
         raise ValueError(f"only {cols.size} item(s) can be estimated in every group; the test "
                          "needs at least two")
 
-    def fit(rows: np.ndarray, name: str):
+    def fit(rows: np.ndarray, name: str, whole: bool = False):
         sub = resp.subset(rows, cols)
         sub = sub.subset(np.flatnonzero((sub.codes >= 0).any(axis=1)))
         try:
             res = cmle_estimate(sub, tol=tol, max_iter=max_iter, progress=False)  # (no progress= here)
         except ValueError as exc:
-            raise ValueError(f"Andersen test, {name}: {exc}") from None
+            # what fails the whole sample fails every group on the same items: no split cures it
+            raise ValueError(f"Andersen test, {name}: "
+                             f"{_cml_advice(str(exc), None if whole else hint)}") from None
         if not res.converged:
             warnings.warn(f"Andersen test, {name}: the CML fit did not converge in max_iter={max_iter} "
                           f"iterations (tol={tol:g}); the statistic is not the test's (raise max_iter)",
                           UserWarning, stacklevel=3)
         return res
 
-    whole = fit(np.arange(resp.n_persons), "whole sample")
+    whole = fit(np.arange(resp.n_persons), "whole sample", whole=True)
     fits = {g: fit(np.flatnonzero(members[g]), f"group {g!r}") for g in names}
     ll_groups = pd.Series({g: f.loglik for g, f in fits.items()}, name="loglik")
     stat = max(2.0 * (float(ll_groups.sum()) - whole.loglik), 0.0)
@@ -246,9 +249,29 @@ def _groups(resp: Responses, split: Any) -> tuple[np.ndarray, str]:
     return values, label
 
 
-def _estimable_items(resp: Responses, members: dict) -> np.ndarray:
+def _split_hint(split: Any) -> str:
+    """Advice to split differently, never naming the split just used."""
+    if isinstance(split, str):  # two score groups: merging them leaves no test
+        other = "mean" if split == "median" else "median"
+        return f"split differently (e.g. split={other!r} or a covariate)"
+    return "split differently (e.g. split='median', split='mean' or another covariate) or merge groups"
+
+
+def _cml_advice(text: str, hint: str | None) -> str:
+    """``cmle_estimate``'s message with its remedy "use spectral_estimate (regularised)", which the
+    test (CML in every group) cannot take, replaced by dropping the items and, for a group,
+    ``hint`` (``None``: no split helps)."""
+    remedies = ["drop those items from the data"] + ([hint] if hint else [])
+    instead = " or ".join(remedies)
+    text = text.replace(" or use spectral_estimate (regularised)",
+                        (", " if len(remedies) > 1 else " or ") + instead)
+    return text.replace("use spectral_estimate (regularised)", instead)
+
+
+def _estimable_items(resp: Responses, members: dict, hint: str) -> np.ndarray:
     """Items every group can estimate by CML, found by dropping until nothing changes
-    (dropping an item changes scores, hence which persons are extreme)."""
+    (dropping an item changes scores, hence which persons are extreme); ``hint``: how else to
+    split, for the error when a group has no information."""
     keep = np.ones(resp.n_items, dtype=bool)
     while True:
         bad = np.zeros_like(keep)
@@ -260,8 +283,7 @@ def _estimable_items(resp: Responses, members: dict) -> np.ndarray:
             if not inner.any():
                 raise ValueError(
                     f"Andersen test: group {g!r} has no person with a non-extreme score, so "
-                    "it carries no conditional information; split differently (e.g. "
-                    "split='mean' or a covariate) or merge groups"
+                    f"it carries no conditional information; {hint}"
                 )
             c = codes[inner]
             n_ans = (c >= 0).sum(axis=0)
