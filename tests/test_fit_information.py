@@ -115,3 +115,26 @@ def test_docstring_examples_run():
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, name
         assert result.attempted > 0, name
+
+
+def test_overview_describes_each_function_by_its_parameters():
+    """docs/fit.md and privirt.fit's docstring said every function takes the responses and an item
+    estimate; andersen_test takes a split, the information functions no responses."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    import privirt.fit
+
+    names = ["item_fit", "person_fit", "reliability", "item_information", "test_information",
+             "andersen_test"]
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "fit.md").read_text(encoding="utf-8")
+    for text in (doc.split("\n\n")[1], privirt.fit.__doc__.split("\n\n")[1]):
+        text = " ".join(text.split())
+        assert "Every function" not in text
+        for name in names:
+            found = re.search(rf"`{name}\(([^)]*)\)`", text)
+            assert found, (name, text)
+            params = list(inspect.signature(getattr(privirt, name)).parameters)
+            written = [p.strip() for p in found.group(1).split(",")]
+            assert written == params[: len(written)], (name, written, params)
