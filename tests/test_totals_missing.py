@@ -721,3 +721,57 @@ def test_an_mcar_release_of_more_items_than_its_design_holds_is_refused_and_the_
                  "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "use --method spectral" in err and 'missing="mcar"' not in err
+
+
+def _rare_first_item(n, m, share, seed):
+    """Rasch responses (difficulties evenly from −1.5 to 1.5) with item 0 answered by ``share``
+    of the persons and the others by everyone."""
+    rng = np.random.default_rng(seed)
+    beta = np.linspace(-1.5, 1.5, m)
+    X = (rng.random((n, m)) < special.expit(rng.normal(0, 1, n)[:, None] - beta)).astype(float)
+    X[rng.random(n) > share, 0] = np.nan
+    return X, beta - beta.mean()
+
+
+def test_one_rarely_answered_item_does_not_shrink_the_others():
+    # item 0 answered by 3 % (n = 2000, m = 10, ε = 1): its ratio's noise variance (≈ 5e5 on
+    # the totals scale against ≈ 300 for the others) was pooled over the items, and one factor
+    # of 0.3–0.9 shrank every difficulty; each item now has its own noise variance and factor
+    n, m = 2000, 10
+    X, _ = _rare_first_item(n, m, 0.03, 29_000_080)
+    rel = release_totals(X, epsilon=1.0, seed=29_000_081, missing="mcar")
+    tp, q, v = marginal_missing.ratio_proportions(rel.totals.to_numpy(float), rel.answered.to_numpy(float), n,
+                                                  rel.sigma_totals**2, rel.sigma_answered**2)
+    p, c, diag = shrinkage.shrink_totals(tp, n, v)
+    p0 = shrinkage.centre_totals(tp, n, v)  # unshrunk
+    kept = np.std(p[1:]) / np.std(p0[1:])
+    assert kept > 0.97, kept
+    assert np.shape(v) == (m,) and v[0] > 100 * v[1:].max()
+    assert diag["shrinkage_items"][0] < 0.5 and min(diag["shrinkage_items"][1:]) > 0.97
+    # equal variances given one per item are the one-variance model exactly
+    v1 = float(np.mean(v[1:]))
+    same = shrinkage.shrink_totals(tp, n, np.full(m, v1)), shrinkage.shrink_totals(tp, n, v1)
+    assert np.array_equal(same[0][0], same[1][0]) and same[0][1] == same[1][1]
+    draws = [shrinkage.population_draws(np.random.default_rng(1), tp, n, x, 5) for x in (np.full(m, v1), v1)]
+    assert np.array_equal(*draws)
+    # an item answered by 4 persons (its ratio 3, noise variance 5e7) moves neither the
+    # others' level nor their spread (shrunk toward s̄, it moved every item by 0.3)
+    t = tp.copy()
+    t[0], vv = 3.0 * n, v.copy()
+    vv[0] = 5e7
+    p4 = shrinkage.shrink_totals(t, n, vv)[0]
+    assert abs(np.mean(p4[1:]) - np.mean(tp[1:]) / n) < 0.01 and np.std(p4[1:]) > 0.97 * np.std(tp[1:] / n)
+    draws = shrinkage.population_draws(np.random.default_rng(2), t, n, vv, 200)
+    assert abs(np.mean(draws[:, 1:]) - np.mean(tp[1:]) / n) < 0.01
+
+
+def test_estimate_keeps_the_spread_of_the_items_everyone_answered():
+    n, m = 2000, 10
+    err = []
+    for k in range(3):
+        X, beta = _rare_first_item(n, m, 0.03, 40 + k)
+        fit = private_totals_estimate(X, epsilon=1.0, seed=k, n_boot=0, missing="mcar")
+        b, bu = fit.beta.to_numpy(), fit.beta_unshrunk.to_numpy()
+        assert np.std(b[1:]) > 0.95 * np.std(bu[1:]), (np.std(b[1:]), np.std(bu[1:]))
+        err.append(b[1:] - beta[1:])
+    assert np.sqrt(np.mean(np.square(err))) < 0.25

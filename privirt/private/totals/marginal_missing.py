@@ -447,9 +447,9 @@ def answered_factor(a: np.ndarray, n: int, var_a: float) -> float:
 
 
 def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a: float
-                      ) -> tuple[np.ndarray, np.ndarray, float]:
-    """(n·p, q, v): the ratios on the totals scale, the answered shares, and the noise variance
-    of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.shrinkage.shrink_totals`.
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n·p, q, v): the ratios on the totals scale, the answered shares, and each item's noise
+    variance of n·p_i beyond complete-data sampling, for :func:`privirt.private.totals.shrinkage.shrink_totals`.
 
     The answered counts are first shrunk toward their mean (:func:`answered_counts`, which also
     gives the noise variance σ_a′² left in them); p_i = s_i/a_i, q_i = a_i/n.  n·p_i is returned
@@ -458,15 +458,16 @@ def ratio_proportions(s: np.ndarray, a: np.ndarray, n: int, var_s: float, var_a:
     prior (``docs/totals.md`` §7.3 step 1; the shrinkage brings proportions into the range
     itself).  Var(p_i) ≈ (σ_s² + p_i²σ_a′²)/a_i² + p_i(1 − p_i)/a_i (privacy noise by the delta
     method, sampling among those who answered; p_i here clipped into (0, 1) by half a count);
-    ``shrink_totals`` adds n·p(1 − p) itself, so v = n²·mean(Var p_i) − n·mean(p(1 − p)),
-    floored at the privacy part.
+    ``shrink_totals`` adds n·p(1 − p) itself, so v_i = n²·Var p_i − n·p_i(1 − p_i), floored at
+    the privacy part.  One per item: pooled (their mean, before session 23) one item answered by
+    few persons made every item's noise look large and every difficulty was shrunk hard.
     """
     a, var_a = answered_counts(a, n, var_a)
     s = np.asarray(s, dtype=float)
     p = np.clip(s / a, 0.5 / a, 1 - 0.5 / a)
     priv = (var_s + p * p * var_a) / a**2
-    v = n * n * float(np.mean(priv + p * (1 - p) / a)) - n * float(np.mean(p * (1 - p)))
-    return n * s / a, a / n, max(v, n * n * float(np.mean(priv)))
+    v = n * n * (priv + p * (1 - p) / a) - n * p * (1 - p)
+    return n * s / a, a / n, np.maximum(v, n * n * priv)
 
 
 # ---------------------------------------------------------------------------------------
