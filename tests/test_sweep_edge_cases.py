@@ -164,12 +164,11 @@ def test_a_data_set_that_cannot_be_read_leaves_the_folder_as_it_was(tmp_path, ca
     (tmp_path / "bad.csv").write_text("x,y,z\n1,2,0\n0,1,1\n1,0,1\n", encoding="utf-8")
     cfg = _write(tmp_path, 'trials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
                            '[[datasets]]\nsource = "csv"\npath = "bad.csv"\n')
-    (tmp_path / "new").mkdir()  # (privirt sweep creates --out, never its missing parents)
     out = tmp_path / "new" / "out"
     assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("privirt: error: data set 'bad': invalid response 2") and "\n" not in err
-    assert not out.exists()
+    assert not (tmp_path / "new").exists()  # the parent it created is removed too
     old = tmp_path / "old"
     old.mkdir()
     (old / "notes.txt").write_text("mine\n", encoding="utf-8")

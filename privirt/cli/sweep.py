@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._paths import check_output_dir
 from ._types import positive_int
 
 
@@ -25,8 +24,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="output folder (created; its parent must exist); receives results.csv "
-                             "and sweep.json")
+                        help="output folder (created, with its missing parents, as mkdir -p); "
+                             "receives results.csv and sweep.json")
     parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="worker processes (default: the number of CPUs)")
     parser.add_argument("--resume", action="store_true",
@@ -45,10 +44,6 @@ def run(args: argparse.Namespace) -> int:
         what = "is a folder" if args.config.is_dir() else "does not exist"
         raise ValueError(f"sweep configuration {args.config} {what}; give a .toml file such as "
                          "experiments/quick.toml (format: docs/sweeps.md)")
-    # --out is created, its missing parents never are (as fit --plots); an --out that exists
-    # as a file run_sweep refuses itself
-    if not args.out.exists():
-        check_output_dir(args.out, "--out")
     config = load_config(args.config)
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
                       progress=not args.no_progress, discard_failed=True)

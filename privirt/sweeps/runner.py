@@ -70,8 +70,8 @@ def run_sweep(
     config : SweepConfig or path
         A validated configuration or the path of a TOML file.
     out : path
-        Output folder (created, with any missing parent folders; ``privirt sweep --out``
-        refuses a missing parent instead).  It receives ``results.csv``, ``sweep.json`` (the
+        Output folder (created, with any missing parent folders, as ``mkdir -p``; a run
+        that fails before writing a row removes what it created).  It receives ``results.csv``, ``sweep.json`` (the
         configuration, software versions and machine of every run) and ``config.toml`` (a
         copy of the latest run's configuration file).
     jobs : int, optional
