@@ -74,6 +74,17 @@ def test_errors_use_command_line_words_not_python_names(wide, capsys):
     assert "`items`" not in line and "--items" in line
 
 
+@pytest.mark.parametrize("extra", [["--method", "totals"], ["--model", "2pl"]])
+def test_private_only_estimates_are_not_told_to_leave_out_epsilon(wide, capsys, extra):
+    # --method totals and --model 2pl have no non-private path: leaving out --epsilon is refused
+    # ("... is a private estimator: give --epsilon"), so a bad ε must not advise it
+    path, _ = wide
+    assert main(["estimate", str(path), "--epsilon", "0", "--missing", "mcar", *extra]) == 2
+    line = _err_line(capsys)
+    assert line.startswith("privirt: error: --epsilon must be a finite number > 0")
+    assert "leave out --epsilon" not in line and "spectral_estimate" not in line
+
+
 def test_cli_words_keep_the_flag_and_drop_the_keyword():
     from privirt.cli._words import cli_text
 

@@ -171,6 +171,19 @@ def _names_ledger(arg: object) -> bool:
     return len(flag) >= 4 and "--ledger".startswith(flag)
 
 
+def _non_private_path(args: argparse.Namespace | None) -> bool:
+    """Whether leaving out ``--epsilon`` gives this command line a non-private estimate:
+    ``privirt estimate`` of the Rasch model with no ``--method`` or a non-private one (not
+    ``--method totals`` nor ``--model 2pl``, private only)."""
+    from ._words import NON_PRIVATE_COMMANDS
+
+    if getattr(args, "command", None) not in NON_PRIVATE_COMMANDS:
+        return False
+    from .estimate import METHODS
+
+    return getattr(args, "model", "rasch") != "2pl" and getattr(args, "method", None) in (None, *METHODS)
+
+
 def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -202,10 +215,10 @@ def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
         _say(f"privirt: error: {_one_line(exc)}{_spent(mark)}")
         return EXIT_BUDGET
     except (ValueError, OSError, ImportError, PrivirtError) as exc:
-        from ._words import NON_PRIVATE_COMMANDS, cli_message
+        from ._words import cli_message
 
-        non_private = getattr(args, "command", None) in NON_PRIVATE_COMMANDS
-        _say(f"privirt: error: {cli_message(exc, flags=flags, non_private=non_private)}{_spent(mark)}")
+        _say(f"privirt: error: {cli_message(exc, flags=flags, non_private=_non_private_path(args))}"
+             f"{_spent(mark)}")
         return EXIT_USAGE
     except MemoryError as exc:  # a run too large for this machine (numpy names the array it could not allocate)
         text = " ".join(str(exc).split()) or "MemoryError"
