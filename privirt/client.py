@@ -247,7 +247,8 @@ class Client:
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         attempts = 1 + (self.retries if (method == "GET" or idempotency_key is not None) else 0)
-        lost = False  # an earlier attempt went unanswered: it may have been debited
+        lost = False  # an earlier attempt went unanswered or unconfirmed: it may have been debited
+        lost_id = None  # the request id of an earlier unconfirmed debit (503 with request_id)
         for attempt in range(attempts):
             req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
             try:
@@ -265,11 +266,14 @@ class Client:
                 err = _error(exc.code, payload if isinstance(payload, dict) else {"detail": str(payload)},
                              exc.headers.get("Retry-After") if exc.headers else None)
                 if exc.code in _RETRIED and attempt + 1 < attempts:
+                    if err.body.get("request_id"):  # a debit the state did not confirm
+                        lost, lost_id = True, err.body["request_id"]
                     time.sleep(err.retry_after)
                     continue
                 if lost and idempotency_key is not None and exc.code in _RETRIED and not err.body.get("request_id"):
-                    # this try's "nothing was spent" says nothing of the unanswered one before it
-                    raise _error(exc.code, {**err.body, "detail": _after_lost(err.detail, idempotency_key)},
+                    # this try's "nothing was spent" says nothing of the earlier unanswered or
+                    # unconfirmed one
+                    raise _error(exc.code, {**err.body, "detail": _after_lost(err.detail, idempotency_key, lost_id)},
                                  exc.headers.get("Retry-After") if exc.headers else None) from None
                 raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
@@ -379,9 +383,10 @@ def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:
             f"spends twice){rid}")
 
 
-def _after_lost(detail: str, idempotency_key: str) -> str:
+def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> str:
     """``detail`` of a "nothing was spent" answer (429, or 503 without a request id) to a retry
-    whose earlier attempt went unanswered: this try spent nothing, the earlier one may have.
+    whose earlier attempt went unanswered or whose debit the state did not confirm (a 503 with
+    ``request_id``): this try spent nothing, the earlier one may have.
 
     Parameters
     ----------
@@ -389,15 +394,18 @@ def _after_lost(detail: str, idempotency_key: str) -> str:
         The service's one line.
     idempotency_key : str
         The key of the spending request, to retry with.
+    request_id : str, optional
+        The earlier try's request id, where the service gave one (to fetch its result).
 
     Returns
     -------
     str
         One line that no longer says "nothing was spent" and ends with :func:`_spent_hint`.
     """
-    this_try = "this try spent nothing, but an earlier try of this request went unanswered"
+    earlier = "went unanswered" if request_id is None else "was not confirmed"
+    this_try = f"this try spent nothing, but an earlier try of this request {earlier}"
     text = detail.replace("nothing was spent", this_try) if "nothing was spent" in detail else f"{detail}; {this_try}"
-    return text + _spent_hint(idempotency_key)
+    return text + _spent_hint(idempotency_key, request_id)
 
 
 def _decode(status: int, raw: bytes, idempotency_key: str | None) -> Any:

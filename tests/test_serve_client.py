@@ -471,6 +471,44 @@ def test_nothing_spent_after_an_unanswered_try_says_the_budget_may_have_been_spe
         assert srv.seen == ["idem-R"] * (1 + retries)  # every try with the same key
 
 
+class _UnconfirmedThenRefuses(_LosesThenRefuses):
+    """Answers the first request with the service's 503 for a debit its state did not confirm
+    (with a request id: the budget may have been spent), every later one with
+    ``server.refusal``."""
+
+    def do_POST(self) -> None:
+        if not self.server.seen:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.server.seen.append(self.headers.get("Idempotency-Key"))
+            payload = json.dumps({"detail": "the state did not confirm this request's debit: the budget may "
+                                  "have been spent", "request_id": "r" * 32}).encode()
+            self.send_response(503)
+            for k, v in {"Content-Type": "application/json", "Content-Length": str(len(payload)),
+                         "Retry-After": "0"}.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        super().do_POST()
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_nothing_spent_after_an_unconfirmed_debit_says_the_budget_may_have_been_spent(status):
+    # the retry of a 503 "did not confirm this request's debit" got "nothing was spent" (429, or
+    # 503 state unavailable), which the client passed on as it was
+    from privirt.client import ServerError, TooManyRequests
+
+    with _running(_UnconfirmedThenRefuses) as srv:
+        srv.refusal = (status, _NOTHING_SPENT[status])
+        with pytest.raises(TooManyRequests if status == 429 else ServerError) as err:
+            Client(srv.url, key=KEY, retries=1).estimate("d", epsilon=0.01, idempotency_key="idem-U")
+        msg = str(err.value)
+        assert "nothing was spent" not in msg and "earlier try of this request was not confirmed" in msg
+        assert msg.endswith(f"retry with Idempotency-Key idem-U (it never spends twice) or fetch "
+                            f"Client.result({'r' * 32!r})")
+        assert srv.seen == ["idem-U"] * 2
+
+
 @pytest.mark.parametrize("status", [429, 503])
 def test_nothing_spent_without_an_unanswered_try_still_says_nothing_was_spent(fake, status):
     from privirt.client import ServiceError
