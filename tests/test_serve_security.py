@@ -461,6 +461,13 @@ def test_the_openapi_description_has_the_request_bodies_and_the_one_line_error_b
     assert "HTTPValidationError" not in schemas and "ValidationError" not in schemas
     assert "HTTPValidationError" not in str(spec["paths"])
     assert schemas["ErrorBody"]["properties"] == {"detail": {"type": "string", "title": "Detail"}}
+    # the body limit (413) and the catch-all handler (500) answer on any route: every operation
+    # declares them, with the auth and state statuses
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            for code in ("401", "403", "413", "500", "503"):
+                assert op["responses"][code]["content"]["application/json"]["schema"] == \
+                    {"$ref": "#/components/schemas/ErrorBody"}, (method, path, code)
     # the handlers still parse by hand: a bad body is the service's one line, not FastAPI's list
     status, body, _ = call(proxied["url"] + "/v1/datasets/lsat6/estimate", "POST", proxied["keys"]["alice"],
                            {"epsilon": "0.5"})

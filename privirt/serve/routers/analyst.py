@@ -59,7 +59,7 @@ def request_schemas() -> dict:
     return top["$defs"]
 
 
-router = APIRouter(prefix="/v1", tags=["analyst"], responses=error_responses(401, 403, 503))
+router = APIRouter(prefix="/v1", tags=["analyst"], responses=error_responses(401, 403, 413, 500, 503))
 
 
 def one_line_validation(exc: ValidationError, fields: Iterable[str] = ()) -> str:

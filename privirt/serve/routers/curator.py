@@ -16,7 +16,7 @@ from ..service import RequestFailed
 from ..store import Principal
 from .analyst import error_responses
 
-router = APIRouter(tags=["curator"], responses=error_responses(401, 403, 503))
+router = APIRouter(tags=["curator"], responses=error_responses(401, 403, 413, 500, 503))
 
 
 def _curator(request: Request) -> Principal:
