@@ -56,7 +56,7 @@ def test_sensitivity_exhaustive_over_all_pairs_of_rows(m):
     assert joint.n_released == D.shape[2]
 
 
-@pytest.mark.parametrize("m", [2, 3, 5, 6])
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 6, 7])
 def test_privacy_loss_of_the_parts_bounded_by_their_sum(m):
     # the claimed ρ = Σ parts Δ²/(2σ²) bounds ‖Δ/σ‖²/2 over every pair of rows (exhaustive)
     rows = np.array(list(itertools.product([0, 1], repeat=m)), dtype=np.int8)
