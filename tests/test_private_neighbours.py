@@ -34,6 +34,8 @@ ENTRY_POINTS = {
     "private_totals_estimate/mcar": partial(privirt.private_totals_estimate, n_boot=20, missing="mcar"),
     "release_2pl": partial(privirt.release_2pl),
     "private_2pl_estimate": partial(privirt.private_2pl_estimate, n_boot=20),
+    "release_2pl/mcar": partial(privirt.release_2pl, missing="mcar"),
+    "private_2pl_estimate/mcar": partial(privirt.private_2pl_estimate, n_boot=20, missing="mcar"),
 }
 #: entry points defined on complete data only (they refuse missing cells)
 COMPLETE_DATA_ONLY = {"release_totals", "private_totals_estimate", "release_2pl", "private_2pl_estimate"}
