@@ -39,6 +39,21 @@ comparisons, ``docs/totals.md`` §7.4; not adopted).  Issue 26's MCAR coverage, 
         --corner-n 200,500 --corner-miss 0.2,0.5 --eps 0.3,1 --abilities bimodal2.5 --mode-only --save before.npz
     python benchmarks/bench_totals_missing.py ...same... --save after.npz --against before.npz
 
+``--pattern rare`` measures one rarely answered item instead (session 23, ``docs/totals.md`` §7.3):
+item 0 answered by a share of the persons (``--rare-share``, MCAR), every other item by everyone;
+n = 2000, m = 10, ε = 1 unless ``--rare-n``/``--rare-m``/``--eps`` say otherwise, ``--rare-datasets``
+data sets per share.  Per share: the relative error and RMSE of the other items (all vectors centred
+over all m items, the intervals' parametrisation), the rare item's RMSE, for the totals estimator's
+default call (``private_totals_estimate(missing="mcar")``, n_boot = 200) and Algorithm 2
+(``estimator="spectral"``, as above) with the paired MSE ratio of the other items; the coverage of
+the totals estimator's 95 % intervals for the other items and for the rare item (± SE over the data
+sets), their mean widths, the median ``info["shrinkage"]`` and seconds per totals call.  Only the
+public entry points are used, so the same script scores an older checkout (copy it into that
+checkout's ``benchmarks/``: the script puts its own checkout first on ``sys.path``):
+
+    python benchmarks/bench_totals_missing.py --pattern rare --rare-share 0.03,0.1,0.3 --rare-datasets 60 \
+        --seed 27100000 [--save FILE.npz] [--against FILE.npz]
+
 ``--save FILE.npz`` keeps the totals estimator's squared errors per data set and cell;
 ``--against FILE.npz`` (saved by another version of the code, same seeds) adds the paired MSE
 ratio before/after (> 1: this code better) with its SE.
@@ -96,11 +111,14 @@ def make_data(n: int, m: int, rate: float, pattern: str, rng: np.random.Generato
         miss = rng.random(X.shape) < rate
     elif pattern == "rates":  # item i missing at rate × U(0.2, 1.8): answer rates differ by item
         miss = rng.random(X.shape) < np.clip(rate * rng.uniform(0.2, 1.8, size=(1, m)), 0.0, 0.95)
+    elif pattern == "rare":  # item 0 missing for a share `rate` of the persons, the others complete
+        miss = np.zeros(X.shape, dtype=bool)
+        miss[:, 0] = rng.random(n) < rate
     elif pattern == "persons":  # person-level rate ~ Beta(2, 2(1 − rate)/rate): mean `rate`
         r = rng.beta(2.0, 2.0 * (1 - rate) / rate, size=(n, 1))
         miss = rng.random(X.shape) < r
     else:
-        raise ValueError(f"pattern must be 'items', 'rates' or 'persons', got {pattern!r}")
+        raise ValueError(f"pattern must be 'items', 'rates', 'rare' or 'persons', got {pattern!r}")
     X[miss] = np.nan
     return X, centred(beta)
 
@@ -146,6 +164,73 @@ def corner_coverage(n: int, m: int, miss: float, eps: float, pattern: str, seed0
     return np.array(hits, dtype=float), np.array(width), np.array(share)
 
 
+def rare_item(n: int, m: int, share: float, eps: float, seed0: int, datasets: int,
+              abilities: str = "normal") -> dict[str, np.ndarray]:
+    """Item 0 answered by ``share`` of the persons (MCAR), the others by everyone, over ``datasets``
+    data sets (their own seeds): per data set the centred errors of the totals estimator's default
+    call and of Algorithm 2 (``estimator="spectral"``), whether each item's 95 % interval covers its
+    centred difficulty, the intervals' widths, ``info["shrinkage"]`` and the call's seconds."""
+    out: dict[str, list] = {"err": [], "err_a2": [], "hits": [], "width": [], "shrink": [], "secs": [],
+                            "beta_sq": []}
+    for k in range(datasets):
+        rng = np.random.default_rng([seed0, 23, n, m, int(eps * 1000), int(round(share * 1000)), k])
+        X, beta = make_data(n, m, 1.0 - share, "rare", rng, abilities)
+        t1 = time.perf_counter()
+        fit = privirt.private_totals_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, missing="mcar")
+        out["secs"].append(time.perf_counter() - t1)
+        a = privirt.private_spectral_estimate(X, epsilon=eps, delta=DELTA, seed=seed0 + k, n_boot=0,
+                                              estimator="spectral")
+        lo, hi = fit.ci["lo"].to_numpy(), fit.ci["hi"].to_numpy()
+        out["err"].append(centred(fit.beta) - beta)
+        out["err_a2"].append(centred(a.beta) - beta)
+        out["hits"].append((lo <= beta) & (beta <= hi))
+        out["width"].append(hi - lo)
+        out["shrink"].append(float(fit.info.get("shrinkage", np.nan)))
+        out["beta_sq"].append(float(beta[1:] @ beta[1:]))
+    return {key: np.array(v, dtype=float) for key, v in out.items()}
+
+
+def rare_section(args, seed0: int, saved: dict, before: dict | None) -> None:
+    """``--pattern rare``: one table row per answer share of item 0 (see the module docstring)."""
+    n, m = args.rare_n, args.rare_m
+    eps_list = [float(e) for e in (args.eps or "1").split(",")]
+    print(f"## one rarely answered item (item 0, MCAR), the other {m - 1} answered by all: n={n}, m={m}, "
+          f"delta={DELTA:g}, {args.rare_datasets} data sets per share, abilities: {args.abilities}, "
+          f"seeds from {seed0}; privirt from {Path(privirt.__file__).resolve().parent}; seeded noise, NOT private")
+    print("errors on vectors centred over all items; 'others': items 1..m-1; coverage ± SE over data sets")
+    print(f"{'share':>5} {'eps':>4} {'K':>2} | {'rel oth T':>9} {'rel oth A2':>10} | {'A2/T MSE':>8} {'±SE':>5} | "
+          f"{'RMSE oth T':>10} {'A2':>5} | {'RMSE rare T':>11} {'A2':>5} | {'cov oth':>7} {'±SE':>5} "
+          f"{'cov rare':>8} {'±SE':>5} | {'w oth':>5} {'w rare':>6} | {'shrink':>6} {'s/call':>6}")
+    for eps in eps_list:
+        for share in [float(v) for v in args.rare_share.split(",")]:
+            r = rare_item(n, m, share, eps, seed0, args.rare_datasets, args.abilities)
+            K = len(TotalsGaussian.calibrate(ApproxDP(eps, DELTA), n_persons=n, n_items=m,
+                                             missing="mcar").k_edges) - 1
+            sq, sq_a2 = (r["err"][:, 1:] ** 2).sum(axis=1), (r["err_a2"][:, 1:] ** 2).sum(axis=1)
+            rat, rse = ratio_se(sq_a2, sq)
+            per = r["hits"][:, 1:].mean(axis=1)  # SE over the data sets (items of one data set correlate)
+            rare = r["hits"][:, 0]
+            d = r["hits"].shape[0]
+            key = f"rare-{share:g}-{n}-{m}-{eps:g}"
+            saved[key + "-sq"], saved[key + "-hits"], saved[key + "-rare-sq"] = sq, r["hits"], r["err"][:, 0] ** 2
+            print(f"{share:>5g} {eps:>4g} {K:>2} | {np.mean(np.sqrt(sq / r['beta_sq'])):>9.3f} "
+                  f"{np.mean(np.sqrt(sq_a2 / r['beta_sq'])):>10.3f} | {rat:>8.2f} {rse:>5.2f} | "
+                  f"{np.sqrt(sq.mean() / (m - 1)):>10.3f} {np.sqrt(sq_a2.mean() / (m - 1)):>5.3f} | "
+                  f"{np.sqrt(np.mean(r['err'][:, 0] ** 2)):>11.3f} {np.sqrt(np.mean(r['err_a2'][:, 0] ** 2)):>5.3f} | "
+                  f"{per.mean():>7.3f} {per.std(ddof=1) / np.sqrt(d):>5.3f} {rare.mean():>8.3f} "
+                  f"{rare.std(ddof=1) / np.sqrt(d):>5.3f} | {r['width'][:, 1:].mean():>5.2f} {r['width'][:, 0].mean():>6.2f} | "
+                  f"{np.median(r['shrink']):>6.2f} {np.median(r['secs']):>6.2f}", flush=True)
+            if before is not None and key + "-sq" in before and len(before[key + "-sq"]) >= d:
+                # paired: data set k has the same data and seeds in both runs
+                br, bse = ratio_se(before[key + "-sq"][:d], sq)
+                dc = per - before[key + "-hits"][:d, 1:].mean(axis=1)
+                dr = rare - before[key + "-hits"][:d, 0]
+                rr = np.sqrt(before[key + "-rare-sq"][:d].mean() / saved[key + "-rare-sq"].mean())
+                print(f"{'':>13}before/after: MSE others {br:.2f} ± {bse:.2f}, RMSE rare ×{rr:.2f} (> 1: this code "
+                      f"better); coverage after − before: others {dc.mean():+.3f} ± {dc.std(ddof=1) / np.sqrt(d):.3f}, "
+                      f"rare {dr.mean():+.3f} ± {dr.std(ddof=1) / np.sqrt(d):.3f}", flush=True)
+
+
 def use_design(name: str) -> None:
     """Replace the MCAR design (``marginal_missing.mcar_design``, still a function of public n, m,
     ρ) by a variant, and empty the calibration cache (``--design``)."""
@@ -172,11 +257,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--coverage", type=int, default=30, help="data sets per ε for the coverage check (0: skip)")
-    ap.add_argument("--pattern", choices=("items", "rates", "persons"), default="items")
+    ap.add_argument("--pattern", choices=("items", "rates", "persons", "rare"), default="items",
+                    help="the MCAR mask; 'rare': one rarely answered item, its own table (--rare-*)")
+    ap.add_argument("--rare-share", default="0.03,0.1,0.3",
+                    help="--pattern rare: shares of the persons who answer item 0 (comma-separated)")
+    ap.add_argument("--rare-n", type=int, default=2000, help="--pattern rare: number of persons")
+    ap.add_argument("--rare-m", type=int, default=10, help="--pattern rare: number of items")
+    ap.add_argument("--rare-datasets", type=int, default=40, help="--pattern rare: data sets per share")
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--corner", action="store_true",
                     help="only short tests: n in {200, 500, 1000}, m = 10, 20%% missing (the default-method rule)")
-    ap.add_argument("--eps", default="0.3,1,3", help="privacy levels (comma-separated)")
+    ap.add_argument("--eps", default=None, help="privacy levels (comma-separated; default 0.3,1,3, "
+                                                 "--pattern rare: 1)")
     ap.add_argument("--corner-n", default="200,500,1000", help="--corner: numbers of persons")
     ap.add_argument("--corner-m", default="10", help="--corner: numbers of items")
     ap.add_argument("--corner-miss", default="0.2", help="--corner: shares of cells missing")
@@ -201,6 +293,12 @@ def main() -> None:
     ap.add_argument("--save", default=None, help="save the totals' squared errors per cell (.npz)")
     ap.add_argument("--against", default=None, help="a --save file of another version: paired MSE ratio")
     args = ap.parse_args()
+    if args.pattern == "rare" and args.corner:
+        ap.error("--pattern rare has its own table; leave out --corner")
+    if args.pattern == "rare" and (args.rare_n < 1 or args.rare_m < 2 or args.rare_datasets < 2):
+        ap.error("--pattern rare needs --rare-n >= 1, --rare-m >= 2 and --rare-datasets >= 2")
+    if args.pattern == "rare" and not all(0 < float(v) <= 1 for v in args.rare_share.split(",")):
+        ap.error(f"--rare-share: shares of the persons must be in (0, 1], got {args.rare_share}")
     saved, before = {}, (dict(np.load(args.against)) if args.against else None)
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
     if args.design:
@@ -216,6 +314,13 @@ def main() -> None:
         from privirt.private.totals import intervals
         intervals.MODEL_DRAWS = False
     t0 = time.time()
+    if args.pattern == "rare":
+        rare_section(args, seed0, saved, before)
+        if args.save:
+            np.savez(args.save, **saved)
+        print(f"\ntotal time {time.time() - t0:.0f} s")
+        return
+    args.eps = args.eps or "0.3,1,3"
     print(f"## MCAR totals (release path) vs Algorithm 2 ({args.trials} trials, delta={DELTA:g}, "
           f"mask: {args.pattern}, abilities: {args.abilities}{', replicates at the mode' if args.mode_only else ''}"
           f"{f', MCAR point {args.mcar_point}' if args.mcar_point else ''}"

@@ -155,3 +155,26 @@ def test_histogram_share_table_splits_coverage_by_the_share(tmp_path, capsys, mo
     out = capsys.readouterr().out
     assert "| bimodal2.5 | 0.700 ± 0.000 (6) | 1.000 ± 0.000 (2) |" in out
     assert "median φ ≥ 0.5: 1 cell-shapes; point estimates below 0.90: 0, above 0.98: 0" in out
+
+
+def test_rare_item_pattern_masks_only_item_zero_and_scores_it(monkeypatch, capsys):
+    # session 23 (--pattern rare): item 0 missing for the given share of persons, the others
+    # complete; the table runs on the public entry points and refuses --corner
+    import sys
+
+    import pytest
+
+    bm = _load("bench_totals_missing")
+    X, beta = bm.make_data(4000, 6, 0.9, "rare", np.random.default_rng(5), "normal")
+    miss = np.isnan(X)
+    assert not miss[:, 1:].any() and abs(miss[:, 0].mean() - 0.9) < 0.02 and abs(beta.sum()) < 1e-12
+    r = bm.rare_item(300, 5, 0.3, 1.0, 27_000_100, 2)
+    assert r["hits"].shape == (2, 5) and r["err"].shape == r["err_a2"].shape == (2, 5)
+    monkeypatch.setattr(sys, "argv", ["x", "--pattern", "rare", "--rare-n", "300", "--rare-m", "5",
+                                      "--rare-share", "0.3", "--rare-datasets", "2", "--seed", "27000100"])
+    bm.main()
+    out = capsys.readouterr().out
+    assert "one rarely answered item" in out and "\n  0.3    1 " in out
+    monkeypatch.setattr(sys, "argv", ["x", "--pattern", "rare", "--corner"])
+    with pytest.raises(SystemExit):
+        bm.main()
