@@ -297,8 +297,13 @@ def main() -> None:
         ap.error("--pattern rare has its own table; leave out --corner")
     if args.pattern == "rare" and (args.rare_n < 1 or args.rare_m < 2 or args.rare_datasets < 2):
         ap.error("--pattern rare needs --rare-n >= 1, --rare-m >= 2 and --rare-datasets >= 2")
-    if args.pattern == "rare" and not all(0 < float(v) <= 1 for v in args.rare_share.split(",")):
-        ap.error(f"--rare-share: shares of the persons must be in (0, 1], got {args.rare_share}")
+    if args.pattern == "rare":
+        try:
+            shares = [float(v) for v in args.rare_share.split(",")]
+        except ValueError:
+            shares = []
+        if not shares or not all(0 < v <= 1 for v in shares):
+            ap.error(f"--rare-share: shares of the persons must be numbers in (0, 1], got {args.rare_share}")
     saved, before = {}, (dict(np.load(args.against)) if args.against else None)
     seed0 = args.seed if args.seed is not None else 0 if args.tune else 30_000
     if args.design:
