@@ -103,6 +103,18 @@ def test_load_movielens_random_item_subsets(tmp_path):
         privirt.load_movielens(path, m=41, rank=2, min_item_ratings=5)
 
 
+@pytest.mark.parametrize("m", [None, 10])
+@pytest.mark.parametrize("seed", ["abc", -1, 1.5, True])
+def test_load_movielens_refuses_a_bad_seed_before_any_work(tmp_path, monkeypatch, seed, m):
+    # without m the seed was not checked at all, with m only after the soft-impute
+    path = tmp_path / "u.data"
+    _write_u_data(path)
+    monkeypatch.setattr(privirt.data.datasets, "complete_low_rank",
+                        lambda *a, **k: pytest.fail("worked before refusing the seed"))
+    with pytest.raises(ValueError, match="seed must be"):
+        privirt.load_movielens(path, m=m, seed=seed, rank=2, min_item_ratings=5)
+
+
 @pytest.mark.parametrize("content, message", [
     ("", "the file is empty"),
     ("1,2,3,4\n2,3,4,5\n", r"found 1 column\(s\) per line"),

@@ -331,6 +331,11 @@ def load_movielens(
     >>> X.shape  # doctest: +SKIP
     (943, 50)
     """
+    from .._seeds import seed_sequence
+
+    seed_sequence(seed)  # refused in one line before any work, with or without m
+    if m is not None and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 2):
+        raise ValueError(f"m must be an integer from 2 to the number of movies kept, got {m!r}")
     binary = binarize_by_user_mean(complete_low_rank(
         movielens_ratings(path), rank=rank, shrinkage=shrinkage,
         min_item_ratings=min_item_ratings))
