@@ -198,7 +198,11 @@ class _Postgres:
                 con = psycopg.connect(self.url, autocommit=False)
             except psycopg.OperationalError as exc:
                 raise StateUnavailable(f"cannot connect to the state {self.describe}: "
-                                 f"{' '.join(str(exc).split())[:200]}") from None
+                                 f"{_libpq_text(exc, self.url, quoted=True)}") from None
+            except psycopg.Error as exc:  # the URL itself (ProgrammingError while libpq parses it)
+                text = _libpq_text(exc, self.url)
+                hint = "write a '%' of the password as %25" if "percent" in text else "fix the postgresql:// URL"
+                raise StateError(f"cannot connect to the state {self.describe}: {text}; {hint}") from None
             self._local.con = con
         return con
 
@@ -280,6 +284,36 @@ class _Postgres:
         except psycopg.OperationalError:
             self._drop()
             return work()
+
+
+def _secrets(url: str) -> list[str]:
+    """The password of ``url``'s user part and the values of its ``...password`` query keys,
+    raw and percent-decoded (found by text, so that a URL libpq cannot parse is covered too)."""
+    from urllib.parse import unquote
+
+    head, _, query = url.partition("?")
+    userinfo = head.partition("://")[2].partition("/")[0].rpartition("@")[0]
+    found = [userinfo.partition(":")[2]]
+    for field in query.split("&"):
+        key, _, value = field.partition("=")
+        if unquote(key).strip().lower().endswith("password"):
+            found.append(value)
+    return [s for raw in found if raw for s in {raw, unquote(raw)}]
+
+
+def _libpq_text(exc: BaseException, url: str, quoted: bool = False) -> str:
+    """psycopg's message on one line, at most 200 characters, without the URL's secrets: every
+    quoted fragment libpq copied from the URL (a whole URI, a bad ``%`` token of a password) is
+    dropped unless it is a plain word (an option's name or value; ``quoted=True`` keeps them all),
+    and any secret left is masked."""
+    import re
+
+    text = " ".join(str(exc).split())
+    if not quoted:
+        text = re.sub(r"(\"[^\"]*\"|'[^']*')", lambda m: m[0] if re.fullmatch(r".[\w.-]*.", m[0]) else "(…)", text)
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text[:200]
 
 
 def _redact(url: str) -> str:

@@ -1,0 +1,37 @@
+"""``privirt serve`` on a ``postgresql://`` state: a URL libpq cannot parse, secrets in the URL
+(never printed), a role without rights on the state's tables, and concurrent ``init``/``add``
+(one line each, never a traceback).  The tests that need a server use the throwaway PostgreSQL
+of :mod:`tests.test_serve_concurrency` and skip, saying why, without one."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("psycopg")
+
+from ._serve import cli  # noqa: E402
+
+SECRET = "Sekr3tPw"
+
+
+def _one_line(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("privirt: error:"), proc.stderr
+    assert proc.stdout == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", [
+    f"postgresql://postgres:{SECRET}@127.0.0.1:1/st?foo=bar",  # an unknown query parameter
+    f"postgresql://postgres:{SECRET}@127.0.0.1:1/st?connect_timeout=abc",
+    f"postgresql://postgres:{SECRET}@[::1:1/st",  # no closing bracket
+    f"postgresql://postgres:{SECRET}%ZZ@127.0.0.1:1/st",  # a raw '%' in the password
+    f"postgresql://postgres@127.0.0.1:1/st?password={SECRET}%ZZ",
+])
+def test_a_url_libpq_cannot_parse_is_one_line_without_the_password(url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for args in (("serve", "list", url), ("serve", "init", url), ("serve", "run", url)):
+        line = _one_line(cli(*args, check=False))
+        assert "cannot connect to the state" in line and SECRET not in line, line
+    assert list(tmp_path.iterdir()) == []
