@@ -35,3 +35,20 @@ def test_a_url_libpq_cannot_parse_is_one_line_without_the_password(url, tmp_path
         line = _one_line(cli(*args, check=False))
         assert "cannot connect to the state" in line and SECRET not in line, line
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------
+# with a PostgreSQL server (trust authentication: a password in the URL is accepted and ignored)
+from .test_serve_concurrency import _new_database, postgres  # noqa: E402,F401
+
+
+def _with_password(url: str, password: str = SECRET) -> str:
+    return url.replace("postgresql://postgres@", f"postgresql://postgres:{password}@", 1)
+
+
+def test_init_and_revoke_never_print_the_password_of_the_state_url(postgres):  # noqa: F811
+    url = _with_password(_new_database(postgres, "leak"))
+    out = cli("serve", "init", url).stdout
+    assert "next: privirt serve dataset add postgresql://postgres:***@" in out and SECRET not in out, out
+    line = _one_line(cli("serve", "analyst", "revoke", url, "nobody", check=False))
+    assert "privirt serve list postgresql://postgres:***@" in line and SECRET not in line, line

@@ -159,7 +159,7 @@ def run_init(args: argparse.Namespace) -> int:
     store = init_store(args.state)  # (--max-releases is checked by argparse, before)
     if args.max_releases is not None:
         store.set_max_releases(args.max_releases)
-    print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {args.state} "
+    print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {store.describe} "
           "NAME FILE --epsilon E --delta D")
     return 0
 
@@ -282,7 +282,7 @@ def run_analyst_revoke(args: argparse.Namespace) -> int:
 
     store = open_store(args.state)
     if not store.revoke_analyst(args.name):
-        raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {args.state}`)")
+        raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {store.describe}`)")
     print(f"revoked the key of {args.name!r}; their spends stay on record")
     return 0
 
