@@ -37,6 +37,17 @@ def test_a_url_libpq_cannot_parse_is_one_line_without_the_password(url, tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+
+def test_every_secret_query_parameter_of_the_url_is_masked():
+    from privirt.serve._backends import _redact
+
+    url = ("postgresql://u:pw1@h/db?sslpassword=KeyPass77&SSLPassword=KeyPass78&oauth_client_secret=Oa79"
+           "&sslmode=require&passfile=/home/u/.pgpass&sslkey=/k.pem")
+    assert _redact(url) == ("postgresql://u:***@h/db?sslpassword=***&SSLPassword=***&oauth_client_secret=***"
+                            "&sslmode=require&passfile=/home/u/.pgpass&sslkey=/k.pem")
+    line = _one_line(cli("serve", "list", "postgresql://u@127.0.0.1:1/x?sslpassword=KeyPass77", check=False))
+    assert "sslpassword=***" in line and "KeyPass77" not in line, line
+
 # ---------------------------------------------------------------------------------------
 # with a PostgreSQL server (trust authentication: a password in the URL is accepted and ignored)
 from .test_serve_concurrency import _new_database, postgres  # noqa: E402,F401

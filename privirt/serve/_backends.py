@@ -286,8 +286,16 @@ class _Postgres:
             return work()
 
 
+def _secret_key(key: str) -> bool:
+    """Whether a libpq connection parameter holds a secret: ``password``, ``sslpassword`` (the
+    client key's passphrase), any other name ending in ``password`` (case-insensitive), and
+    ``oauth_client_secret`` (libpq 18)."""
+    key = key.strip().lower()
+    return key.endswith(("password", "secret"))
+
+
 def _secrets(url: str) -> list[str]:
-    """The password of ``url``'s user part and the values of its ``...password`` query keys,
+    """The password of ``url``'s user part and the values of its secret query keys (:func:`_secret_key`),
     raw and percent-decoded (found by text, so that a URL libpq cannot parse is covered too)."""
     from urllib.parse import unquote
 
@@ -296,7 +304,7 @@ def _secrets(url: str) -> list[str]:
     found = [userinfo.partition(":")[2]]
     for field in query.split("&"):
         key, _, value = field.partition("=")
-        if unquote(key).strip().lower().endswith("password"):
+        if _secret_key(unquote(key)):
             found.append(value)
     return [s for raw in found if raw for s in {raw, unquote(raw)}]
 
@@ -317,8 +325,8 @@ def _libpq_text(exc: BaseException, url: str, quoted: bool = False) -> str:
 
 
 def _redact(url: str) -> str:
-    """The URL without its password (for messages): ``user:***@`` and ``password=***`` in the
-    query string (libpq takes a password from either); the rest is left exactly as given (a
+    """The URL without its secrets (for messages): ``user:***@`` and ``password=***``,
+    ``sslpassword=***`` ... in the query string (:func:`_secret_key`); the rest is left exactly as given (a
     URL rebuilt by ``urlunsplit`` lost the ``//`` of an empty host and re-quoted the query)."""
     from urllib.parse import unquote_plus, urlsplit
 
@@ -336,7 +344,7 @@ def _redact(url: str) -> str:
         fields = query.split("&")
         for k, field in enumerate(fields):
             key = field.partition("=")[0]
-            if unquote_plus(key).strip().lower() == "password":
+            if _secret_key(unquote_plus(key)):
                 fields[k] = f"{key}=***"
         query = "&".join(fields)
     return f"{head}{sep}{query}"
