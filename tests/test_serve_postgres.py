@@ -63,3 +63,30 @@ def test_init_and_revoke_never_print_the_password_of_the_state_url(postgres):  #
     assert "next: privirt serve dataset add postgresql://postgres:***@" in out and SECRET not in out, out
     line = _one_line(cli("serve", "analyst", "revoke", url, "nobody", check=False))
     assert "privirt serve list postgresql://postgres:***@" in line and SECRET not in line, line
+
+
+def test_a_role_without_rights_on_the_state_gets_one_line_and_nothing_is_written(postgres):  # noqa: F811
+    import psycopg
+
+    owner = _new_database(postgres, "norights")
+    empty = _new_database(postgres, "norights_empty")
+    cli("serve", "init", owner)
+    with psycopg.connect(postgres["base"] + "/postgres", autocommit=True) as con:
+        con.execute("CREATE ROLE lim LOGIN")
+    with psycopg.connect(empty, autocommit=True) as con:  # (PostgreSQL >= 15 does this by default)
+        con.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    lim = _with_password(owner).replace("postgres:", "lim:", 1)
+    for args in (("list", lim), ("curator-key", lim), ("limits", lim, "--max-releases", "3"),
+                 ("init", _with_password(empty).replace("postgres:", "lim:", 1))):
+        line = _one_line(cli("serve", *args, check=False))
+        assert "cannot be used: permission denied for" in line and SECRET not in line and "lim:***@" in line, line
+        assert "LINE" not in line  # not the SQL statement
+    with psycopg.connect(owner, autocommit=True) as con:  # may read, not write
+        con.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO lim")
+    assert "spends: 0" in cli("serve", "list", lim).stdout
+    line = _one_line(cli("serve", "curator-key", lim, check=False))
+    assert "permission denied for table curator_keys" in line and SECRET not in line, line
+    with psycopg.connect(owner) as con:
+        assert con.execute("SELECT count(*) FROM curator_keys").fetchone()[0] == 0
+    with psycopg.connect(empty) as con:
+        assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0

@@ -49,14 +49,14 @@ def register(subparsers) -> None:
     p.add_argument("--max-releases", type=positive_int, default=None, metavar="N",
                    help="releases one analyst may make on one data set (default 10000; each stores its "
                         "result: a bound on the state's storage)")
-    p.set_defaults(func=run_init)
+    p.set_defaults(func=_on_state(run_init))
 
     p = sub.add_parser("limits", help="set the state's limit of releases per analyst and data set",
                        description="Set the number of releases one analyst may make on one data set (all "
                        "allowances of the state; releases already made stay).")
     p.add_argument("state", metavar="STATE", help="file path (SQLite) or postgresql:// URL")
     p.add_argument("--max-releases", type=positive_int, required=True, metavar="N")
-    p.set_defaults(func=run_limits)
+    p.set_defaults(func=_on_state(run_limits))
 
     ds = sub.add_parser("dataset", help="add a data set (with its total budget)")
     dsub = ds.add_subparsers(dest="dataset_command", metavar="ACTION")
@@ -83,7 +83,7 @@ def register(subparsers) -> None:
                    help="the column with the person labels (wide default: a column named 'person', or an "
                    "unnamed first column; long default: person)")
     add_long_columns(p)
-    p.set_defaults(func=run_dataset_add)
+    p.set_defaults(func=_on_state(run_dataset_add))
     ds.set_defaults(func=_needs("privirt serve dataset add STATE NAME FILE --epsilon E --delta D"))
 
     an = sub.add_parser("analyst", help="add or revoke an analyst")
@@ -96,18 +96,18 @@ def register(subparsers) -> None:
     p.add_argument("name", metavar="NAME", help="analyst name (letters, digits, _ . -)")
     p.add_argument("--allowance", action="append", required=True, metavar="DATASET=EPS[,DELTA]",
                    help="an allowance (repeat for several data sets)")
-    p.set_defaults(func=run_analyst_add)
+    p.set_defaults(func=_on_state(run_analyst_add))
     p = asub.add_parser("revoke", help="revoke an analyst's key at once (their record stays)")
     p.add_argument("state", metavar="STATE")
     p.add_argument("name", metavar="NAME")
-    p.set_defaults(func=run_analyst_revoke)
+    p.set_defaults(func=_on_state(run_analyst_revoke))
     an.set_defaults(func=_needs("privirt serve analyst add STATE NAME --allowance DATASET=EPS[,DELTA]"))
 
     p = sub.add_parser("curator-key", help="print a new curator key (last line); earlier ones stop working",
                        description="Create a new curator key and print it as the last line.  Earlier curator "
                        "keys stop working (rotation).")
     p.add_argument("state", metavar="STATE")
-    p.set_defaults(func=run_curator_key)
+    p.set_defaults(func=_on_state(run_curator_key))
 
     p = sub.add_parser("backup", help="copy a (running) SQLite state to a new file, spends included",
                        description="Copy a SQLite state to a new file with SQLite's online backup: safe while "
@@ -120,7 +120,7 @@ def register(subparsers) -> None:
     p = sub.add_parser("list", help="print the data sets, allowances and spends")
     p.add_argument("state", metavar="STATE")
     p.add_argument("--json", action="store_true", help="print a JSON document instead")
-    p.set_defaults(func=run_list)
+    p.set_defaults(func=_on_state(run_list))
 
     p = sub.add_parser(
         "run", help="run the service (uvicorn)",
@@ -144,6 +144,23 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_serve)
 
     parser.set_defaults(func=_needs("`privirt serve init STATE`, then see `privirt serve --help`"))
+
+
+def _on_state(run):
+    """``run`` with an error of PostgreSQL other than a connection one (a role without rights on
+    the state's tables) raised as one line naming the redacted state URL, not a traceback."""
+    def checked(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except Exception as exc:
+            from ..serve._backends import refused
+
+            error = refused(exc, args.state)
+            if error is None:
+                raise
+            raise error from None
+
+    return checked
 
 
 def _needs(usage: str):

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "StateUnavailable", "unavailable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+__all__ = ["StateError", "StateUnavailable", "unavailable", "refused", "usable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
 
@@ -36,6 +36,33 @@ def unavailable(exc: BaseException) -> bool:
     or a ``psycopg.OperationalError`` (a connection lost)."""
     psycopg = sys.modules.get("psycopg")  # imported by a PostgreSQL state only
     return isinstance(exc, StateUnavailable) or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
+
+
+def refused(exc: BaseException, state: str) -> StateError | None:
+    """A one-line :class:`StateError` naming the redacted ``state`` for ``exc`` if it is a
+    ``psycopg.Error`` other than a connection one (a role without rights on the state's tables,
+    or on the schema to create them), else None (``exc`` is left as it is)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(exc, psycopg.Error) or unavailable(exc) or isinstance(exc, StateError):
+        return None
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        hint = "grant this role the privileges it needs there, or use the role that owns the state"
+    else:
+        hint = "check that it is a privirt serve state made by this version"
+    text = _libpq_text(exc.diag.message_primary or exc, state, quoted=True)  # without the SQL it quotes
+    return StateError(f"the state {_redact(state)} cannot be used: {text}; {hint}")
+
+
+@contextmanager
+def usable(backend) -> Iterator[None]:
+    """Its body, with a PostgreSQL error other than a connection one raised as :func:`refused`."""
+    try:
+        yield
+    except Exception as exc:
+        error = refused(exc, getattr(backend, "url", ""))
+        if error is None:
+            raise
+        raise error from None
 
 
 _TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")
@@ -309,7 +336,7 @@ def _secrets(url: str) -> list[str]:
     return [s for raw in found if raw for s in {raw, unquote(raw)}]
 
 
-def _libpq_text(exc: BaseException, url: str, quoted: bool = False) -> str:
+def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str:
     """psycopg's message on one line, at most 200 characters, without the URL's secrets: every
     quoted fragment libpq copied from the URL (a whole URI, a bad ``%`` token of a password) is
     dropped unless it is a plain word (an option's name or value; ``quoted=True`` keeps them all),

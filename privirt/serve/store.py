@@ -45,7 +45,7 @@ from typing import Sequence
 
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
-from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table
+from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table, usable
 from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
@@ -130,7 +130,7 @@ def init_store(state: str | Path) -> "Store":
             raise StateError(f"{b.describe} already exists; a state is created once — use it, or choose a new path")
         if not Path(b.describe).parent.is_dir():  # as given: realpath collapses "nosuchdir/.." by text
             raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
-    with b.write() as con:
+    with usable(b), b.write() as con:
         if b.tables(con) & set(_TABLES):
             raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
                              "with the same names); use it, or choose an empty database")
@@ -181,7 +181,7 @@ def open_store(state: str | Path) -> "Store":
     if not b.exists():
         raise StateError(f"no state at {b.describe}; create one with `privirt serve init {b.describe}`")
     try:
-        with b.read() as con:
+        with usable(b), b.read() as con:
             if "meta" not in b.tables(con):
                 raise StateError(f"{b.describe} is not a privirt serve state; create one with "
                                  "`privirt serve init STATE`")
