@@ -90,3 +90,66 @@ def test_a_role_without_rights_on_the_state_gets_one_line_and_nothing_is_written
         assert con.execute("SELECT count(*) FROM curator_keys").fetchone()[0] == 0
     with psycopg.connect(empty) as con:
         assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0] == 0
+
+
+def _race(monkeypatch, first, second):
+    """``first()`` in a thread, held just before its transaction's commit; ``second()`` in another
+    thread meanwhile; then ``first`` commits.  Returns what each returned or raised."""
+    import threading
+    from contextlib import contextmanager
+
+    from privirt.serve._backends import _Postgres
+
+    held, go, results = threading.Event(), threading.Event(), {}
+    write = _Postgres.write
+
+    @contextmanager
+    def paused(self, durable: bool = True):
+        with write(self, durable) as con:
+            yield con
+            if threading.current_thread().name == "first":
+                held.set()
+                go.wait(30)
+
+    monkeypatch.setattr(_Postgres, "write", paused)
+
+    def run(name, work):
+        try:
+            results[name] = work()
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            results[name] = exc
+
+    threads = [threading.Thread(target=run, args=("first", first), name="first"),
+               threading.Thread(target=run, args=("second", second), name="second")]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    threads[1].join(1.5)  # the second has reached the lock (or the conflicting row) by now
+    go.set()
+    for t in threads:
+        t.join(60)
+    return results["first"], results["second"]
+
+
+def test_two_inits_or_adds_of_one_name_at_once_refuse_the_second_in_one_line(postgres, monkeypatch):  # noqa: F811
+    import numpy as np
+
+    from privirt.serve.store import StateError, Store, init_store, open_store
+
+    url = _new_database(postgres, "race_init")
+    first, second = _race(monkeypatch, lambda: init_store(url), lambda: init_store(url))
+    assert isinstance(first, Store), first
+    assert isinstance(second, StateError) and "already holds a privirt serve state" in str(second), repr(second)
+    first, second = _race(monkeypatch, lambda: open_store(url).add_analyst("ann", {}),
+                          lambda: open_store(url).add_analyst("ann", {}))
+    assert isinstance(first, str), first
+    assert isinstance(second, StateError) and "an analyst named 'ann' exists already" in str(second), repr(second)
+
+    def add_dataset():
+        return open_store(url).add_dataset(name="d", epsilon=1.0, delta=1e-6, n_persons=2, items=["q"],
+                                           missing="none", codes=np.zeros((2, 1)), source="test")
+
+    first, second = _race(monkeypatch, add_dataset, add_dataset)
+    assert isinstance(first, int), first
+    assert isinstance(second, StateError) and "a data set named 'd' exists already" in str(second), repr(second)
+    assert open_store(url).counts() == {"requests": 0, "spends": 0}

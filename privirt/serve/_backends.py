@@ -65,6 +65,9 @@ def usable(backend) -> Iterator[None]:
         raise error from None
 
 
+#: the first key of the advisory locks of ``init`` and of ``add`` (of a data set, an analyst)
+_LOCK_CLASS = 0x70726976  # "priv"
+
 _TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")
 
 
@@ -178,6 +181,12 @@ class _SQLite:
     def tables(self, con) -> set[str]:
         return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
+    tables_to_create = tables  # BEGIN IMMEDIATE already holds the database's write lock
+
+    def named(self, con, table: str, name: str) -> bool:
+        """Whether ``table`` (``datasets``, ``analysts``) has a row of this name."""
+        return con.execute(f"SELECT 1 FROM {table} WHERE name = ?", (name,)).fetchone() is not None
+
     def prepare(self, con) -> None:
         con.execute("PRAGMA journal_mode=WAL")
 
@@ -284,6 +293,19 @@ class _Postgres:
     def tables(self, con) -> set[str]:
         rows = con.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
         return {r[0] for r in rows}
+
+    def tables_to_create(self, con) -> set[str]:
+        """:meth:`tables`, under a transaction-level advisory lock held until the commit: a
+        second ``init`` at once waits, then sees the tables (not a duplicate-key error)."""
+        con.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+        return self.tables(con)
+
+    def named(self, con, table: str, name: str) -> bool:
+        """Whether ``table`` (``datasets``, ``analysts``) has a row of this name, under an advisory
+        lock on the name held until the commit: a second ``add`` of the name at once waits, then
+        finds the row (a check-then-insert, not a unique-violation error)."""
+        con.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, f"{table}:{name}"))
+        return con.execute(f"SELECT 1 FROM {table} WHERE name = %s", (name,)).fetchone() is not None
 
     def prepare(self, con) -> None:
         pass

@@ -131,7 +131,7 @@ def init_store(state: str | Path) -> "Store":
         if not Path(b.describe).parent.is_dir():  # as given: realpath collapses "nosuchdir/.." by text
             raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
     with usable(b), b.write() as con:
-        if b.tables(con) & set(_TABLES):
+        if b.tables_to_create(con) & set(_TABLES):
             raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
                              "with the same names); use it, or choose an empty database")
         for stmt in b.schema:
@@ -229,7 +229,7 @@ class Store:
         digest = hashlib.sha256(blob).hexdigest()
         b = self._b
         with b.write() as con:
-            if con.execute(b.q("SELECT 1 FROM datasets WHERE name = ?"), (name,)).fetchone():
+            if b.named(con, "datasets", name):
                 raise StateError(f"a data set named {name!r} exists already; its budget cannot be "
                                  "reset — choose another name")
             row = con.execute(
@@ -247,7 +247,7 @@ class Store:
         key, key_id, key_hash = _keys.new_key(_keys.ANALYST)
         b = self._b
         with b.write() as con:
-            if con.execute(b.q("SELECT 1 FROM analysts WHERE name = ?"), (name,)).fetchone():
+            if b.named(con, "analysts", name):
                 raise StateError(f"an analyst named {name!r} exists already; choose another name")
             ids = {}
             for ds in allowances:
