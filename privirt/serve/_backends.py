@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "StateUnavailable", "unavailable", "refused", "usable", "_backend", "_SQLite", "_Postgres", "_TABLES"]
+__all__ = ["StateError", "StateUnavailable", "unavailable", "refused", "usable", "_backend", "_SQLite",
+           "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
 
