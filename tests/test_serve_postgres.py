@@ -48,6 +48,14 @@ def test_every_secret_query_parameter_of_the_url_is_masked():
     line = _one_line(cli("serve", "list", "postgresql://u@127.0.0.1:1/x?sslpassword=KeyPass77", check=False))
     assert "sslpassword=***" in line and "KeyPass77" not in line, line
 
+def test_a_state_url_in_the_wrong_place_is_not_echoed_with_its_password(tmp_path):
+    # argparse's "unrecognized arguments: ..." repeated a mistyped state URL, password and all
+    url = f"postgresql://postgres:{SECRET}@127.0.0.1:1/st?sslpassword=KeyPass77"
+    line = _one_line(cli("serve", "list", str(tmp_path / "s"), url, check=False))
+    assert "unrecognized arguments: postgresql://postgres:***@127.0.0.1:1/st?sslpassword=***" in line
+    assert SECRET not in line and "KeyPass77" not in line
+
+
 # ---------------------------------------------------------------------------------------
 # with a PostgreSQL server (trust authentication: a password in the URL is accepted and ignored)
 from .test_serve_concurrency import _new_database, postgres  # noqa: E402,F401

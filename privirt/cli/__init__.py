@@ -36,6 +36,10 @@ class _Parser(argparse.ArgumentParser):
     block), exit status 2; subcommands' parsers are of this class too."""
 
     def error(self, message: str):  # type: ignore[override]
+        if "://" in message:  # e.g. a state URL in the wrong place: never echo its password
+            from ..serve._backends import _redact
+
+            message = " ".join(_redact(w) if "://" in w else w for w in message.split())
         self.exit(EXIT_USAGE, f"privirt: error: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
