@@ -541,3 +541,36 @@ def test_items_leaving_out_many_data_items_says_how_many(tmp_path, capsys):
     frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"])  # five or fewer: all of them, as before
     with pytest.raises(ValueError, match=r"the data have item\(s\) \['c'\] that are not"):
         privirt.release_counts(frame, epsilon=1.0, items=["a", "b"], seed=1)
+
+
+
+def _readme_read_back() -> dict:
+    """The keywords of the ``pd.read_csv(path, ...)`` call README.md gives for an ``--out`` CSV."""
+    import re
+
+    calls = re.findall(r"`pd\.read_csv\(path, ([^`]*)\)`", (ROOT / "README.md").read_text())
+    assert len(calls) == 1, calls
+    return eval(f"dict({calls[0]})", {"dict": dict, "str": str})  # noqa: S307 (the README's own text)
+
+
+@pytest.mark.parametrize("method, epsilon", [("totals", "1"), ("spectral", "0.01")])  # 0.01: ±inf
+def test_out_csv_reads_back_with_the_documented_call(tmp_path, capsys, method, epsilon):
+    """Labels were written unquoted: ``pd.read_csv(path, comment="#")`` dropped the ``#lead`` row,
+    cut ``q#1`` to ``q`` with NaN values, and read ``NA`` as missing and ``01`` as 1."""
+    import csv
+
+    labels = ["q#1", "#lead", "NA", "01", "plain", "null", "inf", 'a,"b"']
+    X, _, _ = privirt.simulate_rasch(400, len(labels), seed=39000001)
+    path = tmp_path / "in.csv"
+    pd.DataFrame(X.astype(int), columns=labels).to_csv(path, index_label="person")
+    out = tmp_path / "r.csv"
+    assert main(["estimate", str(path), "--epsilon", epsilon, "--method", method, "--seed", "3",
+                 "--n-boot", "20", "--out", str(out)]) == 0
+    rows = list(csv.reader(ln for ln in out.read_text().splitlines(keepends=True) if not ln.startswith("#")))
+    assert rows[0] == ["item", "beta", "se", "lo", "hi"] and [r[0] for r in rows[1:]] == labels
+    expected = pd.DataFrame([[float(v) if v else np.nan for v in r[1:]] for r in rows[1:]],
+                            columns=rows[0][1:], index=pd.Index(labels, name="item"))
+    got = pd.read_csv(out, **_readme_read_back()).set_index("item")
+    assert got.index.tolist() == labels
+    pd.testing.assert_frame_equal(got, expected, check_index_type=False)
+    assert got["beta"].notna().all() and (np.isinf(got["hi"]).any() == (method == "spectral"))

@@ -251,3 +251,18 @@ def test_mh_checks_prior_values_before_reading_the_data(tmp_path, capsys):
     assert _run("mh", tmp_path / "missing.csv", "--prior-a", "0", "-1") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--prior-a (0.0, -1.0)" in err
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_out_labels_are_quoted_as_in_the_estimate_csv(command, tmp_path):
+    """The summary CSV wrote labels unquoted (unlike estimate's --out since its labels are quoted):
+    the README's ``comment="#"`` reader dropped a ``#x`` item's rows there."""
+    X, *_ = privirt.simulate_2pno(60, 4, seed=1)
+    path = tmp_path / "data.csv"
+    labels = ["#x", "NA", "01", "q#4"]
+    pd.DataFrame(X, index=[f"p{i}" for i in range(60)], columns=labels).to_csv(path)
+    out = tmp_path / "s.csv"
+    assert _run(command, path, "--no-progress", "--out", str(out)) == 0
+    assert '"b","#x",' in out.read_text()
+    table = pd.read_csv(out, comment="#", dtype={"label": str}, keep_default_na=False, na_values=[""])
+    assert table.loc[table["parameter"] == "b", "label"].tolist() == labels

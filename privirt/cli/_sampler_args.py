@@ -169,11 +169,14 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
 
 def write_summary(table: pd.DataFrame, out: str) -> str:
     """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`), whole or not
-    at all."""
+    at all; text (parameter names, labels, the header) quoted and numbers not, as the estimate's
+    ``--out`` CSV (:func:`privirt.cli._table.write_table`)."""
+    import csv
+
     from .._files import atomic_write
 
     with atomic_write(out, newline="") as fh:
-        table.to_csv(fh)
+        table.to_csv(fh, quoting=csv.QUOTE_NONNUMERIC)
     return out
 
 

@@ -3,6 +3,7 @@ lines, or JSON)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -20,8 +21,12 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
                 statement: str | None = None) -> None:
     """Write ``table`` (indexed by item) as CSV or JSON according to the suffix.
 
-    ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines
-    (read it back with ``pandas.read_csv(path, comment="#")``); JSON carries it in ``meta``, and
+    ``statement`` (a private run's privacy statement) leads a CSV file as ``#`` comment lines.
+    Text (the item labels, the header) is quoted and numbers are not (written in full), so
+    labels such as ``q#1``, ``NA`` or ``01`` read back unchanged with ``pandas.read_csv(path,
+    comment="#", dtype={"item": str}, keep_default_na=False, na_values=[""])`` (README.md;
+    ``comment="#"`` alone cuts a line at an unquoted ``#``, and the defaults read ``NA`` as
+    missing and ``01`` as 1); a NaN is an empty cell (``""``).  JSON carries it in ``meta``, and
     an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
     has no Infinity).  The file is replaced whole or not at all (:func:`atomic_write`).
     """
@@ -29,7 +34,7 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
         with atomic_write(path, newline="") as fh:
             for line in (statement or "").splitlines():
                 fh.write(f"# {line}\n")
-            table.to_csv(fh, index_label="item")
+            table.to_csv(fh, index_label="item", quoting=csv.QUOTE_NONNUMERIC)
     else:
         records = [
             {"item": _jsonable(item), **{k: float(v) if math.isfinite(v) else None for k, v in row.items()}}
