@@ -14,12 +14,36 @@ values field by field, e.g. ``r.beta.equals(other.beta)``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ItemEstimate", "top_k_labels"]
+__all__ = ["NONFINITE", "ItemEstimate", "json_floats", "top_k_labels"]
+
+#: how :func:`json_floats` writes the non-finite values JSON has no number for (an uninformative
+#: estimate's ``se = inf`` and ``ci = (-inf, inf)``; NaN where ``n_boot=0``), in the service's
+#: results and the CLI's ``--out`` JSON alike; the client maps them back
+NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
+
+
+def json_floats(values) -> list:
+    """A float vector as JSON: finite values as numbers, ``inf``/``-inf``/``nan`` as those
+    strings (so that an unbounded interval and a missing one stay apart).
+
+    Parameters
+    ----------
+    values : array_like of float
+        The vector (a Series, an array, a list).
+
+    Returns
+    -------
+    list
+        One float or string per value.
+    """
+    return [v if math.isfinite(v) else NONFINITE.get(v, "nan")
+            for v in np.asarray(values, dtype=float).tolist()]
 
 
 def top_k_labels(beta: pd.Series, k: int, largest: bool = True) -> pd.Index:

@@ -463,7 +463,7 @@ def _statement(p: dict):
         domain=p.get("domain"), parts=tuple(NoisePart(**q) for q in p.get("parts") or ()))
 
 
-#: the service's strings for non-finite floats (``privirt.serve.service._series``); ``null`` (a
+#: the service's strings for non-finite floats (``privirt._results.json_floats``); ``null`` (a
 #: result stored by an older service, where it stood for any of them) is read as NaN
 _NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
 

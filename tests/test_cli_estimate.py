@@ -466,8 +466,10 @@ def test_private_totals_notes_intervals_that_rest_on_the_prior_for_the_spread(tm
     assert share > 0.5 and "histogram share" not in err
 
 
-def test_json_out_writes_unbounded_endpoints_as_null(tmp_path, capsys):
-    """JSON has no Infinity: an unbounded interval (one person here) is null, as the service sends it."""
+def test_json_out_writes_unbounded_endpoints_as_the_services_strings(tmp_path, capsys):
+    """JSON has no Infinity: an unbounded interval (one person here) is "-inf"/"inf", as the
+    service sends it (it was null, which a missing value is too, and the docstring said the
+    service did the same); the client's reader gives the floats back."""
     path = tmp_path / "one.csv"
     pd.DataFrame([[1, 0, 1]], columns=["a", "b", "c"]).to_csv(path, index=False)
     out = tmp_path / "r.json"
@@ -476,7 +478,16 @@ def test_json_out_writes_unbounded_endpoints_as_null(tmp_path, capsys):
     text = out.read_text()
     assert "Infinity" not in text and "NaN" not in text
     rows = json.loads(text)["items"]
-    assert rows[0]["lo"] is None and rows[0]["hi"] is None and isinstance(rows[0]["beta"], float)
+    assert rows[0]["lo"] == "-inf" and rows[0]["hi"] == "inf" and isinstance(rows[0]["beta"], float)
+    from privirt.client import _f
+
+    np.testing.assert_array_equal(_f([r["hi"] for r in rows]), np.full(len(rows), np.inf))
+    from privirt.cli._table import write_table
+    from privirt.serve.service import _series
+
+    column = [1.5, np.nan, -np.inf, np.inf]
+    write_table(pd.DataFrame({"se": column}, index=pd.Index(list("abcd"), name="item")), out)
+    assert [r["se"] for r in json.loads(out.read_text())["items"]] == _series(column) == [1.5, "nan", "-inf", "inf"]
 
 
 def test_out_that_exists_and_is_not_writable_is_refused_before_spending(lsat_csv, tmp_path, capsys):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._files import atomic_write
+from .._results import json_floats
 
 if TYPE_CHECKING:  # (pandas is imported by the commands that build a table, not to parse arguments)
     import pandas as pd
@@ -27,8 +27,10 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
     comment="#", dtype={"item": str}, keep_default_na=False, na_values=[""])`` (README.md;
     ``comment="#"`` alone cuts a line at an unquoted ``#``, and the defaults read ``NA`` as
     missing and ``01`` as 1); a NaN is an empty cell (``""``).  JSON carries it in ``meta``, and
-    an unbounded or missing value (±inf, NaN) is ``null`` there, as the service sends it (JSON
-    has no Infinity).  The file is replaced whole or not at all (:func:`atomic_write`).
+    JSON having no Infinity, ±inf and NaN are the strings ``"inf"``, ``"-inf"`` and ``"nan"``
+    there, as the service sends them (:func:`privirt._results.json_floats`), so an unbounded
+    interval and a missing one stay apart.  The file is replaced whole or not at all
+    (:func:`atomic_write`).
     """
     if path.suffix.lower() == ".csv":
         with atomic_write(path, newline="") as fh:
@@ -37,7 +39,7 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
             table.to_csv(fh, index_label="item", quoting=csv.QUOTE_NONNUMERIC)
     else:
         records = [
-            {"item": _jsonable(item), **{k: float(v) if math.isfinite(v) else None for k, v in row.items()}}
+            {"item": _jsonable(item), **dict(zip(row.index, json_floats(row)))}
             for item, row in table.iterrows()
         ]
         payload = {**(meta or {}), "items": records}

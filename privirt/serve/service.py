@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._results import json_floats
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
 from ._backends import unavailable
@@ -465,18 +466,13 @@ def _jsonable(x: Any) -> Any:
     return str(x)
 
 
-#: how :func:`_series` writes the non-finite values JSON has no number for (an uninformative
-#: estimate's ``se = inf`` and ``ci = (-inf, inf)``; NaN where ``n_boot=0``); the client maps them back
-NONFINITE = {math.inf: "inf", -math.inf: "-inf"}
-
-
 def _series(s) -> list:
-    """A float vector as JSON: finite values as numbers, ``inf``/``-inf``/``nan`` as those strings
-    (so that an unbounded interval and a missing one stay apart; results stored before this
-    have ``null`` for both, which the client reads as NaN)."""
+    """A float vector as JSON (:func:`privirt._results.json_floats`: ``inf``/``-inf``/``nan`` as
+    those strings, so that an unbounded interval and a missing one stay apart; results stored
+    before this have ``null`` for both, which the client reads as NaN)."""
     if s is None:
         return None
-    return [v if math.isfinite(v) else NONFINITE.get(v, "nan") for v in np.asarray(s, dtype=float).tolist()]
+    return json_floats(s)
 
 
 def _counts_dict(c) -> dict:
