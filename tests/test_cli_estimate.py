@@ -251,6 +251,18 @@ def test_items_file_not_utf8_is_named_in_one_line(lsat_csv, tmp_path, capsys):
     assert err == f"privirt: error: --items @{bad} is not UTF-8 text; save it as UTF-8\n"
     assert len(privirt.Ledger(ledger).spends()) == 0 and not out.exists()
 
+def test_items_file_with_a_utf8_bom_reads_its_first_label_without_it(lsat_csv, tmp_path, capsys):
+    """A UTF-8 ``--items @FILE`` with a BOM (Notepad's and Excel's "UTF-8") made the first label
+    "\ufeffitem1": the run was refused, saying the data have an item not in --items."""
+    items = tmp_path / "items_bom.txt"
+    items.write_text("".join(f"item{i}\n" for i in range(1, 6)), encoding="utf-8-sig")
+    assert items.read_bytes().startswith(b"\xef\xbb\xbf")
+    out = tmp_path / "beta.json"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--items", f"@{items}", "--n-persons", "1000",
+                 "--seed", "1", "--out", str(out)]) == 0
+    assert [r["item"] for r in json.loads(out.read_text())["items"]] == [f"item{i}" for i in range(1, 6)]
+
+
 @pytest.mark.parametrize("eps", ["1e-300", "1e-200"])
 def test_vanishing_epsilon_is_refused_in_one_line(lsat_csv, tmp_path, capsys, eps):
     ledger = tmp_path / "b.ledger"

@@ -62,7 +62,8 @@ def public_items(spec: str) -> list[str]:
         if not path.is_file():
             raise ValueError(f"--items {spec}: no such file {path}")
         try:
-            text = path.read_text(encoding="utf-8")
+            # (-sig: the BOM Notepad's and Excel's "UTF-8" write first is not part of a label)
+            text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError:
             raise ValueError(f"--items {spec} is not UTF-8 text; save it as UTF-8") from None
         names = [line.strip() for line in text.splitlines()]
