@@ -115,3 +115,48 @@ def check_confidence(confidence: Any) -> float:
             or not 0 < confidence < 1:
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     return float(confidence)
+
+
+def _label_kind(labels: Any) -> tuple[str, str | None]:
+    """How a set of labels reads in a message ("text", "numbers (int)", ...) and the ``astype``
+    argument that converts other labels to it (None where there is no one type)."""
+    types = {type(x) for x in labels}
+    if types and all(issubclass(t, str) for t in types):
+        return "text", "str"
+    if types and all(issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_))
+                     for t in types):
+        return "numbers", "int"
+    if types and all(issubclass(t, (float, np.floating)) for t in types):
+        return "numbers (float)", "float"
+    return "of type " + "/".join(sorted(t.__name__ for t in types)), None
+
+
+def label_type_mismatch(labels: Any, expected: Any, what: str, against: str) -> str | None:
+    """The one-line message for labels that equal ``expected`` only as text (``"10"`` against
+    ``10``, as from JSON or a CSV read with ``dtype=str``), else None.
+
+    Parameters
+    ----------
+    labels, expected : pandas.Index
+        The labels given (``what``'s) and those they must equal (``against``'s).
+    what, against : str
+        Their names in the message, e.g. ``"beta"`` and ``"the responses"``.
+
+    Returns
+    -------
+    str or None
+        The message, naming both types and a conversion; None where the labels differ as text
+        too (or do not differ).
+    """
+    if set(labels) == set(expected) or {str(x) for x in labels} != {str(x) for x in expected}:
+        return None
+    (kind, _), (want, cast) = _label_kind(labels), _label_kind(expected)
+
+    def show(index: Any) -> str:
+        return ", ".join([repr(x.item() if isinstance(x, np.generic) else x) for x in index[:3]]
+                         + (["..."] if len(index) > 3 else []))
+
+    fix = (f"{what}.index = {what}.index.astype({cast})" if cast is not None
+           else f"relabel {what} with {against}' labels")
+    return (f"{what}'s labels are {kind} ({show(labels)}) and {against}' are {want} "
+            f"({show(expected)}): they are equal only as text; convert them, e.g. {fix}")

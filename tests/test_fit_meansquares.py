@@ -112,6 +112,27 @@ def test_default_theta_is_the_wle():
                                   privirt.item_fit(X, est.beta, wle["theta"].to_numpy()))
 
 
+@pytest.mark.parametrize("data_labels, beta_labels, cast", [
+    ([10, 20, 30, 40, 50], ["10", "20", "30", "40", "50"], "int"),  # beta from JSON / dtype=str CSV
+    (["10", "20", "30", "40", "50"], [10, 20, 30, 40, 50], "str"),
+])
+def test_labels_equal_only_as_text_are_named_as_a_type_difference(data_labels, beta_labels, cast):
+    """The message listed two identical-looking lists ("missing from beta: [10, 20, 30, ...], not
+    in the responses: [10, 20, 30, ...]") and no remedy; it now names the types and the fix."""
+    X, _, _ = privirt.simulate_rasch(300, 5, seed=39000120)
+    df = pd.DataFrame(X.astype(int), columns=data_labels)
+    beta = pd.Series(np.linspace(-1, 1, 5), index=beta_labels)
+    for f in (privirt.item_fit, privirt.person_fit, privirt.estimate_abilities):
+        with pytest.raises(ValueError) as info:
+            f(df, beta)
+        msg = str(info.value)
+        assert "\n" not in msg and "equal only as text" in msg, (f.__name__, msg)
+        assert f"beta.index = beta.index.astype({cast})" in msg
+        fixed = beta.copy()
+        fixed.index = fixed.index.astype(cast)
+        f(df, fixed)  # the advice works
+
+
 def test_labels_are_carried_and_order_mismatch_refused():
     X = privirt.load_dataset("lsat7")
     est = privirt.cmle_estimate(X)

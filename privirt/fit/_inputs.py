@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import label_type_mismatch
 from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["as_beta", "as_theta", "prepare"]
@@ -44,6 +45,9 @@ def as_beta(beta: Any, items: pd.Index | None = None) -> pd.Series:
                     f"beta's items are in a different order ({_labels(index)}) than the "
                     f"responses' ({_labels(items)}); pass beta.reindex(<responses' items>)"
                 )
+            as_text = label_type_mismatch(index, items, "beta", "the responses")
+            if as_text is not None:
+                raise ValueError(as_text)
             extra, missing = index.difference(items), items.difference(index)
             raise ValueError(
                 f"beta's items do not match the responses' items (missing from beta: "

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, to_numpy
-from .._checks import check_positive_int, check_positive_number
+from .._checks import check_positive_int, check_positive_number, label_type_mismatch
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["estimate_abilities"]
@@ -183,6 +183,9 @@ def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
     if isinstance(beta, pd.Series):
         missing = items[answered].difference(beta.index)
         if len(missing):
+            as_text = label_type_mismatch(beta.index, items, "beta", "the responses")
+            if as_text is not None:
+                raise ValueError(as_text)
             raise ValueError(
                 f"beta has no value for item(s) {list(missing[:5])}; pass one difficulty per item"
             )
