@@ -741,3 +741,32 @@ def test_the_empty_check_works_in_row_blocks_with_the_same_decisions(monkeypatch
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert got.nbytes == n * m and peak < 1.1 * n * m + 2**20, (empty, peak)  # before: 2 n m
+
+
+def test_multiindex_labels_are_tuples_in_a_flat_index_as_documented():
+    """README and as_responses: a MultiIndex of columns or rows is flattened to tuple labels
+    without the level names, in every result (beta[("s", 1)]; from_tuples rebuilds one)."""
+    import warnings
+
+    X, _, _ = privirt.simulate_rasch(300, 4, seed=39000190)
+    cols = pd.MultiIndex.from_tuples([("s", 1), ("s", 2), ("t", 1), ("t", 2)], names=["section", "number"])
+    rows = pd.MultiIndex.from_tuples([("g", i) for i in range(300)], names=["group", "id"])
+    df = pd.DataFrame(X.astype(int), columns=cols, index=rows)
+    resp = privirt.as_responses(df)
+    for labels, given in ((resp.items, cols), (resp.persons, rows)):
+        assert not isinstance(labels, pd.MultiIndex) and labels.names == [None]
+        assert labels.tolist() == given.tolist() and all(isinstance(x, tuple) for x in labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = [privirt.cmle_estimate(df, progress=False), privirt.spectral_estimate(df),
+                   privirt.private_spectral_estimate(df, epsilon=1.0, seed=1)]
+    for res in results:
+        assert not isinstance(res.items, pd.MultiIndex) and res.items.tolist() == cols.tolist()
+        assert res.to_frame().index.names == [None]
+        assert res.beta[("s", 1)] == res.beta.loc[[("s", 1)]].item() == res.beta.iloc[0]
+        rebuilt = pd.MultiIndex.from_tuples(res.items, names=cols.names)
+        assert rebuilt.equals(cols) and rebuilt.names == cols.names
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "pd.MultiIndex.from_tuples(res.items" in readme and "MultiIndex" in as_responses.__doc__

@@ -183,7 +183,9 @@ def as_responses(
     data : Responses, ndarray, DataFrame, str or path-like
         * 2-D array of 0/1 with NaN for missing (float) — bool and integer arrays are fine;
           the masked cells of a numpy masked array (``np.ma``) are missing, like NaN.
-        * wide DataFrame: index = persons, columns = items.
+        * wide DataFrame: index = persons, columns = items.  A ``MultiIndex`` (of columns or
+          rows) is flattened: each tuple, such as ``("s", 1)``, is one label, in a flat index
+          without the level names, here and in every result.
         * long DataFrame with columns ``person, item, response`` (names configurable).
         * path to ``.csv`` (also compressed, ``.csv.gz``) / ``.parquet`` (``.pq``) in
           either layout, or an open text or binary file of comma-separated values.
