@@ -205,6 +205,14 @@ def test_no_module_is_too_long():
     assert not too_long, "split these modules:\n" + "\n".join(too_long)
 
 
+def test_docs_name_every_long_module_and_its_limit():
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    head = " ".join(doc.split("```")[0].split())
+    assert f"longer than {MAX_LINES} lines" in head
+    for rel, (limit, _reason) in LONG_MODULES.items():
+        assert f"`{rel}`, limit {limit}" in head, f"docs/architecture.md must name {rel} ({limit})"
+
+
 def test_every_package_says_what_it_holds_and_may_import():
     for module, path in MODULES.items():
         if path.name != "__init__.py" or module == FACADE or module.startswith("privirt._data"):
