@@ -14,7 +14,8 @@ import pytest
 import privirt
 from privirt.private.accounting import zcdp_to_approx_dp
 from privirt.stats.api import pairwise_counts
-from privirt.private import _debiased_counts, sample_comparison_graph
+from privirt.private import sample_comparison_graph
+from privirt.private.rr import debiased_counts
 from privirt.private.sensitivity import max_cut
 
 mechanisms = pytest.importorskip("mechanisms")
@@ -297,7 +298,7 @@ def test_debiased_counts_formula():
     Z = rng.integers(0, 2, size=(40, 5)).astype(np.int8)
     q = 0.7
     Y_plain = pairwise_counts(Z.astype(float), device="cpu")[0].astype(float)
-    got = _debiased_counts(Z.astype(float), q, Y_plain)
+    got = debiased_counts(Z.astype(float), q, Y_plain)
     Xh = (Z - (1 - q)) / (2 * q - 1)
     naive = Xh.T @ (1 - Xh)
     np.fill_diagonal(naive, 0)
@@ -315,7 +316,7 @@ def test_debiased_counts_are_unbiased():
         mech = mechanisms.RandomizedResponse(eps0, seed=r)
         Z = mech.apply(codes.astype(np.int64)).astype(float)
         Yp = pairwise_counts(Z, device="cpu")[0].astype(float)
-        acc += _debiased_counts(Z, mech.keep_probability, Yp)
+        acc += debiased_counts(Z, mech.keep_probability, Yp)
     mean = acc / reps
     off = ~np.eye(4, dtype=bool)
     # the per-replicate sd of Ŷ_ij is about 30 here: 5 standard errors of the mean

@@ -56,7 +56,6 @@ from .measurements import (
     noise_seed,
 )
 from .counts.results import NoisyCounts, PrivateSpectralResult
-from .rr import debiased_counts as _debiased_counts
 from .statement import PrivacyStatement
 
 __all__ = [
