@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import privirt
+from privirt.private.counts import ability
 from privirt.private.counts import intervals as iv
 from privirt.private.counts.graph import sample_comparison_graph
 from privirt.private.counts.noisy_likelihood import noise_aware_batch, noise_aware_estimate
@@ -83,12 +84,12 @@ def test_ability_fit_reaches_the_least_squares_optimum():
     r, c = np.nonzero(G)
 
     def resid(x):
-        return iv._pair_means(b, x[0], np.exp(x[1]))[r, c] - Y[r, c] / 1500
+        return ability._pair_means(b, x[0], np.exp(x[1]))[r, c] - Y[r, c] / 1500
 
     ref = optimize.least_squares(resid, x0=[0.0, 0.0], xtol=1e-12, ftol=1e-12, gtol=1e-12).x
-    mu, tau = iv.fit_ability_normal(Y, G, b, 1500)
+    mu, tau = ability.fit_ability_normal(Y, G, b, 1500)
     np.testing.assert_allclose([mu, np.log(tau)], ref, atol=1e-4)
-    warm = iv.fit_ability_normal(Y, G, b, 1500, x0=(mu + 0.3, tau * 1.5))
+    warm = ability.fit_ability_normal(Y, G, b, 1500, x0=(mu + 0.3, tau * 1.5))
     np.testing.assert_allclose(warm, (mu, tau), atol=1e-4)
 
 
@@ -146,13 +147,13 @@ def test_ability_fit_on_the_complete_graph_uses_the_same_sums():
     b = np.asarray(beta) - np.mean(beta)
     for x in (np.array([0.3, np.log(0.8)]), np.array([-1.0, 0.2])):
         def E(x):
-            return iv._pair_means(b, x[0], np.exp(x[1]))
+            return ability._pair_means(b, x[0], np.exp(x[1]))
         h = 1e-6
         R = np.where(G, E(x) - Y / 800, 0.0)
         Em = np.where(G, (E(x + [h, 0]) - E(x - [h, 0])) / (2 * h), 0.0)
         Es = np.where(G, (E(x + [0, h]) - E(x - [0, h])) / (2 * h), 0.0)
         Yd = np.diagonal(Y).copy()
-        cost, JJ, Jr = iv._complete_parts(x, Y, Yd, float((Y * Y).sum() - Yd @ Yd) / 800**2, b, 800, True)
+        cost, JJ, Jr = ability._complete_parts(x, Y, Yd, float((Y * Y).sum() - Yd @ Yd) / 800**2, b, 800, True)
         np.testing.assert_allclose(cost, (R * R).sum(), rtol=1e-10)
         np.testing.assert_allclose(JJ, [[(Em * Em).sum(), (Em * Es).sum()], [(Em * Es).sum(), (Es * Es).sum()]],
                                    rtol=1e-6)
@@ -207,7 +208,7 @@ def test_single_precision_counts_are_the_exact_counts():
     np.testing.assert_array_equal(single, iv._exact_counts(X))
     np.testing.assert_array_equal(single[1], differential_counts(X[1].astype(int)))
     # the rescaling folded into the product: c·Y + (n − c·k)·f, as _rescale does it
-    f = iv._pair_means(np.zeros(70), 0.0, 1.0)
+    f = ability._pair_means(np.zeros(70), 0.0, 1.0)
     want = iv._rescale(iv._exact_counts(X), 400, 40, f)
     got = iv._exact_counts(X, np.float32, scale=np.sqrt(10.0)) + ((400 - np.sqrt(10.0) * 40) * f).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)

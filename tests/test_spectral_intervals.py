@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 import privirt
+from privirt.private.counts import ability
 from privirt.private.counts import intervals as iv
 from privirt.private import sample_comparison_graph
 from privirt.rasch.spectral import spectral_from_counts
@@ -245,7 +246,7 @@ def test_ability_fit_recovers_mean_and_spread_from_exact_counts():
     X, theta, beta = privirt.simulate_rasch(20_000, 10, seed=4)
     b = np.asarray(beta) - np.mean(beta)
     Y = differential_counts(as_responses(X), device="cpu")
-    mu, tau = iv.fit_ability_normal(Y, ~np.eye(10, dtype=bool), b, 20_000)
+    mu, tau = ability.fit_ability_normal(Y, ~np.eye(10, dtype=bool), b, 20_000)
     assert abs(mu - (np.mean(theta) - np.mean(beta))) < 0.05
     assert abs(tau - np.std(theta)) < 0.05
 

@@ -29,7 +29,7 @@ from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
 from ...exceptions import NoiseDominatesWarning
-from .ability import _complete_parts, _pair_means, fit_ability_normal  # noqa: F401 - re-exported
+from .ability import _pair_means, fit_ability_normal
 from ._design import GraphDesign, graph_design
 from .noisy_likelihood import noise_aware_batch, noise_aware_se0
 
@@ -39,7 +39,6 @@ __all__ = [
     "MAX_SIMULATED_PERSONS",
     "BootstrapIntervals",
     "counts_intervals",
-    "fit_ability_normal",
     "spectral_batch",
 ]
 
