@@ -34,7 +34,6 @@ __all__ = ["register_dataset", "run_request", "RequestFailed", "DATASET_NAME", "
 
 #: Data set names: letters, digits, ``_ . -``; 1-64 characters, not starting with a dot or dash.
 DATASET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-ANALYST_NAME = DATASET_NAME
 
 
 def check_dataset_name(name: str, what: str = "data set") -> str:
