@@ -113,8 +113,6 @@ class ServerError(ServiceError):
 
 _BY_STATUS = {401: Unauthorized, 403: Forbidden, 404: NotFound, 402: BudgetExceeded, 422: InvalidRequest,
               413: InvalidRequest, 409: Conflict, 429: TooManyRequests}
-#: the service's default limit on a request body (bytes): the service's own constant
-SERVICE_MAX_BODY = MAX_BODY
 #: statuses retried with the same Idempotency-Key (nothing spent, or the debit unconfirmed: the
 #: key makes a debited one a replay, never a second spend)
 _RETRIED = (429, 503)
@@ -278,14 +276,14 @@ class Client:
                 raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
                 reason = getattr(exc, "reason", exc)
-                if (data is not None and len(data) > SERVICE_MAX_BODY
+                if (data is not None and len(data) > MAX_BODY
                         and isinstance(reason, (BrokenPipeError, ConnectionResetError,
                                                 ConnectionAbortedError, ssl.SSLEOFError))
                         and not isinstance(reason, RemoteDisconnected)):  # (that one: after a full send)
                     # the service answers 413 and closes before reading a body this large; the
                     # send fails before its answer can be read, and a retry would fail the same way
                     raise InvalidRequest(413, f"request body of {len(data)} bytes is over the service's "
-                                         f"limit ({SERVICE_MAX_BODY} bytes by default): it closed the "
+                                         f"limit ({MAX_BODY} bytes by default): it closed the "
                                          "connection while the body was sent; nothing was spent", {}) from None
                 if isinstance(reason, ssl.SSLCertVerificationError):  # nothing was sent: no retry
                     raise ConnectionError(

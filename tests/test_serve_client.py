@@ -311,9 +311,9 @@ def test_a_body_far_over_the_limit_is_one_invalid_request_not_a_connection_error
 
 def test_the_clients_body_limit_is_the_services():
     pytest.importorskip("fastapi")
-    from privirt.client import SERVICE_MAX_BODY
+    from privirt import client
     from privirt.serve.app import MAX_BODY
-    assert SERVICE_MAX_BODY == MAX_BODY
+    assert client.MAX_BODY == MAX_BODY
 
 
 def test_a_body_far_over_the_limit_over_tls_is_the_same_invalid_request(tls_fake):
