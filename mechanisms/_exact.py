@@ -58,17 +58,6 @@ def exp_neg_enclosure(x: Fraction, bits: int) -> tuple[Fraction, Fraction]:
     return Fraction(e_lo) * (1 - ulp), Fraction(e_hi) * (1 + ulp)
 
 
-def monotone_enclosure(f: Callable[[Fraction], Fraction], inner: Enclosure, increasing: bool) -> Enclosure:
-    """Enclosure of ``f(z)`` for monotone ``f`` from an enclosure of ``z``."""
-
-    def enc(bits: int) -> tuple[Fraction, Fraction]:
-        lo, hi = inner(bits + 8)
-        a, b = f(lo), f(hi)
-        return (a, b) if increasing else (b, a)
-
-    return enc
-
-
 def fixed64(enclosure: Enclosure) -> int:
     """``floor(2**64 * p)`` exactly, for an irrational (or non-dyadic) ``p`` in ``[0, 1]``.
 
