@@ -18,7 +18,7 @@ import numpy as np
 from ..accounting import NEIGHBOURING_RELATION
 from ..sensitivity import Sensitivity, _sqrt_up
 
-__all__ = ["pair_index", "pair_statistics", "pair_sensitivity", "pairs_to_matrix"]
+__all__ = ["pair_index", "pair_statistics", "pair_sensitivity"]
 
 
 def pair_index(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,17 +44,6 @@ def pair_statistics(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     iu = pair_index(m)
     s = np.diag(G).copy()
     return s, s[iu[0]] + s[iu[1]] - 2 * G[iu]
-
-
-def pairs_to_matrix(pairs: np.ndarray, m: int, diagonal: np.ndarray | None = None) -> np.ndarray:
-    """The symmetric m × m matrix of the released pairs (float; ``diagonal`` on the diagonal)."""
-    out = np.zeros((int(m), int(m)))
-    iu = pair_index(m)
-    out[iu] = pairs
-    out[(iu[1], iu[0])] = pairs
-    if diagonal is not None:
-        out[np.diag_indices(int(m))] = diagonal
-    return out
 
 
 def pair_sensitivity(n_items: int, part: str = "joint") -> Sensitivity:
