@@ -41,7 +41,6 @@ __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 
 MISSING: int = -1
 EmptyPolicy = Literal["drop", "error", "keep"]
-_LONG_COLUMNS = ("person", "item", "response")
 #: column names that suggest a pattern table's frequencies (named in the error hint)
 _FREQUENCY_NAMES = {"frequency", "freq", "count", "counts", "n", "weight", "weights"}
 
