@@ -413,7 +413,9 @@ def _replay(found: dict, endpoint: str, params: dict, dataset_id: int) -> dict:
 
 #: the service's offer, by the names of the one list of private methods
 #: (:mod:`privirt.private.methods`): estimate methods, and release kinds -> the method whose
-#: release it is.  A method is offered once its cost can be calibrated from public values
+#: release it is.  The offer itself is the ``Literal`` of ``EstimateRequest.method`` and
+#: ``ReleaseRequest.kind`` (:mod:`.models`); these restate it (``tests/test_methods.py`` keeps
+#: them equal).  A method is offered once its cost can be calibrated from public values
 #: (:func:`request_cost`) and its result serialised (:func:`_body`, ``privirt.client``).
 SERVED_METHODS = ("totals", "spectral")
 SERVED_RELEASES = {"totals": "totals", "counts": "spectral"}
