@@ -91,9 +91,10 @@ _SUBMODULES: dict[str, str] = {
 __all__ = sorted(_EXPORTS) + sorted(_SUBMODULES) + ["__version__"]
 
 
-#: Serialises the lazy imports: two threads importing modules of an import cycle (inside
-#: privirt.private) at once tripped importlib's deadlock detection, which handed one of them a
-#: partly initialised module (ImportError); importlib's per-module locks do not cover a cycle.
+#: Serialises the lazy imports.  Added when privirt.private held an import cycle: two threads
+#: importing its modules at once tripped importlib's deadlock detection, which handed one of them
+#: a partly initialised module (ImportError; importlib's per-module locks do not cover a cycle).
+#: There is no cycle now (``tests/test_architecture.py`` forbids them); the lock stays as a guard.
 _IMPORT_LOCK = threading.RLock()
 
 
