@@ -191,3 +191,17 @@ def test_items_leaving_out_many_columns_says_how_many(client):
     with pytest.raises(ValueError, match=r"the data have 6 items \(the first 5: \[2, 3, 4, 5, 6\]\)"):
         privirt.release_counts(arr, engine="dask", client=client, epsilon=1.0, seed=2_200_002,
                                items=[0, 1], n_persons=60)
+
+
+@pytest.mark.parametrize("method", ["private_totals_estimate", "private_spectral_estimate",
+                                    "release_counts"])
+def test_a_dask_collection_without_engine_dask_is_refused_before_any_debit(tmp_path, method):
+    X = _data(n=40)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-6)
+    f = getattr(privirt, method)
+    for source in (dd.from_pandas(pd.DataFrame(X, columns=list("abcd")), npartitions=2),
+                   da.from_array(X, chunks=(17, 4))):
+        for kw in ({}, {"items": list("abcd"), "n_persons": 40}):
+            with pytest.raises(ValueError, match=r"^a dask collection is counted with engine='dask'$"):
+                f(source, epsilon=1.0, ledger=ledger, **kw)
+    assert ledger.spent().epsilon == 0

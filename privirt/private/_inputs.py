@@ -18,6 +18,7 @@ from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
 from ..data._labels import item_labels
 from ..data.responses import MISSING, Responses, ResponsesLike, private_responses
+from ..stats.dask_engine import is_dask_source
 from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
@@ -96,6 +97,8 @@ def validate_call(
         resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
     elif engine != "local" or client is not None:
         raise ValueError(f"engine must be 'local' or 'dask' (client= with 'dask'), got {engine!r}")
+    elif is_dask_source(X):  # read in memory it would lose its column labels
+        raise ValueError("a dask collection is counted with engine='dask'")
     else:
         resp = public_responses(X, items, n_persons)
     p = check_p0(p0, resp.n_items)
