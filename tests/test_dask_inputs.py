@@ -205,3 +205,15 @@ def test_a_dask_collection_without_engine_dask_is_refused_before_any_debit(tmp_p
             with pytest.raises(ValueError, match=r"^a dask collection is counted with engine='dask'$"):
                 f(source, epsilon=1.0, ledger=ledger, **kw)
     assert ledger.spent().epsilon == 0
+
+
+@pytest.mark.parametrize("module", ["dask.dataframe.core", "dask_expr._collection", "dask.array.core"])
+def test_every_entry_point_tells_a_dask_collection_alike(module):
+    """One test of "is this a dask collection?": dask 2024.x-2025.1 define the DataFrame in
+    dask_expr, which the statistics API missed while pairwise_counts refused it."""
+    fake = type("DataFrame", (), {"__module__": module, "__array__":
+                                  lambda self, dtype=None, copy=None: np.eye(3)})()
+    for call in (privirt.pairwise_counts, privirt.sufficient_statistics, privirt.item_totals,
+                 lambda x: privirt.private_totals_estimate(x, epsilon=1.0, seed=2_200_010, n_boot=0)):
+        with pytest.raises(ValueError, match=r"^a dask collection is counted with engine='dask'$"):
+            call(fake)

@@ -18,7 +18,7 @@ from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
 from ..data._labels import item_labels
 from ..data.responses import MISSING, Responses, ResponsesLike, private_responses
-from ..stats.dask_engine import is_dask_source
+from ..stats.sufficient import is_dask_source
 from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]

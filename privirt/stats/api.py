@@ -20,6 +20,7 @@ from .sufficient import (
     block_statistics,
     check_engine,
     check_n_rows,
+    is_dask_source,
     to_result,
 )
 
@@ -79,15 +80,11 @@ def pairwise_counts(
     >>> Y.tolist(), B.tolist()
     ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
     """
-    if engine != "local" or client is not None or items is not None or _is_dask(X):
+    if engine != "local" or client is not None or items is not None or is_dask_source(X):
         from .dask_engine import dispatch_pairwise
 
         return dispatch_pairwise(X, engine, client, items, chunk_size, device, method)
     return local_pairwise_counts(X, device=device, method=method, chunk_size=chunk_size)
-
-
-def _is_dask(X) -> bool:
-    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def sufficient_statistics(
@@ -143,7 +140,7 @@ def sufficient_statistics(
                                n_persons=n_persons, chunk_size=chunk_size)
     if client is not None:
         raise ValueError("client= applies to engine='dask' only")
-    if type(source).__module__.split(".")[0] == "dask":
+    if is_dask_source(source):
         raise ValueError("a dask collection is counted with engine='dask'")
     resp = as_responses(source, empty="keep")
     if items is not None:

@@ -27,10 +27,11 @@ from .sufficient import (
     add_statistics,
     block_statistics,
     check_n_rows,
+    is_dask_source,
     to_result,
 )
 
-__all__ = ["dask_statistics", "dask_pairwise", "is_dask_source", "embedded_client", "DASK_HINT"]
+__all__ = ["dask_statistics", "dask_pairwise", "embedded_client", "DASK_HINT"]
 
 DASK_HINT = (
     'the Dask engine needs dask and distributed: python -m pip install "privirt[dask]"'
@@ -48,11 +49,6 @@ def _require_dask():
         import distributed  # noqa: F401
     except ImportError as exc:
         raise ImportError(DASK_HINT) from exc
-
-
-def is_dask_source(source: Any) -> bool:
-    """Whether ``source`` is a dask collection (a DataFrame or an Array)."""
-    return type(source).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 # ---------------------------------------------------------------------------------------

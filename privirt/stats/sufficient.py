@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..data.responses import Responses
 
-__all__ = ["SufficientStatistics", "block_statistics", "add_statistics", "to_result"]
+__all__ = ["SufficientStatistics", "block_statistics", "add_statistics", "to_result", "is_dask_source"]
 
 ENGINES = ("local", "dask")
 
@@ -129,6 +129,14 @@ def to_result(stats: dict, items: pd.Index) -> SufficientStatistics:
         score_hist=stats["hist"].reshape(m + 1, m + 1),
         n_rows=int(stats["n"]),
     )
+
+
+def is_dask_source(source: Any) -> bool:
+    """Whether ``source`` is a dask collection (a DataFrame or an Array).
+
+    The one test of the package: dask 2024.x-2025.1 define the DataFrame in ``dask_expr``.
+    """
+    return type(source).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def check_engine(engine: Any) -> str:
