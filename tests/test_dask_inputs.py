@@ -217,3 +217,23 @@ def test_every_entry_point_tells_a_dask_collection_alike(module):
                  lambda x: privirt.private_totals_estimate(x, epsilon=1.0, seed=2_200_010, n_boot=0)):
         with pytest.raises(ValueError, match=r"^a dask collection is counted with engine='dask'$"):
             call(fake)
+
+
+@pytest.mark.parametrize("case", ["a set of items", "columns 5 and '5'"])
+def test_both_engines_refuse_the_same_item_sets_in_the_same_words_before_any_debit(tmp_path, client, case):
+    X = _data(n=40)
+    if case == "a set of items":
+        df, items_list = pd.DataFrame(X, columns=list("abcd")), [{"d", "c", "b", "a"}]
+    else:
+        df, items_list = pd.DataFrame(X[:, :3], columns=[5, "5", "x"]), [None, ["5", "x"], [5, "x"]]
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-6)
+    for items in items_list:
+        words = []
+        for X_, kw in ((df, {}), (dd.from_pandas(df, npartitions=2), {"engine": "dask", "client": client})):
+            with pytest.raises(ValueError) as err:
+                privirt.private_totals_estimate(X_, epsilon=1.0, ledger=ledger, n_boot=0, items=items,
+                                                n_persons=40, **kw)
+            words.append(str(err.value))
+        assert words[0] == words[1], (items, words)
+        assert ("ordered sequence" in words[0]) if case == "a set of items" else ("same as text" in words[0])
+    assert ledger.spent().epsilon == 0

@@ -75,6 +75,59 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
     return labels
 
 
+def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
+                public: bool) -> tuple[pd.Index, np.ndarray]:
+    """The item labels ``items`` matched, as text, to a table's item columns (both engines).
+
+    Parameters
+    ----------
+    items : sequence or None
+        The item labels, in order (checked by :func:`item_labels`); ``None``: the columns.
+    columns : sequence
+        The table's item columns.
+    public : bool
+        ``items`` is a private path's public item set: it must be ordered (a list, not a
+        set) and every column must be one of its items.
+
+    Returns
+    -------
+    labels : pandas.Index
+        The item labels: ``items`` as given, or the columns.
+    positions : ndarray of int
+        For each label, the position of its column (-1: not a column of the table).
+
+    Raises
+    ------
+    ValueError
+        Two columns are the same as text (``5`` and ``"5"``); ``items`` is refused by
+        :func:`item_labels`; for a public item set, an unordered ``items`` or a column that
+        is not one of its items.
+    """
+    data = pd.Index(list(columns), tupleize_cols=False)
+    _check_distinct_as_text(data, "item")
+    data_text = pd.Index([str(c) for c in data])
+    if data_text.has_duplicates:
+        raise ValueError(f"the data have two items labelled {data_text[data_text.duplicated()][0]!r} "
+                         "(item labels are compared as text); rename one")
+    if items is None:
+        return data, np.arange(len(data))
+    if public and not isinstance(items, (Sequence, np.ndarray, pd.Index, pd.Series)):
+        # a set's order changes from run to run (string hashing): the output's order would too
+        raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
+                         f"{type(items).__name__}")
+    labels = item_labels(items)  # a string, a missing or unhashable label, one listed twice
+    public_text = pd.Index([str(i) for i in labels])
+    if public:
+        extra = [label for label, text in zip(data, data_text) if text not in set(public_text)]
+        if extra:
+            shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
+            raise ValueError(
+                f"the data have {shown} that are not in the public item set "
+                "`items`; add them to `items` or remove them from the data"
+            )
+    return labels, data_text.get_indexer(public_text)
+
+
 def unnamed_first(columns: Any) -> bool:
     """Whether a file's first column is unnamed (``Unnamed: 0``, as pandas names a CSV's row-label
     column, also after a round trip to Parquet): without a person column it holds the labels."""

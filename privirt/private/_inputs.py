@@ -16,7 +16,7 @@ from .._backend import resolve_device
 from .._checks import check_positive_int
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
-from ..data._labels import item_labels
+from ..data._labels import match_items
 from ..data.responses import MISSING, Responses, ResponsesLike, private_responses
 from ..stats.sufficient import is_dask_source
 from .counts.graph import check_p0
@@ -137,12 +137,9 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     no output label depends on how the data's column was typed.
     """
     resp = private_responses(X)
-    if items is not None and not isinstance(items, (Sequence, np.ndarray, pd.Index, pd.Series)):
-        # a set's order changes from run to run (string hashing): the output's order would too
-        raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
-                         f"{type(items).__name__}")
-    # a string, a missing or unhashable label, one listed twice: refused
-    public = None if items is None else item_labels(items)  # 5 and "5" are one: matched as text
+    # a set, a string, a missing or unhashable label, one listed twice, a data column outside
+    # the list: refused (the Dask engine's rule too); 5 and "5" are one: matched as text
+    public, pos = match_items(items, resp.items, public=True)
     if items is None and resp.items_from_data:
         raise ValueError(
             "the item set of a long (person, item, response) table is read from its rows, so "
@@ -155,20 +152,7 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
             "rows, so it depends on the data (a person with no answers has no rows); pass the "
             "public number of persons as n_persons=N (CLI: --n-persons)"
         )
-    if public is not None:
-        public_text = pd.Index([str(i) for i in public])
-        data_text = pd.Index([str(i) for i in resp.items])
-        if data_text.has_duplicates:
-            raise ValueError(f"the data have two items labelled {data_text[data_text.duplicated()][0]!r} "
-                             "(item labels are compared as text); rename one")
-        extra = [label for label, text in zip(resp.items, data_text) if text not in set(public_text)]
-        if extra:
-            shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
-            raise ValueError(
-                f"the data have {shown} that are not in the public item set "
-                "`items`; add them to `items` or remove them from the data"
-            )
-        pos = data_text.get_indexer(public_text)
+    if items is not None:
         codes = np.full((resp.n_persons, len(public)), MISSING, dtype=np.int8)
         present = pos >= 0
         codes[:, present] = resp.codes[:, pos[present]]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._threads import one_thread_in
-from ..data._labels import item_labels, wide_item_columns
+from ..data._labels import match_items, wide_item_columns
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
     SufficientStatistics,
@@ -256,30 +256,13 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
 # ---------------------------------------------------------------------------------------
 # sources -> one delayed partial sum per partition
 def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tuple[pd.Index, list, list]:
-    """Item labels, and which data columns go to which item position."""
-    if items is None:
-        labels = pd.Index(columns, tupleize_cols=False)
-        return labels, list(columns), list(range(len(columns)))
-    labels = item_labels(items)
-    by_text = {str(c): c for c in columns}
-    if public:
-        extra = [c for c in columns if str(c) not in {str(i) for i in labels}]
-        if extra:
-            shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
-            raise ValueError(
-                f"the data have {shown} that are not in the public item set "
-                "`items`; add them to `items` or remove them from the data"
-            )
-    cols, pos = [], []
-    for j, label in enumerate(labels):
-        col = by_text.get(str(label))
-        if col is None:
-            if not public:
-                raise ValueError(f"item {label!r} of `items` is not a column of the data")
-            continue  # a public item nobody answered: an all-missing column
-        cols.append(col)
-        pos.append(j)
-    return labels, cols, pos
+    """Item labels, and which data columns go to which item position (the in-memory rules:
+    :func:`privirt.data._labels.match_items`)."""
+    labels, where = match_items(items, columns, public=public)
+    if not public and (where < 0).any():
+        raise ValueError(f"item {labels[where < 0][0]!r} of `items` is not a column of the data")
+    # a public item nobody answered (-1) is an all-missing column
+    return labels, [columns[k] for k in where if k >= 0], [j for j, k in enumerate(where) if k >= 0]
 
 
 def _parquet_files(source) -> tuple[Any, list[str]]:
