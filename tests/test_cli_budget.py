@@ -293,3 +293,29 @@ def test_budget_init_zero_epsilon_names_the_budget_and_missing_folder_is_refused
     assert main(["budget", "init", str(deep), "--epsilon", "1", "--delta", "1e-5"]) == 2
     assert "does not exist" in _one_line_error(capsys.readouterr().err)
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("method", ["totals", "spectral"])
+def test_api_and_cli_default_delta_against_a_ledger_is_the_ledgers(tmp_path, capsys, method):
+    """With a ledger and no δ the library used 1e-4 while the CLI used the ledger's δ: the same
+    call cost more ε through Python (1.57 instead of 1 against δ_B = 1e-8)."""
+    X, _, _ = privirt.simulate_rasch(2000, 8, seed=4_200_010)
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X, columns=[f"i{j}" for j in range(8)]).to_csv(path, index=False)
+    f = {"totals": privirt.private_totals_estimate, "spectral": privirt.private_spectral_estimate}[method]
+    debits, stated = [], []
+    for who in ("api", "cli"):
+        led = privirt.Ledger(tmp_path / f"{who}.db", epsilon=2.0, delta=1e-8)
+        if who == "api":
+            r = f(X, epsilon=1.0, ledger=led, n_boot=0)
+            stated.append(r.privacy.delta)
+        else:
+            assert main(["estimate", str(path), "--epsilon", "1", "--method", method,
+                         "--ledger", str(led.path), "--n-boot", "0", "--no-progress"]) == 0
+            assert "(1, 1e-08)" in capsys.readouterr().out
+        spends = led.spends()
+        assert len(spends) == 1
+        debits.append(led.spent().epsilon)  # a Gaussian spend is stored as ρ: its ε at δ_B
+        stated.append(float(spends["asked_delta"].iloc[0]))
+    assert stated == [1e-8] * 3
+    assert debits[0] == debits[1] == pytest.approx(1.0)

@@ -23,8 +23,8 @@ from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
 
-#: δ of a private call that does not give one (see ``validate_call`` for shuffled randomized
-#: response against a ledger).
+#: δ of a private call that gives neither δ nor a ledger (against a ledger: the ledger's
+#: :meth:`~privirt.Ledger.default_delta`, see ``validate_call``).
 DEFAULT_DELTA: float = 1e-4
 
 
@@ -73,9 +73,10 @@ def validate_call(
     """Check every argument shared by the private entry points, before anything is computed,
     debited or drawn.
 
-    ``delta=None`` is :data:`DEFAULT_DELTA`, except for a call that spends δ itself
-    (``spends_delta``: shuffled randomized response) against a ledger, which asks for the
-    ledger's :meth:`~privirt.Ledger.default_delta` share — never all of the ledger's δ."""
+    ``delta=None`` is, against a ledger, the ledger's :meth:`~privirt.Ledger.default_delta`
+    (as the CLI): the ledger's δ, or for a call that spends δ itself (``spends_delta``:
+    shuffled randomized response) a share of it — never all of it; without a ledger
+    :data:`DEFAULT_DELTA`."""
     eps = check_target_epsilon(epsilon)
     if delta is not None:
         check_delta(delta)
@@ -89,7 +90,7 @@ def validate_call(
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
     if delta is None:
-        delta = ledger.default_delta(True) if (spends_delta and ledger is not None) else DEFAULT_DELTA
+        delta = ledger.default_delta(spends_delta) if ledger is not None else DEFAULT_DELTA
     dlt = check_delta(delta)
     if engine == "dask" or type(X).__name__ == "DaskSource":  # sums on a Dask cluster
         from ..stats.dask_engine import as_public_source

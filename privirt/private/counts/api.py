@@ -79,7 +79,7 @@ def release_counts(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     mechanism: CountMechanism = "gaussian",
     p0: float | str = 1.0,
     sensitivity: Literal["tight", "paper"] = "tight",
@@ -107,8 +107,10 @@ def release_counts(
         protects replacing any one row (responses *and* which items were answered).
     epsilon : float
         Target ε > 0 (finite).
-    delta : float, default 1e-4
-        Target δ in (0, 1).  The Gaussian spends it; the Laplace mechanism is pure ε-DP and
+    delta : float, optional
+        Target δ in (0, 1); default: the ledger's δ
+        (:meth:`~privirt.Ledger.default_delta`) when ``ledger`` is given, else 1e-4.
+        The Gaussian spends it; the Laplace mechanism is pure ε-DP and
         leaves it unused (its δ is only the sampler's TV term, normally 0).
     mechanism : {"gaussian", "laplace"}
         Discrete Gaussian (σ calibrated by the tight zCDP → (ε, δ) conversion) or discrete
@@ -253,8 +255,8 @@ def private_spectral_estimate(
     epsilon, delta : float
         Target (ε, δ); ε > 0 finite, δ ∈ (0, 1).  δ is used by the Gaussian and by shuffled
         randomized response; Laplace and unshuffled randomized response are pure ε-DP.
-        ``delta=None`` (default) is 1e-4, except for shuffled randomized response against a
-        ``ledger``: it spends δ itself, so it then asks for
+        ``delta=None`` (default) is 1e-4, or against a ``ledger`` the ledger's δ — except for
+        shuffled randomized response, which spends δ itself and so asks for
         :data:`~privirt.private.ledger.DEFAULT_DELTA_SHARE` (a tenth) of the ledger's δ, never all of it.
     mechanism : {"gaussian", "laplace", "randomized_response"}
         ``"gaussian"``/``"laplace"``: noisy counts as from :func:`release_counts`, clipped at

@@ -233,7 +233,7 @@ def release_totals(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     ledger: Any = None,
     seed: Any = None,
     items: Sequence[Any] | None = None,
@@ -251,7 +251,7 @@ def release_totals(
         Persons × items 0/1 responses (one row per person); missing cells only with
         ``missing="mcar"``.
     epsilon, delta : float
-        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).
+        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1); ``delta=None``: the ``ledger``'s δ, else 1e-4.
     ledger : Ledger or path, optional
         Debited (one transaction) before any noise is drawn.
     seed : int or numpy.random.SeedSequence, optional
@@ -561,7 +561,7 @@ def private_totals_estimate(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     ledger: Any = None,
     seed: Any = None,
     items: Sequence[Any] | None = None,

@@ -508,7 +508,7 @@ def private_2pl_estimate(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     ledger: Any = None,
     seed: Any = None,
     items: Sequence[Any] | None = None,

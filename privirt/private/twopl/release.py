@@ -204,7 +204,7 @@ def release_2pl(
     X: ResponsesLike,
     *,
     epsilon: float,
-    delta: float = 1e-4,
+    delta: float | None = None,
     ledger: Any = None,
     seed: Any = None,
     items: Sequence[Any] | None = None,
@@ -221,7 +221,8 @@ def release_2pl(
     X : ResponsesLike
         Complete persons × items 0/1 responses (one row per person).
     epsilon, delta : float
-        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).
+        Target (ε, δ), ε > 0 finite, δ ∈ (0, 1).  ``delta=None`` (default) is the ledger's δ
+        (:meth:`~privirt.Ledger.default_delta`) when ``ledger`` is given, else 1e-4.
     ledger : Ledger or path, optional
         Debited (one transaction) before any noise is drawn.
     seed : int or numpy.random.SeedSequence, optional
