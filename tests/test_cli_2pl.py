@@ -130,3 +130,28 @@ def test_private_long_table_asks_for_the_item_list_before_checking_top_k(tmp_pat
     assert main(["estimate", str(path), *model, "--epsilon", "1", "--top-k", "100"]) == 2
     err = capsys.readouterr().err
     assert "--items" in err and "--top-k" not in err
+
+
+@pytest.mark.parametrize("extra, reason", [
+    (["--items", "item1,item2,item3,item4,item5,extra"],
+     "--items names item(s) that nobody answered in lsat7.csv; their cells are all missing: "),
+    (["--n-persons", "1001"],
+     "--n-persons 1001 counts persons absent from lsat7.csv; they are all-missing rows: "),
+])
+def test_model_2pl_gives_the_rasch_paths_reason_for_an_all_missing_item_or_person(
+        lsat7_csv, tmp_path, capsys, extra, reason):
+    """A complete file: --model 2pl said 'the data have missing cells ... drop the incomplete
+    rows' for an --items label nobody answered, which names the wrong problem."""
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    errs = {}
+    for model in (["--method", "totals"], ["--model", "2pl"]):
+        assert main(["estimate", str(lsat7_csv), *model, "--epsilon", "1", "--ledger", str(ledger),
+                     "--n-boot", "0", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("privirt: error: " + reason), err
+        assert "declare --missing mcar" in err and "(nothing was spent)" in err
+        errs[model[1]] = err
+    assert "--method spectral" not in errs["2pl"]  # not a 2PL method
+    assert len(privirt.Ledger(ledger).spends()) == 0

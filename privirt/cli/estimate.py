@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
 
 from .._checks import check_n_boot
 from ._input import public_items
+from ._missing import check_complete
 from ._paths import check_output_file
 from ._table import format_table, write_table
 from ._types import REGULARIZATION_HELP, nonnegative_int, number, positive_int, regularization
@@ -204,18 +205,6 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
     return args.method
 
 
-def _declare_mcar(args: argparse.Namespace, method: str, n_items: int) -> str:
-    """What to do about missing cells under ``--missing none``: declare MCAR (where the method's
-    MCAR release holds the public number of items) or use Algorithm 2."""
-    from ..private.totals.marginal_missing import MCAR_MAX_ITEMS, mcar_release_holds
-
-    if method == "totals" and not mcar_release_holds(n_items):
-        return (f"use --method spectral, which takes missing cells as they are (the totals method's MCAR "
-                f"release is built for up to {MCAR_MAX_ITEMS} items; nothing was spent)")
-    return ("if cells are missing completely at random, declare --missing mcar: "
-            f"`{_command_with(args, '--missing', 'mcar')}`; or use --method spectral (nothing was spent)")
-
-
 def _private_table(resp, args: argparse.Namespace, items: list | None):
     import inspect
 
@@ -248,21 +237,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
         raise ValueError(f"{flags} {'applies' if len(foreign) == 1 else 'apply'} to {where}; "
                          f"{why} (nothing was spent)")
     if entry.missing:
-        missing = args.missing or "none"
-        if missing == "none" and getattr(resp, "has_missing", False):
-            raise ValueError(f"{Path(args.file).name} has missing cells but the {method} method was "
-                             f"run for complete data; {_declare_mcar(args, method, n_items)}")
-        present = {str(i) for i in resp.items}
-        absent = [] if items is None else [i for i in items if str(i) not in present]
-        if missing == "none" and absent:
-            # (no count or label of them: the refusal is the data holder's, but says no more than the API's)
-            raise ValueError(f"--items names item(s) that nobody answered in "
-                             f"{Path(args.file).name}; their cells are all missing: "
-                             f"{_declare_mcar(args, method, n_items)}")
-        if missing == "none" and args.n_persons is not None and args.n_persons > resp.n_persons:
-            raise ValueError(f"--n-persons {args.n_persons} counts persons absent from "
-                             f"{Path(args.file).name}; they are all-missing rows: "
-                             f"{_declare_mcar(args, method, n_items)}")
+        check_complete(resp, args, items, method=method, what=f"the {method} method", n_items=n_items)
     options = {o: getattr(args, o) for o in _METHOD_FLAGS
                if o in entry.options and getattr(args, o) is not None}
     if entry.missing:
@@ -302,25 +277,6 @@ def _note_intervals(res) -> None:
           f"{share:.2f} < {LOW_HISTOGRAM_SHARE:g}); the intervals are calibrated on average over the prior on "
           "that spread and can under-cover if the abilities are far more spread out than a standard normal "
           "(docs/totals.md §5.4)", file=sys.stderr)
-
-
-def _command_with(args: argparse.Namespace, flag: str, value: str) -> str:
-    """The command as typed (``args.argv``), with ``flag value`` set: the line to run instead."""
-    import shlex
-
-    argv = list(getattr(args, "argv", None) or ["estimate", str(args.file)])
-    out, skip = [], False
-    for word in argv:
-        if skip:
-            skip = False
-            continue
-        if word == flag:
-            skip = True
-            continue
-        if word.startswith(flag + "="):
-            continue
-        out.append(word)
-    return shlex.join(["privirt", *out, flag, value])
 
 
 def register(subparsers) -> None:
@@ -559,11 +515,8 @@ def _run_2pl(args: argparse.Namespace) -> int:
     items = None if args.items is None else public_items(args.items)
     _check_public_items(resp, args, items)
     missing = args.missing or "none"
-    if missing == "none" and (resp.has_missing or (args.n_persons is not None and args.n_persons > resp.n_persons)):
-        raise ValueError(f"{Path(args.file).name} has missing cells (or --n-persons counts absent persons) "
-                         "but --model 2pl was run for complete data; if cells are missing completely at "
-                         f"random, declare --missing mcar: `{_command_with(args, '--missing', 'mcar')}` "
-                         "(nothing was spent)")
+    check_complete(resp, args, items, method="2pl", what="--model 2pl",
+                   n_items=len(items) if items is not None else resp.n_items)
     ledger = Ledger(args.ledger) if args.ledger is not None else None
     delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
     res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
