@@ -56,6 +56,35 @@ def test_a_state_url_in_the_wrong_place_is_not_echoed_with_its_password(tmp_path
     assert SECRET not in line and "KeyPass77" not in line
 
 
+@pytest.mark.parametrize("password", ["Se#cret9", "Se?cret9", "Se cret9"])
+def test_a_password_with_hash_question_mark_or_space_is_masked_whole(password, tmp_path):
+    # libpq takes the user part up to the first '@' before any '/': '#' and '?' belong to the
+    # password, which urlsplit read as a fragment or a query and printed
+    from privirt.serve._backends import _redact, _secrets
+
+    url = f"postgresql://u:{password}@127.0.0.1:1/st?sslmode=disable"
+    assert _redact(url) == "postgresql://u:***@127.0.0.1:1/st?sslmode=disable"
+    assert password in _secrets(url)
+    line = _one_line(cli("serve", "list", url, check=False))
+    assert password not in line and "postgresql://u:***@127.0.0.1:1/st" in line, line
+
+
+@pytest.mark.parametrize("argv", [
+    ("serve", f"postgresql://u:{SECRET}@h/db", "list"),  # argparse quotes an invalid choice
+    ("serve", "run", "s.db", "--port", f"postgresql://u:{SECRET}@h/db"),  # ... and a bad value
+    ("serve", "list", "s.db", f"postgresql://u:{SECRET}@h/db?sslpassword=Key 77"),
+])
+def test_usage_errors_mask_a_quoted_or_spaced_state_url(argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    line = _one_line(cli(*argv, check=False))
+    assert SECRET not in line and "77" not in line and "postgresql://u:***@h/db" in line, line
+
+
+def test_usage_errors_leave_other_urls_as_typed(tmp_path):
+    proc = cli("estimate", str(tmp_path / "x.csv"), "tcp://[::1:8786", check=False)
+    assert proc.returncode == 2 and "unrecognized arguments: tcp://[::1:8786" in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------------------------------
 # with a PostgreSQL server (trust authentication: a password in the URL is accepted and ignored)
 from .test_serve_concurrency import _new_database, postgres  # noqa: E402,F401

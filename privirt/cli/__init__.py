@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import importlib
 import pkgutil
+import re
 import sys
 import warnings
 from typing import Sequence
@@ -37,10 +38,21 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         if "://" in message:  # e.g. a state URL in the wrong place: never echo its password
-            from ..serve._backends import _redact
-
-            message = " ".join(_redact(w) if "://" in w else w for w in message.split())
+            message = _mask_url_secrets(message)
         self.exit(EXIT_USAGE, f"privirt: error: {_one_line(message)} (see `{self.prog} --help`)\n")
+
+
+#: a URL's password (``scheme://user:PASSWORD@``, to the last ``@`` before a ``/`` or a quote, so
+#: that a password with spaces, ``#`` or ``?`` is masked whole) and a secret query value
+#: (``password=``, ``sslpassword=``, ``..._secret=``: to the next ``&`` or quote)
+_URL_PASSWORD = re.compile(r"(://[^\s:/@'\"]*:)[^/'\"]*@")
+_URL_SECRET = re.compile(r"(?i)([\w.-]*(?:password|secret)=)[^&'\"]*")
+
+
+def _mask_url_secrets(text: str) -> str:
+    """``text`` (an argparse message repeating what was typed) with every URL's password and
+    secret query values masked as ``***``; anything else, other URLs included, as typed."""
+    return _URL_SECRET.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 def build_parser() -> argparse.ArgumentParser:

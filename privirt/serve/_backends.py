@@ -344,15 +344,30 @@ def _secret_key(key: str) -> bool:
     return key.endswith(("password", "secret"))
 
 
+def _url_fields(url: str) -> tuple[str, str | None, str | None, str]:
+    """``(prefix, user, password, rest)`` of ``url`` split as libpq splits a URI: after ``://``
+    the user part runs to the first ``@`` before any ``/`` (a ``?`` or ``#`` in a password is
+    part of it) and its password from the first ``:``; ``rest`` is what follows (host, path,
+    query).  ``user`` is ``None`` without a user part, ``password`` without a ``:``."""
+    scheme, sep, after = url.partition("://")
+    if not sep:
+        return url, None, None, ""
+    end = next((i for i, ch in enumerate(after) if ch in "@/"), len(after))
+    if end == len(after) or after[end] != "@":
+        return scheme + sep, None, None, after
+    user, colon, password = after[:end].partition(":")
+    return scheme + sep, user, (password if colon else None), after[end + 1:]
+
+
 def _secrets(url: str) -> list[str]:
     """The password of ``url``'s user part and the values of its secret query keys (:func:`_secret_key`),
-    raw and percent-decoded (found by text, so that a URL libpq cannot parse is covered too)."""
+    raw and percent-decoded (found by text, as :func:`_url_fields` splits it, so that a URL libpq
+    cannot parse is covered too)."""
     from urllib.parse import unquote
 
-    head, _, query = url.partition("?")
-    userinfo = head.partition("://")[2].partition("/")[0].rpartition("@")[0]
-    found = [userinfo.partition(":")[2]]
-    for field in query.split("&"):
+    _, _, password, rest = _url_fields(url)
+    found = [password]
+    for field in rest.partition("?")[2].split("&"):
         key, _, value = field.partition("=")
         if _secret_key(unquote(key)):
             found.append(value)
@@ -376,20 +391,15 @@ def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str
 
 def _redact(url: str) -> str:
     """The URL without its secrets (for messages): ``user:***@`` and ``password=***``,
-    ``sslpassword=***`` ... in the query string (:func:`_secret_key`); the rest is left exactly as given (a
-    URL rebuilt by ``urlunsplit`` lost the ``//`` of an empty host and re-quoted the query)."""
-    from urllib.parse import unquote_plus, urlsplit
+    ``sslpassword=***`` ... in the query string (:func:`_secret_key`); the rest is left exactly as
+    given.  The user part is found as libpq finds it (:func:`_url_fields`: a password holding
+    ``#`` or ``?`` is masked whole; ``urlsplit`` read those as a fragment or a query)."""
+    from urllib.parse import unquote_plus
 
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    head, sep, query = url.partition("?")
-    if parts.password is not None:
-        scheme, slashes, rest = head.partition("://")
-        netloc, slash, path = rest.partition("/")
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-        head = f"{scheme}{slashes}{netloc}{slash}{path}"
+    prefix, user, password, rest = _url_fields(url)
+    if user is not None:
+        prefix += user + (":***" if password is not None else "") + "@"
+    head, sep, query = rest.partition("?")
     if sep:
         fields = query.split("&")
         for k, field in enumerate(fields):
@@ -397,7 +407,7 @@ def _redact(url: str) -> str:
             if _secret_key(unquote_plus(key)):
                 fields[k] = f"{key}=***"
         query = "&".join(fields)
-    return f"{head}{sep}{query}"
+    return f"{prefix}{head}{sep}{query}"
 
 
 def _backend(state: str | Path):
