@@ -421,11 +421,12 @@ class PartsGaussian(Measurement):
         )
 
     def _noise_parts(self) -> tuple[NoisePart, ...]:
-        """Each part's σ, L2 sensitivity and ρ (the terms :meth:`map` adds up)."""
+        """Each part's σ, L2 sensitivity and ρ (the terms :meth:`map` adds up); a name, σ or
+        sensitivity missing for a part raises (``zip(strict=True)``) rather than drop the part."""
         mech_mod = load_mechanisms()
         return tuple(NoisePart(name, float(s), float(d),
                                float(mech_mod.DiscreteGaussian(s).privacy(d, dimension=k)))
-                     for name, s, (d, k) in zip(self.part_names, self.sigmas, self._part_sens))
+                     for name, s, (d, k) in zip(self.part_names, self.sigmas, self._part_sens, strict=True))
 
 
 class TotalsGaussian(PartsGaussian):

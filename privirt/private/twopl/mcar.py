@@ -125,6 +125,9 @@ class McarPairsGaussian(PairsGaussian):
     name = "discrete Gaussian (item totals, answered counts, disagreements and co-answered counts; MCAR)"
     ledger_label = name
     parts = ("totals", "answered", "pairs", "co_answered")  # type: ignore[assignment]
+    #: the statement's names of the four parts, in the order of ``parts`` and ``sigmas``
+    part_names = ("item totals", "answered counts", "disagreements among the co-answered D_ij",  # type: ignore[assignment]
+                  "co-answered counts C_ij")
     domain = DOMAIN_ANY
 
     noise_part = 2
@@ -143,9 +146,8 @@ class McarPairsGaussian(PairsGaussian):
 
     def _describe(self, m: int, sens: list) -> tuple[str, ...]:
         g, h = mcar_shares(m)
-        labels = ("item totals", "answered counts", "disagreements among the co-answered D_ij",
-                  "co-answered counts C_ij")
-        parts = "; ".join(f"{lab} (L2² ≤ {bound_text(s.l1)}, σ = {sg:.6g})" for lab, s, sg in zip(labels, sens, self.sigmas))
+        parts = "; ".join(f"{lab} (L2² ≤ {bound_text(s.l1)}, σ = {sg:.6g})"
+                          for lab, s, sg in zip(self.part_names, sens, self.sigmas))
         return (
             f"{parts}; ρ of the four parts added; {self.totals_share:.0%} of ρ on the items' part "
             f"({g:.0%} of it on the answered counts), the rest on the pairs ({h:.0%} of it on the "
