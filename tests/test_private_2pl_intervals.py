@@ -213,3 +213,13 @@ def test_laplace_intervals_come_from_the_gauss_newton_matrix_where_the_newton_ma
     tau = b / np.sqrt(1.0 + a * a)
     lo, hi = est.ci["tau"]["lo"].to_numpy(), est.ci["tau"]["hi"].to_numpy()
     assert np.mean((lo <= tau) & (tau <= hi)) > 0.8
+
+
+def test_docstring_says_which_intervals_are_bias_corrected():
+    """The docstring called the bootstrap intervals of log a bias-corrected; they are centred at
+    the unshrunk estimate (BIAS_CORRECT_LOG_A is False, docs/private_2pl.md §3)."""
+    doc = " ".join(estimate_2pl_from_release.__doc__.split())
+    assert not E.BIAS_CORRECT_LOG_A
+    assert "bias-corrected, normal quantiles on log a" not in doc
+    assert "log a (centred at the unshrunk estimate, not bias-corrected" in doc
+    assert "on b and τ (bias-corrected)" in doc

@@ -371,10 +371,10 @@ def estimate_2pl_from_release(
     bootstrap (data sets simulated from the fit, fresh noise of the released kind, refit; from
     :data:`LINEAR_REFITS_MIN_PERSONS` persons or :data:`LINEAR_REFITS_MIN_ITEMS` items each refit
     is one Gauss–Newton step whose Jacobian and factorisation all replicates share,
-    :data:`BOOTSTRAP_REFITS`),
-    bias-corrected, normal quantiles on log a and on b (``docs/private_2pl.md``).  A declared-MCAR
-    release is fitted on the ratios s/a and D/C with per-coordinate n, and its bootstrap
-    simulates the missingness too (§6).
+    :data:`BOOTSTRAP_REFITS`), normal quantiles on log a (centred at the unshrunk estimate, not
+    bias-corrected: :data:`BIAS_CORRECT_LOG_A`) and on b and τ (bias-corrected)
+    (``docs/private_2pl.md`` §3).  A declared-MCAR release is fitted on the ratios s/a and D/C
+    with per-coordinate n, and its bootstrap simulates the missingness too (§6).
 
     Parameters
     ----------
