@@ -223,3 +223,50 @@ def test_docstring_says_which_intervals_are_bias_corrected():
     assert "bias-corrected, normal quantiles on log a" not in doc
     assert "log a (centred at the unshrunk estimate, not bias-corrected" in doc
     assert "on b and τ (bias-corrected)" in doc
+
+
+def _one_item_unmeasured(kind, seed):
+    """6 items, n = 2000: item 0 (true a = 0.3) one the release says almost nothing about: b = 4
+    (0–1 persons correct), or declared MCAR and answered by 10 persons (revM's reproducers)."""
+    from scipy.special import ndtr
+
+    A = np.array([0.3, 1.5, 1.2, 1.6, 1.4, 1.3])
+    B = np.array([4.0 if kind == "extreme" else 0.0, 0.3, -0.3, 0.5, -0.5, 0.1])
+    rng = np.random.default_rng(seed)
+    th = rng.standard_normal(2000)
+    X = (rng.random((2000, 6)) < ndtr(th[:, None] * A - B)).astype(float)
+    if kind == "mcar":
+        X[rng.random(X.shape) < 0.1] = np.nan
+        keep = rng.choice(2000, 10, replace=False)
+        col = X[:, 0].copy()
+        X[:, 0] = np.nan
+        X[keep, 0] = col[keep]
+    return X, A
+
+
+@pytest.mark.parametrize("kind, seed", [("extreme", 41_001_100), ("mcar", 41_001_000)])
+def test_an_item_the_release_says_nothing_about_gets_the_laplace_interval(kind, seed):
+    """The route was chosen from the median item's data share only: an item whose own share is ~0
+    got bootstrap intervals pinned by the priors (a = 1.3 [1.03, 1.63] for a true 0.3).  It now
+    gets the Laplace interval, as the whole fit would; the other items' are unchanged, bit for bit."""
+    X, A = _one_item_unmeasured(kind, seed)
+    missing = "mcar" if kind == "mcar" else "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = release_2pl(X, epsilon=1.0, seed=seed, missing=missing)
+        kw = dict(seed=seed, n_boot=40, progress=False)
+        auto = estimate_2pl_from_release(rel, **kw)
+        boot = estimate_2pl_from_release(rel, intervals="bootstrap", **kw)
+        lap = estimate_2pl_from_release(rel, intervals="laplace", **kw)
+    lo, hi = auto.ci["a"].iloc[0]
+    assert lo < A[0] < hi and hi / lo > 20  # says how little the release tells
+    shares = np.asarray(auto.info["data_shares_log_a"])
+    assert auto.info["intervals"] == "bootstrap" and auto.info["data_share_log_a"] == np.median(shares)
+    assert shares[0] < E.PRIOR_HELD_SHARE <= shares[1:].min()
+    assert auto.info["laplace_items"] == [0]
+    for key in ("a", "b", "tau"):
+        assert auto.ci[key].iloc[0].equals(lap.ci[key].iloc[0])
+        assert auto.ci[key].iloc[1:].equals(boot.ci[key].iloc[1:])
+    for key in ("log_a", "b", "tau"):
+        assert auto.se[key].iloc[1:].equals(boot.se[key].iloc[1:]) and auto.se[key].iloc[0] == lap.se[key].iloc[0]
+    assert boot.info["laplace_items"] == [] and lap.info["laplace_items"] == list(range(6))

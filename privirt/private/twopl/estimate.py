@@ -324,8 +324,8 @@ def _inverse(H: np.ndarray) -> np.ndarray | None:
 
 
 @one_blas_thread  # (2m + 1)² inverses and eigenvalues: OpenBLAS's threads spin on shared cores (4–7× the CPU)
-def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
-    """The median over items of the release's share of the precision of log a_i at the fit (the
+def _laplace(fit) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """Each item's share that the release holds of the precision of log a_i at the fit (the
     objective's Newton matrix: data part over the whole, priors included; where that matrix is
     not positive definite, a fit that stopped short of a minimum in the valley toward λ → 1, the
     Gauss–Newton matrix's), which matrix gave it, and the Laplace posterior covariance of the fit's
@@ -333,7 +333,7 @@ def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
     expected information.  The Newton matrix's residual curvature is the noise's where the noise
     swamps the pairs: its intervals of τ and b covered 0.86–0.90 at m = 200–300, and whether it
     was positive definite could turn on round-off (``docs/private_2pl.md`` §3, "The Laplace
-    intervals' matrix").  (nan, None, "none") if neither matrix is positive definite; (share, None,
+    intervals' matrix").  (NaNs, None, "none") if neither matrix is positive definite; (shares, None,
     "newton") if only the Newton matrix is (the Gauss–Newton matrix is JᵀWJ plus the priors'
     positive definite Hessian, so only round-off could do that): then no Laplace intervals."""
     _, Hp = fit.hessian
@@ -344,8 +344,21 @@ def _laplace(fit) -> tuple[float, np.ndarray | None, str]:
         if (C if name == "gauss_newton" else _inverse(H)) is None:  # (the Gauss–Newton inverse once)
             continue
         share = (np.diag(H)[k] - np.diag(Hp)[k]) / np.diag(H)[k]
-        return float(np.median(share)), C, name
-    return float("nan"), None, "none"
+        return share, C, name
+    return np.full(m, np.nan), None, "none"
+
+
+def _laplace_intervals(cov: np.ndarray, a: np.ndarray, b: np.ndarray, z: float) -> tuple[np.ndarray, ...]:
+    """(se log a, se b, se τ, a_lo, a_hi, b_lo, b_hi, τ_lo, τ_hi): the posterior SDs of the fit's
+    own model (``cov``) around the estimate; b = τ√(1 + a²) by the delta method on (τ_i, log a_i)."""
+    m = a.size
+    ti, li = np.arange(m), np.arange(m, 2 * m)
+    se_t, se_la = np.sqrt(cov[ti, ti]), np.sqrt(cov[li, li])
+    tau = b / np.sqrt(1.0 + a * a)
+    q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
+    se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
+    return (se_la, se_b, se_t, a * np.exp(-z * se_la), a * np.exp(z * se_la), b - z * se_b, b + z * se_b,
+            tau - z * se_t, tau + z * se_t)
 
 
 def _check_intervals(intervals: Any) -> None:
@@ -394,8 +407,10 @@ def estimate_2pl_from_release(
         refits; ``"auto"`` (default): the Laplace intervals where the noise swamps the pairs (for
         the median item the release holds less than :data:`PRIOR_HELD_SHARE` of the precision of
         log a_i, the fit's priors the rest: there the bootstrap's refits are pinned by the priors
-        and its intervals of a too narrow), the bootstrap elsewhere (``docs/private_2pl.md`` §3).
-        ``info["intervals"]`` says which was used.
+        and its intervals of a too narrow), the bootstrap elsewhere, except for each item whose
+        own share is below it: the Laplace intervals (``docs/private_2pl.md`` §3, "Per item").
+        ``info["intervals"]`` says which was used, ``info["laplace_items"]`` the items with the
+        Laplace intervals, ``info["data_shares_log_a"]`` each item's share.
     progress : bool or None
         A progress bar on stderr counting the fits: the two to the release (per item and all a
         equal), the noise-variance refits, then the bootstrap's; ``None`` (default): only when
@@ -411,7 +426,8 @@ def estimate_2pl_from_release(
     total = 2 + null + int(n_boot)  # (the two point fits count: at m = 1000 they take ~20 s)
     tick = ticker(total, "2PL fit and intervals", unit="fits", enabled=resolve_progress(progress),
                   phase=lambda d: "point fit" if d < 2 else "noise variance" if d < 2 + null else "bootstrap")
-    a_u, b_u, a, b, info, (share, cov, curvature) = _point(release, tick)
+    a_u, b_u, a, b, info, (shares, cov, curvature) = _point(release, tick)
+    share = float(np.median(shares))  # the median item's
     m = a.size
     if info["level_prior_conflict"]:
         warnings.warn(
@@ -429,6 +445,11 @@ def estimate_2pl_from_release(
         warnings.warn("intervals='laplace': the fit's curvature is not positive definite; the intervals "
                       "are the bootstrap's", RuntimeWarning, stacklevel=2)
         route = "bootstrap"
+    on_laplace = np.full(m, route == "laplace")
+    if route == "bootstrap" and intervals == "auto" and cov is not None:
+        # an item the release says (almost) nothing about gets the Laplace intervals, as every item
+        # does where the median item is like it: its refits are pinned by the priors (§3)
+        on_laplace = shares < PRIOR_HELD_SHARE
     refits = "full" if release.missing == "mcar" else BOOTSTRAP_REFITS
     if refits == "auto":
         # by m only where the release holds the discriminations (a share ≥ ½ from the Newton
@@ -438,16 +459,7 @@ def estimate_2pl_from_release(
         held = bool(curvature == "newton" and np.isfinite(share) and share >= PRIOR_HELD_SHARE)
         refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held) else "full"
     if route == "laplace":
-        # the posterior SDs of the fit's own model around the estimate; b = τ√(1 + a²) by the
-        # delta method on (τ_i, log a_i)
-        ti, li = np.arange(m), np.arange(m, 2 * m)
-        se_t, se_la = np.sqrt(cov[ti, ti]), np.sqrt(cov[li, li])
-        tau = b / np.sqrt(1.0 + a * a)
-        q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
-        se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
-        a_lo, a_hi = a * np.exp(-z * se_la), a * np.exp(z * se_la)
-        b_lo, b_hi = b - z * se_b, b + z * se_b
-        t_lo, t_hi = tau - z * se_t, tau + z * se_t
+        se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = _laplace_intervals(cov, a, b, z)
     elif route == "bootstrap":
         rng = numpy_rng(ss, "bootstrap")
         if release.missing == "mcar":  # the missingness simulated too (§6.3)
@@ -480,6 +492,9 @@ def estimate_2pl_from_release(
         a_lo, a_hi = np.exp(c_la - z * se_la), np.exp(c_la + z * se_la)
         b_lo, b_hi = c_b - z * se_b, c_b + z * se_b
         t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
+        if on_laplace.any():
+            out = zip((se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi), _laplace_intervals(cov, a, b, z))
+            se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = (np.where(on_laplace, v, u) for u, v in out)
     else:
         se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
     tick(at=total)  # the Laplace route and n_boot = 0 refit nothing after the noise variance
@@ -487,6 +502,7 @@ def estimate_2pl_from_release(
     info.update({"n_boot": int(n_boot) if route == "bootstrap" else 0, "confidence": float(confidence),
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
                  "data_share_log_a": share, "laplace_curvature": curvature,
+                 "data_shares_log_a": shares.tolist(), "laplace_items": items[on_laplace].tolist(),
                  "bootstrap_refits": refits if route == "bootstrap" else "full"})
 
     def ser(v, name):
