@@ -21,6 +21,7 @@ from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
+from .keying import negatively_keyed
 from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
@@ -429,6 +430,14 @@ def estimate_2pl_from_release(
     a_u, b_u, a, b, info, (shares, cov, curvature) = _point(release, tick)
     share = float(np.median(shares))  # the median item's
     m = a.size
+    negative = negatively_keyed(*fit_inputs(release))  # from the release alone (post-processing)
+    if negative.any():
+        names = ", ".join(str(x) for x in release.items[negative][:5])
+        more = f", ... ({int(negative.sum())} of {m} items)" if negative.sum() > 5 else ""
+        warnings.warn(f"item(s) {names}{more} correlate negatively with the rest of the items in the release: the "
+                      "model assumes positively keyed items (a > 0) and fits their a at about 0 with a meaningless "
+                      "interval; reverse-score such an item (X[:, j] = 1 − X[:, j]) before the release "
+                      "(docs/private_2pl.md §5)", UserWarning, stacklevel=2)
     if info["level_prior_conflict"]:
         warnings.warn(
             f"the release puts the items' common discrimination far from the level prior's "
@@ -503,6 +512,7 @@ def estimate_2pl_from_release(
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
                  "data_share_log_a": share, "laplace_curvature": curvature,
                  "data_shares_log_a": shares.tolist(), "laplace_items": items[on_laplace].tolist(),
+                 "negative_items": items[negative].tolist(),
                  "bootstrap_refits": refits if route == "bootstrap" else "full"})
 
     def ser(v, name):
