@@ -227,3 +227,31 @@ def test_a_level_the_prior_overrides_is_flagged_as_a_prior_data_conflict():
         warnings.simplefilter("error", privirt.exceptions.IdentifiabilityWarning)
         fit = privirt.private_2pl_estimate(X, epsilon=100, seed=1, n_boot=0)
     assert not fit.info["level_prior_conflict"]
+
+
+@pytest.mark.parametrize("seed", [41_000_500, 41_000_502])
+def test_two_identical_items_are_flagged_as_not_identified(seed):
+    """Two identical items (n = 2000, m = 6, ε = 1) got a ≈ 20–33 and b outside its own interval
+    without a warning (the level conflict covers the common level only): the fit's correlation
+    λ_iλ_j of the pair is at the bound 1, and they are now named in an IdentifiabilityWarning.
+    Ordinary items, and a pair of truly sharp items (a = 4), are not."""
+    from scipy.special import ndtr
+
+    X, *_ = privirt.simulate_2pno(2000, 6, seed=seed)
+    X = np.asarray(X).copy()
+    X[:, 1] = X[:, 0]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fit = privirt.private_2pl_estimate(X, epsilon=1, seed=seed, n_boot=0)
+    flagged = [x for x in w if issubclass(x.category, privirt.exceptions.IdentifiabilityWarning)]
+    assert len(flagged) == 1 and str(flagged[0].message).startswith("item(s) 0, 1 correlate almost perfectly")
+    assert "fit.tau" in str(flagged[0].message) and "\n" not in str(flagged[0].message)
+    assert fit.info["correlation_at_bound_items"] == [0, 1]
+    rng = np.random.default_rng(5)
+    th = rng.standard_normal(5000)
+    sharp = (rng.random((5000, 6)) < ndtr(th[:, None] * np.array([4.0, 4, 1, 1, 1, 1]))).astype(int)
+    for Y in (np.delete(X, 1, axis=1), sharp):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", privirt.exceptions.IdentifiabilityWarning)
+            fit = privirt.private_2pl_estimate(Y, epsilon=1, seed=seed, n_boot=0)
+        assert fit.info["correlation_at_bound_items"] == []

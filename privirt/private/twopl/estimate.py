@@ -51,6 +51,9 @@ PRIOR_HELD_SHARE = 0.5
 #: at the unshrunk estimate (``docs/private_2pl.md`` §3, "Intervals"; the bias correction added
 #: its own noise to the centre).
 BIAS_CORRECT_LOG_A = False
+#: Items whose fitted correlation λ_iλ_j with another item is at least this (both a ≳ 7: at the
+#: bound 1, e.g. duplicated items) are flagged as not identified (``docs/private_2pl.md`` §3).
+CORRELATION_AT_BOUND = 0.99
 #: How the bootstrap's replicates are refitted (releases without missingness; MCAR releases
 #: always refit in full): ``"full"`` by :func:`fit.fit_factor` from the simulation point;
 #: ``"one_step"``: one Gauss–Newton step from it with the Jacobian, weights and Cholesky factor of
@@ -362,6 +365,12 @@ def _laplace_intervals(cov: np.ndarray, a: np.ndarray, b: np.ndarray, z: float) 
             tau - z * se_t, tau + z * se_t)
 
 
+def _names(items: pd.Index, mask: np.ndarray) -> str:
+    """The first five labels of ``mask`` (and how many in all where more)."""
+    more = f", ... ({int(mask.sum())} of {mask.size} items)" if mask.sum() > 5 else ""
+    return ", ".join(str(x) for x in items[mask][:5]) + more
+
+
 def _check_intervals(intervals: Any) -> None:
     if not isinstance(intervals, str) or intervals not in ("auto", "bootstrap", "laplace"):
         raise ValueError(f"intervals must be 'auto', 'bootstrap' or 'laplace', got {intervals!r}")
@@ -432,12 +441,10 @@ def estimate_2pl_from_release(
     m = a.size
     negative = negatively_keyed(*fit_inputs(release))  # from the release alone (post-processing)
     if negative.any():
-        names = ", ".join(str(x) for x in release.items[negative][:5])
-        more = f", ... ({int(negative.sum())} of {m} items)" if negative.sum() > 5 else ""
-        warnings.warn(f"item(s) {names}{more} correlate negatively with the rest of the items in the release: the "
-                      "model assumes positively keyed items (a > 0) and fits their a at about 0 with a meaningless "
-                      "interval; reverse-score such an item (X[:, j] = 1 − X[:, j]) before the release "
-                      "(docs/private_2pl.md §5)", UserWarning, stacklevel=2)
+        warnings.warn(f"item(s) {_names(release.items, negative)} correlate negatively with the rest of the items "
+                      "in the release: the model assumes positively keyed items (a > 0) and fits their a at about 0 "
+                      "with a meaningless interval; reverse-score such an item (X[:, j] = 1 − X[:, j]) before the "
+                      "release (docs/private_2pl.md §5)", UserWarning, stacklevel=2)
     if info["level_prior_conflict"]:
         warnings.warn(
             f"the release puts the items' common discrimination far from the level prior's "
@@ -445,6 +452,17 @@ def estimate_2pl_from_release(
             f"that agree almost perfectly): the prior sets the level (a shrunk to about "
             f"{np.exp(info['mean_log_a']):.3g}), so a and b are not identified by this release and their "
             "intervals describe the unshrunk fit (docs/private_2pl.md §3, the level)",
+            IdentifiabilityWarning, stacklevel=2)
+    lam = a / np.sqrt(1.0 + a * a)  # the fit's loadings: λ_iλ_j its correlation of items i, j
+    pi, pj = pair_index(m)
+    hit = lam[pi] * lam[pj] >= CORRELATION_AT_BOUND
+    at_bound = np.isin(np.arange(m), np.concatenate([pi[hit], pj[hit]]))
+    if at_bound.any():
+        warnings.warn(
+            f"item(s) {_names(release.items, at_bound)} correlate almost perfectly with another item in the fit "
+            f"(λ_iλ_j ≥ {CORRELATION_AT_BOUND:g}, e.g. duplicated items): the release does not bound their a from "
+            "above, so their a and b are not identified by this release and their intervals need not contain "
+            "the estimate; use their τ (fit.tau) as the difficulty (docs/private_2pl.md §3, the level)",
             IdentifiabilityWarning, stacklevel=2)
     z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     route = "none" if not n_boot else intervals
@@ -512,7 +530,7 @@ def estimate_2pl_from_release(
                  "totals_share": release.totals_share, "bootstrap_seed": describe_seed(ss), "intervals": route,
                  "data_share_log_a": share, "laplace_curvature": curvature,
                  "data_shares_log_a": shares.tolist(), "laplace_items": items[on_laplace].tolist(),
-                 "negative_items": items[negative].tolist(),
+                 "negative_items": items[negative].tolist(), "correlation_at_bound_items": items[at_bound].tolist(),
                  "bootstrap_refits": refits if route == "bootstrap" else "full"})
 
     def ser(v, name):
