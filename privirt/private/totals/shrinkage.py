@@ -136,7 +136,10 @@ def shrink_totals(
     ``var_totals`` that variance, ``spread_totals`` the posterior mean of √A_pop).
     ``var_noise`` may give one variance per item (the MCAR ratios, whose noise differs by the
     items' answered counts): then each item has its own factor (:func:`_shrink_per_item`; the
-    returned factor is their mean), and equal variances are the model above exactly.
+    returned factor is their mean).  Equal variances are taken as one (:func:`item_noise`: the
+    model above); the per-item model's factors reduce to it then, but not its level (the mean of
+    the shrunk totals, without the truncation shift of :func:`centre_totals`), so nearly equal
+    variances can give a level up to about 0.02 logits away (n = 800).
     """
     s = np.asarray(totals, dtype=float)
     var_noise = item_noise(var_noise)
@@ -161,8 +164,8 @@ def _shrink_per_item(s: np.ndarray, n: int, var_noise: np.ndarray, prior_sd: flo
     The same model with e_i ~ N(0, v_i): the spread's likelihood is the restricted (REML)
     one of s ~ N(μ1, diag(A + v_i)) with μ integrated out, and each item is shrunk by its own
     factor c_i = A/(A + v_i) toward the precision-weighted centre μ̂(A) (posterior means over
-    √A_pop, then the conservative margin of each item's own v_i).  With equal v_i this is the
-    scalar model exactly.  Returns the proportions, the items' mean factor and the diagnostics
+    √A_pop, then the conservative margin of each item's own v_i).  With equal v_i its factors
+    are the scalar model's, its level is not (see :func:`shrink_totals`).  Returns the proportions, the items' mean factor and the diagnostics
     (``shrinkage_items``: the factors).
     """
     c, d, level, (_, var_sampling, sd, post, _) = _per_item(s, n, var_noise, prior_sd)
