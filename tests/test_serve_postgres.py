@@ -56,7 +56,7 @@ def test_a_state_url_in_the_wrong_place_is_not_echoed_with_its_password(tmp_path
     assert SECRET not in line and "KeyPass77" not in line
 
 
-@pytest.mark.parametrize("password", ["Se#cret9", "Se?cret9", "Se cret9"])
+@pytest.mark.parametrize("password", ["Se#cret9", "Se?cret9", "Se cret9", "Se@cret9"])
 def test_a_password_with_hash_question_mark_or_space_is_masked_whole(password, tmp_path):
     # libpq takes the user part up to the first '@' before any '/': '#' and '?' belong to the
     # password, which urlsplit read as a fragment or a query and printed
@@ -78,6 +78,14 @@ def test_usage_errors_mask_a_quoted_or_spaced_state_url(argv, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     line = _one_line(cli(*argv, check=False))
     assert SECRET not in line and "77" not in line and "postgresql://u:***@h/db" in line, line
+
+
+def test_secret_fields_are_masked_wherever_the_query_starts():
+    # with no '/' before it, libpq reads "h?user=a" as a user part: the password field that
+    # follows must still be masked
+    from privirt.serve._backends import _redact
+
+    assert _redact("postgresql://h?user=a@b&password=Pw1") == "postgresql://h?user=a@b&password=***"
 
 
 def test_usage_errors_leave_other_urls_as_typed(tmp_path):

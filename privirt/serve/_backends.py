@@ -8,6 +8,7 @@ taken with :meth:`lock`), ``q()`` (placeholders), the schema, and error translat
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -345,32 +346,34 @@ def _secret_key(key: str) -> bool:
 
 
 def _url_fields(url: str) -> tuple[str, str | None, str | None, str]:
-    """``(prefix, user, password, rest)`` of ``url`` split as libpq splits a URI: after ``://``
-    the user part runs to the first ``@`` before any ``/`` (a ``?`` or ``#`` in a password is
-    part of it) and its password from the first ``:``; ``rest`` is what follows (host, path,
-    query).  ``user`` is ``None`` without a user part, ``password`` without a ``:``."""
+    """``(prefix, user, password, rest)`` of ``url``'s user part for masking: after ``://`` the
+    user part runs to the last ``@`` before any ``/`` (libpq stops at the first; a raw ``@``,
+    ``#`` or ``?`` in a password is masked whole either way) and its password from the first
+    ``:``; ``rest`` is what follows (host, path, query).  ``user`` is ``None`` without a user
+    part, ``password`` without a ``:``."""
     scheme, sep, after = url.partition("://")
     if not sep:
         return url, None, None, ""
-    end = next((i for i, ch in enumerate(after) if ch in "@/"), len(after))
-    if end == len(after) or after[end] != "@":
+    at = after.partition("/")[0].rfind("@")
+    if at < 0:
         return scheme + sep, None, None, after
-    user, colon, password = after[:end].partition(":")
-    return scheme + sep, user, (password if colon else None), after[end + 1:]
+    user, colon, password = after[:at].partition(":")
+    return scheme + sep, user, (password if colon else None), after[at + 1:]
+
+
+#: ``key=value`` fields of a URL's query (after ``?`` or ``&``, wherever they stand)
+_FIELD = re.compile(r"(?<=[?&])([^=&?]*)=([^&]*)")
 
 
 def _secrets(url: str) -> list[str]:
-    """The password of ``url``'s user part and the values of its secret query keys (:func:`_secret_key`),
-    raw and percent-decoded (found by text, as :func:`_url_fields` splits it, so that a URL libpq
-    cannot parse is covered too)."""
+    """The password of ``url``'s user part (as libpq reads it, to the first ``@``, and to the
+    last) and the values of its secret fields (:func:`_secret_key`), raw and percent-decoded
+    (found by text, so that a URL libpq cannot parse is covered too)."""
     from urllib.parse import unquote
 
     _, _, password, rest = _url_fields(url)
-    found = [password]
-    for field in rest.partition("?")[2].split("&"):
-        key, _, value = field.partition("=")
-        if _secret_key(unquote(key)):
-            found.append(value)
+    found = [password, None if password is None else password.partition("@")[0]]
+    found += [value for key, value in _FIELD.findall(rest) if _secret_key(unquote(key))]
     return [s for raw in found if raw for s in {raw, unquote(raw)}]
 
 
@@ -391,23 +394,16 @@ def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str
 
 def _redact(url: str) -> str:
     """The URL without its secrets (for messages): ``user:***@`` and ``password=***``,
-    ``sslpassword=***`` ... in the query string (:func:`_secret_key`); the rest is left exactly as
-    given.  The user part is found as libpq finds it (:func:`_url_fields`: a password holding
-    ``#`` or ``?`` is masked whole; ``urlsplit`` read those as a fragment or a query)."""
+    ``sslpassword=***`` ... in its fields (:func:`_secret_key`); the rest is left exactly as
+    given.  The user part is found by :func:`_url_fields` (a password holding ``#``, ``?`` or a
+    raw ``@`` is masked whole; ``urlsplit`` read the first two as a fragment or a query)."""
     from urllib.parse import unquote_plus
 
     prefix, user, password, rest = _url_fields(url)
     if user is not None:
         prefix += user + (":***" if password is not None else "") + "@"
-    head, sep, query = rest.partition("?")
-    if sep:
-        fields = query.split("&")
-        for k, field in enumerate(fields):
-            key = field.partition("=")[0]
-            if _secret_key(unquote_plus(key)):
-                fields[k] = f"{key}=***"
-        query = "&".join(fields)
-    return f"{prefix}{head}{sep}{query}"
+    rest = _FIELD.sub(lambda f: f"{f[1]}=***" if _secret_key(unquote_plus(f[1])) else f[0], rest)
+    return prefix + rest
 
 
 def _backend(state: str | Path):
