@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._files import atomic_write
-from .._results import json_floats
 
 if TYPE_CHECKING:  # (pandas is imported by the commands that build a table, not to parse arguments)
     import pandas as pd
@@ -32,6 +31,8 @@ def write_table(table: pd.DataFrame, path: Path, meta: dict | None = None,
     interval and a missing one stay apart.  The file is replaced whole or not at all
     (:func:`atomic_write`).
     """
+    from .._results import json_floats  # (pandas: not when the parser is built)
+
     if path.suffix.lower() == ".csv":
         with atomic_write(path, newline="") as fh:
             for line in (statement or "").splitlines():
