@@ -105,9 +105,13 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
     """
     data = pd.Index(list(columns), tupleize_cols=False)
     _check_distinct_as_text(data, "item")
-    data_text = pd.Index([str(c) for c in data])
-    if data_text.has_duplicates:
-        raise ValueError(f"the data have two items labelled {data_text[data_text.duplicated()][0]!r} "
+    # (plain Python on the text: a pandas string index's engine swaps the warning filters,
+    # which is not thread-safe, and the service calls this from request threads)
+    data_text = [str(c) for c in data]
+    seen: set[str] = set()
+    twice = next((t for t in data_text if t in seen or seen.add(t)), None)
+    if twice is not None:
+        raise ValueError(f"the data have two items labelled {twice!r} "
                          "(item labels are compared as text); rename one")
     if items is None:
         return data, np.arange(len(data))
@@ -116,16 +120,18 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
         raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
                          f"{type(items).__name__}")
     labels = item_labels(items)  # a string, a missing or unhashable label, one listed twice
-    public_text = pd.Index([str(i) for i in labels])
+    public_text = [str(i) for i in labels]
     if public:
-        extra = [label for label, text in zip(data, data_text) if text not in set(public_text)]
+        wanted = set(public_text)
+        extra = [label for label, text in zip(data, data_text) if text not in wanted]
         if extra:
             shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
             raise ValueError(
                 f"the data have {shown} that are not in the public item set "
                 "`items`; add them to `items` or remove them from the data"
             )
-    return labels, data_text.get_indexer(public_text)
+    where = {text: k for k, text in enumerate(data_text)}
+    return labels, np.array([where.get(text, -1) for text in public_text], dtype=np.intp)
 
 
 def unnamed_first(columns: Any) -> bool:
