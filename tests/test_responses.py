@@ -183,6 +183,23 @@ def test_invalid_long_rows():
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        pd.DataFrame([[1j, 1], [1 + 5j, 0], [2j, 1]]),
+        pd.DataFrame({"person": ["a", "a", "b"], "item": ["x", "y", "x"],
+                      "response": [1j, 1 + 0j, 1 + 2j]}),
+    ],
+    ids=["wide", "long"],
+)
+def test_complex_responses_in_a_table_are_refused_as_in_an_array(data):
+    # pandas counts complex as numeric and the float cast dropped the imaginary part
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning: refused before any cast
+        with pytest.raises(ValueError, match="must be numeric 0/1 .* got dtype complex128"):
+            as_responses(data)
+
+
+@pytest.mark.parametrize(
     "data, match",
     [
         (np.array([1, 0, 1]), "2-D"),

@@ -418,6 +418,8 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
     out = np.empty(frame.shape, dtype=np.float64)
     for j, (name, col) in enumerate(frame.items()):
         dtype = col.dtype
+        if getattr(dtype, "kind", "") == "c":  # numeric to pandas; the cast drops the imaginary part
+            raise ValueError(f"responses must be numeric 0/1 with NaN for missing, got dtype {dtype}")
         if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
