@@ -25,6 +25,20 @@ def check_positive_number(name: str, value: Any) -> float:
     return float(value)
 
 
+def check_nonnegative_number(name: str, value: Any, what: str = "") -> float:
+    """``value`` as a finite float >= 0 (bools and non-numbers refused); ``what`` (e.g.
+    ``" (seconds)"``) follows the requirement in the message."""
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(
+        value, (int, float, np.integer, np.floating))
+    try:  # float() of an int beyond the float range overflows
+        ok = ok and bool(np.isfinite(float(value)) and value >= 0)
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be a finite number >= 0{what}, got {value!r}")
+    return float(value)
+
+
 def as_number(value: Any) -> float:
     """``float(value)`` of a number, never of a bool (``True`` is not 1.0 here): TypeError or
     ValueError otherwise, for the caller's message."""

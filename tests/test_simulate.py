@@ -32,6 +32,23 @@ def test_two_parameter_models(fn, link):
     assert np.allclose(X.mean(axis=0), expected, atol=0.015)
 
 
+@pytest.mark.parametrize("beta_scale", [None, "1", -1.0, float("nan"), float("inf"), True,
+                                        np.bool_(True), [1.0], 10**400],
+                         ids=lambda v: repr(v)[:12])
+def test_beta_scale_must_be_a_finite_number_at_least_zero(beta_scale):
+    # it went unchecked to numpy: NaN difficulties with a full X, or numpy's own errors
+    with pytest.raises(ValueError, match=r"^beta_scale must be a finite number >= 0, got "):
+        privirt.simulate_rasch(5, 3, beta_scale=beta_scale, seed=1)
+
+
+def test_beta_scale_zero_and_integers_are_taken():
+    _, _, beta = privirt.simulate_rasch(5, 3, beta_scale=0, seed=1)
+    assert np.all(beta == 0)
+    a = privirt.simulate_rasch(5, 3, beta_scale=2, seed=1)
+    b = privirt.simulate_rasch(5, 3, beta_scale=np.float64(2.0), seed=1)
+    assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"p_observed": "0.5"}, "p_observed"),
     ({"p_observed": None}, "p_observed"),

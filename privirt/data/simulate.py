@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from .._checks import check_nonnegative_number
 from .._seeds import SeedLike, numpy_rng
 
 __all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
 
 
-def _check(n_persons: int, n_items: int, p_observed: float) -> None:
+def _check(n_persons: int, n_items: int, p_observed: float, beta_scale: float = 1.0) -> None:
     for name, v in (("n_persons", n_persons), ("n_items", n_items)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -31,6 +32,7 @@ def _check(n_persons: int, n_items: int, p_observed: float) -> None:
         or not 0.0 < float(p_observed) <= 1.0
     ):
         raise ValueError(f"p_observed must be a number in (0, 1], got {p_observed!r}")
+    check_nonnegative_number("beta_scale", beta_scale)
 
 
 def _rng(seed: Any) -> np.random.Generator:
@@ -70,7 +72,7 @@ def simulate_rasch(
     theta : ndarray (n_persons,)
     beta : ndarray (n_items,), centred
     """
-    _check(n_persons, n_items, p_observed)
+    _check(n_persons, n_items, p_observed, beta_scale)
     rng = _rng(seed)
     theta = rng.standard_normal(n_persons)
     beta = rng.normal(0.0, beta_scale, n_items)
