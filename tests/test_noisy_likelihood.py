@@ -199,6 +199,15 @@ def test_input_validation():
         noise_aware_estimate(Y, noise_var=1.0, items=["a", "b"])
 
 
+@pytest.mark.parametrize("tol", [True, np.bool_(True), float("inf"), float("nan"), 0, -1e-6,
+                                 "1e-8", None])
+def test_tol_is_checked_as_cmle_estimate_checks_it(tol):
+    # True and inf were taken: inf stopped after one unconverged step, silently
+    Y = np.array([[0, 30, 40, 20], [10, 0, 25, 15], [12, 20, 0, 18], [30, 25, 22, 0]], float)
+    with pytest.raises(ValueError, match=r"^tol must be a positive number, got "):
+        noise_aware_estimate(Y, noise_var=1.0, tol=tol)
+
+
 def test_randomized_response_release_is_refused():
     X, _, _ = privirt.simulate_rasch(200, 4, seed=61)
     with warnings.catch_warnings():

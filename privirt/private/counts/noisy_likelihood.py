@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from ..._checks import check_positive_number
 from ..._results import ItemEstimate
 from ...rasch.spectral import validate_counts, validate_graph
 from ._design import GraphDesign, graph_design, row_effect_factor, solve_row_effects
@@ -170,8 +171,7 @@ def noise_aware_estimate(
         raise ValueError(f"shrink must be 'eb' or 'none', got {shrink!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not isinstance(tol, (int, float, np.integer, np.floating)) or not tol > 0:
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    tol = check_positive_number("tol", tol)  # as cmle_estimate: True and inf are no tolerance
     m = Yt.shape[0]
     I, J = np.nonzero(np.triu(G, 1))
     a, b = Yt[I, J], Yt[J, I]
