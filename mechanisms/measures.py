@@ -111,6 +111,15 @@ def _non_negative(value: object, name: str) -> float:
     return v
 
 
+def _flag(value: object, name: str) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (and numpy's); a truthy ``"no"`` is refused."""
+    numpy_bool = getattr(value, "dtype", None) is not None and value.dtype.kind == "b" \
+        and getattr(value, "shape", None) == ()  # np.bool_ (numpy is imported lazily here)
+    if not (isinstance(value, bool) or numpy_bool):
+        raise ValueError(f"{name} must be True or False, got {_brief(value)}")
+    return bool(value)
+
+
 def _open_delta(value: object, name: str = "delta") -> float:
     v = _finite_number(value, name)
     if not (0.0 < v < 1.0):
@@ -396,6 +405,7 @@ def zcdp_to_approx_dp(rho: float, delta: float, tight: bool = True) -> float:
         ε ≥ 0.
     """
     rho = _non_negative(rho, "rho")
+    tight = _flag(tight, "tight")
     given, delta = delta, _open_delta(delta)
     if _is_finite(given) and Fraction(delta) > _exact(given, up=False):
         # a target δ given exactly: the largest double <= it (ε at a larger δ would be smaller)

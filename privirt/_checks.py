@@ -39,6 +39,14 @@ def check_nonnegative_number(name: str, value: Any, what: str = "") -> float:
     return float(value)
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (and numpy's) are taken, so that a truthy
+    ``"no"`` or ``1.5`` is refused rather than read as ``True``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def as_number(value: Any) -> float:
     """``float(value)`` of a number, never of a bool (``True`` is not 1.0 here): TypeError or
     ValueError otherwise, for the caller's message."""

@@ -249,3 +249,12 @@ def test_randomized_response_draws_its_coins_whatever_is_missing(monkeypatch):
         seen.append(list(drawn))
         assert len(res.beta) == 10
     assert seen[0] == seen[1] == [(40, 10)] * 5
+
+
+@pytest.mark.parametrize("pairwise", ["no", "yes", 1, 0, 1.5, [True], None])
+def test_pairwise_must_be_true_or_false(pairwise):
+    # any truthy object was taken: pairwise="no" computed the pairwise counts
+    X = np.array([[1, 0], [1, 1], [0, np.nan]])
+    with pytest.raises(ValueError, match=r"^pairwise must be True or False, got "):
+        privirt.sufficient_statistics(X, pairwise=pairwise)
+    assert privirt.sufficient_statistics(X, pairwise=np.bool_(False)).counts is None

@@ -202,3 +202,14 @@ def test_the_documented_rate_of_uncertified_laplace_proposals():
         ok = (u > np.take(chunk._Cext, r)) & (u < np.take(chunk._Cext1, r))
         total, uncertified = total + u.size, uncertified + int((~ok).sum())
     assert 0 < uncertified / total < 5e-5
+
+
+@pytest.mark.parametrize("tight", ["no", "yes", 1, 0, 1.5, [True], np.array([True]), None])
+def test_tight_must_be_true_or_false(tight):
+    # tight="no" gave the tight epsilon
+    with pytest.raises(ValueError, match=r"^tight must be True or False, got "):
+        ZCDP(0.5).to_approx_dp(1e-6, tight=tight)
+    with pytest.raises(ValueError, match=r"^tight must be True or False, got "):
+        zcdp_to_approx_dp(0.0, 1e-6, tight=tight)
+    assert ZCDP(0.5).to_approx_dp(1e-6, tight=np.bool_(False)) == ZCDP(0.5).to_approx_dp(
+        1e-6, tight=False)

@@ -182,6 +182,17 @@ def test_invalid_long_rows():
         as_responses(dup)
 
 
+@pytest.mark.parametrize("flag", ["no", "yes", 1, 0, 1.5, [True]])
+def test_labels_as_text_must_be_true_false_or_none(flag):
+    # any truthy object was taken: labels_as_text="no" turned item labels 10, 20 into text
+    long = pd.DataFrame({"person": [1, 1, 2, 2], "item": [10, 20, 10, 20],
+                         "response": [1, 0, 0, 1]})
+    with pytest.raises(ValueError, match=r"^labels_as_text must be True or False, got "):
+        as_responses(long, labels_as_text=flag)
+    assert list(as_responses(long, labels_as_text=np.bool_(False)).items) == [10, 20]
+    assert list(as_responses(long, labels_as_text=None).items) == [10, 20]
+
+
 @pytest.mark.parametrize(
     "data",
     [

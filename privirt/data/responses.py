@@ -31,6 +31,7 @@ from typing import Any, Iterable, Literal, Union
 import numpy as np
 import pandas as pd
 
+from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, observed_rows_cols
 from ._files import read_path, read_stream
@@ -258,7 +259,7 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
     weight_col = weights if isinstance(weights, str) else None
     if labels_as_text is None:  # a file's labels are text; data in memory keeps its types
         labels_as_text = isinstance(data, (str, os.PathLike)) or hasattr(data, "read")
-    read = _Read(bool(labels_as_text), no_rows)
+    read = _Read(check_flag("labels_as_text", labels_as_text), no_rows)
     if isinstance(data, Responses):
         resp = data
     elif isinstance(data, (str, os.PathLike)):

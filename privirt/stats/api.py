@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .._checks import check_flag
 from ..data._labels import item_labels
 from ..data.responses import Responses, ResponsesLike, as_responses
 from .counts import Method, local_pairwise_counts
@@ -133,6 +134,7 @@ def sufficient_statistics(
     ([2, 1], [3, 2], [1, 1, 1])
     """
     check_engine(engine)
+    pairwise = check_flag("pairwise", pairwise)
     if engine == "dask":
         from .dask_engine import dask_statistics
 
