@@ -682,3 +682,22 @@ def test_a_creating_file_left_by_a_killed_process_is_removed_by_the_next_creatio
     assert _creating_files(tmp_path) == []
     assert Ledger(tmp_path / "a.ledger").epsilon == Ledger(tmp_path / "b.ledger").epsilon == 1.0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1, "1", True, None, [1.0]],
+                         ids=repr)
+def test_timeout_must_be_a_finite_number_at_least_zero(tmp_path, timeout):
+    # it went to float() unchecked: nan, -1, "1" and True were taken, None raised a TypeError
+    path = tmp_path / "t.ledger"
+    with pytest.raises(ValueError, match=r"^timeout must be a finite number >= 0 \(seconds\), got"):
+        Ledger(path, epsilon=1.0, delta=1e-5, timeout=timeout)
+    assert not path.exists()  # nothing was created
+    assert Ledger(path, epsilon=1.0, delta=1e-5, timeout=0).timeout == 0.0
+
+
+@pytest.mark.parametrize("path", [None, 5, b"t.ledger", ["t.ledger"]], ids=repr)
+def test_path_of_the_wrong_type_is_one_line_naming_path(tmp_path, path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^path must be the ledger's file path"):
+        Ledger(path, epsilon=1.0, delta=1e-5)
+    assert list(tmp_path.iterdir()) == []

@@ -54,6 +54,7 @@ from .accounting import (
     check_delta, check_epsilon,
     zcdp_to_approx_dp,
 )
+from .._checks import check_nonnegative_number
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
@@ -122,7 +123,7 @@ class Ledger:
         may be omitted, and if given must equal the stored budget (a ledger's budget cannot
         be changed: that would defeat its purpose).
     timeout : float, default 60
-        Seconds to wait for another process's transaction to finish.
+        Seconds to wait for another process's transaction to finish (a finite number >= 0).
 
     Attributes
     ----------
@@ -151,6 +152,9 @@ class Ledger:
         delta: float | None = None,
         timeout: float = 60.0,
     ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValueError(f"path must be the ledger's file path (a str or path-like), got {path!r}")
+        timeout = check_nonnegative_number("timeout", timeout, " (seconds)")
         if str(path) in ("", ":memory:") or str(path).startswith("file:"):
             raise ValueError("a Ledger needs a file path (an in-memory ledger would not persist)")
         self.path = Path(path)  # as given: what messages and summaries print
@@ -161,7 +165,7 @@ class Ledger:
         except (OSError, ValueError) as exc:
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                               "check the path") from exc
-        self.timeout = float(timeout)
+        self.timeout = timeout
         self.created = False
         if (epsilon is None) != (delta is None):
             raise ValueError("give both epsilon and delta (to create a ledger) or neither (to open one)")
