@@ -7,6 +7,15 @@ from typing import Any
 import numpy as np
 
 
+def real_float(value: Any) -> float:
+    """``float(value)`` of a real number, with an int beyond the float range as ``±inf`` (not an
+    OverflowError), so that ``np.isfinite`` can judge it (it refuses Python ints past int64)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
+
+
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` as an int ≥ 1 (bools and non-integers refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -19,7 +28,7 @@ def check_positive_number(name: str, value: Any) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float, np.integer, np.floating))
-        or not (np.isfinite(value) and value > 0)
+        or not (np.isfinite(real_float(value)) and value > 0)
     ):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return float(value)
@@ -28,13 +37,11 @@ def check_positive_number(name: str, value: Any) -> float:
 def check_nonnegative_number(name: str, value: Any, what: str = "") -> float:
     """``value`` as a finite float >= 0 (bools and non-numbers refused); ``what`` (e.g.
     ``" (seconds)"``) follows the requirement in the message."""
-    ok = not isinstance(value, (bool, np.bool_)) and isinstance(
-        value, (int, float, np.integer, np.floating))
-    try:  # float() of an int beyond the float range overflows
-        ok = ok and bool(np.isfinite(float(value)) and value >= 0)
-    except OverflowError:
-        ok = False
-    if not ok:
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not (np.isfinite(real_float(value)) and value >= 0)
+    ):
         raise ValueError(f"{name} must be a finite number >= 0{what}, got {value!r}")
     return float(value)
 

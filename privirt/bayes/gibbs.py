@@ -453,9 +453,8 @@ def gibbs_2pno_replicate(
     resolve_engine(engine, resolve_device(device))
     ss = seed_sequence(seed) or np.random.SeedSequence()
     free = _slopes.check_slopes(slopes)
-    if isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) and not (
-        isinstance(datasets, np.ndarray) and datasets.ndim == 3
-    ):
+    if (isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) or not hasattr(datasets, "__iter__")) \
+            and not (isinstance(datasets, np.ndarray) and datasets.ndim == 3):  # None, a number
         raise ValueError(
             "datasets must be a sequence of response matrices (or a 3-D array R × n × k)"
         )

@@ -57,7 +57,10 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
     """
     if isinstance(items, (str, bytes)):
         raise ValueError(f"items must be a sequence of item labels, not the string {items!r}")
-    values = list(items)
+    try:
+        values = list(items)
+    except TypeError:  # a number, None, a 0-d array
+        raise ValueError(f"items must be a sequence of item labels, got {items!r}") from None
     for k, label in enumerate(values):
         try:
             hash(label)

@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, resolve_device, to_numpy
-from .._checks import check_positive_int, check_positive_number
+from .._checks import check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
 from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
+from ..data._labels import item_labels
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
@@ -322,6 +323,8 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
             "(clip noisy counts at zero before estimating)"
         )
     if items is not None:
+        if isinstance(items, (str, bytes)) or not np.iterable(items):
+            item_labels(items)  # refuses a string or a scalar in one line, as everywhere
         labels = pd.Index(items, tupleize_cols=False)
     if labels is None:
         labels = pd.RangeIndex(m)
@@ -345,7 +348,7 @@ def _validate_regularization(value: Any) -> float:
         return DEFAULT_REGULARIZATION
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"regularization must be a number ≥ 0 or 'auto', got {value!r}")
-    if not np.isfinite(value) or value < 0:
+    if not np.isfinite(real_float(value)) or value < 0:
         raise ValueError(f"regularization must be a finite number ≥ 0, got {value!r}")
     if value > MAX_REGULARIZATION:  # (the chain's row sums overflowed: NaN difficulties)
         raise ValueError(f"regularization must be at most {MAX_REGULARIZATION:g} (beyond, every difficulty "

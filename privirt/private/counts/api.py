@@ -60,7 +60,7 @@ def _debit(call: PrivateCall, meas: Measurement) -> int | None:
 
 
 def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
-    if mechanism not in COUNT_MEASUREMENTS:
+    if not isinstance(mechanism, str) or mechanism not in COUNT_MEASUREMENTS:  # ['gaussian']: unhashable
         raise ValueError(
             f"mechanism must be 'gaussian' or 'laplace' for released counts, got {mechanism!r} "
             "(randomized response is available in private_spectral_estimate)"

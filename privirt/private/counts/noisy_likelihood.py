@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..._checks import check_positive_number
+from ..._checks import check_positive_number, real_float
 from ..._results import ItemEstimate
 from ...rasch.spectral import validate_counts, validate_graph
 from ._design import GraphDesign, graph_design, row_effect_factor, solve_row_effects
@@ -349,7 +349,7 @@ def _inputs(counts, noise_var, graph, items):
             raise ValueError("noise_var is required with an array of counts (the variance of the "
                              "noise on each cell; pass the NoisyCounts release to read it)")
         if isinstance(noise_var, bool) or not isinstance(noise_var, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(noise_var) or noise_var < 0:
+                or not np.isfinite(real_float(noise_var)) or noise_var < 0:
             raise ValueError(f"noise_var must be a finite number ≥ 0, got {noise_var!r}")
         nu = float(noise_var)
         Y, labels = validate_counts(counts, items, nonnegative=False, what="noise-aware estimation")

@@ -1,0 +1,57 @@
+"""Bad input that escaped as a numpy/pandas/Python internal error naming no parameter (an
+unhashable option, an int beyond int64 given to ``np.isfinite``, a scalar where item labels go,
+``None`` for the data sets): each is now one ValueError naming the parameter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privirt
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, _, _ = privirt.simulate_rasch(40, 4, seed=45_000_011)
+    Y, _ = privirt.pairwise_counts(X)
+    return X, Y
+
+
+CASES = {
+    "mechanism-list": (lambda X, Y, L: privirt.release_counts(
+        X, epsilon=1.0, delta=1e-6, mechanism=["gaussian"], ledger=L), r"^mechanism must be"),
+    "regularization-huge-int": (lambda X, Y, L: privirt.spectral_estimate(
+        X, regularization=10**30), r"^regularization must be at most"),
+    "regularization-int-beyond-float": (lambda X, Y, L: privirt.spectral_from_counts(
+        Y, regularization=10**400), r"^regularization must be a finite number"),
+    "noise_var-int-beyond-float": (lambda X, Y, L: privirt.noise_aware_estimate(
+        Y, noise_var=10**400), r"^noise_var must be a finite number"),
+    "tol-int-beyond-float": (lambda X, Y, L: privirt.cmle_estimate(X, tol=10**400),
+                             r"^tol must be a positive number"),
+    "spectral_from_counts-items-int": (lambda X, Y, L: privirt.spectral_from_counts(
+        Y, items=5), r"^items must be a sequence of item labels, got 5"),
+    "noise_aware-items-str": (lambda X, Y, L: privirt.noise_aware_estimate(
+        Y, noise_var=1.0, items="abcd"), r"^items must be a sequence of item labels, not the str"),
+    "sufficient_statistics-items-int": (lambda X, Y, L: privirt.sufficient_statistics(
+        X, items=5), r"^items must be a sequence of item labels, got 5"),
+    "gibbs_2pno_replicate-None": (lambda X, Y, L: privirt.gibbs_2pno_replicate(
+        None, n_iter=40, warmup=10, progress=False), r"^datasets must be a sequence"),
+    "gibbs_2pno_replicate-int": (lambda X, Y, L: privirt.gibbs_2pno_replicate(
+        5, n_iter=40, warmup=10, progress=False), r"^datasets must be a sequence"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_line_value_error_naming_the_parameter(case, data, tmp_path):
+    call, match = CASES[case]
+    ledger = privirt.Ledger(tmp_path / "b.ledger", epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match=match):
+        call(*data, ledger)
+    assert ledger.spends().empty  # nothing spent
+
+
+def test_item_labels_of_spectral_from_counts_still_work(data):
+    _, Y = data
+    r = privirt.spectral_from_counts(Y, items=["a", "b", "c", "d"])
+    assert list(r.beta.index) == ["a", "b", "c", "d"]
+    assert np.isfinite(r.beta).all()
