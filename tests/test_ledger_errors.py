@@ -701,3 +701,14 @@ def test_path_of_the_wrong_type_is_one_line_naming_path(tmp_path, path, monkeypa
     with pytest.raises(ValueError, match=r"^path must be the ledger's file path"):
         Ledger(path, epsilon=1.0, delta=1e-5)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("asked", ["x", 0.5, (0.5,), (0.5, 1e-6, 0), {"epsilon": 0.5}], ids=repr)
+def test_spend_refuses_an_asked_that_is_not_an_epsilon_delta_pair(tmp_path, asked):
+    # a string or a number reached ApproxDP(*asked): a TypeError about its arguments
+    led = Ledger(tmp_path / "a.ledger", epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match=r"^asked must be an ApproxDP or an \(epsilon, delta\) pair"):
+        led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace", asked=asked)
+    assert led.spends().empty
+    led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace", asked=[0.1, 0.0])
+    assert led.spends()["asked_epsilon"].tolist() == [0.1]

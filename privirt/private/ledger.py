@@ -498,6 +498,9 @@ class Ledger:
         if not mechanism or not isinstance(mechanism, str):
             raise ValueError("mechanism must be a non-empty string")
         if asked is not None:
+            if not isinstance(asked, (ApproxDP, tuple, list)) or (
+                    not isinstance(asked, ApproxDP) and len(asked) != 2):
+                raise ValueError(f"asked must be an ApproxDP or an (epsilon, delta) pair, got {asked!r}")
             a = asked if isinstance(asked, ApproxDP) else ApproxDP(*asked)
             asked = ApproxDP(float(a.epsilon), float(a.delta))
         spend_id: int | None = None
