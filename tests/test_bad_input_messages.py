@@ -20,6 +20,12 @@ def data():
 CASES = {
     "mechanism-list": (lambda X, Y, L: privirt.release_counts(
         X, epsilon=1.0, delta=1e-6, mechanism=["gaussian"], ledger=L), r"^mechanism must be"),
+    "release_counts-n_persons-beyond-any-array": (lambda X, Y, L: privirt.release_counts(
+        X, epsilon=1.0, delta=1e-6, n_persons=10**30, ledger=L), r"^n_persons=10+ is too large"),
+    "simulate-beyond-any-array": (lambda X, Y, L: privirt.simulate_rasch(10**30, 3),
+                                  r"^n_persons × n_items = 10+ × 3 is too large"),
+    "simulate_2pl-beyond-any-array": (lambda X, Y, L: privirt.simulate_2pl(3, 2**62),
+                                      r"^n_persons × n_items = 3 × \d+ is too large"),
     "regularization-huge-int": (lambda X, Y, L: privirt.spectral_estimate(
         X, regularization=10**30), r"^regularization must be at most"),
     "regularization-int-beyond-float": (lambda X, Y, L: privirt.spectral_from_counts(

@@ -26,6 +26,9 @@ def _check(n_persons: int, n_items: int, p_observed: float, beta_scale: float = 
     for name, v in (("n_persons", n_persons), ("n_items", n_items)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if int(n_persons) * int(n_items) > np.iinfo(np.intp).max:  # numpy: "Maximum allowed dimension"
+        raise ValueError(f"n_persons × n_items = {n_persons} × {n_items} is too large for an array; "
+                         "simulate fewer persons or items")
     if (
         isinstance(p_observed, bool)
         or not isinstance(p_observed, (int, float, np.integer, np.floating))

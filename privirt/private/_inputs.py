@@ -166,7 +166,14 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
                 "public number of persons (CLI: --n-persons)"
             )
         if resp.n_persons < n:  # persons absent from the data: all-missing rows
-            codes = np.full((n, resp.n_items), MISSING, dtype=np.int8)
+            try:
+                codes = np.full((n, resp.n_items), MISSING, dtype=np.int8)
+            except (MemoryError, ValueError):  # (numpy: "Maximum allowed dimension exceeded")
+                raise ValueError(
+                    f"n_persons={n} is too large: its {n} × {resp.n_items} responses (one byte "
+                    "each) do not fit in memory; pass the true public number of persons "
+                    "(CLI: --n-persons)"
+                ) from None
             codes[: resp.n_persons] = resp.codes
             resp = Responses(codes, pd.RangeIndex(n), resp.items)
     if resp.n_items < 2:
