@@ -98,6 +98,12 @@ class RandomizedResponse:
         themselves i.i.d.
         """
         p = self.keep_probability
+        raw = np.asarray(mean_of_randomized)
+        if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and all(
+                isinstance(v, numbers.Real) and not isinstance(v, bool) for v in raw.ravel())):
+            # None, True and '0.5' were read as NaN, 1.0 and 0.5
+            raise ValueError("mean_of_randomized must be a number or an array of numbers (a mean "
+                             f"of randomized bits), got {mean_of_randomized!r}"[:200])
         m = np.asarray(mean_of_randomized, dtype=np.float64)
         est = (m - (1.0 - p)) / (2.0 * p - 1.0)
         return float(est) if est.ndim == 0 else est

@@ -213,3 +213,14 @@ def test_tight_must_be_true_or_false(tight):
         zcdp_to_approx_dp(0.0, 1e-6, tight=tight)
     assert ZCDP(0.5).to_approx_dp(1e-6, tight=np.bool_(False)) == ZCDP(0.5).to_approx_dp(
         1e-6, tight=False)
+
+
+@pytest.mark.parametrize("mean", [None, True, np.bool_(False), "0.5", 1j, np.array([True]),
+                                  [0.5, None], np.array(["a"])], ids=repr)
+def test_debias_refuses_what_is_not_a_mean(mean):
+    # None, True and '0.5' gave NaN, 1.58 and 0.5
+    rr = RandomizedResponse(1.0, seed=1)
+    with pytest.raises(ValueError, match=r"^mean_of_randomized must be a number or an array"):
+        rr.debias(mean)
+    assert rr.debias(Fraction(1, 2)) == rr.debias(0.5) == pytest.approx(0.5)
+    assert rr.debias([0.5, 0.5]).tolist() == pytest.approx([0.5, 0.5])
