@@ -258,3 +258,14 @@ def test_pairwise_must_be_true_or_false(pairwise):
     with pytest.raises(ValueError, match=r"^pairwise must be True or False, got "):
         privirt.sufficient_statistics(X, pairwise=pairwise)
     assert privirt.sufficient_statistics(X, pairwise=np.bool_(False)).counts is None
+
+
+@pytest.mark.parametrize("make", [list, tuple, lambda: np.array([], dtype=object), lambda: iter([])],
+                         ids=["list", "tuple", "array", "iterator"])
+def test_sufficient_statistics_refuses_an_empty_item_list(make):
+    # items=[] returned statistics of zero items (totals == [])
+    X = np.array([[1, 0], [1, 1], [0, np.nan]])
+    with pytest.raises(ValueError, match=r"^items is empty: give at least one item label"):
+        privirt.sufficient_statistics(X, items=make())
+    st = privirt.sufficient_statistics(X, items=iter([1]))  # a generator is read once
+    assert st.totals.tolist() == [1]

@@ -135,6 +135,10 @@ def sufficient_statistics(
     """
     check_engine(engine)
     pairwise = check_flag("pairwise", pairwise)
+    if items is not None:
+        items = item_labels(items)  # once: a generator is read here
+        if len(items) == 0:  # statistics of no items: as the private paths, refused
+            raise ValueError("items is empty: give at least one item label (or None for all)")
     if engine == "dask":
         from .dask_engine import dask_statistics
 
