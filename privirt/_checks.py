@@ -16,6 +16,21 @@ def real_float(value: Any) -> float:
         return float("inf") if value > 0 else float("-inf")
 
 
+def holds_bools(values: Any) -> bool:
+    """Whether ``values`` (a Series, an array or a sequence) is or holds a bool."""
+    if isinstance(values, (bool, np.bool_)):
+        return True
+    dtype = getattr(values, "dtype", None)  # an array or a pandas Series
+    if dtype is not None:
+        if getattr(dtype, "kind", "") == "b":  # numpy's bool and pandas' nullable "boolean"
+            return True
+        return dtype == object and any(isinstance(v, (bool, np.bool_))
+                                       for v in np.ravel(np.asarray(values, dtype=object)))
+    if isinstance(values, (list, tuple)):
+        return any(isinstance(v, (bool, np.bool_)) for v in values)
+    return False
+
+
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` as an int ≥ 1 (bools and non-integers refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

@@ -138,3 +138,20 @@ def test_overview_describes_each_function_by_its_parameters():
             params = list(inspect.signature(getattr(privirt, name)).parameters)
             written = [p.strip() for p in found.group(1).split(",")]
             assert written == params[: len(written)], (name, written, params)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [True, False, True, False],
+    lambda: np.array([True, False, True, False]),
+    lambda: pd.Series([True, False, True, False], dtype="boolean"),
+    lambda: [0.5, True, -0.5, 0.0],
+], ids=["list", "array", "nullable", "mixed"])
+def test_bool_difficulties_are_refused(make):
+    # True/False were read as 1.0/0.0 difficulties (bools are refused wherever a number goes)
+    X, _, _ = privirt.simulate_rasch(40, 4, seed=45_000_007)
+    with pytest.raises(ValueError, match=r"^beta must hold numbers, not True/False"):
+        privirt.estimate_abilities(X, make())
+    with pytest.raises(ValueError, match=r"^beta must hold numbers, not True/False"):
+        privirt.item_information(make())
+    with pytest.raises(ValueError, match=r"^beta must hold numbers, not True/False"):
+        privirt.item_fit(X, make())

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import label_type_mismatch
+from .._checks import holds_bools, label_type_mismatch
 from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["as_beta", "as_theta", "prepare"]
@@ -33,6 +33,8 @@ def as_beta(beta: Any, items: pd.Index | None = None) -> pd.Series:
             raise ValueError("beta is a DataFrame without a 'beta' column; pass a Series, an "
                              "array or an item estimate")
         beta = beta["beta"]
+    if holds_bools(beta):  # True/False are no difficulties (bools are refused as numbers)
+        raise ValueError("beta must hold numbers, not True/False")
     if isinstance(beta, pd.Series):
         try:
             values = beta.to_numpy(dtype=np.float64)

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, to_numpy
-from .._checks import check_positive_int, check_positive_number, label_type_mismatch
+from .._checks import check_positive_int, check_positive_number, holds_bools, label_type_mismatch
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["estimate_abilities"]
@@ -180,6 +180,8 @@ def estimate_abilities(
 def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
     """β in the order of ``items``; an item nobody ``answered`` needs none (the estimators drop
     such items, and its β would be unused: 0 is put there)."""
+    if holds_bools(beta):  # True/False are no difficulties (bools are refused as numbers)
+        raise ValueError("beta must hold numbers, not True/False")
     if isinstance(beta, pd.Series):
         missing = items[answered].difference(beta.index)
         if len(missing):
