@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, resolve_device
+from .._checks import check_flag
 from .._progress import resolve_progress
 from .._seeds import child, seed_sequence
 from ..data.responses import Responses, ResponsesLike, as_responses
@@ -58,9 +59,7 @@ def resolve_engine(engine: Any, device: str) -> str:
 
 
 def _check_keep_draws(keep_draws: Any) -> bool:
-    if not isinstance(keep_draws, (bool, np.bool_)):
-        raise ValueError(f"keep_draws must be True or False, got {keep_draws!r}")
-    return bool(keep_draws)
+    return check_flag("keep_draws", keep_draws)
 
 
 class _Batch:

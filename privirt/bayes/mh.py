@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .._backend import get_xp, resolve_device, to_numpy
+from .._checks import check_flag
 from .._progress import resolve_progress
 from .._seeds import seed_sequence
 from ..data.responses import ResponsesLike, as_responses
@@ -119,10 +120,8 @@ def mh_2pl(
     warmup = resolve_warmup(warmup)
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     n_chains = schedule.n_chains
-    if not isinstance(adapt, (bool, np.bool_)):
-        raise ValueError(f"adapt must be True or False, got {adapt!r}")
-    if not isinstance(ridge_moves, (bool, np.bool_)):
-        raise ValueError(f"ridge_moves must be True or False, got {ridge_moves!r}")
+    check_flag("adapt", adapt)
+    check_flag("ridge_moves", ridge_moves)
     ss = seed_sequence(seed) or np.random.SeedSequence()
     pri = twopl_setup.check_priors(priors)
     sd0 = twopl_setup.check_proposal_sd(proposal_sd)

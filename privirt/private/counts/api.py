@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._backend import resolve_device
-from ..._checks import check_confidence, check_n_boot
+from ..._checks import check_confidence, check_flag, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
 from ..._seeds import SeedLike, estimate_stream
@@ -314,8 +314,7 @@ def private_spectral_estimate(
         raise ValueError(
             f"mechanism must be 'gaussian', 'laplace' or 'randomized_response', got {mechanism!r}"
         )
-    if not isinstance(shuffle, (bool, np.bool_)):
-        raise ValueError(f"shuffle must be True or False, got {shuffle!r}")
+    check_flag("shuffle", shuffle)
     if shuffle and mechanism != "randomized_response":
         raise ValueError("shuffle=True applies to mechanism='randomized_response' only")
     if rr_estimator not in ("debiased", "plain"):
