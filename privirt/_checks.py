@@ -6,14 +6,10 @@ from typing import Any
 
 import numpy as np
 
-
-def real_float(value: Any) -> float:
-    """``float(value)`` of a real number, with an int beyond the float range as ``±inf`` (not an
-    OverflowError), so that ``np.isfinite`` can judge it (it refuses Python ints past int64)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
+# ``float(value)`` of a real number, with an int beyond the float range as ``±inf`` (not an
+# OverflowError), so that ``np.isfinite`` can judge it (it refuses Python ints past int64): the
+# mechanisms' own conversion, one place for it
+from mechanisms.measures import _as_float as real_float
 
 
 def holds_bools(values: Any) -> bool:
