@@ -94,14 +94,7 @@ def _real_down(value: object, name: str) -> float:
     v = _finite_number(value, name)
     if not (math.isfinite(v) and _is_finite(value)):
         return v
-    x = _exact(value, up=False)
-    try:
-        f = float(x)
-    except OverflowError:
-        return math.inf
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return _round_down(_exact(value, up=False))  # (finite: v is)
 
 
 def _non_negative(value: object, name: str) -> float:
@@ -366,6 +359,17 @@ def _exp_round_up(x: Fraction) -> float:
         ctx.prec, ctx.Emax, ctx.Emin, ctx.rounding = _DIGITS, MAX_EMAX, MIN_EMIN, ROUND_CEILING
         v = (Decimal(x.numerator) / Decimal(x.denominator)).exp()
     return _round_up(Fraction(v) * (1 + Fraction(1, 10 ** (_DIGITS - 1))))
+
+
+def _round_down(x: Fraction) -> float:
+    """The largest float ≤ the rational ``x`` (the largest double above it, −inf below its negative)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.nextafter(math.inf, 0.0) if x > 0 else -math.inf
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
 
 
 def _round_up(x: Fraction) -> float:

@@ -13,24 +13,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
-from mechanisms.measures import _round_up, zcdp_to_approx_dp  # (inf above the largest double)
+from mechanisms.measures import _round_down, _round_up, zcdp_to_approx_dp  # (inf above the largest double)
 
 __all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up", "LEDGER_TOLERANCE"]
 
 #: A composed total within this relative margin of the ε budget fits (the Ledger's and the
 #: service's rule: a budget spent in k equal parts must not be refused for rounding).
 LEDGER_TOLERANCE = 1e-12
-
-
-def _round_down(x: Fraction) -> float:
-    """The largest float ≤ the rational ``x`` (the largest double above it, −inf below its negative)."""
-    try:
-        f = float(x)
-    except OverflowError:
-        return math.nextafter(math.inf, 0.0) if x > 0 else -math.inf
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
 
 
 def sum_up(values: Iterable[float]) -> float:
