@@ -364,3 +364,23 @@ def test_benchmark_peer_samples_the_same_posterior():
         se = np.sqrt(mcse_batch_means(peer[p][None]) ** 2 + mcse_batch_means(ours[p]) ** 2)
         z = (peer[p].mean(axis=0) - ours[p].mean(axis=(0, 1))) / se
         assert np.all(np.abs(z) < 4.5), (p, np.abs(z).max())
+
+
+@pytest.mark.parametrize("engine", ["numpy", "fused"])
+def test_a_named_cpu_engine_runs_on_the_cpu_where_a_gpu_is_visible(monkeypatch, engine):
+    """engine="numpy"/"fused" with the default device="auto" was refused on a GPU machine
+    ("selects a CPU engine; pass device='cpu'") while the same call ran on a machine without
+    one; "auto" with a CPU engine named is the CPU.  device="gpu" with it is still refused."""
+    from privirt.bayes import gibbs as gibbs_mod
+
+    if engine == "fused" and not twopno_fused.numba_available():
+        pytest.skip("the fused engine needs numba")
+    monkeypatch.setattr(gibbs_mod, "resolve_device", lambda d: "cpu" if d == "cpu" else "gpu")
+    X = privirt.simulate_2pno(40, 4, seed=5)[0]
+    post = privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=6, progress=False, engine=engine)
+    assert post.info["engine"] == engine and post.info["device"] == "cpu"
+    reps = privirt.gibbs_2pno_replicate([X, X], n_iter=20, warmup=10, seed=6, progress=False,
+                                        engine=engine)
+    assert reps[0].info["engine"] == engine
+    with pytest.raises(ValueError, match="selects a CPU engine"):
+        privirt.gibbs_2pno(X, n_iter=20, warmup=10, progress=False, engine=engine, device="gpu")

@@ -37,6 +37,14 @@ ENGINES = ("auto", "fused", "numpy")
 ORBIT_MOVES = True
 
 
+def sampler_device(device: str, engine: Any) -> str:
+    """The device that runs: ``device="auto"`` with a CPU engine named (``"fused"``,
+    ``"numpy"``) is the CPU, so that the same call runs alike with and without a GPU."""
+    if device == "auto" and isinstance(engine, str) and engine in ("fused", "numpy"):
+        return "cpu"
+    return resolve_device(device)
+
+
 def resolve_engine(engine: Any, device: str) -> str:
     """The engine that runs: ``"fused"`` or ``"numpy"`` on the CPU, ``"gpu"`` on the GPU."""
     if not isinstance(engine, str) or engine not in ENGINES:
@@ -176,7 +184,7 @@ def _run(
     free: bool = False,
     anchors: _slopes.Anchors | None = None,
 ) -> list[SamplerPosterior]:
-    dev = resolve_device(device)
+    dev = sampler_device(device, engine)
     xp = get_xp(dev)
     codes = np.stack([r.codes for r in resps])  # (D, n, k)
     D, n, k = codes.shape
@@ -334,7 +342,8 @@ def gibbs_2pno(
         whole-matrix numpy/scipy passes; ``"auto"``: ``"fused"`` when numba is installed,
         else ``"numpy"``.  Both sample the same posterior from different random streams
         (``docs/gibbs.md``).  The GPU has its own kernels: there ``engine`` must be
-        ``"auto"``.  ``info["engine"]`` says which ran (``"gpu"`` on the GPU).
+        ``"auto"``; ``device="auto"`` with a CPU engine named runs on the CPU.
+        ``info["engine"]`` says which ran (``"gpu"`` on the GPU).
     slopes : {"positive", "free"}
         ``"positive"`` (default; the paper's model for test items keyed one way): a_j > 0,
         and a warning names the items whose item–rest correlation is negative (a > 0
@@ -382,7 +391,7 @@ def gibbs_2pno(
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)
-    resolve_engine(engine, resolve_device(device))
+    resolve_engine(engine, sampler_device(device, engine))
     ss = seed_sequence(seed) or np.random.SeedSequence()
     free = _slopes.check_slopes(slopes)
     resp = as_responses(X)
@@ -449,7 +458,7 @@ def gibbs_2pno_replicate(
     schedule = Schedule(n_iter, warmup, thin, n_chains)
     keep_draws = _check_keep_draws(keep_draws)
     pri = twopno.check_priors(priors)
-    resolve_engine(engine, resolve_device(device))
+    resolve_engine(engine, sampler_device(device, engine))
     ss = seed_sequence(seed) or np.random.SeedSequence()
     free = _slopes.check_slopes(slopes)
     if (isinstance(datasets, (str, bytes, np.ndarray, pd.DataFrame)) or not hasattr(datasets, "__iter__")) \
