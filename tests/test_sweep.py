@@ -737,6 +737,34 @@ def test_a_registered_estimator_reaches_worker_processes(tmp_path, monkeypatch):
     assert par["l2_error"].notna().all()
 
 
+def _cpu_only(X, *, epsilon, delta=1e-4, seed=None, device="auto"):
+    """A stand-in private estimator that fails unless the sweep passed device='cpu'."""
+    if device != "cpu":
+        raise ValueError(f"device {device!r} reached the estimator")
+    return _proportion_logits(X, epsilon=epsilon)
+
+
+def test_pooled_cells_run_on_the_cpu_and_a_gpu_sweep_takes_one_job(tmp_path, monkeypatch):
+    """Forked workers cannot use a GPU their parent opened (on a GPU machine the default
+    sweep, device 'auto' with a pool, ended in cudaErrorInitializationError tracebacks): the
+    workers are given device 'cpu', and device 'gpu' with a pool is refused before anything
+    is written."""
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    registry.register("cpu_only", _cpu_only, private=True, device=True)
+    body = ('seed = 1\ntrials = 2\nepsilons = [0.5, 2.0]\nmechanisms = ["cpu_only"]\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    cfg = _write(tmp_path, body)
+    stats = sw.run_sweep(cfg, tmp_path / "par", jobs=2, progress=False)
+    assert (stats.computed, stats.failed) == (4, 0)
+    one = sw.run_sweep(cfg, tmp_path / "one", jobs=1, progress=False)  # 'auto' as given
+    assert one.failed == 4
+    gpu = tmp_path / "gpu.toml"
+    gpu.write_text('device = "gpu"\n' + body, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"set jobs to 1 \(--jobs 1\)"):
+        sw.run_sweep(gpu, tmp_path / "g", jobs=2, progress=False)
+    assert not (tmp_path / "g").exists()
+
+
 def test_registering_an_estimator_is_one_entry(tmp_path, monkeypatch):
     """Adding an estimator is one register() call; configurations and the runner see it.
     The stand-in has the calling convention of a private estimator (it adds no noise: it

@@ -77,7 +77,9 @@ def run_sweep(
     jobs : int, optional
         Worker processes (default :func:`os.cpu_count`).  ``1`` runs in this process.
         Workers are forked on Linux (a script needs no ``__main__`` guard) and spawned
-        elsewhere (there the call must sit under ``if __name__ == "__main__":``).
+        elsewhere (there the call must sit under ``if __name__ == "__main__":``).  Workers
+        run their cells on the CPU (``device="auto"`` means the CPU there); a sweep on the
+        GPU (``device="gpu"``) takes ``jobs=1``.
     resume : bool
         Continue a sweep in ``out``: cells already in ``results.csv`` are skipped.  Without
         it, a folder that already holds results is refused (a results file with no finished
@@ -291,8 +293,14 @@ def _plan(out: Path, config: SweepConfig, *, jobs: int, resume: bool) -> _Plan:
     # that cannot be read leaves the folder as it was
     bases = prepare_bases(config, todo) if todo else {}
     check_data(config, todo, bases)
-    if jobs > 1 and len(todo) > 1 and _start_method() != "fork":
-        _check_spawn_safe()
+    if jobs > 1 and len(todo) > 1:
+        if config.device == "gpu":
+            raise ValueError(
+                "device 'gpu' runs a sweep's cells in this process (worker processes cannot "
+                "use the GPU this process opened): set jobs to 1 (--jobs 1), or device "
+                "'cpu' or 'auto' for a pool of CPU workers")
+        if _start_method() != "fork":
+            _check_spawn_safe()
     return _Plan(cells=cells, todo=todo, done=done, bases=bases)
 
 
@@ -310,8 +318,12 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
     bar = ProgressBar(len(todo), "privirt sweep", unit="cells", enabled=progress)
     failed = finished = 0
     errors: Counter[str] = Counter()
+    pooled = jobs > 1 and len(todo) > 1
+    # pooled cells run on the CPU: a forked worker cannot use a GPU context its parent
+    # opened (cudaErrorInitializationError), and 'gpu' with a pool was refused by _plan
+    device = "cpu" if pooled else config.device
     args = [
-        (c, specs[c.dataset], config.seed, config.delta, config.device,
+        (c, specs[c.dataset], config.seed, config.delta, device,
          mechanism_options(config, c.mechanism), registry.get(c.mechanism))
         for c in todo
     ]
@@ -319,8 +331,7 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
     try:
         # in this process (check_data, in _plan, installed the bases and read each data set:
         # kept) or from a pool of workers
-        rows = ((worker(*a) for a in args) if jobs == 1 or len(todo) <= 1
-                else _pool_rows(args, bases, jobs))
+        rows = _pool_rows(args, bases, jobs) if pooled else (worker(*a) for a in args)
         with ResultsWriter(results) as writer:
             for row in rows:
                 writer.write(row)
