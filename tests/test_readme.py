@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from privirt import _backend
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -87,6 +89,7 @@ _EXTRAS = (
     ("dask", "distributed", re.compile(r"engine=.dask.|--engine dask")),
     ("data", "pyarrow", re.compile(r"to_parquet|read_parquet|_parquet\b|\.parquet\b")),
     ("fast", "numba", re.compile(r"\bfused\b")),
+    ("serve", "fastapi", re.compile(r"privirt serve run\b")),
 )
 
 
@@ -130,6 +133,9 @@ def scratch(tmp_path_factory):
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
+    # the printed values are the CPU path's: on a GPU machine the default device="auto" would
+    # run the samplers there, on other random streams (README, "device")
+    env["CUDA_VISIBLE_DEVICES"] = ""
     return folder, env
 
 
@@ -182,6 +188,8 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
     monkeypatch.chdir(folder)
     if block["lang"] == "python":
         monkeypatch.setenv("MPLBACKEND", "Agg")
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # forked sweep workers, subprocesses
+        monkeypatch.setattr(_backend, "_cupy_or_none", lambda: None)  # as without a GPU
         namespace: dict = {"__name__": "__readme__"}
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
