@@ -112,6 +112,16 @@ def _parse_result(out: str) -> dict | None:
 # ---------------------------------------------------------------------------------------
 # step 1: tests
 # ---------------------------------------------------------------------------------------
+def pytest_summary(lines: list[str]) -> str:
+    """pytest's closing count line ("18 passed, 1 failed in 17.7s"): plugins (e.g.
+    pytest-benchmark's warning on the GPU machine) may print after it."""
+    counts = re.compile(r"\b\d+ (passed|failed|errors?|skipped)\b.* in [\d.]+s")
+    for line in reversed(lines):
+        if counts.search(line):
+            return line.strip("= ")
+    return lines[-1] if lines else "(no output)"
+
+
 def step_tests(timeout: float) -> list[dict]:
     rows = []
     base = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
@@ -127,7 +137,7 @@ def step_tests(timeout: float) -> list[dict]:
     ):
         rc, out, secs = _run(cmd, timeout)
         lines = [ln for ln in out.strip().splitlines() if ln.strip()]
-        summary = lines[-1] if lines else "(no output)"
+        summary = pytest_summary(lines)
         print(f"\n## {label} (rc={rc}, {secs:.0f} s)\n" + "\n".join(lines[-60:]), flush=True)
         rows.append({"step": label, "ok": rc == 0, "figure": summary, "seconds": secs})
     return rows

@@ -32,6 +32,16 @@ def test_gpu_test_files_are_those_with_gpu_marked_tests(gc):
         assert "pytest.mark.gpu" in (ROOT / f).read_text(encoding="utf-8")
 
 
+def test_pytest_summary_is_the_count_line_whatever_follows(gc):
+    """On the GPU machine pytest-benchmark printed a warning after pytest's summary, and the
+    table showed the warning in place of the counts."""
+    lines = ["F..", "==== 1 failed, 18 passed in 17.69s ====",
+             "  warner(PytestBenchmarkWarning(text))"]
+    assert gc.pytest_summary(lines) == "1 failed, 18 passed in 17.69s"
+    assert gc.pytest_summary(["66 passed in 23.86s"]) == "66 passed in 23.86s"
+    assert gc.pytest_summary(["boom"]) == "boom" and gc.pytest_summary([]) == "(no output)"
+
+
 def test_worker_result_round_trip(gc, capsys):
     gc._emit({"a": 1.5, "b": [1, 2]})
     out = "noise\n" + capsys.readouterr().out + "RESULTS are not this line\n"
