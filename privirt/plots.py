@@ -288,6 +288,17 @@ def ideal_point_plot(
 __all__ += ["item_information_curves", "test_information_curve", "wright_map", "andersen_plot"]
 
 
+def _abilities(theta: Any) -> np.ndarray:
+    """Person abilities (an array, a Series or the DataFrame of ``estimate_abilities``) as
+    floats; True/False are refused (bools are refused as numbers)."""
+    from ._checks import holds_bools
+
+    values = theta["theta"] if hasattr(theta, "columns") else theta
+    if holds_bools(values):
+        raise ValueError("theta must hold numbers, not True/False")
+    return np.asarray(values, dtype=float)
+
+
 def _theta_range(beta: Any, theta_range: tuple[float, float] | None) -> np.ndarray:
     from .fit.information import theta_grid
 
@@ -408,7 +419,7 @@ def test_information_curve(
     ax.plot(b.to_numpy(), np.zeros(len(b)), "|", color="k", ms=12, mew=1.2, clip_on=False,
             label="item difficulties")
     if theta is not None:
-        th = np.asarray(theta["theta"] if hasattr(theta, "columns") else theta, dtype=float)
+        th = _abilities(theta)
         th = th[np.isfinite(th)]
         if th.size:
             top = ax.get_ylim()[1]
@@ -462,7 +473,7 @@ def wright_map(
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
         raise ValueError(f"bins must be a positive integer (histogram bins), got {bins!r}")
     b = as_beta(beta)
-    th = np.asarray(theta["theta"] if hasattr(theta, "columns") else theta, dtype=float).ravel()
+    th = _abilities(theta).ravel()
     th = th[np.isfinite(th)]
     if th.size == 0:
         raise ValueError("theta has no finite ability to draw")

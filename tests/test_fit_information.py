@@ -155,3 +155,31 @@ def test_bool_difficulties_are_refused(make):
         privirt.item_information(make())
     with pytest.raises(ValueError, match=r"^beta must hold numbers, not True/False"):
         privirt.item_fit(X, make())
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: [True, False] * (n // 2),
+    lambda n: np.array([True, False] * (n // 2)),
+    lambda n: pd.Series([True, False] * (n // 2), dtype="boolean"),
+    lambda n: [0.5, True] + [0.0] * (n - 2),
+    lambda n: pd.DataFrame({"theta": np.array([True, False] * (n // 2))}),
+], ids=["list", "array", "nullable", "mixed", "frame"])
+def test_bool_abilities_are_refused(make):
+    # True/False given as theta were read as abilities 1.0/0.0 (bools are refused as numbers,
+    # as they are as difficulties)
+    X, _, beta = privirt.simulate_rasch(40, 4, seed=54_000_001)
+    message = r"^theta must hold numbers, not True/False$"
+    for call in (privirt.item_fit, privirt.person_fit, privirt.reliability):
+        with pytest.raises(ValueError, match=message):
+            call(X, beta, make(40))
+    if isinstance(make(6), pd.DataFrame):
+        return  # the information functions take a grid of abilities, not estimate_abilities' table
+    with pytest.raises(ValueError, match=message):
+        privirt.item_information(beta, make(6))
+    with pytest.raises(ValueError, match=message):
+        privirt.test_information(beta, make(6))
+
+
+def test_a_bool_ability_point_is_refused():
+    with pytest.raises(ValueError, match=r"^theta must hold numbers, not True/False$"):
+        privirt.item_information([0.0, 1.0], theta=True)

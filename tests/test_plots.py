@@ -165,3 +165,17 @@ def test_item_response_curves_keep_up_to_20_items_identifiable(count):
 
     colours = [to_hex(line.get_color()) for line in ax.get_lines()]
     assert len(colours) == count and len(set(colours)) == count
+
+
+@pytest.mark.parametrize("theta", [
+    [True, False, True, False],
+    np.array([True, False, True, False]),
+    pd.DataFrame({"theta": [True, False, True, False]}),
+], ids=["list", "array", "frame"])
+def test_bool_abilities_are_refused_by_the_ability_plots(theta):
+    # True/False given as theta were drawn as abilities 1.0/0.0
+    beta = pd.Series([-1.0, 0.0, 1.0], index=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"^theta must hold numbers, not True/False$"):
+        plots.wright_map(beta, theta)
+    with pytest.raises(ValueError, match=r"^theta must hold numbers, not True/False$"):
+        plots.test_information_curve(beta, theta=theta)

@@ -92,6 +92,8 @@ def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
             raise ValueError("theta is a DataFrame without a 'theta' column (as returned by "
                              "privirt.estimate_abilities); pass a Series or an array")
         theta = theta["theta"]
+    if holds_bools(theta):  # True/False are no abilities (bools are refused as numbers)
+        raise ValueError("theta must hold numbers, not True/False")
     if isinstance(theta, pd.Series):
         if not theta.index.equals(persons):
             raise ValueError(

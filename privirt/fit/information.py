@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from .._checks import holds_bools
 from ._inputs import as_beta
 
 __all__ = ["item_information", "test_information", "theta_grid"]
@@ -29,6 +30,8 @@ def theta_grid(beta: pd.Series, n_points: int = 161, margin: float = 3.0) -> np.
 def _grid(theta: Any, b: pd.Series) -> np.ndarray:
     if theta is None:
         return theta_grid(b)
+    if holds_bools(theta):  # True/False are no abilities (bools are refused as numbers)
+        raise ValueError("theta must hold numbers, not True/False")
     try:
         grid = np.atleast_1d(np.asarray(theta, dtype=np.float64))
     except (TypeError, ValueError):
