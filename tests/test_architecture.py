@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),
     ("privirt.exceptions", "privirt._seeds", "privirt._checks", "privirt._backend",
      "privirt._progress", "privirt._threads", "privirt._results", "privirt._files",
-     "privirt.metrics"),
+     "privirt._constants", "privirt.metrics"),
     ("privirt.data",),
     ("privirt.stats",),
     ("privirt.rasch",),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT
 from ._types import number
 
 
@@ -25,7 +26,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--epsilon", type=number, default=None, metavar="E",
-        help="privacy ε of each private column (default 1; δ = 1e-4)",
+        help=f"privacy ε of each private column (default 1; δ = {DEFAULT_DELTA_TEXT})",
     )
     parser.add_argument("--no-private", action="store_true",
                         help="only the non-private Rasch table (no private sets, no 2PNO table)")
@@ -84,14 +85,14 @@ def run(args: argparse.Namespace) -> int:
 
     eps = args.epsilon
     # fresh secure noise on every run: these columns change from run to run
-    tot = private_totals_estimate(X, epsilon=eps, delta=1e-4)
-    alg2 = private_spectral_estimate(X, epsilon=eps, delta=1e-4, device="cpu", estimator="spectral")
+    tot = private_totals_estimate(X, epsilon=eps, delta=DEFAULT_DELTA)
+    alg2 = private_spectral_estimate(X, epsilon=eps, delta=DEFAULT_DELTA, device="cpu", estimator="spectral")
     private = pd.DataFrame(
         {"totals": tot.beta, "totals_lo": tot.ci["lo"], "totals_hi": tot.ci["hi"],
          "alg2": alg2.beta, "alg2_lo": alg2.ci["lo"], "alg2_hi": alg2.ci["hi"]}
     )
     private.index.name = "item"
-    print(f"\nPrivate (each column set ({eps:g}, 1e-4)-DP on its own; fresh noise every run):")
+    print(f"\nPrivate (each column set ({eps:g}, {DEFAULT_DELTA_TEXT})-DP on its own; fresh noise every run):")
     print(private.to_string(**_FMT))
     tp, ap = tot.privacy, alg2.privacy
     print(
@@ -109,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         f"max |alg2 − cmle| = {metrics.linf_error(alg2.beta, cml.beta):.4f}"
     )
     print(
-        f"({eps:g}, 1e-4)-DP for the relation '{tp.relation}': whatever one person's answers, "
+        f"({eps:g}, {DEFAULT_DELTA_TEXT})-DP for the relation '{tp.relation}': whatever one person's answers, "
         f"the probability of any output changes by a factor of at most e^{eps:g}, except with "
-        "probability at most δ = 1e-4."
+        f"probability at most δ = {DEFAULT_DELTA_TEXT}."
     )
     _two_pl(X, eps, args.dataset)
     print(
@@ -136,12 +137,12 @@ def _two_pl(X, eps: float, name: str) -> None:
     from ..private.twopl import private_2pl_estimate
 
     post = gibbs_2pno(X, n_iter=3000, warmup=1000, seed=1, progress=False, keep_draws=False)
-    fit = private_2pl_estimate(X, epsilon=eps, delta=1e-4)  # fresh secure noise every run
+    fit = private_2pl_estimate(X, epsilon=eps, delta=DEFAULT_DELTA)  # fresh secure noise every run
     table = pd.DataFrame({"gibbs_a": post.mean("a"), "a": fit.a, "a_lo": fit.ci["a"]["lo"], "a_hi": fit.ci["a"]["hi"],
                           "gibbs_b": post.mean("b"), "b": fit.b, "b_lo": fit.ci["b"]["lo"], "b_hi": fit.ci["b"]["hi"]})
     table.index.name = "item"
     print(f"\n2PNO discriminations a and difficulties b on {name}, P = Φ(a θ − b), θ ~ N(0, 1): "
-          f"Gibbs posterior mean (not private) beside private ({eps:g}, 1e-4)-DP estimates:")
+          f"Gibbs posterior mean (not private) beside private ({eps:g}, {DEFAULT_DELTA_TEXT})-DP estimates:")
     print(table.to_string(**_FMT))
     print(f"private: noisy item totals and pair disagreement counts (discrete Gaussian, sigma = "
           f"{_part_sigmas(fit.privacy)}), one-factor normal-ogive fit with shrinkage of a; [lo, hi] is a "

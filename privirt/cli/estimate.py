@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
     import pandas as pd
 
 from .._checks import check_n_boot
+from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT
 from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
@@ -145,7 +146,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        help="privacy ε > 0: estimate privately")
     group.add_argument("--delta", type=number, default=None, metavar="D",
                        help="privacy δ in (0, 1) (default: the ledger's δ — a tenth of it for "
-                       "--shuffle, which spends δ itself — else 1e-4)")
+                       f"--shuffle, which spends δ itself — else {DEFAULT_DELTA_TEXT})")
     group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
                        default=None, help="noise mechanism (default: gaussian)")
     group.add_argument("--p0", type=_p0, default=None, metavar="P",
@@ -217,9 +218,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     if args.ledger is not None:
         ledger = Ledger(args.ledger)  # must exist: a typo must not create a fresh budget
     delta = args.delta
-    if delta is None:  # default: the ledger's δ (the δ its total is stated at), else 1e-4
+    if delta is None:  # default: the ledger's δ (the δ its total is stated at), else DEFAULT_DELTA
         # shuffled randomized response spends δ itself: a stated share of the ledger's, never all
-        delta = ledger.default_delta(spends_delta=bool(args.shuffle)) if ledger is not None else 1e-4
+        delta = ledger.default_delta(spends_delta=bool(args.shuffle)) if ledger is not None else DEFAULT_DELTA
     n_public = args.n_persons if args.n_persons is not None else resp.n_persons
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
@@ -518,7 +519,7 @@ def _run_2pl(args: argparse.Namespace) -> int:
     check_complete(resp, args, items, method="2pl", what="--model 2pl",
                    n_items=len(items) if items is not None else resp.n_items)
     ledger = Ledger(args.ledger) if args.ledger is not None else None
-    delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else 1e-4)
+    delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else DEFAULT_DELTA)
     res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
                                items=items, n_persons=args.n_persons, missing=missing,
                                **({} if n_boot is None else {"n_boot": n_boot}),

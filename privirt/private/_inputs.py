@@ -14,6 +14,7 @@ from mechanisms.measures import ApproxDP
 
 from .._backend import resolve_device
 from .._checks import check_positive_int
+from .._constants import DEFAULT_DELTA
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
 from ..data._labels import match_items
@@ -23,9 +24,6 @@ from .counts.graph import check_p0
 
 __all__ = ["PrivateCall", "validate_call", "public_responses", "DEFAULT_DELTA"]
 
-#: δ of a private call that gives neither δ nor a ledger (against a ledger: the ledger's
-#: :meth:`~privirt.Ledger.default_delta`, see ``validate_call``).
-DEFAULT_DELTA: float = 1e-4
 
 
 @dataclass(frozen=True)

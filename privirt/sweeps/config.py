@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._constants import DEFAULT_DELTA
 from ..private.accounting import MAX_EPSILON, MIN_EPSILON
 from . import registry
 from .results import METRICS
@@ -27,7 +28,6 @@ __all__ = ["SweepConfig", "DatasetSpec", "DEFAULT_EPSILONS", "DEFAULT_DELTA", "D
 
 #: Default ε grid: 0.01 … 10, four points per decade, log-spaced.
 DEFAULT_EPSILONS: tuple[float, ...] = tuple(float(f"{e:.6g}") for e in np.logspace(-2, 1, 13))
-DEFAULT_DELTA = 1e-4
 DEFAULT_TRIALS = 20
 
 _SOURCES = {
