@@ -112,3 +112,50 @@ def test_the_default_delta_is_the_one_value_everywhere():
     assert _constants.DEFAULT_DELTA == 1e-4 and str(_constants.DEFAULT_DELTA_TEXT) == "1e-4"
     assert _inputs.DEFAULT_DELTA is _constants.DEFAULT_DELTA
     assert config.DEFAULT_DELTA is _constants.DEFAULT_DELTA
+
+
+def collections_of(tree: ast.Module, names: tuple[str, ...]) -> list[int]:
+    """Lines of ``tree`` with a tuple, list or set (a ``Literal[...]``'s too) that writes out
+    every one of ``names`` as a string literal."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            written = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+            if set(names) <= written:
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_the_missing_data_domains_are_written_once():
+    copies = [f"{path}:{line}" for path, tree in TREES.items()
+              for line in collections_of(tree, _constants.MISSING_DOMAINS)]
+    assert not copies, ("the missing-data domains written out again (import MISSING_DOMAINS "
+                        "from privirt._constants):\n" + "\n".join(copies))
+
+
+def test_the_collection_scan_finds_copies():
+    src = ('A = ("none", "mcar")\n'
+           'x: Literal["mcar", "none"]\n'
+           'p.add_argument("--missing", choices=["none", "mcar", "other"])\n'
+           'B = ("eb", "none")\n'
+           'if missing == "mcar" or missing in MISSING_DOMAINS:\n'
+           '    pass\n')
+    assert collections_of(ast.parse(src), ("none", "mcar")) == [1, 2, 3]
+
+
+def test_the_missing_data_domains_are_the_one_value_everywhere():
+    import typing
+
+    from privirt.private import methods
+    from privirt.private.totals import api as totals_api
+    from privirt.private.twopl import release
+
+    assert _constants.MISSING_DOMAINS == ("none", "mcar")
+    for value in (methods.DOMAINS, totals_api.MISSING_DOMAINS, release.MISSING_DOMAINS):
+        assert value is _constants.MISSING_DOMAINS
+    assert methods.get("totals").missing == methods.get("twopl").missing == ("none", "mcar")
+    try:
+        from privirt.serve.models import DatasetInfo
+    except ImportError:  # the serve extra is not installed
+        return
+    assert typing.get_args(DatasetInfo.model_fields["missing"].annotation) == ("none", "mcar")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
     import pandas as pd
 
 from .._checks import check_n_boot
-from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT
+from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MISSING_DOMAINS
 from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
@@ -169,7 +169,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
                        help="the public number of persons; required for a long table, which lists "
                        "only persons with answers (absent persons count as all-missing rows)")
-    group.add_argument("--missing", choices=("none", "mcar"), default=None,
+    group.add_argument("--missing", choices=MISSING_DOMAINS, default=None,
                        help="the declared input domain: none (complete data; default) or mcar "
                        "(cells missing completely at random: the totals method and --model 2pl also "
                        "release answered counts); chooses the default method (declared: totals; "

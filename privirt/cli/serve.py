@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from .._constants import MISSING_DOMAINS
 from ._input import add_long_columns
 from ._types import number, positive_int
 
@@ -74,7 +75,7 @@ def register(subparsers) -> None:
                    help="the public item set (a,b,c or @FILE); required for a long table")
     p.add_argument("--n-persons", type=positive_int, default=None, metavar="N",
                    help="the public number of persons (required for a long table)")
-    p.add_argument("--missing", choices=("none", "mcar"), default="none",
+    p.add_argument("--missing", choices=MISSING_DOMAINS, default="none",
                    help="declared domain: complete data (none, default) or cells missing completely at random")
     p.add_argument("--weights-col", default=None, metavar="COL",
                    help="a pattern table: COL holds how many persons gave each row (e.g. 'frequency')")

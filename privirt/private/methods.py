@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
+from .._constants import MISSING_DOMAINS
+
 __all__ = ["PrivateMethod", "SweepVariant", "METHODS", "register", "get", "names",
            "COMMON_OPTIONS"]
 
@@ -25,7 +27,7 @@ __all__ = ["PrivateMethod", "SweepVariant", "METHODS", "register", "get", "names
 COMMON_OPTIONS = frozenset({"epsilon", "delta", "seed", "ledger", "note", "items", "n_persons",
                             "engine", "client"})
 #: values a method's ``missing=`` option may accept (the declared input domain)
-DOMAINS = ("none", "mcar")
+DOMAINS = MISSING_DOMAINS
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,7 @@ register(
     "totals", _totals,
     estimate="private_totals_estimate", release="release_totals",
     from_release="estimate_from_release",
-    options=("confidence", "n_boot"), missing=("none", "mcar"), intervals=True,
+    options=("confidence", "n_boot"), missing=MISSING_DOMAINS, intervals=True,
     mechanisms=("gaussian",),
     sweeps=(SweepVariant("totals", {"n_boot": 0},
                          "discrete Gaussian on the item totals and the raw-score histogram, "
@@ -250,7 +252,7 @@ register(
     "twopl", _twopl,
     estimate="private_2pl_estimate", release="release_2pl",
     from_release="estimate_2pl_from_release",
-    options=("confidence", "n_boot"), missing=("none", "mcar"), intervals=True,
+    options=("confidence", "n_boot"), missing=MISSING_DOMAINS, intervals=True,
     mechanisms=("gaussian",),
     sweeps=(SweepVariant("twopl", {"n_boot": 0},
                          "discrete Gaussian on the item totals and pair disagreement counts, "

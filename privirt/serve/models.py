@@ -13,6 +13,8 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+#: the declared input domains a data set may be served under
+from .._constants import MISSING_DOMAINS
 #: δ of a request must lie in [MIN_DELTA, MAX_DELTA] (as must a data set's and an allowance's δ).
 from ._budget import MAX_DELTA, MIN_DELTA
 #: Smallest ε a request may ask for: the library's own floor, a body rule (422 whatever the name).
@@ -80,7 +82,7 @@ class DatasetInfo(BaseModel):
     name: str
     n_persons: int
     items: list[str]
-    missing: Literal["none", "mcar"]
+    missing: Literal[MISSING_DOMAINS]
     domain: str
     allowance: Budget
     budget: Budget

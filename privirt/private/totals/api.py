@@ -29,6 +29,7 @@ from scipy import stats
 from . import intervals, marginal, marginal_missing, mcar_bootstrap, shrinkage
 from .saddle import EXACT_FIT_ITEMS
 from ..._checks import check_confidence, check_n_boot
+from ..._constants import MISSING_DOMAINS
 from ..._progress import resolve_progress, ticker
 from ..._threads import one_blas_thread
 from ..._results import ItemEstimate
@@ -218,7 +219,6 @@ class TotalsRelease:
 _COMPLETE_ONLY = ('private_totals_estimate/release_totals were told missing="none" (complete data) but '
                   'the data have missing cells; declare missing="mcar" (missing completely at random) '
                   "or use privirt.private_spectral_estimate (nothing was spent)")
-MISSING_DOMAINS = ("none", "mcar")
 
 
 def _check_missing(missing: Any) -> str:

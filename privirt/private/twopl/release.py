@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import ResponsesLike
+from ..._constants import MISSING_DOMAINS
 from .._inputs import validate_call
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
@@ -20,7 +21,6 @@ from .statistics import pair_index, pair_statistics
 
 __all__ = ["TwoPLRelease", "release_2pl", "check_release", "MISSING_DOMAINS"]
 
-MISSING_DOMAINS = ("none", "mcar")
 _COMPLETE_ONLY = ('the data have missing cells but missing="none" declares complete data; if cells are '
                   'missing completely at random declare missing="mcar" (CLI: --missing mcar), or drop the '
                   "incomplete rows by a rule that does not look at the data (nothing was spent)")
