@@ -159,3 +159,27 @@ def test_the_missing_data_domains_are_the_one_value_everywhere():
     except ImportError:  # the serve extra is not installed
         return
     assert typing.get_args(DatasetInfo.model_fields["missing"].annotation) == ("none", "mcar")
+
+
+def test_the_mechanism_names_are_written_once():
+    copies = [f"{path}:{line}" for path, tree in TREES.items()
+              for line in collections_of(tree, _constants.MECHANISMS)]
+    assert not copies, ("the mechanism names written out again (import MECHANISMS from "
+                        "privirt._constants):\n" + "\n".join(copies))
+
+
+def test_the_mechanism_names_are_the_one_value_everywhere(capsys):
+    import typing
+
+    import pytest
+
+    from privirt.cli import main
+    from privirt.private import methods
+    from privirt.private.counts import api as counts_api
+
+    assert _constants.MECHANISMS == ("gaussian", "laplace", "randomized_response")
+    assert methods.get("spectral").mechanisms is _constants.MECHANISMS
+    assert typing.get_args(counts_api.Mechanism) == _constants.MECHANISMS
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    assert "{gaussian,laplace,randomized_response}" in capsys.readouterr().out

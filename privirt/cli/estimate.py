@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
     import pandas as pd
 
 from .._checks import check_n_boot
-from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MISSING_DOMAINS
+from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MECHANISMS, MISSING_DOMAINS
 from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
@@ -147,7 +147,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--delta", type=number, default=None, metavar="D",
                        help="privacy δ in (0, 1) (default: the ledger's δ — a tenth of it for "
                        f"--shuffle, which spends δ itself — else {DEFAULT_DELTA_TEXT})")
-    group.add_argument("--mechanism", choices=("gaussian", "laplace", "randomized_response"),
+    group.add_argument("--mechanism", choices=MECHANISMS,
                        default=None, help="noise mechanism (default: gaussian)")
     group.add_argument("--p0", type=_p0, default=None, metavar="P",
                        help="edge probability of the comparison graph in (0, 1], or 'auto' "

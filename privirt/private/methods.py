@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
-from .._constants import MISSING_DOMAINS
+from .._constants import MECHANISMS, MISSING_DOMAINS
 
 __all__ = ["PrivateMethod", "SweepVariant", "METHODS", "register", "get", "names",
            "COMMON_OPTIONS"]
@@ -198,7 +198,7 @@ register(
     from_release="spectral_from_release",
     options=("mechanism", "p0", "shuffle", "sensitivity", "rr_estimator", "estimator",
              "confidence", "n_boot"),
-    intervals=True, mechanisms=("gaussian", "laplace", "randomized_response"), device=True,
+    intervals=True, mechanisms=MECHANISMS, device=True,
     sweeps=(
         SweepVariant("gaussian", {"mechanism": "gaussian", "p0": 1.0, "n_boot": 0,
                                   "estimator": "spectral"},

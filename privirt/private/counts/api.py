@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..._backend import resolve_device
 from ..._checks import check_confidence, check_flag, check_n_boot
+from ..._constants import MECHANISMS
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
 from ..._seeds import SeedLike, estimate_stream
@@ -30,7 +31,7 @@ __all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release
            "NOISE_AWARE_BELOW"]
 
 CountMechanism = Literal["gaussian", "laplace"]
-Mechanism = Literal["gaussian", "laplace", "randomized_response"]
+Mechanism = Literal[MECHANISMS]
 
 #: ``mechanism=`` name -> the measurement that releases noisy pairwise counts.
 COUNT_MEASUREMENTS: dict[str, type] = {"gaussian": CountsGaussian, "laplace": CountsLaplace}
@@ -310,7 +311,7 @@ def private_spectral_estimate(
     PrivateSpectralResult
         ``.beta``, ``.se``, ``.ci``, ``.privacy`` and the fit.
     """
-    if mechanism not in ("gaussian", "laplace", "randomized_response"):
+    if mechanism not in MECHANISMS:
         raise ValueError(
             f"mechanism must be 'gaussian', 'laplace' or 'randomized_response', got {mechanism!r}"
         )
