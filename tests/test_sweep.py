@@ -1197,3 +1197,14 @@ def test_the_configurations_delta_is_not_called_a_flag(tmp_path, capsys):
                  "--out", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "the configuration's delta must be a number" in err and "--delta" not in err
+
+
+@pytest.mark.skipif(privirt.gpu_available(), reason="checks the refusal where no GPU is visible")
+def test_a_gpu_sweep_without_a_gpu_writes_nothing(tmp_path):
+    """device 'gpu' without cupy was refused by the first cell, after the folder, its lock,
+    config.toml and sweep.json had been written."""
+    cfg = _write(tmp_path, 'device = "gpu"\nseed = 1\ntrials = 1\nepsilons = [1.0]\n'
+                 'mechanisms = ["gaussian"]\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+    with pytest.raises(ImportError, match="pass device=.cpu."):
+        sw.run_sweep(cfg, tmp_path / "deep" / "out", jobs=1, progress=False)
+    assert not (tmp_path / "deep").exists()

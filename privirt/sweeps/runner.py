@@ -271,6 +271,10 @@ def _plan(out: Path, config: SweepConfig, *, jobs: int, resume: bool) -> _Plan:
         As :func:`run_sweep`.
     """
     results = out / RESULTS_FILE
+    if config.device == "gpu":  # without cupy / a CUDA device: one line, nothing written
+        from .._backend import resolve_device
+
+        resolve_device("gpu")
     cells = expand_grid(config)
     grid_keys = {c.key for c in cells}
 
