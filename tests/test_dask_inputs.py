@@ -237,3 +237,17 @@ def test_both_engines_refuse_the_same_item_sets_in_the_same_words_before_any_deb
         assert words[0] == words[1], (items, words)
         assert ("ordered sequence" in words[0]) if case == "a set of items" else ("same as text" in words[0])
     assert ledger.spent().epsilon == 0
+
+
+@pytest.mark.parametrize("method", ["private_spectral_estimate", "release_counts"])
+def test_device_gpu_with_the_dask_engine_is_refused_before_any_debit(tmp_path, method):
+    """pairwise_counts and the CLI refuse device='gpu' with engine='dask' (the workers count
+    on their CPUs); the private releases accepted it and counted on the CPUs."""
+    X = _data(n=40)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-6)
+    source = da.from_array(X, chunks=(17, 4))
+    with pytest.raises(ValueError, match=r"^engine='dask' counts on the workers' CPUs; got "
+                                         r"device='gpu': pass device='auto' or 'cpu'"):
+        getattr(privirt, method)(source, epsilon=1.0, ledger=ledger, device="gpu",
+                                 engine="dask", n_persons=40)
+    assert ledger.spent().epsilon == 0

@@ -85,6 +85,9 @@ def validate_call(
             "records private releases only; drop seed= to spend from the ledger, or drop ledger= "
             "for a reproducible non-private run (nothing was spent)"
         )
+    if device == "gpu" and (engine == "dask" or type(X).__name__ == "DaskSource"):
+        raise ValueError("engine='dask' counts on the workers' CPUs; got device='gpu': pass "
+                         "device='auto' or 'cpu' (or engine='local' to count on the GPU)")
     resolved_device = resolve_device(device)
     ledger = _resolve_ledger(ledger)
     if delta is None:
