@@ -143,3 +143,12 @@ def test_callers_without_progress_keep_cml_silent_on_a_terminal(monkeypatch):
     REGISTRY["cmle"](X)
     assert main(["demo", "--no-private"]) == 0
     assert "CML estimate" not in shown.getvalue()
+
+
+@pytest.mark.skipif(privirt.gpu_available(), reason="checks the refusal where no GPU is visible")
+@pytest.mark.parametrize("extra", [["--device", "gpu"], ["--chains", "0"]])
+def test_mh_refuses_a_device_or_chains_in_one_line_before_its_stage_message(lsat_csv, capsys,
+                                                                             extra):
+    """A stage message ("privirt mh: Responses(...)") came before the error: two lines."""
+    assert main(["mh", str(lsat_csv), "--iter", "20", "--warmup", "10", *extra]) == 2
+    _one_line(capsys)

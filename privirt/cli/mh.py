@@ -88,7 +88,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from .._backend import resolve_device
     from ..bayes import mh_2pl, twopl_setup
+    from ..bayes.schedule import Schedule, resolve_warmup
     from ._input import read_responses
 
     started = time.perf_counter()
@@ -103,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if len(anchors) != len(args.anchor):
         raise ValueError("a person is given more than one --anchor")
     twopl_setup.check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
+    resolve_device(args.device)  # --device gpu without cupy
+    Schedule(args.n_iter, resolve_warmup(args.warmup), args.thin, args.chains)  # --chains 0
     # transposed: the file's empty rows are items and its empty columns persons, so nothing is
     # dropped (nor named) until the table is the right way round
     resp = read_responses(args, **({"empty": "keep"} if args.transpose else {}))
