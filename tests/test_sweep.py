@@ -760,6 +760,9 @@ def test_pooled_cells_run_on_the_cpu_and_a_gpu_sweep_takes_one_job(tmp_path, mon
     assert one.failed == 4
     gpu = tmp_path / "gpu.toml"
     gpu.write_text('device = "gpu"\n' + body, encoding="utf-8")
+    from privirt import _backend
+
+    monkeypatch.setattr(_backend, "resolve_device", lambda device: "gpu")  # as with a GPU
     with pytest.raises(ValueError, match=r"set jobs to 1 \(--jobs 1\)"):
         sw.run_sweep(gpu, tmp_path / "g", jobs=2, progress=False)
     assert not (tmp_path / "g").exists()
