@@ -169,6 +169,24 @@ def test_gibbs_slopes_free_with_anchors(votes_csv, tmp_path, capsys):
     assert len(warn) == 1 and "--slopes free" in warn[0] and "rc0, rc3" in warn[0]
 
 
+def test_gibbs_fixed_anchor_has_no_rhat_and_is_not_counted_as_not_converged(votes_csv, tmp_path,
+                                                                            capsys):
+    """A θ fixed by --anchor NAME=VALUE never changes: R-hat NaN (as ArviZ, Stan), like a stuck
+    parameter, but the convergence warning leaves exactly the fixed persons out."""
+    path, left, right, _ = votes_csv
+    out = tmp_path / "s.csv"
+    assert main(["gibbs", str(path), "--person-col", "voter", "--iter", "60", "--warmup", "20",
+                 "--chains", "2", "--seed", "57000001", "--device", "cpu", "--no-progress",
+                 "--out", str(out), "--slopes", "free", "--anchor", f"{left}=-1.5",
+                 "--anchor", f"{right}=+"]) == 0
+    err = capsys.readouterr().err
+    table = pd.read_csv(out, index_col=[0, 1])
+    assert table.loc[("theta", left), "sd"] == 0 and np.isnan(table.loc[("theta", left), "rhat"])
+    assert np.isfinite(table.loc[("theta", right), "rhat"])  # a sign anchor still moves
+    warn = [line for line in err.splitlines() if "have not converged" in line]
+    assert len(warn) == 1 and f"of {len(table) - 1} parameters" in warn[0], err
+
+
 @pytest.mark.parametrize("bad, message", [
     (["--anchor", "v1"], "--anchor expects NAME=VALUE"),
     (["--anchor", "v1=left"], "must be \\+ or - .* or a number"),

@@ -351,6 +351,15 @@ def test_convergence_warning_thresholds():
     for rhat, ess in ((1.011, 1000.0), (1.0, 399.0), (np.nan, 1000.0)):
         with pytest.warns(ConvergenceWarning, match="1 of 2 parameters"):
             warn_convergence(pd.DataFrame({"rhat": [1.0, rhat], "ess": [1000.0, ess]}))
+    # a θ fixed by an anchor (R-hat NaN: constant by construction) is left out, and only it
+    table = pd.DataFrame({"rhat": [1.0, np.nan, np.nan], "ess": [1000.0, 2000.0, 2000.0]},
+                         index=pd.MultiIndex.from_tuples([("a", "i1"), ("theta", "p1"),
+                                                          ("theta", "p2")]))
+    with pytest.warns(ConvergenceWarning, match="1 of 2 parameters .* 1 without an R-hat"):
+        warn_convergence(table, fixed=[("theta", "p1")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_convergence(table, fixed=[("theta", "p1"), ("theta", "p2")])
 
 
 def test_gibbs_default_prior_on_a_is_the_safe_one(ten_items, monkeypatch):

@@ -80,6 +80,21 @@ def test_non_finite_draws_have_no_rhat_or_ess(rng):
     assert out["rhat"][0] == clean["rhat"][0] and out["ess"][0] == clean["ess"][0]
 
 
+def test_draws_that_never_change_have_no_rhat(rng):
+    """A parameter whose draws never change (a stuck chain) has R-hat NaN, as in ArviZ and
+    Stan, with kept draws and streamed; it was 1.0, which passed for converged."""
+    d = np.concatenate([np.full((4, 500, 1), 0.7), rng.normal(size=(4, 500, 1))], axis=2)
+    assert np.isnan(diagnostics.rhat(d)[0]) and diagnostics.rhat(d)[1] < 1.05
+    labels = {"b": pd.Index(["stuck", "moving"])}
+    acc = StreamingSummary(4, 2, 500)
+    for t in range(500):
+        acc.update(d[:, t])
+    for post in (Posterior(draws={"b": d}, labels=labels),
+                 Posterior(draws=None, streaming={"b": acc}, labels=labels)):
+        s = post.summary("b")
+        assert np.isnan(s.loc["stuck", "rhat"]) and s.loc["moving", "rhat"] < 1.05
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()

@@ -135,9 +135,8 @@ def _basic_rhat_pm(a: np.ndarray) -> np.ndarray:
     b = n * chain_means.var(axis=1, ddof=1)
     var_plus = (n - 1) / n * w + b / n
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.sqrt(var_plus / w)
-    out[(w == 0) & (b == 0)] = 1.0
-    return out
+        # draws that never change (w = b = 0) give 0/0 = NaN, as ArviZ and Stan report it
+        return np.sqrt(var_plus / w)
 
 
 def _rhat_pm(s: np.ndarray, z: np.ndarray, order: np.ndarray, xs: np.ndarray,

@@ -170,8 +170,8 @@ class StreamingSummary:
         with np.errstate(divide="ignore", invalid="ignore"):
             ess = np.where(mcse > 0, total_var / mcse**2, np.nan)
             if c > 1 and n > 1:
+                # draws that never change (within = between = 0): 0/0 = NaN, as with kept draws
                 rhat = np.sqrt(((n - 1) / n * within + between / n) / within)
-                rhat = np.where((within == 0) & (between == 0), 1.0, rhat)
             else:
                 rhat = np.full(self.size, np.nan)
         kept = to_numpy(self.kept)[:, : self._n_kept].reshape(-1, self.size)

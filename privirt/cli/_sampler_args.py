@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
@@ -93,22 +93,47 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 
 
-def warn_convergence(table: pd.DataFrame) -> None:
+def fixed_by_anchors(post: Any) -> list[tuple[str, str]]:
+    """The ``("theta", label)`` rows of the persons whose θ an anchor fixes at a number
+    (``privirt gibbs --anchor NAME=1.5``): constant by construction, so their R-hat is NaN.
+    Sign anchors (``+`` / ``-``, and every ``privirt mh`` anchor) fix nothing."""
+    if post.sampler != "gibbs_2pno":
+        return []
+    return [("theta", str(label)) for label, value in post.info.get("anchors", {}).items()
+            if not isinstance(value, str)]
+
+
+def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ()) -> None:
     """One ``privirt: warning`` line when some parameter has R-hat > 1.01 or bulk ESS < 400
-    (Vehtari et al. 2021), saying how many and what to do."""
+    (Vehtari et al. 2021), saying how many and what to do.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The posterior summary, indexed by (parameter, label).
+    fixed : iterable of (str, str)
+        (parameter, label) rows that are constant by construction (:func:`fixed_by_anchors`):
+        not counted.  Any other parameter whose draws never changed has R-hat NaN and counts
+        as not converged.
+    """
     import numpy as np
 
+    exempt = {(p, str(label)) for p, label in fixed}
+    if exempt:
+        table = table[[(p, str(label)) not in exempt for p, label in table.index]]
     rhat = table["rhat"].to_numpy(dtype=float)
     ess = table["ess"].to_numpy(dtype=float)
-    bad_rhat = ~(rhat <= RHAT_MAX)  # NaN (a constant chain) counts as not converged
+    bad_rhat = ~(rhat <= RHAT_MAX)  # NaN (draws that never changed) counts as not converged
     bad_ess = ~(ess >= ESS_MIN)
     bad = bad_rhat | bad_ess
     if not bad.any():
         return
     worst = []
-    if bad_rhat.any():
-        worst.append(f"{int(bad_rhat.sum())} with R-hat > {RHAT_MAX} (max {np.nanmax(rhat):.3g})"
-                     if np.isfinite(rhat).any() else f"{int(bad_rhat.sum())} without an R-hat")
+    over, no_rhat = rhat > RHAT_MAX, np.isnan(rhat)
+    if over.any():
+        worst.append(f"{int(over.sum())} with R-hat > {RHAT_MAX} (max {np.nanmax(rhat):.3g})")
+    if no_rhat.any():  # too few draws, or draws that never changed (a stuck chain)
+        worst.append(f"{int(no_rhat.sum())} without an R-hat")
     if bad_ess.any():
         worst.append(f"{int(bad_ess.sum())} with bulk ESS < {ESS_MIN} (min {np.nanmin(ess):.3g})"
                      if np.isfinite(ess).any() else f"{int(bad_ess.sum())} without an ESS")

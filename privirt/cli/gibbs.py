@@ -24,6 +24,7 @@ from ._sampler_args import (
     add_data_arguments,
     add_prior_arguments,
     check_outputs,
+    fixed_by_anchors,
     make_plot_dir,
     page_names,
     pages,
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"(θ of {resp.n_persons} persons not shown: --persons prints them, --out "
                   "writes every row)", file=sys.stderr)
         print(timing, file=sys.stderr)
-    warn_convergence(table)
+    warn_convergence(table, fixed=fixed_by_anchors(post))  # θ fixed by --anchor: constant
     if post.info["reflected_chains"]:
         print(f"chains reflected to agree with the data's first principal component: "
               f"{post.info['reflected_chains']} (give --anchor to fix the direction)",
