@@ -95,6 +95,19 @@ def test_draws_that_never_change_have_no_rhat(rng):
         assert np.isnan(s.loc["stuck", "rhat"]) and s.loc["moving", "rhat"] < 1.05
 
 
+def test_streamed_sd_of_one_draw_is_nan_as_with_kept_draws(rng):
+    """One pooled draw (one chain, one draw): the sd (ddof 1) is undefined; the streaming
+    summary said 0.0 where the kept-draws summary says NaN."""
+    d = rng.normal(size=(1, 1, 3))
+    labels = {"b": pd.Index(list("xyz"))}
+    acc = StreamingSummary(1, 3, 1)
+    acc.update(d[:, 0])
+    kept = Posterior(draws={"b": d}, labels=labels).summary("b")
+    stream = Posterior(draws=None, streaming={"b": acc}, labels=labels).summary("b")
+    assert np.isnan(kept["sd"]).all() and np.isnan(stream["sd"]).all()
+    np.testing.assert_array_equal(stream["mean"], kept["mean"])
+
+
 def test_rhat_detects_disagreeing_chains(rng):
     good = rng.normal(size=(4, 1000, 2))
     bad = good.copy()

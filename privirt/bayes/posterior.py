@@ -158,7 +158,10 @@ class StreamingSummary:
         between = n * mean_c.var(axis=0, ddof=1) if c > 1 else np.zeros_like(grand)
         # variance of all c·n draws pooled (ddof=1), exactly what the kept-draws summary
         # reports: (c(n−1)W + (c−1)B) / (cn − 1) with B = n · var(chain means)
-        total_var = (c * (n - 1) * within + (c - 1) * between) / max(c * n - 1, 1)
+        if c * n >= 2:
+            total_var = (c * (n - 1) * within + (c - 1) * between) / (c * n - 1)
+        else:  # one pooled draw: a ddof-1 variance is undefined (NaN, as with kept draws)
+            total_var = np.full(self.size, np.nan)
         sd = np.sqrt(np.maximum(total_var, 0.0))
         n_full = n // self.batch_size if self.batch_size else 0
         n_full = min(n_full, self.n_batches)
