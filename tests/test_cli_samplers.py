@@ -263,6 +263,41 @@ def test_mh_bad_priors_proposals_anchors_print_one_line(data_csv, capsys, extra,
     assert re.search(message, err)
 
 
+@pytest.fixture
+def empty_row_csv(tmp_path):
+    """60 persons × 5 items, one of them with no response (reading it warns that it is
+    dropped)."""
+    X, *_ = privirt.simulate_2pno(60, 5, seed=57_000_010)
+    frame = pd.DataFrame(X, index=[f"p{i}" for i in range(60)],
+                         columns=[f"i{j}" for j in range(5)]).astype(float)
+    frame.loc["p3"] = np.nan
+    path = tmp_path / "empty_row.csv"
+    frame.rename_axis("p").to_csv(path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+@pytest.mark.parametrize("extra, message", [
+    (["--prior-a", "0", "-1"], "--prior-a"),
+    (["--prior-b", "nan", "1"], "--prior-b"),
+    (["--iter", "10"], "--warmup \\(20\\) must be smaller than --iter \\(10\\)"),
+    (["--thin", "100"], "--thin"),
+    (["--chains", "0"], "--chains"),
+    (["--iter", "0"], "--iter"),
+    (["--anchor", "p0=BAD"], "anchor"),
+])
+def test_bad_priors_schedule_anchor_values_are_one_line_before_the_data(
+        command, extra, message, empty_row_csv, capsys):
+    """``privirt gibbs`` read the data (warning "dropped 1 person(s)") before it checked the
+    priors, schedule and anchor values: two lines; now the one error line, as ``privirt mh``."""
+    if extra[0] == "--anchor":  # θ fixed at 1e9 (gibbs); a zero, which has no sign (mh)
+        extra = ["--anchor", "p0=1e9" if command == "gibbs" else "p0=0"]
+    assert _run(command, empty_row_csv, "--person-col", "p", *extra) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("privirt: error: "), err
+    assert re.search(message, err), err
+
+
 def test_mh_checks_prior_values_before_reading_the_data(tmp_path, capsys):
     """The values are checked before the data are read: a bad prior is named even when the
     file is missing."""

@@ -84,6 +84,14 @@ def check_outputs(args: argparse.Namespace) -> None:
         _plt()
 
 
+def check_schedule(args: argparse.Namespace) -> None:
+    """Before the data are read (one error line, no data warning or stage message before it):
+    ``--iter``, ``--warmup``, ``--thin`` and ``--chains`` make a valid schedule."""
+    from ..bayes.schedule import Schedule, resolve_warmup
+
+    Schedule(args.n_iter, resolve_warmup(args.warmup), args.thin, args.chains)
+
+
 class ConvergenceWarning(UserWarning):
     """Some parameter's chains fail the R-hat / ESS thresholds."""
 

@@ -24,6 +24,7 @@ from ._sampler_args import (
     add_data_arguments,
     add_prior_arguments,
     check_outputs,
+    check_schedule,
     fixed_by_anchors,
     make_plot_dir,
     page_names,
@@ -108,14 +109,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bayes import gibbs_2pno
+    import pandas as pd
+
+    from ..bayes import gibbs_2pno, twopno
+    from ..bayes.gibbs import resolve_engine, sampler_device
+    from ..bayes.slopes import check_anchors
     from ._input import read_responses
 
     started = time.perf_counter()
     check_outputs(args)
     if args.prior_a_flat and args.prior_a is not None:
         raise ValueError("--prior-a and --prior-a-flat are two priors on a; give one")
-    resp = read_responses(args)
     priors = priors_from_args(args, ("a", "b"))
     if not args.prior_a_flat:
         # positive slopes: N(1, 1) truncated to a > 0; free slopes: N(0, 4), symmetric in the
@@ -124,6 +128,13 @@ def run(args: argparse.Namespace) -> int:
     anchors = dict(args.anchor)
     if len(anchors) != len(args.anchor):
         raise ValueError("a person is given more than one --anchor; give each person once")
+    # the priors, schedule, device/engine and anchor values before the data are read (one
+    # error line, no data warning before it); the anchors' labels once the persons are known
+    twopno.check_priors(priors)
+    check_schedule(args)
+    resolve_engine(args.engine, sampler_device(args.device, args.engine))
+    check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
+    resp = read_responses(args)
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors, device=args.device, seed=args.seed,

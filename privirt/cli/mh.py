@@ -18,6 +18,7 @@ from ._sampler_args import (
     add_data_arguments,
     add_prior_arguments,
     check_outputs,
+    check_schedule,
     make_plot_dir,
     priors_from_args,
     summarise,
@@ -90,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
 
     from .._backend import resolve_device
     from ..bayes import mh_2pl, twopl_setup
-    from ..bayes.schedule import Schedule, resolve_warmup
     from ._input import read_responses
 
     started = time.perf_counter()
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("a person is given more than one --anchor")
     twopl_setup.check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
     resolve_device(args.device)  # --device gpu without cupy
-    Schedule(args.n_iter, resolve_warmup(args.warmup), args.thin, args.chains)  # --chains 0
+    check_schedule(args)  # --chains 0, --warmup >= --iter, ...
     # transposed: the file's empty rows are items and its empty columns persons, so nothing is
     # dropped (nor named) until the table is the right way round
     resp = read_responses(args, **({"empty": "keep"} if args.transpose else {}))
