@@ -298,6 +298,18 @@ def test_bad_priors_schedule_anchor_values_are_one_line_before_the_data(
     assert re.search(message, err), err
 
 
+def test_mh_refuses_weights_col_with_transpose_before_reading(tmp_path, capsys):
+    """--weights-col expands rows into persons; with --transpose the rows are items, so the
+    pattern rows became duplicated items (exit 0).  Now one line, before the file is read
+    (a missing file is not even opened), nothing written."""
+    out = tmp_path / "s.csv"
+    assert _run("mh", tmp_path / "missing.csv", "--weights-col", "frequency", "--transpose",
+                "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("privirt: error: --weights-col "), err
+    assert "--transpose" in err and not out.exists()
+
+
 def test_mh_checks_prior_values_before_reading_the_data(tmp_path, capsys):
     """The values are checked before the data are read: a bad prior is named even when the
     file is missing."""

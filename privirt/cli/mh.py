@@ -61,7 +61,8 @@ def register(subparsers: Any) -> None:
     )
     add_data_arguments(p, what="responses / votes")
     p.add_argument("--transpose", action="store_true",
-                   help="the file has voters as columns (e.g. cases x justices)")
+                   help="the file has voters as columns (e.g. cases x justices); not with "
+                   "--weights-col")
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
         plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ; "
@@ -95,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     check_outputs(args)
+    if args.transpose and args.weights_col is not None:  # rows expanded into persons, then items
+        raise ValueError(
+            "--weights-col counts the persons who gave each row's answers, but with --transpose "
+            "the rows are items; give the pattern table with persons as rows, without --transpose"
+        )
     # the priors, proposal sds and anchor values before the data are read (one error line, no
     # stage message before it); the anchors' labels once the persons are known, below
     priors = priors_from_args(args, ("theta", "a", "b"))
