@@ -732,3 +732,15 @@ def test_a_value_just_over_the_location_bound_is_printed_so_that_it_breaks_it():
     with pytest.raises(ValueError, match=r"^init\['b'\]\[2\] is -1000000\.0000001, too large"):
         privirt.mh_2pl(X, n_iter=4, warmup=2, n_chains=2, init={"b": [0.0, 0.0, -1e6 - 1e-7, 0.0]},
                        progress=False, seed=5_100_001)
+
+
+def test_trace_plots_pick_stuck_parameters_first():
+    """R-hat is NaN for draws that never changed (a stuck chain): sorted descending, NaN went
+    last, so the trace plots of the worst-mixing items never showed the stuck ones."""
+    import pandas as pd
+
+    from privirt.cli.mh import worst_mixing
+
+    rhat = pd.Series([1.001, np.nan, 1.2, 1.05, np.nan], index=list("abcde"))
+    assert worst_mixing(rhat, 3) == ["b", "e", "c"]
+    assert worst_mixing(rhat.fillna(1.0), 2) == ["c", "d"]

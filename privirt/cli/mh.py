@@ -27,10 +27,16 @@ from ._sampler_args import (
 )
 from ._types import positive_int
 
-__all__ = ["register", "run", "parse_anchor"]
+__all__ = ["register", "run", "parse_anchor", "worst_mixing"]
 
 #: items in the a and b trace plots: those with the largest R-hat (a roll call has hundreds)
 TRACE_ITEMS = 6
+
+
+def worst_mixing(rhat: Any, k: int) -> list:
+    """The labels of the ``k`` parameters that mixed worst: those without an R-hat (NaN: draws
+    that never changed, a stuck chain) first, then the largest R-hat."""
+    return list(rhat.sort_values(ascending=False, kind="stable", na_position="first").index[:k])
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
@@ -161,10 +167,9 @@ def run(args: argparse.Namespace) -> int:
                              path=d / "trace_theta.png"))
         written = ["ideal_points.png", "trace_theta.png"]
         for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
-            worst = summary.loc[block]["rhat"].sort_values(ascending=False, kind="stable")
-            labels = list(worst.index[:TRACE_ITEMS])
+            labels = worst_mixing(summary.loc[block]["rhat"], TRACE_ITEMS)
             plt.close(trace_plot(post, block, labels=labels, path=d / f"trace_{block}.png"))
             written.append(f"trace_{block}.png")
         print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
-              "largest R-hat)", file=sys.stderr)
+              "largest R-hat, those without one first)", file=sys.stderr)
     return 0
