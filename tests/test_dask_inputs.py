@@ -251,3 +251,29 @@ def test_device_gpu_with_the_dask_engine_is_refused_before_any_debit(tmp_path, m
         getattr(privirt, method)(source, epsilon=1.0, ledger=ledger, device="gpu",
                                  engine="dask", n_persons=40)
     assert ledger.spent().epsilon == 0
+
+
+def test_files_under_hidden_or_underscore_folders_are_skipped_as_by_pyarrow(tmp_path, client):
+    """Only the base name was checked: a writer's leftovers under _temporary/ or .staging/ were
+    counted too (rows counted twice, a larger sensitivity than the noise was calibrated for)."""
+    import pyarrow.dataset as pads
+
+    X = np.nan_to_num(_data(n=100, m=3, seed=55_000_000))
+    df = pd.DataFrame(X, columns=list("abc"))
+    (tmp_path / "_temporary" / "0").mkdir(parents=True)
+    (tmp_path / ".staging").mkdir()
+    (tmp_path / "sub").mkdir()
+    df.iloc[:60].to_parquet(tmp_path / "part-0.parquet", index=False)
+    df.iloc[60:].to_parquet(tmp_path / "sub" / "part-1.parquet", index=False)  # a plain subfolder is read
+    df.iloc[:40].to_parquet(tmp_path / "_temporary" / "0" / "part-0.parquet", index=False)
+    df.iloc[:10].to_parquet(tmp_path / ".staging" / "part-0.parquet", index=False)
+    assert pads.dataset(tmp_path).count_rows() == 100
+    got = privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)
+    ref = privirt.sufficient_statistics(df)
+    assert got.n_rows == 100
+    assert got.totals.tolist() == ref.totals.tolist()
+    # on a private path a public n_persons above 100 no longer hides the double count
+    got = privirt.release_counts(str(tmp_path), engine="dask", client=client, epsilon=1.0,
+                                 seed=55_000_001, n_persons=150)
+    ref = privirt.release_counts(df, epsilon=1.0, seed=55_000_001, n_persons=150)
+    pd.testing.assert_frame_equal(got.Y, ref.Y)

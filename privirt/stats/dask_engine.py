@@ -273,9 +273,14 @@ def _parquet_files(source) -> tuple[Any, list[str]]:
     files: list[str] = []
     for p in paths:
         if fs.isdir(p):
+            root = p.rstrip("/") + "/"
             found = [f for f in fs.find(p) if f.lower().endswith(_PARQUET_SUFFIXES)]
-            # skip metadata and hidden files (_metadata, _common_metadata, .crc, ...)
-            files.extend(f for f in found if not f.rsplit("/", 1)[-1].startswith(("_", ".")))
+            # skip metadata, hidden files and anything under a hidden or ``_`` folder
+            # (_metadata, .crc, _temporary/, .staging/, ...): pyarrow's ``ignore_prefixes``
+            # rule, so that the same files are read as by pandas and pyarrow
+            files.extend(f for f in found if not any(
+                part.startswith(("_", ".")) for part in
+                (f[len(root):] if f.startswith(root) else f.rsplit("/", 1)[-1]).split("/")))
         elif fs.exists(p):
             files.append(p)
     if not files:
