@@ -277,3 +277,47 @@ def test_files_under_hidden_or_underscore_folders_are_skipped_as_by_pyarrow(tmp_
                                  seed=55_000_001, n_persons=150)
     ref = privirt.release_counts(df, epsilon=1.0, seed=55_000_001, n_persons=150)
     pd.testing.assert_frame_equal(got.Y, ref.Y)
+
+
+def test_duplicate_person_labels_are_refused_on_the_private_path_before_any_debit(tmp_path, capsys, client):
+    """The person column was dropped unchecked: a person with two rows was released (the
+    "replace one person's row" sensitivity broken) where the in-memory reader refuses."""
+    from privirt.cli import main
+
+    X = np.nan_to_num(_data(n=40, m=3, seed=55_000_010))
+    df = pd.DataFrame(X, columns=list("abc"))
+    df.insert(0, "person", [f"p{i}" for i in range(40)])
+    df.loc[33, "person"] = "p5"  # p5 twice, in different files / partitions
+    folder = tmp_path / "dup"
+    folder.mkdir()
+    df.iloc[:20].to_parquet(folder / "p0.parquet", index=False)
+    df.iloc[20:].to_parquet(folder / "p1.parquet", index=False)
+    with pytest.raises(ValueError, match="^duplicate person label 'p5'$"):
+        privirt.release_counts(df, epsilon=1.0, seed=55_000_011)  # in memory
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-6)
+    for source in (str(folder), dd.from_pandas(df, npartitions=3),
+                   dd.from_pandas(df.set_index("person"), npartitions=3)):  # labels as the index
+        for f, kw in ((privirt.release_counts, {}), (privirt.private_totals_estimate, {"n_boot": 0})):
+            with pytest.raises(ValueError, match="^duplicate person label 'p5'$"):
+                f(source, engine="dask", client=client, epsilon=1.0, ledger=ledger, n_persons=50, **kw)
+    # within one partition as well
+    with pytest.raises(ValueError, match="^duplicate person label 'p5'$"):
+        privirt.release_counts(dd.from_pandas(df, npartitions=1), engine="dask", client=client,
+                               epsilon=1.0, ledger=ledger, n_persons=50)
+    assert ledger.spent().epsilon == 0
+    ledger_path = tmp_path / "cli.db"
+    assert main(["budget", "init", str(ledger_path), "--epsilon", "5", "--delta", "1e-6"]) == 0
+    capsys.readouterr()
+    rc = main(["estimate", str(folder), "--engine", "dask", "--epsilon", "1", "--n-persons", "50",
+               "--ledger", str(ledger_path), "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.strip().splitlines()[-1] == "privirt: error: duplicate person label 'p5'", err
+    assert not (tmp_path / "o.csv").exists()
+    assert privirt.Ledger(ledger_path).spent().epsilon == 0
+    # distinct labels: released as in memory
+    df.loc[33, "person"] = "p33"
+    df.iloc[20:].to_parquet(folder / "p1.parquet", index=False)
+    got = privirt.release_counts(str(folder), engine="dask", client=client, epsilon=1.0,
+                                 seed=55_000_012, n_persons=50)
+    ref = privirt.release_counts(df, epsilon=1.0, seed=55_000_012, n_persons=50)
+    pd.testing.assert_frame_equal(got.Y, ref.Y)

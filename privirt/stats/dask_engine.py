@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .._threads import one_thread_in
+from . import _dask_labels
 from ..data._labels import match_items, wide_item_columns
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
@@ -293,7 +294,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
     from dask import delayed
 
     fs, files = _parquet_files(source)
-    tasks, labels, schema_cols = [], None, None
+    tasks, labels, schema_cols, label_parts = [], None, None, []
     for path in files:
         with fs.open(path, "rb") as fh:
             meta = pq.ParquetFile(fh)
@@ -302,8 +303,9 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         index_cols = set()
         if schema.pandas_metadata:
             index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
-        cols = wide_item_columns([c for c in schema.names if c not in index_cols], person_col,
-                                 index_cols, f" {path}", from_file=True)
+        names = [c for c in schema.names if c not in index_cols]
+        cols = wide_item_columns(names, person_col, index_cols, f" {path}", from_file=True)
+        label_col = _dask_labels.label_column(names, cols, person_col, index_cols)
         if schema_cols is None:
             schema_cols = cols
             labels, _, _ = _match_items(items, cols, public)
@@ -322,8 +324,10 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
             tasks.append(delayed(_parquet_part, pure=True)(
                 fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size, extras))
+            if public and label_col is not None:
+                label_parts.append(delayed(_dask_labels.parquet_labels, pure=True)(fs, path, rg, label_col))
             offset += rows
-    return tasks, labels
+    return tasks, labels, label_parts
 
 
 def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=True):
@@ -348,13 +352,18 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
                 "be 0, 1 or missing (NaN); convert text such as 'yes'/'no' to 0/1 first"))
         return out
 
+    parts = ddf.to_delayed()
     tasks = [
         delayed(_values_part, pure=True)(delayed(select, pure=True)(p, i), labels,
                                          f"partition {i}", 0, pairwise, chunk_size, extras,
                                          table=True, rows=f"partition {i}")
-        for i, p in enumerate(ddf.to_delayed())
+        for i, p in enumerate(parts)
     ]
-    return tasks, labels
+    label_col = _dask_labels.label_column(list(ddf.columns), cols, person_col, [ddf.index.name])
+    if not public or label_col is None:
+        return tasks, labels, []
+    pick = (lambda p: p.index) if label_col not in ddf.columns else (lambda p: p[label_col])
+    return tasks, labels, [delayed(pick, pure=True)(p) for p in parts]
 
 
 def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
@@ -375,7 +384,7 @@ def _array_tasks(arr, items, public, pairwise, chunk_size, extras=True):
     tasks = [delayed(_values_part, pure=True)(b, labels, f"block {i}", int(s), pairwise,
                                                      chunk_size, extras, pos)
              for i, (b, s) in enumerate(zip(blocks, starts))]
-    return tasks, labels
+    return tasks, labels, []  # an array has no person labels
 
 
 def _tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
@@ -439,14 +448,17 @@ def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, p
         raise ValueError(f"chunk_size must be an integer in [1, 2**24], got {chunk_size!r}")
     if n_persons is not None:
         check_n_rows(0, n_persons)  # validates n_persons before any work
-    tasks, labels = _tasks(source, items, public, person_col, pairwise, chunk_size, extras)
+    tasks, labels, label_parts = _tasks(source, items, public, person_col, pairwise, chunk_size,
+                                        extras)
     if not tasks:
         raise ValueError("the data set has no partitions")
     root = _tree_sum(tasks)
     if len(tasks) == 1:  # one partition: still a fresh key for this call
         root = delayed(add_statistics, pure=False)(root)
+    # a private path: every person label at most once, checked in the same computation
+    checks = _dask_labels.label_checks(label_parts)
     with embedded_client(client) as cl:
-        future = cl.compute(root)
+        future = cl.compute(delayed(lambda st, *_: st, pure=False)(root, *checks) if checks else root)
         try:
             stats = future.result()
         except BaseException:
@@ -560,7 +572,7 @@ def public_source(source: Any, *, items: Sequence[Any] | None, n_persons: Any,
             "n_persons=... (CLI: --n-persons); counting the rows would make it depend on the data"
         )
     check_n_rows(0, n_persons)
-    _, labels = _tasks(source, items, True, person_col, False, None)
+    _, labels, _ = _tasks(source, items, True, person_col, False, None)
     if len(labels) < 2:
         raise ValueError(f"private estimation needs at least 2 items, got {len(labels)}")
     return DaskSource(source, labels, int(n_persons), client, person_col)
