@@ -321,3 +321,28 @@ def test_duplicate_person_labels_are_refused_on_the_private_path_before_any_debi
                                  seed=55_000_012, n_persons=50)
     ref = privirt.release_counts(df, epsilon=1.0, seed=55_000_012, n_persons=50)
     pd.testing.assert_frame_equal(got.Y, ref.Y)
+
+
+def test_cli_private_dask_with_items_reads_files_of_different_columns(tmp_path, capsys, client):
+    """The CLI first read the schema without --items and refused files whose columns differ
+    (another order, an item a file lacks) with advice to pass the items it had been given."""
+    from privirt.cli import main
+
+    X = np.nan_to_num(_data(n=80, m=4, seed=55_000_020))
+    df = pd.DataFrame(X, columns=list("abcd"))
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    df.iloc[:40].to_parquet(folder / "p0.parquet", index=False)
+    df.iloc[40:][["d", "c", "a"]].to_parquet(folder / "p1.parquet", index=False)  # no b there
+    full = df.copy()
+    full.loc[40:, "b"] = np.nan
+    full.to_csv(tmp_path / "x.csv", index=False)
+    common = ["--epsilon", "1", "--n-persons", "90", "--method", "spectral", "--items", "a,b,c,d",
+              "--seed", "55000021"]
+    assert main(["estimate", str(tmp_path / "x.csv"), *common, "--out", str(tmp_path / "loc.csv")]) == 0
+    rc = main(["estimate", str(folder), "--engine", "dask", "--scheduler", client.scheduler.address,
+               *common, "--out", str(tmp_path / "dask.csv")])
+    assert rc == 0, capsys.readouterr().err
+    read = lambda name: pd.read_csv(tmp_path / name, comment="#")
+    assert len(read("loc.csv")) == 4
+    pd.testing.assert_frame_equal(read("dask.csv"), read("loc.csv"))

@@ -447,13 +447,10 @@ def _run_dask(args: argparse.Namespace) -> int:
         if args.n_persons is None:
             raise ValueError("--epsilon with --engine dask needs --n-persons (the public number "
                              "of persons)")
-        source = public_source(args.file, items=None, n_persons=args.n_persons,
+        # one call, with the public item list where given (files may then differ in columns)
+        items = None if args.items is None else public_items(args.items)
+        source = public_source(args.file, items=items, n_persons=args.n_persons,
                                client=args.scheduler, person_col=args.person_col)
-        items = None
-        if args.items is not None:
-            items = public_items(args.items)
-            source = public_source(args.file, items=items, n_persons=args.n_persons,
-                                   client=args.scheduler, person_col=args.person_col)
         _check_top_k(args.top_k, source.n_items)
         method, table, statement = _private_table(source, args, items)
         n_rows = source.n_persons
