@@ -346,3 +346,23 @@ def test_cli_private_dask_with_items_reads_files_of_different_columns(tmp_path, 
     read = lambda name: pd.read_csv(tmp_path / name, comment="#")
     assert len(read("loc.csv")) == 4
     pd.testing.assert_frame_equal(read("dask.csv"), read("loc.csv"))
+
+
+def test_a_malformed_scheduler_address_is_named_with_advice(tmp_path, capsys):
+    """Only OSError was caught: 'host:abc' said "invalid literal for int() ..." and 'bogus'
+    "missing port number", neither naming the scheduler address."""
+    from privirt.cli import main
+    from privirt.stats.dask_engine import dask_statistics
+
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    pd.DataFrame(np.nan_to_num(_data(n=20, m=3, seed=55_000_030)), columns=list("abc")).to_parquet(
+        folder / "p.parquet", index=False)
+    for address in ("host:abc", "bogus"):
+        with pytest.raises(ValueError, match=rf"^cannot reach the Dask scheduler at '{address}' \(.*\); "
+                                             "check the address or leave it out"):
+            dask_statistics(str(folder), client=address)
+        assert main(["estimate", str(folder), "--engine", "dask", "--scheduler", address]) != 0
+        err = capsys.readouterr().err
+        assert err.startswith(f"privirt: error: cannot reach the Dask scheduler at '{address}'"), err
+        assert err.count("\n") == 1

@@ -74,7 +74,7 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
     if isinstance(client, str):
         try:
             own = Client(client)  # waits distributed.comm.timeouts.connect
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, or a malformed address
             raise ValueError(
                 f"cannot reach the Dask scheduler at {client!r} ({exc}); check the address "
                 "or leave it out to start a local cluster"
