@@ -366,3 +366,23 @@ def test_a_malformed_scheduler_address_is_named_with_advice(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"privirt: error: cannot reach the Dask scheduler at '{address}'"), err
         assert err.count("\n") == 1
+
+
+def test_cli_seed_with_ledger_on_dask_is_refused_in_the_clis_words(tmp_path, capsys):
+    """The Dask path had no CLI check and gave the library's words (seed=, ledger=)."""
+    from privirt.cli import main
+
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    pd.DataFrame(np.nan_to_num(_data(n=20, m=3, seed=55_000_040)), columns=list("abc")).to_parquet(
+        folder / "p.parquet", index=False)
+    ledger = tmp_path / "l.db"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-6"]) == 0
+    capsys.readouterr()
+    rc = main(["estimate", str(folder), "--engine", "dask", "--epsilon", "1", "--n-persons", "20",
+               "--seed", "55000041", "--ledger", str(ledger), "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.count("\n") == 1, err
+    assert err.startswith("privirt: error: --seed makes the noise reproducible") and "drop --seed" in err
+    assert "--ledger for" in err and "seed=" not in err and "ledger=" not in err
+    assert not (tmp_path / "o.csv").exists() and privirt.Ledger(ledger).spent().epsilon == 0

@@ -336,15 +336,15 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise ValueError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --epsilon "
                              "(private estimation)")
-    if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
-        return run_dask(args)
-    statement = None
-    if private and args.seed is not None and args.ledger is not None:
+    if private and args.seed is not None and args.ledger is not None:  # (both engines)
         raise ValueError(
             "--seed makes the noise reproducible, so the result is NOT private, and --ledger "
             "records private releases only; drop --seed to spend from the ledger, or --ledger for "
             "a reproducible non-private run (nothing was spent)"
         )
+    if getattr(args, "engine", "local") != "local" or getattr(args, "scheduler", None):
+        return run_dask(args)
+    statement = None
     if private and args.mechanism == "randomized_response" and args.estimator not in (None, "auto"):
         raise ValueError(f"--estimator {args.estimator} post-processes additive noise on the counts (--mechanism "
                          "gaussian or laplace); randomized response has its own estimator: leave out --estimator")
