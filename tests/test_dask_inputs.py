@@ -386,3 +386,21 @@ def test_cli_seed_with_ledger_on_dask_is_refused_in_the_clis_words(tmp_path, cap
     assert err.startswith("privirt: error: --seed makes the noise reproducible") and "drop --seed" in err
     assert "--ledger for" in err and "seed=" not in err and "ledger=" not in err
     assert not (tmp_path / "o.csv").exists() and privirt.Ledger(ledger).spent().epsilon == 0
+
+
+def test_a_parquet_data_set_without_row_groups_is_padded_on_the_private_path(tmp_path, client):
+    """Files with a schema and no row group were refused ("no partitions") where in memory an
+    empty table is n_persons persons without answers (as a file with one empty row group was)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("a", pa.int8()), ("b", pa.int8())])
+    pq.ParquetWriter(tmp_path / "x.parquet", schema).close()
+    assert pq.ParquetFile(tmp_path / "x.parquet").num_row_groups == 0
+    got = privirt.release_counts(str(tmp_path), engine="dask", client=client, epsilon=1.0,
+                                 seed=55_000_050, n_persons=10)
+    ref = privirt.release_counts(np.empty((0, 2)), epsilon=1.0, seed=55_000_050, n_persons=10)
+    np.testing.assert_array_equal(got.Y.to_numpy(), ref.Y.to_numpy())
+    assert list(got.Y.index) == ["a", "b"]
+    with pytest.raises(ValueError, match="no partitions"):  # without n_persons: nothing to count
+        privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)

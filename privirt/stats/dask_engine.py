@@ -450,8 +450,11 @@ def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, p
         check_n_rows(0, n_persons)  # validates n_persons before any work
     tasks, labels, label_parts = _tasks(source, items, public, person_col, pairwise, chunk_size,
                                         extras)
-    if not tasks:
+    if not tasks and n_persons is None:
         raise ValueError("the data set has no partitions")
+    if not tasks:  # (files without row groups) on a private path: n_persons persons without answers
+        tasks = [delayed(block_statistics, pure=True)(np.empty((0, len(labels)), dtype=np.int8),
+                                                      pairwise=pairwise, extras=extras)]
     root = _tree_sum(tasks)
     if len(tasks) == 1:  # one partition: still a fresh key for this call
         root = delayed(add_statistics, pure=False)(root)
