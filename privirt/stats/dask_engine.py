@@ -21,6 +21,7 @@ import pandas as pd
 
 from .._threads import one_thread_in
 from . import _dask_labels
+from ._dask_files import parquet_files as _parquet_files
 from ..data._labels import match_items, wide_item_columns
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
@@ -39,7 +40,6 @@ DASK_HINT = (
 )
 #: partial sums are added in a tree with this many children per node
 FAN_IN: int = 8
-_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 #: the text of booleans that the CSV reader (pandas' default true/false values) reads as 1/0
 _BOOL_TEXT = {"True": 1, "TRUE": 1, "true": 1, "False": 0, "FALSE": 0, "false": 0}
 
@@ -264,29 +264,6 @@ def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tu
         raise ValueError(f"item {labels[where < 0][0]!r} of `items` is not a column of the data")
     # a public item nobody answered (-1) is an all-missing column
     return labels, [columns[k] for k in where if k >= 0], [j for j, k in enumerate(where) if k >= 0]
-
-
-def _parquet_files(source) -> tuple[Any, list[str]]:
-    import fsspec
-
-    text = os.fspath(source)
-    fs, _, paths = fsspec.get_fs_token_paths(text)
-    files: list[str] = []
-    for p in paths:
-        if fs.isdir(p):
-            root = p.rstrip("/") + "/"
-            found = [f for f in fs.find(p) if f.lower().endswith(_PARQUET_SUFFIXES)]
-            # skip metadata, hidden files and anything under a hidden or ``_`` folder
-            # (_metadata, .crc, _temporary/, .staging/, ...): pyarrow's ``ignore_prefixes``
-            # rule, so that the same files are read as by pandas and pyarrow
-            files.extend(f for f in found if not any(
-                part.startswith(("_", ".")) for part in
-                (f[len(root):] if f.startswith(root) else f.rsplit("/", 1)[-1]).split("/")))
-        elif fs.exists(p):
-            files.append(p)
-    if not files:
-        raise FileNotFoundError(f"no Parquet files at {text!r} (a folder, a glob or a file)")
-    return fs, sorted(files)
 
 
 def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extras=True):
