@@ -404,3 +404,19 @@ def test_a_parquet_data_set_without_row_groups_is_padded_on_the_private_path(tmp
     assert list(got.Y.index) == ["a", "b"]
     with pytest.raises(ValueError, match="no partitions"):  # without n_persons: nothing to count
         privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)
+
+
+def test_items_get_the_datas_labels_on_both_engines(tmp_path, client):
+    """With items=, the Dask engine returned the labels as given (3, 1) where the local engine
+    keeps the data's ('3', '1')."""
+    X = np.nan_to_num(_data(n=50, m=3, seed=55_000_060))
+    df = pd.DataFrame(X, columns=["1", "2", "3"])
+    df.to_parquet(tmp_path / "p.parquet", index=False)
+    arr = da.from_array(X, chunks=(20, 3))
+    for items, source, local in (([3, 1], str(tmp_path), df), (["3", "1"], str(tmp_path), df),
+                                 (["2", "0"], arr, X), ([2, 0], arr, X)):
+        got = privirt.sufficient_statistics(source, engine="dask", client=client, items=items)
+        ref = privirt.sufficient_statistics(local, items=items)  # (an array's labels: 0 … 2)
+        assert list(got.items) == list(ref.items), (items, list(got.items), list(ref.items))
+        assert [type(i) for i in got.items] == [type(i) for i in ref.items]
+        np.testing.assert_array_equal(got.counts[0], ref.counts[0])

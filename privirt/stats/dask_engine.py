@@ -262,6 +262,8 @@ def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tu
     labels, where = match_items(items, columns, public=public)
     if not public and (where < 0).any():
         raise ValueError(f"item {labels[where < 0][0]!r} of `items` is not a column of the data")
+    if not public and items is not None:  # the data's labels, as engine='local' keeps them
+        labels = pd.Index([columns[k] for k in where], tupleize_cols=False)
     # a public item nobody answered (-1) is an all-missing column
     return labels, [columns[k] for k in where if k >= 0], [j for j, k in enumerate(where) if k >= 0]
 
