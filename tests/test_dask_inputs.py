@@ -420,3 +420,26 @@ def test_items_get_the_datas_labels_on_both_engines(tmp_path, client):
         assert list(got.items) == list(ref.items), (items, list(got.items), list(ref.items))
         assert [type(i) for i in got.items] == [type(i) for i in ref.items]
         np.testing.assert_array_equal(got.counts[0], ref.counts[0])
+
+
+def test_items_on_files_of_different_columns_follow_the_schema_errors_advice(tmp_path, client):
+    """The schema error advised items=..., which then said an item that two files have "is not a
+    column of the data" (one file lacked it).  An item a file lacks is all-missing there."""
+    X = np.nan_to_num(_data(n=60, m=3, seed=55_000_070))
+    df = pd.DataFrame(X, columns=list("abc"))
+    df.iloc[:20].to_parquet(tmp_path / "p0.parquet", index=False)
+    df.iloc[20:40][["c", "a"]].to_parquet(tmp_path / "p1.parquet", index=False)  # no b
+    df.iloc[40:].to_parquet(tmp_path / "p2.parquet", index=False)
+    with pytest.raises(ValueError, match=r"pass the item list as items="):
+        privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)
+    padded = df.copy()
+    padded.loc[20:39, "b"] = np.nan
+    for items in (["a", "b", "c"], ["b", "c"]):
+        got = privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client, items=items)
+        ref = privirt.sufficient_statistics(padded, items=items)
+        assert list(got.items) == list(ref.items)
+        np.testing.assert_array_equal(got.answered, ref.answered)
+        np.testing.assert_array_equal(got.counts[0], ref.counts[0])
+        np.testing.assert_array_equal(got.score_hist, ref.score_hist)
+    with pytest.raises(ValueError, match=r"^item 'zz' of `items` is not a column of any file of the data$"):
+        privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client, items=["a", "zz"])

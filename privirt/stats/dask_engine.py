@@ -256,14 +256,17 @@ def _values_part(values, items: pd.Index, where: str, offset: int, pairwise: boo
 
 # ---------------------------------------------------------------------------------------
 # sources -> one delayed partial sum per partition
-def _match_items(items: Sequence[Any] | None, columns: list, public: bool) -> tuple[pd.Index, list, list]:
+def _match_items(items: Sequence[Any] | None, columns: list, public: bool,
+                 absent_ok: bool = False) -> tuple[pd.Index, list, list]:
     """Item labels, and which data columns go to which item position (the in-memory rules:
-    :func:`privirt.data._labels.match_items`)."""
+    :func:`privirt.data._labels.match_items`).  ``absent_ok``: one file of several may lack an
+    item of a non-public ``items`` (the caller checks that some file has it)."""
     labels, where = match_items(items, columns, public=public)
-    if not public and (where < 0).any():
+    if not public and not absent_ok and (where < 0).any():
         raise ValueError(f"item {labels[where < 0][0]!r} of `items` is not a column of the data")
     if not public and items is not None:  # the data's labels, as engine='local' keeps them
-        labels = pd.Index([columns[k] for k in where], tupleize_cols=False)
+        labels = pd.Index([columns[k] if k >= 0 else x for x, k in zip(labels, where)],
+                          tupleize_cols=False)
     # a public item nobody answered (-1) is an all-missing column
     return labels, [columns[k] for k in where if k >= 0], [j for j, k in enumerate(where) if k >= 0]
 
@@ -273,7 +276,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
     from dask import delayed
 
     fs, files = _parquet_files(source)
-    tasks, labels, schema_cols, label_parts = [], None, None, []
+    tasks, labels, schema_cols, label_parts, found = [], None, None, [], {}
     for path in files:
         with fs.open(path, "rb") as fh:
             meta = pq.ParquetFile(fh)
@@ -287,7 +290,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         label_col = _dask_labels.label_column(names, cols, person_col, index_cols)
         if schema_cols is None:
             schema_cols = cols
-            labels, _, _ = _match_items(items, cols, public)
+            labels, _, _ = _match_items(items, cols, public, absent_ok=True)
             if len(labels) < 1:
                 raise ValueError(f"{path}: no item columns")
         if items is None and cols != schema_cols:
@@ -295,9 +298,11 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
                 f"{path} has different item columns from {files[0]}; every file of the data set "
                 "needs the same schema (or pass the item list as items=...)"
             )
-        # each file's columns matched to the item positions (a public item a file lacks is
-        # all-missing there; a column outside the public item set is an error)
-        _, use, pos = _match_items(labels if items is None else items, cols, public)
+        # each file's columns matched to the item positions (an item a file lacks is all-missing
+        # there; a column outside the public item set is an error)
+        here, use, pos = _match_items(labels if items is None else items, cols, public, absent_ok=True)
+        for j in pos:
+            found.setdefault(j, here[j])
         offset = 0
         for rg, rows in enumerate(row_groups):
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
@@ -306,6 +311,11 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
             if public and label_col is not None:
                 label_parts.append(delayed(_dask_labels.parquet_labels, pure=True)(fs, path, rg, label_col))
             offset += rows
+    if not public and items is not None:  # every item in some file, with the data's label
+        if len(found) < len(labels):
+            raise ValueError(f"item {labels[min(set(range(len(labels))) - set(found))]!r} of "
+                             "`items` is not a column of any file of the data")
+        labels = pd.Index([found[j] for j in range(len(labels))], tupleize_cols=False)
     return tasks, labels, label_parts
 
 
