@@ -443,3 +443,28 @@ def test_items_on_files_of_different_columns_follow_the_schema_errors_advice(tmp
         np.testing.assert_array_equal(got.score_hist, ref.score_hist)
     with pytest.raises(ValueError, match=r"^item 'zz' of `items` is not a column of any file of the data$"):
         privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client, items=["a", "zz"])
+
+
+def test_the_embedded_cluster_prints_nothing_when_port_8787_is_taken(tmp_path):
+    """The embedded cluster's HTTP server took the default port 8787; when another program held
+    it, distributed warned "Port 8787 is already in use" (a second line on the CLI's stderr)."""
+    import socket
+    import warnings
+
+    from privirt.stats.dask_engine import dask_statistics
+
+    pd.DataFrame(np.nan_to_num(_data(n=20, m=3, seed=55_000_080)), columns=list("abc")).to_parquet(
+        tmp_path / "p.parquet", index=False)
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))
+        holder.listen()
+    except OSError:
+        pass  # already taken by another program: the same situation
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert dask_statistics(str(tmp_path)).n_rows == 20
+    finally:
+        holder.close()
+    assert not [w for w in seen if "8787" in str(w.message)], [str(w.message) for w in seen]

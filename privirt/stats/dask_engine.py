@@ -92,7 +92,10 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
     # message, and its "Compute Failed" log with a traceback only repeated it on stderr.
     with _one_blas_thread(), LocalCluster(
         n_workers=1, threads_per_worker=threads, processes=False,
-        dashboard_address=None, memory_limit=0, silence_logs=logging.CRITICAL,
+        # no dashboard; its HTTP server (health, metrics) on a free local port: the default
+        # 8787, when taken, printed "Port 8787 is already in use" on stderr
+        dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+        memory_limit=0, silence_logs=logging.CRITICAL,
     ) as cluster, Client(cluster) as own:
         yield own
 
