@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["read_path", "read_stream", "table_suffix"]
+__all__ = ["read_path", "read_stream", "strip_labels", "table_suffix"]
 
 #: the strings pandas reads as missing by default (``pandas.read_csv``, ``na_values``): the
 #: response column of a long CSV read with text labels keeps this rule, its labels do not
@@ -53,6 +53,7 @@ def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) 
             # a Parquet file's column names are text (pandas' metadata turns 0, 1, ... back into
             # ints; the Dask engine reads the schema's names): the item labels are the names
             frame.columns = pd.Index([str(c) for c in frame.columns], name=frame.columns.name)
+        frame.columns = strip_labels(frame.columns, str(path))
     elif suffix in (".csv", ".txt", ".tsv"):
         sep = "\t" if suffix == ".tsv" else ","
         frame = _read_csv(lambda: path, str(path), sep, fmt=fmt, person_col=person_col,
@@ -65,6 +66,35 @@ def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) 
     return frame
 
 
+def strip_labels(columns: pd.Index, name: str) -> pd.Index:
+    """A file's column names with the spaces around them stripped (``person, q1, q2``: a
+    hand-written header), as ``--items`` is; two names that are then one are refused.
+
+    Parameters
+    ----------
+    columns : pandas.Index
+        The column names as read.
+    name : str
+        The file, for the message.
+
+    Returns
+    -------
+    pandas.Index
+        The names, text ones stripped (a name of spaces only is kept: pandas' reading of it).
+    """
+    if isinstance(columns, pd.MultiIndex) or not any(
+            isinstance(c, str) and c.strip() and c != c.strip() for c in columns):
+        return columns  # (as read: a MultiIndex, a RangeIndex, names without spaces around)
+    stripped = pd.Index([c.strip() if isinstance(c, str) and c.strip() else c for c in columns],
+                        name=columns.name, tupleize_cols=False)
+    if stripped.has_duplicates:
+        raise ValueError(
+            f"duplicate column {stripped[stripped.duplicated()][0]!r} in {name}; item (and person) "
+            "labels must be unique (spaces around a label do not make it another)"
+        )
+    return stripped
+
+
 def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dict:
     """``read_csv`` options that read the label columns as written (text; only an empty field is
     a missing label), and every other column as usual: a long table's person and item columns,
@@ -72,12 +102,12 @@ def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dic
     unnamed first column).  Inferred from the rows, ``001`` and ``1`` were one label, 1."""
     if fmt == "long" or (fmt == "auto" and len(names) == 3):
         wanted = {(person_col or "person").lower(), item_col.lower()}
-        labels = [c for c in names if c.lower() in wanted]
+        labels = [c for c in names if c.strip().lower() in wanted]  # (" item": strip_labels)
     else:
         labels = []
     if not labels and fmt != "long":  # a wide table (or a 3-column one without the long names)
         wanted = {(person_col or "person").lower()}
-        labels = [c for c in names if c.lower() in wanted]
+        labels = [c for c in names if c.strip().lower() in wanted]
         if not labels and person_col is None and names and names[0] == "":
             labels = ["Unnamed: 0"]  # the name pandas gives the unnamed first column
     if not labels:
@@ -164,6 +194,7 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
     frame = _drop_trailing_column(frame, header, name)
     if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():
         _check_short_rows(source, name, sep, compression, len(header))
+    frame.columns = strip_labels(frame.columns, name)
     return frame
 
 

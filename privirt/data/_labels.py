@@ -35,6 +35,29 @@ def _all_distinct(col: pd.Series) -> bool:
         return False
 
 
+def text_labels(frame: pd.DataFrame, columns: list) -> pd.DataFrame:
+    """``frame`` with its label ``columns`` as text, the spaces around each label stripped
+    (``p1, q1`` in a long CSV is item ``q1``, as a header's `` q1`` is); a label of spaces
+    only is a missing one.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A long table.
+    columns : list
+        Its person and item columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy with those columns of pandas' string dtype.
+    """
+    out = frame.astype({c: "string" for c in columns})
+    for c in columns:
+        out[c] = out[c].str.strip().replace("", pd.NA)
+    return out
+
+
 def item_labels(items: Sequence[Any]) -> pd.Index:
     """The item labels ``items`` (a sequence, not one string) as an index, checked.
 
@@ -110,7 +133,7 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
     _check_distinct_as_text(data, "item")
     # (plain Python on the text: a pandas string index's engine swaps the warning filters,
     # which is not thread-safe, and the service calls this from request threads)
-    data_text = [str(c) for c in data]
+    data_text = [str(c).strip() for c in data]  # (spaces around a label: not another label)
     seen: set[str] = set()
     twice = next((t for t in data_text if t in seen or seen.add(t)), None)
     if twice is not None:
@@ -123,7 +146,12 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
         raise ValueError(f"items must be an ordered sequence of item labels (a list), got a "
                          f"{type(items).__name__}")
     labels = item_labels(items)  # a string, a missing or unhashable label, one listed twice
-    public_text = [str(i) for i in labels]
+    public_text = [str(i).strip() for i in labels]
+    seen = set()
+    twice = next((t for t in public_text if t in seen or seen.add(t)), None)
+    if twice is not None:
+        raise ValueError(f"items lists {twice!r} twice (labels are compared as text, without the "
+                         "spaces around them); give each item once")
     if public:
         wanted = set(public_text)
         extra = [label for label, text in zip(data, data_text) if text not in wanted]

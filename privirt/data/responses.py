@@ -35,7 +35,8 @@ from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, observed_rows_cols
 from ._files import read_path, read_stream
-from ._labels import _all_distinct, _check_distinct_as_text, _person_col_hint, _py, unnamed_first
+from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, text_labels,
+                      unnamed_first)
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -505,7 +506,7 @@ def _from_long(frame, person_col, item_col, response_col, cols_lower,
             )
     pc, ic, rc = names
     if labels_as_text:  # 5 and "5" are one label, "5", whatever type the column was read as
-        frame = frame.astype({pc: "string", ic: "string"})
+        frame = text_labels(frame, [pc, ic])  # (" q1" and "q1" one label, "q1")
     if frame[pc].isna().any() or frame[ic].isna().any():
         bad = int(np.flatnonzero((frame[pc].isna() | frame[ic].isna()).to_numpy())[0])
         raise ValueError(f"row {bad} of the long table has a missing person or item label")

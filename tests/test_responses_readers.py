@@ -1,0 +1,52 @@
+"""How files are read (privirt/data/_files.py, the label rules of _labels.py): the fixes of the
+readers' review (labels with spaces around them, Parquet text cells, long tables with an extra
+column, trailing separators, R's row names, empty tables, decimal columns)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privirt.cli import main
+from privirt.data._labels import match_items
+from privirt.data.responses import as_responses, private_responses
+
+
+def test_labels_are_read_with_the_spaces_around_them_stripped(tmp_path, capsys):
+    """One rule: a CSV header's, a long table's and a Parquet file's labels lose their
+    surrounding spaces, as --items does, so a hand-written header matches --items."""
+    wide = tmp_path / "wide.csv"
+    wide.write_text("person, q1, q2, q3\np1, 0, 1, 1\np2, 1, 0, 1\np3, 1, 1, 0\np4, 0, 0, 1\n")
+    assert as_responses(wide).items.tolist() == ["q1", "q2", "q3"]
+    assert private_responses(wide).items.tolist() == ["q1", "q2", "q3"]
+    for items in ("q1,q2,q3", " q1, q2, q3"):
+        rc = main(["estimate", str(wide), "--epsilon", "1", "--seed", "58000001", "--items", items,
+                   "--no-progress", "--device", "cpu"])
+        captured = capsys.readouterr()
+        assert rc == 0, captured.err
+        assert "' q1'" not in captured.out
+    long = tmp_path / "long.csv"  # ' q1' is item q1: the conflicting second answer is caught
+    long.write_text("person,item,response\np1,q1,1\np1, q1,0\np2,q1,0\np2,q2,1\n")
+    with pytest.raises(ValueError, match="person 'p1' answered item 'q1' more than once"):
+        as_responses(long)
+    long.write_text("person,item,response\np1 , q1,1\np1,q2,0\np2,q1 ,0\n")
+    r = private_responses(long)
+    assert r.items.tolist() == ["q1", "q2"] and r.persons.tolist() == ["p1", "p2"]
+    frame = pd.DataFrame({"person": ["p1", "p2", "p3"], "q1": [0, 1, 1], " q1": [1, 0, 1],
+                          "q2": [1, 1, 0]})
+    frame.to_parquet(tmp_path / "two.parquet")
+    with pytest.raises(ValueError, match="duplicate column 'q1'"):
+        as_responses(tmp_path / "two.parquet")
+    frame.drop(columns="q1").to_parquet(tmp_path / "one.parquet")
+    assert as_responses(tmp_path / "one.parquet").items.tolist() == ["q1", "q2"]
+    # the numeric-looking labels stay as written
+    text = tmp_path / "text.csv"
+    text.write_text("person,item,response\n01 ,NA,1\n1, 1e3 ,0\n")
+    r = as_responses(text, empty="keep")
+    assert r.persons.tolist() == ["01", "1"] and r.items.tolist() == ["NA", "1e3"]
+    # a public item set is matched the same way (the library's items= is not stripped)
+    labels, pos = match_items([" q1", "q2 "], ["q1", "q2"], public=True)
+    assert labels.tolist() == [" q1", "q2 "] and pos.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="items lists 'q1' twice"):
+        match_items(["q1", " q1"], ["q1"], public=True)
