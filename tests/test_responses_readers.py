@@ -50,3 +50,34 @@ def test_labels_are_read_with_the_spaces_around_them_stripped(tmp_path, capsys):
     assert labels.tolist() == [" q1", "q2 "] and pos.tolist() == [0, 1]
     with pytest.raises(ValueError, match="items lists 'q1' twice"):
         match_items(["q1", " q1"], ["q1"], public=True)
+
+
+@pytest.mark.parametrize("column", [["1", "0", "NA", "1"], ["1", "0", "NULL", "1"], ["1", "0", "N/A", "1"],
+                                    ["TRUE", "FALSE", "TRUE", "FALSE"], ["true", "False", "", "True"]])
+def test_parquet_text_cells_read_as_the_same_csv_reads_them(tmp_path, column):
+    """README: text columns (a Parquet file's) read as the same CSV would: pandas' missing-value
+    words are missing, its true/false words 1/0."""
+    frame = pd.DataFrame({"person": ["p1", "p2", "p3", "p4"], "q1": column,
+                          "q2": ["0", "1", "1", "0"], "q3": ["1", "1", "0", "0"]})
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    frame.to_parquet(tmp_path / "r.parquet")
+    csv, parquet = as_responses(tmp_path / "r.csv"), as_responses(tmp_path / "r.parquet")
+    np.testing.assert_array_equal(csv.codes, parquet.codes)
+    assert csv.items.equals(parquet.items) and csv.persons.equals(parquet.persons)
+    expected = [{"1": 1, "0": 0, "TRUE": 1, "true": 1, "True": 1}.get(v, 0 if "alse" in v or "FALSE" in v else -1)
+                for v in column]
+    assert parquet.codes[:, 0].tolist() == expected
+
+
+def test_the_missing_and_true_false_words_are_pandas_own():
+    """The lists in _files (pandas exports neither) are what read_csv reads as missing and bool."""
+    import io
+
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    from privirt.data import _files
+
+    assert set(_files._CSV_NA_STRINGS) == set(STR_NA_VALUES)
+    for word in _files._CSV_TRUE + _files._CSV_FALSE:
+        read = pd.read_csv(io.StringIO(f"a\n{word}\n")).a
+        assert read.dtype == bool and read.item() == (word.lower() == "true")

@@ -12,14 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["read_path", "read_stream", "strip_labels", "table_suffix"]
+__all__ = ["read_path", "read_stream", "strip_labels", "table_suffix", "text_number"]
 
 #: the strings pandas reads as missing by default (``pandas.read_csv``, ``na_values``): the
 #: response column of a long CSV read with text labels keeps this rule, its labels do not
 _CSV_NA_STRINGS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
                    "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+#: the words ``pandas.read_csv`` reads as True and False (its defaults; pandas does not export them)
+_CSV_TRUE, _CSV_FALSE = ("True", "TRUE", "true"), ("False", "FALSE", "false")
 
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
@@ -30,6 +34,32 @@ def table_suffix(path: Path) -> str:
     if len(suffixes) >= 2 and suffixes[-1] in _COMPRESSED:
         return suffixes[-2]
     return path.suffix.lower()
+
+
+def text_number(text: str) -> float | None:
+    """The value of a text cell (a Parquet string column) as a CSV reader reads the cell.
+
+    Parameters
+    ----------
+    text : str
+        The cell; spaces around it are ignored, as pandas ignores them around a number.
+
+    Returns
+    -------
+    float or None
+        NaN for pandas' missing-value words (``NA``, ``NULL``, ``N/A``, ``""``, ...), 1.0 and 0.0
+        for its true/false words (``TRUE``, ``false``, ...), the number of numeric text
+        (``"1"``, ``"1.0"``); None for other text (``"yes"``).
+    """
+    text = text.strip()
+    if text in _CSV_NA_STRINGS:
+        return np.nan
+    if text in _CSV_TRUE or text in _CSV_FALSE:
+        return 1.0 if text in _CSV_TRUE else 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:

@@ -34,7 +34,7 @@ import pandas as pd
 from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, observed_rows_cols
-from ._files import read_path, read_stream
+from ._files import read_path, read_stream, text_number
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, text_labels,
                       unnamed_first)
 from ._patterns import expand_patterns
@@ -454,15 +454,9 @@ def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
     if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
         return float(v)
     if numeric_text and isinstance(v, str):
-        # numeric text ("0", "1", "1.0"; "" for missing), as a CSV reader would parse it; a
-        # Parquet or object column keeps it as text
-        text = v.strip()
-        if text == "":
-            return np.nan
-        try:
-            return float(text)
-        except ValueError:
-            return None
+        # numeric text ("0", "1", "1.0"), pandas' missing-value and true/false words ("NA",
+        # "TRUE"), as a CSV reader parses them; a Parquet or object column keeps them as text
+        return text_number(v)
     return None
 
 
