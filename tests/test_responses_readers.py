@@ -81,3 +81,25 @@ def test_the_missing_and_true_false_words_are_pandas_own():
     for word in _files._CSV_TRUE + _files._CSV_FALSE:
         read = pd.read_csv(io.StringIO(f"a\n{word}\n")).a
         assert read.dtype == bool and read.item() == (word.lower() == "true")
+
+
+def test_a_long_table_with_an_extra_column_is_named_long_not_read_as_wide(tmp_path, capsys):
+    """A weights column or another extra column on a long table: one line naming the layout
+    (before: 'invalid response 'q1' ... item 'item'', the table re-read as wide)."""
+    path = tmp_path / "w.csv"
+    path.write_text("person,item,response,frequency\np1,q1,1,2\np1,q2,0,2\np2,q1,0,1\np2,q2,1,1\n")
+    for fmt in ("auto", "long"):
+        with pytest.raises(ValueError, match="^weights apply to wide pattern tables"):
+            as_responses(path, weights="frequency", format=fmt)
+    assert main(["estimate", str(path), "--weights-col", "frequency", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "looks long" in err and "--weights-col" in err and "invalid response" not in err
+    path.write_text("person,item,response,time\np1,q1,1,3\np1,q2,0,3\np2,q1,0,3\np2,q2,1,3\n")
+    with pytest.raises(ValueError, match=r"looks long .*format='long'"):
+        as_responses(path)
+    assert main(["estimate", str(path), "--device", "cpu"]) == 2
+    assert "--format long" in capsys.readouterr().err
+    assert as_responses(path, format="long").codes.tolist() == [[1, 0], [0, 1]]
+    # a wide table whose items are called item and response still reads as wide
+    wide = pd.DataFrame({"person": ["a", "b"], "item": [0, 1], "response": [1, 0], "q": [1, 1]})
+    assert as_responses(wide).items.tolist() == ["item", "response", "q"]

@@ -216,6 +216,47 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
     return items
 
 
+def check_not_long(frame: pd.DataFrame, fmt: str, person_col: str, item_col: str,
+                   response_col: str, weight_col: Any = None) -> None:
+    """Refuse a long table that would be read as wide: one with the long columns and more (a
+    weights column, a ``time`` column), whose item column holds labels, not 0/1 answers (so
+    that the wide reading would fail on it in any case).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table as read.
+    fmt : str
+        The layout asked for: ``"auto"`` only is checked (a long table of exactly the three
+        columns already reads as long).
+    person_col, item_col, response_col : str
+        The long table's column names (any case).
+    weight_col : str, optional
+        The weights column (``--weights-col``): weights apply to wide pattern tables.
+
+    Raises
+    ------
+    ValueError
+        One line naming the layout and what to do.
+    """
+    if fmt == "long" and weight_col is not None:
+        raise ValueError("weights apply to wide pattern tables (one row per response pattern)")
+    lower = {str(c).lower(): c for c in frame.columns if c != weight_col}
+    names = (person_col.lower(), item_col.lower(), response_col.lower())
+    if fmt != "auto" or not set(names) <= set(lower) or (len(lower) == 3 and weight_col is None):
+        return
+    item = frame[lower[item_col.lower()]]
+    if pd.to_numeric(item, errors="coerce").isin([0, 1]).eq(item.notna()).all():
+        return  # 0/1 answers: a wide table with an item called item
+    shown = ", ".join(map(str, frame.columns))
+    if weight_col is not None:
+        raise ValueError(f"weights apply to wide pattern tables (one row per response pattern), and "
+                         f"this table looks long (columns {shown}); drop weights= (CLI: --weights-col)")
+    raise ValueError(f"this table looks long (columns {shown}): read it with format='long' "
+                     "(CLI: --format long), which reads the person, item and response columns "
+                     "and ignores the others")
+
+
 def _person_col_hint(name: Any) -> str:
     """The hint for an invalid response in a table's first column, whose values may be person labels."""
     return f"if column {name!r} holds person labels, name it with person_col={name!r} (CLI: --person-col {name})"

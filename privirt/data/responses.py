@@ -35,8 +35,8 @@ from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, observed_rows_cols
 from ._files import read_path, read_stream, text_number
-from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, text_labels,
-                      unnamed_first)
+from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
+                      text_labels, unnamed_first)
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -352,6 +352,7 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         pass  # a private path: every public person is absent (all-missing rows)
     elif frame.shape[0] == 0 or frame.shape[1] == 0:
         raise ValueError(f"the responses table is empty (shape {frame.shape})")
+    long_pcol = "person" if person_col is None else str(person_col)
     if weight_col is not None:
         if weight_col not in frame.columns:  # any case, as the long layout's column names
             same = [c for c in frame.columns if str(c).lower() == weight_col.lower()]
@@ -359,15 +360,14 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         if weight_col not in frame.columns:
             raise ValueError(f"weights column {weight_col!r} is not a column of the table "
                              f"(columns: {', '.join(map(str, frame.columns[:8]))})")
-        if fmt == "long":
-            raise ValueError("weights apply to wide pattern tables (one row per response pattern)")
+        check_not_long(frame, fmt, long_pcol, item_col, response_col, weight_col)
         counts = frame[weight_col].to_numpy()
         resp = _from_frame(frame.drop(columns=[weight_col]), "wide", person_col, item_col,
                            response_col, from_file, read=read)
         resp._cache["pattern_weights"] = counts
         return resp
     cols_lower = {str(c).lower(): c for c in frame.columns}
-    long_pcol = "person" if person_col is None else str(person_col)
+    check_not_long(frame, fmt, long_pcol, item_col, response_col)
     is_long = fmt == "long" or (
         fmt == "auto"
         and frame.shape[1] == 3
