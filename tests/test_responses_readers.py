@@ -103,3 +103,20 @@ def test_a_long_table_with_an_extra_column_is_named_long_not_read_as_wide(tmp_pa
     # a wide table whose items are called item and response still reads as wide
     wide = pd.DataFrame({"person": ["a", "b"], "item": [0, 1], "response": [1, 0], "q": [1, 1]})
     assert as_responses(wide).items.tolist() == ["item", "response", "q"]
+
+
+@pytest.mark.parametrize("rows", ["p1,0,1,1\np2,1,0,1\np3,1,1,0\n", "p1,0,1,1\np2,,0,1\np3,1,1,0\n",
+                                  "p1,0,1,1\np2,1,0,\np3,1,1,0\n"])
+def test_a_header_ending_in_a_separator_reads_alike_whichever_cell_is_missing(tmp_path, rows):
+    """'person,q1,q2,q3,' over rows of four fields: before, a missing q3 cell got 'line 2 has 4
+    fields where the header has 5' (blaming a complete line) where a missing q1 cell read."""
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2,q3,\n" + rows)
+    plain = tmp_path / "plain.csv"
+    plain.write_text("person,q1,q2,q3\n" + rows)
+    got = as_responses(path, empty="keep")
+    assert got.items.tolist() == ["q1", "q2", "q3"]
+    np.testing.assert_array_equal(got.codes, as_responses(plain, empty="keep").codes)
+    path.write_text("person,q1,q2,q3,\np1,0,1,1\np2,1,0\np3,1,1,0\n")  # a short row: still refused
+    with pytest.raises(ValueError, match="line 3 has 3 fields where the header has 4"):
+        as_responses(path)

@@ -221,9 +221,11 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                 + ", so convert the file"
             )
     _check_csv_header(header, name)
+    width = frame.shape[1]
     frame = _drop_trailing_column(frame, header, name)
-    if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():
-        _check_short_rows(source, name, sep, compression, len(header))
+    width = len(header) - (width - frame.shape[1])  # (a header ending in a separator: its empty
+    if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():  # field dropped)
+        _check_short_rows(source, name, sep, compression, width)
     frame.columns = strip_labels(frame.columns, name)
     return frame
 
