@@ -120,3 +120,16 @@ def test_a_header_ending_in_a_separator_reads_alike_whichever_cell_is_missing(tm
     path.write_text("person,q1,q2,q3,\np1,0,1,1\np2,1,0\np3,1,1,0\n")  # a short row: still refused
     with pytest.raises(ValueError, match="line 3 has 3 fields where the header has 4"):
         as_responses(path)
+
+
+def test_r_row_names_are_read_as_written_as_a_person_column_is(tmp_path):
+    """README: a CSV's person column (or R's row names) is read as written, as text: the row
+    name "NA" is a label (before: 'missing person label (row 3)'); an NA cell stays missing."""
+    r_layout = tmp_path / "r.csv"
+    r_layout.write_text('"q1","q2","q3"\n"001",0,1,1\n"002",1,0,NA\n"1",1,1,0\n"NA",0,1,N/A\n')
+    column = tmp_path / "c.csv"
+    column.write_text("person,q1,q2,q3\n001,0,1,1\n002,1,0,NA\n1,1,1,0\nNA,0,1,N/A\n")
+    got, want = as_responses(r_layout), as_responses(column)
+    assert got.persons.tolist() == want.persons.tolist() == ["001", "002", "1", "NA"]
+    np.testing.assert_array_equal(got.codes, want.codes)
+    assert got.codes[1, 2] == got.codes[3, 2] == -1

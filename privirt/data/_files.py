@@ -196,8 +196,11 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
             # the person labels, read as written ("001" and "1" were one label, 1; row names
             # 0, 01, 2 were read as a RangeIndex, like no labels at all)
             dtypes = {0: str, **options.get("dtype", {})}
+            # (by position, 0 the row names: "NA" is a label there, as in a person column)
+            nas = {k: [""] if k == 0 or header[k - 1] in dtypes else list(_CSV_NA_STRINGS)
+                   for k in range(len(header) + 1)}
             frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=0,
-                                **({"keep_default_na": True} | options | {"dtype": dtypes}))
+                                **(options | {"dtype": dtypes, "keep_default_na": False, "na_values": nas}))
     except pd.errors.EmptyDataError:
         raise ValueError(f"{name} is empty") from None
     except pd.errors.ParserError as exc:
