@@ -133,3 +133,23 @@ def test_r_row_names_are_read_as_written_as_a_person_column_is(tmp_path):
     assert got.persons.tolist() == want.persons.tolist() == ["001", "002", "1", "NA"]
     np.testing.assert_array_equal(got.codes, want.codes)
     assert got.codes[1, 2] == got.codes[3, 2] == -1
+
+
+def test_a_table_without_rows_names_the_file_and_what_to_add(tmp_path, capsys):
+    """Before: 'the responses table is empty (shape (0, 4))', no file, the person column counted
+    as an item.  A private path still reads it (every public person absent)."""
+    path = tmp_path / "header.csv"
+    path.write_text("person,q1,q2,q3\n")
+    pd.DataFrame({"person": pd.Series([], dtype=str), "q1": pd.Series([], dtype=float),
+                  "q2": pd.Series([], dtype=float)}).to_parquet(tmp_path / "none.parquet")
+    for file, m in ((path, 3), (tmp_path / "none.parquet", 2)):
+        for command in ("estimate", "fit"):
+            assert main([command, str(file)]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and str(file) in err and "no data rows" in err, err
+            assert f"add one row per person, with an answer (0, 1 or empty) under each of the {m} item" in err
+    long = tmp_path / "long.csv"
+    long.write_text("person,item,response\n")
+    with pytest.raises(ValueError, match="long.csv has a header but no data rows; add one row per answer"):
+        as_responses(long)
+    assert private_responses(path).shape == (0, 3)

@@ -62,8 +62,10 @@ def text_number(text: str) -> float | None:
         return None
 
 
-def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:
-    """The table in ``path`` (CSV, compressed CSV, TSV or Parquet); one-line errors."""
+def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool,
+              no_rows: bool = False) -> pd.DataFrame:
+    """The table in ``path`` (CSV, compressed CSV, TSV or Parquet); one-line errors (a table
+    without rows: unless ``no_rows``, a private path's)."""
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if path.is_dir():
@@ -93,7 +95,26 @@ def read_path(path: Path, fmt: str, person_col, item_col, labels_as_text: bool) 
             f"cannot tell the format of {path.name!r} from its suffix; use .csv, .tsv or "
             ".parquet (a CSV may be compressed: .csv.gz)"
         )
+    if not no_rows:
+        _check_has_rows(frame, str(path), fmt, person_col, item_col)
     return frame
+
+
+def _check_has_rows(frame: pd.DataFrame, name: str, fmt: str, person_col: Any, item_col: str) -> None:
+    """Refuse a table with column names but no data rows, naming the file, its item columns
+    (the person column set aside) and what to add."""
+    if frame.shape[0] or not frame.shape[1]:
+        return
+    names = [str(c) for c in frame.columns]
+    person = (person_col or "person").lower()
+    if fmt == "long" or (fmt == "auto" and len(names) == 3
+                         and {person, item_col.lower()} <= {c.lower() for c in names}):
+        what = "one row per answer (person, item, response)"
+    else:
+        items = [c for c in names if c.lower() != person and not c.startswith("Unnamed: 0")]
+        what = (f"one row per person, with an answer (0, 1 or empty) under each of the "
+                f"{len(items)} item columns")
+    raise ValueError(f"{name} has a header but no data rows; add {what}")
 
 
 def strip_labels(columns: pd.Index, name: str) -> pd.Index:
@@ -147,8 +168,10 @@ def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dic
             "na_values": {c: ([""] if c in labels else list(_CSV_NA_STRINGS)) for c in columns}}
 
 
-def read_stream(stream: Any, fmt: str, person_col, item_col, labels_as_text: bool) -> pd.DataFrame:
-    """A comma-separated table from an open file (``sys.stdin`` for the command line's ``-``)."""
+def read_stream(stream: Any, fmt: str, person_col, item_col, labels_as_text: bool,
+                no_rows: bool = False) -> pd.DataFrame:
+    """A comma-separated table from an open file (``sys.stdin`` for the command line's ``-``);
+    a table without rows is refused unless ``no_rows``."""
     import io
 
     content = stream.read()
@@ -159,8 +182,11 @@ def read_stream(stream: Any, fmt: str, person_col, item_col, labels_as_text: boo
     else:
         def source():
             return io.StringIO(content)
-    return _read_csv(source, name, ",", compression=None, fmt=fmt, person_col=person_col,
-                     item_col=item_col, labels_as_text=labels_as_text)
+    frame = _read_csv(source, name, ",", compression=None, fmt=fmt, person_col=person_col,
+                      item_col=item_col, labels_as_text=labels_as_text)
+    if not no_rows:
+        _check_has_rows(frame, name, fmt, person_col, item_col)
+    return frame
 
 
 def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, fmt: str = "auto",

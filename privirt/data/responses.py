@@ -333,7 +333,7 @@ def _is_cupy(obj: Any) -> bool:
 #: compression suffixes read transparently (``responses.csv.gz``)
 def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_col=None,
                read: _Read = _Read()) -> Responses:
-    frame = read_path(path, fmt, person_col, item_col, read.labels_as_text)
+    frame = read_path(path, fmt, person_col, item_col, read.labels_as_text, read.no_rows)
     return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
                        weight_col=weight_col, read=read)
 
@@ -341,7 +341,7 @@ def _from_path(path: Path, fmt: str, person_col, item_col, response_col, weight_
 def _from_stream(stream: Any, fmt: str, person_col, item_col, response_col,
                  weight_col=None, read: _Read = _Read()) -> Responses:
     """A comma-separated table from an open file (``sys.stdin`` for the command line's ``-``)."""
-    frame = read_stream(stream, fmt, person_col, item_col, read.labels_as_text)
+    frame = read_stream(stream, fmt, person_col, item_col, read.labels_as_text, read.no_rows)
     return _from_frame(frame, fmt, person_col, item_col, response_col, from_file=True,
                        weight_col=weight_col, read=read)
 
