@@ -153,3 +153,22 @@ def test_a_table_without_rows_names_the_file_and_what_to_add(tmp_path, capsys):
     with pytest.raises(ValueError, match="long.csv has a header but no data rows; add one row per answer"):
         as_responses(long)
     assert private_responses(path).shape == (0, 3)
+
+
+def test_rows_ending_in_a_separator_give_no_false_loss_of_data_warning(tmp_path, capsys):
+    """Every extra field is empty (checked first): before, pandas' 'This leads to a loss of data
+    with index_col=False' was printed as a privirt warning."""
+    import warnings
+
+    path = tmp_path / "r.csv"
+    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,\np3,1,1,,\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = as_responses(path, empty="keep")
+    assert got.persons.tolist() == ["p1", "p2", "p3"] and got.codes[2].tolist() == [1, 1, -1]
+    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,\np3,1,1,0,\n")
+    assert main(["estimate", str(path), "--no-progress", "--device", "cpu"]) == 0
+    assert "loss of data" not in capsys.readouterr().err
+    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,1\n")  # a non-empty extra field: refused
+    with pytest.raises(ValueError, match="line 3 has 5 fields where the header has 4"):
+        as_responses(path)

@@ -214,8 +214,10 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
             # (a row whose extra field pandas would drop, with a ParserWarning, is found in the
             # rows first: recording warnings swaps process-wide state, which other threads share)
             _check_long_rows(source, name, sep, compression, len(header))
+            # (usecols: the empty extra fields are not read, and pandas' warning of a "loss of
+            # data", false here, is not given; catching it would swap process-wide state)
             frame = pd.read_csv(source(), sep=sep, compression=compression, index_col=False,
-                                **({"keep_default_na": True} | options))
+                                usecols=range(len(header)), **({"keep_default_na": True} | options))
         elif labels_as_text and "index_col" not in options and frame.shape[1] and (
                 not default or _first_row_longer(source, sep, compression, len(header))):
             # R's write.table layout (row names, the header one field shorter): the row names are
