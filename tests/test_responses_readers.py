@@ -172,3 +172,39 @@ def test_rows_ending_in_a_separator_give_no_false_loss_of_data_warning(tmp_path,
     path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,1\n")  # a non-empty extra field: refused
     with pytest.raises(ValueError, match="line 3 has 5 fields where the header has 4"):
         as_responses(path)
+
+
+def test_parquet_decimal_columns_of_0_1_read_as_numbers(tmp_path):
+    """Before: "invalid response Decimal('0') ... convert text such as 'yes'/'no' to 0/1 first"
+    (in-memory reader), "has type decimal128(1, 0)" (Dask engine).  Now both read them as the
+    same float columns."""
+    import decimal
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(58_000_010)
+    X = (rng.random((40, 3)) < 0.5).astype(float)
+    X[rng.random((40, 3)) < 0.1] = np.nan
+    names = ["person", "q1", "q2", "q3"]
+    persons = pa.array([f"p{i}" for i in range(40)])
+    dec = [pa.array([None if np.isnan(v) else decimal.Decimal(int(v)) for v in X[:, j]],
+                    type=pa.decimal128(1, 0)) for j in range(3)]
+    pq.write_table(pa.table([persons, *dec], names=names), tmp_path / "dec.parquet")
+    pq.write_table(pa.table([persons, *[pa.array(X[:, j]) for j in range(3)]], names=names),
+                   tmp_path / "float.parquet")
+    got, want = as_responses(tmp_path / "dec.parquet"), as_responses(tmp_path / "float.parquet")
+    np.testing.assert_array_equal(got.codes, want.codes)
+    assert got.items.tolist() == ["q1", "q2", "q3"]
+    pytest.importorskip("distributed")
+    from privirt.stats.dask_engine import _column_codes
+
+    table = pq.read_table(tmp_path / "dec.parquet")
+    for j in range(3):
+        np.testing.assert_array_equal(_column_codes(table.column(j + 1), f"q{j + 1}", "dec", 0),
+                                      want.codes[:, j])
+    bad = pa.array([decimal.Decimal("0.5"), decimal.Decimal(1)], type=pa.decimal128(2, 1))
+    with pytest.raises(ValueError, match="0.5"):
+        _column_codes(bad, "q1", "dec", 0)
+    frame = pd.DataFrame({"q1": [decimal.Decimal("0.5"), decimal.Decimal(1)], "q2": [0, 1]})
+    with pytest.raises(ValueError, match=r"invalid response 0.5 for person 0 \(row 0\), item 'q1'"):
+        as_responses(frame)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
 
@@ -451,8 +452,8 @@ def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
     the way a CSV reader parses it; arrays of strings are refused."""
     if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
         return np.nan
-    if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
-        return float(v)
+    if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating, Decimal)):
+        return float(v)  # (Decimal: a Parquet decimal column's cells)
     if numeric_text and isinstance(v, str):
         # numeric text ("0", "1", "1.0"), pandas' missing-value and true/false words ("NA",
         # "TRUE"), as a CSV reader parses them; a Parquet or object column keeps them as text

@@ -145,6 +145,8 @@ def _column_codes(col, name: str, where: str, offset: int) -> np.ndarray:
         col = col.dictionary_decode()
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         col = _text_as_numbers(col, name, where, offset)  # as the in-memory reader takes "1", " 0", ""
+    if pa.types.is_decimal(col.type):  # 0/1 as decimals (SQL exports), as the in-memory reader takes them
+        col = pc.cast(col, pa.float64())
     t = col.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t)):
