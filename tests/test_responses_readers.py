@@ -208,3 +208,18 @@ def test_parquet_decimal_columns_of_0_1_read_as_numbers(tmp_path):
     frame = pd.DataFrame({"q1": [decimal.Decimal("0.5"), decimal.Decimal(1)], "q2": [0, 1]})
     with pytest.raises(ValueError, match=r"invalid response 0.5 for person 0 \(row 0\), item 'q1'"):
         as_responses(frame)
+
+
+def test_the_dask_engine_reads_text_cells_as_the_in_memory_reader_does():
+    """The missing-value and true/false words of a Parquet text column (see the test above for
+    the in-memory reader): before, the Dask engine refused 'NA' and 'TRUE'."""
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("distributed")
+    from privirt.stats.dask_engine import _column_codes
+
+    col = pa.array(["1", " 0", "NA", "NULL", "N/A", "", None, "TRUE", "false", " True "])
+    assert _column_codes(col, "q1", "t", 0).tolist() == [1, 0, -1, -1, -1, -1, -1, 1, 0, 1]
+    frame = pd.DataFrame({"q1": col.to_pylist(), "q2": ["1"] * 10})
+    assert as_responses(frame).codes[:, 0].tolist() == [1, 0, -1, -1, -1, -1, -1, 1, 0, 1]
+    with pytest.raises(ValueError, match="invalid response 'yes' for item 'q1' at row 1"):
+        _column_codes(pa.array(["1", "yes"]), "q1", "t", 0)

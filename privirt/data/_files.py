@@ -24,6 +24,9 @@ _CSV_NA_STRINGS = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN",
 
 #: the words ``pandas.read_csv`` reads as True and False (its defaults; pandas does not export them)
 _CSV_TRUE, _CSV_FALSE = ("True", "TRUE", "true"), ("False", "FALSE", "false")
+#: the words a text cell stands for as numeric text (None: missing), for Arrow (the Dask engine)
+CSV_WORDS: tuple[tuple[list[str], str | None], ...] = (
+    (list(_CSV_NA_STRINGS), None), (list(_CSV_TRUE), "1"), (list(_CSV_FALSE), "0"))
 
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
 

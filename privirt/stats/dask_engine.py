@@ -114,13 +114,18 @@ def _one_blas_thread() -> Iterator[None]:
 # ---------------------------------------------------------------------------------------
 # per-partition work (runs on the workers)
 def _text_as_numbers(col, name: str, where: str, offset: int):
-    """A text column as float64: numbers written as text (spaces trimmed), an empty text missing;
-    any other text is refused by row, in the in-memory reader's words."""
+    """A text column as float64: numbers written as text (spaces trimmed), pandas' missing-value
+    and true/false words missing and 1/0 (:func:`privirt.data._files.text_number`); any other
+    text is refused by row, in the in-memory reader's words."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from ..data._files import CSV_WORDS
+
     text = pc.utf8_trim_whitespace(col)
-    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
+    for words, value in CSV_WORDS:
+        text = pc.if_else(pc.is_in(text, value_set=pa.array(words, type=text.type)),
+                          pa.scalar(value, text.type), text)
     try:
         return pc.cast(text, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
