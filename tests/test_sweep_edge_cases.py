@@ -347,3 +347,42 @@ def test_every_run_keeps_its_own_configuration_and_machine_in_the_manifest(tmp_p
     assert all(set(r["machine"]) == {"platform", "processor", "cpu_count"} for r in runs)
     # the top-level fields (read by the report) stay: the latest run's
     assert manifest["config"]["name"] == "second" and manifest["machine"] == runs[1]["machine"]
+
+
+def test_a_trial_whose_reference_fails_records_it_in_its_cells_and_the_sweep_goes_on(
+        tmp_path, monkeypatch):
+    # the reference (non-private spectral) of one MovieLens item subset was computed outside
+    # the cell's error handling: its error aborted the whole sweep, and --resume with it
+    import dataclasses
+
+    import privirt
+    from privirt.sweeps import registry
+    from tests.test_data import _write_u_data
+
+    _write_u_data(tmp_path / "u.data", seed=56_000_001)
+    cfg = _write(tmp_path, 'seed = 56000002\ntrials = 3\nepsilons = [1.0, 2.0]\n'
+                           'mechanisms = ["gaussian"]\ndevice = "cpu"\n[[datasets]]\n'
+                           'source = "movielens"\npath = "u.data"\nm = 6\nrank = 2\n'
+                           'min_item_ratings = 5\n')
+    bad = {tuple(privirt.load_movielens(tmp_path / "u.data", m=6, rank=2, min_item_ratings=5,
+                                        seed=sw.data_seed(56_000_002, "movielens_m6", t)).columns)
+           for t in (0, 2)}  # the first trial too: the run is not refused for it
+    real = registry.REGISTRY["spectral"]
+
+    def reference(X, **kwargs):
+        if tuple(X.columns) in bad:
+            raise ValueError("the item comparison graph has 2 separate parts")
+        return real.function(X, **kwargs)
+
+    monkeypatch.setitem(registry.REGISTRY, "spectral",
+                        dataclasses.replace(real, function=reference))
+    stats = sw.run_sweep(cfg, tmp_path / "out", jobs=1, progress=False)
+    assert (stats.computed, stats.failed) == (6, 4)
+    frame = sw.read_results(tmp_path / "out").sort_values(["trial", "epsilon"])
+    assert list(frame["trial"]) == [0, 0, 1, 1, 2, 2]
+    failed = frame[frame["trial"] != 1]
+    assert failed["status"].str.contains(
+        "data set 'movielens_m6': the reference .non-private spectral. cannot be computed: "
+        "the item comparison graph has 2 separate parts").all()
+    assert failed["l2_error"].isna().all() and list(failed["m"]) == [6] * 4
+    assert (frame.loc[frame["trial"] == 1, "status"] == "ok").all()

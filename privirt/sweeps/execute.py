@@ -26,6 +26,8 @@ _BASES: dict[str, Any] = {}
 _DATA_CACHE: dict[tuple[str, int], tuple[Any, np.ndarray]] = {}
 _CACHE_SIZE = 16
 _REFERENCE = "spectral"  # the non-private estimate errors are measured against on real data
+#: the errors of an estimator (or of the reference) that become a cell's status, not a crash
+_CELL_ERRORS = (PrivirtError, ValueError, ArithmeticError, np.linalg.LinAlgError)
 
 
 def _movielens_base_key(params: Mapping[str, Any]) -> str:
@@ -74,7 +76,9 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
     Raises
     ------
     ValueError
-        If a data set cannot be read, or a configured ``top_k`` is not below its number of
+        If a data set cannot be read, its reference cannot be computed (CSV, bundled: the
+        same data in every trial; a MovieLens trial whose reference fails is left to its
+        cells, which record the error), or a configured ``top_k`` is not below its number of
         items; the message names the data set.
     """
     init_worker(bases)  # (the data as they are now, not as an earlier run in this process read them)
@@ -85,7 +89,12 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
     for name, cell in first.items():
         spec = specs[name]
         if spec.source != "synthetic":
-            frame, _ = load_data(spec, cell.trial, config.seed, config.device)
+            try:
+                frame, _ = load_data(spec, cell.trial, config.seed, config.device)
+            except ReferenceFailed as exc:
+                if not _trial_dependent(spec):  # every trial's data: no cell could run
+                    raise ValueError(str(exc)) from None
+                frame = exc.frame  # one trial's item subset: its cells fail, the run goes on
             if spec.top_k is not None:  # (synthetic and MovieLens m: checked by the configuration)
                 check_top_k(spec.top_k, frame.shape[1], "top_k", spec.name)
 
@@ -150,12 +159,28 @@ def _trial_dependent(spec: DatasetSpec) -> bool:
     return spec.source == "movielens"
 
 
+class ReferenceFailed(ValueError):
+    """The reference estimate of one trial's (real) data could not be computed.
+
+    Its cells fail with this error as their ``status`` (:func:`run_cell`); ``frame`` holds
+    the trial's data (for the row's ``n`` and ``m``).
+    """
+
+    def __init__(self, dataset: str, frame: pd.DataFrame, exc: Exception) -> None:
+        super().__init__(f"data set {dataset!r}: the reference (non-private "
+                         f"{_REFERENCE}) cannot be computed: {' '.join(str(exc).split())}")
+        self.frame = frame
+
+
 def load_data(spec: DatasetSpec, trial: int, root_seed: int,
               device: str) -> tuple[pd.DataFrame, np.ndarray]:
     """The trial's response matrix (labelled DataFrame) and the reference β (centred).
 
     Raises
     ------
+    ReferenceFailed
+        If the data were read but their reference estimate fails (for example, a MovieLens
+        item subset whose comparison graph is not connected).
     ValueError
         If the data cannot be read; the message names the data set.
     """
@@ -184,8 +209,11 @@ def load_data(spec: DatasetSpec, trial: int, root_seed: int,
             frame = _real_data(spec, trial, root_seed)
         except (ValueError, OSError) as exc:
             raise ValueError(f"data set {spec.name!r}: {' '.join(str(exc).split())}") from exc
-        ref = registry.get(_REFERENCE)(frame, device=device)
-        reference = aligned(ref.beta, frame.columns)
+        try:
+            ref = registry.get(_REFERENCE)(frame, device=device)
+            reference = aligned(ref.beta, frame.columns)
+        except _CELL_ERRORS as exc:
+            raise ReferenceFailed(spec.name, frame, exc) from exc
     reference = reference - reference.mean()
     if len(_DATA_CACHE) >= _CACHE_SIZE:
         _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
@@ -247,7 +275,11 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
     ``entry`` is the cell's registry entry (looked up by the mechanism name when omitted);
     the runner passes it, so that entries registered at run time reach worker processes.
     """
-    frame, truth = load_data(spec, cell.trial, config_seed, device)
+    try:
+        frame, truth = load_data(spec, cell.trial, config_seed, device)
+        failed: ReferenceFailed | None = None
+    except ReferenceFailed as exc:  # this trial's cells fail with it; the sweep goes on
+        frame, truth, failed = exc.frame, np.empty(0), exc
     n, m = frame.shape
     k = spec.top_k if spec.top_k is not None else max(1, min(5, m // 2))
     k = min(k, m - 1)  # (a configured top_k >= m is refused before the run; m = 1: k = 0)
@@ -266,6 +298,8 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
         row[col] = float("nan")
     start = time.perf_counter()
     try:
+        if failed is not None:
+            raise failed
         if entry.private:
             result = entry(frame, epsilon=cell.epsilon, delta=delta, seed=seed, device=device,
                            options=options)
@@ -276,7 +310,7 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
         if not np.all(np.isfinite(est)):
             raise FloatingPointError("the estimate has non-finite values")
         row.update(_metrics(est - est.mean(), truth, k))
-    except (PrivirtError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+    except _CELL_ERRORS as exc:
         row["runtime_s"] = time.perf_counter() - start
         row["status"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         return row
