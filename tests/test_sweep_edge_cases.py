@@ -386,3 +386,21 @@ def test_a_trial_whose_reference_fails_records_it_in_its_cells_and_the_sweep_goe
         "the item comparison graph has 2 separate parts").all()
     assert failed["l2_error"].isna().all() and list(failed["m"]) == [6] * 4
     assert (frame.loc[frame["trial"] == 1, "status"] == "ok").all()
+
+
+def test_a_configuration_that_defines_no_cells_is_refused_in_one_line(tmp_path, capsys):
+    # spectral is the reference on real data and gets no cells there: the run said "0 cells",
+    # exited 0 and left .sweep.lock, config.toml and sweep.json (but no results.csv) behind
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, 'seed = 56000003\ntrials = 2\nmechanisms = ["spectral"]\n'
+                           '[[datasets]]\nsource = "bundled"\ndataset = "lsat6"\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: the configuration defines no cells: on real data "
+                          "(lsat6)") and "add another mechanism" in err and "\n" not in err
+    assert not out.exists()
+    # a synthetic data set (spectral measured against the simulated truth) still has cells
+    sw.load_config(_write(tmp_path, cfg.read_text() + '[[datasets]]\nsource = "synthetic"\n'
+                                                      'n = 50\nm = 5\n'))

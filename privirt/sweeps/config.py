@@ -196,6 +196,12 @@ def parse_config(
     if dup:
         raise ValueError(f"data set names must be unique; repeated: {dup}. Give each "
                          "[[datasets]] table a distinct 'name'")
+    if all(s.source != "synthetic" and set(s.mechanisms) == {"spectral"} for s in specs):
+        # (the non-private spectral estimate is the reference on real data: no cells there)
+        raise ValueError(
+            f"the configuration defines no cells: on real data ({', '.join(names)}) the "
+            "non-private 'spectral' estimate is the reference errors are measured against, so "
+            "it gets no cells; add another mechanism to mechanisms")
     for where, value in (("name", raw.get("name", name)), ("description", raw.get("description", ""))):
         if not isinstance(value, str):
             raise ValueError(f"{where} must be text, got {value!r}")
