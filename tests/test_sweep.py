@@ -1093,6 +1093,25 @@ def test_report_links_and_epsilon_labels_survive_unusual_values(quick_run, tmp_p
     assert "| mechanism | ε = 0.1 | ε = 1 | ε = 1.002 |" in md  # 1 and 1.002 both printed "1" before
 
 
+def test_a_report_on_a_file_other_than_results_csv_is_refused_in_one_line(quick_run, tmp_path,
+                                                                          capsys):
+    # build_report(FILE) read the folder's results.csv, not the file it was given: a report
+    # on other numbers than the user asked for
+    from privirt.cli import main
+
+    out = _results_copy(quick_run, tmp_path / "other")
+    (out / "mine.csv").write_text((out / "results.csv").read_text(encoding="utf-8"),
+                                  encoding="utf-8")
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ValueError, match=r"mine.csv is a file, not a sweep's output folder: "
+                                         r"give the folder that holds results.csv"):
+        rep.build_report(out / "mine.csv")
+    assert main(["report", str(out / "mine.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: ") and "mine.csv is a file" in err and "\n" not in err
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written
+
+
 def test_a_half_written_last_row_is_not_a_finished_cell(quick_run, tmp_path):
     out = _results_copy(quick_run, tmp_path / "torn")
     path = out / "results.csv"

@@ -30,7 +30,7 @@ import pandas as pd
 
 from .._files import atomic_write
 from . import registry
-from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, read_results
+from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, RESULTS_FILE, read_results
 
 __all__ = [
     "METRICS",
@@ -336,7 +336,7 @@ def build_report(
     Parameters
     ----------
     directory : path
-        The sweep's output folder.
+        The sweep's output folder (or its ``results.csv``; any other file is refused).
     metric : str, optional
         Metric of the tables and of the target (default: the sweep configuration's
         ``[report] metric``, else ``"relative_l2_error"``); one of :data:`METRICS`.
@@ -350,6 +350,9 @@ def build_report(
     """
     directory = Path(directory)
     if directory.is_file():  # the results file itself: the report goes beside it
+        if directory.name != RESULTS_FILE:  # (the folder's own results.csv is what is read)
+            raise ValueError(f"{directory} is a file, not a sweep's output folder: give the "
+                             f"folder that holds {RESULTS_FILE} (the report is written there)")
         directory = directory.parent
     results = read_results(directory)
     if results.empty:
