@@ -404,3 +404,26 @@ def test_a_configuration_that_defines_no_cells_is_refused_in_one_line(tmp_path, 
     # a synthetic data set (spectral measured against the simulated truth) still has cells
     sw.load_config(_write(tmp_path, cfg.read_text() + '[[datasets]]\nsource = "synthetic"\n'
                                                       'n = 50\nm = 5\n'))
+
+
+@pytest.mark.parametrize("content", [b'# note\nfoo,bar\n1,2\n3,"4\n', b"\xbd\xff\x00abc\n1,2\n3,4\n"])
+def test_a_results_file_that_is_not_a_sweep_s_is_refused_in_one_line_naming_it(tmp_path, capsys,
+                                                                                content):
+    # the parser's own error came out ("Error tokenizing data. C error: EOF inside string",
+    # "'utf-8' codec can't decode byte 0xbd"), naming neither the file nor what to do
+    from privirt.cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.csv").write_bytes(content)
+    cfg = _write(tmp_path, 'seed = 56000004\ntrials = 1\nepsilons = [1.0]\n'
+                           'mechanisms = ["gaussian"]\n[[datasets]]\nsource = "synthetic"\n'
+                           'n = 50\nm = 5\n')
+    for argv in (["report", str(out)],
+                 ["sweep", str(cfg), "--out", str(out), "--resume", "--no-progress"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"privirt: error: {out / 'results.csv'} is not a privirt sweep "
+                              "results file (") and "move it away" in err and "\n" not in err
+    assert [p.name for p in out.iterdir()] == ["results.csv"]
+    assert (out / "results.csv").read_bytes() == content

@@ -83,13 +83,18 @@ def read_results(path: str | os.PathLike[str]) -> "pd.DataFrame":
         path = path / RESULTS_FILE
     if not path.is_file():
         raise OSError(f"no sweep results at {path}; run `privirt sweep CONFIG --out DIR` first")
+    not_ours = f"{path} is not a privirt sweep results file"
     skip = 0
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("#"):
-                skip += 1
-            else:
-                break
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("#"):
+                    skip += 1
+                else:
+                    break
+    except UnicodeDecodeError:
+        raise ValueError(f"{not_ours} (not UTF-8 text): move it away, or use a folder "
+                         "that `privirt sweep` wrote") from None
     # Only an empty field is missing: a data set called "NA" or "null" stays a name, and the
     # 64-bit seeds stay exact (inferred, a column of seeds below 2**63 with blanks for the
     # non-private cells would become float64 and lose the low digits).
@@ -105,9 +110,12 @@ def read_results(path: str | os.PathLike[str]) -> "pd.DataFrame":
                             dtype={**text_cols, "seed": "UInt64"})
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty, not a privirt sweep results file") from None
+    except ValueError as exc:  # a ParserError, a UnicodeDecodeError, a seed that is not an int
+        raise ValueError(f"{not_ours} ({' '.join(str(exc).split())}): move it away, "
+                         "or use a folder that `privirt sweep` wrote") from None
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path} is not a privirt sweep results file (missing columns {missing})")
+        raise ValueError(f"{not_ours} (missing columns {missing})")
     frame["status"] = frame["status"].fillna("ok").astype(str)
     return frame
 
