@@ -427,3 +427,24 @@ def test_a_results_file_that_is_not_a_sweep_s_is_refused_in_one_line_naming_it(t
                               "results file (") and "move it away" in err and "\n" not in err
     assert [p.name for p in out.iterdir()] == ["results.csv"]
     assert (out / "results.csv").read_bytes() == content
+
+
+@pytest.mark.parametrize("argv", [["sweep", "CFG", "--out", "", "--no-progress"], ["report", ""]])
+def test_an_empty_output_folder_is_refused_in_one_line(tmp_path, capsys, monkeypatch, argv):
+    # Path("") is the current folder: --out "" wrote results.csv, sweep.json, config.toml and
+    # .sweep.lock there, and `privirt report ""` its report
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, 'seed = 56000005\ntrials = 1\nepsilons = [1.0]\n'
+                           'mechanisms = ["gaussian"]\n[[datasets]]\nsource = "synthetic"\n'
+                           'n = 50\nm = 5\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with pytest.raises(SystemExit) as exc:
+        main([str(cfg) if a == "CFG" else a for a in argv])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: argument ") and "expected a path, got an empty " \
+        "string" in err and "\n" not in err
+    assert list(work.iterdir()) == []

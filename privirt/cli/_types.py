@@ -7,6 +7,7 @@ messages the command line prints as one line.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def number(text: str) -> float:
@@ -15,6 +16,13 @@ def number(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def nonempty_path(text: str) -> Path:
+    """A path; the empty string (which ``Path`` turns into the current folder) is refused."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(text)
 
 
 def positive_int(text: str) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from ._types import nonempty_path
 
 
 def register(subparsers) -> None:
@@ -16,7 +17,8 @@ def register(subparsers) -> None:
         "bands, log axes), DIR/report.md and DIR/report.html (results tables and, for a target "
         "accuracy, the smallest ε that reaches it per mechanism).",
     )
-    parser.add_argument("directory", metavar="DIR", type=Path, help="the sweep's output folder")
+    parser.add_argument("directory", metavar="DIR", type=nonempty_path,
+                        help="the sweep's output folder")
     parser.add_argument("--metric", default=None,
                         help="metric of the tables and the target: l2_error, linf_error, "
                         "relative_l2_error, top_k_accuracy or kendall_tau (default: the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._types import positive_int
+from ._types import nonempty_path, positive_int
 
 
 #: how many distinct errors of failed cells the summary prints
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
         "format (data sources, mechanism names, options) is described in docs/sweeps.md.",
     )
     parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+    parser.add_argument("--out", required=True, type=nonempty_path, metavar="DIR",
                         help="output folder (created, with its missing parents, as mkdir -p); "
                              "receives results.csv and sweep.json")
     parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
