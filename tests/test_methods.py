@@ -40,7 +40,26 @@ def test_the_sweeps_run_every_method_under_its_names():
             sweep = registry.get(variant.name)
             assert sweep.private and sweep.function is entry.estimate
             assert dict(sweep.fixed) == dict(variant.fixed)
-            assert sweep.option_keys == frozenset(entry.sweep_options)
+            own = entry.sweep_options if variant.options is None else variant.options
+            assert sweep.option_keys == frozenset(own)
+
+
+@pytest.mark.parametrize("name", ["rr", "rr_shuffle", "rr_debiased", "rr_shuffle_debiased"])
+def test_a_sweep_refuses_a_sensitivity_for_randomized_response(name):
+    # [mechanism_options.rr] sensitivity = "paper" was accepted (it changed the cells' keys)
+    # and changed nothing: randomized response has no sensitivity to choose
+    from privirt.sweeps.config import parse_config
+
+    def config(mech, **opts):
+        return parse_config({"mechanisms": [mech], "epsilons": [1.0], "trials": 1,
+                             "mechanism_options": {mech: opts},
+                             "datasets": [{"source": "synthetic", "n": 50, "m": 5}]})
+
+    with pytest.raises(ValueError, match=rf"unknown key\(s\) \['sensitivity'\] in "
+                                         rf"mechanism_options\.{name}; allowed: \['p0'\]"):
+        config(name, sensitivity="paper")
+    assert config(name, p0=0.5).mechanism_options == {name: {"p0": 0.5}}
+    config("gaussian", sensitivity="paper")  # (the Gaussian and Laplace names keep it)
 
 
 def test_the_default_chooser_returns_registered_methods():

@@ -32,11 +32,17 @@ DOMAINS = MISSING_DOMAINS
 
 @dataclass(frozen=True)
 class SweepVariant:
-    """One mechanism name of the sweeps built on a private method (``fixed`` kwargs)."""
+    """One mechanism name of the sweeps built on a private method (``fixed`` kwargs).
+
+    ``options``: the keys its ``[mechanism_options.NAME]`` table may set, where they differ
+    from the method's ``sweep_options`` (``None``: the method's); an option that the fixed
+    arguments make meaningless is left out, so that it is refused rather than ignored.
+    """
 
     name: str
     fixed: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    options: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +74,8 @@ class PrivateMethod:
     sweeps : tuple of SweepVariant
         The mechanism names under which the sweeps run it (default: one, its own name).
     sweep_options : tuple of str
-        Keyword arguments a sweep's ``[mechanism_options.NAME]`` table may set.
+        Keyword arguments a sweep's ``[mechanism_options.NAME]`` table may set (a variant's
+        own ``options`` replace them for its name).
     description : str
         One line for help texts and documentation.
     model : str
@@ -218,8 +225,9 @@ register(
         SweepVariant("laplace", {"mechanism": "laplace", "p0": 1.0, "n_boot": 0,
                                  "estimator": "spectral"},
                      "discrete Laplace, dense comparison graph"),
+        # (randomized response has no sensitivity to choose: only p0 is an option there)
         *(SweepVariant(name, {"mechanism": "randomized_response", "shuffle": shuffle,
-                              "rr_estimator": rr}, text)
+                              "rr_estimator": rr}, text, options=("p0",))
           for name, shuffle, rr, text in (
               ("rr", False, "plain",
                "randomized response (spectral estimate on the randomized bits, as the paper)"),

@@ -158,6 +158,7 @@ for _method in private_methods.METHODS.values():
         continue
     for _variant in _method.sweeps:
         register(_variant.name, _function, private=True, fixed=_variant.fixed,
-                 options=_method.sweep_options, device=_method.takes_device,
+                 options=(_method.sweep_options if _variant.options is None
+                          else _variant.options), device=_method.takes_device,
                  description=_variant.description)
 del _method, _function, _variant
