@@ -138,3 +138,22 @@ def test_the_private_2pl_refuses_the_dask_engine_in_one_line(tmp_path):
     assert len(ledger.spends()) == 0
     fit = methods.get("twopl").estimate(X, epsilon=1.0, seed=310_051, engine="local", n_boot=0)
     assert len(fit.a) == 4
+
+
+def test_a_sweep_runs_totals_and_twopl_on_data_with_missing_cells(tmp_path):
+    # their estimators ask for missing="mcar" on such data, which [mechanism_options] refused
+    # ("unknown key(s) ['missing'] ... allowed: ['n_boot']"): they could not run there at all
+    from privirt import sweeps as sw
+    from privirt.sweeps.config import parse_config
+
+    def config(**opts):
+        return parse_config({"seed": 56_000_007, "mechanisms": ["totals", "twopl"],
+                             "epsilons": [4.0], "trials": 1, "device": "cpu",
+                             "mechanism_options": {"totals": opts, "twopl": opts},
+                             "datasets": [{"source": "synthetic", "n": 300, "m": 5,
+                                           "p_observed": 0.8}]})
+
+    stats = sw.run_sweep(config(missing="mcar"), tmp_path / "mcar", jobs=1, progress=False)
+    assert (stats.computed, stats.failed) == (2, 0)
+    stats = sw.run_sweep(config(), tmp_path / "none", jobs=1, progress=False)
+    assert stats.failed == 2 and all('missing="mcar"' in text for text, _ in stats.errors)

@@ -252,7 +252,7 @@ register(
     sweeps=(SweepVariant("totals", {"n_boot": 0},
                          "discrete Gaussian on the item totals and the raw-score histogram, "
                          "marginal ML, empirical-Bayes shrinkage"),),
-    sweep_options=("n_boot",),
+    sweep_options=("n_boot", "missing"),
     description="noisy item totals and raw-score histogram (discrete Gaussian), marginal ML "
                 "with intervals",
 )
@@ -265,7 +265,7 @@ register(
     sweeps=(SweepVariant("twopl", {"n_boot": 0},
                          "discrete Gaussian on the item totals and pair disagreement counts, "
                          "one-factor normal-ogive (2PNO) fit; β = 1.702·(b − mean b)"),),
-    sweep_options=("n_boot",),
+    sweep_options=("n_boot", "missing"),
     description="noisy item totals and pair disagreement counts (discrete Gaussian), one-factor "
                 "normal-ogive fit: discriminations a and difficulties b with intervals",
     model="2pl",
