@@ -448,3 +448,22 @@ def test_an_empty_output_folder_is_refused_in_one_line(tmp_path, capsys, monkeyp
     assert err.startswith("privirt: error: argument ") and "expected a path, got an empty " \
         "string" in err and "\n" not in err
     assert list(work.iterdir()) == []
+
+
+def test_a_data_set_name_too_long_for_its_plot_file_is_refused_when_read(tmp_path, capsys):
+    # a 260-character name ran the sweep; the report then failed on "[Errno 36] File name too
+    # long: '.../plots/ddd….png'"
+    from privirt.cli import main
+
+    text = ('seed = 56000006\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 5\nname = "NAME"\n')
+    cfg = _write(tmp_path, text.replace("NAME", "d" * 201))
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("privirt: error: datasets[0]: data set name 'dddddddddddddddddddd'... "
+                          "is 201 bytes long (UTF-8); give it a 'name' of at most 200 bytes")
+    assert "\n" not in err and not out.exists()
+    with pytest.raises(ValueError, match="is 201 bytes long"):  # (bytes, not characters)
+        sw.load_config(_write(tmp_path, text.replace("NAME", "é" * 100 + "d")))
+    sw.load_config(_write(tmp_path, text.replace("NAME", "é" * 100)))  # 200 bytes: accepted

@@ -29,6 +29,9 @@ __all__ = ["SweepConfig", "DatasetSpec", "DEFAULT_EPSILONS", "DEFAULT_DELTA", "D
 #: Default ε grid: 0.01 … 10, four points per decade, log-spaced.
 DEFAULT_EPSILONS: tuple[float, ...] = tuple(float(f"{e:.6g}") for e in np.logspace(-2, 1, 13))
 DEFAULT_TRIALS = 20
+#: the longest data-set name, in UTF-8 bytes: it names the report's plot file ``NAME.png``
+#: (and its temporary file), which must stay within a file system's 255-byte name limit
+MAX_NAME_BYTES = 200
 
 _SOURCES = {
     "synthetic": ({"n", "m"}, {"p_observed", "beta_scale", "resample"}),
@@ -277,6 +280,11 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
     if not name or any(c in name for c in '|/\\:*?"<>\n'):
         raise ValueError(f"{where}: data set name {name!r} must be non-empty and free of "
                          "path or separator characters")
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:  # (it names the report's plot file)
+        raise ValueError(f"{where}: data set name {name[:20]!r}... is {size} bytes long "
+                         f"(UTF-8); give it a 'name' of at most {MAX_NAME_BYTES} bytes (as many "
+                         "ASCII characters): it names the report's plot file")
     mechs = _mechanisms(table["mechanisms"], f"{where}.mechanisms") if "mechanisms" in table \
         else mechanisms
     eps = _epsilons(table["epsilons"], f"{where}.epsilons") if "epsilons" in table else epsilons
