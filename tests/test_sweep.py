@@ -1112,6 +1112,24 @@ def test_a_report_on_a_file_other_than_results_csv_is_refused_in_one_line(quick_
     assert sorted(p.name for p in out.iterdir()) == before  # nothing written
 
 
+@pytest.mark.parametrize("blocked", ["report.html", "report.md", "plots"])
+def test_a_report_whose_files_cannot_be_written_is_refused_before_drawing(quick_run, tmp_path,
+                                                                          capsys, blocked):
+    # report.html a folder: "[Errno 21] Is a directory: '.../.report.html.c5d10b95.tmp' -> ...",
+    # after plots/ and report.md had been written
+    from privirt.cli import main
+
+    out = _results_copy(quick_run, tmp_path / "blocked")
+    (out / blocked).write_text("x") if blocked == "plots" else (out / blocked).mkdir()
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    what = "a file, where the plots folder goes" if blocked == "plots" else "a folder"
+    assert err.startswith(f"privirt: error: cannot write the report: {out / blocked} is {what}")
+    assert "move it away" in err and "\n" not in err
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written
+
+
 def test_a_half_written_last_row_is_not_a_finished_cell(quick_run, tmp_path):
     out = _results_copy(quick_run, tmp_path / "torn")
     path = out / "results.csv"

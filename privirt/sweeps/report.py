@@ -368,6 +368,7 @@ def build_report(
 
     plot_dir = directory / "plots"
     datasets = list(dict.fromkeys(results["dataset"]))
+    _check_outputs(directory, [plot_dir / f"{ds}.png" for ds in datasets])
     plots = []
     plt = None
     for ds in datasets:
@@ -394,6 +395,33 @@ def build_report(
     with atomic_write(html_path) as fh:
         fh.write(_to_html(sections, title=f"privirt sweep: {name}"))
     return ReportFiles(markdown=md_path, html=html_path, plots=tuple(plots))
+
+
+def _check_outputs(directory: Path, plots: Sequence[Path]) -> None:
+    """Refuse, in one line and before anything is drawn, a report whose files cannot be
+    written: ``report.md``, ``report.html`` or a plot that is a folder, ``plots`` that is a
+    file, a plot or a folder that is not writable.
+
+    Raises
+    ------
+    ValueError
+        Naming the blocking path and what to do.
+    """
+    plot_dir = directory / "plots"
+    if plot_dir.exists() and not plot_dir.is_dir():
+        raise ValueError(f"cannot write the report: {plot_dir} is a file, where the plots "
+                         "folder goes; move it away and run the report again")
+    for path in (directory / "report.md", directory / "report.html", *plots):
+        if path.is_dir():
+            raise ValueError(f"cannot write the report: {path} is a folder; move it away and "
+                             "run the report again")
+    for path in plots:  # (drawn in place: report.md and .html replace theirs whole)
+        if path.is_file() and not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write the report: {path} is not writable; move it away "
+                             "and run the report again")
+    for folder in (directory, plot_dir):
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"cannot write the report: the folder {folder} is not writable")
 
 
 def _manifest(directory: Path) -> dict[str, Any]:
