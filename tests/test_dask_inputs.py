@@ -468,3 +468,23 @@ def test_the_embedded_cluster_prints_nothing_when_port_8787_is_taken(tmp_path):
     finally:
         holder.close()
     assert not [w for w in seen if "8787" in str(w.message)], [str(w.message) for w in seen]
+
+
+def test_person_labels_equal_as_text_across_files_are_one_person(tmp_path, client):
+    """Person 1 in one file and "1" in another: the in-memory reader refuses them (labels are
+    compared as text); the Dask check compared raw values and released person 1 twice."""
+    a = pd.DataFrame({"person": [1, 2, 3], "q1": [1, 0, 1], "q2": [0, 1, 1]})
+    b = pd.DataFrame({"person": ["1", "4", "5"], "q1": [0, 0, 1], "q2": [1, 1, 0]})
+    a.to_parquet(tmp_path / "a.parquet", index=False)
+    b.to_parquet(tmp_path / "b.parquet", index=False)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-6)
+    with pytest.raises(ValueError, match="^duplicate person label '1'$"):
+        privirt.private_totals_estimate(str(tmp_path), epsilon=1.0, n_persons=6, items=["q1", "q2"],
+                                        engine="dask", client=client, ledger=ledger)
+    mixed = pd.DataFrame({"person": [1, "1"], "q1": [1, 0], "q2": [0, 1]})  # one partition
+    with dask.config.set({"dataframe.convert-string": False}):  # the object column kept
+        ddf = dd.from_pandas(mixed, npartitions=1)
+        with pytest.raises(ValueError, match="are the same as text"):
+            privirt.release_counts(ddf, epsilon=1.0, n_persons=2, items=["q1", "q2"],
+                                   engine="dask", client=client, ledger=ledger)
+    assert ledger.spent().epsilon == 0

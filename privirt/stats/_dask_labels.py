@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data._labels import _check_distinct_as_text
+
 #: the labels are checked in this many hash buckets (fewer when there are fewer partitions)
 BUCKETS: int = 64
 
@@ -45,9 +47,13 @@ def _refuse(labels: pd.Index, where: str) -> None:
 
 
 def split_labels(values: Any, where: str, buckets: int) -> list:
-    """One partition's labels, checked, in ``buckets`` parts by hash (runs on a worker)."""
+    """One partition's labels, checked, as text (the in-memory reader compares labels as text:
+    ``1`` in one file and ``"1"`` in another are one person) in ``buckets`` parts by hash
+    (runs on a worker)."""
     labels = pd.Index(values.to_numpy() if hasattr(values, "to_numpy") else values)
     _refuse(labels, where)
+    _check_distinct_as_text(labels, "person")  # 1 and "1" in one partition, as in memory
+    labels = pd.Index(labels.astype(str), dtype=object)  # and across partitions, by bucket
     if buckets == 1:
         return [labels]
     h = pd.util.hash_array(np.asarray(labels, dtype=object)) % np.uint64(buckets)
