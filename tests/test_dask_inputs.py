@@ -488,3 +488,19 @@ def test_person_labels_equal_as_text_across_files_are_one_person(tmp_path, clien
             privirt.release_counts(ddf, epsilon=1.0, n_persons=2, items=["q1", "q2"],
                                    engine="dask", client=client, ledger=ledger)
     assert ledger.spent().epsilon == 0
+
+
+def test_parquet_names_are_matched_stripped_on_both_engines(tmp_path, client):
+    """The local reader strips the spaces around a file's column names; the Dask engine kept
+    them (items ' q2', 'q3 ' against the local engine's 'q2', 'q3')."""
+    X = np.nan_to_num(_data(n=30, m=3, seed=5_700_000))
+    pd.DataFrame(X, columns=["q1", " q2", "q3 "]).to_parquet(tmp_path / "a.parquet", index=False)
+    local = privirt.sufficient_statistics(str(tmp_path / "a.parquet"))
+    dask = privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)
+    assert list(dask.items) == list(local.items) == ["q1", "q2", "q3"]
+    assert dask.totals.tolist() == local.totals.tolist()
+    got = privirt.release_counts(str(tmp_path), epsilon=1.0, seed=5_700_001, n_persons=30,
+                                 items=["q1", "q2", "q3"], engine="dask", client=client)
+    ref = privirt.release_counts(str(tmp_path / "a.parquet"), epsilon=1.0, seed=5_700_001,
+                                 n_persons=30, items=["q1", "q2", "q3"])
+    pd.testing.assert_frame_equal(got.Y, ref.Y)

@@ -22,6 +22,7 @@ import pandas as pd
 from .._threads import one_thread_in
 from . import _dask_labels
 from ._dask_files import parquet_files as _parquet_files
+from ..data._files import strip_labels
 from ..data._labels import match_items, wide_item_columns
 from .counts import MAX_CHUNK, default_chunk_size
 from .sufficient import (
@@ -120,7 +121,7 @@ def _text_as_numbers(col, name: str, where: str, offset: int):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..data._files import CSV_WORDS
+    from ..data._files import CSV_WORDS, text_number
 
     text = pc.utf8_trim_whitespace(col)
     for words, value in CSV_WORDS:
@@ -130,9 +131,7 @@ def _text_as_numbers(col, name: str, where: str, offset: int):
         return pc.cast(text, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         for i, v in enumerate(text.to_pylist()):  # (the error path only: find the first culprit)
-            try:
-                float(v if v is not None else 0)
-            except ValueError:
+            if v is not None and text_number(v) is None:
                 raise ValueError(f"{where}: invalid response {v!r} for item {name!r} at row {offset + i}: "
                                  "responses must be 0, 1 or missing (null); convert text such as "
                                  "'yes'/'no' to 0/1 first") from None
@@ -295,9 +294,13 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         index_cols = set()
         if schema.pandas_metadata:
             index_cols = {c for c in schema.pandas_metadata.get("index_columns", []) if isinstance(c, str)}
-        names = [c for c in schema.names if c not in index_cols]
+        raw = [c for c in schema.names if c not in index_cols]
+        # matched stripped, as by the local reader; read by the names the file holds
+        names = list(strip_labels(pd.Index(raw, dtype=object), str(path)))
+        to_raw = dict(zip(names, raw))
         cols = wide_item_columns(names, person_col, index_cols, f" {path}", from_file=True)
         label_col = _dask_labels.label_column(names, cols, person_col, index_cols)
+        label_col = to_raw.get(label_col, label_col)
         if schema_cols is None:
             schema_cols = cols
             labels, _, _ = _match_items(items, cols, public, absent_ok=True)
@@ -316,8 +319,8 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
         offset = 0
         for rg, rows in enumerate(row_groups):
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
-            tasks.append(delayed(_parquet_part, pure=True)(
-                fs, path, rg, use, pos, len(labels), offset, batch, pairwise, chunk_size, extras))
+            tasks.append(delayed(_parquet_part, pure=True)(fs, path, rg, [to_raw[c] for c in use], pos,
+                         len(labels), offset, batch, pairwise, chunk_size, extras))
             if public and label_col is not None:
                 label_parts.append(delayed(_dask_labels.parquet_labels, pure=True)(fs, path, rg, label_col))
             offset += rows
