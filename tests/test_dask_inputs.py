@@ -504,3 +504,15 @@ def test_parquet_names_are_matched_stripped_on_both_engines(tmp_path, client):
     ref = privirt.release_counts(str(tmp_path / "a.parquet"), epsilon=1.0, seed=5_700_001,
                                  n_persons=30, items=["q1", "q2", "q3"])
     pd.testing.assert_frame_equal(got.Y, ref.Y)
+
+
+@pytest.mark.parametrize("word", ["\u0661", "1_0"])
+def test_numbers_a_csv_reader_does_not_read_are_refused_alike(tmp_path, client, word):
+    """float() reads the Arabic-Indic digit one and "1_0"; a CSV reader does not: the local
+    engine took them as answers and the Dask engine failed with Arrow's own message."""
+    frame = pd.DataFrame({"q1": [word, "0", "1"], "q2": ["0", "1", "1"]})
+    frame.to_parquet(tmp_path / "a.parquet", index=False)
+    with pytest.raises(ValueError, match=f"invalid response {word!r}"):
+        privirt.sufficient_statistics(str(tmp_path / "a.parquet"))
+    with pytest.raises(ValueError, match=f"invalid response {word!r} for item 'q1'"):
+        privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)

@@ -52,13 +52,15 @@ def text_number(text: str) -> float | None:
     float or None
         NaN for pandas' missing-value words (``NA``, ``NULL``, ``N/A``, ``""``, ...), 1.0 and 0.0
         for its true/false words (``TRUE``, ``false``, ...), the number of numeric text
-        (``"1"``, ``"1.0"``); None for other text (``"yes"``).
+        (``"1"``, ``"1.0"``: ASCII digits, no ``_`` separators); None for other text (``"yes"``).
     """
     text = text.strip()
     if text in _CSV_NA_STRINGS:
         return np.nan
     if text in _CSV_TRUE or text in _CSV_FALSE:
         return 1.0 if text in _CSV_TRUE else 0.0
+    if not text.isascii() or "_" in text:  # float() reads "١" and "1_0"; a CSV reader does not
+        return None
     try:
         return float(text)
     except ValueError:
