@@ -380,3 +380,21 @@ def test_memory_stays_near_the_input_size_with_missing_cells(method, monkeypatch
     finally:
         tracemalloc.stop()
     assert peak < 3 * X.nbytes, peak / X.nbytes
+
+
+@pytest.mark.parametrize("beta_hard", [40.0, 60.0, 80.0, 100.0])
+def test_mle_far_above_an_item_solves_the_score_equation_without_cancellation(beta_hard):
+    # r − Σ P_i cancelled to exactly 0 once 1 − P rounded to 0 (θ − β > 37): Newton stopped
+    # at θ ≈ 38 for β = [0, 1, 80]; the exact root of Q_1 + Q_2 = P_3, solved in log space
+    b = np.array([0.0, 1.0, beta_hard])
+    got = privirt.estimate_abilities(pd.DataFrame([[1, 0, 1]], columns=list("abc")), b,
+                                     method="mle", device="cpu")
+
+    def g(t):
+        return (np.logaddexp(special.log_expit(-t), special.log_expit(1.0 - t))
+                - special.log_expit(t - beta_hard))
+
+    root = optimize.brentq(g, 0.0, beta_hard, xtol=1e-13)
+    se = 1.0 / np.sqrt(np.exp(special.log_expit(root - b) + special.log_expit(b - root)).sum())
+    np.testing.assert_allclose(got["theta"].iloc[0], root, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(got["se"].iloc[0], se, rtol=1e-6)

@@ -229,14 +229,29 @@ def _logistic(xp, z):
         return 1.0 / (1.0 + xp.exp(-z))
 
 
-def _moments(xp, theta, M, B):
-    P = _logistic(xp, theta[:, None] - B)
-    PQ = P * (1.0 - P) * M
+def _moments(xp, theta, M, B, R=None):
+    """``Σ P_i``, ``I``, ``I'`` and ``I''`` at ``theta`` and, given the scores ``R``,
+    ``r − Σ P_i`` without cancellation.
+
+    ``Q_i = 1 − P_i`` is computed as ``e^(−z) P_i`` where ``P_i > ½`` (``1 − P_i`` rounds to 0
+    once ``θ − β_i > 37``, which made ``I`` and ``r − Σ P_i`` vanish there), and
+    ``r − Σ P_i = (r − #{β_i < θ}) + Σ_{β_i < θ} Q_i − Σ_{β_i ≥ θ} P_i``.
+    """
+    z = theta[:, None] - B
+    with np.errstate(over="ignore"):  # e^(−z) = inf where z < −709: P = 0, Q = 1 (exactly)
+        ez = xp.exp(-z)
+    P = 1.0 / (1.0 + ez)
+    above = z > 0
+    Q = xp.where(above, xp.minimum(ez, 1.0) * P, 1.0 - P)
+    PQ = P * Q * M
     sumP = (P * M).sum(axis=1)
     info = PQ.sum(axis=1)
     d_info = (PQ * (1.0 - 2.0 * P)).sum(axis=1)
-    dd_info = (PQ * (1.0 - 6.0 * P * (1.0 - P))).sum(axis=1)
-    return sumP, info, d_info, dd_info
+    dd_info = (PQ * (1.0 - 6.0 * P * Q)).sum(axis=1)
+    if R is None:
+        return sumP, info, d_info, dd_info
+    resid = (R - (above * M).sum(axis=1)) + (xp.where(above, Q, -P) * M).sum(axis=1)
+    return sumP, info, d_info, dd_info, resid
 
 
 def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
@@ -270,8 +285,7 @@ def _fdf(xp, B, weighted: bool):
     """``fdf(t, Ma, Ra, Ba=B)``: ``f`` and ``f'`` of the (weighted) likelihood equation."""
 
     def fdf(t, Ma, Ra, Ba=B):
-        sumP, info, d_info, dd_info = _moments(xp, t, Ma, Ba)
-        f = Ra - sumP
+        _, info, d_info, dd_info, f = _moments(xp, t, Ma, Ba, Ra)  # f = r − Σ P_i
         df = -info
         if weighted:
             info_safe = xp.maximum(info, 1e-300)
