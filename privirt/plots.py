@@ -490,10 +490,12 @@ def wright_map(
                                    gridspec_kw={"width_ratios": [4.0, text_width],
                                                 "wspace": 0.02})
     levels, counts = np.unique(th, return_counts=True)
-    if levels.size <= 2 * bins:  # few distinct values (e.g. WLE: one per raw score)
-        width = 0.8 * float(np.min(np.diff(levels))) if levels.size > 1 else 0.2
-        axp.barh(levels, counts, height=min(width, 0.8 * (hi - lo) / bins), color="tab:blue",
-                 alpha=0.7)
+    width = min(0.8 * float(np.min(np.diff(levels))) if levels.size > 1 else 0.2,
+                0.8 * (hi - lo) / bins)
+    # few distinct values (e.g. WLE: one per raw score), as bars if each is visible (1 % of
+    # the axis, or a bin): levels that differ by rounding drew bars 0 logits high, a blank panel
+    if levels.size <= 2 * bins and width >= min(0.01, 0.8 / bins) * (hi - lo):
+        axp.barh(levels, counts, height=width, color="tab:blue", alpha=0.7)
     else:
         axp.hist(th, bins=np.linspace(lo, hi, int(bins) + 1), orientation="horizontal",
                  color="tab:blue", alpha=0.7)

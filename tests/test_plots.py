@@ -179,3 +179,15 @@ def test_bool_abilities_are_refused_by_the_ability_plots(theta):
         plots.wright_map(beta, theta)
     with pytest.raises(ValueError, match=r"^theta must hold numbers, not True/False$"):
         plots.test_information_curve(beta, theta=theta)
+
+
+@pytest.mark.parametrize("theta", [[0.1 + 0.2, 0.3, -1.0, 1.0, 1.0],
+                                   [0.0, 1e-9, -1.0, 1.0, 1.0]], ids=["rounding", "1e-9"])
+def test_wright_map_persons_stay_visible_when_two_abilities_nearly_coincide(theta):
+    # the bars were 0.8 × the smallest gap between levels high: 0 logits for 0.1 + 0.2 and
+    # 0.3, so the persons panel was blank; now bars of at least 1 % of the axis, or a histogram
+    persons = plots.wright_map([-1.0, 0.0, 1.0], theta).axes[0]
+    lo, hi = persons.get_ylim()
+    bars = [p for p in persons.patches if p.get_width() > 0]
+    assert bars and min(p.get_height() for p in bars) >= 0.01 * (hi - lo)
+    assert sum(p.get_width() for p in bars) == len(theta)  # every person counted
