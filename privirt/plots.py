@@ -145,9 +145,11 @@ def item_response_curves(
     missing = [lab for lab in chosen if lab not in index]
     if missing:
         raise ValueError(f"unknown item label(s) {missing[:5]}")
+    if not chosen:
+        raise ValueError("items is empty: give at least one item label (or None for the first 20)")
+    grid = _theta_range(None, theta_range, n_points=201)
     cols = [index.get_loc(lab) for lab in chosen]
     a_mean, b_mean = _posterior_means(posterior, "a"), _posterior_means(posterior, "b")
-    grid = np.linspace(theta_range[0], theta_range[1], 201)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     draws_kept = getattr(posterior, "draws", None) is not None
     labelled = len(chosen) <= 20  # (distinct colours and a legend; beyond, the default cycle)
@@ -257,10 +259,13 @@ def ideal_point_plot(
     plt = _plt()
     summary = posterior.summary(param)
     if labels is not None:
+        labels = list(labels)
         missing = [lab for lab in labels if lab not in summary.index]
         if missing:
             raise ValueError(f"unknown {param} label(s) {missing[:5]}")
-        summary = summary.loc[list(labels)]
+        if not labels:
+            raise ValueError("labels is empty: give at least one label (or None for all)")
+        summary = summary.loc[labels]
     point = summary["mean" if center == "mean" else "q50"]
     if sort:
         order = np.argsort(point.to_numpy(), kind="stable")
@@ -299,15 +304,16 @@ def _abilities(theta: Any) -> np.ndarray:
     return np.asarray(values, dtype=float)
 
 
-def _theta_range(beta: Any, theta_range: tuple[float, float] | None) -> np.ndarray:
+def _theta_range(beta: Any, theta_range: tuple[float, float] | None,
+                 n_points: int = 241) -> np.ndarray:
     from .fit.information import theta_grid
 
     if theta_range is None:
-        return theta_grid(beta, n_points=241)
+        return theta_grid(beta, n_points=n_points)
     lo, hi = (float(v) for v in theta_range)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"theta_range must be two finite numbers, low < high, got {theta_range!r}")
-    return np.linspace(lo, hi, 241)
+    return np.linspace(lo, hi, n_points)
 
 
 def item_information_curves(

@@ -191,3 +191,20 @@ def test_wright_map_persons_stay_visible_when_two_abilities_nearly_coincide(thet
     bars = [p for p in persons.patches if p.get_width() > 0]
     assert bars and min(p.get_height() for p in bars) >= 0.01 * (hi - lo)
     assert sum(p.get_width() for p in bars) == len(theta)  # every person counted
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda post, p: plots.item_response_curves(post, items=[], path=p), "items is empty"),
+    (lambda post, p: plots.item_response_curves(post, theta_range=(4, -4), path=p),
+     "theta_range must be two finite numbers, low < high"),
+    (lambda post, p: plots.item_response_curves(post, theta_range=(np.nan, 1), path=p),
+     "theta_range must be two finite numbers, low < high"),
+    (lambda post, p: plots.ideal_point_plot(post, labels=[], path=p), "labels is empty"),
+], ids=["irc-items", "irc-reversed", "irc-nan", "ideal-labels"])
+def test_empty_selections_and_bad_theta_ranges_are_refused_before_drawing(
+        small_posterior, tmp_path, call, message):
+    # these drew (and saved) an empty plot, reversed or NaN curves; the sibling plots refuse
+    path = tmp_path / "plot.png"
+    with pytest.raises(ValueError, match=f"^{message}"):
+        call(small_posterior, path)
+    assert not path.exists()
