@@ -4,7 +4,8 @@
 fsyncs it, and renames it onto the final name (:func:`os.replace`, atomic on POSIX and
 Windows); on any failure or interruption the temporary file is removed and an existing file
 under the final name is left as it was.  Used for every ``--out`` file of the command line and
-for a sweep's manifest and report.
+for a sweep's manifest and report.  :func:`figure_path` checks a plot's file name before
+anything is drawn or created.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "figure_path"]
 
 
 @contextlib.contextmanager
@@ -61,3 +62,18 @@ def atomic_write(path: str | os.PathLike[str], *, encoding: str = "utf-8",
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def figure_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`~pathlib.Path` whose suffix names a format matplotlib writes
+    (``.png``, ``.pdf``, ``.svg``, ...): the format comes from the suffix, so a path without one
+    or with another is refused (a ValueError) before anything is drawn or created."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(path)
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix[1:].lower() not in formats:
+        got = f"suffix {path.suffix!r}" if path.suffix else "no suffix"
+        raise ValueError(f"path {str(path)!r} has {got}: end it in .png, .pdf or .svg (or another "
+                         f"format matplotlib writes: {', '.join(sorted(formats))})")
+    return path

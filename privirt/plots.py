@@ -1,7 +1,8 @@
 """Plots for IRT results (matplotlib, from the ``plots`` extra).
 
 Every function returns the matplotlib :class:`~matplotlib.figure.Figure` it drew on and,
-when ``path`` is given, also saves it there (PNG, PDF or SVG by suffix).
+when ``path`` is given, also saves it there, creating missing folders (PNG, PDF or SVG by
+suffix; a path without a suffix matplotlib writes is refused before anything is drawn).
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._files import figure_path
+
 __all__ = ["trace_plot"]
 
 
-def _plt() -> Any:
+def _plt(path: str | Path | None = None) -> Any:
+    """pyplot (with a headless backend where there is no display); ``path`` is checked first."""
     try:
         import matplotlib
 
@@ -28,6 +32,8 @@ def _plt() -> Any:
         raise ImportError(
             "plotting needs matplotlib: python -m pip install \"privirt[plots]\""
         ) from exc
+    if path is not None:
+        figure_path(path)
     return plt
 
 
@@ -40,7 +46,7 @@ def _literal(label: Any) -> str:
 
 def _save(fig: Any, path: str | Path | None) -> Any:
     if path is not None:
-        path = Path(path)
+        path = figure_path(path)  # (refused before any folder is made)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=120, bbox_inches="tight")
     return fig
@@ -65,7 +71,7 @@ def trace_plot(
     labels : sequence, optional
         Which labels to show (default: the first ``max_panels``).
     """
-    plt = _plt()
+    plt = _plt(path)
     draws = posterior.get_draws(param)
     index = posterior.labels[param]
     chosen = list(index[:max_panels]) if labels is None else list(labels)
@@ -139,7 +145,7 @@ def item_response_curves(
     if model not in ("2pno", "2pl"):
         raise ValueError(f"model must be '2pno' or '2pl', got {model!r}")
     link = special.ndtr if model == "2pno" else special.expit
-    plt = _plt()
+    plt = _plt(path)
     index = posterior.labels["a"]
     chosen = list(index[:20]) if items is None else list(items)
     missing = [lab for lab in chosen if lab not in index]
@@ -200,7 +206,7 @@ def theta_density(
     """
     from scipy import stats
 
-    plt = _plt()
+    plt = _plt(path)
     means = _posterior_means(posterior, "theta")
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.hist(means, bins=bins, density=True, alpha=0.35, color="tab:blue", label="posterior means")
@@ -256,7 +262,7 @@ def ideal_point_plot(
     """
     if center not in ("mean", "median"):
         raise ValueError(f"center must be 'mean' or 'median', got {center!r}")
-    plt = _plt()
+    plt = _plt(path)
     summary = posterior.summary(param)
     if labels is not None:
         labels = list(labels)
@@ -350,7 +356,7 @@ def item_information_curves(
         if not chosen:
             raise ValueError("items is empty: give at least one item label (or None for all)")
         b = b.loc[chosen]
-    plt = _plt()
+    plt = _plt(path)
     grid = _theta_range(b, theta_range)
     info = item_information(b, grid)
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -404,7 +410,7 @@ def test_information_curve(
     """
     from .fit.information import test_information
 
-    plt = _plt()
+    plt = _plt(path)
     from .fit._inputs import as_beta
 
     b = as_beta(beta)
@@ -483,7 +489,7 @@ def wright_map(
     th = th[np.isfinite(th)]
     if th.size == 0:
         raise ValueError("theta has no finite ability to draw")
-    plt = _plt()
+    plt = _plt(path)
     values = b.to_numpy()
     lo = min(th.min(), values.min()) - 0.5
     hi = max(th.max(), values.max()) + 0.5
@@ -569,7 +575,7 @@ def andersen_plot(
     pair = names[:2] if groups is None else list(groups)
     if len(pair) != 2 or any(g not in names for g in pair):
         raise ValueError(f"groups must name two of the groups {names}, got {groups!r}")
-    plt = _plt()
+    plt = _plt(path)
     x, y = result.beta[pair[0]], result.beta[pair[1]]
     sx, sy = 1.96 * result.se[pair[0]], 1.96 * result.se[pair[1]]
     fig, ax = plt.subplots(figsize=(5.5, 5.5))

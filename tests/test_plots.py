@@ -208,3 +208,18 @@ def test_empty_selections_and_bad_theta_ranges_are_refused_before_drawing(
     with pytest.raises(ValueError, match=f"^{message}"):
         call(small_posterior, path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("name, message", [
+    ("a/b/wm.txt", r"has suffix '\.txt': end it in \.png, \.pdf or \.svg"),
+    ("a/b/noext", r"has no suffix: end it in \.png, \.pdf or \.svg"),
+])
+def test_a_plot_path_without_a_suffix_matplotlib_writes_is_refused_before_anything(
+        tmp_path, name, message):
+    # a .txt path made the folders a/ and a/b/, then failed in matplotlib after drawing; a
+    # path without a suffix wrote noext.png, not the file asked for
+    with pytest.raises(ValueError, match=f"^path .*{message}"):
+        plots.wright_map([-1.0, 0.0, 1.0], [0.0, 0.5], path=tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+    plots.wright_map([-1.0, 0.0, 1.0], [0.0, 0.5], path=tmp_path / "a" / "b" / "wm.svg")
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["wm.svg"]

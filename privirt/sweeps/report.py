@@ -172,7 +172,7 @@ def plot_dataset(
     """
     from ..plots import _literal, _plt, _save
 
-    plt = _plt()
+    plt = _plt(path)
     sub = results[results["dataset"] == dataset]
     if sub.empty:
         raise ValueError(f"no results for data set {dataset!r}")
