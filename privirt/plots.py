@@ -299,24 +299,16 @@ def ideal_point_plot(
 __all__ += ["item_information_curves", "test_information_curve", "wright_map", "andersen_plot"]
 
 
-def _abilities(theta: Any) -> np.ndarray:
-    """Person abilities (an array, a Series or the DataFrame of ``estimate_abilities``) as
-    floats; True/False are refused (bools are refused as numbers)."""
-    from ._checks import holds_bools
-
-    values = theta["theta"] if hasattr(theta, "columns") else theta
-    if holds_bools(values):
-        raise ValueError("theta must hold numbers, not True/False")
-    return np.asarray(values, dtype=float)
-
-
 def _theta_range(beta: Any, theta_range: tuple[float, float] | None,
                  n_points: int = 241) -> np.ndarray:
     from .fit.information import theta_grid
 
-    if theta_range is None:
+    if theta_range is None and beta is not None:
         return theta_grid(beta, n_points=n_points)
-    lo, hi = (float(v) for v in theta_range)
+    try:
+        lo, hi = (float(v) for v in theta_range)  # (2,), "ab", None: not two numbers
+    except (TypeError, ValueError):
+        lo = hi = np.nan
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"theta_range must be two finite numbers, low < high, got {theta_range!r}")
     return np.linspace(lo, hi, n_points)
@@ -408,10 +400,10 @@ def test_information_curve(
     path : str or Path, optional
         Also save the figure there.
     """
+    from .fit._inputs import ability_values, as_beta
     from .fit.information import test_information
 
     plt = _plt(path)
-    from .fit._inputs import as_beta
 
     b = as_beta(beta)
     grid = _theta_range(b, theta_range)
@@ -431,7 +423,7 @@ def test_information_curve(
     ax.plot(b.to_numpy(), np.zeros(len(b)), "|", color="k", ms=12, mew=1.2, clip_on=False,
             label="item difficulties")
     if theta is not None:
-        th = _abilities(theta)
+        th = ability_values(theta)
         th = th[np.isfinite(th)]
         if th.size:
             top = ax.get_ylim()[1]
@@ -480,12 +472,16 @@ def wright_map(
     path : str or Path, optional
         Also save the figure there.
     """
-    from .fit._inputs import as_beta
+    from .fit._inputs import ability_values, as_beta
 
     if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
         raise ValueError(f"bins must be a positive integer (histogram bins), got {bins!r}")
+    if (isinstance(max_item_labels, bool) or not isinstance(max_item_labels, (int, np.integer))
+            or max_item_labels < 0):
+        raise ValueError("max_item_labels must be a non-negative integer (0 labels no item), "
+                         f"got {max_item_labels!r}")
     b = as_beta(beta)
-    th = _abilities(theta).ravel()
+    th = ability_values(theta).ravel()
     th = th[np.isfinite(th)]
     if th.size == 0:
         raise ValueError("theta has no finite ability to draw")

@@ -223,3 +223,28 @@ def test_a_plot_path_without_a_suffix_matplotlib_writes_is_refused_before_anythi
     assert list(tmp_path.iterdir()) == []
     plots.wright_map([-1.0, 0.0, 1.0], [0.0, 0.5], path=tmp_path / "a" / "b" / "wm.svg")
     assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["wm.svg"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda b: plots.wright_map(b, pd.DataFrame({"x": [1.0]})),
+     "theta is a DataFrame without a 'theta' column"),
+    (lambda b: plots.test_information_curve(b, theta=pd.DataFrame({"x": [1.0]})),
+     "theta is a DataFrame without a 'theta' column"),
+    (lambda b: plots.wright_map(b, ["x", "y"]), "theta must be numeric"),
+    (lambda b: plots.test_information_curve(b, theta_range=(2,)),
+     r"theta_range must be two finite numbers, low < high, got \(2,\)"),
+    (lambda b: plots.item_information_curves(b, theta_range="ab"),
+     "theta_range must be two finite numbers, low < high, got 'ab'"),
+    (lambda b: plots.wright_map(b, [0.0, 1.0], max_item_labels="x"),
+     "max_item_labels must be a non-negative integer"),
+    (lambda b: plots.wright_map(b, [0.0, 1.0], max_item_labels=-1),
+     "max_item_labels must be a non-negative integer"),
+], ids=["wm-frame", "tic-frame", "wm-strings", "range-short", "range-str", "labels-str",
+        "labels-negative"])
+def test_bad_plot_arguments_get_one_line_naming_the_argument(call, message):
+    # these were a KeyError "'theta'", "could not convert string to float", "not enough values
+    # to unpack", a TypeError from '<', or (max_item_labels=-1) accepted
+    beta = pd.Series([-1.0, 0.0, 1.0], index=["a", "b", "c"])
+    with pytest.raises(ValueError, match=f"^{message}") as info:
+        call(beta)
+    assert "\n" not in str(info.value)

@@ -16,7 +16,7 @@ import pandas as pd
 from .._checks import holds_bools, label_type_mismatch
 from ..data.responses import Responses, ResponsesLike, as_responses
 
-__all__ = ["as_beta", "as_theta", "prepare"]
+__all__ = ["ability_values", "as_beta", "as_theta", "prepare"]
 
 
 def _labels(index: pd.Index, k: int = 3) -> str:
@@ -85,8 +85,8 @@ def _labelled_beta(beta: Any) -> pd.Series | None:
     return beta if isinstance(beta, pd.Series) else None
 
 
-def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
-    """Person abilities as a float array in row order (Series checked against ``persons``)."""
+def _theta_column(theta: Any) -> Any:
+    """``theta``, or the ``'theta'`` column of a DataFrame; True/False refused."""
     if isinstance(theta, pd.DataFrame):
         if "theta" not in theta.columns:
             raise ValueError("theta is a DataFrame without a 'theta' column (as returned by "
@@ -94,6 +94,25 @@ def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
         theta = theta["theta"]
     if holds_bools(theta):  # True/False are no abilities (bools are refused as numbers)
         raise ValueError("theta must hold numbers, not True/False")
+    return theta
+
+
+def _floats(theta: Any) -> np.ndarray:
+    try:
+        return np.asarray(theta, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"theta must be numeric, got {type(theta).__name__}") from None
+
+
+def ability_values(theta: Any) -> np.ndarray:
+    """Person abilities (an array, a Series or the DataFrame of ``estimate_abilities``) as a
+    float array, not matched to any persons (for the plots); refused as by :func:`as_theta`."""
+    return _floats(_theta_column(theta))
+
+
+def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
+    """Person abilities as a float array in row order (Series checked against ``persons``)."""
+    theta = _theta_column(theta)
     if isinstance(theta, pd.Series):
         if not theta.index.equals(persons):
             raise ValueError(
@@ -101,10 +120,7 @@ def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
                 f"({_labels(persons)}) in labels and order; pass theta.reindex(<persons>)"
             )
         theta = theta.to_numpy()
-    try:
-        values = np.asarray(theta, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"theta must be numeric, got {type(theta).__name__}") from None
+    values = _floats(theta)
     if values.ndim != 1 or values.size != len(persons):
         raise ValueError(
             f"theta must have one value per person ({len(persons)}), got shape {values.shape}"
