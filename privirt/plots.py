@@ -456,7 +456,8 @@ def wright_map(
     logit scale.
 
     Left, a horizontal histogram of the abilities; right, each item at its difficulty,
-    labelled (labels of nearby items are spread apart so that they stay readable).
+    labelled: labels share a row when their difficulties are within one text line of each
+    other (long rows end in "+k more").
 
     Parameters
     ----------

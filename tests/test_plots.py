@@ -248,3 +248,13 @@ def test_bad_plot_arguments_get_one_line_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=f"^{message}") as info:
         call(beta)
     assert "\n" not in str(info.value)
+
+
+def test_wright_map_docstring_describes_how_nearby_labels_are_drawn():
+    # it said labels of nearby items "are spread apart"; they share one row, cut to "+k more"
+    beta = pd.Series([0.001 * i for i in range(8)], index=[f"long_item_name_{i}" for i in range(8)])
+    texts = [t.get_text() for t in plots.wright_map(beta, [0.0, 1.0]).axes[1].texts]
+    assert len(texts) == 1 and re.search(r"long_item_name_0  .*\+\d+ more$", texts[0])
+    doc = " ".join(plots.wright_map.__doc__.split())
+    assert "spread apart" not in doc
+    assert "labels share a row" in doc and '"+k more"' in doc
