@@ -398,3 +398,12 @@ def test_mle_far_above_an_item_solves_the_score_equation_without_cancellation(be
     se = 1.0 / np.sqrt(np.exp(special.log_expit(root - b) + special.log_expit(b - root)).sum())
     np.testing.assert_allclose(got["theta"].iloc[0], root, rtol=0, atol=1e-8)
     np.testing.assert_allclose(got["se"].iloc[0], se, rtol=1e-6)
+
+
+def test_wle_with_a_far_item_answered_right_warns_nothing_and_keeps_its_value():
+    # _sure_unique's 1 + P (e^h − 1) was 0 where P rounded to 1: numpy warned "divide by zero"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = privirt.estimate_abilities(pd.DataFrame([[1, 0, 1]]), np.array([0.0, 1.0, 5000.0]),
+                                         method="wle", device="cpu")
+    assert est["theta"].iloc[0] == pytest.approx(2.2460, abs=1e-3)  # Warm's maximiser

@@ -4,6 +4,7 @@ and their known behaviour."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -183,3 +184,11 @@ def test_bool_abilities_are_refused(make):
 def test_a_bool_ability_point_is_refused():
     with pytest.raises(ValueError, match=r"^theta must hold numbers, not True/False$"):
         privirt.item_information([0.0, 1.0], theta=True)
+
+
+def test_information_that_underflows_to_zero_gives_se_inf_without_a_warning():
+    # 1/√0 made numpy warn "divide by zero" (an error in this suite); se = inf is the value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = privirt.test_information([800.0], theta=[0.0])
+    assert table["information"].iloc[0] == 0.0 and table["se"].iloc[0] == np.inf

@@ -4,6 +4,7 @@ samplers that produce the posteriors)."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -258,3 +259,9 @@ def test_wright_map_docstring_describes_how_nearby_labels_are_drawn():
     doc = " ".join(plots.wright_map.__doc__.split())
     assert "spread apart" not in doc
     assert "labels share a row" in doc and '"+k more"' in doc
+
+
+def test_test_information_curve_far_from_every_item_warns_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plots.test_information_curve([1000.0, 1001.0])

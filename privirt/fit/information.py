@@ -83,7 +83,9 @@ def test_information(beta: Any, theta: Any = None) -> pd.DataFrame:
     """
     info = item_information(beta, theta).sum(axis=1).to_numpy()
     index = pd.Index(_grid(theta, as_beta(beta)), name="theta")
-    return pd.DataFrame({"information": info, "se": 1.0 / np.sqrt(info)}, index=index)
+    with np.errstate(divide="ignore"):  # I = 0 (far from every item, underflowed): se = inf
+        se = 1.0 / np.sqrt(info)
+    return pd.DataFrame({"information": info, "se": se}, index=index)
 
 
 test_information.__test__ = False  # not a pytest test, despite the name

@@ -366,11 +366,14 @@ def _sure_unique(xp, t, info, need_dn, need_up, Mg, B, Rg, mg):
     # logistic(θ + h − β) = P e^h / (1 + P (e^h − 1)): one exp per group, not per cell
     ea = xp.exp(xp.clip(a - t, -700.0, 0.0))[:, None]
     eb = xp.exp(xp.clip(b - t, 0.0, 700.0))[:, None]
-    Pa = P * ea / (1.0 + P * (ea - 1.0))
-    Pb = P * eb / (1.0 + P * (eb - 1.0))
-    floor = (xp.minimum(Pa * (1.0 - Pa), Pb * (1.0 - Pb)) * Mg).sum(axis=1)
-    return (((Pa * Mg).sum(axis=1) <= Rg - 0.5 - mg) & ((Pb * Mg).sum(axis=1) >= Rg + 0.5 + mg)
-            & (floor >= 0.5))
+    # where P rounded to 1 (θ − β > 37) and e^h underflows, 1 + P (e^h − 1) is 0: Pa is inf
+    # (or, times a 0 of the mask, nan), which fails the checks, so the group is scanned (safe)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        Pa = P * ea / (1.0 + P * (ea - 1.0))
+        Pb = P * eb / (1.0 + P * (eb - 1.0))
+        floor = (xp.minimum(Pa * (1.0 - Pa), Pb * (1.0 - Pb)) * Mg).sum(axis=1)
+        return (((Pa * Mg).sum(axis=1) <= Rg - 0.5 - mg)
+                & ((Pb * Mg).sum(axis=1) >= Rg + 0.5 + mg) & (floor >= 0.5))
 
 
 def _largest_maximum(xp, fdf, theta, converged, sumP, info, M, B, R, K, active, *, tol: float,
