@@ -407,3 +407,20 @@ def test_wle_with_a_far_item_answered_right_warns_nothing_and_keeps_its_value():
         est = privirt.estimate_abilities(pd.DataFrame([[1, 0, 1]]), np.array([0.0, 1.0, 5000.0]),
                                          method="wle", device="cpu")
     assert est["theta"].iloc[0] == pytest.approx(2.2460, abs=1e-3)  # Warm's maximiser
+
+
+@pytest.mark.parametrize("beta, x, root", [
+    ([0.0, 1.0, 1000.0], [1, 0, 1], (1000.0 + np.log1p(np.e)) / 2),
+    ([0.0, 1.0, 5000.0], [1, 0, 1], (5000.0 + np.log1p(np.e)) / 2),
+    ([-1e6, 0.0, 1e6], [1, 1, 0], 5e5),
+    ([0.0, 0.0, 3000.0, 5000.0], [1, 1, 0, 1], 4000.0),  # + log(1 + 2e^(−3000)) / 2
+], ids=["1000", "5000", "1e6", "two-sided"])
+def test_mle_hundreds_of_logits_from_every_item_solves_in_log_space(beta, x, root):
+    # Newton moved one logit a step where every term is e^(−|θ − β|), and beyond ~745 logits
+    # they underflowed to 0: θ stopped at 1667.5 (β 5000) or at 37.3 (β ±1e6) with no warning.
+    # The roots: Σ_{β_i<θ} e^(−(θ − β_i)) = Σ_{β_i>θ} e^(θ − β_i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = privirt.estimate_abilities(pd.DataFrame([x]), np.array(beta), method="mle",
+                                         device="cpu")
+    np.testing.assert_allclose(got["theta"].iloc[0], root, rtol=1e-13)

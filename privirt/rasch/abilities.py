@@ -57,6 +57,9 @@ from ..data.responses import ResponsesLike, as_responses
 __all__ = ["estimate_abilities"]
 
 _BRACKET = 40.0
+#: Distance (logits) from every item answered beyond which the MLE is solved in log space:
+#: each term of ``r − Σ P_i`` is ``e^(−|θ − β_i|)`` to rounding there (``e^(−40) < eps/2``)
+_FAR = 40.0
 #: Grid step (in θ) of the scan for the WLE's other maxima, between a group's outermost
 #: difficulties answered (beyond them ``ℓ_w`` is concave: one root at most on either side).
 _SCAN_STEP = 0.02
@@ -291,9 +294,36 @@ def _fdf(xp, B, weighted: bool):
             info_safe = xp.maximum(info, 1e-300)
             f = f + d_info / (2.0 * info_safe)
             df = df + (dd_info * info - d_info**2) / (2.0 * info_safe) / info_safe  # info² underflows
+        else:
+            f, df = _far_mle(xp, t, Ma, Ba, Ra, f, df)
         return f, df
 
     return fdf
+
+
+def _far_mle(xp, t, M, B, R, f, df):
+    """The MLE's ``f`` and ``f'`` where θ is more than ``_FAR`` logits from every item answered.
+
+    There ``r − Σ P_i`` and ``I`` shrink like ``e^(−|z|)``: Newton moved one logit a step, and
+    beyond ~745 logits every term underflowed to 0, so it stopped wherever it was (β = [0, 1,
+    5000], x = [1, 0, 1]: θ 1667.5, not 2500.66).  Where ``r`` is the number of items below θ,
+    ``f`` becomes ``log Σ_{β_i<θ} Q_i − log Σ_{β_i>θ} P_i`` (the same sign and root; each term
+    is ``e^(−|z_i|)`` there, so ``f' = −2``); elsewhere ``f`` is a nonzero integer and a tiny
+    ``f'`` sends the step out of the bracket, to bisection.
+    """
+    z = t[:, None] - B
+    d = xp.where(M > 0, xp.abs(z), xp.inf).min(axis=1)  # to the nearest item answered
+    far = d > _FAR
+    if not bool(far.any()):
+        return f, df
+    w = xp.exp(xp.minimum(d[:, None] - xp.abs(z), 0.0)) * M  # each term over the largest
+    above = z > 0
+    balanced = far & (R == (above * M).sum(axis=1))
+    with np.errstate(divide="ignore"):  # (log 0 in groups that are not balanced)
+        g = xp.log((w * above).sum(axis=1)) - xp.log((w * ~above).sum(axis=1))
+    f = xp.where(balanced, g, f)
+    df = xp.where(balanced, -2.0, xp.where(far, -1e-300, df))
+    return f, df
 
 
 def _roots(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
