@@ -744,3 +744,20 @@ def test_trace_plots_pick_stuck_parameters_first():
     rhat = pd.Series([1.001, np.nan, 1.2, 1.05, np.nan], index=list("abcde"))
     assert worst_mixing(rhat, 3) == ["b", "e", "c"]
     assert worst_mixing(rhat.fillna(1.0), 2) == ["c", "d"]
+
+
+def test_an_anchor_value_far_off_the_scale_is_refused_as_a_start(tmp_path, capsys):
+    """Only an anchor's sign constrains θ, but the chain starts at its value: 1e9 was accepted
+    (gibbs_2pno and init= refuse |value| > 1e6) and the chain started a billion logits out."""
+    from privirt.cli import main
+
+    X = privirt.simulate_2pl(40, 4, seed=5_710_000)[0]
+    with pytest.raises(ValueError, match=r"^the anchor for 0 \(θ starts at it\) is 1000000000.0, too large"):
+        privirt.mh_2pl(X, n_iter=20, warmup=10, anchors={0: 1e9}, progress=False)
+    path = tmp_path / "x.csv"
+    pd.DataFrame(X).to_csv(path)
+    assert main(["mh", str(path), "--iter", "20", "--warmup", "10", "--anchor", "0=1e9"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("privirt: error: the anchor for '0'") and err.count("\n") == 1
+    post = privirt.mh_2pl(X, n_iter=20, warmup=10, anchors={0: 2.5}, progress=False, seed=1)
+    assert post.get_draws("theta").shape[2] == 40  # a value on the scale still runs

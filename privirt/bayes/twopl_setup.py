@@ -137,6 +137,7 @@ def check_anchors(anchors: Mapping[Any, Any] | None, persons: pd.Index) -> list[
                 f"anchor value for {key!r} must be a non-zero finite number (its sign is the "
                 f"constraint, e.g. -1 or +1), got {value!r}"
             )
+        check_location(f"the anchor for {key!r} (θ starts at it)", v)  # as init's values
         if pos in seen:
             raise ValueError(f"person {key!r} is anchored twice")
         seen.add(pos)
