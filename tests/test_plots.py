@@ -265,3 +265,17 @@ def test_test_information_curve_far_from_every_item_warns_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plots.test_information_curve([1000.0, 1001.0])
+
+
+@pytest.mark.parametrize("plot", ["wright_map", "test_information_curve"])
+def test_a_two_dimensional_theta_is_refused_not_flattened(plot):
+    """A persons × 2 array was flattened into twice as many 'persons' on the map."""
+    from privirt import plots
+
+    import matplotlib.pyplot as plt
+
+    theta = np.arange(12.0).reshape(6, 2) / 6
+    with pytest.raises(ValueError, match=r"^theta must be one value per person \(1-D\), got shape \(6, 2\)"):
+        getattr(plots, plot)([-1.0, 0.0, 1.0], theta=theta)
+    plt.close("all")
+    plt.close(getattr(plots, plot)([-1.0, 0.0, 1.0], theta=0.5))  # one person: still drawn

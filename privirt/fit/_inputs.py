@@ -107,7 +107,10 @@ def _floats(theta: Any) -> np.ndarray:
 def ability_values(theta: Any) -> np.ndarray:
     """Person abilities (an array, a Series or the DataFrame of ``estimate_abilities``) as a
     float array, not matched to any persons (for the plots); refused as by :func:`as_theta`."""
-    return _floats(_theta_column(theta))
+    values = _floats(_theta_column(theta))
+    if values.ndim > 1:  # (a 2-D array was flattened: persons × something read as persons)
+        raise ValueError(f"theta must be one value per person (1-D), got shape {values.shape}")
+    return np.atleast_1d(values)
 
 
 def as_theta(theta: Any, persons: pd.Index) -> np.ndarray:
