@@ -229,3 +229,24 @@ def test_the_last_of_the_delta_warning_states_the_ledger_delta_exactly(tmp_path)
         led.spend(PrivacyCost(epsilon=0.1, delta=2.0000004e-06), mechanism="shuffled rr")
     text = [str(w.message) for w in caught if "last of ledger" in str(w.message)]
     assert len(text) == 1 and "b.ledger's δ=2.0000004e-06:" in text[0]
+
+
+@pytest.mark.parametrize("new_epsilon", [1.0, 10.0])
+def test_a_ledger_object_refuses_to_spend_on_a_file_that_replaced_its_ledger(tmp_path, new_epsilon):
+    """An object kept the budget it read when opened: after the file was replaced by another
+    ledger (ε = 1), a spend of 3 was checked against ε = 10 and written into the new file,
+    three times over its budget.  The same budget made anew is another ledger too."""
+    from privirt import Ledger
+    from privirt.exceptions import LedgerError
+    from privirt.private.accounting import PrivacyCost
+
+    path = tmp_path / "s.ledger"
+    old = Ledger(path, epsilon=10.0, delta=1e-5)
+    path.unlink()
+    Ledger(path, epsilon=new_epsilon, delta=1e-5)
+    with pytest.raises(LedgerError, match=r"is not the one this object opened .*nothing was spent"):
+        old.spend(PrivacyCost(epsilon=3.0), mechanism="laplace")
+    assert len(Ledger(path).spends()) == 0
+    fresh = Ledger(path)  # opened again: spends as usual
+    fresh.spend(PrivacyCost(epsilon=0.5), mechanism="laplace")
+    assert len(Ledger(path).spends()) == 1

@@ -97,7 +97,7 @@ CREATE TABLE IF NOT EXISTS spends (
 """
 #: columns added by schema version 2 (older ledgers gain them at their next debit)
 _ASKED_COLUMNS = ("asked_epsilon", "asked_delta")
-_BUDGET_ROW = "SELECT epsilon, delta, relation, schema_version FROM budget WHERE id = 1"
+_BUDGET_ROW = "SELECT epsilon, delta, relation, schema_version, created FROM budget WHERE id = 1"
 _SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *_ASKED_COLUMNS]
 
 
@@ -266,6 +266,7 @@ class Ledger:
             raise ValueError(f"the ledger at {self.path} already holds the budget {held}; "
                              "a budget cannot be changed — open it without epsilon/delta")
         self._epsilon, self._delta = float(row[0]), float(row[1])
+        self._created = row[4]  # which ledger this object opened (spend re-checks it)
 
     def _existing_budget(self, waits: int = 20) -> tuple | None:
         """The budget row of the ledger file at ``path`` (None: no row), refusing a file that is
@@ -345,6 +346,7 @@ class Ledger:
             raise _damaged(self.path, "no budget row")
         check_stored(self.path, row[2], row[3])
         self._epsilon, self._delta = float(row[0]), float(row[1])
+        self._created = row[4]  # which ledger this object opened (spend re-checks it)
         self._check_integrity()
 
     def _check_integrity(self) -> None:
@@ -365,11 +367,17 @@ class Ledger:
 
     def _migrate(self, con: sqlite3.Connection) -> None:
         """Add the version-2 columns to an older ledger (inside the caller's write transaction),
-        after refusing a newer one or one for another relation (the file may have been replaced)."""
+        after refusing a newer one, one for another relation, or another ledger than the one this
+        object opened (the file may have been replaced: its budget is not the one checked)."""
         row = con.execute(_BUDGET_ROW).fetchone()
         if row is None:  # a deleted budget row: a damaged ledger, not a newer one
             raise _damaged(self.path, "no budget row")
-        check_stored(self.path, *row[2:])
+        check_stored(self.path, row[2], row[3])
+        if (float(row[0]), float(row[1]), row[4]) != (self._epsilon, self._delta, self._created):
+            raise LedgerError(
+                f"the ledger {self.path} is not the one this object opened (the file was replaced: "
+                f"it now holds the budget ε={format_exact(row[0])}, δ={format_exact(row[1])} made "
+                f"{row[4]}); nothing was spent — open the ledger again")
         cols = self._spend_columns(con)
         for name in _ASKED_COLUMNS:
             if name not in cols:
