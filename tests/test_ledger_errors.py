@@ -712,3 +712,20 @@ def test_spend_refuses_an_asked_that_is_not_an_epsilon_delta_pair(tmp_path, aske
     assert led.spends().empty
     led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace", asked=[0.1, 0.0])
     assert led.spends()["asked_epsilon"].tolist() == [0.1]
+
+
+def test_a_delta_that_uses_up_what_gaussian_spends_need_is_said_not_epsilon_inf(tmp_path):
+    """After a Gaussian (ρ) spend, an (ε, δ) spend whose δ is exactly the δ left was refused
+    with "would bring the total spent to ε=inf" (docs/privacy.md: such a refusal says so)."""
+    from privirt.exceptions import BudgetExceeded
+    from privirt.private.accounting import PrivacyCost
+    from privirt.private.ledger import Ledger
+
+    led = Ledger(tmp_path / "d.ledger", epsilon=5.0, delta=1e-5)
+    led.spend(PrivacyCost(rho=0.01), mechanism="gauss")
+    with pytest.raises(BudgetExceeded) as info:
+        led.spend(PrivacyCost(epsilon=0.1, delta=1e-5), mechanism="shuffle")
+    msg = str(info.value)
+    assert "inf" not in msg and "would use up the ledger's δ left" in msg
+    assert "ask for a smaller delta; nothing was spent" in msg
+    led.spend(PrivacyCost(epsilon=0.1, delta=4e-6), mechanism="shuffle")  # a smaller one fits

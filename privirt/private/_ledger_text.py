@@ -34,6 +34,11 @@ def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float
                 f"(such as shuffled randomized response), and a discrete Gaussian (zCDP) release "
                 f"needs some δ left; only pure-ε releases (Laplace, randomized response without "
                 f"shuffling) remain: remaining ε={format_down(led._remaining(sums), 6)} for them{tail}")
+    if sums.rho > 0 and sums.plus(c).rounded()["delta_spent"] >= led._delta:
+        left = max(0.0, led._delta - d0)
+        return (f"{head}, but its δ={c.delta:.3g} would use up the ledger's δ left ({format_down(left, 3)} "
+                f"of {format_exact(led._delta)}), which its discrete Gaussian (zCDP) releases need "
+                f"to stay within ε; ask for a smaller delta{tail}")
     return (f"{head} and would bring the total spent to ε={format_up(new_total, 6)} at the ledger's "
             f"δ={format_exact(led._delta)}, against a budget of ε={format_exact(led._epsilon)}; already spent "
             f"ε={format_up(used, 6)} (spends are composed under zCDP and converted once at the ledger's δ, "
