@@ -572,3 +572,42 @@ def test_a_tiny_prior_variance_is_refused_before_sampling(engine, tmp_path, caps
     assert err.startswith("privirt: error: the variance of --prior-b is 1e-310, too small")
     assert err.count("\n") == 1 and "sampling" not in err and "priors[" not in err
     assert not out.exists()
+
+
+def test_a_locked_ledger_is_worded_for_the_command_line(tmp_path, capsys):
+    """The library's advice to open the ledger 'with a longer timeout=' named an option the CLI
+    does not have; the CLI says to retry once the other run has finished."""
+    import sqlite3
+
+    from privirt.cli import main
+    from privirt.cli._words import cli_text
+    from privirt.private.ledger import Ledger
+
+    ledger = tmp_path / "l.ledger"
+    Ledger(ledger, epsilon=5.0, delta=1e-6, timeout=0.2)
+    data = tmp_path / "x.csv"
+    data.write_text("a,b,c\n" + "1,0,1\n0,1,1\n1,1,0\n0,0,1\n" * 10, encoding="utf-8")
+    holder = sqlite3.connect(ledger, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        import privirt.private.ledger as led_mod
+
+        real = led_mod.Ledger.__init__
+
+        def short(self, *a, **kw):  # the CLI's ledger, waiting 0.2 s instead of 60 s
+            kw["timeout"] = 0.2
+            real(self, *a, **kw)
+
+        import pytest as _pt
+        with _pt.MonkeyPatch.context() as mp:
+            mp.setattr(led_mod.Ledger, "__init__", short)
+            rc = main(["estimate", str(data), "--epsilon", "1", "--ledger", str(ledger),
+                       "--method", "spectral"])
+    finally:
+        holder.rollback()
+        holder.close()
+    err = capsys.readouterr().err
+    assert rc != 0 and err.count("\n") == 1 and "timeout=" not in err, err
+    assert "retry once the other run has finished" in err
+    assert "timeout=" not in cli_text("nothing was spent — retry, or open the ledger with a "
+                                      "longer timeout=")

@@ -67,6 +67,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"split differently \(e\.g\. split='(median|mean)' or a covariate\)"),
      r"split differently (--andersen \1)"),
     (re.compile(r"pass device=\"cpu\""), "pass --device cpu"),
+    # the ledger's lock (private/ledger.py): the CLI opens ledgers with the default timeout
+    (re.compile(r"retry, or open the ledger with a longer timeout="),
+     "retry once the other run has finished"),
     (re.compile(r"use spectral_estimate \(regularised\)"), "use --method spectral (regularised)"),
     # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)
     (re.compile(r"priors=\{\"([ab])\": \(([-\d.e]+), ([-\d.e]+)\)\}"), r"--prior-\1 \2 \3"),
