@@ -598,8 +598,7 @@ def test_a_locked_ledger_is_worded_for_the_command_line(tmp_path, capsys):
             kw["timeout"] = 0.2
             real(self, *a, **kw)
 
-        import pytest as _pt
-        with _pt.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp:
             mp.setattr(led_mod.Ledger, "__init__", short)
             rc = main(["estimate", str(data), "--epsilon", "1", "--ledger", str(ledger),
                        "--method", "spectral"])
