@@ -199,6 +199,19 @@ def test_gaussian_calibration_with_tv_term():
         acc.calibrate_gaussian_sigma(4.0, 1.0, 1e-5, draws=100, tv_bound=2e-7)
 
 
+@pytest.mark.parametrize("tv_bound", [-1e-6, lambda sigma: -1e-6, float("nan"), float("inf"), "abc", None])
+def test_gaussian_calibration_refuses_a_negative_or_non_number_tv_bound(tv_bound):
+    # a negative TV term grew the δ left for the conversion: σ came out ~28 % too small
+    with pytest.raises(ValueError, match=r"tv_bound.*must be a finite number >= 0") as info:
+        acc.calibrate_gaussian_sigma(1.0, 1.0, 1e-5, draws=1000, tv_bound=tv_bound)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("draws", [0.5, -5, None, True, "3"])
+def test_gaussian_calibration_refuses_draws_that_are_not_a_count(draws):
+    with pytest.raises(ValueError, match=r"draws must be an integer >= 0"):
+        acc.calibrate_gaussian_sigma(1.0, 1.0, 1e-5, draws=draws, tv_bound=1e-9)
+
 def test_laplace_calibration_against_opendp():
     for l1, eps in [(1, 1.0), (8, 0.5), (200, 2.0)]:
         scale = acc.calibrate_laplace_scale(l1, eps)

@@ -305,7 +305,18 @@ _SIGMA_START_MAX = 1e150
 
 
 def _tv(tv_bound: TvBound, sigma: float) -> float:
-    return float(tv_bound(sigma)) if callable(tv_bound) else float(tv_bound)
+    """The sampler's TV distance per draw at ``sigma``, rounded up and checked to be finite and
+    >= 0: a negative value would grow the δ left for the noise and make σ too small."""
+    value = tv_bound(sigma) if callable(tv_bound) else tv_bound
+    what = f"tv_bound({sigma!r}) returned {_brief(value)}; it" if callable(tv_bound) else "tv_bound"
+    try:
+        tv = _real_up(value, "tv_bound")
+    except (TypeError, ValueError):
+        tv = math.nan
+    if not (math.isfinite(tv) and tv >= 0):
+        raise ValueError(f"{what} must be a finite number >= 0 (the sampler's TV distance per draw)"
+                         + ("" if callable(tv_bound) else f", got {_brief(value)}"))
+    return tv
 
 
 def calibrate_gaussian_sigma(
@@ -335,8 +346,11 @@ def calibrate_gaussian_sigma(
         raise ValueError(f"l2_sensitivity must be a finite number > 0, got {l2_sensitivity!r}")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    if draws < 0:
-        raise ValueError(f"draws must be >= 0, got {draws!r}")
+    if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)) or draws < 0:
+        raise ValueError(f"draws must be an integer >= 0 (the sampler's draws), got {_brief(draws)}")
+    draws = int(draws)
+    if not callable(tv_bound):  # a bad number is refused before the search (a function, in it)
+        _tv(tv_bound, l2)
 
     def slack(sigma: float) -> float:
         d = delta - draws * _tv(tv_bound, sigma)
