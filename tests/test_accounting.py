@@ -235,6 +235,18 @@ def test_rr_calibration_against_opendp():
     assert dp.c.make_composition([rr] * m).map(1) == pytest.approx(user_eps, rel=1e-9)
 
 
+@pytest.mark.parametrize("shuffle", ["no", 1, 1.5, None])
+def test_rr_calibration_refuses_a_shuffle_that_is_not_a_bool(shuffle):
+    # a truthy "no" was read as True: ε₀ 7× the unshuffled one, with an amplification claim
+    with pytest.raises(ValueError, match=r"shuffle must be True or False"):
+        acc.calibrate_rr_epsilon0(1.0, 5, delta=1e-5, n_persons=100000, shuffle=shuffle)
+
+
+@pytest.mark.parametrize("n_bits", [True, np.bool_(True), 2.5, 0])
+def test_rr_calibration_refuses_n_bits_that_are_not_a_positive_integer(n_bits):
+    with pytest.raises(ValueError, match=r"n_bits must be a positive integer"):
+        acc.calibrate_rr_epsilon0(1.0, n_bits)
+
 def _fmt_closed_form_reference(e0: float, n: int, delta: float) -> float:
     # the conservative closed form of the authors' reference implementation, transcribed
     # independently: log(1 + (1 - e^-e0) / (1 + e^(-e0 - ea)) * (a + c)), ea = log(1 + a + c)

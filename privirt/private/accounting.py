@@ -66,6 +66,7 @@ from mechanisms.measures import (  # noqa: F401 - re-exported: the measure types
     zcdp_to_approx_dp,
 )
 
+from .._checks import check_flag, check_positive_int
 from . import shuffling
 from ._sums import (  # noqa: F401 - re-exported: the exact sums of the composition rule
     SpendSums,
@@ -475,8 +476,8 @@ def calibrate_rr_epsilon0(
         Whether the shuffle amplification bound was used.
     """
     epsilon = check_epsilon(epsilon)
-    if not isinstance(n_bits, (int, np.integer)) or n_bits < 1:
-        raise ValueError(f"n_bits must be a positive integer, got {n_bits!r}")
+    n_bits = check_positive_int("n_bits", n_bits)
+    shuffle = check_flag("shuffle", shuffle)
     base = epsilon / n_bits
     if not shuffle:
         return base, epsilon, False
