@@ -798,3 +798,21 @@ def test_multiindex_labels_are_tuples_in_a_flat_index_as_documented():
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "pd.MultiIndex.from_tuples(res.items" in readme and "MultiIndex" in as_responses.__doc__
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(item_col=None), "item_col"), (dict(response_col=0), "response_col"),
+    (dict(item_col=1, format="long"), "item_col"), (dict(person_col=[]), "person_col"),
+    (dict(person_col=True), "person_col"),
+])
+def test_column_name_options_of_the_wrong_type_are_refused_in_one_line(kw, name):
+    # AttributeError ('NoneType' object has no attribute 'lower') or TypeError (unhashable)
+    X = pd.DataFrame((np.random.default_rng(62_000_003).random((6, 3)) < .5).astype(int),
+                     columns=["a", "b", "c"])
+    with pytest.raises(ValueError, match=rf"^{name} must be a column name \(a string\)"):
+        as_responses(X, **kw)
+
+
+def test_a_non_string_person_col_naming_a_column_still_works():
+    df = pd.DataFrame({0: ["x", "y", "z"], 1: [0, 1, 1], 2: [1, 0, 1]})
+    assert as_responses(df, person_col=0).shape == (3, 2)

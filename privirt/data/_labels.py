@@ -260,3 +260,38 @@ def check_not_long(frame: pd.DataFrame, fmt: str, person_col: str, item_col: str
 def _person_col_hint(name: Any) -> str:
     """The hint for an invalid response in a table's first column, whose values may be person labels."""
     return f"if column {name!r} holds person labels, name it with person_col={name!r} (CLI: --person-col {name})"
+
+
+def check_column_names(person_col: Any, item_col: Any, response_col: Any) -> None:
+    """Refuse column-name options of the wrong type in one line, naming the option.
+
+    Parameters
+    ----------
+    person_col : str or None
+        A wide table's person column or a long table's (None: ``person``); any hashable column
+        label is taken (a DataFrame's columns need not be strings).
+    item_col, response_col : str
+        A long table's item and response columns (matched in any case, so text).
+
+    Raises
+    ------
+    ValueError
+        For an ``item_col`` or ``response_col`` that is not a string, or an unhashable or bool
+        ``person_col``.
+    """
+    def shown(value: Any) -> str:
+        text = repr(value).replace("\n", " ")
+        return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+    for name, value in (("item_col", item_col), ("response_col", response_col)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a column name (a string), got {shown(value)}")
+    if person_col is None or isinstance(person_col, str):
+        return
+    try:
+        hash(person_col)
+        hashable = True
+    except TypeError:
+        hashable = False
+    if not hashable or isinstance(person_col, (bool, np.bool_)):
+        raise ValueError(f"person_col must be a column name (a string) or None, got {shown(person_col)}")

@@ -37,7 +37,7 @@ from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, observed_rows_cols
 from ._files import read_path, read_stream, text_number
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
-                      text_labels, unnamed_first)
+                      check_column_names, text_labels, unnamed_first)
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -249,6 +249,7 @@ def private_responses(
 
 def _as_responses(data, *, format, person_col, item_col, response_col, empty, weights,
                   labels_as_text: bool | None, no_rows: bool) -> Responses:
+    check_column_names(person_col, item_col, response_col)
     if empty not in ("drop", "error", "keep"):
         raise ValueError(f"empty must be 'drop', 'error' or 'keep', got {empty!r}")
     if format not in ("auto", "wide", "long"):
