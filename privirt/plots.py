@@ -142,12 +142,14 @@ def item_response_curves(
     """
     from scipy import special
 
+    from .data._labels import item_labels
+
     if model not in ("2pno", "2pl"):
         raise ValueError(f"model must be '2pno' or '2pl', got {model!r}")
     link = special.ndtr if model == "2pno" else special.expit
     plt = _plt(path)
     index = posterior.labels["a"]
-    chosen = list(index[:20]) if items is None else list(items)
+    chosen = list(index[:20]) if items is None else list(item_labels(items))
     missing = [lab for lab in chosen if lab not in index]
     if missing:
         raise ValueError(f"unknown item label(s) {missing[:5]}")
@@ -338,10 +340,11 @@ def item_information_curves(
     """
     from .fit.information import item_information
     from .fit._inputs import as_beta
+    from .data._labels import item_labels
 
     b = as_beta(beta)
     if items is not None:
-        chosen = list(items)
+        chosen = list(item_labels(items))
         missing = [lab for lab in chosen if lab not in b.index]
         if missing:
             raise ValueError(f"unknown item label(s) {missing[:5]}; e.g. {list(b.index[:3])}")

@@ -279,3 +279,20 @@ def test_a_two_dimensional_theta_is_refused_not_flattened(plot):
         getattr(plots, plot)([-1.0, 0.0, 1.0], theta=theta)
     plt.close("all")
     plt.close(getattr(plots, plot)([-1.0, 0.0, 1.0], theta=0.5))  # one person: still drawn
+
+
+@pytest.mark.parametrize("items, message", [
+    ("ab", r"items must be a sequence of item labels, not the string 'ab'"),
+    (3, r"items must be a sequence of item labels, got 3"),
+    (np.ones((2, 2)), r"items has an unhashable label"),
+])
+def test_item_plots_check_items_as_the_private_paths_do(items, message):
+    # items="ab" drew the items 'a' and 'b' (a string split into characters); 3 and a 2-D
+    # array failed with TypeError ('int' object is not iterable, unhashable type)
+    beta = pd.Series([-1.0, 0.0, 1.0, 2.0], index=["a", "b", "ab", "c"])
+    with pytest.raises(ValueError, match=message):
+        plots.item_information_curves(beta, items=items)
+    X = pd.DataFrame(np.random.default_rng(62_000_010).integers(0, 2, (30, 4)), columns=beta.index)
+    post = privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=62_000_011, progress=False, slopes="free")
+    with pytest.raises(ValueError, match=message):
+        plots.item_response_curves(post, items=items)
