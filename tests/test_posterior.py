@@ -400,3 +400,12 @@ def test_short_chain_rhat_and_ess_match_arviz(rng, c, n):
         np.testing.assert_allclose(diagnostics.rhat(d), ref_rhat, rtol=1e-10)
     else:
         assert np.isnan(diagnostics.rhat(d)).all() == (n < 4)
+
+
+def test_streamed_summaries_take_a_draw_count_past_int64():
+    # gibbs_2pno_replicate(n_iter=2**70) (and any streamed run) failed with numpy's "loop of
+    # ufunc does not support argument 0 of type int which has no callable sqrt method"
+    assert diagnostics.default_n_batches(2**70) == 50
+    assert [diagnostics.default_n_batches(n) for n in (1, 3, 100, 2499, 2500, 10**6)] == [2, 2, 10, 49, 50, 50]
+    summary = StreamingSummary(1, 3, 2**70)
+    assert summary.n_batches == 50 and summary.batch_size == 2**70 // 50

@@ -22,6 +22,7 @@ against ArviZ when it is installed.  Internally the draws are held parameter-maj
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -346,7 +347,7 @@ def _sorted_quantiles(xs: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarra
 def default_n_batches(n_draws: int) -> int:
     """Batch means per chain for ``n_draws`` draws: ⌊√n⌋, at most 50 and at least 2 (the
     batch-means MCSE's rule, with and without kept draws)."""
-    return int(min(50, max(2, np.floor(np.sqrt(n_draws)))))
+    return min(50, max(2, math.isqrt(int(n_draws))))  # exact for any int (np.sqrt fails past int64)
 
 
 def mcse_batch_means(draws: np.ndarray, n_batches: int | None = None) -> np.ndarray:
