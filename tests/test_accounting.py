@@ -511,3 +511,21 @@ def test_shuffle_bound_never_claims_amplification_from_overflowed_terms():
     assert acc.shuffle_amplified_epsilon(700.0, 1000, 1e-6) == pytest.approx(700.0)
     eps0, claimed, amplified = acc.calibrate_rr_epsilon0(350.0, 5, delta=1e-6, n_persons=1000, shuffle=True)
     assert (eps0, claimed, amplified) == (70.0, 350.0, False)  # pure ε, no crash
+
+
+def test_zcdp_delta_refuses_an_infinite_epsilon_in_one_line():
+    # OverflowError: cannot convert Infinity to integer ratio
+    with pytest.raises(ValueError, match=r"epsilon must be a finite number >= 0, got inf"):
+        acc.zcdp_delta(0.5, math.inf)
+
+
+@pytest.mark.parametrize("bad", [dict(rho=-1.0), dict(rho=math.nan), dict(delta=math.inf),
+                                 dict(epsilon=True), dict(delta_spent="x"), dict(pure_rho=-0.5)])
+def test_total_epsilon_of_sums_refuses_negative_or_non_number_sums(bad):
+    # rho=-1 returned 0.0 (a negative spend), delta=inf an OverflowError
+    args = dict(rho=0.1, epsilon=0.0, delta_spent=0.0, pure_epsilon=0.0, pure_rho=0.0, delta=1e-5)
+    args.update(bad)
+    with pytest.raises(ValueError, match=rf"^{next(iter(bad))} must be"):
+        acc.total_epsilon_of_sums(**args)
+    assert acc.total_epsilon_of_sums(rho=math.inf, epsilon=0.0, delta_spent=0.0, pure_epsilon=0.0,
+                                     pure_rho=0.0, delta=1e-5) == math.inf

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
-from mechanisms.measures import _round_down, _round_up, zcdp_to_approx_dp  # (inf above the largest double)
+import numpy as np
+
+from mechanisms.measures import _brief, _round_down, _round_up, zcdp_to_approx_dp  # (inf above the largest double)
 
 __all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up", "LEDGER_TOLERANCE"]
 
@@ -123,6 +125,12 @@ def total_epsilon_of_sums(*, rho: float, epsilon: float, delta_spent: float, pur
     the conversion down, the ε's and ρ's added up), so the result is never below the rule's
     exact value.
     """
+    for name, value in (("rho", rho), ("epsilon", epsilon), ("delta_spent", delta_spent),
+                        ("pure_epsilon", pure_epsilon), ("pure_rho", pure_rho), ("delta", delta)):
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+        if not ok or not (0.0 <= value <= (1.0 if name == "delta" else math.inf)):  # NaN fails too
+            want = "a number in [0, 1]" if name == "delta" else "a sum >= 0 (a number, inf above the largest double)"
+            raise ValueError(f"{name} must be {want}, got {_brief(value)}")
     d0 = delta_spent
     if d0 > delta:
         return math.inf

@@ -246,8 +246,8 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     """
     rho = _check_rho(rho)
     eps = _real_down(epsilon, "epsilon")  # the target ε: δ is larger at a smaller ε
-    if eps < 0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    if not (0 <= eps < math.inf):  # (ε = inf overflowed the exact arithmetic; NaN fails too)
+        raise ValueError(f"epsilon must be a finite number >= 0, got {_brief(epsilon)}")
     if rho == 0.0:
         return 0.0
 
