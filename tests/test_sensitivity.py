@@ -185,3 +185,25 @@ def test_a_printed_sensitivity_is_never_below_the_proved_bound():
     assert bound_text(1416.3311) == "1416.34" and bound_text(7.0) == "7"
     notes = PairsGaussian.calibrate(ApproxDP(1.0, 1e-5), n_items=2003).notes[0]
     assert "L2² ≤ 1003002," in notes
+
+
+@pytest.mark.parametrize("adjacency", [5, None, np.array([1, 0, 1]), np.ones((2, 3)), np.full((2, 2), "a")])
+@pytest.mark.parametrize("fn", ["max_cut", "max_cut_upper_bound"])
+def test_max_cut_refuses_what_is_not_a_square_adjacency(fn, adjacency):
+    # 5 and None gave IndexError (tuple index out of range); a 2 × 3 matrix and [1, 0, 1] gave 2
+    with pytest.raises(ValueError, match=r"^adjacency must"):
+        getattr(sens_mod, fn)(adjacency)
+
+
+@pytest.mark.parametrize("row", [None, "abc", np.array([2, 0, 1]), np.ones((2, 2)), np.array([0.5, 1])])
+def test_count_contribution_refuses_what_is_not_a_row_of_codes(row):
+    # None and "abc" returned [[0]], and code 2 was taken
+    with pytest.raises(ValueError, match=r"^row must be a 1-D array of response codes"):
+        sens_mod.count_contribution(row)
+    assert sens_mod.count_contribution(np.array([1, 0, -1])).tolist() == [[0, 1, 0], [0, 0, 0], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("n_items", [True, np.bool_(True)])
+def test_pairwise_counts_sensitivity_refuses_a_bool_n_items(n_items):
+    with pytest.raises(ValueError, match=r"n_items must be a positive integer"):
+        sens_mod.pairwise_counts_sensitivity(n_items)

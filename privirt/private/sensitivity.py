@@ -114,13 +114,23 @@ def _adjacency(graph: np.ndarray | None, m: int) -> np.ndarray | None:
     return A
 
 
+def _square(adjacency: np.ndarray) -> np.ndarray:
+    """``adjacency`` as a boolean array, checked to be a square (m × m) matrix of numbers."""
+    A = np.asarray(adjacency)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"adjacency must be a square (m × m) adjacency matrix, got shape {A.shape}")
+    if A.dtype.kind not in "biuf":
+        raise ValueError(f"adjacency must hold 0/1 (or bool) entries, got dtype {A.dtype}")
+    return A.astype(bool)
+
+
 def max_cut(adjacency: np.ndarray) -> int:
     """Exact maximum cut of a small undirected graph by enumeration (m ≤ 20).
 
     Enumerates the 2^(m−1) vertex subsets containing a fixed vertex's complement in chunks;
     runs in well under a second for m ≤ 20.
     """
-    A = np.asarray(adjacency).astype(bool)
+    A = _square(adjacency)
     m = A.shape[0]
     if m > EXACT_MAXCUT_MAX_ITEMS:
         raise ValueError(
@@ -154,7 +164,7 @@ def max_cut_upper_bound(adjacency: np.ndarray) -> tuple[int, str]:
     cut(S) = |E|/2 − xᵀAx/4 ≤ |E|/2 − m λ_min(A)/4.  The eigenvalues are padded by a small
     tolerance against round-off so the bound stays an upper bound.
     """
-    A = np.asarray(adjacency).astype(bool)
+    A = _square(adjacency)
     m = A.shape[0]
     n_edges = int(np.count_nonzero(np.triu(A, 1)))
     if m <= EXACT_MAXCUT_MAX_ITEMS:
@@ -197,7 +207,7 @@ def pairwise_counts_sensitivity(
     -------
     Sensitivity
     """
-    if not isinstance(n_items, (int, np.integer)) or n_items < 1:
+    if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
         raise ValueError(f"n_items must be a positive integer, got {n_items!r}")
     if bound not in ("tight", "paper"):
         raise ValueError(f"bound must be 'tight' or 'paper', got {bound!r}")
@@ -230,6 +240,9 @@ def count_contribution(row: np.ndarray) -> np.ndarray:
     ``pairwise_counts`` of a one-row data set.
     """
     r = np.asarray(row)
+    if r.ndim != 1 or r.dtype.kind not in "biuf" or not np.isin(r, (1, 0, -1)).all():
+        raise ValueError("row must be a 1-D array of response codes 1 (correct), 0 (incorrect) "
+                         "or -1 (missing)")
     c = (r == 1).astype(np.int64)
     w = (r == 0).astype(np.int64)
     return np.outer(c, w)
