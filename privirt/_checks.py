@@ -65,6 +65,16 @@ def check_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def check_note(note: Any) -> str:
+    """``note`` (a ledger entry's free text) as a str: anything else (None, a list, an array) is
+    refused rather than stored as its ``str()``."""
+    if not isinstance(note, str):
+        text = repr(note).replace("\n", " ")
+        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+        raise ValueError(f'note must be a string (use "" for no note), got {shown}')
+    return note
+
+
 def as_number(value: Any) -> float:
     """``float(value)`` of a number, never of a bool (``True`` is not 1.0 here): TypeError or
     ValueError otherwise, for the caller's message."""

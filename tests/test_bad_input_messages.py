@@ -61,3 +61,17 @@ def test_item_labels_of_spectral_from_counts_still_work(data):
     r = privirt.spectral_from_counts(Y, items=["a", "b", "c", "d"])
     assert list(r.beta.index) == ["a", "b", "c", "d"]
     assert np.isfinite(r.beta).all()
+
+
+@pytest.mark.parametrize("note", [None, 5, ["x"], np.ones((2, 2))])
+def test_a_note_that_is_not_a_string_is_refused_before_anything_is_spent(tmp_path, note):
+    # note=None was stored as 'None', ['x'] as "['x']" and a 2-D array as two lines of text
+    X = (np.random.default_rng(62_000_020).random((50, 4)) < .5).astype(int)
+    ledger = privirt.Ledger(tmp_path / "n.ledger", epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError, match=r'^note must be a string \(use "" for no note\), got [^\n]*$'):
+        privirt.release_totals(X, epsilon=0.5, ledger=ledger, note=note)
+    with pytest.raises(ValueError, match=r"^note must be a string"):
+        ledger.spend(privirt.accounting.PureDP(0.1), mechanism="laplace", note=note)
+    assert len(ledger.spends()) == 0
+    privirt.release_totals(X, epsilon=0.5, ledger=ledger, note="a note")
+    assert ledger.spends()["note"].tolist() == ["a note"]

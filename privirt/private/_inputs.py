@@ -13,7 +13,7 @@ import pandas as pd
 from mechanisms.measures import ApproxDP
 
 from .._backend import resolve_device
-from .._checks import check_positive_int
+from .._checks import check_note, check_positive_int
 from .._constants import DEFAULT_DELTA
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
@@ -76,6 +76,7 @@ def validate_call(
     shuffled randomized response) a share of it — never all of it; without a ledger
     :data:`DEFAULT_DELTA`."""
     eps = check_target_epsilon(epsilon)
+    note = check_note(note)
     if delta is not None:
         check_delta(delta)
     ss = seed_sequence(seed)
@@ -105,7 +106,7 @@ def validate_call(
         resp = public_responses(X, items, n_persons)
     p = check_p0(p0, resp.n_items)
     return PrivateCall(resp=resp, target=ApproxDP(eps, dlt), seed=ss, ledger=ledger,
-                       device=resolved_device, p0=p, note=str(note))
+                       device=resolved_device, p0=p, note=note)
 
 
 def _resolve_ledger(ledger: Any):

@@ -54,7 +54,7 @@ from .accounting import (
     check_delta, check_epsilon,
     zcdp_to_approx_dp,
 )
-from .._checks import check_nonnegative_number
+from .._checks import check_nonnegative_number, check_note
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
@@ -505,6 +505,7 @@ class Ledger:
         c = PrivacyCost.of(cost)
         if not mechanism or not isinstance(mechanism, str):
             raise ValueError("mechanism must be a non-empty string")
+        note = check_note(note)
         if asked is not None:
             if not isinstance(asked, (ApproxDP, tuple, list)) or (
                     not isinstance(asked, ApproxDP) and len(asked) != 2):
@@ -524,7 +525,7 @@ class Ledger:
                 cur = con.execute(
                     "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note, asked_epsilon, "
                     "asked_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (time, mechanism, c.rho, c.epsilon, c.delta, str(note),
+                    (time, mechanism, c.rho, c.epsilon, c.delta, note,
                      None if asked is None else asked.epsilon, None if asked is None else asked.delta),
                 )
                 spend_id = int(cur.lastrowid)
