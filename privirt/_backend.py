@@ -17,6 +17,8 @@ from typing import Any, Literal
 import numpy as np
 
 Device = Literal["auto", "cpu", "gpu"]
+from ._checks import check_choice
+
 _VALID = ("auto", "cpu", "gpu")
 
 GPU_INSTALL_HINT = (
@@ -52,8 +54,7 @@ def gpu_available() -> bool:
 
 def resolve_device(device: str = "auto") -> Literal["cpu", "gpu"]:
     """Turn ``"auto" | "cpu" | "gpu"`` into the concrete device, validating the value."""
-    if device not in _VALID:
-        raise ValueError(f"device must be one of {_VALID}, got {device!r}")
+    check_choice("device", device, _VALID, what=f"one of {_VALID}")
     if device == "cpu":
         return "cpu"
     if device == "gpu":

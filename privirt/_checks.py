@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -65,13 +65,50 @@ def check_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def brief(value: Any) -> str:
+    """``repr(value)`` on one line for a message, cut short (a 2-D array's repr has several
+    lines, a huge int hundreds of digits)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[str], what: str | None = None) -> str:
+    """``value`` as one of the strings ``allowed``; anything else, an array included (whose
+    ``in`` test numpy cannot answer), is refused in one line naming ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The option's name in the message.
+    value : object
+        The value given.
+    allowed : sequence of str
+        The choices.
+    what : str, optional
+        The requirement as the message states it (default ``'a', 'b' or 'c'``).
+
+    Returns
+    -------
+    str
+        ``value``.
+
+    Raises
+    ------
+    ValueError
+        For a value that is not one of ``allowed`` (a non-string in particular).
+    """
+    if not isinstance(value, str) or value not in allowed:
+        quoted = [repr(a) for a in allowed]
+        want = what or (", ".join(quoted[:-1]) + " or " + quoted[-1] if len(quoted) > 1 else quoted[0])
+        raise ValueError(f"{name} must be {want}, got {brief(value)}")
+    return value
+
+
 def check_note(note: Any) -> str:
     """``note`` (a ledger entry's free text) as a str: anything else (None, a list, an array) is
     refused rather than stored as its ``str()``."""
     if not isinstance(note, str):
-        text = repr(note).replace("\n", " ")
-        shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
-        raise ValueError(f'note must be a string (use "" for no note), got {shown}')
+        raise ValueError(f'note must be a string (use "" for no note), got {brief(note)}')
     return note
 
 

@@ -75,3 +75,32 @@ def test_a_note_that_is_not_a_string_is_refused_before_anything_is_spent(tmp_pat
     assert len(ledger.spends()) == 0
     privirt.release_totals(X, epsilon=0.5, ledger=ledger, note="a note")
     assert ledger.spends()["note"].tolist() == ["a note"]
+
+
+_CHOICES = {
+    "device": lambda X, v, L: privirt.release_counts(X, epsilon=1.0, device=v, ledger=L),
+    "engine": lambda X, v, L: privirt.release_totals(X, epsilon=1.0, engine=v, ledger=L),
+    "engine (2PL)": lambda X, v, L: privirt.release_2pl(X, epsilon=1.0, engine=v, ledger=L),
+    "mechanism": lambda X, v, L: privirt.private_spectral_estimate(X, epsilon=1.0, mechanism=v, ledger=L),
+    "estimator": lambda X, v, L: privirt.private_spectral_estimate(X, epsilon=1.0, estimator=v, ledger=L),
+    "rr_estimator": lambda X, v, L: privirt.private_spectral_estimate(X, epsilon=1.0, rr_estimator=v, ledger=L),
+    "method": lambda X, v, L: privirt.estimate_abilities(X, np.zeros(4), method=v),
+    "extreme": lambda X, v, L: privirt.item_fit(X, np.zeros(4), extreme=v),
+    "solver": lambda X, v, L: privirt.spectral_estimate(X, solver=v),
+    "normalizer": lambda X, v, L: privirt.spectral_estimate(X, normalizer=v),
+    "method (counts)": lambda X, v, L: privirt.pairwise_counts(X, method=v),
+    "engine (counts)": lambda X, v, L: privirt.pairwise_counts(X, engine=v),
+    "engine (statistics)": lambda X, v, L: privirt.sufficient_statistics(X, engine=v),
+}
+
+
+@pytest.mark.parametrize("value", [np.array(["cpu", "gpu"]), np.array([]), np.array([["local"]], dtype=object)])
+@pytest.mark.parametrize("option", list(_CHOICES))
+def test_a_choice_given_an_array_is_refused_naming_the_option(tmp_path, option, value):
+    # numpy's "The truth value of an array ... is ambiguous", which named no option
+    X = (np.random.default_rng(62_000_030).random((40, 4)) < .5).astype(int)
+    ledger = privirt.Ledger(tmp_path / "c.ledger", epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError, match=rf"^{option.split()[0]} must be [^\n]*, got (engine=)?array\(") as info:
+        _CHOICES[option](X, value, ledger)
+    assert "ambiguous" not in str(info.value)
+    assert len(ledger.spends()) == 0

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import holds_bools, label_type_mismatch
+from .._checks import check_choice, holds_bools, label_type_mismatch
 from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["ability_values", "as_beta", "as_theta", "prepare"]
@@ -140,8 +140,7 @@ def prepare(
     least one response, less those with an extreme score (all answered items right or all
     wrong) when ``extreme="drop"``.  ``theta`` defaults to Warm's WLE given ``beta``.
     """
-    if extreme not in ("drop", "keep"):
-        raise ValueError(f"extreme must be 'drop' or 'keep', got {extreme!r}")
+    check_choice("extreme", extreme, ("drop", "keep"))
     resp = X if isinstance(X, Responses) else as_responses(X, empty="keep")
     labelled = _labelled_beta(beta)
     if labelled is not None and not labelled.index.equals(resp.items):

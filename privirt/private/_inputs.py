@@ -13,7 +13,7 @@ import pandas as pd
 from mechanisms.measures import ApproxDP
 
 from .._backend import resolve_device
-from .._checks import check_note, check_positive_int
+from .._checks import check_choice, check_note, check_positive_int
 from .._constants import DEFAULT_DELTA
 from .._seeds import seed_sequence
 from .accounting import check_delta, check_target_epsilon
@@ -77,6 +77,8 @@ def validate_call(
     :data:`DEFAULT_DELTA`."""
     eps = check_target_epsilon(epsilon)
     note = check_note(note)
+    check_choice("device", device, ("auto", "cpu", "gpu"), what="one of ('auto', 'cpu', 'gpu')")
+    check_choice("engine", engine, ("local", "dask"), what="'local' or 'dask' (client= with 'dask')")
     if delta is not None:
         check_delta(delta)
     ss = seed_sequence(seed)

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, to_numpy
-from .._checks import check_positive_int, check_positive_number, holds_bools, label_type_mismatch
+from .._checks import check_choice, check_positive_int, check_positive_number, holds_bools, label_type_mismatch
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["estimate_abilities"]
@@ -127,8 +127,7 @@ def estimate_abilities(
     >>> ab.columns.tolist()
     ['theta', 'se', 'score', 'n_answered']
     """
-    if method not in ("wle", "mle", "eap"):
-        raise ValueError(f"method must be 'wle', 'mle' or 'eap', got {method!r}")
+    check_choice("method", method, ("wle", "mle", "eap"))
     tol = check_positive_number("tol", tol)
     max_iter = check_positive_int("max_iter", max_iter)
     # items without responses are kept (their β is simply unused); persons without any

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, resolve_device, to_numpy
-from .._checks import check_positive_int, check_positive_number, real_float
+from .._checks import check_choice, check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
 from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
 from ..data._labels import item_labels
@@ -218,10 +218,8 @@ def spectral_from_counts(
     lam = _validate_regularization(regularization)
     tol = check_positive_number("tol", tol)
     max_iter = check_positive_int("max_iter", max_iter)
-    if solver not in ("auto", "power", "direct"):
-        raise ValueError(f"solver must be 'auto', 'power' or 'direct', got {solver!r}")
-    if normalizer not in ("max", "row"):
-        raise ValueError(f"normalizer must be 'max' or 'row', got {normalizer!r}")
+    check_choice("solver", solver, ("auto", "power", "direct"))
+    check_choice("normalizer", normalizer, ("max", "row"))
     dev = resolve_device(device)
 
     offdiag = ~np.eye(m, dtype=bool)

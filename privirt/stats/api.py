@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._checks import check_flag
+from .._checks import check_choice, check_flag
 from ..data._labels import item_labels
 from ..data.responses import Responses, ResponsesLike, as_responses
 from .counts import Method, local_pairwise_counts
@@ -81,6 +81,7 @@ def pairwise_counts(
     >>> Y.tolist(), B.tolist()
     ([[0, 1], [0, 0]], [[0, 2], [2, 0]])
     """
+    check_choice("engine", engine, ("local", "dask"))
     if engine != "local" or client is not None or items is not None or is_dask_source(X):
         from .dask_engine import dispatch_pairwise
 

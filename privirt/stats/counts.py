@@ -44,6 +44,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .._checks import check_choice
 from .._backend import get_xp, resolve_device, to_numpy
 from ..data.responses import ResponsesLike, as_responses
 from ._counts_gpu import bytes_to_half, float_kernels_apply, scan_floats, split_floats
@@ -194,8 +195,7 @@ def _check_chunk(chunk_size, m: int, dev: str) -> int:
 
 
 def _pairwise(resp, device, method, chunk_size, want_b, private: bool = False):
-    if method not in ("auto", "dense", "sparse"):
-        raise ValueError(f"method must be 'auto', 'dense' or 'sparse', got {method!r}")
+    check_choice("method", method, ("auto", "dense", "sparse"))
     dev = resolve_device(device)
     m = resp.n_items
     chunk_size = _check_chunk(chunk_size, m, dev)

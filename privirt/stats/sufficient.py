@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import check_choice
 from ..data.responses import Responses
 
 __all__ = ["SufficientStatistics", "block_statistics", "add_statistics", "to_result", "is_dask_source"]
@@ -140,8 +141,7 @@ def is_dask_source(source: Any) -> bool:
 
 
 def check_engine(engine: Any) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be 'local' or 'dask', got {engine!r}")
+    check_choice("engine", engine, ENGINES)
     return engine
 
 

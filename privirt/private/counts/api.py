@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._backend import resolve_device
-from ..._checks import check_confidence, check_flag, check_n_boot
+from ..._checks import check_choice, check_confidence, check_flag, check_n_boot
 from ..._constants import MECHANISMS
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
@@ -49,8 +49,7 @@ BAR_FROM_ITEMS: int = 1000
 
 
 def _check_estimator(estimator: Any) -> None:
-    if estimator not in ("auto", "spectral", "noise_aware"):
-        raise ValueError(f"estimator must be 'auto', 'spectral' or 'noise_aware', got {estimator!r}")
+    check_choice("estimator", estimator, ("auto", "spectral", "noise_aware"))
 
 
 def _debit(call: PrivateCall, meas: Measurement) -> int | None:
@@ -311,15 +310,11 @@ def private_spectral_estimate(
     PrivateSpectralResult
         ``.beta``, ``.se``, ``.ci``, ``.privacy`` and the fit.
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(
-            f"mechanism must be 'gaussian', 'laplace' or 'randomized_response', got {mechanism!r}"
-        )
+    check_choice("mechanism", mechanism, MECHANISMS)
     check_flag("shuffle", shuffle)
     if shuffle and mechanism != "randomized_response":
         raise ValueError("shuffle=True applies to mechanism='randomized_response' only")
-    if rr_estimator not in ("debiased", "plain"):
-        raise ValueError(f"rr_estimator must be 'debiased' or 'plain', got {rr_estimator!r}")
+    check_choice("rr_estimator", rr_estimator, ("debiased", "plain"))
     _check_estimator(estimator)
     if mechanism == "randomized_response" and estimator == "noise_aware":
         raise ValueError("estimator='noise_aware' needs additive noise on the counts; use mechanism='gaussian' "

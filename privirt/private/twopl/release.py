@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...exceptions import warn_if_noise_dominates
 from ...data.responses import ResponsesLike
+from ..._checks import brief
 from ..._constants import MISSING_DOMAINS
 from .._inputs import validate_call
 from ..spends import reports_spends
@@ -189,14 +190,14 @@ def check_release(release: Any) -> TwoPLRelease:
 
 def check_local_engine(X: Any, engine: Any, client: Any) -> None:
     """Refuse the Dask engine (or a Dask source) for the 2PL in one line, before anything else."""
-    if engine == "dask" or type(X).__name__ == "DaskSource":
+    if (isinstance(engine, str) and engine == "dask") or type(X).__name__ == "DaskSource":
         raise ValueError("the private 2PL runs on data in memory (engine='local'): the Dask engine sums "
                          "the Rasch methods' statistics only; load the responses into memory "
                          "(privirt.as_responses) or use private_totals_estimate(engine='dask') for the "
                          "difficulties (nothing was spent)")
-    if engine != "local" or client is not None:
+    if not isinstance(engine, str) or engine != "local" or client is not None:
         raise ValueError(f"engine must be 'local' for the private 2PL (client= only with the Dask "
-                         f"engine), got engine={engine!r}")
+                         f"engine), got engine={brief(engine)}")
 
 
 @reports_spends
