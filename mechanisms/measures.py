@@ -32,14 +32,15 @@ def _as_float(value: numbers.Real) -> float:
 
 
 def _brief(value: object) -> str:
-    """``repr(value)`` for a message, cut short (a huge int has hundreds of digits)."""
-    text = repr(value)
+    """``repr(value)`` for a message, on one line (a 2-D array's repr has several) and cut
+    short (a huge int has hundreds of digits)."""
+    text = " ".join(repr(value).split())
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _finite_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
+        raise ValueError(f"{name} must be a real number, got {_brief(value)}")
     v = _as_float(value)
     if math.isnan(v):
         raise ValueError(f"{name} must not be NaN")

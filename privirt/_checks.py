@@ -30,7 +30,7 @@ def holds_bools(values: Any) -> bool:
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` as an int ≥ 1 (bools and non-integers refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise ValueError(f"{name} must be a positive integer, got {brief(value)}")
     return int(value)
 
 
@@ -41,7 +41,7 @@ def check_positive_number(name: str, value: Any) -> float:
         or not isinstance(value, (int, float, np.integer, np.floating))
         or not (np.isfinite(real_float(value)) and value > 0)
     ):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        raise ValueError(f"{name} must be a positive number, got {brief(value)}")
     return float(value)
 
 
@@ -53,7 +53,7 @@ def check_nonnegative_number(name: str, value: Any, what: str = "") -> float:
         or not isinstance(value, (int, float, np.integer, np.floating))
         or not (np.isfinite(real_float(value)) and value >= 0)
     ):
-        raise ValueError(f"{name} must be a finite number >= 0{what}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number >= 0{what}, got {brief(value)}")
     return float(value)
 
 
@@ -61,7 +61,7 @@ def check_flag(name: str, value: Any) -> bool:
     """``value`` as a bool: only ``True``/``False`` (and numpy's) are taken, so that a truthy
     ``"no"`` or ``1.5`` is refused rather than read as ``True``."""
     if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {brief(value)}")
     return bool(value)
 
 
@@ -116,7 +116,7 @@ def as_number(value: Any) -> float:
     """``float(value)`` of a number, never of a bool (``True`` is not 1.0 here): TypeError or
     ValueError otherwise, for the caller's message."""
     if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"a bool is not a number: {value!r}")
+        raise TypeError(f"a bool is not a number: {brief(value)}")
     return float(value)
 
 
@@ -188,7 +188,7 @@ def check_n_boot(n_boot: Any) -> int:
         anything is spent).
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not (n_boot == 0 or n_boot >= 20):
-        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {n_boot!r}")
+        raise ValueError(f"n_boot must be 0 (no intervals) or an integer >= 20, got {brief(n_boot)}")
     if n_boot > MAX_N_BOOT:
         raise ValueError(f"n_boot must be at most {MAX_N_BOOT} (more replicates do not improve the "
                          f"intervals and can run for days or exhaust memory), got {int(n_boot)}; "
@@ -200,7 +200,7 @@ def check_confidence(confidence: Any) -> float:
     """``confidence`` (level of an interval) as a float in (0, 1)."""
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.integer, np.floating)) \
             or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+        raise ValueError(f"confidence must be a number in (0, 1), got {brief(confidence)}")
     return float(confidence)
 
 

@@ -14,6 +14,8 @@ from typing import Callable, TextIO
 
 import numpy as np
 
+from ._checks import brief
+
 __all__ = ["ProgressBar", "end_open_line", "resolve_progress", "ticker"]
 
 #: the stream of a terminal bar left mid-line (its last draw ended in "\r", not "\n"), or None
@@ -121,7 +123,7 @@ def resolve_progress(progress: bool | None, stream: TextIO | None = None) -> boo
         s = stream if stream is not None else sys.stderr
         return bool(getattr(s, "isatty", lambda: False)())
     if not isinstance(progress, (bool, int, np.bool_)) or progress not in (0, 1):
-        raise ValueError(f"progress must be True, False or None (auto: on a terminal), got {progress!r}")
+        raise ValueError(f"progress must be True, False or None (auto: on a terminal), got {brief(progress)}")
     return bool(progress)
 
 

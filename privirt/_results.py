@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._checks import brief
+
 __all__ = ["NONFINITE", "ItemEstimate", "json_floats", "top_k_labels"]
 
 #: how :func:`json_floats` writes the non-finite values JSON has no number for (an uninformative
@@ -51,7 +53,7 @@ def top_k_labels(beta: pd.Series, k: int, largest: bool = True) -> pd.Index:
     keep item order."""
     m = len(beta)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= m:
-        raise ValueError(f"k must be an integer between 1 and the number of items ({m}), got {k!r}")
+        raise ValueError(f"k must be an integer between 1 and the number of items ({m}), got {brief(k)}")
     values = beta.to_numpy(dtype=float)
     order = np.argsort(-values if largest else values, kind="stable")
     return beta.index[order[: int(k)]]

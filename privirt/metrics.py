@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._checks import brief
+
 __all__ = ["l2_error", "linf_error", "top_k_accuracy", "kendall_tau", "top_k_set"]
 
 
@@ -68,7 +70,7 @@ def top_k_set(values: Any, k: int, *, largest: bool = True) -> np.ndarray:
     """Positions of the ``k`` largest (or smallest) entries; ties broken by position."""
     v = np.asarray(values, dtype=np.float64).ravel()
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= v.size:
-        raise ValueError(f"k must be an integer between 1 and {v.size}, got {k!r}")
+        raise ValueError(f"k must be an integer between 1 and {v.size}, got {brief(k)}")
     order = np.argsort(-v if largest else v, kind="stable")
     return order[: int(k)]
 

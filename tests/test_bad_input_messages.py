@@ -104,3 +104,32 @@ def test_a_choice_given_an_array_is_refused_naming_the_option(tmp_path, option, 
         _CHOICES[option](X, value, ledger)
     assert "ambiguous" not in str(info.value)
     assert len(ledger.spends()) == 0
+
+
+_VALUES = {
+    "epsilon": lambda X, v, L: privirt.release_totals(X, epsilon=v, ledger=L),
+    "delta": lambda X, v, L: privirt.release_totals(X, epsilon=1, delta=v, ledger=L),
+    "n_persons": lambda X, v, L: privirt.release_totals(X, epsilon=1, n_persons=v, ledger=L),
+    "confidence": lambda X, v, L: privirt.private_totals_estimate(X, epsilon=1, confidence=v, ledger=L),
+    "p0": lambda X, v, L: privirt.release_counts(X, epsilon=1, p0=v, ledger=L),
+    "missing": lambda X, v, L: privirt.release_totals(X, epsilon=1, missing=v, ledger=L),
+    "progress": lambda X, v, L: privirt.private_totals_estimate(X, epsilon=1, progress=v, ledger=L),
+    "sensitivity": lambda X, v, L: privirt.private_spectral_estimate(X, epsilon=1, sensitivity=v, ledger=L),
+    "k": lambda X, v, L: privirt.metrics.top_k_accuracy(np.zeros(4), np.zeros(4), k=v),
+    "n_items": lambda X, v, L: privirt.sensitivity.pairwise_counts_sensitivity(v),
+    "data set": lambda X, v, L: privirt.load_dataset(v),
+    "rho": lambda X, v, L: privirt.accounting.zcdp_delta(v, 1.0),
+    "seed": lambda X, v, L: privirt.simulate_rasch(10, 4, seed=v),
+    "n_persons (simulate)": lambda X, v, L: privirt.simulate_rasch(v, 4),
+}
+
+
+@pytest.mark.parametrize("option", list(_VALUES))
+def test_a_rejected_2d_array_is_shown_on_one_line(tmp_path, option):
+    # the message held the array's repr, two lines long ("array([[1., 1.],\n       [1., 1.]])")
+    X = (np.random.default_rng(62_000_040).random((40, 4)) < .5).astype(int)
+    ledger = privirt.Ledger(tmp_path / "v.ledger", epsilon=10.0, delta=1e-5)
+    with pytest.raises(ValueError) as info:
+        _VALUES[option](X, np.ones((2, 2)), ledger)
+    assert "\n" not in str(info.value) and str(info.value).startswith(option.split()[0] if option != "data set" else "unknown")
+    assert len(ledger.spends()) == 0

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._checks import brief
+
 __all__ = [
     "load_dataset",
     "list_datasets",
@@ -62,7 +64,7 @@ def dataset_path(name: str) -> Path:
     """Path of the bundled CSV file for ``name`` (pattern-frequency layout)."""
     path = _data_dir() / f"{name}.csv"
     if not path.is_file():
-        raise ValueError(f"unknown data set {name!r}; available: {list_datasets()}")
+        raise ValueError(f"unknown data set {brief(name)}; available: {list_datasets()}")
     return path
 
 

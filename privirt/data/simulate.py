@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .._checks import check_nonnegative_number
+from .._checks import brief, check_nonnegative_number
 from .._seeds import SeedLike, numpy_rng
 
 __all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
@@ -25,7 +25,7 @@ __all__ = ["simulate_rasch", "simulate_2pno", "simulate_2pl"]
 def _check(n_persons: int, n_items: int, p_observed: float, beta_scale: float = 1.0) -> None:
     for name, v in (("n_persons", n_persons), ("n_items", n_items)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            raise ValueError(f"{name} must be a positive integer, got {brief(v)}")
     if int(n_persons) * int(n_items) > np.iinfo(np.intp).max:  # numpy: "Maximum allowed dimension"
         raise ValueError(f"n_persons × n_items = {n_persons} × {n_items} is too large for an array; "
                          "simulate fewer persons or items")
@@ -47,7 +47,7 @@ def _rng(seed: Any) -> np.random.Generator:
         return numpy_rng(seed)
     except ValueError:
         raise ValueError(f"seed must be a non-negative integer, a numpy SeedSequence or Generator, "
-                         f"or None, got {seed!r}") from None
+                         f"or None, got {brief(seed)}") from None
 
 
 def _finish(prob: np.ndarray, p_observed: float, rng: np.random.Generator) -> np.ndarray:

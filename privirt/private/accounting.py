@@ -166,7 +166,7 @@ def _check_rho(rho: object) -> float:
     """A stated ρ (a cost): read as the smallest double not below its exact value."""
     v = _real_up(rho, "rho")
     if not math.isfinite(v) or v < 0:
-        raise ValueError(f"rho must be a finite number >= 0, got {rho!r}")
+        raise ValueError(f"rho must be a finite number >= 0, got {_brief(rho)}")
     return v
 
 
@@ -191,10 +191,10 @@ class PrivacyCost:
         # a cost is a statement: each part is read as the smallest double not below it
         e = _real_up(self.epsilon, "epsilon")
         if not math.isfinite(e) or e < 0:
-            raise ValueError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+            raise ValueError(f"epsilon must be a finite number >= 0, got {_brief(self.epsilon)}")
         d = _real_up(self.delta, "delta")
         if not (0.0 <= d <= 1.0):
-            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
+            raise ValueError(f"delta must be in [0, 1], got {_brief(self.delta)}")
         object.__setattr__(self, "epsilon", e)
         object.__setattr__(self, "delta", d)
 
@@ -209,7 +209,7 @@ class PrivacyCost:
             return cls(rho=guarantee.rho)
         if isinstance(guarantee, ApproxDP):
             return cls(epsilon=guarantee.epsilon, delta=guarantee.delta)
-        raise TypeError(f"not a privacy guarantee: {guarantee!r}")
+        raise TypeError(f"not a privacy guarantee: {_brief(guarantee)}")
 
     def __add__(self, other: "PrivacyCost") -> "PrivacyCost":
         other = PrivacyCost.of(other)  # each sum exact, rounded up (never stated below the truth)
@@ -293,7 +293,7 @@ def total_epsilon(costs: Sequence[Guarantee], delta: float) -> float:
     """
     delta = _real_down(delta, "delta")  # the target δ: ε is larger at a smaller δ
     if not (0.0 <= delta <= 1.0):
-        raise ValueError(f"delta must be in [0, 1], got {delta!r}")
+        raise ValueError(f"delta must be in [0, 1], got {_brief(delta)}")
     return SpendSums.of(PrivacyCost.of(c) for c in costs).total(delta)
 
 
@@ -309,7 +309,7 @@ def _tv(tv_bound: TvBound, sigma: float) -> float:
     """The sampler's TV distance per draw at ``sigma``, rounded up and checked to be finite and
     >= 0: a negative value would grow the δ left for the noise and make σ too small."""
     value = tv_bound(sigma) if callable(tv_bound) else tv_bound
-    what = f"tv_bound({sigma!r}) returned {_brief(value)}; it" if callable(tv_bound) else "tv_bound"
+    what = f"tv_bound({_brief(sigma)}) returned {_brief(value)}; it" if callable(tv_bound) else "tv_bound"
     try:
         tv = _real_up(value, "tv_bound")
     except (TypeError, ValueError):
@@ -344,7 +344,7 @@ def calibrate_gaussian_sigma(
     """
     l2 = _real_up(l2_sensitivity, "l2_sensitivity")
     if not (l2 > 0 and math.isfinite(l2)):
-        raise ValueError(f"l2_sensitivity must be a finite number > 0, got {l2_sensitivity!r}")
+        raise ValueError(f"l2_sensitivity must be a finite number > 0, got {_brief(l2_sensitivity)}")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)) or draws < 0:
@@ -400,7 +400,7 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
     """
     l1 = _real_up(l1_sensitivity, "l1_sensitivity")
     if not (l1 > 0 and math.isfinite(l1)):
-        raise ValueError(f"l1_sensitivity must be a finite number > 0, got {l1_sensitivity!r}")
+        raise ValueError(f"l1_sensitivity must be a finite number > 0, got {_brief(l1_sensitivity)}")
     epsilon = check_epsilon(epsilon)
     return l1 / epsilon
 
@@ -410,7 +410,7 @@ def shuffle_validity_limit(n: int, delta: float) -> float:
     log(n / (16 log(4/δ))).  The default numerical bound has no such limit."""
     delta = check_delta(delta)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be >= 1, got {n!r}")
+        raise ValueError(f"n must be >= 1, got {_brief(n)}")
     return shuffling.closed_form_validity_limit(int(n), delta)
 
 
@@ -436,15 +436,15 @@ def shuffle_amplified_epsilon(
     """
     e0 = _real_up(epsilon0, "epsilon0")
     if e0 < 0 or not math.isfinite(e0):
-        raise ValueError(f"epsilon0 must be a finite number >= 0, got {epsilon0!r}")
+        raise ValueError(f"epsilon0 must be a finite number >= 0, got {_brief(epsilon0)}")
     delta = check_delta(delta)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be >= 1, got {n!r}")
+        raise ValueError(f"n must be >= 1, got {_brief(n)}")
     if bound == "numerical":
         return shuffling.numerical_epsilon(e0, int(n), delta)
     if bound == "closed_form":
         return shuffling.closed_form_epsilon(e0, int(n), delta)
-    raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {bound!r}")
+    raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {_brief(bound)}")
 
 
 def calibrate_rr_epsilon0(
@@ -485,9 +485,9 @@ def calibrate_rr_epsilon0(
         raise ValueError("shuffle=True needs delta and n_persons")
     delta = check_delta(delta)
     if bound not in SHUFFLE_BOUNDS:
-        raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {bound!r}")
+        raise ValueError(f"bound must be one of {SHUFFLE_BOUNDS}, got {_brief(bound)}")
     if isinstance(n_persons, bool) or not isinstance(n_persons, (int, np.integer)) or n_persons < 1:
-        raise ValueError(f"n_persons must be a positive integer, got {n_persons!r}")
+        raise ValueError(f"n_persons must be a positive integer, got {_brief(n_persons)}")
     n_persons = int(n_persons)
     if bound == "numerical":
         eL = _largest_amplified_local_epsilon(epsilon, n_persons, delta)

@@ -33,6 +33,7 @@ from typing import Literal
 
 import numpy as np
 
+from .._checks import brief
 from .accounting import NEIGHBOURING_RELATION
 
 __all__ = [
@@ -208,7 +209,7 @@ def pairwise_counts_sensitivity(
     Sensitivity
     """
     if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
-        raise ValueError(f"n_items must be a positive integer, got {n_items!r}")
+        raise ValueError(f"n_items must be a positive integer, got {brief(n_items)}")
     if bound not in ("tight", "paper"):
         raise ValueError(f"bound must be 'tight' or 'paper', got {bound!r}")
     if relation not in ("replace", "add_remove"):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_choice
+from .._checks import brief, check_choice
 from ..data.responses import Responses
 
 __all__ = ["SufficientStatistics", "block_statistics", "add_statistics", "to_result", "is_dask_source"]
@@ -148,7 +148,7 @@ def check_engine(engine: Any) -> str:
 def check_n_rows(n_rows: int, n_persons: Any) -> None:
     """Refuse data with more rows than the public number of persons."""
     if isinstance(n_persons, bool) or not isinstance(n_persons, (int, np.integer)) or n_persons < 1:
-        raise ValueError(f"n_persons must be a positive integer, got {n_persons!r}")
+        raise ValueError(f"n_persons must be a positive integer, got {brief(n_persons)}")
     if n_rows > n_persons:
         raise ValueError(
             f"the data have more rows than n_persons={n_persons}; pass the public number of "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._backend import resolve_device
-from ..._checks import check_choice, check_confidence, check_flag, check_n_boot
+from ..._checks import brief, check_choice, check_confidence, check_flag, check_n_boot
 from ..._constants import MECHANISMS
 from ..._progress import resolve_progress, ticker
 from ..._threads import single_blas_thread
@@ -70,7 +70,7 @@ def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
 
 def _check_sensitivity(sensitivity: Any) -> None:
     if not isinstance(sensitivity, str) or sensitivity not in ("tight", "paper"):
-        raise ValueError(f"sensitivity must be 'tight' or 'paper', got {sensitivity!r}")
+        raise ValueError(f"sensitivity must be 'tight' or 'paper', got {brief(sensitivity)}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._checks import brief
 from ..._seeds import SeedLike, numpy_rng
 
 __all__ = ["AUTO_P0_C", "auto_p0", "check_p0", "sample_comparison_graph", "graph_frame", "n_edges"]
@@ -21,10 +22,10 @@ def check_p0(p0: Any, m: int) -> float:
     """``p0`` as an edge probability in (0, 1] (``"auto"``: :func:`auto_p0`)."""
     if isinstance(p0, str):
         if p0 != "auto":
-            raise ValueError(f"p0 must be a number in (0, 1] or 'auto', got {p0!r}")
+            raise ValueError(f"p0 must be a number in (0, 1] or 'auto', got {brief(p0)}")
         return auto_p0(m)
     if isinstance(p0, bool) or not isinstance(p0, (int, float, np.integer, np.floating)):
-        raise ValueError(f"p0 must be a number in (0, 1] or 'auto', got {p0!r}")
+        raise ValueError(f"p0 must be a number in (0, 1] or 'auto', got {brief(p0)}")
     v = float(p0)
     if math.isnan(v) or not (0.0 < v <= 1.0):
         raise ValueError(f"p0 must be in (0, 1] (edge probability of the comparison graph), got {p0!r}")

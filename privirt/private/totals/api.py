@@ -28,7 +28,7 @@ from scipy import stats
 
 from . import intervals, marginal, marginal_missing, mcar_bootstrap, shrinkage
 from .saddle import EXACT_FIT_ITEMS
-from ..._checks import check_confidence, check_n_boot
+from ..._checks import brief, check_confidence, check_n_boot
 from ..._constants import MISSING_DOMAINS
 from ..._progress import resolve_progress, ticker
 from ..._threads import one_blas_thread
@@ -224,7 +224,7 @@ _COMPLETE_ONLY = ('private_totals_estimate/release_totals were told missing="non
 def _check_missing(missing: Any) -> str:
     if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
         raise ValueError(f'missing must be "none" (complete data) or "mcar" (missing completely at '
-                         f"random), got {missing!r}")
+                         f"random), got {brief(missing)}")
     return missing
 
 

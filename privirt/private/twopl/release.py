@@ -96,7 +96,7 @@ class TwoPLRelease:
 def _check_missing(missing: Any) -> str:
     if not isinstance(missing, str) or missing not in MISSING_DOMAINS:
         raise ValueError('missing must be "none" (complete data) or "mcar" (cells missing completely at '
-                         f"random), got {missing!r} (nothing was spent)")
+                         f"random), got {brief(missing)} (nothing was spent)")
     return missing
 
 
