@@ -21,7 +21,7 @@ _MAX_ABS_INPUT = 1 << 61
 def check_scale(name: str, value: object) -> float:
     """A finite, positive real noise scale in ``[MIN_SCALE, MAX_SCALE]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive real number, got {value!r}")
+        raise ValueError(f"{name} must be a positive real number, got {_brief(value)}")
     v = _as_float(value)
     if math.isnan(v):
         raise ValueError(f"{name} must be a positive real number, got NaN")
@@ -42,7 +42,7 @@ EPSILON_MAX = 700.0
 
 def check_epsilon(value: object, *, upper: float = EPSILON_MAX) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"epsilon must be a positive real number, got {value!r}")
+        raise ValueError(f"epsilon must be a positive real number, got {_brief(value)}")
     v = _as_float(value)
     if math.isnan(v) or (math.isinf(v) and not _is_finite(value)):
         raise ValueError(f"epsilon must be finite, got {v}")
@@ -57,7 +57,7 @@ def check_epsilon(value: object, *, upper: float = EPSILON_MAX) -> float:
 
 def check_sensitivity(name: str, value: object) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a non-negative real number, got {value!r}")
+        raise ValueError(f"{name} must be a non-negative real number, got {_brief(value)}")
     v = _as_float(value)
     if math.isnan(v) or (math.isinf(v) and not _is_finite(value)) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {v}")
@@ -80,7 +80,7 @@ def check_shape(size: object) -> tuple[int, ...]:
             raise ValueError(f"size={_brief(size)} asks for more than 2**{MAX_SIZE.bit_length() - 1} "
                              "values, more than an int64 array can hold; draw fewer (in batches)")
         return shape
-    raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {size!r}")
+    raise ValueError(f"size must be a non-negative int or a tuple of non-negative ints, got {_brief(size)}")
 
 
 def as_integer_array(values: object, what: str = "values") -> np.ndarray:

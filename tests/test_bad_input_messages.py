@@ -121,6 +121,10 @@ _VALUES = {
     "rho": lambda X, v, L: privirt.accounting.zcdp_delta(v, 1.0),
     "seed": lambda X, v, L: privirt.simulate_rasch(10, 4, seed=v),
     "n_persons (simulate)": lambda X, v, L: privirt.simulate_rasch(v, 4),
+    "mechanism": lambda X, v, L: privirt.release_counts(X, epsilon=1, mechanism=v, ledger=L),
+    "intervals": lambda X, v, L: privirt.private_2pl_estimate(X, epsilon=1, intervals=v, ledger=L),
+    "sigma": lambda X, v, L: __import__("mechanisms").DiscreteGaussian(sigma=v),
+    "l2_sensitivity": lambda X, v, L: privirt.accounting.calibrate_gaussian_sigma(v, 1.0, 1e-5),
 }
 
 

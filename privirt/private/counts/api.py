@@ -62,7 +62,7 @@ def _debit(call: PrivateCall, meas: Measurement) -> int | None:
 def _check_count_options(mechanism: Any, sensitivity: Any) -> None:
     if not isinstance(mechanism, str) or mechanism not in COUNT_MEASUREMENTS:  # ['gaussian']: unhashable
         raise ValueError(
-            f"mechanism must be 'gaussian' or 'laplace' for released counts, got {mechanism!r} "
+            f"mechanism must be 'gaussian' or 'laplace' for released counts, got {brief(mechanism)} "
             "(randomized response is available in private_spectral_estimate)"
         )
     _check_sensitivity(sensitivity)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from ..._checks import check_confidence, check_n_boot
+from ..._checks import brief, check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..._threads import one_blas_thread
@@ -373,7 +373,7 @@ def _names(items: pd.Index, mask: np.ndarray) -> str:
 
 def _check_intervals(intervals: Any) -> None:
     if not isinstance(intervals, str) or intervals not in ("auto", "bootstrap", "laplace"):
-        raise ValueError(f"intervals must be 'auto', 'bootstrap' or 'laplace', got {intervals!r}")
+        raise ValueError(f"intervals must be 'auto', 'bootstrap' or 'laplace', got {brief(intervals)}")
 
 
 def estimate_2pl_from_release(
