@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
     import pandas as pd
 
 from ._paths import check_output_dir, check_output_file
+from ._types import nonempty_path
 
 #: suffixes ``--out`` accepts for a posterior summary
 SUMMARY_SUFFIXES = (".csv",)
@@ -51,9 +52,9 @@ def add_chain_arguments(p: argparse.ArgumentParser, *, warmup_help: str, plots_h
                    help="where to run (default: the GPU when one is available)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar or stage messages on stderr")
-    p.add_argument("--out", default=None, metavar="PATH",
+    p.add_argument("--out", type=nonempty_path, default=None, metavar="PATH",
                    help="write the posterior summary here (.csv); the folder must exist")
-    p.add_argument("--plots", default=None, metavar="DIR", help=plots_help)
+    p.add_argument("--plots", type=nonempty_path, default=None, metavar="DIR", help=plots_help)
 
 
 def add_prior_arguments(p: argparse.ArgumentParser, helps: dict[str, str]) -> None:
@@ -200,7 +201,7 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
     return table, note
 
 
-def write_summary(table: pd.DataFrame, out: str) -> str:
+def write_summary(table: pd.DataFrame, out: Path) -> Path:
     """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`), whole or not
     at all; text (parameter names, labels, the header) quoted and numbers not, as the estimate's
     ``--out`` CSV (:func:`privirt.cli._table.write_table`)."""
@@ -213,7 +214,7 @@ def write_summary(table: pd.DataFrame, out: str) -> str:
     return out
 
 
-def make_plot_dir(path: str) -> Path:
+def make_plot_dir(path: Path) -> Path:
     """The ``--plots`` folder (checked beforehand), created if new; its parents never are."""
     folder = Path(path)
     folder.mkdir(exist_ok=True)

@@ -20,7 +20,8 @@ from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
 from ._table import format_table, write_table
-from ._types import REGULARIZATION_HELP, nonnegative_int, number, positive_int, regularization
+from ._types import (REGULARIZATION_HELP, nonempty_path, nonnegative_int, number, positive_int,
+                     regularization)
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
 METHODS: dict[str, Callable[..., pd.DataFrame]] = {}
@@ -109,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also list the K hardest items (with --model 2pl: the K most discriminating)",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, metavar="PATH",
+        "--out", type=nonempty_path, default=None, metavar="PATH",
         help="write the table to PATH (.csv or .json, by suffix)",
     )
     parser.add_argument(
@@ -158,7 +159,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        "(default: noise_aware where measured better, from public n, m, ε, δ)")
     group.add_argument("--shuffle", action="store_true", default=None,
                        help="randomized response: shuffle reports and claim amplification")
-    group.add_argument("--ledger", type=Path, default=None, metavar="PATH",
+    group.add_argument("--ledger", type=nonempty_path, default=None, metavar="PATH",
                        help="budget ledger to debit (created with `privirt budget init`)")
     group.add_argument("--seed", type=int, default=None, metavar="N",
                        help="reproducible noise — the result is then NOT private (refused "

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ._paths import check_output_dir, check_output_file
-from ._types import REGULARIZATION_HELP, regularization
+from ._types import REGULARIZATION_HELP, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
 PLOTS = {
@@ -70,9 +70,9 @@ def register(subparsers) -> None:
                    action=_AndersenAction,
                    help="also run Andersen's likelihood-ratio test by CML, persons split at the "
                    "median (default) or mean raw score")
-    p.add_argument("--out", type=Path, default=None, metavar="PATH",
+    p.add_argument("--out", type=nonempty_path, default=None, metavar="PATH",
                    help="write the item table to PATH (.csv)")
-    p.add_argument("--plots", type=Path, default=None, metavar="DIR",
+    p.add_argument("--plots", type=nonempty_path, default=None, metavar="DIR",
                    help="write " + ", ".join(PLOTS) + " (and andersen.png with --andersen) "
                    "into DIR (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", default=False,

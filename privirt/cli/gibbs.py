@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         slopes=args.slopes, anchors=anchors or None,
     )
     table, timing = summarise(post, args, started)
-    if args.out:
+    if args.out is not None:
         out = write_summary(table, args.out)
         print(
             f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "

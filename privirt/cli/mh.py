@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress, device=args.device, **kwargs,
     )
     summary, timing = summarise(post, args, started)
-    if args.out:
+    if args.out is not None:
         out = write_summary(summary, args.out)
         print(f"wrote {out}", file=sys.stderr)
     print(timing, file=sys.stderr)
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
           + ("" if len(theta) <= 2 * k else f", {k} at each end") + "):")
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
     warn_convergence(summary)
-    if args.plots:
+    if args.plots is not None:
         import matplotlib.pyplot as plt
 
         from ..plots import ideal_point_plot, trace_plot

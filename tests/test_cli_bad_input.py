@@ -1,0 +1,51 @@
+"""Bad input on the command line (review r24_11): each is refused in one line naming the
+problem and what to do, exit != 0, nothing spent and nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+import privirt
+from privirt.cli import main
+
+
+@pytest.fixture
+def wide(tmp_path):
+    X, _, _ = privirt.simulate_rasch(60, 5, seed=63_000_001)
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join([",".join(f"i{j}" for j in range(5))]
+                              + [",".join(str(int(v)) for v in row) for row in X]) + "\n")
+    return path
+
+
+def _refused(argv, capsys) -> str:
+    """Run ``argv``; it must exit != 0 with one ``privirt: error:`` line, which is returned."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code not in (0, None)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: "), err
+    return err[0]
+
+
+_SAMPLING = ["--iter", "40", "--warmup", "20", "--seed", "63000002", "--no-progress"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["gibbs", "FILE", *_SAMPLING, "--plots", ""],
+    ["gibbs", "FILE", *_SAMPLING, "--out", ""],
+    ["mh", "FILE", *_SAMPLING, "--plots", ""],
+    ["mh", "FILE", *_SAMPLING, "--out", ""],
+    ["fit", "FILE", "--no-progress", "--plots", ""],
+    ["fit", "FILE", "--no-progress", "--out", ""],
+    ["estimate", "FILE", "--out", ""],
+    ["estimate", "FILE", "--epsilon", "1", "--ledger", ""],
+], ids=lambda argv: f"{argv[0]}{argv[-2]}")
+def test_an_empty_output_or_ledger_path_is_refused_in_one_line(wide, tmp_path, monkeypatch, capsys, argv):
+    # Path("") is the current folder: gibbs and fit wrote their plots there, mh ignored --plots ""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    err = _refused([str(wide) if a == "FILE" else a for a in argv], capsys)
+    assert f"argument {argv[-2]}: expected a path, got an empty string" in err
+    assert list(work.iterdir()) == []
