@@ -70,6 +70,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # the ledger's lock (private/ledger.py): the CLI opens ledgers with the default timeout
     (re.compile(r"retry, or open the ledger with a longer timeout="),
      "retry once the other run has finished"),
+    # ... and a missing ledger's advice names the Python constructor beside the command
+    (re.compile(r"create one with Ledger\(path, epsilon=\.\.\., delta=\.\.\.\) or `privirt budget init"),
+     "create one with `privirt budget init"),
     (re.compile(r"use spectral_estimate \(regularised\)"), "use --method spectral (regularised)"),
     # 'priors={"b": (0.0, 4.0)}' -> "--prior-b 0.0 4.0" (privirt gibbs / mh)
     (re.compile(r"priors=\{\"([ab])\": \(([-\d.e]+), ([-\d.e]+)\)\}"), r"--prior-\1 \2 \3"),
