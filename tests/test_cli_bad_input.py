@@ -64,3 +64,18 @@ def test_a_missing_ledger_is_advised_in_command_line_words(wide, tmp_path, capsy
     assert err == (f"privirt: error: no ledger at {ledger}; create one with "
                    "`privirt budget init PATH --epsilon E --delta D`")
     assert not ledger.exists()
+
+
+@pytest.mark.parametrize("mechanism", [[], ["--mechanism", "laplace"], ["--mechanism", "gaussian"]])
+def test_shuffle_without_randomized_response_is_refused_in_command_line_words(wide, tmp_path, capsys,
+                                                                             mechanism):
+    # the library's words came through: "shuffle=True applies to mechanism='randomized_response' only"
+    ledger = tmp_path / "l.db"
+    main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-6"])
+    capsys.readouterr()
+    before = ledger.read_bytes()
+    err = _refused(["estimate", str(wide), "--epsilon", "1", "--ledger", str(ledger), "--shuffle",
+                    *mechanism], capsys)
+    assert err == ("privirt: error: --shuffle applies to --mechanism randomized_response only; "
+                   "add it or drop --shuffle (nothing was spent)")
+    assert ledger.read_bytes() == before

@@ -238,6 +238,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
             why = f"--method {method} does not take {'it' if len(foreign) == 1 else 'them'}"
         raise ValueError(f"{flags} {'applies' if len(foreign) == 1 else 'apply'} to {where}; "
                          f"{why} (nothing was spent)")
+    if args.shuffle and args.mechanism != "randomized_response":  # (the library's words: shuffle=True)
+        raise ValueError("--shuffle applies to --mechanism randomized_response only; add it or drop "
+                         "--shuffle (nothing was spent)")
     if entry.missing:
         check_complete(resp, args, items, method=method, what=f"the {method} method", n_items=n_items)
     options = {o: getattr(args, o) for o in _METHOD_FLAGS
