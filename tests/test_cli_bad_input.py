@@ -79,3 +79,12 @@ def test_shuffle_without_randomized_response_is_refused_in_command_line_words(wi
     assert err == ("privirt: error: --shuffle applies to --mechanism randomized_response only; "
                    "add it or drop --shuffle (nothing was spent)")
     assert ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["estimate", "fit"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "-1"])
+def test_a_regularization_that_is_not_a_finite_number_at_least_0_names_the_flag(wide, capsys, command,
+                                                                                 value):
+    # nan and inf passed the flag's type and the library's "regularization must be ..." came through
+    err = _refused([command, str(wide), "--method", "spectral", f"--regularization={value}"], capsys)
+    assert f"argument --regularization: must be a finite number >= 0, got {value!r} (see" in err

@@ -7,6 +7,7 @@ messages the command line prints as one line.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 
@@ -51,8 +52,8 @@ REGULARIZATION_HELP = ("spectral: pseudo-count λ ≥ 0 added to compared pairs 
 
 
 def regularization(text: str) -> float:
-    """``--regularization``: the spectral estimator's pseudo-count λ, a number ≥ 0."""
+    """``--regularization``: the spectral estimator's pseudo-count λ, a finite number ≥ 0."""
     value = number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
