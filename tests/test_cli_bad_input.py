@@ -88,3 +88,15 @@ def test_a_regularization_that_is_not_a_finite_number_at_least_0_names_the_flag(
     # nan and inf passed the flag's type and the library's "regularization must be ..." came through
     err = _refused([command, str(wide), "--method", "spectral", f"--regularization={value}"], capsys)
     assert f"argument --regularization: must be a finite number >= 0, got {value!r} (see" in err
+
+
+@pytest.mark.parametrize("command", [["estimate"], ["fit", "--no-progress"], ["gibbs", *_SAMPLING],
+                                     ["mh", *_SAMPLING]], ids=lambda c: c[0])
+@pytest.mark.parametrize("encoding, byte", [("latin-1", "0xe9"), ("utf-16", "0xff")])
+def test_a_data_file_that_is_not_utf8_is_refused_with_the_remedy(tmp_path, capsys, command, encoding, byte):
+    # the codec's own words came through ("'utf-8' codec can't decode byte 0xe9 in position 3"),
+    # naming no remedy and a position counted from pandas' chunk, not the file
+    path = tmp_path / "enc.csv"
+    path.write_text("person,q0,q1\nJosé,0,1\np2,1,0\np3,1,1\n", encoding=encoding)
+    err = _refused([command[0], str(path), *command[1:]], capsys)
+    assert err == f"privirt: error: {path} is not UTF-8 text (byte {byte} cannot be decoded); save it as UTF-8"

@@ -243,7 +243,10 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
                   f"{m.group(1)}" if m else text)
         raise ValueError(f"{name} is not a rectangular table: {detail}; every row needs one "
                          "field per column of the header (check for stray separators)") from None
-    except (UnicodeDecodeError, OSError, EOFError) as exc:
+    except UnicodeDecodeError as exc:  # (its position counts from the chunk pandas decoded: not shown)
+        byte = f" (byte 0x{exc.object[exc.start]:02x} cannot be decoded)" if isinstance(exc.object, bytes) else ""
+        raise ValueError(f"{name} is not UTF-8 text{byte}; save it as UTF-8") from None
+    except (OSError, EOFError) as exc:
         raise ValueError(f"cannot read {name} as CSV text ({' '.join(str(exc).split())})") from None
     if frame.shape[1] == 1:
         cell = str(header[0])
