@@ -100,3 +100,20 @@ def test_a_data_file_that_is_not_utf8_is_refused_with_the_remedy(tmp_path, capsy
     path.write_text("person,q0,q1\nJosé,0,1\np2,1,0\np3,1,1\n", encoding=encoding)
     err = _refused([command[0], str(path), *command[1:]], capsys)
     assert err == f"privirt: error: {path} is not UTF-8 text (byte {byte} cannot be decoded); save it as UTF-8"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("@", "--items @ needs a file name: @FILE, a file with one item label a line"),
+    ("@FOLDER", "--items @FOLDER is a folder; give a file with one item label a line"),
+    ("@FOLDER/none.txt", "--items @FOLDER/none.txt: no such file FOLDER/none.txt"),
+    ("@/dev/null", "--items @/dev/null is not a regular file; give a file with one item label a line"),
+])
+def test_items_at_a_folder_or_at_no_name_is_worded_apart_from_a_missing_file(wide, tmp_path, capsys,
+                                                                            spec, message):
+    # both were "no such file": "--items @adir: no such file adir" of a folder that exists, and
+    # "no such file ." for "@"
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    spec, message = (t.replace("FOLDER", str(folder)) for t in (spec, message))
+    err = _refused(["estimate", str(wide), "--epsilon", "1", "--seed", "63000003", "--items", spec], capsys)
+    assert err == f"privirt: error: {message}"

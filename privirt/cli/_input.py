@@ -58,7 +58,13 @@ def public_items(spec: str) -> list[str]:
     ``--out`` file, the statement) is labelled with them: never with the data's labels, whose
     type (``5`` or ``"5"``) a reader may infer from the rows."""
     if spec.startswith("@"):
+        if spec == "@":
+            raise ValueError("--items @ needs a file name: @FILE, a file with one item label a line")
         path = Path(spec[1:])
+        if path.is_dir():
+            raise ValueError(f"--items {spec} is a folder; give a file with one item label a line")
+        if path.exists() and not path.is_file():
+            raise ValueError(f"--items {spec} is not a regular file; give a file with one item label a line")
         if not path.is_file():
             raise ValueError(f"--items {spec}: no such file {path}")
         try:
