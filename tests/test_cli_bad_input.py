@@ -117,3 +117,22 @@ def test_items_at_a_folder_or_at_no_name_is_worded_apart_from_a_missing_file(wid
     spec, message = (t.replace("FOLDER", str(folder)) for t in (spec, message))
     err = _refused(["estimate", str(wide), "--epsilon", "1", "--seed", "63000003", "--items", spec], capsys)
     assert err == f"privirt: error: {message}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["estimate", ""], "argument FILE: expected a file name, got an empty string"),
+    (["fit", ""], "argument FILE: expected a file name, got an empty string"),
+    (["fit", "--andersen", ""], "argument --andersen: the split is median or mean, got ''"),
+    (["gibbs", "", *_SAMPLING], "argument FILE: expected a file name, got an empty string"),
+    (["mh", "", *_SAMPLING], "argument FILE: expected a file name, got an empty string"),
+    (["budget", "init", "", "--epsilon", "1", "--delta", "1e-6"], "argument PATH: expected a path, got an empty string"),
+    (["budget", "show", ""], "argument PATH: expected a path, got an empty string"),
+    (["sweep", "", "--out", "out"], "argument CONFIG: expected a path, got an empty string"),
+], ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else None)
+def test_an_empty_file_argument_is_named_as_empty_not_as_the_current_folder(tmp_path, monkeypatch, capsys,
+                                                                            argv, message):
+    # Path("") is ".": "estimate ''" said ". is a directory", "budget init ''" ". already exists"
+    monkeypatch.chdir(tmp_path)
+    err = _refused(argv, capsys)
+    assert err.startswith(f"privirt: error: {message} (see `privirt ")
+    assert list(tmp_path.iterdir()) == []

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is bu
     import pandas as pd
 
 from ._paths import check_output_dir, check_output_file
-from ._types import nonempty_path
+from ._types import nonempty_file, nonempty_path
 
 #: suffixes ``--out`` accepts for a posterior summary
 SUMMARY_SUFFIXES = (".csv",)
@@ -27,7 +27,7 @@ def add_data_arguments(p: argparse.ArgumentParser, what: str = "responses") -> N
     responses are read (as by the other commands)."""
     from ._input import FILE_HELP, add_long_columns
 
-    p.add_argument("file", metavar="FILE", help=FILE_HELP.replace("responses", what, 1))
+    p.add_argument("file", metavar="FILE", type=nonempty_file, help=FILE_HELP.replace("responses", what, 1))
     p.add_argument("--format", choices=["auto", "wide", "long"], default="auto",
                    help="table layout (default: auto)")
     p.add_argument("--person-col", default=None, metavar="COL",

@@ -26,6 +26,13 @@ def nonempty_path(text: str) -> Path:
     return Path(text)
 
 
+def nonempty_file(text: str) -> str:
+    """A data file's name, kept as text (``-`` is standard input); the empty string is refused."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    return text
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from ._types import number
+from ._types import nonempty_path, number
 
 
 def register(subparsers) -> None:
@@ -24,12 +23,12 @@ def register(subparsers) -> None:
     )
     sub = parser.add_subparsers(dest="budget_command", metavar="ACTION")
     init = sub.add_parser("init", help="create a ledger with a total (ε, δ) budget")
-    init.add_argument("path", metavar="PATH", type=Path, help="ledger file to create")
+    init.add_argument("path", metavar="PATH", type=nonempty_path, help="ledger file to create")
     init.add_argument("--epsilon", type=number, required=True, metavar="E", help="total ε (> 0)")
     init.add_argument("--delta", type=number, required=True, metavar="D", help="total δ in (0, 1)")
     init.set_defaults(func=run_init)
     show = sub.add_parser("show", help="print the budget, the spends and what remains")
-    show.add_argument("path", metavar="PATH", type=Path, help="ledger file")
+    show.add_argument("path", metavar="PATH", type=nonempty_path, help="ledger file")
     show.add_argument("--json", action="store_true", help="print a JSON document instead")
     show.set_defaults(func=run_show)
     parser.set_defaults(func=_help(parser))

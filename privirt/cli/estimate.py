@@ -20,8 +20,8 @@ from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
 from ._table import format_table, write_table
-from ._types import (REGULARIZATION_HELP, nonempty_path, nonnegative_int, number, positive_int,
-                     regularization)
+from ._types import (REGULARIZATION_HELP, nonempty_file, nonempty_path, nonnegative_int, number,
+                     positive_int, regularization)
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
 METHODS: dict[str, Callable[..., pd.DataFrame]] = {}
@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """All options of ``privirt estimate`` (add new ones here)."""
     from ._input import FILE_HELP, add_long_columns
 
-    parser.add_argument("file", metavar="FILE", help=FILE_HELP)
+    parser.add_argument("file", metavar="FILE", type=nonempty_file, help=FILE_HELP)
     parser.add_argument(
         "--format",
         choices=("wide", "long"),

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ._paths import check_output_dir, check_output_file
-from ._types import REGULARIZATION_HELP, nonempty_path, regularization
+from ._types import REGULARIZATION_HELP, nonempty_file, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
 PLOTS = {
@@ -35,7 +35,7 @@ class _AndersenAction(argparse.Action):
         namespace.andersen = "median"
         if values in (None, self.const):
             return
-        if values == "-" or Path(values).exists() or "." in Path(values).name:
+        if values == "-" or values and (Path(values).exists() or "." in Path(values).name):  # ("": '.')
             namespace.andersen_file = values  # FILE itself is filled in by run()
             return
         parser.error(f"argument --andersen: the split is median or mean, got {values!r}")
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     from ._input import FILE_HELP, add_long_columns
 
     # FILE is optional to argparse only so that `--andersen FILE` can hand it back (below)
-    p.add_argument("file", metavar="FILE", nargs="?", default=None, help=FILE_HELP)
+    p.add_argument("file", metavar="FILE", nargs="?", default=None, type=nonempty_file, help=FILE_HELP)
     p.add_argument("--format", choices=("auto", "wide", "long"), default="auto",
                    help="table layout (default: auto)")
     p.add_argument("--person-col", default=None, metavar="COL",

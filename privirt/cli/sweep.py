@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ._types import nonempty_path, positive_int
 
@@ -22,7 +21,7 @@ def register(subparsers) -> None:
         "Then `privirt report DIR` draws the plots and the summary. The configuration "
         "format (data sources, mechanism names, options) is described in docs/sweeps.md.",
     )
-    parser.add_argument("config", metavar="CONFIG", type=Path, help="sweep configuration (.toml)")
+    parser.add_argument("config", metavar="CONFIG", type=nonempty_path, help="sweep configuration (.toml)")
     parser.add_argument("--out", required=True, type=nonempty_path, metavar="DIR",
                         help="output folder (created, with its missing parents, as mkdir -p); "
                              "receives results.csv and sweep.json")
