@@ -31,11 +31,11 @@ def _as_float(value: numbers.Real) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _brief(value: object) -> str:
+def _brief(value: object, limit: int = 40, keep: int = 20) -> str:
     """``repr(value)`` for a message, on one line (a 2-D array's repr has several) and cut
-    short (a huge int has hundreds of digits)."""
+    short (a huge int has hundreds of digits): beyond ``limit`` characters, the first ``keep``."""
     text = " ".join(repr(value).split())
-    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+    return text if len(text) <= limit else f"{text[:keep]}...({len(text)} characters)"
 
 
 def _finite_number(value: object, name: str) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 # ``float(value)`` of a real number, with an int beyond the float range as ``±inf`` (not an
 # OverflowError), so that ``np.isfinite`` can judge it (it refuses Python ints past int64): the
 # mechanisms' own conversion, one place for it
-from mechanisms.measures import _as_float as real_float
+from mechanisms.measures import _as_float as real_float, _brief
 
 
 def holds_bools(values: Any) -> bool:
@@ -67,9 +67,8 @@ def check_flag(name: str, value: Any) -> bool:
 
 def brief(value: Any) -> str:
     """``repr(value)`` on one line for a message, cut short (a 2-D array's repr has several
-    lines, a huge int hundreds of digits)."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+    lines, a huge int hundreds of digits): :func:`mechanisms.measures._brief`, 60 characters."""
+    return _brief(value, limit=60, keep=40)
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str], what: str | None = None) -> str:
