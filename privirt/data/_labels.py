@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from mechanisms.measures import _brief
 
 __all__: list[str] = []
 
@@ -33,6 +34,12 @@ def _all_distinct(col: pd.Series) -> bool:
         return bool(col.is_unique)
     except TypeError:
         return False
+
+
+def _first_repeat(texts: list[str]) -> str | None:
+    """The first text that appears a second time in ``texts`` (None: all distinct)."""
+    seen: set[str] = set()
+    return next((t for t in texts if t in seen or seen.add(t)), None)
 
 
 def text_labels(frame: pd.DataFrame, columns: list) -> pd.DataFrame:
@@ -134,8 +141,7 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
     # (plain Python on the text: a pandas string index's engine swaps the warning filters,
     # which is not thread-safe, and the service calls this from request threads)
     data_text = [str(c).strip() for c in data]  # (spaces around a label: not another label)
-    seen: set[str] = set()
-    twice = next((t for t in data_text if t in seen or seen.add(t)), None)
+    twice = _first_repeat(data_text)
     if twice is not None:
         raise ValueError(f"the data have two items labelled {twice!r} "
                          "(item labels are compared as text); rename one")
@@ -147,8 +153,7 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
                          f"{type(items).__name__}")
     labels = item_labels(items)  # a string, a missing or unhashable label, one listed twice
     public_text = [str(i).strip() for i in labels]
-    seen = set()
-    twice = next((t for t in public_text if t in seen or seen.add(t)), None)
+    twice = _first_repeat(public_text)
     if twice is not None:
         raise ValueError(f"items lists {twice!r} twice (labels are compared as text, without the "
                          "spaces around them); give each item once")
@@ -279,13 +284,9 @@ def check_column_names(person_col: Any, item_col: Any, response_col: Any) -> Non
         For an ``item_col`` or ``response_col`` that is not a string, or an unhashable or bool
         ``person_col``.
     """
-    def shown(value: Any) -> str:
-        text = repr(value).replace("\n", " ")
-        return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
-
     for name, value in (("item_col", item_col), ("response_col", response_col)):
         if not isinstance(value, str):
-            raise ValueError(f"{name} must be a column name (a string), got {shown(value)}")
+            raise ValueError(f"{name} must be a column name (a string), got {_brief(value)}")
     if person_col is None or isinstance(person_col, str):
         return
     try:
@@ -294,4 +295,4 @@ def check_column_names(person_col: Any, item_col: Any, response_col: Any) -> Non
     except TypeError:
         hashable = False
     if not hashable or isinstance(person_col, (bool, np.bool_)):
-        raise ValueError(f"person_col must be a column name (a string) or None, got {shown(person_col)}")
+        raise ValueError(f"person_col must be a column name (a string) or None, got {_brief(person_col)}")
