@@ -195,6 +195,19 @@ def test_max_cut_refuses_what_is_not_a_square_adjacency(fn, adjacency):
         getattr(sens_mod, fn)(adjacency)
 
 
+@pytest.mark.parametrize("fn", ["max_cut", "max_cut_upper_bound"])
+def test_max_cut_refuses_a_directed_graph_or_self_loops(fn):
+    # the upper triangle alone was read: the edge 1 → 0 of a directed 3-path counted as no edge
+    # (max cut 1 where the undirected graph's is 2); a self-loop changed λ_min(A) of the bound
+    directed = np.array([[0, 1, 0], [0, 0, 0], [0, 1, 0]])
+    with pytest.raises(ValueError, match=r"^adjacency must be symmetric .*A \| A\.T"):
+        getattr(sens_mod, fn)(directed)
+    loop = np.eye(3, dtype=bool)
+    with pytest.raises(ValueError, match=r"^adjacency must have no self-loops"):
+        getattr(sens_mod, fn)(loop)
+    assert getattr(sens_mod, "max_cut")(directed | directed.T) == 2
+
+
 @pytest.mark.parametrize("row", [None, "abc", np.array([2, 0, 1]), np.ones((2, 2)), np.array([0.5, 1])])
 def test_count_contribution_refuses_what_is_not_a_row_of_codes(row):
     # None and "abc" returned [[0]], and code 2 was taken

@@ -122,7 +122,14 @@ def _square(adjacency: np.ndarray) -> np.ndarray:
         raise ValueError(f"adjacency must be a square (m × m) adjacency matrix, got shape {A.shape}")
     if A.dtype.kind not in "biuf":
         raise ValueError(f"adjacency must hold 0/1 (or bool) entries, got dtype {A.dtype}")
-    return A.astype(bool)
+    A = A.astype(bool)
+    if (A != A.T).any():
+        raise ValueError(
+            "adjacency must be symmetric (an undirected graph); pass A | A.T to keep every edge"
+        )
+    if np.diagonal(A).any():
+        raise ValueError("adjacency must have no self-loops (a zero diagonal)")
+    return A
 
 
 def max_cut(adjacency: np.ndarray) -> int:
