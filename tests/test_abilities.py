@@ -424,3 +424,20 @@ def test_mle_hundreds_of_logits_from_every_item_solves_in_log_space(beta, x, roo
         got = privirt.estimate_abilities(pd.DataFrame([x]), np.array(beta), method="mle",
                                          device="cpu")
     np.testing.assert_allclose(got["theta"].iloc[0], root, rtol=1e-13)
+
+
+@pytest.mark.parametrize("method", ["mle", "wle"])
+@pytest.mark.parametrize("d", [300.0, 800.0, 1400.0])
+def test_se_far_from_every_item_is_one_over_root_information_not_a_floor(method, d):
+    # the information was floored at 1e-300, so the se stopped at 1e150 where 1/√I is larger
+    # (800 logits from both items: e^400/√2 = 3.7e173); it is now summed in log space
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = privirt.estimate_abilities(pd.DataFrame([[1, 0]]), np.array([-d, d]), method=method,
+                                         device="cpu")
+    theta = got["theta"].iloc[0]
+    z = theta - np.array([-d, d])
+    log_info = special.logsumexp(special.log_expit(z) + special.log_expit(-z))
+    np.testing.assert_allclose(got["se"].iloc[0], np.exp(-0.5 * log_info), rtol=1e-10)
+    if method == "mle":  # (the WLE's roots lie 1.1 logits inside an item)
+        assert got["se"].iloc[0] > 1e60

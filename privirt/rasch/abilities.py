@@ -276,11 +276,31 @@ def _solve(xp, M, B, R, K, *, weighted: bool, tol: float, max_iter: int):
         for sl in _blocks(int(moved.size), B.shape[1]):
             g = moved[sl]
             info[g] = _moments(xp, theta[g], _rows(M, g), B)[1]
-    se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
+    se = _se(xp, theta, info, M, B)
     if not weighted:  # no finite MLE for extreme scores
         theta = xp.where(R == 0, -xp.inf, xp.where(R == K, xp.inf, theta))
         se = xp.where(extreme, xp.inf, se)
     return theta, se, converged
+
+
+def _se(xp, theta, info, M, B):
+    """``1/√I``, from ``log I`` where ``I`` underflows (θ hundreds of logits from every item).
+
+    ``I`` was floored at 1e-300 there, so the se stopped at 1e150 where ``e^(|θ − β|/2)`` is
+    larger (5e173 at 800 logits); ``log(P_i Q_i) = −|z_i| − 2 log(1 + e^(−|z_i|))`` is summed
+    with a log-sum-exp, and the se is inf only where it overflows a double.
+    """
+    se = 1.0 / xp.sqrt(xp.maximum(info, 1e-300))
+    tiny = xp.nonzero(info < 1e-280)[0]
+    if int(tiny.size) == 0:
+        return se
+    az = xp.abs(theta[tiny][:, None] - B)
+    lpq = xp.where(_rows(M, tiny) > 0, -az - 2.0 * xp.log1p(xp.exp(-az)), -xp.inf)
+    top = lpq.max(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        log_info = top + xp.log(xp.exp(lpq - top[:, None]).sum(axis=1))
+        se[tiny] = xp.where(xp.isfinite(log_info), xp.exp(-0.5 * log_info), se[tiny])
+    return se
 
 
 def _fdf(xp, B, weighted: bool):
