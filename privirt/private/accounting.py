@@ -402,7 +402,10 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
     if not (l1 > 0 and math.isfinite(l1)):
         raise ValueError(f"l1_sensitivity must be a finite number > 0, got {_brief(l1_sensitivity)}")
     epsilon = check_epsilon(epsilon)
-    return l1 / epsilon
+    scale = l1 / epsilon  # rounded to nearest: step up until Δ₁/scale ≤ ε exactly
+    while Fraction(l1) > Fraction(epsilon) * Fraction(scale):
+        scale = math.nextafter(scale, math.inf)
+    return scale
 
 
 def shuffle_validity_limit(n: int, delta: float) -> float:
@@ -478,7 +481,9 @@ def calibrate_rr_epsilon0(
     epsilon = check_epsilon(epsilon)
     n_bits = check_positive_int("n_bits", n_bits)
     shuffle = check_flag("shuffle", shuffle)
-    base = epsilon / n_bits
+    base = epsilon / n_bits  # rounded to nearest: step down until n_bits·ε₀ ≤ ε exactly
+    while Fraction(base) * n_bits > Fraction(epsilon):
+        base = math.nextafter(base, 0.0)
     if not shuffle:
         return base, epsilon, False
     if delta is None or n_persons is None:
