@@ -344,8 +344,8 @@ def check_mcar_items(m: int) -> None:
     if not mcar_release_holds(m):
         raise ValueError(f'the totals estimator\'s MCAR release (missing="mcar") is built for up to '
                          f"{MCAR_MAX_ITEMS} items (its design holds an (m + 1)³ table), got {m}; for a longer "
-                         "test with missing cells use method='spectral' (Algorithm 2 takes missing cells as "
-                         "they are)")
+                         "test with missing cells use privirt.private_spectral_estimate (Algorithm 2 takes missing "
+                         "cells as they are)")
 
 
 def mcar_design(n: int, m: int, rho: float, q: float = REFERENCE_ANSWERED, icc: float = REFERENCE_ICC,
