@@ -444,6 +444,26 @@ def test_small_short_test_gets_the_totals_estimator_when_its_domain_is_declared(
     assert "declare --missing mcar" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("steer", [["--mechanism", "laplace"], ["--p0", "0.5"], ["--estimator", "spectral"]])
+def test_missing_none_is_not_dropped_when_another_option_asks_for_algorithm_2(steer, tmp_path, capsys):
+    # an option only Algorithm 2 takes chose it, and --missing none was then dropped unsaid: the
+    # run took the data's missing cell as it was and exited 0 (with --method spectral: refused)
+    X, _, _ = privirt.simulate_rasch(300, 4, seed=6)
+    Xh = X.astype(float)
+    Xh[0, 0] = np.nan
+    path = tmp_path / "onena.csv"
+    pd.DataFrame(Xh, columns=[f"q{j}" for j in range(4)]).to_csv(path, index=False)
+    ledger = tmp_path / "l.db"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-3"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(path), "--epsilon", "1", "--missing", "none", *steer,
+                 "--ledger", str(ledger), "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "--missing applies to --method totals" in captured.err and "nothing was spent" in captured.err
+    assert len(privirt.Ledger(ledger).spends()) == 0
+
+
 def test_missing_option_is_refused_where_it_has_no_effect(tmp_path, capsys):
     X, _, _ = privirt.simulate_rasch(600, 6, seed=4)
     path = tmp_path / "w.csv"

@@ -213,6 +213,7 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     import pandas as pd
 
     from ..private import methods
+    from ..private.choose import default_private_method
     from ..private.ledger import Ledger
 
     ledger = None
@@ -226,8 +227,12 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
     n_items = len(items) if items is not None else resp.n_items
     method = _private_method(args, n_public, n_items, delta)
     entry = methods.get(method)
+    # --missing is exempt where the default chose the method with it, not where another option
+    # asked for a method that takes no declaration (--missing none was then dropped unsaid)
+    by_default = args.method is None and method == default_private_method(
+        n_public, n_items, args.epsilon, delta, missing=args.missing)
     foreign = [o for o in _METHOD_FLAGS if getattr(args, o) is not None and o not in entry.options
-               and not (o == "missing" and args.method is None)]  # a declaration that chose it
+               and not (o == "missing" and by_default)]  # a declaration that chose it
     if foreign:
         flags = ", ".join(f"--{o}" for o in foreign)
         owners = [n for n in methods.names() if set(foreign) <= methods.get(n).options]
