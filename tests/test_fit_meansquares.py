@@ -225,3 +225,18 @@ def test_items_without_responses_follow_the_estimator():
     fit6 = privirt.item_fit(X, np.insert(est.beta.to_numpy(), 4, 0.0))
     assert fit6.loc[4, "n"] == 0 and np.isnan(fit6.loc[4, "infit"])
     np.testing.assert_allclose(fit6.drop(index=4).to_numpy(float), fit.to_numpy(float))
+
+
+@pytest.mark.parametrize("d", [37.0, 40.0, 400.0])
+def test_outfit_with_an_item_answered_far_from_the_person_is_finite(d):
+    # P rounded to 1 beyond 37 logits, so W = P(1 − P) = 0 and (x − P)²/W = 0/0: outfit and its
+    # z were NaN (and spread into the item's); the cell's term is Q/P for a 1 and P/Q for a 0
+    X = pd.DataFrame([[1, 0, 1], [0, 1, 1], [1, 1, 0]], columns=["a", "b", "c"], index=["p1", "p2", "p3"])
+    beta = pd.Series([-d, 0.0, 1.0], index=X.columns)
+    theta = pd.Series([0.5, 0.3, 0.2], index=X.index)
+    got = privirt.person_fit(X, beta, theta=theta)
+    z = 0.5 - beta.to_numpy()
+    terms = [np.exp(-z[0]), np.exp(z[1]), np.exp(-z[2])]  # Q/P = e^(−z) for a 1, P/Q = e^z for a 0
+    np.testing.assert_allclose(got.loc["p1", "outfit"], np.mean(terms), rtol=1e-12)
+    assert np.isfinite(got.loc["p1", ["outfit", "outfit_z"]].to_numpy(float)).all()
+    assert np.isfinite(privirt.item_fit(X, beta, theta=theta).loc["a", ["outfit", "outfit_z"]].to_numpy(float)).all()

@@ -116,12 +116,15 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
         c = codes[start:stop]
         use = (c >= 0) & included[start:stop, None]
         t = np.where(included[start:stop], th[start:stop], 0.0)
-        P = special.expit(t[:, None] - bv[None, :])
-        W = P * (1.0 - P)
-        r2 = np.where(use, (c - P) ** 2, 0.0)
+        z = t[:, None] - bv[None, :]
+        # Q = expit(−z), not 1 − P: P rounds to 1 beyond 37 logits, and (x − P)²/W was then 0/0
+        P, Q = special.expit(z), special.expit(-z)
+        W = P * Q
+        right = c == 1
+        r2 = np.where(use, np.where(right, Q * Q, P * P), 0.0)
         Wu = np.where(use, W, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            z2 = np.where(use, r2 / W, 0.0)
+            z2 = np.where(use, np.where(right, Q / P, P / Q), 0.0)  # (x − P)² / W
             kurt = np.where(use, 1.0 / W - 3.0, 0.0)  # E[(x−P)⁴] / W²
         cvar = np.where(use, W * (1.0 - 4.0 * W), 0.0)  # E[(x−P)⁴] − W²
         for acc, acc_c, axis, sl in ((item, item_c, 0, slice(None)),
