@@ -167,14 +167,31 @@ def test_a_group_fit_that_does_not_converge_warns_naming_it():
 
 def test_split_advice_names_another_split():
     # 100 persons with score 0 of 160: the median (0) and the mean (0.8) both leave 'low' with
-    # score 0 only; the advice must not suggest the split that just failed
+    # score 0 only; the advice must suggest neither the split that just failed nor the other,
+    # which fails too (each sent the user to the other)
     rows = [[0, 0, 0]] * 100 + [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 1]] * 15
     X = pd.DataFrame(rows, columns=["a", "b", "c"], dtype=float)
-    for split, other in (("median", "mean"), ("mean", "median")):
+    for split in ("median", "mean"):
         with pytest.raises(ValueError, match="group 'low' has no person") as info:
             privirt.andersen_test(X, split)
-        assert str(info.value).endswith(f"split differently (e.g. split={other!r} or a covariate)")
-        assert f"split={split!r}" not in str(info.value)
+        assert str(info.value).endswith("no raw-score split leaves a non-extreme score in both groups; "
+                                        "split by a covariate (one group label per person) or add items")
+        assert "split='" not in str(info.value)
+    # median 2 (scores 0 ×40, 1 ×12, 2 ×30, 3 ×36): 'high' holds only full scores, while the mean
+    # (1.6) cut leaves non-extreme scores on both sides: that split is named
+    ones, twos = [[1, 0, 0], [0, 1, 0], [0, 0, 1]], [[1, 1, 0], [0, 1, 1], [1, 0, 1]]
+    Y = pd.DataFrame([[0, 0, 0]] * 40 + ones * 4 + twos * 10 + [[1, 1, 1]] * 36, columns=["a", "b", "c"],
+                     dtype=float)
+    with pytest.raises(ValueError, match="group 'high' has no person") as info:
+        privirt.andersen_test(Y, "median")
+    assert str(info.value).endswith("split differently (e.g. split='mean' or a covariate)")
+    assert privirt.andersen_test(Y, "mean").df == 2
+    # two items: every non-extreme score is 1, so no score split can work (the command line's
+    # --andersen median and --andersen mean each advised the other)
+    two = pd.DataFrame([[0, 0], [1, 0], [0, 1], [1, 1]] * 20, columns=["a", "b"], dtype=float)
+    for split in ("median", "mean"):
+        with pytest.raises(ValueError, match="no raw-score split leaves"):
+            privirt.andersen_test(two, split)
     with pytest.raises(ValueError, match="group 0 has no person") as info:
         privirt.andersen_test(X, np.r_[[0] * 100, [1] * 60])
     assert str(info.value).endswith("(e.g. split='median', split='mean' or another covariate) or "

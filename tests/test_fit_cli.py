@@ -169,3 +169,15 @@ def test_fit_takes_the_regularization_its_spectral_advice_names(tmp_path, capsys
         assert main(["fit", str(path), "--method", "spectral", *extra]) == 2
         err = capsys.readouterr().err
         assert "separate parts" in err and "regularization" not in err, err
+
+
+@pytest.mark.parametrize("split", ["median", "mean"])
+def test_andersen_on_two_items_names_no_score_split(split, tmp_path, capsys):
+    # --andersen median advised "--andersen mean" and that advised "--andersen median": with two
+    # items every non-extreme score is 1 and no score split can work
+    path = tmp_path / "two.csv"
+    pd.DataFrame([[0, 0], [1, 0], [0, 1], [1, 1]] * 20, columns=["a", "b"]).to_csv(path, index=False)
+    assert main(["fit", str(path), "--andersen", split]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--andersen" not in err, err
+    assert "split by a covariate (privirt.andersen_test's split= in Python) or add items" in err

@@ -66,6 +66,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # by score only
     (re.compile(r"split differently \(e\.g\. split='(median|mean)' or a covariate\)"),
      r"split differently (--andersen \1)"),
+    (re.compile(r"split by a covariate \(one group label per person\)"),
+     "split by a covariate (privirt.andersen_test's split= in Python)"),
     (re.compile(r"pass device=\"cpu\""), "pass --device cpu"),
     # the ledger's lock (private/ledger.py): the CLI opens ledgers with the default timeout
     (re.compile(r"retry, or open the ledger with a longer timeout="),

@@ -159,7 +159,7 @@ def andersen_test(
             "has little power: split by a covariate instead",
             UserWarning, stacklevel=2,
         )
-    hint = _split_hint(split)
+    hint = _split_hint(split, resp)
     keep = _estimable_items(resp, members, hint)
     dropped = list(resp.items[~keep])
     if dropped:
@@ -249,11 +249,19 @@ def _groups(resp: Responses, split: Any) -> tuple[np.ndarray, str]:
     return values, label
 
 
-def _split_hint(split: Any) -> str:
-    """Advice to split differently, never naming the split just used."""
+def _split_hint(split: Any, resp: Responses) -> str:
+    """Advice to split differently, never naming the split just used, nor the other score split
+    where it too leaves a group without a non-extreme score (two items: every such score is 1,
+    and median and mean each sent the user to the other)."""
     if isinstance(split, str):  # two score groups: merging them leaves no test
         other = "mean" if split == "median" else "median"
-        return f"split differently (e.g. split={other!r} or a covariate)"
+        groups, _ = _groups(resp, other)
+        score = (resp.codes == 1).sum(axis=1)
+        inner = (score > 0) & (score < (resp.codes >= 0).sum(axis=1))
+        if all(inner[groups == g].any() for g in ("low", "high")):
+            return f"split differently (e.g. split={other!r} or a covariate)"
+        return ("no raw-score split leaves a non-extreme score in both groups; split by a "
+                "covariate (one group label per person) or add items")
     return "split differently (e.g. split='median', split='mean' or another covariate) or merge groups"
 
 
