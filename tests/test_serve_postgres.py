@@ -198,3 +198,55 @@ def test_two_inits_or_adds_of_one_name_at_once_refuse_the_second_in_one_line(pos
     assert isinstance(first, int), first
     assert isinstance(second, StateError) and "a data set named 'd' exists already" in str(second), repr(second)
     assert open_store(url).counts() == {"requests": 0, "spends": 0}
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_two_debits_at_once_never_overspend_whatever_the_default_isolation(postgres, isolation):  # noqa: F811
+    # the debit's sums must see a spend committed while it waited for the data set's row lock:
+    # under a server default of REPEATABLE READ its snapshot predated that spend and both debits
+    # of 0.3 went through on a budget of 0.5 (SERIALIZABLE: a serialization failure instead)
+    import threading
+    import time
+
+    import numpy as np
+    import psycopg
+
+    from privirt.private.accounting import PrivacyCost
+    from privirt.serve.store import OverBudget, init_store
+
+    name = "iso_" + isolation.replace(" ", "_")
+    url = _new_database(postgres, name)
+    with psycopg.connect(postgres["base"] + "/postgres", autocommit=True) as con:
+        con.execute(f"ALTER DATABASE {name} SET default_transaction_isolation = '{isolation}'")
+    store = init_store(url)
+    ds = store.add_dataset(name="d", epsilon=0.5, delta=1e-6, n_persons=2, items=["q"], missing="none",
+                           codes=np.zeros((2, 1)), source="test")
+    ids = [store.authenticate(store.add_analyst(a, {"d": (0.5, 1e-6)}), "analyst").id for a in ("a1", "a2")]
+    results: dict = {}
+
+    def debit(analyst_id: int) -> None:
+        try:
+            store.debit(analyst_id=analyst_id, dataset_id=ds, cost=PrivacyCost(epsilon=0.3), mechanism="test",
+                        endpoint="release", params={}, idem_key=None)
+            results[analyst_id] = "debited"
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            results[analyst_id] = exc
+
+    # a third connection holds the data set's row: both debits begin (and lock their analyst's
+    # row) and wait for it, then it is released and they go one after the other
+    with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watch:
+        holder.execute("SELECT id FROM datasets WHERE id = %s FOR UPDATE", (ds,))
+        threads = [threading.Thread(target=debit, args=(a,)) for a in ids]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while watch.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+                            (name,)).fetchone()[0] < 2:
+            assert time.monotonic() < deadline, "the two debits never waited for the data set's row"
+            time.sleep(0.02)
+        holder.rollback()
+    for t in threads:
+        t.join(60)
+    outcomes = sorted(results.values(), key=lambda r: r != "debited")
+    assert len(outcomes) == 2 and outcomes[0] == "debited" and isinstance(outcomes[1], OverBudget), results
+    assert store.counts() == {"requests": 1, "spends": 1}

@@ -241,6 +241,11 @@ class _Postgres:
                 text = _libpq_text(exc, self.url)
                 hint = "write a '%' of the password as %25" if "percent" in text else "fix the postgresql:// URL"
                 raise StateError(f"cannot connect to the state {self.describe}: {text}; {hint}") from None
+            # the debit is correct under READ COMMITTED only (its sums must see a spend committed
+            # while it waited for the data set's row lock): whatever the server's default
+            # (default_transaction_isolation), every transaction begins with
+            # BEGIN ISOLATION LEVEL READ COMMITTED
+            con.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
             self._local.con = con
         return con
 
