@@ -250,3 +250,27 @@ def test_two_debits_at_once_never_overspend_whatever_the_default_isolation(postg
     outcomes = sorted(results.values(), key=lambda r: r != "debited")
     assert len(outcomes) == 2 and outcomes[0] == "debited" and isinstance(outcomes[1], OverBudget), results
     assert store.counts() == {"requests": 1, "spends": 1}
+
+
+@pytest.mark.parametrize("setting, used", [("off", "on"), ("local", "local"), ("remote_apply", "remote_apply")])
+def test_the_service_commits_durably_whatever_the_databases_synchronous_commit(postgres, setting, used):  # noqa: F811
+    # docs/serve.md: a debit (and a result) answered survives a crash of PostgreSQL; with the
+    # database's synchronous_commit = off an answered debit could be lost.  A setting that flushes
+    # the WAL locally (local, remote_apply) is left as the administrator chose it
+    import psycopg
+
+    from privirt.serve.store import init_store
+
+    name = f"sync_{setting}"
+    url = _new_database(postgres, name)
+    with psycopg.connect(postgres["base"] + "/postgres", autocommit=True) as con:
+        con.execute(f"ALTER DATABASE {name} SET synchronous_commit = {setting}")
+    with psycopg.connect(url) as con:
+        assert con.execute("SHOW synchronous_commit").fetchone()[0] == setting
+    b = init_store(url)._b
+    for begin in (b.read, b.write, b.read):
+        with begin() as con:
+            assert con.execute("SHOW synchronous_commit").fetchone()[0] == used
+    b._drop()  # a fresh connection (one lost meanwhile) too
+    with b.write() as con:
+        assert con.execute("SHOW synchronous_commit").fetchone()[0] == used

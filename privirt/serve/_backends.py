@@ -246,8 +246,23 @@ class _Postgres:
             # (default_transaction_isolation), every transaction begins with
             # BEGIN ISOLATION LEVEL READ COMMITTED
             con.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            try:
+                self._durable(con)
+            except BaseException:
+                con.close()
+                raise
             self._local.con = con
         return con
+
+    @staticmethod
+    def _durable(con) -> None:
+        """Make ``con``'s commits wait for their WAL flush: a server, database or role default of
+        ``synchronous_commit = off`` is raised to ``on`` for the session (a debit answered, its
+        noise released, must survive a crash of PostgreSQL); ``local``, ``remote_write``, ``on``
+        and ``remote_apply`` all flush locally and are kept as the administrator set them."""
+        with con.transaction():
+            if con.execute("SELECT current_setting('synchronous_commit')").fetchone()[0] == "off":
+                con.execute("SET SESSION synchronous_commit = on")
 
     def _begin(self, stack: ExitStack):
         """The thread's connection in a new transaction (entered on ``stack``).
@@ -282,9 +297,9 @@ class _Postgres:
 
     @contextmanager
     def read(self, durable: bool = True) -> Iterator[Any]:
-        """``durable`` is ignored: every commit waits for its WAL flush (the server's
-        ``synchronous_commit``), results too — a result answered with 200 survives a crash of
-        PostgreSQL right after it (docs/serve.md: stored, then returned)."""
+        """``durable`` is ignored: every commit waits for its WAL flush (``synchronous_commit``
+        at least ``local``: :meth:`_durable`), results too — a result answered with 200 survives a
+        crash of PostgreSQL right after it (docs/serve.md: stored, then returned)."""
         with ExitStack() as stack:
             stack.callback(self._settle)  # runs after the transaction's end
             yield self._begin(stack)
