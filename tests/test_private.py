@@ -504,6 +504,49 @@ def test_long_data_without_the_public_item_set_is_refused_before_any_debit(tmp_p
     assert list(rel.Y.index) == ["q1", "q2", "q3"] and ledger.spent().epsilon > 0
 
 
+def test_a_long_table_that_lost_an_empty_person_keeps_its_items_from_data_flag(tmp_path):
+    # Responses.subset (which empty="drop" uses) built its result without the flag: with one more
+    # row (p4, q3, NaN) the long table's items and n were released as read from its rows
+    import pandas as pd
+
+    long = pd.DataFrame({"person": ["p1", "p1", "p2", "p2", "p3", "p3", "p4"],
+                         "item": ["q1", "q2", "q1", "q2", "q1", "q2", "q3"],
+                         "response": [1, 0, 0, 1, 1, 1, np.nan]})
+    with pytest.warns(privirt.EmptyResponsesWarning):
+        resp = privirt.as_responses(long)
+    assert resp.items_from_data and resp.subset([0, 1]).items_from_data
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    for call in (privirt.release_counts, privirt.release_totals):
+        with pytest.raises(ValueError, match=r"items=\[...\]"):
+            call(resp, epsilon=1.0, ledger=ledger)
+    assert ledger.spent().epsilon == 0
+
+
+def test_responses_whose_empty_persons_or_items_were_dropped_need_the_public_n_and_items(tmp_path):
+    # as_responses' default empty="drop" removed a person who answered nothing: the private paths
+    # then stated n = 49 for the neighbour of a 50-person data set ("persons (public): 49")
+    rng = np.random.default_rng(65_100_001)
+    X = (rng.random((50, 4)) < 0.5).astype(float)
+    X[0] = np.nan
+    X[:, 3] = np.nan
+    with pytest.warns(privirt.EmptyResponsesWarning):
+        resp = privirt.as_responses(X)
+    assert (resp.n_persons, resp.n_items, resp.persons_dropped, resp.items_dropped) == (49, 3, True, True)
+    assert not privirt.as_responses(X, empty="keep").persons_dropped
+    ledger = privirt.Ledger(tmp_path / "l.ledger", epsilon=5.0, delta=1e-5)
+    for call in (privirt.release_counts, privirt.private_spectral_estimate, privirt.release_totals):
+        with pytest.raises(ValueError, match=r"persons and items with no response dropped .* number of "
+                                             r"persons and item set depend on the data.*n_persons=N "
+                                             r"and items=\[\.\.\.\]$"):
+            call(resp, epsilon=1.0, missing="mcar", ledger=ledger) if call is privirt.release_totals \
+                else call(resp, epsilon=1.0, ledger=ledger)
+        with pytest.raises(ValueError, match=r"persons with no response dropped .* depends on the data"):
+            call(resp, epsilon=1.0, items=[0, 1, 2, 3], ledger=ledger)
+    assert ledger.spent().epsilon == 0
+    rel = privirt.release_counts(resp, epsilon=1.0, items=[0, 1, 2, 3], n_persons=50, ledger=ledger)
+    assert rel.privacy.n_persons == 50 and list(rel.Y.index) == [0, 1, 2, 3]
+
+
 def test_public_items_reject_unlisted_and_duplicate_items():
     X = np.array([[1, 0, 1], [0, 1, 1]], dtype=float)
     with pytest.raises(ValueError, match="not in the public item set"):

@@ -62,6 +62,10 @@ class Responses:
         True when the item labels were collected from the rows of a long table, so that the
         item set itself depends on who is in the data (an item answered by one person comes
         and goes with that person).  Private estimators then ask for the public item list.
+    persons_dropped, items_dropped : bool
+        True when ``empty="drop"`` removed persons (items) with no response, so that n (the
+        item set) depends on the data; private estimators then ask for ``n_persons=``
+        (``items=``).
 
     Use :func:`as_responses` to build one from user data; the constructor checks shapes and
     codes but does not convert.
@@ -72,6 +76,8 @@ class Responses:
     items: pd.Index
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
     items_from_data: bool = field(default=False, compare=False)
+    persons_dropped: bool = field(default=False, compare=False)
+    items_dropped: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         c = self.codes
@@ -158,7 +164,8 @@ class Responses:
         rows = slice(None) if persons is None else np.asarray(persons)
         cols = slice(None) if items is None else np.asarray(items)
         codes = np.ascontiguousarray(self.codes[rows][:, cols])
-        return Responses(codes, self.persons[rows], self.items[cols])
+        return Responses(codes, self.persons[rows], self.items[cols], items_from_data=self.items_from_data,
+                         persons_dropped=self.persons_dropped, items_dropped=self.items_dropped)
 
 
 ResponsesLike = Union[Responses, np.ndarray, pd.DataFrame, str, os.PathLike, Iterable]
@@ -630,7 +637,10 @@ def _apply_empty_policy(resp: Responses, empty: EmptyPolicy) -> Responses:
     if empty == "error":
         raise ValueError(f"{msg}; remove them or pass empty='drop'")
     warnings.warn(f"dropped {msg}", EmptyResponsesWarning, stacklevel=3)
-    out = resp.subset(np.flatnonzero(row_ok), np.flatnonzero(col_ok))
+    rows, cols = np.flatnonzero(row_ok), np.flatnonzero(col_ok)
+    out = Responses(np.ascontiguousarray(resp.codes[rows][:, cols]), resp.persons[rows], resp.items[cols],
+                    items_from_data=resp.items_from_data, persons_dropped=not row_ok.all(),
+                    items_dropped=not col_ok.all())
     if out.n_persons == 0 or out.n_items == 0:
         raise ValueError("no observed responses at all")
     return out

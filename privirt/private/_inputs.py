@@ -157,6 +157,17 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
             "rows, so it depends on the data (a person with no answers has no rows); pass the "
             "public number of persons as n_persons=N (CLI: --n-persons)"
         )
+    dropped = [what for what, flag, given in (("persons", resp.persons_dropped, n_persons),
+                                              ("items", resp.items_dropped, items))
+               if flag and given is None]
+    if dropped:
+        raise ValueError(
+            f"these responses had {' and '.join(dropped)} with no response dropped (as_responses' "
+            "default empty='drop'), so their "
+            + " and ".join({"persons": "number of persons", "items": "item set"}[d] for d in dropped)
+            + (" depend" if len(dropped) > 1 else " depends") + " on the data; pass the raw data, build them with empty='keep', or pass "
+            + " and ".join({"persons": "n_persons=N", "items": "items=[...]"}[d] for d in dropped)
+        )
     if items is not None:
         codes = np.full((resp.n_persons, len(public)), MISSING, dtype=np.int8)
         present = pos >= 0
