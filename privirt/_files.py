@@ -16,7 +16,31 @@ import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["atomic_write", "figure_path"]
+__all__ = ["atomic_write", "check_creatable", "figure_path"]
+
+#: bytes :func:`temporary_path` adds to a file name (``.`` + ``.XXXXXXXX.tmp``)
+TEMPORARY_EXTRA_BYTES = 14
+
+
+def temporary_path(final: Path) -> Path:
+    """The temporary file ``.NAME.XXXXXXXX.tmp`` next to ``final`` that :func:`atomic_write`
+    writes and renames onto ``final`` (:data:`TEMPORARY_EXTRA_BYTES` longer than its name)."""
+    return final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+
+
+def check_creatable(path: str | os.PathLike[str]) -> None:
+    """Create and remove a temporary file as :func:`atomic_write` would for ``path``, so that a
+    name too long for the file system, or a folder that refuses new files although
+    :func:`os.access` calls it writable (``/proc``, ``/sys``), fails before any work.
+
+    Raises
+    ------
+    OSError
+        As :func:`os.open` raises it for the temporary file.
+    """
+    tmp = temporary_path(Path(os.path.realpath(path)))
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -44,7 +68,7 @@ def atomic_write(path: str | os.PathLike[str], *, encoding: str = "utf-8",
     a truncated file under the final name.
     """
     final = Path(os.path.realpath(path))  # through a symlink: its target is replaced, the link kept
-    tmp = final.with_name(f".{final.name}.{secrets.token_hex(4)}.tmp")
+    tmp = temporary_path(final)
     try:
         mode = os.stat(final).st_mode & 0o7777  # an existing file keeps its permissions
     except OSError:

@@ -4,9 +4,12 @@ user did not ask for."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Sequence
+
+from .._files import TEMPORARY_EXTRA_BYTES, check_creatable
 
 __all__ = ["check_output_file", "check_output_dir"]
 
@@ -40,7 +43,27 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
         if source is not None and str(source) != "-" and _same_file(p, Path(source)):
             raise ValueError(f"{flag} {p} is {what} {source}: writing there would overwrite it; "
                              "give another file name")
+    _check_creatable(p, flag, folder)
     return p
+
+
+def _check_creatable(p: Path, flag: str, folder: Path) -> None:
+    """Create and remove the temporary file the write will use (os.access passes a name too long
+    for the temporary file, and folders such as /proc that refuse new files)."""
+    try:
+        check_creatable(p)
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            try:
+                name_max = os.pathconf(folder, "PC_NAME_MAX")
+            except (OSError, ValueError):
+                name_max = 255
+            name = Path(os.path.realpath(p)).name
+            raise ValueError(
+                f"{flag} {p}: the file name is too long ({len(os.fsencode(name))} bytes; at most "
+                f"{name_max - TEMPORARY_EXTRA_BYTES} here); give a shorter name") from None
+        raise ValueError(f"{flag} {p}: cannot create files in the folder {folder} "
+                         f"({e.strerror or e}); give another folder") from None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -1,0 +1,71 @@
+"""CLI: output paths refused up front, in one line, before any work or spend."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import privirt
+from privirt.cli import main
+
+
+@pytest.fixture
+def lsat_csv(tmp_path):
+    path = tmp_path / "lsat6.csv"
+    privirt.load_dataset("lsat6").to_csv(path)
+    return path
+
+
+def _one_error_line(err: str) -> str:
+    assert err.startswith("privirt: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def test_out_name_too_long_for_the_temporary_file_is_refused_before_spending(lsat_csv, tmp_path, capsys):
+    """A legal name within 14 bytes of NAME_MAX passed the check, the ledger was debited, then
+    atomic_write's temporary ``.NAME.XXXXXXXX.tmp`` was too long: budget spent, nothing written."""
+    from privirt._files import TEMPORARY_EXTRA_BYTES, temporary_path
+
+    assert len(temporary_path(Path("x.csv")).name) == len("x.csv") + TEMPORARY_EXTRA_BYTES
+    folder = tmp_path / "o"
+    folder.mkdir()
+    longest = _name_max(folder) - TEMPORARY_EXTRA_BYTES
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    out = folder / ("a" * (longest + 1 - 4) + ".csv")
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "0",
+                 "--out", str(out)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert f"file name is too long ({longest + 1} bytes; at most {longest} here)" in err
+    assert list(folder.iterdir()) == []
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "(0 spend(s)" in capsys.readouterr().out
+    out = folder / ("a" * (longest - 4) + ".csv")  # the longest name that can be written
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "0",
+                 "--out", str(out)]) == 0
+    assert list(folder.iterdir()) == [out]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc") or not os.access("/proc", os.W_OK),
+                    reason="needs a /proc that os.access calls writable (Linux, as root)")
+def test_out_in_a_folder_that_refuses_new_files_is_refused_before_work(lsat_csv, capsys):
+    """os.access calls /proc writable for root, but no file can be created there."""
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--n-boot", "0", "--out", "/proc/x.csv"]) == 2
+    assert "cannot create files in the folder /proc" in _one_error_line(capsys.readouterr().err)
+
+
+def test_out_check_leaves_no_temporary_file(tmp_path):
+    from privirt.cli._paths import check_output_file
+
+    assert check_output_file(tmp_path / "new.csv", "--out", (".csv",)) == tmp_path / "new.csv"
+    assert list(tmp_path.iterdir()) == []
