@@ -69,3 +69,13 @@ def test_out_check_leaves_no_temporary_file(tmp_path):
 
     assert check_output_file(tmp_path / "new.csv", "--out", (".csv",)) == tmp_path / "new.csv"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_out_through_a_dangling_link_names_the_missing_folder(lsat_csv, tmp_path, capsys):
+    """The check tested the link target's folder but the message named the link's (which exists)."""
+    link = tmp_path / "dangling.csv"
+    link.symlink_to(tmp_path / "nowhere" / "x.csv")
+    assert main(["estimate", str(lsat_csv), "--out", str(link)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert f"the folder {(tmp_path / 'nowhere').resolve()} does not exist" in err
+    assert f"a link to {(tmp_path / 'nowhere' / 'x.csv').resolve()}" in err

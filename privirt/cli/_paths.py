@@ -32,10 +32,11 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
     if p.suffix.lower() not in suffixes:
         raise ValueError(f"{flag} must end in {allowed}, got {p.name!r}")
     folder = p.resolve().parent
+    link = f" (a link to {os.path.realpath(p)})" if p.is_symlink() else ""
     if not folder.is_dir():
-        raise ValueError(f"{flag} {p}: the folder {p.parent} does not exist; create it first")
+        raise ValueError(f"{flag} {p}{link}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK):
-        raise ValueError(f"{flag} {p}: the folder {p.parent} is not writable")
+        raise ValueError(f"{flag} {p}{link}: the folder {folder} is not writable")
     if p.exists() and not os.access(p, os.W_OK):  # (else a private run would spend, then fail to write)
         raise ValueError(f"{flag} {p} exists and is not writable; give another file name")
     for source in inputs:
