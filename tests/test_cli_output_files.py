@@ -79,3 +79,26 @@ def test_out_through_a_dangling_link_names_the_missing_folder(lsat_csv, tmp_path
     err = _one_error_line(capsys.readouterr().err)
     assert f"the folder {(tmp_path / 'nowhere').resolve()} does not exist" in err
     assert f"a link to {(tmp_path / 'nowhere' / 'x.csv').resolve()}" in err
+
+
+@pytest.mark.parametrize("command", ["fit", "gibbs", "mh"])
+def test_out_and_plots_on_the_same_path_are_refused_before_work(command, lsat_csv, tmp_path, capsys,
+                                                                 monkeypatch):
+    """fit did the whole fit, made a folder named like the --out file, then failed on the file;
+    gibbs wrote the summary, then failed on the folder (a raw errno line, rc 2)."""
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    assert main([command, str(lsat_csv), "--out", "same.csv", "--plots", "same.csv"]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert "--plots same.csv is the --out file; give another folder" in err
+    assert main([command, str(lsat_csv), "--out", "same.csv", "--plots", "same.csv/figs"]) == 2
+    assert "--plots same.csv/figs is inside the --out file same.csv" in _one_error_line(capsys.readouterr().err)
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_out_inside_the_plots_folder_is_still_allowed(tmp_path):
+    from privirt.cli._paths import check_out_and_plots
+
+    (tmp_path / "figs").mkdir()
+    check_out_and_plots(tmp_path / "figs" / "summary.csv", tmp_path / "figs")
+    check_out_and_plots(None, tmp_path / "figs")

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from .._files import TEMPORARY_EXTRA_BYTES, check_creatable
 
-__all__ = ["check_output_file", "check_output_dir"]
+__all__ = ["check_output_file", "check_output_dir", "check_out_and_plots"]
 
 
 def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
@@ -97,3 +97,22 @@ def check_output_dir(path: str | Path, flag: str) -> Path:
     if not os.access(p if p.exists() else parent, os.W_OK):
         raise ValueError(f"{flag} {p}: not writable")
     return p
+
+
+def check_out_and_plots(out: str | Path | None, plots: str | Path | None) -> None:
+    """``--out`` (a file) and ``--plots`` (a folder) are not the same path, and the folder is not
+    inside the file (else the run would do all its work, then fail on the other).  An ``--out``
+    file inside an existing ``--plots`` folder is fine (the plots are ``.png`` files).
+
+    Raises
+    ------
+    ValueError
+        Naming both flags and what to do.
+    """
+    if out is None or plots is None:
+        return
+    file, folder = Path(os.path.realpath(out)), Path(os.path.realpath(plots))
+    if file == folder:
+        raise ValueError(f"--plots {plots} is the --out file; give another folder")
+    if file in folder.parents:
+        raise ValueError(f"--plots {plots} is inside the --out file {out}; give another folder")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
 
-from ._paths import check_output_dir, check_output_file
+from ._paths import check_out_and_plots, check_output_dir, check_output_file
 from ._types import nonempty_file, nonempty_path
 
 #: suffixes ``--out`` accepts for a posterior summary
@@ -76,6 +76,7 @@ def priors_from_args(args: argparse.Namespace, blocks: tuple[str, ...]) -> dict:
 def check_outputs(args: argparse.Namespace) -> None:
     """Before any work: ``--out`` and ``--plots`` are writable paths of the right kind, and
     matplotlib is there when plots are asked for."""
+    check_out_and_plots(args.out, args.plots)
     if args.out is not None:
         check_output_file(args.out, "--out", SUMMARY_SUFFIXES, inputs=(getattr(args, "file", None),))
     if args.plots is not None:

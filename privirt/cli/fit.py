@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._paths import check_output_dir, check_output_file
+from ._paths import check_out_and_plots, check_output_dir, check_output_file
 from ._types import REGULARIZATION_HELP, nonempty_file, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     # every check that can fail on the arguments comes before any work or output
     if args.regularization is not None and args.method != "spectral":
         raise ValueError("--regularization applies to --method spectral only")
+    check_out_and_plots(args.out, args.plots)
     _check_folder(args.plots)
     _check_out(args.out, args.file)
     if args.plots is not None:
