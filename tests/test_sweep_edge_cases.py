@@ -467,3 +467,24 @@ def test_a_data_set_name_too_long_for_its_plot_file_is_refused_when_read(tmp_pat
     with pytest.raises(ValueError, match="is 201 bytes long"):  # (bytes, not characters)
         sw.load_config(_write(tmp_path, text.replace("NAME", "é" * 100 + "d")))
     sw.load_config(_write(tmp_path, text.replace("NAME", "é" * 100)))  # 200 bytes: accepted
+
+
+def test_a_data_set_name_edited_into_the_results_file_is_refused_by_the_report(tmp_path, capsys):
+    # `privirt report` trusted the names read back from results.csv: "../../escaped/evil" wrote
+    # its plot (and made folders) outside DIR
+    from privirt.cli import main
+
+    text = ('seed = 56000007\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["gaussian"]\n'
+            '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 5\nname = "plain"\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(_write(tmp_path, text)), "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    results = out / "results.csv"
+    results.write_text(results.read_text(encoding="utf-8").replace("plain", "../../escaped/evil"),
+                       encoding="utf-8")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"privirt: error: {results}: data set name '../../escaped/evil' must be "
+                          "non-empty and free of path or separator characters") and "\n" not in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

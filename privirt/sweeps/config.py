@@ -277,14 +277,7 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
     if not isinstance(table.get("name", default_name), str):
         raise ValueError(f"{where}: name must be text, got {table['name']!r}")
     name = str(table.get("name", default_name))
-    if not name or any(c in name for c in '|/\\:*?"<>\n'):
-        raise ValueError(f"{where}: data set name {name!r} must be non-empty and free of "
-                         "path or separator characters")
-    size = len(name.encode("utf-8"))
-    if size > MAX_NAME_BYTES:  # (it names the report's plot file)
-        raise ValueError(f"{where}: data set name {name[:20]!r}... is {size} bytes long "
-                         f"(UTF-8); give it a 'name' of at most {MAX_NAME_BYTES} bytes (as many "
-                         "ASCII characters): it names the report's plot file")
+    check_dataset_name(name, where)
     mechs = _mechanisms(table["mechanisms"], f"{where}.mechanisms") if "mechanisms" in table \
         else mechanisms
     eps = _epsilons(table["epsilons"], f"{where}.epsilons") if "epsilons" in table else epsilons
@@ -294,6 +287,25 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
         check_top_k(k, params["m"], f"{where}.top_k" if "top_k" in table else "top_k", name)
     return DatasetSpec(name=name, source=source, params=params, mechanisms=mechs, epsilons=eps,
                        trials=n_trials, top_k=k, base_dir=str(base_dir))
+
+
+def check_dataset_name(name: str, where: str) -> None:
+    """Refuse a data set name that cannot name the report's plot file ``plots/NAME.png``: empty,
+    with a path or separator character, or longer than :data:`MAX_NAME_BYTES` in UTF-8.
+
+    Raises
+    ------
+    ValueError
+        Beginning with ``where``.
+    """
+    if not name or any(c in name for c in '|/\\:*?"<>\n'):
+        raise ValueError(f"{where}: data set name {name!r} must be non-empty and free of "
+                         "path or separator characters")
+    size = len(name.encode("utf-8"))
+    if size > MAX_NAME_BYTES:  # (it names the report's plot file)
+        raise ValueError(f"{where}: data set name {name[:20]!r}... is {size} bytes long "
+                         f"(UTF-8); give it a 'name' of at most {MAX_NAME_BYTES} bytes (as many "
+                         "ASCII characters): it names the report's plot file")
 
 
 def check_top_k(k: int, m: int, key: str, dataset: str) -> None:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from .._files import atomic_write
 from . import registry
+from .config import check_dataset_name
 from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, RESULTS_FILE, read_results
 
 __all__ = [
@@ -368,6 +369,8 @@ def build_report(
 
     plot_dir = directory / "plots"
     datasets = list(dict.fromkeys(results["dataset"]))
+    for ds in datasets:  # (the file may have been edited: a name must not lead out of DIR/plots)
+        check_dataset_name(str(ds), f"{directory / RESULTS_FILE}")
     _check_outputs(directory, [plot_dir / f"{ds}.png" for ds in datasets])
     plots = []
     plt = None
