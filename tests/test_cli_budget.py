@@ -319,3 +319,26 @@ def test_api_and_cli_default_delta_against_a_ledger_is_the_ledgers(tmp_path, cap
         stated.append(float(spends["asked_delta"].iloc[0]))
     assert stated == [1e-8] * 3
     assert debits[0] == debits[1] == pytest.approx(1.0)
+
+
+def test_budget_init_refuses_a_name_whose_sqlite_side_files_would_be_too_long(responses_csv, tmp_path, capsys):
+    """A 250-byte ledger name was created ("created ledger ..."), but SQLite's NAME-journal went
+    over the 255-byte name limit: every later spend failed with "cannot open the ledger"."""
+    folder = tmp_path / "led"
+    folder.mkdir()
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = name_max - len("-journal")
+    too_long = folder / ("b" * (longest + 1 - 3) + ".db")
+    assert main(["budget", "init", str(too_long), "--epsilon", "1", "--delta", "1e-3"]) == 2
+    err = _one_line_error(capsys.readouterr().err)
+    assert f"its file name is {longest + 1} bytes long, at most {longest} here" in err
+    assert list(folder.iterdir()) == []
+    ok = folder / ("b" * (longest - 3) + ".db")  # the longest name that works
+    assert main(["budget", "init", str(ok), "--epsilon", "1", "--delta", "1e-3"]) == 0
+    assert main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(ok), "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    assert main(["budget", "show", str(ok)]) == 0
+    assert "(1 spend(s)" in capsys.readouterr().out

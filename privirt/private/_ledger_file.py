@@ -4,15 +4,19 @@ relation (checked when it is opened and at every debit), and the existence check
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..exceptions import LedgerError
 from .accounting import NEIGHBOURING_RELATION
 
-__all__ = ["SCHEMA_VERSION", "check_stored", "file_exists"]
+__all__ = ["SCHEMA_VERSION", "check_side_file_names", "check_stored", "file_exists"]
 
 #: the ledger schema this privirt writes and reads (older ledgers are migrated at their next debit)
 SCHEMA_VERSION = 2
+
+#: the longest suffix of SQLite's side files (``NAME-journal``; ``NAME-wal``, ``NAME-shm``)
+_SIDE_SUFFIX = "-journal"
 
 
 def check_stored(path: Path, relation: object, schema_version: object) -> None:
@@ -55,3 +59,34 @@ def file_exists(file: Path, shown: Path, *, creating: bool = False) -> bool:
         verb = "create" if creating else "open"
         raise LedgerError(f"cannot {verb} the ledger {shown} ({exc.strerror or exc}); nothing was spent — "
                           "check the path") from exc
+
+
+def check_side_file_names(file: Path, shown: Path) -> None:
+    """Refuse to create a ledger ``file`` whose SQLite side files (``NAME-journal``,
+    ``NAME-wal``, ``NAME-shm``) would pass its folder's name limit: SQLite could never open it
+    to debit (``unable to open database file``).
+
+    Parameters
+    ----------
+    file : Path
+        The ledger file, resolved (its folder exists).
+    shown : Path
+        The path as the user gave it (for the message).
+
+    Raises
+    ------
+    LedgerError
+        One line naming the ledger and the longest name allowed; nothing is created.
+    """
+    try:
+        name_max = os.pathconf(file.parent, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # (no pathconf on Windows)
+        name_max = 255
+    size = len(os.fsencode(file.name))
+    longest = name_max - len(_SIDE_SUFFIX)
+    if size > longest:
+        raise LedgerError(
+            f"cannot create the ledger {shown}: its file name is {size} bytes long, at most {longest} "
+            f"here (SQLite's side file NAME{_SIDE_SUFFIX} must fit the folder's limit of {name_max} "
+            "bytes); choose a shorter name"
+        )

@@ -59,7 +59,7 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
 from . import _ledger_text
-from ._ledger_file import SCHEMA_VERSION, check_stored, file_exists
+from ._ledger_file import SCHEMA_VERSION, check_side_file_names, check_stored, file_exists
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -243,6 +243,7 @@ class Ledger:
                 "another path for the ledger"
             )
         if not file_exists(self._file, self.path, creating=True):
+            check_side_file_names(self._file, self.path)
             try:
                 self.created = self._create_whole(epsilon, delta)
             except (sqlite3.Error, OSError) as exc:  # a read-only or full folder, a name too long, ...
