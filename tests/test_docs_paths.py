@@ -58,3 +58,22 @@ def test_the_totals_lead_over_algorithm_2_names_its_epsilon_and_its_records():
     assert len(cited) >= 2
     for name in cited:
         assert any(h == name or h.startswith(name + " (") for h in headings), name
+
+
+def test_the_readme_warns_that_csv_labels_may_be_read_as_spreadsheet_formulas(tmp_path):
+    """CSV outputs keep labels such as ``=HYPERLINK(...)`` exactly (quoting does not stop a
+    spreadsheet from evaluating them); the README said nothing about it. The note is in the
+    section on the ``--out`` CSVs, and the labels are indeed written unaltered."""
+    import pandas as pd
+
+    from privirt.cli._table import write_table
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    note = re.search(r"Labels are kept exactly, never altered: a label beginning with `=`, `\+`, `-` "
+                     r"or `@` may be read as a formula by a spreadsheet", readme)
+    assert note and readme.rfind("read the CSV back with", 0, note.start()) != -1
+    labels = ['=HYPERLINK("http://x")', "+1", "-1", "@SUM(A1)"]
+    out = tmp_path / "t.csv"
+    write_table(pd.DataFrame({"beta": [0.0] * 4}, index=pd.Index(labels, name="item")), out)
+    back = pd.read_csv(out, comment="#", dtype={"item": str}, keep_default_na=False, na_values=[""])
+    assert list(back["item"]) == labels
