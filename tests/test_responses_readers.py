@@ -227,3 +227,23 @@ def test_the_dask_engine_reads_text_cells_as_the_in_memory_reader_does():
     assert as_responses(frame).codes[:, 0].tolist() == [1, 0, -1, -1, -1, -1, -1, 1, 0, 1]
     with pytest.raises(ValueError, match="invalid response 'yes' for item 'q1' at row 1"):
         _column_codes(pa.array(["1", "yes"]), "q1", "t", 0)
+
+
+def test_r_write_table_layout_with_a_skipped_last_item_is_read_like_its_neighbour(tmp_path):
+    # R's write.table(sep=",", na="") writes row names with no header field for them and a
+    # missing cell as an empty field: one person who skipped the last item made the whole file
+    # read as "rows ending in a separator" and refused ("line 3 has 4 fields where the header
+    # has 3"), while the neighbour without the skip was read
+    rows = ["q1,q2,q3", "p1,1,0,1", "p2,0,1,1", "p3,1,1,0", "p4,0,0,1"]
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("\n".join(rows) + "\n")
+    b.write_text("\n".join([rows[0], "p1,1,0,", *rows[2:]]) + "\n")
+    ra, rb = as_responses(a, empty="keep"), as_responses(b, empty="keep")
+    assert ra.persons.tolist() == rb.persons.tolist() == ["p1", "p2", "p3", "p4"]
+    assert ra.items.tolist() == rb.items.tolist() == ["q1", "q2", "q3"]
+    assert rb.codes[0].tolist() == [1, 0, -1] and np.array_equal(ra.codes[1:], rb.codes[1:])
+    # rows of answers that end in a separator keep their reading (a non-empty extra field refused)
+    c = tmp_path / "c.csv"
+    c.write_text("q1,q2,q3\n1,0,1,\n0,1,1,7\n")
+    with pytest.raises(ValueError, match="line 3 has 4 fields where the header has 3"):
+        as_responses(c)
