@@ -360,3 +360,24 @@ def test_interval_of_a_is_centred_at_the_unshrunk_estimate_not_bias_corrected(mo
                 assert np.allclose(c[boot], np.log(fit.a_unshrunk.to_numpy()[boot]))
     rms = {f: float(np.sqrt(np.mean(np.concatenate(v) ** 2))) for f, v in z.items()}
     assert rms[False] < rms[True] - 0.05 and rms[False] < 1.2, rms  # 1.24 → 1.13 (96 items)
+
+
+def test_public_n_persons_above_complete_rows_is_named_as_absent_persons(tmp_path, forbid_noise):
+    # complete data with a public n_persons above its rows: the added rows are all missing, and the
+    # refusal names them (as the CLI's --n-persons one), not "missing cells" of the data
+    X = privirt.simulate_2pno(200, 4, seed=75000001)[0]
+    path = tmp_path / "l.ledger"
+    led = privirt.Ledger(path, epsilon=1.0, delta=1e-5)
+    forbid_noise()
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=r"^n_persons=201 counts persons absent from the data;") as exc:
+        private_2pl_estimate(X, epsilon=0.5, n_persons=201, ledger=led)
+    assert "\n" not in str(exc.value) and "nothing was spent" in str(exc.value)
+    assert "missing cells" not in str(exc.value) and 'missing="mcar"' in str(exc.value)
+    Xm = X.astype(float)
+    Xm[3, 1] = np.nan  # the data's own missing cells, at the public n: the generic message
+    with pytest.raises(ValueError, match="^the data have missing cells"):
+        private_2pl_estimate(Xm, epsilon=0.5, n_persons=200, ledger=led)
+    with pytest.raises(ValueError, match="^n_persons=201 counts persons absent"):
+        release_2pl(Xm, epsilon=0.5, n_persons=201, ledger=led)
+    assert path.read_bytes() == before and len(led.spends()) == 0

@@ -32,6 +32,8 @@ class PrivateCall:
 
     ``resp`` has exactly the public items (in order) and exactly the public number of persons
     (persons absent from the data are all-missing rows); ``target`` is the (ε, δ) asked for.
+    ``data_persons`` is the number of persons in the data themselves, before those rows were
+    added (None where it is not counted: the Dask engine).
     """
 
     resp: Responses
@@ -41,6 +43,7 @@ class PrivateCall:
     device: str
     p0: float
     note: str
+    data_persons: int | None = None
 
     @property
     def private(self) -> bool:
@@ -100,15 +103,16 @@ def validate_call(
         from ..stats.dask_engine import as_public_source
 
         resp = as_public_source(X, items=items, n_persons=n_persons, client=client)
+        data_persons = None
     elif engine != "local" or client is not None:
         raise ValueError(f"engine must be 'local' or 'dask' (client= with 'dask'), got {engine!r}")
     elif is_dask_source(X):  # read in memory it would lose its column labels
         raise ValueError("a dask collection is counted with engine='dask'")
     else:
-        resp = public_responses(X, items, n_persons)
+        resp, data_persons = _public_responses(X, items, n_persons)
     p = check_p0(p0, resp.n_items)
     return PrivateCall(resp=resp, target=ApproxDP(eps, dlt), seed=ss, ledger=ledger,
-                       device=resolved_device, p0=p, note=note)
+                       device=resolved_device, p0=p, note=note, data_persons=data_persons)
 
 
 def _resolve_ledger(ledger: Any):
@@ -141,6 +145,13 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
     ``"5"``.  Every item label of the result is the public one, as given (its type too), so
     no output label depends on how the data's column was typed.
     """
+    return _public_responses(X, items, n_persons)[0]
+
+
+def _public_responses(X: ResponsesLike, items: Sequence[Any] | None,
+                      n_persons: Any) -> tuple[Responses, int]:
+    """:func:`public_responses` and the number of persons in the data before the all-missing
+    rows that ``n_persons`` adds."""
     resp = private_responses(X)
     # a set, a string, a missing or unhashable label, one listed twice, a data column outside
     # the list: refused (the Dask engine's rule too); 5 and "5" are one: matched as text
@@ -173,6 +184,7 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
         present = pos >= 0
         codes[:, present] = resp.codes[:, pos[present]]
         resp = Responses(codes, resp.persons, public)
+    data_persons = resp.n_persons
     if n_persons is not None:
         n = check_positive_int("n_persons", n_persons)
         if resp.n_persons > n:
@@ -195,4 +207,4 @@ def public_responses(X: ResponsesLike, items: Sequence[Any] | None = None,
         raise ValueError(f"private estimation needs at least 2 items, got {resp.n_items}")
     if resp.n_persons < 1:
         raise ValueError("the responses have no persons")
-    return resp
+    return resp, data_persons

@@ -254,7 +254,7 @@ def release_2pl(
     if missing == "mcar":
         return _release_mcar(call, note)
     if resp.has_missing:
-        raise ValueError(_COMPLETE_ONLY)
+        _refuse_missing(call)
     n, m = resp.shape
     meas = PairsGaussian.calibrate(call.target, n_items=m, totals_share=TOTALS_SHARE)
     warn_if_noise_dominates(meas.sigmas[1], n, "pair disagreement counts")  # public n and σ only
@@ -273,6 +273,18 @@ def release_2pl(
         n_persons=int(n), sigma_totals=float(meas.sigmas[0]), sigma_pairs=float(meas.sigmas[1]),
         totals_share=meas.totals_share, privacy=statement, missing=missing,
     )
+
+
+def _refuse_missing(call: Any) -> None:
+    """Refuse, under ``missing="none"``, data whose public table has missing cells: first persons
+    that ``n_persons`` counts but the data lack (as the CLI's ``--n-persons`` refusal), then
+    missing cells of the data themselves."""
+    if call.data_persons is not None and call.data_persons < call.n_persons:
+        raise ValueError(f"n_persons={call.n_persons} counts persons absent from the data; they are "
+                         'all-missing rows, but missing="none" declares complete data: if they are '
+                         'missing completely at random declare missing="mcar" (CLI: --missing mcar), '
+                         "or, if n_persons is wrong, pass the true public number of persons (nothing was spent)")
+    raise ValueError(_COMPLETE_ONLY)
 
 
 def _release_mcar(call: Any, note: str) -> TwoPLRelease:
