@@ -29,9 +29,17 @@ def objective_residuals(rel):
     pc, qc = np.clip(p, 1 / n, 1 - 1 / n), np.clip(q, 1 / n, 1 - 1 / n)
     sd_t = np.sqrt(pc * (1 - pc) / n + (rel.sigma_totals / n) ** 2)
     sd_n = np.sqrt(qc * (1 - qc) / n + (rel.sigma_pairs / n) ** 2)
+    bi = bj = np.zeros(i.size)
+    if m == 2:  # the pair's residual given the two totals (its regression on them, a constant)
+        from privirt.private.twopl._pairs import pair_regression
+
+        bi, bj, sd_n = (x[0] for x in pair_regression(pc[None], qc[None], n, n, (rel.sigma_totals / n) ** 2,
+                                                      (rel.sigma_pairs / n) ** 2, i, j))
+        q = q - bi * p[i] - bj * p[j]
 
     def res(x: np.ndarray) -> np.ndarray:
         _, _, _, pt, pn = F._model(x[None], m, i, j)
+        pn = pn - bi * pt[:, i] - bj * pt[:, j]
         return np.concatenate([(p - pt[0]) / sd_t, (q - pn[0]) / sd_n, (x[-1] - x[m:2 * m]) / F.LOG_A_PRIOR_SD,
                                [-x[-1] / F.MEAN_PRIOR_SD], -x[:m] / F.TAU_PRIOR_SD])
 

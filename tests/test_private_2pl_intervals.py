@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import optimize, special
 
 import privirt
 import privirt.private.twopl.estimate as E
@@ -270,3 +271,46 @@ def test_an_item_the_release_says_nothing_about_gets_the_laplace_interval(kind, 
     for key in ("log_a", "b", "tau"):
         assert auto.se[key].iloc[1:].equals(boot.se[key].iloc[1:]) and auto.se[key].iloc[0] == lap.se[key].iloc[0]
     assert boot.info["laplace_items"] == [] and lap.info["laplace_items"] == list(range(6))
+
+
+def test_pair_regression_is_the_two_by_two_tables_conditional_variance():
+    # the disagreement proportion's variance given its two totals, from the 2 × 2 table's
+    # multinomial covariance: at P(correct) ≈ 0.8 and 0.2 some 50 times below D(1 − D)/n
+    from scipy import stats
+
+    from privirt.private.twopl._pairs import pair_regression
+
+    p1, p2, r, n = 0.8, 0.2, 0.7, 5000.0
+    p11 = stats.multivariate_normal([0, 0], [[1, r], [r, 1]]).cdf(stats.norm.ppf([p1, p2]))
+    d = p1 + p2 - 2 * p11
+    V = np.array([[p1 * (1 - p1), p11 - p1 * p2], [p11 - p1 * p2, p2 * (1 - p2)]])
+    c = np.array([p1 - p11 - p1 * d, p2 - p11 - p2 * d])
+    bi, bj, sd = pair_regression(np.array([[p1, p2]]), np.array([[d]]), n, n, 0.0, 0.0,
+                                 np.array([0]), np.array([1]))
+    assert np.allclose([bi[0, 0], bj[0, 0]], np.linalg.solve(V, c))
+    assert sd[0, 0] ** 2 * n == pytest.approx(d * (1 - d) - c @ np.linalg.solve(V, c), rel=1e-9)
+    assert sd[0, 0] ** 2 * n < d * (1 - d) / 20
+
+
+def test_two_items_on_opposite_sides_keep_their_level_at_large_epsilon():
+    # m = 2, P(correct) ≈ 0.8 and 0.2: the pair's marginal variance made it look uninformative,
+    # the priors took the level (log a 0.19 against the data's 0.49 at ε = 1000) and the shrunk
+    # a and b fell outside their own intervals
+    from scipy import stats
+
+    a, b, n = np.array([1.55, 1.73]), np.array([-1.6, 1.66]), 5000
+    rng = np.random.default_rng(75000100)
+    X = (rng.random((n, 2)) < special.ndtr(rng.standard_normal(n)[:, None] * a - b)).astype(np.int8)
+    # the single a that gives the data's tetrachoric correlation
+    t = stats.norm.ppf(1 - X.mean(0))
+    p11 = np.mean(X[:, 0] * X[:, 1])
+    r = optimize.brentq(lambda r: stats.multivariate_normal([0, 0], [[1, r], [r, 1]]).cdf(-t) - p11, 0.0, 0.99)
+    log_a_equal = 0.5 * np.log(r / (1 - r))
+    fit = private_2pl_estimate(X, epsilon=1000.0, seed=75000101, n_boot=40)
+    info = fit.info
+    assert abs(info["mean_log_a"] - info["release_mean_log_a"]) < 0.03  # (was 0.19)
+    assert info["release_sd_mean_log_a"] < 0.15  # (was 0.52)
+    assert abs(np.log(fit.a.to_numpy()).mean() - log_a_equal) < 0.1  # (was 0.31 below)
+    for name, x in (("a", fit.a), ("b", fit.b)):
+        ci = fit.ci[name]
+        assert np.all((ci["lo"] <= x) & (x <= ci["hi"])), name

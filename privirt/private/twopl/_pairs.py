@@ -44,6 +44,41 @@ class _PairSums:
         return self.first(X_first) + self.second(X_second)
 
 
+def pair_regression(pc: np.ndarray, qc: np.ndarray, n_t, n_p, noise_t, noise_n, i: np.ndarray,
+                    j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The regression of each pair's disagreement proportion on its two items' proportions, and the
+    SD about it, under the sampling law of a 2 × 2 table (cells from the observed proportions
+    ``pc`` (R, m) and ``qc`` (R, P), each at least 1/(2n)) plus the independent noise variances
+    ``noise_t``, ``noise_n``; ``n_t``, ``n_p`` the persons per total and per pair (under MCAR the
+    pair's co-answerers are among each item's answerers).
+
+    Returns
+    -------
+    beta_i, beta_j, sd : numpy.ndarray (R, P)
+        D̂/n − β_i p̂_i − β_j p̂_j has variance sd² and is uncorrelated with (p̂_i, p̂_j): the
+        pair's residual given the totals.  Where the items lie on opposite sides (p ≈ 0.8 and
+        0.2) the disagreements are mostly fixed by the totals, and sd² is some 50 times below
+        the marginal D(1 − D)/n (``docs/private_2pl.md`` §3).
+    """
+    R, m = pc.shape
+    nt = np.broadcast_to(np.asarray(n_t, float), (R, m))
+    vt = np.broadcast_to(np.asarray(noise_t, float), (R, m))
+    ni, nj = nt[:, i], nt[:, j]
+    npair = np.minimum(np.broadcast_to(np.asarray(n_p, float), qc.shape), np.minimum(ni, nj))
+    p11 = 0.5 * (pc[:, i] + pc[:, j] - qc)
+    cells = np.stack([p11, pc[:, i] - p11, pc[:, j] - p11, 1.0 - pc[:, i] - pc[:, j] + p11])
+    cells = np.maximum(cells, 0.5 / npair)
+    c11, c10, c01, _ = cells / cells.sum(axis=0)
+    pi, pj, d = c11 + c10, c11 + c01, c10 + c01
+    vii, vjj = pi * (1.0 - pi) / ni + vt[:, i], pj * (1.0 - pj) / nj + vt[:, j]
+    vij = npair * (c11 - pi * pj) / (ni * nj)
+    ci, cj = (c10 - pi * d) / ni, (c01 - pj * d) / nj  # Cov(p̂_i, D̂/n), Cov(p̂_j, D̂/n)
+    det = vii * vjj - vij * vij
+    bi, bj = (vjj * ci - vij * cj) / det, (vii * cj - vij * ci) / det
+    vd = d * (1.0 - d) / npair + noise_n
+    return bi, bj, np.sqrt(np.maximum(vd - bi * ci - bj * cj, 1e-12 * vd))
+
+
 @functools.lru_cache(maxsize=4)
 def _pair_sums(m: int) -> _PairSums:
     """The pair sums of m items (built once per m: the bootstrap's chunks share them)."""
@@ -52,17 +87,20 @@ def _pair_sums(m: int) -> _PairSums:
 
 
 def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.ndarray, sd_n: np.ndarray,
-                     i: np.ndarray, j: np.ndarray):
+                     i: np.ndarray, j: np.ndarray, beta: tuple | None = None):
     """The Jacobian of the scaled residuals at (τ, λ) (rows (R, m); r = λ_i λ_j (R, P)): per pair
     (u0, u1, u2, u3) = ∂[P(X_i ≠ X_j)/sd]/∂(τ_i, τ_j, log a_i, log a_j), per item dt =
     ∂[Φ(−τ_i)/sd]/∂τ_i, and (dλ/d log a, φ(τ), (∂U/∂h, ∂U/∂k, ∂U/∂r)) for the Newton terms (the
-    orthant's second derivatives follow from its gradients)."""
+    orthant's second derivatives follow from its gradients).  ``beta`` = (β_i, β_j) (R, P): the
+    pair's residual is that given its items' totals (:func:`pair_regression`), P − β_i Φ(−τ_i) −
+    β_j Φ(−τ_j) the modelled value."""
     dh, dk, dr = orthant_gradients(tau[:, i], tau[:, j], r)
     grads = (dh, dk, dr)
     dlam = lam * (1.0 - lam * lam)  # dλ/d log a
     phi = np.exp(-0.5 * tau * tau) / np.sqrt(2 * np.pi)  # −∂Φ(−τ)/∂τ
-    # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r)
-    dh, dk, dr = -phi[:, i] - 2.0 * dh, -phi[:, j] - 2.0 * dk, -2.0 * dr
+    ki, kj = (1.0, 1.0) if beta is None else (1.0 - beta[0], 1.0 - beta[1])
+    # ∂P(X_i ≠ X_j)/∂(τ_i, τ_j, r) = (−φ_i − 2 ∂U/∂h, −φ_j − 2 ∂U/∂k, −2 ∂U/∂r) (φ_i (1 − β_i) given the totals)
+    dh, dk, dr = -phi[:, i] * ki - 2.0 * dh, -phi[:, j] * kj - 2.0 * dk, -2.0 * dr
     # the Jacobian of the scaled pair residuals w.r.t. (τ_i, τ_j, log a_i, log a_j), pair by pair
     inv = 1.0 / sd_n
     u0, u1 = dh * inv, dk * inv
@@ -71,13 +109,15 @@ def _scaled_jacobian(tau: np.ndarray, lam: np.ndarray, r: np.ndarray, sd_t: np.n
     return (u0, u1, u2, u3), dt, (dlam, phi, grads)
 
 
-def _pair_terms(tau, lam, r, st, sn, rn, newton_rows, sums):
+def _pair_terms(tau, lam, r, st, sn, rn, newton_rows, sums, beta=None):
     """The pairs' parts of the normal equations (numpy): the items' own entries (τ_iτ_i, ℓ_iℓ_i,
     τ_iℓ_i; the residuals' curvature added on the rows flagged in ``newton_rows``), the
     Gauss–Newton τ_iτ_i and ℓ_iℓ_i (the damping's scale), the gradient's τ and log a parts, the
-    cross entries (τ_iτ_j, ℓ_iℓ_j, τ_iℓ_j, τ_jℓ_i; (R, P) each), and the items' dt and φ(τ)."""
+    cross entries (τ_iτ_j, ℓ_iℓ_j, τ_iℓ_j, τ_jℓ_i; (R, P) each), and the items' dt and φ(τ);
+    ``beta``: the pairs' residuals given the totals (:func:`_scaled_jacobian`)."""
     i, j = sums.i, sums.j
-    (u0, u1, u2, u3), dt, (dlam, phi, grads) = _scaled_jacobian(tau, lam, r, st, sn, i, j)
+    (u0, u1, u2, u3), dt, (dlam, phi, grads) = _scaled_jacobian(tau, lam, r, st, sn, i, j, beta)
+    ki, kj = (1.0, 1.0) if beta is None else (1.0 - beta[0][newton_rows], 1.0 - beta[1][newton_rows])
     # Gauss–Newton entries: an item's own (τ_i τ_i, ℓ_i ℓ_i, τ_i ℓ_i) summed over its pairs; the
     # cross entries (τ_i τ_j, ℓ_i ℓ_j, τ_i ℓ_j, τ_j ℓ_i) from one pair each
     own_tt, own_ll = sums.both(u0 * u0, u1 * u1), sums.both(u2 * u2, u3 * u3)
@@ -98,8 +138,8 @@ def _pair_terms(tau, lam, r, st, sn, rn, newton_rows, sums):
         w = -rn[k] / sn[k]  # ∇²r = −∇²P/sd for the residual r = (q − P)/sd
         ph = phi[k]
         # w × ∂²P(X_i ≠ X_j) over (τ_i, τ_j, log a_i, log a_j): 0 ↔ τ_i, 1 ↔ τ_j, 2 ↔ ℓ_i, 3 ↔ ℓ_j
-        c00 = w * (ti * ph[:, i] - 2.0 * uhh)
-        c11 = w * (tj * ph[:, j] - 2.0 * ukk)
+        c00 = w * (ti * ph[:, i] * ki - 2.0 * uhh)
+        c11 = w * (tj * ph[:, j] * kj - 2.0 * ukk)
         c22 = w * -2.0 * (urr * r3 * r3 + urk * d2l[:, i] * lk[:, j])
         c33 = w * -2.0 * (urr * r4 * r4 + urk * lk[:, i] * d2l[:, j])
         c02, c13 = w * -2.0 * uhr * r3, w * -2.0 * ukr * r4

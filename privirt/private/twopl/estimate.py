@@ -484,7 +484,9 @@ def estimate_2pl_from_release(
         # one linearised step from the simulation point misses the refits' pull there (coverage
         # of a 0.00 and of b 0.11–0.14 at (500, 200, 0.3))
         held = bool(curvature == "newton" and np.isfinite(share) and share >= PRIOR_HELD_SHARE)
-        refits = "one_step" if n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held) else "full"
+        # (2 items: full, the fit's residual given the totals, fit_factor's, is not linearised)
+        refits = "one_step" if m > 2 and (n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held)) \
+            else "full"
     if route == "laplace":
         se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = _laplace_intervals(cov, a, b, z)
     elif route == "bootstrap":

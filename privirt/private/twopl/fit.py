@@ -21,7 +21,7 @@ from scipy import special
 from scipy.linalg import lapack
 
 from ..._threads import one_blas_thread
-from ._pairs import _numba_kernels, _pair_sums, _pair_terms, _PairSums
+from ._pairs import _numba_kernels, _pair_sums, _pair_terms, _PairSums, pair_regression
 from .orthant import _RULES, FEW_NODES_UP_TO, upper_orthant
 from .statistics import pair_index
 
@@ -145,7 +145,9 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     §6), and the σ's arrays likewise (each coordinate's noise SD on the count scale).
 
     Weighted least squares on the proportions with weights 1/(p(1 − p)/n + σ²/n²) (p the
-    observed proportion, clipped into [1/n, 1 − 1/n]) plus the weak prior on log a;
+    observed proportion, clipped into [1/n, 1 − 1/n]; with 2 items of complete data the pair's
+    residual given the totals and its variance, :func:`._pairs.pair_regression`) plus the weak
+    prior on log a;
     Levenberg–Marquardt on (τ, log a) for every row of the batch at once (a row that has
     converged drops out of the batch): Gauss–Newton steps while they make headway, then
     Newton steps (the residuals' curvature added), which converge where the noise swamps the
@@ -208,6 +210,16 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
     sd_t = np.sqrt(pc * (1 - pc) / n_t + noise_t)
     sd_n = np.sqrt(qc * (1 - qc) / n_p + noise_n)
+    beta = None
+    if m == 2 and not isinstance(n, tuple):
+        # the one pair's residual given the two totals (the full covariance of the three
+        # proportions): weighted by its marginal variance, up to 50-fold too wide for items on
+        # opposite sides, the pair looked nearly uninformative and the priors took the level;
+        # from 3 items the pairs' own covariances would be needed too, and under MCAR the
+        # totals count other persons than the pair (both left as they were)
+        bi, bj, sd_n = pair_regression(pc, qc, n_t, n_p, noise_t, noise_n, i, j)
+        q = q - bi * t[:, i] - bj * t[:, j]
+        beta = (bi, bj)
     if start is None:
         theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n_t, 1 - 0.5 / n_t)),
                                 np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ
@@ -219,7 +231,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
     newton = np.zeros(R, bool)
     steps = np.zeros(R, np.int64)
 
-    kernels = _numba_kernels(i.size)
+    kernels = None if beta is not None else _numba_kernels(i.size)
 
     def evaluate(th, rows):
         """Residuals and the model state (τ, λ and, with numpy, r) at ``th`` for the batch rows ``rows``."""
@@ -235,6 +247,8 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
             else:
                 kernels.disagreement(tau, lam, pt, i, j, FEW_NODES_UP_TO, x8, w8, x12, w12, pn)
             state = (tau, lam)
+        if beta is not None:
+            pn = pn - beta[0][rows] * pt[:, i] - beta[1][rows] * pt[:, j]
         res = ((t[rows] - pt) / sd_t[rows], (q[rows] - pn) / sd_n[rows], (th[:, -1:] - th[:, m:2 * m]) / S,
                -th[:, -1:] / MEAN_PRIOR_SD, -th[:, :m] / TAU_PRIOR_SD)
         return res, state
@@ -253,7 +267,7 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
         st, sn = sd_t[rows], sd_n[rows]
         if kernels is None:
             own_tt, own_ll, own_tl, gn_tt, gn_ll, g_t, g_l, cross, dt, phi = _pair_terms(
-                tau, lam, state[2], st, sn, rn, newton_rows, sums)
+                tau, lam, state[2], st, sn, rn, newton_rows, sums, None if beta is None else (beta[0][rows], beta[1][rows]))
         else:  # one pass over the pairs (numba): the same terms to round-off
             own, gn, grad = (np.zeros((Rk, c, m)) for c in (3, 2, 2))
             x = np.empty((Rk, 4, i.size))
