@@ -167,6 +167,39 @@ def test_graph_restricts_transitions():
         spectral_from_counts(Y, graph=np.triu(ring), device="cpu")
 
 
+def _star_graph_counts():
+    """Labelled counts a..e and a labelled star on a plus the edge b–c (reviewer's example)."""
+    X, _, _ = privirt.simulate_rasch(5000, 5, seed=72001300)
+    items = list("abcde")
+    Y = pd.DataFrame(privirt.pairwise_counts(X)[0], index=items, columns=items)
+    G = pd.DataFrame(False, index=items, columns=items)
+    for u, v in (("a", "b"), ("a", "c"), ("a", "d"), ("a", "e"), ("b", "c")):
+        G.loc[u, v] = G.loc[v, u] = True
+    return Y, G
+
+
+def test_a_labelled_graph_is_read_by_label_not_by_position():
+    # the same labelled graph stored in another order was read by position: another design
+    # (a star on e) gave other estimates; a graph with foreign labels was taken silently
+    from privirt.private.counts.noisy_likelihood import noise_aware_estimate
+
+    Y, G = _star_graph_counts()
+    rev = list("edcba")
+    for fit in (lambda g: spectral_from_counts(Y, graph=g, device="cpu").beta,
+                lambda g: noise_aware_estimate(Y, noise_var=100.0, graph=g).beta,
+                lambda g: spectral_from_counts(Y.to_numpy(), items=Y.index, graph=g, device="cpu").beta):
+        ref = fit(G.to_numpy())
+        np.testing.assert_array_equal(fit(G), ref)
+        np.testing.assert_allclose(fit(G.loc[rev, rev]), ref, rtol=0, atol=1e-12)
+        foreign = pd.DataFrame(G.to_numpy(), index=list("vwxyz"), columns=list("vwxyz"))
+        with pytest.raises(ValueError, match=r"^graph index must carry the items of the counts \(5 labels"):
+            fit(foreign)
+    # unlabelled counts keep reading a frame by position
+    plain = spectral_from_counts(Y.to_numpy(), graph=G.loc[rev, rev], device="cpu").beta
+    np.testing.assert_array_equal(
+        plain, spectral_from_counts(Y.to_numpy(), graph=G.loc[rev, rev].to_numpy(), device="cpu").beta)
+
+
 @pytest.mark.parametrize(
     "Y, match",
     [

@@ -108,6 +108,47 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
     return labels
 
 
+def aligned_frame(frame: Any, labels: pd.Index, what: str, *, items_of: str = "Y.index",
+                  hint: str = "pass the NoisyCounts as released") -> pd.DataFrame:
+    """``frame`` with its rows and columns in the order of the item ``labels``, read by label.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        An items × items frame (counts, a comparison graph) labelled by item on both axes.
+    labels : pandas.Index
+        The items, in the order wanted (unique).
+    what : str
+        The frame's name in messages (``"the release's graph"``).
+    items_of : str, optional
+        Where ``labels`` come from, in messages.
+    hint : str, optional
+        What to do, ending a message.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself when already in order, else ``frame.loc[labels, labels]``.
+
+    Raises
+    ------
+    ValueError
+        In one line: ``frame`` is not a DataFrame, or an axis does not carry exactly ``labels``.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"{what} must be a pandas DataFrame labelled by item, "
+                         f"got {type(frame).__name__}")
+    for axis, idx in (("index", frame.index), ("columns", frame.columns)):
+        if not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
+                                       or set(idx) != set(labels)):
+            raise ValueError(f"{what} {axis} must carry the items of {items_of} "
+                             f"({len(labels)} labels, e.g. {list(labels[:3])}), got {len(idx)} "
+                             f"labels, e.g. {list(idx[:3])}; {hint}")
+    if frame.index.equals(labels) and frame.columns.equals(labels):
+        return frame
+    return frame.loc[labels, labels]
+
+
 def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
                 public: bool) -> tuple[pd.Index, np.ndarray]:
     """The item labels ``items`` matched, as text, to a table's item columns (both engines).

@@ -30,7 +30,7 @@ from .._backend import get_xp, resolve_device, to_numpy
 from .._checks import check_choice, check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
 from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
-from ..data._labels import item_labels
+from ..data._labels import aligned_frame, item_labels
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
@@ -178,7 +178,9 @@ def spectral_from_counts(
         Item labels (default: the DataFrame's index, else ``0 … m-1``).
     graph : array-like of bool, shape (m, m), optional
         Symmetric adjacency of the comparison graph.  ``None``: complete graph.  Counts of
-        pairs outside the graph are ignored (no transition between them).
+        pairs outside the graph are ignored (no transition between them).  A DataFrame is
+        read by item label when the counts carry labels (a DataFrame ``Y`` or ``items``): it
+        must be labelled by exactly those items, in any order; otherwise by position.
     regularization : float ≥ 0 or "auto"
         Pseudo-count λ added to both directions of every regularised pair, so that a pair
         seen in one direction only still has a transition back (Nguyen & Zhang).  With
@@ -227,7 +229,8 @@ def spectral_from_counts(
         G = offdiag
         reg_pairs = ((Ymat + Ymat.T) > 0) & offdiag
     else:
-        G = validate_graph(graph, m) & offdiag
+        labelled = isinstance(Y, pd.DataFrame) or items is not None
+        G = validate_graph(graph, m, labels if labelled else None) & offdiag
         reg_pairs = G
     M = np.where(G, Ymat, 0.0)
     raw = M
@@ -354,8 +357,34 @@ def _validate_regularization(value: Any) -> float:
     return float(value)
 
 
-def validate_graph(graph: Any, m: int) -> np.ndarray:
-    """A symmetric boolean m × m comparison graph from an array, frame or sparse matrix."""
+def validate_graph(graph: Any, m: int, labels: pd.Index | None = None) -> np.ndarray:
+    """A symmetric boolean m × m comparison graph from an array, frame or sparse matrix.
+
+    Parameters
+    ----------
+    graph : array-like, DataFrame or sparse matrix, shape (m, m)
+        The adjacency matrix.
+    m : int
+        The number of items.
+    labels : pandas.Index, optional
+        The counts' item labels, when the counts carry labels (a DataFrame or ``items=``): a
+        DataFrame ``graph`` is then read by label (reordered to ``labels``) and must carry
+        exactly those items.  ``None``: read by position.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m, m)
+
+    Raises
+    ------
+    ValueError
+        In one line: a labelled graph whose labels are not the items, a wrong shape, a graph
+        that is not boolean (or 0/1) or not symmetric.
+    """
+    if labels is not None and isinstance(graph, pd.DataFrame):
+        graph = aligned_frame(graph, labels, "graph", items_of="the counts",
+                              hint="label the graph by the counts' items (or pass an array in "
+                                   "their order)")
     try:
         from scipy import sparse
 

@@ -143,7 +143,9 @@ def noise_aware_estimate(
         Variance of the noise on each released cell.  Required for an array; for a
         :class:`NoisyCounts` it is read from ``privacy`` (passing it is an error).
     graph : array-like of bool (m, m), optional
-        Symmetric comparison graph of an array input (default: complete).
+        Symmetric comparison graph of an array input (default: complete).  A DataFrame is
+        read by item label when the counts carry labels (a DataFrame or ``items``), as in
+        :func:`~privirt.spectral_from_counts`.
     items : sequence, optional
         Item labels of an array input (default: the DataFrame's index, else ``0 … m−1``).
     shrink : {"eb", "none"}
@@ -353,7 +355,9 @@ def _inputs(counts, noise_var, graph, items):
             raise ValueError(f"noise_var must be a finite number ≥ 0, got {noise_var!r}")
         nu = float(noise_var)
         Y, labels = validate_counts(counts, items, nonnegative=False, what="noise-aware estimation")
-        G = ~np.eye(Y.shape[0], dtype=bool) if graph is None else validate_graph(graph, Y.shape[0]).copy()
+        labelled = isinstance(counts, pd.DataFrame) or items is not None  # a labelled graph read by label
+        G = ~np.eye(Y.shape[0], dtype=bool) if graph is None else \
+            validate_graph(graph, Y.shape[0], labels if labelled else None).copy()
     m = Y.shape[0]
     if m < 2:
         raise ValueError(f"noise-aware estimation needs at least 2 items, got {m}")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..._results import ItemEstimate
+from ...data._labels import aligned_frame
 from ..statement import PrivacyStatement
 
 __all__ = ["NoisyCounts", "PrivateSpectralResult", "check_noisy_counts"]
@@ -58,23 +59,6 @@ class NoisyCounts:
         return Y
 
 
-def _aligned(frame: Any, what: str, labels: pd.Index) -> pd.DataFrame:
-    """``frame`` with its rows and columns in the order of ``labels`` (the items of ``Y.index``);
-    a one-line ``ValueError`` when it is not a frame or does not carry exactly those labels."""
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"the release's {what} must be a pandas DataFrame labelled by item, "
-                         f"got {type(frame).__name__}")
-    for axis, idx in (("index", frame.index), ("columns", frame.columns)):
-        if not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
-                                       or set(idx) != set(labels)):
-            raise ValueError(f"the release's {what} {axis} must carry the items of Y.index "
-                             f"({len(labels)} labels, e.g. {list(labels[:3])}), got {len(idx)} "
-                             f"labels, e.g. {list(idx[:3])}; pass the NoisyCounts as released")
-    if frame.index.equals(labels) and frame.columns.equals(labels):
-        return frame
-    return frame.loc[labels, labels]
-
-
 def check_noisy_counts(counts: Any) -> NoisyCounts:
     """A :class:`NoisyCounts` checked and aligned by item label, for estimation.
 
@@ -110,8 +94,8 @@ def check_noisy_counts(counts: Any) -> NoisyCounts:
     if labels.has_duplicates:
         raise ValueError(f"the release's items (Y.index) must be unique; repeated: "
                          f"{list(labels[labels.duplicated()].unique()[:5])}")
-    Y = _aligned(counts.Y, "Y", labels)
-    graph = _aligned(counts.graph, "graph", labels)
+    Y = aligned_frame(counts.Y, labels, "the release's Y")
+    graph = aligned_frame(counts.graph, labels, "the release's graph")
     G = graph.to_numpy()
     if G.dtype != bool:
         if not np.isin(G, (0, 1)).all():
