@@ -200,6 +200,36 @@ def test_a_labelled_graph_is_read_by_label_not_by_position():
         plain, spectral_from_counts(Y.to_numpy(), graph=G.loc[rev, rev].to_numpy(), device="cpu").beta)
 
 
+def test_items_orders_a_labelled_count_frame_by_label_and_refuses_other_labels():
+    # items= renamed a labelled frame by position: items=list("edcba") reported item a's
+    # difficulty under e, and foreign labels were taken
+    from privirt.private.counts.noisy_likelihood import noise_aware_estimate
+
+    Y, _ = _star_graph_counts()
+    rev = list("edcba")
+    for fit in (lambda **kw: spectral_from_counts(Y, device="cpu", **kw).beta,
+                lambda **kw: noise_aware_estimate(Y, noise_var=100.0, **kw).beta):
+        ref = fit()
+        res = fit(items=rev)
+        assert list(res.index) == rev
+        np.testing.assert_allclose(res[list("abcde")], ref[list("abcde")], rtol=0, atol=1e-12)
+        for bad, match in ((list("vwxyz"), r"\['v', 'w', 'x'\] … are not among its labels"),
+                           (list("abcd"), r"it leaves out 1 \(\['e'\]\)")):
+            with pytest.raises(ValueError, match=r"^items must name the items of the counts frame Y .*" + match):
+                fit(items=bad)
+    # labels are matched as text, as elsewhere; a plain array still takes items= as its labels
+    Yn = Y.set_axis(range(5), axis=0).set_axis(range(5), axis=1)
+    res = spectral_from_counts(Yn, items=["4", "3", "2", "1", "0"], device="cpu").beta
+    ref = spectral_from_counts(Y, device="cpu").beta
+    np.testing.assert_allclose(res.to_numpy(), ref.to_numpy()[::-1], rtol=0, atol=1e-12)
+    assert list(spectral_from_counts(Y.to_numpy(), items=rev, device="cpu").beta.index) == rev
+    # with items=, a labelled graph is read by the same labels
+    _, G = _star_graph_counts()
+    np.testing.assert_allclose(
+        spectral_from_counts(Y, items=rev, graph=G, device="cpu").beta[list("abcde")],
+        spectral_from_counts(Y, graph=G, device="cpu").beta, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize(
     "Y, match",
     [

@@ -30,7 +30,7 @@ from .._backend import get_xp, resolve_device, to_numpy
 from .._checks import check_choice, check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
 from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
-from ..data._labels import aligned_frame, item_labels
+from ..data._labels import aligned_frame, item_labels, match_items
 from ..data.responses import ResponsesLike, as_responses
 
 __all__ = ["SpectralResult", "spectral_estimate", "spectral_from_counts", "DEFAULT_REGULARIZATION"]
@@ -175,7 +175,9 @@ def spectral_from_counts(
         Integers or floats (e.g. noisy counts clipped at zero); the diagonal is ignored.
         Nothing else about the data (such as ``B``) is assumed.
     items : sequence, optional
-        Item labels (default: the DataFrame's index, else ``0 … m-1``).
+        Item labels of an array ``Y`` (default ``0 … m-1``).  For a DataFrame ``Y`` (labelled
+        by its index) the order of the items: it must name exactly its items (matched as text),
+        and ``Y`` is read by label, as ``Y.loc[items, items]``; default: the index's order.
     graph : array-like of bool, shape (m, m), optional
         Symmetric adjacency of the comparison graph.  ``None``: complete graph.  Counts of
         pairs outside the graph are ignored (no transition between them).  A DataFrame is
@@ -289,6 +291,8 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
                     what: str = "the spectral estimator") -> tuple[np.ndarray, pd.Index]:
     """An m × m counts matrix (array or frame labelled by item) as floats with a zero
     diagonal, and its item labels; ``nonnegative=False`` accepts noisy (negative) counts.
+    ``items`` labels an array; for a frame it selects and orders its items by label (matched as
+    text, :func:`~privirt.data._labels.match_items`) and must name exactly the frame's items.
     Shared by the estimators that read pairwise counts."""
     labels = None
     if isinstance(Y, pd.DataFrame):
@@ -302,6 +306,9 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
                     f"labels; rows {list(labels[:5])}, columns {list(Y.columns[:5])}"
                 )
             Y = Y.loc[:, labels]
+        if items is not None:  # read by label: items= orders a labelled frame, never renames it
+            labels, pos = _frame_items(items, labels)
+            Y = Y.iloc[pos, pos]
         Y = Y.to_numpy()
     Y = to_numpy(Y) if not isinstance(Y, np.ndarray) else Y
     try:
@@ -323,7 +330,7 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
             f"counts Y must be non-negative; Y[{i}, {j}] = {Ymat[i, j]} "
             "(clip noisy counts at zero before estimating)"
         )
-    if items is not None:
+    if items is not None and not isinstance(labels, pd.Index):
         if isinstance(items, (str, bytes)) or not np.iterable(items):
             item_labels(items)  # refuses a string or a scalar in one line, as everywhere
         labels = pd.Index(items, tupleize_cols=False)
@@ -335,6 +342,22 @@ def validate_counts(Y: Any, items: Any, *, nonnegative: bool = True,
         dup = list(labels[labels.duplicated()].unique()[:5])
         raise ValueError(f"item labels must be unique; repeated: {dup}")
     return Ymat, pd.Index(labels)
+
+
+def _frame_items(items: Any, labels: pd.Index) -> tuple[pd.Index, np.ndarray]:
+    """``items`` matched by label to a counts frame's items ``labels``: the labels as given and
+    the position of each in the frame; a one-line ``ValueError`` unless they are the same items."""
+    given, pos = match_items(items, labels, public=False)
+    unknown = list(given[pos < 0])
+    left = list(labels[~np.isin(np.arange(len(labels)), pos)])
+    if unknown or left:
+        what = (f"{unknown[:3]}{' …' if len(unknown) > 3 else ''} {'is' if len(unknown) == 1 else 'are'} "
+                "not among its labels" if unknown else
+                f"it leaves out {len(left)} ({left[:3]}{' …' if len(left) > 3 else ''})")
+        raise ValueError(f"items must name the items of the counts frame Y (its index, "
+                         f"{len(labels)} labels, e.g. {list(labels[:3])}), in any order; {what}; "
+                         "leave out items to use Y's labels")
+    return given, pos
 
 
 #: The largest regularization accepted: λ is added to every pair count (at most n), so far below

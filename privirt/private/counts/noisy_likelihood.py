@@ -147,7 +147,8 @@ def noise_aware_estimate(
         read by item label when the counts carry labels (a DataFrame or ``items``), as in
         :func:`~privirt.spectral_from_counts`.
     items : sequence, optional
-        Item labels of an array input (default: the DataFrame's index, else ``0 … m−1``).
+        Item labels of an array input (default ``0 … m−1``); for a DataFrame, the order of its
+        items, read by label (default: its index), as in :func:`~privirt.spectral_from_counts`.
     shrink : {"eb", "none"}
         ``"eb"``: empirical-Bayes shrinkage toward equal difficulties (the posterior mode
         under a N(0, τ²) prior, τ² estimated from the counts); ``"none"``: the
