@@ -2,12 +2,14 @@
 
 Hand-written rather than taken from ``tqdm`` to keep the core dependencies to numpy, scipy,
 pandas and opendp.  On a terminal the bar is redrawn in place at most every
-``min_interval`` seconds; when stderr is a file or a pipe (CI logs, ``capsys``) it prints one
-plain line each time another tenth of the work is done, so logs stay readable.
+``min_interval`` seconds, fitted to the terminal's width so that it never wraps; when stderr
+is a file or a pipe (CI logs, ``capsys``) it prints one plain line each time another tenth of
+the work is done, so logs stay readable.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from typing import Callable, TextIO
@@ -20,6 +22,8 @@ __all__ = ["ProgressBar", "end_open_line", "resolve_progress", "ticker"]
 
 #: the stream of a terminal bar left mid-line (its last draw ended in "\r", not "\n"), or None
 _open_line: TextIO | None = None
+#: the narrowest bar drawn on a terminal before the elapsed/ETA text is dropped to make room
+_MIN_BAR = 5
 
 
 class ProgressBar:
@@ -63,18 +67,32 @@ class ProgressBar:
         self._last_time = -float("inf")
         self._last_decile = -1
         self._last_done = -1
+        self._drawn = 0  # length of the last line drawn on a terminal
 
-    def _line(self, done: int, failed: int) -> str:
+    def _line(self, done: int, failed: int, limit: int | None = None) -> str:
+        """The report for ``done`` steps, at most ``limit`` characters when ``limit`` is given
+        (a terminal's width): the bar shrinks first, then the elapsed/ETA text is dropped, then
+        the bar; what is still too long is cut."""
         frac = min(1.0, done / self.total)
-        fill = int(frac * self.width)
         elapsed = time.perf_counter() - self.start
         eta = elapsed / done * (self.total - done) if done else float("nan")
         label = self.label if self.phase is None else f"{self.label} {self.phase(done)}"
-        text = (
-            f"{label} [{'#' * fill}{'-' * (self.width - fill)}] {done}/{self.total} "
-            f"{self.unit} {100 * frac:3.0f}%  {elapsed:6.1f} s elapsed, ETA {eta:6.1f} s"
-        )
-        return text + (f", {failed} failed" if failed else "")
+        count = f"{done}/{self.total} {self.unit} {100 * frac:3.0f}%"
+        timing = f"  {elapsed:6.1f} s elapsed, ETA {eta:6.1f} s"
+        tail = f", {failed} failed" if failed else ""
+
+        def compose(width: int, timing: str) -> str:
+            fill = int(frac * width)
+            bar = f"[{'#' * fill}{'-' * (width - fill)}] " if width > 0 else ""
+            return f"{label} {bar}{count}{timing}{tail}"
+
+        if limit is None:
+            return compose(self.width, timing)
+        for shown in (timing, ""):
+            room = limit - len(compose(0, shown)) - 3  # 3: the brackets and a space
+            if room >= min(self.width, _MIN_BAR):
+                return compose(min(self.width, room), shown)
+        return compose(0, "")[:max(limit, 0)]
 
     def update(self, done: int, *, failed: int = 0) -> None:
         """Report that ``done`` steps (absolute, not an increment) are finished."""
@@ -86,7 +104,11 @@ class ProgressBar:
             if not final and now - self._last_time < self.min_interval:
                 return
             self._last_time = now
-            self.stream.write("\r" + self._line(done, failed) + ("\n" if final else ""))
+            limit = _terminal_width() - 1
+            # blanks over what is left of a longer line drawn before (\r does not clear it)
+            line = self._line(done, failed, limit).ljust(min(self._drawn, limit))
+            self._drawn = len(line)
+            self.stream.write("\r" + line + ("\n" if final else ""))
             _mid_line(None if final else self.stream)
         else:
             decile = int(10 * done / self.total)
@@ -96,6 +118,12 @@ class ProgressBar:
             self.stream.write(self._line(done, failed) + "\n")
         self._last_done = done
         self.stream.flush()
+
+
+def _terminal_width() -> int:
+    """Columns of the terminal (80 where that cannot be read); read at each redraw, so that a
+    resized window is followed."""
+    return shutil.get_terminal_size(fallback=(80, 24)).columns
 
 
 def _mid_line(stream: TextIO | None) -> None:

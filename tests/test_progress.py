@@ -38,6 +38,37 @@ def test_tty_redraws_in_place_and_ends_with_newline():
     assert "mh warmup" in text and "mh sampling" in text and "5/5 it 100%" in text
 
 
+@pytest.mark.parametrize("columns", [80, 40, 20, 10])
+def test_tty_lines_fit_the_terminal_width(monkeypatch, columns):
+    # a drawn line as wide as the terminal wraps, and "\r" then redraws only the last row
+    import os
+    import shutil
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((columns, 24)))
+    out = FakeTTY()
+    bar = ProgressBar(240, "privirt sweep", unit="cells", stream=out, min_interval=0.0,
+                      phase=lambda d: "warmup" if d < 100 else "sampling")
+    for done in range(1, 241):
+        bar.update(done, failed=done // 100)
+    lines = [part for chunk in out.getvalue().split("\n") for part in chunk.split("\r") if part]
+    assert len(lines) == 240
+    assert max(len(line) for line in lines) <= columns - 1
+    assert out.getvalue().endswith("\n")
+    if columns == 80:  # the bar shrinks first, the counts and timing stay while they fit
+        assert "99/240 cells" in lines[98] and "ETA" in lines[98] and "[##" in lines[98]
+        assert "240/240 cells 100%, 2 failed" in lines[-1]
+
+
+def test_plain_stream_lines_are_not_cut(monkeypatch):
+    import os
+    import shutil
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((20, 24)))
+    out = io.StringIO()
+    ProgressBar(3, "a long label for a plain log", stream=out).update(3)
+    assert "elapsed, ETA" in out.getvalue() and "[########################]" in out.getvalue()
+
+
 def test_failures_repeated_calls_and_disabled():
     out = io.StringIO()
     bar = ProgressBar(2, "s", stream=out)
