@@ -488,3 +488,47 @@ def test_a_data_set_name_edited_into_the_results_file_is_refused_by_the_report(t
     assert err.startswith(f"privirt: error: {results}: data set name '../../escaped/evil' must be "
                           "non-empty and free of path or separator characters") and "\n" not in err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+SPAWN_PROBE = '''
+import os, signal, time
+from pathlib import Path
+from privirt.sweeps.execute import init_worker
+
+def recording_init(bases, pooled=False):
+    # SIGINT as the worker got it, before init_worker ignores it
+    handler = signal.getsignal(signal.SIGINT)
+    Path(os.environ["PRIVIRT_PROBE_DIR"], str(os.getpid())).write_text(
+        "ignored" if handler is signal.SIG_IGN else repr(handler))
+    init_worker(bases, pooled)
+
+def slow_cell(k):
+    time.sleep(0.3)  # no worker frees up before the next submit: each submit starts one
+    return k
+'''
+
+
+def test_every_spawned_worker_starts_with_sigint_ignored(tmp_path, monkeypatch):
+    # spawned workers start one per submit; only the first submit ran with SIGINT ignored, so
+    # the second and third started with Python's handler and Ctrl-C during their start-up
+    # printed a worker's KeyboardInterrupt traceback
+    import signal
+
+    from privirt.sweeps import runner
+
+    (tmp_path / "spawn_probe.py").write_text(SPAWN_PROBE, encoding="utf-8")
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PRIVIRT_PROBE_DIR", str(probes))
+    import spawn_probe
+
+    monkeypatch.setattr(runner, "init_worker", spawn_probe.recording_init)
+    monkeypatch.setattr(runner, "worker", spawn_probe.slow_cell)
+    handler = signal.getsignal(signal.SIGINT)
+    rows = runner._pool_rows([(k,) for k in range(6)], {}, jobs=3, method="spawn")
+    first = next(rows)
+    assert signal.getsignal(signal.SIGINT) is handler  # the parent handles Ctrl-C again
+    assert sorted([first, *rows]) == list(range(6))
+    seen = {p.name: p.read_text() for p in probes.iterdir()}
+    assert len(seen) == 3 and set(seen.values()) == {"ignored"}, seen

@@ -480,11 +480,12 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
             initializer=init_worker, initargs=(bases, True),
         )
         try:
-            # the first submit starts every worker (all at once for a fork context); they
-            # inherit SIGINT ignored from their first instruction.  Later submits only queue.
+            # a submit may start a worker: the first one every worker for a fork context, but
+            # one submit one worker for spawn (CPython starts those on demand).  All submits run
+            # with SIGINT ignored, so every worker inherits it ignored (through exec too) from
+            # its first instruction; the parent's own handler is back once they are queued.
             with _sigint_ignored():
-                futures = [pool.submit(worker, *args[0])]
-            futures += [pool.submit(worker, *a) for a in args[1:]]
+                futures = [pool.submit(worker, *a) for a in args]
             for fut in cf.as_completed(futures):
                 try:
                     result = fut.result()
@@ -510,8 +511,8 @@ def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
 
 @contextlib.contextmanager
 def _sigint_ignored():
-    """Ignore SIGINT while the (forked) workers start, so that none of them can get a
-    KeyboardInterrupt before its initializer ignores it; restored at once afterwards."""
+    """Ignore SIGINT while the workers start (forked or spawned), so that none of them can get
+    a KeyboardInterrupt before its initializer ignores it; restored at once afterwards."""
     import signal
     import threading
 
