@@ -10,6 +10,7 @@ says how to install it.
 from __future__ import annotations
 
 import importlib.util
+import os
 from functools import lru_cache
 from types import ModuleType
 from typing import Any, Literal
@@ -17,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 Device = Literal["auto", "cpu", "gpu"]
-from ._checks import check_choice
+from ._checks import brief, check_choice
 
 _VALID = ("auto", "cpu", "gpu")
 
@@ -45,6 +46,46 @@ def numba_available() -> bool:
     """Whether numba is installed (the ``fast`` extra: the Gibbs sampler's fused kernel, the
     private 2PL fit's pair kernels)."""
     return importlib.util.find_spec("numba") is not None
+
+
+def import_numba() -> ModuleType:
+    """:mod:`numba`, imported for privirt's kernels (every ``*_numba`` module imports it here).
+
+    numba reads its ``NUMBA_*`` environment variables when it is first imported and refuses
+    some values in its own words (``NUMBA_NUM_THREADS=0``: "Number of threads specified must
+    be > 0."), which name neither the variable nor the remedy.
+
+    Returns
+    -------
+    module
+        :mod:`numba`.
+
+    Raises
+    ------
+    ValueError
+        numba refused its configuration: one line naming ``NUMBA_NUM_THREADS`` (or the
+        ``NUMBA_*`` variables) and what to do.
+    ImportError
+        numba is not installed, or cannot be imported (as raised by numba).
+    """
+    try:
+        import numba
+    except ImportError:
+        raise
+    except Exception as exc:  # numba's own check of its configuration (a ValueError today)
+        said = " ".join(str(exc).split()) or type(exc).__name__
+        without = 'or run without numba (the Gibbs sampler: engine="numpy")'
+        threads = os.environ.get("NUMBA_NUM_THREADS")
+        if threads is not None and "thread" in said.lower():
+            raise ValueError(
+                f"the environment variable NUMBA_NUM_THREADS={brief(threads)} is refused by numba "
+                f"({said}): unset NUMBA_NUM_THREADS or set it to a positive integer, {without}"
+            ) from None
+        raise ValueError(
+            f"numba (the fast extra) refused its configuration ({said}): check the NUMBA_* "
+            f"environment variables (unset them for numba's defaults), {without}"
+        ) from None
+    return numba
 
 
 def gpu_available() -> bool:

@@ -65,3 +65,46 @@ def test_to_numpy_from_cupy():
     a = cupy.arange(4)
     out = _backend.to_numpy(a)
     assert isinstance(out, np.ndarray) and out.tolist() == [0, 1, 2, 3]
+
+
+NUMBA_KERNELS = ("privirt.bayes.moves_numba", "privirt.bayes.twopno_numba", "privirt.rasch._esf_numba",
+                 "privirt.private.twopl._pairs_numba")
+
+
+def _with_numba_threads(value: str, *argv: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_NUM_THREADS=value)
+    return subprocess.run([sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
+def test_a_numba_thread_count_numba_refuses_is_named_with_its_remedy(tmp_path):
+    # numba's own words ("Number of threads specified must be > 0.") named neither the variable
+    # nor what to do
+    out = tmp_path / "g.csv"
+    cli = _with_numba_threads("0", "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
+                              "frequency", "--iter", "40", "--warmup", "20", "--seed", "7", "--no-progress",
+                              "--out", str(out))
+    assert cli.returncode == 2 and not out.exists()
+    assert cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr
+    assert cli.stderr.startswith("privirt: error: the environment variable NUMBA_NUM_THREADS='0' ")
+    assert "unset NUMBA_NUM_THREADS or set it to a positive integer" in cli.stderr
+    assert "--engine numpy" in cli.stderr
+    # every kernel module, whichever path imports it first, says the same in Python's names
+    code = ("import importlib\n"
+            f"for name in {NUMBA_KERNELS!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except ValueError as exc:\n"
+            "        print(exc)\n")
+    lib = _with_numba_threads("-3", "-c", code)
+    lines = lib.stdout.splitlines()
+    assert len(lines) == len(NUMBA_KERNELS), lib.stderr
+    assert all(line.startswith("the environment variable NUMBA_NUM_THREADS='-3' is refused by numba")
+               and 'engine="numpy"' in line for line in lines)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from .._backend import import_numba
 from . import moves as _moves
 from .twopno_numba import _JIT, ndtri, uniform2
 
+njit = import_numba().njit  # numba refusing its NUMBA_* settings: one line (_backend)
 _log_scale_mh = njit(**_JIT)(_moves.log_scale_mh)
 _shift_draw = njit(**_JIT)(_moves.shift_draw)
 _S_SCALE, _S_SHIFT = (np.uint64(s) for s in _moves.MOVE_STREAMS[:2])

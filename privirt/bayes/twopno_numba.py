@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from .._backend import import_numba
 from . import moves as _moves
 from .truncnorm import FAR_TAIL as _FAR, POINT_MASS as _POINT_MASS  # X | X > L is L from _POINT_MASS on
 
+njit = import_numba().njit  # numba refusing its NUMBA_* settings: one line (_backend)
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 _M32 = np.uint64(0xFFFFFFFF)

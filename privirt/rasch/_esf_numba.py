@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from .._backend import import_numba
+
+njit = import_numba().njit  # numba refusing its NUMBA_* settings: one line (_backend)
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from ..._backend import import_numba
+
+njit = import_numba().njit  # numba refusing its NUMBA_* settings: one line (_backend)
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _INV_2PI = 1.0 / (2.0 * math.pi)
