@@ -9,6 +9,7 @@ the work is done, so logs stay readable.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -104,7 +105,7 @@ class ProgressBar:
             if not final and now - self._last_time < self.min_interval:
                 return
             self._last_time = now
-            limit = _terminal_width() - 1
+            limit = _terminal_width(self.stream) - 1
             # blanks over what is left of a longer line drawn before (\r does not clear it)
             line = self._line(done, failed, limit).ljust(min(self._drawn, limit))
             self._drawn = len(line)
@@ -120,10 +121,20 @@ class ProgressBar:
         self.stream.flush()
 
 
-def _terminal_width() -> int:
-    """Columns of the terminal (80 where that cannot be read); read at each redraw, so that a
-    resized window is followed."""
-    return shutil.get_terminal_size(fallback=(80, 24)).columns
+def _terminal_width(stream: TextIO) -> int:
+    """Columns of the terminal the bar is drawn on (``COLUMNS`` first, as :mod:`shutil` reads it;
+    80 where neither can be read); read at each redraw, so that a resized window is followed.
+
+    ``shutil.get_terminal_size`` alone asks stdout's terminal: with stdout redirected to a file
+    it gave 80 whatever the width of the stderr terminal the bar is on.
+    """
+    columns = shutil.get_terminal_size(fallback=(0, 0)).columns if "COLUMNS" in os.environ else 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):  # (io.UnsupportedOperation is an OSError)
+            columns = shutil.get_terminal_size(fallback=(80, 24)).columns
+    return columns if columns > 0 else 80
 
 
 def _mid_line(stream: TextIO | None) -> None:

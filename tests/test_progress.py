@@ -115,3 +115,39 @@ def test_samplers_progress_none_is_auto_and_numpy_bools_are_flags(capsys, monkey
         monkeypatch.setattr(sys, "stderr", tty)
         run(None)  # on a terminal: the bar
         assert "100%" in tty.getvalue(), name
+
+
+def test_the_width_is_read_from_the_terminal_the_bar_is_drawn_on(monkeypatch):
+    # shutil.get_terminal_size asks stdout: with stdout redirected to a file the bar on a 30-column
+    # stderr terminal was fitted to 80 columns and wrapped at every redraw
+    import fcntl
+    import os
+    import shutil
+    import struct
+    import termios
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((200, 24)))
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 30, 0, 0))
+        with open(slave, "w", closefd=False) as stream:
+            bar = ProgressBar(50, "privirt gibbs", unit="iterations", stream=stream, min_interval=0.0)
+            assert bar.tty
+            for done in range(1, 51):
+                bar.update(done)
+        os.set_blocking(master, False)
+        text = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            text += chunk
+    finally:
+        os.close(master)
+        os.close(slave)
+    lines = [part for chunk in text.decode().replace("\r\n", "\n").split("\n") for part in chunk.split("\r") if part]
+    assert len(lines) >= 50 and max(len(line) for line in lines) <= 29
