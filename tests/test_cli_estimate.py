@@ -617,3 +617,32 @@ def test_out_csv_reads_back_with_the_documented_call(tmp_path, capsys, method, e
     assert got.index.tolist() == labels
     pd.testing.assert_frame_equal(got, expected, check_index_type=False)
     assert got["beta"].notna().all() and (np.isinf(got["hi"]).any() == (method == "spectral"))
+
+
+def test_regularization_auto_is_the_stated_default(tmp_path, capsys):
+    # the help said "default: auto, λ = 1", but "auto" was refused: "expected a number, got 'auto'"
+    X, _, _ = privirt.simulate_rasch(300, 5, seed=7)
+    path = tmp_path / "r.csv"
+    pd.DataFrame(X, columns=[f"q{j}" for j in range(5)]).to_csv(path, index=False)
+    outs = []
+    for extra in ([], ["--regularization", "auto"], ["--regularization", "AUTO"], ["--regularization", "1"]):
+        assert main(["estimate", str(path), *extra]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    assert main(["fit", str(path), "--method", "spectral", "--regularization", "auto"]) == 0
+
+
+def test_help_states_which_options_select_algorithm_2_and_the_chooser_constants(capsys):
+    # --mechanism gaussian, --p0 1 and --estimator auto (their stated defaults) select Algorithm 2,
+    # which the help did not say; --missing mcar over MCAR_MAX_ITEMS items gets spectral
+    from privirt.private import choose
+    from privirt.private.totals.marginal_missing import MCAR_MAX_ITEMS
+
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("--mechanism, --p0, --estimator and --shuffle are Algorithm 2's options: giving any of them "
+            "(its default values too) selects --method spectral") in text
+    assert f"spectral for mcar over {MCAR_MAX_ITEMS} items" in text
+    assert f"with at most {choose._SMALL_M} items and fewer than {choose._SMALL_N} persons" in text
+    assert "none (complete data; default)" not in text

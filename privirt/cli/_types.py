@@ -54,12 +54,15 @@ def nonnegative_int(text: str) -> int:
 
 
 #: ``--regularization``'s help (``privirt estimate`` and ``privirt fit``)
-REGULARIZATION_HELP = ("spectral: pseudo-count λ ≥ 0 added to compared pairs (default: auto, λ = 1); "
+REGULARIZATION_HELP = ("spectral: pseudo-count λ ≥ 0 added to compared pairs, or auto (the default: λ = 1); "
                        "0 refuses data whose comparison graph is disconnected")
 
 
-def regularization(text: str) -> float:
-    """``--regularization``: the spectral estimator's pseudo-count λ, a finite number ≥ 0."""
+def regularization(text: str) -> float | str:
+    """``--regularization``: the spectral estimator's pseudo-count λ, a finite number ≥ 0, or
+    ``auto`` (the stated default, λ = 1; it was refused as "expected a number")."""
+    if text.strip().lower() == "auto":
+        return "auto"
     value = number(text)
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")

@@ -141,7 +141,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
         "differential privacy",
         "With --epsilon the estimate is computed privately (--method totals or spectral = "
         "Algorithm 2; by default the one measured most accurate for the public n, m and ε; "
-        "neighbouring relation: replace one person's row) and its privacy statement is printed.",
+        "neighbouring relation: replace one person's row) and its privacy statement is printed. "
+        "--mechanism, --p0, --estimator and --shuffle are Algorithm 2's options: giving any of "
+        "them (its default values too) selects --method spectral.",
     )
     group.add_argument("--epsilon", type=number, default=None, metavar="E",
                        help="privacy ε > 0: estimate privately")
@@ -171,11 +173,12 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the public number of persons; required for a long table, which lists "
                        "only persons with answers (absent persons count as all-missing rows)")
     group.add_argument("--missing", choices=MISSING_DOMAINS, default=None,
-                       help="the declared input domain: none (complete data; default) or mcar "
+                       help="the declared input domain: none (complete data) or mcar "
                        "(cells missing completely at random: the totals method and --model 2pl also "
-                       "release answered counts); chooses the default method (declared: totals; "
-                       "undeclared with at most 10 items and fewer than 500 persons: spectral, which "
-                       "takes missing cells as they are) and is passed to totals and to --model 2pl")
+                       "release answered counts); chooses the default method (declared: totals, but "
+                       "spectral for mcar over 300 items; undeclared: as none, except spectral, which "
+                       "takes missing cells as they are, with at most 10 items and fewer than 500 "
+                       "persons) and is passed to totals and to --model 2pl")
     group.add_argument("--n-boot", type=nonnegative_int, default=None, metavar="N",
                        help="bootstrap replicates for the standard errors and intervals (≥ 20; "
                        "default 200), or 0 for the point estimate only (much faster; the same spend)")
