@@ -29,9 +29,7 @@ def _plt(path: str | Path | None = None) -> Any:
                 matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError(
-            "plotting needs matplotlib: python -m pip install \"privirt[plots]\""
-        ) from exc
+        raise ImportError('plotting needs matplotlib: python -m pip install "privirt[plots]"') from exc
     if path is not None:
         figure_path(path)
     return plt
@@ -70,6 +68,8 @@ def trace_plot(
         Block name, e.g. ``"a"``, ``"b"``, ``"theta"``.
     labels : sequence, optional
         Which labels to show (default: the first ``max_panels``).
+    max_panels, path
+        How many labels to show by default; a file to save the figure to (see the module).
     """
     plt = _plt(path)
     draws = posterior.get_draws(param)

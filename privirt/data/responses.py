@@ -149,7 +149,9 @@ class Responses:
         return pd.DataFrame(self.to_float(), index=self.persons.copy(), columns=self.items.copy())
 
     def to_long(self) -> pd.DataFrame:
-        """Long DataFrame with columns ``person, item, response`` (observed cells only)."""
+        """Long DataFrame with columns ``person, item, response`` (observed cells only, person by
+        person).  Read back, a long table orders its items by first appearance, so with missing
+        cells they may come back in another order: ``.reindex(columns=...)`` the wide frame."""
         r, c = np.nonzero(self.codes >= 0)
         return pd.DataFrame(
             {
@@ -205,7 +207,7 @@ def as_responses(
         ``person`` (any case) or a file's unnamed first column (``Unnamed: 0``: a CSV's row
         labels, also in a Parquet file written from it) is used; every other column is an item.  Long tables: the person column (default ``"person"``).
     item_col, response_col : str
-        Column names in the long layout.
+        Column names in the long layout (persons and items in order of first appearance).
     empty : {"drop", "error", "keep"}
         What to do with persons or items that have no observed response (see module doc).
     weights : str or sequence of int, optional

@@ -140,6 +140,9 @@ def parse_config(
         Default sweep name when ``raw`` has no ``name``.
     base_dir : path
         Folder against which relative ``csv`` paths are resolved.
+    source_text : str
+        The configuration file's text, kept in the result (``SweepConfig.source_text``) and
+        written beside the sweep's results.
 
     Returns
     -------

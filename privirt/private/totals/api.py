@@ -263,10 +263,10 @@ def release_totals(
     n_persons : int, optional
         The public number of persons (required for long input and with ``engine="dask"``;
         see :func:`privirt.release_counts`).
-    engine : {"local", "dask"}
+    engine, client : {"local", "dask"}; distributed.Client, optional
         ``"dask"``: ``X`` is a Parquet folder/glob, a dask DataFrame/Array or a
         :class:`~privirt.stats.dask_engine.DaskSource`; the statistics are summed on the cluster
-        (``client=``, else a local cluster), then the ledger is debited, then the noise is
+        (``client``, else a local cluster), then the ledger is debited, then the noise is
         drawn once.
     missing : {"none", "mcar"}
         The declared (public) input domain.  ``"none"``: complete data, missing cells are
