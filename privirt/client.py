@@ -17,7 +17,8 @@ you have too many requests running (429), that it could not confirm a debit (503
 state is unavailable for now (503, nothing spent), the client retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
 from the service's store and never paid twice.  Once an attempt went unanswered, a last 429 or
 503 without a request id no longer says "nothing was spent": it says that the budget may have
-been spent and names the key to retry with.
+been spent and names the key to retry with; so does a proxy's error page (a 502 or 504) to a
+spending request, or a 5xx that neither gives a request id nor says that nothing was spent.
 """
 
 from __future__ import annotations
@@ -104,7 +105,9 @@ class TooManyRequests(ServiceError):
 class ServerError(ServiceError):
     """5xx.  ``request_id`` is set when the budget was, or may have been, spent (fetch it later
     with :meth:`Client.result`; a 503 with it says the service could not confirm the debit, one
-    without it that the service's state was unavailable and nothing was spent)."""
+    without it that the service's state was unavailable and nothing was spent).  A proxy's page
+    (502, 504) or a 5xx without either, to a spending request, says the budget may have been
+    spent and names the Idempotency-Key to retry with (also ``body["idempotency_key"]``)."""
 
     @property
     def request_id(self) -> str | None:
@@ -257,12 +260,8 @@ class Client:
                 if 300 <= exc.code < 400:  # refused by _NoRedirect: say where it pointed
                     raise _redirect_error(exc.code, exc.headers.get("Location") if exc.headers else None,
                                           self.url, path) from None
-                try:
-                    payload = json.loads(exc.read().decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    payload = {"detail": exc.reason or "error"}
-                err = _error(exc.code, payload if isinstance(payload, dict) else {"detail": str(payload)},
-                             exc.headers.get("Retry-After") if exc.headers else None)
+                payload, own = _error_body(exc)
+                err = _error(exc.code, payload, exc.headers.get("Retry-After") if exc.headers else None)
                 if exc.code in _RETRIED and attempt + 1 < attempts:
                     if err.body.get("request_id"):  # a debit the state did not confirm
                         lost, lost_id = True, err.body["request_id"]
@@ -272,6 +271,10 @@ class Client:
                     # this try's "nothing was spent" says nothing of the earlier unanswered or
                     # unconfirmed one
                     raise _error(exc.code, {**err.body, "detail": _after_lost(err.detail, idempotency_key, lost_id)},
+                                 exc.headers.get("Retry-After") if exc.headers else None) from None
+                if idempotency_key is not None and _debit_unknown(exc.code, err.body, own):
+                    raise _error(exc.code, {**err.body, "idempotency_key": idempotency_key, "detail": err.detail + (
+                        "" if own else " (not the service's answer: a proxy's?)") + _spent_hint(idempotency_key)},
                                  exc.headers.get("Retry-After") if exc.headers else None) from None
                 raise err from None
             except (urllib.error.URLError, HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
@@ -404,6 +407,27 @@ def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> st
     this_try = f"this try spent nothing, but an earlier try of this request {earlier}"
     text = detail.replace("nothing was spent", this_try) if "nothing was spent" in detail else f"{detail}; {this_try}"
     return text + _spent_hint(idempotency_key, request_id)
+
+
+def _error_body(exc: urllib.error.HTTPError) -> tuple[dict, bool]:
+    """The body of an error answer as a dict, and whether it is the service's own (a JSON object
+    with a ``detail`` line); a proxy's page or a body that is not JSON gives its reason line."""
+    try:
+        payload = json.loads(exc.read().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return {"detail": exc.reason or "error"}, False
+    if not isinstance(payload, dict):
+        return {"detail": str(payload)}, False
+    return payload, isinstance(payload.get("detail"), str)
+
+
+def _debit_unknown(status: int, body: dict, own: bool) -> bool:
+    """Whether an error answer to a spending request leaves its debit unknown: an answer that is
+    not the service's own (a proxy's page), a 502 or 504 (a proxy's: the service may have debited
+    before it was cut off), or a 5xx without a request id that does not say nothing was spent."""
+    if not own or status in (502, 504):
+        return True
+    return status >= 500 and not body.get("request_id") and "nothing was spent" not in body["detail"]
 
 
 def _decode(status: int, raw: bytes, idempotency_key: str | None) -> Any:

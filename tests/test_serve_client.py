@@ -518,3 +518,44 @@ def test_nothing_spent_without_an_unanswered_try_still_says_nothing_was_spent(fa
         Client(fake.url, KEY, retries=1).estimate("d", epsilon=0.01, idempotency_key="idem-N")
     assert "nothing was spent" in str(err.value) and "Idempotency-Key" not in str(err.value)
     assert len(fake.seen) == 2
+
+
+# ---------------------------------------------------------------------------------------
+# an error answer that is not the service's (a proxy's 502/504 page) to a spend: may be spent
+_PROXY_PAGES = {
+    "502html": (502, {"Content-Type": "text/html"}, b"<html><h1>502 Bad Gateway</h1>nginx</html>"),
+    "504json": (504, {}, b'{"message": "upstream timed out"}'),
+    "504detail": (504, {}, b'{"detail": "Gateway Timeout"}'),
+    "500bare": (500, {}, b'{"detail": "internal error"}'),
+    "503html": (503, {"Content-Type": "text/html", "Retry-After": "0"}, b"<html>unavailable</html>"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PROXY_PAGES))
+def test_a_proxy_error_page_to_a_spend_says_the_budget_may_have_been_spent_and_names_the_key(fake, case):
+    # a proxy that forwarded the request (the service debited) then answered 502 said only
+    # "502: Bad Gateway": the auto-generated key was lost, a retry paid again
+    from privirt.client import ServerError
+
+    fake.answers["/v1/datasets/d/release"] = fake.answers["/v1/datasets"] = _PROXY_PAGES[case]
+    c = Client(fake.url, KEY, retries=1)
+    with pytest.raises(ServerError) as err:
+        c.release("d", epsilon=0.1)
+    msg, key = str(err.value), fake.seen[-1]["headers"]["Idempotency-Key"]
+    assert "\n" not in msg and f"the budget may have been spent: retry with Idempotency-Key {key}" in msg
+    assert err.value.status == _PROXY_PAGES[case][0] and err.value.body["idempotency_key"] == key
+    with pytest.raises(ServerError) as err:  # a GET spends nothing
+        c.datasets()
+    assert "spent" not in str(err.value) and "Idempotency-Key" not in str(err.value)
+
+
+@pytest.mark.parametrize("body", [b'{"detail": "internal error before the budget was debited; nothing was spent"}',
+                                  b'{"detail": "internal error after the budget was debited: this request\'s cost '
+                                  b'was spent; request id r1", "request_id": "r1"}'])
+def test_the_services_own_500_is_passed_on_as_it_is(fake, body):
+    from privirt.client import ServerError
+
+    fake.answers["/v1/datasets/d/release"] = (500, {}, body)
+    with pytest.raises(ServerError) as err:
+        Client(fake.url, KEY, retries=0).release("d", epsilon=0.1, idempotency_key="idem-5")
+    assert str(err.value) == "500: " + json.loads(body)["detail"]
