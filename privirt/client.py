@@ -411,10 +411,11 @@ def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> st
 
 def _error_body(exc: urllib.error.HTTPError) -> tuple[dict, bool]:
     """The body of an error answer as a dict, and whether it is the service's own (a JSON object
-    with a ``detail`` line); a proxy's page or a body that is not JSON gives its reason line."""
+    with a ``detail`` line); a proxy's page, a body that is not JSON or one cut off (the read's
+    ``IncompleteRead``, a reset or a timeout) gives its reason line."""
     try:
         payload = json.loads(exc.read().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, HTTPException, OSError):
         return {"detail": exc.reason or "error"}, False
     if not isinstance(payload, dict):
         return {"detail": str(payload)}, False

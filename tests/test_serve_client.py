@@ -559,3 +559,21 @@ def test_the_services_own_500_is_passed_on_as_it_is(fake, body):
     with pytest.raises(ServerError) as err:
         Client(fake.url, KEY, retries=0).release("d", epsilon=0.1, idempotency_key="idem-5")
     assert str(err.value) == "500: " + json.loads(body)["detail"]
+
+
+@pytest.mark.parametrize("status", [500, 422])
+def test_an_error_answer_cut_off_is_one_service_error_not_an_incomplete_read(fake, status):
+    # exc.read() of the error body raised http.client.IncompleteRead out of the client
+    from privirt.client import ServiceError
+
+    cut = (status, {"Content-Length": "150"}, b'{"detail": "internal error after the budget')
+    fake.answers["/v1/datasets/d/release"] = fake.answers["/v1/datasets"] = cut
+    c = Client(fake.url, KEY, retries=0)
+    with pytest.raises(ServiceError) as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-C")
+    msg = str(err.value)
+    assert err.value.status == status and "\n" not in msg
+    assert "the budget may have been spent: retry with Idempotency-Key idem-C" in msg
+    with pytest.raises(ServiceError) as err:
+        c.datasets()
+    assert err.value.status == status and "Idempotency-Key" not in str(err.value)
