@@ -17,7 +17,8 @@ you have too many requests running (429), that it could not confirm a debit (503
 state is unavailable for now (503, nothing spent), the client retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
 from the service's store and never paid twice.  Once an attempt went unanswered, a last 429 or
 503 without a request id no longer says "nothing was spent": it says that the budget may have
-been spent and names the key to retry with; so does a proxy's error page (a 502 or 504) to a
+been spent and names the key to retry with; so do a ``KeyboardInterrupt`` (Ctrl-C) during a
+spending call, kept a ``KeyboardInterrupt``, and a proxy's error page (a 502 or 504) to a
 spending request, or a 5xx that neither gives a request id nor says that nothing was spent.
 """
 
@@ -328,7 +329,11 @@ class Client:
     def _spend(self, path: str, body: dict, idempotency_key: str | None):
         body = {k: v for k, v in body.items() if v is not None}
         key = idempotency_key or uuid.uuid4().hex
-        return _result(self._request("POST", path, body, idempotency_key=key), key)
+        try:
+            answer = self._request("POST", path, body, idempotency_key=key)
+        except KeyboardInterrupt:  # (Ctrl-C) after the request may have been sent and debited
+            raise KeyboardInterrupt(f"interrupted{_spent_hint(key)}") from None
+        return _result(answer, key)
 
     def spends(self) -> pd.DataFrame:
         """Your spends, oldest first (indexed by spend id)."""

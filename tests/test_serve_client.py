@@ -577,3 +577,26 @@ def test_an_error_answer_cut_off_is_one_service_error_not_an_incomplete_read(fak
     with pytest.raises(ServiceError) as err:
         c.datasets()
     assert err.value.status == status and "Idempotency-Key" not in str(err.value)
+
+
+def test_ctrl_c_during_a_spend_stays_a_keyboard_interrupt_naming_the_key(fake):
+    # a KeyboardInterrupt after the request was sent said nothing, and the auto-generated key was lost
+    fake.answers["/v1/datasets/d/estimate"] = fake.answers["/v1/datasets"] = (200, {}, b"[]")
+    c = Client(fake.url, KEY, retries=2)
+    real = c._opener
+
+    class _Interrupted:  # sends the request, then Ctrl-C before the answer is read
+        def open(self, req, timeout):
+            real.open(req, timeout=timeout).close()
+            raise KeyboardInterrupt
+
+    c._opener = _Interrupted()
+    with pytest.raises(KeyboardInterrupt) as err:
+        c.estimate("d", epsilon=0.1)
+    key = fake.seen[-1]["headers"]["Idempotency-Key"]
+    assert str(err.value) == (f"interrupted; the budget may have been spent: retry with Idempotency-Key {key} "
+                              "(it never spends twice)")
+    assert len(fake.seen) == 1  # not retried
+    with pytest.raises(KeyboardInterrupt) as err:  # a GET spends nothing
+        c.datasets()
+    assert str(err.value) == ""
