@@ -35,7 +35,7 @@ import uuid
 import urllib.error
 import urllib.parse
 import urllib.request
-from http.client import HTTPException, RemoteDisconnected
+from http.client import HTTPException, InvalidURL, RemoteDisconnected
 from typing import Any
 
 import numpy as np
@@ -216,19 +216,24 @@ class Client:
     ------
     ValueError
         In one line naming the argument, for a ``url`` that is not http(s) (a key passed as
-        ``url`` is not quoted), a ``key`` with whitespace or control characters inside, or a
+        ``url`` is not quoted) or has whitespace or control characters inside or a bad port
+        (whitespace around it is stripped), a ``key`` with whitespace or control characters inside, or a
         ``timeout``/``retries`` out of range, or a ``cafile`` that cannot be read as PEM
         certificates.
     """
 
     def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2,
                  cafile: str | os.PathLike | None = None) -> None:
+        url = url.strip() if isinstance(url, str) else url  # (a url read from a file, with its newline)
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             if str(url).strip().startswith(_KEY_PREFIXES):  # never echo what may be a secret
                 raise ValueError("url must be an http:// or https:// address (it looks like an API key: "
                                  "Client(url, key))")
             raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
+        if any(ch.isspace() or not ch.isprintable() for ch in url) or not _port_ok(parts):
+            raise ValueError(f"url must be one http(s) address without whitespace or control characters inside "
+                             f"and with a port in 1-65535, got {url!r}")
         self.url = url.rstrip("/")
         self._key = _check_key(key)
         self.timeout = _check_timeout(timeout)
@@ -293,11 +298,15 @@ class Client:
                     raise ConnectionError(
                         f"certificate verification failed for {self.url}: {reason.verify_message or reason} "
                         "(use cafile= to trust the service's self-signed certificate or private CA)") from None
+                if isinstance(reason, InvalidURL):  # refused by http.client before anything was sent
+                    raise ValueError(f"url {self.url!r} does not make a valid request address: {reason}") from None
+                # refused or a host name not found: nothing was sent (an earlier try may have been)
+                sent = not isinstance(reason, (ConnectionRefusedError, socket.gaierror))
                 if attempt + 1 >= attempts:
                     # a spending request may have been debited before its answer was lost
-                    raise ConnectionError(f"no answer from {self.url}: {getattr(exc, 'reason', exc)}"
-                                          + _spent_hint(idempotency_key)) from None
-                lost = True
+                    raise ConnectionError(f"no answer from {self.url}: {reason}" + (
+                        _spent_hint(idempotency_key) if sent or lost else "; nothing was sent")) from None
+                lost = lost or sent
                 time.sleep(0.5 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -345,6 +354,13 @@ class Client:
     def result(self, request_id: str):
         """A stored result by its request id (e.g. after a lost response)."""
         return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
+
+
+def _port_ok(parts: urllib.parse.SplitResult) -> bool:
+    try:
+        return parts.port != 0
+    except ValueError:  # not a number, or out of 0-65535
+        return False
 
 
 def _plain(obj: Any) -> Any:

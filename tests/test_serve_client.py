@@ -600,3 +600,36 @@ def test_ctrl_c_during_a_spend_stays_a_keyboard_interrupt_naming_the_key(fake):
     with pytest.raises(KeyboardInterrupt) as err:  # a GET spends nothing
         c.datasets()
     assert str(err.value) == ""
+
+
+# ---------------------------------------------------------------------------------------
+# nothing sent: no "may have been spent"; a url with whitespace or control characters inside
+def test_a_url_read_from_a_file_is_stripped(fake):
+    fake.answers["/v1/datasets"] = (200, {}, b"[]")
+    assert Client(f" {fake.url}/\n", KEY, retries=0).datasets() == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/a b", "http://127.0.0.1:9\n/x", "http://127.0.0.1:9/\x00",
+                                 "http://127.0.0.1:99999", "http://127.0.0.1:nine", "http://127.0.0.1:0"])
+def test_a_url_with_whitespace_control_characters_or_a_bad_port_is_one_line_naming_url(url):
+    with pytest.raises(ValueError, match="^url must be") as err:
+        Client(url, KEY)
+    assert "\n" not in str(err.value)
+
+
+def test_a_refused_connection_or_an_invalid_address_does_not_say_the_budget_may_have_been_spent():
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = Client(f"http://127.0.0.1:{port}", KEY, retries=1)
+    with pytest.raises(ConnectionError) as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-F")
+    msg = str(err.value)
+    assert "spent" not in msg.replace("nothing was sent", "") and "Idempotency-Key" not in msg
+    assert msg.endswith("; nothing was sent") and "\n" not in msg
+    c.url = "http://127.0.0.1:9/a b"  # http.client refuses it before sending: not retried as lost
+    with pytest.raises(ValueError, match="^url 'http://127.0.0.1:9/a b' does not make a valid request") as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-F")
+    assert "spent" not in str(err.value)
