@@ -1,0 +1,121 @@
+"""Rebuilding the library's result objects from the JSON answers of ``privirt serve``:
+:func:`result_from_json`, used by :mod:`privirt.client` (which re-exports it).
+
+The objects are the library's own (:class:`~privirt.TotalsEstimate`,
+:class:`~privirt.private.PrivateSpectralResult`, :class:`~privirt.TotalsRelease`,
+:class:`~privirt.private.NoisyCounts`), each with its ``.privacy`` statement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["result_from_json"]
+
+
+def _statement(p: dict):
+    from mechanisms.measures import ZCDP, ApproxDP, PureDP
+
+    from .private.accounting import PrivacyCost
+    from .private import PrivacyStatement
+    from .private.statement import NoisePart
+    from .private.sensitivity import Sensitivity
+
+    guarantee = ApproxDP(p["epsilon"], p["delta"]) if p["delta"] > 0 else PureDP(p["epsilon"])
+    nat = p["native"]
+    if nat["measure"] == "ZCDP":
+        native = ZCDP(nat["rho"])
+    elif nat["measure"] == "PureDP":
+        native = PureDP(nat["epsilon"])
+    else:
+        native = ApproxDP(nat["epsilon"], nat["delta"])
+    sens = None
+    if p.get("sensitivity_l1") is not None:
+        sens = Sensitivity(p["sensitivity_l1"], p["sensitivity_l2"], p["sensitivity_bound"], p["relation"],
+                           p["sensitivity_n_released"])
+    c = p["cost"]
+    return PrivacyStatement(
+        mechanism=p["mechanism"], relation=p["relation"], guarantee=guarantee, native=native, sensitivity=sens,
+        noise_parameter=p["noise_parameter"], noise_value=p["noise_value"], private=p["private"], p0=p["p0"],
+        n_edges=p["n_edges"], shuffle=p["shuffle"], cost=PrivacyCost(c["rho"], c["epsilon"], c["delta"]),
+        n_persons=p["n_persons"], ledger_spend_id=p["ledger_spend_id"], notes=tuple(p["notes"]),
+        domain=p.get("domain"), parts=tuple(NoisePart(**q) for q in p.get("parts") or ()))
+
+
+#: the service's strings for non-finite floats (``privirt._results.json_floats``); ``null`` (a
+#: result stored by an older service, where it stood for any of them) is read as NaN
+_NONFINITE = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}
+
+
+def _f(values) -> np.ndarray:
+    out = [np.nan if v is None else _NONFINITE[v] if isinstance(v, str) else v for v in values]
+    return np.array(out, dtype=float)
+
+
+def _totals_release(r: dict, privacy):
+    from .private.totals.api import TotalsRelease
+
+    items = pd.Index(r["items"])
+    edges = np.asarray(r["edges"], dtype=np.int64)
+    labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(len(edges) - 1)]
+    k_edges = None if r.get("k_edges") is None else np.asarray(r["k_edges"], dtype=np.int64)
+    if k_edges is not None and len(k_edges) > 2:
+        hindex = pd.MultiIndex.from_product(
+            [[f"{k_edges[c]}-{k_edges[c + 1] - 1}" for c in range(len(k_edges) - 1)], labels],
+            names=["answered", "score"])
+    else:
+        hindex = pd.Index(labels, name="score")
+    answered = None if r.get("answered") is None else pd.Series(
+        np.asarray(r["answered"], dtype=np.int64), index=items.copy(), name="answered")
+    return TotalsRelease(
+        totals=pd.Series(np.asarray(r["totals"], dtype=np.int64), index=items, name="total"),
+        histogram=pd.Series(np.asarray(r["histogram"], dtype=np.int64), index=hindex, name="persons"),
+        edges=edges, n_persons=int(r["n_persons"]), sigma_totals=float(r["sigma_totals"]),
+        sigma_histogram=float(r["sigma_histogram"]), split=float(r["split"]), privacy=privacy,
+        missing=r["missing"], answered=answered,
+        sigma_answered=float("nan") if r.get("sigma_answered") is None else float(r["sigma_answered"]),
+        k_edges=k_edges)
+
+
+def _noisy_counts(items: pd.Index, c: dict, privacy):
+    from .private import NoisyCounts
+    from .private.counts.results import check_noisy_counts
+
+    Y = pd.DataFrame(np.asarray(c["Y"], dtype=np.int64), index=items.copy(), columns=items.copy())
+    G = pd.DataFrame(np.asarray(c["graph"], dtype=bool), index=items.copy(), columns=items.copy())
+    return check_noisy_counts(NoisyCounts(Y=Y, graph=G, privacy=privacy))
+
+
+def result_from_json(body: dict):
+    """The library result object of a service answer (``body["result"]["type"]`` says which).
+
+    The object also gets ``request_id`` in its ``info`` (estimates) or as an attribute-free
+    field of the answer; the answer's ``privacy_text`` equals ``str(obj.privacy)``.
+    """
+    from .private import PrivateSpectralResult
+    from .private.totals.api import TotalsEstimate
+
+    privacy = _statement(body["privacy"])
+    r = body["result"]
+    kind = r["type"]
+    items = pd.Index(r["items"])
+    if kind == "TotalsRelease":
+        return _totals_release(r, privacy)
+    if kind == "NoisyCounts":
+        return _noisy_counts(items, r, privacy)
+    info = {**r.get("info", {}), "request_id": body["request_id"]}
+    se = pd.Series(_f(r["se"]), index=items.copy(), name="se")
+    ci = pd.DataFrame({"lo": _f(r["lo"]), "hi": _f(r["hi"])}, index=items.copy())
+    beta = pd.Series(_f(r["beta"]), index=items.copy(), name="beta")
+    if kind == "TotalsEstimate":
+        release = _totals_release(r["release"], privacy)
+        return TotalsEstimate(beta=beta, se=se, ci=ci,
+                              beta_unshrunk=pd.Series(_f(r["beta_unshrunk"]), index=items.copy(),
+                                                      name="beta_unshrunk"),
+                              privacy=privacy, release=release, info=info)
+    if kind == "PrivateSpectralResult":
+        counts = _noisy_counts(items, r["counts"], privacy)
+        return PrivateSpectralResult(beta=beta, privacy=privacy, spectral=None, graph=counts.graph,
+                                     counts=counts, se=se, ci=ci, info=info)
+    raise ValueError(f"unknown result type {kind!r} (a newer service?)")
