@@ -43,7 +43,7 @@ import pandas as pd
 
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
 from ._client_results import _f, _statement, result_from_json  # noqa: F401 (re-exported)
-from .serve._limits import MAX_BODY
+from .serve._limits import IDEMPOTENCY_KEY, MAX_BODY
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
            "InvalidRequest", "Conflict", "TooManyRequests", "ServerError", "result_from_json"]
@@ -337,7 +337,10 @@ class Client:
         return self._spend(f"/v1/datasets/{_quote(dataset)}/release", body, idempotency_key)
 
     def _spend(self, path: str, body: dict, idempotency_key: str | None):
-        body = {k: v for k, v in body.items() if v is not None}
+        body = {k: _plain_field(k, v) for k, v in body.items() if v is not None}
+        if idempotency_key is not None and not (isinstance(idempotency_key, str)
+                                                and IDEMPOTENCY_KEY.fullmatch(idempotency_key)):
+            raise ValueError("idempotency_key must be 1-128 characters from A-Z a-z 0-9 . _ : - (or leave it out)")
         key = idempotency_key or uuid.uuid4().hex
         try:
             answer = self._request("POST", path, body, idempotency_key=key)
@@ -366,10 +369,23 @@ def _port_ok(parts: urllib.parse.SplitResult) -> bool:
 
 def _plain(obj: Any) -> Any:
     """``json.dumps`` default: a numpy scalar (``np.int64(20)``, ``np.float32(0.9)``, which the
-    library accepts) as the Python number it holds."""
+    library accepts) as the Python number it holds, another real number (``Fraction(1, 20)``)
+    as its int or float."""
     if isinstance(obj, np.generic):
         return obj.item()
+    if isinstance(obj, numbers.Real):
+        return int(obj) if isinstance(obj, numbers.Integral) else float(obj)
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _plain_field(name: str, value: Any) -> Any:
+    """``value`` as JSON can send it (:func:`_plain`); a one-line ValueError naming ``name``
+    for one that is not a number or a string (a ``Decimal``, an array)."""
+    try:
+        json.dumps(value, default=_plain)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or a string, got {type(value).__name__}") from None
+    return value
 
 
 def _quote(text: str) -> str:

@@ -633,3 +633,38 @@ def test_a_refused_connection_or_an_invalid_address_does_not_say_the_budget_may_
     with pytest.raises(ValueError, match="^url 'http://127.0.0.1:9/a b' does not make a valid request") as err:
         c.release("d", epsilon=0.1, idempotency_key="idem-F")
     assert "spent" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------
+# arguments: real numbers the library takes are sent as numbers; others named in one line
+def test_a_fraction_is_sent_as_its_float_and_other_types_are_named_in_one_line(fake):
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import numpy as np
+
+    fake.answers["/v1/datasets/d/release"] = (200, {}, b"{}")  # the body is what is tested
+    c = Client(fake.url, KEY, retries=0)
+    with pytest.raises(Exception, match="not a result"):
+        c.release("d", epsilon=Fraction(1, 20), delta=Fraction(1, 10**6))
+    sent = json.loads(fake.seen[-1]["body"])
+    assert sent["epsilon"] == 0.05 and sent["delta"] == 1e-6
+    for name, bad in [("epsilon", Decimal("0.05")), ("epsilon", np.array(0.05)), ("delta", object())]:
+        with pytest.raises(ValueError, match=f"^{name} must be a number or a string, got ") as err:
+            c.release("d", **{"epsilon": 0.1, name: bad})
+        assert "\n" not in str(err.value)
+    assert len(fake.seen) == 1  # nothing sent
+
+
+@pytest.mark.parametrize("key", ["a\nb", "a€", "", "a b", "x" * 129, 5])
+def test_a_malformed_idempotency_key_is_one_line_naming_it_before_anything_is_sent(fake, key):
+    with pytest.raises(ValueError, match="^idempotency_key must be 1-128 characters") as err:
+        Client(fake.url, KEY, retries=0).estimate("d", epsilon=0.1, idempotency_key=key)
+    assert "\n" not in str(err.value) and fake.seen == []
+
+
+def test_the_clients_idempotency_key_form_is_the_services():
+    pytest.importorskip("fastapi")
+    from privirt import client
+    from privirt.serve.service import IDEMPOTENCY_KEY
+    assert client.IDEMPOTENCY_KEY is IDEMPOTENCY_KEY

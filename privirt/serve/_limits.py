@@ -1,8 +1,8 @@
-"""The service's public limits: the largest request body, and a state's limit on the number of
-releases of one allowance (one analyst on one data set).
+"""The service's public limits: the largest request body, the form of an Idempotency-Key, and
+a state's limit on the number of releases of one allowance (one analyst on one data set).
 
-:data:`MAX_BODY` lives here (not in :mod:`.app`) so that :mod:`privirt.client` can name the
-service's default without FastAPI installed.
+:data:`MAX_BODY` and :data:`IDEMPOTENCY_KEY` live here (not in :mod:`.app`, :mod:`.service`)
+so that :mod:`privirt.client` can use the service's own without FastAPI installed.
 
 Each release stores its request and its result (a few KB): without a limit an analyst could
 fill the state's storage with releases at the smallest ε (10⁹ requests at ε = 1e-6 compose to
@@ -13,12 +13,15 @@ and checked inside the debit's transaction, with the budget.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["MAX_BODY", "DEFAULT_MAX_RELEASES", "OverQuota", "check_release_limit", "max_releases", "set_max_releases"]
+__all__ = ["MAX_BODY", "IDEMPOTENCY_KEY", "DEFAULT_MAX_RELEASES", "OverQuota", "check_release_limit", "max_releases", "set_max_releases"]
 
 #: Largest request body accepted (bytes); larger ones get 413 before they are parsed.
 MAX_BODY = 16 * 1024
+#: An Idempotency-Key: 1-128 characters from ``A-Z a-z 0-9 . _ : -``.
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 #: Releases one analyst may make on one data set, where the state sets no other limit
 #: (about 45 MB of stored results at the service's ~4.5 KB a release).
 DEFAULT_MAX_RELEASES = 10_000

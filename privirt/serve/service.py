@@ -24,7 +24,7 @@ from .._results import json_floats
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
 from ._backends import unavailable
-from ._limits import OverQuota
+from ._limits import IDEMPOTENCY_KEY, OverQuota
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
 _log = logging.getLogger("privirt.serve")
@@ -41,10 +41,6 @@ def check_dataset_name(name: str, what: str = "data set") -> str:
         raise StateError(f"{what} name {name!r} is not allowed; use 1-64 letters, digits, '_', '.' "
                          "or '-', starting with a letter, digit or '_'")
     return name
-
-
-#: An Idempotency-Key: 1-128 characters from ``A-Z a-z 0-9 . _ : -``.
-IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 def check_idempotency_key(key: str | None) -> str | None:
