@@ -152,6 +152,18 @@ def _check_key(key: str) -> str:
     return key
 
 
+class _Hidden:
+    """The API key, whose ``repr`` (a traceback's locals, a debugger's view) does not show it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+
 #: the longest ``timeout`` accepted (about 11.6 days; the socket layer overflows past ~9e9 s)
 MAX_TIMEOUT = 1e6
 
@@ -236,7 +248,7 @@ class Client:
             raise ValueError(f"url must be one http(s) address without whitespace or control characters inside "
                              f"and with a port in 1-65535, got {url!r}")
         self.url = url.rstrip("/")
-        self._key = _check_key(key)
+        self._key = _Hidden(_check_key(key))
         self.timeout = _check_timeout(timeout)
         if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
             raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
@@ -249,7 +261,7 @@ class Client:
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
         data = None if body is None else json.dumps(body, default=_plain).encode()
-        headers = {"Authorization": f"Bearer {self._key}", "Accept": "application/json"}
+        headers = {"Accept": "application/json"}  # the key's header is made in the call, never a local
         if data is not None:
             headers["Content-Type"] = "application/json"
         if idempotency_key is not None:
@@ -258,7 +270,8 @@ class Client:
         lost = False  # an earlier attempt went unanswered or unconfirmed: it may have been debited
         lost_id = None  # the request id of an earlier unconfirmed debit (503 with request_id)
         for attempt in range(attempts):
-            req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+            req = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={**headers, "Authorization": f"Bearer {self._key.value}"})
             try:
                 with self._opener.open(req, timeout=self.timeout) as resp:
                     status, raw = resp.status, resp.read()

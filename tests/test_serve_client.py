@@ -668,3 +668,26 @@ def test_the_clients_idempotency_key_form_is_the_services():
     from privirt import client
     from privirt.serve.service import IDEMPOTENCY_KEY
     assert client.IDEMPOTENCY_KEY is IDEMPOTENCY_KEY
+
+
+@pytest.mark.parametrize("answer", [(404, {}, b'{"detail": "no such data set"}'), (200, {}, b"{}"), None])
+def test_the_key_is_not_in_the_locals_of_a_failed_requests_traceback(fake, answer):
+    # headers = {'Authorization': 'Bearer pva....'} was a local of Client._request, printed by
+    # tools that show locals (pytest --showlocals, IPython's verbose mode, error trackers)
+    import traceback
+
+    from privirt.client import ServiceError
+
+    url = fake.url
+    if answer is None:  # a connection that fails
+        fake.shutdown()
+        fake.server_close()
+    else:
+        fake.answers["/v1/datasets/d/release"] = answer
+    c = Client(url, KEY, retries=0)
+    with pytest.raises((ServiceError, ConnectionError)) as err:
+        c.release("d", epsilon=0.1)
+    text = "".join(traceback.TracebackException.from_exception(err.value, capture_locals=True).format())
+    assert SECRET not in text and "self = Client(" in text and repr(c._key) == "<hidden>"
+    if answer is not None:
+        assert fake.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
