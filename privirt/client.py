@@ -254,6 +254,18 @@ class Client:
             raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
         self.retries = int(retries)
         self._opener = _OPENER if cafile is None else _opener_trusting(cafile)
+        self._cafile = cafile
+
+    def _tls_hint(self, reason: ssl.SSLCertVerificationError) -> str:
+        """What to do about a certificate that did not verify, from its OpenSSL code and cafile."""
+        if reason.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
+            return "put in url the host name or address the service's certificate was issued for"
+        if reason.verify_code in (9, 10):  # not yet valid, expired
+            return "the service's certificate is not valid now: its curator must renew it"
+        if self._cafile is not None:
+            return (f"cafile {os.fspath(self._cafile)!r} does not trust this certificate: give the service's "
+                    "self-signed certificate or its CA's")
+        return "use cafile= to trust the service's self-signed certificate or private CA"
 
     def __repr__(self) -> str:
         return f"Client({self.url!r}, key=<hidden>)"
@@ -309,9 +321,8 @@ class Client:
                                          f"limit ({MAX_BODY} bytes by default): it closed the "
                                          "connection while the body was sent; nothing was spent", {}) from None
                 if isinstance(reason, ssl.SSLCertVerificationError):  # nothing was sent: no retry
-                    raise ConnectionError(
-                        f"certificate verification failed for {self.url}: {reason.verify_message or reason} "
-                        "(use cafile= to trust the service's self-signed certificate or private CA)") from None
+                    raise ConnectionError(f"certificate verification failed for {self.url}: "
+                                          f"{reason.verify_message or reason} ({self._tls_hint(reason)})") from None
                 if isinstance(reason, InvalidURL):  # refused by http.client before anything was sent
                     raise ValueError(f"url {self.url!r} does not make a valid request address: {reason}") from None
                 # refused or a host name not found: nothing was sent (an earlier try may have been)

@@ -691,3 +691,23 @@ def test_the_key_is_not_in_the_locals_of_a_failed_requests_traceback(fake, answe
     assert SECRET not in text and "self = Client(" in text and repr(c._key) == "<hidden>"
     if answer is not None:
         assert fake.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
+
+
+def test_the_certificate_hint_follows_the_verify_error_and_the_cafile(tls_fake, tmp_path):
+    # a host name mismatch with the right cafile, or a cafile of another CA, was told "use cafile="
+    import subprocess
+
+    with pytest.raises(ConnectionError) as err:  # the certificate names 127.0.0.1, not localhost
+        Client(tls_fake.url.replace("127.0.0.1", "localhost"), KEY, retries=0, cafile=tls_fake.cafile).datasets()
+    msg = str(err.value)
+    assert "cafile=" not in msg and "put in url the host name or address the service's certificate was issued for" \
+        in msg
+    other = tmp_path / "other.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(tmp_path / "o.key"),
+                    "-out", str(other), "-days", "1", "-subj", "/CN=127.0.0.1"], capture_output=True, timeout=120,
+                   check=True)
+    with pytest.raises(ConnectionError) as err:
+        Client(tls_fake.url, KEY, retries=0, cafile=other).datasets()
+    msg = str(err.value)
+    assert "cafile=" not in msg and f"cafile {str(other)!r} does not trust this certificate" in msg
+    assert "\n" not in msg and tls_fake.seen == []
