@@ -431,6 +431,8 @@ def run_dask(args: argparse.Namespace) -> int:
     not name the input (pyarrow's, Dask's, the file system's) are prefixed with it."""
     try:
         return _run_dask(args)
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): main() ends quietly
+        raise
     except (ValueError, OSError) as exc:
         foreign = type(exc).__module__.split(".")[0] in ("pyarrow", "dask", "distributed", "fsspec")
         if not (foreign or isinstance(exc, OSError)) or str(args.file) in str(exc):
