@@ -65,3 +65,52 @@ def test_closed_stdout_on_dask_ends_as_on_the_local_engine(tmp_path, private):
         assert len(privirt.Ledger(led).spends()) == 1
     else:
         assert err.strip() == "", err
+
+
+# -- person labels on the non-private path ---------------------------------------------------
+@pytest.fixture(scope="module")
+def client():
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=":0", protocol="tcp") as cluster, \
+            distributed.Client(cluster) as cl:
+        yield cl
+
+
+def test_non_private_dask_statistics_refuse_a_duplicate_person_label_as_in_memory(tmp_path, capsys,
+                                                                                client):
+    """Only the private path checked the person labels: item_totals / sufficient_statistics /
+    pairwise_counts (engine='dask') and `privirt estimate DIR --engine dask` counted a person
+    twice where the in-memory reader refuses the same rows."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from privirt.cli import main
+
+    folder = _folder(tmp_path / "d")
+    table = pq.read_table(folder / "part-1.parquet")
+    labels = table.column("person").to_pylist()
+    labels[7] = "p3"  # p3 is also in part-0
+    pq.write_table(table.set_column(0, "person", pa.array(labels)), folder / "part-1.parquet")
+    whole = tmp_path / "all.parquet"
+    pq.write_table(pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("*.parquet"))]), whole)
+    with pytest.raises(ValueError, match="duplicate person label 'p3'"):
+        privirt.item_totals(whole)
+    for call in (privirt.item_totals, privirt.sufficient_statistics, privirt.pairwise_counts):
+        with pytest.raises(ValueError, match="duplicate person label 'p3'"):
+            call(folder, engine="dask", client=client)
+    frame = pd.read_parquet(whole).set_index("person")
+    with pytest.raises(ValueError, match="duplicate person label 'p3'"):
+        privirt.item_totals(dd.from_pandas(frame, npartitions=2), engine="dask", client=client)
+    capsys.readouterr()
+    assert main(["estimate", str(folder), "--engine", "dask", "--scheduler",
+                 client.scheduler.address]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == ["privirt: error: duplicate person label 'p3'"], err
+    # distinct labels still give the in-memory result
+    ok = _folder(tmp_path / "ok")
+    okall = tmp_path / "ok.parquet"
+    pq.write_table(pa.concat_tables([pq.read_table(p) for p in sorted(ok.glob("*.parquet"))]), okall)
+    np.testing.assert_array_equal(privirt.item_totals(ok, engine="dask", client=client),
+                                  privirt.item_totals(okall))

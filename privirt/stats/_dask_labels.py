@@ -1,11 +1,12 @@
-"""The person-label check of the Dask engine's private path: every person label at most once.
+"""The person-label check of the Dask engine: every person label at most once.
 
 A person with two rows breaks the "replace one person's row" sensitivity that the noise is
 calibrated for; the in-memory reader refuses such data (``duplicate person label ...``), and
-so does the Dask engine before the debit.  Each partition's labels are checked on its worker
-and split by hash into :data:`BUCKETS` buckets; each bucket (about ``n / BUCKETS`` labels, from
-every partition) is checked on one worker.  Only the bucket sizes come back to the driver.
-Cost: one more read of the label column and the labels moved once between workers.
+so does the Dask engine, on every path (on a private one before the debit).  Each partition's
+labels are checked on its worker and split by hash into :data:`BUCKETS` buckets; each bucket
+(about ``n / BUCKETS`` labels, from every partition) is checked on one worker.  Only the bucket
+sizes come back to the driver.  Cost: one more read of the label column and the labels moved
+once between workers.
 """
 
 from __future__ import annotations

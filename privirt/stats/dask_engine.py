@@ -321,7 +321,7 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
             batch = min(MAX_CHUNK, chunk_size or default_chunk_size(len(labels)))
             tasks.append(delayed(_parquet_part, pure=True)(fs, path, rg, [to_raw[c] for c in use], pos,
                          len(labels), offset, batch, pairwise, chunk_size, extras))
-            if public and label_col is not None:
+            if label_col is not None:
                 label_parts.append(delayed(_dask_labels.parquet_labels, pure=True)(fs, path, rg, label_col))
             offset += rows
     if not public and items is not None:  # every item in some file, with the data's label
@@ -362,7 +362,7 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
         for i, p in enumerate(parts)
     ]
     label_col = _dask_labels.label_column(list(ddf.columns), cols, person_col, [ddf.index.name])
-    if not public or label_col is None:
+    if label_col is None:
         return tasks, labels, []
     pick = (lambda p: p.index) if label_col not in ddf.columns else (lambda p: p[label_col])
     return tasks, labels, [delayed(pick, pure=True)(p) for p in parts]
@@ -460,7 +460,7 @@ def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, p
     root = _tree_sum(tasks)
     if len(tasks) == 1:  # one partition: still a fresh key for this call
         root = delayed(add_statistics, pure=False)(root)
-    # a private path: every person label at most once, checked in the same computation
+    # every person label at most once (as the in-memory reader), checked in the same computation
     checks = _dask_labels.label_checks(label_parts)
     with embedded_client(client) as cl:
         future = cl.compute(delayed(lambda st, *_: st, pure=False)(root, *checks) if checks else root)
