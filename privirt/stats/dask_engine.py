@@ -21,6 +21,7 @@ import pandas as pd
 
 from .._threads import one_thread_in
 from . import _dask_labels
+from ._dask_cluster import address_client, computed
 from ._dask_files import parquet_files as _parquet_files
 from ..data._files import strip_labels
 from ..data._labels import match_items, wide_item_columns
@@ -73,14 +74,7 @@ def embedded_client(client: Any = None) -> Iterator[Any]:
         yield client
         return
     if isinstance(client, str):
-        try:
-            own = Client(client)  # waits distributed.comm.timeouts.connect
-        except (OSError, ValueError, TypeError) as exc:  # unreachable, or a malformed address
-            raise ValueError(
-                f"cannot reach the Dask scheduler at {client!r} ({exc}); check the address "
-                "or leave it out to start a local cluster"
-            ) from None
-        with own:
+        with address_client(client) as own:
             yield own
         return
     threads = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -464,11 +458,7 @@ def _dask_sums(source, pairwise, extras, client, items, n_persons, chunk_size, p
     checks = _dask_labels.label_checks(label_parts)
     with embedded_client(client) as cl:
         future = cl.compute(delayed(lambda st, *_: st, pure=False)(root, *checks) if checks else root)
-        try:
-            stats = future.result()
-        except BaseException:
-            future.cancel()  # a failed computation: stop the rest, return nothing
-            raise
+        stats = computed(future, client if isinstance(client, str) else cl, private=public)
         del future
     if n_persons is not None:
         # the public number of persons: rows short of it (all of them, in a data set without
