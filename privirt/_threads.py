@@ -20,7 +20,10 @@ __all__ = ["single_blas_thread", "one_blas_thread", "one_thread_in", "LIMIT_BLAS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Set to False to keep BLAS's own threads (benchmarks compare both).
+#: Set to False to keep BLAS's own threads (benchmarks compare both).  The limit is
+#: process-wide while a block runs: another thread's own ``threadpool_limits`` block opened
+#: meanwhile (scikit-learn opens such blocks) records the 1 as what it restores, which this
+#: module cannot see; set it to False where other threads use BLAS at the same time.
 LIMIT_BLAS: bool = True
 
 
@@ -45,10 +48,34 @@ def single_blas_thread() -> Iterator[None]:
 # applies its limit, and the last one out restores, newest first, what the blocks changed.
 _LIMIT_LOCK = threading.Lock()
 _LIMIT_DEPTH = 0
+_LIMIT_OPEN: dict[int, int] = {}  # open blocks by the thread that opened them
 _LIMIT_UNDO: list[Any] = []  # threadpoolctl limiters that changed a pool, oldest first
+
+
+def _after_fork_in_child() -> None:
+    """Only the forking thread lives on in a child: the blocks other threads had open never
+    close there, so the child kept one BLAS thread for good.  They are dropped, and with none
+    of its own open the child's limits are restored at once."""
+    global _LIMIT_DEPTH
+    mine = _LIMIT_OPEN.get(threading.get_ident(), 0)
+    _LIMIT_OPEN.clear()
+    if mine:
+        _LIMIT_OPEN[threading.get_ident()] = mine
+    _LIMIT_DEPTH = mine
+    try:
+        if not mine:
+            while _LIMIT_UNDO:
+                _LIMIT_UNDO.pop().restore_original_limits()
+            _release_openblas_control()
+    except Exception:  # pragma: no cover - a child with more BLAS threads is only slower
+        _LIMIT_UNDO.clear()
+    finally:
+        _LIMIT_LOCK.release()
+
+
 if hasattr(os, "register_at_fork"):  # a fork never sees the lock held by a vanished thread
     os.register_at_fork(before=_LIMIT_LOCK.acquire, after_in_parent=_LIMIT_LOCK.release,
-                        after_in_child=_LIMIT_LOCK.release)
+                        after_in_child=_after_fork_in_child)
 
 
 @contextlib.contextmanager
@@ -65,6 +92,7 @@ def one_thread_in(controller: Any, user_api: str | None) -> Iterator[None]:
         Which of its pools (threadpoolctl's ``user_api``).
     """
     global _LIMIT_DEPTH
+    me = threading.get_ident()
     with _LIMIT_LOCK:
         before = controller.info()
         limiter = controller.limit(limits=1, user_api=user_api)
@@ -72,11 +100,16 @@ def one_thread_in(controller: Any, user_api: str | None) -> Iterator[None]:
         if controller.info() != before:
             _LIMIT_UNDO.append(limiter)
         _LIMIT_DEPTH += 1
+        _LIMIT_OPEN[me] = _LIMIT_OPEN.get(me, 0) + 1
     try:
         yield
     finally:
         with _LIMIT_LOCK:
-            _LIMIT_DEPTH -= 1
+            if _LIMIT_OPEN.get(me, 0) > 1:
+                _LIMIT_OPEN[me] -= 1
+            else:
+                _LIMIT_OPEN.pop(me, None)
+            _LIMIT_DEPTH = max(_LIMIT_DEPTH - 1, 0)
             if _LIMIT_DEPTH == 0:
                 while _LIMIT_UNDO:
                     _LIMIT_UNDO.pop().restore_original_limits()

@@ -82,3 +82,45 @@ def test_the_dask_engines_block_shares_the_count(two_blas_threads):
     seen = _overlap(_threads.single_blas_thread, dask_engine._one_blas_thread, True)
     assert len(seen) == 4 and all(set(s) == {1} for s in seen), seen
     assert set(_blas_threads()) == {2}
+
+
+@pytest.mark.parametrize("own_block", [False, True])
+def test_a_forked_child_drops_the_blocks_of_threads_it_does_not_have(two_blas_threads, own_block):
+    """A child forked while another thread had a block open inherited the count of that block,
+    whose thread does not exist there: it never closed, and the child kept one BLAS thread for
+    good. The child drops it and restores at once; a block of the forking thread itself stays
+    open in the child until it closes there."""
+    import os
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no os.fork")
+    entered, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with _threads.single_blas_thread():
+            entered.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    entered.wait(10)
+    read, write = os.pipe()
+    import contextlib
+
+    with _threads.single_blas_thread() if own_block else contextlib.nullcontext():
+        pid = os.fork()
+        inside = _blas_threads() if pid == 0 else None  # the child, in the forking thread's block
+    if pid == 0:  # after the block closed in the child: report and leave
+        try:
+            os.write(write, repr((inside, _blas_threads())).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    inside, after = eval(os.read(read, 4096).decode())
+    os.close(read)
+    leave.set()
+    t.join(10)
+    assert set(inside) == ({1} if own_block else {2})
+    assert set(after) == {2}
+    assert set(_blas_threads()) == {2}
