@@ -761,3 +761,22 @@ def test_an_anchor_value_far_off_the_scale_is_refused_as_a_start(tmp_path, capsy
     assert err.startswith("privirt: error: the anchor for '0'") and err.count("\n") == 1
     post = privirt.mh_2pl(X, n_iter=20, warmup=10, anchors={0: 2.5}, progress=False, seed=1)
     assert post.get_draws("theta").shape[2] == 40  # a value on the scale still runs
+
+
+def test_the_sampler_runs_on_one_blas_thread(monkeypatch):
+    # the rank-2 products η = U @ V ran on OpenBLAS's threads, which split them from ~5000 × 100
+    # and spun: 3.7× the CPU time at 10⁴ × 100 on a shared 2-core machine (benchmarks, not here)
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from privirt.bayes import twopl
+
+    seen = []
+    inner = twopl._run_chains
+
+    def spy(*args, **kwargs):
+        seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(twopl, "_run_chains", spy)
+    X, *_ = privirt.simulate_rasch(200, 6, seed=65_200_005)
+    privirt.mh_2pl(X, n_iter=20, warmup=10, seed=65_200_006, progress=False, device="cpu")
+    assert seen and all(s <= {1} for s in seen), seen
