@@ -255,3 +255,41 @@ def test_two_identical_items_are_flagged_as_not_identified(seed):
             warnings.simplefilter("error", privirt.exceptions.IdentifiabilityWarning)
             fit = privirt.private_2pl_estimate(Y, epsilon=1, seed=seed, n_boot=0)
         assert fit.info["correlation_at_bound_items"] == []
+
+
+def test_two_items_level_is_shrunk_against_the_noise_only():
+    """Two independent items (true a = 0), n = 10⁵, ε = 10⁴ (the noise negligible): the level
+    was shrunk against the fit's whole curvature variance, sampling included (sd 0.4–0.65 on
+    log a, where the correlation is about a²), so a came out 0.28–0.42 against the release's
+    0.06–0.07, outside its own interval, and b outside its own (review rext, D1).  The level's
+    variance is now the noise's share of it: a is the release's, inside both intervals."""
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(83_100_000 + seed)
+        X = (rng.random((100_000, 2)) < np.array([0.3, 0.7])).astype(np.int8)
+        fit = privirt.private_2pl_estimate(X, epsilon=1e4, seed=83_100_010 + seed, n_boot=40)
+        info = fit.info
+        assert abs(info["mean_log_a"] - info["release_mean_log_a"]) < 1e-3  # (was 1.2–1.9)
+        assert abs(np.log(fit.a.to_numpy()) - info["release_mean_log_a"]).max() < 1e-3
+        for name, x in (("a", fit.a), ("b", fit.b)):
+            ci = fit.ci[name]
+            assert np.all((ci["lo"] <= x) & (x <= ci["hi"])), (seed, name)
+        assert info["noise_share_mean_log_a"] < 1e-3
+
+
+def test_level_noise_share_is_the_noises_part_of_the_pairs_variance():
+    from privirt.private.twopl.level import level_noise_share
+
+    for m in (2, 5):
+        X, _, _ = _data(4000, m, 83_100_100 + m)
+        t, d = pair_statistics(X)
+        n = X.shape[0]
+        assert level_noise_share(t, d, n, 0.0, 0.0) == 0.0
+        assert level_noise_share(t, d, n, 1e6, 1e6) > 0.999
+        # complete data, m ≥ 3: every pair's σ²/n² over p(1 − p)/n + σ²/n², averaged by precision
+        if m > 2:
+            q = d / n
+            v = q * (1 - q) / n + (30.0 / n) ** 2
+            want = np.sum((30.0 / n) ** 2 / v / v) / np.sum(1 / v)
+            assert level_noise_share(t, d, n, 30.0, 30.0) == pytest.approx(want, rel=1e-12)
+        mid = level_noise_share(t, d, n, 30.0, 30.0)
+        assert 0.0 < mid < 1.0

@@ -22,7 +22,7 @@ from ..statement import PrivacyStatement
 from .mcar import bootstrap_inputs, fit_inputs
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .keying import negatively_keyed
-from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_posterior_mean, level_scale2
+from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_noise_share, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
 from .release import TwoPLRelease, check_local_engine, check_release, release_2pl
@@ -273,7 +273,12 @@ def _point(release: TwoPLRelease, tick=None):
     # the noisy per-item values (a = λ/√(1 − λ²) is convex: noise pushes that average up)
     same = fit_factor(t, d, n, sig_t, sig_p, common=True, hessian=True, tick=tick)
     centre = float(np.log(to_2pno(same.tau[0], same.lam[0])[0]).mean())
-    v_fit = level_curvature_variance(same)
+    # the curvature variance includes sampling: the level is shrunk against the noise only, so by
+    # the noise's share of it (§3; the whole had pulled a ≈ 0.04 to 0.25 at m = 2, ε = 10⁴), except
+    # at a fit pinned at the bound, whose flat curvature keeps the prior in play (two identical items)
+    v_curv = level_curvature_variance(same)
+    noise_share = level_noise_share(t, d, n, sig_t, sig_p) if same.lam[0, 0] ** 2 < CORRELATION_AT_BOUND else 1.0
+    v_fit = v_curv * noise_share
     # noise variances simulated at the prior's common a = e⁰ = 1 (where the noise swamps the
     # pairs the all-equal fit itself sits near λ → 1, where refits scatter little)
     v_tau, v, v_within, v_level, bias_level = _null_noise_variance(release, same.tau[0], np.full(m, np.sqrt(0.5)),
@@ -307,7 +312,7 @@ def _point(release: TwoPLRelease, tick=None):
     factors = s * s / (s * s + v) if s > 0 else np.zeros(m)
     f_tau = s_tau * s_tau / (s_tau * s_tau + v_tau) if s_tau > 0 else np.zeros(m)
     return a_u, b_u, a, b, {"spread_log_a": s, "mean_log_a": mu, "noise_sd_mean_log_a": float(np.sqrt(v_level)),
-                            "curvature_sd_mean_log_a": float(np.sqrt(v_fit)),
+                            "curvature_sd_mean_log_a": float(np.sqrt(v_curv)), "noise_share_mean_log_a": noise_share,
                             "noise_bias_mean_log_a": bias_level,
                             "level_prior_conflict": conflict, "release_mean_log_a": x, "release_sd_mean_log_a": w,
                             "shrinkage": factors.tolist(),

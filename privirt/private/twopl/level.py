@@ -8,10 +8,12 @@ import numpy as np
 from scipy import linalg, stats
 
 from ..._threads import one_blas_thread
+from ._pairs import pair_regression
 from .fit import TAU_PRIOR_SD, _common_subspace
+from .statistics import pair_index
 
 __all__ = ["LEVEL_PRIOR_SD", "LEVEL_CONFLICT_SDS", "level_posterior_mean", "level_scale2",
-           "level_curvature_variance"]
+           "level_curvature_variance", "level_noise_share"]
 
 #: Prior SD of the common log a (2PNO scale) where the noise hides it: a within e^{±1}
 #: (0.37 to 2.7) of 1 at 95 % (``docs/private_2pl.md`` §3, the level).
@@ -75,3 +77,47 @@ def level_curvature_variance(same) -> float:
     e[m] = 1.0
     y = linalg.solve_triangular(L, e, lower=True)
     return float(y @ y)
+
+
+def level_noise_share(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
+                      sigma_pairs: float | np.ndarray) -> float:
+    """The privacy noise's share of the variance of the pairs that carry the level, in [0, 1]:
+    :func:`level_curvature_variance` is the fit's whole variance, sampling included, and the level
+    is shrunk against the noise only (``docs/private_2pl.md`` §3), so its variance is scaled by
+    this share.
+
+    Parameters
+    ----------
+    totals, pairs : numpy.ndarray
+        The release's noisy counts (m,) and disagreement counts (P,), as :func:`.fit.fit_factor`
+        takes them (:func:`.mcar.fit_inputs`).
+    n : float or tuple
+        Persons, or (per total, per pair) under MCAR.
+    sigma_totals, sigma_pairs : float or numpy.ndarray
+        The noise SDs on the count scale.
+
+    Returns
+    -------
+    float
+        Each pair's noise variance over its variance in the fit's weights (sampling at the
+        observed proportion plus noise), averaged with the fit's weights (the pairs' precisions);
+        with two items of complete data that of the pair's residual given the two totals
+        (:func:`._pairs.pair_regression`, whose noise is the pair's and the totals' through its
+        regression on them).
+    """
+    n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
+    t = np.atleast_2d(np.asarray(totals, float)) / n_t
+    q = np.atleast_2d(np.asarray(pairs, float)) / n_p
+    m = t.shape[1]
+    i, j = pair_index(m)
+    pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
+    noise_t = np.broadcast_to((np.asarray(sigma_totals, float) / n_t) ** 2, pc.shape)
+    noise_n = np.broadcast_to((np.asarray(sigma_pairs, float) / n_p) ** 2, qc.shape)
+    if m == 2 and not isinstance(n, tuple):  # (as fit_factor weights the one pair)
+        bi, bj, sd = pair_regression(pc, qc, n_t, n_p, noise_t, noise_n, i, j)
+        var, noise = sd * sd, noise_n + bi * bi * noise_t[:, i] + bj * bj * noise_t[:, j]
+    else:
+        var = qc * (1.0 - qc) / n_p + noise_n
+        noise = noise_n
+    share = np.clip(noise / var, 0.0, 1.0)
+    return float(np.sum(share / var) / np.sum(1.0 / var))
