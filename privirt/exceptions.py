@@ -36,7 +36,8 @@ class IdentifiabilityWarning(UserWarning):
 class NoiseDominatesWarning(UserWarning):
     """A private release whose noise is at least as large as any count it protects (judged from
     the public number of persons and the calibrated noise only), so the estimates say little
-    about the data."""
+    about the data; also an estimate whose intervals are unbounded because its release cannot
+    tell the difficulties apart (all noise, or one person)."""
 
 
 def warn_if_noise_dominates(noise_sd: float, n_persons: int, what: str) -> None:
@@ -53,3 +54,36 @@ def warn_if_noise_dominates(noise_sd: float, n_persons: int, what: str) -> None:
             NoiseDominatesWarning,
             stacklevel=3,
         )
+
+
+#: ``info["note"]`` of a private estimate from one person (:func:`warn_one_person`).
+ONE_PERSON_NOTE = "one person: the difficulties are not identified; the intervals are unbounded"
+
+
+def warn_one_person(what: str, stacklevel: int = 3) -> str:
+    """Warn that ``what`` (an estimate from a release of one person, the public ``n``) has
+    unbounded intervals: one person's responses identify no difference between the items.
+
+    Depends on the public number of persons only, so the warning reveals nothing about the data.
+
+    Parameters
+    ----------
+    what : str
+        The estimate, as the message names it (for example ``"the spectral estimate"``).
+    stacklevel : int
+        As in :func:`warnings.warn`, counted from the caller of this function.
+
+    Returns
+    -------
+    str
+        :data:`ONE_PERSON_NOTE`, for the estimate's ``info["note"]``.
+    """
+    import warnings
+
+    warnings.warn(
+        f"{what} is from one person (n = 1), whose responses identify no difference between the "
+        "items: its intervals are unbounded (se = inf); use more persons",
+        NoiseDominatesWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return ONE_PERSON_NOTE

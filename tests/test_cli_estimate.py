@@ -319,6 +319,19 @@ def test_regularization_option_and_one_person_warning(tmp_path, capsys):
     assert "spectral only" in capsys.readouterr().err
 
 
+def test_private_spectral_run_of_one_person_warns_in_one_line(tmp_path, capsys):
+    """One person: the spectral intervals are unbounded and the run says why, in one line (they
+    were finite, excluded the estimate, and nothing was said)."""
+    path = tmp_path / "one.csv"
+    path.write_text("person,q1,q2\np1,1,0\n")
+    assert main(["estimate", str(path), "--epsilon", "100", "--seed", "83000603", "--method", "spectral",
+                 "--n-boot", "20", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "one person" in line]
+    assert len(lines) == 1 and lines[0].startswith("privirt: warning:") and "unbounded" in lines[0]
+    assert "Traceback" not in err and " inf" in out
+
+
 def test_bundled_pattern_table_with_weights_col(capsys):
     from privirt.cli import main
     from privirt.data.datasets import dataset_path

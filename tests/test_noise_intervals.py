@@ -113,6 +113,27 @@ def test_spectral_all_noise_stops_the_calibration_with_unbounded_intervals():
     assert np.all(np.isfinite(fit.beta))
 
 
+def test_spectral_intervals_for_one_person_are_unbounded_with_a_warning():
+    """One person (the public n = 1) identifies no difference between items, as the totals path
+    says; the one-person release's attenuation (0.07-0.09) passed the 0.05 floor and gave finite
+    intervals that excluded both the estimate and the truth, silently."""
+    X = np.array([[1.0, 0.0]])
+    for estimator in ("spectral", "noise_aware"):
+        with pytest.warns(NoiseDominatesWarning, match="one person") as caught:
+            fit = privirt.private_spectral_estimate(X, epsilon=100.0, seed=83000603, n_boot=20,
+                                                    estimator=estimator)
+        assert len([w for w in caught if "one person" in str(w.message)]) == 1
+        assert np.all(np.isinf(fit.se)) and np.all(fit.ci["lo"] == -np.inf) and np.all(fit.ci["hi"] == np.inf)
+        assert fit.info["informative"] is False and "not identified" in fit.info["note"]
+        assert np.all(np.isfinite(fit.beta))
+    with warnings.catch_warnings():  # n = 0 replicates asked for: no intervals, nothing to warn of
+        warnings.simplefilter("error", NoiseDominatesWarning)
+        assert np.isnan(privirt.private_spectral_estimate(X, epsilon=100.0, seed=1, n_boot=0).se).all()
+        two = privirt.private_spectral_estimate(np.array([[1.0, 0.0], [0.0, 1.0]]), epsilon=100.0, seed=1,
+                                                n_boot=20)
+    assert np.all(np.isfinite(two.se)) and two.info["informative"] is True
+
+
 def test_spectral_informative_intervals_stay_finite():
     X, beta = _rasch(1000, 20, 12)
     with warnings.catch_warnings():

@@ -28,7 +28,7 @@ from scipy import special, stats
 from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
-from ...exceptions import NoiseDominatesWarning
+from ...exceptions import NoiseDominatesWarning, warn_one_person
 from .ability import _pair_means, fit_ability_normal
 from ._design import GraphDesign, graph_design
 from .noisy_likelihood import noise_aware_batch, noise_aware_se0
@@ -486,6 +486,12 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
           "estimator": estimator, "noise_var": noise_var,
           # the graph's part of the noise-aware fits, once for all replicates of all evaluations
           "design": graph_design(G) if estimator == "noise_aware" else None}
+    if n < 2:  # public n: one person identifies no difference between items (as the totals path)
+        note = warn_one_person("the spectral estimate", stacklevel=3)
+        se = np.full(beta_hat.size, np.inf)
+        return BootstrapIntervals(se=se, lo=-se, hi=se, info={
+            "method": "none (one person)", "bootstrap_estimator": estimator, "n_boot": int(n_boot),
+            "confidence": confidence, "informative": False, "centre": beta_hat.tolist(), "note": note})
     # the bootstrap's truth: the β whose replicates average β̂ (clipping attenuates the
     # estimate, and more so at small ε).  F(β₀) = mean of CALIBRATION_REPLICATES estimates
     # drawn at β₀ with common random numbers (one fixed seed), so F is smooth in β₀ and
