@@ -35,7 +35,7 @@ from ..._threads import one_blas_thread
 from ..._results import ItemEstimate
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..accounting import NEIGHBOURING_RELATION
-from ...exceptions import warn_if_noise_dominates
+from ...exceptions import warn_if_noise_dominates, warn_one_person
 from ..statement import PrivacyStatement
 from .._inputs import validate_call
 from ..measurements import TotalsGaussian
@@ -484,7 +484,7 @@ def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> Totals
         # person's scores refits to the same values (a zero-width interval): unbounded instead
         se = np.full(len(items), np.inf)
         centre = np.asarray(beta, dtype=float)
-        info = {**info, "note": "one person: the difficulties are not identified; the intervals are unbounded"}
+        info = {**info, "note": warn_one_person("the totals estimate", stacklevel=3)}  # public n only
     return TotalsEstimate(
         beta=pd.Series(beta, index=items.copy(), name="beta"),
         se=pd.Series(se, index=items.copy(), name="se"),
