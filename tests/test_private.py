@@ -293,6 +293,41 @@ def test_randomized_response_statement_and_estimators():
     assert np.std(res.beta_plain) < np.std(res.beta_debiased)
 
 
+def test_randomized_response_warns_when_its_noise_dominates():
+    """At n = 3000, m = 5, ε = 1e-6 every debiased count was clipped to zero and β was all 0,
+    without the warning Gaussian and Laplace give: it now comes from public n and ε₀ only (the
+    same for other data), with and without shuffling, and not where the noise is small."""
+    X, _, _ = privirt.simulate_rasch(3000, 5, seed=83000601)
+    for shuffle, extra in ((False, {}), (True, {"delta": 1e-6})):
+        said = []
+        for data in (X, np.zeros_like(X)):
+            with pytest.warns(privirt.exceptions.NoiseDominatesWarning, match="debiased counts") as caught:
+                privirt.private_spectral_estimate(data, epsilon=1e-6, mechanism="randomized_response",
+                                                  shuffle=shuffle, seed=83000602, **extra)
+            said.append([str(w.message) for w in caught if "debiased counts" in str(w.message)])
+        assert len(said[0]) == 1 and said[0] == said[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", privirt.exceptions.NoiseDominatesWarning)
+        privirt.private_spectral_estimate(X, epsilon=3.0, mechanism="randomized_response", seed=2)
+
+
+def test_debiased_count_sd_is_a_lower_bound_of_the_noise():
+    """The warning's SD, √n·q(1−q)/(2q−1)², is reached by the answers (0, 1) on every row and
+    exceeded by any others (simulated randomizations)."""
+    from privirt.private.rr import debiased_count_sd
+
+    rng = np.random.default_rng(83000900)
+    n, q, reps = 200, 0.6, 1000
+    bound = debiased_count_sd(q, n)
+    for X in (np.tile([0, 1], (n, 1)), np.tile([1, 0], (n, 1)), rng.integers(0, 2, size=(n, 2))):
+        keep = rng.random((reps, n, 2)) < q
+        Z = np.where(keep, X[None], 1 - X[None])
+        Y01 = [debiased_counts(z, q, pairwise_counts(z.astype(float), device="cpu")[0].astype(float))[0, 1]
+               for z in Z]
+        assert np.std(Y01) >= 0.9 * bound
+    assert bound == pytest.approx(np.sqrt(n) * 0.24 / 0.04)
+
+
 def test_debiased_counts_formula():
     rng = np.random.default_rng(0)
     Z = rng.integers(0, 2, size=(40, 5)).astype(np.int8)

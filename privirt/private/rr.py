@@ -9,7 +9,7 @@ import numpy as np
 
 from ..data.responses import Responses
 
-__all__ = ["randomize", "shuffle_rows", "debiased_counts", "uniform_bits"]
+__all__ = ["randomize", "shuffle_rows", "debiased_counts", "debiased_count_sd", "uniform_bits"]
 
 #: Rows are randomized in chunks of about this many cells (bounds the int64 temporaries).
 _RR_CHUNK_CELLS = 1 << 22
@@ -73,3 +73,27 @@ def debiased_counts(Z: np.ndarray, q: float, Y_plain: np.ndarray) -> np.ndarray:
     Yh = -(a * a) * (s[:, None] - Y_plain) + a * (1 - b) * s[:, None] - a * b * s[None, :] + n * b * (1 - b)
     np.fill_diagonal(Yh, 0.0)
     return Yh
+
+
+def debiased_count_sd(q: float, n_persons: int) -> float:
+    """A lower bound, from public values only, on the noise SD of a debiased count
+    (:func:`debiased_counts`) of ``n_persons`` rows randomized with keep probability ``q``.
+
+    A debiased bit X̂ has mean x and variance v_b ≥ v = q(1 − q)/(2q − 1)² (a missing cell's
+    fair coin has more), and a person's term X̂_i (1 − X̂_j), of independent factors, has
+    variance (x_i² + v_i)((1 − x_j)² + v_j) − x_i²(1 − x_j)² ≥ v_i v_j ≥ v², whatever the
+    answers.  The persons are independent, so the count's SD is at least √n · v.
+
+    Parameters
+    ----------
+    q : float in (1/2, 1)
+        The keep probability of the randomized response (public: set by ε₀).
+    n_persons : int
+        The public number of persons.
+
+    Returns
+    -------
+    float
+        √n · q(1 − q)/(2q − 1)².
+    """
+    return float(np.sqrt(n_persons) * q * (1.0 - q) / (2.0 * q - 1.0) ** 2)

@@ -25,7 +25,7 @@ from .intervals import counts_intervals, default_n_boot
 from ..measurements import CountsGaussian, CountsLaplace, Measurement, ResponsesRR
 from .noisy_likelihood import noise_aware_estimate, noise_aware_se0, noise_variance
 from .results import NoisyCounts, PrivateSpectralResult, check_noisy_counts
-from ..rr import debiased_counts
+from ..rr import debiased_count_sd, debiased_counts
 
 __all__ = ["release_counts", "private_spectral_estimate", "spectral_from_release", "COUNT_MEASUREMENTS",
            "NOISE_AWARE_BELOW"]
@@ -453,6 +453,8 @@ def _private_spectral_rr(call: PrivateCall, shuffle: bool, rr_estimator: str) ->
     n, m = resp.shape
     G = sample_comparison_graph(m, call.p0, seed=call.seed)
     meas = ResponsesRR.calibrate(call.target, n_items=m, n_persons=n, shuffle=shuffle)
+    # a lower bound on the debiased counts' noise SD, from public n and ε₀ only (as the counts' σ)
+    warn_if_noise_dominates(debiased_count_sd(meas.keep_probability, n), n, "debiased counts")
     spend_id = _debit(call, meas)
     Z = meas.apply(resp, seed=call.seed)
 
