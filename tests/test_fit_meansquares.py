@@ -240,3 +240,26 @@ def test_outfit_with_an_item_answered_far_from_the_person_is_finite(d):
     np.testing.assert_allclose(got.loc["p1", "outfit"], np.mean(terms), rtol=1e-12)
     assert np.isfinite(got.loc["p1", ["outfit", "outfit_z"]].to_numpy(float)).all()
     assert np.isfinite(privirt.item_fit(X, beta, theta=theta).loc["a", ["outfit", "outfit_z"]].to_numpy(float)).all()
+
+
+def test_outfit_z_where_one_over_w_overflows_is_finite_from_its_logarithm():
+    # beyond ~709 logits 1/W overflowed in Σ(1/W − 3), so outfit_z was inf or NaN where the mean
+    # square and q (≈ √Σ(1/W) / n, about 8e155 at 720 logits) are finite
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 60
+    X = pd.DataFrame({"a": [1, 0, 1, 0], "c": [1, 1, 0, 0]})
+    theta = pd.Series([720.0, 0.3, -0.2, -720.0])
+    beta = pd.Series([0.0, -0.4], index=["a", "c"])
+    got = privirt.item_fit(X, beta, theta, extreme="keep")
+    for item in ("a", "c"):
+        S = s2 = Decimal(0)
+        for p in range(4):
+            z = Decimal(theta[p]) - Decimal(beta[item])
+            P, Q = 1 / (1 + (-z).exp()), 1 / (1 + z.exp())
+            S += 1 / (P * Q) - 3
+            s2 += (Q * Q if X[item][p] == 1 else P * P) / (P * Q)
+        q, ms = (S / 16 - Decimal(1) / 4).sqrt(), s2 / 4
+        want = float((ms ** (Decimal(1) / 3) - 1) * (3 / q) + q / 3)
+        np.testing.assert_allclose(got.loc[item, "outfit_z"], want, rtol=1e-10)
+        np.testing.assert_allclose(got.loc[item, "outfit"], float(ms), rtol=1e-12)

@@ -123,7 +123,7 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
         right = c == 1
         r2 = np.where(use, np.where(right, Q * Q, P * P), 0.0)
         Wu = np.where(use, W, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             z2 = np.where(use, np.where(right, Q / P, P / Q), 0.0)  # (x − P)² / W
             kurt = np.where(use, 1.0 / W - 3.0, 0.0)  # E[(x−P)⁴] / W²
         cvar = np.where(use, W * (1.0 - 4.0 * W), 0.0)  # E[(x−P)⁴] − W²
@@ -135,9 +135,20 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
             acc[3, sl] += Wu.sum(axis=axis)
             acc[4, sl] += kurt.sum(axis=axis)
             acc_c[sl] += cvar.sum(axis=axis)
+    # 1/W overflows beyond ~709 logits, where outfit's q (≈ √Σ(1/W) / n) is still finite: there
+    # (only) log Σ 1/W is summed in a second pass
+    item_l, person_l = np.full(m, -np.inf), np.full(n, -np.inf)
+    if not (np.isfinite(item[4]).all() and np.isfinite(person[4]).all()):
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            use = (codes[start:stop] >= 0) & included[start:stop, None]
+            az = np.abs(np.where(included[start:stop], th[start:stop], 0.0)[:, None] - bv[None, :])
+            log_inv_w = np.where(use, az + 2.0 * np.log1p(np.exp(-az)), -np.inf)  # −log(PQ)
+            item_l = np.logaddexp(item_l, special.logsumexp(log_inv_w, axis=0))
+            person_l[start:stop] = special.logsumexp(log_inv_w, axis=1)
     return {
-        "item": (*item, item_c),
-        "person": (*person, person_c),
+        "item": (*item, item_c, item_l),
+        "person": (*person, person_c, person_l),
         "items": resp.items.copy(),
         "persons": resp.persons.copy(),
         "answered": (codes >= 0).sum(axis=1).astype(np.int64),
@@ -145,12 +156,15 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
     }
 
 
-def _table(count, sum_z2, sum_r2, sum_w, sum_kurt, sum_cvar) -> pd.DataFrame:
-    with np.errstate(divide="ignore", invalid="ignore"):
+def _table(count, sum_z2, sum_r2, sum_w, sum_kurt, sum_cvar, log_inv_w) -> pd.DataFrame:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         has = count > 0
         outfit = np.where(has, sum_z2 / count, np.nan)
         infit = np.where(has, sum_r2 / sum_w, np.nan)
         q_out = np.sqrt(np.clip(np.where(has, sum_kurt / count**2 - 1.0 / count, np.nan), 0, None))
+        # where Σ 1/W overflowed (inf − inf gave NaN, or inf): q ≈ √(Σ 1/W)/n from its logarithm
+        huge = has & ~np.isfinite(sum_kurt)
+        q_out = np.where(huge, np.exp(0.5 * log_inv_w - np.log(np.where(has, count, 1.0))), q_out)
         q_in = np.sqrt(np.clip(np.where(has, sum_cvar / sum_w**2, np.nan), 0, None))
         table = pd.DataFrame({
             "infit": infit,
