@@ -378,3 +378,13 @@ def test_rr_and_laplace_calibrations_meet_the_target_exactly(epsilon, k):
     scale = calibrate_laplace_scale(k, epsilon)
     assert Fraction(k) <= Fraction(epsilon) * Fraction(scale)
     assert Fraction(k) > Fraction(epsilon) * Fraction(math.nextafter(scale, 0.0))
+
+
+def test_a_laplace_scale_that_overflows_is_refused_in_one_line():
+    # the safe-side stepping took Fraction(inf): OverflowError "cannot convert Infinity to integer
+    # ratio" (a review of this session's change; it returned inf before)
+    from privirt.private.accounting import calibrate_laplace_scale
+
+    with pytest.raises(ValueError, match=r"^the Laplace scale Δ₁/ε = .* is not a finite number; use a smaller"):
+        calibrate_laplace_scale(1e308, 1e-3)
+    assert calibrate_laplace_scale(1e300, 1e-3) >= 1e303

@@ -403,6 +403,9 @@ def calibrate_laplace_scale(l1_sensitivity: float, epsilon: float) -> float:
         raise ValueError(f"l1_sensitivity must be a finite number > 0, got {_brief(l1_sensitivity)}")
     epsilon = check_epsilon(epsilon)
     scale = l1 / epsilon  # rounded to nearest: step up until Δ₁/scale ≤ ε exactly
+    if not math.isfinite(scale):
+        raise ValueError(f"the Laplace scale Δ₁/ε = {_brief(l1)}/{_brief(epsilon)} is not a finite "
+                         "number; use a smaller l1_sensitivity or a larger epsilon")
     while Fraction(l1) > Fraction(epsilon) * Fraction(scale):
         scale = math.nextafter(scale, math.inf)
     return scale
