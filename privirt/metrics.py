@@ -6,7 +6,8 @@ Rasch difficulties are identified only up to a common shift, so :func:`l2_error`
 (:func:`top_k_accuracy`, :func:`kendall_tau`) are shift-invariant anyway.
 
 Every function accepts arrays or pandas Series.  Two Series are aligned by label (an error
-names labels present in only one); otherwise the lengths must match.
+names labels present in only one, or labels that occur twice); otherwise the lengths must
+match.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ __all__ = ["l2_error", "linf_error", "top_k_accuracy", "kendall_tau", "top_k_set
 
 def _pair(est: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(est, pd.Series) and isinstance(truth, pd.Series):
+        for name, series in (("est", est), ("truth", truth)):
+            if series.index.has_duplicates:
+                dup = list(dict.fromkeys(series.index[series.index.duplicated()]))
+                raise ValueError(f"{name} has duplicate item labels {dup[:5]}; give each item "
+                                 "one value (Series are matched by label)")
         if not est.index.equals(truth.index):
             only_e = est.index.difference(truth.index)
             only_t = truth.index.difference(est.index)

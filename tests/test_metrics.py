@@ -54,3 +54,19 @@ def test_length_and_finiteness_checks():
         metrics.l2_error([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="finite"):
         metrics.linf_error([1, np.nan], [1, 2])
+
+
+def test_series_with_duplicate_labels_are_refused_naming_them():
+    # pandas' bare "cannot reindex on an axis with duplicate labels" once came through
+    est = pd.Series([1.0, 2.0, 3.0], index=["a", "a", "b"])
+    truth = pd.Series([3.0, 1.0, 2.0], index=["b", "a", "a"])
+    for f in (metrics.l2_error, metrics.kendall_tau):
+        with pytest.raises(ValueError, match=r"est has duplicate item labels \['a'\]; give each"):
+            f(est, truth)
+    # the same labels in the same order were compared by position, silently
+    with pytest.raises(ValueError, match=r"truth has duplicate item labels \['a'\]"):
+        metrics.l2_error(pd.Series([1.0, 2.0], index=["a", "b"]),
+                         pd.Series([1.0, 2.0], index=["a", "a"]))
+    with pytest.raises(ValueError, match=r"est has duplicate item labels \['x'\]"):
+        metrics.linf_error(pd.Series([1.0, 2.0], index=["x", "x"]),
+                           pd.Series([1.0, 2.0], index=["x", "x"]))
