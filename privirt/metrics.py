@@ -3,7 +3,8 @@ estimator).
 
 Rasch difficulties are identified only up to a common shift, so :func:`l2_error` and
 :func:`linf_error` compare the *centred* vectors (each minus its own mean).  Ranking metrics
-(:func:`top_k_accuracy`, :func:`kendall_tau`) are shift-invariant anyway.
+(:func:`top_k_accuracy`, :func:`kendall_tau`) are shift-invariant anyway.  A constant
+estimate ranks nothing: its Kendall τ is 0 (τ-b itself is undefined there).
 
 Every function accepts arrays or pandas Series.  Two Series are aligned by label (an error
 names labels present in only one, or labels that occur twice); otherwise the lengths must
@@ -12,6 +13,7 @@ match.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -91,8 +93,18 @@ def top_k_accuracy(est: Any, truth: Any, k: int, *, largest: bool = True) -> flo
 
 
 def kendall_tau(est: Any, truth: Any) -> float:
-    """Kendall's τ-b rank correlation (:func:`scipy.stats.kendalltau`)."""
+    """Kendall's τ-b rank correlation (:func:`scipy.stats.kendalltau`).
+
+    τ-b is undefined (0/0) when a vector is constant.  A constant *estimate* (such as the
+    all-zero estimate of a mechanism whose noise swamps the data) ranks nothing, so it scores
+    0, no association, rather than NaN; a constant ``truth`` has no ranking to recover and
+    still gives NaN.
+    """
     e, t = _pair(est, truth)
     if e.size < 2:
         raise ValueError("Kendall's tau needs at least 2 items")
+    if np.all(t == t[0]):
+        return math.nan
+    if np.all(e == e[0]):
+        return 0.0
     return float(stats.kendalltau(e, t).statistic)

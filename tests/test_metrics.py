@@ -70,3 +70,15 @@ def test_series_with_duplicate_labels_are_refused_naming_them():
     with pytest.raises(ValueError, match=r"est has duplicate item labels \['x'\]"):
         metrics.linf_error(pd.Series([1.0, 2.0], index=["x", "x"]),
                            pd.Series([1.0, 2.0], index=["x", "x"]))
+
+
+def test_kendall_tau_of_a_constant_estimate_is_zero():
+    # scipy's tau-b is NaN (0/0) there; a sweep recorded it and its report dropped the cell
+    # from the mean silently, which biased the mean upward (0.267 where 0.080 was right)
+    truth = [0.3, -1.0, 2.0, 0.5]
+    assert metrics.kendall_tau([0.0, 0.0, 0.0, 0.0], truth) == 0.0
+    assert metrics.kendall_tau(pd.Series([1.5] * 3, index=list("abc")),
+                               pd.Series([3.0, 1.0, 2.0], index=list("cab"))) == 0.0
+    # a constant reference has no ranking to recover: undefined
+    assert np.isnan(metrics.kendall_tau([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]))
+    assert np.isnan(metrics.kendall_tau([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
