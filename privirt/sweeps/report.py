@@ -64,14 +64,16 @@ def _t_quantile(dof: np.ndarray) -> np.ndarray:
 def summarize(results: pd.DataFrame, metric: str = DEFAULT_METRIC) -> pd.DataFrame:
     """Mean, standard deviation and 95 % CI of ``metric`` per (data set, mechanism, ε).
 
-    Failed cells (``status != "ok"``) are left out and counted in ``failed``.
+    Failed cells (``status != "ok"``) are left out and counted in ``failed``; ok cells whose
+    ``metric`` is undefined (empty, e.g. a relative error against constant difficulties) are
+    left out and counted in ``undefined``, so that no value drops out unnoticed.
 
     Returns
     -------
     DataFrame
-        Columns ``dataset, mechanism, epsilon, trials, failed, mean, sd, ci_low, ci_high``;
-        ``epsilon`` is NaN for non-private baselines; the CI is mean ± t₀.₉₇₅ · sd/√trials
-        (NaN with a single trial).
+        Columns ``dataset, mechanism, epsilon, trials, failed, undefined, mean, sd, ci_low,
+        ci_high``; ``trials`` counts the values averaged; ``epsilon`` is NaN for non-private
+        baselines; the CI is mean ± t₀.₉₇₅ · sd/√trials (NaN with a single trial).
     """
     _check_metric(metric)
     frame = results.copy()
@@ -80,14 +82,16 @@ def summarize(results: pd.DataFrame, metric: str = DEFAULT_METRIC) -> pd.DataFra
     ok = frame["status"].astype(str) == "ok"
     keys = ["dataset", "mechanism", "_eps"]
     failed = (~ok).groupby([frame[k] for k in keys]).sum().rename("failed")
+    nan = ok & pd.to_numeric(frame[metric], errors="coerce").isna()
+    undefined = nan.groupby([frame[k] for k in keys]).sum().rename("undefined")
     grouped = frame[ok].groupby(keys)[metric]
     table = pd.concat(
         [grouped.count().rename("trials"), grouped.mean().rename("mean"),
          grouped.std(ddof=1).rename("sd")], axis=1,
     )
-    table = table.join(failed, how="outer").reset_index()
-    table["trials"] = table["trials"].fillna(0).astype(int)
-    table["failed"] = table["failed"].fillna(0).astype(int)
+    table = table.join(failed, how="outer").join(undefined, how="outer").reset_index()
+    for col in ("trials", "failed", "undefined"):
+        table[col] = table[col].fillna(0).astype(int)
     half = _t_quantile(table["trials"].to_numpy() - 1.0) * table["sd"].to_numpy() / np.sqrt(
         np.maximum(table["trials"].to_numpy(), 1)
     )
@@ -98,8 +102,8 @@ def summarize(results: pd.DataFrame, metric: str = DEFAULT_METRIC) -> pd.DataFra
     order = {m: k for k, m in enumerate(_mechanism_order(results))}
     table["_order"] = table["mechanism"].map(order)
     table = table.sort_values(["dataset", "_order", "epsilon"], na_position="first")
-    cols = ["dataset", "mechanism", "epsilon", "trials", "failed", "mean", "sd", "ci_low",
-            "ci_high"]
+    cols = ["dataset", "mechanism", "epsilon", "trials", "failed", "undefined", "mean", "sd",
+            "ci_low", "ci_high"]
     return table.drop(columns="_order")[cols].reset_index(drop=True)
 
 
@@ -318,6 +322,8 @@ def _cell(r: pd.Series) -> str:
         text += f" ± {_fmt(r['ci_high'] - r['mean'], 2)}"
     if r["failed"]:
         text += f" ({int(r['failed'])} failed)"
+    if r["undefined"]:
+        text += f" ({int(r['undefined'])} undefined)"
     return text
 
 
@@ -499,7 +505,11 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
         # a link, percent-encoded: a data set's name may hold spaces, '#', '[' or '&'
         blocks.append(("img", (quote(os.path.relpath(plot, directory).replace(os.sep, "/"), safe="/"),
                                f"error against ε for {ds}")))
-        blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials."))
+        note = ""
+        if summ.loc[summ["dataset"] == ds, "undefined"].any():
+            note = (" \"(k undefined)\": k ok cells whose value is undefined (empty in "
+                    "results.csv), left out of the mean.")
+        blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials.{note}"))
         blocks.append(("table", _results_table(summ, ds, shown)))
     failures = results[results["status"] != "ok"]
     if len(failures):

@@ -1,0 +1,57 @@
+"""Report computations on hand-made results: values left out of a mean, the reach rule on the
+configured grid, ties with the target."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from privirt import sweeps as sw
+from privirt.sweeps.results import ResultsWriter
+
+
+def _row(mech: str, eps: float | str, trial: int, value: float, status: str = "ok") -> dict:
+    v = "" if status != "ok" else value
+    return dict(dataset="d", source="synthetic", n=100, m=10, mechanism=mech, epsilon=eps,
+                delta=1e-4, trial=trial, l2_error=v, linf_error=v, relative_l2_error=v,
+                top_k=5, top_k_accuracy=v, kendall_tau=v, runtime_s=0.1, rho="",
+                private=False, status=status, seed=1, cell_key=f"{mech}-{eps}-{trial}")
+
+
+def _write(out: Path, rows: list[dict], epsilons: list[float] | None = None,
+           trials: int = 3) -> Path:
+    out.mkdir()
+    with ResultsWriter(out / "results.csv") as w:
+        for r in rows:
+            w.write(r)
+    if epsilons is not None:
+        mechs = list(dict.fromkeys(r["mechanism"] for r in rows))
+        cfg = {"name": "hand", "seed": 1, "report": {},
+               "datasets": [{"name": "d", "epsilons": epsilons, "trials": trials,
+                             "mechanisms": mechs}]}
+        (out / "sweep.json").write_text(json.dumps({"config": cfg, "runs": []}))
+    return out
+
+
+def test_undefined_values_of_ok_cells_are_counted_and_shown(tmp_path):
+    # NaN metrics of ok cells were skipped by mean() and count(): 'trials' shrank, 'failed'
+    # stayed 0 and the report said nothing
+    rows = [_row("gaussian", 1.0, t, v) for t, v in enumerate([0.5, math.nan, math.nan])]
+    rows += [_row("gaussian", 10.0, t, 0.1) for t in range(2)]
+    rows += [_row("gaussian", 10.0, 2, 0.0, status="ValueError: boom")]
+    out = _write(tmp_path / "out", rows)
+    summ = sw.summarize(sw.read_results(out), "relative_l2_error").set_index("epsilon")
+    assert summ.loc[1.0, ["trials", "failed", "undefined"]].tolist() == [1, 0, 2]
+    assert summ.loc[10.0, ["trials", "failed", "undefined"]].tolist() == [2, 1, 0]
+    assert summ.loc[1.0, "mean"] == pytest.approx(0.5)
+    sw.build_report(out, metric="relative_l2_error", target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    line = next(li for li in md.splitlines() if li.startswith("| gaussian"))
+    assert line.split("|")[2].strip() == "0.5 (2 undefined)"
+    assert "(1 failed)" in line.split("|")[3]
+    assert '"(k undefined)": k ok cells whose value is undefined' in md
