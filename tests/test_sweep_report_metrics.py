@@ -55,3 +55,20 @@ def test_undefined_values_of_ok_cells_are_counted_and_shown(tmp_path):
     assert line.split("|")[2].strip() == "0.5 (2 undefined)"
     assert "(1 failed)" in line.split("|")[3]
     assert '"(k undefined)": k ok cells whose value is undefined' in md
+
+
+def test_a_mean_equal_to_the_target_but_for_round_off_meets_it(tmp_path):
+    # mean(0.6, 0.8, 1.0) is stored as 0.7999999999999999: 'at least 0.8' was judged not met
+    rows = [_row("gaussian", 1.0, t, v) for t, v in enumerate([0.6, 0.8, 1.0])]
+    rows += [_row("gaussian", 10.0, t, 1.0) for t in range(3)]
+    out = _write(tmp_path / "out", rows)
+    summ = sw.summarize(sw.read_results(out), "top_k_accuracy")
+    assert summ["mean"].iloc[0] < 0.8  # (the round-off this is about)
+    reach = sw.smallest_epsilon(summ, 0.8, "top_k_accuracy")
+    assert reach["epsilon"].iloc[0] == 1.0
+    # errors: at most the target, tolerance relative to a large target
+    err = summ.assign(mean=[2e6 * (1 + 5e-10), 1e6])
+    assert sw.smallest_epsilon(err, 2e6, "l2_error")["epsilon"].iloc[0] == 1.0
+    # but a real miss is still a miss
+    assert sw.smallest_epsilon(summ, 0.8 + 1e-6, "top_k_accuracy")["epsilon"].iloc[0] == 10.0
+    assert sw.smallest_epsilon(err, 2e6 * (1 - 1e-8), "l2_error")["epsilon"].iloc[0] == 10.0

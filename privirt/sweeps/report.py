@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 DEFAULT_TARGET = 0.25
+#: relative tolerance of "meets the target": a mean equal to it but for round-off meets it
+_TIE_TOLERANCE = 1e-9
 _PLOT_METRICS = ("l2_error", "linf_error", "top_k_accuracy")
 _NONPRIVATE_STYLE = {"spectral": ("black", "--"), "cmle": ("dimgray", ":")}
 
@@ -126,7 +128,9 @@ def smallest_epsilon(
 ) -> pd.DataFrame:
     """Smallest ε per (data set, private mechanism) whose mean ``metric`` meets ``target``.
 
-    For error metrics "meets" means ``mean <= target``, for accuracies ``mean >= target``.
+    For error metrics "meets" means ``mean <= target``, for accuracies ``mean >= target``, up
+    to a relative tolerance of 1e-9 (``max(1, |target|) · 1e-9``), so that a mean equal to the
+    target but for round-off (mean of 0.6, 0.8, 1.0 = 0.7999999999999999) meets it.
     The ε returned is the smallest grid point from which the target is met at it and at every
     larger ε of the grid (NaN when the largest ε does not meet it).
 
@@ -142,7 +146,8 @@ def smallest_epsilon(
     for (dataset, mech), grp in private.groupby(["dataset", "mechanism"], sort=False):
         grp = grp.sort_values("epsilon")
         means = grp["mean"].to_numpy()
-        meets = (means <= target) if lower else (means >= target)
+        tol = _TIE_TOLERANCE * max(1.0, abs(target))
+        meets = (means <= target + tol) if lower else (means >= target - tol)
         meets &= ~np.isnan(means)
         eps, value = math.nan, math.nan
         for i in range(len(meets) - 1, -1, -1):
