@@ -72,3 +72,39 @@ def test_a_mean_equal_to_the_target_but_for_round_off_meets_it(tmp_path):
     # but a real miss is still a miss
     assert sw.smallest_epsilon(summ, 0.8 + 1e-6, "top_k_accuracy")["epsilon"].iloc[0] == 10.0
     assert sw.smallest_epsilon(err, 2e6 * (1 - 1e-8), "l2_error")["epsilon"].iloc[0] == 10.0
+
+
+def test_the_reach_table_checks_the_configured_grid(tmp_path):
+    # an interrupted sweep: laplace has one trial at eps = 0.1 and nothing above; the reach
+    # table said 'met from 0.1 on', though the rule asks for every larger eps of the grid
+    grid_rows = [_row("gaussian", e, t, v) for t in range(3)
+                 for e, v in ((0.1, 0.9), (1.0, 0.4), (10.0, 0.2))]
+    out = _write(tmp_path / "out", grid_rows + [_row("laplace", 0.1, 0, 0.2)],
+                 epsilons=[0.1, 1.0, 10.0])
+    sw.build_report(out, target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| d | 10 | — (incomplete) |" in md
+    assert "(incomplete): the search stopped at an ε of the grid" in md
+    summ = sw.summarize(sw.read_results(out))
+    reach = sw.smallest_epsilon(summ, 0.25).set_index("mechanism")  # (no grid: the results')
+    assert np.isnan(reach.loc["laplace", "epsilon"]) and reach.loc["laplace", "incomplete"]
+    assert reach.loc["gaussian", "epsilon"] == 10.0 and not reach.loc["gaussian", "incomplete"]
+    # a grid point no mechanism reached counts, from the configuration
+    done = [r for r in grid_rows if r["epsilon"] != 10.0]
+    grid = {"d": ([0.1, 1.0, 10.0], 3)}
+    summ = sw.summarize(pd.DataFrame(done))
+    assert sw.smallest_epsilon(summ, 0.5)["epsilon"].tolist() == [1.0]  # (results only)
+    reach = sw.smallest_epsilon(summ, 0.5, grid=grid)
+    assert np.isnan(reach["epsilon"].iloc[0]) and reach["incomplete"].iloc[0]
+    # some trials missing at a grid point: not met there, the larger ones still count
+    part = [r for r in grid_rows if not (r["epsilon"] == 1.0 and r["trial"] == 2)]
+    reach = sw.smallest_epsilon(sw.summarize(pd.DataFrame(part)), 0.5, grid=grid)
+    assert reach["epsilon"].iloc[0] == 10.0 and reach["incomplete"].iloc[0]
+    # complete, with every cell of the largest eps failed: not met, not incomplete
+    failed = [r for r in grid_rows if r["epsilon"] != 10.0]
+    failed += [_row("gaussian", 10.0, t, 0.0, status="RuntimeError: x") for t in range(3)]
+    reach = sw.smallest_epsilon(sw.summarize(pd.DataFrame(failed)), 0.5, grid=grid)
+    assert np.isnan(reach["epsilon"].iloc[0]) and not reach["incomplete"].iloc[0]
+    # complete: as before
+    reach = sw.smallest_epsilon(sw.summarize(pd.DataFrame(grid_rows)), 0.5, grid=grid)
+    assert reach["epsilon"].iloc[0] == 1.0 and not reach["incomplete"].iloc[0]

@@ -7,7 +7,8 @@ seeded noise, so sweeps measure accuracy and release nothing.
 
 Modules: :mod:`.config` (schema), :mod:`.registry` (mechanism name → estimator),
 :mod:`.grid` (cells, seeds), :mod:`.execute` (one cell), :mod:`.runner` (pool, lock, resume,
-manifest), :mod:`.results` (the CSV) and :mod:`.report`.  Names load on first use.
+manifest), :mod:`.results` (the CSV), :mod:`.report` and :mod:`.reach` (the smallest ε reaching a
+target).  Names load on first use.
 Imports every layer below it (estimators, :mod:`privirt.private`, :mod:`privirt.plots`), never
 :mod:`privirt.cli`.
 """
@@ -38,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "METRICS": "results",
     "read_results": "results",
     "summarize": "report",
-    "smallest_epsilon": "report",
+    "smallest_epsilon": "reach",
     "plot_dataset": "report",
     "build_report": "report",
     "ReportFiles": "report",

@@ -9,16 +9,16 @@
   data set (mean ± CI half-width of the chosen metric, mechanisms × ε), and for a target
   accuracy the smallest ε that reaches it per mechanism.
 
-"Reaches" is deliberately strict: the smallest ε of the grid at which the mean over trials
-meets the target *and keeps meeting it at every larger ε of the grid*, so that one lucky
-grid point does not count.
+"Reaches" is deliberately strict (:mod:`.reach`): the smallest ε of the configured grid at
+which the mean over trials meets the target *and keeps meeting it at every larger ε of the
+grid*, so that one lucky grid point does not count; an ε whose cells were not all computed
+does not meet it.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ import pandas as pd
 from .._files import atomic_write
 from . import registry
 from .config import check_dataset_name
+from .reach import _check_metric, configured_grid, smallest_epsilon
 from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, RESULTS_FILE, read_results
 
 __all__ = [
@@ -43,15 +44,8 @@ __all__ = [
 ]
 
 DEFAULT_TARGET = 0.25
-#: relative tolerance of "meets the target": a mean equal to it but for round-off meets it
-_TIE_TOLERANCE = 1e-9
 _PLOT_METRICS = ("l2_error", "linf_error", "top_k_accuracy")
 _NONPRIVATE_STYLE = {"spectral": ("black", "--"), "cmle": ("dimgray", ":")}
-
-
-def _check_metric(metric: str) -> None:
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
 def _t_quantile(dof: np.ndarray) -> np.ndarray:
@@ -121,42 +115,6 @@ def _nonprivate(results: pd.DataFrame) -> set[str]:
     """The mechanisms of ``results`` run without ε (non-private baselines), from the results."""
     eps = pd.to_numeric(results["epsilon"], errors="coerce")
     return {m for m, e in eps.groupby(results["mechanism"]) if e.isna().all()}
-
-
-def smallest_epsilon(
-    summary: pd.DataFrame, target: float, metric: str = DEFAULT_METRIC
-) -> pd.DataFrame:
-    """Smallest ε per (data set, private mechanism) whose mean ``metric`` meets ``target``.
-
-    For error metrics "meets" means ``mean <= target``, for accuracies ``mean >= target``, up
-    to a relative tolerance of 1e-9 (``max(1, |target|) · 1e-9``), so that a mean equal to the
-    target but for round-off (mean of 0.6, 0.8, 1.0 = 0.7999999999999999) meets it.
-    The ε returned is the smallest grid point from which the target is met at it and at every
-    larger ε of the grid (NaN when the largest ε does not meet it).
-
-    Returns
-    -------
-    DataFrame
-        Columns ``dataset, mechanism, epsilon, mean_at_epsilon``.
-    """
-    _check_metric(metric)
-    lower = METRICS[metric][1]
-    rows = []
-    private = summary[summary["epsilon"].notna()]
-    for (dataset, mech), grp in private.groupby(["dataset", "mechanism"], sort=False):
-        grp = grp.sort_values("epsilon")
-        means = grp["mean"].to_numpy()
-        tol = _TIE_TOLERANCE * max(1.0, abs(target))
-        meets = (means <= target + tol) if lower else (means >= target - tol)
-        meets &= ~np.isnan(means)
-        eps, value = math.nan, math.nan
-        for i in range(len(meets) - 1, -1, -1):
-            if not meets[i]:
-                break
-            eps, value = float(grp["epsilon"].iloc[i]), float(means[i])
-        rows.append({"dataset": dataset, "mechanism": mech, "epsilon": eps,
-                     "mean_at_epsilon": value})
-    return pd.DataFrame(rows, columns=["dataset", "mechanism", "epsilon", "mean_at_epsilon"])
 
 
 # ----------------------------------------------------------------------------------------
@@ -332,6 +290,11 @@ def _cell(r: pd.Series) -> str:
     return text
 
 
+def _reach_cell(row: pd.Series, shown: dict[float, str]) -> str:
+    text = shown.get(row["epsilon"], _fmt(row["epsilon"]))
+    return text + " (incomplete)" if row["incomplete"] else text
+
+
 def _plot_metrics(metric: str) -> tuple[str, ...]:
     """The panels of a data set's figure: ``metric`` first, then the usual ones."""
     return (metric, *(m for m in _PLOT_METRICS if m != metric))
@@ -397,7 +360,7 @@ def build_report(
         plots.append(path)
 
     summ = summarize(results, metric)
-    reach = smallest_epsilon(summ, target, metric)
+    reach = smallest_epsilon(summ, target, metric, configured_grid(manifest))
     label, lower = METRICS[metric]
     name = manifest.get("config", {}).get("name", directory.name) if manifest else directory.name
     sections = _sections(results, summ, reach, manifest, name, metric, label, lower, target,
@@ -500,9 +463,13 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
     for ds in datasets:
         r = reach[reach["dataset"] == ds]
         by = {row["mechanism"]: row for _, row in r.iterrows()}
-        rows.append([ds] + [shown.get(by[m]["epsilon"], _fmt(by[m]["epsilon"])) if m in by else ""
-                            for m in mechs])
+        rows.append([ds] + [_reach_cell(by[m], shown) if m in by else "" for m in mechs])
     blocks.append(("table", (["data set"] + mechs, rows)))
+    if reach["incomplete"].any():
+        blocks.append(("p", "(incomplete): the search stopped at an ε of the grid whose cells "
+                            "were not all computed (an interrupted sweep), which counts as not "
+                            "met; finish the sweep with privirt sweep --resume for the final "
+                            "answer."))
     for ds, plot in zip(datasets, plots):
         first = results[results["dataset"] == ds].iloc[0]
         blocks.append(("h2", f"{ds} (source {first['source']}, n = {int(first['n'])}, "
