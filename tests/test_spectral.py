@@ -200,6 +200,28 @@ def test_a_labelled_graph_is_read_by_label_not_by_position():
         plain, spectral_from_counts(Y.to_numpy(), graph=G.loc[rev, rev].to_numpy(), device="cpu").beta)
 
 
+def test_a_labelled_graph_matches_the_items_as_text():
+    # 69965f8 compared a labelled graph's labels with items= exactly: Y and its graph labelled
+    # 0..4 with items=["0", ...] (matched to Y as text) refused the graph that carries Y's labels
+    from privirt.private.counts.noisy_likelihood import noise_aware_estimate
+
+    Y, G = _star_graph_counts()
+    Yn, Gn = (f.set_axis(range(5), axis=0).set_axis(range(5), axis=1) for f in (Y, G))
+    text = ["4", "3", "2", "1", "0"]
+    rev = [4, 3, 2, 1, 0]
+    for fit in (lambda **kw: spectral_from_counts(Yn, device="cpu", **kw).beta,
+                lambda **kw: noise_aware_estimate(Yn, noise_var=100.0, **kw).beta):
+        ref = fit(items=text, graph=Gn.to_numpy()[np.ix_(rev, rev)])
+        np.testing.assert_allclose(fit(items=text, graph=Gn), ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fit(items=text, graph=Gn.loc[rev, rev]), ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fit(graph=Gn.rename(index=str, columns=str)), ref[::-1].to_numpy(),
+                                   rtol=0, atol=1e-12)
+        for bad in (Gn.set_axis(range(1, 6), axis=0).set_axis(range(1, 6), axis=1),
+                    Gn.set_axis([0, 1, 2, 3, "3"], axis=0).set_axis([0, 1, 2, 3, "3"], axis=1)):
+            with pytest.raises(ValueError, match=r"^graph index must carry the items of the counts \(5 labels"):
+                fit(items=text, graph=bad)
+
+
 def test_items_orders_a_labelled_count_frame_by_label_and_refuses_other_labels():
     # items= renamed a labelled frame by position: items=list("edcba") reported item a's
     # difficulty under e, and foreign labels were taken

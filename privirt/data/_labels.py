@@ -109,7 +109,8 @@ def item_labels(items: Sequence[Any]) -> pd.Index:
 
 
 def aligned_frame(frame: Any, labels: pd.Index, what: str, *, items_of: str = "Y.index",
-                  hint: str = "pass the NoisyCounts as released") -> pd.DataFrame:
+                  hint: str = "pass the NoisyCounts as released",
+                  as_text: bool = False) -> pd.DataFrame:
     """``frame`` with its rows and columns in the order of the item ``labels``, read by label.
 
     Parameters
@@ -124,11 +125,14 @@ def aligned_frame(frame: Any, labels: pd.Index, what: str, *, items_of: str = "Y
         Where ``labels`` come from, in messages.
     hint : str, optional
         What to do, ending a message.
+    as_text : bool, optional
+        Match the frame's labels to ``labels`` as text (:func:`match_items`, as ``items=`` is
+        matched: ``0`` carries item ``"0"``); ``False``: exactly.
 
     Returns
     -------
     pandas.DataFrame
-        ``frame`` itself when already in order, else ``frame.loc[labels, labels]``.
+        ``frame`` itself when already in order, else its rows and columns of ``labels``.
 
     Raises
     ------
@@ -138,15 +142,36 @@ def aligned_frame(frame: Any, labels: pd.Index, what: str, *, items_of: str = "Y
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"{what} must be a pandas DataFrame labelled by item, "
                          f"got {type(frame).__name__}")
+    where = {}
     for axis, idx in (("index", frame.index), ("columns", frame.columns)):
-        if not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
-                                       or set(idx) != set(labels)):
+        if as_text and not idx.equals(labels):
+            where[axis] = _text_positions(labels, idx)
+            bad = where[axis] is None
+        else:
+            bad = not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
+                                              or set(idx) != set(labels))
+        if bad:
             raise ValueError(f"{what} {axis} must carry the items of {items_of} "
                              f"({len(labels)} labels, e.g. {list(labels[:3])}), got {len(idx)} "
                              f"labels, e.g. {list(idx[:3])}; {hint}")
     if frame.index.equals(labels) and frame.columns.equals(labels):
         return frame
+    if as_text:
+        rows, cols = (where.get(axis, np.arange(len(labels))) for axis in ("index", "columns"))
+        return frame.iloc[rows, cols]
     return frame.loc[labels, labels]
+
+
+def _text_positions(labels: pd.Index, idx: pd.Index) -> np.ndarray | None:
+    """For each of ``labels``, the position of its label in ``idx``, matched as text
+    (:func:`match_items`); ``None`` unless ``idx`` carries exactly those items, each once."""
+    if len(idx) != len(labels):
+        return None
+    try:
+        _, pos = match_items(labels, idx, public=False)
+    except ValueError:  # two labels of idx the same as text
+        return None
+    return pos if (pos >= 0).all() and len(set(pos.tolist())) == len(pos) else None
 
 
 def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,

@@ -391,8 +391,8 @@ def validate_graph(graph: Any, m: int, labels: pd.Index | None = None) -> np.nda
         The number of items.
     labels : pandas.Index, optional
         The counts' item labels, when the counts carry labels (a DataFrame or ``items=``): a
-        DataFrame ``graph`` is then read by label (reordered to ``labels``) and must carry
-        exactly those items.  ``None``: read by position.
+        DataFrame ``graph`` is then read by label (reordered to ``labels``; labels matched as
+        text, as ``items=`` is) and must carry exactly those items.  ``None``: read by position.
 
     Returns
     -------
@@ -407,7 +407,7 @@ def validate_graph(graph: Any, m: int, labels: pd.Index | None = None) -> np.nda
     if labels is not None and isinstance(graph, pd.DataFrame):
         graph = aligned_frame(graph, labels, "graph", items_of="the counts",
                               hint="label the graph by the counts' items (or pass an array in "
-                                   "their order)")
+                                   "their order)", as_text=True)
     try:
         from scipy import sparse
 
