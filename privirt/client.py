@@ -272,6 +272,13 @@ class Client:
 
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
+        try:
+            return self._send(method, path, body, idempotency_key=idempotency_key)
+        except BaseException as exc:  # (a KeyboardInterrupt too: it stays one)
+            _without_foreign_frames(exc)  # urllib's frames hold the key's header in their locals
+            raise
+
+    def _send(self, method: str, path: str, body: dict | None, *, idempotency_key: str | None):
         data = None if body is None else json.dumps(body, default=_plain).encode()
         headers = {"Accept": "application/json"}  # the key's header is made in the call, never a local
         if data is not None:
@@ -382,6 +389,37 @@ class Client:
     def result(self, request_id: str):
         """A stored result by its request id (e.g. after a lost response)."""
         return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
+
+
+def _without_foreign_frames(exc: BaseException) -> None:
+    """Cut ``exc``'s traceback, and those of the exceptions chained to it, at the first frame
+    outside this module, and drop a suppressed (``from None``) context: urllib's ``do_open``
+    holds the request's headers, ``Authorization: Bearer <key>`` among them, in its locals,
+    which a traceback shown with its locals (``pytest --showlocals``, error trackers) or a
+    post-mortem debugger would show.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception leaving :meth:`Client._request`; changed in place.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.__suppress_context__:
+            e.__context__ = None
+        tb = e.__traceback__
+        if tb is None or tb.tb_frame.f_globals.get("__name__") != __name__:
+            e.__traceback__ = None
+        else:
+            while tb.tb_next is not None and tb.tb_next.tb_frame.f_globals.get("__name__") == __name__:
+                tb = tb.tb_next
+            tb.tb_next = None
+        todo += [e.__cause__, e.__context__]
 
 
 def _port_ok(parts: urllib.parse.SplitResult) -> bool:

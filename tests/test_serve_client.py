@@ -693,6 +693,64 @@ def test_the_key_is_not_in_the_locals_of_a_failed_requests_traceback(fake, answe
         assert fake.seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
 
 
+def _chain_with_locals(exc: BaseException) -> str:
+    """Every exception chained to ``exc`` (causes and contexts, suppressed ones too), each
+    formatted with its frames' locals."""
+    import traceback
+
+    out, todo, seen = [], [exc], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        out.append("".join(traceback.TracebackException(type(e), e, e.__traceback__,
+                                                        capture_locals=True).format(chain=False)))
+        todo += [e.__cause__, e.__context__]
+    return "\n".join(out)
+
+
+_CALLS = {"datasets": lambda c: c.datasets(), "spends": lambda c: c.spends(), "result": lambda c: c.result("r1"),
+          "estimate": lambda c: c.estimate("d", epsilon=0.1), "release": lambda c: c.release("d", epsilon=0.1)}
+
+
+@pytest.mark.parametrize("call", sorted(_CALLS))
+@pytest.mark.parametrize("failure", ["interrupted", "refused", "no answer", "404"])
+def test_no_exception_chained_to_a_failed_call_holds_the_key_in_its_frames(fake, monkeypatch, call, failure):
+    # urllib's do_open holds headers = {'Authorization': 'Bearer pva....'} in its locals: a Ctrl-C
+    # during a GET kept its frame in the traceback, and every call's error chained (a suppressed
+    # context) to urllib's error, whose traceback holds that frame
+    import http.client
+    import socket
+
+    from privirt.client import ServiceError
+
+    url, hold = fake.url, None
+    if failure == "interrupted":
+        def _interrupt(self, *args, **kwargs):  # Ctrl-C inside urllib's do_open
+            raise KeyboardInterrupt
+        monkeypatch.setattr(http.client.HTTPConnection, "request", _interrupt)
+    elif failure == "refused":
+        fake.shutdown()
+        fake.server_close()
+    elif failure == "no answer":  # a service that accepts and never answers
+        hold = socket.socket()
+        hold.bind(("127.0.0.1", 0))
+        hold.listen(8)
+        url = f"http://127.0.0.1:{hold.getsockname()[1]}"
+    c = Client(url, KEY, retries=0, timeout=0.3)
+    try:
+        with pytest.raises((ServiceError, ConnectionError, KeyboardInterrupt)) as err:
+            _CALLS[call](c)
+    finally:
+        if hold is not None:
+            hold.close()
+    if failure == "interrupted":  # it stays a KeyboardInterrupt
+        assert err.type is KeyboardInterrupt
+    text = _chain_with_locals(err.value)
+    assert SECRET not in text and "self = Client(" in text
+
+
 def test_the_certificate_hint_follows_the_verify_error_and_the_cafile(tls_fake, tmp_path):
     # a host name mismatch with the right cafile, or a cafile of another CA, was told "use cafile="
     import subprocess
