@@ -56,6 +56,38 @@ def test_out_name_too_long_for_the_temporary_file_is_refused_before_spending(lsa
     assert list(folder.iterdir()) == [out]
 
 
+def _folder_of_length(base: Path, length: int) -> Path:
+    """A new folder under ``base`` whose absolute path is ``length`` bytes long."""
+    path = os.fsencode(os.path.realpath(base))
+    while len(path) < length:
+        path += b"/" + b"d" * min(200, length - len(path) - 1)
+        if len(path) == length - 1:  # (no room for "/" and a name of one byte)
+            path = path[:-1]
+    os.makedirs(path)
+    return Path(os.fsdecode(path))
+
+
+def test_out_whose_path_is_too_long_is_not_called_a_name_too_long(lsat_csv, tmp_path, capsys):
+    """A short name in a folder whose path is near PATH_MAX was refused with "the file name is too
+    long (7 bytes; at most 241 here)": the whole path (with the temporary file's name) was too long."""
+    from privirt._files import TEMPORARY_EXTRA_BYTES
+    from privirt.cli._paths import check_output_file
+
+    try:
+        path_max = os.pathconf(tmp_path, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        pytest.skip("no PATH_MAX here")
+    longest = path_max - 1 - TEMPORARY_EXTRA_BYTES
+    folder = _folder_of_length(tmp_path, longest - len("/res.csv"))
+    assert check_output_file(folder / "res.csv", "--out", (".csv",)) == folder / "res.csv"  # the longest path
+    out = folder / "res1.csv"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--n-boot", "0", "--out", str(out)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert f": the path is too long ({longest + 1} bytes as an absolute path; at most {longest} here); " \
+           "give a file in a folder with a shorter path" in err and "name" not in err.replace(str(out), "")
+    assert list(folder.iterdir()) == []
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc") or not os.access("/proc", os.W_OK),
                     reason="needs a /proc that os.access calls writable (Linux, as root)")
 def test_out_in_a_folder_that_refuses_new_files_is_refused_before_work(lsat_csv, capsys):

@@ -55,16 +55,28 @@ def _check_creatable(p: Path, flag: str, folder: Path) -> None:
         check_creatable(p)
     except OSError as e:
         if e.errno == errno.ENAMETOOLONG:
-            try:
-                name_max = os.pathconf(folder, "PC_NAME_MAX")
-            except (OSError, ValueError):
-                name_max = 255
-            name = Path(os.path.realpath(p)).name
-            raise ValueError(
-                f"{flag} {p}: the file name is too long ({len(os.fsencode(name))} bytes; at most "
-                f"{name_max - TEMPORARY_EXTRA_BYTES} here); give a shorter name") from None
+            real = os.fsencode(os.path.realpath(p))
+            name = os.path.basename(real)
+            longest = _limit(folder, "PC_NAME_MAX", 255) - TEMPORARY_EXTRA_BYTES
+            if len(name) > longest:
+                raise ValueError(f"{flag} {p}: the file name is too long ({len(name)} bytes; at most "
+                                 f"{longest} here); give a shorter name") from None
+            # the name fits: the whole path is over PATH_MAX (which counts the final NUL)
+            longest = _limit(folder, "PC_PATH_MAX", 4096) - 1 - TEMPORARY_EXTRA_BYTES
+            raise ValueError(f"{flag} {p}: the path is too long ({len(real)} bytes as an absolute path; "
+                             f"at most {longest} here); give a file in a folder with a shorter "
+                             "path") from None
         raise ValueError(f"{flag} {p}: cannot create files in the folder {folder} "
                          f"({e.strerror or e}); give another folder") from None
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    """:func:`os.pathconf`'s ``name`` limit for ``folder``; ``default`` where it has none."""
+    try:
+        value = os.pathconf(folder, name)
+    except (OSError, ValueError):
+        return default
+    return default if value < 0 else value
 
 
 def _same_file(a: Path, b: Path) -> bool:
