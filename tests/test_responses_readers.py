@@ -173,9 +173,12 @@ def test_rows_ending_in_a_separator_give_no_false_loss_of_data_warning(tmp_path,
     path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,\np3,1,1,0,\n")
     assert main(["estimate", str(path), "--no-progress", "--device", "cpu"]) == 0
     assert "loss of data" not in capsys.readouterr().err
-    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,1\n")  # a non-empty extra field: refused
-    with pytest.raises(ValueError, match="line 3 has 5 fields where the header has 4"):
-        as_responses(path)
+    # a non-empty extra field: not a row that ends in a separator; R's write.table(na="") of a
+    # frame with a person column (row names p1, p2, persons 0 and 1) reads every row, and is read
+    # so (it was refused, "line 3 has 5 fields", while the same file without the skip was read)
+    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,1\n")
+    got = as_responses(path, empty="keep")
+    assert got.persons.tolist() == ["0", "1"] and got.codes.tolist() == [[1, 1, -1], [0, 1, 1]]
 
 
 def test_parquet_decimal_columns_of_0_1_read_as_numbers(tmp_path):
@@ -247,3 +250,21 @@ def test_r_write_table_layout_with_a_skipped_last_item_is_read_like_its_neighbou
     c.write_text("q1,q2,q3\n1,0,1,\n0,1,1,7\n")
     with pytest.raises(ValueError, match="line 3 has 4 fields where the header has 3"):
         as_responses(c)
+
+
+def test_r_write_table_layout_with_a_person_column_and_a_skipped_last_item_is_read(tmp_path):
+    # write.table(df, sep=",", na="") of a frame with a person column: row names, then the
+    # person column; the header names the person column first, which sent the file to the
+    # trailing-separator reading, refused ("line 2 has 5 fields where the header has 4") as soon
+    # as one person skipped the last item, while the same file without the skip was read
+    from privirt.data.responses import private_responses
+
+    rows = ['"person","i1","i2","i3"', '"1","p1",1,0,1', '"2","p2",0,1,1', '"3","p3",1,0,0']
+    full, skip = tmp_path / "full.csv", tmp_path / "skip.csv"
+    full.write_text("\n".join(rows) + "\n")
+    skip.write_text("\n".join([rows[0], rows[1], '"2","p2",0,1,', rows[3]]) + "\n")
+    for read in (lambda f: as_responses(f, empty="keep"), private_responses):
+        a, b = read(full), read(skip)
+        assert a.persons.tolist() == b.persons.tolist() == ["p1", "p2", "p3"]
+        assert a.items.tolist() == b.items.tolist() == ["i1", "i2", "i3"]
+        assert b.codes[1].tolist() == [0, 1, -1] and np.array_equal(np.delete(a.codes, 1, 0), np.delete(b.codes, 1, 0))
