@@ -173,12 +173,15 @@ def test_rows_ending_in_a_separator_give_no_false_loss_of_data_warning(tmp_path,
     path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,\np3,1,1,0,\n")
     assert main(["estimate", str(path), "--no-progress", "--device", "cpu"]) == 0
     assert "loss of data" not in capsys.readouterr().err
-    # a non-empty extra field: not a row that ends in a separator; R's write.table(na="") of a
-    # frame with a person column (row names p1, p2, persons 0 and 1) reads every row, and is read
-    # so (it was refused, "line 3 has 5 fields", while the same file without the skip was read)
+    # a non-empty extra field after a person column of labels and answers: refused by its line
+    # (f3154af read it the R way, persons "0" and "1" and p1's answers shifted one column left,
+    # the labels p1, p2 dropped; with three persons: "duplicate person label '1'")
     path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,1\n")
-    got = as_responses(path, empty="keep")
-    assert got.persons.tolist() == ["0", "1"] and got.codes.tolist() == [[1, 1, -1], [0, 1, 1]]
+    with pytest.raises(ValueError, match="line 3 has 5 fields where the header has 4"):
+        as_responses(path)
+    path.write_text("person,q1,q2,q3\np1,0,1,1,\np2,1,0,1,\np3,1,1,0,1\n")
+    with pytest.raises(ValueError, match="line 4 has 5 fields where the header has 4"):
+        as_responses(path)
 
 
 def test_parquet_decimal_columns_of_0_1_read_as_numbers(tmp_path):

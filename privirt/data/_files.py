@@ -215,7 +215,8 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
         default = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1
         maybe = "index_col" not in options and frame.shape[1] and (
             not default or frame.iloc[:, -1].isna().any())  # (ids 0, 1, ... also read as a RangeIndex)
-        if maybe and _rows_end_in_separator(source, sep, compression, len(header)):
+        labelled = str(header[0]).strip().lower() == str(person_col or "person").lower()
+        if maybe and _rows_end_in_separator(source, sep, compression, len(header), labelled):
             # (a row whose extra field pandas would drop, with a ParserWarning, is found in the
             # rows first: recording warnings swaps process-wide state, which other threads share)
             _check_long_rows(source, name, sep, compression, len(header))
@@ -331,29 +332,33 @@ def _first_row_longer(source: Any, sep: str, compression: Any, width: int) -> bo
     return first is not None and len(first) == width + 1
 
 
-def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int) -> bool:
+def _rows_end_in_separator(source: Any, sep: str, compression: Any, width: int, labelled: bool) -> bool:
     """Whether the first data row has one field more than the header's ``width`` (pandas then
     takes the first field for row labels), some such row ends in the separator, and the extra
     fields are not R's row names: every such row ends in the separator, or every such row's
-    first field is an answer (0/1/empty).  Where a row ending in the separator was enough, R's
-    ``write.table(na="")`` layout was refused as soon as one person had skipped the last item;
-    so it was where the header's first column is the person column (R's row names before a
-    ``person`` column): where some such rows end in a non-empty field, they are not rows that
-    end in a separator, and R's layout reads every row.  Unknown (a .zip/.zst member pandas
-    alone reads): yes, the safer reading."""
+    first field is an answer (0/1/empty), or -- where the header's first column is the person
+    column (``labelled``) -- every such row's second field is an answer (it would be the person
+    label in R's layout: row names, then the person column).  Where a row ending in the
+    separator was enough, R's ``write.table(na="")`` layout was refused as soon as one person had
+    skipped the last item; where the person column alone decided, it was so refused with a
+    person column, and without the second-field test a person column of labels followed by
+    answers was read shifted, its labels dropped.  Unknown (a .zip/.zst member pandas alone
+    reads): yes, the safer reading."""
     with _data_records(source, sep, compression) as rows:
         if rows is None:
             return True
         first = next(rows, None)
         if first is None or len(first) != width + 1:
             return False
-        some_empty, every_empty, answers = first[-1] == "", first[-1] == "", first[0].strip() in _ANSWER_TEXT
+        some_empty = every_empty = first[-1] == ""
+        answers, second = first[0].strip() in _ANSWER_TEXT, first[1].strip() in _ANSWER_TEXT
         for record in rows:
             if record and len(record) == width + 1:
                 some_empty = some_empty or record[-1] == ""
                 every_empty = every_empty and record[-1] == ""
                 answers = answers and record[0].strip() in _ANSWER_TEXT
-        return some_empty and (every_empty or answers)
+                second = second and record[1].strip() in _ANSWER_TEXT
+        return some_empty and (every_empty or answers or (labelled and second))
 
 
 _ANSWER_TEXT = frozenset({"", "0", "1", "0.0", "1.0"})
