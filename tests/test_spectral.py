@@ -347,3 +347,23 @@ def test_a_regularization_that_overflows_is_refused():
         spectral_estimate(X, regularization=1e308)
     big = spectral_estimate(X, regularization=1e15)  # the largest accepted: every β tied at 0
     assert np.allclose(big.beta, 0.0, atol=1e-6)
+
+
+def test_a_graph_with_exactly_the_counts_labels_is_read_by_them_in_any_order():
+    # d534efa matched a labelled graph as text only: counts labelled [0, 1, "1", 2] (unique, but
+    # not as text) refused a permuted graph that carried exactly their labels
+    from privirt.rasch.spectral import spectral_from_counts
+
+    rng = np.random.default_rng(65_300_001)
+    Y = rng.integers(5, 50, size=(4, 4)).astype(float)
+    np.fill_diagonal(Y, 0)
+    G = np.ones((4, 4))
+    np.fill_diagonal(G, 0)
+    G[0, 3] = G[3, 0] = 0
+    want = spectral_from_counts(Y, graph=G).beta.to_numpy()
+    perm = [2, 0, 3, 1]
+    for labels in ([0, 1, "1", 2], ["a", "b", " b", "d"]):
+        frame = pd.DataFrame(G, index=labels, columns=labels).iloc[perm, perm]
+        got = spectral_from_counts(pd.DataFrame(Y, index=labels, columns=labels), graph=frame)
+        np.testing.assert_allclose(got.beta.to_numpy(), want, rtol=0, atol=1e-12)
+        assert list(got.beta.index) == labels

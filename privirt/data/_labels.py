@@ -144,12 +144,14 @@ def aligned_frame(frame: Any, labels: pd.Index, what: str, *, items_of: str = "Y
                          f"got {type(frame).__name__}")
     where = {}
     for axis, idx in (("index", frame.index), ("columns", frame.columns)):
+        exact = len(idx) == len(labels) and not idx.has_duplicates and set(idx) == set(labels)
         if as_text and not idx.equals(labels):
-            where[axis] = _text_positions(labels, idx)
+            # the same labels exactly come first: counts labelled [0, 1, "1"] are unique, but
+            # not as text, and a permuted graph with exactly their labels was refused
+            where[axis] = idx.get_indexer(labels) if exact else _text_positions(labels, idx)
             bad = where[axis] is None
         else:
-            bad = not idx.equals(labels) and (len(idx) != len(labels) or idx.has_duplicates
-                                              or set(idx) != set(labels))
+            bad = not idx.equals(labels) and not exact
         if bad:
             raise ValueError(f"{what} {axis} must carry the items of {items_of} "
                              f"({len(labels)} labels, e.g. {list(labels[:3])}), got {len(idx)} "
