@@ -30,6 +30,7 @@ import numbers
 import os
 import socket
 import ssl
+import sys
 import time
 import uuid
 import urllib.error
@@ -272,10 +273,11 @@ class Client:
 
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
+        outer = sys.exc_info()[1]  # the caller's own exception, if called while handling one
         try:
             return self._send(method, path, body, idempotency_key=idempotency_key)
         except BaseException as exc:  # (a KeyboardInterrupt too: it stays one)
-            _without_foreign_frames(exc)  # urllib's frames hold the key's header in their locals
+            _without_foreign_frames(exc, outer)  # urllib's frames hold the key's header in their locals
             raise
 
     def _send(self, method: str, path: str, body: dict | None, *, idempotency_key: str | None):
@@ -391,7 +393,7 @@ class Client:
         return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
 
 
-def _without_foreign_frames(exc: BaseException) -> None:
+def _without_foreign_frames(exc: BaseException, outer: BaseException | None = None) -> None:
     """Cut ``exc``'s traceback, and those of the exceptions chained to it, at the first frame
     outside this module, and drop a suppressed (``from None``) context: urllib's ``do_open``
     holds the request's headers, ``Authorization: Bearer <key>`` among them, in its locals,
@@ -402,12 +404,15 @@ def _without_foreign_frames(exc: BaseException) -> None:
     ----------
     exc : BaseException
         The exception leaving :meth:`Client._request`; changed in place.
+    outer : BaseException, optional
+        The exception being handled when the request began (the caller's own): the walk stops
+        there, so the caller's exception and its chain keep their tracebacks.
     """
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
         e = todo.pop()
-        if e is None or id(e) in seen:
+        if e is None or e is outer or id(e) in seen:
             continue
         seen.add(id(e))
         if e.__suppress_context__:

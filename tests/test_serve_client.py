@@ -751,6 +751,35 @@ def test_no_exception_chained_to_a_failed_call_holds_the_key_in_its_frames(fake,
     assert SECRET not in text and "self = Client(" in text
 
 
+@pytest.mark.parametrize("failure", ["interrupted", "refused"])
+def test_the_callers_own_exception_keeps_its_traceback(fake, monkeypatch, failure):
+    # the frames were cut along the whole __context__ chain, into the exception the caller was
+    # handling when it called the client: its traceback was set to None, in place (2769a67)
+    import http.client
+    import traceback
+
+    if failure == "interrupted":
+        def _interrupt(self, *args, **kwargs):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(http.client.HTTPConnection, "request", _interrupt)
+    else:
+        fake.shutdown()
+        fake.server_close()
+    c = Client(fake.url, KEY, retries=0, timeout=0.3)
+
+    def users_own_work():
+        raise KeyError("row 17 of my own table")
+
+    try:
+        users_own_work()
+    except KeyError as mine:
+        saved = mine
+        with pytest.raises((KeyboardInterrupt, ConnectionError)) as err:
+            c.datasets()
+    assert len(traceback.extract_tb(saved.__traceback__)) == 2  # this test and users_own_work
+    assert SECRET not in _chain_with_locals(err.value)
+
+
 def test_the_certificate_hint_follows_the_verify_error_and_the_cafile(tls_fake, tmp_path):
     # a host name mismatch with the right cafile, or a cafile of another CA, was told "use cafile="
     import subprocess
