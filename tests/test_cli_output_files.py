@@ -134,3 +134,20 @@ def test_out_inside_the_plots_folder_is_still_allowed(tmp_path):
     (tmp_path / "figs").mkdir()
     check_out_and_plots(tmp_path / "figs" / "summary.csv", tmp_path / "figs")
     check_out_and_plots(None, tmp_path / "figs")
+
+
+def test_an_out_path_over_path_max_as_given_is_one_line(tmp_path, capsys):
+    # 'x/../' repeated past PATH_MAX: Path.is_dir() and resolve() raised ENAMETOOLONG themselves,
+    # before the creation check, and the CLI printed '[Errno 36] File name too long: ...' (4 KB)
+    import pandas as pd
+
+    from privirt.cli import main
+
+    data = tmp_path / "d.csv"
+    pd.DataFrame([[1, 0], [0, 1], [1, 1]], columns=["a", "b"]).to_csv(data, index=False)
+    out = str(tmp_path) + "/" + "x/../" * 900 + "out.csv"
+    assert main(["estimate", str(data), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Errno" not in err and len(err) < 300, err
+    assert "--out: the path is too long (" in err and "give a file in a folder with a shorter path" in err
+    assert list(tmp_path.iterdir()) == [data]

@@ -26,6 +26,17 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
         Naming ``flag``, the problem and what to do.
     """
     p = Path(path)
+    try:
+        return _check_output_file(p, flag, suffixes, inputs)
+    except OSError as e:  # a path over PATH_MAX fails is_dir() and resolve() themselves
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        raise ValueError(f"{flag}: the path is too long ({len(os.fsencode(os.fspath(p)))} bytes as given); "
+                         "give a file in a folder with a shorter path") from None
+
+
+def _check_output_file(p: Path, flag: str, suffixes: Sequence[str],
+                       inputs: Sequence[str | Path | None | tuple]) -> Path:
     allowed = " or ".join(suffixes)
     if p.is_dir():
         raise ValueError(f"{flag} {p} is a folder; give a file name ending in {allowed}")
