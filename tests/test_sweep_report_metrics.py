@@ -108,3 +108,23 @@ def test_the_reach_table_checks_the_configured_grid(tmp_path):
     # complete: as before
     reach = sw.smallest_epsilon(sw.summarize(pd.DataFrame(grid_rows)), 0.5, grid=grid)
     assert reach["epsilon"].iloc[0] == 1.0 and not reach["incomplete"].iloc[0]
+
+
+def test_a_configured_mechanism_without_a_cell_is_an_incomplete_row_of_the_reach_table(tmp_path):
+    # an interrupted sweep whose laplace cells had not begun: the reach table had no row and no
+    # column for it, and said nothing of the missing mechanism
+    rows = [_row("gaussian", e, t, v) for t in range(3) for e, v in ((0.1, 0.9), (1.0, 0.2))]
+    out = _write(tmp_path / "out", rows, epsilons=[0.1, 1.0])
+    manifest = json.loads((out / "sweep.json").read_text())
+    manifest["config"]["datasets"][0]["mechanisms"] = ["gaussian", "laplace", "spectral"]
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    from privirt.sweeps.reach import configured_mechanisms
+
+    assert configured_mechanisms(manifest) == {"d": ["gaussian", "laplace"]}  # (spectral is not private)
+    sw.build_report(out, target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| data set | gaussian | laplace |" in md and "| d | 1 | — (incomplete) |" in md
+    reach = sw.smallest_epsilon(sw.summarize(sw.read_results(out)), 0.25,
+                                mechanisms={"d": ["gaussian", "laplace"]}).set_index("mechanism")
+    assert np.isnan(reach.loc["laplace", "epsilon"]) and reach.loc["laplace", "incomplete"]
+    assert reach.loc["gaussian", "epsilon"] == 1.0 and not reach.loc["gaussian", "incomplete"]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .results import DEFAULT_METRIC, METRICS
 
-__all__ = ["smallest_epsilon", "configured_grid"]
+__all__ = ["smallest_epsilon", "configured_grid", "configured_mechanisms"]
 
 #: relative tolerance of "meets the target": a mean equal to it but for round-off meets it
 _TIE_TOLERANCE = 1e-9
@@ -45,6 +45,23 @@ def configured_grid(manifest: Mapping[str, Any]) -> dict[str, tuple[list[float],
     return grid
 
 
+def configured_mechanisms(manifest: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each data set's configured private mechanisms, from a sweep's ``sweep.json`` (empty
+    when the manifest does not hold them): a mechanism with no cell yet has no row in the
+    results, and was missing from the reach table of an interrupted sweep."""
+    from .registry import nonprivate_names
+
+    out: dict[str, list[str]] = {}
+    config = manifest.get("config") if isinstance(manifest, Mapping) else None
+    datasets = config.get("datasets") if isinstance(config, Mapping) else None
+    for ds in datasets if isinstance(datasets, list) else []:
+        try:
+            out[str(ds["name"])] = [str(m) for m in ds["mechanisms"] if str(m) not in nonprivate_names()]
+        except (KeyError, TypeError):
+            continue
+    return out
+
+
 def _expected(summary: pd.DataFrame, dataset: str,
               grid: Grid | None) -> tuple[np.ndarray, int]:
     """The ε grid and trials per cell of ``dataset``: configured, joined with what the results
@@ -62,7 +79,7 @@ def _expected(summary: pd.DataFrame, dataset: str,
 
 def smallest_epsilon(
     summary: pd.DataFrame, target: float, metric: str = DEFAULT_METRIC,
-    grid: Grid | None = None,
+    grid: Grid | None = None, mechanisms: Mapping[str, Sequence[str]] | None = None,
 ) -> pd.DataFrame:
     """Smallest ε per (data set, private mechanism) whose mean ``metric`` meets ``target``.
 
@@ -85,6 +102,9 @@ def smallest_epsilon(
         sweep's manifest.  An ε of the grid with fewer cells (ok, failed or undefined) than
         the trials, none included, does not meet the target.  Without it, the grid of a data
         set is every ε its mechanisms reached and the trials the most cells one has.
+    mechanisms : mapping, optional
+        Data set -> its configured private mechanisms (:func:`configured_mechanisms`); one
+        without any cell in ``summary`` gets a row, NaN and incomplete.
 
     Returns
     -------
@@ -113,5 +133,9 @@ def smallest_epsilon(
             eps, value = float(at["epsilon"].iloc[0]), mean
         rows.append({"dataset": dataset, "mechanism": mech, "epsilon": eps,
                      "mean_at_epsilon": value, "incomplete": incomplete})
+    seen = {(r["dataset"], r["mechanism"]) for r in rows}
+    for dataset, mechs in (mechanisms or {}).items():
+        rows += [{"dataset": dataset, "mechanism": mech, "epsilon": math.nan, "mean_at_epsilon": math.nan,
+                  "incomplete": True} for mech in mechs if (dataset, mech) not in seen]
     return pd.DataFrame(rows, columns=["dataset", "mechanism", "epsilon", "mean_at_epsilon",
                                        "incomplete"])

@@ -31,7 +31,7 @@ import pandas as pd
 from .._files import atomic_write
 from . import registry
 from .config import check_dataset_name
-from .reach import _check_metric, configured_grid, smallest_epsilon
+from .reach import _check_metric, configured_grid, configured_mechanisms, smallest_epsilon
 from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, RESULTS_FILE, read_results
 
 __all__ = [
@@ -360,7 +360,7 @@ def build_report(
         plots.append(path)
 
     summ = summarize(results, metric)
-    reach = smallest_epsilon(summ, target, metric, configured_grid(manifest))
+    reach = smallest_epsilon(summ, target, metric, configured_grid(manifest), configured_mechanisms(manifest))
     label, lower = METRICS[metric]
     name = manifest.get("config", {}).get("name", directory.name) if manifest else directory.name
     sections = _sections(results, summ, reach, manifest, name, metric, label, lower, target,
@@ -458,6 +458,7 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
                         "and keeps meeting it at every larger ε; — means not reached within the "
                         "grid."))
     mechs = [m for m in _mechanism_order(results) if m in set(reach["mechanism"])]
+    mechs += [m for m in dict.fromkeys(reach["mechanism"]) if m not in mechs]  # (no cell yet)
     shown = _epsilon_labels(summ)  # the grid's ε as the tables below print them
     rows = []
     for ds in datasets:
