@@ -128,3 +128,13 @@ def test_a_configured_mechanism_without_a_cell_is_an_incomplete_row_of_the_reach
                                 mechanisms={"d": ["gaussian", "laplace"]}).set_index("mechanism")
     assert np.isnan(reach.loc["laplace", "epsilon"]) and reach.loc["laplace", "incomplete"]
     assert reach.loc["gaussian", "epsilon"] == 1.0 and not reach.loc["gaussian", "incomplete"]
+
+
+def test_a_private_cell_with_fewer_trials_than_configured_says_so(tmp_path):
+    # the results tables showed laplace's one trial of three at eps = 0.1 as a plain "0.2"
+    rows = [_row("gaussian", e, t, v) for t in range(3) for e, v in ((0.1, 0.9), (1.0, 0.4))]
+    out = _write(tmp_path / "out", rows + [_row("laplace", 0.1, 0, 0.2)], epsilons=[0.1, 1.0])
+    sw.build_report(out, target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| laplace | 0.2 (1 of 3 trials) |" in md
+    assert "(3 of 3 trials)" not in md and "| gaussian | 0.9" in md

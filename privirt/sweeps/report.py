@@ -241,10 +241,11 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _results_table(summ: pd.DataFrame, dataset: str,
-                   shown: dict[float, str]) -> tuple[list[str], list[list[str]]]:
+def _results_table(summ: pd.DataFrame, dataset: str, shown: dict[float, str],
+                   trials: int | None = None) -> tuple[list[str], list[list[str]]]:
     """One data set's table; ``shown`` (:func:`_epsilon_labels`) labels each ε of the whole
-    grid, so that every table of a report prints an ε alike."""
+    grid, so that every table of a report prints an ε alike; a private cell with fewer cells
+    than the configured ``trials`` (an interrupted sweep) says how many it has."""
     s = summ[summ["dataset"] == dataset]
     eps = sorted(s["epsilon"].dropna().unique())
     # a sweep of non-private baselines only has no ε column: give their values one
@@ -258,7 +259,7 @@ def _results_table(summ: pd.DataFrame, dataset: str,
                         + [""] * (len(header) - 2))
             continue
         by_eps = {float(r["epsilon"]): r for _, r in ms.iterrows()}
-        rows.append([mech] + [_cell(by_eps[e]) if e in by_eps else "" for e in eps])
+        rows.append([mech] + [_cell(by_eps[e], trials) if e in by_eps else "" for e in eps])
     return header, rows
 
 
@@ -279,7 +280,7 @@ def _distinct_labels(values: Sequence[float], digits: int = 3) -> list[str]:
     return [repr(float(v)) for v in values]
 
 
-def _cell(r: pd.Series) -> str:
+def _cell(r: pd.Series, trials: int | None = None) -> str:
     text = _fmt(r["mean"])
     if np.isfinite(r["ci_high"]) and np.isfinite(r["mean"]):
         text += f" ± {_fmt(r['ci_high'] - r['mean'], 2)}"
@@ -287,6 +288,9 @@ def _cell(r: pd.Series) -> str:
         text += f" ({int(r['failed'])} failed)"
     if r["undefined"]:
         text += f" ({int(r['undefined'])} undefined)"
+    cells = int(r["trials"] + r["failed"] + r["undefined"])
+    if trials and cells < trials:
+        text += f" ({cells} of {trials} trials)"
     return text
 
 
@@ -418,6 +422,7 @@ Block = tuple[str, Any]
 def _sections(results, summ, reach, manifest, name, metric, label, lower, target, datasets,
               plots, directory) -> list[Block]:
     blocks: list[Block] = [("h1", f"privirt sweep: {name}")]
+    grid = configured_grid(manifest)
     n_ok = int((results["status"] == "ok").sum())
     n_fail = len(results) - n_ok
     prov = [f"{len(results)} cells ({n_ok} ok, {n_fail} failed) over {len(datasets)} data "
@@ -483,7 +488,7 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
             note = (" \"(k undefined)\": k ok cells whose value is undefined (empty in "
                     "results.csv), left out of the mean.")
         blocks.append(("p", f"{label}: mean ± 95 % CI half-width over trials.{note}"))
-        blocks.append(("table", _results_table(summ, ds, shown)))
+        blocks.append(("table", _results_table(summ, ds, shown, grid.get(ds, ((), None))[1])))
     failures = results[results["status"] != "ok"]
     if len(failures):
         blocks.append(("h2", "Failed cells"))
