@@ -147,3 +147,20 @@ def test_load_movielens_checks_its_options(tmp_path, kwargs, message):
     _write_u_data(path)
     with pytest.raises(ValueError, match=message):
         privirt.load_movielens(path, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["../datasets/lsat6", "x" * 300, "lsat6.csv", None])
+def test_load_dataset_takes_only_a_bundled_name(name, tmp_path):
+    # '../datasets/lsat6' and an absolute path loaded files outside the bundle, and a 300-byte
+    # name failed as a raw 'File name too long' naming the package's folder
+    with pytest.raises(ValueError, match=r"^unknown data set .*; available: \['lsat6', 'lsat7'\]"):
+        privirt.load_dataset(name)
+    other = tmp_path / "other.csv"
+    other.write_text((privirt.data.datasets.dataset_path("lsat6")).read_text())
+    with pytest.raises(ValueError, match=r"^unknown data set"):
+        privirt.load_dataset(str(other.with_suffix("")))
+
+
+def test_simulated_difficulties_beyond_a_double_are_refused():
+    with pytest.raises(ValueError, match=r"^beta_scale=1e\+308 gives difficulties beyond a double"):
+        privirt.simulate_rasch(5, 3, beta_scale=1e308, seed=88_000_006)  # (a seed whose sum overflows)

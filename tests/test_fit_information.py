@@ -192,3 +192,34 @@ def test_information_that_underflows_to_zero_gives_se_inf_without_a_warning():
         warnings.simplefilter("error")
         table = privirt.test_information([800.0], theta=[0.0])
     assert table["information"].iloc[0] == 0.0 and table["se"].iloc[0] == np.inf
+
+
+@pytest.mark.parametrize("x", [38.0, 40.0, 100.0, 300.0, 700.0])
+def test_information_is_symmetric_about_beta_in_the_far_tails(x):
+    # P(1 − P) with 1 − P rounded to 0 from 37 logits above an item: information 0 and se inf
+    # there, though e^(−x) is a normal double (3.1e-17 at 38 logits); the lower tail was exact
+    from scipy import special
+
+    info = privirt.item_information([0.0], theta=[x, -x])
+    want = np.exp(special.log_expit(x) + special.log_expit(-x))
+    np.testing.assert_allclose(info.iloc[:, 0].to_numpy(), [want, want], rtol=1e-12)
+    test = privirt.test_information([0.0], theta=[x])
+    assert np.isfinite(test["se"].iloc[0]) and test["se"].iloc[0] > 1e8
+
+
+def test_reliability_of_a_person_far_above_the_items_has_a_finite_se():
+    # the person se of reliability(extreme="keep") took 1/√Σ P(1 − P): inf 40 logits above
+    import warnings
+
+    X = pd.DataFrame([[1, 1, 1], [1, 0, 0], [0, 1, 0], [1, 1, 0]], columns=list("abc"))
+    beta = pd.Series([0.0, 0.5, -0.5], index=list("abc"))
+    theta = pd.Series([40.0, -0.3, 0.2, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rel = privirt.reliability(X, beta, theta=theta, extreme="keep")
+    assert np.isfinite(rel.person["rmse"]) and rel.person["rmse"] > 1e7
+
+
+def test_a_theta_grid_too_wide_for_doubles_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"too wide for a θ grid; pass theta="):
+        privirt.test_information([1e308, -1e308])

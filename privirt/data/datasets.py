@@ -62,10 +62,11 @@ def list_datasets() -> list[str]:
 
 def dataset_path(name: str) -> Path:
     """Path of the bundled CSV file for ``name`` (pattern-frequency layout)."""
-    path = _data_dir() / f"{name}.csv"
-    if not path.is_file():
+    # only a bundled name: '../x' or an absolute path read files outside the bundle, and a long
+    # name failed as a raw 'File name too long' naming the package's folder
+    if not isinstance(name, str) or name not in list_datasets():
         raise ValueError(f"unknown data set {brief(name)}; available: {list_datasets()}")
-    return path
+    return _data_dir() / f"{name}.csv"
 
 
 def load_dataset(name: str) -> pd.DataFrame:

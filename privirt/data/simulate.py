@@ -79,7 +79,10 @@ def simulate_rasch(
     rng = _rng(seed)
     theta = rng.standard_normal(n_persons)
     beta = rng.normal(0.0, beta_scale, n_items)
-    beta -= beta.mean()
+    with np.errstate(over="ignore", invalid="ignore"):
+        beta -= beta.mean()
+    if not np.isfinite(beta).all():  # (a finite beta_scale near 1e308 overflowed the draws)
+        raise ValueError(f"beta_scale={beta_scale!r} gives difficulties beyond a double; use a smaller beta_scale")
     prob = special.expit(theta[:, None] - beta[None, :])
     return _finish(prob, p_observed, rng), theta, beta
 

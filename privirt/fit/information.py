@@ -24,6 +24,9 @@ def theta_grid(beta: pd.Series, n_points: int = 161, margin: float = 3.0) -> np.
     (at least −4 to 4)."""
     lo = min(-4.0, float(beta.min()) - margin)
     hi = max(4.0, float(beta.max()) + margin)
+    if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(hi - lo)):
+        raise ValueError(f"the difficulties span [{float(beta.min()):g}, {float(beta.max()):g}], too "
+                         "wide for a θ grid; pass theta= (the abilities to evaluate at)")
     return np.linspace(lo, hi, int(n_points))
 
 
@@ -66,8 +69,11 @@ def item_information(beta: Any, theta: Any = None) -> pd.DataFrame:
     """
     b = as_beta(beta)
     grid = _grid(theta, b)
-    P = special.expit(grid[:, None] - b.to_numpy()[None, :])
-    frame = pd.DataFrame(P * (1.0 - P), index=pd.Index(grid, name="theta"), columns=b.index.copy())
+    z = grid[:, None] - b.to_numpy()[None, :]
+    # P·Q with Q = expit(−z), not 1 − P: P rounds to 1 beyond 37 logits above an item, and the
+    # information was 0 there (se inf) where it is e^(−z), symmetric with the lower tail
+    frame = pd.DataFrame(special.expit(z) * special.expit(-z), index=pd.Index(grid, name="theta"),
+                         columns=b.index.copy())
     return frame
 
 

@@ -139,8 +139,8 @@ def reliability(
     obs = codes >= 0
     bv = b.to_numpy()
     # person SE from the information of the items each person answered
-    P = special.expit(np.where(used, th, 0.0)[:, None] - bv[None, :])
-    W = np.where(obs & used[:, None], P * (1.0 - P), 0.0)
+    z = np.where(used, th, 0.0)[:, None] - bv[None, :]
+    W = np.where(obs & used[:, None], special.expit(z) * special.expit(-z), 0.0)  # (no 1 − P: 0 from 37 logits)
     person = separation(th[used], 1.0 / np.sqrt(W[used].sum(axis=1)))
     se = _item_se(beta)
     if isinstance(se, pd.Series) and se.index.equals(b.index) and np.all(np.isfinite(se)):
