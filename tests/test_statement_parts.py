@@ -35,8 +35,10 @@ def test_each_parts_sigma_and_sensitivity_give_its_rho_and_the_rhos_add_up(relea
     text = str(st)
     shown = _PART.findall(text)
     assert [s[0] for s in shown] == [q.name for q in st.parts]
-    for _, sigma, l2, rho in shown:  # what a reader checks from the printed numbers
+    for (_, sigma, l2, rho), q in zip(shown, st.parts):  # what a reader checks from the printed numbers
         assert float(rho) == pytest.approx(float(l2) ** 2 / (2 * float(sigma) ** 2), rel=1e-4)
+        # the printed sensitivity is never below the proven one (√7 printed 2.64575 < 2.6457513)
+        assert Fraction(l2) >= Fraction(q.sensitivity_l2)
     total = float(re.search(r"^zCDP: rho = (\S+) \(the sum of the parts' rho\)$", text, re.M).group(1))
     assert total >= st.rho and total == pytest.approx(sum(float(s[3]) for s in shown), rel=1e-5)
     # no single headline sigma; the joint L2 is labelled as such

@@ -164,7 +164,7 @@ class PrivacyStatement:
         if self.parts:  # one sigma and sensitivity per part: each part's rho = L2²/(2 sigma²)
             lines.append(f"mechanism: {self.mechanism}, one {self.noise_parameter} per part")
             lines.extend(f"part: {q.name}, {self.noise_parameter} = {q.sigma:.6g}, sensitivity L2 = "
-                         f"{q.sensitivity_l2:.6g}, rho = {format_up(q.rho, 6)}" for q in self.parts)
+                         f"{format_up(q.sensitivity_l2, 6)}, rho = {format_up(q.rho, 6)}" for q in self.parts)
         else:
             # a noise scale may print to nearest; a privacy parameter (RR's ε₀) is rounded up
             value = (format_up(self.noise_value, 6) if self.noise_parameter in PRIVACY_PARAMETERS
