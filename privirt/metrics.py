@@ -85,11 +85,24 @@ def top_k_set(values: Any, k: int, *, largest: bool = True) -> np.ndarray:
 
 def top_k_accuracy(est: Any, truth: Any, k: int, *, largest: bool = True) -> float:
     """``|top-k(est) ∩ top-k(truth)| / k``: the share of the true ``k`` hardest items
-    (``largest=False``: easiest) that the estimate also puts in its top ``k``."""
+    (``largest=False``: easiest) that the estimate also puts in its top ``k``.
+
+    Items tied with the estimate's ``k``-th value get fractional credit, the expected overlap
+    when the ties are broken at random: a constant estimate (a mechanism whose noise swamps the
+    data) scores what chance gives, ``k/m``, where breaking its ties by position scored 1 or 0
+    by column order.  A constant ``truth`` has no top ``k`` to recover: NaN.  The truth's own
+    ties are broken by position (:func:`top_k_set`).
+    """
     e, t = _pair(est, truth)
-    a = set(top_k_set(e, k, largest=largest).tolist())
-    b = set(top_k_set(t, k, largest=largest).tolist())
-    return len(a & b) / int(k)
+    top_k_set(e, k)  # (checks k)
+    if np.all(t == t[0]):
+        return math.nan
+    b = top_k_set(t, k, largest=largest)
+    v = e if largest else -e
+    kth = np.sort(v)[::-1][int(k) - 1]
+    above, tied = v > kth, v == kth
+    hits = np.count_nonzero(above[b]) + (int(k) - np.count_nonzero(above)) * np.count_nonzero(tied[b]) / np.count_nonzero(tied)
+    return float(hits) / int(k)
 
 
 def kendall_tau(est: Any, truth: Any) -> float:

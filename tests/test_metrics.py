@@ -82,3 +82,16 @@ def test_kendall_tau_of_a_constant_estimate_is_zero():
     # a constant reference has no ranking to recover: undefined
     assert np.isnan(metrics.kendall_tau([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]))
     assert np.isnan(metrics.kendall_tau([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+
+
+def test_top_k_accuracy_gives_an_estimates_ties_fractional_credit():
+    # ties broken by position gave an all-zero estimate (noise swamping the data) full marks
+    # when the hardest items came first: 1.0 for np.zeros(5) against [.5, .4, -1, -1, -1], k = 2
+    truth = [0.5, 0.4, -1.0, -0.9, -0.8]
+    assert metrics.top_k_accuracy(np.zeros(5), truth, 2) == pytest.approx(2 / 5)
+    assert metrics.top_k_accuracy(np.zeros(5), truth[::-1], 2) == pytest.approx(2 / 5)
+    # one item clearly first, then four tied for the second place: 1/2 + (1/4)/2 ... of k = 2
+    est = np.array([3.0, 0.0, 0.0, 0.0, 0.0])
+    assert metrics.top_k_accuracy(est, truth, 2) == pytest.approx((1 + 1 / 4) / 2)
+    assert metrics.top_k_accuracy(np.array([3.0, 2.0, 0, 0, 0]), truth, 2) == 1.0  # no ties: as before
+    assert np.isnan(metrics.top_k_accuracy(est, np.ones(5), 2))  # a constant truth: no top k
