@@ -516,3 +516,21 @@ def test_numbers_a_csv_reader_does_not_read_are_refused_alike(tmp_path, client, 
         privirt.sufficient_statistics(str(tmp_path / "a.parquet"))
     with pytest.raises(ValueError, match=f"invalid response {word!r} for item 'q1'"):
         privirt.sufficient_statistics(str(tmp_path), engine="dask", client=client)
+
+
+def test_a_named_file_that_is_not_parquet_is_refused_in_one_line(tmp_path):
+    # pyarrow's "ArrowInvalid: Parquet magic bytes not found in footer ..." named neither the file
+    # nor what to do (the command line had its own message)
+    pytest.importorskip("dask")
+    import privirt
+
+    path = tmp_path / "d.csv"
+    path.write_text("q0,q1\n1,0\n0,1\n")
+    with pytest.raises(ValueError, match=r"d\.csv is not a Parquet file \(engine='dask' reads Parquet\); use "
+                                         r"engine='local', or convert it to Parquet first$"):
+        privirt.item_totals(str(path), engine="dask")
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match="is not a Parquet file"):
+        privirt.private_totals_estimate(str(path), engine="dask", epsilon=1.0, n_persons=2,
+                                        items=["q0", "q1"], n_boot=0, ledger=ledger)
+    assert len(ledger.spends()) == 0

@@ -30,6 +30,11 @@ def parquet_files(source: Any) -> tuple[Any, list[str]]:
                 part.startswith(("_", ".")) for part in
                 (f[len(root):] if f.startswith(root) else f.rsplit("/", 1)[-1]).split("/")))
         elif fs.exists(p):
+            with fs.open(p, "rb") as fh:  # a named file: Parquet's magic bytes, not pyarrow's
+                magic = fh.read(4)        # "ArrowInvalid: Parquet magic bytes not found" later
+            if magic != b"PAR1":
+                raise ValueError(f"{p} is not a Parquet file (engine='dask' reads Parquet); use "
+                                 "engine='local', or convert it to Parquet first")
             files.append(p)
     if not files:
         raise FileNotFoundError(f"no Parquet files at {text!r} (a folder, a glob or a file)")
