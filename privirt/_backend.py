@@ -74,16 +74,15 @@ def import_numba() -> ModuleType:
         raise
     except Exception as exc:  # numba's own check of its configuration (a ValueError today)
         said = " ".join(str(exc).split()) or type(exc).__name__
-        without = 'or run without numba (the Gibbs sampler: engine="numpy")'
         threads = os.environ.get("NUMBA_NUM_THREADS")
         if threads is not None and "thread" in said.lower():
             raise ValueError(
                 f"the environment variable NUMBA_NUM_THREADS={brief(threads)} is refused by numba "
-                f"({said}): unset NUMBA_NUM_THREADS or set it to a positive integer, {without}"
+                f"({said}): unset NUMBA_NUM_THREADS or set it to a positive integer"
             ) from None
         raise ValueError(
             f"numba (the fast extra) refused its configuration ({said}): check the NUMBA_* "
-            f"environment variables (unset them for numba's defaults), {without}"
+            f"environment variables (unset them for numba's defaults)"
         ) from None
     return numba
 

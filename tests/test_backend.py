@@ -107,4 +107,27 @@ def test_a_numba_thread_count_numba_refuses_is_named_with_its_remedy(tmp_path):
     lines = lib.stdout.splitlines()
     assert len(lines) == len(NUMBA_KERNELS), lib.stderr
     assert all(line.startswith("the environment variable NUMBA_NUM_THREADS='-3' is refused by numba")
-               and 'engine="numpy"' in line for line in lines)
+               and 'engine="numpy"' not in line for line in lines)  # (only the sampler has that engine)
+
+
+@pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
+def test_a_numba_setting_numba_refuses_is_refused_before_the_2pl_debit(tmp_path):
+    # the private 2PL imported numba in its fit, after the debit: 'the privacy budget WAS spent',
+    # nothing released; and fit / estimate were advised a --engine numpy they do not have
+    import numpy as np
+    import pandas as pd
+
+    import privirt
+
+    rng = np.random.default_rng(65_300_003)
+    data = tmp_path / "big.csv"
+    pd.DataFrame((rng.random((300, 201)) < 0.5).astype(int), columns=[f"q{j}" for j in range(201)]).to_csv(
+        data, index=False)
+    ledger = tmp_path / "l.db"
+    privirt.Ledger(ledger, epsilon=5.0, delta=1e-3)
+    cli = _with_numba_threads("0", "-m", "privirt", "estimate", str(data), "--model", "2pl", "--epsilon", "1",
+                              "--n-boot", "0", "--ledger", str(ledger), "--no-progress")
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1, cli.stderr
+    assert "NUMBA_NUM_THREADS='0' is refused by numba" in cli.stderr and "WAS spent" not in cli.stderr
+    assert "--engine" not in cli.stderr
+    assert len(privirt.Ledger(ledger).spends()) == 0

@@ -297,7 +297,10 @@ class FusedGibbs:
         self.Z = np.zeros((B, n, k)) if keep_z else None
         self._no_store = np.zeros((1, 1, 1))
         if self.engine == "numba":
-            from . import moves_numba, twopno_numba
+            try:
+                from . import moves_numba, twopno_numba
+            except ValueError as exc:  # numba refused its NUMBA_* settings (_backend.import_numba)
+                raise ValueError(f'{exc}, or run without numba: engine="numpy"') from None
 
             self._nb, self._mv = twopno_numba, moves_numba
             blocks = -(-n // BLOCK_ROWS)

@@ -16,6 +16,7 @@ from ..._constants import MISSING_DOMAINS
 from .._inputs import validate_call
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
+from ._pairs import _numba_kernels
 from .mcar import McarPairsGaussian, mcar_statistics
 from .measurement import TOTALS_SHARE, PairsGaussian
 from .statistics import pair_index, pair_statistics
@@ -251,6 +252,9 @@ def release_2pl(
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note)
     ss, ledger, resp = call.seed, call.ledger, call.resp
+    # the fit imports numba from NUMBA_FROM_PAIRS pairs: an environment numba refuses
+    # (NUMBA_NUM_THREADS=0) is a one-line error before the debit, not after it
+    _numba_kernels(resp.n_items * (resp.n_items - 1) // 2)
     if missing == "mcar":
         return _release_mcar(call, note)
     if resp.has_missing:
