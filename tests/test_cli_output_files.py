@@ -151,3 +151,22 @@ def test_an_out_path_over_path_max_as_given_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "Errno" not in err and len(err) < 300, err
     assert "--out: the path is too long (" in err and "give a file in a folder with a shorter path" in err
     assert list(tmp_path.iterdir()) == [data]
+
+
+def test_a_long_name_is_called_a_long_name_and_a_file_is_not_a_missing_folder(tmp_path, capsys):
+    # a 300-byte name failed in Path.is_dir() and was called 'the path is too long ... give a file
+    # in a folder with a shorter path'; 'd1.csv/o.csv' with d1.csv a file said the folder d1.csv
+    # 'does not exist'
+    import pandas as pd
+
+    from privirt.cli import main
+
+    data = tmp_path / "d.csv"
+    pd.DataFrame([[1, 0], [0, 1], [1, 1]], columns=["a", "b"]).to_csv(data, index=False)
+    assert main(["estimate", str(data), "--out", str(tmp_path / ("x" * 300 + ".csv"))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out: a name in the path is too long (304 bytes); give a shorter name" in err
+    assert main(["estimate", str(data), "--out", str(data / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{data} is a file, not a folder" in err
+    assert list(tmp_path.iterdir()) == [data]

@@ -28,11 +28,26 @@ def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
     p = Path(path)
     try:
         return _check_output_file(p, flag, suffixes, inputs)
-    except OSError as e:  # a path over PATH_MAX fails is_dir() and resolve() themselves
+    except OSError as e:  # a name over NAME_MAX or a path over PATH_MAX fails is_dir() itself
         if e.errno != errno.ENAMETOOLONG:
             raise
+        longest = max(len(os.fsencode(part)) for part in p.parts)
+        if longest > _limit(_existing_folder(p), "PC_NAME_MAX", 255) - TEMPORARY_EXTRA_BYTES:
+            raise ValueError(f"{flag}: a name in the path is too long ({longest} bytes); give a "
+                             "shorter name") from None
         raise ValueError(f"{flag}: the path is too long ({len(os.fsencode(os.fspath(p)))} bytes as given); "
                          "give a file in a folder with a shorter path") from None
+
+
+def _existing_folder(p: Path) -> Path:
+    """The nearest folder of ``p`` that exists (for its limits), else the current one."""
+    for parent in p.parents:
+        try:
+            if parent.is_dir():
+                return parent
+        except OSError:
+            continue
+    return Path(".")
 
 
 def _check_output_file(p: Path, flag: str, suffixes: Sequence[str],
@@ -45,6 +60,8 @@ def _check_output_file(p: Path, flag: str, suffixes: Sequence[str],
     folder = p.resolve().parent
     link = f" (a link to {os.path.realpath(p)})" if p.is_symlink() else ""
     if not folder.is_dir():
+        if folder.exists():  # ('d1.csv/o.csv' with d1.csv a file: "does not exist" misled)
+            raise ValueError(f"{flag} {p}{link}: {folder} is a file, not a folder; give a file in a folder")
         raise ValueError(f"{flag} {p}{link}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"{flag} {p}{link}: the folder {folder} is not writable")
