@@ -778,3 +778,28 @@ def test_estimate_keeps_the_spread_of_the_items_everyone_answered():
         assert np.std(b[1:]) > 0.95 * np.std(bu[1:]), (np.std(b[1:]), np.std(bu[1:]))
         err.append(b[1:] - beta[1:])
     assert np.sqrt(np.mean(np.square(err))) < 0.25
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_complete_data_with_persons_the_public_n_counts_beyond_them_is_named_so(engine, tmp_path):
+    # the totals refusal said "the data have missing cells" for complete data whose public
+    # n_persons counted 100 persons more (fdf22b0 fixed only the 2PL's wording)
+    if engine == "dask":
+        pytest.importorskip("distributed")
+        pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(65_300_004)
+    X = pd.DataFrame((rng.random((200, 4)) < 0.5).astype(float), columns=[f"q{j}" for j in range(4)])
+    source = X
+    if engine == "dask":
+        source = tmp_path / "ok.parquet"
+        X.to_parquet(source)
+        source = str(source)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match=r"^n_persons=300 counts persons absent from the data; they are "
+                                         r"all-missing rows, but missing=\"none\" declares complete data"):
+        privirt.release_totals(source, epsilon=1.0, n_persons=300, ledger=ledger, engine=engine,
+                               items=list(X.columns))
+    assert len(ledger.spends()) == 0
+    X.iloc[0, 0] = np.nan  # a missing cell of the data themselves: the generic words
+    with pytest.raises(ValueError, match=r"the data have missing cells"):
+        privirt.release_totals(X, epsilon=1.0, ledger=ledger)

@@ -208,3 +208,14 @@ def _public_responses(X: ResponsesLike, items: Sequence[Any] | None,
     if resp.n_persons < 1:
         raise ValueError("the responses have no persons")
     return resp, data_persons
+
+
+def refuse_absent_persons(n_persons: int, data_persons: int | None) -> None:
+    """Refuse, under ``missing="none"``, persons that the public ``n_persons`` counts but the
+    data lack (all-missing rows) in words that say so, as the command line's ``--n-persons``
+    refusal: the generic "the data have missing cells" was false for complete data."""
+    if data_persons is not None and data_persons < n_persons:
+        raise ValueError(f"n_persons={n_persons} counts persons absent from the data; they are "
+                         'all-missing rows, but missing="none" declares complete data: if they are '
+                         'missing completely at random declare missing="mcar" (CLI: --missing mcar), '
+                         "or, if that number is wrong, pass the true public number of persons (nothing was spent)")

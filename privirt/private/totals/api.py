@@ -37,23 +37,15 @@ from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..accounting import NEIGHBOURING_RELATION
 from ...exceptions import warn_if_noise_dominates, warn_one_person
 from ..statement import PrivacyStatement
-from .._inputs import validate_call
+from .._inputs import refuse_absent_persons, validate_call
 from ..measurements import TotalsGaussian
 from ...data.responses import ResponsesLike
 from ..sensitivity import Sensitivity, _sqrt_up
 from ..spends import reports_spends
 
-__all__ = [
-    "totals_statistics",
-    "totals_sensitivity",
-    "missing_statistics",
-    "missing_sensitivity",
-    "TotalsRelease",
-    "TotalsEstimate",
-    "release_totals",
-    "estimate_from_release",
-    "private_totals_estimate",
-]
+__all__ = ["totals_statistics", "totals_sensitivity", "missing_statistics", "missing_sensitivity",
+           "TotalsRelease", "TotalsEstimate", "release_totals", "estimate_from_release",
+           "private_totals_estimate"]
 
 # ---------------------------------------------------------------------------------------
 # 1. statistics and sensitivity
@@ -286,7 +278,7 @@ def release_totals(
     on_dask = getattr(resp, "engine", "local") == "dask"
     mcar = missing == "mcar"
     if not mcar and not on_dask and resp.has_missing:
-        raise ValueError(_COMPLETE_ONLY)
+        raise ValueError(refuse_absent_persons(call.n_persons, call.data_persons) or _COMPLETE_ONLY)
     n, m = resp.shape
     meas = TotalsGaussian.calibrate(call.target, n_persons=n, n_items=m, missing=missing)
     warn_if_noise_dominates(meas.sigmas[0], n, "item totals")  # public n and σ only
@@ -301,7 +293,11 @@ def release_totals(
         st = resp.statistics(pairwise=False)
         answered = np.asarray(st.answered, dtype=np.int64)
         if not mcar and np.any(answered != n):
-            raise ValueError(_COMPLETE_ONLY)
+            # (st.n_rows is the public n here: persons the data lack are exactly the missing cells
+            # when every person answered all items or none; those are refused in their own words)
+            by_k = np.asarray(st.score_hist).sum(axis=1)  # persons by number answered
+            absent = None if by_k[1:-1].any() else n - int(by_k[0])
+            raise ValueError(refuse_absent_persons(n, absent) or _COMPLETE_ONLY)
         totals = np.asarray(st.totals, dtype=np.int64)
         raw = np.asarray(st.score_hist, dtype=np.int64)  # persons by (number answered, observed score)
         raw = np.add.reduceat(raw, np.asarray(k_edges[:-1], dtype=np.intp), axis=0)

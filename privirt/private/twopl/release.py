@@ -13,7 +13,7 @@ from ...exceptions import warn_if_noise_dominates
 from ...data.responses import ResponsesLike
 from ..._checks import brief
 from ..._constants import MISSING_DOMAINS
-from .._inputs import validate_call
+from .._inputs import refuse_absent_persons, validate_call
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from ._pairs import _numba_kernels
@@ -283,11 +283,7 @@ def _refuse_missing(call: Any) -> None:
     """Refuse, under ``missing="none"``, data whose public table has missing cells: first persons
     that ``n_persons`` counts but the data lack (as the CLI's ``--n-persons`` refusal), then
     missing cells of the data themselves."""
-    if call.data_persons is not None and call.data_persons < call.n_persons:
-        raise ValueError(f"n_persons={call.n_persons} counts persons absent from the data; they are "
-                         'all-missing rows, but missing="none" declares complete data: if they are '
-                         'missing completely at random declare missing="mcar" (CLI: --missing mcar), '
-                         "or, if n_persons is wrong, pass the true public number of persons (nothing was spent)")
+    refuse_absent_persons(call.n_persons, call.data_persons)
     raise ValueError(_COMPLETE_ONLY)
 
 
