@@ -82,12 +82,13 @@ def test_shuffle_without_randomized_response_is_refused_in_command_line_words(wi
 
 
 @pytest.mark.parametrize("command", ["estimate", "fit"])
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "-1"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "-1", "abc"])
 def test_a_regularization_that_is_not_a_finite_number_at_least_0_names_the_flag(wide, capsys, command,
                                                                                  value):
-    # nan and inf passed the flag's type and the library's "regularization must be ..." came through
+    # nan and inf passed the flag's type and the library's "regularization must be ..." came through;
+    # the refusal names auto too, the stated default ('abc' said only "expected a number")
     err = _refused([command, str(wide), "--method", "spectral", f"--regularization={value}"], capsys)
-    assert f"argument --regularization: must be a finite number >= 0, got {value!r} (see" in err
+    assert f"argument --regularization: must be auto or a finite number >= 0, got {value!r} (see" in err
 
 
 @pytest.mark.parametrize("command", [["estimate"], ["fit", "--no-progress"], ["gibbs", *_SAMPLING],

@@ -275,6 +275,9 @@ m = 5
         (("seed = 1", 'seed = 1\nname = ["a"]'), "name must be text"),
         (("m = 5", 'm = 5\nname = 3'), "name must be text"),
         (("seed = 1", "seed = 1\ndelta = 0"), r"the configuration's delta must be in \(0, 1\)"),
+        # simulated difficulties beyond a double were refused only once the sweep had begun
+        # writing its folder
+        (("m = 5", "m = 5\nbeta_scale = 1e308"), r"datasets\[0\]\.beta_scale must be positive and at most 1e300"),
     ],
 )
 def test_bad_configurations(tmp_path, change, message):

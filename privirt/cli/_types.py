@@ -63,7 +63,10 @@ def regularization(text: str) -> float | str:
     ``auto`` (the stated default, λ = 1; it was refused as "expected a number")."""
     if text.strip().lower() == "auto":
         return "auto"
-    value = number(text)
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:  # (both forms named: 'auto' is the stated default)
+        raise argparse.ArgumentTypeError(f"must be auto or a finite number >= 0, got {text!r}")
     return value

@@ -241,8 +241,8 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
         if not 0.0 < params["p_observed"] <= 1.0:
             raise ValueError(f"{where}.p_observed must be in (0, 1], got {params['p_observed']!r}")
         params["beta_scale"] = _float(table.get("beta_scale", 1.0), f"{where}.beta_scale")
-        if params["beta_scale"] <= 0:
-            raise ValueError(f"{where}.beta_scale must be positive, got {params['beta_scale']!r}")
+        if not 0 < params["beta_scale"] <= 1e300:  # (beyond, the simulated difficulties overflow)
+            raise ValueError(f"{where}.beta_scale must be positive and at most 1e300, got {params['beta_scale']!r}")
         params["resample"] = _bool(table.get("resample", True), f"{where}.resample")
         default_name = f"synthetic_n{params['n']}_m{params['m']}"
     elif source == "bundled":
