@@ -342,3 +342,22 @@ def test_budget_init_refuses_a_name_whose_sqlite_side_files_would_be_too_long(re
     capsys.readouterr()
     assert main(["budget", "show", str(ok)]) == 0
     assert "(1 spend(s)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SQLite's unix VFS limit")
+def test_budget_init_refuses_a_path_sqlite_cannot_open(responses_csv, tmp_path, capsys):
+    # a path over SQLite's 512 bytes (with NAME-journal) was created, and every later spend
+    # failed with 'unable to open database file ... check the folder, its permissions and free space'
+    folder = tmp_path
+    while len(os.fsencode(str(folder))) < 440:
+        folder = folder / ("d" * min(60, 440 - len(os.fsencode(str(folder)))))
+    folder.mkdir(parents=True)
+    room = 512 - len("-journal") - len(os.fsencode(str(folder))) - 1  # bytes left for the name
+    too_long = folder / ("L" * (room + 1 - 3) + ".db")
+    assert main(["budget", "init", str(too_long), "--epsilon", "1", "--delta", "1e-3"]) == 2
+    err = _one_line_error(capsys.readouterr().err)
+    assert f"its path is {512 - len('-journal') + 1} bytes long, at most {512 - len('-journal')} for SQLite" in err
+    assert list(folder.iterdir()) == []
+    ok = folder / ("L" * (room - 3) + ".db")  # the longest path that works
+    assert main(["budget", "init", str(ok), "--epsilon", "1", "--delta", "1e-3"]) == 0
+    assert main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(ok), "--n-boot", "0"]) == 0

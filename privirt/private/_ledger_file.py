@@ -90,3 +90,17 @@ def check_side_file_names(file: Path, shown: Path) -> None:
             f"here (SQLite's side file NAME{_SIDE_SUFFIX} must fit the folder's limit of {name_max} "
             "bytes); choose a shorter name"
         )
+    # the whole path too: SQLite's unix VFS opens paths of at most 512 bytes (MAX_PATHNAME), its
+    # side file's included, and a longer one failed later as 'unable to open database file',
+    # blamed on the folder's permissions and free space
+    size = len(os.fsencode(str(file)))
+    if os.name == "posix" and size + len(_SIDE_SUFFIX) > _SQLITE_MAX_PATHNAME:
+        raise LedgerError(
+            f"cannot create the ledger {shown}: its path is {size} bytes long, at most "
+            f"{_SQLITE_MAX_PATHNAME - len(_SIDE_SUFFIX)} for SQLite (with its side file NAME{_SIDE_SUFFIX}); "
+            "choose a folder with a shorter path"
+        )
+
+
+#: SQLite's unix VFS limit on a file's path (MAX_PATHNAME)
+_SQLITE_MAX_PATHNAME = 512
