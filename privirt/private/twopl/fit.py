@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -192,6 +193,49 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
 
 
 @one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
+@dataclass(frozen=True)
+class FitWeights:
+    """The proportions the fit takes and their weights (:func:`fit_weights`)."""
+
+    t: np.ndarray  # totals / n, (R, m)
+    q: np.ndarray  # disagreements / n, (R, P); at m = 2 the pair's residual given the totals
+    n_t: Any
+    sd_t: np.ndarray
+    sd_n: np.ndarray  # each pair's (residual's) SD: sampling at the observed proportion + noise
+    pair_noise: np.ndarray  # the noise's part of sd_n²
+    beta: tuple | None  # the pair's regression on the two totals (m = 2, complete data)
+
+
+def fit_weights(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
+                sigma_pairs: float | np.ndarray) -> FitWeights:
+    """Weighted least squares' data and weights for :func:`fit_factor` (and the level's noise
+    share, :func:`.level.level_noise_share`): proportions, their SDs 1/√(p(1 − p)/n + σ²/n²) (p
+    clipped into [1/n, 1 − 1/n]), and with two items of complete data the pair's residual given
+    the two totals (:func:`._pairs.pair_regression`)."""
+    # one n for every coordinate, or (n per total, n per pair): answered counts under MCAR (§6)
+    n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
+    t = np.atleast_2d(np.asarray(totals, float)) / n_t
+    q = np.atleast_2d(np.asarray(pairs, float)) / n_p
+    m = t.shape[1]
+    pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
+    noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
+    sd_t = np.sqrt(pc * (1 - pc) / n_t + noise_t)
+    sd_n = np.sqrt(qc * (1 - qc) / n_p + noise_n)
+    pair_noise, beta = np.broadcast_to(noise_n, qc.shape), None
+    if m == 2 and not isinstance(n, tuple):
+        # the one pair's residual given the two totals (the full covariance of the three
+        # proportions): weighted by its marginal variance, up to 50-fold too wide for items on
+        # opposite sides, the pair looked nearly uninformative and the priors took the level;
+        # from 3 items the pairs' own covariances would be needed too, and under MCAR the
+        # totals count other persons than the pair (both left as they were)
+        i, j = pair_index(m)
+        bi, bj, sd_n = pair_regression(pc, qc, n_t, n_p, noise_t, noise_n, i, j)
+        q = q - bi * t[:, i] - bj * t[:, j]
+        vt = np.broadcast_to(noise_t, pc.shape)
+        pair_noise, beta = noise_n + bi * bi * vt[:, i] + bj * bj * vt[:, j], (bi, bj)
+    return FitWeights(t=t, q=q, n_t=n_t, sd_t=sd_t, sd_n=sd_n, pair_noise=pair_noise, beta=beta)
+
+
 def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
                sigma_pairs: float | np.ndarray,
                *, max_iter: int = 100, tol: float = 1e-8,
@@ -199,27 +243,11 @@ def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
                start: np.ndarray | None = None, hessian: bool = False) -> FactorFit:
     """One chunk of rows of :func:`fit_factor`."""
     S = LOG_A_PRIOR_SD if prior_sd is None else float(prior_sd)
-    # one n for every coordinate, or (n per total, n per pair): answered counts under MCAR (§6)
-    n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
-    t = np.atleast_2d(np.asarray(totals, float)) / n_t
-    q = np.atleast_2d(np.asarray(pairs, float)) / n_p
+    w = fit_weights(totals, pairs, n, sigma_totals, sigma_pairs)
+    t, q, n_t, sd_t, sd_n, beta = w.t, w.q, w.n_t, w.sd_t, w.sd_n, w.beta
     R, m = t.shape
     sums = _pair_sums(m)
     i, j = sums.i, sums.j
-    pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
-    noise_t, noise_n = (sigma_totals / n_t) ** 2, (sigma_pairs / n_p) ** 2
-    sd_t = np.sqrt(pc * (1 - pc) / n_t + noise_t)
-    sd_n = np.sqrt(qc * (1 - qc) / n_p + noise_n)
-    beta = None
-    if m == 2 and not isinstance(n, tuple):
-        # the one pair's residual given the two totals (the full covariance of the three
-        # proportions): weighted by its marginal variance, up to 50-fold too wide for items on
-        # opposite sides, the pair looked nearly uninformative and the priors took the level;
-        # from 3 items the pairs' own covariances would be needed too, and under MCAR the
-        # totals count other persons than the pair (both left as they were)
-        bi, bj, sd_n = pair_regression(pc, qc, n_t, n_p, noise_t, noise_n, i, j)
-        q = q - bi * t[:, i] - bj * t[:, j]
-        beta = (bi, bj)
     if start is None:
         theta = np.concatenate([-special.ndtri(np.clip(t, 0.5 / n_t, 1 - 0.5 / n_t)),
                                 np.full((R, m + 1), np.log(0.75))], axis=1)  # τ, log a, μ

@@ -8,9 +8,7 @@ import numpy as np
 from scipy import linalg, stats
 
 from ..._threads import one_blas_thread
-from ._pairs import pair_regression
-from .fit import TAU_PRIOR_SD, _common_subspace
-from .statistics import pair_index
+from .fit import TAU_PRIOR_SD, _common_subspace, fit_weights
 
 __all__ = ["LEVEL_PRIOR_SD", "LEVEL_CONFLICT_SDS", "level_posterior_mean", "level_scale2",
            "level_curvature_variance", "level_noise_share"]
@@ -105,19 +103,7 @@ def level_noise_share(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, s
         (:func:`._pairs.pair_regression`, whose noise is the pair's and the totals' through its
         regression on them).
     """
-    n_t, n_p = (np.asarray(n[0], float), np.asarray(n[1], float)) if isinstance(n, tuple) else (n, n)
-    t = np.atleast_2d(np.asarray(totals, float)) / n_t
-    q = np.atleast_2d(np.asarray(pairs, float)) / n_p
-    m = t.shape[1]
-    i, j = pair_index(m)
-    pc, qc = np.clip(t, 1.0 / n_t, 1 - 1.0 / n_t), np.clip(q, 1.0 / n_p, 1 - 1.0 / n_p)
-    noise_t = np.broadcast_to((np.asarray(sigma_totals, float) / n_t) ** 2, pc.shape)
-    noise_n = np.broadcast_to((np.asarray(sigma_pairs, float) / n_p) ** 2, qc.shape)
-    if m == 2 and not isinstance(n, tuple):  # (as fit_factor weights the one pair)
-        bi, bj, sd = pair_regression(pc, qc, n_t, n_p, noise_t, noise_n, i, j)
-        var, noise = sd * sd, noise_n + bi * bi * noise_t[:, i] + bj * bj * noise_t[:, j]
-    else:
-        var = qc * (1.0 - qc) / n_p + noise_n
-        noise = noise_n
-    share = np.clip(noise / var, 0.0, 1.0)
+    w = fit_weights(totals, pairs, n, sigma_totals, sigma_pairs)  # (as fit_factor weights the pairs)
+    var = w.sd_n * w.sd_n
+    share = np.clip(w.pair_noise / var, 0.0, 1.0)
     return float(np.sum(share / var) / np.sum(1.0 / var))
