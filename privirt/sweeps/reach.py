@@ -31,13 +31,19 @@ def _check_metric(metric: str) -> None:
         raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
+def _configured(manifest: Mapping[str, Any]) -> list:
+    """The data set tables of a sweep's ``sweep.json`` (``config.datasets``; empty when the
+    manifest does not hold them, e.g. a results file without its manifest)."""
+    config = manifest.get("config") if isinstance(manifest, Mapping) else None
+    datasets = config.get("datasets") if isinstance(config, Mapping) else None
+    return datasets if isinstance(datasets, list) else []
+
+
 def configured_grid(manifest: Mapping[str, Any]) -> dict[str, tuple[list[float], int]]:
     """Each data set's configured ε and trials, from a sweep's ``sweep.json`` (empty when the
     manifest does not hold them, e.g. a results file without its manifest)."""
     grid: dict[str, tuple[list[float], int]] = {}
-    config = manifest.get("config") if isinstance(manifest, Mapping) else None
-    datasets = config.get("datasets") if isinstance(config, Mapping) else None
-    for ds in datasets if isinstance(datasets, list) else []:
+    for ds in _configured(manifest):
         try:
             grid[str(ds["name"])] = ([float(e) for e in ds["epsilons"]], int(ds["trials"]))
         except (KeyError, TypeError, ValueError):
@@ -52,14 +58,18 @@ def configured_mechanisms(manifest: Mapping[str, Any]) -> dict[str, list[str]]:
     from .registry import nonprivate_names
 
     out: dict[str, list[str]] = {}
-    config = manifest.get("config") if isinstance(manifest, Mapping) else None
-    datasets = config.get("datasets") if isinstance(config, Mapping) else None
-    for ds in datasets if isinstance(datasets, list) else []:
+    for ds in _configured(manifest):
         try:
             out[str(ds["name"])] = [str(m) for m in ds["mechanisms"] if str(m) not in nonprivate_names()]
         except (KeyError, TypeError):
             continue
     return out
+
+
+def cells(summary: pd.DataFrame) -> pd.Series:
+    """Cells computed of each row of :func:`~privirt.sweeps.summarize`'s table: averaged, failed
+    and undefined alike (an interrupted sweep has fewer than its trials)."""
+    return summary["trials"] + summary["failed"] + summary.get("undefined", 0)
 
 
 def _expected(summary: pd.DataFrame, dataset: str,
@@ -68,8 +78,8 @@ def _expected(summary: pd.DataFrame, dataset: str,
     hold (every ε any mechanism of it reached; the most cells any (mechanism, ε) has)."""
     rows = summary[(summary["dataset"] == dataset) & summary["epsilon"].notna()]
     eps = sorted(rows["epsilon"].astype(float).unique())
-    cells = rows["trials"] + rows["failed"] + rows.get("undefined", 0)
-    trials = int(cells.max()) if len(cells) else 0
+    done = cells(rows)
+    trials = int(done.max()) if len(done) else 0
     if grid is not None and dataset in grid:
         conf_eps, conf_trials = grid[dataset]
         eps += [e for e in conf_eps if not np.isclose(e, eps, rtol=1e-9, atol=0).any()]
@@ -123,9 +133,9 @@ def smallest_epsilon(
         eps, value, incomplete = math.nan, math.nan, False
         for e in grid_eps[::-1]:
             at = grp[np.isclose(grp["epsilon"].astype(float), e, rtol=1e-9, atol=0)]
-            cells = int((at["trials"] + at["failed"] + at.get("undefined", 0)).sum())
+            done = int(cells(at).sum())
             mean = float(at["mean"].iloc[0]) if len(at) else math.nan
-            if cells < trials:
+            if done < trials:
                 incomplete = True
                 break
             if not (mean <= target + tol if lower else mean >= target - tol):

@@ -31,7 +31,7 @@ import pandas as pd
 from .._files import atomic_write
 from . import registry
 from .config import check_dataset_name
-from .reach import _check_metric, configured_grid, configured_mechanisms, smallest_epsilon
+from .reach import _check_metric, cells, configured_grid, configured_mechanisms, smallest_epsilon
 from .results import DEFAULT_METRIC, MANIFEST_FILE, METRICS, RESULTS_FILE, read_results
 
 __all__ = [
@@ -288,9 +288,9 @@ def _cell(r: pd.Series, trials: int | None = None) -> str:
         text += f" ({int(r['failed'])} failed)"
     if r["undefined"]:
         text += f" ({int(r['undefined'])} undefined)"
-    cells = int(r["trials"] + r["failed"] + r["undefined"])
-    if trials and cells < trials:
-        text += f" ({cells} of {trials} trials)"
+    done = int(cells(r))
+    if trials and done < trials:
+        text += f" ({done} of {trials} trials)"
     return text
 
 
