@@ -331,17 +331,25 @@ def test_budget_init_refuses_a_name_whose_sqlite_side_files_would_be_too_long(re
     except (OSError, ValueError):
         name_max = 255
     longest = name_max - len("-journal")
-    too_long = folder / ("b" * (longest + 1 - 3) + ".db")
+    err = _refused_then_the_longest_spends(folder, "b", longest, responses_csv, capsys)
+    assert f"its file name is {longest + 1} bytes long, at most {longest} here" in err
+    assert main(["budget", "show", str(folder / ("b" * (longest - 3) + ".db"))]) == 0
+    assert "(1 spend(s)" in capsys.readouterr().out
+
+
+def _refused_then_the_longest_spends(folder, letter, room, responses_csv, capsys) -> str:
+    """``budget init`` of a ledger name one byte longer than ``room`` (``.db`` included) is
+    refused with nothing created; the longest one is created and spent from.  Returns the
+    refusal's line."""
+    too_long = folder / (letter * (room + 1 - 3) + ".db")
     assert main(["budget", "init", str(too_long), "--epsilon", "1", "--delta", "1e-3"]) == 2
     err = _one_line_error(capsys.readouterr().err)
-    assert f"its file name is {longest + 1} bytes long, at most {longest} here" in err
     assert list(folder.iterdir()) == []
-    ok = folder / ("b" * (longest - 3) + ".db")  # the longest name that works
+    ok = folder / (letter * (room - 3) + ".db")
     assert main(["budget", "init", str(ok), "--epsilon", "1", "--delta", "1e-3"]) == 0
     assert main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(ok), "--n-boot", "0"]) == 0
     capsys.readouterr()
-    assert main(["budget", "show", str(ok)]) == 0
-    assert "(1 spend(s)" in capsys.readouterr().out
+    return err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SQLite's unix VFS limit")
@@ -353,11 +361,5 @@ def test_budget_init_refuses_a_path_sqlite_cannot_open(responses_csv, tmp_path, 
         folder = folder / ("d" * min(60, 440 - len(os.fsencode(str(folder)))))
     folder.mkdir(parents=True)
     room = 512 - len("-journal") - len(os.fsencode(str(folder))) - 1  # bytes left for the name
-    too_long = folder / ("L" * (room + 1 - 3) + ".db")
-    assert main(["budget", "init", str(too_long), "--epsilon", "1", "--delta", "1e-3"]) == 2
-    err = _one_line_error(capsys.readouterr().err)
+    err = _refused_then_the_longest_spends(folder, "L", room, responses_csv, capsys)
     assert f"its path is {512 - len('-journal') + 1} bytes long, at most {512 - len('-journal')} for SQLite" in err
-    assert list(folder.iterdir()) == []
-    ok = folder / ("L" * (room - 3) + ".db")  # the longest path that works
-    assert main(["budget", "init", str(ok), "--epsilon", "1", "--delta", "1e-3"]) == 0
-    assert main(["estimate", str(responses_csv), "--epsilon", "0.5", "--ledger", str(ok), "--n-boot", "0"]) == 0
