@@ -238,10 +238,23 @@ class Client:
 
     def __init__(self, url: str, key: str, *, timeout: float = 300.0, retries: int = 2,
                  cafile: str | os.PathLike | None = None) -> None:
+        # the key goes into a _Hidden and out of this frame's locals first: a refused argument's
+        # traceback holds this frame, which a traceback shown with its locals would print
+        try:
+            hidden = _Hidden(_check_key(key))
+        except ValueError as exc:  # re-raised below, outside _check_key's frame (which holds the key)
+            refused = str(exc)
+        else:
+            refused = None
+        finally:
+            del key
+        if refused is not None:
+            raise ValueError(refused) from None
         url = url.strip() if isinstance(url, str) else url  # (a url read from a file, with its newline)
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            if str(url).strip().startswith(_KEY_PREFIXES):  # never echo what may be a secret
+            if str(url).strip().startswith(_KEY_PREFIXES):  # never echo (nor keep) what may be a secret
+                url = parts = None
                 raise ValueError("url must be an http:// or https:// address (it looks like an API key: "
                                  "Client(url, key))")
             raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
@@ -249,7 +262,7 @@ class Client:
             raise ValueError(f"url must be one http(s) address without whitespace or control characters inside "
                              f"and with a port in 1-65535, got {url!r}")
         self.url = url.rstrip("/")
-        self._key = _Hidden(_check_key(key))
+        self._key = hidden
         self.timeout = _check_timeout(timeout)
         if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
             raise ValueError(f"retries must be an integer >= 0, got {retries!r}")
@@ -269,7 +282,7 @@ class Client:
         return "use cafile= to trust the service's self-signed certificate or private CA"
 
     def __repr__(self) -> str:
-        return f"Client({self.url!r}, key=<hidden>)"
+        return f"Client({getattr(self, 'url', None)!r}, key=<hidden>)"  # (url is unset while __init__ refuses)
 
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):

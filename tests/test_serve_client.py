@@ -798,3 +798,24 @@ def test_the_certificate_hint_follows_the_verify_error_and_the_cafile(tls_fake, 
     msg = str(err.value)
     assert "cafile=" not in msg and f"cafile {str(other)!r} does not trust this certificate" in msg
     assert "\n" not in msg and tls_fake.seen == []
+
+
+
+@pytest.mark.parametrize("bad, secret", [({"timeout": -1}, SECRET), ({"retries": -1}, SECRET),
+                                         ({"cafile": ""}, SECRET), ({"url": "ftp://x"}, SECRET),
+                                         ({"key": "pva.a bSECRET"}, "bSECRET"),
+                                         ({"url": KEY, "key": "http://h"}, SECRET)])
+def test_a_refused_argument_does_not_leave_the_key_in_the_frames_of_its_traceback(bad, secret):
+    # the key was a local of Client.__init__ (and of _check_key) when another argument was
+    # refused: a traceback shown with its locals printed it
+    args = {"url": "http://127.0.0.1:9", "key": KEY, **bad}
+    url, key = args.pop("url"), args.pop("key")
+    with pytest.raises(ValueError) as err:
+        Client(url, key, **args)
+    assert "\n" not in str(err.value) and err.value.__context__ is None
+    tb, held = err.value.__traceback__, []
+    while tb is not None:  # the library's frames (the test's own hold the key, of course)
+        if tb.tb_frame.f_globals["__name__"] == "privirt.client":
+            held += [name for name, value in tb.tb_frame.f_locals.items() if secret in repr(value)]
+        tb = tb.tb_next
+    assert held == []
