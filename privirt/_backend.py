@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import warnings
 from functools import lru_cache
 from types import ModuleType
 from typing import Any, Literal
@@ -69,7 +71,9 @@ def import_numba() -> ModuleType:
         numba is not installed, or cannot be imported (as raised by numba).
     """
     try:
-        import numba
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import numba
     except ImportError:
         raise
     except Exception as exc:  # numba's own check of its configuration (a ValueError today)
@@ -84,7 +88,28 @@ def import_numba() -> ModuleType:
             f"numba (the fast extra) refused its configuration ({said}): check the NUMBA_* "
             f"environment variables (unset them for numba's defaults)"
         ) from None
+    _rewarn(caught)
     return numba
+
+
+#: numba's warning for a ``NUMBA_*`` value it cannot parse (it goes on with its default); its
+#: text holds the parse error's whole traceback
+_UNPARSED = re.compile(r"Environment variable '(NUMBA_\w+)' is defined but its associated value '(.*?)' "
+                       r"could not be parsed", re.S)
+
+
+def _rewarn(caught: list[warnings.WarningMessage]) -> None:
+    """Issue again the warnings numba's import gave, its warning for a ``NUMBA_*`` value it
+    cannot parse (a traceback's text in a warning) as one line naming the variable and the remedy."""
+    for w in caught:
+        found = _UNPARSED.match(str(w.message))
+        if found is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        else:
+            name, value = found.groups()
+            warnings.warn(f"the environment variable {name}={brief(value)} is not a value numba can read; "
+                          f"numba ignores it and uses its default: unset {name} or correct it",
+                          RuntimeWarning, stacklevel=3)
 
 
 def gpu_available() -> bool:

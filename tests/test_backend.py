@@ -111,6 +111,20 @@ def test_a_numba_thread_count_numba_refuses_is_named_with_its_remedy(tmp_path):
 
 
 @pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
+def test_a_numba_setting_numba_cannot_read_is_one_warning_line_naming_it(tmp_path):
+    # numba ignores NUMBA_NUM_THREADS=abc with a warning holding the parse error's traceback text
+    out = tmp_path / "g.csv"
+    cli = _with_numba_threads("abc", "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
+                              "frequency", "--iter", "4", "--warmup", "2", "--seed", "7", "--no-progress",
+                              "--out", str(out))
+    assert cli.returncode == 0 and out.exists(), cli.stderr
+    assert "Traceback" not in cli.stderr and "could not be parsed" not in cli.stderr
+    said = [line for line in cli.stderr.splitlines() if "NUMBA_NUM_THREADS" in line]
+    assert said == ["privirt: warning: the environment variable NUMBA_NUM_THREADS='abc' is not a value numba "
+                    "can read; numba ignores it and uses its default: unset NUMBA_NUM_THREADS or correct it"]
+
+
+@pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
 def test_a_numba_setting_numba_refuses_is_refused_before_the_2pl_debit(tmp_path):
     # the private 2PL imported numba in its fit, after the debit: 'the privacy budget WAS spent',
     # nothing released; and fit / estimate were advised a --engine numpy they do not have
