@@ -271,3 +271,36 @@ def test_r_write_table_layout_with_a_person_column_and_a_skipped_last_item_is_re
         assert a.persons.tolist() == b.persons.tolist() == ["p1", "p2", "p3"]
         assert a.items.tolist() == b.items.tolist() == ["i1", "i2", "i3"]
         assert b.codes[1].tolist() == [0, 1, -1] and np.array_equal(np.delete(a.codes, 1, 0), np.delete(b.codes, 1, 0))
+
+
+def test_a_stray_field_on_the_first_row_is_refused_not_read_as_row_names(tmp_path, capsys):
+    # one extra field on the first data row made pandas take every row's first field for a row
+    # name: s01..s05 answered items 'id', q1, q2, q3, each answer one column left and a made-up
+    # missing cell (exit 0, private paths too); with a person column, "duplicate person label '1'"
+    import privirt
+
+    stray = tmp_path / "stray.csv"
+    stray.write_text("id,q1,q2,q3\ns01,1,0,1,1\ns02,0,1,1\ns03,1,1,0\ns04,0,0,1\ns05,1,0,0\n")
+    two = tmp_path / "two.csv"
+    two.write_text("person,q1,q2\np1,1,0,1\np2,0,1\n")
+    for path, fields, header in ((stray, 5, 4), (two, 4, 3)):
+        want = rf"{path.name} is not a rectangular table: line 2 has {fields} fields where the header has {header};"
+        for read in (as_responses, private_responses):
+            with pytest.raises(ValueError, match=want):
+                read(path)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match="line 2 has 5 fields"):
+        privirt.release_totals(stray, epsilon=1.0, delta=1e-6, ledger=ledger, n_persons=5,
+                               items=["q1", "q2", "q3"])
+    assert ledger.spends().empty
+    assert main(["estimate", str(stray), "--epsilon", "1", "--ledger", str(tmp_path / "l.db"),
+                 "--n-persons", "5", "--items", "q1,q2,q3", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 2 has 5 fields where the header has 4" in err, err
+    assert ledger.spends().empty
+    # R's layout (a row name first on every row) with one truncated row: named, not padded
+    short = tmp_path / "short.csv"
+    short.write_text("q1,q2,q3\np1,1,0,1\np2,0,1\np3,1,1,0\np4,0,0,1\n")
+    for read in (as_responses, private_responses):
+        with pytest.raises(ValueError, match="line 3 has 3 fields where the header has 3 and the other rows 4"):
+            read(short)

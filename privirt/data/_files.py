@@ -216,7 +216,8 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
         maybe = "index_col" not in options and frame.shape[1] and (
             not default or frame.iloc[:, -1].isna().any())  # (ids 0, 1, ... also read as a RangeIndex)
         labelled = str(header[0]).strip().lower() == str(person_col or "person").lower()
-        if maybe and _rows_end_in_separator(source, sep, compression, len(header), labelled):
+        trailing = bool(maybe) and _rows_end_in_separator(source, sep, compression, len(header), labelled)
+        if trailing:
             # (a row whose extra field pandas would drop, with a ParserWarning, is found in the
             # rows first: recording warnings swaps process-wide state, which other threads share)
             _check_long_rows(source, name, sep, compression, len(header))
@@ -264,8 +265,12 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
     width = frame.shape[1]
     frame = _drop_trailing_column(frame, header, name)
     width = len(header) - (width - frame.shape[1])  # (a header ending in a separator: its empty
-    if frame.shape[0] and frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():  # field dropped)
-        _check_short_rows(source, name, sep, compression, width)
+    if frame.shape[0] and frame.shape[1] and frame.iloc[:, -1].isna().any():  # field dropped)
+        # (a short row is padded with missing cells: the last column has one)
+        if not trailing and _first_row_longer(source, sep, compression, len(header)):
+            _check_row_name_rows(source, name, sep, compression, len(header))  # R's layout
+        elif frame.shape[1] > 1:
+            _check_short_rows(source, name, sep, compression, width)
     frame.columns = strip_labels(frame.columns, name)
     return frame
 
@@ -382,6 +387,41 @@ def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: 
                     f"where the header has {width}; every row needs one field per column of the header "
                     "(check for trailing separators)"
                 )
+
+
+def _check_row_name_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
+    """Refuse a table whose first data row has one field more than the header's ``width`` (pandas
+    then takes every row's first field for its row name, R's ``write.table`` layout) unless every
+    data row has ``width + 1`` fields: one stray field on the first row shifted every answer one
+    column left, and a short row was padded with a missing cell.  The line named is the first
+    that differs from the header (``width``) where more rows have the header's width, else the
+    first that differs from ``width + 1``."""
+    with _data_records(source, sep, compression) as rows:
+        if rows is None:
+            return
+        count = {width: 0, width + 1: 0}
+        first: dict[int, tuple[int, int]] = {}  # expected width -> (line, fields) of the first other
+        for record in rows:
+            if not record:  # (a blank line: pandas skips it)
+                continue
+            n = len(record)
+            if n in count:
+                count[n] += 1
+            for expected in count:
+                if n != expected and expected not in first:
+                    first[expected] = (rows.line_num, n)
+    if width + 1 not in first:
+        return
+    if count[width] >= count[width + 1]:
+        line, n = first[width]
+        where = f"the header has {width}"
+        need = "one field per column of the header"
+    else:
+        line, n = first[width + 1]
+        where = f"the header has {width} and the other rows {width + 1} (a row name first)"
+        need = "a row name and one field per column of the header"
+    raise ValueError(f"{name} is not a rectangular table: line {line} has {n} fields where {where}; "
+                     f"every row needs {need} (check for stray separators)")
 
 
 def _check_short_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
