@@ -816,3 +816,18 @@ def test_column_name_options_of_the_wrong_type_are_refused_in_one_line(kw, name)
 def test_a_non_string_person_col_naming_a_column_still_works():
     df = pd.DataFrame({0: ["x", "y", "z"], 1: [0, 1, 1], 2: [1, 0, 1]})
     assert as_responses(df, person_col=0).shape == (3, 2)
+
+
+def test_a_duplicate_numeric_label_is_shown_as_a_plain_number():
+    # before: "duplicate person label np.int64(5)" (numpy's repr of the index's scalar)
+    from privirt.stats._dask_labels import _refuse
+
+    cases = ((pd.DataFrame(np.eye(3), index=[5, 5, 6]), "person"),
+             (pd.DataFrame(np.eye(3), columns=[7, 7, 8]), "item"))
+    for frame, what in cases:
+        with pytest.raises(ValueError, match=rf"duplicate {what} label {frame.axes[what == 'item'][0]}\b") as exc:
+            as_responses(frame)
+        assert "np." not in str(exc.value)
+    with pytest.raises(ValueError, match=r"duplicate person label 5\b") as exc:
+        _refuse(pd.Index([5, 5, 6]), "part-0")
+    assert "np." not in str(exc.value)

@@ -577,7 +577,7 @@ def _from_array(values: np.ndarray, persons, items, table: bool = False,
             pos = int(np.flatnonzero(idx.isna())[0])
             raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
         if idx.has_duplicates:
-            raise ValueError(f"duplicate {what} label {idx[idx.duplicated()][0]!r}")
+            raise ValueError(f"duplicate {what} label {_py(idx[idx.duplicated()][0])!r}")
         _check_distinct_as_text(idx, what)
     return Responses(np.ascontiguousarray(codes), persons, items)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data._labels import _check_distinct_as_text
+from ..data._labels import _check_distinct_as_text, _py
 
 #: the labels are checked in this many hash buckets (fewer when there are fewer partitions)
 BUCKETS: int = 64
@@ -44,7 +44,7 @@ def _refuse(labels: pd.Index, where: str) -> None:
     if labels.hasnans:
         raise ValueError(f"missing person label in {where}; every person needs a label")
     if labels.has_duplicates:
-        raise ValueError(f"duplicate person label {labels[labels.duplicated()][0]!r}")
+        raise ValueError(f"duplicate person label {_py(labels[labels.duplicated()][0])!r}")
 
 
 def split_labels(values: Any, where: str, buckets: int) -> list:
