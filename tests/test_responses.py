@@ -831,3 +831,14 @@ def test_a_duplicate_numeric_label_is_shown_as_a_plain_number():
     with pytest.raises(ValueError, match=r"duplicate person label 5\b") as exc:
         _refuse(pd.Index([5, 5, 6]), "part-0")
     assert "np." not in str(exc.value)
+
+
+def test_weights_given_as_a_generator_are_read_like_a_list():
+    # before: "weights has 1 entries for 3 rows" (numpy took the generator for one object)
+    X = np.array([[1, 0], [0, 1], [1, 1]])
+    want = as_responses(X, weights=[1, 2, 3])
+    for weights in (iter([1, 2, 3]), (w for w in (1, 2, 3)), map(int, "123")):
+        got = as_responses(X, weights=weights)
+        assert got.shape == (6, 2) and np.array_equal(got.codes, want.codes)
+    with pytest.raises(ValueError, match="weights has 2 entries for 3 rows"):
+        as_responses(X, weights=iter([1, 2]))

@@ -3,6 +3,7 @@ the rows, bounded."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,8 @@ def expand_patterns(codes: np.ndarray, persons: pd.Index, weights: Any, no_rows:
     persons), with new person labels; a ``pandas.Series`` of weights is matched to the rows'
     labels ``persons`` where they have labels."""
     n = codes.shape[0]
+    if isinstance(weights, Iterable) and not hasattr(weights, "__len__"):
+        weights = list(weights)  # (a generator: numpy makes it one 0-d object, "1 entries")
     if isinstance(weights, pd.Series) and not weights.index.equals(persons):
         unlabelled = isinstance(persons, pd.RangeIndex) and persons.start == 0 and persons.step == 1
         shared = weights.index.isin(persons)
