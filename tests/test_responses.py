@@ -842,3 +842,21 @@ def test_weights_given_as_a_generator_are_read_like_a_list():
         assert got.shape == (6, 2) and np.array_equal(got.codes, want.codes)
     with pytest.raises(ValueError, match="weights has 2 entries for 3 rows"):
         as_responses(X, weights=iter([1, 2]))
+
+
+def test_rows_of_different_lengths_are_named_in_one_line(tmp_path):
+    # before: numpy's "setting an array element with a sequence ... inhomogeneous shape ..."
+    import privirt
+
+    with pytest.raises(ValueError, match=r"^rows have different lengths \(row 1 has 2 values, row 0 has 3\): "
+                                         "give every person one value per item$"):
+        as_responses([[1, 0, 1], [0, 1]])
+    with pytest.raises(ValueError, match=r"\(row 2 has 1 value, row 0 has 2\)"):
+        as_responses([[1, 0], [0, 1], [1]])
+    with pytest.raises(ValueError, match="a row holds a sequence where a value belongs"):
+        as_responses([[1, [0, 1]], [0, 1]])
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match=r"^rows have different lengths"):
+        privirt.release_totals([[1, 0, 1], [0, 1]], epsilon=1.0, delta=1e-6, ledger=ledger,
+                               n_persons=2, items=[0, 1, 2])
+    assert ledger.spends().empty

@@ -4,14 +4,49 @@ the cast's temporaries stay a few MiB whatever the array's size (docs/spectral.m
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK_CELLS", "array_codes", "observed_rows_cols"]
+__all__ = ["BLOCK_CELLS", "array_codes", "as_array", "observed_rows_cols"]
 
 
 #: cells per row block: the temporaries of one block (masks and a float64 copy) are ~11 MiB
 BLOCK_CELLS = 2**20
+
+
+def as_array(data: Any) -> np.ndarray:
+    """``numpy.asarray(data)``, refusing rows of different lengths in one line (numpy's own
+    message, "setting an array element with a sequence ... inhomogeneous shape", says neither
+    which rows nor what to do).
+
+    Parameters
+    ----------
+    data : array_like
+        The responses, one row (a sequence of values) per person.
+
+    Returns
+    -------
+    numpy.ndarray
+        The array.
+    """
+    try:
+        return np.asarray(data)
+    except ValueError as exc:
+        if "inhomogeneous" not in str(exc):
+            raise
+
+    def size(row: Any) -> int:  # (a number where a row belongs: one value)
+        return len(row) if hasattr(row, "__len__") and not isinstance(row, (str, bytes)) else 1
+    rows = list(data)
+    first = size(rows[0])
+    k = next((k for k, row in enumerate(rows) if size(row) != first), None)
+    if k is None:  # (the rows alike, a cell a sequence: [[1, [0, 1]], [0, 1]])
+        raise ValueError("a row holds a sequence where a value belongs: give every person one value "
+                         "(0, 1 or NaN) per item") from None
+    n = size(rows[k])
+    raise ValueError(f"rows have different lengths (row {k} has {n} value{'s' * (n != 1)}, row 0 has "
+                     f"{first}): give every person one value per item") from None
 
 
 def array_codes(values: np.ndarray, missing: int, on_bad: Callable[[int, int], None],

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
-from ._codes import array_codes, observed_rows_cols
+from ._codes import array_codes, as_array, observed_rows_cols
 from ._files import read_path, read_stream, text_number
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
                       check_column_names, text_labels, unnamed_first)
@@ -292,7 +292,7 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
         if isinstance(data, dict):
             raise ValueError("a dict is not a responses table: pass a DataFrame (pd.DataFrame(data)), "
                              "an array or a file")
-        values = _unmasked(data) if isinstance(data, np.ma.MaskedArray) else np.asarray(data)
+        values = _unmasked(data) if isinstance(data, np.ma.MaskedArray) else as_array(data)
         if values.ndim == 0:
             raise ValueError(f"responses must be a persons × items matrix (array, DataFrame or file), "
                              f"got {type(data).__name__}")
