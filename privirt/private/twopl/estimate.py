@@ -19,6 +19,7 @@ from ...data.responses import ResponsesLike
 from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
+from ._intervals import laplace_intervals
 from .mcar import bootstrap_inputs, fit_inputs
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .keying import negatively_keyed
@@ -357,19 +358,6 @@ def _laplace(fit) -> tuple[np.ndarray, np.ndarray | None, str]:
     return np.full(m, np.nan), None, "none"
 
 
-def _laplace_intervals(cov: np.ndarray, a: np.ndarray, b: np.ndarray, z: float) -> tuple[np.ndarray, ...]:
-    """(se log a, se b, se τ, a_lo, a_hi, b_lo, b_hi, τ_lo, τ_hi): the posterior SDs of the fit's
-    own model (``cov``) around the estimate; b = τ√(1 + a²) by the delta method on (τ_i, log a_i)."""
-    m = a.size
-    ti, li = np.arange(m), np.arange(m, 2 * m)
-    se_t, se_la = np.sqrt(cov[ti, ti]), np.sqrt(cov[li, li])
-    tau = b / np.sqrt(1.0 + a * a)
-    q, g = np.sqrt(1.0 + a * a), tau * a * a / np.sqrt(1.0 + a * a)
-    se_b = np.sqrt(np.maximum(q * q * se_t**2 + g * g * se_la**2 + 2.0 * q * g * cov[ti, li], 0.0))
-    return (se_la, se_b, se_t, a * np.exp(-z * se_la), a * np.exp(z * se_la), b - z * se_b, b + z * se_b,
-            tau - z * se_t, tau + z * se_t)
-
-
 def _names(items: pd.Index, mask: np.ndarray) -> str:
     """The first five labels of ``mask`` (and how many in all where more)."""
     more = f", ... ({int(mask.sum())} of {mask.size} items)" if mask.sum() > 5 else ""
@@ -493,7 +481,7 @@ def estimate_2pl_from_release(
         refits = "one_step" if m > 2 and (n >= LINEAR_REFITS_MIN_PERSONS or (m >= LINEAR_REFITS_MIN_ITEMS and held)) \
             else "full"
     if route == "laplace":
-        se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = _laplace_intervals(cov, a, b, z)
+        se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = laplace_intervals(cov, a, b, z)
     elif route == "bootstrap":
         rng = numpy_rng(ss, "bootstrap")
         if release.missing == "mcar":  # the missingness simulated too (§6.3)
@@ -527,7 +515,7 @@ def estimate_2pl_from_release(
         b_lo, b_hi = c_b - z * se_b, c_b + z * se_b
         t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
         if on_laplace.any():
-            out = zip((se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi), _laplace_intervals(cov, a, b, z))
+            out = zip((se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi), laplace_intervals(cov, a, b, z))
             se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = (np.where(on_laplace, v, u) for u, v in out)
     else:
         se_la = se_b = se_t = a_lo = a_hi = b_lo = b_hi = t_lo = t_hi = np.full(m, np.nan)
