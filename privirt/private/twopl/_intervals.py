@@ -1,5 +1,6 @@
-"""The private 2PL's Laplace intervals: the fit's posterior SDs around the estimate
-(``docs/private_2pl.md`` §3, "Intervals where the noise swamps the pairs")."""
+"""The private 2PL's intervals from their standard errors: the fit's Laplace posterior around the
+estimate, and the bootstrap's normal intervals about their own centres, widened to hold the
+published estimate (``docs/private_2pl.md`` §3, "Intervals")."""
 
 from __future__ import annotations
 
@@ -18,3 +19,23 @@ def laplace_intervals(cov: np.ndarray, a: np.ndarray, b: np.ndarray, z: float) -
     return (se_la, se_b, se_t, a * np.exp(-z * se_la), a * np.exp(z * se_la), b - z * se_b, b + z * se_b,
             tau - z * se_t, tau + z * se_t)
 
+
+def bootstrap_intervals(centres: tuple[np.ndarray, np.ndarray, np.ndarray],
+                        ses: tuple[np.ndarray, np.ndarray, np.ndarray],
+                        a: np.ndarray, b: np.ndarray, z: float) -> tuple[np.ndarray, ...]:
+    """(a_lo, a_hi, b_lo, b_hi, τ_lo, τ_hi): centre ± z·se on the scales of log a, b and τ
+    (``centres`` and ``ses`` in that order; those of the unshrunk fit), each widened just enough
+    to hold the published (shrunk) estimate a, b, τ = b/√(1 + a²): lo = min(lo, estimate),
+    hi = max(hi, estimate).
+
+    The shrinkage moves the estimate toward the common level, away from the unshrunk fit the
+    bootstrap centres on; unwidened, an estimate fell outside its own interval (at
+    (1000, 20, ε = 0.3) some item did in 40 % of data sets).  The widening kept the coverage
+    (a 0.949, b 0.963 there) at +0.2 % width; centring at the estimate instead over-covered (0.993).
+    """
+    (c_la, c_b, c_t), (se_la, se_b, se_t) = centres, ses
+    est = (np.log(a), b, b / np.sqrt(1.0 + a * a))
+    lo_la, hi_la, b_lo, b_hi, t_lo, t_hi = (
+        bound for c, se, x in zip((c_la, c_b, c_t), (se_la, se_b, se_t), est)
+        for bound in (np.minimum(c - z * se, x), np.maximum(c + z * se, x)))
+    return np.exp(lo_la), np.exp(hi_la), b_lo, b_hi, t_lo, t_hi

@@ -19,7 +19,7 @@ from ...data.responses import ResponsesLike
 from ...exceptions import IdentifiabilityWarning
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
-from ._intervals import laplace_intervals
+from ._intervals import bootstrap_intervals, laplace_intervals
 from .mcar import bootstrap_inputs, fit_inputs
 from .fit import fit_factor, shrink_log_a, simulate_statistics, to_2pno
 from .keying import negatively_keyed
@@ -98,8 +98,8 @@ class TwoPLEstimate:
         the bootstrap's, or the fit's Laplace posterior SDs where the noise swamps the pairs
         (``info["intervals"]``).
     a_unshrunk, b_unshrunk : pandas.Series
-        The fit before shrinkage (what the bootstrap intervals are built around; the Laplace
-        intervals are built around a and b).
+        The fit before shrinkage (what the bootstrap intervals are centred on, each then widened
+        where needed to hold a, b and τ; the Laplace intervals are built around a and b).
     privacy : PrivacyStatement
     release : TwoPLRelease
     info : dict
@@ -388,9 +388,10 @@ def estimate_2pl_from_release(
     :data:`LINEAR_REFITS_MIN_PERSONS` persons or :data:`LINEAR_REFITS_MIN_ITEMS` items each refit
     is one Gauss–Newton step whose Jacobian and factorisation all replicates share,
     :data:`BOOTSTRAP_REFITS`), normal quantiles on log a (centred at the unshrunk estimate, not
-    bias-corrected: :data:`BIAS_CORRECT_LOG_A`) and on b and τ (bias-corrected)
-    (``docs/private_2pl.md`` §3).  A declared-MCAR release is fitted on the ratios s/a and D/C
-    with per-coordinate n, and its bootstrap simulates the missingness too (§6).
+    bias-corrected: :data:`BIAS_CORRECT_LOG_A`) and on b and τ (bias-corrected), each interval
+    widened where needed to hold the published (shrunk) estimate (``docs/private_2pl.md`` §3).
+    A declared-MCAR release is fitted on the ratios s/a and D/C with per-coordinate n, and its
+    bootstrap simulates the missingness too (§6).
 
     Parameters
     ----------
@@ -444,7 +445,7 @@ def estimate_2pl_from_release(
             f"(log a = {info['release_mean_log_a']:.2f} ± {info['release_sd_mean_log_a']:.2f}, 2PNO scale; e.g. items "
             f"that agree almost perfectly): the prior sets the level (a shrunk to about "
             f"{np.exp(info['mean_log_a']):.3g}), so a and b are not identified by this release and their "
-            "intervals describe the unshrunk fit (docs/private_2pl.md §3, the level)",
+            "intervals span the unshrunk fit's and the estimate (docs/private_2pl.md §3, the level)",
             IdentifiabilityWarning, stacklevel=2)
     lam = a / np.sqrt(1.0 + a * a)  # the fit's loadings: λ_iλ_j its correlation of items i, j
     pi, pj = pair_index(m)
@@ -454,8 +455,8 @@ def estimate_2pl_from_release(
         warnings.warn(
             f"item(s) {_names(release.items, at_bound)} correlate almost perfectly with another item in the fit "
             f"(λ_iλ_j ≥ {CORRELATION_AT_BOUND:g}, e.g. duplicated items): the release does not bound their a from "
-            "above, so their a and b are not identified by this release and their intervals need not contain "
-            "the estimate; use their τ (fit.tau) as the difficulty (docs/private_2pl.md §3, the level)",
+            "above, so their a and b are not identified by this release and their intervals do not bound "
+            "them; use their τ (fit.tau) as the difficulty (docs/private_2pl.md §3, the level)",
             IdentifiabilityWarning, stacklevel=2)
     z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     route = "none" if not n_boot else intervals
@@ -511,9 +512,8 @@ def estimate_2pl_from_release(
         c_la = np.log(a_u) - (err_la.mean(axis=0) if BIAS_CORRECT_LOG_A else 0.0)
         c_b = b_u - err_b.mean(axis=0)
         c_t = b_u / np.sqrt(1.0 + a_u * a_u) - err_t.mean(axis=0)
-        a_lo, a_hi = np.exp(c_la - z * se_la), np.exp(c_la + z * se_la)
-        b_lo, b_hi = c_b - z * se_b, c_b + z * se_b
-        t_lo, t_hi = c_t - z * se_t, c_t + z * se_t
+        # each widened to hold the published (shrunk) estimate (§3, "Intervals")
+        a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = bootstrap_intervals((c_la, c_b, c_t), (se_la, se_b, se_t), a, b, z)
         if on_laplace.any():
             out = zip((se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi), laplace_intervals(cov, a, b, z))
             se_la, se_b, se_t, a_lo, a_hi, b_lo, b_hi, t_lo, t_hi = (np.where(on_laplace, v, u) for u, v in out)
