@@ -145,3 +145,10 @@ def test_a_numba_setting_numba_refuses_is_refused_before_the_2pl_debit(tmp_path)
     assert "NUMBA_NUM_THREADS='0' is refused by numba" in cli.stderr and "WAS spent" not in cli.stderr
     assert "--engine" not in cli.stderr
     assert len(privirt.Ledger(ledger).spends()) == 0
+    # the release alone needs no numba: it is made, and spent, under the same environment
+    code = ("import pandas as pd, privirt\n"
+            f"rel = privirt.release_2pl(pd.read_csv({str(data)!r}), epsilon=1.0, ledger={str(ledger)!r})\n"
+            "print(len(rel.totals))\n")
+    lib = _with_numba_threads("0", "-c", code)
+    assert lib.returncode == 0 and lib.stdout.split() == ["201"], lib.stderr
+    assert len(privirt.Ledger(ledger).spends()) == 1

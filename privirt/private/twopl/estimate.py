@@ -26,7 +26,7 @@ from .keying import negatively_keyed
 from .level import LEVEL_CONFLICT_SDS, level_curvature_variance, level_noise_share, level_posterior_mean, level_scale2
 from .linboot import linear_refits
 from .orthant import upper_orthant
-from .release import TwoPLRelease, check_local_engine, check_release, release_2pl
+from .release import TwoPLRelease, _release_2pl, check_local_engine, check_release
 from .statistics import pair_index
 
 #: Noise draws for the noise variance of log a under the all-a-equal fit (shrinkage), and
@@ -581,7 +581,7 @@ def private_2pl_estimate(
     _check_intervals(intervals)
     progress = resolve_progress(progress)  # checked before anything is spent
     ss = seed_sequence(seed)
-    release = release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note,
-                          n_persons=n_persons, missing=missing)
+    release = _release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=ss, items=items, note=note,
+                           n_persons=n_persons, missing=missing, engine=engine, client=client, fit_follows=True)
     return estimate_2pl_from_release(release, confidence=confidence, n_boot=n_boot, intervals=intervals,
                                      seed=ss, progress=progress)

@@ -247,14 +247,23 @@ def release_2pl(
     -------
     TwoPLRelease
     """
+    return _release_2pl(X, epsilon=epsilon, delta=delta, ledger=ledger, seed=seed, items=items, note=note,
+                        n_persons=n_persons, missing=missing, engine=engine, client=client, fit_follows=False)
+
+
+def _release_2pl(X: ResponsesLike, *, epsilon: float, delta: float | None, ledger: Any, seed: Any,
+                 items: Sequence[Any] | None, note: str, n_persons: int | None, missing: str, engine: str,
+                 client: Any, fit_follows: bool) -> TwoPLRelease:
+    """:func:`release_2pl`; with ``fit_follows`` (:func:`private_2pl_estimate`) an environment
+    numba refuses is refused before the debit too, as the fit that follows imports numba."""
     missing = _check_missing(missing)
     check_local_engine(X, engine, client)
     call = validate_call(X, epsilon=epsilon, delta=delta, seed=seed, ledger=ledger, device="cpu",
                          items=items, n_persons=n_persons, p0=1.0, note=note)
     ss, ledger, resp = call.seed, call.ledger, call.resp
-    # the fit imports numba from NUMBA_FROM_PAIRS pairs: an environment numba refuses
-    # (NUMBA_NUM_THREADS=0) is a one-line error before the debit, not after it
-    _numba_kernels(resp.n_items * (resp.n_items - 1) // 2)
+    if fit_follows:  # the fit imports numba from NUMBA_FROM_PAIRS pairs: an environment numba
+        # refuses (NUMBA_NUM_THREADS=0) is a one-line error before the debit, not after it
+        _numba_kernels(resp.n_items * (resp.n_items - 1) // 2)
     if missing == "mcar":
         return _release_mcar(call, note)
     if resp.has_missing:
