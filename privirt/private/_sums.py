@@ -8,6 +8,7 @@ that can only raise the ε stated.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -79,20 +80,10 @@ class SpendSums:
 
         Found against the exact budget (total ≤ ``epsilon``), rounding down: the relative
         :data:`LEDGER_TOLERANCE` of :meth:`fits` absorbs rounding in the acceptance check only
-        and is never handed out as budget."""
-        used = self.total(delta)
-        if not math.isfinite(used) or used >= epsilon:
-            return 0.0
-        lo, hi = 0.0, float(epsilon)
-        if self.plus((0.0, hi, 0.0)).total(delta) <= epsilon:
-            return hi
-        for _ in range(100):  # (a remainder tiny beside ε needs more than 64 halvings)
-            mid = 0.5 * (lo + hi)
-            if self.plus((0.0, mid, 0.0)).total(delta) <= epsilon:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+        and is never handed out as budget.  A pure function of the sums and (``epsilon``,
+        ``delta``), so it is cached on exactly those (it takes hundreds of conversions, and the
+        service's ``GET /v1/datasets`` asks for it twice a data set each time)."""
+        return _largest_pure_fit(self, epsilon, delta)
 
     def rounded(self) -> dict[str, float]:
         """The sums as :func:`total_epsilon_of_sums` takes them, each rounded outward."""
@@ -105,6 +96,26 @@ class SpendSums:
     def total(self, delta: float) -> float:
         """ε of the composition at ``delta`` (:func:`total_epsilon`; 0 without spends)."""
         return total_epsilon_of_sums(**self.rounded(), delta=delta) if self.n else 0.0
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _largest_pure_fit(sums: SpendSums, epsilon: float, delta: float) -> float:
+    """:meth:`SpendSums.largest_pure_fit` (cached: never stale, its key is all it reads)."""
+    used = sums.total(delta)
+    if not math.isfinite(used) or used >= epsilon:
+        return 0.0
+    lo, hi = 0.0, float(epsilon)
+    if sums.plus((0.0, hi, 0.0)).total(delta) <= epsilon:
+        return hi
+    for _ in range(100):  # (a remainder tiny beside ε needs more than 64 halvings)
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):  # lo fits and hi does not: every further halving would keep both
+            break
+        if sums.plus((0.0, mid, 0.0)).total(delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _units(x: float) -> int:

@@ -1,0 +1,90 @@
+"""The remaining ε of ``GET /v1/datasets``: cached on exactly what it is a function of (the spends'
+sums and the (ε, δ) target), the same value as the bisection computed before, and computed under
+the analyst's in-flight cap (one analyst's listings cannot take the server's threads from others)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import privirt.private._sums as sums_module
+from privirt.private._sums import SpendSums
+
+
+def _old_largest_pure_fit(sums: SpendSums, epsilon: float, delta: float) -> float:
+    """The bisection as it was (100 halvings, no early stop, no cache): the reference."""
+    used = sums.total(delta)
+    if not math.isfinite(used) or used >= epsilon:
+        return 0.0
+    lo, hi = 0.0, float(epsilon)
+    if sums.plus((0.0, hi, 0.0)).total(delta) <= epsilon:
+        return hi
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if sums.plus((0.0, mid, 0.0)).total(delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+_SPENDS = [
+    [],
+    [(0.0, 0.01, 0.0)] * 100,
+    [(0.0, 0.3, 0.0), (0.0, 0.2, 0.0)],
+    [(0.002, 0.0, 0.0)] * 7 + [(0.0, 0.05, 0.0)] * 3,
+    [(0.01, 0.0, 0.0), (0.0, 0.1, 1e-7)],
+    [(0.0, 0.01, 0.0)] * 3 + [(0.0004, 0.0, 2e-9)] * 4,
+    [(0.2, 0.0, 0.0)],  # over a small budget: 0
+    [(0.0, 0.999999999, 0.0)],  # a remainder tiny beside ε
+    [(0.0, 1e-6, 0.0)] * 5,
+]
+_TARGETS = [(1.0, 1e-5), (0.5, 1e-6), (3.0, 1e-9), (1e-3, 0.1)]
+
+
+@pytest.fixture
+def classic(monkeypatch):
+    """The closed-form conversion (cheap) in place of the tight one, and an empty cache before and
+    after (the cache's key does not hold the conversion)."""
+    convert = sums_module.zcdp_to_approx_dp
+    monkeypatch.setattr(sums_module, "zcdp_to_approx_dp",
+                        lambda rho, delta, tight=True: convert(rho, delta, tight=False))
+    sums_module._largest_pure_fit.cache_clear()
+    yield
+    sums_module._largest_pure_fit.cache_clear()
+
+
+def test_the_remaining_epsilon_equals_the_full_bisection_on_many_sums(classic):
+    for spends in _SPENDS:
+        sums = SpendSums.of(spends)
+        for epsilon, delta in _TARGETS:
+            assert sums.largest_pure_fit(epsilon, delta) == _old_largest_pure_fit(sums, epsilon, delta), \
+                (spends[:2], epsilon, delta)
+
+
+def test_the_remaining_epsilon_equals_the_full_bisection_with_the_tight_conversion():
+    sums_module._largest_pure_fit.cache_clear()
+    sums = SpendSums.of([(0.0, 0.005, 0.0)] * 40 + [(0.0005, 0.0, 1e-8)] * 3)
+    assert sums.largest_pure_fit(1.0, 1e-5) == _old_largest_pure_fit(sums, 1.0, 1e-5)
+
+
+def test_a_second_call_on_the_same_sums_converts_nothing(classic, monkeypatch):
+    calls = []
+    convert = sums_module.zcdp_to_approx_dp
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(sums_module, "zcdp_to_approx_dp", counted)
+    sums = SpendSums.of([(0.002, 0.0, 0.0)] * 7 + [(0.0, 0.05, 0.0)] * 3)
+    first = sums.largest_pure_fit(1.0, 1e-5)
+    assert calls  # the first call computes
+    calls.clear()
+    assert SpendSums.of([(0.002, 0.0, 0.0)] * 7 + [(0.0, 0.05, 0.0)] * 3).largest_pure_fit(1.0, 1e-5) == first
+    assert calls == []
+    # other sums or another target are computed afresh (the key is exactly what the value reads)
+    assert sums.plus((0.0, 0.01, 0.0)).largest_pure_fit(1.0, 1e-5) < first and calls
+    calls.clear()
+    assert sums.largest_pure_fit(1.0, 1e-6) != first and calls
