@@ -5,6 +5,7 @@ the analyst's in-flight cap (one analyst's listings cannot take the server's thr
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 
@@ -88,3 +89,50 @@ def test_a_second_call_on_the_same_sums_converts_nothing(classic, monkeypatch):
     assert sums.plus((0.0, 0.01, 0.0)).largest_pure_fit(1.0, 1e-5) < first and calls
     calls.clear()
     assert sums.largest_pure_fit(1.0, 1e-6) != first and calls
+
+
+def test_an_analysts_listings_beyond_the_cap_are_429_while_anothers_is_served(tmp_path, monkeypatch):
+    """With ``max_in_flight=1``: while one ``GET /v1/datasets`` of analyst a is being computed, a's
+    next one is a 429 (Retry-After) and b's is answered; a's slot is given back after."""
+    pytest.importorskip("fastapi")
+    import privirt
+    from privirt.serve import service
+    from privirt.serve.app import create_app
+    from privirt.serve.store import Store, init_store
+
+    from ._serve import asgi_call
+
+    store = init_store(str(tmp_path / "s.db"))
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=5.0, delta=1e-6, items=None, n_persons=None,
+                             missing="none", source="test")
+    key_a = store.add_analyst("a", {"d": (2.0, 1e-6)})
+    key_b = store.add_analyst("b", {"d": (2.0, 1e-6)})
+    a = store.authenticate(key_a, "analyst")
+    app = create_app(store, max_in_flight=1)
+
+    entered, go = threading.Event(), threading.Event()
+    listing = Store.datasets_for
+
+    def slow(self, analyst_id):
+        if analyst_id == a.id:
+            entered.set()
+            go.wait(30)
+        return listing(self, analyst_id)
+
+    monkeypatch.setattr(Store, "datasets_for", slow)
+    first = {}
+    thread = threading.Thread(target=lambda: first.update(r=asgi_call(app, "GET", "/v1/datasets", key_a)))
+    thread.start()
+    try:
+        assert entered.wait(30)
+        status, body, headers = asgi_call(app, "GET", "/v1/datasets", key_a)
+        assert status == 429 and "retry" in body["detail"] and headers["retry-after"] == "5"
+        status, body, _ = asgi_call(app, "GET", "/v1/datasets", key_b)
+        assert status == 200 and [d["name"] for d in body] == ["d"]
+    finally:
+        go.set()
+        thread.join(30)
+    assert first["r"][0] == 200 and [d["name"] for d in first["r"][1]] == ["d"]
+    assert app.state.in_flight.running(a.id) == 0
+    assert asgi_call(app, "GET", "/v1/datasets", key_a)[0] == 200

@@ -135,8 +135,8 @@ def register(subparsers) -> None:
     p.add_argument("--ssl-keyfile", default=None, metavar="PATH", help="TLS private key (PEM)")
     p.add_argument("--ssl-certfile", default=None, metavar="PATH", help="TLS certificate (PEM)")
     p.add_argument("--max-in-flight", type=positive_int, default=2, metavar="K",
-                   help="spending requests one analyst may have running at once, per worker (default 2); "
-                   "more get 429 with Retry-After, nothing spent")
+                   help="requests (spending ones, data set listings) one analyst may have running at once, "
+                   "per worker (default 2); more get 429 with Retry-After, nothing spent")
     p.add_argument("--tls-proxy", action="store_true",
                    help="every request reaches the service through a TLS-terminating reverse proxy: send "
                    "Strict-Transport-Security and mark the curator page's session cookie Secure (automatic "

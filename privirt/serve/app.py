@@ -29,7 +29,8 @@ from ._limits import MAX_BODY
 
 __all__ = ["create_app", "app_from_env", "MAX_BODY", "MAX_IN_FLIGHT", "InFlight", "route_warnings"]
 
-#: Default number of spending requests one analyst may have running at once (per process).
+#: Default number of requests (spending ones and data set listings) one analyst may have running at
+#: once (per process).
 MAX_IN_FLIGHT = 2
 #: ``Strict-Transport-Security`` sent on HTTPS responses (one year; no preload).
 HSTS = (b"strict-transport-security", b"max-age=31536000")
@@ -103,7 +104,8 @@ class _Limits:
 
 
 class InFlight:
-    """How many spending requests each analyst has running in this process, capped at ``limit``.
+    """How many requests (spending ones and ``GET /v1/datasets``) each analyst has running in this
+    process, capped at ``limit``.
 
     :meth:`acquire` is called by the request's handler before any work (a refusal is a 429:
     nothing is read, nothing spent); the slot is given back by the worker thread when the work
@@ -154,8 +156,8 @@ def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: i
                tls_proxy: bool = False) -> Any:
     """The service for a state (an open :class:`Store`, a path or a ``postgresql://`` URL).
 
-    ``max_in_flight``: spending requests one analyst may have running at once in this process
-    (more get 429 with ``Retry-After``, nothing spent).  ``tls_proxy``: every request arrives
+    ``max_in_flight``: requests (spending ones and data set listings) one analyst may have running
+    at once in this process (more get 429 with ``Retry-After``, nothing spent).  ``tls_proxy``: every request arrives
     through a TLS-terminating reverse proxy — send ``Strict-Transport-Security`` and mark the
     curator page's session cookie ``Secure`` (both are automatic when uvicorn serves HTTPS
     itself).

@@ -110,15 +110,16 @@ def _name(name: str) -> str:
         raise RequestFailed(404, NOT_FOUND) from None
 
 
-@router.get("/datasets", response_model=list[DatasetInfo])
-def datasets(request: Request, who: Principal = Depends(auth.analyst)):
+@router.get("/datasets", response_model=list[DatasetInfo], responses=error_responses(429))
+async def datasets(request: Request, who: Principal = Depends(auth.analyst)):
     """The data sets you may use: public metadata and what remains of your allowance and of the
-    data set's budget."""
-    out = []
-    for d in request.app.state.store.datasets_for(who.id):
-        out.append({**d, "domain": domain_text(d["missing"]),
-                    "remaining": min(d["allowance"]["remaining_epsilon"], d["budget"]["remaining_epsilon"])})
-    return out
+    data set's budget (its computation counts as one of your requests in flight: 429 beyond)."""
+    def work() -> list[dict]:
+        return [{**d, "domain": domain_text(d["missing"]),
+                 "remaining": min(d["allowance"]["remaining_epsilon"], d["budget"]["remaining_epsilon"])}
+                for d in request.app.state.store.datasets_for(who.id)]
+
+    return await _capped(request, who, work)
 
 
 def _respond(body: dict, replayed: bool) -> JSONResponse:
@@ -153,6 +154,15 @@ RETRY_AFTER = 5
 
 
 async def _run(request: Request, who: Principal, name: str, endpoint: str, params: dict, key):
+    body, replayed = await _capped(
+        request, who, lambda: run_request(request.app.state.store, who, name, endpoint, params, key))
+    return _respond(body, replayed)
+
+
+async def _capped(request: Request, who: Principal, fn):
+    """``fn()`` in the server's thread pool, holding one of the analyst's in-flight slots
+    (``app.state.in_flight``): none free is a 429 before any work (nothing read, nothing spent).
+    The slot is given back by the worker thread when ``fn`` is done, even if the client has gone."""
     from starlette.concurrency import run_in_threadpool
 
     slots = request.app.state.in_flight
@@ -166,17 +176,16 @@ async def _run(request: Request, who: Principal, name: str, endpoint: str, param
     def work():
         started.append(True)
         try:
-            return run_request(request.app.state.store, who, name, endpoint, params, key)
+            return fn()
         finally:  # given back when the work is done, even if the client has gone
             slots.release(who.id)
 
     try:
-        body, replayed = await run_in_threadpool(work)
+        return await run_in_threadpool(work)
     except BaseException:
         if not started:  # cancelled before a thread took it
             slots.release(who.id)
         raise
-    return _respond(body, replayed)
 
 
 @router.get("/spends", response_model=list[Spend])
