@@ -35,7 +35,6 @@ the allowance's or the budget's δ).
 from __future__ import annotations
 
 import datetime as _dt
-import io
 import json
 import sqlite3
 import uuid
@@ -45,6 +44,7 @@ from typing import Sequence
 
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
+from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
 from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table, usable
 from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
@@ -99,26 +99,6 @@ def new_request_id() -> str:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-def encode_codes(codes) -> bytes:
-    """The codes as an uncompressed ``.npy`` (int8): its size depends only on the shape."""
-    import numpy as np
-
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(codes, dtype=np.int8), allow_pickle=False)
-    return buf.getvalue()
-
-
-def decode_codes(blob: bytes):
-    """The codes of a blob: ``.npy`` (:func:`encode_codes`) or, from older states, ``.npz``."""
-    import numpy as np
-
-    loaded = np.load(io.BytesIO(bytes(blob)), allow_pickle=False)
-    if isinstance(loaded, np.ndarray):
-        return loaded
-    with loaded as z:  # a compressed .npz written before
-        return z["codes"]
 
 
 # ---------------------------------------------------------------------------------------
