@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "StateUnavailable", "unavailable", "refused", "usable", "_backend", "_SQLite",
+__all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "_backend", "_SQLite",
            "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
@@ -31,6 +31,12 @@ class StateError(ValueError):
 class StateUnavailable(StateError):
     """The state cannot be reached or used now (no connection to PostgreSQL, a SQLite file
     locked or read-only): a request may be retried; other state errors (:class:`StateError`) may not."""
+
+
+class NotDebited(StateUnavailable):
+    """The state was unavailable before a debit's COMMIT was sent (its write transaction could
+    not be opened, a SQLite file locked past the timeout, or a statement in it lost the
+    connection): nothing was written."""
 
 
 def unavailable(exc: BaseException) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 from .._results import json_floats
 from ..private.ledger import Ledger
 from ._budget import MAX_DELTA, MIN_DELTA, check_delta_limit
-from ._backends import unavailable
+from ._backends import NotDebited, unavailable
 from ._limits import IDEMPOTENCY_KEY, OverQuota
 from .store import DuplicateRequest, NoAccess, OverBudget, StateError, Store, new_request_id
 
@@ -168,6 +168,8 @@ class _ServiceDebit(Ledger):
                 cost=cost, mechanism=mechanism, note=note, request_id=self.planned_id, **self._context)
         except (OverBudget, OverQuota, DuplicateRequest, NoAccess):
             raise  # decided inside the transaction: nothing was written
+        except NotDebited:
+            raise  # the state unavailable before the COMMIT was sent (a locked file): nothing was written
         except Exception as exc:
             # The commit's outcome is unknown (the connection dropped during COMMIT, an I/O error):
             # look the request up on a fresh connection.  Committed: the debit stands and the
@@ -292,7 +294,7 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     :class:`~privirt.serve.auth.AuthError`, the same answer as every other 401),
     403 (the state's limit of releases per allowance reached, nothing spent),
     503 (the debit's commit was not confirmed: it may be spent; the request id finds out — or,
-    before any debit, the state is unavailable: nothing was spent),
+    before the debit's commit was sent, the state is unavailable: nothing was spent),
     500 (internal error: says whether the budget was spent).
     """
     ds = store.dataset_for(analyst.id, name)

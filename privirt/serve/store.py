@@ -45,7 +45,8 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
-from ._backends import _TABLES, StateError, _backend, _SQLite, sessions_table, usable
+from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, sessions_table, unavailable,
+                        usable)
 from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
@@ -448,7 +449,8 @@ class Store:
         Records the request (status ``"spent"``) and its spend together; returns
         ``(request_id, spend_id)``.  Raises :class:`OverBudget` (nothing written),
         :class:`DuplicateRequest` (the ``Idempotency-Key`` was used: nothing spent again) or
-        :class:`NoAccess` (revoked, or the allowance is gone).  ``request_id`` (default: a new
+        :class:`NoAccess` (revoked, or the allowance is gone) or :class:`NotDebited` (the state
+        unavailable before the COMMIT was sent: nothing written).  ``request_id`` (default: a new
         one) is chosen by the caller before the debit, so that a debit whose commit was not
         confirmed can be looked up (:meth:`spend_of`).
         """
@@ -458,6 +460,7 @@ class Store:
         b = self._b
         request_id = request_id or new_request_id()
         now = _now()
+        committing = False  # (until the body's end no COMMIT was sent: a failure before wrote nothing)
         try:
             with b.write() as con:
                 b.lock(con, "analysts", analyst_id)
@@ -480,11 +483,14 @@ class Store:
                         " delta, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
                     (request_id, analyst_id, dataset_id, now, mechanism, c.rho, c.epsilon, c.delta,
                      str(note))).fetchone()[0])
+                committing = True
         except Exception as exc:
             if b.is_unique_violation(exc) and idem_key is not None:  # a racing twin won
                 found = self.find_request(analyst_id, idem_key=idem_key)
                 if found is not None:
                     raise DuplicateRequest(found["id"]) from None
+            if not committing and unavailable(exc):
+                raise NotDebited(f"{exc} (before the debit's commit: nothing was written)") from exc
             raise
         return request_id, spend_id
 
