@@ -405,6 +405,30 @@ def test_postgres_connections_dropped_mid_request_still_store_and_return_the_res
     assert replayed and again == body and store.counts() == {"requests": 1, "spends": 1}
 
 
+def test_postgres_unreachable_when_the_debit_begins_answers_nothing_was_spent(postgres, monkeypatch):
+    """PostgreSQL becomes unreachable after the budget pre-check, before the debit's transaction
+    begins: the documented 503 "nothing was spent" (no request id), and nothing is written."""
+    from privirt.serve import service
+
+    url, store, who = _pg_service(postgres, "debitbegin")
+    real = service._responses
+
+    def responses(*args, **kwargs):  # (called after the pre-check, just before the debit)
+        out = real(*args, **kwargs)
+        _terminate(postgres, url)
+        store._b.url = url.replace(f":{postgres['port']}/", f":{free_port()}/")  # nothing listens there
+        return out
+
+    monkeypatch.setattr(service, "_responses", responses)
+    params = {"kind": "totals", "epsilon": 0.3, "delta": DELTA, "mechanism": "gaussian"}
+    with pytest.raises(service.RequestFailed) as err:
+        service.run_request(store, who, "d", "release", params, "begin-1")
+    assert err.value.status == 503 and err.value.detail == service.STATE_UNAVAILABLE
+    assert "request_id" not in err.value.extra
+    store._b.url = url
+    assert store.counts() == {"requests": 0, "spends": 0}
+
+
 def _release_call(server, key: str, idem: str, epsilon: float = 0.2):
     status, body, headers = call(f"{server.url}/v1/datasets/lsat6/release", "POST", key,
                                  {"kind": "totals", "epsilon": epsilon}, headers={"Idempotency-Key": idem})
