@@ -373,14 +373,14 @@ class Client:
         ``mechanism`` (``"gaussian"``/``"laplace"``) and ``estimator``.
         """
         body = {"method": method, "epsilon": epsilon, "delta": delta, **options}
-        return self._spend(f"/v1/datasets/{_quote(dataset)}/estimate", body, idempotency_key)
+        return self._spend(f"/v1/datasets/{_quote(dataset, 'dataset')}/estimate", body, idempotency_key)
 
     def release(self, dataset: str, *, kind: str = "totals", epsilon: float, delta: float | None = None,
                 idempotency_key: str | None = None, **options: Any):
         """A publishable release: ``kind="totals"`` (:class:`~privirt.TotalsRelease`) or
         ``"counts"`` (:class:`~privirt.private.NoisyCounts`; option ``mechanism``)."""
         body = {"kind": kind, "epsilon": epsilon, "delta": delta, **options}
-        return self._spend(f"/v1/datasets/{_quote(dataset)}/release", body, idempotency_key)
+        return self._spend(f"/v1/datasets/{_quote(dataset, 'dataset')}/release", body, idempotency_key)
 
     def _spend(self, path: str, body: dict, idempotency_key: str | None):
         body = {k: _plain_field(k, v) for k, v in body.items() if v is not None}
@@ -403,7 +403,7 @@ class Client:
 
     def result(self, request_id: str):
         """A stored result by its request id (e.g. after a lost response)."""
-        return _result(self._request("GET", f"/v1/requests/{_quote(request_id)}"), None)
+        return _result(self._request("GET", f"/v1/requests/{_quote(request_id, 'request_id')}"), None)
 
 
 def _without_foreign_frames(exc: BaseException, outer: BaseException | None = None) -> None:
@@ -468,8 +468,14 @@ def _plain_field(name: str, value: Any) -> Any:
     return value
 
 
-def _quote(text: str) -> str:
-    return urllib.parse.quote(str(text), safe="")
+def _quote(text: str, name: str) -> str:
+    """``text`` quoted as one path segment; a one-line ValueError naming the argument ``name``
+    unless it is a non-empty str (``str(None)`` would spend on a data set named "None")."""
+    if not isinstance(text, str) or not text:
+        got = "an empty str" if isinstance(text, str) else type(text).__name__
+        what = "a data set's name, as datasets() lists it" if name == "dataset" else "the id the service gave"
+        raise ValueError(f"{name} must be a non-empty str ({what}), got {got}")
+    return urllib.parse.quote(text, safe="")
 
 
 def _rows(body: Any) -> list[dict]:

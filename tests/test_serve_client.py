@@ -819,3 +819,21 @@ def test_a_refused_argument_does_not_leave_the_key_in_the_frames_of_its_tracebac
             held += [name for name, value in tb.tb_frame.f_locals.items() if secret in repr(value)]
         tb = tb.tb_next
     assert held == []
+
+
+# ---------------------------------------------------------------------------------------
+# a data set or request id that is not a str (an unset variable) is refused before sending
+@pytest.mark.parametrize("call, name, bad", [("release", "dataset", None), ("estimate", "dataset", None),
+                                            ("release", "dataset", 123), ("estimate", "dataset", b"d"),
+                                            ("release", "dataset", ""), ("result", "request_id", None),
+                                            ("result", "request_id", 7), ("result", "request_id", "")])
+def test_a_dataset_or_request_id_that_is_not_a_str_is_one_line_naming_it_before_anything_is_sent(
+        fake, call, name, bad):
+    # str(None) == "None" was sent: an unset variable spent budget on a data set named "None"
+    c = Client(fake.url, KEY, retries=0)
+    run = {"release": lambda: c.release(bad, epsilon=0.1), "estimate": lambda: c.estimate(bad, epsilon=0.1),
+           "result": lambda: c.result(bad)}[call]
+    with pytest.raises(ValueError, match=f"^{name} must be ") as err:
+        run()
+    assert "\n" not in str(err.value) and fake.seen == []
+
