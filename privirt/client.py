@@ -44,6 +44,7 @@ import pandas as pd
 
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
 from ._client_results import _f, _statement, result_from_json  # noqa: F401 (re-exported)
+from ._client_transport import OPENER as _OPENER, opener_trusting as _opener_trusting, shown
 from .serve._limits import IDEMPOTENCY_KEY, MAX_BODY
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
@@ -180,32 +181,6 @@ def _check_timeout(timeout: float) -> float:
     return value
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse redirects: urllib would forward the Authorization header (the API key) to
-    wherever a redirect points, another host or plain HTTP included."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-def _opener_trusting(cafile: str | os.PathLike) -> urllib.request.OpenerDirector:
-    """An opener like ``_OPENER`` whose TLS trusts the certificates of ``cafile`` (PEM)."""
-    if isinstance(cafile, (str, os.PathLike)) and not os.fspath(cafile).strip():
-        # ssl takes "" for "no file" and would trust the system's certificates instead
-        raise ValueError("cafile is empty: give the path of the PEM file of your CA (or leave cafile out)")
-    try:
-        context = ssl.create_default_context(cafile=os.fspath(cafile))
-    except (OSError, TypeError, ValueError) as exc:  # ssl.SSLError is an OSError
-        reason = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:160]
-        raise ValueError(f"cafile: cannot read PEM certificates from {os.fspath(cafile)!r} ({reason})"
-                         if isinstance(cafile, (str, os.PathLike)) else
-                         f"cafile must be the path of a PEM file, got {type(cafile).__name__}") from None
-    return urllib.request.build_opener(_NoRedirect, urllib.request.HTTPSHandler(context=context))
-
-
 class Client:
     """A connection to a ``privirt serve`` service with an analyst's key.
 
@@ -251,16 +226,10 @@ class Client:
         if refused is not None:
             raise ValueError(refused) from None
         url = url.strip() if isinstance(url, str) else url  # (a url read from a file, with its newline)
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            if str(url).strip().startswith(_KEY_PREFIXES):  # never echo (nor keep) what may be a secret
-                url = parts = None
-                raise ValueError("url must be an http:// or https:// address (it looks like an API key: "
-                                 "Client(url, key))")
-            raise ValueError(f"url must be an http:// or https:// address, got {url!r}")
-        if any(ch.isspace() or not ch.isprintable() for ch in url) or not _port_ok(parts):
-            raise ValueError(f"url must be one http(s) address without whitespace or control characters inside "
-                             f"and with a port in 1-65535, got {url!r}")
+        refused = _url_refusal(url)
+        if refused is not None:
+            url = None  # never kept in the traceback's locals (it may hold a key)
+            raise ValueError(refused)
         self.url = url.rstrip("/")
         self._key = hidden
         self.timeout = _check_timeout(timeout)
@@ -282,7 +251,7 @@ class Client:
         return "use cafile= to trust the service's self-signed certificate or private CA"
 
     def __repr__(self) -> str:
-        return f"Client({getattr(self, 'url', None)!r}, key=<hidden>)"  # (url is unset while __init__ refuses)
+        return f"Client({shown(repr(getattr(self, 'url', None)))}, key=<hidden>)"  # (unset while __init__ refuses)
 
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, body: dict | None = None, *, idempotency_key: str | None = None):
@@ -343,15 +312,16 @@ class Client:
                                          f"limit ({MAX_BODY} bytes by default): it closed the "
                                          "connection while the body was sent; nothing was spent", {}) from None
                 if isinstance(reason, ssl.SSLCertVerificationError):  # nothing was sent: no retry
-                    raise ConnectionError(f"certificate verification failed for {self.url}: "
-                                          f"{reason.verify_message or reason} ({self._tls_hint(reason)})") from None
+                    raise ConnectionError(shown(f"certificate verification failed for {self.url}: "
+                                          f"{reason.verify_message or reason} ({self._tls_hint(reason)})")) from None
                 if isinstance(reason, InvalidURL):  # refused by http.client before anything was sent
-                    raise ValueError(f"url {self.url!r} does not make a valid request address: {reason}") from None
+                    raise ValueError(shown(f"url {self.url!r} does not make a valid request address: "
+                                           f"{reason}")) from None
                 # refused or a host name not found: nothing was sent (an earlier try may have been)
                 sent = not isinstance(reason, (ConnectionRefusedError, socket.gaierror))
                 if attempt + 1 >= attempts:
                     # a spending request may have been debited before its answer was lost
-                    raise ConnectionError(f"no answer from {self.url}: {reason}" + (
+                    raise ConnectionError(shown(f"no answer from {self.url}: {reason}") + (
                         _spent_hint(idempotency_key) if sent or lost else "; nothing was sent")) from None
                 lost = lost or sent
                 time.sleep(0.5 * (attempt + 1))
@@ -440,6 +410,23 @@ def _without_foreign_frames(exc: BaseException, outer: BaseException | None = No
         todo += [e.__cause__, e.__context__]
 
 
+def _url_refusal(url: Any) -> str | None:
+    """Why ``url`` (stripped) is not one http(s) address, in one line showing no API key; None
+    if it is one."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except (TypeError, ValueError, AttributeError):
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        if str(url).strip().startswith(_KEY_PREFIXES):  # never echo what may be a secret
+            return "url must be an http:// or https:// address (it looks like an API key: Client(url, key))"
+        return f"url must be an http:// or https:// address, got {shown(repr(url))}"
+    if any(ch.isspace() or not ch.isprintable() for ch in url) or not _port_ok(parts):
+        return (f"url must be one http(s) address without whitespace or control characters inside and with a "
+                f"port in 1-65535, got {shown(repr(url))}")
+    return None
+
+
 def _port_ok(parts: urllib.parse.SplitResult) -> bool:
     try:
         return parts.port != 0
@@ -492,7 +479,7 @@ def _redirect_error(status: int, location: str | None, url: str, path: str) -> S
     if not location or not location.strip():
         return ServiceError(status, f"the service answered with a redirect ({status}) without a Location; the "
                                     "client does not follow redirects (it would send your key elsewhere)")
-    target = " ".join(urllib.parse.urljoin(url + path, location.strip()).split())[:300]
+    target = shown(" ".join(urllib.parse.urljoin(url + path, location.strip()).split())[:300])
     base = target[: -len(path)] if target.endswith(path) and len(target) > len(path) else target
     return ServiceError(status, f"the service answered with a redirect ({status}) to {target}; the client does "
                                 "not follow redirects (it would send your key there): if that is the service, "

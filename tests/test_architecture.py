@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("privirt.private",),
     ("privirt.plots",),
     ("privirt.sweeps",),
-    ("privirt.serve", "privirt.client", "privirt._client_results"),
+    ("privirt.serve", "privirt.client", "privirt._client_results", "privirt._client_transport"),
     ("privirt.cli", "privirt.__main__"),
 ]
 #: the public façade: lazy imports of everything, importable from anywhere

@@ -837,3 +837,35 @@ def test_a_dataset_or_request_id_that_is_not_a_str_is_one_line_naming_it_before_
         run()
     assert "\n" not in str(err.value) and fake.seen == []
 
+# ---------------------------------------------------------------------------------------
+# a url holding an API key (a connection file read whole, a key pasted into the address)
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("url", [f"http://127.0.0.1:9\n{KEY}\n", f"ftp://{KEY}", f"http://127.0.0.1:9/ {KEY}",
+                                 f"http://127.0.0.1:99999/{KEY}", f"{KEY.upper()}\nhttp://127.0.0.1:9"])
+def test_a_refused_url_holding_an_api_key_does_not_show_it(url):
+    with pytest.raises(ValueError, match="^url must be") as err:
+        Client(url, KEY)
+    msg = str(err.value)
+    assert SECRET.lower() not in msg.lower() and KEY[4:20] not in msg and "\n" not in msg
+
+
+def test_a_url_holding_an_api_key_is_not_shown_by_later_errors_nor_by_repr(fake):
+    from privirt.client import ServiceError
+
+    port = _free_port()
+    c = Client(f"http://127.0.0.1:{port}/{KEY}", KEY, retries=0)
+    with pytest.raises(ConnectionError, match="^no answer from http://127.0.0.1") as err:
+        c.datasets()
+    assert SECRET not in str(err.value) and SECRET not in repr(c) and "<API key>" in repr(c)
+    fake.answers[f"/{KEY}/v1/datasets"] = (302, {"Location": "elsewhere"}, b"")  # relative: joined to the url
+    with pytest.raises(ServiceError, match="redirect") as err:
+        Client(f"{fake.url}/{KEY}", KEY, retries=0).datasets()
+    assert SECRET not in str(err.value) and SECRET not in str(err.value.body)
+
