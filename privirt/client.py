@@ -44,7 +44,7 @@ import pandas as pd
 
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
 from ._client_results import _f, _statement, result_from_json  # noqa: F401 (re-exported)
-from ._client_transport import OPENER as _OPENER, opener_trusting as _opener_trusting, shown
+from ._client_transport import OPENER as _OPENER, HandshakeFailed, opener_trusting as _opener_trusting, shown
 from .serve._limits import IDEMPOTENCY_KEY, MAX_BODY
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
@@ -314,6 +314,9 @@ class Client:
                 if isinstance(reason, ssl.SSLCertVerificationError):  # nothing was sent: no retry
                     raise ConnectionError(shown(f"certificate verification failed for {self.url}: "
                                           f"{reason.verify_message or reason} ({self._tls_hint(reason)})")) from None
+                if isinstance(reason, HandshakeFailed):  # before the request: nothing was sent, no retry
+                    raise ConnectionError(shown(f"no TLS answer from {self.url}: {reason}") + (_spent_hint(
+                        idempotency_key) if lost else f"; nothing was sent ({_no_tls_hint(reason)})")) from None
                 if isinstance(reason, InvalidURL):  # refused by http.client before anything was sent
                     raise ValueError(shown(f"url {self.url!r} does not make a valid request address: "
                                            f"{reason}")) from None
@@ -463,6 +466,14 @@ def _quote(text: str, name: str) -> str:
         what = "a data set's name, as datasets() lists it" if name == "dataset" else "the id the service gave"
         raise ValueError(f"{name} must be a non-empty str ({what}), got {got}")
     return urllib.parse.quote(text, safe="")
+
+
+def _no_tls_hint(reason: HandshakeFailed) -> str:
+    """What to do about a TLS handshake that failed for ``reason`` (not the certificate)."""
+    if getattr(reason.reason, "reason", None) in ("WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG",
+                                                  "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
+        return "the service did not answer TLS: is its address http://?"
+    return "the service's TLS did not agree with the client's: check the url and the service's TLS settings"
 
 
 def _rows(body: Any) -> list[dict]:

@@ -869,3 +869,14 @@ def test_a_url_holding_an_api_key_is_not_shown_by_later_errors_nor_by_repr(fake)
         Client(f"{fake.url}/{KEY}", KEY, retries=0).datasets()
     assert SECRET not in str(err.value) and SECRET not in str(err.value.body)
 
+
+# ---------------------------------------------------------------------------------------
+# https:// to a service that speaks plain HTTP: the TLS handshake fails before anything is sent
+def test_https_to_a_plain_http_service_says_nothing_was_sent_and_to_use_http(fake):
+    c = Client(fake.url.replace("http://", "https://"), KEY, retries=2)
+    with pytest.raises(ConnectionError) as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-T")
+    msg = str(err.value)
+    assert msg.endswith("; nothing was sent (the service did not answer TLS: is its address http://?)")
+    assert "spent" not in msg and "Idempotency-Key" not in msg and "\n" not in msg
+    assert fake.seen == []  # (the fake answers the handshake's bytes with a 400 and records nothing)
