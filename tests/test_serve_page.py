@@ -181,6 +181,44 @@ def test_logging_in_again_ends_the_browsers_earlier_session(served):
     assert call(s["url"] + "/curator", headers={"Cookie": f"privirt_session={third}"})[0] == 200
 
 
+def _raw(url: str, method: str, path: str, headers: dict | None = None, body=None):
+    """One request by :mod:`http.client` (no redirect followed): ``(status, headers, text)``."""
+    import http.client
+
+    con = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+    try:
+        chunked = body is not None and not isinstance(body, str)  # an iterator: sent chunked
+        con.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
+        r = con.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode()
+    finally:
+        con.close()
+
+
+#: the security headers the curator page is served with (app._SECURITY_HEADERS)
+_PAGE_HEADERS = ("content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy",
+                 "cache-control")
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_key_over_the_body_limit_answers_the_login_page_not_json(served, chunked):
+    """The login form with a key over the 16 KiB body limit answered the API's raw JSON 413."""
+    s = served
+    page = _raw(s["url"], "GET", "/curator")
+    before = _sessions(s)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    body = "key=" + "A" * 20000
+    status, headers, text = _raw(s["url"], "POST", "/curator/login", form, iter([body.encode()]) if chunked else body)
+    assert status == 413 and headers["content-type"].startswith("text/html")
+    assert "far too long" in text and "action='/curator/login'" in text and "detail" not in text
+    assert {h: headers.get(h) for h in _PAGE_HEADERS} == {h: page[1][h] for h in _PAGE_HEADERS}
+    assert _sessions(s) == before
+    # the API's own 413 stays one JSON line
+    status, headers, text = _raw(s["url"], "POST", "/v1/datasets/lsat6/release",
+                                 {"Authorization": f"Bearer {s['keys']['alice']}"}, "x" * 20000)
+    assert status == 413 and headers["content-type"] == "application/json" and "nothing was spent" in text
+
+
 def test_rotating_the_curator_key_ends_the_page_sessions(tmp_path):
     from ._serve import cli, last_line
 

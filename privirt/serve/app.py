@@ -1,10 +1,11 @@
 """The ASGI application: :func:`create_app` (FastAPI on Starlette; run by uvicorn).
 
-Cross-cutting rules live here: the body-size limit (413 before anything is parsed), one-line
-JSON errors for every failure (no tracebacks, no echo of the input), security headers (with
-``Strict-Transport-Security`` on HTTPS or behind a declared TLS proxy), the per-analyst cap on
-requests in flight (429), the library's warnings routed to the curator's log, and the mapping
-of :class:`~privirt.serve.service.RequestFailed` and authentication errors.
+Cross-cutting rules live here: the body-size limit (413 before anything is parsed; the curator
+page's login page for a ``/curator`` form), one-line JSON errors for every failure (no
+tracebacks, no echo of the input), security headers (with ``Strict-Transport-Security`` on
+HTTPS or behind a declared TLS proxy), the per-analyst cap on requests in flight (429), the
+library's warnings routed to the curator's log, and the mapping of
+:class:`~privirt.serve.service.RequestFailed` and authentication errors.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .auth import AuthError
+from .page import KEY_TOO_LONG, login_page
 from .routers import analyst, curator
 from .service import NOT_FOUND, RequestFailed, load_datasets, state_unavailable
 from ._backends import StateUnavailable
@@ -45,11 +47,17 @@ _SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 
+#: the curator's login page answering a form over the body limit (413)
+_TOO_LONG_PAGE = login_page(KEY_TOO_LONG)
 
-async def _send_json(send, status: int, body: dict, headers=_SECURITY_HEADERS) -> None:
-    data = json.dumps(body).encode()
+
+async def _send_now(send, status: int, body: dict, headers=_SECURITY_HEADERS, *,
+                    html: str | None = None) -> None:
+    """Answer ``body`` as JSON, or the page ``html`` when given, and close the connection."""
+    data = json.dumps(body).encode() if html is None else html.encode()
+    kind = b"application/json" if html is None else b"text/html; charset=utf-8"
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                "headers": [(b"content-type", kind), (b"content-length", str(len(data)).encode()),
                             (b"connection", b"close"), *headers]})
     await send({"type": "http.response.body", "body": data})
 
@@ -70,9 +78,12 @@ class _Limits:
             return
         headers = _SECURITY_HEADERS + ([HSTS] if self.tls_proxy or scope.get("scheme") == "https" else [])
         too_big = {"detail": f"request body larger than {self.max_body} bytes; nothing was spent"}
+        # the curator page's form (a key pasted with more than the key) gets the page, not JSON
+        path = scope.get("path", "")
+        page = _TOO_LONG_PAGE if path == "/curator" or path.startswith("/curator/") else None
         length = dict(scope.get("headers") or ()).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            await _send_json(send, 413, too_big, headers)
+            await _send_now(send, 413, too_big, headers, html=page)
             return
         body, more = b"", True
         while more:
@@ -82,7 +93,7 @@ class _Limits:
             body += msg.get("body", b"")
             more = msg.get("more_body", False)
             if len(body) > self.max_body:
-                await _send_json(send, 413, too_big, headers)
+                await _send_now(send, 413, too_big, headers, html=page)
                 return
         replayed = False
 

@@ -13,7 +13,7 @@ from html import escape
 
 from mechanisms.measures import format_down, format_up
 
-__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS"]
+__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS", "KEY_TOO_LONG"]
 
 #: Most spends the page's audit log shows (the newest; a page of 10^4+ rows is slow).
 AUDIT_ROWS = 1000
@@ -239,8 +239,14 @@ def _what(params: dict) -> str:
     return text + (f" {mech}" if mech else "")
 
 
-def login_page(error: bool = False) -> str:
-    msg = "<p class='revoked'>That key was not accepted.</p>" if error else ""
+#: the login page's line for a form over the service's body limit (413)
+KEY_TOO_LONG = "That key is far too long: paste the curator key only."
+
+
+def login_page(error: bool | str = False) -> str:
+    """The login form; ``error``: True after a key that was not accepted, or the line to show."""
+    text = "That key was not accepted." if error is True else (error or "")
+    msg = f"<p class='revoked'>{escape(text)}</p>" if text else ""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>privirt curator — log in</title>"
         f"<style>{_CSS}</style></head><body><header><h1>privirt serve — curator</h1></header><main>"
