@@ -219,6 +219,20 @@ def test_a_key_over_the_body_limit_answers_the_login_page_not_json(served, chunk
     assert status == 413 and headers["content-type"] == "application/json" and "nothing was spent" in text
 
 
+def test_get_of_the_login_and_logout_addresses_redirects_to_the_page(served):
+    """After a failed login the address bar shows /curator/login: reloading it (a GET) answered
+    405 with raw JSON; so did GET /curator/logout.  A GET must not log out (nothing changes)."""
+    s = served
+    page = _raw(s["url"], "GET", "/curator")
+    token = _token(_login(s["url"], s["keys"]["curator"])[1])
+    cookie = {"Cookie": f"privirt_session={token}"}
+    for path in ("/curator/login", "/curator/logout"):
+        status, headers, _ = _raw(s["url"], "GET", path, cookie)
+        assert status == 303 and headers["location"] == "/curator"
+        assert {h: headers.get(h) for h in _PAGE_HEADERS} == {h: page[1][h] for h in _PAGE_HEADERS}
+    assert call(s["url"] + "/curator", headers=cookie)[0] == 200  # the session is still open
+
+
 def test_rotating_the_curator_key_ends_the_page_sessions(tmp_path):
     from ._serve import cli, last_line
 

@@ -110,6 +110,14 @@ def page(request: Request):
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 
+@router.get("/curator/login", include_in_schema=False)
+@router.get("/curator/logout", include_in_schema=False)
+def back_to_page():
+    """The form's address reloaded (the address bar shows it after a failed login): the page.
+    A GET changes nothing (logging out takes the page's POST)."""
+    return RedirectResponse("/curator", status_code=303)
+
+
 @router.post("/curator/login", include_in_schema=False, dependencies=[Depends(same_origin)])
 async def login(request: Request):
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
