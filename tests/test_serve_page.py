@@ -268,6 +268,9 @@ def test_curator_page_in_headless_chromium(served):
             page.fill("input[name=key]", "pvc.0000.wrong")
             page.click("button[type=submit]")
             assert "not accepted" in page.content()
+            assert page.url.endswith("/curator/login")  # the address bar after a failed login: reloading
+            page.goto(s["url"] + "/curator/login")  # it (a GET) lands on the page, not a 405's raw JSON
+            assert page.url.endswith("/curator") and page.locator("input[name=key]").count() == 1
             page.fill("input[name=key]", s["keys"]["curator"])
             page.click("button[type=submit]")
             page.wait_for_selector("text=Audit log")
