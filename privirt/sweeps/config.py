@@ -375,12 +375,15 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
             raise ValueError(f"{key}: start and stop must be positive (ε > 0), got "
                              f"{start!r}, {stop!r}")
         value = list(np.geomspace(start, stop, num))
+        ranged = f"{key} = {{start = {start!r}, stop = {stop!r}, num = {num}}}"
+    else:
+        ranged = ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
         raise ValueError(f"{key} must be a non-empty list of positive numbers or a table "
                          "{start, stop, num}")
-    out = []
+    out: dict[float, float] = {}  # ε as the cell keys write it (6 significant digits) -> as given
     for v in value:
         v = _float(v, key)
         if v <= 0:
@@ -391,8 +394,16 @@ def _epsilons(value: Any, key: str) -> tuple[float, ...]:
         if v > MAX_EPSILON:  # (ε = 1e308 made a failed cell and a report that crashed on its axis)
             raise ValueError(f"{key}: every ε must be at most {MAX_EPSILON:g}, the largest ε privirt states a "
                              f"guarantee for, got {v!r}")
-        out.append(float(f"{v:.6g}"))
-    return tuple(sorted(set(out)))
+        r = float(f"{v:.6g}")
+        if r in out:  # (merged, they made one cell: the grid silently had fewer points)
+            if ranged:
+                raise ValueError(f"{ranged} gives ε that coincide at 6 significant digits, the "
+                                 f"precision of the cell keys ({out[r]!r} and {v!r}); lower num "
+                                 "or widen the range")
+            raise ValueError(f"{key}: ε = {out[r]!r} and {v!r} coincide at 6 significant digits, "
+                             f"the precision of the cell keys (both {r:.6g}); give each ε once")
+        out[r] = v
+    return tuple(sorted(out))
 
 
 def _mechanisms(value: Any, key: str) -> tuple[str, ...]:
@@ -406,6 +417,7 @@ def _mechanisms(value: Any, key: str) -> tuple[str, ...]:
             raise ValueError(f"{key} must be a list of mechanism names (text), got {v!r}")
         if v not in registry.REGISTRY:
             raise ValueError(f"{key}: {registry.unknown_message(v)}")
-        if v not in out:
-            out.append(v)
+        if v in out:  # (merged, it made one set of cells from two entries)
+            raise ValueError(f"{key}: mechanism {v!r} is listed twice; name each mechanism once")
+        out.append(v)
     return tuple(out)
