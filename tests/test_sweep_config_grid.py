@@ -1,5 +1,5 @@
-"""Sweep configurations whose grid would lose entries (repeated mechanisms or ε): each is
-refused in one line before anything is written."""
+"""Sweep configurations whose grid would lose entries: repeated mechanisms or ε, and real-data
+sets left with no cells; each is refused in one line before anything is written."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from privirt import sweeps as sw
 
 _SYNTH = '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 5\n'
+_LSAT = '[[datasets]]\nsource = "bundled"\ndataset = "lsat6"\n'
 
 
 def _run(tmp_path: Path, text: str, capsys) -> str:
@@ -60,3 +61,16 @@ def test_a_range_of_epsilons_that_collapses_is_refused_and_a_usual_one_is_not(tm
                            "datasets": [{"source": "synthetic", "n": 50, "m": 5}]})
     assert len(cfg.datasets[0].epsilons) == 40
 
+
+def test_a_real_data_set_with_only_spectral_is_refused_beside_others(tmp_path, capsys):
+    # it got no cells (spectral is the reference on real data) and was dropped from the sweep
+    # without a word, because the synthetic data set had cells
+    err = _run(tmp_path, 'mechanisms = ["spectral"]\nepsilons = [1.0]\n' + _SYNTH + _LSAT,
+               capsys)
+    assert err.startswith("privirt: error: data set(s) 'lsat6' define no cells: on real data "
+                          "(lsat6) the non-private 'spectral' estimate is the reference")
+    assert "add another mechanism" in err and "synthetic_n50_m5" not in err
+    # with its own mechanisms it has cells
+    sw.parse_config({"mechanisms": ["spectral"], "datasets": [
+        {"source": "synthetic", "n": 50, "m": 5},
+        {"source": "bundled", "dataset": "lsat6", "mechanisms": ["spectral", "gaussian"]}]})

@@ -402,8 +402,8 @@ def test_a_configuration_that_defines_no_cells_is_refused_in_one_line(tmp_path, 
                           "(lsat6)") and "add another mechanism" in err and "\n" not in err
     assert not out.exists()
     # a synthetic data set (spectral measured against the simulated truth) still has cells
-    sw.load_config(_write(tmp_path, cfg.read_text() + '[[datasets]]\nsource = "synthetic"\n'
-                                                      'n = 50\nm = 5\n'))
+    sw.load_config(_write(tmp_path, cfg.read_text().split("[[datasets]]")[0]
+                          + '[[datasets]]\nsource = "synthetic"\nn = 50\nm = 5\n'))
 
 
 @pytest.mark.parametrize("content", [b'# note\nfoo,bar\n1,2\n3,"4\n', b"\xbd\xff\x00abc\n1,2\n3,4\n"])

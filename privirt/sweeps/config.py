@@ -202,12 +202,15 @@ def parse_config(
     if dup:
         raise ValueError(f"data set names must be unique; repeated: {dup}. Give each "
                          "[[datasets]] table a distinct 'name'")
-    if all(s.source != "synthetic" and set(s.mechanisms) == {"spectral"} for s in specs):
-        # (the non-private spectral estimate is the reference on real data: no cells there)
+    # (the non-private spectral estimate is the reference on real data: no cells there)
+    empty = [s.name for s in specs if s.source != "synthetic" and set(s.mechanisms) == {"spectral"}]
+    if empty:  # (one such data set among others was dropped from the sweep without a word)
+        what = "the configuration defines no cells" if len(empty) == len(specs) else \
+            f"data set(s) {', '.join(map(repr, empty))} define no cells"
         raise ValueError(
-            f"the configuration defines no cells: on real data ({', '.join(names)}) the "
-            "non-private 'spectral' estimate is the reference errors are measured against, so "
-            "it gets no cells; add another mechanism to mechanisms")
+            f"{what}: on real data ({', '.join(empty)}) the non-private 'spectral' estimate is "
+            "the reference errors are measured against, so it gets no cells; add another "
+            "mechanism to mechanisms")
     for where, value in (("name", raw.get("name", name)), ("description", raw.get("description", ""))):
         if not isinstance(value, str):
             raise ValueError(f"{where} must be text, got {value!r}")
