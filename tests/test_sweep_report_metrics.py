@@ -138,3 +138,23 @@ def test_a_private_cell_with_fewer_trials_than_configured_says_so(tmp_path):
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "| laplace | 0.2 (1 of 3 trials) |" in md
     assert "(3 of 3 trials)" not in md and "| gaussian | 0.9" in md
+
+
+def test_a_configured_data_set_without_a_cell_has_a_reach_row_and_is_named(tmp_path):
+    # an interrupted sweep that had not begun data set "e": the report said "over 1 data
+    # set(s)" and its reach table had no row for "e"
+    rows = [_row("gaussian", e, t, v) for t in range(3) for e, v in ((0.1, 0.9), (1.0, 0.2))]
+    out = _write(tmp_path / "out", rows, epsilons=[0.1, 1.0])
+    manifest = json.loads((out / "sweep.json").read_text())
+    d = manifest["config"]["datasets"][0]
+    d["mechanisms"] = ["spectral", "gaussian"]
+    manifest["config"]["datasets"].append({**d, "name": "e", "mechanisms": ["gaussian", "laplace"]})
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    sw.build_report(out, target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "| data set | gaussian | laplace |" in md
+    assert "| d | 1 |  |" in md and "| e | — (incomplete) | — (incomplete) |" in md
+    assert "Configured but not started yet: data set(s) e (no cells;" in md
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Configured but not started yet: data set(s) e" in html
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["d.png"]

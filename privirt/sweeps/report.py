@@ -423,10 +423,16 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
               plots, directory) -> list[Block]:
     blocks: list[Block] = [("h1", f"privirt sweep: {name}")]
     grid = configured_grid(manifest)
+    # a configured data set with no cell yet (an interrupted sweep) was left out of the report
+    waiting = [d for d in dict.fromkeys([*grid, *configured_mechanisms(manifest)])
+               if d not in set(datasets)]
     n_ok = int((results["status"] == "ok").sum())
     n_fail = len(results) - n_ok
     prov = [f"{len(results)} cells ({n_ok} ok, {n_fail} failed) over {len(datasets)} data "
             f"set(s) and mechanisms {', '.join(dict.fromkeys(results['mechanism']))}."]
+    if waiting:
+        prov.append(f"Configured but not started yet: data set(s) {', '.join(waiting)} (no "
+                    "cells; privirt sweep --resume runs them).")
     if manifest:
         sw, mach = manifest.get("software", {}), manifest.get("machine", {})
         runs = [r for r in manifest.get("runs", []) if isinstance(r, dict)]
@@ -466,7 +472,7 @@ def _sections(results, summ, reach, manifest, name, metric, label, lower, target
     mechs += [m for m in dict.fromkeys(reach["mechanism"]) if m not in mechs]  # (no cell yet)
     shown = _epsilon_labels(summ)  # the grid's ε as the tables below print them
     rows = []
-    for ds in datasets:
+    for ds in [*datasets, *waiting]:
         r = reach[reach["dataset"] == ds]
         by = {row["mechanism"]: row for _, row in r.iterrows()}
         rows.append([ds] + [_reach_cell(by[m], shown) if m in by else "" for m in mechs])
