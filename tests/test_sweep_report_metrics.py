@@ -158,3 +158,26 @@ def test_a_configured_data_set_without_a_cell_has_a_reach_row_and_is_named(tmp_p
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "Configured but not started yet: data set(s) e" in html
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["d.png"]
+
+
+def test_the_figure_s_legend_keeps_a_mechanism_without_values_and_reads_every_panel(tmp_path):
+    # laplace's cells all failed: the figure dropped it silently while the table said
+    # "— (2 failed)"; rr's relative errors are undefined (values in the other panels only): the
+    # legend, read from the first panel alone, left it out too
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from privirt.sweeps.report import _plot_metrics, plot_dataset
+
+    rows = [_row("gaussian", e, t, v) for t in range(2) for e, v in ((0.1, 0.9), (1.0, 0.2))]
+    rows += [_row("laplace", e, t, 0.0, status="ValueError: boom") for t in range(2)
+             for e in (0.1, 1.0)]
+    rows += [{**_row("rr", e, t, 0.5), "relative_l2_error": ""} for t in range(2)
+             for e in (0.1, 1.0)]
+    out = _write(tmp_path / "out", rows)
+    fig = plot_dataset(sw.read_results(out), "d", metrics=_plot_metrics("relative_l2_error"))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    plt.close(fig)
+    assert labels == ["gaussian", "rr", "laplace (no results: 4 failed)"]

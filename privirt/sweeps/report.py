@@ -150,6 +150,7 @@ def plot_dataset(
     nonprivate = _nonprivate(sub)
     private_mechs = [m for m in mech_order if m not in nonprivate]
     eps_all = pd.to_numeric(sub["epsilon"], errors="coerce").dropna()
+    empty: dict[str, tuple[str, str]] = {}  # mechanism without a value in a panel -> (colour, label)
     for ax, metric in zip(axes[0], metrics):
         _check_metric(metric)
         label, lower = METRICS[metric]
@@ -158,9 +159,10 @@ def plot_dataset(
         floor = _positive_floor(summ) if log_y else None
         for k, mech in enumerate(private_mechs):
             s = summ[(summ["mechanism"] == mech) & summ["epsilon"].notna()].sort_values("epsilon")
-            if s["mean"].notna().sum() == 0:
-                continue
             color = colors[k % len(colors)]
+            if s["mean"].notna().sum() == 0:
+                empty.setdefault(mech, (color, _no_results(mech, s)))
+                continue
             x, y = s["epsilon"].to_numpy(), s["mean"].to_numpy()
             lo, hi = s["ci_low"].to_numpy(), s["ci_high"].to_numpy()
             if log_y:
@@ -172,9 +174,10 @@ def plot_dataset(
                 ax.fill_between(x, lo, hi, color=color, alpha=0.18, lw=0)
         for mech in [m for m in mech_order if m in nonprivate]:
             s = summ[summ["mechanism"] == mech]
-            if s.empty or not np.isfinite(s["mean"].iloc[0]):
-                continue
             color, style = _NONPRIVATE_STYLE.get(mech, ("gray", "--"))
+            if s.empty or not np.isfinite(s["mean"].iloc[0]):
+                empty.setdefault(mech, (color, _no_results(f"{mech} (non-private)", s)))
+                continue
             y = float(s["mean"].iloc[0])
             lo, hi = float(s["ci_low"].iloc[0]), float(s["ci_high"].iloc[0])
             if log_y:
@@ -199,13 +202,40 @@ def plot_dataset(
     trials = int(sub["trial"].nunique())
     head = title or f"{_literal(dataset)}  (n = {n}, m = {m}, {trials} trials, mean ± 95 % CI)"
     fig.suptitle(head, fontsize=11)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles, labels = _legend(axes[0], empty)
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 7),
                    fontsize="small", frameon=False, bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     out = _save(fig, path) if path is not None else fig
     return out
+
+
+def _no_results(mech: str, s: pd.DataFrame) -> str:
+    """Legend label of a mechanism without a value in a panel: why (its cells failed, or their
+    metric is undefined)."""
+    why = [f"{int(s[c].sum())} {c}" for c in ("failed", "undefined") if len(s) and s[c].sum()]
+    return f"{mech} (no results: {', '.join(why) or 'no cells'})"
+
+
+def _legend(axes: Sequence[Any], empty: dict[str, tuple[str, str]]) -> tuple[list, list]:
+    """The figure's legend entries: every panel's lines once (a mechanism may have values in
+    one panel only), then an empty entry per mechanism with no value in any panel, so that it
+    does not drop out of the figure unnoticed (the table says "— (k failed)")."""
+    from matplotlib.lines import Line2D
+
+    from ..plots import _literal
+
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(lab, h)
+    drawn = {lab.removesuffix(" (non-private)") for lab in entries}
+    for mech, (color, label) in empty.items():
+        if _literal(mech) not in drawn:
+            entries.setdefault(_literal(label), Line2D([], [], color=color, marker="o", ms=3.5,
+                                                       lw=1.5, alpha=0.35))
+    return list(entries.values()), list(entries)
 
 
 def _positive_floor(summ: pd.DataFrame) -> float:
