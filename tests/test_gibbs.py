@@ -405,6 +405,28 @@ def test_improper_posterior_warning():
                            priors={"b": (0.0, 4.0)})
 
 
+def test_flagged_item_lists_are_cut_with_a_count():
+    """The unanimous-items warning and the single-respondent refusal named five items and no
+    count (76 of 672 items on a Senate's roll calls); a cut list now ends as the negative-
+    correlation warning's does: "..., ... (k of n items)", and a short list stays whole."""
+    from privirt.bayes import twopno
+    flat = {"a": None, "b": None}
+    X, *_ = privirt.simulate_2pno(40, 10, seed=3)
+    X[:, :7] = 1.0  # seven unanimous items of ten
+    with pytest.warns(UserWarning) as got:
+        twopno.warn_improper(privirt.as_responses(X), flat)
+    msg = str(got[0].message)
+    assert msg.startswith("item(s) 0, 1, 2, 3, 4, ... (7 of 10 items) were answered all correct"), msg
+    X[:, 1:7] = np.nan
+    X[0, 1:7] = 1.0  # six items answered by person 0 alone
+    with pytest.raises(ValueError, match=r"^item\(s\) 1, 2, 3, 4, 5, \.\.\. \(6 of 10 items\) were answered by a single"):
+        twopno.check_item_precision(privirt.as_responses(X), flat)
+    X[0, 3:7] = [1.0, 0.0, 1.0, 0.0]
+    X[1, 3:7] = [0.0, 1.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match=r"^item\(s\) 1, 2 were answered by a single person"):
+        twopno.check_item_precision(privirt.as_responses(X), flat)
+
+
 def test_init_is_used():
     X, *_ = privirt.simulate_2pno(80, 4, seed=1)
     post = privirt.gibbs_2pno(X, n_iter=2, warmup=1, seed=1, progress=False,
@@ -743,7 +765,7 @@ def test_item_answered_only_by_persons_fixed_at_one_value_is_refused_under_flat_
     X, _, _, _ = privirt.simulate_2pno(50, 5, seed=33)
     X = np.column_stack([X, np.full(50, np.nan)])
     X[0, 5], X[1, 5] = 1.0, 0.0  # item 6: answered by persons 0 and 1 only
-    with pytest.raises(ValueError, match=r"item\(s\) \[5\] were answered only by persons fixed at one value"):
+    with pytest.raises(ValueError, match=r"item\(s\) 5 were answered only by persons fixed at one value"):
         privirt.gibbs_2pno(X, anchors={0: 1.0, 1: 1.0}, n_iter=20, warmup=10, seed=1, progress=False,
                            device="cpu", engine=engine)
     with pytest.raises(ValueError, match="data set 0: .*fixed at one value"):

@@ -23,6 +23,7 @@ from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
 from . import moves as _moves
 from . import slopes as _slopes
+from ._names import name_items
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 
@@ -479,7 +480,7 @@ def gibbs_2pno_replicate(
         empty_items = ~(resp.codes >= 0).any(axis=0)
         if empty_items.any():
             raise ValueError(
-                f"data set {r}: item(s) {list(resp.items[empty_items][:5])} have no observed "
+                f"data set {r}: item(s) {name_items(resp.items, empty_items)} have no observed "
                 "response; remove them from every data set"
             )
     anc = _slopes.check_anchors(anchors, resps[0].persons)

@@ -15,6 +15,7 @@ from scipy import special
 
 from .._checks import check_location
 from ..data.responses import Responses
+from ._names import name_items
 
 __all__ = ["SLOPES", "FREE", "ABOVE", "BELOW", "FIXED", "check_slopes", "Anchors", "check_anchors",
            "free_init", "apply_anchors", "item_rest_correlations", "warn_negative_items",
@@ -64,10 +65,8 @@ def warn_negative_items(resp: Responses, where: str = "") -> np.ndarray:
     r = item_rest_correlations(resp.codes)
     neg = np.nan_to_num(r, nan=0.0) < -1e-9  # not rounding noise around 0
     if neg.any():
-        names = [str(x) for x in resp.items[neg][:5]]
-        more = f", ... ({int(neg.sum())} of {resp.n_items} items)" if neg.sum() > 5 else ""
         warnings.warn(
-            f"{where}item(s) {', '.join(names)}{more} correlate negatively with the rest of the "
+            f"{where}item(s) {name_items(resp.items, neg)} correlate negatively with the rest of the "
             "responses: a slope a > 0 cannot fit them (roll calls, reverse-worded items); "
             'use slopes="free" (command line: --slopes free), with anchors to fix the direction',
             UserWarning,

@@ -21,6 +21,7 @@ from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
 from .._checks import as_number, check_location, check_locations, check_variance
 from ..data.responses import Responses
 from . import moves as _moves
+from ._names import name_items
 from .slopes import FIXED, Anchors
 
 __all__ = ["GibbsState", "CpuData", "GeneratorDraws", "cpu_iteration", "draw_items", "check_priors",
@@ -76,7 +77,7 @@ def check_item_precision(resp: Responses, priors: dict, where: str = "",
     few = n_obs == 1
     if few.any():
         raise ValueError(
-            f"{where}item(s) {list(resp.items[few][:5])} were answered by a single person: "
+            f"{where}item(s) {name_items(resp.items, few)} were answered by a single person: "
             "under the flat priors on a and b their conditional has a singular precision "
             "matrix and no posterior draw exists; drop them or pass a proper prior, e.g. "
             'priors={"b": (0.0, 4.0)}'
@@ -93,7 +94,7 @@ def check_item_precision(resp: Responses, priors: dict, where: str = "",
     same = (free_answers == 0) & (n_obs > 0) & one_value
     if same.any():
         raise ValueError(
-            f"{where}item(s) {list(resp.items[same][:5])} were answered only by persons fixed at one "
+            f"{where}item(s) {name_items(resp.items, same)} were answered only by persons fixed at one "
             "value by anchors= (CLI: --anchor): under the flat priors on a and b their conditional has a "
             "singular precision matrix and no posterior draw exists; fix those persons at different "
             'values, drop the items, or pass a proper prior, e.g. priors={"b": (0.0, 4.0)}'
@@ -110,10 +111,9 @@ def warn_improper(resp: Responses, priors: dict, where: str = "", anchors: Ancho
     n_obs = obs.sum(axis=0)
     extreme = (correct == 0) | (correct == n_obs)
     if extreme.any():
-        items = list(resp.items[extreme][:5])
         warnings.warn(
-            f"{where}item(s) {items} were answered all correct or all incorrect: under the "
-            "flat prior on b their posterior is improper and b drifts without bound; drop "
+            f"{where}item(s) {name_items(resp.items, extreme)} were answered all correct or all "
+            "incorrect: under the flat prior on b their posterior is improper and b drifts without bound; drop "
             'them or pass priors={"b": (0.0, 4.0)}',
             UserWarning,
             stacklevel=3,
