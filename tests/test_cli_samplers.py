@@ -331,3 +331,19 @@ def test_out_labels_are_quoted_as_in_the_estimate_csv(command, tmp_path):
     assert '"b","#x",' in out.read_text()
     table = pd.read_csv(out, comment="#", dtype={"label": str}, keep_default_na=False, na_values=[""])
     assert table.loc[table["parameter"] == "b", "label"].tolist() == labels
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_duplicate_person_label_is_one_line_with_its_rows_and_the_remedy(command, tmp_path, capsys):
+    """A person listed twice was refused as "duplicate person label 'p1'": no rows, no remedy."""
+    X, *_ = privirt.simulate_2pno(30, 4, seed=2)
+    frame = pd.DataFrame(X, columns=[f"i{j}" for j in range(4)])
+    frame.insert(0, "who", [f"p{i}" for i in range(30)])
+    frame.loc[7, "who"] = "p1"
+    path, out = tmp_path / "dup.csv", tmp_path / "s.csv"
+    frame.to_csv(path, index=False)
+    assert _run(command, path, "--person-col", "who", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["privirt: error: duplicate person label 'p1' (rows 1 and 7): make the "
+                                "person labels unique or merge the rows"], err
+    assert not out.exists()

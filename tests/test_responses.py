@@ -242,10 +242,17 @@ def test_missing_file_and_bad_suffix(tmp_path):
         as_responses(path)
 
 
-def test_duplicate_labels_rejected():
-    frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", "a"], columns=["x", "y"])
-    with pytest.raises(ValueError, match="duplicate person label 'a'"):
+def test_duplicate_labels_rejected_naming_where_and_the_remedy():
+    """The refusal said only "duplicate person label 'a'": no rows, nothing to do."""
+    frame = pd.DataFrame([[1, 0], [0, 1], [1, 1]], index=["a", "b", "a"], columns=["x", "y"])
+    with pytest.raises(ValueError) as got:
         as_responses(frame)
+    assert str(got.value) == ("duplicate person label 'a' (rows 0 and 2): make the person labels "
+                              "unique or merge the rows")
+    with pytest.raises(ValueError) as got:
+        as_responses(pd.DataFrame([[1, 0, 1]], columns=["x", "y", "x"]))
+    assert str(got.value) == ("duplicate item label 'x' (columns 0 and 2): make the item labels "
+                              "unique: rename or drop one of the columns")
 
 
 def test_missing_person_label_in_a_wide_table_is_rejected(tmp_path):

@@ -28,6 +28,21 @@ def _check_distinct_as_text(idx: pd.Index, what: str) -> None:
                          f"every {what} a distinct label")
 
 
+def refuse_duplicate_labels(idx: pd.Index, what: str, axis: str | None = None) -> None:
+    """Refuse a label that appears twice, naming it, where (``axis``: ``"row"`` or ``"column"``;
+    None where the positions are not known, as in the Dask engine's buckets) and the remedy."""
+    if not idx.has_duplicates:
+        return
+    label = idx[idx.duplicated()][0]
+    where = ""
+    if axis is not None:
+        first, second = (int(k) for k in np.flatnonzero(idx == label)[:2])
+        where = f" ({axis}s {first} and {second})"
+    remedy = " or merge the rows" if what == "person" else ": rename or drop one of the columns"
+    raise ValueError(f"duplicate {what} label {_py(label)!r}{where}: make the {what} labels "
+                     f"unique{remedy}")
+
+
 def _all_distinct(col: pd.Series) -> bool:
     """Whether a column's values are all different (False for unhashable cells: lists, arrays)."""
     try:

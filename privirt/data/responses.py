@@ -37,7 +37,7 @@ from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, as_array, observed_rows_cols
 from ._files import read_path, read_stream, text_number
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
-                      check_column_names, text_labels, unnamed_first)
+                      check_column_names, refuse_duplicate_labels, text_labels, unnamed_first)
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -576,8 +576,7 @@ def _from_array(values: np.ndarray, persons, items, table: bool = False,
         if idx.hasnans:
             pos = int(np.flatnonzero(idx.isna())[0])
             raise ValueError(f"missing {what} label ({axis} {pos}); every {what} needs a label")
-        if idx.has_duplicates:
-            raise ValueError(f"duplicate {what} label {_py(idx[idx.duplicated()][0])!r}")
+        refuse_duplicate_labels(idx, what, axis)
         _check_distinct_as_text(idx, what)
     return Responses(np.ascontiguousarray(codes), persons, items)
 

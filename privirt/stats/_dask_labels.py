@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data._labels import _check_distinct_as_text, _py
+from ..data._labels import _check_distinct_as_text, refuse_duplicate_labels
 
 #: the labels are checked in this many hash buckets (fewer when there are fewer partitions)
 BUCKETS: int = 64
@@ -43,8 +43,7 @@ def label_column(names: list, items: list, person_col: Any, index_names: Any = (
 def _refuse(labels: pd.Index, where: str) -> None:
     if labels.hasnans:
         raise ValueError(f"missing person label in {where}; every person needs a label")
-    if labels.has_duplicates:
-        raise ValueError(f"duplicate person label {_py(labels[labels.duplicated()][0])!r}")
+    refuse_duplicate_labels(labels, "person")
 
 
 def split_labels(values: Any, where: str, buckets: int) -> list:
