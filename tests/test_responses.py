@@ -140,6 +140,32 @@ def test_text_in_a_long_response_column_names_person_item_and_row(tmp_path):
         as_responses(path)
 
 
+def test_a_text_label_column_among_the_items_is_named_as_one_not_as_answers(tmp_path):
+    """A roll-call file's 'state' column (ALABAMA, ...) got "convert text such as 'yes'/'no' to
+    0/1 first": wrong advice for a label column; text answers (yes/no) keep that advice."""
+    path = tmp_path / "votes.csv"
+    states = ["ALABAMA", "ALASKA", "ARIZONA", "ALABAMA", "OHIO", "IOWA"]
+    for column, values in (("state", states), ("party", ["D", "R"] * 3)):  # many texts; no answer word
+        path.write_text(f"member,{column},v1,v2\n" + "".join(
+            f"m{i},{v},{i % 2},{1 - i % 2}\n" for i, v in enumerate(values)))
+        with pytest.raises(ValueError) as got:
+            as_responses(path, person_col="member")
+        msg = str(got.value)
+        assert f"item {column!r} (column 0)" in msg and "'yes'/'no'" not in msg, msg
+        assert msg.endswith(f"column {column!r} looks like a label column, not answers: remove it "
+                            "from the table before it is read"), msg
+    path.write_text("justice,v1\nRehnquist,1\nStevens,0\nRehnquist,1\n")  # labels, one repeated
+    with pytest.raises(ValueError) as got:
+        as_responses(path)
+    assert str(got.value).endswith("name it with person_col='justice' (CLI: --person-col justice); "
+                                   "otherwise column 'justice' looks like a label column, not "
+                                   "answers: remove it from the table before it is read"), got.value
+    path.write_text("member,q,v1\n" + "".join(f"m{i},{a},{i % 2}\n"
+                                               for i, a in enumerate(["yes", "no", "Yes", "1", "0", "no"])))
+    with pytest.raises(ValueError, match=r"invalid response 'yes' .*; convert text such as 'yes'/'no' to 0/1 first$"):
+        as_responses(path, person_col="member")
+
+
 def test_a_numeric_id_first_column_gets_the_person_col_hint_as_a_text_one_does(tmp_path):
     """Numeric person ids (1, 2, 3) read as an item got only 'invalid response 2.0'; text ids got the hint."""
     hint = "if column 'id' holds person labels, name it with person_col='id' (CLI: --person-col id)"

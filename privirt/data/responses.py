@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
 
@@ -35,7 +34,8 @@ import pandas as pd
 from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning
 from ._codes import array_codes, as_array, observed_rows_cols
-from ._files import read_path, read_stream, text_number
+from ._cells import _cell_number, _first_offender, _frame_values
+from ._files import read_path, read_stream
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
                       check_column_names, refuse_duplicate_labels, text_labels, unnamed_first)
 from ._patterns import expand_patterns
@@ -420,70 +420,6 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         return _no_rows(frame.shape[1], frame.columns)
     values = _frame_values(frame)
     return _from_array(values, persons, frame.columns, table=True)
-
-
-def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
-    """Column-wise conversion that refuses strings and other non-numeric dtypes.
-
-    ``describe(i, j, value)``, if given, words the error for the cell in row ``i`` and
-    column ``j``.
-    """
-    out = np.empty(frame.shape, dtype=np.float64)
-    for j, (name, col) in enumerate(frame.items()):
-        dtype = col.dtype
-        if getattr(dtype, "kind", "") == "c":  # numeric to pandas; the cast drops the imaginary part
-            raise ValueError(f"responses must be numeric 0/1 with NaN for missing, got dtype {dtype}")
-        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
-            obj = col.to_numpy(dtype=object)
-            vals = [_cell_number(v, numeric_text=True) for v in obj]
-            if any(v is None for v in vals):
-                i = _first_offender(obj, vals)
-                v = obj[i]
-                if describe is not None:
-                    raise ValueError(describe(i, j, v))
-                hint = "convert text such as 'yes'/'no' to 0/1 first"
-                if j == 0 and _all_distinct(col):  # distinct text in the first column: labels?
-                    hint = f"{_person_col_hint(name)}; otherwise {hint}"
-                raise ValueError(
-                    f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
-                    f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
-                    f"{hint}"
-                )
-            out[:, j] = vals
-    return out
-
-
-def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
-    """The float value of one cell of an object array (NaN if missing), None if no number.
-
-    ``numeric_text``: table columns read as text (a Parquet string column) accept numeric text
-    the way a CSV reader parses it; arrays of strings are refused."""
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-        return np.nan
-    if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating, Decimal)):
-        return float(v)  # (Decimal: a Parquet decimal column's cells)
-    if numeric_text and isinstance(v, str):
-        # numeric text ("0", "1", "1.0"), pandas' missing-value and true/false words ("NA",
-        # "TRUE"), as a CSV reader parses them; a Parquet or object column keeps them as text
-        return text_number(v)
-    return None
-
-
-def _first_offender(obj: Any, vals: list) -> int:
-    """Position of the non-number to report: the first that is not even numeric text.
-
-    One word in a CSV column makes pandas read the whole column as text, so its first
-    cell (say ``'1'``) is not the problem; the word is.
-    """
-    bad = [i for i, v in enumerate(vals) if v is None]
-    for i in bad:
-        try:
-            float(obj[i])
-        except (TypeError, ValueError):
-            return i
-    return bad[0]
 
 
 def _from_long(frame, person_col, item_col, response_col, cols_lower,

@@ -334,7 +334,7 @@ def _frame_tasks(ddf, items, public, person_col, pairwise, chunk_size, extras=Tr
     m = len(labels)
 
     def select(part, k, use=use, pos=pos, m=m):
-        from ..data.responses import _frame_values  # the in-memory reader's conversion and words
+        from ..data._cells import _frame_values  # the in-memory reader's conversion and words
 
         out = np.full((len(part), m), np.nan)
         if len(part):

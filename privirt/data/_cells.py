@@ -1,0 +1,101 @@
+"""A table's cells as numbers: the column-wise conversion of a wide table, and the words for a
+cell that is no response (with a hint at what the column is: labels, or text answers)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._files import text_number
+from ._labels import _all_distinct, _person_col_hint, _py
+
+__all__: list[str] = []
+
+#: words that answer a yes/no question (compared in lower case); a text column holding one of
+#: them is answers to convert, not labels
+ANSWER_WORDS = frozenset({"yes", "no", "y", "n", "yea", "nay", "aye", "true", "false", "t", "f",
+                          "correct", "incorrect", "right", "wrong", "agree", "disagree", "pass",
+                          "fail", "present", "absent"})
+#: more distinct texts than this in one column: labels, not answers
+MAX_ANSWER_TEXTS = 4
+
+
+def _answer_like(obj: np.ndarray, vals: list) -> bool:
+    """Whether a text column's non-numbers read as answers (a few texts, one of them a
+    recognised answer word) rather than labels (many texts, or none an answer word)."""
+    texts = {str(v).strip().lower() for v, x in zip(obj, vals) if x is None}
+    return len(texts) <= MAX_ANSWER_TEXTS and bool(texts & ANSWER_WORDS)
+
+
+def _label_col_hint(name: Any) -> str:
+    """The hint for a column of text that is not answers."""
+    return (f"column {name!r} looks like a label column, not answers: remove it from the table "
+            f"before it is read")
+
+
+def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
+    """Column-wise conversion that refuses strings and other non-numeric dtypes.
+
+    ``describe(i, j, value)``, if given, words the error for the cell in row ``i`` and
+    column ``j``.
+    """
+    out = np.empty(frame.shape, dtype=np.float64)
+    for j, (name, col) in enumerate(frame.items()):
+        dtype = col.dtype
+        if getattr(dtype, "kind", "") == "c":  # numeric to pandas; the cast drops the imaginary part
+            raise ValueError(f"responses must be numeric 0/1 with NaN for missing, got dtype {dtype}")
+        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            obj = col.to_numpy(dtype=object)
+            vals = [_cell_number(v, numeric_text=True) for v in obj]
+            if any(v is None for v in vals):
+                i = _first_offender(obj, vals)
+                v = obj[i]
+                if describe is not None:
+                    raise ValueError(describe(i, j, v))
+                hint = ("convert text such as 'yes'/'no' to 0/1 first" if _answer_like(obj, vals)
+                        else _label_col_hint(name))
+                if j == 0 and (_all_distinct(col) or not _answer_like(obj, vals)):  # labels?
+                    hint = f"{_person_col_hint(name)}; otherwise {hint}"
+                raise ValueError(
+                    f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
+                    f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
+                    f"{hint}"
+                )
+            out[:, j] = vals
+    return out
+
+
+def _cell_number(v: Any, numeric_text: bool = False) -> float | None:
+    """The float value of one cell of an object array (NaN if missing), None if no number.
+
+    ``numeric_text``: table columns read as text (a Parquet string column) accept numeric text
+    the way a CSV reader parses it; arrays of strings are refused."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return np.nan
+    if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating, Decimal)):
+        return float(v)  # (Decimal: a Parquet decimal column's cells)
+    if numeric_text and isinstance(v, str):
+        # numeric text ("0", "1", "1.0"), pandas' missing-value and true/false words ("NA",
+        # "TRUE"), as a CSV reader parses them; a Parquet or object column keeps them as text
+        return text_number(v)
+    return None
+
+
+def _first_offender(obj: Any, vals: list) -> int:
+    """Position of the non-number to report: the first that is not even numeric text.
+
+    One word in a CSV column makes pandas read the whole column as text, so its first
+    cell (say ``'1'``) is not the problem; the word is.
+    """
+    bad = [i for i, v in enumerate(vals) if v is None]
+    for i in bad:
+        try:
+            float(obj[i])
+        except (TypeError, ValueError):
+            return i
+    return bad[0]
