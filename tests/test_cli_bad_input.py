@@ -137,3 +137,13 @@ def test_an_empty_file_argument_is_named_as_empty_not_as_the_current_folder(tmp_
     err = _refused(argv, capsys)
     assert err.startswith(f"privirt: error: {message} (see `privirt ")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_drop_cols_with_the_dask_engine_is_refused_not_ignored(tmp_path, capsys):
+    """--drop-cols is applied by the in-memory reader; the Dask engine would read the columns
+    anyway, so the pair is refused in one line before the data are read."""
+    path = tmp_path / "t.parquet"
+    path.write_bytes(b"not read")
+    assert main(["estimate", str(path), "--engine", "dask", "--drop-cols", "state"]) == 2
+    err = capsys.readouterr().err
+    assert err == "privirt: error: --drop-cols is applied by the in-memory reader; use --engine local\n"

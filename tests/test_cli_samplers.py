@@ -347,3 +347,31 @@ def test_duplicate_person_label_is_one_line_with_its_rows_and_the_remedy(command
     assert err.splitlines() == ["privirt: error: duplicate person label 'p1' (rows 1 and 7): make the "
                                 "person labels unique or merge the rows"], err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_drop_cols_removes_label_columns_and_refuses_unknown_names_in_one_line(command, tmp_path, capsys):
+    """A roll-call file with text label columns (state) beside --person-col was refused with
+    "convert text such as 'yes'/'no'"; the hint now names --drop-cols, which removes them."""
+    X, *_ = privirt.simulate_2pno(30, 4, seed=3)
+    frame = pd.DataFrame(X, columns=[f"i{j}" for j in range(4)])
+    frame.insert(0, "state", [f"S{i % 7}" for i in range(30)])
+    frame.insert(0, "who", [f"p{i}" for i in range(30)])
+    path, out = tmp_path / "votes.csv", tmp_path / "s.csv"
+    frame.to_csv(path, index=False)
+    assert _run(command, path, "--person-col", "who", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith(
+        "column 'state' looks like a label column, not answers: remove it before the table is read "
+        "with --drop-cols state"), err
+    for drop, message in (("state,stat", "--drop-cols names 'stat', not a column of the table; name one "
+                                         "of its columns: who, state, i0, i1, i2, i3"),
+                          ("who", "--drop-cols names the person column 'who': leave it out")):
+        assert _run(command, path, "--person-col", "who", "--drop-cols", drop, "--out", str(out)) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"privirt: error: {message}"), err
+    assert not out.exists()
+    assert _run(command, path, "--person-col", "who", "--drop-cols", "state", "--no-progress",
+                "--out", str(out)) == 0
+    table = pd.read_csv(out)
+    assert set(table.loc[table["parameter"] == "b", "label"]) == {"i0", "i1", "i2", "i3"}

@@ -10,7 +10,7 @@ import pytest
 
 import privirt
 from privirt.exceptions import EmptyResponsesWarning
-from privirt.data.responses import Responses, as_responses
+from privirt.data.responses import Responses, as_responses, private_responses
 
 
 @pytest.fixture
@@ -153,17 +153,41 @@ def test_a_text_label_column_among_the_items_is_named_as_one_not_as_answers(tmp_
         msg = str(got.value)
         assert f"item {column!r} (column 0)" in msg and "'yes'/'no'" not in msg, msg
         assert msg.endswith(f"column {column!r} looks like a label column, not answers: remove it "
-                            "from the table before it is read"), msg
+                            f"before the table is read with drop_cols=[{column!r}] (CLI: --drop-cols "
+                            f"{column})"), msg
+        got = as_responses(path, person_col="member", drop_cols=[column])  # as the hint says
+        assert got.items.tolist() == ["v1", "v2"] and got.persons.tolist() == [f"m{i}" for i in range(6)]
     path.write_text("justice,v1\nRehnquist,1\nStevens,0\nRehnquist,1\n")  # labels, one repeated
     with pytest.raises(ValueError) as got:
         as_responses(path)
     assert str(got.value).endswith("name it with person_col='justice' (CLI: --person-col justice); "
                                    "otherwise column 'justice' looks like a label column, not "
-                                   "answers: remove it from the table before it is read"), got.value
+                                   "answers: remove it before the table is read with "
+                                   "drop_cols=['justice'] (CLI: --drop-cols justice)"), got.value
     path.write_text("member,q,v1\n" + "".join(f"m{i},{a},{i % 2}\n"
                                                for i, a in enumerate(["yes", "no", "Yes", "1", "0", "no"])))
     with pytest.raises(ValueError, match=r"invalid response 'yes' .*; convert text such as 'yes'/'no' to 0/1 first$"):
         as_responses(path, person_col="member")
+
+
+def test_drop_cols_removes_columns_before_reading_and_refuses_unknown_or_person_columns(tmp_path):
+    """drop_cols (CLI: --drop-cols) removes label columns beside the person column; a name that
+    is not a column is refused listing the columns, the person column and non-tables too."""
+    frame = pd.DataFrame({"who": ["a", "b", "c"], "party": ["D", "R", "D"], "q1": [1, 0, 1],
+                          "q2": [0, 1, np.nan]})
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    for data in (frame, path):
+        for fn in (as_responses, private_responses):
+            got = fn(data, person_col="who", drop_cols=["party"])
+            assert got.items.tolist() == ["q1", "q2"] and got.persons.tolist() == ["a", "b", "c"]
+        with pytest.raises(ValueError, match=r"^drop_cols names 'state', not a column of the table; "
+                                             r"name one of its columns: who, party, q1, q2$"):
+            as_responses(data, person_col="who", drop_cols=["party", "state"])
+        with pytest.raises(ValueError, match="^drop_cols names the person column 'who': leave it out"):
+            as_responses(data, person_col="who", drop_cols=["who"])
+    with pytest.raises(ValueError, match="^drop_cols names columns of a table"):
+        as_responses(np.ones((2, 2)), drop_cols=["x"])
 
 
 def test_a_numeric_id_first_column_gets_the_person_col_hint_as_a_text_one_does(tmp_path):

@@ -45,6 +45,8 @@ def check_engine_args(args: argparse.Namespace) -> None:
                          "use --engine local, or convert it to Parquet first")
     if getattr(args, "weights_col", None) is not None:
         raise ValueError("--weights-col (pattern tables) is read in memory; use --engine local")
+    if getattr(args, "drop_cols", None):
+        raise ValueError("--drop-cols is applied by the in-memory reader; use --engine local")
     long_cols = [f"--{c.replace('_', '-')}" for c, default in (("item_col", "item"), ("response_col", "response"))
                  if getattr(args, c, default) != default]  # (named: the table is read as long, _input.read_responses)
     if args.format == "long" or long_cols:

@@ -2,7 +2,7 @@
 
 ``FILE`` may be ``-`` (comma-separated text on standard input) or a compressed CSV
 (``.csv.gz``); a long table's column names are set with ``--person-col``, ``--item-col`` and
-``--response-col``.
+``--response-col``, and ``--drop-cols`` removes columns that are neither labels nor answers.
 """
 
 from __future__ import annotations
@@ -19,11 +19,23 @@ FILE_HELP = ("responses: .csv (also .csv.gz), .tsv or .parquet, wide or long; "
 
 
 def add_long_columns(p: argparse.ArgumentParser) -> None:
-    """``--item-col`` and ``--response-col`` (``--person-col`` is added by each command)."""
+    """``--item-col``, ``--response-col`` and ``--drop-cols`` (``--person-col`` is added by
+    each command)."""
     p.add_argument("--item-col", default="item", metavar="COL",
                    help="long tables: the column with the item labels (default: item)")
     p.add_argument("--response-col", default="response", metavar="COL",
                    help="long tables: the column with the 0/1 responses (default: response)")
+    p.add_argument("--drop-cols", default=None, type=column_list, metavar="COL[,COL...]",
+                   help="columns to remove before the responses are read, such as text label "
+                   "columns (state, party) beside the person column")
+
+
+def column_list(text: str) -> list[str]:
+    """The column names of ``--drop-cols a,b`` (surrounding spaces removed)."""
+    names = [n.strip() for n in text.split(",")]
+    if any(not n for n in names):
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty column name; use COL[,COL...]")
+    return names
 
 
 def read_responses(args: argparse.Namespace, *, private: bool = False, **kwargs: Any):
@@ -48,7 +60,8 @@ def read_responses(args: argparse.Namespace, *, private: bool = False, **kwargs:
         source.name = "<stdin>"
     reader = private_responses if private else as_responses
     return reader(source, format=fmt, person_col=getattr(args, "person_col", None),
-                  item_col=item_col, response_col=response_col, **kwargs)
+                  item_col=item_col, response_col=response_col,
+                  drop_cols=getattr(args, "drop_cols", None), **kwargs)
 
 
 def public_items(spec: str) -> list[str]:

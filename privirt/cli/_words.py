@@ -48,6 +48,7 @@ _FLAGS = {
     "method": "--method",
     "estimator": "--estimator",
     "engine": "--engine",
+    "drop_cols": "--drop-cols",
 }
 
 #: the samplers' (privirt gibbs / mh) Python names of the schedule -> their flags
@@ -99,6 +100,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # "p0 = 1e-320 is too small ...; use p0 >= 0.483 (p0='auto') or larger" (the comparison graph)
     (re.compile(r"^p0 = (\S+) is too small\b"), r"--p0 \1 is too small"),
     (re.compile(r"\buse p0 >= (\S+) \(p0='auto'\)"), r"use --p0 >= \1 (--p0 auto)"),
+    # "drop_cols names 'x', not a column of the table" (data/_labels.py)
+    (re.compile(r"^drop_cols names\b"), "--drop-cols names"),
     # "person_col 'nope' is not a column of the table"
     (re.compile(r"\b(person_col|item_col|response_col) (?=')"), lambda m: f"{_FLAGS[m.group(1)]} "),
     # the samplers' schedule (bayes/schedule.py): "n_chains must be at least 1, got 0"

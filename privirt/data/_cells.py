@@ -32,8 +32,8 @@ def _answer_like(obj: np.ndarray, vals: list) -> bool:
 
 def _label_col_hint(name: Any) -> str:
     """The hint for a column of text that is not answers."""
-    return (f"column {name!r} looks like a label column, not answers: remove it from the table "
-            f"before it is read")
+    return (f"column {name!r} looks like a label column, not answers: remove it before the table "
+            f"is read with drop_cols=[{name!r}] (CLI: --drop-cols {name})")
 
 
 def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:

@@ -379,3 +379,30 @@ def check_column_names(person_col: Any, item_col: Any, response_col: Any) -> Non
         hashable = False
     if not hashable or isinstance(person_col, (bool, np.bool_)):
         raise ValueError(f"person_col must be a column name (a string) or None, got {_brief(person_col)}")
+
+
+def check_drop_cols(drop_cols: Any, table: bool) -> tuple:
+    """``drop_cols`` as a tuple of column names, refused for data that has no named columns."""
+    if drop_cols is None:
+        return ()
+    names = (drop_cols,) if isinstance(drop_cols, str) else tuple(drop_cols)
+    if names and not table:
+        raise ValueError("drop_cols names columns of a table: pass a DataFrame or a file, or leave "
+                         "drop_cols out")
+    return names
+
+
+def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataFrame:
+    """``frame`` without the columns ``names`` (``drop_cols``), refusing an unknown name and
+    the person column."""
+    person = [n for n in names if n == person_col or (person_col is None and str(n).lower() == "person")]
+    if person:
+        raise ValueError(f"drop_cols names the person column {_py(person[0])!r}: leave it out (only "
+                         "columns that hold neither person labels nor answers are to be dropped)")
+    cols = [str(c) for c in frame.columns]
+    unknown = [n for n in names if str(n) not in cols]
+    if unknown:
+        shown = ", ".join(cols[:12]) + (f", ... ({len(cols)} columns)" if len(cols) > 12 else "")
+        raise ValueError(f"drop_cols names {_py(unknown[0])!r}, not a column of the table; name "
+                         f"one of its columns: {shown}")
+    return frame.loc[:, [c not in {str(n) for n in names} for c in cols]]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Literal, Union
 
@@ -37,7 +37,7 @@ from ._codes import array_codes, as_array, observed_rows_cols
 from ._cells import _cell_number, _first_offender, _frame_values
 from ._files import read_path, read_stream
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
-                      check_column_names, refuse_duplicate_labels, text_labels, unnamed_first)
+                      check_column_names, check_drop_cols, drop_columns, refuse_duplicate_labels, text_labels, unnamed_first)
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -186,6 +186,7 @@ def as_responses(
     empty: EmptyPolicy = "drop",
     weights: str | Iterable[int] | None = None,
     labels_as_text: bool | None = None,
+    drop_cols: Iterable[str] | None = None,
 ) -> Responses:
     """Validate user data and return a :class:`Responses`.
 
@@ -222,6 +223,9 @@ def as_responses(
         reader that infers the column's type from the rows made ``001`` and ``1`` one label,
         and gives ``5`` or ``"5"`` depending on who is in the data), not for data in memory.
         The private paths always do (:func:`private_responses`).
+    drop_cols : sequence of str, optional
+        Columns of a table to remove before it is read, such as text label columns (state,
+        party) beside the person column; an unknown name, or the person column, is refused.
 
     Raises
     ------
@@ -233,7 +237,7 @@ def as_responses(
     """
     return _as_responses(data, format=format, person_col=person_col, item_col=item_col,
                          response_col=response_col, empty=empty, weights=weights,
-                         labels_as_text=labels_as_text, no_rows=False)
+                         labels_as_text=labels_as_text, no_rows=False, drop_cols=drop_cols)
 
 
 def private_responses(
@@ -244,6 +248,7 @@ def private_responses(
     item_col: str = "item",
     response_col: str = "response",
     weights: str | Iterable[int] | None = None,
+    drop_cols: Iterable[str] | None = None,
 ) -> Responses:
     """The responses of a private path, read so that nothing about them depends on the data
     but the cells: empty persons and items are kept, a long table's labels are read as text
@@ -253,11 +258,11 @@ def private_responses(
     """
     return _as_responses(data, format=format, person_col=person_col, item_col=item_col,
                          response_col=response_col, empty="keep", weights=weights,
-                         labels_as_text=True, no_rows=True)
+                         labels_as_text=True, no_rows=True, drop_cols=drop_cols)
 
 
 def _as_responses(data, *, format, person_col, item_col, response_col, empty, weights,
-                  labels_as_text: bool | None, no_rows: bool) -> Responses:
+                  labels_as_text: bool | None, no_rows: bool, drop_cols=None) -> Responses:
     check_column_names(person_col, item_col, response_col)
     if empty not in ("drop", "error", "keep"):
         raise ValueError(f"empty must be 'drop', 'error' or 'keep', got {empty!r}")
@@ -271,7 +276,9 @@ def _as_responses(data, *, format, person_col, item_col, response_col, empty, we
     weight_col = weights if isinstance(weights, str) else None
     if labels_as_text is None:  # a file's labels are text; data in memory keeps its types
         labels_as_text = isinstance(data, (str, os.PathLike)) or hasattr(data, "read")
-    read = _Read(check_flag("labels_as_text", labels_as_text), no_rows)
+    drop = check_drop_cols(drop_cols, isinstance(data, (str, os.PathLike, pd.DataFrame))
+                           or hasattr(data, "read"))
+    read = _Read(check_flag("labels_as_text", labels_as_text), no_rows, drop)
     if isinstance(data, Responses):
         resp = data
     elif isinstance(data, (str, os.PathLike)):
@@ -313,6 +320,7 @@ class _Read:
 
     labels_as_text: bool = False
     no_rows: bool = False
+    drop: tuple = ()  # the columns to remove first (drop_cols)
 
 
 def _no_rows(m: int, items: Any, items_from_data: bool = False) -> Responses:
@@ -359,6 +367,9 @@ def _from_stream(stream: Any, fmt: str, person_col, item_col, response_col,
 
 def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, from_file,
                 weight_col: str | None = None, read: _Read = _Read()) -> Responses:
+    if read.drop:
+        frame = drop_columns(frame, read.drop, person_col)
+        read = replace(read, drop=())
     if frame.shape[0] == 0 and frame.shape[1] > 0 and read.no_rows:
         pass  # a private path: every public person is absent (all-missing rows)
     elif frame.shape[0] == 0 or frame.shape[1] == 0:
