@@ -152,6 +152,7 @@ def test_a_text_label_column_among_the_items_is_named_as_one_not_as_answers(tmp_
             as_responses(path, person_col="member")
         msg = str(got.value)
         assert f"item {column!r} (column 0)" in msg and "'yes'/'no'" not in msg, msg
+        assert "person_col" not in msg, msg  # the person column is named: no hint to name another
         assert msg.endswith(f"column {column!r} looks like a label column, not answers: remove it "
                             f"before the table is read with drop_cols=[{column!r}] (CLI: --drop-cols "
                             f"{column})"), msg

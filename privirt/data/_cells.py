@@ -36,11 +36,12 @@ def _label_col_hint(name: Any) -> str:
             f"is read with drop_cols=[{name!r}] (CLI: --drop-cols {name})")
 
 
-def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
+def _frame_values(frame: pd.DataFrame, describe=None, labelled: bool = False) -> np.ndarray:
     """Column-wise conversion that refuses strings and other non-numeric dtypes.
 
     ``describe(i, j, value)``, if given, words the error for the cell in row ``i`` and
-    column ``j``.
+    column ``j``; ``labelled``: the person labels are known (a person column was named or
+    found), so a bad first column gets no hint to name it as the person column.
     """
     out = np.empty(frame.shape, dtype=np.float64)
     for j, (name, col) in enumerate(frame.items()):
@@ -59,7 +60,7 @@ def _frame_values(frame: pd.DataFrame, describe=None) -> np.ndarray:
                     raise ValueError(describe(i, j, v))
                 hint = ("convert text such as 'yes'/'no' to 0/1 first" if _answer_like(obj, vals)
                         else _label_col_hint(name))
-                if j == 0 and (_all_distinct(col) or not _answer_like(obj, vals)):  # labels?
+                if j == 0 and not labelled and (_all_distinct(col) or not _answer_like(obj, vals)):
                     hint = f"{_person_col_hint(name)}; otherwise {hint}"
                 raise ValueError(
                     f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "

@@ -429,8 +429,9 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         raise ValueError("the responses table has no item columns")
     if frame.shape[0] == 0:  # read.no_rows
         return _no_rows(frame.shape[1], frame.columns)
-    values = _frame_values(frame)
-    return _from_array(values, persons, frame.columns, table=True)
+    named = person_col is not None or label_col is not None  # (then no --person-col hint)
+    values = _frame_values(frame, labelled=named)
+    return _from_array(values, persons, frame.columns, table=not named)
 
 
 def _from_long(frame, person_col, item_col, response_col, cols_lower,
