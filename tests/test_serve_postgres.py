@@ -69,6 +69,32 @@ def test_a_password_with_hash_question_mark_or_space_is_masked_whole(password, t
     assert password not in line and "postgresql://u:***@127.0.0.1:1/st" in line, line
 
 
+@pytest.mark.parametrize("action", ["list", "init", "curator-key", "run"])
+def test_a_raw_at_in_the_password_is_refused_before_connecting(action, tmp_path, monkeypatch):
+    # libpq ends the password at its first '@' and printed the rest as the host it could not resolve
+    import psycopg
+
+    def connect(*args, **kwargs):
+        raise AssertionError("connected")
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    monkeypatch.chdir(tmp_path)
+    line = _one_line(cli("serve", action, "postgresql://postgres:Tr0ub4dor@horse@127.0.0.1:1/st", check=False))
+    assert "raw '@'" in line and "%40" in line and "postgresql://postgres:***@127.0.0.1:1/st" in line, line
+    assert "Tr0ub4dor" not in line and "horse" not in line, line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("password", ["Tr0ub4dor@horse", "Tr0ub4dor%40horse", "a@Tr0ub4dor@horse"])
+def test_every_at_separated_piece_of_a_password_is_masked(password):
+    # libpq ends a password at its first '@': what it prints as the host is the password's rest
+    from privirt.serve._backends import _libpq_text
+
+    url = f"postgresql://postgres:{password}@127.0.0.1:1/st"
+    text = _libpq_text("failed to resolve host 'horse@127.0.0.1' for Tr0ub4dor@horse (Tr0ub4dor)", url, quoted=True)
+    assert "horse" not in text and "Tr0ub4dor" not in text, text
+
+
 @pytest.mark.parametrize("argv", [
     ("serve", f"postgresql://u:{SECRET}@h/db", "list"),  # argparse quotes an invalid choice
     ("serve", "run", "s.db", "--port", f"postgresql://u:{SECRET}@h/db"),  # ... and a bad value

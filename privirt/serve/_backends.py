@@ -228,6 +228,7 @@ class _Postgres:
             raise StateError("a postgresql:// state needs psycopg: pip install 'privirt[serve]'") from exc
         self.url = url
         self.describe = _redact(url)
+        _check_user_part(url, self.describe)
         self._local = threading.local()
 
     def exists(self) -> bool:
@@ -392,14 +393,16 @@ _FIELD = re.compile(r"(?<=[?&])([^=&?]*)=([^&]*)")
 
 
 def _secrets(url: str) -> list[str]:
-    """The password of ``url``'s user part (as libpq reads it, to the first ``@``, and to the
-    last) and the values of its secret fields (:func:`_secret_key`), raw and percent-decoded
-    (found by text, so that a URL libpq cannot parse is covered too)."""
+    """The password of ``url``'s user part (whole, and every run of its ``@``-separated pieces:
+    libpq ends it at the first ``@``) and the values of its secret fields (:func:`_secret_key`),
+    raw and percent-decoded (found by text, so that a URL libpq cannot parse is covered too)."""
     from urllib.parse import unquote
 
     _, _, password, rest = _url_fields(url)
-    found = [password, None if password is None else password.partition("@")[0]]
-    found += [value for key, value in _FIELD.findall(rest) if _secret_key(unquote(key))]
+    found = [value for key, value in _FIELD.findall(rest) if _secret_key(unquote(key))]
+    for whole in ([] if password is None else {password, unquote(password)}):
+        parts = whole.split("@")  # each run of its '@'-separated pieces: libpq ends it at any of them
+        found += ["@".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)]
     return [s for raw in found if raw for s in {raw, unquote(raw)}]
 
 
@@ -416,6 +419,16 @@ def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str
     for secret in sorted(_secrets(url), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text[:200]
+
+
+def _check_user_part(url: str, describe: str) -> None:
+    """A one-line :class:`StateError` if ``url``'s user part holds a raw ``@``: libpq ends the
+    user part at the first ``@`` and would read the rest of a password as the host (and print
+    it); a ``@`` after the first one, before the host's end (``/``, ``?``), is refused."""
+    host = url.partition("://")[2].partition("/")[0].partition("@")[2]
+    if "@" in host.partition("?")[0]:
+        raise StateError(f"the state URL {describe} has a raw '@' in its user name or password; write each "
+                         "'@' of them as %40 (postgresql://user:pa%40ss@host:port/db)")
 
 
 def _redact(url: str) -> str:
