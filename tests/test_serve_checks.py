@@ -208,6 +208,23 @@ def test_a_password_in_the_urls_query_string_is_not_printed():
         assert "s3cret" not in line and "password=***" in line, line
 
 
+@pytest.mark.parametrize("argv", [
+    ("list", "{s}"), ("init", "{s}"), ("limits", "{s}", "--max-releases", "5"), ("curator-key", "{s}"),
+    ("analyst", "revoke", "{s}", "bob"), ("backup", "{s}", "copy.db"), ("run", "{s}"),
+    ("dataset", "add", "{s}", "d", "x.csv", "--epsilon", "1", "--delta", "1e-6"),
+])
+def test_a_conninfo_string_is_refused_in_one_line_without_its_password(argv, tmp_path, monkeypatch):
+    # "host=... password=..." was taken for a SQLite path and echoed, password and all
+    monkeypatch.chdir(tmp_path)
+    state = "host=127.0.0.1 port=1 password=WRONGPW"
+    line = _one_line_error(cli("serve", *(a.format(s=state) for a in argv), check=False))
+    assert "looks like a PostgreSQL conninfo string" in line and "postgresql://" in line, line
+    assert "WRONGPW" not in line and "password=*** hidden" in line, line
+    assert list(tmp_path.iterdir()) == []
+    line = _one_line_error(cli("serve", "list", "dbname=st user=u", check=False))
+    assert "looks like a PostgreSQL conninfo string" in line and "hidden" not in line, line
+
+
 def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_without_it(tmp_path):
     # dataset add ran the totals dry run, which refuses m > MCAR_MAX_ITEMS: such a test could not
     # be added at all (and the refusal named --method, which dataset add does not have)

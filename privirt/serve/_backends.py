@@ -445,10 +445,35 @@ def _redact(url: str) -> str:
     return prefix + rest
 
 
+#: libpq's connection keywords (a ``key=value`` conninfo string holding one is not a file path)
+_LIBPQ_KEYS = frozenset(
+    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
+    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode sslnegotiation "
+    "requiressl sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir "
+    "sslsni requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib "
+    "gssdelegation service target_session_attrs load_balance_hosts".split())
+
+
+def _conninfo(text: str) -> tuple[bool, bool]:
+    """``(conninfo, secret)``: whether ``text`` is a libpq ``key=value`` conninfo string (a
+    secret field anywhere, or only ``key=value`` words with one of libpq's keywords at least),
+    and whether it holds a secret field (``password=``, ``sslpassword=``: :func:`_secret_key`)."""
+    words = re.sub(r"\s*=\s*", "=", text).split()
+    keys = [w.partition("=")[0] for w in words if re.match(r"[\w-]+=", w)]
+    secret = any(_secret_key(key) for key in keys)
+    plain = bool(words) and len(keys) == len(words) and any(key.lower() in _LIBPQ_KEYS for key in keys)
+    return secret or plain, secret
+
+
 def _backend(state: str | Path):
     text = str(state)
     if text.startswith(("postgresql://", "postgres://")):
         return _Postgres(text)
+    conninfo, secret = _conninfo(text)
+    if conninfo:  # not echoed: it may hold a password
+        raise StateError("STATE looks like a PostgreSQL conninfo string; write it as a postgresql://user@host:"
+                         f"port/db URL{' (password=*** hidden)' if secret else ''}")
     if not text or text == ":memory:" or text.startswith("file:"):
         raise StateError("STATE must be a file path (SQLite) or a postgresql:// URL")
     return _SQLite(text)
