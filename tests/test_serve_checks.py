@@ -225,6 +225,32 @@ def test_a_conninfo_string_is_refused_in_one_line_without_its_password(argv, tmp
     assert "looks like a PostgreSQL conninfo string" in line and "hidden" not in line, line
 
 
+def test_a_state_in_a_read_only_folder_says_so_and_what_to_do(tmp_path, monkeypatch):
+    # SQLite cannot open a WAL state whose folder is read-only (no -shm beside it): it said only
+    # "unable to open database file".  Root writes anywhere, so the read-only file system is
+    # modelled where it acts: the folder is not writable, and SQLite's open fails as it then does
+    import os
+    import sqlite3 as sqlite
+
+    (tmp_path / "ro").mkdir()
+    state = tmp_path / "ro" / "s.db"
+    cli("serve", "init", state)
+    connect, access = sqlite.connect, os.access
+
+    def cannot_open(path, *args, **kwargs):
+        return connect(str(tmp_path / "nowhere" / "s.db") if path == str(state) else path, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite, "connect", cannot_open)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(state.parent) and
+                        mode == os.W_OK else access(p, mode, **kw))
+    for argv in (("list", state), ("curator-key", state), ("analyst", "revoke", state, "bob")):
+        line = _one_line_error(cli("serve", *argv, check=False))
+        assert f"cannot be opened: its folder {state.parent} is read-only" in line, line
+        assert "s.db-shm" in line and "copy the state to a writable folder" in line, line
+    monkeypatch.setattr(os, "access", access)  # a writable folder: not this message
+    assert "read-only" not in _one_line_error(cli("serve", "list", state, check=False))
+
+
 def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_without_it(tmp_path):
     # dataset add ran the totals dry run, which refuses m > MCAR_MAX_ITEMS: such a test could not
     # be added at all (and the refusal named --method, which dataset add does not have)

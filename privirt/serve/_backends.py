@@ -162,7 +162,18 @@ class _SQLite:
             yield con
         except sqlite3.OperationalError as exc:
             self._drop()
-            raise _friendly_sqlite(exc, self.describe) from exc
+            raise (self._read_only_folder(exc) or _friendly_sqlite(exc, self.describe)) from exc
+
+    def _read_only_folder(self, exc: sqlite3.OperationalError) -> StateError | None:
+        """Why SQLite could not open the state (``SQLITE_CANTOPEN``) if its folder is read-only: a
+        WAL state needs ``<name>-shm`` and ``<name>-wal`` beside it, even to be read; else None."""
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN or os.access(self.path.parent, os.W_OK):
+            return None
+        given = Path(self.describe).parent  # named as given unless a link leads elsewhere
+        folder = given if Path(os.path.realpath(given)) == self.path.parent else self.path.parent
+        return StateUnavailable(f"the state {self.describe} cannot be opened: its folder {folder} is read-only "
+                                f"(SQLite needs to create {self.path.name}-shm/-wal beside it): copy the state "
+                                "to a writable folder")
 
     def _drop(self) -> None:
         con = getattr(self._local, "con", None)
