@@ -251,6 +251,42 @@ def test_a_state_in_a_read_only_folder_says_so_and_what_to_do(tmp_path, monkeypa
     assert "read-only" not in _one_line_error(cli("serve", "list", state, check=False))
 
 
+def test_a_backup_to_a_read_only_file_system_says_so_in_one_line(tmp_path, monkeypatch):
+    # it printed "[Errno 30] Read-only file system: '...'" (removing the copy SQLite could not
+    # create raised).  A read-only file system is modelled where it acts: creating, opening and
+    # removing the copy each fail as there
+    import errno
+    import os
+    import pathlib
+    import sqlite3 as sqlite
+
+    state, copy = tmp_path / "s.db", tmp_path / "bk.db"
+    cli("serve", "init", state)
+    real_open, connect, unlink = os.open, sqlite.connect, pathlib.Path.unlink
+
+    def read_only(path) -> None:
+        if str(path) == str(copy):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def os_open(path, *args, **kwargs):
+        read_only(path)
+        return real_open(path, *args, **kwargs)
+
+    def sqlite_connect(path, *args, **kwargs):
+        return connect(str(tmp_path / "nowhere" / "x.db") if str(path) == str(copy) else path, *args, **kwargs)
+
+    def path_unlink(self, *args, **kwargs):
+        read_only(self)
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(sqlite, "connect", sqlite_connect)
+    monkeypatch.setattr(pathlib.Path, "unlink", path_unlink)
+    line = _one_line_error(cli("serve", "backup", state, copy, check=False))
+    assert line == f"privirt: error: cannot create {copy} ({os.strerror(errno.EROFS)}); nothing was written", line
+    assert not copy.exists()
+
+
 def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_without_it(tmp_path):
     # dataset add ran the totals dry run, which refuses m > MCAR_MAX_ITEMS: such a test could not
     # be added at all (and the refusal named --method, which dataset add does not have)

@@ -12,14 +12,14 @@ import re
 import sqlite3
 import sys
 import threading
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable
 
-__all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "_backend", "_SQLite",
-           "_Postgres", "_TABLES"]
+__all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
+           "_backend", "_SQLite", "_Postgres", "_TABLES"]
 
 T = TypeVar("T")
 
@@ -71,6 +71,24 @@ def usable(backend) -> Iterator[None]:
         if error is None:
             raise
         raise error from None
+
+
+@contextmanager
+def backup_target(path: Path) -> Iterator[None]:
+    """Its body with ``path`` created, empty and exclusively (refused if it exists: SQLite would
+    open a file made meanwhile and overwrite it), and ``path`` removed if the body raises."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise StateError(f"{path} already exists; back up to a new file") from None
+    except OSError as exc:  # a read-only file system, no permission
+        raise StateError(f"cannot create {path} ({exc.strerror or exc}); nothing was written") from None
+    try:
+        yield
+    except BaseException:
+        with suppress(OSError):
+            path.unlink(missing_ok=True)
+        raise
 
 
 #: the first key of the advisory locks of ``init`` and of ``add`` (of a data set, an analyst)

@@ -45,8 +45,8 @@ from typing import Sequence
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
-from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, sessions_table, unavailable,
-                        usable)
+from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, sessions_table,
+                        unavailable, usable)
 from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
@@ -136,20 +136,18 @@ def backup_store(state: str | Path, copy: str | Path) -> int:
                          "(pg_dump)")
     open_store(state)  # refuses what is not a state
     target = Path(copy)
-    if target.exists():
-        raise StateError(f"{target} already exists; back up to a new file")
     if not target.parent.is_dir():
         raise StateError(f"folder {target.parent} does not exist; create it first")
     src = sqlite3.connect(_sqlite_uri(b.path, "ro"), uri=True, timeout=b.timeout)
     try:
-        dst = sqlite3.connect(str(target))
-        try:
-            src.backup(dst)
-            spends = dst.execute("SELECT COUNT(*) FROM spends").fetchone()[0]
-        finally:
-            dst.close()
+        with backup_target(target):  # removed if the backup fails
+            dst = sqlite3.connect(str(target))
+            try:
+                src.backup(dst)
+                spends = dst.execute("SELECT COUNT(*) FROM spends").fetchone()[0]
+            finally:
+                dst.close()
     except sqlite3.Error as exc:
-        target.unlink(missing_ok=True)
         raise StateError(f"the backup of {b.describe} to {target} failed ({exc}); nothing was written") from None
     finally:
         src.close()
