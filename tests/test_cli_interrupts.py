@@ -44,7 +44,8 @@ def _start(argv: list[str], hook: str = "", **popen) -> subprocess.Popen:
         code += textwrap.dedent("""
             import mechanisms
             def stuck(self, values):            # test-only hook: hang where noise is drawn
-                time.sleep(120)
+                for _ in range(1200):  # short sleeps: a SIGINT taken by another thread (BLAS) wakes no long sleep
+                    time.sleep(0.1)
             mechanisms.DiscreteGaussian.apply = stuck
             """)
     code += f"from privirt.cli import main\nsys.exit(main({argv!r}))\n"
