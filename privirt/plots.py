@@ -12,42 +12,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._files import figure_path
+from ._plot_base import _literal, _plt, _save
 
 __all__ = ["trace_plot"]
-
-
-def _plt(path: str | Path | None = None) -> Any:
-    """pyplot (with a headless backend where there is no display); ``path`` is checked first."""
-    try:
-        import matplotlib
-
-        if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "cairo"):
-            import os
-
-            if not os.environ.get("DISPLAY") and not os.environ.get("MPLBACKEND"):
-                matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError('plotting needs matplotlib: python -m pip install "privirt[plots]"') from exc
-    if path is not None:
-        figure_path(path)
-    return plt
-
-
-def _literal(label: Any) -> str:
-    """A user-supplied label (an item, person, group or data-set name) as text that matplotlib
-    draws as written: ``$`` is escaped, so that ``"$a^$"`` is not read as mathtext (which drew
-    it as a formula, or failed with a parse error, after other files were written)."""
-    return str(label).replace("$", r"\$")
-
-
-def _save(fig: Any, path: str | Path | None) -> Any:
-    if path is not None:
-        path = figure_path(path)  # (refused before any folder is made)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    return fig
 
 
 def trace_plot(

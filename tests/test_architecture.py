@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("privirt.fit",),
     ("privirt.bayes",),
     ("privirt.private",),
-    ("privirt.plots",),
+    ("privirt.plots", "privirt._plot_base"),
     ("privirt.sweeps",),
     ("privirt.serve", "privirt.client", "privirt._client_results", "privirt._client_transport"),
     ("privirt.cli", "privirt.__main__"),

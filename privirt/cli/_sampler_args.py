@@ -81,7 +81,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_output_file(args.out, "--out", SUMMARY_SUFFIXES, inputs=(getattr(args, "file", None),))
     if args.plots is not None:
         check_output_dir(args.plots, "--plots")
-        from ..plots import _plt
+        from .._plot_base import _plt
 
         _plt()
 

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     _check_folder(args.plots)
     _check_out(args.out, args.file)
     if args.plots is not None:
-        from ..plots import _plt
+        from .._plot_base import _plt
 
         _plt()  # fails with the install hint when matplotlib is missing
     import pandas as pd

@@ -138,7 +138,7 @@ def plot_dataset(
     -------
     matplotlib.figure.Figure
     """
-    from ..plots import _literal, _plt, _save
+    from .._plot_base import _literal, _plt, _save
 
     plt = _plt(path)
     sub = results[results["dataset"] == dataset]
@@ -224,7 +224,7 @@ def _legend(axes: Sequence[Any], empty: dict[str, tuple[str, str]]) -> tuple[lis
     does not drop out of the figure unnoticed (the table says "— (k failed)")."""
     from matplotlib.lines import Line2D
 
-    from ..plots import _literal
+    from .._plot_base import _literal
 
     entries: dict[str, Any] = {}
     for ax in axes:
@@ -387,7 +387,7 @@ def build_report(
         # the report's metric leads the figure (it is the one the target is about)
         fig = plot_dataset(results, ds, path=path, metrics=_plot_metrics(metric))
         if plt is None:
-            from ..plots import _plt
+            from .._plot_base import _plt
 
             plt = _plt()
         plt.close(fig)
