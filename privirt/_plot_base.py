@@ -5,7 +5,7 @@ path whose suffix names its format (checked before anything is drawn)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ._files import figure_path
 
@@ -32,6 +32,12 @@ def _literal(label: Any) -> str:
     draws as written: ``$`` is escaped, so that ``"$a^$"`` is not read as mathtext (which drew
     it as a formula, or failed with a parse error, after other files were written)."""
     return str(label).replace("$", r"\$")
+
+
+def _names(labels: Sequence[Any], most: int = 5) -> str:
+    """``labels`` as ``"a, b, c"`` for a figure: the first ``most``, then ``"+k more"``."""
+    shown = ", ".join(_literal(lab) for lab in labels[:most])
+    return shown + (f" +{len(labels) - most} more" if len(labels) > most else "")
 
 
 def _save(fig: Any, path: str | Path | None) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._plot_base import _literal, _plt, _save
+from ._plot_base import _literal, _names, _plt, _save
 
 __all__ = ["trace_plot"]
 
@@ -560,8 +560,11 @@ def andersen_plot(
     ax.set_aspect("equal")
     ax.set_xlabel(f"β in group {_literal(pair[0])}")
     ax.set_ylabel(f"β in group {_literal(pair[1])}")
+    dropped = list(getattr(result, "items_dropped", None) or [])
     ax.set_title(f"Andersen test: LR = {result.statistic:.2f}, df = {result.df}, "
-                 f"p = {result.pvalue:.3g}", fontsize="medium")
+                 f"p = {result.pvalue:.3g}"
+                 + (f"\nitems dropped (not estimable in a group): {_names(dropped)}"
+                    if dropped else ""), fontsize="medium")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)

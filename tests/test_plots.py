@@ -3,6 +3,7 @@ samplers that produce the posteriors)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -116,6 +117,35 @@ def test_andersen_plot(tmp_path):
     assert ax.get_xlabel() == "β in group low" and "LR =" in ax.get_title()
     with pytest.raises(ValueError, match="groups must name two"):
         plots.andersen_plot(res, groups=["low", "x"])
+
+
+def _figure_texts(fig) -> str:
+    return " ".join([fig._suptitle.get_text() if fig._suptitle else ""]
+                    + [t.get_text() for t in fig.texts]
+                    + [ax.get_title() for ax in fig.axes])
+
+
+def test_andersen_plot_names_the_items_the_test_dropped():
+    """An item a group cannot estimate was left out of the figure without a word (only
+    ``str(result)`` named it): the figure now names it, and many dropped items end in "+k more"."""
+    X, _, _ = privirt.simulate_rasch(200, 6, seed=91800006)
+    X = pd.DataFrame(X, columns=[f"i{j}" for j in range(6)])
+    score = X.sum(axis=1)
+    X["easy"] = np.where(score > score.median(), 1, np.arange(200) % 2)  # all right in "high"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = privirt.andersen_test(X)
+    assert list(res.items_dropped) == ["easy"]
+    text = _figure_texts(plots.andersen_plot(res))
+    assert "items dropped (not estimable in a group): easy" in text
+    res = dataclasses.replace(res, items_dropped=[f"item_{k}" for k in range(9)])
+    text = _figure_texts(plots.andersen_plot(res))
+    shown = re.search(r"items dropped \(not estimable in a group\): (.*)", text).group(1)
+    listed = re.findall(r"item_\d+", shown)
+    assert listed == [f"item_{k}" for k in range(len(listed))] and 0 < len(listed) < 9
+    assert f"+{9 - len(listed)} more" in shown
+    res = dataclasses.replace(res, items_dropped=[])
+    assert "dropped" not in _figure_texts(plots.andersen_plot(res))
 
 
 @pytest.mark.parametrize("bins", [0, -3, float("nan"), "10", True])
