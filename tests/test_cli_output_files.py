@@ -170,3 +170,71 @@ def test_a_long_name_is_called_a_long_name_and_a_file_is_not_a_missing_folder(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{data} is a file, not a folder" in err
     assert list(tmp_path.iterdir()) == [data]
+
+
+@pytest.fixture
+def seven_items_csv(tmp_path):
+    import pandas as pd
+
+    X, *_ = privirt.simulate_2pno(40, 7, seed=3)
+    path = tmp_path / "r.csv"
+    pd.DataFrame(X, index=[f"p{i}" for i in range(40)],
+                 columns=[f"i{j}" for j in range(7)]).to_csv(path)
+    return path
+
+
+_FAST = ["--iter", "6", "--warmup", "2", "--seed", "1", "--device", "cpu", "--no-progress"]
+
+
+@pytest.mark.parametrize("command, plot, extra", [
+    ("fit", "wright_map.png", []),
+    ("fit", "andersen.png", ["--andersen"]),
+    ("gibbs", "trace_a_2.png", _FAST),  # 7 items: a second trace page, known from the data
+    ("gibbs", "theta_density.png", _FAST),
+    ("mh", "ideal_points.png", _FAST),
+    ("mh", "trace_b.png", _FAST),
+])
+def test_a_plot_file_name_that_is_a_folder_is_refused_before_work(command, plot, extra,
+                                                                    seven_items_csv, tmp_path,
+                                                                    capsys, monkeypatch):
+    """fit did all its work and wrote --out, gibbs sampled and wrote the other plots, then each
+    ended on a raw '[Errno 21] Is a directory: ...'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f1" / plot).mkdir(parents=True)
+    assert main([command, str(seven_items_csv), "--plots", "f1", "--out", "f1o.csv", *extra]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert f"--plots f1: {Path('f1', plot)} is a folder; remove it or give another folder" in err
+    assert not (tmp_path / "f1o.csv").exists()
+    assert [p.name for p in (tmp_path / "f1").iterdir()] == [plot]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_plot_file_name_that_is_a_fifo_is_refused_before_work(seven_items_csv, tmp_path, capsys):
+    folder = tmp_path / "f1"
+    folder.mkdir()
+    os.mkfifo(folder / "test_information.png")
+    assert main(["fit", str(seven_items_csv), "--plots", str(folder)]) == 2
+    err = _one_error_line(capsys.readouterr().err)
+    assert f"{folder / 'test_information.png'} is not a regular file" in err
+    assert [p.name for p in folder.iterdir()] == ["test_information.png"]
+
+
+@pytest.mark.parametrize("command, extra", [("fit", []), ("mh", _FAST), ("gibbs", _FAST)])
+def test_a_plot_that_cannot_be_written_is_one_line_naming_it(command, extra, seven_items_csv,
+                                                             tmp_path, capsys, monkeypatch):
+    """The backstop: an OSError while saving a figure (a full disk, say) gave the raw errno."""
+    import errno
+
+    pytest.importorskip("matplotlib")
+    from privirt import plots
+
+    def full_disk(fig, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(plots, "_save", full_disk)
+    assert main([command, str(seven_items_csv), "--plots", str(tmp_path / "f"), *extra]) == 2
+    err = capsys.readouterr().err  # (after the run's own lines: a convergence warning)
+    last = err.splitlines()[-1]
+    assert last.startswith(f"privirt: error: could not write {tmp_path / 'f'}{os.sep}"), err
+    assert last.endswith(".png (No space left on device); give another --plots folder"), err
+    assert "Errno" not in err

@@ -7,11 +7,11 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from .._files import TEMPORARY_EXTRA_BYTES, check_creatable
 
-__all__ = ["check_output_file", "check_output_dir", "check_out_and_plots"]
+__all__ = ["check_output_file", "check_output_dir", "check_out_and_plots", "write_plot"]
 
 
 def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
@@ -113,9 +113,10 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def check_output_dir(path: str | Path, flag: str) -> Path:
+def check_output_dir(path: str | Path, flag: str, names: Sequence[str] = ()) -> Path:
     """``path`` as a folder to write files into: an existing folder, or a new one whose
-    parent exists (it is created, its parents never are).
+    parent exists (it is created, its parents never are), in which none of the files
+    ``names`` the command will write exists as anything but a regular file (a folder, a FIFO).
 
     Raises
     ------
@@ -136,7 +137,35 @@ def check_output_dir(path: str | Path, flag: str) -> Path:
         )
     if not os.access(p if p.exists() else parent, os.W_OK):
         raise ValueError(f"{flag} {p}: not writable")
+    for name in names if p.exists() else ():
+        file = p / name
+        if file.exists() and not file.is_file():  # (through links: a link to a file is fine)
+            what = "a folder" if file.is_dir() else "not a regular file"
+            raise ValueError(f"{flag} {p}: {file} is {what}; remove it or give another folder")
     return p
+
+
+def write_plot(folder: Path, name: str, draw: Callable[[Path], Any]) -> None:
+    """Draw a figure into ``folder / name`` with ``draw(path)`` and close it; an OSError while
+    saving (a full disk, a file made meanwhile) is one line naming the file.
+
+    Raises
+    ------
+    ValueError
+        ``could not write PATH (reason); give another --plots folder``.
+    """
+    import matplotlib.pyplot as plt
+
+    path = Path(folder) / name
+    before = set(plt.get_fignums())
+    try:
+        fig = draw(path)
+    except OSError as e:
+        for number in set(plt.get_fignums()) - before:  # the figure that could not be saved
+            plt.close(number)
+        raise ValueError(f"could not write {path} ({e.strerror or e}); give another --plots "
+                         "folder") from None
+    plt.close(fig)
 
 
 def check_out_and_plots(out: str | Path | None, plots: str | Path | None) -> None:

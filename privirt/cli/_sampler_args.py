@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
@@ -73,14 +73,15 @@ def priors_from_args(args: argparse.Namespace, blocks: tuple[str, ...]) -> dict:
     }
 
 
-def check_outputs(args: argparse.Namespace) -> None:
-    """Before any work: ``--out`` and ``--plots`` are writable paths of the right kind, and
-    matplotlib is there when plots are asked for."""
+def check_outputs(args: argparse.Namespace, plot_names: Sequence[str] = ()) -> None:
+    """Before any work: ``--out`` and ``--plots`` are writable paths of the right kind (none of
+    ``plot_names`` in the folder something other than a file), and matplotlib is there when
+    plots are asked for."""
     check_out_and_plots(args.out, args.plots)
     if args.out is not None:
         check_output_file(args.out, "--out", SUMMARY_SUFFIXES, inputs=(getattr(args, "file", None),))
     if args.plots is not None:
-        check_output_dir(args.plots, "--plots")
+        check_output_dir(args.plots, "--plots", plot_names)
         from .._plot_base import _plt
 
         _plt()

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._paths import check_out_and_plots, check_output_dir, check_output_file
+from ._paths import check_out_and_plots, check_output_dir, check_output_file, write_plot
 from ._types import REGULARIZATION_HELP, nonempty_file, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
@@ -81,9 +81,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _check_folder(path: Path | None) -> None:
+def _check_folder(path: Path | None, andersen: bool) -> None:
     if path is not None:
-        check_output_dir(path, "--plots")
+        check_output_dir(path, "--plots", [*PLOTS, *(["andersen.png"] if andersen else [])])
 
 
 def _check_out(path: Path | None, source: str | None) -> None:
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.regularization is not None and args.method != "spectral":
         raise ValueError("--regularization applies to --method spectral only")
     check_out_and_plots(args.out, args.plots)
-    _check_folder(args.plots)
+    _check_folder(args.plots, bool(args.andersen))
     _check_out(args.out, args.file)
     if args.plots is not None:
         from .._plot_base import _plt
@@ -154,8 +154,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_plots(folder: Path, est, abilities, andersen) -> None:
-    import matplotlib.pyplot as plt
-
     from .. import plots
 
     folder.mkdir(exist_ok=True)
@@ -168,5 +166,5 @@ def _write_plots(folder: Path, est, abilities, andersen) -> None:
     if andersen is not None:
         drawers["andersen.png"] = lambda p: plots.andersen_plot(andersen, path=p)
     for name, draw in drawers.items():
-        plt.close(draw(folder / name))
+        write_plot(folder, name, draw)
     print(f"wrote {', '.join(drawers)} to {folder}", file=sys.stderr)

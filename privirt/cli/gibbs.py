@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 
+from ._paths import check_output_dir, write_plot
 from ._sampler_args import (
     add_chain_arguments,
     add_data_arguments,
@@ -135,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     resolve_engine(args.engine, sampler_device(args.device, args.engine))
     check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
     resp = read_responses(args)
+    if args.plots is not None:  # the page names follow the item count: known only now
+        check_output_dir(args.plots, "--plots", [name for name, _, _ in _figures(list(resp.items))])
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors, device=args.device, seed=args.seed,
@@ -166,24 +169,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _figures(items: list) -> list[tuple[str, str, list]]:
+    """(file name, what, items) of each figure ``--plots`` writes: the traces of a and b
+    (6 items a page), the response curves (20 a page) and the θ density."""
+    figures = []
+    for what, stem, size in (("a", "trace_a", TRACE_PAGE), ("b", "trace_b", TRACE_PAGE),
+                             ("curves", "item_response_curves", CURVE_PAGE)):
+        chunks = pages(items, size)
+        figures += [(name, what, chunk)
+                    for name, chunk in zip(page_names(stem, len(chunks)), chunks)]
+    return figures + [("theta_density.png", "theta", [])]
+
+
 def _write_plots(post, path: str) -> None:
     """Every item's trace (6 a page) and response curve (20 a page), and the θ density."""
-    import matplotlib.pyplot as plt
-
     from .. import plots
 
     folder = make_plot_dir(path)
-    items = list(post.labels["a"])
-    jobs = []
-    for block in ("a", "b"):
-        chunks = pages(items, TRACE_PAGE)
-        for name, chunk in zip(page_names(f"trace_{block}", len(chunks)), chunks):
-            jobs.append((name, lambda p, c=chunk, b=block: plots.trace_plot(post, b, labels=c,
-                                                                            path=p)))
-    chunks = pages(items, CURVE_PAGE)
-    for name, chunk in zip(page_names("item_response_curves", len(chunks)), chunks):
-        jobs.append((name, lambda p, c=chunk: plots.item_response_curves(post, items=c, path=p)))
-    jobs.append(("theta_density.png", lambda p: plots.theta_density(post, path=p)))
-    for name, draw in jobs:
-        plt.close(draw(folder / name))
-    print(f"wrote {', '.join(name for name, _ in jobs)} to {folder}", file=sys.stderr)
+    figures = _figures(list(post.labels["a"]))
+    for name, what, chunk in figures:
+        def draw(p, what=what, chunk=chunk):
+            if what == "curves":
+                return plots.item_response_curves(post, items=chunk, path=p)
+            if what == "theta":
+                return plots.theta_density(post, path=p)
+            return plots.trace_plot(post, what, labels=chunk, path=p)
+
+        write_plot(folder, name, draw)
+    print(f"wrote {', '.join(name for name, _, _ in figures)} to {folder}", file=sys.stderr)

@@ -25,12 +25,15 @@ from ._sampler_args import (
     warn_convergence,
     write_summary,
 )
+from ._paths import write_plot
 from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor", "worst_mixing"]
 
 #: items in the a and b trace plots: those with the largest R-hat (a roll call has hundreds)
 TRACE_ITEMS = 6
+#: the files ``--plots`` writes
+PLOT_FILES = ("ideal_points.png", "trace_theta.png", "trace_a.png", "trace_b.png")
 
 
 def worst_mixing(rhat: Any, k: int) -> list:
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     started = time.perf_counter()
-    check_outputs(args)
+    check_outputs(args, PLOT_FILES)
     if args.transpose and args.weights_col is not None:  # rows expanded into persons, then items
         raise ValueError(
             "--weights-col counts the persons who gave each row's answers, but with --transpose "
@@ -156,19 +159,17 @@ def run(args: argparse.Namespace) -> int:
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
     warn_convergence(summary)
     if args.plots is not None:
-        import matplotlib.pyplot as plt
-
         from ..plots import ideal_point_plot, trace_plot
 
         d = make_plot_dir(args.plots)
-        plt.close(ideal_point_plot(post, path=d / "ideal_points.png"))
-        ends = list(theta.index[:3]) + list(theta.index[-3:])
-        plt.close(trace_plot(post, "theta", labels=list(dict.fromkeys(ends)),
-                             path=d / "trace_theta.png"))
+        write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, path=p))
+        ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
+        write_plot(d, "trace_theta.png", lambda p: trace_plot(post, "theta", labels=ends, path=p))
         written = ["ideal_points.png", "trace_theta.png"]
         for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
             labels = worst_mixing(summary.loc[block]["rhat"], TRACE_ITEMS)
-            plt.close(trace_plot(post, block, labels=labels, path=d / f"trace_{block}.png"))
+            write_plot(d, f"trace_{block}.png",
+                       lambda p, b=block, c=labels: trace_plot(post, b, labels=c, path=p))
             written.append(f"trace_{block}.png")
         print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
               "largest R-hat, those without one first)", file=sys.stderr)
