@@ -918,3 +918,18 @@ def test_rows_of_different_lengths_are_named_in_one_line(tmp_path):
         privirt.release_totals([[1, 0, 1], [0, 1]], epsilon=1.0, delta=1e-6, ledger=ledger,
                                n_persons=2, items=[0, 1, 2])
     assert ledger.spends().empty
+
+
+@pytest.mark.parametrize("bad", [5, b"x", {"x": 1}, 2.5])
+def test_drop_cols_that_is_not_a_name_or_a_list_of_names_is_one_line(bad):
+    # an int gave the raw "TypeError: 'int' object is not iterable"
+    df = pd.DataFrame({"person": ["a", "b", "c"], "q1": [1, 0, 1], "q2": [0, 1, 1], "x": [5, 6, 7]})
+    with pytest.raises(ValueError, match="^drop_cols must be a column name or a list of column names, got "):
+        privirt.as_responses(df, drop_cols=bad)
+
+
+def test_drop_cols_none_without_a_person_column_is_an_unknown_column_not_the_person_column():
+    # None == person_col (None, not given) blamed "the person column None"
+    df = pd.DataFrame({"q1": [1, 0, 1], "q2": [0, 1, 1], "x": [5, 6, 7]})
+    with pytest.raises(ValueError, match="^drop_cols names None, not a column of the table"):
+        privirt.as_responses(df, drop_cols=[None])

@@ -3,6 +3,7 @@ only in type (labels are compared as text downstream), and a wide table's item c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Sequence
 
 import numpy as np
@@ -385,7 +386,13 @@ def check_drop_cols(drop_cols: Any, table: bool) -> tuple:
     """``drop_cols`` as a tuple of column names, refused for data that has no named columns."""
     if drop_cols is None:
         return ()
-    names = (drop_cols,) if isinstance(drop_cols, str) else tuple(drop_cols)
+    if isinstance(drop_cols, str):
+        names: tuple = (drop_cols,)
+    elif isinstance(drop_cols, (bytes, dict)) or not isinstance(drop_cols, Iterable):
+        raise ValueError(f"drop_cols must be a column name or a list of column names, got "
+                         f"{_brief(drop_cols)}")
+    else:
+        names = tuple(drop_cols)
     if names and not table:
         raise ValueError("drop_cols names columns of a table: pass a DataFrame or a file, or leave "
                          "drop_cols out")
@@ -395,7 +402,10 @@ def check_drop_cols(drop_cols: Any, table: bool) -> tuple:
 def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataFrame:
     """``frame`` without the columns ``names`` (``drop_cols``), refusing an unknown name and
     the person column."""
-    person = [n for n in names if n == person_col or (person_col is None and str(n).lower() == "person")]
+    if person_col is None:  # (None is no column's name: drop_cols=[None] is an unknown column)
+        person = [n for n in names if str(n).lower() == "person"]
+    else:
+        person = [n for n in names if n == person_col]
     if person:
         raise ValueError(f"drop_cols names the person column {_py(person[0])!r}: leave it out (only "
                          "columns that hold neither person labels nor answers are to be dropped)")
