@@ -160,6 +160,24 @@ def test_a_configured_data_set_without_a_cell_has_a_reach_row_and_is_named(tmp_p
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["d.png"]
 
 
+def test_a_real_data_set_with_only_the_non_private_reference_is_not_called_waiting(tmp_path):
+    # a results folder made before such a data set was refused (real data, mechanisms
+    # ["spectral"]: no cell by design) was reported as "not started yet" with "--resume runs them",
+    # which the configuration check now refuses
+    rows = [_row("gaussian", e, t, v) for t in range(3) for e, v in ((0.1, 0.9), (1.0, 0.2))]
+    out = _write(tmp_path / "out", rows, epsilons=[0.1, 1.0])
+    manifest = json.loads((out / "sweep.json").read_text())
+    d = manifest["config"]["datasets"][0]
+    manifest["config"]["datasets"].append({**d, "name": "real", "source": "bundled", "dataset": "lsat6",
+                                           "mechanisms": ["spectral"]})
+    manifest["config"]["datasets"].append({**d, "name": "e", "mechanisms": ["gaussian"]})
+    (out / "sweep.json").write_text(json.dumps(manifest))
+    sw.build_report(out, target=0.25)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "Configured but not started yet: data set(s) e (no cells;" in md
+    assert "| real |" not in md and "real (no cells" not in md
+
+
 def test_the_figure_s_legend_keeps_a_mechanism_without_values_and_reads_every_panel(tmp_path):
     # laplace's cells all failed: the figure dropped it silently while the table said
     # "— (2 failed)"; rr's relative errors are undefined (values in the other panels only): the
