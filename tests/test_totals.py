@@ -275,6 +275,52 @@ def test_estimate_from_release_with_the_release_seed_reproduces_the_one_call_res
         pd.testing.assert_frame_equal(one.to_frame(), two.to_frame())
 
 
+def _noisy_releases():
+    """A complete and an MCAR release of 60 persons at ε = 0.3: noise pushes counts below 0."""
+    X, _ = _rasch(n=60, m=5, seed=1)
+    Xm = X.astype(float)
+    Xm[np.random.default_rng(0).random(X.shape) < 0.2] = np.nan
+    return release_totals(X, epsilon=0.3, seed=11), release_totals(Xm, epsilon=0.3, seed=12, missing="mcar")
+
+
+def test_a_tampered_release_is_refused_in_one_line_naming_the_field():
+    import dataclasses
+
+    rel, mcar = _noisy_releases()
+    assert (rel.histogram < 0).any() and (mcar.totals < 0).any()  # legitimately noisy: kept below
+    r = dataclasses.replace
+    t_nan = rel.totals.astype(float)
+    t_nan.iloc[0] = np.nan
+    cases = [
+        (r(rel, n_persons=0), "n_persons"), (r(rel, n_persons=-5), "n_persons"),
+        (r(rel, n_persons=60.5), "n_persons"), (r(rel, n_persons="60"), "n_persons"),
+        (r(rel, n_persons=10), "privacy"), (r(rel, privacy=None), "privacy"),
+        (r(rel, sigma_totals=-1.0), "sigma_totals"), (r(rel, sigma_totals=0.0), "sigma_totals"),
+        (r(rel, sigma_totals=np.nan), "sigma_totals"), (r(rel, sigma_histogram=np.inf), "sigma_histogram"),
+        (r(rel, totals=t_nan), "totals"), (r(rel, totals=rel.totals.astype(str)), "totals"),
+        (r(rel, totals=rel.totals.iloc[:1]), "totals"),
+        (r(rel, totals=pd.Series(rel.totals.to_numpy(), index=["a"] * 5)), "items"),
+        (r(rel, histogram=rel.histogram.iloc[:-1]), "histogram"),
+        (r(rel, edges=rel.edges[:-1]), "edges"), (r(rel, edges=rel.edges[::-1].copy()), "edges"),
+        (r(rel, edges=rel.edges.astype(float)), "edges"),
+        (r(rel, missing="foo"), "missing"), (r(rel, missing="mcar"), "missing"),
+        (r(rel, split=5.0), "split"), (r(rel, split=0.0), "split"),
+        (r(mcar, missing="none"), "answered"), (r(mcar, answered=None), "missing"),
+        (r(mcar, k_edges=None), "missing"), (r(mcar, k_edges=np.array([0, 3])), "k_edges"),
+        (r(mcar, answered=mcar.answered.iloc[::-1]), "answered"),
+        (r(mcar, answered=mcar.answered.iloc[:-1]), "answered"),
+        (r(mcar, sigma_answered=np.nan), "sigma_answered"),
+    ]
+    for bad, name in cases:
+        with pytest.raises(ValueError, match=rf"^the release's {name} .*; pass the TotalsRelease as "
+                                             r"release_totals made it$") as exc:
+            estimate_from_release(bad, n_boot=0)
+        assert "\n" not in str(exc.value)
+    for good in (rel, mcar):  # as made, negative counts and all
+        beta = estimate_from_release(good, n_boot=0).beta
+        assert list(beta.index) == list(good.items) and np.isfinite(beta).all()
+
+
 # -- statistical behaviour --------------------------------------------------------------------
 def test_accurate_when_the_budget_is_large():
     X, beta = _rasch(n=4000, m=8, seed=2)

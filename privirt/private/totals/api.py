@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from . import intervals, marginal, marginal_missing, mcar_bootstrap, shrinkage
+from ._release_check import check_release
 from .saddle import EXACT_FIT_ITEMS
 from ..._checks import brief, check_confidence, check_n_boot
 from ..._constants import MISSING_DOMAINS
@@ -45,7 +46,7 @@ from ..spends import reports_spends
 
 __all__ = ["totals_statistics", "totals_sensitivity", "missing_statistics", "missing_sensitivity",
            "TotalsRelease", "TotalsEstimate", "release_totals", "estimate_from_release",
-           "private_totals_estimate"]
+           "private_totals_estimate", "check_release"]
 
 # ---------------------------------------------------------------------------------------
 # 1. statistics and sensitivity
@@ -422,6 +423,7 @@ def estimate_from_release(
     """
     if not isinstance(release, TotalsRelease):
         raise ValueError(f"release must be a TotalsRelease (from release_totals), got {type(release).__name__}")
+    check_release(release)
     check_confidence(confidence)
     check_n_boot(n_boot)
     ss = estimate_stream(seed)
