@@ -8,6 +8,8 @@ The objects are the library's own (:class:`~privirt.TotalsEstimate`,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -53,29 +55,49 @@ def _f(values) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
+def _integers(values, name: str) -> np.ndarray:
+    """A JSON list of counts as int64, refusing what a cast would change (1.5, null, text)."""
+    if not isinstance(values, list):
+        raise ValueError(f"the service's answer has {name} {type(values).__name__}, not a list of integers; "
+                         "fetch the result again")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+            raise ValueError(f"the service's answer has {name} entry {v!r}, not an integer; the release holds "
+                             "integer counts: fetch the result again")
+    return np.asarray(values, dtype=np.int64)
+
+
 def _totals_release(r: dict, privacy):
-    from .private.totals.api import TotalsRelease
+    from .private.totals.api import TotalsRelease, check_release
 
     items = pd.Index(r["items"])
-    edges = np.asarray(r["edges"], dtype=np.int64)
+    totals = _integers(r["totals"], "totals")
+    if len(totals) != len(items):
+        raise ValueError(f"the service's answer has {len(totals)} totals for {len(items)} items; "
+                         "fetch the result again")
+    edges = _integers(r["edges"], "edges")
     labels = [f"{edges[b]}-{edges[b + 1] - 1}" for b in range(len(edges) - 1)]
-    k_edges = None if r.get("k_edges") is None else np.asarray(r["k_edges"], dtype=np.int64)
+    k_edges = None if r.get("k_edges") is None else _integers(r["k_edges"], "k_edges")
     if k_edges is not None and len(k_edges) > 2:
         hindex = pd.MultiIndex.from_product(
             [[f"{k_edges[c]}-{k_edges[c + 1] - 1}" for c in range(len(k_edges) - 1)], labels],
             names=["answered", "score"])
     else:
         hindex = pd.Index(labels, name="score")
-    answered = None if r.get("answered") is None else pd.Series(
-        np.asarray(r["answered"], dtype=np.int64), index=items.copy(), name="answered")
-    return TotalsRelease(
-        totals=pd.Series(np.asarray(r["totals"], dtype=np.int64), index=items, name="total"),
-        histogram=pd.Series(np.asarray(r["histogram"], dtype=np.int64), index=hindex, name="persons"),
-        edges=edges, n_persons=int(r["n_persons"]), sigma_totals=float(r["sigma_totals"]),
-        sigma_histogram=float(r["sigma_histogram"]), split=float(r["split"]), privacy=privacy,
-        missing=r["missing"], answered=answered,
-        sigma_answered=float("nan") if r.get("sigma_answered") is None else float(r["sigma_answered"]),
-        k_edges=k_edges)
+    hist = _integers(r["histogram"], "histogram")  # a count that disagrees with the bins: check_release says so
+    answered = None if r.get("answered") is None else _integers(r["answered"], "answered")
+    if answered is not None and len(answered) != len(items):
+        raise ValueError(f"the service's answer has {len(answered)} answered counts for {len(items)} items; "
+                         "fetch the result again")
+    sig_a = r.get("sigma_answered")
+    return check_release(TotalsRelease(
+        totals=pd.Series(totals, index=items, name="total"),
+        histogram=pd.Series(hist, index=hindex if len(hindex) == len(hist) else None, name="persons"),
+        edges=edges, n_persons=r["n_persons"], sigma_totals=r["sigma_totals"],
+        sigma_histogram=r["sigma_histogram"], split=r["split"], privacy=privacy,
+        missing=r["missing"], answered=None if answered is None else pd.Series(answered, index=items.copy(),
+                                                                                name="answered"),
+        sigma_answered=float("nan") if sig_a is None else sig_a, k_edges=k_edges))
 
 
 def _noisy_counts(items: pd.Index, c: dict, privacy):

@@ -880,3 +880,50 @@ def test_https_to_a_plain_http_service_says_nothing_was_sent_and_to_use_http(fak
     assert msg.endswith("; nothing was sent (the service did not answer TLS: is its address http://?)")
     assert "spent" not in msg and "Idempotency-Key" not in msg and "\n" not in msg
     assert fake.seen == []  # (the fake answers the handshake's bytes with a 400 and records nothing)
+
+
+def _totals_body(missing: str = "none"):
+    """A noisy totals release (counts below 0) and its service JSON."""
+    import numpy as np
+
+    import privirt
+    from privirt.serve.service import _body
+
+    X, _, _ = privirt.simulate_rasch(60, 5, seed=1)
+    if missing == "mcar":
+        X = X.astype(float)
+        X[np.random.default_rng(0).random(X.shape) < 0.2] = np.nan
+    rel = privirt.release_totals(X, epsilon=0.3, seed=11, missing=missing)
+    return rel, json.loads(json.dumps(_body("r-1", "ds", "release", {"kind": "totals"}, rel)))
+
+
+def test_a_totals_release_from_the_service_json_is_checked_and_never_cast():
+    import privirt
+    from privirt.client import result_from_json
+
+    bodies = {}
+    for missing in ("none", "mcar"):  # as sent, negative counts and all: the same estimate
+        rel, body = bodies[missing] = _totals_body(missing)
+        assert min(body["result"]["totals"] + body["result"]["histogram"]) < 0
+        got = result_from_json(body)
+        assert (privirt.estimate_from_release(got, n_boot=0).beta.to_numpy()
+                == privirt.estimate_from_release(rel, n_boot=0).beta.to_numpy()).all()
+    cases = [
+        (("totals", 0, 1.5), r"^the service's answer has totals entry 1\.5, not an integer"),
+        (("totals", 0, None), r"^the service's answer has totals entry None, not an integer"),
+        (("histogram", 1, "3"), r"^the service's answer has histogram entry '3', not an integer"),
+        (("answered", 0, 2.5), r"^the service's answer has answered entry 2\.5, not an integer"),
+        (("edges", 1, 1.5), r"^the service's answer has edges entry 1\.5, not an integer"),
+        (("n_persons", None, 0), r"^the release's n_persons must be an integer ≥ 1, got 0; pass the TotalsRelease"),
+        (("sigma_totals", None, -3), r"^the release's sigma_totals must be a finite number > 0, got -3; pass"),
+        (("split", None, 5), r"^the release's split .* got 5; pass"),
+    ]
+    for (key, at, value), msg in cases:
+        body = json.loads(json.dumps(bodies["mcar"][1]))
+        if at is None:
+            body["result"][key] = value
+        else:
+            body["result"][key][at] = value
+        with pytest.raises(ValueError, match=msg) as exc:
+            result_from_json(body)
+        assert "\n" not in str(exc.value)
