@@ -113,14 +113,29 @@ def result_from_json(body: dict):
     """The library result object of a service answer (``body["result"]["type"]`` says which).
 
     The object also gets ``request_id`` in its ``info`` (estimates) or as an attribute-free
-    field of the answer; the answer's ``privacy_text`` equals ``str(obj.privacy)``.
+    field of the answer; the answer's ``privacy_text`` equals ``str(obj.privacy)``.  A body of
+    another result type, or one lacking a field of its type, is refused in one line.
     """
+    r = body.get("result") if isinstance(body, dict) else None
+    kind = r.get("type") if isinstance(r, dict) else None
+    if kind not in _KINDS:
+        raise ValueError(f"unknown result type {kind!r} (a newer service?); update privirt or read the JSON as it is")
+    try:
+        return _result(body, r, kind)
+    except KeyError as e:
+        raise ValueError(f"the service's answer lacks the field {e.args[0]!r} of a {kind}; fetch the result "
+                         "again") from None
+
+
+_KINDS = ("TotalsRelease", "NoisyCounts", "TotalsEstimate", "PrivateSpectralResult")
+
+
+def _result(body: dict, r: dict, kind: str):
+    """:func:`result_from_json` once the kind is known (a missing field raises KeyError)."""
     from .private import PrivateSpectralResult
     from .private.totals.api import TotalsEstimate
 
     privacy = _statement(body["privacy"])
-    r = body["result"]
-    kind = r["type"]
     items = pd.Index(r["items"])
     if kind == "TotalsRelease":
         return _totals_release(r, privacy)
@@ -140,4 +155,3 @@ def result_from_json(body: dict):
         counts = _noisy_counts(items, r["counts"], privacy)
         return PrivateSpectralResult(beta=beta, privacy=privacy, spectral=None, graph=counts.graph,
                                      counts=counts, se=se, ci=ci, info=info)
-    raise ValueError(f"unknown result type {kind!r} (a newer service?)")

@@ -927,3 +927,33 @@ def test_a_totals_release_from_the_service_json_is_checked_and_never_cast():
         with pytest.raises(ValueError, match=msg) as exc:
             result_from_json(body)
         assert "\n" not in str(exc.value)
+
+
+def test_a_body_of_another_result_type_or_lacking_a_field_is_refused_in_one_line():
+    import numpy as np
+
+    import privirt
+    from privirt.client import result_from_json
+    from privirt.serve.service import _body
+
+    X, _, _ = privirt.simulate_rasch(60, 5, seed=1)
+    counts = privirt.release_counts(X, epsilon=1.0, seed=3)
+    base = json.loads(json.dumps(_body("r-1", "ds", "release", {"kind": "counts"}, counts)))
+    assert np.array_equal(result_from_json(base).Y.to_numpy(), counts.Y.to_numpy())
+    cases = [
+        (lambda b: b["result"].__setitem__("type", "TwoPLRelease"),
+         r"^unknown result type 'TwoPLRelease' \(a newer service\?\); update privirt"),
+        (lambda b: b["result"].pop("type"), r"^unknown result type None"),
+        (lambda b: b["result"].__setitem__("type", "TotalsRelease"),
+         r"^the service's answer lacks the field 'totals' of a TotalsRelease; fetch the result again$"),
+        (lambda b: b["result"].__setitem__("type", "PrivateSpectralResult"),
+         r"^the service's answer lacks the field 'se' of a PrivateSpectralResult"),
+        (lambda b: b["result"].pop("graph"), r"^the service's answer lacks the field 'graph' of a NoisyCounts"),
+        (lambda b: b.pop("privacy"), r"^the service's answer lacks the field 'privacy' of a NoisyCounts"),
+    ]
+    for tamper, msg in cases:
+        body = json.loads(json.dumps(base))
+        tamper(body)
+        with pytest.raises(ValueError, match=msg) as exc:
+            result_from_json(body)
+        assert "\n" not in str(exc.value)
