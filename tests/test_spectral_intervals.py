@@ -188,6 +188,21 @@ def _bad_releases(rel):
 
 
 @pytest.mark.parametrize("estimator", ["auto", "spectral", "noise_aware"])
+def test_a_release_without_its_privacy_statement_is_refused_in_one_line(estimator):
+    import dataclasses
+
+    X, _ = _data(n=300, m=5)
+    rel = privirt.release_counts(X, epsilon=1.0, seed=3_800_054)
+    for privacy in (None, rel.privacy.to_dict()):
+        bad = dataclasses.replace(rel, privacy=privacy)
+        with pytest.raises(ValueError, match=r"^the release's privacy must be a PrivacyStatement .*; pass the "
+                                             r"NoisyCounts as release_counts made it$") as e:
+            privirt.spectral_from_release(bad, n_boot=0, estimator=estimator)
+        assert "\n" not in str(e.value)
+    assert privirt.spectral_from_release(rel, n_boot=0, estimator=estimator).privacy is rel.privacy
+
+
+@pytest.mark.parametrize("estimator", ["auto", "spectral", "noise_aware"])
 def test_a_malformed_release_is_refused_in_one_line_by_every_estimator(estimator):
     X, _ = _data(n=600, m=6)
     rel = privirt.release_counts(X, epsilon=2.0, p0=0.7, seed=3_800_052)

@@ -65,8 +65,9 @@ def check_noisy_counts(counts: Any) -> NoisyCounts:
     ``Y.index`` names the items.  ``Y``'s columns and the graph's rows and columns must
     carry the same labels; they are reordered to ``Y.index`` (a release whose frames are
     stored in another order is read by label, not by position).  The graph must be boolean,
-    symmetric and without self-loops, ``Y`` numeric and finite, and ``privacy.n_persons``
-    (when given) an integer ≥ 1.  The one check of a release before it is estimated
+    symmetric and without self-loops, ``Y`` numeric and finite, ``privacy`` a
+    :class:`PrivacyStatement` and its ``n_persons`` (when given) an integer ≥ 1.  The one
+    check of a release before it is estimated
     (:func:`~privirt.private.counts.api.spectral_from_release`,
     :func:`~privirt.private.counts.noisy_likelihood.noise_aware_estimate`) or rebuilt from
     the service's JSON (:func:`privirt.client.result_from_json`).
@@ -115,7 +116,10 @@ def check_noisy_counts(counts: Any) -> NoisyCounts:
         raise ValueError("the release's Y must hold numbers") from None
     if not np.isfinite(Yv).all():
         raise ValueError("the release's Y must be finite")
-    n = getattr(counts.privacy, "n_persons", None)
+    if not isinstance(counts.privacy, PrivacyStatement):
+        raise ValueError(f"the release's privacy must be a PrivacyStatement (its guarantee), got "
+                         f"{type(counts.privacy).__name__}; pass the NoisyCounts as release_counts made it")
+    n = counts.privacy.n_persons
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
         raise ValueError(f"the release's number of persons (privacy.n_persons) must be an integer ≥ 1, got {n!r}")
     if Y is counts.Y and graph is counts.graph:
