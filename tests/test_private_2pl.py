@@ -228,6 +228,9 @@ def test_a_malformed_or_mismatched_release_is_refused_in_one_line():
         (r(mcar, co_answered=mcar.co_answered.iloc[:-1]), r"^the release's co_answered has 9 entries"),
         (r(mcar, answered=mcar.answered[list("EDCBA")]), r"^the release's answered must be indexed by the items"),
         (r(mcar, sigma_answered=float("nan")), r"^the release's sigma_answered must be a finite number > 0"),
+        (r(rel, privacy=None), r"^the release's privacy must be a PrivacyStatement \(its guarantee\), got "
+                               r"NoneType; pass the TwoPLRelease as release_2pl made it$"),
+        (r(mcar, privacy=mcar.privacy.to_dict()), r"^the release's privacy must be a PrivacyStatement"),
     ]
     for bad, msg in cases:
         with pytest.raises(ValueError, match=msg) as exc:

@@ -133,8 +133,9 @@ def check_release(release: Any) -> TwoPLRelease:
     ``numpy.triu_indices(m, 1)``, ``answered`` by the items in the same order; the counts
     finite; ``n_persons`` an integer ≥ 1; the noise scales finite and > 0; ``missing`` one of
     :data:`MISSING_DOMAINS` with its fields present (``answered``, ``co_answered`` and their
-    scales exactly for ``"mcar"``).  A release whose parts are in another order is refused,
-    not realigned: its parts must be as :func:`release_2pl` made them.
+    scales exactly for ``"mcar"``); ``privacy`` a :class:`PrivacyStatement`.  A release whose
+    parts are in another order is refused, not realigned: its parts must be as
+    :func:`release_2pl` made them.
 
     Parameters
     ----------
@@ -186,6 +187,9 @@ def check_release(release: Any) -> TwoPLRelease:
     elif release.answered is not None or release.co_answered is not None:
         raise ValueError('the release has answered counts but says missing="none" (complete data); '
                          'a release with answered counts is estimated as missing="mcar"')
+    if not isinstance(release.privacy, PrivacyStatement):
+        raise ValueError(f"the release's privacy must be a PrivacyStatement (its guarantee), got "
+                         f"{type(release.privacy).__name__}; pass the TwoPLRelease as release_2pl made it")
     return release
 
 
