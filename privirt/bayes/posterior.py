@@ -28,10 +28,22 @@ from .diagnostics import default_n_batches
 from .._backend import to_numpy
 from .twopno_gpu import streaming_update_kernel
 
-__all__ = ["Posterior", "SamplerPosterior", "StreamingSummary", "SUMMARY_COLUMNS"]
+__all__ = ["Posterior", "SamplerPosterior", "StreamingSummary", "SUMMARY_COLUMNS", "obs_label"]
 
 SUMMARY_COLUMNS = ["mean", "sd", "q2.5", "q50", "q97.5", "mcse", "rhat", "ess"]
 _QUANTILES = (0.025, 0.5, 0.975)
+
+
+def _escape(label: str) -> str:
+    return label.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def obs_label(person: str, item: str) -> str:
+    """The ``obs`` label of the cell (person, item) in :meth:`Posterior.to_arviz`:
+    ``"person|item"``, with every backslash and "|" inside a label escaped by a backslash
+    (``"x|y"`` → ``"x\\|y"``), so that distinct cells never share a label; labels without
+    either character are joined as they are."""
+    return f"{_escape(person)}|{_escape(item)}"
 
 
 class StreamingSummary:
@@ -345,13 +357,18 @@ class Posterior:
         draws = {p: self.get_draws(p) for p in ("theta", "a", "b")}
         return loglik.pointwise_log_likelihood(self.model, draws, self.codes, by=by)
 
-    def _obs_labels(self, by: str) -> list[str]:
+    def _obs_coords(self, by: str) -> dict[str, tuple[str, list[str]]]:
+        """Coordinates of the log-likelihood's ``obs`` dimension: ``obs`` itself (the person
+        labels, or one :func:`obs_label` per observed cell, row-major) and, along it, the
+        non-index ``person`` (and for cells ``item``) labels."""
         persons = list(map(str, self.labels["theta"]))
         if by == "person":
-            return persons
+            return {"obs": ("obs", persons), "person": ("obs", persons)}
         items = list(map(str, self.labels["a"]))
         rows, cols = np.nonzero(self.codes >= 0)
-        return [f"{persons[i]}|{items[j]}" for i, j in zip(rows, cols)]
+        who, what = [persons[i] for i in rows], [items[j] for j in cols]
+        return {"obs": ("obs", list(map(obs_label, who, what))),
+                "person": ("obs", who), "item": ("obs", what)}
 
     def to_arviz(self, log_likelihood: str | None = "auto") -> Any:
         """An :class:`arviz.InferenceData` with the draws, labelled coordinates and, when the
@@ -361,11 +378,12 @@ class Posterior:
         ----------
         log_likelihood : {"auto", "cell", "person"} or None
             Group ``log_likelihood`` with variable ``y`` over dimension ``obs``: one term
-            per observed response (``"cell"``, labels ``"person|item"``) or per person
-            (``"person"``); ``"auto"`` is ``"cell"`` unless that array would exceed
-            ``privirt.bayes.loglik.MAX_CELL_TERMS`` values, then ``"person"`` (with a
-            warning), and no group for a posterior without model and data; None leaves the
-            group out.
+            per observed response (``"cell"``, labels ``"person|item"`` by :func:`obs_label`,
+            unique, with non-index coordinates ``person`` and ``item`` along ``obs``) or per
+            person (``"person"``, labelled by person); ``"auto"`` is ``"cell"`` unless that
+            array would exceed ``privirt.bayes.loglik.MAX_CELL_TERMS`` values, then
+            ``"person"`` (with a warning), and no group for a posterior without model and
+            data; None leaves the group out.
         """
         if log_likelihood not in ("auto", "cell", "person", None):
             raise ValueError(
@@ -396,10 +414,8 @@ class Posterior:
                     UserWarning, stacklevel=2,
                 )
         ll = self.log_likelihood(log_likelihood)
-        idata.add_groups(
-            {"log_likelihood": {"y": ll}},
-            coords={"obs": self._obs_labels(log_likelihood)}, dims={"y": ["obs"]},
-        )
+        idata.add_groups({"log_likelihood": {"y": ll}}, dims={"y": ["obs"]})
+        idata.log_likelihood = idata.log_likelihood.assign_coords(self._obs_coords(log_likelihood))
         return idata
 
     @classmethod
