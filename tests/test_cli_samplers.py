@@ -171,8 +171,9 @@ def test_gibbs_slopes_free_with_anchors(votes_csv, tmp_path, capsys):
 
 def test_gibbs_fixed_anchor_has_no_rhat_and_is_not_counted_as_not_converged(votes_csv, tmp_path,
                                                                             capsys):
-    """A θ fixed by --anchor NAME=VALUE never changes: R-hat NaN (as ArviZ, Stan), like a stuck
-    parameter, but the convergence warning leaves exactly the fixed persons out."""
+    """A θ fixed by --anchor NAME=VALUE never changes: R-hat and ESS NaN (ESS was the number
+    of draws), like a stuck parameter, but the convergence warning leaves exactly the fixed
+    persons out (a NaN ESS is not counted as ESS < 400 for them)."""
     path, left, right, _ = votes_csv
     out = tmp_path / "s.csv"
     assert main(["gibbs", str(path), "--person-col", "voter", "--iter", "60", "--warmup", "20",
@@ -182,6 +183,7 @@ def test_gibbs_fixed_anchor_has_no_rhat_and_is_not_counted_as_not_converged(vote
     err = capsys.readouterr().err
     table = pd.read_csv(out, index_col=[0, 1])
     assert table.loc[("theta", left), "sd"] == 0 and np.isnan(table.loc[("theta", left), "rhat"])
+    assert np.isnan(table.loc[("theta", left), "ess"])  # was the number of draws
     assert np.isfinite(table.loc[("theta", right), "rhat"])  # a sign anchor still moves
     warn = [line for line in err.splitlines() if "have not converged" in line]
     assert len(warn) == 1 and f"of {len(table) - 1} parameters" in warn[0], err

@@ -95,6 +95,44 @@ def test_draws_that_never_change_have_no_rhat(rng):
         assert np.isnan(s.loc["stuck", "rhat"]) and s.loc["moving", "rhat"] < 1.05
 
 
+@pytest.mark.parametrize("value", [1.5, 0.7, -1.3])
+@pytest.mark.parametrize("c, n", [(1, 40), (3, 41), (7, 40)])
+def test_draws_that_never_change_have_no_ess_kept_or_streamed(rng, value, c, n):
+    """A constant parameter (a θ fixed by an anchor) had ESS = c·n with kept draws (ArviZ's
+    convention) but NaN streamed, and, for values whose mean rounds (0.7 over 3 chains),
+    R-hat inf, ESS 0 or 1.8 and sd, MCSE ~1e-16 streamed; now both modes give the
+    statistics of a pooled variance of 0: ESS and R-hat NaN, sd and MCSE 0."""
+    d = np.concatenate([np.full((c, n, 1), value), rng.normal(size=(c, n, 1))], axis=2)
+    assert np.isnan(diagnostics.ess_bulk(d)[0]) and diagnostics.ess_bulk(d)[1] > 0
+    labels = {"theta": pd.Index(["fixed", "moving"])}
+    acc = StreamingSummary(c, 2, n)
+    for t in range(n):
+        acc.update(d[:, t])
+    for post in (Posterior(draws={"theta": d}, labels=labels),
+                 Posterior(draws=None, streaming={"theta": acc}, labels=labels)):
+        s = post.summary("theta")
+        fixed, moving = s.loc["fixed"], s.loc["moving"]
+        assert np.isnan(fixed["ess"]) and np.isnan(fixed["rhat"]), fixed
+        assert fixed["sd"] == 0 and fixed["mcse"] == 0, fixed
+        assert moving["ess"] > 0 and moving["sd"] > 0
+        assert np.isfinite(moving["rhat"]) == (c > 1 or post.draws is not None)
+
+
+@pytest.mark.parametrize("keep_draws", [True, False])
+def test_anchored_theta_has_no_ess_with_or_without_draws(keep_draws):
+    """A θ fixed by a numeric anchor reported ESS = number of draws with kept draws and NaN
+    streamed; both now say NaN, like its R-hat."""
+    import privirt
+
+    X, *_ = privirt.simulate_2pno(60, 5, seed=92100003)
+    post = privirt.gibbs_2pno(X, n_iter=60, warmup=20, n_chains=2, seed=92100005,
+                              progress=False, device="cpu", anchors={5: 0.7},
+                              keep_draws=keep_draws)
+    s = post.summary("theta")
+    assert np.isnan(s.loc[5, "ess"]) and np.isnan(s.loc[5, "rhat"]) and s.loc[5, "sd"] == 0
+    assert np.isfinite(s.drop(index=5)["ess"]).all()
+
+
 def test_streamed_sd_of_one_draw_is_nan_as_with_kept_draws(rng):
     """One pooled draw (one chain, one draw): the sd (ddof 1) is undefined; the streaming
     summary said 0.0 where the kept-draws summary says NaN."""

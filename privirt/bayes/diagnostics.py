@@ -33,7 +33,7 @@ from scipy import special
 __all__ = [
     "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "mcse_batch_means", "default_n_batches",
     "split_chains",
-    "rank_normalize",
+    "rank_normalize", "mark_constant",
 ]
 
 
@@ -193,8 +193,7 @@ def _ess_pm(a: np.ndarray, n_draws: int) -> np.ndarray:
     var_plus = w * (n - 1.0) / n
     if c > 1:
         var_plus = var_plus + chain_mean.var(axis=1, ddof=1)
-    out = np.full(k, np.nan)
-    out[var_plus == 0] = float(c * n)
+    out = np.full(k, np.nan)  # NaN too where var_plus = 0: draws that never change
     good = np.isfinite(var_plus) & (var_plus > 0)
     if good.any():
         rho = 1.0 - (w[good, None] - acov[good].mean(axis=1)) / var_plus[good, None]
@@ -243,7 +242,9 @@ def rhat(draws: np.ndarray) -> np.ndarray:
 def ess_bulk(draws: np.ndarray) -> np.ndarray:
     """Bulk effective sample size per parameter (rank-normalised split chains): NaN when a
     chain has fewer than 4 draws, as in ArviZ.  With 4–9 draws per chain the value is Stan's
-    and ArviZ's cap N log10(N) (N the draws in the split chains), not an estimate."""
+    and ArviZ's cap N log10(N) (N the draws in the split chains), not an estimate.  Draws
+    that never change (pooled variance 0) have ESS NaN, like their R-hat (ArviZ reports N
+    for them; a value that does not vary has no effective sample size)."""
     a = _as3d(draws)
     s = _param_major_split(a)
     k, m, h = s.shape
@@ -318,7 +319,7 @@ def _summarize(a: np.ndarray, quantiles: tuple[float, ...]) -> dict:
     bad = ~np.isfinite(xs).all(axis=1) if N else np.zeros(k, bool)
     if bad.any():
         r_hat, ess = np.where(bad, np.nan, r_hat), np.where(bad, np.nan, ess)
-    return {  # over (chain, draw) of a view: no copy of a thread's slice of the draws
+    out = {  # over (chain, draw) of a view: no copy of a thread's slice of the draws
         "mean": a.mean(axis=(0, 1)),
         "sd": a.std(axis=(0, 1), ddof=1) if c * n > 1 else np.full(k, np.nan),
         "q": q,
@@ -326,6 +327,22 @@ def _summarize(a: np.ndarray, quantiles: tuple[float, ...]) -> dict:
         "rhat": r_hat,
         "ess": ess,
     }
+    if c * n:
+        mark_constant(out, a.max(axis=(0, 1)) == a.min(axis=(0, 1)))
+    return out
+
+
+def mark_constant(stats: dict, constant: np.ndarray) -> None:
+    """Give the parameters whose draws never change (``constant``, a boolean per parameter;
+    e.g. a θ fixed by an anchor) the statistics of a pooled variance of exactly 0, in place:
+    ``sd`` and ``mcse`` 0 (where defined, not NaN), ``rhat`` and ``ess`` NaN (0/0), with kept
+    draws and streamed alike, whatever the rounding of the means of a constant value."""
+    if not constant.any():
+        return
+    for key, value in (("sd", 0.0), ("mcse", 0.0)):
+        stats[key] = np.where(constant & ~np.isnan(stats[key]), value, stats[key])
+    for key in ("rhat", "ess"):
+        stats[key] = np.where(constant, np.nan, stats[key])
 
 
 def _sorted_quantiles(xs: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:

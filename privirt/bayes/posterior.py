@@ -191,10 +191,15 @@ class StreamingSummary:
                 rhat = np.full(self.size, np.nan)
         kept = to_numpy(self.kept)[:, : self._n_kept].reshape(-1, self.size)
         qs = np.quantile(kept, _QUANTILES, axis=0)
-        return {
+        out = {
             "mean": grand, "sd": sd, "q2.5": qs[0], "q50": qs[1], "q97.5": qs[2],
             "mcse": mcse, "rhat": rhat, "ess": ess,
         }
+        # Welford's m2 of a value that never changes is exactly 0 (each delta is 0)
+        m2 = to_numpy(self.m2)
+        diagnostics.mark_constant(
+            out, (m2 == 0).all(axis=0) & (mean_c.max(axis=0) == mean_c.min(axis=0)))
+        return out
 
 
 @dataclass(eq=False)
