@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from types import FrameType
+
+#: the folder of the privirt package: a frame whose file lies in it is privirt's own
+_OWN = os.path.dirname(__file__) + os.sep
+
 
 class PrivirtError(Exception):
     """Base class for privirt's own errors."""
@@ -22,6 +29,39 @@ class LedgerError(PrivirtError, ValueError):
 
 class DisconnectedComparisonGraph(PrivirtError, ValueError):
     """The item comparison graph is not connected, so item difficulties are not identified."""
+
+
+def _is_internal(frame: FrameType) -> bool:
+    """A frame :func:`warnings.warn` does not count in ``stacklevel`` (the import machinery's)."""
+    name = frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn`, called where it is called, that makes the
+    warning name the first frame outside privirt (and the ``mechanisms`` package it ships): the
+    user's line that called privirt, however deep inside privirt the warning is issued.
+
+    Returns
+    -------
+    int
+        1 for the caller's own frame, plus one for each privirt frame above it; the outermost
+        frame's level when every frame is privirt's (``python -m privirt``).
+    """
+    own = [_OWN]
+    mechanisms = sys.modules.get("mechanisms")  # (not loaded: none of its frames can be running)
+    if mechanisms is not None and getattr(mechanisms, "__file__", None):
+        own.append(os.path.dirname(mechanisms.__file__) + os.sep)
+    prefixes = tuple(own)
+    frame, level = sys._getframe(1), 1
+    while frame.f_code.co_filename.startswith(prefixes):
+        outer = frame.f_back
+        while outer is not None and _is_internal(outer):  # skipped by warnings.warn too
+            outer = outer.f_back
+        if outer is None:
+            break
+        frame, level = outer, level + 1
+    return level
 
 
 class EmptyResponsesWarning(UserWarning):
@@ -52,7 +92,7 @@ def warn_if_noise_dominates(noise_sd: float, n_persons: int, what: str) -> None:
             f"({n_persons}), the largest value a count can take: the estimates carry little "
             "information about the data; use more persons or a larger epsilon",
             NoiseDominatesWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -60,7 +100,7 @@ def warn_if_noise_dominates(noise_sd: float, n_persons: int, what: str) -> None:
 ONE_PERSON_NOTE = "one person: the difficulties are not identified; the intervals are unbounded"
 
 
-def warn_one_person(what: str, stacklevel: int = 3) -> str:
+def warn_one_person(what: str) -> str:
     """Warn that ``what`` (an estimate from a release of one person, the public ``n``) has
     unbounded intervals: one person's responses identify no difference between the items.
 
@@ -70,8 +110,6 @@ def warn_one_person(what: str, stacklevel: int = 3) -> str:
     ----------
     what : str
         The estimate, as the message names it (for example ``"the spectral estimate"``).
-    stacklevel : int
-        As in :func:`warnings.warn`, counted from the caller of this function.
 
     Returns
     -------
@@ -84,6 +122,6 @@ def warn_one_person(what: str, stacklevel: int = 3) -> str:
         f"{what} is from one person (n = 1), whose responses identify no difference between the "
         "items: its intervals are unbounded (se = inf); use more persons",
         NoiseDominatesWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel=user_stacklevel(),
     )
     return ONE_PERSON_NOTE

@@ -26,6 +26,7 @@ import pandas as pd
 from . import diagnostics, loglik
 from .diagnostics import default_n_batches
 from .._backend import to_numpy
+from ..exceptions import user_stacklevel
 from .twopno_gpu import streaming_update_kernel
 
 __all__ = ["Posterior", "SamplerPosterior", "StreamingSummary", "SUMMARY_COLUMNS", "obs_label"]
@@ -416,7 +417,7 @@ class Posterior:
                     f"the per-response log-likelihood would hold {cells:,} values; the "
                     "log_likelihood group holds one term per person instead (pass "
                     'log_likelihood="cell" to force per-response terms)',
-                    UserWarning, stacklevel=2,
+                    UserWarning, stacklevel=user_stacklevel(),
                 )
         ll = self.log_likelihood(log_likelihood)
         idata.add_groups({"log_likelihood": {"y": ll}}, dims={"y": ["obs"]})

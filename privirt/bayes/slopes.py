@@ -15,6 +15,7 @@ from scipy import special
 
 from .._checks import check_location
 from ..data.responses import Responses
+from ..exceptions import user_stacklevel
 from ._names import name_items
 
 __all__ = ["SLOPES", "FREE", "ABOVE", "BELOW", "FIXED", "check_slopes", "Anchors", "check_anchors",
@@ -70,7 +71,7 @@ def warn_negative_items(resp: Responses, where: str = "") -> np.ndarray:
             "responses: a slope a > 0 cannot fit them (roll calls, reverse-worded items); "
             'use slopes="free" (command line: --slopes free), with anchors to fix the direction',
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return neg
 

@@ -20,6 +20,7 @@ from scipy import special
 from .truncnorm import std_truncnorm_lower, std_truncnorm_upper
 from .._checks import as_number, check_location, check_locations, check_variance
 from ..data.responses import Responses
+from ..exceptions import user_stacklevel
 from . import moves as _moves
 from ._names import name_items
 from .slopes import FIXED, Anchors
@@ -116,7 +117,7 @@ def warn_improper(resp: Responses, priors: dict, where: str = "", anchors: Ancho
             "incorrect: under the flat prior on b their posterior is improper and b drifts without bound; drop "
             'them or pass priors={"b": (0.0, 4.0)}',
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import check_flag
-from ..exceptions import EmptyResponsesWarning
+from ..exceptions import EmptyResponsesWarning, user_stacklevel
 from ._codes import array_codes, as_array, observed_rows_cols
 from ._cells import _cell_number, _first_offender, _frame_values
 from ._files import read_path, read_stream
@@ -585,7 +585,7 @@ def _apply_empty_policy(resp: Responses, empty: EmptyPolicy) -> Responses:
     msg = " and ".join(desc)
     if empty == "error":
         raise ValueError(f"{msg}; remove them or pass empty='drop'")
-    warnings.warn(f"dropped {msg}", EmptyResponsesWarning, stacklevel=3)
+    warnings.warn(f"dropped {msg}", EmptyResponsesWarning, stacklevel=user_stacklevel())
     rows, cols = np.flatnonzero(row_ok), np.flatnonzero(col_ok)
     out = Responses(np.ascontiguousarray(resp.codes[rows][:, cols]), resp.persons[rows], resp.items[cols],
                     items_from_data=resp.items_from_data, persons_dropped=not row_ok.all(),

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from ..data.responses import Responses, ResponsesLike, as_responses
+from ..exceptions import user_stacklevel
 
 __all__ = ["AndersenResult", "andersen_test"]
 
@@ -157,7 +158,7 @@ def andersen_test(
             f"{few!r}: with missing cells the cut is taken among the persons who answered the same "
             "items, and a person who answered a set of their own is always 'low'; the test then "
             "has little power: split by a covariate instead",
-            UserWarning, stacklevel=2,
+            UserWarning, stacklevel=user_stacklevel(),
         )
     hint = _split_hint(split, resp)
     keep = _estimable_items(resp, members, hint)
@@ -167,7 +168,7 @@ def andersen_test(
             f"Andersen test: dropped {len(dropped)} item(s) that some group cannot estimate "
             f"(no non-extreme response, or all right or all wrong there): "
             f"{', '.join(str(i) for i in dropped[:10])}",
-            UserWarning, stacklevel=2,
+            UserWarning, stacklevel=user_stacklevel(),
         )
     cols = np.flatnonzero(keep)
     if cols.size < 2:
@@ -186,7 +187,7 @@ def andersen_test(
         if not res.converged:
             warnings.warn(f"Andersen test, {name}: the CML fit did not converge in max_iter={max_iter} "
                           f"iterations (tol={tol:g}); the statistic is not the test's (raise max_iter)",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=user_stacklevel())
         return res
 
     whole = fit(np.arange(resp.n_persons), "whole sample", whole=True)

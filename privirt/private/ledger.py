@@ -55,7 +55,7 @@ from .accounting import (
     zcdp_to_approx_dp,
 )
 from .._checks import check_nonnegative_number, check_note
-from ..exceptions import BudgetExceeded, LedgerError, PrivirtError
+from ..exceptions import BudgetExceeded, LedgerError, PrivirtError, user_stacklevel
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable)
 from . import _ledger_text
@@ -548,7 +548,7 @@ class Ledger:
                     f"δ={format_exact(self._delta)}: later discrete Gaussian (zCDP) "
                     "releases against it will be refused; only pure-ε releases (Laplace, "
                     "randomized response without shuffling) remain possible",
-                    UserWarning, stacklevel=2,
+                    UserWarning, stacklevel=user_stacklevel(),
                 )
             except BaseException as exc:
                 note_spent(exc, [rec])

@@ -29,7 +29,7 @@ import pandas as pd
 from .._backend import get_xp, resolve_device, to_numpy
 from .._checks import check_choice, check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
-from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning
+from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning, user_stacklevel
 from ..data._labels import aligned_frame, item_labels, match_items
 from ..data.responses import ResponsesLike, as_responses
 
@@ -448,7 +448,7 @@ def _warn_if_regularization_connects(M: np.ndarray, labels: pd.Index, lam: float
         f"relative to the rest are set by the regularization λ = {lam:g}, not by the data; "
         "collect more responses, or pass regularization=0 (CLI: --regularization 0) to refuse",
         IdentifiabilityWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -28,7 +28,7 @@ from scipy import special, stats
 from ..._progress import ticker
 from ..._seeds import describe_seed, numpy_rng
 from ..._threads import one_blas_thread
-from ...exceptions import NoiseDominatesWarning, warn_one_person
+from ...exceptions import NoiseDominatesWarning, user_stacklevel, warn_one_person
 from .ability import _pair_means, fit_ability_normal
 from ._design import GraphDesign, graph_design
 from .noisy_likelihood import noise_aware_batch, noise_aware_se0
@@ -438,7 +438,7 @@ def _unbounded(m: int, slope: float) -> np.ndarray:
         f"the spectral estimate does not respond to the difficulties at this noise (attenuation "
         f"{slope:.3f} < {MIN_SLOPE}: the estimate is noise): its intervals are unbounded (se = inf); "
         "use more persons, a larger epsilon or private_totals_estimate",
-        NoiseDominatesWarning, stacklevel=4)
+        NoiseDominatesWarning, stacklevel=user_stacklevel())
     return np.full(m, np.inf)
 
 
@@ -487,7 +487,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
           # the graph's part of the noise-aware fits, once for all replicates of all evaluations
           "design": graph_design(G) if estimator == "noise_aware" else None}
     if n < 2:  # public n: one person identifies no difference between items (as the totals path)
-        note = warn_one_person("the spectral estimate", stacklevel=3)
+        note = warn_one_person("the spectral estimate")
         se = np.full(beta_hat.size, np.inf)
         return BootstrapIntervals(se=se, lo=-se, hi=se, info={
             "method": "none (one person)", "bootstrap_estimator": estimator, "n_boot": int(n_boot),

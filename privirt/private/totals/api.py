@@ -482,7 +482,7 @@ def _result(release: TotalsRelease, beta, se, centre, z, beta_u, info) -> Totals
         # person's scores refits to the same values (a zero-width interval): unbounded instead
         se = np.full(len(items), np.inf)
         centre = np.asarray(beta, dtype=float)
-        info = {**info, "note": warn_one_person("the totals estimate", stacklevel=3)}  # public n only
+        info = {**info, "note": warn_one_person("the totals estimate")}  # public n only
     return TotalsEstimate(
         beta=pd.Series(beta, index=items.copy(), name="beta"),
         se=pd.Series(se, index=items.copy(), name="se"),

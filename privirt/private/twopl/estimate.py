@@ -16,7 +16,7 @@ from ..._progress import resolve_progress, ticker
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..._threads import one_blas_thread
 from ...data.responses import ResponsesLike
-from ...exceptions import IdentifiabilityWarning
+from ...exceptions import IdentifiabilityWarning, user_stacklevel
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from ._intervals import bootstrap_intervals, laplace_intervals
@@ -438,7 +438,7 @@ def estimate_2pl_from_release(
         warnings.warn(f"item(s) {_names(release.items, negative)} correlate negatively with the rest of the items "
                       "in the release: the model assumes positively keyed items (a > 0) and fits their a at about 0 "
                       "with a meaningless interval; reverse-score such an item (X[:, j] = 1 − X[:, j]) before the "
-                      "release (docs/private_2pl.md §5)", UserWarning, stacklevel=2)
+                      "release (docs/private_2pl.md §5)", UserWarning, stacklevel=user_stacklevel())
     if info["level_prior_conflict"]:
         warnings.warn(
             f"the release puts the items' common discrimination far from the level prior's "
@@ -446,7 +446,7 @@ def estimate_2pl_from_release(
             f"that agree almost perfectly): the prior sets the level (a shrunk to about "
             f"{np.exp(info['mean_log_a']):.3g}), so a and b are not identified by this release and their "
             "intervals span the unshrunk fit's and the estimate (docs/private_2pl.md §3, the level)",
-            IdentifiabilityWarning, stacklevel=2)
+            IdentifiabilityWarning, stacklevel=user_stacklevel())
     lam = a / np.sqrt(1.0 + a * a)  # the fit's loadings: λ_iλ_j its correlation of items i, j
     pi, pj = pair_index(m)
     hit = lam[pi] * lam[pj] >= CORRELATION_AT_BOUND
@@ -457,14 +457,14 @@ def estimate_2pl_from_release(
             f"(λ_iλ_j ≥ {CORRELATION_AT_BOUND:g}, e.g. duplicated items): the release does not bound their a from "
             "above, so their a and b are not identified by this release and their intervals do not bound "
             "them; use their τ (fit.tau) as the difficulty (docs/private_2pl.md §3, the level)",
-            IdentifiabilityWarning, stacklevel=2)
+            IdentifiabilityWarning, stacklevel=user_stacklevel())
     z = float(stats.norm.isf((1.0 - confidence) / 2.0))  # (isf: finite for confidence within 1e-16 of 1)
     route = "none" if not n_boot else intervals
     if route == "auto":
         route = "laplace" if cov is not None and share < PRIOR_HELD_SHARE else "bootstrap"
     if route == "laplace" and cov is None:
         warnings.warn("intervals='laplace': the fit's curvature is not positive definite; the intervals "
-                      "are the bootstrap's", RuntimeWarning, stacklevel=2)
+                      "are the bootstrap's", RuntimeWarning, stacklevel=user_stacklevel())
         route = "bootstrap"
     on_laplace = np.full(m, route == "laplace")
     if route == "bootstrap" and intervals == "auto" and cov is not None:
