@@ -362,6 +362,17 @@ def test_convergence_warning_thresholds():
         warn_convergence(table, fixed=[("theta", "p1"), ("theta", "p2")])
 
 
+def test_convergence_warning_prints_the_max_r_hat_above_the_threshold():
+    # a max R-hat that rounds to the threshold at 3 significant digits printed "(max 1.01)"
+    from privirt.cli._sampler_args import RHAT_MAX, ConvergenceWarning, warn_convergence
+
+    for rhat, shown in ((1.0132, "1.013"), (1.0104, "1.0104"), (1.0100004, "1.0100004")):
+        assert rhat > RHAT_MAX
+        with pytest.warns(ConvergenceWarning) as caught:
+            warn_convergence(pd.DataFrame({"rhat": [1.0, rhat], "ess": [1000.0, 1000.0]}))
+        assert f"1 with R-hat > {RHAT_MAX} (max {shown})" in str(caught[0].message)
+
+
 def test_gibbs_default_prior_on_a_is_the_safe_one(ten_items, monkeypatch):
     import privirt.bayes as bayes
 

@@ -114,6 +114,16 @@ def fixed_by_anchors(post: Any) -> list[tuple[str, str]]:
             if not isinstance(value, str)]
 
 
+def _above(value: float, threshold: float) -> str:
+    """``value`` (above ``threshold``) with 3 decimals, or as many more as it takes to print
+    above the threshold (an R-hat of 1.0104 is "1.0104", not "1.010")."""
+    for digits in range(3, 17):
+        text = f"{value:.{digits}f}"
+        if float(text) > threshold:
+            return text
+    return repr(float(value))
+
+
 def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ()) -> None:
     """One ``privirt: warning`` line when some parameter has R-hat > 1.01 or bulk ESS < 400
     (Vehtari et al. 2021), saying how many and what to do.
@@ -142,7 +152,7 @@ def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ())
     worst = []
     over, no_rhat = rhat > RHAT_MAX, np.isnan(rhat)
     if over.any():
-        worst.append(f"{int(over.sum())} with R-hat > {RHAT_MAX} (max {np.nanmax(rhat):.3g})")
+        worst.append(f"{int(over.sum())} with R-hat > {RHAT_MAX} (max {_above(np.nanmax(rhat), RHAT_MAX)})")
     if no_rhat.any():  # too few draws, or draws that never changed (a stuck chain)
         worst.append(f"{int(no_rhat.sum())} without an R-hat")
     if bad_ess.any():
