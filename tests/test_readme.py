@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -192,9 +193,11 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         monkeypatch.setattr(_backend, "_cupy_or_none", lambda: None)  # as without a GPU
         namespace: dict = {"__name__": "__readme__"}
         buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
+        with contextlib.redirect_stdout(buffer), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             exec(compile(block["code"], f"README.md [{block['section']}]", "exec"), namespace)
         _check(block, buffer.getvalue())
+        _check_warnings_told(block, caught)
     elif block["code"].strip().startswith("privirt serve run "):
         _serve_briefly(block["code"].strip(), folder, env)
     else:
@@ -204,6 +207,16 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         assert proc.returncode == 0, f"README [{block['section']}] {what} failed:\n{proc.stderr}"
         assert "Traceback" not in proc.stderr
         _check(block, proc.stdout)
+
+
+def _check_warnings_told(block: dict, caught: list[warnings.WarningMessage]) -> None:
+    """A warning the block gives (on stderr, which its shown output leaves out) is named in the
+    prose right after the block (and its output), so that a reader who sees it knows it is expected."""
+    after = _TEXT[block["end"]:]
+    after = after[:min(i for i in (after.find("```"), after.find("\n## "), len(after)) if i >= 0)]
+    untold = sorted({w.category.__name__ for w in caught} - set(re.findall(r"\w+", after)))
+    assert not untold, (f"README [{block['section']}] warns ({', '.join(untold)}) but the text after "
+                        "the block does not say so")
 
 
 def _serve_briefly(command: str, folder, env) -> None:
