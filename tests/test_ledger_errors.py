@@ -74,7 +74,18 @@ def _not_sqlite(path: Path) -> None:
     path.write_bytes(b"these are my notes, not a database\n" * 200)
 
 
-DAMAGE = {"malformed page": _damage_page, "dropped table": _drop_spends, "not SQLite": _not_sqlite}
+def _schema_not_utf8(path: Path) -> None:
+    """One byte of the stored schema text made invalid UTF-8: SQLite's "malformed database schema"
+    message quotes it, which Python's sqlite3 cannot decode (a raw UnicodeDecodeError before)."""
+    b = bytearray(path.read_bytes())
+    at = b.find(b"CREATE TABLE budget")
+    assert at >= 0
+    b[at + 7] = 0xFF
+    path.write_bytes(bytes(b))
+
+
+DAMAGE = {"malformed page": _damage_page, "dropped table": _drop_spends, "not SQLite": _not_sqlite,
+          "schema not UTF-8": _schema_not_utf8}
 
 
 @pytest.mark.parametrize("kind", list(DAMAGE))
@@ -104,7 +115,8 @@ def _drop_budget(path: Path) -> None:
     _run_sql(path, "DROP TABLE budget")
 
 
-@pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _drop_budget, _damage_page])
+@pytest.mark.parametrize("damage", [_truncate, _drop_spends, _delete_budget, _drop_budget, _damage_page,
+                                    _schema_not_utf8])
 def test_create_or_open_never_gives_a_damaged_ledger_a_fresh_budget(tmp_path, damage):
     """``Ledger(path, epsilon=, delta=)`` (create, or open the same budget) on a truncated file, a
     dropped spends table or a deleted budget row re-created the schema and the budget row: the
@@ -141,6 +153,19 @@ def test_ledger_damaged_after_it_was_opened_refuses_the_debit(tmp_path):
     for method in (led.spends, led.spent, led.summary, led.remaining_epsilon):
         with pytest.raises(LedgerError, match=str(path.name)):
             method()
+
+
+def test_ledger_whose_schema_text_went_bad_after_it_was_opened_refuses_every_use(tmp_path):
+    path = _ledger_with_spends(tmp_path / "d.ledger")
+    led = Ledger(path)
+    _schema_not_utf8(path)
+    before = path.read_bytes()
+    uses = (led.spends, led.spent, lambda: led.would_exceed(PrivacyCost(epsilon=0.1)),
+            lambda: privirt.release_counts(X, epsilon=1.0, ledger=led))
+    for use in uses:
+        with pytest.raises(LedgerError, match=f"{path.name} is damaged.*malformed database schema.*backup"):
+            use()
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("kind", list(DAMAGE))

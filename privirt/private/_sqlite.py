@@ -12,7 +12,7 @@ from typing import Iterator
 
 from ..exceptions import LedgerError
 
-__all__ = ["immediate_transaction", "make_durable"]
+__all__ = ["immediate_transaction", "make_durable", "undecoded"]
 
 
 class _NotWhole(Exception):
@@ -62,7 +62,14 @@ def make_durable(con: sqlite3.Connection) -> None:
     con.execute("PRAGMA synchronous=EXTRA")
 
 
-def _damaged(path: Path, exc: BaseException) -> LedgerError:
+def undecoded(exc: UnicodeDecodeError) -> str:
+    """SQLite's error message that Python's ``sqlite3`` could not decode, made readable: in a damaged
+    file whose stored schema text is not UTF-8, SQLite's "malformed database schema" quotes that text."""
+    raw = exc.object
+    return bytes(raw).decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(exc)
+
+
+def _damaged(path: Path, exc: BaseException | str) -> LedgerError:
     return LedgerError(
         f"the ledger {path} is damaged or is not a privirt ledger ({exc}); nothing was spent — "
         "restore it from a backup copy (keep the damaged file: its spends still count against "

@@ -57,7 +57,7 @@ from .accounting import (
 from .._checks import check_nonnegative_number, check_note
 from ..exceptions import BudgetExceeded, LedgerError, PrivirtError, user_stacklevel
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
-                      make_durable)
+                      make_durable, undecoded)
 from . import _ledger_text
 from ._ledger_file import SCHEMA_VERSION, check_side_file_names, check_stored, file_exists
 from ._sums import LEDGER_TOLERANCE
@@ -219,6 +219,8 @@ class Ledger:
             ) from exc
         except sqlite3.DatabaseError as exc:  # malformed pages, not a database at all, ...
             raise _damaged(self.path, exc) from exc
+        except UnicodeDecodeError as exc:  # SQLite's "malformed database schema" quoting bytes not UTF-8
+            raise _damaged(self.path, undecoded(exc)) from exc
         finally:
             con.close()
 
