@@ -505,3 +505,25 @@ def test_the_cli_keeps_the_library_advice_only_where_leaving_out_epsilon_is_a_pa
     assert cli_message(exc, non_private=True) == \
         "--epsilon must be a finite number > 0, got 0; for the non-private estimate leave out --epsilon"
     assert cli_message(exc, non_private=False) == "--epsilon must be a finite number > 0, got 0"
+
+
+def test_a_state_whose_schema_text_is_not_utf8_is_one_line(tmp_path):
+    """One byte of the stored schema text made invalid UTF-8: Python's sqlite3 cannot decode SQLite's
+    "malformed database schema" message quoting it, and every command printed the raw
+    UnicodeDecodeError ("'utf-8' codec can't decode byte 0xff ...") as its line."""
+    from privirt.serve._backends import StateError
+    from privirt.serve.store import open_store
+
+    state = tmp_path / "s.db"
+    cli("serve", "init", state)
+    raw = bytearray(state.read_bytes())
+    at = raw.find(b"CREATE TABLE meta")
+    assert at >= 0
+    raw[at + 7] = 0xFF
+    state.write_bytes(bytes(raw))
+    for args in (("list", state), ("curator-key", state), ("backup", state, tmp_path / "copy.db")):
+        line = _one_line_error(cli("serve", *args, check=False))
+        assert f"{state} is damaged or is not a privirt serve state" in line and "backup copy" in line, line
+    with pytest.raises(StateError, match="malformed database schema"):
+        open_store(state)
+    assert state.read_bytes() == bytes(raw) and sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]

@@ -16,7 +16,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
-from ..private._sqlite import immediate_transaction, make_durable
+from ..private._sqlite import immediate_transaction, make_durable, undecoded
 
 __all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
            "_backend", "_SQLite", "_Postgres", "_TABLES"]
@@ -181,6 +181,10 @@ class _SQLite:
         except sqlite3.OperationalError as exc:
             self._drop()
             raise (self._read_only_folder(exc) or _friendly_sqlite(exc, self.describe)) from exc
+        except UnicodeDecodeError as exc:  # SQLite's "malformed database schema" quoting bytes not UTF-8
+            self._drop()
+            raise StateError(f"{self.describe} is damaged or is not a privirt serve state ({undecoded(exc)}); "
+                             "restore it from a backup copy (one `privirt serve backup` made), or check the path") from exc
 
     def _read_only_folder(self, exc: sqlite3.OperationalError) -> StateError | None:
         """Why SQLite could not open the state (``SQLITE_CANTOPEN``) if its folder is read-only: a
