@@ -168,6 +168,22 @@ def test_ledger_whose_schema_text_went_bad_after_it_was_opened_refuses_every_use
     assert path.read_bytes() == before
 
 
+def test_a_spend_note_that_is_not_utf8_is_a_damaged_ledger(tmp_path, capsys):
+    """A note whose stored bytes are not UTF-8 said "could not be used (Could not decode to UTF-8 column
+    'note' ...); fix the cause (disk space, file system)", advice that cannot help."""
+    path = tmp_path / "n.ledger"
+    Ledger(path, epsilon=1.0, delta=1e-5).spend(PrivacyCost(epsilon=0.1), mechanism="laplace", note="marker-note")
+    raw = bytearray(path.read_bytes())
+    raw[raw.find(b"marker-note")] = 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(LedgerError, match=r"n\.ledger is damaged.*Could not decode.*backup"):
+        Ledger(path).spends()
+    assert main(["budget", "show", str(path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "is damaged" in line and "disk space" not in line
+    assert path.read_bytes() == bytes(raw)
+
+
 @pytest.mark.parametrize("kind", list(DAMAGE))
 def test_cli_damaged_ledger_is_one_line(tmp_path, capsys, csv_file, kind):
     path = _ledger_with_spends(tmp_path / "d.ledger")

@@ -211,7 +211,8 @@ class Ledger:
             if "unable to open" in str(exc):
                 raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                                   "check the path and its permissions") from exc
-            if "no such" in str(exc) or "malformed" in str(exc):  # a dropped table or column
+            if any(w in str(exc) for w in ("no such", "malformed", "Could not decode")):  # a dropped table
+                # or column, text stored that is not UTF-8 ("Could not decode to UTF-8 column 'note' ...")
                 raise _damaged(self.path, exc) from exc
             raise LedgerError(  # a full disk, an I/O error, ...: the transaction was rolled back
                 f"the ledger {self.path} could not be used ({exc}); nothing was spent — fix the "
