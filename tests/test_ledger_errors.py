@@ -211,6 +211,26 @@ def test_missing_folder_is_refused_in_python_and_cli(tmp_path, capsys):
     assert Ledger(target, epsilon=1.0, delta=1e-5).epsilon == 1.0
 
 
+def test_a_dangling_link_names_its_target_folder_not_its_own(tmp_path, capsys, monkeypatch):
+    """A symbolic link to nowhere/x said "folder . does not exist; create it first (mkdir -p .)"."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    target = os.path.join("nowhere", "x")
+    cases = {"sl.ledger": "nowhere", os.path.join("sub", "l.ledger"): os.path.join("sub", "nowhere")}
+    for link, missing in cases.items():
+        Path(link).symlink_to(target)
+        said = f"{link} is a symbolic link to {target}, whose folder {missing} does not exist; create it or choose"
+        with pytest.raises(FileNotFoundError, match="^" + re.escape(said)):
+            Ledger(link, epsilon=1.0, delta=1e-5)
+        assert main(["budget", "init", link, "--epsilon", "1", "--delta", "1e-5"]) == 2
+        assert said in _one_line(capsys.readouterr().err)
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["sl.ledger", "sub", *list(cases)[1:]]
+    (tmp_path / "nowhere").mkdir()
+    assert Ledger("sl.ledger", epsilon=1.0, delta=1e-5).created and (tmp_path / target).is_file()
+
+
 # -- item 9: an interrupt or error after the debit says what was spent -------------------------
 @pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()])
 def test_api_error_after_the_debit_carries_the_spend(tmp_path, monkeypatch, raised):

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..exceptions import LedgerError
 from .accounting import NEIGHBOURING_RELATION
 
-__all__ = ["SCHEMA_VERSION", "check_side_file_names", "check_stored", "file_exists"]
+__all__ = ["SCHEMA_VERSION", "check_folders", "check_side_file_names", "check_stored", "file_exists"]
 
 #: the ledger schema this privirt writes and reads (older ledgers are migrated at their next debit)
 SCHEMA_VERSION = 2
@@ -59,6 +59,44 @@ def file_exists(file: Path, shown: Path, *, creating: bool = False) -> bool:
         verb = "create" if creating else "open"
         raise LedgerError(f"cannot {verb} the ledger {shown} ({exc.strerror or exc}); nothing was spent — "
                           "check the path") from exc
+
+
+def check_folders(file: Path, shown: Path) -> None:
+    """Refuse to create a ledger whose folder does not exist, or is a file.
+
+    Checked on the path as given: ``file`` is resolved by text (``realpath`` turns
+    ``nosuchdir/../x.ledger`` into ``x.ledger``, which the system would not open).  A symbolic
+    link whose target's folder is missing is named with its target, not its own folder.
+
+    Parameters
+    ----------
+    file : Path
+        The ledger file, resolved.
+    shown : Path
+        The path as the user gave it (for the message).
+
+    Raises
+    ------
+    NotADirectoryError, FileNotFoundError
+        One line naming the folder and what to do; nothing is created.
+    """
+    folder = shown.parent
+    in_the_way = next((p for p in (folder, *folder.parents) if os.path.exists(p)), None)
+    if in_the_way is not None and not os.path.isdir(in_the_way):  # "afile/x.ledger"
+        raise NotADirectoryError(f"{in_the_way} is a file, not a folder; choose another path for the ledger")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
+                                "another path for the ledger")
+    if not os.path.isdir(file.parent) and os.path.islink(shown):  # the folder the link leads to
+        target = Path(os.readlink(shown))
+        where = folder / target  # (a relative target is read from the link's folder)
+        if os.path.islink(where):  # a chain of links: name where it ends
+            target = where = file
+        raise FileNotFoundError(f"{shown} is a symbolic link to {target}, whose folder {where.parent} does not "
+                                "exist; create it or choose another path for the ledger")
+    if not os.path.isdir(file.parent):
+        raise FileNotFoundError(f"folder {file.parent} does not exist; create it first or choose another path "
+                                "for the ledger")
 
 
 def check_side_file_names(file: Path, shown: Path) -> None:

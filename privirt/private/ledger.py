@@ -59,7 +59,7 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError, user_stackle
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable, undecoded)
 from . import _ledger_text
-from ._ledger_file import SCHEMA_VERSION, check_side_file_names, check_stored, file_exists
+from ._ledger_file import SCHEMA_VERSION, check_folders, check_side_file_names, check_stored, file_exists
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -232,19 +232,7 @@ class Ledger:
             yield con
 
     def _create_or_check(self, epsilon: float, delta: float) -> None:
-        # checked on the path as given: self._file is resolved by text (realpath turns
-        # "nosuchdir/../x.ledger" into "x.ledger", which the system would not open)
-        folder = self.path.parent
-        in_the_way = next((p for p in (folder, *folder.parents) if os.path.exists(p)), None)
-        if in_the_way is not None and not os.path.isdir(in_the_way):  # "afile/x.ledger"
-            raise NotADirectoryError(
-                f"{in_the_way} is a file, not a folder; choose another path for the ledger"
-            )
-        if not os.path.isdir(folder) or not os.path.isdir(self._file.parent):
-            raise FileNotFoundError(
-                f"folder {folder} does not exist; create it first (mkdir -p {folder}) or choose "
-                "another path for the ledger"
-            )
+        check_folders(self._file, self.path)
         if not file_exists(self._file, self.path, creating=True):
             check_side_file_names(self._file, self.path)
             try:
