@@ -44,6 +44,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"sweep configuration {args.config} {what}; give a .toml file such as "
                          "experiments/quick.toml (format: docs/sweeps.md)")
     config = load_config(args.config)
+    if args.report:  # the report draws plots: a missing extra is named before any cell runs
+        from .._plot_base import _plt
+
+        try:
+            _plt()
+        except ImportError as exc:
+            raise ImportError(f"{exc} (or leave out --report and run `privirt report` later)") from None
     stats = run_sweep(config, args.out, jobs=args.jobs, resume=args.resume,
                       progress=not args.no_progress, discard_failed=True)
     where = "no results kept" if stats.discarded else f"-> {stats.results}"

@@ -19,6 +19,11 @@ __all__ = ["create_app"]
 
 def create_app(state, **kwargs):
     """The ASGI app for a state (see :func:`privirt.serve.app.create_app`)."""
+    try:  # a missing extra is named (not "No module named 'fastapi'"), as by `privirt serve run`
+        import fastapi  # noqa: F401
+    except ImportError:
+        raise ImportError('privirt.serve.create_app needs the serve extra: python -m pip install '
+                          '"privirt[serve]"') from None
     from .app import create_app as _create
 
     return _create(state, **kwargs)
