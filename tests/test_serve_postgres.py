@@ -119,6 +119,38 @@ def test_usage_errors_leave_other_urls_as_typed(tmp_path):
     assert proc.returncode == 2 and "unrecognized arguments: tcp://[::1:8786" in proc.stderr, proc.stderr
 
 
+def test_connections_get_time_limits_unless_the_url_or_the_environment_sets_them(monkeypatch):
+    # psycopg.connect(url) had libpq's defaults: no keepalives, and a connection to a server that
+    # answers nothing waited 130 s; psycopg's keyword arguments override the URL's own parameters
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from privirt.serve._backends import StateUnavailable, _Postgres
+
+    seen = []
+
+    def connect(conninfo, **kwargs):
+        kwargs.pop("autocommit")
+        seen.append(conninfo_to_dict(make_conninfo(conninfo, **kwargs)))
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    own = "postgresql://u@127.0.0.1:1/db?connect_timeout=60&keepalives=0&tcp_user_timeout=7"
+    for url in ("postgresql://u@127.0.0.1:1/db", own):
+        with pytest.raises(StateUnavailable):
+            _Postgres(url)._conn()
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "40")
+    with pytest.raises(StateUnavailable):
+        _Postgres("postgresql://u@127.0.0.1:1/db")._conn()
+    limits = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+              "tcp_user_timeout"}
+    plain, given, env = seen
+    assert limits <= set(plain) and plain["keepalives"] == "1"
+    assert (given["connect_timeout"], given["keepalives"], given["tcp_user_timeout"]) == ("60", "0", "7")
+    assert limits - {"connect_timeout"} <= set(env) and "connect_timeout" not in env  # libpq reads the variable
+
+
 # ---------------------------------------------------------------------------------------
 # with a PostgreSQL server (trust authentication: a password in the URL is accepted and ignored)
 from .test_serve_concurrency import _new_database, postgres  # noqa: E402,F401

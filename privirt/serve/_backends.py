@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable, undecoded
+from ._deadline import _connect_options
 
 __all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
            "_backend", "_SQLite", "_Postgres", "_TABLES"]
@@ -273,7 +274,7 @@ class _Postgres:
         con = getattr(self._local, "con", None)
         if con is None or con.closed or con.broken:
             try:
-                con = psycopg.connect(self.url, autocommit=False)
+                con = psycopg.connect(self.url, autocommit=False, **_connect_options(self.url))
             except psycopg.OperationalError as exc:
                 raise StateUnavailable(f"cannot connect to the state {self.describe}: "
                                  f"{_libpq_text(exc, self.url, quoted=True)}") from None
