@@ -257,7 +257,12 @@ def postgres():
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"could not start a PostgreSQL server: {getattr(exc, 'stderr', b'')!r:.300}")
-    yield {"port": port, "base": f"postgresql://postgres@127.0.0.1:{port}", "start": start, "stop": stop}
+    def pid() -> int:  # the postmaster's (the first line of its pid file)
+        with open(os.path.join(data, "postmaster.pid")) as f:
+            return int(f.readline())
+
+    yield {"port": port, "base": f"postgresql://postgres@127.0.0.1:{port}", "start": start, "stop": stop,
+           "pid": pid}
     subprocess.run([*prefix, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True, timeout=120)
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -521,3 +526,121 @@ def test_postgres_a_result_answered_with_200_survives_an_immediate_crash(postgre
         assert fetched[:2] == (200, body)
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# PostgreSQL frozen (SIGSTOP: it answers nothing, as behind a network partition)
+def _freeze(pg: dict) -> list:
+    """Stop the postmaster and all its processes; returns them (for :func:`_resume`)."""
+    import psutil
+
+    main = psutil.Process(pg["pid"]())
+    procs = [main, *main.children(recursive=True)]
+    for p in procs:
+        p.suspend()
+    return procs
+
+
+def _resume(procs: list) -> None:
+    import psutil
+
+    for p in procs:
+        try:
+            p.resume()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _asgi_get(app, path: str, key: str) -> tuple[int, dict]:
+    """``GET path`` through the ASGI app in process (no HTTP server)."""
+    import asyncio
+    import json
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {key}".encode())],
+             "client": ("127.0.0.1", 50000), "server": ("testserver", 80)}
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def run() -> None:
+        await app(scope, receive, send)
+
+    asyncio.run(run())
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, json.loads(b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"))
+
+
+def test_postgres_frozen_answers_503_within_the_deadline_and_the_service_recovers(postgres, monkeypatch):
+    """PostgreSQL stops answering (SIGSTOP of all its processes): a data set listing and a debit
+    blocked on its row lock got no answer at all (and the debit was spent once PostgreSQL woke
+    up).  With a 1 s deadline both answer the 503 "nothing was spent"; once PostgreSQL answers
+    again, nothing was written and the same threads' next requests succeed on fresh connections."""
+    pytest.importorskip("psutil")
+    import privirt
+    from privirt.serve import _deadline, service
+    from privirt.serve._backends import _Postgres
+    from privirt.serve.app import create_app
+    from privirt.serve.store import init_store
+
+    monkeypatch.setattr(_deadline, "STATE_DEADLINE", 1.0)
+    monkeypatch.setitem(_deadline._CONNECT_DEFAULTS, "connect_timeout", "2")  # (a thread's first connection)
+    store = init_store(_new_database(postgres, "frozen"))
+    service.register_dataset(store, name="d", resp=privirt.as_responses(privirt.load_dataset("lsat6")),
+                             epsilon=20.0, delta=DELTA, items=None, n_persons=None, missing="none", source="test")
+    key = store.add_analyst("a", {"d": (20.0, DELTA)})
+    who = store.authenticate(key, "analyst")
+    app = create_app(store)
+    params = {"kind": "totals", "epsilon": 0.3, "delta": DELTA, "mechanism": "gaussian"}
+    one = ThreadPoolExecutor(max_workers=1)  # the debits' thread: its connection is reused
+    other = ThreadPoolExecutor(max_workers=1)  # (not `with`: its exit would wait for a hung thread)
+    procs: list = []
+    real_lock = _Postgres.lock
+
+    def lock(self, con, table, row_id):  # PostgreSQL stops inside the debit's transaction
+        if table == "datasets" and freeze_in_debit:
+            procs.extend(_freeze(postgres))
+        real_lock(self, con, table, row_id)
+
+    def listing() -> list:  # one event loop: its worker threads keep their connections
+        out = [_asgi_get(app, "/v1/datasets", key)]
+        procs.extend(_freeze(postgres))
+        out.append(_asgi_get(app, "/v1/datasets", key))
+        return out
+
+    def debit(idem: str):
+        try:
+            return service.run_request(store, who, "d", "release", params, idem)
+        except service.RequestFailed as exc:
+            return exc
+
+    freeze_in_debit = False
+    monkeypatch.setattr(_Postgres, "lock", lock)
+    try:
+        assert not isinstance(one.submit(debit, "k0").result(30), Exception)
+        before, frozen = other.submit(listing).result(30)  # (a hang fails here, it does not wait)
+        assert before[0] == 200 and [d["name"] for d in before[1]] == ["d"]
+        assert frozen == (503, {"detail": service.STATE_UNAVAILABLE})
+        _resume(procs)
+        freeze_in_debit = True
+        failed = one.submit(debit, "k1").result(30)
+        assert isinstance(failed, service.RequestFailed), failed
+        assert failed.status == 503 and failed.detail == service.STATE_UNAVAILABLE
+        assert "request_id" not in failed.extra
+    finally:
+        _resume(procs)
+        freeze_in_debit = False
+    try:
+        assert store.counts() == {"requests": 1, "spends": 1}  # the first debit only
+        body, replayed = one.submit(debit, "k1").result(30)  # the same thread, a fresh connection
+        assert not replayed and body["request_id"]
+        assert store.counts() == {"requests": 2, "spends": 2}
+        assert other.submit(_asgi_get, app, "/v1/datasets", key).result(30)[0] == 200
+    finally:
+        one.shutdown(wait=False)
+        other.shutdown(wait=False)

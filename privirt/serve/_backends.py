@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from ..private._sqlite import immediate_transaction, make_durable, undecoded
-from ._deadline import _connect_options
+from . import _deadline
+from ._deadline import _connect_options, _Deadline
 
 __all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
            "_backend", "_SQLite", "_Postgres", "_TABLES"]
@@ -272,6 +273,7 @@ class _Postgres:
         import psycopg
 
         con = getattr(self._local, "con", None)
+        deadline = getattr(self._local, "deadline", None)
         if con is None or con.closed or con.broken:
             try:
                 con = psycopg.connect(self.url, autocommit=False, **_connect_options(self.url))
@@ -287,12 +289,16 @@ class _Postgres:
             # (default_transaction_isolation), every transaction begins with
             # BEGIN ISOLATION LEVEL READ COMMITTED
             con.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            if deadline is not None:
+                deadline.watch(con)
             try:
                 self._durable(con)
             except BaseException:
                 con.close()
                 raise
             self._local.con = con
+        elif deadline is not None:
+            deadline.watch(con)
         return con
 
     @staticmethod
@@ -321,7 +327,8 @@ class _Postgres:
             stack.enter_context(con.transaction())
         except psycopg.OperationalError:
             self._drop()
-            if not reused:
+            deadline = getattr(self._local, "deadline", None)
+            if not reused or (deadline is not None and deadline.passed):
                 raise
             con = self._conn()
             stack.enter_context(con.transaction())
@@ -340,10 +347,28 @@ class _Postgres:
     def read(self, durable: bool = True) -> Iterator[Any]:
         """``durable`` is ignored: every commit waits for its WAL flush (``synchronous_commit``
         at least ``local``: :meth:`_durable`), results too — a result answered with 200 survives a
-        crash of PostgreSQL right after it (docs/serve.md: stored, then returned)."""
-        with ExitStack() as stack:
-            stack.callback(self._settle)  # runs after the transaction's end
-            yield self._begin(stack)
+        crash of PostgreSQL right after it (docs/serve.md: stored, then returned).
+
+        The transaction (the outermost of the thread) has ``_deadline.STATE_DEADLINE`` seconds:
+        then its connection is broken and it raises :class:`StateUnavailable` (before the ``COMMIT`` was
+        sent nothing was written; from then on, its outcome is unknown)."""
+        seconds = _deadline.STATE_DEADLINE  # (read now: a test may set it)
+        deadline = None
+        if seconds and getattr(self._local, "deadline", None) is None:
+            deadline = self._local.deadline = _Deadline(seconds)
+        try:
+            with ExitStack() as stack:
+                stack.callback(self._settle)  # runs after the transaction's end
+                yield self._begin(stack)
+        except Exception as exc:
+            if deadline is None or not deadline.passed or not unavailable(exc):
+                raise
+            raise StateUnavailable(f"the state {self.describe} did not answer within {seconds:g} s (PostgreSQL "
+                                   "stopped or unreachable); retry once it answers") from exc
+        finally:
+            if deadline is not None:
+                self._local.deadline = None
+                deadline.cancel()
 
     write = read
 

@@ -1,11 +1,21 @@
 """Time limits of a PostgreSQL state (:class:`privirt.serve._backends._Postgres`): libpq's
-connection timeouts."""
+connection timeouts, and a deadline on each transaction that breaks its connection locally."""
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
+from contextlib import suppress
 
-__all__ = ["_connect_options"]
+__all__ = ["STATE_DEADLINE", "_connect_options", "_Deadline"]
+
+#: seconds a PostgreSQL state transaction may take, from its ``BEGIN`` to its ``COMMIT``'s answer,
+#: before its connection is broken (docs/serve.md): a server stopped (``SIGSTOP``) or cut off by
+#: the network answers nothing, not even a cancel request.  Far above any real transaction: a
+#: debit holds its rows for milliseconds, so waiting for their locks behind a burst of other
+#: debits takes well under a second; ``None`` or 0: no deadline
+STATE_DEADLINE: float | None = 30.0
 
 #: libpq connection parameters set unless the URL (or ``PGCONNECT_TIMEOUT``) sets them: connect
 #: within 5 s, and notice a dead peer of an idle (keepalives: 5 + 3 × 2 s) or a sending
@@ -24,3 +34,52 @@ def _connect_options(url: str) -> dict[str, str]:
     if os.environ.get("PGCONNECT_TIMEOUT"):
         given.add("connect_timeout")
     return {key: value for key, value in _CONNECT_DEFAULTS.items() if key not in given}
+
+
+class _Deadline:
+    """A transaction's time limit: unless :meth:`cancel` comes first, after ``seconds`` the socket
+    of the connection it watches is shut down here, so that a call blocked on a server that
+    answers nothing raises ``psycopg.OperationalError`` at once (``cancel()`` of psycopg needs
+    the server to answer).  It holds a duplicate of the socket: never another socket that reuses
+    the number of one psycopg closed meanwhile."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.passed = False
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, con) -> None:
+        """Watch ``con`` (instead of the connection watched so far); broken now if the time passed."""
+        try:
+            sock = socket.socket(fileno=os.dup(con.fileno()))
+        except Exception:  # a connection already lost: its next statement raises anyway
+            return
+        with self._lock:
+            old, self._sock = self._sock, sock
+            if self.passed:
+                _shut(sock)
+        if old is not None:
+            old.close()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            if self._sock is not None:
+                _shut(self._sock)
+
+    def cancel(self) -> None:
+        """End the watch (the transaction is over)."""
+        self._timer.cancel()
+        with self._lock:
+            sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+
+def _shut(sock: socket.socket) -> None:
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
