@@ -21,7 +21,7 @@ import numpy as np
 
 Device = Literal["auto", "cpu", "gpu"]
 from ._checks import brief, check_choice
-from .exceptions import user_stacklevel
+from .exceptions import PrivirtRuntimeWarning, user_stacklevel
 
 _VALID = ("auto", "cpu", "gpu")
 
@@ -110,7 +110,7 @@ def _rewarn(caught: list[warnings.WarningMessage]) -> None:
             name, value = found.groups()
             warnings.warn(f"the environment variable {name}={brief(value)} is not a value numba can read; "
                           f"numba ignores it and uses its default: unset {name} or correct it",
-                          RuntimeWarning, stacklevel=user_stacklevel())
+                          PrivirtRuntimeWarning, stacklevel=user_stacklevel())
 
 
 def gpu_available() -> bool:

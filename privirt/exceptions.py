@@ -64,6 +64,11 @@ def user_stacklevel() -> int:
     return level
 
 
+class PrivirtRuntimeWarning(RuntimeWarning):
+    """privirt's own run-time warnings (a computation that did not converge, a fallback taken,
+    an environment setting ignored): a :class:`RuntimeWarning`, told apart from numpy's."""
+
+
 class EmptyResponsesWarning(UserWarning):
     """Persons or items without a single observed response were dropped."""
 

@@ -59,3 +59,17 @@ def test_a_call_from_outside_privirt_is_its_own_level():
     from privirt.exceptions import user_stacklevel
 
     assert user_stacklevel() == 1  # this frame is the user's: the warning names it
+
+
+def test_privirts_own_runtime_warnings_are_still_errors_in_this_suite():
+    # pyproject's filter error::RuntimeWarning:privirt.* matches the module of the line a warning
+    # names: once privirt's own RuntimeWarnings named the caller's line, they passed as warnings
+    import numpy as np
+
+    import privirt
+    from privirt.exceptions import PrivirtRuntimeWarning
+
+    X, _, beta = privirt.simulate_rasch(50, 6, seed=92800001)
+    with pytest.raises(PrivirtRuntimeWarning, match="did not converge"):  # raised: an error here
+        privirt.estimate_abilities(X, np.asarray(beta), max_iter=1, tol=1e-300, device="cpu")
+    assert issubclass(PrivirtRuntimeWarning, RuntimeWarning)

@@ -53,7 +53,7 @@ import pandas as pd
 from .._backend import get_xp, to_numpy
 from .._checks import check_choice, check_positive_int, check_positive_number, holds_bools, label_type_mismatch
 from ..data.responses import ResponsesLike, as_responses
-from ..exceptions import user_stacklevel
+from ..exceptions import PrivirtRuntimeWarning, user_stacklevel
 
 __all__ = ["estimate_abilities"]
 
@@ -167,7 +167,7 @@ def estimate_abilities(
         warnings.warn(
             f"{stuck} of {len(inverse)} persons' {what} did not converge within max_iter={max_iter} "
             f"steps (tol={tol:g}); their theta may be far off: raise max_iter",
-            RuntimeWarning, stacklevel=user_stacklevel(),
+            PrivirtRuntimeWarning, stacklevel=user_stacklevel(),
         )
     theta = to_numpy(theta)[inverse]
     se = to_numpy(se)[inverse]

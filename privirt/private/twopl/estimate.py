@@ -16,7 +16,7 @@ from ..._progress import resolve_progress, ticker
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..._threads import one_blas_thread
 from ...data.responses import ResponsesLike
-from ...exceptions import IdentifiabilityWarning, user_stacklevel
+from ...exceptions import IdentifiabilityWarning, PrivirtRuntimeWarning, user_stacklevel
 from ..spends import reports_spends
 from ..statement import PrivacyStatement
 from ._intervals import bootstrap_intervals, laplace_intervals
@@ -464,7 +464,7 @@ def estimate_2pl_from_release(
         route = "laplace" if cov is not None and share < PRIOR_HELD_SHARE else "bootstrap"
     if route == "laplace" and cov is None:
         warnings.warn("intervals='laplace': the fit's curvature is not positive definite; the intervals "
-                      "are the bootstrap's", RuntimeWarning, stacklevel=user_stacklevel())
+                      "are the bootstrap's", PrivirtRuntimeWarning, stacklevel=user_stacklevel())
         route = "bootstrap"
     on_laplace = np.full(m, route == "laplace")
     if route == "bootstrap" and intervals == "auto" and cov is not None:
