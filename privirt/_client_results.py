@@ -55,15 +55,19 @@ def _f(values) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _integers(values, name: str) -> np.ndarray:
     """A JSON list of counts as int64, refusing what a cast would change (1.5, null, text)."""
     if not isinstance(values, list):
         raise ValueError(f"the service's answer has {name} {type(values).__name__}, not a list of integers; "
                          "fetch the result again")
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
-            raise ValueError(f"the service's answer has {name} entry {v!r}, not an integer; the release holds "
-                             "integer counts: fetch the result again")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) \
+                or abs(v) > _INT64_MAX:
+            raise ValueError(f"the service's answer has {name} entry {v!r}, not an integer of 64 bits; the "
+                             "release holds such counts: fetch the result again")
     return np.asarray(values, dtype=np.int64)
 
 

@@ -570,7 +570,7 @@ def _result(body: Any, idempotency_key: str | None):
     rid = body.get("request_id") if isinstance(body, dict) else None
     try:
         return result_from_json(body)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
         what = f"{type(exc).__name__} {' '.join(str(exc).split())[:120]}"
         raise ServiceError(200, f"the service's answer is not a result this client can read ({what})"
                            + _spent_hint(idempotency_key, rid),
