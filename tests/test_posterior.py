@@ -114,6 +114,8 @@ def test_draws_that_never_change_have_no_ess_kept_or_streamed(rng, value, c, n):
         fixed, moving = s.loc["fixed"], s.loc["moving"]
         assert np.isnan(fixed["ess"]) and np.isnan(fixed["rhat"]), fixed
         assert fixed["sd"] == 0 and fixed["mcse"] == 0, fixed
+        # its mean is the value itself (7 copies of 0.7 summed: 0.7000000000000017 before)
+        assert fixed["mean"] == value and fixed["q2.5"] == fixed["q50"] == fixed["q97.5"] == value, fixed
         assert moving["ess"] > 0 and moving["sd"] > 0
         assert np.isfinite(moving["rhat"]) == (c > 1 or post.draws is not None)
 

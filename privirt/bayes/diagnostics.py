@@ -328,17 +328,19 @@ def _summarize(a: np.ndarray, quantiles: tuple[float, ...]) -> dict:
         "ess": ess,
     }
     if c * n:
-        mark_constant(out, a.max(axis=(0, 1)) == a.min(axis=(0, 1)))
+        mark_constant(out, a.max(axis=(0, 1)) == a.min(axis=(0, 1)), a[0, 0])
     return out
 
 
-def mark_constant(stats: dict, constant: np.ndarray) -> None:
+def mark_constant(stats: dict, constant: np.ndarray, value: np.ndarray) -> None:
     """Give the parameters whose draws never change (``constant``, a boolean per parameter;
     e.g. a θ fixed by an anchor) the statistics of a pooled variance of exactly 0, in place:
-    ``sd`` and ``mcse`` 0 (where defined, not NaN), ``rhat`` and ``ess`` NaN (0/0), with kept
-    draws and streamed alike, whatever the rounding of the means of a constant value."""
+    ``mean`` their ``value`` (the sum of many copies of 0.7 rounds off it), ``sd`` and ``mcse``
+    0 (where defined, not NaN), ``rhat`` and ``ess`` NaN (0/0), with kept draws and streamed
+    alike."""
     if not constant.any():
         return
+    stats["mean"] = np.where(constant, value, stats["mean"])
     for key, value in (("sd", 0.0), ("mcse", 0.0)):
         stats[key] = np.where(constant & ~np.isnan(stats[key]), value, stats[key])
     for key in ("rhat", "ess"):

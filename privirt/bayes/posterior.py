@@ -198,8 +198,8 @@ class StreamingSummary:
         }
         # Welford's m2 of a value that never changes is exactly 0 (each delta is 0)
         m2 = to_numpy(self.m2)
-        diagnostics.mark_constant(
-            out, (m2 == 0).all(axis=0) & (mean_c.max(axis=0) == mean_c.min(axis=0)))
+        diagnostics.mark_constant(  # (a chain's running mean of a constant is that constant exactly)
+            out, (m2 == 0).all(axis=0) & (mean_c.max(axis=0) == mean_c.min(axis=0)), mean_c[0])
         return out
 
 
