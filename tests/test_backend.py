@@ -83,14 +83,19 @@ def _with_numba_threads(value: str, *argv: str):
                           timeout=300)
 
 
+def _gibbs_with_numba_threads(value: str, out):
+    """``privirt gibbs`` (a short run on LSAT6) under ``NUMBA_NUM_THREADS=value``."""
+    return _with_numba_threads(value, "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
+                               "frequency", "--iter", "4", "--warmup", "2", "--seed", "7", "--no-progress",
+                               "--out", str(out))
+
+
 @pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
 def test_a_numba_thread_count_numba_refuses_is_named_with_its_remedy(tmp_path):
     # numba's own words ("Number of threads specified must be > 0.") named neither the variable
     # nor what to do
     out = tmp_path / "g.csv"
-    cli = _with_numba_threads("0", "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
-                              "frequency", "--iter", "40", "--warmup", "20", "--seed", "7", "--no-progress",
-                              "--out", str(out))
+    cli = _gibbs_with_numba_threads("0", out)
     assert cli.returncode == 2 and not out.exists()
     assert cli.stderr.count("\n") == 1 and "Traceback" not in cli.stderr
     assert cli.stderr.startswith("privirt: error: the environment variable NUMBA_NUM_THREADS='0' ")
@@ -114,9 +119,7 @@ def test_a_numba_thread_count_numba_refuses_is_named_with_its_remedy(tmp_path):
 def test_a_numba_setting_numba_cannot_read_is_one_warning_line_naming_it(tmp_path):
     # numba ignores NUMBA_NUM_THREADS=abc with a warning holding the parse error's traceback text
     out = tmp_path / "g.csv"
-    cli = _with_numba_threads("abc", "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
-                              "frequency", "--iter", "4", "--warmup", "2", "--seed", "7", "--no-progress",
-                              "--out", str(out))
+    cli = _gibbs_with_numba_threads("abc", out)
     assert cli.returncode == 0 and out.exists(), cli.stderr
     assert "Traceback" not in cli.stderr and "could not be parsed" not in cli.stderr
     said = [line for line in cli.stderr.splitlines() if "NUMBA_NUM_THREADS" in line]
