@@ -9,6 +9,8 @@ import datetime as dt
 import logging
 import sqlite3
 import ssl
+import subprocess
+import sys
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +21,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from ._serve import LSAT6, Server, asgi_call, call, counts, setup_state  # noqa: E402
+from ._serve import LSAT6, Server, asgi_call, call, counts, env, setup_state  # noqa: E402
 
 ONE_LINE = "\n"
 
@@ -248,6 +250,30 @@ def test_warnings_go_to_the_log_and_requests_leave_the_filters_alone(tmp_path, m
     assert not touched, touched
     assert len(out) == 8 and all("test warning" not in str(b) for b, _ in out)
     assert any("test warning about the item totals" in r.getMessage() for r in caplog.records)
+
+
+def test_route_warnings_writes_each_warning_as_one_line_to_stderr_once(tmp_path):
+    """In a fresh process (as ``privirt serve run`` under uvicorn, which configures only its own
+    loggers) ``py.warnings`` had no handler, so logging gave it a NullHandler and every warning
+    was dropped; each now reaches stderr as one line, without the script's path, and a second
+    :func:`route_warnings` does not print it twice."""
+    script = tmp_path / "warns.py"
+    script.write_text(
+        "import warnings\n"
+        "from privirt.exceptions import NoiseDominatesWarning\n"
+        "from privirt.serve.app import route_warnings\n"
+        "warnings.simplefilter('always')\n"
+        "route_warnings()\n"
+        "warnings.warn('hello from the test', NoiseDominatesWarning)\n"
+        "route_warnings()\n"
+        "warnings.warn('again from the test', NoiseDominatesWarning)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2, proc.stderr
+    assert "hello from the test" in lines[0] and "again from the test" in lines[1]
+    assert all("NoiseDominatesWarning" in line and str(tmp_path) not in line for line in lines)
+    assert proc.stdout == ""
 
 
 def test_a_key_revoked_while_its_request_runs_gets_the_one_401_answer(tmp_path, monkeypatch):

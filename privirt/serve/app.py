@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import sys
 import threading
 from typing import Any
 
@@ -152,15 +154,59 @@ class InFlight:
             return self._n.get(analyst_id, 0)
 
 
+class _WarningLine(logging.Formatter):
+    """One line per warning, as uvicorn writes its own: ``WARNING:  Category: message``.
+
+    :func:`warnings.formatwarning` gives ``file:line: Category: message`` and the source line;
+    the server's file paths and the source line are left out, and a message's own line breaks
+    become spaces.
+    """
+
+    _HEAD = re.compile(r"(?s).*?:\d+: ([A-Za-z_]\w*: .*)")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        head = self._HEAD.match(text)
+        if head is not None:
+            text = head.group(1).rstrip("\n")
+            first, sep, last = text.rpartition("\n")
+            if sep and last.startswith("  "):  # the source line formatwarning appends
+                text = first
+        return f"{record.levelname}:  " + " ".join(text.split("\n"))
+
+
+class _CuratorLog(logging.StreamHandler):
+    """The handler :func:`route_warnings` gives ``py.warnings`` (stderr, one line a warning)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(_WarningLine())
+
+
+def _handled(logger: logging.Logger) -> bool:
+    """Whether ``logger`` or an ancestor it propagates to has a handler that writes somewhere."""
+    node: logging.Logger | None = logger
+    while node is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in node.handlers):
+            return True
+        node = node.parent if node.propagate else None
+    return False
+
+
 def route_warnings() -> None:
     """Send the library's warnings (convergence notes and the like) to the curator's log.
 
     Called once when the app is built, never per request: ``warnings.catch_warnings`` swaps
     process-wide state and is not safe under concurrent requests.  :func:`logging.captureWarnings`
-    routes every warning to the ``py.warnings`` logger (uvicorn's log, stderr); an analyst never
+    routes every warning to the ``py.warnings`` logger; when neither it nor the root logger has a
+    handler (uvicorn configures only its own loggers), it gets one writing each warning as one
+    line to stderr, next to uvicorn's log (once: a second call adds nothing).  An analyst never
     sees them (responses carry only the result and its statement).
     """
     logging.captureWarnings(True)
+    log = logging.getLogger("py.warnings")
+    if not _handled(log):
+        log.addHandler(_CuratorLog())
 
 
 def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT,
