@@ -105,10 +105,18 @@ def check_choice(name: str, value: Any, allowed: Sequence[str], what: str | None
 
 def check_note(note: Any) -> str:
     """``note`` (a ledger entry's free text) as a str: anything else (None, a list, an array) is
-    refused rather than stored as its ``str()``."""
+    refused rather than stored as its ``str()``.  Characters UTF-8 cannot encode (a file name's
+    undecodable bytes, as ``\udcff``) come back escaped (:func:`storable_text`)."""
     if not isinstance(note, str):
         raise ValueError(f'note must be a string (use "" for no note), got {brief(note)}')
-    return note
+    return storable_text(note)
+
+
+def storable_text(text: str) -> str:
+    """``text`` with the characters UTF-8 cannot encode (lone surrogates, such as the
+    ``\udcff`` that stands for a file name's byte 0xff) written as backslash escapes, so that a
+    database stores it and a reader sees where the odd bytes were."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def as_number(value: Any) -> float:

@@ -184,6 +184,49 @@ def test_a_spend_note_that_is_not_utf8_is_a_damaged_ledger(tmp_path, capsys):
     assert path.read_bytes() == bytes(raw)
 
 
+def test_a_note_utf8_cannot_encode_is_stored_escaped(tmp_path):
+    """A note with a lone surrogate (a file name's undecodable byte, as os.fsdecode gives it)
+    raised a raw UnicodeEncodeError ("surrogates not allowed") and nothing was spent; the spend
+    now succeeds with the character escaped."""
+    led = Ledger(tmp_path / "u.ledger", epsilon=5.0, delta=1e-5)
+    led.spend(PrivacyCost(epsilon=0.1), mechanism="laplace", note="direct \udcff")
+    privirt.release_totals(X, epsilon=0.5, ledger=led, note="bad \udcff")
+    assert list(led.spends()["note"]) == ["direct \\udcff", "bad \\udcff"]
+
+
+def test_a_service_debit_note_utf8_cannot_encode_is_stored_escaped(tmp_path):
+    """The service's state stores a debit's note too: a lone surrogate raised UnicodeEncodeError."""
+    pytest.importorskip("fastapi")
+    from privirt.serve.store import init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    did = store.add_dataset(name="d", epsilon=1.0, delta=1e-6, n_persons=3, items=["a", "b"],
+                            missing="complete", codes=np.zeros((3, 2), dtype=np.int8), source="test")
+    aid = store.authenticate(store.add_analyst("a", {"d": (1.0, 1e-6)}), "analyst").id
+    store.debit(analyst_id=aid, dataset_id=did, cost=PrivacyCost(epsilon=0.1), mechanism="m", endpoint="e",
+                params={}, idem_key=None, note="bad \udcff")
+    with sqlite3.connect(tmp_path / "s.db") as con:
+        assert con.execute("SELECT note FROM spends").fetchall() == [("bad \\udcff",)]
+
+
+def test_cli_data_file_name_not_utf8_is_spent_with_an_escaped_note(tmp_path, capsys):
+    """``privirt estimate $'bad\\xffname.csv' --ledger L`` failed with "'utf-8' codec can't encode
+    character '\\udcff' ..." (nothing spent): the spend's note names the file; it now runs."""
+    name = os.fsdecode(b"bad\xffname.csv")
+    try:
+        data = tmp_path / name
+        pd.DataFrame(X.astype(int), columns=[f"i{j}" for j in range(6)]).to_csv(data, index=False)
+    except (OSError, UnicodeEncodeError):  # pragma: no cover - a file system that takes no such name
+        pytest.skip("this file system does not take a file name with the byte 0xff")
+    path = tmp_path / "s.ledger"
+    Ledger(path, epsilon=5.0, delta=1e-5)
+    assert main(["estimate", str(data), "--epsilon", "0.5", "--ledger", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "error" not in err and out
+    notes = list(Ledger(path).spends()["note"])
+    assert len(notes) == 1 and "bad\\udcffname.csv" in notes[0]
+
+
 @pytest.mark.parametrize("kind", list(DAMAGE))
 def test_cli_damaged_ledger_is_one_line(tmp_path, capsys, csv_file, kind):
     path = _ledger_with_spends(tmp_path / "d.ledger")

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from .._checks import storable_text
 from ..private._sqlite import _sqlite_uri
 from . import keys as _keys
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
@@ -480,7 +481,7 @@ class Store:
                     b.q("INSERT INTO spends (request_id, analyst_id, dataset_id, time, mechanism, rho, epsilon,"
                         " delta, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
                     (request_id, analyst_id, dataset_id, now, mechanism, c.rho, c.epsilon, c.delta,
-                     str(note))).fetchone()[0])
+                     storable_text(str(note)))).fetchone()[0])
                 committing = True
         except Exception as exc:
             if b.is_unique_violation(exc) and idem_key is not None:  # a racing twin won
