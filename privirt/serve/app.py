@@ -200,13 +200,15 @@ def route_warnings() -> None:
     process-wide state and is not safe under concurrent requests.  :func:`logging.captureWarnings`
     routes every warning to the ``py.warnings`` logger; when neither it nor the root logger has a
     handler (uvicorn configures only its own loggers), it gets one writing each warning as one
-    line to stderr, next to uvicorn's log (once: a second call adds nothing).  An analyst never
+    line to stderr, next to uvicorn's log (once: a second call adds nothing, and a root handler
+    an embedding application configures later does not print them again).  An analyst never
     sees them (responses carry only the result and its statement).
     """
     logging.captureWarnings(True)
     log = logging.getLogger("py.warnings")
     if not _handled(log):
         log.addHandler(_CuratorLog())
+        log.propagate = False  # (a root handler configured later would print each warning again)
 
 
 def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT,
