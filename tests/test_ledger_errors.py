@@ -207,6 +207,11 @@ def test_a_service_debit_note_utf8_cannot_encode_is_stored_escaped(tmp_path):
                 params={}, idem_key=None, note="bad \udcff")
     with sqlite3.connect(tmp_path / "s.db") as con:
         assert con.execute("SELECT note FROM spends").fetchall() == [("bad \\udcff",)]
+    # and a data set's source (`privirt serve dataset add` stores the file's name): it raised too
+    store.add_dataset(name="e", epsilon=1.0, delta=1e-6, n_persons=3, items=["a", "b"], missing="complete",
+                      codes=np.zeros((3, 2), dtype=np.int8), source="bad\udcffname.csv")
+    with sqlite3.connect(tmp_path / "s.db") as con:
+        assert con.execute("SELECT source FROM datasets WHERE name = 'e'").fetchall() == [("bad\\udcffname.csv",)]
 
 
 def test_cli_data_file_name_not_utf8_is_spent_with_an_escaped_note(tmp_path, capsys):

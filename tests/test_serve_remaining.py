@@ -136,3 +136,42 @@ def test_an_analysts_listings_beyond_the_cap_are_429_while_anothers_is_served(tm
     assert first["r"][0] == 200 and [d["name"] for d in first["r"][1]] == ["d"]
     assert app.state.in_flight.running(a.id) == 0
     assert asgi_call(app, "GET", "/v1/datasets", key_a)[0] == 200
+
+
+@pytest.mark.parametrize("listing", ["datasets_for", "allowances", "datasets"])
+def test_the_listings_compute_remaining_epsilon_after_their_transaction(tmp_path, monkeypatch, listing):
+    # the bisection ran inside the read transaction, whose PostgreSQL deadline (30 s) it then used
+    # up: about 500 allowances made every `privirt serve list` fail as "PostgreSQL stopped"
+    import privirt
+    from privirt.serve import service, store as store_module
+    from privirt.serve.store import init_store
+
+    store = init_store(str(tmp_path / "s.db"))
+    resp = privirt.as_responses(privirt.load_dataset("lsat6"))
+    service.register_dataset(store, name="d", resp=resp, epsilon=5.0, delta=1e-6, items=None, n_persons=None,
+                             missing="none", source="test")
+    key = store.add_analyst("a", {"d": (2.0, 1e-6)})
+    who = store.authenticate(key, "analyst")
+    service.run_request(store, who, "d", "release", {"kind": "totals", "epsilon": 0.3}, None)
+    real_read, real_remaining, open_now, calls = store._b.read, store_module.remaining_epsilon, [], []
+
+    def read(*args, **kwargs):
+        class Watched:
+            def __enter__(self):
+                self.inner = real_read(*args, **kwargs)
+                open_now.append(True)
+                return self.inner.__enter__()
+
+            def __exit__(self, *exc):
+                open_now.pop()
+                return self.inner.__exit__(*exc)
+        return Watched()
+
+    def remaining(*args):
+        calls.append(bool(open_now))
+        return real_remaining(*args)
+
+    monkeypatch.setattr(store._b, "read", read)
+    monkeypatch.setattr(store_module, "remaining_epsilon", remaining)
+    rows = store.datasets_for(who.id) if listing == "datasets_for" else getattr(store, listing)()
+    assert rows and calls and not any(calls), calls
