@@ -149,6 +149,12 @@ def test_connections_get_time_limits_unless_the_url_or_the_environment_sets_them
     assert limits <= set(plain) and plain["keepalives"] == "1"
     assert (given["connect_timeout"], given["keepalives"], given["tcp_user_timeout"]) == ("60", "0", "7")
     assert limits - {"connect_timeout"} <= set(env) and "connect_timeout" not in env  # libpq reads the variable
+    # a service file's settings would be overridden by keyword arguments: a URL naming one gets none
+    from privirt.serve._deadline import _connect_options
+
+    assert _connect_options("postgresql://?service=svc") == {}
+    monkeypatch.setenv("PGSERVICE", "svc")
+    assert _connect_options("postgresql://u@127.0.0.1:1/db") == {}
 
 
 # ---------------------------------------------------------------------------------------

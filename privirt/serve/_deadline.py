@@ -26,11 +26,14 @@ _CONNECT_DEFAULTS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle
 
 def _connect_options(url: str) -> dict[str, str]:
     """The :data:`_CONNECT_DEFAULTS` that ``url`` leaves unset (psycopg's keyword arguments
-    override the URL's own parameters, which must win).  Raises ``psycopg.ProgrammingError`` for
+    override the URL's own parameters, which must win); none for a URL that names a service
+    (``?service=`` or ``PGSERVICE``), whose file's settings they would override too.  Raises ``psycopg.ProgrammingError`` for
     a URL libpq cannot parse."""
     from psycopg.conninfo import conninfo_to_dict
 
     given = set(conninfo_to_dict(url))
+    if "service" in given or os.environ.get("PGSERVICE"):
+        return {}  # a service file's settings (which keyword arguments would override) are the user's
     if os.environ.get("PGCONNECT_TIMEOUT"):
         given.add("connect_timeout")
     return {key: value for key, value in _CONNECT_DEFAULTS.items() if key not in given}
