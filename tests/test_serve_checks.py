@@ -238,7 +238,8 @@ def test_a_state_in_a_read_only_folder_says_so_and_what_to_do(tmp_path, monkeypa
     connect, access = sqlite.connect, os.access
 
     def cannot_open(path, *args, **kwargs):
-        return connect(str(tmp_path / "nowhere" / "s.db") if path == str(state) else path, *args, **kwargs)
+        inside = str(path).startswith(str(state.parent) + os.sep)
+        return connect(str(tmp_path / "nowhere" / "s.db") if inside else path, *args, **kwargs)
 
     monkeypatch.setattr(sqlite, "connect", cannot_open)
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(state.parent) and
@@ -247,6 +248,9 @@ def test_a_state_in_a_read_only_folder_says_so_and_what_to_do(tmp_path, monkeypa
         line = _one_line_error(cli("serve", *argv, check=False))
         assert f"cannot be opened: its folder {state.parent} is read-only" in line, line
         assert "s.db-shm" in line and "copy the state to a writable folder" in line, line
+    new = state.parent / "new.db"  # no state to copy yet: `init` is told to make it elsewhere
+    line = _one_line_error(cli("serve", "init", new, check=False))
+    assert "its folder" in line and "create the state in a writable folder" in line and not new.exists(), line
     monkeypatch.setattr(os, "access", access)  # a writable folder: not this message
     assert "read-only" not in _one_line_error(cli("serve", "list", state, check=False))
 

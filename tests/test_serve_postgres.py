@@ -95,6 +95,18 @@ def test_every_at_separated_piece_of_a_password_is_masked(password):
     assert "horse" not in text and "Tr0ub4dor" not in text, text
 
 
+def test_a_short_password_or_piece_of_one_leaves_the_message_readable():
+    # every '@'-piece was masked wherever it occurred as text: 'e' gave 'conn***ction fail***d'
+    from privirt.serve._backends import _libpq_text
+
+    said = 'connection to server at "127.0.0.1", port 1 failed: Connection refused'
+    for password in ("e", "e%40n", "p%40ss"):
+        text = _libpq_text(said, f"postgresql://u:{password}@127.0.0.1:1/db")
+        assert "connection to server" in text and "failed: Connection refused" in text, (password, text)
+    text = _libpq_text("auth failed for p@ss (p@ss)", "postgresql://u:p%40ss@127.0.0.1:1/db")
+    assert "p@ss" not in text, text  # the whole password stays masked
+
+
 @pytest.mark.parametrize("argv", [
     ("serve", f"postgresql://u:{SECRET}@h/db", "list"),  # argparse quotes an invalid choice
     ("serve", "run", "s.db", "--port", f"postgresql://u:{SECRET}@h/db"),  # ... and a bad value

@@ -195,9 +195,10 @@ class _SQLite:
             return None
         given = Path(self.describe).parent  # named as given unless a link leads elsewhere
         folder = given if Path(os.path.realpath(given)) == self.path.parent else self.path.parent
+        remedy = ("copy the state to a writable folder" if self.path.exists() else
+                  "create the state in a writable folder")  # (`privirt serve init` there)
         return StateUnavailable(f"the state {self.describe} cannot be opened: its folder {folder} is read-only "
-                                f"(SQLite needs to create {self.path.name}-shm/-wal beside it): copy the state "
-                                "to a writable folder")
+                                f"(SQLite needs to create {self.path.name}-shm/-wal beside it): {remedy}")
 
     def _drop(self) -> None:
         con = getattr(self._local, "con", None)
@@ -476,7 +477,10 @@ def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str
     if not quoted:
         text = re.sub(r"(\"[^\"]*\"|'[^']*')", lambda m: m[0] if re.fullmatch(r".[\w.-]*.", m[0]) else "(…)", text)
     for secret in sorted(_secrets(url), key=len, reverse=True):
-        text = text.replace(secret, "***")
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+        else:  # a short one only where it stands alone: inside words it made 'conn***ction fail***d'
+            text = re.sub(rf"(?<![\w*]){re.escape(secret)}(?![\w*])", "***", text)
     return text[:200]
 
 
