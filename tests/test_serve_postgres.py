@@ -95,6 +95,19 @@ def test_every_at_separated_piece_of_a_password_is_masked(password):
     assert "horse" not in text and "Tr0ub4dor" not in text, text
 
 
+@pytest.mark.parametrize("url", ["postgresql://u:ab/c@127.0.0.1:1/st", "postgresql://u:x/@127.0.0.1/st"])
+def test_a_raw_slash_in_the_password_is_refused_without_showing_it(url, tmp_path, monkeypatch):
+    # libpq read 'u' as the host and 'ab' as the port, and the whole URL, password and all, was
+    # printed: neither the refusal nor any mask had found the user part past the first '/'
+    from privirt.serve._backends import _redact
+
+    monkeypatch.chdir(tmp_path)
+    line = _one_line(cli("serve", "list", url, check=False))
+    assert "raw '/'" in line and "%2F" in line, line
+    assert "ab/c" not in line and "x/" not in line and ":***@" in line, line
+    assert ":***@" in _redact(url)
+
+
 def test_a_short_password_or_piece_of_one_leaves_the_message_readable():
     # every '@'-piece was masked wherever it occurred as text: 'e' gave 'conn***ction fail***d'
     from privirt.serve._backends import _libpq_text
@@ -131,7 +144,7 @@ def test_usage_errors_leave_other_urls_as_typed(tmp_path):
     assert proc.returncode == 2 and "unrecognized arguments: tcp://[::1:8786" in proc.stderr, proc.stderr
 
 
-def test_connections_get_time_limits_unless_the_url_or_the_environment_sets_them(monkeypatch):
+def test_connections_get_time_limits_unless_the_url_or_the_environment_sets_them(monkeypatch, tmp_path):
     # psycopg.connect(url) had libpq's defaults: no keepalives, and a connection to a server that
     # answers nothing waited 130 s; psycopg's keyword arguments override the URL's own parameters
     import psycopg
@@ -164,9 +177,17 @@ def test_connections_get_time_limits_unless_the_url_or_the_environment_sets_them
     # a service file's settings would be overridden by keyword arguments: a URL naming one gets none
     from privirt.serve._deadline import _connect_options
 
-    assert _connect_options("postgresql://?service=svc") == {}
-    monkeypatch.setenv("PGSERVICE", "svc")
-    assert _connect_options("postgresql://u@127.0.0.1:1/db") == {}
+    service_file = tmp_path / "pg_service.conf"
+    service_file.write_text("[svc]\nhost=127.0.0.1\nconnect_timeout=60\ntcp_user_timeout=0\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service_file))
+    monkeypatch.delenv("PGSYSCONFDIR", raising=False)
+    for url, service in (("postgresql://?service=svc", None), ("postgresql://u@127.0.0.1:1/db", "svc")):
+        if service:
+            monkeypatch.setenv("PGSERVICE", service)
+        options = _connect_options(url)  # the file's own settings kept, the others still given
+        assert "connect_timeout" not in options and "tcp_user_timeout" not in options, options
+        assert options["keepalives"] == "1", options
+    assert _connect_options("postgresql://?service=other")["tcp_user_timeout"] == "15000"  # (no such section)
 
 
 # ---------------------------------------------------------------------------------------

@@ -441,7 +441,10 @@ def _url_fields(url: str) -> tuple[str, str | None, str | None, str]:
     scheme, sep, after = url.partition("://")
     if not sep:
         return url, None, None, ""
-    at = after.partition("/")[0].rfind("@")
+    head = after.partition("/")[0]
+    at = head.rfind("@")
+    if at < 0 and ":" in head:  # a raw '/' in a password ('u:ab/c@host/db': libpq reads 'u' as the host)
+        at = after.partition("?")[0].rfind("@")
     if at < 0:
         return scheme + sep, None, None, after
     user, colon, password = after[:at].partition(":")
@@ -485,13 +488,17 @@ def _libpq_text(exc: BaseException | str, url: str, quoted: bool = False) -> str
 
 
 def _check_user_part(url: str, describe: str) -> None:
-    """A one-line :class:`StateError` if ``url``'s user part holds a raw ``@``: libpq ends the
-    user part at the first ``@`` and would read the rest of a password as the host (and print
-    it); a ``@`` after the first one, before the host's end (``/``, ``?``), is refused."""
-    host = url.partition("://")[2].partition("/")[0].partition("@")[2]
-    if "@" in host.partition("?")[0]:
+    """A one-line :class:`StateError` if ``url``'s user part holds a raw ``@`` or ``/``: libpq
+    ends the user part at the first ``@`` (or the host at the first ``/``) and would read the rest
+    of a password as the host (and print it); a second ``@`` before the query, or a ``/`` before
+    the ``@``, is refused."""
+    body = url.partition("://")[2].partition("?")[0]
+    if body.count("@") > 1:
         raise StateError(f"the state URL {describe} has a raw '@' in its user name or password; write each "
                          "'@' of them as %40 (postgresql://user:pa%40ss@host:port/db)")
+    if "/" in body.partition("@")[0] and "@" in body:  # libpq would read 'u:ab' as host and port
+        raise StateError(f"the state URL {describe} has a raw '/' in its user name or password (or a raw '@' "
+                         "in its database name); write each '/' of them as %2F and '@' as %40")
 
 
 def _redact(url: str) -> str:

@@ -26,17 +26,39 @@ _CONNECT_DEFAULTS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle
 
 def _connect_options(url: str) -> dict[str, str]:
     """The :data:`_CONNECT_DEFAULTS` that ``url`` leaves unset (psycopg's keyword arguments
-    override the URL's own parameters, which must win); none for a URL that names a service
-    (``?service=`` or ``PGSERVICE``), whose file's settings they would override too.  Raises ``psycopg.ProgrammingError`` for
+    override the URL's own parameters, which must win, and a service file's, read here for a
+    service named by ``?service=`` or ``PGSERVICE``).  Raises ``psycopg.ProgrammingError`` for
     a URL libpq cannot parse."""
     from psycopg.conninfo import conninfo_to_dict
 
-    given = set(conninfo_to_dict(url))
-    if "service" in given or os.environ.get("PGSERVICE"):
-        return {}  # a service file's settings (which keyword arguments would override) are the user's
+    fields = conninfo_to_dict(url)
+    given = set(fields) | _service_keys(fields.get("service") or os.environ.get("PGSERVICE"))
     if os.environ.get("PGCONNECT_TIMEOUT"):
         given.add("connect_timeout")
     return {key: value for key, value in _CONNECT_DEFAULTS.items() if key not in given}
+
+
+def _service_keys(name: str | None) -> set[str]:
+    """The parameters a connection service file sets for service ``name`` (libpq's files:
+    ``PGSERVICEFILE`` or ``~/.pg_service.conf``, and ``PGSYSCONFDIR/pg_service.conf``); empty
+    without a name or a readable section."""
+    if not name:
+        return set()
+    import configparser
+
+    files = [os.environ.get("PGSERVICEFILE") or os.path.expanduser("~/.pg_service.conf")]
+    if os.environ.get("PGSYSCONFDIR"):
+        files.append(os.path.join(os.environ["PGSYSCONFDIR"], "pg_service.conf"))
+    keys: set[str] = set()
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        if parser.has_section(name):
+            keys |= set(parser[name])
+    return keys
 
 
 class _Deadline:
