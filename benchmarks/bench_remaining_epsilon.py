@@ -18,6 +18,7 @@ Nothing is asserted here.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -36,9 +37,10 @@ def _sums_of(k: int) -> SpendSums:
 
 
 def _full_bisection(sums: SpendSums, epsilon: float, delta: float) -> float:
-    """The bisection before session 26: 100 halvings whatever they still move."""
+    """The bisection before session 26: 100 halvings whatever they still move (also the
+    reference of ``tests/test_serve_remaining.py``)."""
     used = sums.total(delta)
-    if used >= epsilon:
+    if not math.isfinite(used) or used >= epsilon:
         return 0.0
     lo, hi = 0.0, float(epsilon)
     if sums.plus((0.0, hi, 0.0)).total(delta) <= epsilon:

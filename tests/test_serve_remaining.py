@@ -4,7 +4,6 @@ the analyst's in-flight cap (one analyst's listings cannot take the server's thr
 
 from __future__ import annotations
 
-import math
 import threading
 
 import pytest
@@ -13,21 +12,19 @@ import privirt.private._sums as sums_module
 from privirt.private._sums import SpendSums
 
 
-def _old_largest_pure_fit(sums: SpendSums, epsilon: float, delta: float) -> float:
-    """The bisection as it was (100 halvings, no early stop, no cache): the reference."""
-    used = sums.total(delta)
-    if not math.isfinite(used) or used >= epsilon:
-        return 0.0
-    lo, hi = 0.0, float(epsilon)
-    if sums.plus((0.0, hi, 0.0)).total(delta) <= epsilon:
-        return hi
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if sums.plus((0.0, mid, 0.0)).total(delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _load_reference():
+    """The bisection as it was (100 halvings, no early stop, no cache): the benchmark's peer."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_remaining_epsilon.py"
+    spec = importlib.util.spec_from_file_location("bench_remaining_epsilon", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._full_bisection
+
+
+_old_largest_pure_fit = _load_reference()
 
 
 _SPENDS = [
