@@ -23,7 +23,7 @@ from ..data.responses import Responses, ResponsesLike, as_responses
 from . import driver, twopno, twopno_fused, twopno_gpu
 from . import moves as _moves
 from . import slopes as _slopes
-from ._names import name_items
+from ..data._labels import name_items
 from .posterior import SamplerPosterior
 from .schedule import Schedule, resolve_warmup
 

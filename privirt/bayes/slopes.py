@@ -16,7 +16,7 @@ from scipy import special
 from .._checks import check_location
 from ..data.responses import Responses
 from ..exceptions import user_stacklevel
-from ._names import name_items
+from ..data._labels import name_items
 
 __all__ = ["SLOPES", "FREE", "ABOVE", "BELOW", "FIXED", "check_slopes", "Anchors", "check_anchors",
            "free_init", "apply_anchors", "item_rest_correlations", "warn_negative_items",

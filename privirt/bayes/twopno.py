@@ -22,7 +22,7 @@ from .._checks import as_number, check_location, check_locations, check_variance
 from ..data.responses import Responses
 from ..exceptions import user_stacklevel
 from . import moves as _moves
-from ._names import name_items
+from ..data._labels import name_items
 from .slopes import FIXED, Anchors
 
 __all__ = ["GibbsState", "CpuData", "GeneratorDraws", "cpu_iteration", "draw_items", "check_priors",

@@ -416,3 +416,32 @@ def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataF
         raise ValueError(f"drop_cols names {_py(unknown[0])!r}, not a column of the table; name "
                          f"one of its columns: {shown}")
     return frame.loc[:, [c not in {str(n) for n in names} for c in cols]]
+
+
+#: how many flagged items a message names before it cuts the list
+NAMES_SHOWN = 5
+
+
+def name_items(items: pd.Index, mask: np.ndarray, shown: int = NAMES_SHOWN) -> str:
+    """The items flagged by ``mask``, e.g. ``"rc1, rc9, ... (76 of 672 items)"``.
+
+    Parameters
+    ----------
+    items : pandas.Index
+        Every item's label.
+    mask : numpy.ndarray
+        Boolean, one entry per item: the flagged ones.
+    shown : int, optional
+        How many flagged items to name; a longer list is cut with ``"..."`` and its count.
+
+    Returns
+    -------
+    str
+        The first ``shown`` flagged labels, comma separated, plus ``", ... (k of n items)"``
+        when more are flagged.
+    """
+    flagged = items[np.asarray(mask, dtype=bool)]
+    names = ", ".join(str(x) for x in flagged[:shown])
+    if len(flagged) > shown:
+        names += f", ... ({len(flagged)} of {len(items)} items)"
+    return names

@@ -15,6 +15,7 @@ from ..._checks import brief, check_confidence, check_n_boot
 from ..._progress import resolve_progress, ticker
 from ..._seeds import describe_seed, estimate_stream, numpy_rng, seed_sequence
 from ..._threads import one_blas_thread
+from ...data._labels import name_items
 from ...data.responses import ResponsesLike
 from ...exceptions import IdentifiabilityWarning, PrivirtRuntimeWarning, user_stacklevel
 from ..spends import reports_spends
@@ -358,12 +359,6 @@ def _laplace(fit) -> tuple[np.ndarray, np.ndarray | None, str]:
     return np.full(m, np.nan), None, "none"
 
 
-def _names(items: pd.Index, mask: np.ndarray) -> str:
-    """The first five labels of ``mask`` (and how many in all where more)."""
-    more = f", ... ({int(mask.sum())} of {mask.size} items)" if mask.sum() > 5 else ""
-    return ", ".join(str(x) for x in items[mask][:5]) + more
-
-
 def _check_intervals(intervals: Any) -> None:
     if not isinstance(intervals, str) or intervals not in ("auto", "bootstrap", "laplace"):
         raise ValueError(f"intervals must be 'auto', 'bootstrap' or 'laplace', got {brief(intervals)}")
@@ -435,7 +430,7 @@ def estimate_2pl_from_release(
     m = a.size
     negative = negatively_keyed(*fit_inputs(release))  # from the release alone (post-processing)
     if negative.any():
-        warnings.warn(f"item(s) {_names(release.items, negative)} correlate negatively with the rest of the items "
+        warnings.warn(f"item(s) {name_items(release.items, negative)} correlate negatively with the rest of the items "
                       "in the release: the model assumes positively keyed items (a > 0) and fits their a at about 0 "
                       "with a meaningless interval; reverse-score such an item (X[:, j] = 1 − X[:, j]) before the "
                       "release (docs/private_2pl.md §5)", UserWarning, stacklevel=user_stacklevel())
@@ -453,7 +448,7 @@ def estimate_2pl_from_release(
     at_bound = np.isin(np.arange(m), np.concatenate([pi[hit], pj[hit]]))
     if at_bound.any():
         warnings.warn(
-            f"item(s) {_names(release.items, at_bound)} correlate almost perfectly with another item in the fit "
+            f"item(s) {name_items(release.items, at_bound)} correlate almost perfectly with another item in the fit "
             f"(λ_iλ_j ≥ {CORRELATION_AT_BOUND:g}, e.g. duplicated items): the release does not bound their a from "
             "above, so their a and b are not identified by this release and their intervals do not bound "
             "them; use their τ (fit.tau) as the difficulty (docs/private_2pl.md §3, the level)",
