@@ -304,3 +304,28 @@ def test_a_stray_field_on_the_first_row_is_refused_not_read_as_row_names(tmp_pat
     for read in (as_responses, private_responses):
         with pytest.raises(ValueError, match="line 3 has 3 fields where the header has 3 and the other rows 4"):
             read(short)
+
+
+def test_two_or_more_stray_fields_on_the_first_row_are_refused_by_line(tmp_path, capsys):
+    # two extra fields on the first data row made pandas take the first two fields of every row
+    # for row labels (a MultiIndex): persons ('x', 'y'), ('p2', '1'), ... each answer shifted, or,
+    # with labels read as text, "Could not construct index ..." naming no line
+    import privirt
+
+    cases = {"two.csv": ("a,b\nx,y,1,0\np2,1,0\np3,0,1\np4,1,1\n", 4, 2),
+             "every.csv": ("a,b\nx,y,1,0\nz,w,0,1\nu,v,1,1\n", 4, 2),
+             "three.csv": ("person,a,b\np1,x,y,1,0\np2,1,0\np3,0,1\n", 5, 3),
+             "ends.csv": ("a,b\n1,0,,\n0,1,,\n1,1,,\n", 4, 2)}
+    for file, (text, fields, header) in cases.items():
+        path = tmp_path / file
+        path.write_text(text)
+        want = rf"{file} is not a rectangular table: line 2 has {fields} fields where the header has {header}"
+        for read in (as_responses, private_responses, lambda p: as_responses(p, labels_as_text=False)):
+            with pytest.raises(ValueError, match=want):
+                read(path)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    assert main(["estimate", str(tmp_path / "two.csv"), "--epsilon", "1", "--ledger",
+                 str(tmp_path / "l.db"), "--n-persons", "4", "--items", "a,b", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 2 has 4 fields where the header has 2" in err, err
+    assert ledger.spends().empty

@@ -207,6 +207,14 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
         options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
                    if labels_as_text else {})
         frame = pd.read_csv(source(), sep=sep, compression=compression, **({"keep_default_na": True} | options))
+        if isinstance(frame.index, pd.MultiIndex):
+            # two or more fields beyond the header on the first data row: pandas took as many of
+            # every row's first fields for its row labels (persons ('x', 'y'), answers shifted)
+            _check_row_name_rows(source, name, sep, compression, len(header))
+            # (rows that pandas alone reads, a .zip/.zst member: the count pandas found)
+            raise ValueError(f"{name} is not a rectangular table: its first data row has "
+                             f"{frame.index.nlevels} fields more than the header; every row needs "
+                             "one field per column of the header (check for stray separators)")
         # every data row one field longer than the header: pandas takes the first field for row
         # labels.  Right for R's write.table (row names, the header without their column; R writes
         # a missing value as NA); wrong for rows that end in a separator, which shifted each item's
@@ -390,12 +398,13 @@ def _check_long_rows(source: Any, name: str, sep: str, compression: Any, width: 
 
 
 def _check_row_name_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
-    """Refuse a table whose first data row has one field more than the header's ``width`` (pandas
-    then takes every row's first field for its row name, R's ``write.table`` layout) unless every
-    data row has ``width + 1`` fields: one stray field on the first row shifted every answer one
-    column left, and a short row was padded with a missing cell.  The line named is the first
-    that differs from the header (``width``) where more rows have the header's width, else the
-    first that differs from ``width + 1``."""
+    """Refuse a table whose first data row has more fields than the header's ``width`` (pandas
+    then takes every row's first fields for its row names; one, R's ``write.table`` layout)
+    unless every data row has ``width + 1`` fields: one stray field on the first row shifted
+    every answer one column left, two or more made pairs of row names (a MultiIndex), and a short
+    row was padded with a missing cell.  The line named is the first that differs from the
+    header (``width``) where more rows have the header's width, else the first that differs
+    from ``width + 1``."""
     with _data_records(source, sep, compression) as rows:
         if rows is None:
             return
