@@ -329,3 +329,31 @@ def test_two_or_more_stray_fields_on_the_first_row_are_refused_by_line(tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "line 2 has 4 fields where the header has 2" in err, err
     assert ledger.spends().empty
+
+
+def test_answers_where_r_layout_has_its_row_names_name_the_short_header(tmp_path, capsys):
+    # every row one field longer than the header, its first field 0/1: read as R's write.table
+    # layout, the answers became row names, refused as "duplicate person label '1'" -- which
+    # sent the user hunting for a repeated person, not for the header's missing label
+    import privirt
+
+    short = tmp_path / "short.csv"
+    short.write_text("a,b,c\n1,0,1,1\n0,1,0,0\n1,1,1,0\n0,0,1,1\n")
+    want = r"short.csv: every row has 4 fields and the header 3,.*header is likely one field short"
+    for read in (as_responses, private_responses, lambda p: as_responses(p, labels_as_text=False)):
+        with pytest.raises(ValueError, match=want):
+            read(short)
+    ledger = privirt.Ledger(tmp_path / "l.db", epsilon=5.0, delta=1e-3)
+    assert main(["estimate", str(short), "--epsilon", "1", "--ledger", str(tmp_path / "l.db"),
+                 "--n-persons", "4", "--items", "a,b,c", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "add the missing" in err and "duplicate" not in err, err
+    assert ledger.spends().empty
+    # repeated row names that are labels keep their message; a person column replaces them
+    named = tmp_path / "named.csv"
+    named.write_text('"a","b"\n"p1",1,0\n"p1",0,1\n')
+    with pytest.raises(ValueError, match="duplicate person label 'p1'"):
+        as_responses(named)
+    person = tmp_path / "person.csv"
+    person.write_text('"person","a","b"\n"1","p1",1,0\n"1","p2",0,1\n')
+    assert as_responses(person).persons.tolist() == ["p1", "p2"]

@@ -279,8 +279,29 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
             _check_row_name_rows(source, name, sep, compression, len(header))  # R's layout
         elif frame.shape[1] > 1:
             _check_short_rows(source, name, sep, compression, width)
+    _check_answer_row_names(frame, name, header, person_col)
     frame.columns = strip_labels(frame.columns, name)
     return frame
+
+
+def _check_answer_row_names(frame: pd.DataFrame, name: str, header: list, person_col: Any) -> None:
+    """Refuse repeated row names that look like answers (0/1) where no person column replaces
+    them: every row one field longer than the header reads as R's ``write.table`` layout, whose
+    row names are unique; answers there mean the header is one field short (refused as
+    "duplicate person label '1'", the wrong problem)."""
+    index = frame.index
+    if isinstance(index, pd.RangeIndex) or not index.has_duplicates or not all(
+            str(v).strip() in _ANSWER_TEXT for v in index):
+        return
+    wanted = str(person_col or "person").strip().lower()
+    if any(str(c).strip().lower() == wanted for c in header) or (
+            person_col is None and header and not str(header[0]).strip()):
+        return  # (a person column: its labels, not the row names, name the persons)
+    raise ValueError(
+        f"{name}: every row has {frame.shape[1] + 1} fields and the header {frame.shape[1]}, "
+        "R's write.table layout (a row name first), but the row names are answers (0/1) and "
+        "repeat: the header is likely one field short; add the missing item's label to it"
+    )
 
 
 def _open_text(source: Any, compression: Any):
