@@ -293,6 +293,22 @@ def test_public_source_for_private_paths(tmp_path, client):
         public_source(folder, items=None, n_persons=1000, client=client)
 
 
+def test_parquet_files_with_their_items_in_another_order(tmp_path, client):
+    """Each file is read by column name: the same items in another order are the same data set
+    (refused before as 'different item columns'); a file lacking or adding an item is named."""
+    X = _data(n=600, m=4, seed=93700901)
+    folder = _write_parquet(tmp_path / "order", X, ["a", "b", "c", "d"], files=2)
+    half = np.array_split(X, 2)[1]
+    cols = {it: pa.array(np.nan_to_num(half[:, j]).astype(np.int8), mask=np.isnan(half[:, j]))
+            for j, it in enumerate(["a", "b", "c", "d"])}
+    pq.write_table(pa.table({k: cols[k] for k in ["d", "b", "a", "c"]}), folder / "part-1.parquet")
+    st = privirt.sufficient_statistics(folder, engine="dask", client=client)
+    _assert_same(st, privirt.sufficient_statistics(pd.DataFrame(X, columns=["a", "b", "c", "d"])))
+    pq.write_table(pa.table({"d": cols["d"], "b": cols["b"], "e": cols["a"]}), folder / "part-1.parquet")
+    with pytest.raises(ValueError, match=r"different item columns .*\(it lacks a, c; it adds e\)"):
+        privirt.sufficient_statistics(folder, engine="dask", client=client)
+
+
 def test_cli_estimate_engine_dask(tmp_path, capsys, client):
     from privirt.cli import main
 

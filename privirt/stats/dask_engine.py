@@ -300,10 +300,14 @@ def _parquet_tasks(source, items, public, person_col, pairwise, chunk_size, extr
             labels, _, _ = _match_items(items, cols, public, absent_ok=True)
             if len(labels) < 1:
                 raise ValueError(f"{path}: no item columns")
-        if items is None and cols != schema_cols:
+        if items is None and set(cols) != set(schema_cols):  # (each file is read by column name)
+            lacks = [str(c) for c in schema_cols if c not in set(cols)]
+            extra = [str(c) for c in cols if c not in set(schema_cols)]
+            what = "; ".join(f"{w} {', '.join(v[:5])}{' ...' if len(v) > 5 else ''}"
+                             for w, v in (("it lacks", lacks), ("it adds", extra)) if v)
             raise ValueError(
-                f"{path} has different item columns from {files[0]}; every file of the data set "
-                "needs the same schema (or pass the item list as items=...)"
+                f"{path} has different item columns from {files[0]} ({what}); every file of the "
+                "data set needs the same item columns (or pass the item list as items=...)"
             )
         # each file's columns matched to the item positions (an item a file lacks is all-missing
         # there; a column outside the public item set is an error)
