@@ -306,7 +306,7 @@ def test_the_api_has_no_raw_data_or_seed_route():
     assert served == {
         ("GET", "/v1/datasets"), ("POST", "/v1/datasets/{name}/estimate"), ("POST", "/v1/datasets/{name}/release"),
         ("GET", "/v1/spends"), ("GET", "/v1/requests/{request_id}"), ("GET", "/v1/curator/spends"),
-        ("GET", "/v1/curator/allowances"), ("GET", "/v1/curator/datasets"),
+        ("GET", "/v1/curator/allowances"), ("GET", "/v1/curator/datasets"), ("GET", "/v1/curator/events"),
         ("POST", "/v1/curator/analysts/{name}/revoke"), ("GET", "/curator"), ("POST", "/curator/login"),
         ("POST", "/curator/logout"), ("GET", "/v1/health"),
         ("GET", "/curator/login"), ("GET", "/curator/logout"),  # redirects to /curator (a reloaded form address)

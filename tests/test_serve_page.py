@@ -283,9 +283,10 @@ def test_curator_page_in_headless_chromium(served):
             # the page survives a reload on the session alone
             page.reload()
             page.wait_for_selector("text=Audit log")
-            # data sets, allowances (bob revoked), one plot per analyst, the audit log
+            # data sets, allowances (bob revoked), one plot per analyst, the audit log and the curator's actions
             tables = page.locator("table")
-            assert tables.count() == 3
+            assert tables.count() == 4
+            assert {"analyst revoke", "curator-key"} <= set(tables.nth(3).locator("tbody td").all_inner_texts())
             assert tables.nth(0).locator("tbody tr").count() == 2
             assert tables.nth(1).locator("tbody tr").count() == 3
             assert "revoked" in tables.nth(1).inner_text()

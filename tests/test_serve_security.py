@@ -381,6 +381,7 @@ def test_a_schema_1_state_gets_the_sessions_table_when_opened(tmp_path):
     init_store(state)
     with sqlite3.connect(state) as con:  # as privirt 0.x wrote it
         con.execute("DROP TABLE sessions")
+        con.execute("DROP TABLE events")  # (schema 3)
         con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = open_store(state)
     with sqlite3.connect(state) as con:

@@ -26,6 +26,8 @@ Set up (STATE is a file path for SQLite, or a postgresql:// URL shared by severa
   privirt serve init STATE [--max-releases N]                         # releases per analyst and data set
   privirt serve dataset add STATE NAME FILE --epsilon E --delta D
   privirt serve analyst add STATE ALICE --allowance NAME=EPS[,DELTA]   # prints ALICE's key (last line)
+  privirt serve analyst allow STATE ALICE --allowance NAME=EPS[,DELTA] # grant or change an allowance
+  privirt serve analyst new-key STATE ALICE                           # a new key, same record (last line)
   privirt serve curator-key STATE                                     # prints your key (last line)
   privirt serve run STATE --host 127.0.0.1 --port 8000
 
@@ -87,7 +89,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_on_state(run_dataset_add))
     ds.set_defaults(func=_needs("privirt serve dataset add STATE NAME FILE --epsilon E --delta D"))
 
-    an = sub.add_parser("analyst", help="add or revoke an analyst")
+    an = sub.add_parser("analyst", help="add an analyst, change their allowances, give a new key, or revoke it")
     asub = an.add_subparsers(dest="analyst_command", metavar="ACTION")
     p = asub.add_parser(
         "add", help="add an analyst with allowances; prints their key (last line, shown once)",
@@ -102,6 +104,24 @@ def register(subparsers) -> None:
     p.add_argument("state", metavar="STATE")
     p.add_argument("name", metavar="NAME")
     p.set_defaults(func=_on_state(run_analyst_revoke))
+    p = asub.add_parser(
+        "allow", help="grant or change an analyst's allowances (raise or lower)",
+        description="Grant an existing, unrevoked analyst an allowance on a data set, or change one (raise or "
+        "lower; what they spent keeps counting).  Lowered below what they spent, nothing remains and their "
+        "requests there are refused.  DELTA defaults to the allowance's δ (a new one's: the data set's δ).")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--allowance", action="append", required=True, metavar="DATASET=EPS[,DELTA]",
+                   help="the new allowance (repeat for several data sets)")
+    p.set_defaults(func=_on_state(run_analyst_allow))
+    p = asub.add_parser(
+        "new-key", help="give an analyst a new key (last line); the old key stops, the record stays",
+        description="Replace an analyst's key (a leaked one, say) and print the new one as the last line: "
+        "the old key stops at once; their allowances and spends stay, so every spend keeps counting.  A "
+        "revoked analyst is restored with their record.")
+    p.add_argument("state", metavar="STATE")
+    p.add_argument("name", metavar="NAME")
+    p.set_defaults(func=_on_state(run_analyst_new_key))
     an.set_defaults(func=_needs("privirt serve analyst add STATE NAME --allowance DATASET=EPS[,DELTA]"))
 
     p = sub.add_parser("curator-key", help="print a new curator key (last line); earlier ones stop working",
@@ -174,9 +194,7 @@ def _needs(usage: str):
 def run_init(args: argparse.Namespace) -> int:
     from ..serve.store import init_store
 
-    store = init_store(args.state)  # (--max-releases is checked by argparse, before)
-    if args.max_releases is not None:
-        store.set_max_releases(args.max_releases)
+    store = init_store(args.state, args.max_releases)  # (--max-releases is checked by argparse, before)
     print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {store.describe} "
           "NAME FILE --epsilon E --delta D")
     return 0
@@ -267,15 +285,12 @@ def parse_allowance(text: str) -> tuple[str, float, float | None]:
     return name, eps, dlt
 
 
-def run_analyst_add(args: argparse.Namespace) -> int:
+def _allowances(args: argparse.Namespace, budgets: dict, default: dict) -> dict[str, tuple[float, float | None]]:
+    """The ``--allowance`` options as ``{data set: (ε, δ)}``, checked (one line each); a δ left out
+    is ``default[data set]`` (None: the store keeps the allowance's own)."""
     from ..serve._budget import check_delta_limit
-    from ..serve.service import check_dataset_name
-    from ..serve.store import open_store
 
-    check_dataset_name(args.name, "analyst")
-    store = open_store(args.state)
-    budgets = {d["name"]: d for d in store.datasets()}
-    allowances: dict[str, tuple[float, float]] = {}
+    allowances: dict[str, tuple[float, float | None]] = {}
     for text in args.allowance:
         name, eps, dlt = parse_allowance(text)
         if name not in budgets:
@@ -283,13 +298,28 @@ def run_analyst_add(args: argparse.Namespace) -> int:
                              "`privirt serve dataset add`")
         if name in allowances:
             raise ValueError(f"--allowance names {name!r} twice")
-        allowances[name] = (eps, budgets[name]["delta"] if dlt is None else dlt)
-        what = "DELTA" if dlt is not None else f"DELTA (defaulted to the data set's δ, {budgets[name]['delta']:g})"
-        check_delta_limit(allowances[name][1], f"--allowance {text!r}: {what}")
+        allowances[name] = (eps, default.get(name) if dlt is None else dlt)
+        if allowances[name][1] is not None:
+            what = "DELTA" if dlt is not None else f"DELTA (defaulted to the data set's δ, {default[name]:g})"
+            check_delta_limit(allowances[name][1], f"--allowance {text!r}: {what}")
+    return allowances
+
+
+def _cap(eps: float, budget: dict) -> str:
+    return " (more than the data set's total budget, which caps it)" if eps > budget["epsilon"] else ""
+
+
+def run_analyst_add(args: argparse.Namespace) -> int:
+    from ..serve.service import check_dataset_name
+    from ..serve.store import open_store
+
+    check_dataset_name(args.name, "analyst")
+    store = open_store(args.state)
+    budgets = {d["name"]: d for d in store.datasets()}
+    allowances = _allowances(args, budgets, {name: d["delta"] for name, d in budgets.items()})
     key = store.add_analyst(args.name, allowances)
     for name, (eps, dlt) in allowances.items():
-        cap = " (more than the data set's total budget, which caps it)" if eps > budgets[name]["epsilon"] else ""
-        print(f"allowance for {args.name!r} on {name!r}: ε = {eps:g}, δ = {dlt:g}{cap}")
+        print(f"allowance for {args.name!r} on {name!r}: ε = {eps:g}, δ = {dlt:g}{_cap(eps, budgets[name])}")
     print(f"API key of {args.name!r} (shown once; give it to the analyst over a safe channel):")
     print(key)
     return 0
@@ -302,6 +332,38 @@ def run_analyst_revoke(args: argparse.Namespace) -> int:
     if not store.revoke_analyst(args.name):
         raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {store.describe}`)")
     print(f"revoked the key of {args.name!r}; their spends stay on record")
+    return 0
+
+
+def run_analyst_allow(args: argparse.Namespace) -> int:
+    from mechanisms.measures import format_up
+
+    from ..serve.service import check_dataset_name
+    from ..serve.store import open_store
+
+    check_dataset_name(args.name, "analyst")
+    store = open_store(args.state)
+    budgets = {d["name"]: d for d in store.datasets()}
+    for a in store.set_allowances(args.name, _allowances(args, budgets, {})):
+        was = "new" if a["was"] is None else f"was ε = {a['was']['epsilon']:g}, δ = {a['was']['delta']:g}"
+        print(f"allowance for {args.name!r} on {a['dataset']!r}: ε = {a['epsilon']:g}, δ = {a['delta']:g} ({was})"
+              f"{_cap(a['epsilon'], budgets[a['dataset']])}")
+        if a["remaining_epsilon"] <= 0:
+            print(f"  remaining ε = 0: {args.name!r} already spent ε = {format_up(a['spent_epsilon'], 6)} there; "
+                  "their requests on it are refused")
+    return 0
+
+
+def run_analyst_new_key(args: argparse.Namespace) -> int:
+    from ..serve.store import open_store
+
+    store = open_store(args.state)
+    key, revoked = store.new_analyst_key(args.name)
+    if revoked is not None:
+        print(f"restored {args.name!r} (revoked on {revoked[:10]}) with their allowances and spends")
+    print(f"new API key of {args.name!r} (their old key no longer works; their allowances and spends stay; "
+          "shown once, give it to the analyst over a safe channel):")
+    print(key)
     return 0
 
 
@@ -335,9 +397,10 @@ def run_list(args: argparse.Namespace) -> int:
                 for d in store.datasets()]
     allowances = store.allowances()
     spends = store.spends()
+    events = store.events()
     if args.json:
         print(json.dumps({"state": store.describe, "max_releases": store.max_releases(), "datasets": datasets,
-                          "allowances": allowances, "spends": spends}, indent=2))
+                          "allowances": allowances, "spends": spends, "events": events}, indent=2))
         return 0
     print(f"state: {store.describe} ({store.kind}); at most {store.max_releases()} releases per analyst and "
           "data set")
@@ -355,6 +418,10 @@ def run_list(args: argparse.Namespace) -> int:
     for s in spends:
         print(f"  #{s['id']} {s['time'][:19]} {s['analyst']} {s['dataset']} {s['endpoint']} {s['mechanism']} "
               f"rho={s['rho']:.6g} eps={s['epsilon']:.6g} delta={s['delta']:.3g} [{s['status']}]")
+    print(f"curator actions: {len(events)}")
+    for e in events:
+        print(f"  #{e['id']} {e['time'][:19]} {e['action']} {e['name']} "
+              f"{json.dumps(e['params'], sort_keys=True, ensure_ascii=False)} by {e['who']}")
     return 0
 
 

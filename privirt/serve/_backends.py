@@ -21,7 +21,7 @@ from . import _deadline
 from ._deadline import _connect_options, _Deadline
 
 __all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
-           "_backend", "_SQLite", "_Postgres", "_TABLES"]
+           "_backend", "_SQLite", "_Postgres", "_TABLES", "sessions_table", "events_table"]
 
 T = TypeVar("T")
 
@@ -96,7 +96,8 @@ def backup_target(path: Path) -> Iterator[None]:
 #: the first key of the advisory locks of ``init`` and of ``add`` (of a data set, an analyst)
 _LOCK_CLASS = 0x70726976  # "priv"
 
-_TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions")
+_TABLES = ("meta", "datasets", "analysts", "curator_keys", "allowances", "requests", "spends", "sessions",
+           "events")
 
 
 def sessions_table(real: str) -> str:
@@ -105,6 +106,14 @@ def sessions_table(real: str) -> str:
     return f"""CREATE TABLE sessions (
             token_hash TEXT PRIMARY KEY, curator_key_id INTEGER NOT NULL REFERENCES curator_keys(id),
             created {real} NOT NULL, expires {real} NOT NULL)"""
+
+
+def events_table(serial: str) -> str:
+    """The curator's actions (schema 3): time, action, the object's name, public parameters
+    (JSON) and who (``cli`` or the curator key's row id) — never a key or a key's hash."""
+    return f"""CREATE TABLE events (
+            id {serial}, time TEXT NOT NULL, action TEXT NOT NULL, name TEXT NOT NULL,
+            params TEXT NOT NULL, who TEXT NOT NULL)"""
 
 
 def _schema(serial: str, real: str, blob: str) -> list[str]:
@@ -141,12 +150,14 @@ def _schema(serial: str, real: str, blob: str) -> list[str]:
             note TEXT NOT NULL)""",
         "CREATE INDEX spends_dataset ON spends (dataset_id, analyst_id)",
         sessions_table(real),
+        events_table(serial),
     ]
 
 
 class _SQLite:
     kind = "sqlite"
-    schema = _schema("INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "BLOB")
+    serial, real = "INTEGER PRIMARY KEY AUTOINCREMENT", "REAL"
+    schema = _schema(serial, real, "BLOB")
 
     def __init__(self, path: str, timeout: float = 60.0):
         # resolved once: a later os.chdir (or a re-pointed symlink) must not move the service's
@@ -255,7 +266,8 @@ def _friendly_sqlite(exc: sqlite3.OperationalError, path: str) -> Exception:
 
 class _Postgres:
     kind = "postgresql"
-    schema = _schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION", "BYTEA")
+    serial, real = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "DOUBLE PRECISION"
+    schema = _schema(serial, real, "BYTEA")
 
     def __init__(self, url: str):
         try:

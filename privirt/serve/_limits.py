@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MAX_BODY", "IDEMPOTENCY_KEY", "DEFAULT_MAX_RELEASES", "OverQuota", "check_release_limit", "max_releases", "set_max_releases"]
+__all__ = ["MAX_BODY", "IDEMPOTENCY_KEY", "DEFAULT_MAX_RELEASES", "OverQuota", "check_release_limit", "max_releases", "set_max_releases",
+           "write_max_releases"]
 
 #: Largest request body accepted (bytes); larger ones get 413 before they are parsed.
 MAX_BODY = 16 * 1024
@@ -59,9 +60,15 @@ def check_release_limit(con: Any, backend: Any, count: int) -> None:
 
 def set_max_releases(backend: Any, limit: int) -> None:
     """Set the state's limit (under its write lock; releases already made stay)."""
-    limit = check_count(limit)
     with backend.write() as con:
-        if con.execute(backend.q("SELECT value FROM meta WHERE key = ?"), (_KEY,)).fetchone() is None:
-            con.execute(backend.q("INSERT INTO meta (key, value) VALUES (?, ?)"), (_KEY, str(limit)))
-        else:
-            con.execute(backend.q("UPDATE meta SET value = ? WHERE key = ?"), (str(limit), _KEY))
+        write_max_releases(con, backend, limit)
+
+
+def write_max_releases(con: Any, backend: Any, limit: int) -> int:
+    """Set the state's limit inside the transaction of ``con``; returns it (checked)."""
+    limit = check_count(limit)
+    if con.execute(backend.q("SELECT value FROM meta WHERE key = ?"), (_KEY,)).fetchone() is None:
+        con.execute(backend.q("INSERT INTO meta (key, value) VALUES (?, ?)"), (_KEY, str(limit)))
+    else:
+        con.execute(backend.q("UPDATE meta SET value = ? WHERE key = ?"), (str(limit), _KEY))
+    return limit

@@ -20,7 +20,7 @@ from ._budget import MAX_DELTA, MIN_DELTA
 #: Smallest ε a request may ask for: the library's own floor, a body rule (422 whatever the name).
 from ..private.accounting import MIN_EPSILON
 
-__all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "ResultBody",
+__all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "Event", "ResultBody",
            "ErrorBody", "MAX_REQUEST_EPSILON", "MIN_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
 
 #: Largest ε a single request may ask for (a larger one is refused with 422, whatever the budget).
@@ -103,6 +103,18 @@ class Spend(BaseModel):
     delta: float
     status: str
     params: dict[str, Any]
+
+
+class Event(BaseModel):
+    """A curator action (``GET /v1/curator/events``): never a key or a key's hash."""
+
+    id: int
+    time: str
+    action: str = Field(description="init, limits, dataset add, analyst add, analyst allow, analyst revoke, "
+                                    "analyst new-key, curator-key (or upgrade: the state's schema)")
+    name: str = Field(description="the data set's or analyst's name ('state', 'curator' otherwise)")
+    params: dict[str, Any] = Field(description="the action's public parameters (ε, δ, the limit)")
+    who: str = Field(description="'cli' or 'curator key #N (API)': the curator key's row id")
 
 
 class ResultBody(BaseModel):

@@ -3,7 +3,8 @@
 Shows each data set's budget (spent / remaining), each analyst's allowances and spending over
 time (one inline SVG plot per analyst: cumulative composed ε per data set, with the allowance as
 a dashed line) and the audit log: every spend, or the newest :data:`AUDIT_ROWS` (the heading then
-says so, and where all of them are).  Every value is escaped.
+says so, and where all of them are), and the newest :data:`EVENT_ROWS` curator actions.  Every
+value is escaped.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from html import escape
 
 from mechanisms.measures import format_down, format_up
 
-__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS", "KEY_TOO_LONG"]
+__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS", "EVENT_ROWS", "KEY_TOO_LONG"]
 
 #: Most spends the page's audit log shows (the newest; a page of 10^4+ rows is slow).
 AUDIT_ROWS = 1000
+#: Most curator actions the page's audit section shows (the newest).
+EVENT_ROWS = 200
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
@@ -154,8 +157,8 @@ def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float,
 
 
 def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict],
-                analysts: list[dict]) -> str:
-    """The whole curator page as one HTML string."""
+                analysts: list[dict], events: list[dict] = ()) -> str:
+    """The whole curator page as one HTML string (``events``: the curator's actions, oldest first)."""
     rows = []
     for d in datasets:
         rows.append(
@@ -214,11 +217,13 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
         "<form method='post' action='/curator/logout'><button type='submit'>log out</button></form></header>"
         "<main><p class='muted'>Read-only. Budgets compose under zCDP at each budget's δ (as privirt's ledger); "
         "remaining ε is what a pure-ε request could still spend. Revoke keys with "
-        "<code>privirt serve analyst revoke STATE NAME</code>.</p>"
+        "<code>privirt serve analyst revoke STATE NAME</code>, replace one with <code>analyst new-key</code>, "
+        "change allowances with <code>analyst allow</code>.</p>"
         f"<h2>Data sets</h2>{ds_table}"
         f"<h2>Analysts and allowances</h2>{al_table}"
         f"<h2>Spending over time</h2><div class='plots'>{''.join(plots)}</div>"
         f"<h2>Audit log ({_shown(len(spends))})</h2>{log}"
+        f"{_events(list(events))}"
         "</main></body></html>"
     )
 
@@ -230,6 +235,22 @@ def _shown(n: int) -> str:
         return f"{n} spends, newest first"
     return (f"the newest {AUDIT_ROWS} of {n} spends, newest first; all of them: "
             "<code>privirt serve list STATE</code> or <code>GET /v1/curator/spends</code>")
+
+
+def _events(events: list[dict]) -> str:
+    """The audit section's table of curator actions, the newest :data:`EVENT_ROWS` first."""
+    import json
+
+    rows = "".join(
+        f"<tr><td class='num'>{e['id']}</td><td>{escape(e['time'][:19].replace('T', ' '))}</td>"
+        f"<td>{escape(e['action'])}</td><td>{escape(e['name'])}</td>"
+        f"<td>{escape(json.dumps(e['params'], sort_keys=True, ensure_ascii=False))}</td><td>{escape(e['who'])}</td></tr>"
+        for e in reversed(events[-EVENT_ROWS:]))
+    more = (f"the newest {EVENT_ROWS} of {len(events)}, newest first; all of them: <code>privirt serve list "
+            "STATE</code> or <code>GET /v1/curator/events</code>" if len(events) > EVENT_ROWS
+            else f"{len(events)}, newest first")
+    return (f"<h3>Curator actions ({more})</h3><table><thead><tr><th>#</th><th>time (UTC)</th><th>action</th>"
+            "<th>name</th><th>parameters</th><th>who</th></tr></thead><tbody>" + rows + "</tbody></table>")
 
 
 def _what(params: dict) -> str:

@@ -327,7 +327,8 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
     # the request's id exists before the debit (one transaction writes the request and its spend):
     # if the commit's answer is lost, the id (and the Idempotency-Key) find it afterwards
     debit = _ServiceDebit(store, new_request_id(), analyst_id=analyst.id, dataset_id=ds["id"],
-                          endpoint=endpoint, params=params, idem_key=idem_key)
+                          endpoint=endpoint, params=params, idem_key=idem_key,
+                          key_id=getattr(analyst, "key_id", None))  # a key replaced meanwhile: 401
     try:
         resp = _responses(store, ds)
         result = _call_library(resp, ds, endpoint, params, debit)

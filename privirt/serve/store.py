@@ -34,28 +34,25 @@ the allowance's or the budget's δ).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import sqlite3
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from .._checks import storable_text
 from ..private._sqlite import _sqlite_uri
-from . import keys as _keys
+from . import _admin, keys as _keys
+from ._admin import CLI, SCHEMA_VERSION, _now, log_event
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
-from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, sessions_table,
-                        unavailable, usable)
-from ._limits import OverQuota, check_release_limit, max_releases, set_max_releases
+from ._backends import _TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, unavailable, usable
+from ._limits import DEFAULT_MAX_RELEASES, OverQuota, check_release_limit, max_releases, write_max_releases
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "OverQuota", "DuplicateRequest",
-           "NoAccess", "StateError", "Spent"]
-
-SCHEMA_VERSION = 2
+           "NoAccess", "StateError", "Spent", "SCHEMA_VERSION"]
 
 
 class NoAccess(Exception):
@@ -92,6 +89,7 @@ class Principal:
     role: str  # "analyst" or "curator"
     id: int
     name: str
+    key_id: str | None = field(default=None, compare=False)  # an analyst's: a debit checks it is still theirs
 
 
 def new_request_id() -> str:
@@ -99,13 +97,10 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-
-
 # ---------------------------------------------------------------------------------------
-def init_store(state: str | Path) -> "Store":
-    """Create a new, empty state (refused if one exists there)."""
+def init_store(state: str | Path, max_releases: int | None = None, who: str = CLI) -> "Store":
+    """Create a new, empty state (refused if one exists there), with the state's limit of
+    releases per analyst and data set (:mod:`._limits`) if given."""
     b = _backend(state)
     if isinstance(b, _SQLite):
         if b.path.exists():  # (messages name the path as given, b.describe, not as resolved)
@@ -120,6 +115,8 @@ def init_store(state: str | Path) -> "Store":
             con.execute(stmt)
         con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("schema_version", str(SCHEMA_VERSION)))
         con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("created", _now()))
+        limit = DEFAULT_MAX_RELEASES if max_releases is None else write_max_releases(con, b, max_releases)
+        log_event(con, b, "init", "state", {"max_releases": limit, "schema": SCHEMA_VERSION}, who)
     if isinstance(b, _SQLite):
         with b.read() as con:
             b.prepare(con)
@@ -168,22 +165,11 @@ def open_store(state: str | Path) -> "Store":
             row = con.execute(b.q("SELECT value FROM meta WHERE key = ?"), ("schema_version",)).fetchone()
     except sqlite3.DatabaseError as exc:
         raise StateError(f"{b.describe} is not a privirt serve state ({exc})") from None
-    if row is not None and int(row[0]) == 1:
-        _migrate_1_to_2(b)
+    if row is not None and int(row[0]) in (1, 2):
+        _admin.upgrade(b, int(row[0]))  # (in place, once: the sessions and events tables)
     elif row is None or int(row[0]) != SCHEMA_VERSION:
         raise StateError(f"{b.describe} has an unknown schema version; use a matching privirt")
     return Store(b)
-
-
-def _migrate_1_to_2(b) -> None:
-    """Schema 1 → 2: the curator page's sessions table (once, under the write lock)."""
-    with b.write() as con:
-        q = "SELECT value FROM meta WHERE key = ?" + ("" if isinstance(b, _SQLite) else " FOR UPDATE")
-        row = con.execute(b.q(q), ("schema_version",)).fetchone()
-        if int(row[0]) != 1:  # another process migrated it meanwhile
-            return
-        con.execute(sessions_table("REAL" if isinstance(b, _SQLite) else "DOUBLE PRECISION"))
-        con.execute(b.q("UPDATE meta SET value = ? WHERE key = ?"), (str(SCHEMA_VERSION), "schema_version"))
 
 
 class Store:
@@ -202,7 +188,7 @@ class Store:
 
     # -- curator set-up -----------------------------------------------------------------
     def add_dataset(self, *, name: str, epsilon: float, delta: float, n_persons: int,
-                    items: Sequence[str], missing: str, codes, source: str) -> int:
+                    items: Sequence[str], missing: str, codes, source: str, who: str = CLI) -> int:
         import hashlib
 
         blob = encode_codes(codes)
@@ -219,54 +205,35 @@ class Store:
                 (name, float(epsilon), float(delta), int(n_persons), json.dumps(list(items)), missing,
                  blob, digest, source, _now()),
             ).fetchone()
+            log_event(con, b, "dataset add", name, {"epsilon": float(epsilon), "delta": float(delta),
+                                                    "n_persons": int(n_persons), "n_items": len(items),
+                                                    "missing": missing}, who)
         return int(row[0])
 
-    def add_analyst(self, name: str, allowances: dict[str, tuple[float, float]]) -> str:
+    def add_analyst(self, name: str, allowances: dict[str, tuple[float, float]], who: str = CLI) -> str:
         """Create an analyst with allowances; returns the key (shown once, stored hashed)."""
-        for ds, (_, dlt) in allowances.items():
-            check_delta_limit(dlt, f"the allowance's delta on {ds!r}")
-        key, key_id, key_hash = _keys.new_key(_keys.ANALYST)
-        b = self._b
-        with b.write() as con:
-            if b.named(con, "analysts", name):
-                raise StateError(f"an analyst named {name!r} exists already; choose another name")
-            ids = {}
-            for ds in allowances:
-                r = con.execute(b.q("SELECT id FROM datasets WHERE name = ?"), (ds,)).fetchone()
-                if r is None:
-                    raise StateError(f"--allowance {ds}=...: no data set named {ds!r}; add it first with "
-                                     "`privirt serve dataset add`")
-                ids[ds] = int(r[0])
-            aid = int(con.execute(
-                b.q("INSERT INTO analysts (name, key_id, key_hash, created) VALUES (?, ?, ?, ?) RETURNING id"),
-                (name, key_id, key_hash, _now())).fetchone()[0])
-            for ds, (eps, dlt) in allowances.items():
-                con.execute(b.q("INSERT INTO allowances (analyst_id, dataset_id, epsilon, delta) VALUES (?, ?, ?, ?)"),
-                            (aid, ids[ds], float(eps), float(dlt)))
-        return key
+        return _admin.add_analyst(self._b, name, allowances, who)
 
-    def new_curator_key(self) -> str:
+    def set_allowances(self, name: str, allowances: dict[str, tuple[float, float | None]],
+                       who: str = CLI) -> list[dict]:
+        """Grant or change an analyst's allowances (:func:`._admin.set_allowances`)."""
+        return _admin.set_allowances(self._b, name, allowances, who)
+
+    def new_analyst_key(self, name: str, who: str = CLI) -> tuple[str, str | None]:
+        """A new key for an analyst, same record (:func:`._admin.new_analyst_key`)."""
+        return _admin.new_analyst_key(self._b, name, who)
+
+    def new_curator_key(self, who: str = CLI) -> str:
         """A new curator key; every earlier curator key stops working."""
-        key, key_id, key_hash = _keys.new_key(_keys.CURATOR)
-        b = self._b
-        now = _now()
-        with b.write() as con:
-            con.execute(b.q("UPDATE curator_keys SET revoked = ? WHERE revoked IS NULL"), (now,))
-            con.execute("DELETE FROM sessions")  # every page session ends with its key
-            con.execute(b.q("INSERT INTO curator_keys (key_id, key_hash, created) VALUES (?, ?, ?)"),
-                        (key_id, key_hash, now))
-        return key
+        return _admin.new_curator_key(self._b, who)
 
-    def revoke_analyst(self, name: str) -> bool:
+    def revoke_analyst(self, name: str, who: str = CLI) -> bool:
         """Revoke an analyst's key (their spends stay on record); False if unknown or revoked."""
-        b = self._b
-        with b.write() as con:
-            r = con.execute(b.q("SELECT id FROM analysts WHERE name = ? AND revoked IS NULL"), (name,)).fetchone()
-            if r is None:
-                return False
-            b.lock(con, "analysts", int(r[0]))
-            con.execute(b.q("UPDATE analysts SET revoked = ? WHERE id = ?"), (_now(), int(r[0])))
-        return True
+        return _admin.revoke_analyst(self._b, name, who)
+
+    def events(self) -> list[dict]:
+        """Every curator action, oldest first (:mod:`._admin`)."""
+        return _admin.events(self._b)
 
     # -- authentication -----------------------------------------------------------------
     def authenticate(self, key: str | None, role: str) -> Principal | None:
@@ -284,7 +251,7 @@ class Store:
         ok = _keys.secret_matches(secret, None if row is None else row[2])
         if not (ok and parsed):
             return None
-        return Principal(role, int(row[0]), str(row[1]))
+        return Principal(role, int(row[0]), str(row[1]), key_id if role == "analyst" else None)
 
     # -- the curator page's sessions ------------------------------------------------------
     def new_session(self, curator_id: int, ttl: float) -> str:
@@ -443,13 +410,13 @@ class Store:
 
     def debit(self, *, analyst_id: int, dataset_id: int, cost, mechanism: str, endpoint: str,
               params: dict, idem_key: str | None, note: str = "",
-              request_id: str | None = None) -> tuple[str, int]:
+              request_id: str | None = None, key_id: str | None = None) -> tuple[str, int]:
         """Check the allowance and the data set's budget and debit both, in one transaction.
 
         Records the request (status ``"spent"``) and its spend together; returns
         ``(request_id, spend_id)``.  Raises :class:`OverBudget` (nothing written),
         :class:`DuplicateRequest` (the ``Idempotency-Key`` was used: nothing spent again) or
-        :class:`NoAccess` (revoked, or the allowance is gone) or :class:`NotDebited` (the state
+        :class:`NoAccess` (revoked, the key ``key_id`` replaced, or the allowance is gone) or :class:`NotDebited` (the state
         unavailable before the COMMIT was sent: nothing written).  ``request_id`` (default: a new
         one) is chosen by the caller before the debit, so that a debit whose commit was not
         confirmed can be looked up (:meth:`spend_of`).
@@ -465,8 +432,8 @@ class Store:
             with b.write() as con:
                 b.lock(con, "analysts", analyst_id)
                 b.lock(con, "datasets", dataset_id)
-                r = con.execute(b.q("SELECT revoked FROM analysts WHERE id = ?"), (analyst_id,)).fetchone()
-                if r is None or r[0] is not None:
+                r = con.execute(b.q("SELECT revoked, key_id FROM analysts WHERE id = ?"), (analyst_id,)).fetchone()
+                if r is None or r[0] is not None or (key_id is not None and r[1] != key_id):
                     raise NoAccess(revoked=True)
                 if idem_key is not None:
                     dup = con.execute(b.q("SELECT id FROM requests WHERE analyst_id = ? AND idem_key = ?"),
@@ -581,5 +548,8 @@ class Store:
         with self._b.read() as con:
             return max_releases(con, self._b)
 
-    def set_max_releases(self, limit: int) -> None:
-        set_max_releases(self._b, limit)
+    def set_max_releases(self, limit: int, who: str = CLI) -> None:
+        """Set the state's limit of releases per analyst and data set (releases made stay)."""
+        with self._b.write() as con:
+            limit = write_max_releases(con, self._b, limit)
+            log_event(con, self._b, "limits", "state", {"max_releases": limit}, who)

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from .. import auth
-from ..models import Spend
+from .._admin import curator_who
+from ..models import Event, Spend
 from ..page import login_page, render_page
 from ..service import RequestFailed
 from ..store import Principal
@@ -41,10 +42,16 @@ def datasets(request: Request, who: Principal = Depends(_curator)):
     return request.app.state.store.datasets()
 
 
+@router.get("/v1/curator/events", response_model=list[Event])
+def events(request: Request, who: Principal = Depends(_curator)):
+    """Every curator action, oldest first: time, action, name, public parameters, who."""
+    return request.app.state.store.events()
+
+
 @router.post("/v1/curator/analysts/{name}/revoke", responses=error_responses(404, 422))
 def revoke(name: str, request: Request, who: Principal = Depends(_curator)):
-    """Revoke an analyst's key at once (their record stays)."""
-    if not request.app.state.store.revoke_analyst(name):
+    """Revoke an analyst's key at once (their record stays; the event names the curator key)."""
+    if not request.app.state.store.revoke_analyst(name, who=curator_who(who.id, "API")):
         raise RequestFailed(404, f"no active analyst named {name!r}")
     return {"revoked": name}
 
@@ -106,7 +113,7 @@ def page(request: Request):
     except auth.AuthError:
         return HTMLResponse(login_page(), status_code=401)
     store = request.app.state.store
-    html = render_page(store.datasets(), store.allowances(), store.spends(), store.analysts())
+    html = render_page(store.datasets(), store.allowances(), store.spends(), store.analysts(), store.events())
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 
