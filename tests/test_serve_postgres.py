@@ -371,3 +371,18 @@ def test_the_service_commits_durably_whatever_the_databases_synchronous_commit(p
     b._drop()  # a fresh connection (one lost meanwhile) too
     with b.write() as con:
         assert con.execute("SHOW synchronous_commit").fetchone()[0] == used
+
+
+@pytest.mark.parametrize("flow", ["allow", "new_key", "events", "migrate"])
+def test_curator_administration_on_postgres(postgres, flow):  # noqa: F811
+    # the flows of tests/test_serve_admin.py (allowances changed, a new key for the same record,
+    # the curator's events, the in-place upgrade of a schema-2 state) on a PostgreSQL state
+    import psycopg
+
+    from . import test_serve_admin as admin
+
+    url = _new_database(postgres, f"admin_{flow}")
+    if flow == "migrate":
+        admin.migrate_flow(url, lambda: psycopg.connect(url))
+    else:
+        getattr(admin, f"{flow}_flow")(url)
