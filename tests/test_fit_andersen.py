@@ -217,3 +217,40 @@ def test_cml_failure_inside_the_test_gets_remedies_that_apply():
         privirt.andersen_test(linked, np.arange(50) % 2)
     assert str(info.value).endswith("collect responses that link them or drop those items from "
                                     "the data"), str(info.value)
+
+
+def test_too_few_items_names_the_groups_and_a_remedy():
+    # group 'y' is one person with a non-extreme score: every item is right or wrong for all of
+    # its non-extreme persons, so no item can be estimated in every group
+    X = pd.DataFrame([[1, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 1], [1, 1, 1], [0, 0, 1]],
+                     columns=["a", "b", "c"], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(ValueError, match="item") as info:
+            privirt.andersen_test(X, ["x"] * 5 + ["y"])
+        text = str(info.value)
+        assert "group(s) 'y' " in text and "'x'" not in text, text
+        assert text.endswith("or merge groups, or add items"), text
+        # many groups that each drop items are named a few at a time
+        with pytest.raises(ValueError, match="item") as info:
+            more = pd.DataFrame([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 1, 1]], columns=["a", "b", "c"])
+            privirt.andersen_test(pd.concat([X.iloc[:5], more], ignore_index=True),
+                                  ["x"] * 5 + list("pqrs"))
+        text = str(info.value)
+        assert "group(s) 'p', 'q', 'r', ..." in text and "'s'" not in text, text
+
+
+def test_a_split_into_one_group_says_what_to_do():
+    X = pd.DataFrame([[1, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 1]], columns=["a", "b", "c"],
+                     dtype=float)
+    with pytest.raises(ValueError, match="one group") as info:
+        privirt.andersen_test(X, ["x"] * 4)
+    assert str(info.value).endswith("split differently (e.g. split='median', split='mean' or a "
+                                    "covariate with two or more groups)"), str(info.value)
+    # scores 1, 2, 2, 2, 2: nobody is above the median, while the mean (1.8) splits them
+    Y = pd.DataFrame([[1, 0, 0], [1, 1, 0], [0, 1, 1], [1, 0, 1], [1, 1, 0]], columns=["a", "b", "c"],
+                     dtype=float)
+    with pytest.raises(ValueError, match="one group") as info:
+        privirt.andersen_test(Y, "median")
+    assert str(info.value).endswith("split differently (e.g. split='mean' or a covariate)"), \
+        str(info.value)

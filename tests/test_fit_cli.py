@@ -181,3 +181,15 @@ def test_andersen_on_two_items_names_no_score_split(split, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--andersen" not in err, err
     assert "split by a covariate (privirt.andersen_test's split= in Python) or add items" in err
+
+
+def test_andersen_with_too_few_items_names_the_groups_and_a_remedy(tmp_path, capsys):
+    # mean 1.8: 'low' cannot estimate c (nobody right), 'high' cannot estimate a (all right)
+    path = tmp_path / "five.csv"
+    path.write_text("a,b,c\n1,0,0\n1,1,0\n0,1,0\n1,0,1\n1,1,1\n")
+    assert main(["fit", str(path), "--andersen", "mean"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("privirt: warning:"), err  # items dropped
+    assert "group(s) 'low', 'high'" in err[1], err[1]
+    assert err[1].endswith("split by a covariate (privirt.andersen_test's split= in Python) or add "
+                           "items"), err[1]

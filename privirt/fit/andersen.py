@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..data._labels import _py
 from ..data.responses import Responses, ResponsesLike, as_responses
 from ..exceptions import user_stacklevel
 
@@ -144,9 +145,15 @@ def andersen_test(
         except TypeError:
             pass
     if len(names) < 2:
-        why = ("; with missing cells the cut is taken among the persons who answered the same items, "
-               "and here nearly every person answered a set of their own: split by a covariate instead"
-               if isinstance(split, str) and resp.has_missing else "")
+        if not isinstance(split, str):
+            why = (": split differently (e.g. split='median', split='mean' or a covariate with "
+                   "two or more groups)")
+        elif resp.has_missing:
+            why = ("; with missing cells the cut is taken among the persons who answered the same "
+                   "items, and here nearly every person answered a set of their own: split by a "
+                   "covariate instead")
+        else:
+            why = f": {_split_hint(split, resp)}"
         raise ValueError(f"the split ({label}) puts every person in one group; the test "
                          f"needs at least two groups{why}")
     members = {g: groups == g for g in names}
@@ -161,7 +168,7 @@ def andersen_test(
             UserWarning, stacklevel=user_stacklevel(),
         )
     hint = _split_hint(split, resp)
-    keep = _estimable_items(resp, members, hint)
+    keep, culprits = _estimable_items(resp, members, hint)
     dropped = list(resp.items[~keep])
     if dropped:
         warnings.warn(
@@ -172,8 +179,7 @@ def andersen_test(
         )
     cols = np.flatnonzero(keep)
     if cols.size < 2:
-        raise ValueError(f"only {cols.size} item(s) can be estimated in every group; the test "
-                         "needs at least two")
+        raise ValueError(_too_few_items(cols.size, names, culprits, hint))
 
     def fit(rows: np.ndarray, name: str, whole: bool = False):
         sub = resp.subset(rows, cols)
@@ -277,11 +283,23 @@ def _cml_advice(text: str, hint: str | None) -> str:
     return text.replace("use spectral_estimate (regularised)", instead)
 
 
-def _estimable_items(resp: Responses, members: dict, hint: str) -> np.ndarray:
+def _too_few_items(n_left: int, names: list, culprits: set, hint: str) -> str:
+    """The refusal of a split that leaves fewer than two items, naming the groups that cannot
+    estimate the others (a few, then "...") and how to split differently."""
+    bad = [g for g in names if g in culprits]
+    shown = ", ".join(repr(_py(g)) for g in bad[:3]) + (", ..." if len(bad) > 3 else "")
+    remedy = hint if "add items" in hint else f"{hint}, or add items"
+    return (f"Andersen test: only {n_left} item(s) can be estimated in every group: group(s) "
+            f"{shown} cannot estimate the others (no non-extreme response, or all right or all "
+            f"wrong there); the test needs at least two: {remedy}")
+
+
+def _estimable_items(resp: Responses, members: dict, hint: str) -> tuple[np.ndarray, set]:
     """Items every group can estimate by CML, found by dropping until nothing changes
-    (dropping an item changes scores, hence which persons are extreme); ``hint``: how else to
-    split, for the error when a group has no information."""
+    (dropping an item changes scores, hence which persons are extreme), and the groups that
+    dropped some; ``hint``: how else to split, for the error when a group has no information."""
     keep = np.ones(resp.n_items, dtype=bool)
+    culprits: set = set()
     while True:
         bad = np.zeros_like(keep)
         for g, rows in members.items():
@@ -297,9 +315,12 @@ def _estimable_items(resp: Responses, members: dict, hint: str) -> np.ndarray:
             c = codes[inner]
             n_ans = (c >= 0).sum(axis=0)
             right = (c == 1).sum(axis=0)
-            bad[np.flatnonzero(keep)] |= (n_ans == 0) | (right == 0) | (right == n_ans)
+            mine = (n_ans == 0) | (right == 0) | (right == n_ans)
+            if mine.any():
+                culprits.add(g)
+            bad[np.flatnonzero(keep)] |= mine
         if not bad.any():
-            return keep
+            return keep, culprits
         keep &= ~bad
         if keep.sum() < 2:
-            return keep
+            return keep, culprits
