@@ -263,3 +263,29 @@ def test_outfit_z_where_one_over_w_overflows_is_finite_from_its_logarithm():
         want = float((ms ** (Decimal(1) / 3) - 1) * (3 / q) + q / 3)
         np.testing.assert_allclose(got.loc[item, "outfit_z"], want, rtol=1e-10)
         np.testing.assert_allclose(got.loc[item, "outfit"], float(ms), rtol=1e-12)
+
+
+def test_non_finite_theta_advice_fits_the_persons():
+    X, _, _ = privirt.simulate_rasch(80, 6, seed=7)
+    X[3] = [1, 0, 1, 0, 1, 0]  # a non-extreme score
+    X[5] = 1.0  # an extreme score
+    est = privirt.cmle_estimate(X)
+    theta = privirt.estimate_abilities(X, est.beta)["theta"].to_numpy().copy()
+    nan3 = theta.copy()
+    nan3[3] = np.nan
+    for check in (privirt.item_fit, privirt.person_fit, privirt.reliability):
+        for extreme in ("drop", "keep"):  # leaving extremes out changes nothing for person 3
+            with pytest.raises(ValueError, match=r"not finite for 1 person.*\[3\]") as info:
+                check(X, est, theta=nan3, extreme=extreme)
+            assert "extreme=" not in str(info.value) and "finite theta" in str(info.value)
+    inf5 = theta.copy()
+    inf5[5] = np.inf
+    with pytest.raises(ValueError, match="extreme score") as info:
+        privirt.item_fit(X, est, theta=inf5, extreme="keep")
+    assert "extreme='drop'" in str(info.value)
+    assert np.isfinite(privirt.item_fit(X, est, theta=inf5)["infit"]).all()  # the advice works
+    both = inf5.copy()
+    both[3] = np.nan
+    with pytest.raises(ValueError, match="2 person") as info:
+        privirt.item_fit(X, est, theta=both, extreme="keep")
+    assert "extreme=" not in str(info.value)

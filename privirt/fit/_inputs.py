@@ -160,13 +160,21 @@ def prepare(
     n_ans = obs.sum(axis=1)
     score = (resp.codes == 1).sum(axis=1)
     included = n_ans > 0
+    inner = (score > 0) & (score < n_ans)
     if extreme == "drop":
-        included &= (score > 0) & (score < n_ans)
+        included &= inner
     bad = included & ~np.isfinite(th)
     if bad.any():
-        who = resp.persons[np.flatnonzero(bad)]
+        who = _labels(resp.persons[np.flatnonzero(bad)])
+        if not inner[bad].any():  # (extreme="keep": dropping them cures it)
+            raise ValueError(
+                f"theta is not finite for {int(bad.sum())} person(s) with an extreme score (all "
+                f"right or all wrong; e.g. {who}); pass extreme='drop' to leave them out, or give "
+                "them a finite theta (e.g. WLE)"
+            )
         raise ValueError(
             f"theta is not finite for {int(bad.sum())} person(s) whose responses are used "
-            f"(e.g. {_labels(who)}); give finite abilities (e.g. WLE) or extreme='drop'"
+            f"(e.g. {who}); give those persons a finite theta (e.g. WLE, the default when theta "
+            "is not given)"
         )
     return resp, b, th, included
