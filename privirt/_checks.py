@@ -254,3 +254,19 @@ def label_type_mismatch(labels: Any, expected: Any, what: str, against: str) -> 
            else f"relabel {what} with {against}' labels")
     return (f"{what}'s labels are {kind} ({show(labels)}) and {against}' are {want} "
             f"({show(expected)}): they are equal only as text; convert them, e.g. {fix}")
+
+
+def refuse_duplicate_items(labels: Any, what: str = "beta") -> None:
+    """Refuse item labels (a pandas Index) that repeat, naming a few (one value per item).
+
+    Raises
+    ------
+    ValueError
+        ``"beta has duplicate item label(s) ['q0']; pass one difficulty per item"``.
+    """
+    if not labels.has_duplicates:
+        return
+    dup = list(dict.fromkeys(labels[labels.duplicated()]))
+    shown = [x.item() if isinstance(x, np.generic) else x for x in dup[:5]]
+    more = f" and {len(dup) - 5} more" if len(dup) > 5 else ""
+    raise ValueError(f"{what} has duplicate item label(s) {shown}{more}; pass one difficulty per item")

@@ -441,3 +441,14 @@ def test_se_far_from_every_item_is_one_over_root_information_not_a_floor(method,
     np.testing.assert_allclose(got["se"].iloc[0], np.exp(-0.5 * log_info), rtol=1e-10)
     if method == "mle":  # (the WLE's roots lie 1.1 logits inside an item)
         assert got["se"].iloc[0] > 1e60
+
+
+def test_duplicate_beta_labels_are_refused_naming_them():
+    X = pd.DataFrame(np.tile([[1, 0, 1], [0, 1, 1], [1, 1, 0]], (4, 1)), columns=["q0", "q1", "q2"])
+    beta = pd.Series([-0.5, 0.0, 0.5], index=X.columns)
+    with pytest.raises(ValueError, match=r"^beta has duplicate item label\(s\) \['q0'\]; pass one "
+                                         r"difficulty per item$"):
+        privirt.estimate_abilities(X, pd.concat([beta, beta.iloc[:1]]))
+    # a duplicated label that replaces an item is named too (not as a missing item)
+    with pytest.raises(ValueError, match=r"duplicate item label\(s\) \['q1'\]"):
+        privirt.estimate_abilities(X, pd.Series([-0.5, 0.0, 0.5], index=["q0", "q1", "q1"]))

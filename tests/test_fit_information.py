@@ -223,3 +223,17 @@ def test_reliability_of_a_person_far_above_the_items_has_a_finite_se():
 def test_a_theta_grid_too_wide_for_doubles_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"too wide for a θ grid; pass theta="):
         privirt.test_information([1e308, -1e308])
+
+
+def test_duplicate_beta_labels_are_refused_naming_them():
+    X, _, _ = privirt.simulate_rasch(60, 4, seed=9)
+    X = pd.DataFrame(X, columns=["q0", "q1", "q2", "q3"])
+    beta = privirt.cmle_estimate(X).beta
+    dup = pd.concat([beta, beta.iloc[:1]])
+    calls = [lambda b: privirt.item_fit(X, b), lambda b: privirt.person_fit(X, b),
+             lambda b: privirt.reliability(X, b), privirt.item_information, privirt.test_information,
+             lambda b: privirt.item_fit(X, b.to_frame("beta"))]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^beta has duplicate item label\(s\) \['q0'\]; pass "
+                                             r"one difficulty per item$"):
+            call(dup)

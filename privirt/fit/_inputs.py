@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._checks import check_choice, holds_bools, label_type_mismatch
+from .._checks import check_choice, holds_bools, label_type_mismatch, refuse_duplicate_items
 from ..data.responses import Responses, ResponsesLike, as_responses
 
 __all__ = ["ability_values", "as_beta", "as_theta", "prepare"]
@@ -41,6 +41,7 @@ def as_beta(beta: Any, items: pd.Index | None = None) -> pd.Series:
         except (TypeError, ValueError):
             raise ValueError("beta must hold numbers") from None
         index = beta.index
+        refuse_duplicate_items(index)
         if items is not None and not index.equals(items):
             if len(index) == len(items) and set(index) == set(items):
                 raise ValueError(

@@ -51,7 +51,10 @@ import numpy as np
 import pandas as pd
 
 from .._backend import get_xp, to_numpy
-from .._checks import check_choice, check_positive_int, check_positive_number, holds_bools, label_type_mismatch
+from .._checks import (
+    check_choice, check_positive_int, check_positive_number, holds_bools, label_type_mismatch,
+    refuse_duplicate_items,
+)
 from ..data.responses import ResponsesLike, as_responses
 from ..exceptions import PrivirtRuntimeWarning, user_stacklevel
 
@@ -186,6 +189,7 @@ def _align_beta(beta: Any, items: pd.Index, answered: np.ndarray) -> np.ndarray:
     if holds_bools(beta):  # True/False are no difficulties (bools are refused as numbers)
         raise ValueError("beta must hold numbers, not True/False")
     if isinstance(beta, pd.Series):
+        refuse_duplicate_items(beta.index)
         missing = items[answered].difference(beta.index)
         if len(missing):
             as_text = label_type_mismatch(beta.index, items, "beta", "the responses")
