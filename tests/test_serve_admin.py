@@ -264,3 +264,34 @@ def test_a_request_whose_key_was_replaced_before_its_debit_gets_401(tmp_path, mo
     with pytest.raises(AuthError) as exc:
         service.run_request(store, alice, "d", "release", {"kind": "totals", "epsilon": 0.1, "delta": None}, None)
     assert exc.value.status == 401 and store.counts() == {"requests": 0, "spends": 0}
+
+
+def test_an_upgrade_that_finds_a_foreign_events_table_is_refused_unchanged(tmp_path):
+    # schema 2's init accepted a database holding any other table; the upgrade's own "events"
+    # table would collide with one named so: one line saying which table and what to do, the
+    # state left as it was (schema 2, the foreign table untouched), not "relation already exists"
+    state = str(tmp_path / "s.db")
+    _state(state)
+    schema_2_state(state, lambda: sqlite3.connect(state))
+    with sqlite3.connect(state) as con:
+        con.execute("CREATE TABLE events (id INTEGER, what TEXT)")
+        con.execute("INSERT INTO events VALUES (7, 'theirs')")
+    res = cli("serve", "list", state, check=False)
+    assert res.returncode == 2 and res.stdout == ""
+    line = res.stderr.strip()
+    assert "\n" not in line and "a table named events that is not privirt's" in line
+    assert "rename or move that table" in line and "nothing was changed" in line
+    with sqlite3.connect(state) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        assert con.execute("SELECT * FROM events").fetchall() == [(7, "theirs")]
+
+
+@pytest.mark.parametrize("action", ["new-key", "revoke"])
+def test_an_analyst_name_no_analyst_can_have_is_refused_in_one_line(tmp_path, action):
+    # (a name that is not UTF-8, as a shell passes bytes: a codec error before)
+    state = str(tmp_path / "s.db")
+    store, _, key = _state(state)
+    res = cli("serve", "analyst", action, state, "\udcff", check=False)
+    assert res.returncode == 2 and "\n" not in res.stderr.strip()
+    assert "analyst name" in res.stderr and "codec" not in res.stderr
+    assert store.authenticate(key, "analyst") is not None and [e["action"] for e in store.events()][-1] == "analyst add"

@@ -326,8 +326,10 @@ def run_analyst_add(args: argparse.Namespace) -> int:
 
 
 def run_analyst_revoke(args: argparse.Namespace) -> int:
+    from ..serve.service import check_dataset_name
     from ..serve.store import open_store
 
+    check_dataset_name(args.name, "analyst")  # (a name no analyst can have: one line, not a codec error)
     store = open_store(args.state)
     if not store.revoke_analyst(args.name):
         raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {store.describe}`)")
@@ -355,8 +357,10 @@ def run_analyst_allow(args: argparse.Namespace) -> int:
 
 
 def run_analyst_new_key(args: argparse.Namespace) -> int:
+    from ..serve.service import check_dataset_name
     from ..serve.store import open_store
 
+    check_dataset_name(args.name, "analyst")  # (a name no analyst can have: one line, not a codec error)
     store = open_store(args.state)
     key, revoked = store.new_analyst_key(args.name)
     if revoked is not None:

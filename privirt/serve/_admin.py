@@ -64,6 +64,14 @@ def upgrade(b: Any, found: int) -> None:
         found = int(con.execute(b.q(q), ("schema_version",)).fetchone()[0])
         if found >= SCHEMA_VERSION:  # another process upgraded it meanwhile
             return
+        theirs = ({"sessions"} if found < 2 else set()) | {"events"}
+        clash = sorted(theirs & b.tables(con))
+        if clash:  # (earlier versions' init accepted a database holding such tables)
+            raise StateError(
+                f"{b.describe} is a privirt serve state of schema {found}, but its database also holds "
+                f"a table named {', '.join(clash)} that is not privirt's, where the upgrade to schema "
+                f"{SCHEMA_VERSION} puts its own; rename or move that table, then run again (nothing "
+                "was changed)")
         if found < 2:
             con.execute(sessions_table(b.real))
         con.execute(events_table(b.serial))
@@ -137,10 +145,11 @@ def set_allowances(b: Any, name: str, allowances: dict[str, tuple[float, float |
         found = _analyst(con, b, name)
         if found is None:
             raise StateError(f"no analyst named {name!r}; add them with `privirt serve analyst add`")
-        aid, revoked = found
+        aid, _ = found
+        b.lock(con, "analysts", aid)  # (then read: a revocation meanwhile is seen)
+        revoked = con.execute(b.q("SELECT revoked FROM analysts WHERE id = ?"), (aid,)).fetchone()[0]
         if revoked is not None:
             raise StateError(_new_key_hint(b, name, revoked) + " first")
-        b.lock(con, "analysts", aid)
         for ds, (eps, dlt) in allowances.items():
             did, ds_delta = _dataset(con, b, ds)
             was = con.execute(b.q("SELECT epsilon, delta FROM allowances WHERE analyst_id = ? AND dataset_id = ?"),
