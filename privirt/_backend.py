@@ -31,18 +31,61 @@ GPU_INSTALL_HINT = (
 )
 
 
+#: the probe's kernel, compiled by NVRTC as the GPU samplers' RawModule/RawKernel are
+_PROBE_KERNEL = r'''extern "C" __global__ void privirt_probe(long long* x) { x[threadIdx.x] += 1; }'''
+#: an absolute path in a driver's message (a library's folder): only its last part is said
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\\/](?:[^\s'\"\\/]+[\\/])+(?=[^\s'\"\\/])")
+
+
+def gpu_error_text(exc: BaseException) -> str:
+    """``exc`` as a short line for a message: its type and text on one line, absolute paths
+    cut to their last part, at most 200 characters."""
+    text = " ".join(str(exc).split()) or "no message"
+    text = _PATH.sub("", text)
+    text = f"{type(exc).__name__}: {text}"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def is_gpu_error(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by cupy (a GPU that failed in use: a broken driver, a
+    missing NVRTC, a kernel that cannot be launched)."""
+    return type(exc).__module__.split(".")[0] in ("cupy", "cupyx", "cupy_backends")
+
+
 @lru_cache(maxsize=1)
-def _cupy_or_none() -> ModuleType | None:
+def _gpu_probe() -> tuple[ModuleType | None, str]:
+    """``(cupy, "")`` when a GPU is usable, else ``(None, why not)`` (``""``: cupy is not installed).
+
+    Besides the device count, the probe allocates, runs an elementwise operation and a
+    reduction, compiles and launches a trivial kernel (NVRTC, as the samplers' kernels) and
+    copies the result back, so that a broken driver or CUDA install is "no usable GPU"
+    rather than a failure at the first real use.  Run once per process, when a device is
+    first resolved (never at ``import privirt``).
+    """
     try:
         import cupy  # type: ignore[import-not-found]
-    except Exception:  # ImportError, or a broken CUDA install raising at import
-        return None
+    except ModuleNotFoundError as exc:
+        if exc.name == "cupy":
+            return None, ""
+        return None, gpu_error_text(exc)
+    except Exception as exc:  # a broken CUDA install raising at import
+        return None, gpu_error_text(exc)
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-    except Exception:
-        return None
-    return cupy
+            return None, "no CUDA device is visible"
+        x = cupy.arange(4, dtype=cupy.int64) * 2
+        cupy.RawKernel(_PROBE_KERNEL, "privirt_probe")((1,), (4,), (x,))
+        cupy.cuda.Device().synchronize()
+        if int(x.sum()) != 16:  # 0+2+4+6, each plus one
+            return None, "a test kernel gave a wrong result"
+    except Exception as exc:
+        return None, gpu_error_text(exc)
+    return cupy, ""
+
+
+def _cupy_or_none() -> ModuleType | None:
+    """cupy where a GPU is usable (see :func:`_gpu_probe`), else None."""
+    return _gpu_probe()[0]
 
 
 def numba_available() -> bool:
@@ -114,7 +157,8 @@ def _rewarn(caught: list[warnings.WarningMessage]) -> None:
 
 
 def gpu_available() -> bool:
-    """Whether cupy is importable and at least one CUDA device is visible."""
+    """Whether cupy is importable and a CUDA device is visible and passes a short test
+    (allocation, arithmetic, a compiled kernel)."""
     return _cupy_or_none() is not None
 
 
@@ -125,6 +169,10 @@ def resolve_device(device: str = "auto") -> Literal["cpu", "gpu"]:
         return "cpu"
     if device == "gpu":
         if _cupy_or_none() is None:
+            why = _gpu_probe()[1]
+            if why:  # cupy is installed but the GPU failed the probe
+                raise ImportError(f"no usable GPU: {why}; check the CUDA driver and that the cupy wheel "
+                                  "matches your CUDA version, or pass device=\"cpu\"")
             raise ImportError(GPU_INSTALL_HINT)
         return "gpu"
     return "gpu" if gpu_available() else "cpu"
