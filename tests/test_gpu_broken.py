@@ -1,5 +1,5 @@
 """A cupy install whose GPU fails in use (broken driver, missing NVRTC): the device probe
-calls it no usable GPU.
+calls it no usable GPU, and a GPU that fails later is one line naming the CPU device.
 
 The cupy packages written here stand in for a broken third-party install, the condition
 tested; privirt itself runs unchanged (in a subprocess for the command line).
@@ -50,6 +50,27 @@ class RawKernel:
     def __init__(self, code, name):
         raise CompileException("cannot load " + {lib!r})
 """
+
+#: a cupy that passes the probe, then fails at the first real computation
+LATE = """
+import numpy
+class CUDARuntimeError(RuntimeError): pass
+class _RT:
+    @staticmethod
+    def getDeviceCount(): return 1
+class _Dev:
+    def synchronize(self): pass
+class cuda:
+    runtime = _RT()
+    Device = _Dev
+int64 = numpy.int64
+def arange(n, dtype=None): return numpy.arange(n, dtype=dtype)
+class RawKernel:
+    def __init__(self, code, name): pass
+    def __call__(self, grid, block, args): args[0][:] += 1
+def __getattr__(name): raise CUDARuntimeError(f"cudaErrorLaunchFailure (cupy.{name})")
+"""
+
 
 def _stub(tmp_path: Path, source: str) -> Path:
     folder = tmp_path / "stub"
@@ -130,3 +151,34 @@ def test_cli_falls_back_or_refuses_with_a_broken_gpu(tmp_path, probe_with, capsy
     assert status != 0
     line = _one_line(err)
     assert "cudaErrorInsufficientDriver" in line and "--device cpu" in line
+
+
+def test_cli_gpu_failing_after_the_probe_is_one_line(tmp_path, probe_with, capsys):
+    """The safety net: a cupy error is one line naming --device cpu, and what was spent."""
+    probe_with(_stub(tmp_path, LATE))
+    ledger = tmp_path / "b.ledger"
+    privirt.Ledger(ledger, epsilon=5.0, delta=1e-5)
+    for args in (["estimate", str(LSAT), "--weights-col", "frequency"],
+                 ["estimate", str(LSAT), "--weights-col", "frequency", "--epsilon", "1",
+                  "--ledger", str(ledger), "--method", "spectral"],
+                 ["gibbs", str(LSAT), "--weights-col", "frequency", "--iter", "40", "--warmup", "20"],
+                 ["mh", str(LSAT), "--weights-col", "frequency", "--iter", "40", "--warmup", "20"]):
+        status, _, err = _cli(capsys, *args)
+        assert status != 0
+        line = _one_line(err)
+        assert "cudaErrorLaunchFailure" in line and "--device cpu" in line, line
+        if "--ledger" in args:
+            spent = len(privirt.Ledger(ledger).spends())
+            assert ("WAS spent" in line) == (spent > 0) and ("nothing was spent" in line) == (spent == 0)
+
+
+def test_sweep_cell_with_a_failing_gpu(tmp_path, probe_with, capsys):
+    probe_with(_stub(tmp_path, LATE))
+    config = tmp_path / "s.toml"
+    config.write_text('name = "g"\nseed = 1\ntrials = 1\nepsilons = [1.0]\nmechanisms = ["spectral"]\n'
+                      'device = "auto"\n\n[[datasets]]\nsource = "synthetic"\nname = "s"\nn = 100\nm = 4\n')
+    status, out, err = _cli(capsys, "sweep", str(config), "--out", str(tmp_path / "out"), "--jobs", "1",
+                            "--no-progress")
+    assert status != 0 and "Traceback" not in err, err
+    assert "cell failed: the GPU failed (CUDARuntimeError: cudaErrorLaunchFailure" in out
+    assert 'device = "cpu"' in out

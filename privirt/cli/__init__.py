@@ -246,9 +246,15 @@ def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
         said = _spent(mark) or (_NOTHING_SPENT if getattr(args, "ledger", None) is not None else "")
         _say(f"privirt: interrupted{said}")
         return getattr(exc, "status", 130)
-    except BaseException:
-        # an internal error: its traceback, then (last, where it is seen) whether budget was spent
+    except BaseException as exc:
+        from .._backend import gpu_error_text, is_gpu_error
+
         said = _spent(mark)
+        if isinstance(exc, Exception) and is_gpu_error(exc):  # a GPU that passed the probe, then failed
+            said = said or (_NOTHING_SPENT if getattr(args, "ledger", None) is not None else "")
+            _say(f"privirt: error: the GPU failed ({gpu_error_text(exc)}); run again with {_cpu_words(args)}{said}")
+            return EXIT_USAGE
+        # an internal error: its traceback, then (last, where it is seen) whether budget was spent
         _end_progress_line()
         if not said:
             raise
@@ -258,6 +264,15 @@ def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
         _say(f"privirt: error: internal error{said}")
         return 1
     return int(status or 0)
+
+
+def _cpu_words(args: argparse.Namespace) -> str:
+    """How this command is told to use the CPU: ``--device cpu``, or the sweep's configuration key."""
+    if getattr(args, "command", None) == "sweep":
+        return 'device = "cpu" in the sweep configuration'
+    if hasattr(args, "device"):
+        return "--device cpu"
+    return "the GPU hidden (CUDA_VISIBLE_DEVICES set to an empty value)"
 
 
 def _end_progress_line() -> None:

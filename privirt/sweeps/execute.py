@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .._backend import gpu_error_text, is_gpu_error
 from ..exceptions import PrivirtError
 from . import registry
 from .config import DatasetSpec, SweepConfig, check_top_k
@@ -28,6 +29,18 @@ _CACHE_SIZE = 16
 _REFERENCE = "spectral"  # the non-private estimate errors are measured against on real data
 #: the errors of an estimator (or of the reference) that become a cell's status, not a crash
 _CELL_ERRORS = (PrivirtError, ValueError, ArithmeticError, np.linalg.LinAlgError)
+
+
+def _is_cell_error(exc: BaseException) -> bool:
+    """Whether ``exc`` fails the cell (not the sweep): an estimator's error, or a GPU's."""
+    return isinstance(exc, _CELL_ERRORS) or (isinstance(exc, Exception) and is_gpu_error(exc))
+
+
+def _said(exc: BaseException) -> str:
+    """``exc`` on one line; a GPU's failure says how to run on the CPU instead."""
+    if is_gpu_error(exc):
+        return f'the GPU failed ({gpu_error_text(exc)}); set device = "cpu" in the sweep configuration'
+    return " ".join(str(exc).split())
 
 
 def _movielens_base_key(params: Mapping[str, Any]) -> str:
@@ -168,7 +181,7 @@ class ReferenceFailed(ValueError):
 
     def __init__(self, dataset: str, frame: pd.DataFrame, exc: Exception) -> None:
         super().__init__(f"data set {dataset!r}: the reference (non-private "
-                         f"{_REFERENCE}) cannot be computed: {' '.join(str(exc).split())}")
+                         f"{_REFERENCE}) cannot be computed: {_said(exc)}")
         self.frame = frame
 
 
@@ -212,7 +225,9 @@ def load_data(spec: DatasetSpec, trial: int, root_seed: int,
         try:
             ref = registry.get(_REFERENCE)(frame, device=device)
             reference = aligned(ref.beta, frame.columns)
-        except _CELL_ERRORS as exc:
+        except Exception as exc:
+            if not _is_cell_error(exc):
+                raise
             raise ReferenceFailed(spec.name, frame, exc) from exc
     reference = reference - reference.mean()
     if len(_DATA_CACHE) >= _CACHE_SIZE:
@@ -310,9 +325,11 @@ def run_cell(cell: Cell, spec: DatasetSpec, config_seed: int, delta: float, devi
         if not np.all(np.isfinite(est)):
             raise FloatingPointError("the estimate has non-finite values")
         row.update(_metrics(est - est.mean(), truth, k))
-    except _CELL_ERRORS as exc:
+    except Exception as exc:
+        if not _is_cell_error(exc):
+            raise
         row["runtime_s"] = time.perf_counter() - start
-        row["status"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        row["status"] = (_said(exc) if is_gpu_error(exc) else f"{type(exc).__name__}: {_said(exc)}")[:300]
         return row
     privacy = getattr(result, "privacy", None)
     if privacy is not None:
