@@ -363,3 +363,19 @@ def test_budget_init_refuses_a_path_sqlite_cannot_open(responses_csv, tmp_path, 
     room = 512 - len("-journal") - len(os.fsencode(str(folder))) - 1  # bytes left for the name
     err = _refused_then_the_longest_spends(folder, "L", room, responses_csv, capsys)
     assert f"its path is {512 - len('-journal') + 1} bytes long, at most {512 - len('-journal')} for SQLite" in err
+
+
+def test_a_folder_given_as_the_ledger(tmp_path, capsys, responses_csv):
+    """A folder is named as such (not as a ledger that "already exists" or cannot be opened)."""
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    for args in (["budget", "init", str(folder), "--epsilon", "1", "--delta", "1e-5"],
+                 ["budget", "show", str(folder)],
+                 ["estimate", str(responses_csv), "--epsilon", "1", "--ledger", str(folder), "--device", "cpu"]):
+        assert main(args) != 0
+        out, err = capsys.readouterr()
+        assert out == "" and f"{folder} is a folder, not a ledger file" in _one_line_error(err)
+        assert "choose a file path" in err
+    assert list(folder.iterdir()) == []
+    with pytest.raises(privirt.LedgerError, match="is a folder"):
+        privirt.Ledger(folder, epsilon=1.0, delta=1e-5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ._types import nonempty_path, number
 
@@ -44,7 +45,7 @@ def _help(parser: argparse.ArgumentParser):
 def run_init(args: argparse.Namespace) -> int:
     from ..private.accounting import check_delta, check_epsilon
     from mechanisms.measures import format_exact
-    from ..private.ledger import Ledger
+    from ..private.ledger import Ledger, check_not_folder
 
     import math
     import os
@@ -57,6 +58,7 @@ def run_init(args: argparse.Namespace) -> int:
         f"{args.path} already exists; a ledger's budget cannot be reset — use `privirt "
         "budget show` to inspect it, or choose a new path"
     )
+    check_not_folder(Path(args.path), Path(args.path))  # (before: a folder is no ledger that "already exists")
     if os.path.exists(args.path):  # (never raises: a name too long is refused by Ledger below)
         raise exists
     try:

@@ -61,6 +61,19 @@ def file_exists(file: Path, shown: Path, *, creating: bool = False) -> bool:
                           "check the path") from exc
 
 
+def check_not_folder(file: Path, shown: Path) -> None:
+    """Refuse a ledger path that is a folder (``mkdir adir; privirt budget init adir``).
+
+    Raises
+    ------
+    LedgerError
+        One line naming ``shown`` (the path as given) and what to do; nothing was spent.
+    """
+    if os.path.isdir(file):
+        raise LedgerError(f"{shown} is a folder, not a ledger file; nothing was spent — choose a file "
+                          f"path (such as {shown / 'budget.ledger'})")
+
+
 def check_folders(file: Path, shown: Path) -> None:
     """Refuse to create a ledger whose folder does not exist, or is a file.
 

@@ -59,7 +59,8 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError, user_stackle
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable, undecoded)
 from . import _ledger_text
-from ._ledger_file import SCHEMA_VERSION, check_folders, check_side_file_names, check_stored, file_exists
+from ._ledger_file import (SCHEMA_VERSION, check_folders, check_not_folder, check_side_file_names, check_stored,
+                           file_exists)
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -165,6 +166,7 @@ class Ledger:
         except (OSError, ValueError) as exc:
             raise LedgerError(f"cannot open the ledger {self.path} ({exc}); nothing was spent — "
                               "check the path") from exc
+        check_not_folder(self._file, self.path)
         self.timeout = timeout
         self.created = False
         if (epsilon is None) != (delta is None):
