@@ -3,8 +3,9 @@
 Code that runs on either device asks :func:`get_xp` for the array module (``numpy`` or
 ``cupy``) and writes the computation once against it.  :func:`to_numpy` brings results
 back to the host.  ``"auto"`` picks the GPU when cupy is installed and a CUDA device is
-visible, otherwise the CPU; ``"gpu"`` without cupy raises an :class:`ImportError` that
-says how to install it.
+visible and passes a short test (:func:`_gpu_probe`), otherwise the CPU; ``"gpu"`` without
+a usable GPU raises an :class:`ImportError` that says how to install cupy, or why the GPU
+failed the test.
 """
 
 from __future__ import annotations
