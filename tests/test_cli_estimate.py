@@ -301,6 +301,17 @@ def test_seeded_run_never_prints_a_guarantee_without_saying_it_does_not_apply(ls
             assert "does NOT apply" in line, line
 
 
+def test_seeded_json_output_never_states_a_guarantee_without_saying_it_does_not_apply(lsat_csv, tmp_path, capsys):
+    # (its "guarantee" field said "(1, 1e-05)-DP" alone, for a reader who takes that field only)
+    out = tmp_path / "est.json"
+    assert main(["estimate", str(lsat_csv), "--epsilon", "1", "--seed", "3", "--device", "cpu",
+                 "--out", str(out)]) == 0
+    privacy = json.loads(out.read_text())["privacy"]
+    assert privacy["private"] is False and "-DP" in privacy["guarantee"]
+    assert privacy["guarantee"].endswith("does NOT apply to this result (seeded noise)")
+    capsys.readouterr()
+
+
 def test_regularization_option_and_one_person_warning(tmp_path, capsys):
     from privirt.cli import main
 
@@ -483,7 +494,8 @@ def test_missing_option_is_refused_where_it_has_no_effect(tmp_path, capsys):
     pd.DataFrame(X, columns=[f"q{j}" for j in range(6)]).to_csv(path, index=False)
     base = ["estimate", str(path), "--epsilon", "1", "--seed", "2"]
     assert main([*base, "--method", "spectral", "--missing", "mcar"]) == 2
-    assert "--missing applies to --method totals" in capsys.readouterr().err
+    # (every owner named: --missing is the 2PL model's too, not the totals method's alone)
+    assert "--missing applies to --method totals or --model 2pl;" in capsys.readouterr().err
     # more public persons than rows: the absent ones are missing rows, refused for complete data
     assert main([*base, "--method", "totals", "--n-persons", "700"]) == 2
     err = capsys.readouterr().err

@@ -238,8 +238,9 @@ def _private_table(resp, args: argparse.Namespace, items: list | None):
                and not (o == "missing" and by_default)]  # a declaration that chose it
     if foreign:
         flags = ", ".join(f"--{o}" for o in foreign)
-        owners = [n for n in methods.names() if set(foreign) <= methods.get(n).options]
-        where = " or ".join(f"--method {n}" for n in owners) or "no single method"
+        owners = [f"--method {n}" if methods.get(n).model == "rasch" else f"--model {methods.get(n).model}"
+                  for n in methods.names(None) if set(foreign) <= methods.get(n).options]
+        where = " or ".join(dict.fromkeys(owners)) or "no single method"
         if foreign == ["missing"]:
             why = f"--method {method} handles missing cells as they are"
         else:

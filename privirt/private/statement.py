@@ -194,7 +194,10 @@ class PrivacyStatement:
             "mechanism": self.mechanism,
             "relation": self.relation,
             "domain": self.domain,
-            "guarantee": str(self.guarantee),
+            # (seeded: the guarantee is what the call without a seed gives; said so here too,
+            # for a reader who takes this field alone, as the text and the CSV header say it)
+            "guarantee": str(self.guarantee) if self.private
+            else f"{self.guarantee} does NOT apply to this result (seeded noise)",
             "measure": type(self.native).__name__,
             "sensitivity_l1": None if sens is None else sens.l1,
             "sensitivity_l2": None if sens is None else sens.l2,
