@@ -161,8 +161,19 @@ def _terminate_as_interrupt():
             signal.signal(signum, old)
 
 
+def _tolerant_stdout() -> None:
+    """Let stdout write any text (``×``, ``ρ``, a label) whatever its encoding: what it cannot
+    encode is written as ``\\xd7``-style escapes, as on stderr, so that a private run's output
+    never fails after the debit (``PYTHONIOENCODING=ascii``, a latin-1 terminal)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):  # (a detached or closed stream: left as it is)
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     run: dict = {}  # _main puts its journal mark here once the command may spend
+    _tolerant_stdout()
     with _terminate_as_interrupt():
         try:
             return _main(argv, run)
