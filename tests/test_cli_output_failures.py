@@ -50,3 +50,38 @@ def test_ascii_stdout_does_not_fail_a_private_run(data, ledger):
     out = proc.stdout.decode("ascii")
     assert "\\xd7" in out and "q0" in out and "privacy" in out.lower()
     assert len(Ledger(ledger).spends()) == 1
+
+
+@pytest.mark.parametrize("twice, flag", [
+    (["--eps", "0.2", "--epsilon", "0.9"], "--epsilon"),
+    (["--epsilon", "0.2", "--delta", "1e-6", "--delta=1e-7"], "--delta"),
+    (["--epsilon", "0.2", "--ledger", "OTHER", "--ledger", "LEDGER"], "--ledger"),
+])
+def test_a_privacy_option_given_twice_is_refused(data, ledger, tmp_path, capsys, twice, flag):
+    other = tmp_path / "other.db"
+    assert main(["budget", "init", str(other), "--epsilon", "5", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    twice = [{"OTHER": str(other), "LEDGER": str(ledger)}.get(a, a) for a in twice]
+    if flag != "--ledger":
+        twice += ["--ledger", str(ledger)]
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", str(data), "--n-boot", "0", *twice])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"privirt: error: {flag} given twice; give it once") and "\n" not in err
+    assert len(Ledger(ledger).spends()) == 0 and len(Ledger(other).spends()) == 0
+
+
+@pytest.mark.parametrize("args", [
+    ["budget", "init", "NEW", "--epsilon", "1", "--epsilon", "2", "--delta", "1e-5"],
+    ["budget", "init", "NEW", "--epsilon", "1", "--delta", "1e-5", "--delta", "1e-6"],
+    ["serve", "dataset", "add", "NEW", "ds", "d.csv", "--epsilon", "1", "--eps", "2", "--delta", "1e-6"],
+    ["demo", "--epsilon", "1", "--epsilon", "2"],
+])
+def test_a_repeated_budget_is_refused(tmp_path, capsys, args):
+    new = tmp_path / "new.db"
+    with pytest.raises(SystemExit) as exc:
+        main([str(new) if a == "NEW" else a for a in args])
+    assert exc.value.code != 0
+    assert "given twice; give it once" in capsys.readouterr().err
+    assert not new.exists()

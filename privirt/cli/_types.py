@@ -70,3 +70,14 @@ def regularization(text: str) -> float | str:
     if not math.isfinite(value) or value < 0:  # (both forms named: 'auto' is the stated default)
         raise argparse.ArgumentTypeError(f"must be auto or a finite number >= 0, got {text!r}")
     return value
+
+
+class Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence (``--eps 0.2 --epsilon 0.9``
+    silently spent 0.9, ``--ledger A --ledger B`` debited B): one usage line, before anything is
+    read or spent.  For options whose default is ``None``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{max(self.option_strings, key=len)} given twice; give it once")
+        setattr(namespace, self.dest, values)

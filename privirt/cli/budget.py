@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ._types import nonempty_path, number
+from ._types import Once, nonempty_path, number
 
 
 def register(subparsers) -> None:
@@ -25,8 +25,8 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="budget_command", metavar="ACTION")
     init = sub.add_parser("init", help="create a ledger with a total (ε, δ) budget")
     init.add_argument("path", metavar="PATH", type=nonempty_path, help="ledger file to create")
-    init.add_argument("--epsilon", type=number, required=True, metavar="E", help="total ε (> 0)")
-    init.add_argument("--delta", type=number, required=True, metavar="D", help="total δ in (0, 1)")
+    init.add_argument("--epsilon", action=Once, type=number, required=True, metavar="E", help="total ε (> 0)")
+    init.add_argument("--delta", action=Once, type=number, required=True, metavar="D", help="total δ in (0, 1)")
     init.set_defaults(func=run_init)
     show = sub.add_parser("show", help="print the budget, the spends and what remains")
     show.add_argument("path", metavar="PATH", type=nonempty_path, help="ledger file")

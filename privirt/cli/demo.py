@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT
-from ._types import number
+from ._types import Once, number
 
 
 def register(subparsers) -> None:
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
         "--dataset", default="lsat6", help="bundled data set (default: lsat6; see list_datasets)"
     )
     parser.add_argument(
-        "--epsilon", type=number, default=None, metavar="E",
+        "--epsilon", action=Once, type=number, default=None, metavar="E",
         help=f"privacy ε of each private column (default 1; δ = {DEFAULT_DELTA_TEXT})",
     )
     parser.add_argument("--no-private", action="store_true",

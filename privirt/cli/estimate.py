@@ -20,7 +20,7 @@ from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file
 from ._table import format_table, write_table
-from ._types import (REGULARIZATION_HELP, nonempty_file, nonempty_path, nonnegative_int, number,
+from ._types import (REGULARIZATION_HELP, Once, nonempty_file, nonempty_path, nonnegative_int, number,
                      positive_int, regularization)
 
 #: ``--method`` name -> function(responses, args) -> DataFrame indexed by item
@@ -145,9 +145,9 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
         "--mechanism, --p0, --estimator and --shuffle are Algorithm 2's options: giving any of "
         "them (its default values too) selects --method spectral.",
     )
-    group.add_argument("--epsilon", type=number, default=None, metavar="E",
+    group.add_argument("--epsilon", action=Once, type=number, default=None, metavar="E",
                        help="privacy ε > 0: estimate privately")
-    group.add_argument("--delta", type=number, default=None, metavar="D",
+    group.add_argument("--delta", action=Once, type=number, default=None, metavar="D",
                        help="privacy δ in (0, 1) (default: the ledger's δ — a tenth of it for "
                        f"--shuffle, which spends δ itself — else {DEFAULT_DELTA_TEXT})")
     group.add_argument("--mechanism", choices=MECHANISMS,
@@ -161,7 +161,7 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        "(default: noise_aware where measured better, from public n, m, ε, δ)")
     group.add_argument("--shuffle", action="store_true", default=None,
                        help="randomized response: shuffle reports and claim amplification")
-    group.add_argument("--ledger", type=nonempty_path, default=None, metavar="PATH",
+    group.add_argument("--ledger", action=Once, type=nonempty_path, default=None, metavar="PATH",
                        help="budget ledger to debit (created with `privirt budget init`)")
     group.add_argument("--seed", type=int, default=None, metavar="N",
                        help="reproducible noise — the result is then NOT private (refused "

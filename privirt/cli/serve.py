@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .._constants import MISSING_DOMAINS
 from ._input import add_long_columns
-from ._types import number, positive_int
+from ._types import Once, number, positive_int
 
 _DESCRIPTION = """\
 A curator service: analysts get private estimates of your data sets, each within an allowance
@@ -70,8 +70,8 @@ def register(subparsers) -> None:
     p.add_argument("state", metavar="STATE")
     p.add_argument("name", metavar="NAME", help="data set name (letters, digits, _ . -)")
     p.add_argument("file", metavar="FILE", help="responses as .csv, .tsv or .parquet")
-    p.add_argument("--epsilon", type=number, required=True, metavar="E", help="total ε of the data set (> 0)")
-    p.add_argument("--delta", type=number, required=True, metavar="D",
+    p.add_argument("--epsilon", action=Once, type=number, required=True, metavar="E", help="total ε of the data set (> 0)")
+    p.add_argument("--delta", action=Once, type=number, required=True, metavar="D",
                    help="total δ, in [1e-15, 0.1] (a request's limit)")
     p.add_argument("--items", default=None, metavar="LIST",
                    help="the public item set (a,b,c or @FILE); required for a long table")
