@@ -85,3 +85,67 @@ def test_a_repeated_budget_is_refused(tmp_path, capsys, args):
     assert exc.value.code != 0
     assert "given twice; give it once" in capsys.readouterr().err
     assert not new.exists()
+
+
+class _FullDisk:
+    """``os`` for :mod:`privirt._files` on a full disk: writing a file's last block fails."""
+
+    def __getattr__(self, name: str):
+        return getattr(os, name)
+
+    @staticmethod
+    def fsync(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.fixture()
+def full_disk(monkeypatch) -> None:
+    import privirt._files
+
+    monkeypatch.setattr(privirt._files, "os", _FullDisk())
+
+
+def _error_line(err: str) -> str:
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("privirt: error: "), err
+    return last
+
+
+def _says_not_written(line: str, out: Path) -> None:
+    assert f"could not write --out {out} ({os.strerror(errno.ENOSPC)}); the result is printed above" in line
+
+
+def test_a_private_estimate_whose_out_fails_prints_the_paid_result(data, ledger, tmp_path, full_disk, capsys):
+    out = tmp_path / "o.csv"
+    status = main(["estimate", str(data), "--epsilon", "0.5", "--ledger", str(ledger), "--n-boot", "0",
+                   "--top-k", "2", "--out", str(out)])
+    assert status != 0
+    std = capsys.readouterr()
+    for item in ("q0", "q4", "top 2 hardest"):
+        assert item in std.out
+    assert "ledger spend id: 1" in std.out  # the privacy statement
+    line = _error_line(std.err)
+    _says_not_written(line, out)
+    assert "the privacy budget WAS spent" in line and str(ledger) in line
+    assert len(Ledger(ledger).spends()) == 1 and not out.exists()
+    assert list(tmp_path.glob(".o.csv.*")) == []  # no temporary file left
+
+
+def test_fit_whose_out_fails_prints_the_table(data, tmp_path, full_disk, capsys):
+    out = tmp_path / "fit.csv"
+    assert main(["fit", str(data), "--method", "spectral", "--out", str(out)]) != 0
+    std = capsys.readouterr()
+    assert "infit" in std.out and "q3" in std.out and "reliability" in std.out
+    _says_not_written(_error_line(std.err), out)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "mh"])
+def test_a_sampler_whose_out_fails_prints_the_summary(data, tmp_path, full_disk, capsys, sampler):
+    out = tmp_path / "post.csv"
+    assert main([sampler, str(data), "--iter", "30", "--warmup", "10", "--seed", "1", "--no-progress",
+                 "--device", "cpu", "--out", str(out)]) != 0
+    std = capsys.readouterr()
+    assert "rhat" in std.out and "theta" in std.out and "q2" in std.out
+    _says_not_written(_error_line(std.err), out)
+    assert not out.exists()

@@ -185,3 +185,11 @@ def check_out_and_plots(out: str | Path | None, plots: str | Path | None) -> Non
         raise ValueError(f"--plots {plots} is the --out file; give another folder")
     if file in folder.parents:
         raise ValueError(f"--plots {plots} is inside the --out file {out}; give another folder")
+
+
+def out_not_written(path: str | Path, exc: OSError, flag: str = "--out") -> ValueError:
+    """The one line for a ``flag`` file that could not be written after the result was printed
+    on stdout (a full disk, a folder removed meanwhile): the path, the reason and what to do.
+    A debit is added to it by :func:`privirt.cli.main`."""
+    return ValueError(f"could not write {flag} {path} ({exc.strerror or exc}); the result is printed above; "
+                      f"copy it from there, and free some space or give another {flag} before the next run")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 if TYPE_CHECKING:  # pandas loads when a command runs, not when the parser is built
     import pandas as pd
 
-from ._paths import check_out_and_plots, check_output_dir, check_output_file
+from ._paths import check_out_and_plots, check_output_dir, check_output_file, out_not_written
 from ._types import nonempty_file, nonempty_path
 
 #: suffixes ``--out`` accepts for a posterior summary
@@ -216,13 +216,18 @@ def summarise(post: Any, args: argparse.Namespace, started: float) -> tuple[pd.D
 def write_summary(table: pd.DataFrame, out: Path) -> Path:
     """Write the summary to ``out`` (checked beforehand by :func:`check_outputs`), whole or not
     at all; text (parameter names, labels, the header) quoted and numbers not, as the estimate's
-    ``--out`` CSV (:func:`privirt.cli._table.write_table`)."""
+    ``--out`` CSV (:func:`privirt.cli._table.write_table`).  When it cannot be written (a full
+    disk) the whole summary is printed on stdout instead, then a ValueError says so."""
     import csv
 
     from .._files import atomic_write
 
-    with atomic_write(out, newline="") as fh:
-        table.to_csv(fh, quoting=csv.QUOTE_NONNUMERIC)
+    try:
+        with atomic_write(out, newline="") as fh:
+            table.to_csv(fh, quoting=csv.QUOTE_NONNUMERIC)
+    except OSError as exc:
+        sys.stdout.write(table.to_string() + "\n")
+        raise out_not_written(out, exc) from None
     return out
 
 

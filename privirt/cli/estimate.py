@@ -18,7 +18,7 @@ from .._checks import check_n_boot
 from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MECHANISMS, MISSING_DOMAINS
 from ._input import public_items
 from ._missing import check_complete
-from ._paths import check_output_file
+from ._paths import check_output_file, out_not_written
 from ._table import format_table, write_table
 from ._types import (REGULARIZATION_HELP, Once, nonempty_file, nonempty_path, nonnegative_int, number,
                      positive_int, regularization)
@@ -406,25 +406,40 @@ def show_result(table: pd.DataFrame, args: argparse.Namespace, *, method: str, n
     if statement is not None:
         meta["privacy"] = statement.to_dict()
     _write_then_print(table, args, meta, statement, f"{label} estimate{where}: {n_persons} persons × "
-                      f"{len(table)} items (beta centred, higher = harder)")
-    if args.top_k is not None:
-        top = table["beta"].sort_values(ascending=False, kind="stable").index[: args.top_k]
-        print(f"top {args.top_k} hardest: " + ", ".join(str(t) for t in top))
-    if statement is not None:
-        print(str(statement))
+                      f"{len(table)} items (beta centred, higher = harder)", _top(table, "beta", args.top_k, "hardest"))
     return 0
 
 
+def _top(table: pd.DataFrame, column: str, k: int | None, what: str) -> list[str]:
+    """The ``--top-k`` line: the ``k`` items with the largest ``column`` (none without ``k``)."""
+    if k is None:
+        return []
+    top = table[column].sort_values(ascending=False, kind="stable").index[:k]
+    return [f"top {k} {what}: " + ", ".join(str(t) for t in top)]
+
+
 def _write_then_print(table: pd.DataFrame, args: argparse.Namespace, meta: dict, statement,
-                      header: str) -> None:
+                      header: str, lines: list[str]) -> None:
     """Write ``--out`` (atomically, with ``meta`` and the privacy statement, if any), then print
-    ``header`` and the table: the file first, so that a closed stdout (`| head`) does not lose a
-    paid result."""
+    ``header``, the table, ``lines`` and the statement: the file first, so that a closed stdout
+    (`| head`) does not lose a paid result, and all of it printed when the file cannot be
+    written (a full disk), before the error that says so."""
+    failed = None
     if args.out is not None:
-        write_table(table, args.out, meta, None if statement is None else str(statement))
-        print(f"wrote {args.out}", file=sys.stderr)
+        try:
+            write_table(table, args.out, meta, None if statement is None else str(statement))
+        except OSError as exc:  # (the result is paid for: printed all the same)
+            failed = exc
+        else:
+            print(f"wrote {args.out}", file=sys.stderr)
     print(header)
     print(format_table(table))
+    for line in lines:
+        print(line)
+    if statement is not None:
+        print(str(statement))
+    if failed is not None:
+        raise out_not_written(args.out, failed)
 
 
 def run_dask(args: argparse.Namespace) -> int:
@@ -547,9 +562,6 @@ def _run_2pl(args: argparse.Namespace) -> int:
             "n_items": len(table), "privacy": statement.to_dict()}
     _write_then_print(pd.DataFrame(table), args, meta, statement,
                       f"2PL estimate ({kind}): {statement.n_persons} persons × {len(table)} items "
-                      "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)")
-    if args.top_k is not None:
-        top = table["a"].sort_values(ascending=False, kind="stable").index[: args.top_k]
-        print(f"top {args.top_k} most discriminating: " + ", ".join(str(t) for t in top))
-    print(str(statement))
+                      "(2PNO: P = Φ(a θ − b), θ ~ N(0, 1); ×1.702 for the logistic scale)",
+                      _top(table, "a", args.top_k, "most discriminating"))
     return 0

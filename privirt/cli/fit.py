@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._paths import check_out_and_plots, check_output_dir, check_output_file, write_plot
+from ._paths import (check_out_and_plots, check_output_dir, check_output_file, out_not_written,
+                     write_plot)
 from ._types import REGULARIZATION_HELP, nonempty_file, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
@@ -135,11 +136,16 @@ def run(args: argparse.Namespace) -> int:
     table.index.name = "item"
     if args.plots is not None:
         args.plots.mkdir(exist_ok=True)  # (before any file is written: a folder that cannot be made fails first)
+    failed = None
     if args.out is not None:
         from ._table import write_table
 
-        write_table(table, args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
+        try:
+            write_table(table, args.out)
+        except OSError as exc:  # (a full disk: the result is printed all the same, then the error)
+            failed = exc
+        else:
+            print(f"wrote {args.out}", file=sys.stderr)
     print(f"{args.method} estimate: {resp.n_persons} persons × {resp.n_items} items; fit with "
           f"WLE abilities, persons with an extreme score left out")
     print(table.to_string(float_format=lambda v: f"{v: .3f}", index_names=False))
@@ -148,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"reliability: {rel}")
     if andersen is not None:
         print(str(andersen))
+    if failed is not None:
+        raise out_not_written(args.out, failed)
     if args.plots is not None:
         _write_plots(args.plots, est, abilities, andersen)
     return 0
