@@ -4,10 +4,12 @@ path whose suffix names its format (checked before anything is drawn)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ._files import figure_path
+from ._files import figure_path, temporary_path
 
 def _plt(path: str | Path | None = None) -> Any:
     """pyplot (with a headless backend where there is no display); ``path`` is checked first."""
@@ -41,9 +43,26 @@ def _names(labels: Sequence[Any], most: int = 5) -> str:
 
 
 def _save(fig: Any, path: str | Path | None) -> Any:
-    """Save ``fig`` to ``path`` (creating missing folders) when a path is given; return it."""
+    """Save ``fig`` to ``path`` (creating missing folders) when a path is given; return it.
+
+    The figure is written whole or not at all, as :func:`privirt._files.atomic_write` writes a
+    text file: to a temporary file in the same folder, then renamed onto ``path`` (a full disk
+    leaves an earlier plot as it was, never an empty or truncated one).  An OSError names
+    ``path``, not the temporary file."""
     if path is not None:
         path = figure_path(path)  # (refused before any folder is made)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        final = Path(os.path.realpath(path))  # through a symlink: its target is replaced
+        tmp = temporary_path(final)
+        try:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight", format=final.suffix[1:].lower())
+            with contextlib.suppress(OSError):  # an existing plot keeps its permissions
+                os.chmod(tmp, os.stat(final).st_mode & 0o7777)
+            os.replace(tmp, final)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise OSError(exc.errno, exc.strerror, str(path)) from exc
+            raise
     return fig

@@ -326,3 +326,31 @@ def test_item_plots_check_items_as_the_private_paths_do(items, message):
     post = privirt.gibbs_2pno(X, n_iter=20, warmup=10, seed=62_000_011, progress=False, slopes="free")
     with pytest.raises(ValueError, match=message):
         plots.item_response_curves(post, items=items)
+
+
+def test_a_failed_plot_write_leaves_the_earlier_plot_whole(tmp_path, monkeypatch):
+    """A full disk while saving: the plot already there stays as it was (no truncated or empty
+    file under the final name), no temporary file is left, and the error names the plot."""
+    import errno
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from privirt._plot_base import _save
+
+    path = tmp_path / "p.png"
+    fig = plt.figure()
+    _save(fig, path)
+    good = path.read_bytes()
+    assert good.startswith(b"\x89PNG")
+
+    def full(self, fname, **kwargs):
+        with open(fname, "wb") as fh:  # a partial write, then the disk is full
+            fh.write(b"\x89PN")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    with pytest.raises(OSError, match=re.escape(str(path))):
+        _save(fig, path)
+    assert path.read_bytes() == good
+    assert [p.name for p in tmp_path.iterdir()] == ["p.png"]
