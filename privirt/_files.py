@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["atomic_write", "check_creatable", "figure_path"]
+__all__ = ["atomic_write", "check_creatable", "figure_path", "writing"]
 
 #: bytes :func:`temporary_path` adds to a file name (``.`` + ``.XXXXXXXX.tmp``)
 TEMPORARY_EXTRA_BYTES = 14
@@ -101,3 +101,19 @@ def figure_path(path: str | os.PathLike[str]) -> Path:
         raise ValueError(f"path {str(path)!r} has {got}: end it in .png, .pdf or .svg (or another "
                          f"format matplotlib writes: {', '.join(sorted(formats))})")
     return path
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str], advice: str) -> Iterator[None]:
+    """Turn an OSError in the block (writing ``path``: a full disk, a folder made read-only
+    meanwhile) into one line naming the file: ``could not write PATH (reason); advice``.
+
+    Raises
+    ------
+    ValueError
+        In place of the OSError.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise ValueError(f"could not write {path} ({exc.strerror or exc}); {advice}") from None

@@ -199,3 +199,34 @@ def test_the_figure_s_legend_keeps_a_mechanism_without_values_and_reads_every_pa
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     plt.close(fig)
     assert labels == ["gaussian", "rr", "laplace (no results: 4 failed)"]
+
+
+
+@pytest.mark.parametrize("fails", ["report.md", "d.png"])
+def test_a_report_file_that_cannot_be_written_is_named(tmp_path, monkeypatch, capsys, fails):
+    # a full disk gave `privirt report` a bare "[Errno 28] No space left on device"
+    import errno
+    import os
+    import types
+
+    from matplotlib.figure import Figure
+
+    import privirt._files
+    from privirt.cli import main
+
+    out = _write(tmp_path / "out", [_row("gaussian", 1.0, t, 0.5) for t in range(2)])
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    if fails == "report.md":  # the disk fills up when report.md is written
+        disk = types.SimpleNamespace(**{name: getattr(os, name) for name in dir(os) if not name.startswith("__")})
+        disk.fsync = full
+        monkeypatch.setattr(privirt._files, "os", disk)
+    else:
+        monkeypatch.setattr(Figure, "savefig", full)
+    assert main(["report", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    path = out / "plots" / "d.png" if fails == "d.png" else out / "report.md"
+    assert err.startswith(f"privirt: error: could not write {path} ({os.strerror(errno.ENOSPC)}); free some space")
+    assert "\n" not in err and not path.exists()

@@ -28,7 +28,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from .._files import atomic_write
+from .._files import atomic_write, writing
 from . import registry
 from .config import check_dataset_name
 from .reach import _check_metric, _configured, cells, configured_grid, configured_mechanisms, smallest_epsilon
@@ -334,6 +334,10 @@ def _plot_metrics(metric: str) -> tuple[str, ...]:
     return (metric, *(m for m in _PLOT_METRICS if m != metric))
 
 
+#: what to do when a report file cannot be written (each file is whole or left as it was)
+_AGAIN = "free some space (or make the folder writable), then make the report again"
+
+
 def build_report(
     directory: str | os.PathLike[str],
     *,
@@ -385,7 +389,8 @@ def build_report(
     for ds in datasets:
         path = plot_dir / f"{ds}.png"
         # the report's metric leads the figure (it is the one the target is about)
-        fig = plot_dataset(results, ds, path=path, metrics=_plot_metrics(metric))
+        with writing(path, _AGAIN):
+            fig = plot_dataset(results, ds, path=path, metrics=_plot_metrics(metric))
         if plt is None:
             from .._plot_base import _plt
 
@@ -401,9 +406,9 @@ def build_report(
                          datasets, plots, directory)
     md_path = directory / "report.md"
     html_path = directory / "report.html"
-    with atomic_write(md_path) as fh:
+    with writing(md_path, _AGAIN), atomic_write(md_path) as fh:
         fh.write(_to_markdown(sections))
-    with atomic_write(html_path) as fh:
+    with writing(html_path, _AGAIN), atomic_write(html_path) as fh:
         fh.write(_to_html(sections, title=f"privirt sweep: {name}"))
     return ReportFiles(markdown=md_path, html=html_path, plots=tuple(plots))
 
