@@ -105,13 +105,9 @@ def _warning_printer(flags: bool):
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    import os
+    from ._stdout import silence_stdout
 
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
-        pass
+    silence_stdout()
 
 
 class Terminated(KeyboardInterrupt):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._constants import MISSING_DOMAINS
 from ._input import add_long_columns
+from ._stdout import show_once
 from ._types import Once, number, positive_int
 
 _DESCRIPTION = """\
@@ -318,11 +319,20 @@ def run_analyst_add(args: argparse.Namespace) -> int:
     budgets = {d["name"]: d for d in store.datasets()}
     allowances = _allowances(args, budgets, {name: d["delta"] for name, d in budgets.items()})
     key = store.add_analyst(args.name, allowances)
-    for name, (eps, dlt) in allowances.items():
-        print(f"allowance for {args.name!r} on {name!r}: ε = {eps:g}, δ = {dlt:g}{_cap(eps, budgets[name])}")
-    print(f"API key of {args.name!r} (shown once; give it to the analyst over a safe channel):")
-    print(key)
+    show_once([*(f"allowance for {args.name!r} on {name!r}: ε = {eps:g}, δ = {dlt:g}{_cap(eps, budgets[name])}"
+                 for name, (eps, dlt) in allowances.items()),
+               f"API key of {args.name!r} (shown once; give it to the analyst over a safe channel):", key],
+              f"analyst {args.name!r} was added but the key could not be shown; give them a new key with "
+              f"`{_new_key_command(store, args.name)}`")
     return 0
+
+
+def _new_key_command(store, name: str) -> str:
+    """``privirt serve analyst new-key STATE NAME`` (the state as the store describes it: a
+    URL's password masked), quoted for a shell."""
+    import shlex
+
+    return f"privirt serve analyst new-key {shlex.quote(store.describe)} {shlex.quote(name)}"
 
 
 def run_analyst_revoke(args: argparse.Namespace) -> int:
@@ -363,21 +373,25 @@ def run_analyst_new_key(args: argparse.Namespace) -> int:
     check_dataset_name(args.name, "analyst")  # (a name no analyst can have: one line, not a codec error)
     store = open_store(args.state)
     key, revoked = store.new_analyst_key(args.name)
-    if revoked is not None:
-        print(f"restored {args.name!r} (revoked on {revoked[:10]}) with their allowances and spends")
-    print(f"new API key of {args.name!r} (their old key no longer works; their allowances and spends stay; "
-          "shown once, give it to the analyst over a safe channel):")
-    print(key)
+    restored = [] if revoked is None else [
+        f"restored {args.name!r} (revoked on {revoked[:10]}) with their allowances and spends"]
+    show_once([*restored, f"new API key of {args.name!r} (their old key no longer works; their allowances and "
+               "spends stay; shown once, give it to the analyst over a safe channel):", key],
+              f"the new key of {args.name!r} could not be shown and their old key no longer works; give them "
+              f"another with `{_new_key_command(store, args.name)}`")
     return 0
 
 
 def run_curator_key(args: argparse.Namespace) -> int:
     from ..serve.store import open_store
 
+    import shlex
+
     store = open_store(args.state)
     key = store.new_curator_key()
-    print("curator key (shown once; earlier curator keys no longer work):")
-    print(key)
+    show_once(["curator key (shown once; earlier curator keys no longer work):", key],
+              "the old curator keys were revoked and the new one could not be shown; run "
+              f"`privirt serve curator-key {shlex.quote(store.describe)}` again")
     return 0
 
 
