@@ -124,3 +124,47 @@ def test_a_forked_child_drops_the_blocks_of_threads_it_does_not_have(two_blas_th
     assert set(inside) == ({1} if own_block else {2})
     assert set(after) == {2}
     assert set(_blas_threads()) == {2}
+
+
+def test_the_private_2pl_fits_solve_under_one_blas_thread(two_blas_threads, monkeypatch):
+    """A mend (7a5bd6e) put FitWeights between @one_blas_thread and _fit_batch: the decorator
+    wrapped the dataclass, and every batched solve of the 2PL's fits (the point fits, the
+    noise-variance refits, the bootstrap's) ran with BLAS's threads, 6-40x slower where the cores
+    are shared (0.7 s for an (8, 101, 101) solve against 5 ms).  The solves now see one thread."""
+    import numpy as np
+
+    from privirt.private.twopl import fit
+
+    seen = []
+    solve = fit._solve
+
+    def spy(A, g):
+        seen.append(_blas_threads())
+        return solve(A, g)
+
+    monkeypatch.setattr(fit, "_solve", spy)
+    rng = np.random.default_rng(94_100_101)
+    m, n = 6, 400
+    t = rng.uniform(0.3, 0.7, (3, m)) * n
+    i, j = fit.pair_index(m)
+    d = (t[:, i] + t[:, j]) / 2.0
+    fit.fit_factor(t, d, n, 1.0, 1.0)
+    assert seen and all(set(s) == {1} for s in seen), seen
+    assert isinstance(fit.FitWeights, type)  # (the dataclass itself, not a wrapper)
+
+
+def test_one_blas_thread_decorates_functions_only():
+    """The decorator above a class (as the mend left it) limits nothing the class's users call."""
+    import ast
+    from pathlib import Path
+
+    import privirt
+
+    wrong = []
+    for path in Path(privirt.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                names = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+                if names & {"one_blas_thread", "_threads.one_blas_thread"}:
+                    wrong.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not wrong, wrong

@@ -192,7 +192,6 @@ def fit_factor(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_to
                      hessian=hess, gauss_newton=cat("gauss_newton") if hessian else None)
 
 
-@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 @dataclass(frozen=True)
 class FitWeights:
     """The proportions the fit takes and their weights (:func:`fit_weights`)."""
@@ -236,6 +235,7 @@ def fit_weights(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_t
     return FitWeights(t=t, q=q, n_t=n_t, sd_t=sd_t, sd_n=sd_n, pair_noise=pair_noise, beta=beta)
 
 
+@one_blas_thread  # batched small solves: BLAS's threads only cost on shared cores (privirt._threads)
 def _fit_batch(totals: np.ndarray, pairs: np.ndarray, n: float | tuple, sigma_totals: float | np.ndarray,
                sigma_pairs: float | np.ndarray,
                *, max_iter: int = 100, tol: float = 1e-8,
