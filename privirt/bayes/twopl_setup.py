@@ -8,12 +8,14 @@ Model ``P(y_ij = 1) = logistic(a_j θ_i − b_j)`` with independent normal prior
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._checks import as_number, check_location, check_locations, check_variance
+from ..exceptions import user_stacklevel
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
@@ -196,6 +198,57 @@ def _user_init(value: Any, name: str, size: int, n_chains: int) -> np.ndarray:
     return arr
 
 
+def _oriented_default(
+    y: np.ndarray, obs: np.ndarray, anchors: list[tuple[int, float]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_default_init` oriented as the draws will be reported: anchors on their sides
+    on balance, or (without anchors) a non-negative mean slope."""
+    t0, a0, b0 = _default_init(y, obs)
+    if anchors:
+        flip = sum(math.copysign(1.0, v) * t0[i] for i, v in anchors) < 0
+    else:
+        flip = a0.mean() < 0
+    return (-t0, -a0, b0) if flip else (t0, a0, b0)
+
+
+def _orient_by_anchors(
+    state: dict[str, np.ndarray], a_ref: np.ndarray, anchors: list[tuple[int, float]],
+    given: tuple[str, ...],
+) -> None:
+    """Reflect, per chain, the θ and the a of a start that point against the anchors.
+
+    θ points against them when its anchored persons sit on the wrong sides of the chain's
+    mean θ on balance; a when ``a · a_ref < 0``, ``a_ref`` being the slopes of the default
+    start, oriented by the anchors (so every ``init`` starts in the default start's
+    orientation).  A constant θ (``"tutorial"``) carries no direction and is left alone.
+    Each block is reflected on its own, so a start whose θ and a are a mirrored pair is
+    reflected whole.  A reflected block the user gave (``given``) is reported in one warning.
+    """
+    idx = [i for i, _ in anchors]
+    sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
+    theta = state["theta"]
+    wrong = {
+        "theta": ((theta[:, idx] - theta.mean(axis=1, keepdims=True)) * sgn).sum(axis=1) < 0,
+        "a": state["a"] @ a_ref < 0,
+    }
+    for key, rows in wrong.items():
+        state[key][rows] *= -1.0
+    told = [k for k in given if k in wrong and wrong[k].any()]
+    if told:
+        chains = sorted(set().union(*(np.flatnonzero(wrong[k]).tolist() for k in told)))
+        maps = {"theta": "θ -> -θ", "a": "a -> -a"}
+        warnings.warn(
+            f"{' and '.join(f'init[{k!r}]' for k in told)} "
+            f"{'point' if len(told) > 1 else 'points'} against the anchors' direction in "
+            f"chain(s) {', '.join(map(str, chains))} (the mirror mode), so "
+            f"{'they were' if len(told) > 1 else 'it was'} reflected "
+            f"({', '.join(maps[k] for k in told)}) before sampling; give starting values in "
+            "the anchors' orientation (or other anchors) to silence this",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
 def initial_state(
     init: Any,
     y: np.ndarray,
@@ -204,17 +257,15 @@ def initial_state(
     anchors: list[tuple[int, float]],
     rng: np.random.Generator,
 ) -> dict[str, np.ndarray]:
+    """Starting values ``{"theta": (C, n), "a": (C, m), "b": (C, m)}`` of ``n_chains`` chains.
+
+    With anchors every chain starts in the anchors' orientation, whatever ``init`` is (see
+    :func:`_orient_by_anchors`); the anchored persons then start at their values.
+    """
     n, m = y.shape
+    given: tuple[str, ...] = ()
     if init is None or (isinstance(init, str) and init == "pca"):
-        t0, a0, b0 = _default_init(y, obs)
-        # orient the start as the draws will be reported: anchors on their sides, or
-        # (without anchors) a non-negative mean slope
-        if anchors:
-            flip = sum(math.copysign(1.0, v) * t0[i] for i, v in anchors) < 0
-        else:
-            flip = a0.mean() < 0
-        if flip:
-            t0, a0 = -t0, -a0
+        t0, a0, b0 = _oriented_default(y, obs, anchors)
         jitter = 0.25 if n_chains > 1 else 0.0
         state = {
             "theta": t0[None, :] + jitter * rng.standard_normal((n_chains, n)),
@@ -222,6 +273,7 @@ def initial_state(
             "b": b0[None, :] + jitter * rng.standard_normal((n_chains, m)),
         }
     elif isinstance(init, str) and init == "tutorial":
+        a0 = _oriented_default(y, obs, anchors)[1] if anchors else None
         state = {
             "theta": np.full((n_chains, n), 0.1),
             "a": np.full((n_chains, m), 1.0),
@@ -231,7 +283,7 @@ def initial_state(
         unknown = set(init) - set(_BLOCKS)
         if unknown:
             raise ValueError(f"unknown init block(s) {sorted(unknown)}; use theta, a, b")
-        t0, a0, b0 = _default_init(y, obs)
+        t0, a0, b0 = _oriented_default(y, obs, anchors)
         defaults = {"theta": t0, "a": a0, "b": b0}
         sizes = {"theta": n, "a": m, "b": m}
         state = {
@@ -240,23 +292,17 @@ def initial_state(
             else np.broadcast_to(defaults[k], (n_chains, sizes[k])).copy()
             for k in _BLOCKS
         }
+        given = tuple(k for k in _BLOCKS if k in init)
     else:
         raise ValueError(
             "init must be None/'pca' (data-driven start), 'tutorial' (θ=0.1, a=1, b=0) or a "
             f'dict like {{"theta": ..., "a": ..., "b": ...}}, got {init!r}'
         )
     if anchors:
-        # reflect a chain's start (θ, a) -> (-θ, -a) when its anchored persons sit on the
-        # wrong sides on balance; then anchored persons start at their anchor values
-        idx = [i for i, _ in anchors]
-        sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
-        wrong = (state["theta"][:, idx] * sgn).sum(axis=1) < 0
-        state["theta"][wrong] *= -1.0
-        state["a"][wrong] *= -1.0
+        _orient_by_anchors(state, a0, anchors, given)
         for i, v in anchors:
             state["theta"][:, i] = v
     return state
-
 
 
 # ---------------------------------------------------------------------------------------
