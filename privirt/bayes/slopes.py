@@ -20,7 +20,7 @@ from ..data._labels import name_items
 
 __all__ = ["SLOPES", "FREE", "ABOVE", "BELOW", "FIXED", "check_slopes", "Anchors", "check_anchors",
            "free_init", "apply_anchors", "item_rest_correlations", "warn_negative_items",
-           "leading_scores"]
+           "leading_scores", "orient_init", "warn_reflected_init"]
 
 #: Values of ``slopes``: a_j > 0 (the educational-test model) or a_j of either sign.
 SLOPES = ("positive", "free")
@@ -162,6 +162,46 @@ def apply_anchors(theta: np.ndarray, anchors: Anchors | None) -> np.ndarray:
     fixed = anchors.con == FIXED
     theta[fixed] = anchors.fix[fixed]
     return theta
+
+
+def orient_init(start: dict[str, np.ndarray], init: Mapping[str, np.ndarray],
+                anchors: Anchors | None) -> list[str]:
+    """Put the user's starting θ and a (``init``) into ``start`` (the chain's free-slope
+    default, already oriented by the anchors), each reflected when it points against the
+    anchors: θ when its persons with a signed anchor sit on the wrong sides of its mean on
+    balance, a when ``a · a_default < 0``.  A start in the mirror mode would leave the chain
+    there.  Returns the blocks reflected (for one warning per run)."""
+    default_a = start["a"]
+    start.update(init)
+    if anchors is None or not anchors.identifies_sign:
+        return []
+    sgn = anchors.signs()
+    wrong = {}
+    if "theta" in init:
+        wrong["theta"] = float(((init["theta"] - init["theta"].mean()) * sgn).sum()) < 0
+    if "a" in init:
+        wrong["a"] = float(init["a"] @ default_a) < 0
+    flipped = [k for k, w in wrong.items() if w]
+    for k in flipped:
+        start[k] = -init[k]
+    return flipped
+
+
+def warn_reflected_init(blocks: set[str]) -> None:
+    """One warning naming the ``init`` blocks :func:`orient_init` reflected."""
+    if not blocks:
+        return
+    told = [k for k in ("theta", "a") if k in blocks]
+    maps = {"theta": "θ -> -θ", "a": "a -> -a"}
+    warnings.warn(
+        f"{' and '.join(f'init[{k!r}]' for k in told)} {'point' if len(told) > 1 else 'points'} "
+        f"against the anchors' direction (the mirror mode), so "
+        f"{'they were' if len(told) > 1 else 'it was'} reflected ({', '.join(maps[k] for k in told)}) "
+        "before sampling; give starting values in the anchors' orientation (or other anchors) "
+        "to silence this",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def leading_scores(codes: np.ndarray) -> np.ndarray:
