@@ -15,7 +15,7 @@ import privirt
 from privirt.data import datasets as data
 from privirt import sweeps as sw
 from privirt.cli import main
-from privirt.sweeps import registry
+from privirt.sweeps import registry, runner
 from privirt.sweeps import report as rep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -738,6 +738,35 @@ def test_a_registered_estimator_reaches_worker_processes(tmp_path, monkeypatch):
     sw.run_sweep(cfg, tmp_path / "ser", jobs=1, progress=False)
     pd.testing.assert_frame_equal(par, _metrics_by_key(sw.read_results(tmp_path / "ser")))
     assert par["l2_error"].notna().all()
+
+
+def _slow_logits(X, *, epsilon, delta=1e-4, seed=None):
+    """A stand-in private estimator that takes a while (cells still running when the parent fails)."""
+    import time
+
+    time.sleep(0.5)
+    return _proportion_logits(X, epsilon=epsilon)
+
+
+def test_a_parent_failing_mid_sweep_ends_its_workers_at_once(tmp_path, monkeypatch):
+    """A mend (a7dc100) named the row source before the loop: a failure in the loop (a full disk
+    while writing a row) ended the workers only when the caller dropped the exception (its
+    traceback held the generator), so a session that kept it had the pool compute the rest of
+    the grid.  The workers now end as the sweep raises, with the exception still held."""
+    import multiprocessing
+
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    registry.register("slow_logits", _slow_logits, private=True)
+    cfg = _write(tmp_path, 'seed = 1\ntrials = 6\nepsilons = [0.5, 2.0]\nmechanisms = '
+                 '["slow_logits"]\n[[datasets]]\nsource = "synthetic"\nn = 60\nm = 4\n')
+
+    def full_disk(self, row):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner.ResultsWriter, "write", full_disk)
+    with pytest.raises(OSError) as kept:  # (held, as an interactive session holds sys.last_value)
+        sw.run_sweep(cfg, tmp_path / "out", jobs=2, progress=False)
+    assert kept.value.errno == 28 and multiprocessing.active_children() == []
 
 
 def _cpu_only(X, *, epsilon, delta=1e-4, seed=None, device="auto"):

@@ -336,7 +336,10 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
         # in this process (check_data, in _plan, installed the bases and read each data set:
         # kept) or from a pool of workers
         rows = _pool_rows(args, bases, jobs) if pooled else (worker(*a) for a in args)
-        with ResultsWriter(results) as writer:
+        # closed as the loop ends, however: a failure here (a full disk) must end the workers at
+        # once, not when the caller drops the exception, whose traceback holds this frame and
+        # so the generator (an interactive session keeps it: the pool ran the rest of the grid)
+        with contextlib.closing(rows), ResultsWriter(results) as writer:
             for row in rows:
                 writer.write(row)
                 failed += _count_failure(row, errors)
