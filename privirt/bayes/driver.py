@@ -14,11 +14,12 @@ import numpy as np
 from .._backend import to_numpy
 from .._progress import ProgressBar
 from .._seeds import describe_seed
+from . import diagnostics
 from .posterior import StreamingSummary
 from .schedule import Schedule
 
-__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "check_memory", "progress_bar", "iterate", "timed",
-           "common_info"]
+__all__ = ["Info", "COMMON_INFO_KEYS", "DrawSink", "available_memory", "check_memory", "progress_bar",
+           "iterate", "timed", "common_info"]
 
 #: Keys every sampler's ``info`` holds, with the same meaning.
 COMMON_INFO_KEYS = (
@@ -32,28 +33,57 @@ class Info(dict):
     sampler's own)."""
 
 
-def _too_large(batch: int, n_draws: int, params: int, gib: float) -> MemoryError:
+def _too_large(batch: int, n_draws: int, params: int, gib: float, summary: float = 0.0) -> MemoryError:
+    also = f" and their summary's {summary:.3g} GiB of working arrays" if summary else ""
     return MemoryError(f"the kept draws ({batch} chain(s) × {n_draws} draws × {params} parameters, "
-                       f"{gib:.3g} GiB) do not fit in memory; keep fewer draws: fewer iterations or chains, "
-                       "or a larger thinning")
+                       f"{gib:.3g} GiB){also} do not fit in memory; keep fewer draws: fewer iterations "
+                       "or chains, or a larger thinning")
+
+
+def available_memory() -> float:
+    """Bytes this process may still allocate: the machine's physical memory, or less where an
+    address-space limit (``ulimit -v``) leaves less beyond what the process already maps;
+    2⁶³ where neither is known."""
+    try:
+        have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        have = 2.0**63
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not on every platform
+        return have
+    if limit == resource.RLIM_INFINITY or limit < 0:
+        return have
+    try:
+        with open("/proc/self/statm") as f:
+            mapped = float(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        mapped = 0.0
+    return min(have, max(0.0, limit - mapped))
 
 
 def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws: bool = True) -> None:
-    """Refuse, before the chains are set up, a run whose kept draws (or, without them, whose
-    chains' states) would not fit in this machine's physical memory (a run of 10²³ chains built
-    its starting points for minutes first; one of 10¹² draws failed at the allocation with a
-    traceback).  Where the memory size is unknown only what no machine holds (2⁶³ bytes) is refused."""
+    """Refuse, before the chains are set up, a run whose kept draws and the working arrays of
+    their summary (or, without them, whose chains' states) would not fit in the memory this
+    process may use (:func:`available_memory`): a run of 10²³ chains built its starting points
+    for minutes first; one of 10¹² draws failed at the allocation with a traceback; one whose
+    draws fitted but whose summary did not failed after all its sampling.  The summary's
+    working set is bounded (``diagnostics.SUMMARY_BYTES``, or less for a small block).  Where
+    the memory size is unknown only what no machine holds (2⁶³ bytes) is refused."""
     params = int(sum(sizes.values()))
     # kept draws: one double a draw; streamed: StreamingSummary's mean, m2 and batch sum, its
     # (up to 50) batch means and (up to 1000) thinned draws kept for the quantiles
     per = n_draws if keep_draws else 3 + min(50, max(1, n_draws // 2)) + min(n_draws, 1000)
     need = 8.0 * batch * params * per
-    try:
-        have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        have = 2.0**63
-    if need > have and keep_draws:
-        raise _too_large(batch, n_draws, params, need / 2**30)
+    summary = 0.0
+    if keep_draws and sizes:  # the largest block is summarised at most SUMMARY_BYTES at a time
+        summary = float(min(diagnostics.working_bytes(batch, n_draws, max(sizes.values())),
+                            diagnostics.SUMMARY_BYTES))
+    have = available_memory()
+    if need + summary > have and keep_draws:
+        raise _too_large(batch, n_draws, params, need / 2**30, summary / 2**30)
     if need > have:  # streamed: no draws are kept, but each chain's running summaries are
         raise MemoryError(f"the running summaries of {batch} chain(s) × {params} parameters ({per} numbers each, "
                           f"{need / 2**30:.3g} GiB) do not fit in memory; run fewer chains")

@@ -1,0 +1,99 @@
+"""The posterior summary's working memory is bounded, and the sampler counts it up front.
+
+``summarize`` needed 9–14 times a block's draws at once (a 61 MB θ block peaked at 555 MB),
+while ``check_memory`` counted only the draws: a run that fitted sampled for its full length
+and then failed in the summary.  Now a large block is summarised in parameter chunks whose
+working arrays fit in ``SUMMARY_BYTES`` (the same values), and ``check_memory`` refuses,
+before sampling, a run whose draws plus that working set do not fit.
+"""
+
+from __future__ import annotations
+
+import resource
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import privirt
+from privirt.bayes import diagnostics, driver
+from privirt.cli import main
+
+
+def _draws(rng: np.random.Generator, c: int, n: int, k: int) -> np.ndarray:
+    d = np.cumsum(rng.standard_normal((c, n, k)), axis=1) * 0.1 + rng.standard_normal((c, n, k))
+    d[:, :, ::4] = np.round(d[:, :, ::4], 1)  # ties
+    d[:, :, 5] = 0.7  # a constant parameter
+    return d
+
+
+@pytest.mark.parametrize("n, workers", [(300, 1), (301, 3), (7, 2)])
+def test_summarize_in_chunks_gives_the_same_values(monkeypatch, n, workers):
+    d = _draws(np.random.default_rng(94_100_001), 3, n, 41)
+    monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
+    whole = diagnostics.summarize(d)
+    monkeypatch.setattr(diagnostics, "_workers", lambda: workers)
+    monkeypatch.setattr(diagnostics, "PARALLEL_VALUES", 1)
+    # room for the working arrays of 2 parameters on each worker
+    monkeypatch.setattr(diagnostics, "SUMMARY_BYTES", 2 * workers * diagnostics.working_bytes(3, n))
+    calls = []
+    real = diagnostics._summarize
+    monkeypatch.setattr(diagnostics, "_summarize", lambda a, q: calls.append(a.shape[2]) or real(a, q))
+    chunked = diagnostics.summarize(d)
+    # chunks of 2 (a lone last parameter joins the one before: numpy sums one column pairwise)
+    assert sum(calls) == 41 and len(calls) == 20 and set(calls) == {2, 3}
+    assert whole.keys() == chunked.keys()
+    for key in whole:
+        np.testing.assert_array_equal(chunked[key], whole[key])
+
+
+def test_the_summary_peak_is_bounded_and_working_bytes_bounds_it(monkeypatch):
+    d = np.random.default_rng(94_100_002).standard_normal((2, 1030, 200))  # FFT of 2048 for 515
+    monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
+
+    def peak() -> int:
+        tracemalloc.start()
+        try:
+            diagnostics.summarize(d)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    unbounded = peak()
+    assert unbounded > 5 * d.nbytes  # the working set the chunks bound
+    assert unbounded <= diagnostics.working_bytes(2, 1030, 200)  # what check_memory counts
+    monkeypatch.setattr(diagnostics, "SUMMARY_BYTES", d.nbytes // 4)
+    assert peak() <= d.nbytes // 4 + 64 * 200 * 8  # the chunks' arrays plus the results
+
+
+def _sysconf_with(pages: int):
+    real = driver.os.sysconf
+
+    def sysconf(name):
+        return pages if name == "SC_PHYS_PAGES" else real(name)
+    return sysconf
+
+
+def test_a_run_whose_summary_does_not_fit_is_refused_before_sampling(tmp_path, monkeypatch, capsys):
+    X = privirt.simulate_2pno(300, 5, seed=94_100_003)[0]
+    path, out = tmp_path / "x.csv", tmp_path / "s.csv"
+    pd.DataFrame(X).to_csv(path)
+    chains, draws = 2, 2000  # --iter 2100 --warmup 100
+    need = 8 * chains * draws * (300 + 10)
+    summary = min(diagnostics.working_bytes(chains, draws, 300), diagnostics.SUMMARY_BYTES)
+    assert summary > need // 2
+    page = driver.os.sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(driver.os, "sysconf", _sysconf_with((need + summary // 2) // page))
+    monkeypatch.setattr(resource, "getrlimit", lambda r: (resource.RLIM_INFINITY,) * 2)
+    sampled = []
+    monkeypatch.setattr(driver, "DrawSink", lambda *a, **k: sampled.append(1))
+    assert main(["gibbs", str(path), "--iter", "2100", "--warmup", "100", "--chains", "2",
+                 "--no-progress", "--seed", "1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("privirt: error: the kept draws"), err
+    assert "their summary's" in err[0] and "keep fewer draws" in err[0]
+    assert not sampled and not out.exists()
+    # with room for both the same run is let through (to where sampling would begin)
+    monkeypatch.setattr(driver.os, "sysconf", _sysconf_with((need + summary) // page + 2))
+    driver.check_memory(chains, draws, {"a": 5, "b": 5, "theta": 300})
