@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import special
 
 from .._checks import check_location
+from .._threads import one_blas_thread
 from ..data.responses import Responses
 from ..exceptions import user_stacklevel
 from ..data._labels import name_items
@@ -204,10 +205,14 @@ def warn_reflected_init(blocks: set[str]) -> None:
     )
 
 
+@one_blas_thread
 def leading_scores(codes: np.ndarray) -> np.ndarray:
     """Standardised scores of persons on the first principal component of the item-
     standardised responses (missing cells at the item mean), oriented so that the sum of
-    the item loadings is non-negative."""
+    the item loadings is non-negative.
+
+    On one BLAS thread: the SVD's last bits follow the number of BLAS threads, and through
+    :func:`free_init`'s starting values so did every draw of ``slopes="free"``."""
     obs = codes >= 0
     y = np.where(obs, codes, 0).astype(np.float64)
     cnt = np.maximum(obs.sum(axis=0), 1)
