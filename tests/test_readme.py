@@ -5,7 +5,9 @@ Every ```python and ```bash block, and every command written inline in the prose
 file one block writes is there for the next, as for a reader following along); ``experiments/``
 and ``datasets/`` are linked into it, as they are in a checkout.  Shell lines see ``privirt`` as
 the command line of this repository.  A block followed by a ```text block must print that text
-(compared by :mod:`doctest`'s checker: ``...`` matches anything, whitespace is normalised).
+(compared by :mod:`doctest`'s checker: ``...`` matches anything, whitespace is normalised);
+one followed by prose "On stderr ..." and a ```text block must print that on stderr, line for
+line.
 Of a shell line, only the parts that install the package (``python -m pip install ...``) or run
 this test suite (``python -m pytest``) are left out: CI runs exactly them (``.ci/run``); the rest
 of the line runs (``privirt demo`` of the quick start).  A block that needs an optional extra
@@ -54,6 +56,9 @@ def _blocks() -> list[dict]:
         lang, body = match.group(2), match.group(3)
         if lang == "text" and blocks and blocks[-1]["expected"] is None and blocks[-1]["end"] == match.start():
             blocks[-1]["expected"] = body
+        elif lang == "text" and blocks and blocks[-1]["lang"] == "bash" and "stderr" not in blocks[-1] \
+                and text[blocks[-1]["end"]:match.start()].startswith("On stderr"):
+            blocks[-1]["stderr"] = body  # what the shell block prints on stderr
         elif lang in ("python", "bash"):
             if lang == "bash":
                 body = _without_ci_parts(body)
@@ -154,12 +159,27 @@ def test_readme_checks_printed_values():
     assert len(checked) >= 5, "README examples should show (and this test check) what they print"
 
 
-def _check(block: dict, out: str) -> None:
-    if block["expected"] is None:
+def _check(block: dict, out: str, key: str = "expected") -> None:
+    """``out`` is what the block's ``key`` text shows (``"stderr"``: its "On stderr" block)."""
+    if block.get(key) is None:
         return
-    if not _CHECKER.check_output(block["expected"], out, _FLAGS):
-        diff = _CHECKER.output_difference(doctest.Example("", block["expected"]), out, _FLAGS)
+    if key == "stderr":  # line for line: a "...)" must not swallow a warning line after it
+        shown, printed = block[key].splitlines(), out.splitlines()
+        same = len(shown) == len(printed) and all(
+            _CHECKER.check_output(a + "\n", b + "\n", _FLAGS) for a, b in zip(shown, printed))
+        if not same:
+            pytest.fail(f"README [{block['section']}] printed something else on stderr:\n"
+                        f"shown:\n{block[key]}\nprinted:\n{out}")
+        return
+    if not _CHECKER.check_output(block[key], out, _FLAGS):
+        diff = _CHECKER.output_difference(doctest.Example("", block[key]), out, _FLAGS)
         pytest.fail(f"README [{block['section']}] printed something else:\n{diff}")
+
+
+def test_readme_checks_what_its_on_stderr_blocks_show():
+    """The roll-call command's "On stderr" block left out its convergence warning, unchecked."""
+    shown = [b for b in BLOCKS if b.get("stderr") is not None]
+    assert any("rollcall_summary" in b["code"] for b in shown)
 
 
 def test_readme_runs_every_shell_line_inline_ones_too():
@@ -207,6 +227,7 @@ def test_readme_block_runs_in_order(index, scratch, monkeypatch):
         assert proc.returncode == 0, f"README [{block['section']}] {what} failed:\n{proc.stderr}"
         assert "Traceback" not in proc.stderr
         _check(block, proc.stdout)
+        _check(block, proc.stderr, "stderr")
 
 
 def _check_warnings_told(block: dict, caught: list[warnings.WarningMessage]) -> None:
