@@ -538,3 +538,18 @@ def test_a_named_file_that_is_not_parquet_is_refused_in_one_line(tmp_path):
         privirt.private_totals_estimate(str(path), engine="dask", epsilon=1.0, n_persons=2,
                                         items=["q0", "q1"], n_boot=0, ledger=ledger)
     assert len(ledger.spends()) == 0
+
+
+def test_text_true_false_reads_alike_on_both_engines():
+    """docs/scale.md said the engines differ on text true/false (the Dask one read it, in any
+    case, and the in-memory one refused it); both read the CSV reader's words and refuse others."""
+    import privirt
+
+    words = pd.DataFrame({"a": ["TRUE", "false", "True"], "b": ["false", "FALSE", "true"]})
+    assert (privirt.item_totals(words).to_dict()
+            == privirt.item_totals(dd.from_pandas(words, npartitions=2), engine="dask").to_dict()
+            == {"a": 2, "b": 1})
+    odd = pd.DataFrame({"a": ["tRuE", "false"], "b": ["true", "false"]})
+    for data, engine in ((odd, "local"), (dd.from_pandas(odd, npartitions=1), "dask")):
+        with pytest.raises(ValueError, match="tRuE"):
+            privirt.item_totals(data, engine=engine)
