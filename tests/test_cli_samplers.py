@@ -4,6 +4,7 @@ the warmup and prior flags (old spellings warn), the summary stage and total tim
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pandas as pd
@@ -377,3 +378,21 @@ def test_drop_cols_removes_label_columns_and_refuses_unknown_names_in_one_line(c
                 "--out", str(out)) == 0
     table = pd.read_csv(out)
     assert set(table.loc[table["parameter"] == "b", "label"]) == {"i0", "i1", "i2", "i3"}
+
+
+@pytest.mark.filterwarnings("ignore:item\\(s\\) i0 correlate negatively")
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_the_samplers_bar_shows_on_a_terminal_only(command, data_csv, capsys, monkeypatch):
+    """The samplers drew their bar into logs and pipes by default (progress=True), where every
+    other call of the library draws it only on a terminal (the command line keeps its stage
+    lines and bar unless --no-progress, as documented)."""
+    import privirt
+
+    sampler = {"gibbs": privirt.gibbs_2pno, "mh": privirt.mh_2pl}[command]
+    X = pd.read_csv(data_csv, index_col=0)
+    sampler(X, n_iter=40, warmup=20, seed=1)
+    assert "/40 it" not in capsys.readouterr().err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    sampler(X, n_iter=40, warmup=20, seed=1)
+    assert "/40 it" in capsys.readouterr().err
+

@@ -232,6 +232,12 @@ def test_progress_bar_on_stderr(tmp_path, capsys):
     sw.run_sweep(path, tmp_path / "out", jobs=1, progress=True)
     err = capsys.readouterr().err
     assert "4/4 cells" in err and "100%" in err
+    # the default (None): only on a terminal, as every other call's bar (it was drawn into logs)
+    sw.run_sweep(path, tmp_path / "quiet", jobs=1)
+    assert "cells" not in capsys.readouterr().err
+    with pytest.raises(ValueError, match="progress must be True, False or None"):
+        sw.run_sweep(path, tmp_path / "bad", jobs=1, progress=2)
+    assert not (tmp_path / "bad").exists()
 
 
 # ---------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def mh_2pl(
     adapt: bool = True,
     n_chains: int = 1,
     seed: int | np.random.SeedSequence | None = None,
-    progress: bool | None = True,
+    progress: bool | None = None,
     device: str = "auto",
     ridge_moves: bool = True,
 ) -> SamplerPosterior:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._files import atomic_write
-from .._progress import ProgressBar
+from .._progress import ProgressBar, resolve_progress
 from ..exceptions import PrivirtError
 from . import registry
 from .config import SweepConfig, load_config
@@ -60,7 +60,7 @@ def run_sweep(
     *,
     jobs: int | None = None,
     resume: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
     discard_failed: bool = False,
 ) -> SweepStats:
     """Run every cell of a sweep and append one row per cell to ``OUT/results.csv``.
@@ -84,8 +84,8 @@ def run_sweep(
         Continue a sweep in ``out``: cells already in ``results.csv`` are skipped.  Without
         it, a folder that already holds results is refused (a results file with no finished
         cell, left by a run that failed before its first cell, does not count).
-    progress : bool
-        Draw a progress bar on stderr.
+    progress : bool or None
+        Draw a progress bar on stderr; None: only when stderr is a terminal.
     discard_failed : bool
         When every cell of a run that started without results failed, leave ``out`` as it was
         before the run (done while the folder is locked; ``stats.discarded`` says so): the
@@ -123,6 +123,7 @@ def run_sweep(
         jobs = os.cpu_count() or 1
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    progress = resolve_progress(progress)  # (None: a bar only on a terminal, as everywhere)
     out = Path(out)
     created = [p for p in (out, *out.parents) if not p.exists()]  # (deepest first)
     try:
