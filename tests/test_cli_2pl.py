@@ -155,3 +155,24 @@ def test_model_2pl_gives_the_rasch_paths_reason_for_an_all_missing_item_or_perso
         errs[model[1]] = err
     assert "--method spectral" not in errs["2pl"]  # not a 2PL method
     assert len(privirt.Ledger(ledger).spends()) == 0
+
+
+@pytest.mark.parametrize("model", [["--method", "totals"], ["--model", "2pl"]])
+def test_a_long_tables_item_outside_items_is_named_not_called_missing_cells(tmp_path, capsys, model):
+    """A long table with one row's item 'Q1' for 'q1' (outside --items) under --missing none was
+    told it 'has missing cells ... declare --missing mcar', whose run then failed on 'Q1'; the
+    item outside the public set is named first, as the library and `serve dataset add` do."""
+    X, _, _ = privirt.simulate_rasch(120, 4, seed=94_700_901)
+    wide = pd.DataFrame(X, columns=["q0", "q1", "q2", "q3"]).rename_axis("person").reset_index()
+    long = wide.melt(id_vars="person", var_name="item", value_name="response")
+    long.loc[long.index[long["item"] == "q1"][0], "item"] = "Q1"
+    path = tmp_path / "long.csv"
+    long.to_csv(path, index=False)
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-4"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(path), *model, "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "0",
+                 "--items", "q0,q1,q2,q3", "--n-persons", "120"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "['Q1']" in err and "not in the public item set" in err, err
+    assert "missing mcar" not in err and len(privirt.Ledger(ledger).spends()) == 0

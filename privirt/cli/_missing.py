@@ -51,6 +51,12 @@ def check_complete(resp, args: argparse.Namespace, items: list | None, *, method
     if (args.missing or "none") != "none":
         return
     name = Path(args.file).name
+    if items is not None:
+        from ..data._labels import match_items
+
+        # an item outside the public set (a typo, 'Q1' for 'q1') leaves cells missing too: that,
+        # not "declare --missing mcar" (which then fails on it), is the problem to name
+        match_items(items, resp.items, public=True)
     if getattr(resp, "has_missing", False):
         raise ValueError(f"{name} has missing cells but {what} was run for complete data; "
                          f"{declare_mcar(args, method, n_items)}")
