@@ -295,3 +295,16 @@ def test_an_analyst_name_no_analyst_can_have_is_refused_in_one_line(tmp_path, ac
     assert res.returncode == 2 and "\n" not in res.stderr.strip()
     assert "analyst name" in res.stderr and "codec" not in res.stderr
     assert store.authenticate(key, "analyst") is not None and [e["action"] for e in store.events()][-1] == "analyst add"
+
+
+def test_init_with_a_bad_limit_leaves_nothing_behind(tmp_path):
+    # (the limit was checked inside the transaction, after SQLite had made the file: an empty
+    # file then blocked every later init as "already exists" and read as "not a state")
+    from privirt.serve.store import init_store
+
+    state = tmp_path / "lib.db"
+    with pytest.raises(ValueError, match="--max-releases must be a whole number >= 1"):
+        init_store(str(state), 0)
+    assert not state.exists()
+    store = init_store(str(state), 5)
+    assert store.max_releases() == 5 and [e["action"] for e in store.events()] == ["init"]

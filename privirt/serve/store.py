@@ -47,7 +47,8 @@ from . import _admin, keys as _keys
 from ._admin import CLI, SCHEMA_VERSION, _now, log_event
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
 from ._backends import _TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, unavailable, usable
-from ._limits import DEFAULT_MAX_RELEASES, OverQuota, check_release_limit, max_releases, write_max_releases
+from ._limits import (DEFAULT_MAX_RELEASES, OverQuota, check_count, check_release_limit, max_releases,
+                      write_max_releases)
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       remaining_epsilon, spent_epsilon)
 
@@ -101,6 +102,8 @@ def new_request_id() -> str:
 def init_store(state: str | Path, max_releases: int | None = None, who: str = CLI) -> "Store":
     """Create a new, empty state (refused if one exists there), with the state's limit of
     releases per analyst and data set (:mod:`._limits`) if given."""
+    if max_releases is not None:
+        check_count(max_releases)  # before anything exists (a bad limit left an empty file behind)
     b = _backend(state)
     if isinstance(b, _SQLite):
         if b.path.exists():  # (messages name the path as given, b.describe, not as resolved)
