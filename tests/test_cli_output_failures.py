@@ -149,3 +149,55 @@ def test_a_sampler_whose_out_fails_prints_the_summary(data, tmp_path, full_disk,
     assert "rhat" in std.out and "theta" in std.out and "q2" in std.out
     _says_not_written(_error_line(std.err), out)
     assert not out.exists()
+
+
+def _full_plots(monkeypatch) -> None:
+    """Saving a figure fails as on a full disk."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    def savefig(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+
+
+_SAMPLE = ["--iter", "30", "--warmup", "10", "--seed", "1", "--no-progress", "--device", "cpu"]
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "mh"])
+def test_a_sampler_whose_out_fails_still_warns_and_writes_the_plots(data, tmp_path, full_disk, capsys, sampler):
+    # the out failure used to end the run at once: no convergence warning, no plots folder
+    pytest.importorskip("matplotlib")
+    out, plots = tmp_path / "post.csv", tmp_path / "pl"
+    assert main([sampler, str(data), *_SAMPLE, "--out", str(out), "--plots", str(plots)]) != 0
+    err = capsys.readouterr().err
+    assert "the chains have not converged" in err and "do not use these estimates yet" in err  # 30 draws
+    _says_not_written(_error_line(err), out)
+    assert "plots" not in _error_line(err)
+    assert sorted(plots.glob("*.png")) and not out.exists()
+
+
+@pytest.mark.parametrize("command", [["gibbs", *_SAMPLE], ["mh", *_SAMPLE], ["fit", "--method", "spectral"]])
+def test_out_and_plots_both_failing_say_so_in_one_line(data, tmp_path, full_disk, monkeypatch, capsys, command):
+    _full_plots(monkeypatch)
+    out, plots = tmp_path / "o.csv", tmp_path / "pl"
+    assert main([command[0], str(data), *command[1:], "--out", str(out), "--plots", str(plots)]) != 0
+    std = capsys.readouterr()
+    assert "q2" in std.out  # the result, printed
+    line = _error_line(std.err)
+    _says_not_written(line, out)
+    assert "the plots were not written either" in line and str(plots) in line
+    assert os.strerror(errno.ENOSPC) in line.split("either")[1]
+    assert "Traceback" not in std.err and not list(plots.glob("*.png"))
+    if command[0] != "fit":
+        assert "the chains have not converged" in std.err
+
+
+def test_fit_whose_out_fails_writes_the_plots(data, tmp_path, full_disk, capsys):
+    pytest.importorskip("matplotlib")
+    out, plots = tmp_path / "fit.csv", tmp_path / "pl"
+    assert main(["fit", str(data), "--method", "spectral", "--out", str(out), "--plots", str(plots)]) != 0
+    err = capsys.readouterr().err
+    _says_not_written(_error_line(err), out)
+    assert (plots / "wright_map.png").is_file() and not out.exists()

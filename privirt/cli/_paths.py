@@ -11,7 +11,8 @@ from typing import Any, Callable, Sequence
 
 from .._files import TEMPORARY_EXTRA_BYTES, check_creatable
 
-__all__ = ["check_output_file", "check_output_dir", "check_out_and_plots", "write_plot"]
+__all__ = ["check_output_file", "check_output_dir", "check_out_and_plots", "write_plot", "OutNotWritten",
+           "out_not_written", "plots_then_raise"]
 
 
 def check_output_file(path: str | Path, flag: str, suffixes: Sequence[str],
@@ -187,9 +188,38 @@ def check_out_and_plots(out: str | Path | None, plots: str | Path | None) -> Non
         raise ValueError(f"--plots {plots} is inside the --out file {out}; give another folder")
 
 
-def out_not_written(path: str | Path, exc: OSError, flag: str = "--out") -> ValueError:
+class OutNotWritten(ValueError):
+    """An output file that could not be written after the result was printed on stdout."""
+
+
+def out_not_written(path: str | Path, exc: OSError, flag: str = "--out") -> OutNotWritten:
     """The one line for a ``flag`` file that could not be written after the result was printed
     on stdout (a full disk, a folder removed meanwhile): the path, the reason and what to do.
     A debit is added to it by :func:`privirt.cli.main`."""
-    return ValueError(f"could not write {flag} {path} ({exc.strerror or exc}); the result is printed above; "
+    return OutNotWritten(f"could not write {flag} {path} ({exc.strerror or exc}); the result is printed above; "
                       f"copy it from there, and free some space or give another {flag} before the next run")
+
+
+def plots_then_raise(failed: OutNotWritten | None, plots: str | Path | None,
+                     write_plots: Callable[[], None]) -> None:
+    """Write the ``--plots`` (``write_plots()``, when ``plots`` is given), then raise ``failed``,
+    the ``--out`` failure, if any: a full disk loses neither the plots nor the warnings printed
+    before this; when the plots cannot be written either, the one line says so too.
+
+    Raises
+    ------
+    ValueError
+        ``failed``, with ``; the plots were not written either: ...`` when they failed too; or
+        the plots' own error when ``--out`` was written.
+    """
+    if plots is not None:
+        try:
+            write_plots()
+        except (ValueError, OSError) as exc:
+            if failed is None:
+                raise
+            why = (f"could not write --plots {plots} ({exc.strerror or exc})" if isinstance(exc, OSError)
+                   else str(exc))
+            raise OutNotWritten(f"{failed}; the plots were not written either: {why}") from None
+    if failed is not None:
+        raise failed

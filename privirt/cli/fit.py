@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ._paths import (check_out_and_plots, check_output_dir, check_output_file, out_not_written,
-                     write_plot)
+                     plots_then_raise, write_plot)
 from ._types import REGULARIZATION_HELP, nonempty_file, nonempty_path, regularization
 
 #: plot file name -> what it shows (written by ``--plots DIR``)
@@ -154,10 +154,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"reliability: {rel}")
     if andersen is not None:
         print(str(andersen))
-    if failed is not None:
-        raise out_not_written(args.out, failed)
-    if args.plots is not None:
-        _write_plots(args.plots, est, abilities, andersen)
+    plots_then_raise(None if failed is None else out_not_written(args.out, failed), args.plots,
+                     lambda: _write_plots(args.plots, est, abilities, andersen))
     return 0
 
 

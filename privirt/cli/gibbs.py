@@ -19,7 +19,7 @@ import argparse
 import sys
 import time
 
-from ._paths import check_output_dir, write_plot
+from ._paths import OutNotWritten, check_output_dir, plots_then_raise, write_plot
 from ._sampler_args import (
     add_chain_arguments,
     add_data_arguments,
@@ -145,14 +145,19 @@ def run(args: argparse.Namespace) -> int:
         slopes=args.slopes, anchors=anchors or None,
     )
     table, timing = summarise(post, args, started)
+    failed = None
     if args.out is not None:
-        out = write_summary(table, args.out)
-        print(
-            f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "
-            f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws; "
-            f"{timing})", file=sys.stderr
-        )
-    else:
+        try:
+            out = write_summary(table, args.out)
+        except OutNotWritten as exc:  # (a full disk: the summary is printed; warnings and plots follow)
+            failed = exc
+        else:
+            print(
+                f"wrote {out} ({len(table)} rows: a, b for {resp.n_items} items, θ for "
+                f"{resp.n_persons} persons; {post.n_chains} chain(s) × {post.n_draws} draws; "
+                f"{timing})", file=sys.stderr
+            )
+    if args.out is None:
         shown = table if args.persons else table.drop(index="theta", level=0)
         sys.stdout.write(shown.to_string() + "\n")
         if not args.persons:
@@ -164,8 +169,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"chains reflected to agree with the data's first principal component: "
               f"{post.info['reflected_chains']} (give --anchor to fix the direction)",
               file=sys.stderr)
-    if args.plots is not None:
-        _write_plots(post, args.plots)
+    plots_then_raise(failed, args.plots, lambda: _write_plots(post, args.plots))
     return 0
 
 

@@ -25,7 +25,7 @@ from ._sampler_args import (
     warn_convergence,
     write_summary,
 )
-from ._paths import write_plot
+from ._paths import OutNotWritten, plots_then_raise, write_plot
 from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor", "worst_mixing"]
@@ -144,9 +144,12 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress, device=args.device, **kwargs,
     )
     summary, timing = summarise(post, args, started)
+    failed = None
     if args.out is not None:
-        out = write_summary(summary, args.out)
-        print(f"wrote {out}", file=sys.stderr)
+        try:
+            print(f"wrote {write_summary(summary, args.out)}", file=sys.stderr)
+        except OutNotWritten as exc:  # (a full disk: the summary is printed; warnings and plots follow)
+            failed = exc
     print(timing, file=sys.stderr)
     rates = post.acceptance_rates()
     print("acceptance rate (mean over parameters) per chain:")
@@ -158,19 +161,23 @@ def run(args: argparse.Namespace) -> int:
           + ("" if len(theta) <= 2 * k else f", {k} at each end") + "):")
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
     warn_convergence(summary)
-    if args.plots is not None:
-        from ..plots import ideal_point_plot, trace_plot
-
-        d = make_plot_dir(args.plots)
-        write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, path=p))
-        ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
-        write_plot(d, "trace_theta.png", lambda p: trace_plot(post, "theta", labels=ends, path=p))
-        written = ["ideal_points.png", "trace_theta.png"]
-        for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
-            labels = worst_mixing(summary.loc[block]["rhat"], TRACE_ITEMS)
-            write_plot(d, f"trace_{block}.png",
-                       lambda p, b=block, c=labels: trace_plot(post, b, labels=c, path=p))
-            written.append(f"trace_{block}.png")
-        print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
-              "largest R-hat, those without one first)", file=sys.stderr)
+    plots_then_raise(failed, args.plots, lambda: _write_plots(post, summary, theta, args.plots))
     return 0
+
+
+def _write_plots(post: Any, summary: Any, theta: Any, path: Any) -> None:
+    """The ideal points, the traces of the 3 lowest and 3 highest θ, and of the worst-mixing a, b."""
+    from ..plots import ideal_point_plot, trace_plot
+
+    d = make_plot_dir(path)
+    write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, path=p))
+    ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
+    write_plot(d, "trace_theta.png", lambda p: trace_plot(post, "theta", labels=ends, path=p))
+    written = ["ideal_points.png", "trace_theta.png"]
+    for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
+        labels = worst_mixing(summary.loc[block]["rhat"], TRACE_ITEMS)
+        write_plot(d, f"trace_{block}.png",
+                   lambda p, b=block, c=labels: trace_plot(post, b, labels=c, path=p))
+        written.append(f"trace_{block}.png")
+    print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
+          "largest R-hat, those without one first)", file=sys.stderr)
