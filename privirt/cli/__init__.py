@@ -219,21 +219,27 @@ def _main(argv: Sequence[str] | None, run: dict | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     from ..private.spends import journal_mark
+    from ._stdout import StdoutFailed, flush_stdout, guarded_stdout, not_printed
 
     flags = getattr(args, "command", None) not in _LIBRARY_WORDS
     mark = journal_mark()
     if run is not None:
         run["mark"] = mark
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), guarded_stdout():
             warnings.showwarning = _warning_printer(flags)
             status = args.func(args)
+            flush_stdout()  # (block-buffered: a full disk fails only now; one line, not a bare errno)
     except BrokenPipeError:  # the reader of stdout went away (`| head`): main() ends quietly ...
         said = _spent(mark)
         if said:  # ... but a debit is reported, as for an interruption
             with contextlib.suppress(OSError):
                 _say(f"privirt: stdout closed{said}")
         raise
+    except StdoutFailed as exc:  # a print the command did not catch: one line, not a bare errno
+        _silence_stdout()
+        _say(f"privirt: error: {not_printed(exc)}{_spent(mark)}")
+        return EXIT_USAGE
     except BudgetExceeded as exc:
         _say(f"privirt: error: {_one_line(exc)}{_spent(mark)}")
         return EXIT_BUDGET

@@ -19,6 +19,7 @@ from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MECHANISMS, MISSING_
 from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file, out_not_written
+from ._stdout import not_printed, silence_stdout
 from ._table import format_table, write_table
 from ._types import (REGULARIZATION_HELP, Once, nonempty_file, nonempty_path, nonnegative_int, number,
                      positive_int, regularization)
@@ -432,12 +433,15 @@ def _write_then_print(table: pd.DataFrame, args: argparse.Namespace, meta: dict,
             failed = exc
         else:
             print(f"wrote {args.out}", file=sys.stderr)
-    print(header)
-    print(format_table(table))
-    for line in lines:
-        print(line)
-    if statement is not None:
-        print(str(statement))
+    try:
+        for line in [header, format_table(table), *lines, *([] if statement is None else [str(statement)])]:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # (a full disk: one line saying where the result is, if anywhere)
+        silence_stdout()
+        raise not_printed(exc, args.out, failed) from None
     if failed is not None:
         raise out_not_written(args.out, failed)
 

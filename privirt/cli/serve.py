@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .._constants import MISSING_DOMAINS
 from ._input import add_long_columns
-from ._stdout import show_once
+from ._stdout import print_done, show_once
 from ._types import Once, number, positive_int
 
 _DESCRIPTION = """\
@@ -196,8 +196,8 @@ def run_init(args: argparse.Namespace) -> int:
     from ..serve.store import init_store
 
     store = init_store(args.state, args.max_releases)  # (--max-releases is checked by argparse, before)
-    print(f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {store.describe} "
-          "NAME FILE --epsilon E --delta D")
+    print_done([f"created state {store.describe} ({store.kind}); next: privirt serve dataset add {store.describe} "
+                "NAME FILE --epsilon E --delta D"], f"the state {store.describe} WAS created")
     return 0
 
 
@@ -206,7 +206,8 @@ def run_limits(args: argparse.Namespace) -> int:
 
     store = open_store(args.state)
     store.set_max_releases(args.max_releases)
-    print(f"{store.describe}: at most {args.max_releases} releases per analyst and data set")
+    print_done([f"{store.describe}: at most {args.max_releases} releases per analyst and data set"],
+               f"the limit WAS set; {_see(store)}")
     return 0
 
 
@@ -235,9 +236,9 @@ def run_dataset_add(args: argparse.Namespace) -> int:
     items = None if args.items is None else public_items(args.items)
     info = register_dataset(store, name=args.name, resp=resp, epsilon=args.epsilon, delta=args.delta,
                             items=items, n_persons=args.n_persons, missing=args.missing, source=path.name)
-    print(f"added data set {info['name']!r}: {info['n_persons']} persons × {len(info['items'])} items "
-          f"(missing: {info['missing']}), budget ε = {info['epsilon']:g}, δ = {info['delta']:g}; "
-          "a validated copy is stored in the state")
+    print_done([f"added data set {info['name']!r}: {info['n_persons']} persons × {len(info['items'])} items "
+                f"(missing: {info['missing']}), budget ε = {info['epsilon']:g}, δ = {info['delta']:g}; "
+                "a validated copy is stored in the state"], f"the data set {info['name']!r} WAS added; {_see(store)}")
     return 0
 
 
@@ -343,7 +344,8 @@ def run_analyst_revoke(args: argparse.Namespace) -> int:
     store = open_store(args.state)
     if not store.revoke_analyst(args.name):
         raise ValueError(f"no active analyst named {args.name!r} (see `privirt serve list {store.describe}`)")
-    print(f"revoked the key of {args.name!r}; their spends stay on record")
+    print_done([f"revoked the key of {args.name!r}; their spends stay on record"],
+               f"the key of {args.name!r} WAS revoked; {_see(store)}")
     return 0
 
 
@@ -356,14 +358,23 @@ def run_analyst_allow(args: argparse.Namespace) -> int:
     check_dataset_name(args.name, "analyst")
     store = open_store(args.state)
     budgets = {d["name"]: d for d in store.datasets()}
+    lines = []
     for a in store.set_allowances(args.name, _allowances(args, budgets, {})):
         was = "new" if a["was"] is None else f"was ε = {a['was']['epsilon']:g}, δ = {a['was']['delta']:g}"
-        print(f"allowance for {args.name!r} on {a['dataset']!r}: ε = {a['epsilon']:g}, δ = {a['delta']:g} ({was})"
-              f"{_cap(a['epsilon'], budgets[a['dataset']])}")
+        lines.append(f"allowance for {args.name!r} on {a['dataset']!r}: ε = {a['epsilon']:g}, δ = {a['delta']:g} "
+                     f"({was}){_cap(a['epsilon'], budgets[a['dataset']])}")
         if a["remaining_epsilon"] <= 0:
-            print(f"  remaining ε = 0: {args.name!r} already spent ε = {format_up(a['spent_epsilon'], 6)} there; "
-                  "their requests on it are refused")
+            lines.append(f"  remaining ε = 0: {args.name!r} already spent ε = {format_up(a['spent_epsilon'], 6)} "
+                         "there; their requests on it are refused")
+    print_done(lines, f"the allowances of {args.name!r} WERE set; {_see(store)}")
     return 0
+
+
+def _see(store) -> str:
+    """Where to see what a command changed: ``see `privirt serve list STATE```, quoted for a shell."""
+    import shlex
+
+    return f"see `privirt serve list {shlex.quote(store.describe)}`"
 
 
 def run_analyst_new_key(args: argparse.Namespace) -> int:
@@ -399,7 +410,7 @@ def run_backup(args: argparse.Namespace) -> int:
     from ..serve.store import backup_store
 
     n = backup_store(args.state, args.copy)
-    print(f"backed up {args.state} to {args.copy} ({n} spends)")
+    print_done([f"backed up {args.state} to {args.copy} ({n} spends)"], f"the copy {args.copy} WAS made")
     return 0
 
 
