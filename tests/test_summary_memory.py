@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import resource
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -67,6 +68,53 @@ def test_the_summary_peak_is_bounded_and_working_bytes_bounds_it(monkeypatch):
     assert peak() <= d.nbytes // 4 + 64 * 200 * 8  # the chunks' arrays plus the results
 
 
+class _Pools(ThreadPoolExecutor):
+    """A thread pool that notes how many threads it was allowed."""
+    sizes: list[int] = []
+
+    def __init__(self, max_workers: int, **kw) -> None:
+        self.sizes.append(max_workers)
+        super().__init__(max_workers, **kw)
+
+
+@pytest.mark.parametrize("c, n, k, workers, pairs", [
+    (4, 2000, 9, 4, 0.5),  # a long chain: not even 2 parameters fit, so 2 (or 3) in turn
+    (2, 3001, 7, 3, 0.8),
+    (4, 1025, 16, 8, 2.2),  # 8 cores but room for 2 threads of 2 parameters
+    (3, 1000, 12, 2, 5.0),  # room for more than the cores: one range a thread
+])
+def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, workers, pairs):
+    rng = np.random.default_rng(94_100_004)
+    d = np.cumsum(rng.standard_normal((c, n, k)), axis=1) * 0.1 + rng.standard_normal((c, n, k))
+    monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
+    whole = diagnostics.summarize(d)
+    monkeypatch.setattr(diagnostics, "_workers", lambda: workers)
+    monkeypatch.setattr(diagnostics, "PARALLEL_VALUES", 1)
+    two = diagnostics.working_bytes(c, n, 2)
+    budget = int(pairs * two)
+    monkeypatch.setattr(diagnostics, "SUMMARY_BYTES", budget)
+    monkeypatch.setattr(diagnostics, "ThreadPoolExecutor", _Pools)
+    _Pools.sizes = []
+    tracemalloc.start()
+    try:
+        chunked = diagnostics.summarize(d)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    for key in whole:
+        np.testing.assert_array_equal(chunked[key], whole[key])
+    # at most as many threads as 2 parameters' working arrays fit in the budget; none below 2
+    assert all(2 <= t <= min(workers, budget // two) for t in _Pools.sizes), _Pools.sizes
+    assert _Pools.sizes or budget // two < 2 or workers < 2
+    # check_memory counts at least the peak beyond the draws (refuses one byte less) ...
+    monkeypatch.setattr(driver, "available_memory", lambda: float(d.nbytes + peak - 1))
+    with pytest.raises(MemoryError, match="their summary's"):
+        driver.check_memory(c, n, {"theta": k})
+    # ... and not so much more that it refuses what fits twice over
+    monkeypatch.setattr(driver, "available_memory", lambda: float(d.nbytes + 2 * peak))
+    driver.check_memory(c, n, {"theta": k})
+
+
 def _sysconf_with(pages: int):
     real = driver.os.sysconf
 
@@ -81,7 +129,7 @@ def test_a_run_whose_summary_does_not_fit_is_refused_before_sampling(tmp_path, m
     pd.DataFrame(X).to_csv(path)
     chains, draws = 2, 2000  # --iter 2100 --warmup 100
     need = 8 * chains * draws * (300 + 10)
-    summary = min(diagnostics.working_bytes(chains, draws, 300), diagnostics.SUMMARY_BYTES)
+    summary = diagnostics.summary_bytes(chains, draws, 300)  # what check_memory counts
     assert summary > need // 2
     page = driver.os.sysconf("SC_PAGE_SIZE")
     monkeypatch.setattr(driver.os, "sysconf", _sysconf_with((need + summary // 2) // page))

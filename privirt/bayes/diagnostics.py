@@ -32,7 +32,8 @@ from scipy import fft as sp_fft
 from scipy import special
 
 __all__ = [
-    "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "working_bytes", "mcse_batch_means",
+    "rhat", "ess_bulk", "rhat_ess_bulk", "summarize", "working_bytes", "summary_bytes",
+    "mcse_batch_means",
     "default_n_batches",
     "split_chains",
     "rank_normalize", "mark_constant",
@@ -283,29 +284,43 @@ def working_bytes(n_chains: int, n_draws: int, n_params: int = 1) -> int:
     Measured with tracemalloc, the peak is 9–13 times the draws: the split copy, the sort
     order, the sorted draws and their scores, the folded ranks', and the FFT's buffers of a
     power of two at least twice each half chain (so up to twice the draws' length) — here
-    6 doubles a draw plus 4 a chain and FFT point, plus a few per parameter."""
+    6 doubles a draw plus 4 a chain and FFT point, plus a few per parameter — and, once a
+    call, the normal scores of the ranks 1..N (3 doubles a draw of one parameter)."""
     c, n = int(n_chains), int(n_draws)
     size = 1 << max(1, n // 2 * 2 - 1).bit_length()  # the FFT length, 2·(n // 2) rounded up
-    return 8 * int(n_params) * (6 * c * n + 4 * c * size + 64)
+    return 8 * (int(n_params) * (6 * c * n + 4 * c * size + 64) + 3 * c * n)
 
 
-def _ranges(k: int, workers: int, per_param: int, budget: int) -> list[tuple[int, int]]:
-    """Contiguous parameter ranges: one a worker, or, where those would need more than
-    ``budget`` bytes at once (``per_param`` each), chunks ``workers`` of which fit in it.
+def _plan(c: int, n: int, k: int) -> tuple[list[tuple[int, int]], int]:
+    """The contiguous parameter ranges :func:`summarize` works in for a (c, n, k) block, and
+    how many threads summarise them at once (1: in turn, on the calling thread).
 
-    No range holds a single parameter of several: numpy sums a lone column's draws pairwise
-    but a wider slice's sequentially, so the means would differ in the last bit."""
+    The threads are at most one a CPU core (only from ``PARALLEL_VALUES`` draws on) and at
+    most as many as the working arrays of 2 parameters each fit in ``SUMMARY_BYTES``; the
+    ranges are as few as make those of that many at once fit in it.  No range holds a single parameter
+    of several: numpy sums a lone column's draws pairwise but a wider slice's sequentially,
+    so the means would differ in the last bit; so where even 2 parameters exceed the budget
+    the ranges are of 2 (or 3) and run in turn."""
     if k < 2:
-        return [(0, k)]
-    workers = max(1, min(workers, k // 2))
-    step = max(2, min(-(-k // workers), budget // max(1, workers * per_param)))
-    if step * workers >= k:
-        cuts = np.linspace(0, k, workers + 1).round().astype(int).tolist()
-    else:
-        cuts = list(range(0, k, step)) + [k]
-        if cuts[-1] - cuts[-2] < 2:
-            del cuts[-2]
-    return list(zip(cuts[:-1], cuts[1:]))
+        return [(0, k)], 1
+    once = working_bytes(c, n, 0)  # a call's own arrays, beyond those of its parameters
+    per = working_bytes(c, n) - once
+    workers = max(1, min(_workers(), k // 2)) if c * n * k >= PARALLEL_VALUES else 1
+    threads = max(1, min(workers, SUMMARY_BYTES // working_bytes(c, n, 2)))
+    cap = max(2, min(-(-k // threads), (SUMMARY_BYTES // threads - once) // per))
+    chunks = max(threads, min(-(-k // cap), k // 2))  # of 2 parameters at least
+    cuts = np.linspace(0, k, chunks + 1).round().astype(int).tolist()
+    return list(zip(cuts[:-1], cuts[1:])), min(threads, chunks)
+
+
+def summary_bytes(n_chains: int, n_draws: int, n_params: int) -> int:
+    """Bytes of the working arrays :func:`summarize` takes at most at once on this machine
+    for a block of ``n_params`` parameters of ``n_chains`` × ``n_draws`` draws: those of the
+    ``threads`` widest ranges it works in (``SUMMARY_BYTES`` at most, unless 2 or 3
+    parameters alone need more)."""
+    ranges, threads = _plan(int(n_chains), int(n_draws), int(n_params))
+    widest = sorted((b - a for a, b in ranges), reverse=True)[:threads]
+    return sum(working_bytes(n_chains, n_draws, m) for m in widest)
 
 
 def summarize(draws: np.ndarray, quantiles: tuple[float, ...] = (0.025, 0.5, 0.975)) -> dict:
@@ -316,8 +331,9 @@ def summarize(draws: np.ndarray, quantiles: tuple[float, ...] = (0.025, 0.5, 0.9
     parameters are split into one contiguous range per CPU core, summarised by threads
     (numpy's sorts and gathers and scipy's FFT release the GIL): the same values, sooner.
     Ranges whose working arrays (:func:`working_bytes`) would together exceed
-    ``SUMMARY_BYTES`` are cut into smaller chunks, so that the memory needed beyond the
-    draws is bounded whatever their size: the same values again.
+    ``SUMMARY_BYTES`` are cut into smaller chunks, summarised by fewer threads at once (in
+    turn where 2 parameters of a long chain fill it), so that the memory needed beyond the
+    draws is bounded (:func:`summary_bytes`) whatever their size: the same values again.
 
     Returns
     -------
@@ -326,16 +342,15 @@ def summarize(draws: np.ndarray, quantiles: tuple[float, ...] = (0.025, 0.5, 0.9
     """
     a = _as3d(draws)
     c, n, k = a.shape
-    workers = max(1, min(_workers(), k)) if a.size >= PARALLEL_VALUES else 1
-    ranges = _ranges(k, workers, working_bytes(c, n), SUMMARY_BYTES)
+    ranges, threads = _plan(c, n, k)
     if len(ranges) < 2:
         return _summarize(a, quantiles)
     def part(r: tuple[int, int]) -> dict:
         return _summarize(a[:, :, r[0]:r[1]], quantiles)
-    if workers < 2:
+    if threads < 2:
         parts = [part(r) for r in ranges]
     else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="privirt-summary") as pool:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="privirt-summary") as pool:
             parts = list(pool.map(part, ranges))
     return {key: np.concatenate([p[key] for p in parts], axis=-1) for key in parts[0]}
 

@@ -70,7 +70,8 @@ def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws:
     process may use (:func:`available_memory`): a run of 10²³ chains built its starting points
     for minutes first; one of 10¹² draws failed at the allocation with a traceback; one whose
     draws fitted but whose summary did not failed after all its sampling.  The summary's
-    working set is bounded (``diagnostics.SUMMARY_BYTES``, or less for a small block).  Where
+    working set is what ``diagnostics.summary_bytes`` says: ``SUMMARY_BYTES`` at most, or less
+    for a small block, unless 2 or 3 parameters of a long chain alone need more.  Where
     the memory size is unknown only what no machine holds (2⁶³ bytes) is refused."""
     params = int(sum(sizes.values()))
     # kept draws: one double a draw; streamed: StreamingSummary's mean, m2 and batch sum, its
@@ -78,9 +79,8 @@ def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws:
     per = n_draws if keep_draws else 3 + min(50, max(1, n_draws // 2)) + min(n_draws, 1000)
     need = 8.0 * batch * params * per
     summary = 0.0
-    if keep_draws and sizes:  # the largest block is summarised at most SUMMARY_BYTES at a time
-        summary = float(min(diagnostics.working_bytes(batch, n_draws, max(sizes.values())),
-                            diagnostics.SUMMARY_BYTES))
+    if keep_draws and sizes:  # the blocks are summarised in turn, each in bounded chunks
+        summary = float(max(diagnostics.summary_bytes(batch, n_draws, k) for k in sizes.values()))
     have = available_memory()
     if need + summary > have and keep_draws:
         raise _too_large(batch, n_draws, params, need / 2**30, summary / 2**30)
