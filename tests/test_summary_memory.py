@@ -77,15 +77,19 @@ class _Pools(ThreadPoolExecutor):
         super().__init__(max_workers, **kw)
 
 
+@pytest.mark.parametrize("ties", [False, True])  # most draws tie: the tie scores' arrays
 @pytest.mark.parametrize("c, n, k, workers, pairs", [
     (4, 2000, 9, 4, 0.5),  # a long chain: not even 2 parameters fit, so 2 (or 3) in turn
     (2, 3001, 7, 3, 0.8),
     (4, 1025, 16, 8, 2.2),  # 8 cores but room for 2 threads of 2 parameters
     (3, 1000, 12, 2, 5.0),  # room for more than the cores: one range a thread
 ])
-def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, workers, pairs):
+def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, workers, pairs, ties):
     rng = np.random.default_rng(94_100_004)
     d = np.cumsum(rng.standard_normal((c, n, k)), axis=1) * 0.1 + rng.standard_normal((c, n, k))
+    if ties:
+        d = np.round(d, 1)
+        d[:, :, 1] = 0.7  # a constant parameter
     monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
     whole = diagnostics.summarize(d)
     monkeypatch.setattr(diagnostics, "_workers", lambda: workers)
@@ -110,8 +114,8 @@ def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, 
     monkeypatch.setattr(driver, "available_memory", lambda: float(d.nbytes + peak - 1))
     with pytest.raises(MemoryError, match="their summary's"):
         driver.check_memory(c, n, {"theta": k})
-    # ... and not so much more that it refuses what fits twice over
-    monkeypatch.setattr(driver, "available_memory", lambda: float(d.nbytes + 2 * peak))
+    # ... and not so much more that it refuses what fits three times over
+    monkeypatch.setattr(driver, "available_memory", lambda: float(d.nbytes + 3 * peak))
     driver.check_memory(c, n, {"theta": k})
 
 

@@ -284,11 +284,13 @@ def working_bytes(n_chains: int, n_draws: int, n_params: int = 1) -> int:
     Measured with tracemalloc, the peak is 9–13 times the draws: the split copy, the sort
     order, the sorted draws and their scores, the folded ranks', and the FFT's buffers of a
     power of two at least twice each half chain (so up to twice the draws' length) — here
-    6 doubles a draw plus 4 a chain and FFT point, plus a few per parameter — and, once a
-    call, the normal scores of the ranks 1..N (3 doubles a draw of one parameter)."""
+    6 doubles a draw plus 4 a chain and FFT point — but 17 times where most draws tie (a
+    constant or discrete parameter, draws rounded): the positions and scores of the runs of
+    ties — here 18 doubles a draw; plus a few per parameter and, once a call, the normal
+    scores of the ranks 1..N (3 doubles a draw of one parameter)."""
     c, n = int(n_chains), int(n_draws)
     size = 1 << max(1, n // 2 * 2 - 1).bit_length()  # the FFT length, 2·(n // 2) rounded up
-    return 8 * (int(n_params) * (6 * c * n + 4 * c * size + 64) + 3 * c * n)
+    return 8 * (int(n_params) * (max(6 * c * n + 4 * c * size, 18 * c * n) + 64) + 3 * c * n)
 
 
 def _plan(c: int, n: int, k: int) -> tuple[list[tuple[int, int]], int]:
