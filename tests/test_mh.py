@@ -827,3 +827,52 @@ def test_the_sampler_runs_on_one_blas_thread(monkeypatch):
     X, *_ = privirt.simulate_rasch(200, 6, seed=65_200_005)
     privirt.mh_2pl(X, n_iter=20, warmup=10, seed=65_200_006, progress=False, device="cpu")
     assert seen and all(s <= {1} for s in seen), seen
+
+
+def _mixed_slope_case():
+    """40 persons x 12 items, true slopes +1.5 on six items and -1.5 on six, θ from -2 to 2,
+    one anchor: p0 (the lowest θ) at -1 (a reviewer's case)."""
+    rng = np.random.default_rng(94600005)
+    n, m = 40, 12
+    th = np.linspace(-2, 2, n)
+    a, b = np.r_[np.full(6, 1.5), np.full(6, -1.5)], 0.3 * rng.normal(size=m)
+    Y = (rng.random((n, m)) < special.expit(a * th[:, None] - b)).astype(int)
+    return pd.DataFrame(Y, index=[f"p{i}" for i in range(n)], columns=[f"i{j}" for j in range(m)]), th
+
+
+@pytest.mark.parametrize("seed", [94600010, 94600012, 94600014])
+def test_constant_theta_start_with_mixed_slopes_takes_the_anchors_orientation(seed):
+    """init="tutorial" (θ = 0.1, a = 1) on items of both signs: a · a_ref was near 0, so the
+    test a · a_ref < 0 was a coin toss, the constant θ carried no direction, and seeds
+    94600012 and 94600014 ended in the mirror mode (corr with the truth -0.86, p0's mean -0.08,
+    no warning).  a without a clear direction now takes the default slopes' signs per item."""
+    frame, th = _mixed_slope_case()
+    kw = dict(n_iter=1500, warmup=750, n_chains=1, seed=seed, progress=False, device="cpu",
+              anchors={"p0": -1})
+    sign = np.sign(_corr(privirt.mh_2pl(frame, **kw).get_draws("theta")[0].mean(axis=0), th))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        d = privirt.mh_2pl(frame, init="tutorial", **kw).get_draws("theta")[0]
+    assert not [w for w in caught if "init[" in str(w.message)]  # "tutorial" is not the user's
+    r = _corr(d.mean(axis=0), th)
+    assert np.sign(r) == sign and abs(r) > 0.6, r
+    assert d[:, 0].mean() < -0.7  # p0 not squeezed to its bound
+
+
+def test_users_ambiguous_slopes_are_signed_per_item_and_said():
+    """A user's a = 1 on items of both signs is signed per item like the default start, and
+    the one warning says so (not that it was reflected)."""
+    frame, th = _mixed_slope_case()
+    with pytest.warns(UserWarning) as rec:
+        post = privirt.mh_2pl(frame, n_iter=1500, warmup=750, n_chains=2, seed=94600012,
+                              progress=False, device="cpu", anchors={"p0": -1},
+                              init={"theta": 0.1, "a": 1.0, "b": 0.0})
+    said = [str(w.message) for w in rec if "init[" in str(w.message)]
+    assert len(said) == 1 and "init['a'] has no clear direction" in said[0], said
+    assert "chain(s) 0, 1" in said[0] and "reflected" not in said[0] and "\n" not in said[0]
+    d = post.get_draws("theta")
+    ref = privirt.mh_2pl(frame, n_iter=1500, warmup=750, n_chains=2, seed=94600012,
+                         progress=False, device="cpu", anchors={"p0": -1}).get_draws("theta")
+    sign = np.sign(_corr(ref.mean(axis=(0, 1)), th))
+    for c in range(2):
+        assert np.sign(_corr(d[c].mean(axis=0), th)) == sign, c

@@ -73,8 +73,9 @@ def mh_2pl(
         chain when ``n_chains > 1``); ``"tutorial"``: θ = 0.1, a = 1, b = 0; or a dict of
         numbers / arrays (length n, or one row per chain; finite, |value| <= 1e6, as prior
         means); blocks it leaves out come from the default start.  With ``anchors`` every
-        start is oriented by them (a user's θ or a pointing against them is reflected, with a
-        warning; docs/mh.md, *Identification*).
+        start is oriented by them (a user's θ or a pointing against them is reflected, and an a
+        with no clear direction, e.g. a = 1 on items of both signs, is signed per item like
+        the default's, with a warning; docs/mh.md, *Identification*).
     anchors : dict, optional
         Person label -> non-zero number, e.g. ``{"Ginsburg": -1, "Scalia": +1}``.  Each
         anchored θ is constrained to the sign of its value (a truncated prior: proposals

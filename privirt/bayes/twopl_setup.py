@@ -19,7 +19,7 @@ from ..exceptions import user_stacklevel
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
            "check_priors", "check_proposal_sd", "check_anchors", "initial_state",
-           "normalise_signs"]
+           "normalise_signs", "AMBIGUOUS_COS", "orient_slopes", "changed_init_message"]
 
 #: Prior (mean, variance) per block; the tutorial's ``MH_irt`` defaults as variances.
 DEFAULT_PRIORS: dict[str, tuple[float, float]] = {
@@ -211,42 +211,85 @@ def _oriented_default(
     return (-t0, -a0, b0) if flip else (t0, a0, b0)
 
 
+#: |cos(a, a_default)| below this: a start's slopes have no clear direction against the
+#: anchors (e.g. a = 1 on items of both signs), so each a_j takes the sign of a_default_j.
+AMBIGUOUS_COS = 0.5
+
+
+def orient_slopes(a: np.ndarray, a_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Orient rows of starting slopes ``a`` (C, m) like ``a_ref`` (m,), the anchor-oriented
+    default start's slopes.
+
+    A row with ``cos(a, a_ref) <= -AMBIGUOUS_COS`` is reflected (a -> -a); a row with
+    ``|cos| < AMBIGUOUS_COS`` has no clear direction (``a · a_ref < 0`` would be a coin toss,
+    and a constant θ then leaves the chain in either mode), so each a_j takes the sign of
+    a_ref_j (a_j -> |a_j| sign(a_ref_j); a_j kept where a_ref_j = 0).  Returns the new
+    slopes and the masks (C,) of the reflected and of the re-signed rows.
+    """
+    a = np.array(a, dtype=np.float64, copy=True)
+    norm = np.linalg.norm(a, axis=1) * np.linalg.norm(a_ref)
+    cos = np.divide(a @ a_ref, norm, out=np.zeros(len(a)), where=norm > 0)
+    known = norm > 0
+    flip = known & (cos <= -AMBIGUOUS_COS)
+    signed = known & (np.abs(cos) < AMBIGUOUS_COS)
+    a[flip] *= -1.0
+    a[signed] = np.where(a_ref != 0, np.abs(a[signed]) * np.sign(a_ref), a[signed])
+    return a, flip, signed
+
+
+def changed_init_message(changes: Mapping[str, Any]) -> str:
+    """One line saying how the user's starting values were changed to the anchors'
+    orientation: ``changes`` maps ``"theta"`` / ``"a"`` (reflected) and ``"a signs"`` (set
+    per item, :func:`orient_slopes`) to the chains concerned (a string, may be empty)."""
+    maps = {"theta": "θ -> -θ", "a": "a -> -a"}
+    told = [k for k in ("theta", "a") if k in changes]
+    parts = []
+    if told:
+        where = changes[told[0]]
+        parts.append(
+            f"{' and '.join(f'init[{k!r}]' for k in told)} "
+            f"{'point' if len(told) > 1 else 'points'} against the anchors' direction{where} "
+            f"(the mirror mode), so {'they were' if len(told) > 1 else 'it was'} reflected "
+            f"({', '.join(maps[k] for k in told)}) before sampling"
+        )
+    if "a signs" in changes:
+        parts.append(
+            f"init['a'] has no clear direction against the anchors{changes['a signs']} "
+            f"(|cos(a, a_default)| < {AMBIGUOUS_COS}, a_default the default start's slopes), so "
+            "each a_j was given the sign of a_default_j (a_j -> |a_j| sign(a_default_j)) "
+            "before sampling"
+        )
+    return ("; ".join(parts) + "; give starting values in the anchors' orientation (or other "
+            "anchors) to silence this")
+
+
 def _orient_by_anchors(
     state: dict[str, np.ndarray], a_ref: np.ndarray, anchors: list[tuple[int, float]],
     given: tuple[str, ...],
 ) -> None:
-    """Reflect, per chain, the θ and the a of a start that point against the anchors.
+    """Orient, per chain, the θ and the a of a start by the anchors.
 
-    θ points against them when its anchored persons sit on the wrong sides of the chain's
-    mean θ on balance; a when ``a · a_ref < 0``, ``a_ref`` being the slopes of the default
-    start, oriented by the anchors (so every ``init`` starts in the default start's
-    orientation).  A constant θ (``"tutorial"``) carries no direction and is left alone.
-    Each block is reflected on its own, so a start whose θ and a are a mirrored pair is
-    reflected whole.  A reflected block the user gave (``given``) is reported in one warning.
+    θ is reflected when its anchored persons sit on the wrong sides of the chain's mean θ on
+    balance (a constant θ, as ``"tutorial"``'s, carries no direction and is left alone: the
+    slopes then give the chain its direction); a is oriented like ``a_ref``, the slopes of
+    the default start, oriented by the anchors (:func:`orient_slopes`: reflected, or signed
+    per item when it has no clear direction).  So every ``init`` starts in the default
+    start's orientation.  A changed block the user gave (``given``) is reported in one
+    warning.
     """
     idx = [i for i, _ in anchors]
     sgn = np.array([math.copysign(1.0, v) for _, v in anchors])
     theta = state["theta"]
-    wrong = {
-        "theta": ((theta[:, idx] - theta.mean(axis=1, keepdims=True)) * sgn).sum(axis=1) < 0,
-        "a": state["a"] @ a_ref < 0,
-    }
-    for key, rows in wrong.items():
-        state[key][rows] *= -1.0
-    told = [k for k in given if k in wrong and wrong[k].any()]
-    if told:
-        chains = sorted(set().union(*(np.flatnonzero(wrong[k]).tolist() for k in told)))
-        maps = {"theta": "θ -> -θ", "a": "a -> -a"}
-        warnings.warn(
-            f"{' and '.join(f'init[{k!r}]' for k in told)} "
-            f"{'point' if len(told) > 1 else 'points'} against the anchors' direction in "
-            f"chain(s) {', '.join(map(str, chains))} (the mirror mode), so "
-            f"{'they were' if len(told) > 1 else 'it was'} reflected "
-            f"({', '.join(maps[k] for k in told)}) before sampling; give starting values in "
-            "the anchors' orientation (or other anchors) to silence this",
-            UserWarning,
-            stacklevel=user_stacklevel(),
-        )
+    wrong = ((theta[:, idx] - theta.mean(axis=1, keepdims=True)) * sgn).sum(axis=1) < 0
+    state["theta"][wrong] *= -1.0
+    state["a"], flip, signed = orient_slopes(state["a"], a_ref)
+    rows = {k: r for k, r in (("theta", wrong), ("a", flip), ("a signs", signed))
+            if k.split()[0] in given and r.any()}
+    both = np.any([r for k, r in rows.items() if k != "a signs"], axis=0)  # one list if reflected
+    changes = {k: f" in chain(s) {', '.join(map(str, np.flatnonzero(both if k != 'a signs' else r)))}"
+               for k, r in rows.items()}
+    if changes:
+        warnings.warn(changed_init_message(changes), UserWarning, stacklevel=user_stacklevel())
 
 
 def initial_state(
