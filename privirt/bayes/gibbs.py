@@ -192,21 +192,22 @@ def _run(
     C, n_keep = schedule.n_chains, schedule.n_draws
     driver.check_memory(D * C, n_keep, {"a": k, "b": k, "theta": n}, keep_draws)  # before C starting points
     inits, seeds, refs = [], [], []
-    reflected: set[str] = set()
+    changed: dict[str, list[int]] = {}  # init block -> chains it was oriented in
     for d, ss in enumerate(seqs):
         for c in range(C):
             init_rng = np.random.Generator(np.random.Philox(child(ss, c, 0)))
             if free:
                 start, ref = _slopes.free_init(codes[d], init_rng, C > 1, anchors)
                 refs.append(ref)
-                reflected.update(_slopes.orient_init(start, init, anchors))
+                for key in _slopes.orient_init(start, init, anchors):
+                    changed.setdefault(key, []).append(c)
             else:
                 start = twopno.default_init(codes[d], init_rng, jitter=C > 1)
                 start.update(init)
             start["theta"] = _slopes.apply_anchors(start["theta"], anchors)
             inits.append(start)
             seeds.append(child(ss, c, 1))
-    _slopes.warn_reflected_init(reflected)
+    _slopes.warn_reflected_init(changed)
     batch = _Batch(codes, C, priors, inits, seeds, dev, engine=engine, free=free,
                    anchors=anchors)
     B = batch.B
@@ -327,8 +328,9 @@ def gibbs_2pno(
         proportion correct (among the items answered); with ``slopes="free"`` θ the
         standardised first principal component, a from each item's correlation with it and
         b = −√(1 + a²) Φ⁻¹(p̂_j) (``docs/gibbs.md``, "Starting values").  With free slopes
-        and anchors, a given θ or a that points against the anchors is reflected (a warning
-        says so).
+        and anchors, a given θ or a that points against the anchors is reflected, and a given
+        a with no clear direction (e.g. a = 1 on items of both signs) is signed per item like
+        the default's (a warning says so).
     device : {"auto", "cpu", "gpu"}
         Where to run; ``"auto"`` uses a CUDA GPU when cupy sees one.
     seed : int or numpy.random.SeedSequence, optional

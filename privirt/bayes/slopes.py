@@ -168,41 +168,42 @@ def apply_anchors(theta: np.ndarray, anchors: Anchors | None) -> np.ndarray:
 def orient_init(start: dict[str, np.ndarray], init: Mapping[str, np.ndarray],
                 anchors: Anchors | None) -> list[str]:
     """Put the user's starting θ and a (``init``) into ``start`` (the chain's free-slope
-    default, already oriented by the anchors), each reflected when it points against the
-    anchors: θ when its persons with a signed anchor sit on the wrong sides of its mean on
-    balance, a when ``a · a_default < 0``.  A start in the mirror mode would leave the chain
-    there.  Returns the blocks reflected (for one warning per run)."""
+    default, already oriented by the anchors), each oriented by the anchors: θ is reflected
+    when its persons with a signed anchor sit on the wrong sides of its mean on balance (a
+    constant θ has no direction and is kept: the slopes give the chain its direction); a is
+    oriented like the default's slopes (``twopl_setup.orient_slopes``: reflected when it
+    points against them, each a_j given the sign of the default's when it has no clear
+    direction, e.g. a = 1 on items of both signs).  A start in the mirror mode, or with no
+    direction, would leave the chain there or let it fall into either mode.  Returns the
+    changes made: ``"theta"``, ``"a"`` (reflected), ``"a signs"`` (for one warning per run)."""
+    from .twopl_setup import orient_slopes
+
     default_a = start["a"]
     start.update(init)
     if anchors is None or not anchors.identifies_sign:
         return []
-    sgn = anchors.signs()
-    wrong = {}
-    if "theta" in init:
-        wrong["theta"] = float(((init["theta"] - init["theta"].mean()) * sgn).sum()) < 0
+    changed = []
+    if "theta" in init and float(((init["theta"] - init["theta"].mean()) * anchors.signs()).sum()) < 0:
+        start["theta"] = -init["theta"]
+        changed.append("theta")
     if "a" in init:
-        wrong["a"] = float(init["a"] @ default_a) < 0
-    flipped = [k for k, w in wrong.items() if w]
-    for k in flipped:
-        start[k] = -init[k]
-    return flipped
+        a, flip, signed = orient_slopes(init["a"][None, :], default_a)
+        start["a"] = a[0]
+        changed += ["a"] * bool(flip[0]) + ["a signs"] * bool(signed[0])
+    return changed
 
 
-def warn_reflected_init(blocks: set[str]) -> None:
-    """One warning naming the ``init`` blocks :func:`orient_init` reflected."""
-    if not blocks:
+def warn_reflected_init(changes: Mapping[str, list[int]]) -> None:
+    """One warning saying how :func:`orient_init` changed the ``init`` blocks (block ->
+    the chains concerned)."""
+    from .twopl_setup import changed_init_message
+
+    if not changes:
         return
-    told = [k for k in ("theta", "a") if k in blocks]
-    maps = {"theta": "θ -> -θ", "a": "a -> -a"}
-    warnings.warn(
-        f"{' and '.join(f'init[{k!r}]' for k in told)} {'point' if len(told) > 1 else 'points'} "
-        f"against the anchors' direction (the mirror mode), so "
-        f"{'they were' if len(told) > 1 else 'it was'} reflected ({', '.join(maps[k] for k in told)}) "
-        "before sampling; give starting values in the anchors' orientation (or other anchors) "
-        "to silence this",
-        UserWarning,
-        stacklevel=user_stacklevel(),
-    )
+    refl = sorted({c for k in ("theta", "a") for c in changes.get(k, ())})
+    where = {k: f" in chain(s) {', '.join(map(str, refl if k != 'a signs' else v))}"
+             for k, v in changes.items()}
+    warnings.warn(changed_init_message(where), UserWarning, stacklevel=user_stacklevel())
 
 
 @one_blas_thread
