@@ -168,3 +168,40 @@ def test_one_blas_thread_decorates_functions_only():
                 if names & {"one_blas_thread", "_threads.one_blas_thread"}:
                     wrong.append(f"{path.name}:{node.lineno} {node.name}")
     assert not wrong, wrong
+
+
+def _spy(monkeypatch, owner, name: str) -> list[tuple[str, set[int]]]:
+    """Replace ``owner.name`` by a wrapper recording (calling function, BLAS thread counts)."""
+    import sys
+
+    seen: list[tuple[str, set[int]]] = []
+    original = getattr(owner, name)
+
+    def spy(*args, **kwargs):
+        seen.append((sys._getframe(1).f_code.co_name, set(_blas_threads())))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen
+
+
+def _at(seen: list[tuple[str, set[int]]], *sites: str) -> list[set[int]]:
+    counts = [threads for caller, threads in seen if caller in sites]
+    assert counts, f"none of {sites} called it: {seen}"
+    return counts
+
+
+def test_cmles_newton_steps_and_covariance_factorise_on_one_blas_thread(two_blas_threads, monkeypatch):
+    """cmle_estimate's m × m Cholesky factorisations (each Newton step's and the covariance's)
+    ran on BLAS's 2 threads: 2.7-10x slower at m = 150-200 with the other core busy."""
+    import scipy.linalg
+
+    import privirt
+
+    X = privirt.simulate_rasch(200, 8, seed=94_300_101)[0]
+    seen = _spy(monkeypatch, scipy.linalg, "cho_factor")
+    privirt.cmle_estimate(X, progress=False)
+    assert all(s == {1} for s in _at(seen, "_newton_step", "_covariance")), seen
+    assert {"_newton_step", "_covariance"} <= {caller for caller, _ in seen}
+    assert set(_blas_threads()) == {2}  # and the process's setting is back
+

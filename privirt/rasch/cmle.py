@@ -19,6 +19,7 @@ from .._checks import check_positive_int, check_positive_number
 from .._progress import resolve_progress, ticker
 from ._esf import batch_probabilities, near_pair_terms
 from .._results import ItemEstimate
+from .._threads import one_blas_thread
 from ..exceptions import DisconnectedComparisonGraph
 from ..data.responses import ResponsesLike, as_responses
 
@@ -517,6 +518,18 @@ def _gram(Q: np.ndarray) -> np.ndarray:
     return U
 
 
+#: The m × m factorisations below run on one BLAS thread up to this many items: BLAS's threads
+#: gain nothing there and spin where the cores are shared (2.7-10x at m = 150-200 with the
+#: other core busy, BENCHMARKS.md); ``_gram``, the n × m product, keeps them.
+_ONE_THREAD_ITEMS: int = 256
+
+
+def _small(H: np.ndarray, *args: object) -> bool:
+    """Whether the m × m matrix ``H`` is small enough for one BLAS thread."""
+    return H.shape[0] <= _ONE_THREAD_ITEMS
+
+
+@one_blas_thread(when=_small)
 def _newton_step(H: np.ndarray, grad: np.ndarray, m: int) -> np.ndarray:
     """Solve ``(−H + 11ᵀ/m) d = ∇ℓ``: the Newton step on the sum-zero subspace."""
     from scipy.linalg import cho_factor, cho_solve
@@ -533,6 +546,7 @@ def _newton_step(H: np.ndarray, grad: np.ndarray, m: int) -> np.ndarray:
     return d * (_MAX_STEP / big) if big > _MAX_STEP else d
 
 
+@one_blas_thread(when=_small)
 def _covariance(H: np.ndarray, m: int) -> np.ndarray:
     """Moore–Penrose inverse of the information ``−H`` (null space: the constant vector)."""
     from scipy.linalg import cho_factor, cho_solve
