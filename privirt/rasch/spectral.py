@@ -29,6 +29,7 @@ import pandas as pd
 from .._backend import get_xp, resolve_device, to_numpy
 from .._checks import check_choice, check_positive_int, check_positive_number, real_float
 from .._results import ItemEstimate
+from .._threads import one_blas_thread
 from ..exceptions import DisconnectedComparisonGraph, IdentifiabilityWarning, user_stacklevel
 from ..data._labels import aligned_frame, item_labels, match_items
 from ..data.responses import ResponsesLike, as_responses
@@ -474,6 +475,13 @@ def _check_connected(M: np.ndarray, labels: pd.Index,
 # ---------------------------------------------------------------------------------------
 # solvers
 # ---------------------------------------------------------------------------------------
+#: The direct solve runs on one BLAS thread up to this many items (on the CPU): on a busy
+#: 2-core machine 2 threads took 4x longer at m = 400 (46 against 11 ms) and 3x at 600, and
+#: on idle cores one thread was as fast at 400 (BENCHMARKS.md, Session 27).
+_ONE_THREAD_ITEMS: int = 512
+
+
+@one_blas_thread(when=lambda P, dev: dev == "cpu" and P.shape[0] <= _ONE_THREAD_ITEMS)
 def _solve_direct(P: np.ndarray, dev: str) -> np.ndarray | None:
     """Solve ``π (I − P) = 0`` with ``Σ π = 1`` by replacing one equation by the sum."""
     xp = get_xp(dev)
