@@ -243,3 +243,16 @@ def test_noise_aware_estimate_solves_on_one_blas_thread(two_blas_threads, monkey
     assert all(s == {1} for s in _at(seen, "_cho_solve", "_inverse_factor")), seen
     assert set(_blas_threads()) == {2}
 
+
+def test_mh_2pls_default_start_takes_its_svd_on_one_blas_thread(two_blas_threads, monkeypatch):
+    """mh_2pl's data-driven start took an n × m SVD on BLAS's 2 threads (short runs 2.9x slower
+    on a busy core; and its last bits followed the thread count)."""
+    import numpy as np
+
+    import privirt
+
+    X = privirt.simulate_2pl(60, 6, seed=94_300_106)[0]
+    seen = _spy(monkeypatch, np.linalg, "svd")
+    privirt.mh_2pl(X, n_iter=20, warmup=10, seed=94_300_107, progress=False)
+    assert all(s == {1} for s in _at(seen, "_default_init")), seen
+    assert set(_blas_threads()) == {2}

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .._checks import as_number, check_location, check_locations, check_variance
+from .._threads import single_blas_thread
 from ..exceptions import user_stacklevel
 
 __all__ = ["DEFAULT_PRIORS", "DEFAULT_PROPOSAL_SD", "TARGET_ACCEPTANCE", "ACCEPTANCE_BAND",
@@ -160,7 +161,10 @@ def _default_init(y: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, np.ndarra
     filled = np.where(obs, y, p[None, :]) - p[None, :]
     theta = np.zeros(n)
     if n > 1 and m > 0 and np.any(filled):
-        u, s, _ = np.linalg.svd(filled, full_matrices=False)
+        # on one BLAS thread: two spin on a busy core (short mh_2pl runs took 2.9x as long), and
+        # the SVD's last bits, and so the start, depend on the thread count otherwise
+        with single_blas_thread():
+            u, s, _ = np.linalg.svd(filled, full_matrices=False)
         t = u[:, 0] * s[0]
         sd = t.std()
         if sd > 0:
