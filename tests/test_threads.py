@@ -198,7 +198,7 @@ def test_cmles_newton_steps_and_covariance_factorise_on_one_blas_thread(two_blas
 
     import privirt
 
-    X = privirt.simulate_rasch(200, 8, seed=94_300_101)[0]
+    X = privirt.simulate_rasch(200, 64, seed=94_300_101)[0]  # (below 64 items: no limit)
     seen = _spy(monkeypatch, scipy.linalg, "cho_factor")
     privirt.cmle_estimate(X, progress=False)
     assert all(s == {1} for s in _at(seen, "_newton_step", "_covariance")), seen
@@ -216,7 +216,7 @@ def test_the_spectral_direct_solve_runs_on_one_blas_thread(two_blas_threads, mon
 
     import privirt
 
-    X = privirt.simulate_rasch(200, 8, seed=94_300_102)[0]
+    X = privirt.simulate_rasch(200, 64, seed=94_300_102)[0]  # (below 64 items: no limit)
     seen = _spy(monkeypatch, np.linalg, "solve")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -518,15 +518,17 @@ def _gram(Q: np.ndarray) -> np.ndarray:
     return U
 
 
-#: The m × m factorisations below run on one BLAS thread up to this many items: BLAS's threads
-#: gain nothing there and spin where the cores are shared (2.7-10x at m = 150-200 with the
-#: other core busy, BENCHMARKS.md); ``_gram``, the n × m product, keeps them.
+#: The m × m factorisations below run on one BLAS thread from 64 up to this many items: BLAS's
+#: threads gain nothing there and spin where the cores are shared (2.7-10x at m = 150-200 with
+#: the other core busy, BENCHMARKS.md); ``_gram``, the n × m product, keeps them.  Below 64 the
+#: factorisation took as long on 2 threads as on 1, and the limit's ~50 µs a step would cost
+#: ~10% of a fit at m = 20.
 _ONE_THREAD_ITEMS: int = 256
 
 
 def _small(H: np.ndarray, *args: object) -> bool:
-    """Whether the m × m matrix ``H`` is small enough for one BLAS thread."""
-    return H.shape[0] <= _ONE_THREAD_ITEMS
+    """Whether the m × m matrix ``H`` is in the range where one BLAS thread pays."""
+    return 64 <= H.shape[0] <= _ONE_THREAD_ITEMS
 
 
 @one_blas_thread(when=_small)

@@ -475,13 +475,14 @@ def _check_connected(M: np.ndarray, labels: pd.Index,
 # ---------------------------------------------------------------------------------------
 # solvers
 # ---------------------------------------------------------------------------------------
-#: The direct solve runs on one BLAS thread up to this many items (on the CPU): on a busy
-#: 2-core machine 2 threads took 4x longer at m = 400 (46 against 11 ms) and 3x at 600, and
-#: on idle cores one thread was as fast at 400 (BENCHMARKS.md, Session 27).
+#: The direct solve runs on one BLAS thread from 64 up to this many items (on the CPU): on a
+#: busy 2-core machine 2 threads took 4x longer at m = 400 (46 against 11 ms) and 3x at 600,
+#: and on idle cores one thread was as fast at 400 (BENCHMARKS.md, Session 27); below 64 both
+#: took as long, and the limit would only add its ~50 µs.
 _ONE_THREAD_ITEMS: int = 512
 
 
-@one_blas_thread(when=lambda P, dev: dev == "cpu" and P.shape[0] <= _ONE_THREAD_ITEMS)
+@one_blas_thread(when=lambda P, dev: dev == "cpu" and 64 <= P.shape[0] <= _ONE_THREAD_ITEMS)
 def _solve_direct(P: np.ndarray, dev: str) -> np.ndarray | None:
     """Solve ``π (I − P) = 0`` with ``Σ π = 1`` by replacing one equation by the sum."""
     xp = get_xp(dev)
