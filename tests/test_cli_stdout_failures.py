@@ -112,3 +112,60 @@ def test_serve_changes_whose_stdout_fails_say_the_change_was_made(tmp_path):
     assert f"could not print the result on stdout ({NO_SPACE}); the key of 'bob' WAS revoked" in line
     line = _fails("serve", "list", state)  # nothing changed: the plain line
     assert line.startswith(f"privirt: error: could not print the result on stdout ({NO_SPACE})")
+
+
+def _closed_stdout(*args: str, cwd) -> "subprocess.CompletedProcess":
+    """``privirt ARGS >&-``: a process that starts with its stdout closed (sys.stdout is None)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, "-m", "privirt", *args], stdout=None, stderr=subprocess.PIPE,
+                          text=True, cwd=cwd, env=env, timeout=300, preexec_fn=lambda: os.close(1))
+
+
+def test_a_closed_stdout_is_one_line_where_a_result_is_lost(data, tmp_path):
+    """With stdout closed (`>&-`) the flushes added for full disks met sys.stdout = None: a
+    traceback and 'internal error' after a private spend.  A paid result with nowhere to go is
+    one line saying so; one written to --out, and commands with nothing to lose, end quietly."""
+    data, _ = data
+    ledger = tmp_path / "L.sqlite"
+    res = _closed_stdout("budget", "init", str(ledger), "--epsilon", "5", "--delta", "1e-5", cwd=tmp_path)
+    assert res.returncode == 0 and res.stderr == "" and ledger.exists()
+    res = _closed_stdout("estimate", str(data), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "0",
+                         "--no-progress", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert "could not print the result on stdout (stdout is closed); the result is lost" in res.stderr
+    assert "WAS spent" in res.stderr and len(Ledger(ledger).spends()) == 1
+    out = tmp_path / "o.csv"
+    res = _closed_stdout("estimate", str(data), "--epsilon", "1", "--ledger", str(ledger), "--n-boot", "0",
+                         "--no-progress", "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 0 and "Traceback" not in res.stderr and out.exists(), res.stderr
+    state = tmp_path / "s.db"
+    assert _closed_stdout("serve", "init", str(state), cwd=tmp_path).returncode == 0
+    res = _closed_stdout("serve", "curator-key", str(state), cwd=tmp_path)  # a key shown once: lost, said
+    assert res.returncode == 2 and "could not be shown (stdout is closed)" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("command", ["gibbs", "mh"])
+def test_a_sampler_whose_out_and_stdout_both_fail_names_both(data, tmp_path, monkeypatch, command):
+    """The summary's fallback print went to a full stdout too: its failure reached main() as a bare
+    'could not print the result on stdout ... the result is lost', dropping the --out failure."""
+    import privirt._files
+
+    class _FullDisk:
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        @staticmethod
+        def fsync(fd):
+            raise OSError(errno.ENOSPC, NO_SPACE)
+
+    monkeypatch.setattr(privirt._files, "os", _FullDisk())
+    path, _ = data
+    out = tmp_path / "s.csv"
+    line = _fails(command, str(path), "--iter", "40", "--warmup", "20", "--seed", "1", "--no-progress",
+                  "--out", str(out))
+    assert f"nor write --out {out} ({NO_SPACE})" in line and "the result is lost" in line, line
+    assert not out.exists()

@@ -226,7 +226,16 @@ def write_summary(table: pd.DataFrame, out: Path) -> Path:
         with atomic_write(out, newline="") as fh:
             table.to_csv(fh, quoting=csv.QUOTE_NONNUMERIC)
     except OSError as exc:
-        sys.stdout.write(table.to_string() + "\n")
+        from ._stdout import StdoutFailed, not_printed, stdout_closed
+
+        try:  # (a stdout that fails too: one line naming both, not the bare stdout's)
+            if stdout_closed():
+                import errno
+
+                raise StdoutFailed(errno.EBADF, "stdout is closed")
+            sys.stdout.write(table.to_string() + "\n")
+        except StdoutFailed as lost:
+            raise not_printed(lost, out, exc) from None
         raise out_not_written(out, exc) from None
     return out
 

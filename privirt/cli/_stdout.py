@@ -9,13 +9,15 @@ import os
 import sys
 from typing import Any, Iterator, Sequence
 
-__all__ = ["show_once", "silence_stdout", "print_done", "not_printed", "flush_stdout", "StdoutFailed",
-           "guarded_stdout"]
+__all__ = ["show_once", "silence_stdout", "print_done", "not_printed", "flush_stdout", "flush_or_fail",
+           "stdout_closed", "StdoutFailed", "guarded_stdout"]
 
 
 def silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again (and what
     is still buffered, a key say, goes nowhere)."""
+    if sys.stdout is None:
+        return
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -43,11 +45,26 @@ def show_once(lines: Sequence[str], lost: str) -> None:
     try:
         for line in lines:
             print(line)
-        sys.stdout.flush()
+        flush_or_fail()
     except OSError as exc:
         silence_stdout()
         done, _, rest = lost.partition(";")
         raise ValueError(f"{done} ({exc.strerror or type(exc).__name__});{rest}") from None
+
+
+def flush_or_fail() -> None:
+    """Flush stdout; a closed one (``sys.stdout`` is None: the process began with its stdout
+    closed, ``>&-``, and every print was dropped) is an OSError (EBADF)."""
+    if sys.stdout is None:
+        import errno
+
+        raise OSError(errno.EBADF, "stdout is closed")
+    sys.stdout.flush()
+
+
+def stdout_closed() -> bool:
+    """Whether the process has no stdout at all (``>&-``: ``sys.stdout`` is None)."""
+    return sys.stdout is None
 
 
 def _reason(exc: OSError) -> str:
@@ -78,6 +95,8 @@ def flush_stdout() -> None:
     ValueError
         From :func:`not_printed`, with stdout then pointed at /dev/null.
     """
+    if sys.stdout is None:  # (>&-: nothing was printed, nothing to flush; as before)
+        return
     try:
         sys.stdout.flush()
     except BrokenPipeError:
@@ -97,6 +116,8 @@ def print_done(lines: Sequence[str], done: str) -> None:
         ``could not print the result on stdout (REASON); DONE`` when stdout fails (a closed pipe
         stays a BrokenPipeError, ended quietly by :func:`privirt.cli.main`).
     """
+    if sys.stdout is None:  # (>&-: the report was not asked for; the change stands)
+        return
     try:
         for line in lines:
             print(line)

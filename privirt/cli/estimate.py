@@ -19,7 +19,7 @@ from .._constants import DEFAULT_DELTA, DEFAULT_DELTA_TEXT, MECHANISMS, MISSING_
 from ._input import public_items
 from ._missing import check_complete
 from ._paths import check_output_file, out_not_written
-from ._stdout import not_printed, silence_stdout
+from ._stdout import flush_or_fail, not_printed, silence_stdout, stdout_closed
 from ._table import format_table, write_table
 from ._types import (REGULARIZATION_HELP, Once, nonempty_file, nonempty_path, nonnegative_int, number,
                      positive_int, regularization)
@@ -433,10 +433,12 @@ def _write_then_print(table: pd.DataFrame, args: argparse.Namespace, meta: dict,
             failed = exc
         else:
             print(f"wrote {args.out}", file=sys.stderr)
+    if stdout_closed() and args.out is not None and failed is None:
+        return  # (>&-: the result is in --out, as asked)
     try:
         for line in [header, format_table(table), *lines, *([] if statement is None else [str(statement)])]:
             print(line)
-        sys.stdout.flush()
+        flush_or_fail()
     except BrokenPipeError:
         raise
     except OSError as exc:  # (a full disk: one line saying where the result is, if anywhere)
