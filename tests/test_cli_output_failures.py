@@ -17,6 +17,8 @@ import privirt
 from privirt.cli import main
 from privirt.private.ledger import Ledger
 
+from ._full import fill_disk
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,22 +89,9 @@ def test_a_repeated_budget_is_refused(tmp_path, capsys, args):
     assert not new.exists()
 
 
-class _FullDisk:
-    """``os`` for :mod:`privirt._files` on a full disk: writing a file's last block fails."""
-
-    def __getattr__(self, name: str):
-        return getattr(os, name)
-
-    @staticmethod
-    def fsync(fd: int) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-
 @pytest.fixture()
 def full_disk(monkeypatch) -> None:
-    import privirt._files
-
-    monkeypatch.setattr(privirt._files, "os", _FullDisk())
+    fill_disk(monkeypatch)
 
 
 def _error_line(err: str) -> str:

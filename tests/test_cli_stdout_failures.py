@@ -17,14 +17,8 @@ import privirt
 from privirt.cli import main
 from privirt.private.ledger import Ledger
 
-NO_SPACE = os.strerror(errno.ENOSPC)
-
-
-class _FullStdout(io.StringIO):
-    """stdout on a full disk."""
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.ENOSPC, NO_SPACE)
+from ._full import NO_SPACE, fill_disk
+from ._full import FullStdout as _FullStdout
 
 
 def _fails(*args: str) -> str:
@@ -62,17 +56,7 @@ def test_a_paid_estimate_whose_stdout_fails_says_so_and_where_it_is(data, tmp_pa
 
 
 def test_stdout_and_out_both_failing_are_both_named(data, tmp_path, monkeypatch):
-    import privirt._files
-
-    class _FullDisk:
-        def __getattr__(self, name: str):
-            return getattr(os, name)
-
-        @staticmethod
-        def fsync(fd: int) -> None:
-            raise OSError(errno.ENOSPC, NO_SPACE)
-
-    monkeypatch.setattr(privirt._files, "os", _FullDisk())
+    fill_disk(monkeypatch)
     out = tmp_path / "r.json"
     line = _fails(*_estimate(data, "--out", str(out)))
     assert f"could not print the result on stdout ({NO_SPACE}), nor write --out {out} ({NO_SPACE})" in line
@@ -152,17 +136,7 @@ def test_a_closed_stdout_is_one_line_where_a_result_is_lost(data, tmp_path):
 def test_a_sampler_whose_out_and_stdout_both_fail_names_both(data, tmp_path, monkeypatch, command):
     """The summary's fallback print went to a full stdout too: its failure reached main() as a bare
     'could not print the result on stdout ... the result is lost', dropping the --out failure."""
-    import privirt._files
-
-    class _FullDisk:
-        def __getattr__(self, name):
-            return getattr(os, name)
-
-        @staticmethod
-        def fsync(fd):
-            raise OSError(errno.ENOSPC, NO_SPACE)
-
-    monkeypatch.setattr(privirt._files, "os", _FullDisk())
+    fill_disk(monkeypatch)
     path, _ = data
     out = tmp_path / "s.csv"
     line = _fails(command, str(path), "--iter", "40", "--warmup", "20", "--seed", "1", "--no-progress",

@@ -4,7 +4,6 @@ committed, so the one error line says so and how to get a key; the key never goe
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import os
 import subprocess
@@ -17,14 +16,8 @@ pytest.importorskip("fastapi")
 
 from ._serve import cli, env  # noqa: E402
 
-NO_SPACE = os.strerror(errno.ENOSPC)
-
-
-class _FullStdout(io.StringIO):
-    """stdout on a full disk (no file descriptor, as a pipe to a closed reader has none here)."""
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.ENOSPC, NO_SPACE)
+from ._full import NO_SPACE  # noqa: E402
+from ._full import FullStdout as _FullStdout  # noqa: E402
 
 
 def _state(tmp_path) -> str:
