@@ -226,14 +226,10 @@ def write_summary(table: pd.DataFrame, out: Path) -> Path:
         with atomic_write(out, newline="") as fh:
             table.to_csv(fh, quoting=csv.QUOTE_NONNUMERIC)
     except OSError as exc:
-        from ._stdout import StdoutFailed, not_printed, stdout_closed
+        from ._stdout import StdoutFailed, not_printed, write_or_fail
 
         try:  # (a stdout that fails too: one line naming both, not the bare stdout's)
-            if stdout_closed():
-                import errno
-
-                raise StdoutFailed(errno.EBADF, "stdout is closed")
-            sys.stdout.write(table.to_string() + "\n")
+            write_or_fail(table.to_string() + "\n")
         except StdoutFailed as lost:
             raise not_printed(lost, out, exc) from None
         raise out_not_written(out, exc) from None

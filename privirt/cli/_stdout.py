@@ -10,7 +10,7 @@ import sys
 from typing import Any, Iterator, Sequence
 
 __all__ = ["show_once", "silence_stdout", "print_done", "not_printed", "flush_stdout", "flush_or_fail",
-           "stdout_closed", "StdoutFailed", "guarded_stdout"]
+           "write_or_fail", "stdout_closed", "StdoutFailed", "guarded_stdout"]
 
 
 def silence_stdout() -> None:
@@ -52,14 +52,26 @@ def show_once(lines: Sequence[str], lost: str) -> None:
         raise ValueError(f"{done} ({exc.strerror or type(exc).__name__});{rest}") from None
 
 
-def flush_or_fail() -> None:
-    """Flush stdout; a closed one (``sys.stdout`` is None: the process began with its stdout
-    closed, ``>&-``, and every print was dropped) is an OSError (EBADF)."""
-    if sys.stdout is None:
-        import errno
+def _closed() -> OSError:
+    """The failure of a closed stdout (``sys.stdout`` is None: the process began with its stdout
+    closed, ``>&-``, and every print was dropped): :class:`StdoutFailed` (EBADF)."""
+    import errno
 
-        raise OSError(errno.EBADF, "stdout is closed")
+    return StdoutFailed(errno.EBADF, "stdout is closed")
+
+
+def flush_or_fail() -> None:
+    """Flush stdout; a closed one is an OSError (:func:`_closed`)."""
+    if sys.stdout is None:
+        raise _closed()
     sys.stdout.flush()
+
+
+def write_or_fail(text: str) -> None:
+    """Write ``text`` on stdout; a closed one is an OSError (:func:`_closed`)."""
+    if sys.stdout is None:
+        raise _closed()
+    sys.stdout.write(text)
 
 
 def stdout_closed() -> bool:
