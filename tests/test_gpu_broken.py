@@ -32,10 +32,9 @@ class cuda: runtime = _RT()
 def __getattr__(name): raise CUDARuntimeError(f"cudaErrorInsufficientDriver (cupy.{name})")
 """
 
-#: a cupy whose arrays work but whose kernels cannot be compiled (NVRTC missing)
-NO_NVRTC = """
+#: the part of a cupy the probe's arrays need: one device, numpy arrays (no braces: .format-safe)
+_ARRAYS = """
 import numpy
-class CompileException(RuntimeError): pass
 class _RT:
     @staticmethod
     def getDeviceCount(): return 1
@@ -46,25 +45,19 @@ class cuda:
     Device = _Dev
 int64 = numpy.int64
 def arange(n, dtype=None): return numpy.arange(n, dtype=dtype)
+"""
+
+#: a cupy whose arrays work but whose kernels cannot be compiled (NVRTC missing)
+NO_NVRTC = _ARRAYS + """
+class CompileException(RuntimeError): pass
 class RawKernel:
     def __init__(self, code, name):
         raise CompileException("cannot load " + {lib!r})
 """
 
 #: a cupy that passes the probe, then fails at the first real computation
-LATE = """
-import numpy
+LATE = _ARRAYS + """
 class CUDARuntimeError(RuntimeError): pass
-class _RT:
-    @staticmethod
-    def getDeviceCount(): return 1
-class _Dev:
-    def synchronize(self): pass
-class cuda:
-    runtime = _RT()
-    Device = _Dev
-int64 = numpy.int64
-def arange(n, dtype=None): return numpy.arange(n, dtype=dtype)
 class RawKernel:
     def __init__(self, code, name): pass
     def __call__(self, grid, block, args): args[0][:] += 1
