@@ -308,3 +308,35 @@ def test_init_with_a_bad_limit_leaves_nothing_behind(tmp_path):
     assert not state.exists()
     store = init_store(str(state), 5)
     assert store.max_releases() == 5 and [e["action"] for e in store.events()] == ["init"]
+
+
+def test_allow_new_key_and_events_against_a_running_service(tmp_path):
+    """The administration over loopback, with `privirt serve run` up: the curator's commands
+    change what the running service answers at once (a lowered allowance: 402; the old key:
+    401, the new one: 200), and GET /v1/curator/events lists them without any key."""
+    from pathlib import Path
+
+    from ._serve import Server, call, setup_state
+
+    lsat6 = Path(__file__).resolve().parents[1] / "datasets" / "lsat6.csv"
+    state = str(tmp_path / "s.db")
+    keys = setup_state(state, {"d": (lsat6, 4.0, 1e-6, ["--weights-col", "frequency"])}, {"alice": ["d=1"]})
+    server = Server(state)
+    try:
+        release = {"kind": "totals", "epsilon": 0.3}
+        assert call(f"{server.url}/v1/datasets/d/release", "POST", keys["alice"], release)[0] == 200
+        cli("serve", "analyst", "allow", state, "alice", "--allowance", "d=0.2")  # below what she spent
+        st, body, _ = call(f"{server.url}/v1/datasets/d/release", "POST", keys["alice"], release)
+        assert st == 402, body
+        cli("serve", "analyst", "allow", state, "alice", "--allowance", "d=2")
+        new = last_line(cli("serve", "analyst", "new-key", state, "alice"))
+        assert call(f"{server.url}/v1/datasets/d/release", "POST", keys["alice"], release)[0] == 401
+        assert call(f"{server.url}/v1/datasets/d/release", "POST", new, release)[0] == 200
+        st, events, _ = call(f"{server.url}/v1/curator/events", key=keys["curator"])
+        assert st == 200
+        assert [e["action"] for e in events][-3:] == ["analyst allow", "analyst allow", "analyst new-key"]
+        text = json.dumps(events)
+        assert all(k not in text and k.split(".")[0] not in text for k in (keys["alice"], new, keys["curator"]))
+        assert call(f"{server.url}/v1/curator/events", key=new)[0] == 403
+    finally:
+        server.stop()
