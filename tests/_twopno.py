@@ -44,3 +44,20 @@ def objective_residuals(rel):
                                [-x[-1] / F.MEAN_PRIOR_SD], -x[:m] / F.TAU_PRIOR_SD])
 
     return res
+
+
+def reversed_anchor_case():
+    """40 persons x 12 items (2PL slopes in [0.8, 2]), 15 % missing, anchored against the data's
+    direction: the lowest true θ at +1, the highest at -1 (a reviewer's case).  Returns the frame
+    (persons v0.., items r0..), the true θ, the two anchored rows and the anchors."""
+    import pandas as pd
+
+    rng = np.random.default_rng(93900060)
+    n, m = 40, 12
+    th = rng.standard_normal(n)
+    a, b = rng.uniform(0.8, 2, m), rng.normal(0, 1, m)
+    Y = (rng.random((n, m)) < special.expit(np.outer(th, a) - b)).astype(float)
+    Y[rng.random((n, m)) < 0.15] = np.nan
+    lo, hi = int(np.argmin(th)), int(np.argmax(th))
+    frame = pd.DataFrame(Y, index=[f"v{i}" for i in range(n)], columns=[f"r{j}" for j in range(m)])
+    return frame, th, lo, hi, {f"v{lo}": +1, f"v{hi}": -1}

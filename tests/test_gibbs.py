@@ -13,6 +13,8 @@ import pytest
 from scipy import optimize, special, stats
 
 import privirt
+
+from ._twopno import reversed_anchor_case
 from privirt.bayes import slopes, twopno_fused
 from privirt.bayes.posterior import SUMMARY_COLUMNS
 from privirt.bayes.truncnorm import std_truncnorm_lower, std_truncnorm_upper, truncnorm_draw
@@ -1005,15 +1007,8 @@ def test_free_slope_init_against_the_anchors_is_oriented(anchor, init):
     as given, so a = 1 (or θ = the truth) with anchors set against the data's direction left
     every chain in the mirror mode (corr with the truth +0.3 to +0.5 instead of about -0.7,
     sign-anchored θ squeezed to ±0.1).  The user's block is now reflected, with one warning."""
-    rng = np.random.default_rng(93900060)
-    n, m = 40, 12
-    th = rng.standard_normal(n)
-    a, b = rng.uniform(0.8, 2, m), rng.normal(0, 1, m)
-    Y = (rng.random((n, m)) < special.expit(np.outer(th, a) - b)).astype(float)
-    Y[rng.random((n, m)) < 0.15] = np.nan
-    lo, hi = int(np.argmin(th)), int(np.argmax(th))
-    frame = pd.DataFrame(Y, index=[f"v{i}" for i in range(n)], columns=[f"r{j}" for j in range(m)])
-    anchors = {f"v{lo}": "+", f"v{hi}": "-"} if anchor == "sign" else {f"v{lo}": 1, f"v{hi}": -1}
+    frame, th, lo, hi, fixed = reversed_anchor_case()
+    anchors = {f"v{lo}": "+", f"v{hi}": "-"} if anchor == "sign" else fixed
     kw = dict(n_iter=600, warmup=200, n_chains=2, seed=93900062, progress=False, device="cpu",
               slopes="free", anchors=anchors, priors={"a": (0.0, 4.0), "b": (0.0, 4.0)})
     sign = np.sign(np.corrcoef(privirt.gibbs_2pno(frame, **kw).mean("theta"), th)[0, 1])

@@ -15,6 +15,8 @@ import pytest
 from scipy import special
 
 import privirt
+
+from ._twopno import reversed_anchor_case as _reversed_anchor_case
 from privirt._progress import ProgressBar
 from privirt.bayes import Schedule
 from privirt.bayes import twopl as mhmod
@@ -401,18 +403,6 @@ def test_two_chains_with_anchors_agree_in_sign():
 
 
 
-def _reversed_anchor_case():
-    """40 persons x 12 items, 15 % missing, anchored against the data's direction: the lowest
-    true θ at +1, the highest at -1 (a reviewer's case)."""
-    rng = np.random.default_rng(93900060)
-    n, m = 40, 12
-    th = rng.standard_normal(n)
-    a, b = rng.uniform(0.8, 2, m), rng.normal(0, 1, m)
-    Y = (rng.random((n, m)) < special.expit(np.outer(th, a) - b)).astype(float)
-    Y[rng.random((n, m)) < 0.15] = np.nan
-    lo, hi = int(np.argmin(th)), int(np.argmax(th))
-    frame = pd.DataFrame(Y, index=[f"v{i}" for i in range(n)], columns=[f"r{j}" for j in range(m)])
-    return frame, th, lo, hi, {f"v{lo}": +1, f"v{hi}": -1}
 
 
 @pytest.mark.parametrize("init", ["tutorial", {"theta": 0.0}, {"b": 0.0},
