@@ -4,7 +4,6 @@ plain HTTP with the standard library, and CLI set-up of a state."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -12,15 +11,14 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 LSAT6 = ROOT / "datasets" / "lsat6.csv"
 
 
 def env() -> dict:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
-    return e
+    return child_env()
 
 
 def cli(*args: str, check: bool = True, subprocess_: bool = False) -> subprocess.CompletedProcess:

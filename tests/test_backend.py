@@ -8,6 +8,7 @@ import pytest
 
 import privirt
 from privirt import _backend
+from tests._env import child_env
 
 
 def test_cpu_is_numpy():
@@ -72,13 +73,12 @@ NUMBA_KERNELS = ("privirt.bayes.moves_numba", "privirt.bayes.twopno_numba", "pri
 
 
 def _with_numba_threads(value: str, *argv: str):
-    import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_NUM_THREADS=value)
+    env = child_env(NUMBA_NUM_THREADS=value)
     return subprocess.run([sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True,
                           timeout=300)
 

@@ -14,6 +14,7 @@ import pytest
 
 import privirt
 from privirt.cli import main
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -242,8 +243,7 @@ def test_non_private_estimate_unchanged(capsys, responses_csv):
 
 def test_subprocess_over_budget(tmp_path, responses_csv):
     path = tmp_path / "b.ledger"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
 
     def run(*args):
         return subprocess.run([sys.executable, "-m", "privirt", *args], cwd=str(ROOT), env=env,

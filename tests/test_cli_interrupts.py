@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from privirt.private.ledger import Ledger
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +50,7 @@ def _start(argv: list[str], hook: str = "", **popen) -> subprocess.Popen:
             mechanisms.DiscreteGaussian.apply = stuck
             """)
     code += f"from privirt.cli import main\nsys.exit(main({argv!r}))\n"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env, text=True,
@@ -315,7 +315,7 @@ def test_a_pooled_sweep_worker_ends_at_once_on_sigterm():
             "init_worker({}, pooled=True)\n"
             "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         env=child_env())
     assert out.stdout.strip() == "True", out.stderr
 
 

@@ -18,6 +18,7 @@ from privirt.cli import main
 from privirt.private.ledger import Ledger
 
 from ._full import fill_disk
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +40,7 @@ def ledger(tmp_path, capsys) -> Path:
 
 
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    environ = child_env(**env)
     return subprocess.run([sys.executable, "-m", "privirt", *args], capture_output=True,
                           env=environ, timeout=60)
 

@@ -19,6 +19,7 @@ from privirt.private.ledger import Ledger
 
 from ._full import NO_SPACE, fill_disk
 from ._full import FullStdout as _FullStdout
+from tests._env import child_env
 
 
 def _fails(*args: str) -> str:
@@ -102,9 +103,7 @@ def _closed_stdout(*args: str, cwd) -> "subprocess.CompletedProcess":
     """``privirt ARGS >&-``: a process that starts with its stdout closed (sys.stdout is None)."""
     import subprocess
     import sys
-    from pathlib import Path
-
-    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parents[1]))
+    env = child_env()
     return subprocess.run([sys.executable, "-m", "privirt", *args], stdout=None, stderr=subprocess.PIPE,
                           text=True, cwd=cwd, env=env, timeout=300, preexec_fn=lambda: os.close(1))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 import privirt
+from tests._env import child_env
 
 #: the remedy that ends the refusal of a person label seen twice (in memory and by Dask)
 UNIQUE = "make the person labels unique or merge the rows"
@@ -40,8 +40,7 @@ def _folder(path: Path, n=300, m=4, files=2, seed=0) -> Path:
 
 
 def _cli(argv: list[str]) -> subprocess.Popen:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     code = f"import sys\nfrom privirt.cli import main\nsys.exit(main({argv!r}))\n"
     return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -7,10 +7,9 @@ OPENBLAS_NUM_THREADS=1 and one with 2 gave different draws.  It now runs on one 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
+from tests._env import child_env
 
 _RUN = """
 import hashlib, warnings
@@ -25,10 +24,8 @@ print(hashlib.sha256(b"".join(p.draws[k].tobytes() for k in ("a", "b", "theta"))
 
 
 def _draws_hash(threads: int) -> str:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads),
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
-                                           os.environ.get("PYTHONPATH", "")]))
+    env = child_env(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                    MKL_NUM_THREADS=str(threads))
     done = subprocess.run([sys.executable, "-c", _RUN], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -7,7 +7,6 @@ tested; privirt itself runs unchanged (in a subprocess for the command line).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import pytest
 import privirt
 from privirt import _backend
 from privirt.cli import main
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 LSAT = ROOT / "datasets" / "lsat6.csv"
@@ -86,7 +86,7 @@ def probe_with(monkeypatch):
 
 
 def _run(stub: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(stub)]))
+    env = child_env(stub)
     return subprocess.run([sys.executable, "-m", "privirt", *args], cwd=str(cwd or ROOT), env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -123,7 +123,7 @@ def test_probe_compiles_a_kernel_and_hides_paths(tmp_path, probe_with):
 
 def test_probe_not_run_at_import(tmp_path):
     """Importing privirt (and its command line) does not import cupy, let alone probe it."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(_stub(tmp_path, BROKEN))]))
+    env = child_env(_stub(tmp_path, BROKEN))
     code = "import sys, privirt, privirt.cli, privirt.sweeps.execute; print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import signal
 import sqlite3
 import subprocess
@@ -17,14 +16,13 @@ import pytest
 import privirt
 from privirt.private.accounting import PrivacyCost, total_epsilon, zcdp_to_approx_dp
 from privirt.private.ledger import Ledger
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+    return child_env()
 
 
 def _python(code: str, **kw) -> subprocess.Popen:

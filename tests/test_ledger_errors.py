@@ -25,6 +25,7 @@ from privirt.private.accounting import PrivacyCost
 from privirt.cli import main
 from privirt.exceptions import LedgerError, PrivirtError
 from privirt.private.ledger import DEFAULT_DELTA_SHARE, Ledger
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 _rng = np.random.default_rng(5)
@@ -477,8 +478,7 @@ def test_sigint_after_the_debit(tmp_path, csv_file, via):
                 time.sleep(0.1)
         mechanisms.DiscreteGaussian.apply = stuck
         """) + run
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     # a shell's background job (`pytest &`) ignores SIGINT, and so would the child (the hook's
     # sleep then ran out: the "flake" of the last sessions); give it the default, as a terminal does
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env,
@@ -757,8 +757,7 @@ def _creator(path: Path, how: str) -> subprocess.Popen:
         lg.Ledger._create_in = stop
         lg.Ledger({str(path)!r}, epsilon=1.0, delta=1e-6)
         """)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     return subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

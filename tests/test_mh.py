@@ -24,6 +24,7 @@ from privirt.bayes import twopl_setup as setupmod
 from privirt.cli import main as cli_main
 from privirt.data.simulate import simulate_2pl
 from tests._exact_posterior import assert_moments_match, importance_moments
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -650,7 +651,7 @@ def test_cli_top_must_be_positive(votes_csv, capsys):
 
 def test_cli_subprocess(votes_csv):
     path, lo, _, _ = votes_csv
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-m", "privirt", "mh", str(path), "--person-col", "voter",
          "--iter", "80", "--warmup", "40", "--anchor", f"{lo}=-1", "--seed", "1"],

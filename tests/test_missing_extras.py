@@ -3,13 +3,13 @@ that need it (the core install has numpy, scipy, pandas, opendp and cryptography
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_sweep_report_without_matplotlib_is_refused_before_any_cell(tmp_path):
     code = ("import sys\nsys.modules['matplotlib'] = None\nfrom privirt.cli import main\n"
             f"sys.exit(main(['sweep', {str(config)!r}, '--out', {str(out)!r}, '--report', '--jobs', '1', "
             "'--no-progress']))\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = child_env()
     cli = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)
     assert cli.returncode == 2 and cli.stdout == "", (cli.stdout, cli.stderr)

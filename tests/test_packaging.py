@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import privirt
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,11 +81,10 @@ def test_first_use_of_the_lazy_api_from_two_threads_resolves_both_names():
     """Two threads taking names of privirt.private from a fresh ``import privirt``: the import
     cycle there handed one a partly initialised module (ImportError, most fresh runs). Four
     fresh interpreters at once; each must resolve both names."""
-    import os
     import subprocess
     import sys
 
-    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parent.parent))
+    env = child_env()
     runs = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_FIRST_USE], env=env, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
     results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
@@ -119,7 +119,7 @@ def test_a_fork_while_another_thread_holds_the_lazy_import_lock_does_not_hang_th
 
     if not hasattr(os, "fork"):
         pytest.skip("needs os.fork")
-    env = dict(os.environ, PYTHONPATH=str(Path(privirt.__file__).resolve().parent.parent))
+    env = child_env()
     run = subprocess.run([sys.executable, "-c", _FORK_WHILE_IMPORTING], env=env, text=True,
                          capture_output=True, timeout=120)
     assert run.stdout.strip() == "ok", (run.stdout, run.stderr)

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from privirt import _backend
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -135,9 +136,8 @@ def scratch(tmp_path_factory):
     shim = bin_dir / "privirt"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m privirt "$@"\n')
     shim.chmod(0o755)
-    env = dict(os.environ)
+    env = child_env()
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
     env["MPLBACKEND"] = "Agg"
     # the printed values are the CPU path's: on a GPU machine the default device="auto" would
     # run the samplers there, on other random streams (README, "device")
@@ -299,8 +299,7 @@ def test_readme_worker_example_runs_as_a_plain_script(index, tmp_path):
     block = BLOCKS[index]
     script = tmp_path / "script.py"
     script.write_text('open("runs.log", "a").write("ran\\n")\n' + block["code"], encoding="utf-8")
-    env = dict(os.environ, MPLBACKEND="Agg")
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
+    env = child_env(MPLBACKEND="Agg")
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

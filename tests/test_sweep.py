@@ -17,6 +17,7 @@ from privirt import sweeps as sw
 from privirt.cli import main
 from privirt.sweeps import registry, runner
 from privirt.sweeps import report as rep
+from tests._env import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ROOT / "experiments" / "quick.toml"
@@ -920,11 +921,7 @@ def test_an_unavailable_mechanism_is_refused_with_its_reason(tmp_path, monkeypat
 # ---------------------------------------------------------------------------------------
 # worker processes: plain scripts, Ctrl-C
 def _env() -> dict:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
-    return env
+    return child_env()
 
 
 _TINY = ('seed = 1\ntrials = 2\nepsilons = [0.5, 2.0]\nmechanisms = ["spectral", "gaussian"]\n'

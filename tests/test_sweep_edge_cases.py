@@ -9,6 +9,7 @@ import pytest
 
 from privirt import sweeps as sw
 from privirt.sweeps.results import has_rows
+from tests._env import child_env
 
 
 def _write(tmp_path: Path, text: str, name: str = "cfg.toml") -> Path:
@@ -118,12 +119,7 @@ _TINY = ('seed = 1\ntrials = 1\nepsilons = [0.5, 2.0]\nmechanisms = ["gaussian"]
 
 
 def _env() -> dict:
-    import os
-
-    root = Path(__file__).resolve().parents[1]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}".rstrip(os.pathsep)
-    return env
+    return child_env()
 
 
 @pytest.mark.parametrize("guarded", [False, True])
