@@ -45,6 +45,8 @@ Usage::
                                                               # orbit moves (docs/gibbs.md)
     python benchmarks/bench_rollcall.py --data PATH           # votes elsewhere (or env
                                                               # PRIVIRT_ROLLCALL_DATA)
+    python benchmarks/bench_rollcall.py --gpu --peers ""      # privirt on the GPU too (cupy);
+                                                              # compared by ESS per wall second
 """
 
 from __future__ import annotations
@@ -188,15 +190,17 @@ def run_mcmcirt1d(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
 
 
 def run_privirt(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
-                anchors: dict = ANCHORS, engine: str = "auto", threads: int | None = 1) -> dict:
+                anchors: dict = ANCHORS, engine: str = "auto", threads: int | None = 1,
+                device: str = "cpu") -> dict:
     """privirt's draws and seconds; ``threads=1``: the fused sweep on the calling thread and
-    BLAS limited to one thread (threadpoolctl), ``None``: every core."""
+    BLAS limited to one thread (threadpoolctl), ``None``: every core; ``device="gpu"``: the
+    CUDA kernels (``engine`` is then ``"auto"``; the CPU seconds are the host's alone)."""
     from threadpoolctl import threadpool_limits
 
     from privirt.bayes import twopno_fused
 
     kw = dict(slopes="free", anchors=anchors, priors={"a": (0.0, 4.0), "b": (0.0, 4.0)},
-              device="cpu", engine=engine, progress=False)
+              device=device, engine=engine if device == "cpu" else "auto", progress=False)
     saved = twopno_fused.PARALLEL_CELLS
     if threads == 1:
         twopno_fused.PARALLEL_CELLS = np.iinfo(np.int64).max
@@ -210,7 +214,8 @@ def run_privirt(votes: pd.DataFrame, burnin: int, mcmc: int, seed: int,
     finally:
         twopno_fused.PARALLEL_CELLS = saved
     out = {p: post.get_draws(p)[0] for p in ("theta", "a", "b")}
-    out.update(wall_s=wall, cpu_s=cpu, engine=post.info["engine"], n_iter=burnin + mcmc)
+    out.update(wall_s=wall, cpu_s=cpu, engine=post.info["engine"], n_iter=burnin + mcmc,
+               device=device)
     return out
 
 
@@ -254,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plain", action="store_true",
                     help="also run privirt without its orbit moves (the plain three-step "
                          "Gibbs sampler of MCMCirt1d), to show what the moves add")
+    ap.add_argument("--gpu", action="store_true",
+                    help="also run privirt on the GPU (needs cupy and a CUDA device); it is "
+                         "compared by ESS per wall second (its CPU seconds are the host's)")
     args = ap.parse_args(argv)
     if args.quick:
         args.burnin, args.mcmc = 200, 500
@@ -288,6 +296,10 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 gibbs.ORBIT_MOVES = True
             runs.setdefault("privirt without the orbit moves", []).append(dict(res, seed=seed))
+        if args.gpu:
+            res = run_privirt(votes, args.burnin, args.mcmc, seed, device="gpu")
+            runs.setdefault("privirt gibbs_2pno (slopes=\"free\") on the GPU", []).append(
+                dict(res, seed=seed))
         for peer in peers:
             why = r_available(peer)
             if why:
@@ -316,6 +328,19 @@ def main(argv: list[str] | None = None) -> int:
               f"ESS a per CPU s {ours[1] / m[1]:.2f}×, CPU per iteration {m[2] / ours[2]:.2f}×")
         cmp = compare(runs[ours_name][0], runs[name][0])
         print(f"posterior means, privirt vs {name} (first seed; sign aligned):")
+        for p, (r, rmsd) in cmp.items():
+            print(f"  {p:5s}  correlation {r:.5f}   RMSD {rmsd:.4f}")
+    gpu_name = next((name for name, rs in runs.items() if rs[0].get("device") == "gpu"), None)
+    if gpu_name is not None:
+        def per_wall(name: str) -> tuple[float, float]:
+            rs = runs[name]
+            return (float(np.mean([ess_row(r, r["wall_s"])["a"][2] for r in rs])),
+                    float(np.mean([r["wall_s"] for r in rs])))
+        (g_ess, g_wall), (c_ess, c_wall) = per_wall(gpu_name), per_wall(ours_name)
+        print(f"\nGPU / CPU privirt (mean over seeds): ESS a per wall s {g_ess / c_ess:.2f}×, "
+              f"wall seconds {c_wall / g_wall:.2f}× fewer")
+        cmp = compare(runs[ours_name][0], runs[gpu_name][0])
+        print("posterior means, privirt on the CPU vs on the GPU (first seed):")
         for p, (r, rmsd) in cmp.items():
             print(f"  {p:5s}  correlation {r:.5f}   RMSD {rmsd:.4f}")
     for peer, why in skipped.items():
