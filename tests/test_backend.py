@@ -84,10 +84,11 @@ def _with_numba_threads(value: str, *argv: str):
 
 
 def _gibbs_with_numba_threads(value: str, out):
-    """``privirt gibbs`` (a short run on LSAT6) under ``NUMBA_NUM_THREADS=value``."""
+    """``privirt gibbs`` (a short run on LSAT6, on the CPU: the numba kernel is the CPU's) under
+    ``NUMBA_NUM_THREADS=value``."""
     return _with_numba_threads(value, "-m", "privirt", "gibbs", "datasets/lsat6.csv", "--weights-col",
                                "frequency", "--iter", "4", "--warmup", "2", "--seed", "7", "--no-progress",
-                               "--out", str(out))
+                               "--device", "cpu", "--out", str(out))
 
 
 @pytest.mark.skipif(not _backend.numba_available(), reason="numba (the fast extra) is not installed")
