@@ -160,6 +160,23 @@ def test_semicolon_csv_gets_wrong_delimiter(wide, tmp_path, capsys):
     assert "wrong delimiter?" in line and "semi.csv" in line and "';'" in line
 
 
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_spreadsheets_separator_line_is_named(wide, tmp_path, capsys, sep):
+    # Excel's "sep=," first line was taken for a header of two columns ("line 2 has 4 fields where
+    # the header has 2"), and "sep=;" for a semicolon file's single column
+    _, frame = wide
+    path = tmp_path / "excel.csv"
+    path.write_text(f"sep={sep}\n" + frame.to_csv(sep=sep), encoding="utf-8")
+    ledger = tmp_path / "L.db"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1", "--delta", "1e-6"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(path), "--epsilon", "0.5", "--ledger", str(ledger)]) == 2
+    line = _err_line(capsys)
+    assert "excel.csv" in line and f"'sep={sep}'" in line and "delete that line" in line
+    assert main(["budget", "show", str(ledger)]) == 0
+    assert "(0 spend(s)" in capsys.readouterr().out
+
+
 def test_gzipped_csv_and_stdin_read_as_the_plain_file(wide, tmp_path, capsys):
     path, frame = wide
     gz = tmp_path / "r.csv.gz"

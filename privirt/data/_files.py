@@ -204,6 +204,12 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
     try:
         header = pd.read_csv(source(), sep=sep, header=None, nrows=1, dtype=str,
                              keep_default_na=False, compression=compression).iloc[0].tolist()
+        if (re.fullmatch(r"sep=.?", str(header[0]).strip(), re.IGNORECASE)
+                and not any(str(h).strip() for h in header[1:])):
+            raise ValueError(
+                f"the first line of {name} ({str(header[0]).strip() + sep * (len(header) - 1)!r}) is a "
+                "spreadsheet's separator line, not a header: delete that line, so that the first "
+                "line names the items")
         options = (_text_label_options([str(c) for c in header], fmt, person_col, item_col)
                    if labels_as_text else {})
         frame = pd.read_csv(source(), sep=sep, compression=compression, **({"keep_default_na": True} | options))
