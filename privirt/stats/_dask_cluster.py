@@ -61,12 +61,36 @@ def computed(future: Any, client: Any, *, private: bool) -> Any:
         raise
 
 
+def _check_address(address: str) -> None:
+    """Raise ``ValueError`` for an address that no scheduler can have, as ``distributed`` parses it.
+
+    ``Client(address)`` closes the client it made only when the connection fails (``OSError``);
+    on a malformed address (``ValueError``) it leaves that client running: its event-loop
+    thread, the process's default client and ``dask.config`` ``scheduler`` set.  Its finaliser
+    then ran at the garbage collector's whim, and when that was in the starting thread of the
+    next client's event loop it waited for the lock held by that start: 10 s, then an
+    ``AssertionError`` from ``distributed`` instead of a message.  A port out of range was
+    retried until the connect timeout.
+    """
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address
+
+    scheme, location = parse_address(address)
+    try:
+        _, port = registry.get_backend(scheme).get_address_host_port(location)
+    except NotImplementedError:  # (inproc, ucx: no host and port to check)
+        return
+    if not 0 < port < 65536:
+        raise ValueError(f"port {port} is not in 1-65535")
+
+
 @contextlib.contextmanager
 def address_client(address: str) -> Iterator[Any]:
     """A client of the scheduler at ``address``, closed on exit (quietly after a lost scheduler)."""
     from distributed import Client
 
     try:
+        _check_address(address)  # before a Client exists: none is left behind
         own = Client(address)  # waits distributed.comm.timeouts.connect
     except (OSError, ValueError, TypeError) as exc:  # unreachable, or a malformed address
         raise ValueError(
