@@ -317,6 +317,9 @@ def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_
         with pytest.raises(RequestFailed) as err:
             run_request(store, carol, "wide", endpoint, model.model_dump(), None)
         assert err.value.status == 422 and f"built for up to {MCAR_MAX_ITEMS} items" in err.value.detail
+        # (in the service's words: an analyst has no privirt.private_spectral_estimate to call)
+        other = '"method": "spectral"' if endpoint == "estimate" else '"kind": "counts"'
+        assert f"ask for {other}" in err.value.detail and "privirt." not in err.value.detail
     assert store.counts() == n0
     body, _ = run_request(store, carol, "wide", "release", ReleaseRequest(epsilon=1.0, kind="counts").model_dump(),
                           None)

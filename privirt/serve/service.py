@@ -261,6 +261,14 @@ def load_datasets(store: Store, *, keep: bool = True) -> None:
 def request_cost(ds: dict, endpoint: str, params: dict):
     """The cost of the measurement the library will use (from public n, m, ε, δ only)."""
     totals = (params.get("method") or params.get("kind")) == "totals"
+    if totals and ds["missing"] == "mcar":
+        from ..private.totals.marginal_missing import MCAR_MAX_ITEMS, mcar_release_holds
+
+        if not mcar_release_holds(len(ds["items"])):  # (public m: the library's message names its own API)
+            other = '"method": "spectral"' if endpoint == "estimate" else '"kind": "counts"'
+            raise RequestFailed(422, f"the totals estimator's release with missing cells is built for up to "
+                                     f"{MCAR_MAX_ITEMS} items and this data set has {len(ds['items'])}: ask "
+                                     f"for {other}, which takes missing cells as they are; nothing was spent")
     try:
         return _calibrated_cost(ds["n_persons"], len(ds["items"]), ds["missing"], totals,
                                 params.get("mechanism"), params["epsilon"], params["delta"])
