@@ -102,8 +102,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\buse p0 >= (\S+) \(p0='auto'\)"), r"use --p0 >= \1 (--p0 auto)"),
     # "drop_cols names 'x', not a column of the table" (data/_labels.py)
     (re.compile(r"^drop_cols names\b"), "--drop-cols names"),
-    # "person_col 'nope' is not a column of the table"
-    (re.compile(r"\b(person_col|item_col|response_col) (?=')"), lambda m: f"{_FLAGS[m.group(1)]} "),
+    # "person_col 'nope' is not a column of the table", "drop_cols 'x' names two columns"
+    (re.compile(r"\b(person_col|item_col|response_col|drop_cols) (?=')"), lambda m: f"{_FLAGS[m.group(1)]} "),
     # the samplers' schedule (bayes/schedule.py): "n_chains must be at least 1, got 0"
     (re.compile(r"^(n_chains|n_iter|warmup|thin) must be at least\b"),
      lambda m: f"{_SAMPLER_FLAGS[m.group(1)]} must be at least"),

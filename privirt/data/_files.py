@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._names import name_key
+
 __all__ = ["read_path", "read_stream", "strip_labels", "table_suffix", "text_number"]
 
 #: the strings pandas reads as missing by default (``pandas.read_csv``, ``na_values``): the
@@ -111,12 +113,12 @@ def _check_has_rows(frame: pd.DataFrame, name: str, fmt: str, person_col: Any, i
     if frame.shape[0] or not frame.shape[1]:
         return
     names = [str(c) for c in frame.columns]
-    person = (person_col or "person").lower()
+    person = name_key(person_col or "person")
     if fmt == "long" or (fmt == "auto" and len(names) == 3
-                         and {person, item_col.lower()} <= {c.lower() for c in names}):
+                         and {person, name_key(item_col)} <= {name_key(c) for c in names}):
         what = "one row per answer (person, item, response)"
     else:
-        items = [c for c in names if c.lower() != person and not c.startswith("Unnamed: 0")]
+        items = [c for c in names if name_key(c) != person and not c.startswith("Unnamed: 0")]
         what = (f"one row per person, with an answer (0, 1 or empty) under each of the "
                 f"{len(items)} item columns")
     raise ValueError(f"{name} has a header but no data rows; add {what}")
@@ -157,13 +159,13 @@ def _text_label_options(names: list[str], fmt: str, person_col, item_col) -> dic
     a wide table's person column (``person_col``, a column named ``person`` in any case, or an
     unnamed first column).  Inferred from the rows, ``001`` and ``1`` were one label, 1."""
     if fmt == "long" or (fmt == "auto" and len(names) == 3):
-        wanted = {(person_col or "person").lower(), item_col.lower()}
-        labels = [c for c in names if c.strip().lower() in wanted]  # (" item": strip_labels)
+        wanted = {name_key(person_col or "person"), name_key(item_col)}
+        labels = [c for c in names if name_key(c.strip()) in wanted]  # (" item": strip_labels)
     else:
         labels = []
     if not labels and fmt != "long":  # a wide table (or a 3-column one without the long names)
-        wanted = {(person_col or "person").lower()}
-        labels = [c for c in names if c.strip().lower() in wanted]
+        wanted = {name_key(person_col or "person")}
+        labels = [c for c in names if name_key(c.strip()) in wanted]
         if not labels and person_col is None and names and names[0] == "":
             labels = ["Unnamed: 0"]  # the name pandas gives the unnamed first column
     if not labels:
@@ -229,7 +231,7 @@ def _read_csv(source: Any, name: str, sep: str, compression: Any = "infer", *, f
         default = isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1
         maybe = "index_col" not in options and frame.shape[1] and (
             not default or frame.iloc[:, -1].isna().any())  # (ids 0, 1, ... also read as a RangeIndex)
-        labelled = str(header[0]).strip().lower() == str(person_col or "person").lower()
+        labelled = name_key(str(header[0]).strip()) == name_key(person_col or "person")
         trailing = bool(maybe) and _rows_end_in_separator(source, sep, compression, len(header), labelled)
         if trailing:
             # (a row whose extra field pandas would drop, with a ParserWarning, is found in the
@@ -299,8 +301,8 @@ def _check_answer_row_names(frame: pd.DataFrame, name: str, header: list, person
     if isinstance(index, pd.RangeIndex) or not index.has_duplicates or not all(
             str(v).strip() in _ANSWER_TEXT for v in index):
         return
-    wanted = str(person_col or "person").strip().lower()
-    if any(str(c).strip().lower() == wanted for c in header) or (
+    wanted = name_key(str(person_col or "person").strip())
+    if any(name_key(str(c).strip()) == wanted for c in header) or (
             person_col is None and header and not str(header[0]).strip()):
         return  # (a person column: its labels, not the row names, name the persons)
     raise ValueError(

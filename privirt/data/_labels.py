@@ -3,12 +3,15 @@ only in type (labels are compared as text downstream), and a wide table's item c
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 from mechanisms.measures import _brief
+
+from ._names import find_column, name_key, same_name
 
 __all__: list[str] = []
 
@@ -248,10 +251,25 @@ def match_items(items: Sequence[Any] | None, columns: Sequence[Any], *,
             shown = f"item(s) {extra}" if len(extra) <= 5 else f"{len(extra)} items (the first 5: {extra[:5]})"
             raise ValueError(
                 f"the data have {shown} that are not in the public item set "
-                "`items`; add them to `items` or remove them from the data"
+                f"`items`; {_normalisation_note(extra, public_text)}add them to `items` or remove "
+                "them from the data"
             )
     where = {text: k for k, text in enumerate(data_text)}
     return labels, np.array([where.get(text, -1) for text in public_text], dtype=np.intp)
+
+
+def _normalisation_note(extra: list, public_text: list[str]) -> str:
+    """Words for a data item that is an item of ``items`` in another Unicode normalisation
+    (NFC/NFD print alike; item labels are compared exactly, so they are other items): both
+    shown with ``ascii()`` and what to do; ``""`` when there is none."""
+    nfc = {unicodedata.normalize("NFC", t): t for t in public_text}
+    for label in extra:
+        twin = nfc.get(unicodedata.normalize("NFC", str(label).strip()))
+        if twin is not None:
+            return (f"{ascii(str(label))} in the data and {ascii(twin)} in `items` differ only in "
+                    "Unicode normalisation (NFC/NFD): write `items` in the form of the data, or "
+                    "normalise the file; else ")
+    return ""
 
 
 def unnamed_first(columns: Any) -> bool:
@@ -291,15 +309,19 @@ def wide_item_columns(columns: list, person_col: str | None, index_names: Any = 
         For a long table (exactly the columns person, item and response, any case), which
         the in-memory reader reads as long and the Dask engine cannot read.
     """
-    names = {str(c).lower() for c in columns}
-    if len(columns) == 3 and {("person" if person_col is None else str(person_col)).lower(), "item", "response"} <= names:
+    names = {name_key(c) for c in columns}
+    if len(columns) == 3 and {name_key("person" if person_col is None else person_col), "item", "response"} <= names:
         raise ValueError(f"engine='dask' reads wide tables (one column per item), and the table"
                          f"{where} has the long layout (columns {', '.join(map(str, columns))}); "
                          "convert the long table or use engine='local'")
-    if person_col is not None and person_col not in columns and person_col not in index_names:
-        raise ValueError(f"person_col {person_col!r} is not a column of the table{where}")
-    items = [c for c in columns
-             if c != person_col and (person_col is not None or str(c).lower() != "person")]
+    if person_col is not None:  # (any case and Unicode normalisation, as the in-memory reader)
+        found = find_column(columns, person_col, "person_col")
+        if found is None and find_column(index_names, person_col, "person_col") is None:
+            raise ValueError(f"person_col {person_col!r} is not a column of the table{where}")
+    else:
+        found = None
+    items = [c for c in columns if not same_name(c, found)
+             and (person_col is not None or name_key(c) != "person")]
     if from_file and person_col is None and len(items) == len(columns) and unnamed_first(items):
         return items[1:]
     return items
@@ -330,11 +352,12 @@ def check_not_long(frame: pd.DataFrame, fmt: str, person_col: str, item_col: str
     """
     if fmt == "long" and weight_col is not None:
         raise ValueError("weights apply to wide pattern tables (one row per response pattern)")
-    lower = {str(c).lower(): c for c in frame.columns if c != weight_col}
-    names = (person_col.lower(), item_col.lower(), response_col.lower())
-    if fmt != "auto" or not set(names) <= set(lower) or (len(lower) == 3 and weight_col is None):
+    others = [c for c in frame.columns if c != weight_col]
+    names = (name_key(person_col), name_key(item_col), name_key(response_col))
+    if (fmt != "auto" or not set(names) <= {name_key(c) for c in others}
+            or (len(others) == 3 and weight_col is None)):
         return
-    item = frame[lower[item_col.lower()]]
+    item = frame[find_column(others, item_col, "item_col")]
     if pd.to_numeric(item, errors="coerce").isin([0, 1]).eq(item.notna()).all():
         return  # 0/1 answers: a wide table with an item called item
     shown = ", ".join(map(str, frame.columns))
@@ -402,20 +425,21 @@ def check_drop_cols(drop_cols: Any, table: bool) -> tuple:
 def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataFrame:
     """``frame`` without the columns ``names`` (``drop_cols``), refusing an unknown name and
     the person column."""
-    if person_col is None:  # (None is no column's name: drop_cols=[None] is an unknown column)
-        person = [n for n in names if str(n).lower() == "person"]
-    else:
-        person = [n for n in names if n == person_col]
+    # (None is no column's name: drop_cols=[None] is an unknown column); names are matched in
+    # any case and Unicode normalisation (a header saved on macOS is in NFD)
+    person_key = name_key("person" if person_col is None else person_col)
+    person = [n for n in names if n is not None and name_key(n) == person_key]
     if person:
         raise ValueError(f"drop_cols names the person column {_py(person[0])!r}: leave it out (only "
                          "columns that hold neither person labels nor answers are to be dropped)")
-    cols = [str(c) for c in frame.columns]
-    unknown = [n for n in names if str(n) not in cols]
-    if unknown:
+    columns = list(frame.columns)
+    found = [find_column(columns, n, "drop_cols") for n in names]
+    if None in found:
+        cols = [str(c) for c in columns]
         shown = ", ".join(cols[:12]) + (f", ... ({len(cols)} columns)" if len(cols) > 12 else "")
-        raise ValueError(f"drop_cols names {_py(unknown[0])!r}, not a column of the table; name "
-                         f"one of its columns: {shown}")
-    return frame.loc[:, [c not in {str(n) for n in names} for c in cols]]
+        raise ValueError(f"drop_cols names {_py(names[found.index(None)])!r}, not a column of the "
+                         f"table; name one of its columns: {shown}")
+    return frame.loc[:, [not any(same_name(c, f) for f in found) for c in columns]]
 
 
 #: how many flagged items a message names before it cuts the list

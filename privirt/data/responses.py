@@ -38,6 +38,7 @@ from ._cells import _cell_number, _first_offender, _frame_values
 from ._files import read_path, read_stream
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
                       check_column_names, check_drop_cols, drop_columns, refuse_duplicate_labels, text_labels, unnamed_first)
+from ._names import find_column, name_key
 from ._patterns import expand_patterns
 
 __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
@@ -227,6 +228,10 @@ def as_responses(
         Columns of a table to remove before it is read, such as text label columns (state,
         party) beside the person column; an unknown name, or the person column, is refused.
 
+    The column names given (``person_col``, ``item_col``, ``response_col``, ``weights``,
+    ``drop_cols``) name a column exactly or else in any case and Unicode normalisation (a header
+    saved on macOS is NFD); the labels in the data are compared exactly.
+
     Raises
     ------
     ValueError
@@ -376,9 +381,9 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
         raise ValueError(f"the responses table is empty (shape {frame.shape})")
     long_pcol = "person" if person_col is None else str(person_col)
     if weight_col is not None:
-        if weight_col not in frame.columns:  # any case, as the long layout's column names
-            same = [c for c in frame.columns if str(c).lower() == weight_col.lower()]
-            weight_col = same[0] if len(same) == 1 else weight_col
+        # any case and Unicode normalisation, as the long layout's column names
+        found = find_column(frame.columns, weight_col, "weights column")
+        weight_col = weight_col if found is None else found
         if weight_col not in frame.columns:
             raise ValueError(f"weights column {weight_col!r} is not a column of the table "
                              f"(columns: {', '.join(map(str, frame.columns[:8]))})")
@@ -388,21 +393,21 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
                            response_col, from_file, read=read)
         resp._cache["pattern_weights"] = counts
         return resp
-    cols_lower = {str(c).lower(): c for c in frame.columns}
+    keys = {name_key(c) for c in frame.columns}
     check_not_long(frame, fmt, long_pcol, item_col, response_col)
     is_long = fmt == "long" or (
         fmt == "auto"
         and frame.shape[1] == 3
-        and {long_pcol.lower(), item_col.lower(), response_col.lower()} <= set(cols_lower)
+        and {name_key(long_pcol), name_key(item_col), name_key(response_col)} <= keys
     )
     if is_long:
-        return _from_long(frame, long_pcol, item_col, response_col, cols_lower, read.labels_as_text)
+        return _from_long(frame, long_pcol, item_col, response_col, read.labels_as_text)
     if (
         fmt == "auto"
         and frame.shape[1] == 3
-        and {long_pcol.lower(), item_col.lower()} <= set(cols_lower)
+        and {name_key(long_pcol), name_key(item_col)} <= keys
     ):
-        other = [c for c in frame.columns if str(c).lower() not in (long_pcol.lower(), item_col.lower())]
+        other = [c for c in frame.columns if name_key(c) not in (name_key(long_pcol), name_key(item_col))]
         raise ValueError(
             f"this table looks long (columns {', '.join(map(str, frame.columns))}) but has no "
             f"{response_col!r} column: rename {other[0]!r} to {response_col!r}, or read it with "
@@ -412,12 +417,13 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     # wide layout
     label_col = None
     if person_col is not None:
-        if person_col not in frame.columns and person_col != frame.index.name:
-            raise ValueError(f"person_col {person_col!r} is not a column of the table")
+        # (any case and Unicode normalisation: a header saved on macOS is in NFD)
+        label_col = find_column(frame.columns, person_col, "person_col")
         # a Parquet file written from a labelled frame restores that column as the index
-        label_col = person_col if person_col in frame.columns else None
-    elif "person" in cols_lower:
-        label_col = cols_lower["person"]
+        if label_col is None and find_column([frame.index.name], person_col, "person_col") is None:
+            raise ValueError(f"person_col {person_col!r} is not a column of the table")
+    elif "person" in keys:
+        label_col = find_column(frame.columns, "person", "the person column")
     elif from_file and unnamed_first(frame.columns):
         label_col = frame.columns[0]
     if label_col is not None:
@@ -434,23 +440,20 @@ def _from_frame(frame: pd.DataFrame, fmt, person_col, item_col, response_col, fr
     return _from_array(values, persons, frame.columns, table=not named)
 
 
-def _from_long(frame, person_col, item_col, response_col, cols_lower,
-               labels_as_text: bool = False) -> Responses:
+def _from_long(frame, person_col, item_col, response_col, labels_as_text: bool = False) -> Responses:
     names = []
-    lowered = {person_col.lower(), item_col.lower()}
+    lowered = {name_key(person_col), name_key(item_col)}  # (any case and Unicode normalisation)
     if (
         frame.shape[1] == 3
-        and response_col not in frame.columns
-        and response_col.lower() not in cols_lower
-        and lowered <= set(cols_lower)
+        and find_column(frame.columns, response_col, "response_col") is None
+        and lowered <= {name_key(c) for c in frame.columns}
     ):
         # an explicit long table of three columns: the one that is not person/item holds the responses
-        response_col = next(str(c) for c in frame.columns if str(c).lower() not in lowered)
-    for want in (person_col, item_col, response_col):
-        if want in frame.columns:
-            names.append(want)
-        elif want.lower() in cols_lower:
-            names.append(cols_lower[want.lower()])
+        response_col = next(str(c) for c in frame.columns if name_key(c) not in lowered)
+    for what, want in (("person_col", person_col), ("item_col", item_col), ("response_col", response_col)):
+        found = find_column(frame.columns, want, what)
+        if found is not None:
+            names.append(found)
         else:
             raise ValueError(
                 f"long-format responses need columns {person_col!r}, {item_col!r}, "

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..data._labels import _check_distinct_as_text, refuse_duplicate_labels
+from ..data._names import find_column
 
 #: the labels are checked in this many hash buckets (fewer when there are fewer partitions)
 BUCKETS: int = 64
@@ -30,8 +31,10 @@ def label_column(names: list, items: list, person_col: Any, index_names: Any = (
     file's unnamed first column); ``person_col`` may also name an index.  Without one, a
     single named index holds the labels (as in memory); an unnamed index is not checked.
     """
-    if person_col is not None and person_col in index_names and person_col not in names:
-        return person_col
+    if person_col is not None and find_column(names, person_col, "person_col") is None:
+        index = find_column(index_names, person_col, "person_col")  # (any case and normalisation)
+        if index is not None:
+            return index
     left_out = [c for c in names if c not in items]
     if left_out:
         return left_out[0]
