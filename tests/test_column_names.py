@@ -1,6 +1,6 @@
 """Column names typed in another Unicode normalisation (a header saved on macOS is NFD, a name
 typed on Linux NFC) name the column; item labels stay exact, and a mismatch in normalisation
-is said."""
+is said; a stray control byte in an answer cell is named, not taken for a label column."""
 
 from __future__ import annotations
 
@@ -105,3 +105,34 @@ def test_an_item_set_in_another_normalisation_is_said_not_silently_matched(tmp_p
     assert "differ only in Unicode normalisation" in err and "--items" in err
     assert ascii(nfc("é1")) in err and ascii(nfd("é1")) in err
     assert ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("cell, code", [("0\x1a", "0x1a, a DOS end-of-file mark"),
+                                        ("\x001", "0x00, a NUL byte")])
+def test_a_control_byte_in_one_cell_is_named_not_taken_for_a_label_column(tmp_path, capsys, cell, code):
+    # "... column 'q3' looks like a label column, not answers: remove it ... --drop-cols q3",
+    # while every other cell of q3 was an answer
+    rows = [*ROWS[:-1], (*ROWS[-1][:3], cell)]
+    wide = _wide(tmp_path / "w.csv", ["person", "q1", "q2", "q3"], rows)
+    with pytest.raises(ValueError, match=f"holds a control character \\({code}") as info:
+        as_responses(wide)
+    assert "label column" not in str(info.value)
+    ledger = _ledger(tmp_path, capsys)
+    before = ledger.read_bytes()
+    err = _refused(["estimate", str(wide), "--epsilon", "1", "--ledger", str(ledger)], capsys)
+    assert f"control character ({code}" in err and "--drop-cols" not in err
+    assert ledger.read_bytes() == before
+    long = tmp_path / "l.csv"
+    long.write_text("person,item,response\np1,q1,1\np1,q2,0\np2,q1," + cell + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"control character \\({code}"):
+        as_responses(long)
+
+
+def test_one_stray_text_among_answers_is_no_label_column_but_labels_are():
+    frame = pd.DataFrame({"person": ["a", "b", "c", "d"], "q1": ["0", "1", "x", "1"],
+                          "q2": ["ann", "bob", "cy", "1"]})
+    with pytest.raises(ValueError, match="most cells of column 'q1' are answers") as info:
+        as_responses(frame[["person", "q1"]])
+    assert "label column" not in str(info.value)
+    with pytest.raises(ValueError, match="column 'q2' looks like a label column"):
+        as_responses(frame[["person", "q2"]])

@@ -3,6 +3,7 @@ cell that is no response (with a hint at what the column is: labels, or text ans
 
 from __future__ import annotations
 
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
@@ -19,6 +20,8 @@ __all__: list[str] = []
 ANSWER_WORDS = frozenset({"yes", "no", "y", "n", "yea", "nay", "aye", "true", "false", "t", "f",
                           "correct", "incorrect", "right", "wrong", "agree", "disagree", "pass",
                           "fail", "present", "absent"})
+#: the hint for answers written as text
+TEXT_ANSWERS_HINT = "convert text such as 'yes'/'no' to 0/1 first"
 #: more distinct texts than this in one column: labels, not answers
 MAX_ANSWER_TEXTS = 4
 
@@ -28,6 +31,32 @@ def _answer_like(obj: np.ndarray, vals: list) -> bool:
     recognised answer word) rather than labels (many texts, or none an answer word)."""
     texts = {str(v).strip().lower() for v, x in zip(obj, vals) if x is None}
     return len(texts) <= MAX_ANSWER_TEXTS and bool(texts & ANSWER_WORDS)
+
+
+#: names of control characters that stray into a file
+_CONTROL_NAMES = {"\x00": "a NUL byte", "\x1a": "a DOS end-of-file mark, Ctrl-Z",
+                  "\x1b": "an escape character", "\x7f": "a delete character"}
+
+
+def control_hint(value: Any) -> str | None:
+    """The hint for a cell that is an answer (or nothing) plus control characters, such as a
+    file's trailing Ctrl-Z or a NUL byte; None for any other cell."""
+    if not isinstance(value, str):
+        return None
+    stray = [ch for ch in value if unicodedata.category(ch) == "Cc" and not ch.isspace()]
+    rest = "".join(ch for ch in value if ch not in stray)
+    if not stray or (rest.strip() and text_number(rest) is None):
+        return None
+    ch = stray[0]
+    what = f"0x{ord(ch):02x}" + (f", {_CONTROL_NAMES[ch]}" if ch in _CONTROL_NAMES else "")
+    return f"cell {value!r} holds a control character ({what}): remove it"
+
+
+def _mostly_non_answers(vals: list) -> bool:
+    """Whether most of a column's non-missing cells are no answers (text, or numbers other
+    than 0 and 1): a label column, not answers with a bad cell or two."""
+    given = [v for v in vals if v is None or not np.isnan(v)]
+    return 2 * sum(v is None or v not in (0.0, 1.0) for v in given) > len(given)
 
 
 def _label_col_hint(name: Any) -> str:
@@ -58,9 +87,16 @@ def _frame_values(frame: pd.DataFrame, describe=None, labelled: bool = False) ->
                 v = obj[i]
                 if describe is not None:
                     raise ValueError(describe(i, j, v))
-                hint = ("convert text such as 'yes'/'no' to 0/1 first" if _answer_like(obj, vals)
-                        else _label_col_hint(name))
-                if j == 0 and not labelled and (_all_distinct(col) or not _answer_like(obj, vals)):
+                control, labels = control_hint(v), _mostly_non_answers(vals)
+                if control is not None:
+                    hint = control
+                elif _answer_like(obj, vals):
+                    hint = TEXT_ANSWERS_HINT
+                elif labels:
+                    hint = _label_col_hint(name)
+                else:  # (one stray text in a column of answers: not a label column)
+                    hint = f"most cells of column {name!r} are answers: correct or empty this one"
+                if j == 0 and not labelled and control is None and (_all_distinct(col) or labels):
                     hint = f"{_person_col_hint(name)}; otherwise {hint}"
                 raise ValueError(
                     f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "

@@ -34,7 +34,7 @@ import pandas as pd
 from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning, user_stacklevel
 from ._codes import array_codes, as_array, observed_rows_cols
-from ._cells import _cell_number, _first_offender, _frame_values
+from ._cells import TEXT_ANSWERS_HINT, _cell_number, _first_offender, _frame_values, control_hint
 from ._files import read_path, read_stream
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
                       check_column_names, check_drop_cols, drop_columns, refuse_duplicate_labels, text_labels, unnamed_first)
@@ -482,7 +482,7 @@ def _from_long(frame, person_col, item_col, response_col, labels_as_text: bool =
         return (
             f"invalid response {v!r} for person {_py(frame[pc].iloc[i])!r}, item "
             f"{_py(frame[ic].iloc[i])!r} (row {i} of the long table): responses must be 0, 1 "
-            "or missing; convert text such as 'yes'/'no' to 0/1 first"
+            f"or missing; {control_hint(v) or TEXT_ANSWERS_HINT}"
         )
 
     vals = _frame_values(frame[[rc]], describe).ravel()
