@@ -534,10 +534,10 @@ def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> st
 def _error_body(exc: urllib.error.HTTPError) -> tuple[dict, bool]:
     """The body of an error answer as a dict, and whether it is the service's own (a JSON object
     with a ``detail`` line); a proxy's page, a body that is not JSON or one cut off (the read's
-    ``IncompleteRead``, a reset or a timeout) gives its reason line."""
+    ``IncompleteRead``, a reset or a timeout) or nested too deep to parse gives its reason line."""
     try:
         payload = json.loads(exc.read().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, HTTPException, OSError):
+    except (ValueError, UnicodeDecodeError, RecursionError, HTTPException, OSError):
         return {"detail": exc.reason or "error"}, False
     if not isinstance(payload, dict):
         return {"detail": str(payload)}, False
@@ -555,10 +555,10 @@ def _debit_unknown(status: int, body: dict, own: bool) -> bool:
 
 def _decode(status: int, raw: bytes, idempotency_key: str | None) -> Any:
     """The JSON of a success answer; a :class:`ServiceError` in one line if it is not JSON (a
-    proxy's HTML page, a body cut off, bytes that are not UTF-8)."""
+    proxy's HTML page, a body cut off, bytes that are not UTF-8, arrays nested too deep to parse)."""
     try:
         return json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         reason = " ".join(str(exc).split())[:120]
         raise ServiceError(status, f"the service's answer was not valid JSON ({reason})"
                            + _spent_hint(idempotency_key), {"idempotency_key": idempotency_key}) from None

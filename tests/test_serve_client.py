@@ -89,6 +89,8 @@ _UNUSABLE = {
     "list": (200, {}, b"[1, 2]"),
     "partial": (200, {}, b'{"request_id": "r-42", "privacy": {}, "result": {"type": "TotalsRelease"}}'),
     "badtype": (200, {}, b'{"request_id": "r-42", "privacy": null, "result": 3}'),
+    # nested past Python's recursion limit: json.loads raised a bare RecursionError
+    "deep": (200, {}, b"[" * 100_000 + b"]" * 100_000),
 }
 
 
@@ -110,7 +112,7 @@ def test_an_unusable_success_answer_of_a_spend_is_one_service_error_naming_the_k
     assert "\n" not in str(err.value) and "Idempotency-Key" not in str(err.value)
 
 
-@pytest.mark.parametrize("case", ["html", "badutf", "empty", "null", "list"])
+@pytest.mark.parametrize("case", ["html", "badutf", "empty", "null", "list", "deep"])
 def test_an_unusable_answer_to_a_listing_is_one_service_error(fake, case):
     from privirt.client import ServiceError
 
@@ -559,6 +561,18 @@ def test_the_services_own_500_is_passed_on_as_it_is(fake, body):
     with pytest.raises(ServerError) as err:
         Client(fake.url, KEY, retries=0).release("d", epsilon=0.1, idempotency_key="idem-5")
     assert str(err.value) == "500: " + json.loads(body)["detail"]
+
+
+def test_an_error_answer_nested_too_deep_is_its_reason_line_naming_the_key(fake):
+    # json.loads of the error body raised a bare RecursionError out of the client
+    from privirt.client import ServerError
+
+    fake.answers["/v1/datasets/d/release"] = (500, {}, b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(ServerError) as err:
+        Client(fake.url, KEY, retries=0).release("d", epsilon=0.1, idempotency_key="idem-R")
+    msg = str(err.value)
+    assert msg.startswith("500: ") and "\n" not in msg
+    assert "the budget may have been spent: retry with Idempotency-Key idem-R" in msg
 
 
 @pytest.mark.parametrize("status", [500, 422])
