@@ -44,7 +44,7 @@ import pandas as pd
 
 from .exceptions import BudgetExceeded as _LibraryBudgetExceeded
 from ._client_results import _f, _statement, result_from_json  # noqa: F401 (re-exported)
-from ._client_transport import OPENER as _OPENER, HandshakeFailed, opener_trusting as _opener_trusting, shown
+from ._client_transport import OPENER as _OPENER, HandshakeFailed, opener_trusting as _opener_trusting, read_answer, shown
 from .serve._limits import IDEMPOTENCY_KEY, MAX_BODY
 
 __all__ = ["Client", "ServiceError", "Unauthorized", "Forbidden", "NotFound", "BudgetExceeded",
@@ -191,7 +191,9 @@ class Client:
     key : str
         Your API key (``pva....``).
     timeout : float, default 300
-        Seconds to wait for one answer (finite, > 0).
+        Seconds one attempt may take, from connecting to the answer's last byte (finite, > 0); an
+        answer not read whole by then, or longer than 1 GiB
+        (:data:`~privirt._client_transport.MAX_ANSWER`), is a lost one (retried, see ``retries``).
     retries : int, default 2
         Retries (same Idempotency-Key) after a connection failure, a 429 (too many of your
         requests running) or a 503 (a debit the service could not confirm, or its state
@@ -277,7 +279,7 @@ class Client:
                                          headers={**headers, "Authorization": f"Bearer {self._key.value}"})
             try:
                 with self._opener.open(req, timeout=self.timeout) as resp:
-                    status, raw = resp.status, resp.read()
+                    status, raw = resp.status, read_answer(resp)
                 return _decode(status, raw, idempotency_key)
             except urllib.error.HTTPError as exc:
                 if 300 <= exc.code < 400:  # refused by _NoRedirect: say where it pointed
@@ -534,10 +536,11 @@ def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> st
 def _error_body(exc: urllib.error.HTTPError) -> tuple[dict, bool]:
     """The body of an error answer as a dict, and whether it is the service's own (a JSON object
     with a ``detail`` line); a proxy's page, a body that is not JSON or one cut off (the read's
-    ``IncompleteRead``, a reset or a timeout) or nested too deep to parse gives its reason line."""
+    ``IncompleteRead``, a reset or a timeout), too long or nested too deep to parse gives its
+    reason line."""
     try:
-        payload = json.loads(exc.read().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError, HTTPException, OSError):
+        payload = json.loads(read_answer(exc.fp).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError, HTTPException, OSError, AttributeError):
         return {"detail": exc.reason or "error"}, False
     if not isinstance(payload, dict):
         return {"detail": str(payload)}, False

@@ -387,6 +387,63 @@ def test_a_lost_answer_to_a_spend_says_the_budget_may_have_been_spent_and_a_get_
             client.datasets()
         assert "spent" not in str(err.value) and "Idempotency-Key" not in str(err.value)
 
+class _Dribbles(http.server.BaseHTTPRequestHandler):
+    """Answers a valid ``[]`` padded to 14 bytes one byte per 0.2 s: its body only
+    (``/body...``), or the whole answer, status line and headers too (``/all...``)."""
+
+    def _dribble(self) -> None:
+        import time
+
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"[" + b" " * 12 + b"]"
+        head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        if self.path.startswith("/body"):
+            self.wfile.write(head)
+            head = b""
+        try:
+            for byte in head + body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:  # the client gave up
+            pass
+        self.close_connection = True
+
+    do_GET = do_POST = _dribble
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+@pytest.mark.parametrize("how", ["body", "all"])
+def test_an_answer_dribbled_past_the_timeout_is_a_lost_answer(how):
+    # urllib applied timeout to each socket read: 14 bytes at 0.2 s each came whole with timeout=0.5
+    with _running(_Dribbles) as srv:
+        client = Client(f"{srv.url}/{how}", key=KEY, timeout=0.5, retries=0)
+        with pytest.raises(ConnectionError) as err:
+            client.release("d", epsilon=0.1, idempotency_key="idem-D")
+        msg = str(err.value)
+        assert "\n" not in msg and "retry with Idempotency-Key idem-D (it never spends twice)" in msg
+        with pytest.raises(ConnectionError) as err:
+            client.datasets()
+        assert "Idempotency-Key" not in str(err.value)
+
+
+def test_an_answer_longer_than_the_clients_limit_is_a_lost_answer(fake, monkeypatch):
+    from privirt import _client_transport
+
+    monkeypatch.setattr(_client_transport, "MAX_ANSWER", 1000)
+    fake.answers["/v1/datasets/d/release"] = fake.answers["/v1/datasets"] = (200, {}, b"[" + b" " * 2000 + b"]")
+    c = Client(fake.url, KEY, retries=1)
+    with pytest.raises(ConnectionError) as err:
+        c.release("d", epsilon=0.1, idempotency_key="idem-B")
+    msg = str(err.value)
+    assert "1000 bytes" in msg and "retry with Idempotency-Key idem-B" in msg and "\n" not in msg
+    assert len(fake.seen) == 2  # retried with the key, as a lost answer
+    fake.answers["/v1/datasets"] = (200, {}, b"[" + b" " * 900 + b"]")
+    assert c.datasets() == []  # (within the limit)
+
+
 
 # ---------------------------------------------------------------------------------------
 # redirects are refused (urllib would send the key along) in one line saying where they pointed
