@@ -243,6 +243,33 @@ def test_a_schema_2_sqlite_state_gets_the_events_table_in_place(tmp_path):
     migrate_flow(state, lambda: sqlite3.connect(state))
 
 
+def test_backup_of_a_schema_2_state_copies_it_as_it_is_and_leaves_it_unchanged(tmp_path):
+    # `serve backup` opened the state with open_store, which upgraded it to schema 3 before the
+    # copy: the curator's backup "before upgrading" was neither pre-upgrade nor readable by the old
+    # privirt, and the source was changed
+    import contextlib
+
+    from privirt.serve.store import open_store
+
+    state, copy = str(tmp_path / "s.db"), str(tmp_path / "copy.db")
+    _state(state)
+    with contextlib.closing(sqlite3.connect(state)) as con:
+        schema_2_state(state, lambda: con)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    files = sorted(p.name for p in tmp_path.iterdir())
+    before = {name: (tmp_path / name).read_bytes() for name in files}
+    cli("serve", "backup", state, copy)
+    assert {name: (tmp_path / name).read_bytes() for name in files} == before  # the source unchanged
+
+    def schema(path: str) -> tuple:
+        with contextlib.closing(sqlite3.connect(path)) as con:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            return con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0], "events" in tables
+
+    assert schema(state) == schema(copy) == ("2", False)
+    assert open_store(copy).allowances()[0]["analyst"] == "alice"  # the copy is a state: opened (and upgraded) later
+
+
 def test_a_request_whose_key_was_replaced_before_its_debit_gets_401(tmp_path, monkeypatch):
     # authenticated with the old key, then `analyst new-key`: the debit refuses it (the one 401),
     # as it refuses a key revoked meanwhile; nothing is spent

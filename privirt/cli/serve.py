@@ -134,7 +134,8 @@ def register(subparsers) -> None:
     p = sub.add_parser("backup", help="copy a (running) SQLite state to a new file, spends included",
                        description="Copy a SQLite state to a new file with SQLite's online backup: safe while "
                        "the service runs (a plain copy of the state file can miss recent spends, which are "
-                       "still in its write-ahead log).  For PostgreSQL use pg_dump.")
+                       "still in its write-ahead log).  The state is copied as it is: an older one is not upgraded.  "
+                       "For PostgreSQL use pg_dump.")
     p.add_argument("state", metavar="STATE")
     p.add_argument("copy", metavar="COPY", help="the new file (refused if it exists)")
     p.set_defaults(func=run_backup)

@@ -130,12 +130,14 @@ def backup_store(state: str | Path, copy: str | Path) -> int:
     """Copy a SQLite state to the new file ``copy`` while the service may be running: SQLite's
     online backup (a consistent snapshot that includes what is still in the write-ahead log; a
     plain file copy of a running state can miss recent spends, and a state restored from it
-    would give their budget back).  Returns the number of spends copied."""
+    would give their budget back).  The state is copied as it is: an older schema is not
+    upgraded (neither in ``state`` nor in ``copy``), so a backup taken before upgrading privirt
+    stays readable by the privirt that wrote it.  Returns the number of spends copied."""
     b = _backend(state)
     if not isinstance(b, _SQLite):
         raise StateError(f"{b.describe} is a PostgreSQL state: back it up with PostgreSQL's own tools "
                          "(pg_dump)")
-    open_store(state)  # refuses what is not a state
+    _schema_version(b)  # refuses what is not a state (of a schema this privirt knows)
     target = Path(copy)
     if not target.parent.is_dir():
         raise StateError(f"folder {target.parent} does not exist; create it first")
@@ -156,8 +158,19 @@ def backup_store(state: str | Path, copy: str | Path) -> int:
 
 
 def open_store(state: str | Path) -> "Store":
-    """Open an existing state (a path or a ``postgresql://`` URL)."""
+    """Open an existing state (a path or a ``postgresql://`` URL), upgrading an older schema in
+    place (once)."""
     b = _backend(state)
+    version = _schema_version(b)
+    if version != SCHEMA_VERSION:
+        _admin.upgrade(b, version)  # (in place, once: the sessions and events tables)
+    return Store(b)
+
+
+def _schema_version(b) -> int:
+    """The schema version of the state of backend ``b``, changing nothing: 1, 2 (upgraded by
+    :func:`open_store`) or :data:`SCHEMA_VERSION`; a :class:`StateError` in one line for no
+    state, what is not a state, or an unknown version."""
     if not b.exists():
         raise StateError(f"no state at {b.describe}; create one with `privirt serve init {b.describe}`")
     try:
@@ -168,11 +181,10 @@ def open_store(state: str | Path) -> "Store":
             row = con.execute(b.q("SELECT value FROM meta WHERE key = ?"), ("schema_version",)).fetchone()
     except sqlite3.DatabaseError as exc:
         raise StateError(f"{b.describe} is not a privirt serve state ({exc})") from None
-    if row is not None and int(row[0]) in (1, 2):
-        _admin.upgrade(b, int(row[0]))  # (in place, once: the sessions and events tables)
-    elif row is None or int(row[0]) != SCHEMA_VERSION:
+    version = int(row[0]) if row is not None and str(row[0]).isdigit() else None
+    if version not in (1, 2, SCHEMA_VERSION):
         raise StateError(f"{b.describe} has an unknown schema version; use a matching privirt")
-    return Store(b)
+    return version
 
 
 class Store:
