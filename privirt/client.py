@@ -15,8 +15,8 @@ itself, not the service's extra.  Every request that spends carries a fresh
 ``Idempotency-Key``; when the connection fails before an answer arrives, when the service says
 you have too many requests running (429), that it could not confirm a debit (503) or that its
 state is unavailable for now (503, nothing spent), the client retries with the same key (after the service's ``Retry-After``), so a lost response is fetched
-from the service's store and never paid twice.  Once an attempt went unanswered, a last 429 or
-503 without a request id no longer says "nothing was spent": it says that the budget may have
+from the service's store and never paid twice.  Once an attempt went unanswered, a last 429,
+503 without a request id or refusal (402, 403, 422) no longer says "nothing was spent": it says that the budget may have
 been spent and names the key to retry with; so do a ``KeyboardInterrupt`` (Ctrl-C) during a
 spending call, kept a ``KeyboardInterrupt``, and a proxy's error page (a 502 or 504) to a
 spending request, or a 5xx that neither gives a request id nor says that nothing was spent.
@@ -292,9 +292,11 @@ class Client:
                         lost, lost_id = True, err.body["request_id"]
                     time.sleep(err.retry_after)
                     continue
-                if lost and idempotency_key is not None and exc.code in _RETRIED and not err.body.get("request_id"):
-                    # this try's "nothing was spent" says nothing of the earlier unanswered or
-                    # unconfirmed one
+                if (lost and idempotency_key is not None and not err.body.get("request_id")
+                        and (exc.code in _RETRIED or 400 <= exc.code < 500 or "nothing was spent" in err.detail)):
+                    # this try's "nothing was spent" (a 429 or 503, or a refusal: 402 over budget
+                    # when the earlier try's debit took what was left) says nothing of the earlier
+                    # unanswered or unconfirmed one
                     raise _error(exc.code, {**err.body, "detail": _after_lost(err.detail, idempotency_key, lost_id)},
                                  exc.headers.get("Retry-After") if exc.headers else None) from None
                 if idempotency_key is not None and _debit_unknown(exc.code, err.body, own):
@@ -509,7 +511,7 @@ def _spent_hint(idempotency_key: str | None, request_id: Any = None) -> str:
 
 
 def _after_lost(detail: str, idempotency_key: str, request_id: Any = None) -> str:
-    """``detail`` of a "nothing was spent" answer (429, or 503 without a request id) to a retry
+    """``detail`` of a "nothing was spent" answer (429, 503 without a request id, a 4xx refusal) to a retry
     whose earlier attempt went unanswered or whose debit the state did not confirm (a 503 with
     ``request_id``): this try spent nothing, the earlier one may have.
 

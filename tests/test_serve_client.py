@@ -530,6 +530,33 @@ def test_nothing_spent_after_an_unanswered_try_says_the_budget_may_have_been_spe
         assert srv.seen == ["idem-R"] * (1 + retries)  # every try with the same key
 
 
+_REFUSED_AFTER = {
+    402: b'{"detail": "this request needs \\u03b5 = 0.5 and the most you can spend is 0.1: your allowance '
+         b'on \'d\' 0.1, the data set 4; nothing was spent", "remaining_epsilon": 0.1}',
+    403: b'{"detail": "the state allows 100 releases per analyst and data set, and you have made them on '
+         b'\'d\'; nothing was spent"}',
+    500: b'{"detail": "internal error before the budget was debited; nothing was spent"}',
+}
+
+
+@pytest.mark.parametrize("status", sorted(_REFUSED_AFTER))
+def test_a_refusal_after_an_unanswered_try_says_the_earlier_try_may_have_spent(status):
+    # the retry of an unanswered spend found its budget taken (by that try's own debit, made in the
+    # moment before its record could be found) and answered 402 "nothing was spent", passed on as
+    # it was: the analyst read that the request had spent nothing
+    from privirt.client import ServiceError
+
+    with _running(_LosesThenRefuses) as srv:
+        srv.refusal = (status, _REFUSED_AFTER[status])
+        with pytest.raises(ServiceError) as err:
+            Client(srv.url, key=KEY, timeout=0.2, retries=1).estimate("d", epsilon=0.5, idempotency_key="idem-B")
+        msg = str(err.value)
+        assert err.value.status == status and "\n" not in msg and SECRET not in msg
+        assert "nothing was spent" not in msg and "earlier try of this request went unanswered" in msg
+        assert msg.endswith("retry with Idempotency-Key idem-B (it never spends twice)")
+        assert srv.seen == ["idem-B"] * 2
+
+
 class _UnconfirmedThenRefuses(_LosesThenRefuses):
     """Answers the first request with the service's 503 for a debit its state did not confirm
     (with a request id: the budget may have been spent), every later one with
