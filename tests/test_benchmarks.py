@@ -178,3 +178,16 @@ def test_rare_item_pattern_masks_only_item_zero_and_scores_it(monkeypatch, capsy
     monkeypatch.setattr(sys, "argv", ["x", "--pattern", "rare", "--corner"])
     with pytest.raises(SystemExit):
         bm.main()
+
+
+def test_rare_item_bench_masks_item_zero_and_counts_points_outside_their_interval(monkeypatch, capsys):
+    # session 28: bench_totals_rare_item's figures (docs/totals.md §7.3 step 1) on the public entry point
+    import sys
+
+    bm = _load("bench_totals_rare_item")
+    r = bm.run(200, 4, 0.0, 2, 20, 95_500_200)
+    assert r["estimates"] == 8 and 0 <= r["point_outside"] <= 8
+    assert 0.0 <= r["coverage_other"] <= 1.0 and r["width_other"] > 0 and np.isfinite(r["centre_rmse_other"])
+    monkeypatch.setattr(sys, "argv", ["x", "--n", "200", "--m", "4", "--datasets", "1", "--n-boot", "20"])
+    bm.main()
+    assert "point outside its interval" in capsys.readouterr().out
