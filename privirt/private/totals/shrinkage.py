@@ -99,19 +99,28 @@ def centre_totals(totals: np.ndarray, n: int, var_noise: float | np.ndarray) -> 
     The mean of the m noisy totals has noise variance v/m; with a N(1/2, MEAN_PRIOR_SD²)
     prior on the mean proportion its posterior mean replaces it (the deviations are kept).
     Brought into the range by :func:`within_range`.  Where ``var_noise`` gives one variance
-    per item, v is their mean, here only (the unshrunk estimate and the intervals' centre as
-    before session 23): with each item's own SD the range's truncated-normal mean pulled an
-    item answered by few persons toward 1/2, its bias moved every centred difficulty and the
-    bootstrap did not reproduce it (``docs/totals.md`` §7.3 step 1).
+    v_i per item (the MCAR ratios) the mean is the precision-weighted one (weights
+    1/(v_i + n·mean(p(1 − p))), its variance 1/Σ weights; equal v_i are one v, :func:`item_noise`)
+    and each item is brought into the range with its own SD: the mean of the v_i, used for both
+    until session 28, let one item answered by a handful of persons (ratio noise ≈ 10⁶) move
+    every item's level and pull every proportion toward 1/2 (intervals centred on a compressed
+    fit, not containing the point estimate; ``docs/totals.md`` §7.3 step 1).
     """
     s = np.asarray(totals, dtype=float)
     m = s.size
-    var_noise = float(np.mean(var_noise)) if np.ndim(var_noise) else var_noise
     p = np.clip(s / n, 0.5 / n, 1 - 0.5 / n)
-    v = var_noise + n * float(np.mean(p * (1 - p)))
-    k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + v / m)
-    pbar = 0.5 + k_mean * (s.mean() / n - 0.5)
-    return within_range(pbar + (s - s.mean()) / n, math.sqrt(max(var_noise, 0.0)) / n, n)
+    var_sampling = n * float(np.mean(p * (1 - p)))
+    var_noise = item_noise(var_noise)
+    if np.ndim(var_noise):
+        w = 1.0 / (var_noise + var_sampling)
+        level, var_level = float(w @ s) / float(w.sum()), 1.0 / float(w.sum())
+        sd: float | np.ndarray = np.sqrt(var_noise) / n
+    else:
+        level, var_level = float(s.mean()), (var_noise + var_sampling) / m
+        sd = math.sqrt(max(var_noise, 0.0)) / n
+    k_mean = (n * MEAN_PRIOR_SD) ** 2 / ((n * MEAN_PRIOR_SD) ** 2 + var_level)
+    pbar = 0.5 + k_mean * (level / n - 0.5)
+    return within_range(pbar + (s - level) / n, sd, n)
 
 
 def shrink_totals(
