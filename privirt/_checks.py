@@ -1,7 +1,9 @@
-"""Validation of the numeric options the estimators share (one wording everywhere)."""
+"""Validation of the numeric options the estimators share (one wording everywhere), and the
+memory a process may still allocate (:func:`available_memory`) for the checks of a run's size."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 import numpy as np
@@ -270,3 +272,27 @@ def refuse_duplicate_items(labels: Any, what: str = "beta") -> None:
     shown = [x.item() if isinstance(x, np.generic) else x for x in dup[:5]]
     more = f" and {len(dup) - 5} more" if len(dup) > 5 else ""
     raise ValueError(f"{what} has duplicate item label(s) {shown}{more}; pass one difficulty per item")
+
+
+def available_memory() -> float:
+    """Bytes this process may still allocate: the machine's physical memory, or less where an
+    address-space limit (``ulimit -v``) leaves less beyond what the process already maps;
+    2⁶³ where neither is known."""
+    try:
+        have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        have = 2.0**63
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not on every platform
+        return have
+    if limit == resource.RLIM_INFINITY or limit < 0:
+        return have
+    try:
+        with open("/proc/self/statm") as f:
+            mapped = float(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        mapped = 0.0
+    return min(have, max(0.0, limit - mapped))

@@ -9,6 +9,7 @@ before sampling, a run whose draws plus that working set do not fit.
 
 from __future__ import annotations
 
+import os
 import resource
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
@@ -120,7 +121,7 @@ def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, 
 
 
 def _sysconf_with(pages: int):
-    real = driver.os.sysconf
+    real = os.sysconf
 
     def sysconf(name):
         return pages if name == "SC_PHYS_PAGES" else real(name)
@@ -135,8 +136,8 @@ def test_a_run_whose_summary_does_not_fit_is_refused_before_sampling(tmp_path, m
     need = 8 * chains * draws * (300 + 10)
     summary = diagnostics.summary_bytes(chains, draws, 300)  # what check_memory counts
     assert summary > need // 2
-    page = driver.os.sysconf("SC_PAGE_SIZE")
-    monkeypatch.setattr(driver.os, "sysconf", _sysconf_with((need + summary // 2) // page))
+    page = os.sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(os, "sysconf", _sysconf_with((need + summary // 2) // page))
     monkeypatch.setattr(resource, "getrlimit", lambda r: (resource.RLIM_INFINITY,) * 2)
     sampled = []
     monkeypatch.setattr(driver, "DrawSink", lambda *a, **k: sampled.append(1))
@@ -147,5 +148,5 @@ def test_a_run_whose_summary_does_not_fit_is_refused_before_sampling(tmp_path, m
     assert "their summary's" in err[0] and "keep fewer draws" in err[0]
     assert not sampled and not out.exists()
     # with room for both the same run is let through (to where sampling would begin)
-    monkeypatch.setattr(driver.os, "sysconf", _sysconf_with((need + summary) // page + 2))
+    monkeypatch.setattr(os, "sysconf", _sysconf_with((need + summary) // page + 2))
     driver.check_memory(chains, draws, {"a": 5, "b": 5, "theta": 300})

@@ -5,13 +5,13 @@ common keys are the same for every sampler.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .._backend import to_numpy
+from .._checks import available_memory  # (here too: the samplers' memory checks use it)
 from .._progress import ProgressBar
 from .._seeds import describe_seed
 from . import diagnostics
@@ -38,30 +38,6 @@ def _too_large(batch: int, n_draws: int, params: int, gib: float, summary: float
     return MemoryError(f"the kept draws ({batch} chain(s) × {n_draws} draws × {params} parameters, "
                        f"{gib:.3g} GiB){also} do not fit in memory; keep fewer draws: fewer iterations "
                        "or chains, or a larger thinning")
-
-
-def available_memory() -> float:
-    """Bytes this process may still allocate: the machine's physical memory, or less where an
-    address-space limit (``ulimit -v``) leaves less beyond what the process already maps;
-    2⁶³ where neither is known."""
-    try:
-        have = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        have = 2.0**63
-    try:
-        import resource
-
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    except (ImportError, OSError, ValueError):  # pragma: no cover - not on every platform
-        return have
-    if limit == resource.RLIM_INFINITY or limit < 0:
-        return have
-    try:
-        with open("/proc/self/statm") as f:
-            mapped = float(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        mapped = 0.0
-    return min(have, max(0.0, limit - mapped))
 
 
 def check_memory(batch: int, n_draws: int, sizes: Mapping[str, int], keep_draws: bool = True) -> None:
