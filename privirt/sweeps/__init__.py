@@ -7,8 +7,9 @@ seeded noise, so sweeps measure accuracy and release nothing.
 
 Modules: :mod:`.config` (schema), :mod:`.registry` (mechanism name → estimator),
 :mod:`.grid` (cells, seeds), :mod:`.execute` (one cell), :mod:`.runner` (pool, lock, resume,
-manifest), :mod:`.results` (the CSV), :mod:`.report` and :mod:`.reach` (the smallest ε reaching a
-target).  Names load on first use.
+manifest; :mod:`._spawn`: an unguarded script where workers are spawned), :mod:`.results`
+(the CSV), :mod:`.report` and :mod:`.reach` (the smallest ε reaching a target).  Names load
+on first use.
 Imports every layer below it (estimators, :mod:`privirt.private`, :mod:`privirt.plots`), never
 :mod:`privirt.cli`.
 """

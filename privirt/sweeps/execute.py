@@ -84,15 +84,16 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
     """Read the data of every data set of ``cells`` that comes from outside (CSV, bundled,
     MovieLens), with its reference estimate, as its first cell will: done in the parent
     before the run writes anything, so that data that cannot be used refuse the run with the
-    folder as it was.  Simulated data are not read (the configuration has checked them).
+    folder as it was.  Simulated data are not simulated here: their response matrix (n × m
+    doubles) must fit in the memory this process may use (:func:`~privirt._checks.available_memory`).
 
     Raises
     ------
     ValueError
         If a data set cannot be read, its reference cannot be computed (CSV, bundled: the
         same data in every trial; a MovieLens trial whose reference fails is left to its
-        cells, which record the error), or a configured ``top_k`` is not below its number of
-        items; the message names the data set.
+        cells, which record the error), a configured ``top_k`` is not below its number of
+        items, or a simulated data set cannot be held in memory; the message names the data set.
     """
     init_worker(bases)  # (the data as they are now, not as an earlier run in this process read them)
     specs = {s.name: s for s in config.datasets}
@@ -101,7 +102,9 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
         first.setdefault(cell.dataset, cell)
     for name, cell in first.items():
         spec = specs[name]
-        if spec.source != "synthetic":
+        if spec.source == "synthetic":
+            _check_simulated_size(spec)
+        else:
             try:
                 frame, _ = load_data(spec, cell.trial, config.seed, config.device)
             except ReferenceFailed as exc:
@@ -110,6 +113,20 @@ def check_data(config: SweepConfig, cells: Sequence[Cell], bases: dict[str, Any]
                 frame = exc.frame  # one trial's item subset: its cells fail, the run goes on
             if spec.top_k is not None:  # (synthetic and MovieLens m: checked by the configuration)
                 check_top_k(spec.top_k, frame.shape[1], "top_k", spec.name)
+
+
+def _check_simulated_size(spec: DatasetSpec) -> None:
+    """Refuse a synthetic data set whose n × m response matrix (doubles) does not fit in the
+    memory this process may use: its first cell failed with a MemoryError after the run had
+    written its files (n and m are the configuration's, public)."""
+    from .. import _checks
+
+    n, m = spec.params["n"], spec.params["m"]
+    need, have = 8.0 * n * m, _checks.available_memory()
+    if need > have:
+        raise ValueError(f"data set {spec.name!r}: its n × m = {n} × {m} responses need "
+                         f"{need / 2**30:.3g} GiB, more than the {have / 2**30:.3g} GiB of memory "
+                         "this process may use; lower n or m")
 
 
 def init_worker(bases: dict[str, Any], pooled: bool = False) -> None:

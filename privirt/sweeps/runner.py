@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from .._files import atomic_write
 from .._progress import ProgressBar, resolve_progress
 from ..exceptions import PrivirtError
 from . import registry
+from ._spawn import check_spawn_safe as _check_spawn_safe
 from .config import SweepConfig, load_config
 from .execute import check_data, init_worker, prepare_bases, worker
 from .grid import expand_grid, mechanism_options
@@ -115,7 +116,9 @@ def run_sweep(
     Notes
     -----
     On these refusals nothing is written: the checks come first, and the folders and lock
-    file the call created are removed.
+    file the call created are removed.  A run that fails or is interrupted before its first
+    row (``MemoryError``, ``KeyboardInterrupt``) leaves ``out`` as it was too; a later failure
+    keeps the rows written and marks the run ``interrupted`` in ``sweep.json``.
     """
     if not isinstance(config, SweepConfig):
         config = load_config(config)
@@ -140,8 +143,11 @@ def run_sweep(
             # folder with results): the folders and the lock file this run created go too
             lock.remove_created(created)
             raise
+        # (a run that fails before its first row restores the folder's files, then this
+        # removes the lock file and the folders it created)
         stats = _run_in(out, config, plan=plan, jobs=jobs, progress=progress,
-                        discard_failed=discard_failed)
+                        discard_failed=discard_failed,
+                        untouched=lambda: lock.remove_created(created))
         if stats.discarded:
             # nothing kept: the folders this run created go too (under the lock, see FolderLock)
             lock.remove_created(created)
@@ -310,13 +316,18 @@ def _plan(out: Path, config: SweepConfig, *, jobs: int, resume: bool) -> _Plan:
 
 
 def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
-            progress: bool, discard_failed: bool = False) -> SweepStats:
-    """The body of :func:`run_sweep`, with the folder locked (``plan``: :func:`_plan`'s)."""
+            progress: bool, discard_failed: bool = False,
+            untouched: Callable[[], None] = lambda: None) -> SweepStats:
+    """The body of :func:`run_sweep`, with the folder locked (``plan``: :func:`_plan`'s).
+
+    A run that fails (or is interrupted) before its first row restores the files it wrote
+    (``sweep.json``, ``config.toml``; ``results.csv`` is made at the first row) as they were,
+    then calls ``untouched``, and raises."""
     results = out / RESULTS_FILE
     cells, todo, done, bases = plan.cells, plan.todo, plan.done, plan.bases
-    before = ({name: _read_or_none(out / name) for name in (RESULTS_FILE, MANIFEST_FILE, CONFIG_COPY)}
-              if discard_failed and not done else {})
-    _write_manifest(out, config, jobs, len(cells), len(todo))
+    before = {name: _read_or_none(out / name) for name in (MANIFEST_FILE, CONFIG_COPY)}
+    if not done:  # (none or a header: a resumed sweep's results are left as they are)
+        before[RESULTS_FILE] = _read_or_none(results)
 
     specs = {s.name: s for s in config.datasets}
     start = time.perf_counter()
@@ -334,6 +345,7 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
     ]
     completed = False
     try:
+        _write_manifest(out, config, jobs, len(cells), len(todo))
         # in this process (check_data, in _plan, installed the bases and read each data set:
         # kept) or from a pool of workers
         rows = _pool_rows(args, bases, jobs) if pooled else (worker(*a) for a in args)
@@ -349,7 +361,13 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
         completed = True
     finally:
         seconds = time.perf_counter() - start
-        if not completed:
+        if not completed and not finished:
+            # failed before any row (a data set too large for memory in its first cell): the
+            # folder as it was, so that the same command works once the cause is fixed
+            with contextlib.suppress(OSError):
+                _restore(out, before)
+                untouched()
+        elif not completed:
             # interrupted (Ctrl-C, SIGTERM, a worker that died): its time and cells are kept
             # in the manifest, marked, so that the report counts them and says so
             with contextlib.suppress(OSError):
@@ -362,14 +380,19 @@ def _run_in(out: Path, config: SweepConfig, *, plan: _Plan, jobs: int,
     if discarded:
         # the folder as it was: the results, the manifest and the configuration's copy written
         # or changed by this run are removed or restored (files that were there before stay)
-        for name, data in before.items():
-            if data is None:
-                (out / name).unlink(missing_ok=True)
-            else:
-                (out / name).write_bytes(data)
+        _restore(out, before)
     return SweepStats(total=len(cells), skipped=len(cells) - len(todo), computed=len(todo),
                       failed=failed, seconds=seconds, results=results,
                       errors=tuple(errors.most_common()), discarded=discarded)
+
+
+def _restore(out: Path, before: dict[str, bytes | None]) -> None:
+    """Put back the files of ``out`` named in ``before`` as they were (``None``: removed)."""
+    for name, data in before.items():
+        if data is None:
+            (out / name).unlink(missing_ok=True)
+        else:
+            (out / name).write_bytes(data)
 
 
 def _read_or_none(path: Path) -> bytes | None:
@@ -403,62 +426,6 @@ def _start_method() -> str:
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
-
-
-def _check_spawn_safe() -> None:
-    """Refuse, in one line, a script that would be re-run by every spawned worker.
-
-    A spawned worker imports the main script again; code at its top level outside an
-    ``if __name__ == "__main__":`` block runs again there (and starts another sweep).
-    """
-    import ast
-    import sys
-
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is not None:
-        # ``python -m``: multiprocessing re-runs the module (as ``__mp_main__``) in each worker,
-        # unless it is a package's ``__main__``
-        if spec.name == "__main__" or spec.name.endswith(".__main__"):
-            return
-        path = getattr(spec, "origin", None)
-    else:
-        path = getattr(main, "__file__", None)
-    if main is None or path is None:
-        return  # an interactive session or ``python -c``: nothing is re-run
-    frame = sys._getframe(1)
-    while frame is not None and not (frame.f_globals is main.__dict__
-                                     and frame.f_code.co_name == "<module>"):
-        frame = frame.f_back
-    if frame is None:
-        return
-    line = frame.f_lineno
-    try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.If) and _is_main_test(node.test)
-                and node.lineno <= line <= (node.end_lineno or node.lineno)):
-            return
-    raise RuntimeError(
-        f"run_sweep with jobs > 1 spawns worker processes on this platform, and each would run "
-        f"{Path(path).name} again from the top: put its code under "
-        "`if __name__ == \"__main__\":`, or pass jobs=1"
-    )
-
-
-def _is_main_test(test: Any) -> bool:
-    """Whether an ``if`` test is ``__name__ == "__main__"`` (either way round)."""
-    import ast
-
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, test.comparators[0]]
-    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
-    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
-    return len(names) == 1 and len(consts) == 1
 
 
 def _pool_rows(args: list[tuple[Any, ...]], bases: dict[str, Any], jobs: int,
