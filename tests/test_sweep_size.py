@@ -1,5 +1,5 @@
-"""Sweeps too large to run: a data set beyond memory, and a run that fails before its first
-cell, each leaving the output folder as it was."""
+"""Sweeps too large to run: a data set beyond memory, a grid of too many cells, and a run
+that fails before its first cell, each leaving the output folder as it was."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from privirt import sweeps as sw
+from privirt.sweeps import config as sweep_config
 
 
 def _write(tmp_path: Path, text: str, name: str = "cfg.toml") -> Path:
@@ -119,3 +120,37 @@ def test_a_run_that_fails_after_a_row_keeps_it(tmp_path, monkeypatch):
 
 def has_one_row(path: Path) -> bool:
     return len(sw.read_results(path.parent)) == 1
+
+
+@pytest.mark.parametrize("grid", [
+    "trials = 1000000000000\nepsilons = [1.0]\nmechanisms = [\"gaussian\"]\n",
+    # (each factor allowed, their product not)
+    "trials = 1000\nepsilons = {start = 0.1, stop = 10.0, num = 1001}\nmechanisms = [\"gaussian\"]\n",
+])
+def test_a_grid_of_too_many_cells_is_refused_in_one_line_before_the_folder_is_made(tmp_path, capsys,
+                                                                                  grid):
+    # trials had no upper bound: the run made its folder and lock file, then built the cell
+    # list in memory for minutes without a word
+    from privirt.cli import main
+
+    cfg = _write(tmp_path, "seed = 1\n" + grid + '[[datasets]]\nsource = "synthetic"\nn = 20\nm = 4\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(cfg), "--out", str(out), "--jobs", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("privirt: error: the grid has ")
+    assert f"more than the {sweep_config.MAX_CELLS:,}" in err and "lower trials" in err
+    assert not out.exists()
+
+
+def test_a_grid_at_the_bound_is_accepted_and_its_cells_are_counted_as_the_grid_makes_them(monkeypatch):
+    from privirt.sweeps.grid import expand_grid
+
+    raw = {"seed": 1, "trials": 3, "epsilons": [1.0, 2.0], "mechanisms": ["spectral", "gaussian"],
+           "datasets": [{"source": "synthetic", "n": 20, "m": 4},
+                        {"source": "bundled", "dataset": "lsat6", "trials": 2}]}
+    cells = len(expand_grid(sweep_config.parse_config(raw)))  # 3 x (1 + 2) + 2 x 2 (no spectral)
+    monkeypatch.setattr(sweep_config, "MAX_CELLS", cells)
+    sweep_config.parse_config(raw)
+    monkeypatch.setattr(sweep_config, "MAX_CELLS", cells - 1)
+    with pytest.raises(ValueError, match=f"the grid has {cells} cells"):
+        sweep_config.parse_config(raw)

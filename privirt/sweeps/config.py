@@ -23,12 +23,16 @@ from ..private.accounting import MAX_EPSILON, MIN_EPSILON
 from . import registry
 from .results import METRICS
 
-__all__ = ["SweepConfig", "DatasetSpec", "DEFAULT_EPSILONS", "DEFAULT_DELTA", "DEFAULT_TRIALS",
+__all__ = ["SweepConfig", "DatasetSpec", "DEFAULT_EPSILONS", "DEFAULT_DELTA", "DEFAULT_TRIALS", "MAX_CELLS",
            "load_config", "parse_config"]
 
 #: Default ε grid: 0.01 … 10, four points per decade, log-spaced.
 DEFAULT_EPSILONS: tuple[float, ...] = tuple(float(f"{e:.6g}") for e in np.logspace(-2, 1, 13))
 DEFAULT_TRIALS = 20
+#: the most cells a sweep's grid may have (data sets × mechanisms × ε × trials): a million
+#: cells take seconds and hundreds of MB to list before the first runs; ``trials = 10**12``
+#: listed them for minutes, its memory growing, without a word
+MAX_CELLS = 10**6
 #: the longest data-set name, in UTF-8 bytes: it names the report's plot file ``NAME.png``
 #: (and its temporary file), which must stay within a file system's 255-byte name limit
 MAX_NAME_BYTES = 200
@@ -202,6 +206,7 @@ def parse_config(
     if dup:
         raise ValueError(f"data set names must be unique; repeated: {dup}. Give each "
                          "[[datasets]] table a distinct 'name'")
+    _check_cells(specs)
     # (the non-private spectral estimate is the reference on real data: no cells there)
     empty = [s.name for s in specs if s.source != "synthetic" and set(s.mechanisms) == {"spectral"}]
     if empty:  # (one such data set among others was dropped from the sweep without a word)
@@ -293,6 +298,27 @@ def _dataset(table: Any, k: int, mechanisms, epsilons, trials, top_k,
         check_top_k(k, params["m"], f"{where}.top_k" if "top_k" in table else "top_k", name)
     return DatasetSpec(name=name, source=source, params=params, mechanisms=mechs, epsilons=eps,
                        trials=n_trials, top_k=k, base_dir=str(base_dir))
+
+
+def _cells(spec: DatasetSpec) -> int:
+    """The number of cells of a data set, as ``grid.expand_grid`` makes them: one per trial and
+    ε of a private mechanism, one per trial of a non-private one, none for ``spectral`` (the
+    reference) on real data."""
+    per_trial = sum((len(spec.epsilons) if registry.get(mech).private else 1)
+                    for mech in spec.mechanisms
+                    if not (mech == "spectral" and spec.source != "synthetic"))
+    return per_trial * spec.trials
+
+
+def _check_cells(specs: list[DatasetSpec]) -> None:
+    """Refuse a grid of more than :data:`MAX_CELLS` cells, before anything lists them."""
+    total = sum(_cells(s) for s in specs)
+    if total > MAX_CELLS:
+        trials = sorted({s.trials for s in specs})
+        said = f"trials = {trials[0]}" if len(trials) == 1 else f"trials up to {trials[-1]}"
+        raise ValueError(f"the grid has {total:,} cells (data sets × mechanisms × ε × trials; "
+                         f"{said}), more than the {MAX_CELLS:,} a sweep runs; lower trials or the "
+                         "number of ε, mechanisms or data sets")
 
 
 def check_dataset_name(name: str, where: str) -> None:
