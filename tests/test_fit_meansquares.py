@@ -4,6 +4,7 @@ behaviour on Rasch and 2PL data."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -263,6 +264,20 @@ def test_outfit_z_where_one_over_w_overflows_is_finite_from_its_logarithm():
         want = float((ms ** (Decimal(1) / 3) - 1) * (3 / q) + q / 3)
         np.testing.assert_allclose(got.loc[item, "outfit_z"], want, rtol=1e-10)
         np.testing.assert_allclose(got.loc[item, "outfit"], float(ms), rtol=1e-12)
+
+
+@pytest.mark.parametrize("far", [700.5, -1e3, 1e308])
+def test_a_difficulty_beyond_700_logits_is_refused_naming_the_item(far):
+    # beta = 1e308 passed the finiteness check: reliability gave numpy's divide and overflow
+    # warnings and NaN, item_fit inf and NaN (from 1000 logits on)
+    X = pd.DataFrame([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]], columns=["a", "b", "c"])
+    beta = pd.Series([0.0, far, 1.0], index=X.columns)
+    for call in (privirt.item_fit, privirt.person_fit, privirt.reliability):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match=r"within ±700 logits.*item 'b' has"):
+                call(X, beta)
+    privirt.item_fit(X, beta.replace(far, 700.0 if far > 0 else -700.0))  # the bound itself is taken
 
 
 def test_non_finite_theta_advice_fits_the_persons():

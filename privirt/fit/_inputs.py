@@ -19,6 +19,11 @@ from ..data.responses import Responses, ResponsesLike, as_responses
 __all__ = ["ability_values", "as_beta", "as_theta", "prepare"]
 
 
+#: the largest |β| the fit statistics take: e^700 is near float64's largest power of e (709.8),
+#: and the log-domain terms of far cells (docs/fit.md) stay finite up to it
+MAX_ABS_BETA = 700.0
+
+
 def _labels(index: pd.Index, k: int = 3) -> str:
     head = [str(x) for x in index[:k]]
     return "[" + ", ".join(head) + (", ..." if len(index) > k else "") + "]"
@@ -76,6 +81,17 @@ def as_beta(beta: Any, items: pd.Index | None = None) -> pd.Series:
     if not np.all(np.isfinite(values)):
         raise ValueError("beta must be finite (an item with an infinite difficulty has no fit)")
     return pd.Series(values, index=index.copy(), name="beta")
+
+
+def check_fit_range(beta: pd.Series) -> None:
+    """Refuse a difficulty beyond :data:`MAX_ABS_BETA` for the fit statistics (the information
+    functions take any finite β: their far tails are exact)."""
+    far = np.flatnonzero(np.abs(beta.to_numpy()) > MAX_ABS_BETA)
+    if far.size:
+        raise ValueError(
+            f"beta must lie within ±{MAX_ABS_BETA:g} logits (beyond, e^(θ − β) overflows and the fit "
+            f"statistics are infinite or undefined); item {beta.index[far[0]]!r} has "
+            f"{beta.iloc[far[0]]:g}: pass estimated difficulties")
 
 
 def _labelled_beta(beta: Any) -> pd.Series | None:
@@ -151,6 +167,7 @@ def prepare(
         if not answered.all() and labelled.index.equals(resp.items[answered]):
             resp = resp.subset(items=np.flatnonzero(answered))
     b = as_beta(beta, resp.items)
+    check_fit_range(b)
     if theta is None:
         from ..rasch.abilities import estimate_abilities
 
