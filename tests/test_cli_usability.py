@@ -537,9 +537,11 @@ def test_the_samplers_refuse_a_bool_where_a_number_is_asked():
 
 def test_the_memory_check_counts_a_streamed_runs_summaries():
     # keep_draws=False was counted as 4 doubles a chain and parameter; its summaries hold ~1000
+    import os
+
     from privirt.bayes import driver
 
-    have = driver.os.sysconf("SC_PAGE_SIZE") * driver.os.sysconf("SC_PHYS_PAGES")
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     chains = int(have / (8 * 100 * 1053)) + 1  # just over memory at 1053 doubles, far under at 4
     with pytest.raises(MemoryError, match="running summaries .* run fewer chains"):  # not "kept draws"
         driver.check_memory(chains, 5000, {"a": 50, "b": 50}, keep_draws=False)
