@@ -136,3 +136,31 @@ def test_one_stray_text_among_answers_is_no_label_column_but_labels_are():
     assert "label column" not in str(info.value)
     with pytest.raises(ValueError, match="column 'q2' looks like a label column"):
         as_responses(frame[["person", "q2"]])
+
+
+def test_a_dos_end_of_file_mark_on_its_own_line_is_named(tmp_path, capsys):
+    # Ctrl-Z after the last CRLF (the DOS form) was "line 5 has 1 fields where the header has 4":
+    # a line that looks empty in an editor
+    path = tmp_path / "dos.csv"
+    path.write_bytes(b"person,q1,q2,q3\r\n" + b"".join(",".join(map(str, r)).encode() + b"\r\n" for r in ROWS)
+                     + b"\x1a")
+    with pytest.raises(ValueError, match=r"line 7 has 1 fields.*\(0x1a, a DOS end-of-file mark"):
+        as_responses(path)
+    ledger = _ledger(tmp_path, capsys)
+    before = ledger.read_bytes()
+    err = _refused(["estimate", str(path), "--epsilon", "1", "--ledger", str(ledger)], capsys)
+    assert "DOS end-of-file mark" in err and ledger.read_bytes() == before
+
+
+def test_a_column_that_only_case_folds_to_the_person_column_may_be_dropped():
+    # after names were matched in any case, drop_cols=['Person'] beside the person column
+    # 'person' (and 'ID' beside 'id') was refused as "the person column"; it is another column
+    frame = pd.DataFrame({"Person": ["a", "b", "c"], "person": ["x", "y", "z"], "q1": [0, 1, 1],
+                          "q2": [1, 0, 1]})
+    for kw in ({"person_col": "person"}, {}):
+        got = as_responses(frame, drop_cols=["Person"], **kw)
+        assert list(got.items) == ["q1", "q2"] and list(got.persons) == ["x", "y", "z"]
+    ids = pd.DataFrame({"id": ["a", "b", "c"], "ID": [0, 1, 0], "q1": [0, 1, 1]})
+    assert list(as_responses(ids, person_col="id", drop_cols=["ID"]).items) == ["q1"]
+    with pytest.raises(ValueError, match="drop_cols names the person column 'id'"):
+        as_responses(ids, person_col="id", drop_cols=["id"])

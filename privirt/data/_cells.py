@@ -3,14 +3,13 @@ cell that is no response (with a hint at what the column is: labels, or text ans
 
 from __future__ import annotations
 
-import unicodedata
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._files import text_number
+from ._files import control_hint, text_number
 from ._labels import _all_distinct, _person_col_hint, _py
 
 __all__: list[str] = []
@@ -34,24 +33,6 @@ def _answer_like(obj: np.ndarray, vals: list) -> bool:
 
 
 #: names of control characters that stray into a file
-_CONTROL_NAMES = {"\x00": "a NUL byte", "\x1a": "a DOS end-of-file mark, Ctrl-Z",
-                  "\x1b": "an escape character", "\x7f": "a delete character"}
-
-
-def control_hint(value: Any) -> str | None:
-    """The hint for a cell that is an answer (or nothing) plus control characters, such as a
-    file's trailing Ctrl-Z or a NUL byte; None for any other cell."""
-    if not isinstance(value, str):
-        return None
-    stray = [ch for ch in value if unicodedata.category(ch) == "Cc" and not ch.isspace()]
-    rest = "".join(ch for ch in value if ch not in stray)
-    if not stray or (rest.strip() and text_number(rest) is None):
-        return None
-    ch = stray[0]
-    what = f"0x{ord(ch):02x}" + (f", {_CONTROL_NAMES[ch]}" if ch in _CONTROL_NAMES else "")
-    return f"cell {value!r} holds a control character ({what}): remove it"
-
-
 def _mostly_non_answers(vals: list) -> bool:
     """Whether most of a column's non-missing cells are no answers (text, or numbers other
     than 0 and 1): a label column, not answers with a bad cell or two."""

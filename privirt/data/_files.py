@@ -8,6 +8,7 @@ turns the frames into :class:`~privirt.data.responses.Responses`.
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -462,6 +463,24 @@ def _check_row_name_rows(source: Any, name: str, sep: str, compression: Any, wid
                      f"every row needs {need} (check for stray separators)")
 
 
+_CONTROL_NAMES = {"\x00": "a NUL byte", "\x1a": "a DOS end-of-file mark, Ctrl-Z",
+                  "\x1b": "an escape character", "\x7f": "a delete character"}
+
+
+def control_hint(value: Any) -> str | None:
+    """The hint for a cell that is an answer (or nothing) plus control characters, such as a
+    file's trailing Ctrl-Z or a NUL byte; None for any other cell."""
+    if not isinstance(value, str):
+        return None
+    stray = [ch for ch in value if unicodedata.category(ch) == "Cc" and not ch.isspace()]
+    rest = "".join(ch for ch in value if ch not in stray)
+    if not stray or (rest.strip() and text_number(rest) is None):
+        return None
+    ch = stray[0]
+    what = f"0x{ord(ch):02x}" + (f", {_CONTROL_NAMES[ch]}" if ch in _CONTROL_NAMES else "")
+    return f"cell {value!r} holds a control character ({what}): remove it"
+
+
 def _check_short_rows(source: Any, name: str, sep: str, compression: Any, width: int) -> None:
     """Refuse a row with fewer fields than the header (``read_csv`` pads it with missing
     cells, which would turn a truncated line into missing responses).  Only run when the last
@@ -475,10 +494,13 @@ def _check_short_rows(source: Any, name: str, sep: str, compression: Any, width:
         reader = csv.reader(stream, delimiter=sep)
         for record in reader:
             if record and len(record) < width:
+                # (a line of a control character alone: a DOS end-of-file mark after the last row)
+                hint = control_hint(record[0]) if len(record) == 1 and record[0].strip() else None
                 raise ValueError(
                     f"{name} is not a rectangular table: line {reader.line_num} has "
-                    f"{len(record)} fields where the header has {width}; every row needs one "
-                    "field per column of the header (an empty field is a missing response)"
+                    f"{len(record)} fields where the header has {width}; " + (hint or (
+                        "every row needs one field per column of the header (an empty field is "
+                        "a missing response)"))
                 )
 
 

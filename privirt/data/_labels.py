@@ -426,12 +426,9 @@ def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataF
     """``frame`` without the columns ``names`` (``drop_cols``), refusing an unknown name and
     the person column."""
     # (None is no column's name: drop_cols=[None] is an unknown column); names are matched in
-    # any case and Unicode normalisation (a header saved on macOS is in NFD)
-    person_key = name_key("person" if person_col is None else person_col)
-    person = [n for n in names if n is not None and name_key(n) == person_key]
-    if person:
-        raise ValueError(f"drop_cols names the person column {_py(person[0])!r}: leave it out (only "
-                         "columns that hold neither person labels nor answers are to be dropped)")
+    # any case and Unicode normalisation (a header saved on macOS is in NFD), the person column
+    # as the reader finds it: only that column is refused ('Person' beside a person column
+    # 'person' may be dropped)
     columns = list(frame.columns)
     found = [find_column(columns, n, "drop_cols") for n in names]
     if None in found:
@@ -439,6 +436,14 @@ def drop_columns(frame: pd.DataFrame, names: tuple, person_col: Any) -> pd.DataF
         shown = ", ".join(cols[:12]) + (f", ... ({len(cols)} columns)" if len(cols) > 12 else "")
         raise ValueError(f"drop_cols names {_py(names[found.index(None)])!r}, not a column of the "
                          f"table; name one of its columns: {shown}")
+    try:
+        person = find_column(columns, "person" if person_col is None else person_col)
+    except ValueError:  # (two columns that the name fits alike: the reader refuses what is left)
+        person = None
+    if person is not None and any(same_name(person, f) for f in found):
+        shown_name = names[next(k for k, f in enumerate(found) if same_name(person, f))]
+        raise ValueError(f"drop_cols names the person column {_py(shown_name)!r}: leave it out (only "
+                         "columns that hold neither person labels nor answers are to be dropped)")
     return frame.loc[:, [not any(same_name(c, f) for f in found) for c in columns]]
 
 
