@@ -80,7 +80,7 @@ def item_response_curves(
     posterior: Any,
     items: Sequence[Any] | None = None,
     *,
-    model: str = "2pno",
+    model: str | None = None,
     band: bool = True,
     theta_range: tuple[float, float] = (-4.0, 4.0),
     path: str | Path | None = None,
@@ -94,8 +94,10 @@ def item_response_curves(
     items : sequence, optional
         Item labels to draw (default: all items, at most 20).  Up to 20 items get distinct
         colours (``tab10``, or ``tab20`` beyond 10) and a legend; more are drawn without one.
-    model : {"2pno", "2pl"}
-        Response function: Φ(aθ − b) for ``"2pno"``, logistic(aθ − b) for ``"2pl"``.
+    model : {"2pno", "2pl"}, optional
+        Response function: Φ(aθ − b) for ``"2pno"``, logistic(aθ − b) for ``"2pl"``.  Default:
+        the posterior's own (``posterior.model``: ``"2pno"`` for ``gibbs_2pno``, ``"2pl"`` for
+        ``mh_2pl``), else ``"2pno"``; one that contradicts it is refused.
     band : bool
         When draws were kept, shade the pointwise 95% posterior band of each curve.
     theta_range : (float, float)
@@ -111,8 +113,14 @@ def item_response_curves(
 
     from .data._labels import item_labels
 
+    own = getattr(posterior, "model", "")
+    if model is None:
+        model = own if own in ("2pno", "2pl") else "2pno"
     if model not in ("2pno", "2pl"):
         raise ValueError(f"model must be '2pno' or '2pl', got {model!r}")
+    if own in ("2pno", "2pl") and model != own:
+        raise ValueError(f"model={model!r} contradicts the posterior's model ({own!r}): its a and b are "
+                         f"those of the {own} response function; leave model out")
     link = special.ndtr if model == "2pno" else special.expit
     plt = _plt(path)
     index = posterior.labels["a"]

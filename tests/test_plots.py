@@ -354,3 +354,21 @@ def test_a_failed_plot_write_leaves_the_earlier_plot_whole(tmp_path, monkeypatch
         _save(fig, path)
     assert path.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir()] == ["p.png"]
+
+
+def test_item_response_curves_follow_the_posteriors_model():
+    # an mh_2pl posterior was drawn with the default model "2pno": probit curves and a "2PNO"
+    # title for logistic a and b (0.12 off the logistic curve in a reviewer's case)
+    from scipy import special
+
+    X, *_ = privirt.simulate_2pno(60, 3, seed=96_000_101)
+    post = privirt.mh_2pl(X, n_iter=40, warmup=20, seed=96_000_102, progress=False)
+    assert post.model == "2pl"
+    ax = plots.item_response_curves(post, band=False).axes[0]
+    assert "2PL" in ax.get_title()
+    a, b = post.summary().loc["a", "mean"].to_numpy(), post.summary().loc["b", "mean"].to_numpy()
+    for line, aj, bj in zip(ax.get_lines(), a, b):
+        x, y = line.get_data()
+        np.testing.assert_allclose(y, special.expit(aj * np.asarray(x) - bj), rtol=1e-12)
+    with pytest.raises(ValueError, match="contradicts the posterior's model"):
+        plots.item_response_curves(post, model="2pno")
