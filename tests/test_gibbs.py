@@ -502,7 +502,9 @@ def test_plots_write_png(fit, tmp_path):
     fig = plots.item_response_curves(fit, items=[0, 3], path=tmp_path / "irc.png")
     assert len(fig.axes[0].lines) == 2
     plots.theta_density(fit, path=tmp_path / "theta.png")
-    plots.item_response_curves(fit, model="2pl", band=False, path=tmp_path / "irc2.png")
+    plots.item_response_curves(fit, model="2pno", band=False, path=tmp_path / "irc2.png")
+    with pytest.raises(ValueError, match="contradicts the posterior's model"):  # (probit a, b)
+        plots.item_response_curves(fit, model="2pl")
     for name in ("irc.png", "theta.png", "irc2.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="unknown item"):
