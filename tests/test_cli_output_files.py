@@ -189,7 +189,7 @@ _FAST = ["--iter", "6", "--warmup", "2", "--seed", "1", "--device", "cpu", "--no
 @pytest.mark.parametrize("command, plot, extra", [
     ("fit", "wright_map.png", []),
     ("fit", "andersen.png", ["--andersen"]),
-    ("gibbs", "trace_a_2.png", _FAST),  # 7 items: a second trace page, known from the data
+    ("gibbs", "item_response_curves.png", _FAST),
     ("gibbs", "theta_density.png", _FAST),
     ("mh", "ideal_points.png", _FAST),
     ("mh", "trace_b.png", _FAST),

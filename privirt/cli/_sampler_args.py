@@ -167,19 +167,6 @@ def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ())
     )
 
 
-def pages(labels: Any, size: int) -> list[list]:
-    """``labels`` cut into pages of at most ``size`` (one figure each)."""
-    labels = list(labels)
-    return [labels[k:k + size] for k in range(0, len(labels), size)] or [[]]
-
-
-def page_names(stem: str, n_pages: int) -> list[str]:
-    """``stem.png`` for one page, ``stem_1.png``, ``stem_2.png``, … for several."""
-    if n_pages == 1:
-        return [f"{stem}.png"]
-    return [f"{stem}_{k + 1}.png" for k in range(n_pages)]
-
-
 def check_finite_means(table: pd.DataFrame) -> None:
     """Refuse, before anything is printed or written, a summary whose posterior means are not
     all finite (diverged chains): such a table is no result, and exit 0 would say it is."""

@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
-from ._paths import OutNotWritten, check_output_dir, plots_then_raise, write_plot
+from ._paths import OutNotWritten, plots_then_raise, write_plot
+from ._plot_items import PLOTTED_RULE, TRACE_ITEMS, plotted_items
 from ._sampler_args import (
     add_chain_arguments,
     add_data_arguments,
@@ -28,8 +30,6 @@ from ._sampler_args import (
     check_schedule,
     fixed_by_anchors,
     make_plot_dir,
-    page_names,
-    pages,
     priors_from_args,
     summarise,
     warn_convergence,
@@ -40,8 +40,8 @@ from ._sampler_args import (
 DEFAULT_PRIOR_A = (1.0, 1.0)
 #: ... and with --slopes free: N(0, 4) (either sign equally likely a priori)
 FREE_PRIOR_A = (0.0, 4.0)
-#: items per trace-plot page and per item-response-curve page
-TRACE_PAGE, CURVE_PAGE = 6, 20
+#: the files ``--plots`` writes
+PLOT_FILES = ("trace_a.png", "trace_b.png", "item_response_curves.png", "theta_density.png")
 
 
 def parse_anchor(text: str) -> tuple[str, float | str]:
@@ -77,8 +77,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     add_chain_arguments(
         p, warmup_help="discarded warmup (burn-in) iterations",
-        plots_help="write trace plots of a and b (6 items a page: trace_a_1.png, ...), item "
-                   "response curves and the θ density as PNG files into DIR (needs matplotlib)",
+        plots_help=f"write trace plots of a and b (trace_a.png, trace_b.png: the {TRACE_ITEMS} "
+                   "items whose a has the largest R-hat, b likewise, those without one first), "
+                   "those items' response curves (item_response_curves.png) and the θ density "
+                   "(theta_density.png) into DIR (needs matplotlib)",
     )
     add_prior_arguments(p, {
         "a": "normal prior on a, truncated to a > 0 unless --slopes free (default: 1 1, the "
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from ._input import read_responses
 
     started = time.perf_counter()
-    check_outputs(args)
+    check_outputs(args, PLOT_FILES)
     if args.prior_a_flat and args.prior_a is not None:
         raise ValueError("--prior-a and --prior-a-flat are two priors on a; give one")
     priors = priors_from_args(args, ("a", "b"))
@@ -136,8 +138,6 @@ def run(args: argparse.Namespace) -> int:
     resolve_engine(args.engine, sampler_device(args.device, args.engine))
     check_anchors(anchors, pd.Index(list(anchors)))  # values only: labels match themselves
     resp = read_responses(args)
-    if args.plots is not None:  # the page names follow the item count: known only now
-        check_output_dir(args.plots, "--plots", [name for name, _, _ in _figures(list(resp.items))])
     post = gibbs_2pno(
         resp, n_iter=args.n_iter, warmup=args.warmup, thin=args.thin,
         n_chains=args.chains, priors=priors, device=args.device, seed=args.seed,
@@ -169,35 +169,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"chains reflected to agree with the data's first principal component: "
               f"{post.info['reflected_chains']} (give --anchor to fix the direction)",
               file=sys.stderr)
-    plots_then_raise(failed, args.plots, lambda: _write_plots(post, args.plots))
+    plots_then_raise(failed, args.plots, lambda: _write_plots(post, table, args.plots))
     return 0
 
 
-def _figures(items: list) -> list[tuple[str, str, list]]:
-    """(file name, what, items) of each figure ``--plots`` writes: the traces of a and b
-    (6 items a page), the response curves (20 a page) and the θ density."""
-    figures = []
-    for what, stem, size in (("a", "trace_a", TRACE_PAGE), ("b", "trace_b", TRACE_PAGE),
-                             ("curves", "item_response_curves", CURVE_PAGE)):
-        chunks = pages(items, size)
-        figures += [(name, what, chunk)
-                    for name, chunk in zip(page_names(stem, len(chunks)), chunks)]
-    return figures + [("theta_density.png", "theta", [])]
-
-
-def _write_plots(post, path: str) -> None:
-    """Every item's trace (6 a page) and response curve (20 a page), and the θ density."""
+def _write_plots(post: Any, table: Any, path: str) -> None:
+    """The traces of the items whose a, and whose b, mixed worst (:func:`plotted_items`, as
+    ``privirt mh``), those items' response curves, and the θ density."""
     from .. import plots
 
     folder = make_plot_dir(path)
-    figures = _figures(list(post.labels["a"]))
-    for name, what, chunk in figures:
-        def draw(p, what=what, chunk=chunk):
-            if what == "curves":
-                return plots.item_response_curves(post, items=chunk, path=p)
-            if what == "theta":
-                return plots.theta_density(post, path=p)
-            return plots.trace_plot(post, what, labels=chunk, path=p)
-
-        write_plot(folder, name, draw)
-    print(f"wrote {', '.join(name for name, _, _ in figures)} to {folder}", file=sys.stderr)
+    chosen = plotted_items(table)
+    for block, labels in chosen.items():
+        write_plot(folder, f"trace_{block}.png",
+                   lambda p, b=block, c=labels: plots.trace_plot(post, b, labels=c, path=p))
+    curves = list(dict.fromkeys(chosen["a"] + chosen["b"]))  # at most 2 x 6: one page
+    write_plot(folder, "item_response_curves.png",
+               lambda p: plots.item_response_curves(post, items=curves, path=p))
+    write_plot(folder, "theta_density.png", lambda p: plots.theta_density(post, path=p))
+    print(f"wrote {', '.join(PLOT_FILES)} to {folder} ({PLOTTED_RULE}; the curves: those items)",
+          file=sys.stderr)

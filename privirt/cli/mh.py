@@ -26,20 +26,13 @@ from ._sampler_args import (
     write_summary,
 )
 from ._paths import OutNotWritten, plots_then_raise, write_plot
+from ._plot_items import PLOTTED_RULE, TRACE_ITEMS, plotted_items, worst_mixing
 from ._types import positive_int
 
 __all__ = ["register", "run", "parse_anchor", "worst_mixing"]
 
-#: items in the a and b trace plots: those with the largest R-hat (a roll call has hundreds)
-TRACE_ITEMS = 6
 #: the files ``--plots`` writes
 PLOT_FILES = ("ideal_points.png", "trace_theta.png", "trace_a.png", "trace_b.png")
-
-
-def worst_mixing(rhat: Any, k: int) -> list:
-    """The labels of the ``k`` parameters that mixed worst: those without an R-hat (NaN: draws
-    that never changed, a stuck chain) first, then the largest R-hat."""
-    return list(rhat.sort_values(ascending=False, kind="stable", na_position="first").index[:k])
 
 
 def parse_anchor(text: str) -> tuple[str, float]:
@@ -75,7 +68,7 @@ def register(subparsers: Any) -> None:
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
         plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ; "
-                   "a of the 6 items whose a has the largest R-hat, b likewise) into DIR (needs matplotlib)",
+                   f"a of the {TRACE_ITEMS} items whose a has the largest R-hat, b likewise) into DIR (needs matplotlib)",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                    metavar="NAME=VALUE",
@@ -174,10 +167,8 @@ def _write_plots(post: Any, summary: Any, theta: Any, path: Any) -> None:
     ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
     write_plot(d, "trace_theta.png", lambda p: trace_plot(post, "theta", labels=ends, path=p))
     written = ["ideal_points.png", "trace_theta.png"]
-    for block in ("a", "b"):  # the items that mixed worst: the traces worth a look
-        labels = worst_mixing(summary.loc[block]["rhat"], TRACE_ITEMS)
+    for block, labels in plotted_items(summary).items():  # the traces worth a look
         write_plot(d, f"trace_{block}.png",
                    lambda p, b=block, c=labels: trace_plot(post, b, labels=c, path=p))
         written.append(f"trace_{block}.png")
-    print(f"wrote {', '.join(written)} to {d} (a and b: the {TRACE_ITEMS} items with the "
-          "largest R-hat, those without one first)", file=sys.stderr)
+    print(f"wrote {', '.join(written)} to {d} ({PLOTTED_RULE})", file=sys.stderr)
