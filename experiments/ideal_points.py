@@ -20,7 +20,8 @@ Steps
 3. Write ``summary.csv`` (all parameters: mean, sd, 2.5 %, median, 97.5 %, MCSE, R-hat,
    ESS), ``ideal_points.csv`` (θ sorted), ``ideal_points.png`` (dot and 95 % interval per
    voter) and ``trace_theta.png`` (the anchors and the extremes) into ``--out``.
-4. Print the ranking, acceptance rates and the largest R-hat.
+4. Print the ranking, acceptance rates and the largest R-hat, and on stderr the warning of
+   ``privirt mh`` when the chains have not converged (R-hat > 1.01 or bulk ESS < 400).
 
 Example (simulated votes; see the README)::
 
@@ -38,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)))
 
 import privirt  # noqa: E402
+from privirt.cli._sampler_args import convergence_problem  # noqa: E402
 from privirt.cli.mh import parse_anchor  # noqa: E402
 
 
@@ -115,7 +117,8 @@ def _run(argv: list[str] | None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    post.summary().to_csv(out / "summary.csv")
+    summary = post.summary()
+    summary.to_csv(out / "summary.csv")
     theta = post.summary("theta").sort_values("mean")
     theta.to_csv(out / "ideal_points.csv")
 
@@ -133,8 +136,11 @@ def _run(argv: list[str] | None) -> int:
     print("\nacceptance rates:")
     print(post.acceptance_rates().round(3).to_string())
     if post.n_chains > 1:
-        print(f"max R-hat: {post.summary()['rhat'].max():.3f}")
+        print(f"max R-hat: {summary['rhat'].max():.3f}")
     print(f"\nwrote summary.csv, ideal_points.csv, ideal_points.png, trace_theta.png to {out}")
+    problem = convergence_problem(summary)  # the words of privirt mh's warning
+    if problem is not None:
+        print(f"ideal_points.py: warning: {problem}", file=sys.stderr)
     return 0
 
 

@@ -34,3 +34,45 @@ def test_ideal_points_bad_input_is_one_line(tmp_path, capsys, extra, message):
     assert code == 2
     assert err[-1].startswith("ideal_points.py: error:") and message in err[-1]
     assert not any(line.startswith("Traceback") for line in err)
+
+
+@pytest.fixture
+def votes_with_labels(tmp_path):
+    """A small simulated votes table with two label columns beside the voter column."""
+    import pandas as pd
+
+    import privirt
+
+    X, *_ = privirt.simulate_2pno(30, 6, seed=4)
+    frame = pd.DataFrame(X, columns=[f"v{j}" for j in range(6)])
+    frame.insert(0, "voter", [f"p{i}" for i in range(30)])
+    frame.insert(1, "party", ["D", "R"] * 15)
+    frame.insert(2, "state", ["XX"] * 30)
+    path = tmp_path / "votes.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _short_run(module, path, out, monkeypatch, *extra) -> int:
+    """The script on ``path`` with 40 iterations and its figures stubbed (matplotlib takes
+    seconds a figure; what is drawn is not checked here)."""
+    from privirt import plots
+
+    for name in ("ideal_point_plot", "trace_plot"):
+        monkeypatch.setattr(plots, name, lambda *a, **k: None)
+    return module.main([str(path), "--person-col", "voter", "--iter", "40", "--warmup", "20",
+                        "--chains", "2", "--seed", "1", "--quiet", "--out", str(out), *extra])
+
+
+def test_ideal_points_warns_when_the_chains_have_not_converged(votes_with_labels, tmp_path,
+                                                               capsys, monkeypatch):
+    # printed "max R-hat: 2.310" and exited 0 without a word; privirt mh warns
+    code = _short_run(_ideal_points(), votes_with_labels, tmp_path / "out", monkeypatch,
+                      "--drop-cols", "party", "state")
+    printed = capsys.readouterr()
+    assert code == 0
+    warning = [line for line in printed.err.splitlines() if "warning" in line]
+    assert len(warning) == 1, printed.err
+    assert warning[0].startswith("ideal_points.py: warning: the chains have not converged: ")
+    assert "R-hat <= 1.01 and bulk ESS >= 400" in warning[0] and "(--iter, --warmup)" in warning[0]
+    assert "warning" not in printed.out

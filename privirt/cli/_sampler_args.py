@@ -124,9 +124,9 @@ def _above(value: float, threshold: float) -> str:
     return repr(float(value))
 
 
-def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ()) -> None:
-    """One ``privirt: warning`` line when some parameter has R-hat > 1.01 or bulk ESS < 400
-    (Vehtari et al. 2021), saying how many and what to do.
+def convergence_problem(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ()) -> str | None:
+    """What :func:`warn_convergence` says when some parameter has R-hat > 1.01 or bulk ESS < 400
+    (Vehtari et al. 2021): how many and what to do; None when every parameter passes.
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ())
     bad_ess = ~(ess >= ESS_MIN)
     bad = bad_rhat | bad_ess
     if not bad.any():
-        return
+        return None
     worst = []
     over, no_rhat = rhat > RHAT_MAX, np.isnan(rhat)
     if over.any():
@@ -158,13 +158,21 @@ def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ())
     if bad_ess.any():
         worst.append(f"{int(bad_ess.sum())} with bulk ESS < {ESS_MIN} (min {np.nanmin(ess):.3g})"
                      if np.isfinite(ess).any() else f"{int(bad_ess.sum())} without an ESS")
-    warnings.warn(
+    return (
         f"the chains have not converged: {int(bad.sum())} of {len(table)} parameters fail "
         f"R-hat <= {RHAT_MAX} and bulk ESS >= {ESS_MIN} (Vehtari et al. 2021): "
         f"{', '.join(worst)}; do not use these estimates yet: run more iterations (--iter, "
-        "--warmup) or more chains (--chains)",
-        ConvergenceWarning, stacklevel=2,
+        "--warmup) or more chains (--chains)"
     )
+
+
+def warn_convergence(table: pd.DataFrame, fixed: Iterable[tuple[str, str]] = ()) -> None:
+    """One ``privirt: warning`` line (a :class:`ConvergenceWarning`) with
+    :func:`convergence_problem`'s words when the chains have not converged; nothing otherwise.
+    Parameters as :func:`convergence_problem`'s."""
+    problem = convergence_problem(table, fixed)
+    if problem is not None:
+        warnings.warn(problem, ConvergenceWarning, stacklevel=2)
 
 
 def check_finite_means(table: pd.DataFrame) -> None:
