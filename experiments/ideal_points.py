@@ -43,6 +43,12 @@ from privirt.cli._sampler_args import convergence_problem  # noqa: E402
 from privirt.cli.mh import parse_anchor  # noqa: E402
 
 
+def column_names(values: list[str]) -> list[str]:
+    """The ``--drop-cols`` names, separated by spaces or by commas (``a b`` or ``a,b``, as
+    ``privirt``'s ``--drop-cols a,b``); empty pieces (``a, b``) are skipped."""
+    return [name for value in values for name in (n.strip() for n in value.split(",")) if name]
+
+
 def load_votes(path: str, *, transpose: bool, person_col: str | None,
                drop_cols: list[str]) -> privirt.Responses:
     """Read a votes table as a voters × votes :class:`privirt.Responses`."""
@@ -66,7 +72,8 @@ def load_votes(path: str, *, transpose: bool, person_col: str | None,
         frame = frame.set_index(frame.columns[0])
     bad = [c for c in drop_cols if c not in frame.columns]
     if bad:
-        raise ValueError(f"--drop-cols: no column(s) {bad} in {path}")
+        raise ValueError(f"--drop-cols: no column(s) {bad} in {path}; give column names of "
+                         "its header, separated by spaces or commas")
     frame = frame.drop(columns=drop_cols)
     if transpose:
         frame = frame.T
@@ -87,7 +94,8 @@ def _run(argv: list[str] | None) -> int:
     ap.add_argument("votes", help="votes CSV/Parquet: rows voters, columns votes")
     ap.add_argument("--transpose", action="store_true", help="voters are the columns")
     ap.add_argument("--person-col", default=None, help="column with the voter labels")
-    ap.add_argument("--drop-cols", nargs="*", default=[], help="non-vote columns to drop")
+    ap.add_argument("--drop-cols", nargs="*", default=[], metavar="COL",
+                    help="non-vote columns to drop: COL COL ... or COL,COL,...")
     ap.add_argument("--anchor", action="append", type=parse_anchor, default=[],
                     metavar="NAME=VALUE", help="sign anchor, e.g. --anchor Scalia=+1")
     ap.add_argument("--prior-a", type=float, nargs=2, metavar=("MEAN", "VAR"), default=None,
@@ -103,7 +111,7 @@ def _run(argv: list[str] | None) -> int:
     args = ap.parse_args(argv)
 
     resp = load_votes(args.votes, transpose=args.transpose, person_col=args.person_col,
-                      drop_cols=args.drop_cols)
+                      drop_cols=column_names(args.drop_cols))
     anchors = dict(args.anchor) or None
     post = privirt.mh_2pl(resp, n_iter=args.iter, warmup=args.warmup, thin=args.thin,
                           n_chains=args.chains, seed=args.seed, anchors=anchors,

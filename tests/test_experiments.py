@@ -76,3 +76,27 @@ def test_ideal_points_warns_when_the_chains_have_not_converged(votes_with_labels
     assert warning[0].startswith("ideal_points.py: warning: the chains have not converged: ")
     assert "R-hat <= 1.01 and bulk ESS >= 400" in warning[0] and "(--iter, --warmup)" in warning[0]
     assert "warning" not in printed.out
+
+
+@pytest.mark.parametrize("drop", [["party,state"], ["party", "state"], ["party,", "state"],
+                                  ["party, state"]])
+def test_ideal_points_drop_cols_takes_commas_or_spaces(drop, votes_with_labels, tmp_path,
+                                                       capsys, monkeypatch):
+    # --drop-cols party,state (as every privirt command takes it) was "no column(s)
+    # ['party,state']"
+    import pandas as pd
+
+    out = tmp_path / "out"
+    assert _short_run(_ideal_points(), votes_with_labels, out, monkeypatch,
+                      "--drop-cols", *drop) == 0
+    summary = pd.read_csv(out / "summary.csv", index_col=[0, 1])
+    assert sorted(summary.loc["a"].index) == [f"v{j}" for j in range(6)]
+
+
+def test_ideal_points_unknown_drop_cols_says_what_to_do(votes_with_labels, tmp_path, capsys):
+    code = _ideal_points().main([str(votes_with_labels), "--person-col", "voter", "--quiet",
+                                 "--out", str(tmp_path / "out"), "--drop-cols", "party,nope"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "no column(s) ['nope']" in err[0] and "separated by spaces or commas" in err[0]
+    assert not (tmp_path / "out").exists()
