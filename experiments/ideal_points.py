@@ -130,9 +130,11 @@ def _run(argv: list[str] | None) -> int:
     theta = post.summary("theta").sort_values("mean")
     theta.to_csv(out / "ideal_points.csv")
 
-    from privirt.plots import ideal_point_plot, trace_plot
+    from privirt.plots import IDEAL_POINT_ROWS, ideal_point_plot, trace_plot
 
-    ideal_point_plot(post, path=out / "ideal_points.png")
+    # every person while the figure stays readable; beyond, the 20 lowest and 20 highest
+    ends = None if len(theta) <= IDEAL_POINT_ROWS else list(theta.index[:20]) + list(theta.index[-20:])
+    ideal_point_plot(post, labels=ends, path=out / "ideal_points.png")
     show = list(anchors or []) + list(theta.index[:2]) + list(theta.index[-2:])
     show = [lab for lab in dict.fromkeys(show) if lab in theta.index][:6]
     trace_plot(post, "theta", labels=show, path=out / "trace_theta.png")

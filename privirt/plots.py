@@ -206,6 +206,10 @@ def theta_density(
 __all__ += ["ideal_point_plot"]
 
 
+#: the most rows :func:`ideal_point_plot` draws by default (a House of Representatives fits)
+IDEAL_POINT_ROWS = 500
+
+
 def ideal_point_plot(
     posterior: Any,
     *,
@@ -213,6 +217,7 @@ def ideal_point_plot(
     sort: bool = True,
     center: str = "mean",
     labels: Sequence[Any] | None = None,
+    max_rows: int | None = IDEAL_POINT_ROWS,
     path: str | Path | None = None,
 ) -> Any:
     """Dot-and-interval plot of ideal points (or abilities): one row per person.
@@ -234,6 +239,9 @@ def ideal_point_plot(
         Which point estimate the dot shows.
     labels : sequence, optional
         Show only these persons.
+    max_rows : int or None, optional
+        The most rows drawn (default 500: 0.28 inch a row, a figure 140 inches tall); more
+        are refused in one line (pass ``labels``, or ``None`` for no limit).
     path : str or Path, optional
         Also save the figure there.
     """
@@ -249,6 +257,10 @@ def ideal_point_plot(
         if not labels:
             raise ValueError("labels is empty: give at least one label (or None for all)")
         summary = summary.loc[labels]
+    if max_rows is not None and len(summary) > max_rows:
+        raise ValueError(f"{len(summary)} rows are more than max_rows={max_rows} (one a person: a figure "
+                         f"{0.28 * len(summary) / 12:.0f} feet tall); pass labels= the persons to show, "
+                         "or max_rows=None")
     point = summary["mean" if center == "mean" else "q50"]
     if sort:
         order = np.argsort(point.to_numpy(), kind="stable")

@@ -581,6 +581,27 @@ def test_ideal_point_plot(tmp_path):
     assert [t.get_text() for t in fig2.axes[0].get_yticklabels()] == list("ABCDEFGH")[::-1]
     with pytest.raises(ValueError, match="center"):
         ideal_point_plot(post, center="mode")
+    # one row a person had no bound: 10,000 persons made a PNG 336,059 pixels tall (2.5 min, 2.5 GB)
+    with pytest.raises(ValueError, match=r"8 rows are more than max_rows=5 .*pass labels="):
+        ideal_point_plot(post, max_rows=5)
+    assert len(ideal_point_plot(post, labels=list("ABC"), max_rows=5).axes[0].get_yticklabels()) == 3
+
+
+def test_the_cli_plots_the_ends_of_a_long_list_of_persons(votes_csv, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from privirt import plots
+
+    drawn = []
+    real = plots.ideal_point_plot
+    monkeypatch.setattr(plots, "ideal_point_plot", lambda post, **kw: drawn.append(kw.get("labels")) or real(post, **kw))
+    monkeypatch.setattr(plots, "IDEAL_POINT_ROWS", 10)  # (30 voters: more than that)
+    path = votes_csv[0]
+    code = cli_main(["mh", str(path), "--person-col", "voter", "--iter", "40", "--warmup", "20", "--seed", "4",
+                     "--top", "3", "--no-progress", "--plots", str(tmp_path / "figs")])
+    assert code == 0
+    table = pd.read_csv(path, index_col=0)  # (the table's order: lowest to highest)
+    assert len(drawn) == 1 and len(drawn[0]) == 6 and set(drawn[0]) <= set(table.index)
+    assert "ideal_points.png (the 3 lowest and 3 highest of 30 persons, as the table)" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,8 @@ def register(subparsers: Any) -> None:
                    "--weights-col")
     add_chain_arguments(
         p, warmup_help="warmup iterations (proposal adaptation)",
-        plots_help="write the ideal-point plot and trace plots (PNG: the 3 lowest and 3 highest θ; "
+        plots_help="write the ideal-point plot (every person up to 500, else the --top lowest and "
+                   "highest) and trace plots (PNG: the 3 lowest and 3 highest θ; "
                    f"a of the {TRACE_ITEMS} items whose a has the largest R-hat, b likewise) into DIR (needs matplotlib)",
     )
     p.add_argument("--anchor", action="append", type=parse_anchor, default=[],
@@ -154,19 +155,24 @@ def run(args: argparse.Namespace) -> int:
           + ("" if len(theta) <= 2 * k else f", {k} at each end") + "):")
     print(shown[["mean", "q2.5", "q50", "q97.5", "rhat", "ess"]].round(3).to_string())
     warn_convergence(summary)
-    plots_then_raise(failed, args.plots, lambda: _write_plots(post, summary, theta, args.plots))
+    plots_then_raise(failed, args.plots, lambda: _write_plots(post, summary, theta, args.plots, args.top))
     return 0
 
 
-def _write_plots(post: Any, summary: Any, theta: Any, path: Any) -> None:
+def _write_plots(post: Any, summary: Any, theta: Any, path: Any, top: int = 20) -> None:
     """The ideal points, the traces of the 3 lowest and 3 highest θ, and of the worst-mixing a, b."""
-    from ..plots import ideal_point_plot, trace_plot
+    from ..plots import IDEAL_POINT_ROWS, ideal_point_plot, trace_plot
 
     d = make_plot_dir(path)
-    write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, path=p))
+    # every person while the figure stays readable; beyond, the ends the table shows
+    k = top if len(theta) > IDEAL_POINT_ROWS else None
+    shown = None if k is None else list(dict.fromkeys(list(theta.index[:k]) + list(theta.index[-k:])))
+    write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, labels=shown, path=p))
     ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
     write_plot(d, "trace_theta.png", lambda p: trace_plot(post, "theta", labels=ends, path=p))
-    written = ["ideal_points.png", "trace_theta.png"]
+    written = ["ideal_points.png" + ("" if k is None else f" (the {k} lowest and {k} highest of "
+                                                            f"{len(theta)} persons, as the table)"),
+               "trace_theta.png"]
     for block, labels in plotted_items(summary).items():  # the traces worth a look
         write_plot(d, f"trace_{block}.png",
                    lambda p, b=block, c=labels: trace_plot(post, b, labels=c, path=p))
