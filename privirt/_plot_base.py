@@ -5,9 +5,10 @@ path whose suffix names its format (checked before anything is drawn)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ._files import figure_path, temporary_path
 
@@ -27,6 +28,46 @@ def _plt(path: str | Path | None = None) -> Any:
     if path is not None:
         figure_path(path)
     return plt
+
+
+#: fonts with the glyphs DejaVu Sans (matplotlib's default) lacks (CJK, Hangul), by the names
+#: Linux, macOS and Windows install them under; those installed follow the user's own fonts
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+                  "Source Han Sans", "Droid Sans Fallback", "WenQuanYi Zen Hei", "Hiragino Sans",
+                  "Apple SD Gothic Neo", "Microsoft YaHei", "Yu Gothic", "Malgun Gothic",
+                  "Arial Unicode MS")
+
+
+@functools.lru_cache(maxsize=1)
+def _fallback_families() -> tuple[str, ...]:
+    """The :data:`FALLBACK_FONTS` that matplotlib finds on this machine."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return tuple(name for name in FALLBACK_FONTS if name in installed)
+
+
+def fallback_fonts(plot: Callable[..., Any]) -> Callable[..., Any]:
+    """Draw ``plot``'s figure with the installed :data:`FALLBACK_FONTS` after the user's fonts.
+
+    matplotlib falls back glyph by glyph through ``font.family``; with its default alone a
+    label in Chinese, Japanese or Korean was drawn as empty boxes, with one "Glyph missing"
+    warning a character, though a font holding it was installed.  The fonts apply to the texts
+    made while the figure is built and saved (``rc_context``: the user's settings are not
+    changed)."""
+    @functools.wraps(plot)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        try:
+            import matplotlib
+        except ImportError:  # (the plot refuses it in its own words)
+            return plot(*args, **kwargs)
+        own = list(matplotlib.rcParams["font.family"])
+        extra = [f for f in _fallback_families() if f not in own]
+        if not extra:
+            return plot(*args, **kwargs)
+        with matplotlib.rc_context({"font.family": own + extra}):
+            return plot(*args, **kwargs)
+    return drawn
 
 
 def _literal(label: Any) -> str:

@@ -12,11 +12,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._plot_base import _literal, _names, _plt, _save
+from ._plot_base import _literal, _names, _plt, _save, fallback_fonts
 
 __all__ = ["trace_plot"]
 
 
+@fallback_fonts
 def trace_plot(
     posterior: Any,
     param: str,
@@ -76,6 +77,7 @@ def _posterior_means(posterior: Any, param: str) -> np.ndarray:
     return np.asarray(posterior.summary(param)["mean"], dtype=float)
 
 
+@fallback_fonts
 def item_response_curves(
     posterior: Any,
     items: Sequence[Any] | None = None,
@@ -157,6 +159,7 @@ def item_response_curves(
     return _save(fig, path)
 
 
+@fallback_fonts
 def theta_density(
     posterior: Any,
     *,
@@ -210,6 +213,7 @@ __all__ += ["ideal_point_plot"]
 IDEAL_POINT_ROWS = 500
 
 
+@fallback_fonts
 def ideal_point_plot(
     posterior: Any,
     *,
@@ -303,6 +307,7 @@ def _theta_range(beta: Any, theta_range: tuple[float, float] | None,
     return np.linspace(lo, hi, n_points)
 
 
+@fallback_fonts
 def item_information_curves(
     beta: Any,
     items: Sequence[Any] | None = None,
@@ -368,6 +373,7 @@ def item_information_curves(
     return _save(fig, path)
 
 
+@fallback_fonts
 def test_information_curve(
     beta: Any,
     *,
@@ -434,6 +440,7 @@ def test_information_curve(
 test_information_curve.__test__ = False  # a plot, not a pytest test
 
 
+@fallback_fonts
 def wright_map(
     beta: Any,
     theta: Any,
@@ -540,6 +547,7 @@ def _label_rows(b: Any, line: float, lo: float) -> dict[float, str]:
     return rows
 
 
+@fallback_fonts
 def andersen_plot(
     result: Any,
     groups: Sequence[Any] | None = None,

@@ -372,3 +372,24 @@ def test_item_response_curves_follow_the_posteriors_model():
         np.testing.assert_allclose(y, special.expit(aj * np.asarray(x) - bj), rtol=1e-12)
     with pytest.raises(ValueError, match="contradicts the posterior's model"):
         plots.item_response_curves(post, model="2pno")
+
+
+def test_labels_in_chinese_japanese_or_korean_are_drawn_with_an_installed_font(tmp_path):
+    # with matplotlib's default font alone they were empty boxes, one "Glyph ... missing from
+    # font(s) DejaVu Sans" warning a character, though a font holding them was installed
+    import matplotlib
+
+    from privirt._plot_base import _fallback_families
+
+    if not _fallback_families():
+        pytest.skip("no font with CJK glyphs is installed (Debian: fonts-droid-fallback)")
+    before = list(matplotlib.rcParams["font.family"])
+    beta = pd.Series([-1.0, 0.0, 1.0], index=["日本語", "中文", "q3"])  # (Droid lacks Hangul)
+    theta = np.random.default_rng(96_000_201).normal(size=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (matplotlib's missing-glyph warning is a UserWarning)
+        plots.wright_map(beta, theta, path=tmp_path / "wm.png")
+        fig = plots.item_information_curves(beta, path=tmp_path / "iic.png")
+    legend = [t for t in fig.axes[0].get_legend().get_texts() if t.get_text() == "日本語"][0]
+    assert legend.get_fontfamily()[-len(_fallback_families()):] == list(_fallback_families())
+    assert list(matplotlib.rcParams["font.family"]) == before  # (the user's settings are kept)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._files import atomic_write, writing
+from .._plot_base import fallback_fonts
 from . import registry
 from .config import check_dataset_name
 from .reach import _check_metric, _configured, cells, configured_grid, configured_mechanisms, smallest_epsilon
@@ -120,6 +121,7 @@ def _nonprivate(results: pd.DataFrame) -> set[str]:
 # ----------------------------------------------------------------------------------------
 # plots
 # ----------------------------------------------------------------------------------------
+@fallback_fonts
 def plot_dataset(
     results: pd.DataFrame,
     dataset: str,
