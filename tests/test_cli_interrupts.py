@@ -39,7 +39,9 @@ def _one_line(err: str) -> str:
 
 def _start(argv: list[str], hook: str = "", **popen) -> subprocess.Popen:
     """``privirt ARGV`` in a child whose noise draw (after the debit) hangs 120 s when ``hook``
-    is ``"hang"``; SIGINT has its default, as under a terminal."""
+    is ``"hang"``; SIGINT, SIGTERM and SIGHUP have their defaults, as under a terminal (a suite
+    started with ``nohup`` or as a background job ignores SIGHUP or SIGINT, and the command
+    rightly keeps an ignored signal ignored: the SIGHUP case then hung until its time-out)."""
     code = "import sys, time\n"
     if hook == "hang":
         code += textwrap.dedent("""
@@ -54,7 +56,13 @@ def _start(argv: list[str], hook: str = "", **popen) -> subprocess.Popen:
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-c", code], cwd=str(ROOT), env=env, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **popen)
+                            preexec_fn=_terminal_signals, **popen)
+
+
+def _terminal_signals() -> None:
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def _wait_for_spends(proc: subprocess.Popen, led: Path, count: int) -> None:
