@@ -304,3 +304,16 @@ def test_non_finite_theta_advice_fits_the_persons():
     with pytest.raises(ValueError, match="2 person") as info:
         privirt.item_fit(X, est, theta=both, extreme="keep")
     assert "extreme=" not in str(info.value)
+
+
+def test_an_item_hundreds_of_logits_from_the_persons_gives_no_numpy_warning():
+    # beta = -700 (inside the bound) with theta = 5: Σ 1/W overflowed in the sum, outside the
+    # errstate, and numpy's "overflow encountered in reduce" reached the caller
+    rng = np.random.default_rng(96_200_301)
+    X = pd.DataFrame((rng.random((400, 4)) < 0.5).astype(float), columns=list("abcd"))
+    X["a"] = 1.0
+    beta = pd.Series([-700.0, -0.5, 0.0, 0.5], index=X.columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = privirt.item_fit(X, beta, theta=pd.Series(5.0, index=X.index))
+    assert np.isfinite(got.loc["a", "outfit_z"])  # (from the logarithm of Σ 1/W)

@@ -127,14 +127,17 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
             z2 = np.where(use, np.where(right, Q / P, P / Q), 0.0)  # (x − P)² / W
             kurt = np.where(use, 1.0 / W - 3.0, 0.0)  # E[(x−P)⁴] / W²
         cvar = np.where(use, W * (1.0 - 4.0 * W), 0.0)  # E[(x−P)⁴] − W²
-        for acc, acc_c, axis, sl in ((item, item_c, 0, slice(None)),
-                                     (person, person_c, 1, slice(start, stop))):
-            acc[0, sl] += use.sum(axis=axis)
-            acc[1, sl] += z2.sum(axis=axis)
-            acc[2, sl] += r2.sum(axis=axis)
-            acc[3, sl] += Wu.sum(axis=axis)
-            acc[4, sl] += kurt.sum(axis=axis)
-            acc_c[sl] += cvar.sum(axis=axis)
+        # (sums of terms near e^700 overflow to inf: Σ 1/W is summed again in logs below, and
+        # an infinite outfit is the value of unexpected answers hundreds of logits away)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for acc, acc_c, axis, sl in ((item, item_c, 0, slice(None)),
+                                         (person, person_c, 1, slice(start, stop))):
+                acc[0, sl] += use.sum(axis=axis)
+                acc[1, sl] += z2.sum(axis=axis)
+                acc[2, sl] += r2.sum(axis=axis)
+                acc[3, sl] += Wu.sum(axis=axis)
+                acc[4, sl] += kurt.sum(axis=axis)
+                acc_c[sl] += cvar.sum(axis=axis)
     # 1/W overflows beyond ~709 logits, where outfit's q (≈ √Σ(1/W) / n) is still finite: there
     # (only) log Σ 1/W is summed in a second pass
     item_l, person_l = np.full(m, -np.inf), np.full(n, -np.inf)
