@@ -19,7 +19,8 @@ Steps
 2. Run :func:`privirt.mh_2pl` with the anchors, several chains and adaptive proposals.
 3. Write ``summary.csv`` (all parameters: mean, sd, 2.5 %, median, 97.5 %, MCSE, R-hat,
    ESS), ``ideal_points.csv`` (θ sorted), ``ideal_points.png`` (dot and 95 % interval per
-   voter) and ``trace_theta.png`` (the anchors and the extremes) into ``--out``.
+   voter; beyond 500 voters, the 20 lowest and 20 highest) and ``trace_theta.png`` (the anchors
+   and the extremes) into ``--out``.
 4. Print the ranking, acceptance rates and the largest R-hat, and on stderr the warning of
    ``privirt mh`` when the chains have not converged (R-hat > 1.01 or bulk ESS < 400).
 
@@ -147,7 +148,8 @@ def _run(argv: list[str] | None) -> int:
     print(post.acceptance_rates().round(3).to_string())
     if post.n_chains > 1:
         print(f"max R-hat: {summary['rhat'].max():.3f}")
-    print(f"\nwrote summary.csv, ideal_points.csv, ideal_points.png, trace_theta.png to {out}")
+    cut = "" if ends is None else f" (the 20 lowest and 20 highest of {len(theta)} voters)"
+    print(f"\nwrote summary.csv, ideal_points.csv, ideal_points.png{cut}, trace_theta.png to {out}")
     problem = convergence_problem(summary)  # the words of privirt mh's warning
     if problem is not None:
         print(f"ideal_points.py: warning: {problem}", file=sys.stderr)

@@ -602,6 +602,12 @@ def test_the_cli_plots_the_ends_of_a_long_list_of_persons(votes_csv, tmp_path, m
     table = pd.read_csv(path, index_col=0)  # (the table's order: lowest to highest)
     assert len(drawn) == 1 and len(drawn[0]) == 6 and set(drawn[0]) <= set(table.index)
     assert "ideal_points.png (the 3 lowest and 3 highest of 30 persons, as the table)" in capsys.readouterr().err
+    # a --top beyond half the limit draws the limit (it failed: 2 x --top rows were refused)
+    drawn.clear()
+    code = cli_main(["mh", str(path), "--person-col", "voter", "--iter", "40", "--warmup", "20", "--seed", "4",
+                     "--top", "8", "--no-progress", "--plots", str(tmp_path / "figs2")])
+    assert code == 0 and len(drawn[0]) == 10 and (tmp_path / "figs2" / "ideal_points.png").exists()
+    assert "the 5 lowest and 5 highest of 30 persons" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

@@ -164,8 +164,9 @@ def _write_plots(post: Any, summary: Any, theta: Any, path: Any, top: int = 20) 
     from ..plots import IDEAL_POINT_ROWS, ideal_point_plot, trace_plot
 
     d = make_plot_dir(path)
-    # every person while the figure stays readable; beyond, the ends the table shows
-    k = top if len(theta) > IDEAL_POINT_ROWS else None
+    # every person while the figure stays readable; beyond, the ends the table shows (at most
+    # IDEAL_POINT_ROWS rows: --top 300 of 600 persons draws the 250 at each end)
+    k = min(top, IDEAL_POINT_ROWS // 2) if len(theta) > IDEAL_POINT_ROWS else None
     shown = None if k is None else list(dict.fromkeys(list(theta.index[:k]) + list(theta.index[-k:])))
     write_plot(d, "ideal_points.png", lambda p: ideal_point_plot(post, labels=shown, path=p))
     ends = list(dict.fromkeys(list(theta.index[:3]) + list(theta.index[-3:])))
