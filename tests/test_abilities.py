@@ -10,6 +10,7 @@ import pytest
 from scipy import integrate, optimize, special, stats
 
 import privirt
+from tests._memory import traced_peak
 
 BETA = np.array([-1.5, -0.5, 0.0, 0.7, 1.3])
 
@@ -367,18 +368,12 @@ def test_memory_stays_near_the_input_size_with_missing_cells(method, monkeypatch
     # with random missing cells each person is a group of their own: the G x m float64 mask and
     # the solver's ~5 temporaries of that size took 6.6 x the float64 input at 2e4 x 100
     # (2e5 x 100: 1035 MiB; 10^6 x 100: 5.9 GB peak RSS); blocks bound them
-    import tracemalloc
 
     from privirt.rasch import abilities
 
     monkeypatch.setattr(abilities, "_BLOCK_CELLS", 2**16, raising=False)  # 2e4 x 100 = 2e6 cells
     X = np.asarray(privirt.simulate_rasch(20_000, 100, p_observed=0.8, seed=21_005)[0], float)
-    tracemalloc.start()
-    try:
-        privirt.estimate_abilities(X, np.zeros(100), method=method, device="cpu")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(privirt.estimate_abilities, X, np.zeros(100), method=method, device="cpu")
     assert peak < 3 * X.nbytes, peak / X.nbytes
 
 

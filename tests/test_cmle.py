@@ -11,6 +11,7 @@ from scipy import optimize
 import privirt
 from privirt import metrics
 from privirt.exceptions import DisconnectedComparisonGraph
+from tests._memory import traced_peak
 
 
 def brute_conditional_nll(beta: np.ndarray, X: np.ndarray) -> float:
@@ -347,16 +348,10 @@ def test_many_tied_items_fit_in_memory_quadratic_in_m():
     each pair formerly costing an O(m) row in one (pairs × m) array (cubic in m: 30 × 400
     peaked at ~250 MiB, 30 × 5000 asked for 47.9 GiB).  Now the peak stays at a few m × m
     arrays."""
-    import tracemalloc
 
     n, m = 30, 400
     X = (np.random.default_rng(0).random((n, m)) < 0.5).astype(np.int8)
-    tracemalloc.start()
-    try:
-        res = privirt.cmle_estimate(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    res, peak = traced_peak(privirt.cmle_estimate, X)
     assert res.converged
     assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MiB"
     totals = X.sum(axis=0)

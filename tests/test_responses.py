@@ -11,6 +11,7 @@ import pytest
 import privirt
 from privirt.exceptions import EmptyResponsesWarning
 from privirt.data.responses import Responses, as_responses, private_responses
+from tests._memory import traced_peak
 
 
 @pytest.fixture
@@ -750,7 +751,6 @@ def test_an_array_is_converted_in_row_blocks_with_bounded_temporaries(monkeypatc
     np.where copy: 11 bytes a cell over the codes on float64, so the counts' memory bound of
     docs/spectral.md did not hold). It is now converted a row block at a time: the codes are the
     same bit for bit and the first bad cell in row-major order is named, in whichever block."""
-    import tracemalloc
 
     from privirt.data import _codes
 
@@ -764,10 +764,8 @@ def test_an_array_is_converted_in_row_blocks_with_bounded_temporaries(monkeypatc
         assert np.array_equal(as_responses(arr).codes, whole.astype(np.int8))
     ints = np.nan_to_num(X).astype(np.int64)
     assert np.array_equal(as_responses(ints).codes, ints.astype(np.int8))
-    tracemalloc.start()
-    codes = as_responses(X).codes
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    resp, peak = traced_peak(as_responses, X)
+    codes = resp.codes
     assert codes.nbytes == n * m and peak < n * m + 2**20, peak  # before: about 11 n m bytes
     for bad_cells, named in ((((5_000, 7),), "row 5000), item 7 (column 7)"),
                              (((9_000, 3), (700, 40), (700, 41)), "row 700), item 40 (column 40)")):
@@ -784,7 +782,6 @@ def test_the_empty_check_works_in_row_blocks_with_the_same_decisions(monkeypatch
     """The empty-person/item check of ``empty="drop"``/``"error"`` built a full n·m ``codes >= 0``
     mask (half of as_responses' peak on a float64 input, BENCHMARKS.md). It now works a row block
     at a time: the same persons and items kept, the same warning and error messages."""
-    import tracemalloc
 
     from privirt.data import _codes
 
@@ -822,10 +819,8 @@ def test_the_empty_check_works_in_row_blocks_with_the_same_decisions(monkeypatch
     Y[rng.random((n, m)) < 0.1] = np.nan
     monkeypatch.setattr(_codes, "BLOCK_CELLS", 4096)
     for empty in ("drop", "error"):
-        tracemalloc.start()
-        got = as_responses(Y, empty=empty).codes
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        resp, peak = traced_peak(as_responses, Y, empty=empty)
+        got = resp.codes
         assert got.nbytes == n * m and peak < 1.1 * n * m + 2**20, (empty, peak)  # before: 2 n m
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import resource
-import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -21,6 +20,7 @@ import pytest
 import privirt
 from privirt.bayes import diagnostics, driver
 from privirt.cli import main
+from tests._memory import traced_peak
 
 
 def _draws(rng: np.random.Generator, c: int, n: int, k: int) -> np.ndarray:
@@ -55,12 +55,7 @@ def test_the_summary_peak_is_bounded_and_working_bytes_bounds_it(monkeypatch):
     monkeypatch.setattr(diagnostics, "_workers", lambda: 1)
 
     def peak() -> int:
-        tracemalloc.start()
-        try:
-            diagnostics.summarize(d)
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        return traced_peak(diagnostics.summarize, d)[1]
 
     unbounded = peak()
     assert unbounded > 5 * d.nbytes  # the working set the chunks bound
@@ -100,12 +95,7 @@ def test_long_chains_stay_within_what_check_memory_counts(monkeypatch, c, n, k, 
     monkeypatch.setattr(diagnostics, "SUMMARY_BYTES", budget)
     monkeypatch.setattr(diagnostics, "ThreadPoolExecutor", _Pools)
     _Pools.sizes = []
-    tracemalloc.start()
-    try:
-        chunked = diagnostics.summarize(d)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    chunked, peak = traced_peak(diagnostics.summarize, d)
     for key in whole:
         np.testing.assert_array_equal(chunked[key], whole[key])
     # at most as many threads as 2 parameters' working arrays fit in the budget; none below 2

@@ -18,6 +18,7 @@ from privirt.private.totals.api import (
     totals_sensitivity,
     totals_statistics,
 )
+from tests._memory import traced_peak
 
 mechanisms = pytest.importorskip("mechanisms")
 
@@ -469,7 +470,6 @@ def test_design_uses_the_full_score_distribution_only_when_the_histogram_is_prec
 def test_a_bootstrap_replicate_larger_than_a_batch_is_simulated_in_chunks_with_the_same_draws(monkeypatch):
     # one replicate of n × m cells was drawn as whole float64 arrays (several × n·m·8 bytes: 4 GB
     # at 10⁶ × 100); its persons are now drawn in chunks, from the same stream in the same order
-    import tracemalloc
 
     from privirt.private.totals import marginal
 
@@ -493,11 +493,6 @@ def test_a_bootstrap_replicate_larger_than_a_batch_is_simulated_in_chunks_with_t
     n, m = 20_000, 500  # 10⁷ cells: 80 MB a float64 array
     beta = np.random.default_rng(2).normal(size=m)
     edges = np.arange(-0.5, m + 1.5, 1.0)
-    tracemalloc.start()
-    try:
-        marginal.simulate_releases(np.random.default_rng(3), None, beta, n, edges, 3.0, 2.0, 1,
-                                   ability=(nodes, w))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(marginal.simulate_releases, np.random.default_rng(3), None, beta, n, edges,
+                          3.0, 2.0, 1, ability=(nodes, w))
     assert peak < 60e6, peak
