@@ -308,7 +308,7 @@ def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_
     path = tmp_path / "long_test.csv"
     pd.DataFrame(X, columns=[f"q{k}" for k in range(m)]).to_csv(path, index=False)
     state = str(tmp_path / "s.db")
-    setup_state(state, {"wide": (path, 10.0, 1e-6, ["--missing", "mcar"])}, {"carol": ["wide=5"]})
+    keys = setup_state(state, {"wide": (path, 10.0, 1e-6, ["--missing", "mcar"])}, {"carol": ["wide=5"]})
     store = open_store(state)
     carol = Principal("analyst", 1, "carol")
     n0 = store.counts()
@@ -320,6 +320,18 @@ def test_an_mcar_data_set_of_more_items_than_the_totals_release_holds_is_served_
         # (in the service's words: an analyst has no privirt.private_spectral_estimate to call)
         other = '"method": "spectral"' if endpoint == "estimate" else '"kind": "counts"'
         assert f"ask for {other}" in err.value.detail and "privirt." not in err.value.detail
+    # the same answers from a running service over loopback (the default method is totals)
+    from ._serve import Server, call
+
+    server = Server(state)
+    try:
+        for endpoint, body, other in (("estimate", {"epsilon": 1.0}, '"method": "spectral"'),
+                                      ("release", {"epsilon": 1.0}, '"kind": "counts"')):
+            st, answer, _ = call(f"{server.url}/v1/datasets/wide/{endpoint}", "POST", keys["carol"], body)
+            assert st == 422 and f"ask for {other}" in answer["detail"], (st, answer)
+            assert "nothing was spent" in answer["detail"] and "privirt." not in answer["detail"]
+    finally:
+        server.stop()
     assert store.counts() == n0
     body, _ = run_request(store, carol, "wide", "release", ReleaseRequest(epsilon=1.0, kind="counts").model_dump(),
                           None)
