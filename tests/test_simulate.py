@@ -88,3 +88,42 @@ def test_seed_accepts_an_int_a_seed_sequence_and_a_generator_as_one_stream():
         for seed in (np.int64(4), np.random.SeedSequence(4), np.random.default_rng(4)):
             for x, y in zip(base, fn(20, 3, seed=seed)):
                 assert np.array_equal(x, y, equal_nan=True)
+
+
+def _drawn_whole(seed, n, m, p_observed, model):
+    """The draws as one n × m block (the simulators' stream before they drew block by block)."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n)
+    if model == "rasch":
+        beta = rng.normal(0.0, 1.0, m)
+        beta -= beta.mean()
+        prob, items = special.expit(theta[:, None] - beta[None, :]), (beta,)
+    elif model == "2pno":
+        a, b = rng.uniform(0.2, 2.0, m), rng.uniform(-2.0, 2.0, m)
+        prob, items = special.ndtr(theta[:, None] * a - b), (a, b)
+    else:
+        a, b = rng.uniform(0.5, 2.5, m), rng.standard_normal(m)
+        prob, items = special.expit(theta[:, None] * a - b), (a, b)
+    X = (rng.random(prob.shape) < prob).astype(np.float64)
+    X[rng.random(prob.shape) >= p_observed] = np.nan
+    return (X, theta, *items)
+
+
+@pytest.mark.parametrize("model,fn", [("rasch", privirt.simulate_rasch), ("2pno", privirt.simulate_2pno),
+                                      ("2pl", privirt.simulate_2pl)])
+@pytest.mark.parametrize("n,m", [(3, 2), (5000, 300), (70, 20_000)])  # blocks of rows; one row wider than a block
+def test_drawing_by_blocks_of_persons_gives_the_same_data(model, fn, n, m):
+    for p_observed in (1.0, 0.7):
+        got = fn(n, m, p_observed=p_observed, seed=96_500_100 + n)
+        want = _drawn_whole(96_500_100 + n, n, m, p_observed, model)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_a_simulation_holds_little_more_than_its_responses():
+    # it held the probabilities, the uniforms and a boolean copy beside X: about 3.1 × X's bytes
+    from tests._memory import traced_peak
+
+    n, m = 50_000, 100
+    (X, _, _), peak = traced_peak(privirt.simulate_rasch, n, m, p_observed=0.9, seed=96_500_200)
+    assert X.nbytes == 8 * n * m and peak < 1.3 * X.nbytes

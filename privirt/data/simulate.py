@@ -11,7 +11,7 @@ float, a string) is a ``ValueError`` naming ``seed``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy import special
@@ -50,10 +50,28 @@ def _rng(seed: Any) -> np.random.Generator:
                          f"or None, got {brief(seed)}") from None
 
 
-def _finish(prob: np.ndarray, p_observed: float, rng: np.random.Generator) -> np.ndarray:
-    X = (rng.random(prob.shape) < prob).astype(np.float64)
+#: cells drawn at a time: the response matrix is the only n × m array a simulation holds
+_CHUNK_CELLS = 1 << 18
+
+
+def _finish(prob_rows: Callable[[slice], np.ndarray], shape: tuple[int, int], p_observed: float,
+            rng: np.random.Generator) -> np.ndarray:
+    """The responses ``X`` (float, NaN where unobserved) for the probabilities
+    ``prob_rows(rows)`` of a block of persons, drawn block by block: the same numbers as
+    ``rng.random(shape) < prob`` and then the observation mask's ``rng.random(shape)`` (a
+    Generator's doubles fill an array in C order), without holding the n × m probabilities
+    and uniforms beside ``X``."""
+    n, m = shape
+    X = np.empty(shape, dtype=np.float64)
+    step = max(1, _CHUNK_CELLS // m)
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        np.less(rng.random((rows.stop - rows.start, m)), prob_rows(rows), out=X[rows], casting="unsafe")
     if p_observed < 1.0:
-        X[rng.random(prob.shape) >= p_observed] = np.nan
+        for start in range(0, n, step):
+            rows = slice(start, min(n, start + step))
+            block = X[rows]
+            block[rng.random(block.shape) >= p_observed] = np.nan
     return X
 
 
@@ -83,8 +101,10 @@ def simulate_rasch(
         beta -= beta.mean()
     if not np.isfinite(beta).all():  # (a finite beta_scale near 1e308 overflowed the draws)
         raise ValueError(f"beta_scale={beta_scale!r} gives difficulties beyond a double; use a smaller beta_scale")
-    prob = special.expit(theta[:, None] - beta[None, :])
-    return _finish(prob, p_observed, rng), theta, beta
+    def prob(rows: slice) -> np.ndarray:
+        return special.expit(theta[rows, None] - beta[None, :])
+
+    return _finish(prob, (n_persons, n_items), p_observed, rng), theta, beta
 
 
 def simulate_2pno(
@@ -106,8 +126,10 @@ def simulate_2pno(
     theta = rng.standard_normal(n_persons)
     a = rng.uniform(0.2, 2.0, n_items)
     b = rng.uniform(-2.0, 2.0, n_items)
-    prob = special.ndtr(theta[:, None] * a[None, :] - b[None, :])
-    return _finish(prob, p_observed, rng), theta, a, b
+    def prob(rows: slice) -> np.ndarray:
+        return special.ndtr(theta[rows, None] * a[None, :] - b[None, :])
+
+    return _finish(prob, (n_persons, n_items), p_observed, rng), theta, a, b
 
 
 def simulate_2pl(
@@ -128,5 +150,7 @@ def simulate_2pl(
     theta = rng.standard_normal(n_persons)
     a = rng.uniform(0.5, 2.5, n_items)
     b = rng.standard_normal(n_items)
-    prob = special.expit(theta[:, None] * a[None, :] - b[None, :])
-    return _finish(prob, p_observed, rng), theta, a, b
+    def prob(rows: slice) -> np.ndarray:
+        return special.expit(theta[rows, None] * a[None, :] - b[None, :])
+
+    return _finish(prob, (n_persons, n_items), p_observed, rng), theta, a, b
