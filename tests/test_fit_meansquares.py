@@ -317,3 +317,79 @@ def test_an_item_hundreds_of_logits_from_the_persons_gives_no_numpy_warning():
         warnings.simplefilter("error")
         got = privirt.item_fit(X, beta, theta=pd.Series(5.0, index=X.index))
     assert np.isfinite(got.loc["a", "outfit_z"])  # (from the logarithm of Σ 1/W)
+
+
+def _plain_numpy_fit(X, theta, beta, axis):
+    """The defining sums, vectorised with plain numpy (every person used, missing cells out)."""
+    z = theta[:, None] - beta[None, :]
+    P, Q = 1.0 / (1.0 + np.exp(-z)), 1.0 / (1.0 + np.exp(z))
+    W, use = P * Q, ~np.isnan(X)
+    C = P * Q**4 + Q * P**4
+    r2 = np.where(X == 1, Q * Q, P * P)
+
+    def s(a):
+        return np.where(use, a, 0.0).sum(axis=axis)
+
+    n, sw = use.sum(axis=axis), s(W)
+    infit, outfit = s(r2) / sw, s(r2 / W) / n
+    q_in = np.sqrt(s(C - W * W) / sw**2)
+    q_out = np.sqrt(s(C / W**2) / n**2 - 1.0 / n)
+    return np.column_stack([infit, outfit, (np.cbrt(infit) - 1) * 3 / q_in + q_in / 3,
+                            (np.cbrt(outfit) - 1) * 3 / q_out + q_out / 3])
+
+
+def test_fit_on_ordinary_data_is_the_defining_formula_to_round_off():
+    # the log-domain sums of far cells must leave ordinary data as the plain sums give it
+    rng = np.random.default_rng(29_001)
+    theta, beta = rng.normal(0, 1.5, 300), np.linspace(-3, 3, 12)
+    X = (rng.random((300, 12)) < 1 / (1 + np.exp(-(theta[:, None] - beta)))).astype(float)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    cols = ["infit", "outfit", "infit_z", "outfit_z"]
+    for fit, axis in ((privirt.item_fit, 0), (privirt.person_fit, 1)):
+        got = fit(X, beta, theta, extreme="keep")[cols].to_numpy()
+        np.testing.assert_allclose(got, _plain_numpy_fit(X, theta, beta, axis), rtol=1e-12)
+
+
+def _decimal_infit(x, theta, beta):
+    """infit and infit_z of one item or person from the defining formula, in 80-digit decimals
+    (P and Q each from its own exponential, so neither is 1 − the other)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 80
+        r2 = sw = cw = Decimal(0)
+        for xi, t, b in zip(x, theta, beta):
+            z = Decimal(t) - Decimal(b)
+            P, Q = 1 / (1 + (-z).exp()), 1 / (1 + z.exp())
+            W = P * Q
+            r2 += Q * Q if xi == 1 else P * P
+            sw += W
+            cw += P * Q**4 + Q * P**4 - W * W  # C − W²
+        ms = r2 / sw
+        q = (cw / sw**2).sqrt()
+        return float(ms), float((ms ** (Decimal(1) / 3) - 1) * (3 / q) + q / 3)
+
+
+@pytest.mark.parametrize("case", ["item 500 logits above", "item 800 logits above", "person 600 logits above"])
+def test_infit_and_its_z_hundreds_of_logits_away_match_a_decimal_reference(case):
+    # Σ W and (Σ W)² were summed as plain doubles: from ~400 logits (Σ W)² underflowed and
+    # infit_z was inf; from ~745 W itself did and infit was 0/0 = NaN (docs/fit.md)
+    if case == "person 600 logits above":
+        X = pd.DataFrame({"a": [1, 1, 0, 1], "b": [1, 0, 1, 0], "c": [1, 1, 0, 0], "d": [1, 1, 1, 0]})
+        theta = pd.Series([600.0, 600.4, 0.1, -0.3])
+        beta = pd.Series([0.0, -0.5, 0.3, 1.0], index=X.columns)
+        got, units = privirt.person_fit(X, beta, theta, extreme="keep"), [0, 1]
+        cells = {u: (X.loc[u].to_numpy(), [theta[u]] * 4, beta.to_numpy()) for u in units}
+    else:
+        far, near = (500.0, 0.0) if case == "item 500 logits above" else (700.0, -100.0)
+        X = pd.DataFrame({"a": [0, 0, 0, 0], "b": [0, 1, 0, 0], "c": [1, 0, 1, 0], "d": [1, 1, 0, 1]})
+        theta = pd.Series(near + np.array([-0.5, 0.2, 0.7, 1.1]))
+        beta = pd.Series([far, far - 0.3, near, near - 0.4], index=X.columns)
+        # (b's unexpected right answer 800 logits below it makes its infit e^799, beyond doubles)
+        got, units = privirt.item_fit(X, beta, theta, extreme="keep"), ["a", "b"][: 2 if far == 500 else 1]
+        cells = {u: (X[u].to_numpy(), theta.to_numpy(), [beta[u]] * 4) for u in units}
+    for u in units:
+        ms, z = _decimal_infit(*cells[u])
+        assert np.isfinite(got.loc[u, ["infit", "infit_z"]].to_numpy(float)).all(), got.loc[u]
+        np.testing.assert_allclose(got.loc[u, "infit"], ms, rtol=1e-10)
+        np.testing.assert_allclose(got.loc[u, "infit_z"], z, rtol=1e-10)

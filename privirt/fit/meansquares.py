@@ -138,17 +138,21 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
                 acc[3, sl] += Wu.sum(axis=axis)
                 acc[4, sl] += kurt.sum(axis=axis)
                 acc_c[sl] += cvar.sum(axis=axis)
-    # 1/W overflows beyond ~709 logits, where outfit's q (≈ √Σ(1/W) / n) is still finite: there
-    # (only) log Σ 1/W is summed in a second pass
-    item_l, person_l = np.full(m, -np.inf), np.full(n, -np.inf)
-    if not (np.isfinite(item[4]).all() and np.isfinite(person[4]).all()):
+    # far from every unit's cells the plain sums reach the ends of the doubles: 1/W overflows
+    # beyond ~709 logits (outfit's q ≈ √Σ(1/W) / n is still finite), (Σ W)² underflows from ~354
+    # and W itself from ~745 (infit and its q are finite). There (only) the sums are taken again,
+    # as logarithms
+    item_l, person_l = np.full((4, m), -np.inf), np.full((4, n), -np.inf)
+    if not (np.isfinite(item[4]).all() and np.isfinite(person[4]).all()
+            and not _far(item[0], item[3]).any() and not _far(person[0], person[3]).any()):
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            use = (codes[start:stop] >= 0) & included[start:stop, None]
-            az = np.abs(np.where(included[start:stop], th[start:stop], 0.0)[:, None] - bv[None, :])
-            log_inv_w = np.where(use, az + 2.0 * np.log1p(np.exp(-az)), -np.inf)  # −log(PQ)
-            item_l = np.logaddexp(item_l, special.logsumexp(log_inv_w, axis=0))
-            person_l[start:stop] = special.logsumexp(log_inv_w, axis=1)
+            c = codes[start:stop]
+            use = (c >= 0) & included[start:stop, None]
+            t = np.where(included[start:stop], th[start:stop], 0.0)
+            logs = _log_terms(t[:, None] - bv[None, :], c == 1, use)
+            item_l = np.logaddexp(item_l, special.logsumexp(logs, axis=1))
+            person_l[:, start:stop] = special.logsumexp(logs, axis=2)
     return {
         "item": (*item, item_c, item_l),
         "person": (*person, person_c, person_l),
@@ -159,7 +163,28 @@ def _sums(X: Any, beta: Any, theta: Any, extreme: str) -> dict:
     }
 
 
-def _table(count, sum_z2, sum_r2, sum_w, sum_kurt, sum_cvar, log_inv_w) -> pd.DataFrame:
+#: a Σ W below this is taken from its logarithm: (Σ W)² would lose digits as a subnormal
+_FAR_SUM_W = 1e-140
+
+
+def _far(count: np.ndarray, sum_w: np.ndarray) -> np.ndarray:
+    """Units whose infit is taken from log sums (every cell hundreds of logits away)."""
+    return (count > 0) & (sum_w < _FAR_SUM_W)
+
+
+def _log_terms(z: np.ndarray, right: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Logarithms of each cell's ``1/W``, ``(x − P)²``, ``W`` and ``W(1 − 4W)``, stacked
+    (shape ``(4, *z.shape)``; −inf for unused cells), exact where the terms under- or overflow."""
+    log_p, log_q = special.log_expit(z), special.log_expit(-z)
+    log_w = log_p + log_q
+    with np.errstate(divide="ignore"):  # 1 − 4W = (P − Q)² = tanh²(z/2), 0 at z = 0
+        log_cw = log_w + 2.0 * np.log(np.abs(np.tanh(0.5 * z)))
+    logs = np.stack([-log_w, 2.0 * np.where(right, log_q, log_p), log_w, log_cw])
+    return np.where(use, logs, -np.inf)
+
+
+def _table(count, sum_z2, sum_r2, sum_w, sum_kurt, sum_cvar, logs) -> pd.DataFrame:
+    log_inv_w, log_r2, log_w, log_cw = logs
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         has = count > 0
         outfit = np.where(has, sum_z2 / count, np.nan)
@@ -169,6 +194,10 @@ def _table(count, sum_z2, sum_r2, sum_w, sum_kurt, sum_cvar, log_inv_w) -> pd.Da
         huge = has & ~np.isfinite(sum_kurt)
         q_out = np.where(huge, np.exp(0.5 * log_inv_w - np.log(np.where(has, count, 1.0))), q_out)
         q_in = np.sqrt(np.clip(np.where(has, sum_cvar / sum_w**2, np.nan), 0, None))
+        # where Σ W is tiny: infit = Σ r² / Σ W and q_in = √Σ W(1 − 4W) / Σ W from logarithms
+        far = _far(count, sum_w)
+        infit = np.where(far, np.exp(log_r2 - log_w), infit)
+        q_in = np.where(far, np.exp(0.5 * log_cw - log_w), q_in)
         table = pd.DataFrame({
             "infit": infit,
             "outfit": outfit,
