@@ -237,3 +237,27 @@ def test_duplicate_beta_labels_are_refused_naming_them():
         with pytest.raises(ValueError, match=r"^beta has duplicate item label\(s\) \['q0'\]; pass "
                                              r"one difficulty per item$"):
             call(dup)
+
+
+@pytest.mark.parametrize("far", [400.0, 740.0, 800.0])
+def test_reliability_person_se_hundreds_of_logits_away_is_summed_in_logs(far):
+    # the person se 1/√Σ W: Σ W lost its digits as a subnormal from ~708 logits and was 0 from
+    # ~745 (se inf, numpy's "divide by zero"); then se² overflowed in the mean squared error
+    from decimal import Decimal, localcontext
+
+    X = pd.DataFrame([[1, 1, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]], columns=list("abc"))
+    beta = pd.Series([0.0, 0.5, -0.5], index=list("abc"))
+    theta = pd.Series([far, -0.3, 0.2, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rel = privirt.reliability(X, beta, theta=theta)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        se2 = []
+        for t in theta:
+            sw = sum(1 / (1 + (Decimal(t) - Decimal(b)).exp()) / (1 + (Decimal(b) - Decimal(t)).exp())
+                     for b in beta)
+            se2.append(1 / sw)
+        rmse = float((sum(se2) / 4).sqrt())
+    np.testing.assert_allclose(rel.person["rmse"], rmse, rtol=1e-10)
+    assert rel.person["reliability"] == 0.0 and rel.person["separation"] == 0.0

@@ -17,6 +17,7 @@ from scipy import special
 
 from ..data.responses import ResponsesLike
 from ._inputs import prepare
+from .meansquares import _far, _log_terms
 
 __all__ = ["Reliability", "reliability", "separation"]
 
@@ -37,12 +38,19 @@ def separation(measures: np.ndarray, se: np.ndarray) -> dict[str, float]:
         return {"n": n, "observed_sd": nan, "rmse": nan, "true_sd": nan,
                 "reliability": nan, "separation": nan, "strata": nan}
     var_obs = float(np.var(measures))
-    mse = float(np.mean(se**2))
+    top = float(np.max(se))
+    if 1e150 < top < np.inf:  # se² would overflow (a person hundreds of logits from the items)
+        rmse = top * float(np.sqrt(np.mean((se / top) ** 2)))
+        with np.errstate(over="ignore"):
+            mse = rmse * rmse
+    else:
+        mse = float(np.mean(se**2))
     var_true = max(var_obs - mse, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = var_true / var_obs if var_obs > 0 else float("nan")
         sep = float(np.sqrt(var_true) / np.sqrt(mse)) if mse > 0 else float("nan")
-    return {"n": n, "observed_sd": float(np.sqrt(var_obs)), "rmse": float(np.sqrt(mse)),
+    return {"n": n, "observed_sd": float(np.sqrt(var_obs)),
+            "rmse": rmse if 1e150 < top < np.inf else float(np.sqrt(mse)),
             "true_sd": float(np.sqrt(var_true)), "reliability": float(rel),
             "separation": sep, "strata": (4.0 * sep + 1.0) / 3.0}
 
@@ -141,19 +149,32 @@ def reliability(
     # person SE from the information of the items each person answered
     z = np.where(used, th, 0.0)[:, None] - bv[None, :]
     W = np.where(obs & used[:, None], special.expit(z) * special.expit(-z), 0.0)  # (no 1 − P: 0 from 37 logits)
-    person = separation(th[used], 1.0 / np.sqrt(W[used].sum(axis=1)))
+    person = separation(th[used], _inverse_root(W[used], z[used], obs[used], axis=1))
     se = _item_se(beta)
     if isinstance(se, pd.Series) and se.index.equals(b.index) and np.all(np.isfinite(se)):
         item_se, source = se.to_numpy(dtype=np.float64), "estimate"
     else:
         with np.errstate(divide="ignore"):
-            item_se, source = 1.0 / np.sqrt(W.sum(axis=0)), "information"
+            item_se, source = _inverse_root(W, z, obs & used[:, None], axis=0), "information"
     ok = np.isfinite(item_se)
     item = separation(bv[ok], item_se[ok])
     complete = obs.all(axis=1)
     kr20 = _kr20((codes[complete] == 1).astype(np.float64))
     return Reliability(person=person, item=item, kr20=kr20, kr20_n=int(complete.sum()),
                        item_se_source=source)
+
+
+def _inverse_root(W: np.ndarray, z: np.ndarray, use: np.ndarray, axis: int) -> np.ndarray:
+    """``1/√Σ W`` along ``axis``; where ``Σ W`` is tiny (every cell hundreds of logits away,
+    ``W`` subnormal or 0) from ``log Σ W``, summed as in the mean squares."""
+    sum_w = W.sum(axis=axis)
+    far = _far(use.sum(axis=axis), sum_w)
+    with np.errstate(divide="ignore"):
+        out = 1.0 / np.sqrt(sum_w)
+    if far.any():
+        log_w = special.logsumexp(_log_terms(z, np.zeros(z.shape, bool), use)[2], axis=axis)
+        out = np.where(far, np.exp(-0.5 * log_w), out)
+    return out
 
 
 def _item_se(beta: Any) -> Any:
