@@ -141,16 +141,25 @@ def _error(status: int, body: dict, retry_after: str | None = None) -> ServiceEr
 _KEY_PREFIXES = ("pva.", "pvc.")
 
 
+#: quotes a key pasted from an email or a JSON file may carry (never part of a key)
+_QUOTES = frozenset("\"'`\u2018\u2019\u201a\u201c\u201d\u201e\u00ab\u00bb")
+
+
 def _check_key(key: str) -> str:
-    """``key`` without surrounding whitespace (a key file's trailing newline); a key with any
-    other character than printable ASCII is refused in one line that does not quote it (the
-    HTTP library's own error would print the whole header, secret included)."""
+    """``key`` without surrounding whitespace (a key file's trailing newline); a key with quotes
+    or any other character than printable ASCII is refused in one line that does not quote it
+    (the HTTP library's own error would print the whole header, secret included; a quoted key
+    was sent and answered a bare 401)."""
     if not isinstance(key, str):
         raise ValueError(f"key must be a str (your API key, pva....), got {type(key).__name__}")
     key = key.strip()
-    if not all("!" <= ch <= "~" for ch in key):
-        raise ValueError("key contains whitespace, control or non-ASCII characters inside it: pass the API "
-                         "key exactly as `privirt serve analyst add` printed it (one line)")
+    found = [what for what, bad in (
+        ("quotes", any(ch in _QUOTES for ch in key)),
+        ("whitespace, control or non-ASCII characters inside it",
+         any(not "!" <= ch <= "~" and ch not in _QUOTES for ch in key))) if bad]
+    if found:
+        raise ValueError(f"key contains {' and '.join(found)}: paste the API key as one line, without quotes, "
+                         "exactly as `privirt serve analyst add` printed it; nothing was sent")
     return key
 
 
@@ -208,7 +217,8 @@ class Client:
     ValueError
         In one line naming the argument, for a ``url`` that is not http(s) (a key passed as
         ``url`` is not quoted) or has whitespace or control characters inside or a bad port
-        (whitespace around it is stripped), a ``key`` with whitespace or control characters inside, or a
+        (whitespace around it is stripped), a ``key`` with quotes or with whitespace or control
+        characters inside, or a
         ``timeout``/``retries`` out of range, or a ``cafile`` that cannot be read as PEM
         certificates.
     """

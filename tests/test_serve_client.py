@@ -69,6 +69,18 @@ def test_a_key_with_inner_whitespace_or_control_characters_is_one_line_without_t
     assert "key" in msg and "\n" not in msg and SECRET not in msg and "pva." not in msg
 
 
+@pytest.mark.parametrize("bad", ['"' + KEY + '"', "'" + KEY + "'", ' "' + KEY + '"\n', "`" + KEY + "`",
+                                 "\u201c" + KEY + "\u201d", KEY + '"', '"' + KEY[:20] + "\n" + KEY[20:] + '"'],
+                         ids=["double", "single", "spaced", "backtick", "typographic", "trailing", "broken"])
+def test_a_key_pasted_with_quotes_is_one_line_saying_so_before_anything_is_sent(fake, bad):
+    # a key copied with its quotes (from an email, a JSON file) was sent as it was: a bare 401
+    with pytest.raises(ValueError) as err:
+        Client(fake.url, bad, retries=0).datasets()
+    msg = str(err.value)
+    assert "quotes" in msg and "one line" in msg and "\n" not in msg
+    assert SECRET not in msg and "pva." not in msg and fake.seen == []
+
+
 def test_swapped_url_and_key_do_not_echo_the_key():
     with pytest.raises(ValueError) as err:
         Client(KEY, "http://127.0.0.1:9")
