@@ -190,6 +190,62 @@ def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn
     assert hashlib.sha256(open(state, "rb").read()).hexdigest() == before
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf", "601", ""])
+def test_serve_run_refuses_a_bad_state_deadline_in_one_line_before_uvicorn(state_without_uvicorn, value):
+    # the PostgreSQL state's 30 s transaction deadline had no option
+    before = hashlib.sha256(open(state_without_uvicorn, "rb").read()).hexdigest()
+    proc = cli("serve", "run", state_without_uvicorn, "--state-deadline", value, check=False)
+    line = _one_line_error(proc)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert "--state-deadline" in line and "at most 600" in line and "default, 30 s" in line, line
+    assert hashlib.sha256(open(state_without_uvicorn, "rb").read()).hexdigest() == before
+
+
+def test_serve_run_refuses_a_state_deadline_for_a_sqlite_state_in_one_line(state_without_uvicorn):
+    # its --help says the deadline is for a postgresql:// state only: a SQLite state does not take it
+    proc = cli("serve", "run", state_without_uvicorn, "--state-deadline", "5", check=False)
+    line = _one_line_error(proc)
+    assert proc.returncode == 2 and "postgresql:// state only" in line and "leave it out" in line, line
+    assert "postgresql:// state only" in " ".join(cli("serve", "run", "--help").stdout.split())
+    with pytest.raises(ValueError, match="postgresql:// state only"):
+        from privirt.serve import create_app
+
+        create_app(state_without_uvicorn, state_deadline=5)
+
+
+def test_a_postgres_backend_gives_each_transaction_its_own_deadline(monkeypatch):
+    """No server needed: the deadline each transaction starts is the backend's (set by
+    ``--state-deadline``), else the module's default."""
+    pytest.importorskip("psycopg")
+    import psycopg
+
+    from privirt.serve import _backends, _deadline
+    from privirt.serve.store import Store
+
+    started = []
+
+    class Recorded:
+        passed = False
+
+        def __init__(self, seconds):
+            started.append(seconds)
+
+        def cancel(self):
+            pass
+
+    def begin(self, stack):
+        raise psycopg.OperationalError("no server here")
+
+    monkeypatch.setattr(_backends, "_Deadline", Recorded)
+    monkeypatch.setattr(_backends._Postgres, "_begin", begin)
+    backend = _backends._Postgres("postgresql://u@127.0.0.1:1/x")
+    for _ in range(2):
+        with pytest.raises(psycopg.OperationalError), backend.read():
+            pass
+        Store(backend).set_deadline(_deadline.check_state_deadline("2.5"))
+    assert started == [_deadline.STATE_DEADLINE, 2.5]
+
+
 def test_a_password_in_the_urls_query_string_is_not_printed():
     from privirt.serve._backends import _redact
 

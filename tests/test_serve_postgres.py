@@ -386,3 +386,44 @@ def test_curator_administration_on_postgres(postgres, flow):  # noqa: F811
         admin.migrate_flow(url, lambda: psycopg.connect(url))
     else:
         getattr(admin, f"{flow}_flow")(url)
+
+
+def test_serve_run_state_deadline_reaches_every_workers_backend_and_ends_a_blocked_debit(postgres, monkeypatch):  # noqa: F811
+    """``privirt serve run --workers 2 --state-deadline 0.5``: each worker process builds its app
+    with ``app_from_env`` from the environment it inherits; there, a debit waiting on the data
+    set's row lock (held by another connection) ends at 0.5 s, not 30 s, with the 503 "nothing
+    was spent", and nothing is written."""
+    import os
+
+    import psycopg
+    import uvicorn
+
+    from privirt.cli import main
+    from privirt.serve import service
+    from privirt.serve.app import app_from_env
+
+    from ._serve import free_port
+    from .test_serve_concurrency import DELTA, _pg_service
+
+    url, _, who = _pg_service(postgres, "deadline_option")
+    started: dict = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.update(k))
+    for name in ("STATE", "MAX_IN_FLIGHT", "TLS_PROXY", "STATE_DEADLINE"):  # (restored after the test)
+        monkeypatch.setenv(f"PRIVIRT_SERVE_{name}", "7")
+    assert main(["serve", "run", url, "--port", str(free_port()), "--workers", "2", "--state-deadline", "0.5"]) == 0
+    assert started["workers"] == 2 and os.environ["PRIVIRT_SERVE_STATE_DEADLINE"] == "0.5"
+    store = app_from_env().state.store  # what each worker runs
+    params = {"kind": "totals", "epsilon": 0.3, "delta": DELTA, "mechanism": "gaussian"}
+    with psycopg.connect(url) as holder:
+        holder.execute("SELECT id FROM datasets FOR UPDATE")
+        with pytest.raises(service.RequestFailed) as err:
+            service.run_request(store, who, "d", "release", params, "k1")
+    assert err.value.status == 503 and err.value.detail == service.STATE_UNAVAILABLE
+    causes, exc = [], err.value
+    while exc is not None:
+        causes.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    assert any("did not answer within 0.5 s" in text for text in causes), causes
+    assert store.counts() == {"requests": 0, "spends": 0}
+    assert main(["serve", "run", url, "--port", str(free_port())]) == 0  # without it: the default again
+    assert "PRIVIRT_SERVE_STATE_DEADLINE" not in os.environ

@@ -163,6 +163,10 @@ def register(subparsers) -> None:
                    help="every request reaches the service through a TLS-terminating reverse proxy: send "
                    "Strict-Transport-Security and mark the curator page's session cookie Secure (automatic "
                    "with --ssl-certfile)")
+    p.add_argument("--state-deadline", type=_state_deadline, default=None, metavar="SECONDS",
+                   help="a postgresql:// state only: seconds each transaction on it may take before its "
+                   "connection is broken and the request answers 503 (default 30, at most 600); refused "
+                   "with a SQLite state, whose file lock is waited for at most 60 s")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=run_serve)
 
@@ -184,6 +188,17 @@ def _on_state(run):
             raise error from None
 
     return checked
+
+
+def _state_deadline(text: str) -> float:
+    """``--state-deadline``: seconds, checked by :func:`privirt.serve._deadline.check_state_deadline`."""
+    from ..serve._deadline import MAX_STATE_DEADLINE, STATE_DEADLINE, check_state_deadline
+
+    try:
+        return check_state_deadline(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, a number > 0 and at most {MAX_STATE_DEADLINE:g}, got "
+                                         f"{text!r} (leave it out for the default, {STATE_DEADLINE:g} s)") from None
 
 
 def _needs(usage: str):
@@ -539,7 +554,10 @@ def run_serve(args: argparse.Namespace) -> int:
     # a bad STATE, or a damaged data set in it, is one line here, not a traceback in every worker
     from ..serve.service import load_datasets
 
-    load_datasets(open_store(args.state), keep=False)
+    store = open_store(args.state)
+    if args.state_deadline is not None:  # (refused for a SQLite state)
+        store.set_deadline(args.state_deadline)
+    load_datasets(store, keep=False)
     _check_listen(args.host, args.port)  # last, so that the address is still free for uvicorn
     if not _is_loopback(args.host) and args.ssl_certfile is None:
         print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "
@@ -548,6 +566,10 @@ def run_serve(args: argparse.Namespace) -> int:
     os.environ["PRIVIRT_SERVE_STATE"] = args.state
     os.environ["PRIVIRT_SERVE_MAX_IN_FLIGHT"] = str(args.max_in_flight)
     os.environ["PRIVIRT_SERVE_TLS_PROXY"] = "1" if args.tls_proxy else "0"
+    if args.state_deadline is None:  # (the default, not one left in the environment)
+        os.environ.pop("PRIVIRT_SERVE_STATE_DEADLINE", None)
+    else:  # every worker process reads it in app_from_env
+        os.environ["PRIVIRT_SERVE_STATE_DEADLINE"] = repr(args.state_deadline)
     uvicorn.run("privirt.serve.app:app_from_env", factory=True, host=args.host, port=args.port,
                 workers=args.workers, ssl_keyfile=args.ssl_keyfile, ssl_certfile=args.ssl_certfile,
                 log_level=args.log_level, server_header=False, proxy_headers=False)

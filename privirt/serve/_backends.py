@@ -278,6 +278,9 @@ class _Postgres:
         self.describe = _redact(url)
         _check_user_part(url, self.describe)
         self._local = threading.local()
+        #: seconds each transaction may take (``privirt serve run --state-deadline``); None:
+        #: ``_deadline.STATE_DEADLINE``
+        self.deadline: float | None = None
 
     def exists(self) -> bool:
         return True
@@ -362,10 +365,12 @@ class _Postgres:
         at least ``local``: :meth:`_durable`), results too — a result answered with 200 survives a
         crash of PostgreSQL right after it (docs/serve.md: stored, then returned).
 
-        The transaction (the outermost of the thread) has ``_deadline.STATE_DEADLINE`` seconds:
-        then its connection is broken and it raises :class:`StateUnavailable` (before the ``COMMIT`` was
-        sent nothing was written; from then on, its outcome is unknown)."""
-        seconds = _deadline.STATE_DEADLINE  # (read now: a test may set it)
+        The transaction (the outermost of the thread) has :attr:`deadline` seconds (unset:
+        ``_deadline.STATE_DEADLINE``): then its connection is broken and it raises
+        :class:`StateUnavailable` (before the ``COMMIT`` was sent nothing was written; from then
+        on, its outcome is unknown)."""
+        # (read now: a test may set _deadline.STATE_DEADLINE)
+        seconds = _deadline.STATE_DEADLINE if self.deadline is None else self.deadline
         deadline = None
         if seconds and getattr(self._local, "deadline", None) is None:
             deadline = self._local.deadline = _Deadline(seconds)

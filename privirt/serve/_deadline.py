@@ -8,7 +8,7 @@ import socket
 import threading
 from contextlib import suppress
 
-__all__ = ["STATE_DEADLINE", "_connect_options", "_Deadline"]
+__all__ = ["STATE_DEADLINE", "MAX_STATE_DEADLINE", "check_state_deadline", "_connect_options", "_Deadline"]
 
 #: seconds a PostgreSQL state transaction may take, from its ``BEGIN`` to its ``COMMIT``'s answer,
 #: before its connection is broken (docs/serve.md): a server stopped (``SIGSTOP``) or cut off by
@@ -17,11 +17,41 @@ __all__ = ["STATE_DEADLINE", "_connect_options", "_Deadline"]
 #: debits takes well under a second; ``None`` or 0: no deadline
 STATE_DEADLINE: float | None = 30.0
 
+#: the longest deadline ``privirt serve run --state-deadline`` takes (10 minutes)
+MAX_STATE_DEADLINE = 600.0
+
 #: libpq connection parameters set unless the URL (or ``PGCONNECT_TIMEOUT``) sets them: connect
 #: within 5 s, and notice a dead peer of an idle (keepalives: 5 + 3 × 2 s) or a sending
 #: (``tcp_user_timeout``, in ms) TCP connection
 _CONNECT_DEFAULTS = {"connect_timeout": "5", "keepalives": "1", "keepalives_idle": "5",
                      "keepalives_interval": "2", "keepalives_count": "3", "tcp_user_timeout": "15000"}
+
+
+def check_state_deadline(value: object, name: str = "--state-deadline") -> float:
+    """``value`` as seconds for :attr:`_Postgres.deadline <privirt.serve._backends._Postgres>`;
+    a one-line ValueError naming ``name`` unless it is a finite number > 0 and at most
+    :data:`MAX_STATE_DEADLINE`.
+
+    Parameters
+    ----------
+    value : object
+        The deadline given (a number, or its text on the command line).
+    name : str
+        How the message names it.
+
+    Returns
+    -------
+    float
+        The deadline in seconds.
+    """
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if isinstance(value, bool) or not 0 < seconds <= MAX_STATE_DEADLINE:  # (False for NaN)
+        raise ValueError(f"{name} must be seconds, a number > 0 and at most {MAX_STATE_DEADLINE:g}, got {value!r}; "
+                         f"leave it out for the default, {STATE_DEADLINE:g} s")
+    return seconds
 
 
 def _connect_options(url: str) -> dict[str, str]:

@@ -28,6 +28,7 @@ from .page import KEY_TOO_LONG, login_page
 from .routers import analyst, curator
 from .service import NOT_FOUND, RequestFailed, load_datasets, state_unavailable
 from ._backends import StateUnavailable
+from ._deadline import check_state_deadline
 from .store import Store, open_store
 from ._limits import MAX_BODY
 
@@ -212,16 +213,19 @@ def route_warnings() -> None:
 
 
 def create_app(state: Store | str, *, max_body: int = MAX_BODY, max_in_flight: int = MAX_IN_FLIGHT,
-               tls_proxy: bool = False) -> Any:
+               tls_proxy: bool = False, state_deadline: float | None = None) -> Any:
     """The service for a state (an open :class:`Store`, a path or a ``postgresql://`` URL).
 
     ``max_in_flight``: requests (spending ones and data set listings) one analyst may have running
     at once in this process (more get 429 with ``Retry-After``, nothing spent).  ``tls_proxy``: every request arrives
     through a TLS-terminating reverse proxy — send ``Strict-Transport-Security`` and mark the
     curator page's session cookie ``Secure`` (both are automatic when uvicorn serves HTTPS
-    itself).
+    itself).  ``state_deadline``: seconds each transaction on a PostgreSQL state may take
+    (default ``_deadline.STATE_DEADLINE``, 30 s; a ValueError for a SQLite state).
     """
     store = state if isinstance(state, Store) else open_store(state)
+    if state_deadline is not None:
+        store.set_deadline(check_state_deadline(state_deadline, "state_deadline"), "state_deadline")
     load_datasets(store)  # an older state's compressed blobs decode now, not within a request's time
     route_warnings()
     app = FastAPI(
@@ -305,10 +309,12 @@ def _version() -> str:
 
 def app_from_env() -> Any:
     """The app for ``uvicorn --factory privirt.serve.app:app_from_env``: the state in
-    ``PRIVIRT_SERVE_STATE``, ``PRIVIRT_SERVE_MAX_IN_FLIGHT`` (default 2) and
-    ``PRIVIRT_SERVE_TLS_PROXY=1`` (set by ``privirt serve run``)."""
+    ``PRIVIRT_SERVE_STATE``, ``PRIVIRT_SERVE_MAX_IN_FLIGHT`` (default 2),
+    ``PRIVIRT_SERVE_TLS_PROXY=1`` and ``PRIVIRT_SERVE_STATE_DEADLINE`` (seconds; unset: 30) (set
+    by ``privirt serve run``, for each of its worker processes)."""
     state = os.environ.get("PRIVIRT_SERVE_STATE")
     if not state:
         raise RuntimeError("set PRIVIRT_SERVE_STATE to the state path or postgresql:// URL")
     return create_app(state, max_in_flight=int(os.environ.get("PRIVIRT_SERVE_MAX_IN_FLIGHT", MAX_IN_FLIGHT)),
-                      tls_proxy=os.environ.get("PRIVIRT_SERVE_TLS_PROXY") == "1")
+                      tls_proxy=os.environ.get("PRIVIRT_SERVE_TLS_PROXY") == "1",
+                      state_deadline=os.environ.get("PRIVIRT_SERVE_STATE_DEADLINE") or None)

@@ -201,6 +201,16 @@ class Store:
     def describe(self) -> str:
         return self._b.describe
 
+    def set_deadline(self, seconds: float, name: str = "--state-deadline") -> None:
+        """Give each transaction of a PostgreSQL state ``seconds`` (``privirt serve run
+        --state-deadline``; checked by :func:`~privirt.serve._deadline.check_state_deadline`);
+        a one-line ValueError naming ``name`` for a SQLite state, whose waits are bounded by its
+        busy timeout."""
+        if self.kind != "postgresql":
+            raise ValueError(f"{name} applies to a postgresql:// state only; a SQLite state waits at "
+                             f"most {self._b.timeout:g} s for its file lock (its busy timeout): leave it out")
+        self._b.deadline = seconds
+
     # -- curator set-up -----------------------------------------------------------------
     def add_dataset(self, *, name: str, epsilon: float, delta: float, n_persons: int,
                     items: Sequence[str], missing: str, codes, source: str, who: str = CLI) -> int:
