@@ -2,10 +2,13 @@
 allowances, the curator key, the log of the curator's actions, and the schema upgrade.
 
 Every curator action — ``init``, ``limits``, ``dataset add``, ``analyst add``, ``analyst allow``,
-``analyst revoke``, ``analyst new-key``, ``curator-key`` — writes one row of the ``events`` table
-(schema 3) in the very transaction that makes the change: its time, the action, the object's
-name, its public parameters (ε, δ, the limit) and who (``cli``, or ``curator key #N (API)``: the
-row id of the curator key the request used).  An event never holds a key or a key's hash.
+``analyst revoke``, ``analyst new-key``, ``curator-key``, and ``upgrade`` of an older state —
+writes one row of the ``events`` table (schema 3) in the very transaction that makes the change:
+its time, the action, the object's name, its public parameters (ε, δ, the limit) and who
+(``cli``, or ``curator key #N (API)``: the row id of the curator key the request used).  An
+``upgrade`` is always ``cli``: it is made when a state is opened (by the command that first opens
+it, ``privirt serve run`` included, before its workers start, or a program's own
+:func:`~privirt.serve.create_app`), never by an API request.  An event never holds a key or a key's hash.
 
 An analyst is one record whatever their keys: ``analyst new-key`` replaces the key (the old one
 stops at once; a revoked analyst is restored) and keeps the record, so their allowances keep
