@@ -193,12 +193,14 @@ def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn
 @pytest.mark.parametrize("value", ["abc", "0", "-1", "nan", "inf", "601", ""])
 def test_serve_run_refuses_a_bad_state_deadline_in_one_line_before_uvicorn(state_without_uvicorn, value):
     # the PostgreSQL state's 30 s transaction deadline had no option
-    before = hashlib.sha256(open(state_without_uvicorn, "rb").read()).hexdigest()
+    from pathlib import Path
+
+    before = hashlib.sha256(Path(state_without_uvicorn).read_bytes()).hexdigest()
     proc = cli("serve", "run", state_without_uvicorn, "--state-deadline", value, check=False)
     line = _one_line_error(proc)
     assert proc.returncode == 2 and proc.stdout == "", proc
     assert "--state-deadline" in line and "at most 600" in line and "default, 30 s" in line, line
-    assert hashlib.sha256(open(state_without_uvicorn, "rb").read()).hexdigest() == before
+    assert hashlib.sha256(Path(state_without_uvicorn).read_bytes()).hexdigest() == before
 
 
 def test_serve_run_refuses_a_state_deadline_for_a_sqlite_state_in_one_line(state_without_uvicorn):
