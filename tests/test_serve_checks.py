@@ -166,6 +166,41 @@ def test_serve_run_checks_the_port_and_the_tls_files_before_uvicorn(tmp_path, st
         assert text in line, (extra, line)
 
 
+def test_serve_run_refuses_more_workers_than_the_machine_can_hold_before_uvicorn(state_without_uvicorn):
+    # --workers 100000 started processes until the machine ran out of memory, and SIGTERM did not end it
+    from privirt.cli.serve import max_workers
+
+    limit = max_workers()
+    assert limit >= 8
+    line = _one_line_error(cli("serve", "run", state_without_uvicorn, "--workers", str(limit + 1), check=False))
+    assert f"--workers must be at most {limit}" in line and f"got {limit + 1}" in line
+
+
+def test_serve_run_names_an_encrypted_tls_key_without_asking_for_its_passphrase(tmp_path, state_without_uvicorn):
+    # OpenSSL asked "Enter PEM pass phrase:" on the terminal (twice), and without one the message
+    # said the valid pair was "not a PEM certificate and its private key"
+    import shutil
+    import subprocess
+    import sys
+
+    from ._serve import env
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make an encrypted key")
+    key, cert = tmp_path / "enc.pem", tmp_path / "cert.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-keyout", str(key), "-out", str(cert),
+                           "-days", "2", "-subj", "/CN=localhost", "-passout", "pass:abcd"], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"openssl could not make an encrypted key: {made.stderr.decode()[-200:]}")
+    # a subprocess with no terminal (OpenSSL prompts on one), as under a service manager
+    proc = subprocess.run([sys.executable, "-m", "privirt", "serve", "run", state_without_uvicorn, "--ssl-keyfile",
+                           str(key), "--ssl-certfile", str(cert)], capture_output=True, text=True, env=env(),
+                          stdin=subprocess.DEVNULL, start_new_session=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "" and "pass phrase" not in proc.stderr
+    line = _one_line_error(proc)
+    assert f"--ssl-keyfile {key} is encrypted with a passphrase" in line and "openssl pkey" in line
+
+
 def test_serve_run_checks_that_it_can_listen_on_the_host_and_port_before_uvicorn(state_without_uvicorn):
     # uvicorn printed a TLS warning and six log lines, exit 3, for a host it could not bind
     import socket

@@ -153,7 +153,8 @@ def register(subparsers) -> None:
     p.add_argument("state", metavar="STATE")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=positive_int, default=8000, help="port (default 8000)")
-    p.add_argument("--workers", type=positive_int, default=1, metavar="K", help="worker processes (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="K",
+                   help="worker processes (default 1; at most 4 per CPU, at least 8)")
     p.add_argument("--ssl-keyfile", default=None, metavar="PATH", help="TLS private key (PEM)")
     p.add_argument("--ssl-certfile", default=None, metavar="PATH", help="TLS certificate (PEM)")
     p.add_argument("--max-in-flight", type=positive_int, default=2, metavar="K",
@@ -188,6 +189,11 @@ def _on_state(run):
             raise error from None
 
     return checked
+
+
+def max_workers() -> int:
+    """The most worker processes ``serve run --workers`` takes: 4 per CPU, at least 8."""
+    return max(8, 4 * (os.cpu_count() or 1))
 
 
 def _state_deadline(text: str) -> float:
@@ -537,6 +543,9 @@ def run_serve(args: argparse.Namespace) -> int:
     # the options are checked here, so that uvicorn never starts with them (it printed a traceback)
     if not 1 <= args.port <= 65535:
         raise ValueError(f"--port must be 1-65535, got {args.port}")
+    if args.workers > max_workers():  # (uvicorn started them all, with no end on SIGTERM)
+        raise ValueError(f"--workers must be at most {max_workers()} (4 per CPU of this machine, at least 8), "
+                         f"got {args.workers}: each worker is a process holding the data sets")
     if (args.ssl_keyfile is None) != (args.ssl_certfile is None):
         raise ValueError("give both --ssl-keyfile and --ssl-certfile, or neither")
     for flag, path in (("--ssl-keyfile", args.ssl_keyfile), ("--ssl-certfile", args.ssl_certfile)):
@@ -545,8 +554,19 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.ssl_certfile is not None:  # a pair that is not PEM, or a key that is not the certificate's
         import ssl
 
+        class _Encrypted(Exception):
+            pass
+
+        def _no_prompt() -> bytes:  # (OpenSSL asked on the terminal, then failed without one)
+            raise _Encrypted
+
         try:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile,
+                                                                    password=_no_prompt)
+        except _Encrypted:
+            raise ValueError(f"--ssl-keyfile {args.ssl_keyfile} is encrypted with a passphrase, which the service "
+                             "cannot ask for; give it the key unencrypted (openssl pkey -in KEY -out PLAIN.pem) "
+                             "in a file only the service's user can read") from None
         except (ssl.SSLError, OSError) as exc:
             raise ValueError(f"--ssl-certfile {args.ssl_certfile} and --ssl-keyfile {args.ssl_keyfile} are not "
                              f"a PEM certificate and its private key ({' '.join(str(exc).split())}); give the "
