@@ -433,3 +433,28 @@ def test_the_audit_log_heading_says_when_it_shows_only_the_newest_spends():
         assert heading in html, n
         assert len(re.findall(r"<tr><td class='num'>\d+</td><td>2026", html)) == min(n, AUDIT_ROWS)
     assert "privirt serve list STATE</code> or <code>GET /v1/curator/spends" in html
+
+
+def test_a_login_waiting_for_the_state_does_not_hold_the_workers_other_requests(served):
+    """The login route ran the state's reads and writes on the event loop: while another process
+    held the SQLite write lock, one login (even a wrong key's) froze every request of the worker,
+    for up to the 60 s busy timeout."""
+    import sqlite3
+    import threading
+    import time
+
+    s = served
+    lock = sqlite3.connect(str(s["dir"] / "state.db"), isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")  # a curator's `dataset add`, another worker's debits
+    try:
+        answered = {}
+        login = threading.Thread(target=lambda: answered.update(login=_login(s["url"], s["keys"]["curator"])))
+        login.start()
+        time.sleep(1.0)  # the login reaches the state and waits for the lock
+        status, body, _ = call(s["url"] + "/v1/health", timeout=15)  # (froze until the lock was let go)
+        assert status == 200 and body == {"status": "ok"} and login.is_alive() and not answered
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    login.join(120)
+    assert answered["login"][0] == 303 and answered["login"][1].startswith("privirt_session=")

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from .. import auth
 from .._admin import curator_who
@@ -129,16 +130,26 @@ def back_to_page():
 async def login(request: Request):
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     key = (form.get("key") or [""])[0].strip()
-    store = request.app.state.store
-    who = store.authenticate(key, "curator")
-    if who is None:
+    # the state's reads and writes wait (a SQLite write lock for up to its busy timeout, a
+    # database's round trips): in the thread pool, as every plain route's are — on the event loop
+    # they held every request of this worker, even a wrong key's
+    token = await run_in_threadpool(_open_session, request.app.state.store, key, request.cookies.get(auth.COOKIE))
+    if token is None:
         return HTMLResponse(login_page(error=True), status_code=401)
-    store.end_session(request.cookies.get(auth.COOKIE))  # the browser's earlier session, if any
-    token = store.new_session(who.id, auth.SESSION_TTL)
     resp = RedirectResponse("/curator", status_code=303)
     resp.set_cookie(auth.COOKIE, token, httponly=True, samesite="strict", secure=_secure(request),
                     path="/curator", max_age=auth.SESSION_TTL)
     return resp
+
+
+def _open_session(store, key: str, earlier: str | None) -> str | None:
+    """A new session's token for the curator ``key`` (ending the browser's ``earlier`` session,
+    if any), or None for a key that is not the curator's."""
+    who = store.authenticate(key, "curator")
+    if who is None:
+        return None
+    store.end_session(earlier)
+    return store.new_session(who.id, auth.SESSION_TTL)
 
 
 @router.post("/curator/logout", include_in_schema=False, dependencies=[Depends(same_origin)])
