@@ -40,7 +40,6 @@ def _opendp():
 class _AdditiveNoise:
     """Shared machinery: block-wise sampling, integer-only ``apply``, OpenDP backend."""
 
-    _sampler: DiscreteGaussianSampler | DiscreteLaplaceSampler | None
     _param: float
 
     def __init__(self, *, seed: object, backend: str) -> None:
@@ -49,6 +48,18 @@ class _AdditiveNoise:
         self.seed = seed
         self._rng = SecureRNG(seed) if self.backend == "native" else None
         self._opendp_measurement = None
+        self._sampler_built: DiscreteGaussianSampler | DiscreteLaplaceSampler | None = None
+
+    def _make_sampler(self) -> DiscreteGaussianSampler | DiscreteLaplaceSampler:
+        raise NotImplementedError
+
+    @property
+    def _sampler(self) -> DiscreteGaussianSampler | DiscreteLaplaceSampler:
+        # built on the first draw: its exact tables take seconds at large scales and are not
+        # needed by privacy(), variance() or tv_bound
+        if self._sampler_built is None:
+            self._sampler_built = self._make_sampler()
+        return self._sampler_built
 
     #: Per-sample total-variation distance from the exact pmf: the samplers are exact.
     tv_bound: float = 0.0
@@ -130,7 +141,9 @@ class DiscreteGaussian(_AdditiveNoise):
     def __init__(self, sigma: float, *, seed: object = None, backend: Backend = "native") -> None:
         self.sigma = check_scale("sigma", sigma)
         super().__init__(seed=seed, backend=backend)
-        self._sampler = DiscreteGaussianSampler(self.sigma) if self.backend == "native" else None
+
+    def _make_sampler(self) -> DiscreteGaussianSampler:
+        return DiscreteGaussianSampler(self.sigma)
 
     def _opendp(self):
         if self._opendp_measurement is None:
@@ -213,7 +226,9 @@ class DiscreteLaplace(_AdditiveNoise):
     def __init__(self, scale: float, *, seed: object = None, backend: Backend = "native") -> None:
         self.scale = check_scale("scale", scale)
         super().__init__(seed=seed, backend=backend)
-        self._sampler = DiscreteLaplaceSampler(Fraction(self.scale)) if self.backend == "native" else None
+
+    def _make_sampler(self) -> DiscreteLaplaceSampler:
+        return DiscreteLaplaceSampler(Fraction(self.scale))
 
     def _opendp(self):
         if self._opendp_measurement is None:
