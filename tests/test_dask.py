@@ -193,6 +193,11 @@ def test_embedded_cluster_is_closed_afterwards():
 def _slow_block(block, block_info=None):
     """Test data made on the worker, deterministic per block, slow enough to be interrupted."""
     time.sleep(0.15)
+    return _block_data(block, block_info)
+
+
+def _block_data(block, block_info=None):
+    """The data of ``_slow_block`` without the wait (for the expected result)."""
     loc = block_info[None]["chunk-location"][0]
     rng = np.random.default_rng(1000 + loc)
     out = (rng.random(block.shape) < 0.5).astype(float)
@@ -207,7 +212,8 @@ def test_worker_killed_mid_computation_result_exact():
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as cl:
         source = da.zeros((n, m), chunks=(rows, m)).map_blocks(_slow_block, dtype=float)
-        expected = privirt.sufficient_statistics(source.compute(scheduler="sync"))
+        same_data = da.zeros((n, m), chunks=(rows, m)).map_blocks(_block_data, dtype=float)
+        expected = privirt.sufficient_statistics(same_data.compute(scheduler="sync"))
         pids = cl.run(os.getpid)
         killed = {}
 
