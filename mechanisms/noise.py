@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from fractions import Fraction
@@ -143,7 +144,7 @@ class DiscreteGaussian(_AdditiveNoise):
         super().__init__(seed=seed, backend=backend)
 
     def _make_sampler(self) -> DiscreteGaussianSampler:
-        return DiscreteGaussianSampler(self.sigma)
+        return _gaussian_sampler(self.sigma)
 
     def _opendp(self):
         if self._opendp_measurement is None:
@@ -228,7 +229,7 @@ class DiscreteLaplace(_AdditiveNoise):
         super().__init__(seed=seed, backend=backend)
 
     def _make_sampler(self) -> DiscreteLaplaceSampler:
-        return DiscreteLaplaceSampler(Fraction(self.scale))
+        return _laplace_sampler(self.scale)
 
     def _opendp(self):
         if self._opendp_measurement is None:
@@ -252,6 +253,19 @@ class DiscreteLaplace(_AdditiveNoise):
 
     def __repr__(self) -> str:
         return f"DiscreteLaplace(scale={self.scale!r}, private={self.private}, backend={self.backend!r})"
+
+
+# The samplers hold only exact tables (no randomness, read-only after construction), so one per
+# scale is shared: a service or a calibration loop drawing at the same scale again skips the
+# seconds the tables take at large scales.
+@functools.lru_cache(maxsize=16)
+def _gaussian_sampler(sigma: float) -> DiscreteGaussianSampler:
+    return DiscreteGaussianSampler(sigma)
+
+
+@functools.lru_cache(maxsize=16)
+def _laplace_sampler(scale: float) -> DiscreteLaplaceSampler:
+    return DiscreteLaplaceSampler(Fraction(scale))
 
 
 def _dg_variance(sigma: float) -> float:
