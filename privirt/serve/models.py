@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 #: the declared input domains a data set may be served under
@@ -21,7 +21,8 @@ from ._budget import MAX_DELTA, MIN_DELTA
 from ..private.accounting import MIN_EPSILON
 
 __all__ = ["EstimateRequest", "ReleaseRequest", "DatasetInfo", "Budget", "Spend", "Event", "ResultBody",
-           "ErrorBody", "MAX_REQUEST_EPSILON", "MIN_EPSILON", "MIN_DELTA", "MAX_DELTA", "MAX_N_BOOT"]
+           "ErrorBody", "SPECTRAL_DEFAULTS", "with_defaults", "MAX_REQUEST_EPSILON", "MIN_EPSILON", "MIN_DELTA",
+           "MAX_DELTA", "MAX_N_BOOT"]
 
 #: Largest ε a single request may ask for (a larger one is refused with 422, whatever the budget).
 MAX_REQUEST_EPSILON = 100.0  # a request's ε (the library's own limit: privirt.accounting.MAX_EPSILON)
@@ -29,6 +30,37 @@ MAX_REQUEST_EPSILON = 100.0  # a request's ε (the library's own limit: privirt.
 MAX_N_BOOT = 1000
 
 _Strict = ConfigDict(strict=True, extra="forbid")
+
+#: what a spectral request (estimate ``method="spectral"``, release ``kind="counts"``) uses for a
+#: field left out; filled in by the service after the body is validated (:func:`with_defaults`)
+SPECTRAL_DEFAULTS = {"mechanism": "gaussian", "estimator": "auto"}
+
+
+def _applies(value: str | None, info: ValidationInfo, selector: str, only: str) -> str | None:
+    """``value`` if it was left out or the request's ``selector`` is ``only``, else a body rule's 422.
+
+    A field that does not apply is refused, never dropped: it was asked for, and the answer
+    would not be what was asked (``selector`` is declared before the field, so it is validated first).
+    """
+    chosen = info.data.get(selector)
+    if value is not None and chosen is not None and chosen != only:
+        raise PydanticCustomError("inapplicable", f'applies to {selector} "{only}" only; nothing was spent')
+    return value
+
+
+def with_defaults(params: dict) -> dict:
+    """A validated body's ``model_dump()`` as it is run and recorded: a spectral request's fields
+    left out take :data:`SPECTRAL_DEFAULTS`, a totals request's (``None``: refused if given) are
+    left out of the record."""
+    out = dict(params)
+    spectral = out.get("method", out.get("kind")) in ("spectral", "counts")
+    for name, default in SPECTRAL_DEFAULTS.items():
+        if name in out and out[name] is None:
+            if spectral:
+                out[name] = default
+            else:
+                del out[name]
+    return out
 
 
 class _Privacy(BaseModel):
@@ -43,10 +75,12 @@ class EstimateRequest(_Privacy):
     """``POST /v1/datasets/{name}/estimate``."""
 
     method: Literal["totals", "spectral"] = "totals"
-    mechanism: Literal["gaussian", "laplace"] = Field(
-        default="gaussian", description="spectral only: the noise on the pairwise counts")
-    estimator: Literal["auto", "spectral", "noise_aware"] = Field(
-        default="auto", description="spectral only: post-processing of the noisy counts")
+    mechanism: Optional[Literal["gaussian", "laplace"]] = Field(
+        default=None, description='method "spectral" only (else a 422): the noise on the pairwise counts '
+                                  f'(left out: "{SPECTRAL_DEFAULTS["mechanism"]}")')
+    estimator: Optional[Literal["auto", "spectral", "noise_aware"]] = Field(
+        default=None, description='method "spectral" only (else a 422): post-processing of the noisy counts '
+                                  f'(left out: "{SPECTRAL_DEFAULTS["estimator"]}")')
     confidence: float = Field(default=0.95, gt=0.5, lt=1.0, allow_inf_nan=False)
     n_boot: int | None = Field(default=None, ge=0, le=MAX_N_BOOT,
                                description="bootstrap replicates for the intervals (0: none, else ≥ 20; "
@@ -60,13 +94,24 @@ class EstimateRequest(_Privacy):
             raise PydanticCustomError("n_boot", "give 0 (no intervals) or at least 20 replicates")
         return v
 
+    @field_validator("mechanism", "estimator")
+    @classmethod
+    def _spectral_only(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _applies(v, info, "method", "spectral")
+
 
 class ReleaseRequest(_Privacy):
     """``POST /v1/datasets/{name}/release``."""
 
     kind: Literal["totals", "counts"] = "totals"
-    mechanism: Literal["gaussian", "laplace"] = Field(
-        default="gaussian", description="counts only: discrete Gaussian or discrete Laplace")
+    mechanism: Optional[Literal["gaussian", "laplace"]] = Field(
+        default=None, description='kind "counts" only (else a 422): discrete Gaussian or discrete Laplace '
+                                  f'(left out: "{SPECTRAL_DEFAULTS["mechanism"]}")')
+
+    @field_validator("mechanism")
+    @classmethod
+    def _counts_only(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return _applies(v, info, "kind", "counts")
 
 
 class Budget(BaseModel):

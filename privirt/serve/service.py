@@ -314,11 +314,11 @@ def run_request(store: Store, analyst, name: str, endpoint: str, params: dict,
         if not MIN_DELTA <= params["delta"] <= MAX_DELTA:  # an allowance made before the limit held
             raise RequestFailed(422, f"delta: your allowance's δ ({params['delta']:g}) is outside the limit "
                                      f"[{MIN_DELTA:g}, {MAX_DELTA:g}] of a request's δ; give delta explicitly")
-    # parameters that do not apply to the chosen method are dropped, so that they do not count
-    # as "different parameters" for an Idempotency-Key and do not show in the record
-    if (params.get("method") or params.get("kind")) == "totals":
-        params.pop("mechanism", None)
-        params.pop("estimator", None)
+    # a field that does not apply to the method was refused with the body (models._applies); those
+    # left out take the spectral defaults, or (totals) are left out of the record, as they always were
+    from .models import with_defaults  # (pydantic: the CLI's set-up commands do not need it)
+
+    params = with_defaults(params)
     if check_idempotency_key(idem_key) is not None:
         found = store.find_request(analyst.id, idem_key=idem_key)
         if found is not None:
