@@ -181,8 +181,10 @@ def add_privacy_arguments(parser: argparse.ArgumentParser) -> None:
                        "takes missing cells as they are, with at most 10 items and fewer than 500 "
                        "persons) and is passed to totals and to --model 2pl")
     group.add_argument("--n-boot", type=nonnegative_int, default=None, metavar="N",
-                       help="bootstrap replicates for the standard errors and intervals (≥ 20; "
-                       "default 200), or 0 for the point estimate only (much faster; the same spend)")
+                       help="bootstrap replicates for the standard errors and intervals (≥ 20), or 0 "
+                       "for the point estimate only (much faster; the same spend); default: the "
+                       "method's own — 200 for totals and --model 2pl, for spectral 200 up to 1000 "
+                       "items, then fewer (at least 50), none under randomized response")
 
 
 #: command-line flags that set a private method's own options (see PrivateMethod.options)
