@@ -64,10 +64,27 @@ def _method_name(text: str) -> str:
     from ..private import methods
 
     known = sorted({*METHODS, *methods.names()})
+    if text in methods.names(None) and text not in known:  # a registered method of another model
+        model = methods.get(text).model
+        raise argparse.ArgumentTypeError(
+            f"{text} is the private method of the {model.upper()} model: give --model {model} instead "
+            "(--method chooses among the Rasch model's estimators)")
     if text not in known:
         raise argparse.ArgumentTypeError(
             f"invalid choice: {text!r} (choose from {', '.join(map(repr, known))})")
     return text
+
+
+def _models() -> tuple[str, ...]:
+    """``--model`` choices: ``rasch`` and the model of every registered private method."""
+    from ..private import methods
+
+    return tuple(dict.fromkeys(["rasch", *(methods.get(n).model for n in methods.names(None))]))
+
+
+def _other_models() -> str:
+    """``--model M`` for each model but the Rasch model's (its private methods are no ``--method``)."""
+    return " or ".join(f"--model {m} for the {m.upper()}" for m in _models() if m != "rasch")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "measured most accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
-        "--model", choices=("rasch", "2pl"), default="rasch",
+        "--model", choices=_models(), default="rasch",
         help="rasch (difficulties; default) or 2pl (discriminations a and difficulties b of the "
         "2PNO, private only: needs --epsilon)",
     )
@@ -209,7 +226,7 @@ def _private_method(args: argparse.Namespace, n_persons: int, n_items: int, delt
         return default
     if args.method not in methods.names():
         raise ValueError(f"--method {args.method} has no private version; with --epsilon use "
-                         f"{' or '.join(methods.names())}")
+                         f"{' or '.join(methods.names())} (or {_other_models()})")
     return args.method
 
 
@@ -340,7 +357,7 @@ def load(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "model", "rasch") == "2pl":
+    if getattr(args, "model", "rasch") != "rasch":  # (the 2PL: the registry's one other model)
         return _run_2pl(args)
     _check_out(args.out, getattr(args, "file", None), args)
     if args.top_k is not None and args.top_k < 1:
@@ -533,8 +550,8 @@ def _run_2pl(args: argparse.Namespace) -> int:
     """``--model 2pl``: validate, estimate privately, print the table and the statement, write ``--out``."""
     import pandas as pd
 
+    from ..private import methods
     from ..private.ledger import Ledger
-    from ..private.twopl import private_2pl_estimate
     from ._input import read_responses
 
     _check_2pl(args)
@@ -555,11 +572,12 @@ def _run_2pl(args: argparse.Namespace) -> int:
                    n_items=len(items) if items is not None else resp.n_items)
     ledger = Ledger(args.ledger) if args.ledger is not None else None
     delta = args.delta if args.delta is not None else (ledger.delta if ledger is not None else DEFAULT_DELTA)
-    res = private_2pl_estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
-                               items=items, n_persons=args.n_persons, missing=missing,
-                               **({} if n_boot is None else {"n_boot": n_boot}),
-                               note=f"privirt estimate --model 2pl {Path(args.file).name}",
-                               progress=False if args.no_progress else None)  # None: only on a terminal
+    (name,) = methods.names(args.model)  # the registry's private method of the model ("twopl")
+    res = methods.get(name).estimate(resp, epsilon=args.epsilon, delta=delta, ledger=ledger, seed=args.seed,
+                                     items=items, n_persons=args.n_persons, missing=missing,
+                                     **({} if n_boot is None else {"n_boot": n_boot}),
+                                     note=f"privirt estimate --model {args.model} {Path(args.file).name}",
+                                     progress=False if args.no_progress else None)  # None: only on a terminal
     table = res.to_frame()
     if n_boot == 0:  # the point estimate only: no interval columns
         table = table[["a", "b"]]

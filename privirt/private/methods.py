@@ -52,7 +52,9 @@ class PrivateMethod:
     Attributes
     ----------
     name : str
-        ``--method NAME``, ``privirt.private.methods.get(NAME)``.
+        ``privirt.private.methods.get(NAME)``; on the command line ``privirt estimate --method NAME``
+        for a Rasch method, while a method of another model is chosen by ``--model`` (the
+        ``twopl`` entry by ``--model 2pl``: ``--method twopl`` says so).
     load : callable
         ``load()`` returns the module that implements the method.
     estimate_name, release_name, from_release_name : str or None
