@@ -575,6 +575,8 @@ def run_serve(args: argparse.Namespace) -> int:
     from ..serve.service import load_datasets
 
     store = open_store(args.state)
+    if (warning := store.readable_by_others()) is not None:  # (its mode is not changed: the curator decides)
+        print(f"privirt: warning: {warning}", file=sys.stderr)
     if args.state_deadline is not None:  # (refused for a SQLite state)
         store.set_deadline(args.state_deadline)
     load_datasets(store, keep=False)

@@ -106,8 +106,9 @@ _CREATING_PREFIX, _CREATING_SUFFIX = ".privirt-ledger-", ".creating"
 
 @contextmanager
 def creating_file(path: Path) -> Iterator[Path]:
-    """A new, empty private file beside ``path`` (``.privirt-ledger-<random>.creating``) to
-    build a ledger in, removed (with its SQLite journal) when the block ends.
+    """A new, empty private file beside ``path`` (``.privirt-ledger-<random>.creating``, mode
+    0600 whatever the umask, as the ledger linked from it and its SQLite journal) to build a
+    ledger in, removed (with its SQLite journal) when the block ends.
 
     The file is created and ``flock``-ed by this process for the whole block, so that a file of
     this kind whose lock nobody holds was left by a process that died (``SIGKILL``, a power
@@ -119,7 +120,7 @@ def creating_file(path: Path) -> Iterator[Path]:
     for _ in range(100):
         tmp = folder / f"{_CREATING_PREFIX}{os.urandom(6).hex()}{_CREATING_SUFFIX}"
         try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)  # private: the spend history
         except FileExistsError:
             continue
         _flock(fd, wait=True)

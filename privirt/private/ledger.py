@@ -39,7 +39,7 @@ import os
 import sqlite3
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -243,6 +243,8 @@ class Ledger:
                 raise LedgerError(f"cannot create the ledger {self.path} ({exc}); nothing was spent — check "
                                   "the folder, its permissions and free space") from exc
         if not file_exists(self._file, self.path, creating=True):  # a file system without hard links: created in place
+            with suppress(OSError):  # private (mode 0600) before SQLite opens it (its own would be 0644)
+                os.close(os.open(self._file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             with self._write(create=True) as con:  # (a concurrent creator: one commits, the other finds it)
                 self.created = self._create_in(con, epsilon, delta)
                 row = con.execute(_BUDGET_ROW).fetchone()

@@ -19,9 +19,10 @@ from typing import Any, Callable, Iterator, TypeVar
 from ..private._sqlite import immediate_transaction, make_durable, undecoded
 from . import _deadline
 from ._deadline import _connect_options, _Deadline
+from ._modes import PRIVATE_MODE, remove_with_side_files
 
 __all__ = ["StateError", "StateUnavailable", "NotDebited", "unavailable", "refused", "usable", "backup_target",
-           "_backend", "_SQLite", "_Postgres", "_TABLES", "sessions_table", "events_table"]
+           "new_private_file", "_backend", "_SQLite", "_Postgres", "_TABLES", "sessions_table", "events_table"]
 
 T = TypeVar("T")
 
@@ -76,21 +77,26 @@ def usable(backend) -> Iterator[None]:
 
 
 @contextmanager
-def backup_target(path: Path) -> Iterator[None]:
-    """Its body with ``path`` created, empty and exclusively (refused if it exists: SQLite would
-    open a file made meanwhile and overwrite it), and ``path`` removed if the body raises."""
+def new_private_file(path: Path, exists: str) -> Iterator[None]:
+    """Its body with ``path`` created, empty, exclusively and private (mode 0600, :mod:`._modes`;
+    refused with the message ``exists`` if it exists: SQLite would open a file made meanwhile
+    and overwrite it), and ``path`` with its SQLite side files removed if the body raises."""
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE))
     except FileExistsError:
-        raise StateError(f"{path} already exists; back up to a new file") from None
+        raise StateError(exists) from None
     except OSError as exc:  # a read-only file system, no permission
         raise StateError(f"cannot create {path} ({exc.strerror or exc}); nothing was written") from None
     try:
         yield
     except BaseException:
-        with suppress(OSError):
-            path.unlink(missing_ok=True)
+        remove_with_side_files(path)
         raise
+
+
+def backup_target(path: Path):
+    """:func:`new_private_file` for a backup copy of the state."""
+    return new_private_file(path, f"{path} already exists; back up to a new file")
 
 
 #: the first key of the advisory locks of ``init`` and of ``add`` (of a data set, an analyst)

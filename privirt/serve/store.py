@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -46,7 +47,9 @@ from ..private._sqlite import _sqlite_uri
 from . import _admin, keys as _keys
 from ._admin import CLI, SCHEMA_VERSION, _now, log_event
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
-from ._backends import _TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, unavailable, usable
+from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, new_private_file,
+                        unavailable, usable)
+from ._modes import readable_by_others
 from ._limits import (DEFAULT_MAX_RELEASES, OverQuota, check_count, check_release_limit, max_releases,
                       write_max_releases)
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
@@ -110,6 +113,17 @@ def init_store(state: str | Path, max_releases: int | None = None, who: str = CL
             raise StateError(f"{b.describe} already exists; a state is created once — use it, or choose a new path")
         if not Path(b.describe).parent.is_dir():  # as given: realpath collapses "nosuchdir/.." by text
             raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
+    with ExitStack() as stack:
+        if isinstance(b, _SQLite):  # created private (mode 0600), and removed with its side files if init
+            # fails (a full disk): an empty file left behind was "already exists" and "not a state"
+            stack.enter_context(new_private_file(b.path, f"{b.describe} already exists; a state is created "
+                                                          "once — use it, or choose a new path"))
+            stack.callback(b.close)  # (first, on the way out: the connection closed before the files go)
+        _create_schema(b, max_releases, who)
+    return Store(b)
+
+
+def _create_schema(b, max_releases: int | None, who: str) -> None:
     with usable(b), b.write() as con:
         if b.tables_to_create(con) & set(_TABLES):
             raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
@@ -123,7 +137,6 @@ def init_store(state: str | Path, max_releases: int | None = None, who: str = CL
     if isinstance(b, _SQLite):
         with b.read() as con:
             b.prepare(con)
-    return Store(b)
 
 
 def backup_store(state: str | Path, copy: str | Path) -> int:
@@ -200,6 +213,10 @@ class Store:
     @property
     def describe(self) -> str:
         return self._b.describe
+
+    def readable_by_others(self) -> str | None:
+        """A warning when others can read the SQLite state's file (:func:`._modes.readable_by_others`)."""
+        return readable_by_others(self._b.path, self._b.describe) if isinstance(self._b, _SQLite) else None
 
     def set_deadline(self, seconds: float, name: str = "--state-deadline") -> None:
         """Give each transaction of a PostgreSQL state ``seconds`` (``privirt serve run
