@@ -4,13 +4,20 @@ relation (checked when it is opened and at every debit), and the existence check
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
+from typing import Iterable, Sequence
 
 from ..exceptions import LedgerError
-from .accounting import NEIGHBOURING_RELATION
+from ._sqlite import _damaged
+from .accounting import MAX_EPSILON, NEIGHBOURING_RELATION
 
-__all__ = ["SCHEMA_VERSION", "check_folders", "check_side_file_names", "check_stored", "file_exists"]
+__all__ = ["SCHEMA_VERSION", "check_budget", "check_folders", "check_side_file_names", "check_spends",
+           "check_stored", "file_exists"]
+
+#: the stored values of a spend that :func:`check_spends` checks, in the order given
+SPEND_VALUES = ("rho", "epsilon", "delta", "asked_epsilon", "asked_delta")
 
 #: the ledger schema this privirt writes and reads (older ledgers are migrated at their next debit)
 SCHEMA_VERSION = 2
@@ -47,6 +54,34 @@ def check_stored(path: Path, relation: object, schema_version: object) -> None:
             f"(the one privirt's releases are calibrated for); nothing was spent — use a ledger made "
             f"for {NEIGHBOURING_RELATION!r}"
         )
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_budget(path: Path, epsilon: object, delta: object) -> tuple[float, float]:
+    """The stored budget ``(epsilon, delta)`` as floats, or a damaged-ledger
+    :class:`~privirt.exceptions.LedgerError`: a hand edit SQLite's CHECK lets through (text, an
+    infinite ε: an unlimited budget) is refused, with nothing spent."""
+    if not (_finite(epsilon) and 0 < epsilon <= MAX_EPSILON):
+        raise _damaged(path, f"its budget ε is {epsilon!r}, not a number in (0, {MAX_EPSILON:g}]")
+    if not (_finite(delta) and 0 < delta < 1):
+        raise _damaged(path, f"its budget δ is {delta!r}, not a number in (0, 1)")
+    return float(epsilon), float(delta)
+
+
+def check_spends(path: Path, rows: Iterable[Sequence[object]]) -> None:
+    """Refuse stored spends ``(id, rho, epsilon, delta, asked_epsilon, asked_delta)`` whose values
+    are not finite numbers >= 0 (δ's at most 1; an ``asked_*`` may be NULL): a damaged-ledger
+    :class:`~privirt.exceptions.LedgerError` naming the spend, with nothing spent."""
+    for spend_id, *values in rows:
+        for name, value in zip(SPEND_VALUES, values):
+            if value is None and name.startswith("asked_"):
+                continue
+            if not (_finite(value) and 0 <= value <= (1 if name.endswith("delta") else math.inf)):
+                limit = "a number in [0, 1]" if name.endswith("delta") else "a finite number >= 0"
+                raise _damaged(path, f"spend #{spend_id} has {name} = {value!r}, not {limit}")
 
 
 def file_exists(file: Path, shown: Path, *, creating: bool = False) -> bool:

@@ -59,8 +59,8 @@ from ..exceptions import BudgetExceeded, LedgerError, PrivirtError, user_stackle
 from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_file, immediate_transaction,
                       make_durable, undecoded)
 from . import _ledger_text
-from ._ledger_file import (SCHEMA_VERSION, check_folders, check_not_folder, check_side_file_names, check_stored,
-                           file_exists)
+from ._ledger_file import (SCHEMA_VERSION, check_budget, check_folders, check_not_folder, check_side_file_names,
+                           check_spends, check_stored, file_exists)
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -257,6 +257,7 @@ class Ledger:
                 raise _damaged(self.path, "no budget row")
             self._check_integrity()
         check_stored(self.path, row[2], row[3])
+        check_budget(self.path, row[0], row[1])
         if row[0] != epsilon or row[1] != delta:
             held = f"ε={format_exact(row[0])}, δ={format_exact(row[1])}"
             raise ValueError(f"the ledger at {self.path} already holds the budget {held}; "
@@ -341,7 +342,7 @@ class Ledger:
         if row is None:
             raise _damaged(self.path, "no budget row")
         check_stored(self.path, row[2], row[3])
-        self._epsilon, self._delta = float(row[0]), float(row[1])
+        self._epsilon, self._delta = check_budget(self.path, row[0], row[1])
         self._created = row[4]  # which ledger this object opened (spend re-checks it)
         self._check_integrity()
 
@@ -369,7 +370,7 @@ class Ledger:
         if row is None:  # a deleted budget row: a damaged ledger, not a newer one
             raise _damaged(self.path, "no budget row")
         check_stored(self.path, row[2], row[3])
-        if (float(row[0]), float(row[1]), row[4]) != (self._epsilon, self._delta, self._created):
+        if (*check_budget(self.path, row[0], row[1]), row[4]) != (self._epsilon, self._delta, self._created):
             raise LedgerError(
                 f"the ledger {self.path} is not the one this object opened (the file was replaced: "
                 f"it now holds the budget ε={format_exact(row[0])}, δ={format_exact(row[1])} made "
@@ -397,8 +398,12 @@ class Ledger:
         return NEIGHBOURING_RELATION
 
     def _costs(self, con: sqlite3.Connection) -> list[PrivacyCost]:
-        rows = con.execute("SELECT rho, epsilon, delta FROM spends ORDER BY id").fetchall()
-        return [PrivacyCost(rho=r, epsilon=e, delta=d) for r, e, d in rows]
+        """The stored costs, after refusing values that cannot be costs (:func:`check_spends`)."""
+        cols = self._spend_columns(con)
+        asked = ", ".join(c if c in cols else f"NULL AS {c}" for c in _ASKED_COLUMNS)
+        rows = con.execute(f"SELECT id, rho, epsilon, delta, {asked} FROM spends ORDER BY id").fetchall()
+        check_spends(self.path, rows)
+        return [PrivacyCost(rho=r, epsilon=e, delta=d) for _, r, e, d, *_ in rows]
 
     def _total(self, costs: "list[PrivacyCost] | SpendSums", extra: PrivacyCost | None = None) -> float:
         # total_epsilon's exact rule, from sums computed once when at hand (bisections add one cost)
@@ -420,6 +425,7 @@ class Ledger:
             rows = con.execute(
                 f"SELECT id, time, mechanism, rho, epsilon, delta, note, {asked} FROM spends ORDER BY id"
             ).fetchall()
+        check_spends(self.path, [(r[0], *r[3:6], *r[7:9]) for r in rows])
         df = pd.DataFrame(rows, columns=_SPEND_COLUMNS).set_index("id")
         return df.astype({c: float for c in _ASKED_COLUMNS})
 
