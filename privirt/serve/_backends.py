@@ -212,8 +212,8 @@ class _SQLite:
             return None
         given = Path(self.describe).parent  # named as given unless a link leads elsewhere
         folder = given if Path(os.path.realpath(given)) == self.path.parent else self.path.parent
-        remedy = ("copy the state to a writable folder" if self.path.exists() else
-                  "create the state in a writable folder")  # (`privirt serve init` there)
+        made = self.path.exists() and os.path.getsize(self.path) > 0  # (init's own new file is empty)
+        remedy = "copy the state to a writable folder" if made else "create the state in a writable folder"
         return StateUnavailable(f"the state {self.describe} cannot be opened: its folder {folder} is read-only "
                                 f"(SQLite needs to create {self.path.name}-shm/-wal beside it): {remedy}")
 
