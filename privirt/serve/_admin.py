@@ -24,7 +24,8 @@ import math
 from typing import Any
 
 from . import keys as _keys
-from ._backends import StateError, _SQLite, events_table, sessions_table
+from ._backends import _TABLES, StateError, _SQLite, events_table, sessions_table, usable
+from ._limits import DEFAULT_MAX_RELEASES, write_max_releases
 from ._budget import _ROWS, Spent, check_delta_limit, remaining_epsilon, spent_epsilon
 
 __all__ = ["SCHEMA_VERSION", "CLI", "curator_who", "log_event", "events", "upgrade", "add_analyst",
@@ -219,3 +220,20 @@ def new_curator_key(b: Any, who: str) -> str:
                               (key_id, key_hash, now)).fetchone()[0])
         log_event(con, b, "curator-key", "curator", {"curator_key": kid}, who)
     return key
+
+
+def create_schema(b, max_releases: int | None, who: str) -> None:
+    """The tables of a new state and its first rows (``init``), in one write transaction."""
+    with usable(b), b.write() as con:
+        if b.tables_to_create(con) & set(_TABLES):
+            raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
+                             "with the same names); use it, or choose an empty database")
+        for stmt in b.schema:
+            con.execute(stmt)
+        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("schema_version", str(SCHEMA_VERSION)))
+        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("created", _now()))
+        limit = DEFAULT_MAX_RELEASES if max_releases is None else write_max_releases(con, b, max_releases)
+        log_event(con, b, "init", "state", {"max_releases": limit, "schema": SCHEMA_VERSION}, who)
+    if isinstance(b, _SQLite):
+        with b.read() as con:
+            b.prepare(con)

@@ -4,13 +4,16 @@ composition rule applied to them."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from ..private._sums import LEDGER_TOLERANCE, _round_down, _round_up
 from ..private._sums import SpendSums as Spent
+from ..private.accounting import MAX_EPSILON
+from ._backends import NotDebited
 
 __all__ = ["Spent", "spent_epsilon", "remaining_epsilon", "LEDGER_TOLERANCE", "MIN_DELTA", "MAX_DELTA",
-           "check_delta_limit"]
+           "check_delta_limit", "check_stored_values", "stored_budget", "spent_rows", "StateDamaged"]
 
 #: δ of a request must lie in [MIN_DELTA, MAX_DELTA]; so must a data set's and an allowance's δ
 #: (an allowance's δ is a request's default δ).
@@ -32,9 +35,58 @@ def check_delta_limit(delta: float, name: str = "delta") -> float:
 _ROWS = "SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ?"
 
 
-#: what the database sums for the debit's fast check (:func:`_surely_fits`)
-_QUICK = ("SELECT COUNT(*), COALESCE(SUM(rho), 0), COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0)"
-          " FROM spends WHERE dataset_id = ?")
+#: a spend whose stored values are finite numbers (δ at most 1): a hand edit the CHECKs let through
+#: (text, which SQLite orders above every number, or an infinity) fails it, in SQLite and PostgreSQL
+_GOOD_SPEND = "rho <= 1e308 AND epsilon <= 1e308 AND delta <= 1"
+
+#: what the database sums for the debit's fast check (:func:`_surely_fits`), and its bad spends
+_QUICK = ("SELECT COUNT(*), COALESCE(SUM(rho), 0), COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0),"
+          f" COALESCE(SUM(CASE WHEN {_GOOD_SPEND} THEN 0 ELSE 1 END), 0) FROM spends WHERE dataset_id = ?")
+
+
+class StateDamaged(NotDebited):
+    """A state holding a budget or cost no privirt wrote (a hand edit the CHECKs let through): one
+    line for a command; a request is answered 503 before its debit, the cause in the log."""
+
+
+def damaged(state: str, what: str) -> StateDamaged:
+    """The one line for a state holding a value no privirt wrote (a hand edit)."""
+    return StateDamaged(f"the state {state} is damaged: {what}; nothing was spent — correct the value or restore "
+                      "the state from a backup copy (one `privirt serve backup` made)")
+
+
+def stored_budget(state: str, what: str, epsilon: object, delta: object) -> tuple[float, float]:
+    """A stored (ε, δ) budget as floats, or :func:`damaged` (text, an infinite ε: no limit)."""
+    def finite(v: object) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    if not (finite(epsilon) and 0 < epsilon <= MAX_EPSILON and finite(delta) and 0 < delta < 1):
+        raise damaged(state, f"{what} has the budget ε = {epsilon!r}, δ = {delta!r}, not numbers in "
+                             f"(0, {MAX_EPSILON:g}] and (0, 1)")
+    return float(epsilon), float(delta)
+
+
+def spent_rows(state: str, rows: list) -> Spent:
+    """The exact sums of the spends' ``(rho, epsilon, delta)`` rows, or :func:`damaged` for a value
+    that is not a finite number >= 0 (Spent's exact sum overflowed on an infinity)."""
+    for r in rows:
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf for v in r):
+            raise damaged(state, f"a spend holds ρ = {r[0]!r}, ε = {r[1]!r}, δ = {r[2]!r}, not finite numbers >= 0")
+    return Spent.of(rows)
+
+
+def check_stored_values(con, b) -> None:
+    """Refuse (:func:`damaged`) a state whose data sets, allowances or spends hold values that
+    cannot be budgets or costs; read when a state is opened."""
+    for name, e, d in con.execute("SELECT name, epsilon, delta FROM datasets").fetchall():
+        stored_budget(b.describe, f"the data set {name!r}", e, d)
+    for name, ds, e, d in con.execute("SELECT an.name, d.name, a.epsilon, a.delta FROM allowances a JOIN analysts an"
+                                      " ON an.id = a.analyst_id JOIN datasets d ON d.id = a.dataset_id").fetchall():
+        stored_budget(b.describe, f"the allowance of {name!r} on {ds!r}", e, d)
+    bad = con.execute(f"SELECT id, rho, epsilon, delta FROM spends WHERE NOT ({_GOOD_SPEND})").fetchone()
+    if bad is not None:
+        raise damaged(b.describe, f"spend #{bad[0]} has ρ = {bad[1]!r}, ε = {bad[2]!r}, δ = {bad[3]!r}, not "
+                                  "finite numbers >= 0")
 
 
 def _sum_upper(n: int, total: float) -> Fraction:

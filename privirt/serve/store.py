@@ -53,7 +53,7 @@ from ._modes import readable_by_others
 from ._limits import (DEFAULT_MAX_RELEASES, OverQuota, check_count, check_release_limit, max_releases,
                       write_max_releases)
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
-                      remaining_epsilon, spent_epsilon)
+                      check_stored_values, damaged, remaining_epsilon, spent_epsilon, spent_rows, stored_budget)
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "OverQuota", "DuplicateRequest",
            "NoAccess", "StateError", "Spent", "SCHEMA_VERSION"]
@@ -114,29 +114,12 @@ def init_store(state: str | Path, max_releases: int | None = None, who: str = CL
         if not Path(b.describe).parent.is_dir():  # as given: realpath collapses "nosuchdir/.." by text
             raise StateError(f"folder {Path(b.describe).parent} does not exist; create it first")
     with ExitStack() as stack:
-        if isinstance(b, _SQLite):  # created private (mode 0600), and removed with its side files if init
-            # fails (a full disk): an empty file left behind was "already exists" and "not a state"
+        if isinstance(b, _SQLite):  # created 0600; removed with its side files if init fails (a full disk)
             stack.enter_context(new_private_file(b.path, f"{b.describe} already exists; a state is created "
                                                           "once — use it, or choose a new path"))
             stack.callback(b.close)  # (first, on the way out: the connection closed before the files go)
-        _create_schema(b, max_releases, who)
+        _admin.create_schema(b, max_releases, who)
     return Store(b)
-
-
-def _create_schema(b, max_releases: int | None, who: str) -> None:
-    with usable(b), b.write() as con:
-        if b.tables_to_create(con) & set(_TABLES):
-            raise StateError(f"{b.describe} already holds a privirt serve state (or other tables "
-                             "with the same names); use it, or choose an empty database")
-        for stmt in b.schema:
-            con.execute(stmt)
-        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("schema_version", str(SCHEMA_VERSION)))
-        con.execute(b.q("INSERT INTO meta (key, value) VALUES (?, ?)"), ("created", _now()))
-        limit = DEFAULT_MAX_RELEASES if max_releases is None else write_max_releases(con, b, max_releases)
-        log_event(con, b, "init", "state", {"max_releases": limit, "schema": SCHEMA_VERSION}, who)
-    if isinstance(b, _SQLite):
-        with b.read() as con:
-            b.prepare(con)
 
 
 def backup_store(state: str | Path, copy: str | Path) -> int:
@@ -177,6 +160,8 @@ def open_store(state: str | Path) -> "Store":
     version = _schema_version(b)
     if version != SCHEMA_VERSION:
         _admin.upgrade(b, version)  # (in place, once: the sessions and events tables)
+    with usable(b), b.read() as con:
+        check_stored_values(con, b)  # one line for a hand-edited budget or cost, not an unlimited budget
     return Store(b)
 
 
@@ -214,8 +199,7 @@ class Store:
     def describe(self) -> str:
         return self._b.describe
 
-    def readable_by_others(self) -> str | None:
-        """A warning when others can read the SQLite state's file (:func:`._modes.readable_by_others`)."""
+    def readable_by_others(self) -> str | None:  # (a warning: :func:`._modes.readable_by_others`)
         return readable_by_others(self._b.path, self._b.describe) if isinstance(self._b, _SQLite) else None
 
     def set_deadline(self, seconds: float, name: str = "--state-deadline") -> None:
@@ -356,9 +340,11 @@ class Store:
                     " WHERE a.analyst_id = ? AND d.name = ?"), (analyst_id, name)).fetchone()
         if row is None:
             return None
+        (e, d), (a_e, a_d) = (stored_budget(b.describe, f"the data set {name!r}", *row[5:7]),
+                              stored_budget(b.describe, f"the allowance on {name!r}", *row[8:10]))
         return {"id": int(row[0]), "name": row[1], "n_persons": int(row[2]), "items": json.loads(row[3]),
-                "missing": row[4], "epsilon": float(row[5]), "delta": float(row[6]), "sha256": row[7],
-                "allowance_epsilon": float(row[8]), "allowance_delta": float(row[9])}
+                "missing": row[4], "epsilon": e, "delta": d, "sha256": row[7],
+                "allowance_epsilon": a_e, "allowance_delta": a_d}
 
     def load_codes(self, dataset_id: int, sha256: str):
         import hashlib
@@ -375,8 +361,8 @@ class Store:
         """The exact sums of a data set's spends (or of one analyst's on it), as the Ledger sums."""
         b = self._b
         if analyst_id is None:
-            return Spent.of(con.execute(b.q(_ROWS), (dataset_id,)).fetchall())
-        return Spent.of(con.execute(b.q(_ROWS + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchall())
+            return spent_rows(b.describe, con.execute(b.q(_ROWS), (dataset_id,)).fetchall())
+        return spent_rows(b.describe, con.execute(b.q(_ROWS + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchall())
 
     def datasets_for(self, analyst_id: int) -> list[dict]:
         """Public metadata and remaining budgets of the data sets an analyst may use."""
@@ -391,6 +377,8 @@ class Store:
         # the remaining ε (a bisection, when not cached) is computed after the transaction: the
         # state's deadline (_deadline.STATE_DEADLINE) is for the server's answers, not this work
         for r, mine, every in sums:
+            stored_budget(b.describe, f"the data set {r[1]!r}", *r[5:7])  # (hand edits: text, an infinity)
+            stored_budget(b.describe, f"the allowance on {r[1]!r}", *r[7:9])
             out.append({
                 "name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
                 "allowance": {"epsilon": float(r[7]), "delta": float(r[8]),
@@ -415,10 +403,13 @@ class Store:
         if a is None:
             raise NoAccess()
         d = con.execute(b.q("SELECT epsilon, delta FROM datasets WHERE id = ?"), (dataset_id,)).fetchone()
+        a, d = stored_budget(b.describe, "an allowance", *a), stored_budget(b.describe, f"data set #{dataset_id}", *d)
         # fast: the database's sums, widened by their proven error, surely fit; else decide exactly
         quick_a = con.execute(b.q(_QUICK + " AND analyst_id = ?"), (dataset_id, analyst_id)).fetchone()
         check_release_limit(con, b, int(quick_a[0]))  # the allowance's releases (the state's storage: _limits)
         quick_d = con.execute(b.q(_QUICK), (dataset_id,)).fetchone()
+        if quick_d[4]:
+            raise damaged(b.describe, f"a spend on data set #{dataset_id} holds a value that is not a finite number")
         if (_surely_fits(quick_a, cost, float(a[0]), float(a[1]))
                 and _surely_fits(quick_d, cost, float(d[0]), float(d[1]))):
             return
@@ -535,6 +526,7 @@ class Store:
             args = (analyst_id,)
         with b.read() as con:
             rows = con.execute(b.q(sql + " ORDER BY s.id"), args).fetchall()
+        spent_rows(b.describe, [r[7:10] for r in rows])  # (a hand-edited cost: one line, not float('abc'))
         return [{"id": int(r[0]), "request_id": r[1], "time": r[2], "analyst": r[3], "dataset": r[4],
                  "endpoint": r[5], "mechanism": r[6], "rho": float(r[7]), "epsilon": float(r[8]),
                  "delta": float(r[9]), "status": r[10], "params": json.loads(r[11])} for r in rows]
@@ -550,6 +542,7 @@ class Store:
                 " ORDER BY an.name, d.name").fetchall()
             sums = [(r, self._spent(con, int(r[3]), int(r[0]))) for r in rows]
         for r, mine in sums:  # after the transaction (see datasets_for)
+            stored_budget(b.describe, f"the allowance of {r[1]!r} on {r[4]!r}", *r[5:7])
             out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
                         "delta": float(r[6]), "n_spends": mine.n,
                         "spent_epsilon": spent_epsilon(mine, float(r[6])),
@@ -565,6 +558,7 @@ class Store:
                                " created FROM datasets ORDER BY name").fetchall()
             sums = [(r, self._spent(con, int(r[0]))) for r in rows]
         for r, every in sums:  # after the transaction (see datasets_for)
+            stored_budget(b.describe, f"the data set {r[1]!r}", *r[5:7])
             out.append({"name": r[1], "n_persons": int(r[2]), "items": json.loads(r[3]), "missing": r[4],
                         "epsilon": float(r[5]), "delta": float(r[6]), "sha256": r[7], "source": r[8],
                         "created": r[9], "n_spends": every.n,
