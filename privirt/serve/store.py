@@ -47,10 +47,10 @@ from ..private._sqlite import _sqlite_uri
 from . import _admin, keys as _keys
 from ._admin import CLI, SCHEMA_VERSION, _now, log_event
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
-from ._backends import (_TABLES, NotDebited, StateError, _backend, _SQLite, backup_target, new_private_file,
+from ._backends import (NotDebited, StateError, _backend, _SQLite, backup_target, new_private_file,
                         unavailable, usable)
 from ._modes import readable_by_others
-from ._limits import (DEFAULT_MAX_RELEASES, OverQuota, check_count, check_release_limit, max_releases,
+from ._limits import (OverQuota, check_count, check_release_limit, max_releases,
                       write_max_releases)
 from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
                       check_stored_values, damaged, remaining_epsilon, spent_epsilon, spent_rows, stored_budget)
