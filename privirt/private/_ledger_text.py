@@ -16,10 +16,11 @@ from .spends import _format_spends
 __all__ = ["refusal", "summary"]
 
 
-def refusal(led: Any, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
+def refusal(led: Any, sums: SpendSums, c: PrivacyCost, new_total: float,
             asked: ApproxDP | None) -> str:
-    """The BudgetExceeded message: numbers that add up for a newcomer."""
-    used = led._total(sums := SpendSums.of(costs))  # summed once for all the numbers below
+    """The BudgetExceeded message: numbers that add up for a newcomer (``sums``: the spends' sums
+    the decision used)."""
+    used = led._total(sums)
     d0 = sums.rounded()["delta_spent"]  # (spent amounts are printed rounded up, remaining down)
     what = f"this call costs {c}" + (
         f" (asked ε={asked.epsilon:.6g}, δ={asked.delta:.3g})" if asked is not None else "")

@@ -18,7 +18,7 @@ import numpy as np
 
 from mechanisms.measures import _brief, _round_down, _round_up, zcdp_to_approx_dp  # (inf above the largest double)
 
-__all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up", "LEDGER_TOLERANCE"]
+__all__ = ["SpendSums", "total_epsilon_of_sums", "sum_up", "sum_upper", "surely_fits", "LEDGER_TOLERANCE"]
 
 #: A composed total within this relative margin of the ε budget fits (the Ledger's and the
 #: service's rule: a budget spent in k equal parts must not be refused for rounding).
@@ -32,6 +32,39 @@ def sum_up(values: Iterable[float]) -> float:
     the true sum (``sum`` and :func:`math.fsum` round to nearest).
     """
     return _round_up(sum((Fraction(float(v)) for v in values), Fraction(0)))
+
+
+def sum_upper(n: int, total: float) -> Fraction:
+    """An upper bound of the exact sum of ``n`` doubles ≥ 0 that a database summed as ``total``.
+
+    Summed in any order with each addition rounded to nearest (PostgreSQL's ``SUM``, SQLite's
+    before 3.43) the error is at most γ₍ₙ₋₁₎·S with γₖ = k·u/(1 − k·u), u = 2⁻⁵³ (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, §4.2; additions of doubles do not
+    underflow), and SQLite's compensated sum (3.43+) is within 2u·S + O(n·u²)·S; both are
+    below 2(n + 2)·u·S/(1 − 2(n + 2)·u), so S ≤ total / (1 − 2(n + 2)·u).
+    """
+    return Fraction(float(total)) / (1 - Fraction(2 * (n + 2), 1 << 53))
+
+
+def surely_fits(row, cost, epsilon: float, delta: float) -> bool:
+    """Whether the spends a database summed as ``row`` (their count, Σρᵢ, Σεᵢ, Σδᵢ, each ≥ 0)
+    plus ``cost`` surely fit (ε, δ): ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` over upper bounds of the
+    exact sums is at least the exact rule's total (it is the rule without folding pure spends,
+    with Bun & Steinke's closed form, never below the tight conversion).  False means "decide
+    exactly" (:class:`SpendSums`); so does a sum that is not finite.  The fast check of a debit
+    far from the limit, in the Ledger and the service: no row is read."""
+    if not all(math.isfinite(float(v)) for v in row[1:4]):
+        return False
+    n = int(row[0]) + 1
+    rho, eps, d0 = (_round_up(sum_upper(n, v) + Fraction(c)) for v, c in
+                    zip(row[1:4], (cost.rho, cost.epsilon, cost.delta)))
+    if d0 > delta:  # the spends' own δ's pass the budget's: refused whatever their ε
+        return False
+    left = _round_down(Fraction(float(delta)) - Fraction(d0)) if d0 < delta else 0.0
+    if rho > 0 and left <= 0:
+        return False
+    classic = zcdp_to_approx_dp(rho, left, tight=False) if rho > 0 else 0.0
+    return _round_up(Fraction(eps) + Fraction(classic)) <= epsilon * (1.0 + LEDGER_TOLERANCE)
 
 
 @dataclass(frozen=True)

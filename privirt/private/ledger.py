@@ -34,7 +34,6 @@ budget was spent and how much: the private entry points add that note to the exc
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import sqlite3
 import time
@@ -61,6 +60,7 @@ from ._sqlite import (_NotWhole, _damaged, _sqlite_uri, _sync_folder, creating_f
 from . import _ledger_text
 from ._ledger_file import (SCHEMA_VERSION, check_budget, check_folders, check_not_folder, check_side_file_names,
                            check_spends, check_stored, file_exists)
+from ._ledger_sums import ASKED_COLUMNS, checked_costs, exact_sums, quick_fits, quick_sums
 from ._sums import LEDGER_TOLERANCE
 from .spends import (Spend, _journal, journal_mark, note_spent, reports_spends,
                      spends_since)
@@ -97,9 +97,8 @@ CREATE TABLE IF NOT EXISTS spends (
 );
 """
 #: columns added by schema version 2 (older ledgers gain them at their next debit)
-_ASKED_COLUMNS = ("asked_epsilon", "asked_delta")
 _BUDGET_ROW = "SELECT epsilon, delta, relation, schema_version, created FROM budget WHERE id = 1"
-_SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *_ASKED_COLUMNS]
+_SPEND_COLUMNS = ["id", "time", "mechanism", "rho", "epsilon", "delta", "note", *ASKED_COLUMNS]
 
 
 class _Refused(Exception):
@@ -376,7 +375,7 @@ class Ledger:
                 f"it now holds the budget ε={format_exact(row[0])}, δ={format_exact(row[1])} made "
                 f"{row[4]}); nothing was spent — open the ledger again")
         cols = self._spend_columns(con)
-        for name in _ASKED_COLUMNS:
+        for name in ASKED_COLUMNS:
             if name not in cols:
                 con.execute(f"ALTER TABLE spends ADD COLUMN {name} REAL")
         con.execute("UPDATE budget SET schema_version = ? WHERE id = 1 AND schema_version < ?",
@@ -398,12 +397,10 @@ class Ledger:
         return NEIGHBOURING_RELATION
 
     def _costs(self, con: sqlite3.Connection) -> list[PrivacyCost]:
-        """The stored costs, after refusing values that cannot be costs (:func:`check_spends`)."""
-        cols = self._spend_columns(con)
-        asked = ", ".join(c if c in cols else f"NULL AS {c}" for c in _ASKED_COLUMNS)
-        rows = con.execute(f"SELECT id, rho, epsilon, delta, {asked} FROM spends ORDER BY id").fetchall()
-        check_spends(self.path, rows)
-        return [PrivacyCost(rho=r, epsilon=e, delta=d) for _, r, e, d, *_ in rows]
+        return checked_costs(con, self.path, self._spend_columns(con))
+
+    def _sums(self, con: sqlite3.Connection, quick: tuple | None = None) -> SpendSums:
+        return exact_sums(con, self.path, self._spend_columns, quick)
 
     def _total(self, costs: "list[PrivacyCost] | SpendSums", extra: PrivacyCost | None = None) -> float:
         # total_epsilon's exact rule, from sums computed once when at hand (bisections add one cost)
@@ -421,27 +418,27 @@ class Ledger:
 
         with self._connect() as con:
             cols = self._spend_columns(con)
-            asked = ", ".join(c if c in cols else f"NULL AS {c}" for c in _ASKED_COLUMNS)
+            asked = ", ".join(c if c in cols else f"NULL AS {c}" for c in ASKED_COLUMNS)
             rows = con.execute(
                 f"SELECT id, time, mechanism, rho, epsilon, delta, note, {asked} FROM spends ORDER BY id"
             ).fetchall()
         check_spends(self.path, [(r[0], *r[3:6], *r[7:9]) for r in rows])
         df = pd.DataFrame(rows, columns=_SPEND_COLUMNS).set_index("id")
-        return df.astype({c: float for c in _ASKED_COLUMNS})
+        return df.astype({c: float for c in ASKED_COLUMNS})
 
     def spent(self) -> ApproxDP:
         """Total spent so far as (ε, δ_budget)-DP (ε = 0, δ = 0 when nothing was spent)."""
         with self._connect() as con:
-            costs = self._costs(con)
-        if not costs:
+            costs = self._sums(con)
+        if not costs.n:
             return ApproxDP(0.0, 0.0)
         return ApproxDP(min(self._total(costs), 1e300), self._delta)
 
     def remaining_epsilon(self) -> float:
         """ε budget left, assuming the next spends are pure ε (an exact statement for them)."""
         with self._connect() as con:
-            costs = self._costs(con)
-        return self._remaining(SpendSums.of(costs))
+            costs = self._sums(con)
+        return self._remaining(costs)
 
     def _remaining(self, costs: SpendSums) -> float:
         return costs.largest_pure_fit(self._epsilon, self._delta)  # (the service's remaining ε too)
@@ -450,8 +447,8 @@ class Ledger:
         """δ used by the spends' own δ terms (approximate-DP spends such as shuffled
         randomized response); the Gaussian's ρ is converted at what is left of the δ budget."""
         with self._connect() as con:
-            costs = self._costs(con)
-        return min(1.0, SpendSums.of(costs).rounded()["delta_spent"])  # the exact sum, rounded up
+            costs = self._sums(con)
+        return min(1.0, costs.rounded()["delta_spent"])  # the exact sum, rounded up
 
     def remaining_gaussian_epsilon(self, delta: float | None = None) -> float:
         """The ε (at δ = ``delta``, default the ledger's δ) that one more discrete Gaussian
@@ -460,8 +457,8 @@ class Ledger:
         0 when the budget, or the ledger's δ (used up by approximate-DP spends), is exhausted.
         """
         with self._connect() as con:
-            costs = self._costs(con)
-        return self._remaining_gaussian(SpendSums.of(costs), delta)
+            costs = self._sums(con)
+        return self._remaining_gaussian(costs, delta)
 
     def _remaining_gaussian(self, costs: SpendSums, delta: float | None = None) -> float:
         d = self._delta if delta is None else check_delta(delta)
@@ -490,9 +487,13 @@ class Ledger:
 
     def would_exceed(self, cost: Guarantee) -> bool:
         """Whether spending ``cost`` now would pass the budget (no lock is taken; advisory)."""
+        c = PrivacyCost.of(cost)
         with self._connect() as con:
-            costs = self._costs(con)
-        return not self._fits(self._total(costs, PrivacyCost.of(cost)))
+            quick = quick_sums(con, self._spend_columns(con))
+            if quick_fits(quick, c, self._epsilon, self._delta):  # (no row read)
+                return False
+            costs = self._sums(con, quick)
+        return not self._fits(self._total(costs, c))
 
     def spend(self, cost: Guarantee, *, mechanism: str, note: str = "",
               asked: ApproxDP | tuple[float, float] | None = None) -> int:
@@ -517,13 +518,16 @@ class Ledger:
         spend_id: int | None = None
         time = _now()
         rec: Spend | None = None
+        costs: SpendSums | None = None  # (None: far from the limit, the database's sums decided)
         try:
             with self._write() as con:
                 self._migrate(con)
-                costs = self._costs(con)
-                new_total = self._total(costs, c)
-                if not self._fits(new_total):
-                    raise _Refused()  # rolled back; the message is built once the lock is released
+                quick = quick_sums(con, self._spend_columns(con))
+                if not quick_fits(quick, c, self._epsilon, self._delta):  # near the limit: decided exactly
+                    costs = self._sums(con, quick)
+                    new_total = self._total(costs, c)
+                    if not self._fits(new_total):
+                        raise _Refused()  # rolled back; the message is built once the lock is released
                 cur = con.execute(
                     "INSERT INTO spends (time, mechanism, rho, epsilon, delta, note, asked_epsilon, "
                     "asked_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -541,7 +545,8 @@ class Ledger:
                     note_spent(exc, [_journal(Spend(self.path, spend_id, c, mechanism, asked,
                                                     certain=bool(certain)))])
             raise
-        left = self._delta - math.fsum(x.delta for x in costs) - c.delta
+        # (Σδᵢ rounded to nearest, as math.fsum gave it; a fast debit surely left δ)
+        left = self._delta if costs is None else self._delta - costs.delta / (1 << 1074) - c.delta
         if c.delta > 0 and left <= 0:
             try:  # after the commit, about it: a warning turned into an error says the debit stands
                 warnings.warn(
@@ -565,7 +570,7 @@ class Ledger:
         except BaseException:  # noqa: BLE001 - a second interrupt, a locked file: say "may have"
             return None
 
-    def _refusal(self, costs: list[PrivacyCost], c: PrivacyCost, new_total: float,
+    def _refusal(self, costs: SpendSums, c: PrivacyCost, new_total: float,
                  asked: ApproxDP | None) -> str:
         """The BudgetExceeded message: numbers that add up for a newcomer."""
         return _ledger_text.refusal(self, costs, c, new_total, asked)

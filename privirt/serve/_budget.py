@@ -5,9 +5,8 @@ composition rule applied to them."""
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
-from ..private._sums import LEDGER_TOLERANCE, _round_down, _round_up
+from ..private._sums import LEDGER_TOLERANCE
 from ..private._sums import SpendSums as Spent
 from ..private.accounting import MAX_EPSILON
 from ._backends import NotDebited
@@ -39,7 +38,7 @@ _ROWS = "SELECT rho, epsilon, delta FROM spends WHERE dataset_id = ?"
 #: (text, which SQLite orders above every number, or an infinity) fails it, in SQLite and PostgreSQL
 _GOOD_SPEND = "rho <= 1e308 AND epsilon <= 1e308 AND delta <= 1"
 
-#: what the database sums for the debit's fast check (:func:`_surely_fits`), and its bad spends
+#: what the database sums for the debit's fast check (:func:`privirt.private._sums.surely_fits`, the Ledger's check too), and its bad spends
 _QUICK = ("SELECT COUNT(*), COALESCE(SUM(rho), 0), COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0),"
           f" COALESCE(SUM(CASE WHEN {_GOOD_SPEND} THEN 0 ELSE 1 END), 0) FROM spends WHERE dataset_id = ?")
 
@@ -87,37 +86,6 @@ def check_stored_values(con, b) -> None:
     if bad is not None:
         raise damaged(b.describe, f"spend #{bad[0]} has ρ = {bad[1]!r}, ε = {bad[2]!r}, δ = {bad[3]!r}, not "
                                   "finite numbers >= 0")
-
-
-def _sum_upper(n: int, total: float) -> Fraction:
-    """An upper bound of the exact sum of ``n`` doubles ≥ 0 that the database summed as ``total``.
-
-    Summed in any order with each addition rounded to nearest (PostgreSQL's ``SUM``, SQLite's
-    before 3.43) the error is at most γ₍ₙ₋₁₎·S with γₖ = k·u/(1 − k·u), u = 2⁻⁵³ (Higham,
-    *Accuracy and Stability of Numerical Algorithms*, §4.2; additions of doubles do not
-    underflow), and SQLite's compensated sum (3.43+) is within 2u·S + O(n·u²)·S; both are
-    below 2(n + 2)·u·S/(1 − 2(n + 2)·u), so S ≤ total / (1 − 2(n + 2)·u).
-    """
-    return Fraction(float(total)) / (1 - Fraction(2 * (n + 2), 1 << 53))
-
-
-def _surely_fits(row, cost, epsilon: float, delta: float) -> bool:
-    """Whether the spends the database summed as ``row`` (:data:`_QUICK`) plus ``cost`` surely fit
-    (ε, δ): ``Σεᵢ + ε_classic(Σρᵢ, δ − Σδᵢ)`` over upper bounds of the exact sums is at least
-    the exact rule's total (it is the rule without folding pure spends, with Bun & Steinke's
-    closed form, never below the tight conversion).  False means "decide exactly"."""
-    from mechanisms.measures import zcdp_to_approx_dp
-
-    n = int(row[0]) + 1
-    rho, eps, d0 = (_round_up(_sum_upper(n, v) + Fraction(c)) for v, c in
-                    zip(row[1:4], (cost.rho, cost.epsilon, cost.delta)))
-    if d0 > delta:  # the spends' own δ's pass the budget's: refused whatever their ε
-        return False
-    left = _round_down(Fraction(float(delta)) - Fraction(d0)) if d0 < delta else 0.0
-    if rho > 0 and left <= 0:
-        return False
-    classic = zcdp_to_approx_dp(rho, left, tight=False) if rho > 0 else 0.0
-    return _round_up(Fraction(eps) + Fraction(classic)) <= epsilon * (1.0 + LEDGER_TOLERANCE)
 
 
 def spent_epsilon(spent: Spent, delta: float) -> float:

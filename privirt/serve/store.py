@@ -17,7 +17,7 @@ and those of the analyst's allowance) and sums them exactly, as the Ledger does
 (:class:`Spent`, in whole units of 2⁻¹⁰⁷⁴), so the service and a Ledger with the same budget
 and spends state the same totals and decisions.  A debit first asks the database for the sums
 (``SELECT SUM(...)``) and accepts at once when these, widened by their proven rounding error,
-surely fit (:func:`~privirt.serve._budget._surely_fits`); only a debit near the limit reads
+surely fit (:func:`~privirt.private._sums.surely_fits`, the Ledger's check too); only a debit near the limit reads
 and sums the rows.
 
 The validated data of a data set is stored **in the state** (an uncompressed ``.npy`` blob of
@@ -52,7 +52,8 @@ from ._backends import (NotDebited, StateError, _backend, _SQLite, backup_target
 from ._modes import readable_by_others
 from ._limits import (OverQuota, check_count, check_release_limit, max_releases,
                       write_max_releases)
-from ._budget import (_QUICK, _ROWS, Spent, _fits, _surely_fits, check_delta_limit,  # noqa: F401
+from ..private._sums import surely_fits
+from ._budget import (_QUICK, _ROWS, Spent, _fits, check_delta_limit,  # noqa: F401
                       check_stored_values, damaged, remaining_epsilon, spent_epsilon, spent_rows, stored_budget)
 
 __all__ = ["Store", "open_store", "init_store", "Principal", "OverBudget", "OverQuota", "DuplicateRequest",
@@ -410,8 +411,8 @@ class Store:
         quick_d = con.execute(b.q(_QUICK), (dataset_id,)).fetchone()
         if quick_d[4]:
             raise damaged(b.describe, f"a spend on data set #{dataset_id} holds a value that is not a finite number")
-        if (_surely_fits(quick_a, cost, float(a[0]), float(a[1]))
-                and _surely_fits(quick_d, cost, float(d[0]), float(d[1]))):
+        if (surely_fits(quick_a, cost, float(a[0]), float(a[1]))
+                and surely_fits(quick_d, cost, float(d[0]), float(d[1]))):
             return
         mine = self._spent(con, dataset_id, analyst_id)
         every = self._spent(con, dataset_id)
