@@ -121,3 +121,17 @@ def test_a_damaged_row_is_still_refused_not_summed_as_zero(tmp_path, value):
     assert con.execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 2
     con.close()
 
+
+def test_budget_show_lists_the_newest_spends_with_their_count(tmp_path):
+    """`privirt budget show` laid out every spend (30 s and 350 MB at 10⁵); it lists the newest
+    ones and says how many there are and where all of them are."""
+    rows = [(0.0, 1e-6 * (i + 1), 0.0) for i in range(1000)]
+    led = _ledger(tmp_path / "s.ledger", rows, epsilon=10.0, delta=1e-5)
+    text = led.summary()
+    head = [line for line in text.splitlines() if line.startswith("the newest ")]
+    assert len(head) == 1 and f"of {len(rows)} spends" in head[0] and "--json" in head[0]
+    shown = int(head[0].split()[2])
+    listed = [line for line in text.splitlines() if " x " in line or line.rstrip().endswith(" x")]
+    assert 0 < shown == len(listed) < len(rows)
+    assert "ε=0.001" in listed[-1]  # the newest (the last spend's ε = 1e-3) is listed
+    assert len(led.spends()) == len(rows)

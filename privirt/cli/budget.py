@@ -1,7 +1,7 @@
 """``privirt budget``: create and inspect a privacy budget ledger.
 
 ``privirt budget init PATH --epsilon E --delta D`` creates the SQLite ledger of one data
-set's total budget; ``privirt budget show PATH`` prints the budget, every spend, the total
+set's total budget; ``privirt budget show PATH`` prints the budget, the spends (the newest 200), the total
 spent (composed as in :mod:`privirt.private.ledger`) and what remains.  Spending happens through the
 private commands and functions (``privirt estimate FILE --epsilon E --ledger PATH``).
 """
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     init.add_argument("--epsilon", action=Once, type=number, required=True, metavar="E", help="total ε (> 0)")
     init.add_argument("--delta", action=Once, type=number, required=True, metavar="D", help="total δ in (0, 1)")
     init.set_defaults(func=run_init)
-    show = sub.add_parser("show", help="print the budget, the spends and what remains")
+    show = sub.add_parser("show", help="print the budget, the spends (the newest 200; --json: all) and what remains")
     show.add_argument("path", metavar="PATH", type=nonempty_path, help="ledger file")
     show.add_argument("--json", action="store_true", help="print a JSON document instead")
     show.set_defaults(func=run_show)

@@ -13,7 +13,11 @@ from mechanisms.measures import format_down, format_exact, format_up
 from .accounting import NEIGHBOURING_RELATION, ApproxDP, PrivacyCost, SpendSums, _round_down
 from .spends import _format_spends
 
-__all__ = ["refusal", "summary"]
+__all__ = ["refusal", "summary", "LISTED_SPENDS"]
+
+#: Most spends ``privirt budget show`` lists (the newest; every one of 10⁵ took 30 s and 350 MB
+#: to lay out); ``--json`` and :meth:`~privirt.Ledger.spends` give them all.
+LISTED_SPENDS = 200
 
 
 def refusal(led: Any, sums: SpendSums, c: PrivacyCost, new_total: float,
@@ -66,6 +70,9 @@ def summary(led: Any) -> str:
         state = "exhausted: Gaussian releases are refused" if d0 >= led._delta else \
             f"{format_down(_round_down(Fraction(led._delta) - Fraction(d0)), 3)} left for converting the Gaussian spends"
         lines.append(f"δ used by approximate-DP spends: {format_up(d0, 3)} of {format_exact(led._delta)} ({state})")
-    if len(df):
+    if len(df) > LISTED_SPENDS:
+        lines += ["", f"the newest {LISTED_SPENDS} of {len(df)} spends (all of them: `privirt budget show PATH "
+                      "--json`, or Ledger(PATH).spends()):", _format_spends(df.tail(LISTED_SPENDS)).to_string()]
+    elif len(df):
         lines += ["", _format_spends(df).to_string()]
     return "\n".join(lines)
