@@ -2,7 +2,8 @@
 
 Shows each data set's budget (spent / remaining), each analyst's allowances and spending over
 time (one inline SVG plot per analyst: cumulative composed ε per data set, with the allowance as
-a dashed line) and the audit log: every spend, or the newest :data:`AUDIT_ROWS` (the heading then
+a dashed line; at most :data:`PLOT_POINTS` points a curve and :data:`PAGE_POINTS` a page, each
+a zCDP conversion) and the audit log: every spend, or the newest :data:`AUDIT_ROWS` (the heading then
 says so, and where all of them are), and the newest :data:`EVENT_ROWS` curator actions.  Every
 value is escaped.
 """
@@ -14,12 +15,21 @@ from html import escape
 
 from mechanisms.measures import format_down, format_up
 
-__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS", "EVENT_ROWS", "KEY_TOO_LONG"]
+__all__ = ["render_page", "login_page", "cumulative_epsilon", "AUDIT_ROWS", "EVENT_ROWS", "PLOT_WINDOW",
+           "PLOT_POINTS", "PAGE_POINTS", "KEY_TOO_LONG"]
 
 #: Most spends the page's audit log shows (the newest; a page of 10^4+ rows is slow).
 AUDIT_ROWS = 1000
 #: Most curator actions the page's audit section shows (the newest).
 EVENT_ROWS = 200
+#: Most spends of an allowance its curve covers (the latest; composed over all of them).
+PLOT_WINDOW = 400
+#: Most points of one allowance's curve: its spends are thinned to this many columns of the
+#: plot's 380 px (4 px each), one point per column (each point a composed total: a conversion).
+PLOT_POINTS = 95
+#: Most points of all curves of a page together: with more than PAGE_POINTS // PLOT_POINTS
+#: allowances spent on, each curve gets PAGE_POINTS // (their number) columns (at least one).
+PAGE_POINTS = 1500
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
@@ -80,6 +90,61 @@ def cumulative_epsilon(spends: list[dict], delta: float, last: int | None = None
     return out
 
 
+def _plots(names: list[str], allowances: list[dict], spends: list[dict]) -> list[str]:
+    """One plot per analyst (:func:`_plot`): the curves of their allowances, from the spends
+    grouped once by (analyst, data set) and thinned by :func:`_curve`."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for s in spends:
+        groups.setdefault((s["analyst"], s["dataset"]), []).append(s)
+    mine: dict[str, list[tuple[dict, list[dict]]]] = {}
+    for a in allowances:
+        mine.setdefault(a["analyst"], []).append((a, groups.get((a["analyst"], a["dataset"]), [])))
+    busy = sum(1 for a in allowances if (a["analyst"], a["dataset"]) in groups)
+    columns = max(1, min(PLOT_POINTS, PAGE_POINTS // max(busy, 1)))
+    out = []
+    for name in names:
+        shown = [(a, own, [_parse_time(s["time"]) for s in own[-PLOT_WINDOW:]]) for a, own in mine.get(name, [])]
+        times = [t for _, _, ts in shown for t in ts]
+        span = (min(times), max(times)) if times else None
+        out.append(_plot(name, [_curve(a, own, ts, span, columns) for a, own, ts in shown], span))
+    return out
+
+
+def _curve(a: dict, spends: list[dict], times: list[float], span: tuple[float, float] | None,
+           columns: int) -> tuple[str, list[float], list[float], float, float]:
+    """The series of allowance ``a`` for :func:`_plot`: its latest :data:`PLOT_WINDOW` spends
+    (``times``: theirs), composed over all of ``spends``, thinned to one point per column of
+    ``columns`` across ``span``: the composed ε after the column's last spend, drawn from its
+    first spend's time.  Each point is the exact composed total there, and the step curve is
+    never below the true one (it rises at most a column early); without thinning it is the
+    true curve.  One conversion per point (the last is the allowance's ``spent_epsilon`` when
+    ``spends`` are all of its spends), and one for the ε before the window."""
+    from ._budget import Spent
+
+    delta, window = a["delta"], spends[-PLOT_WINDOW:]
+    head = spends[:len(spends) - len(window)]
+    running = Spent.of([(s["rho"], s["epsilon"], s["delta"]) for s in head])
+    before = float(running.total(delta)) if head else 0.0
+    if not window:
+        return a["dataset"], [], [], a["epsilon"], before
+    t0, t1 = span
+    width = t1 - t0
+    cols, c = [], 0
+    for t in times:  # (never back a column: the points stay at most ``columns``)
+        c = max(c, min(columns - 1, int((t - t0) / width * columns)) if width > 1e-6 else 0)
+        cols.append(c)
+    xs, ys, first = [], [], 0
+    for i, s in enumerate(window):
+        running = running + Spent.of([(s["rho"], s["epsilon"], s["delta"])])
+        if i + 1 < len(window) and cols[i + 1] == cols[i]:
+            continue
+        whole = i + 1 == len(window) and running.n == a.get("n_spends")
+        xs.append(times[first])
+        ys.append(float(a["spent_epsilon"]) if whole else float(running.total(delta)))
+        first = i + 1
+    return a["dataset"], xs, ys, a["epsilon"], before
+
+
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
@@ -101,15 +166,17 @@ def _bar(spent: float, total: float) -> str:
             f'style="width:{share * 100:.1f}%"></span></span> {share:.0%}')
 
 
-def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float, float]]) -> str:
+def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float, float]],
+          span: tuple[float, float] | None = None) -> str:
     """An SVG of cumulative ε against time, one line per data set (name, times, eps, allowance,
-    the composed ε before the first point shown)."""
+    the composed ε before the first point shown); ``span``: the time axis (default: the times'
+    range)."""
     W, H, L, R, T, B = 440, 190, 48, 12, 10, 38
     times = [t for _, ts, _, _, _ in series for t in ts]
     if not times:
         return (f'<figure><figcaption>{escape(analyst)}</figcaption>'
                 '<p class="muted">no spends yet</p></figure>')
-    t0, t1 = min(times), max(times)
+    t0, t1 = span if span is not None else (min(times), max(times))
     if t1 - t0 < 1e-6:
         t0, t1 = t0 - 1.0, t1 + 1.0
     ymax = max([a for _, _, _, a, _ in series] + [max(es) for _, _, es, _, _ in series if es]) * 1.08
@@ -157,8 +224,23 @@ def _plot(analyst: str, series: list[tuple[str, list[float], list[float], float,
 
 
 def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict],
-                analysts: list[dict], events: list[dict] = ()) -> str:
-    """The whole curator page as one HTML string (``events``: the curator's actions, oldest first)."""
+                analysts: list[dict], events: list[dict] = (),
+                audit: tuple[list[dict], int] | None = None) -> str:
+    """The whole curator page as one HTML string.
+
+    Parameters
+    ----------
+    datasets, allowances, analysts : list of dict
+        As :class:`~privirt.serve.store.Store` reads them.
+    spends : list of dict
+        Every spend, oldest first; the plots read only ``time``, ``analyst``, ``dataset``,
+        ``rho``, ``epsilon`` and ``delta`` (:meth:`Store.spend_costs`).
+    events : list of dict, optional
+        The curator's actions, oldest first.
+    audit : (list of dict, int), optional
+        The newest spends in full, oldest first, and the number of all spends
+        (:meth:`Store.newest_spends`) for the audit log; default: taken from ``spends``.
+    """
     rows = []
     for d in datasets:
         rows.append(
@@ -184,22 +266,11 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
                 "<th>spent ε</th><th>remaining ε</th><th>used</th><th>spends</th></tr></thead><tbody>"
                 + "".join(rows) + "</tbody></table>")
 
-    plots = []
-    for name in sorted(revoked):
-        series = []
-        for a in allowances:
-            if a["analyst"] != name:
-                continue
-            mine = [s for s in spends if s["analyst"] == name and s["dataset"] == a["dataset"]]
-            # the plot shows the latest 400 spends of each allowance, composed over all of them
-            eps = cumulative_epsilon(mine, a["delta"], last=401)
-            before = eps.pop(0) if len(mine) > 400 else 0.0  # composed ε before the points shown
-            series.append((a["dataset"], [_parse_time(s["time"]) for s in mine[-400:]], eps, a["epsilon"],
-                           before))
-        plots.append(_plot(name, series))
+    plots = _plots(sorted(revoked), allowances, spends)
 
+    newest, n_spends = (spends[-AUDIT_ROWS:], len(spends)) if audit is None else audit
     rows = []
-    for s in reversed(spends[-AUDIT_ROWS:]):
+    for s in reversed(newest[-AUDIT_ROWS:]):
         rows.append(
             f"<tr><td class='num'>{s['id']}</td><td>{escape(s['time'][:19].replace('T', ' '))}</td>"
             f"<td>{escape(s['analyst'])}</td><td>{escape(s['dataset'])}</td><td>{escape(s['endpoint'])}</td>"
@@ -222,7 +293,7 @@ def render_page(datasets: list[dict], allowances: list[dict], spends: list[dict]
         f"<h2>Data sets</h2>{ds_table}"
         f"<h2>Analysts and allowances</h2>{al_table}"
         f"<h2>Spending over time</h2><div class='plots'>{''.join(plots)}</div>"
-        f"<h2>Audit log ({_shown(len(spends))})</h2>{log}"
+        f"<h2>Audit log ({_shown(n_spends)})</h2>{log}"
         f"{_events(list(events))}"
         "</main></body></html>"
     )

@@ -44,7 +44,7 @@ from typing import Sequence
 
 from .._checks import storable_text
 from ..private._sqlite import _sqlite_uri
-from . import _admin, keys as _keys
+from . import _admin, _records, keys as _keys
 from ._admin import CLI, SCHEMA_VERSION, _now, log_event
 from ._codes import decode_codes, encode_codes  # noqa: F401 (the state's blob format)
 from ._backends import (NotDebited, StateError, _backend, _SQLite, backup_target, new_private_file,
@@ -517,38 +517,19 @@ class Store:
     # -- reading the record ---------------------------------------------------------------
     def spends(self, analyst_id: int | None = None) -> list[dict]:
         """Every spend (of one analyst, or of all), oldest first."""
-        b = self._b
-        sql = ("SELECT s.id, s.request_id, s.time, an.name, d.name, r.endpoint, s.mechanism, s.rho,"
-               " s.epsilon, s.delta, r.status, r.params FROM spends s JOIN analysts an ON an.id = s.analyst_id"
-               " JOIN datasets d ON d.id = s.dataset_id JOIN requests r ON r.id = s.request_id")
-        args: tuple = ()
-        if analyst_id is not None:
-            sql += " WHERE s.analyst_id = ?"
-            args = (analyst_id,)
-        with b.read() as con:
-            rows = con.execute(b.q(sql + " ORDER BY s.id"), args).fetchall()
-        spent_rows(b.describe, [r[7:10] for r in rows])  # (a hand-edited cost: one line, not float('abc'))
-        return [{"id": int(r[0]), "request_id": r[1], "time": r[2], "analyst": r[3], "dataset": r[4],
-                 "endpoint": r[5], "mechanism": r[6], "rho": float(r[7]), "epsilon": float(r[8]),
-                 "delta": float(r[9]), "status": r[10], "params": json.loads(r[11])} for r in rows]
+        return _records.spends(self._b, analyst_id)
+
+    def newest_spends(self, limit: int) -> tuple[list[dict], int]:
+        """The newest ``limit`` spends, oldest of them first, and the number of all spends."""
+        return _records.newest_spends(self._b, limit)
+
+    def spend_costs(self) -> list[dict]:
+        """Every spend's time, analyst, data set and (ρ, ε, δ), oldest first (:mod:`._records`)."""
+        return _records.spend_costs(self._b)
 
     def allowances(self) -> list[dict]:
         """Every allowance with what its analyst spent and what remains."""
-        b = self._b
-        out = []
-        with b.read() as con:
-            rows = con.execute(
-                "SELECT an.id, an.name, an.revoked, d.id, d.name, a.epsilon, a.delta FROM allowances a"
-                " JOIN analysts an ON an.id = a.analyst_id JOIN datasets d ON d.id = a.dataset_id"
-                " ORDER BY an.name, d.name").fetchall()
-            sums = [(r, self._spent(con, int(r[3]), int(r[0]))) for r in rows]
-        for r, mine in sums:  # after the transaction (see datasets_for)
-            stored_budget(b.describe, f"the allowance of {r[1]!r} on {r[4]!r}", *r[5:7])
-            out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
-                        "delta": float(r[6]), "n_spends": mine.n,
-                        "spent_epsilon": spent_epsilon(mine, float(r[6])),
-                        "remaining_epsilon": remaining_epsilon(mine, float(r[5]), float(r[6]))})
-        return out
+        return _records.allowances(self._b)
 
     def datasets(self) -> list[dict]:
         """Every data set with its budget, what was spent and what remains (curator view)."""

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import auth
 from .._admin import curator_who
 from ..models import Event, Spend
-from ..page import login_page, render_page
+from ..page import AUDIT_ROWS, login_page, render_page
 from ..service import RequestFailed
 from ..store import Principal
 from .analyst import error_responses
@@ -114,7 +114,9 @@ def page(request: Request):
     except auth.AuthError:
         return HTMLResponse(login_page(), status_code=401)
     store = request.app.state.store
-    html = render_page(store.datasets(), store.allowances(), store.spends(), store.analysts(), store.events())
+    # the plots compose every spend's cost; the audit log shows only the newest AUDIT_ROWS in full
+    html = render_page(store.datasets(), store.allowances(), store.spend_costs(), store.analysts(),
+                       store.events(), audit=store.newest_spends(AUDIT_ROWS))
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 
