@@ -135,3 +135,24 @@ def test_the_page_of_a_small_state_shows_the_figures_of_its_spends(tmp_path):
     shown = re.findall(r"<tr><td class='num'>(\d+)</td><td>20\d\d-", log)
     assert shown == [str(k) for k in range(len(plan), 0, -1)]  # every spend, newest first
     assert f"Audit log ({len(plan)} spends, newest first)" in html
+
+
+def test_a_thinned_curve_keeps_exact_points_and_never_lies_below_the_true_one():
+    """Thinned to 3 columns, 9 spends keep one point per column: the composed total after the
+    column's last spend (exactly), drawn from the column's first spend (so the step is never
+    below the true curve)."""
+    from privirt.private.accounting import PrivacyCost, total_epsilon
+    from privirt.serve.page import _curve
+
+    times = [0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 20.0, 21.0, 30.0]
+    spends = [{"rho": 0.001 * (k + 1), "epsilon": 0.01 * (k % 2), "delta": 0.0} for k in range(len(times))]
+    true = [total_epsilon([PrivacyCost(s["rho"], s["epsilon"], s["delta"]) for s in spends[:k + 1]], 1e-6)
+            for k in range(len(spends))]
+    a = {"dataset": "d", "epsilon": 5.0, "delta": 1e-6, "n_spends": None, "spent_epsilon": None}
+    _, xs, ys, _, before = _curve(a, spends, times, (0.0, 30.0), 3)
+    assert before == 0.0 and xs == [0.0, 10.0, 20.0]  # columns [0, 10), [10, 20), [20, 30]
+    assert ys == [true[2], true[5], true[8]]  # exact at each column's last spend
+    for t, e in zip(times, true):  # the drawn step at each spend's time is at least the true ε there
+        assert max(y for x, y in zip(xs, ys) if x <= t) >= e
+    _, xs, ys, _, _ = _curve(a, spends, times, (0.0, 30.0), 100)  # no thinning: the true curve
+    assert xs == times and ys == true
