@@ -1,5 +1,5 @@
 """The record's reads of :class:`privirt.serve.store.Store`: the spends (all, the newest few, or
-only their costs) and the allowances with what was spent on each.
+only their costs) and the allowances with the exact sums of what was spent on each.
 
 The curator page reads the costs of every spend (its plots compose them) but shows only the
 newest :data:`privirt.serve.page.AUDIT_ROWS` spends in full, so it reads those
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._budget import Spent, remaining_epsilon, spent_epsilon
+from ._budget import Spent
 
-__all__ = ["spends", "newest_spends", "spend_costs", "allowances"]
+__all__ = ["spends", "newest_spends", "spend_costs", "allowance_sums"]
 
 _SPENDS = ("SELECT s.id, s.request_id, s.time, an.name, d.name, r.endpoint, s.mechanism, s.rho,"
            " s.epsilon, s.delta, r.status, r.params FROM spends s JOIN analysts an ON an.id = s.analyst_id"
@@ -57,8 +57,9 @@ def spend_costs(b: Any) -> list[dict]:
              "delta": float(r[5])} for r in rows]
 
 
-def allowances(b: Any) -> list[dict]:
-    """Every allowance with what its analyst spent and what remains.
+def allowance_sums(b: Any) -> list[tuple[tuple, Spent]]:
+    """Every allowance's row (analyst id, name, revoked; data set id, name; ε, δ) with the exact
+    sums of its spends, ordered by analyst and data set.
 
     The spends' (ρ, ε, δ) are read once and summed exactly per allowance (:class:`Spent`, as
     the debit's exact check sums them); the database's ``SUM`` would not do here: a composed
@@ -72,11 +73,4 @@ def allowances(b: Any) -> list[dict]:
         costs: dict[tuple[int, int], list] = {}
         for r in con.execute("SELECT analyst_id, dataset_id, rho, epsilon, delta FROM spends"):
             costs.setdefault((int(r[0]), int(r[1])), []).append(r[2:])
-    out = []
-    for r in rows:  # after the transaction (see Store.datasets_for)
-        mine = Spent.of(costs.get((int(r[0]), int(r[3])), ()))
-        out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
-                    "delta": float(r[6]), "n_spends": mine.n,
-                    "spent_epsilon": spent_epsilon(mine, float(r[6])),
-                    "remaining_epsilon": remaining_epsilon(mine, float(r[5]), float(r[6]))})
-    return out
+    return [(r, Spent.of(costs.get((int(r[0]), int(r[3])), ()))) for r in rows]

@@ -529,7 +529,13 @@ class Store:
 
     def allowances(self) -> list[dict]:
         """Every allowance with what its analyst spent and what remains."""
-        return _records.allowances(self._b)
+        out = []
+        for r, mine in _records.allowance_sums(self._b):  # after the transaction (see datasets_for)
+            out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
+                        "delta": float(r[6]), "n_spends": mine.n,
+                        "spent_epsilon": spent_epsilon(mine, float(r[6])),
+                        "remaining_epsilon": remaining_epsilon(mine, float(r[5]), float(r[6]))})
+        return out
 
     def datasets(self) -> list[dict]:
         """Every data set with its budget, what was spent and what remains (curator view)."""
