@@ -440,7 +440,8 @@ def test_the_fast_budget_check_agrees_with_the_ledgers_rule():
     """``store._fits`` (closed-form upper bound first, on the spends' sums) decides exactly as
     ``total_epsilon``, and :class:`Spent` composes its sums as ``total_epsilon`` composes the list."""
     from privirt.private.accounting import PrivacyCost, total_epsilon
-    from privirt.serve.store import Spent, _fits, _surely_fits
+    from privirt.private._sums import surely_fits as _surely_fits
+    from privirt.serve.store import Spent, _fits
 
     rng = np.random.default_rng(3)
     for _ in range(300):

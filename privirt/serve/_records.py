@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._budget import Spent
+from ._budget import Spent, spent_rows
 
 __all__ = ["spends", "newest_spends", "spend_costs", "allowance_sums"]
 
@@ -34,6 +34,7 @@ def spends(b: Any, analyst_id: int | None = None) -> list[dict]:
         sql, args = sql + " WHERE s.analyst_id = ?", (analyst_id,)
     with b.read() as con:
         rows = con.execute(b.q(sql + " ORDER BY s.id"), args).fetchall()
+    spent_rows(b.describe, [r[7:10] for r in rows])  # (a hand-edited cost: one line, not float('abc'))
     return [_spend(r) for r in rows]
 
 
@@ -43,6 +44,7 @@ def newest_spends(b: Any, limit: int) -> tuple[list[dict], int]:
     with b.read() as con:
         n = int(con.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
         rows = con.execute(b.q(_SPENDS + " ORDER BY s.id DESC LIMIT ?"), (int(limit),)).fetchall()
+    spent_rows(b.describe, [r[7:10] for r in rows])
     return [_spend(r) for r in reversed(rows)], n
 
 
@@ -53,6 +55,7 @@ def spend_costs(b: Any) -> list[dict]:
         rows = con.execute("SELECT s.time, an.name, d.name, s.rho, s.epsilon, s.delta FROM spends s"
                            " JOIN analysts an ON an.id = s.analyst_id JOIN datasets d ON d.id = s.dataset_id"
                            " ORDER BY s.id").fetchall()
+    spent_rows(b.describe, [r[3:6] for r in rows])
     return [{"time": r[0], "analyst": r[1], "dataset": r[2], "rho": float(r[3]), "epsilon": float(r[4]),
              "delta": float(r[5])} for r in rows]
 
@@ -73,4 +76,4 @@ def allowance_sums(b: Any) -> list[tuple[tuple, Spent]]:
         costs: dict[tuple[int, int], list] = {}
         for r in con.execute("SELECT analyst_id, dataset_id, rho, epsilon, delta FROM spends"):
             costs.setdefault((int(r[0]), int(r[1])), []).append(r[2:])
-    return [(r, Spent.of(costs.get((int(r[0]), int(r[3])), ()))) for r in rows]
+    return [(r, spent_rows(b.describe, costs.get((int(r[0]), int(r[3])), []))) for r in rows]

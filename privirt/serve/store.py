@@ -531,6 +531,7 @@ class Store:
         """Every allowance with what its analyst spent and what remains."""
         out = []
         for r, mine in _records.allowance_sums(self._b):  # after the transaction (see datasets_for)
+            stored_budget(self._b.describe, f"the allowance of {r[1]!r} on {r[4]!r}", *r[5:7])
             out.append({"analyst": r[1], "revoked": r[2], "dataset": r[4], "epsilon": float(r[5]),
                         "delta": float(r[6]), "n_spends": mine.n,
                         "spent_epsilon": spent_epsilon(mine, float(r[6])),
