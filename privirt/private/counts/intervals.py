@@ -31,6 +31,7 @@ from ..._threads import one_blas_thread
 from ...exceptions import NoiseDominatesWarning, user_stacklevel, warn_one_person
 from .ability import _pair_means, fit_ability_normal
 from ._design import GraphDesign, graph_design
+from ._linboot import linear_point, one_step_batch
 from .noisy_likelihood import noise_aware_batch, noise_aware_se0
 
 __all__ = [
@@ -91,6 +92,12 @@ PROBE_SPREAD: float = 1.0
 #: and its inverse).
 BOOT_TOL: float = 1e-4
 BOOT_TOL_SE: float = 0.01
+#: How the noise-aware bootstrap refits its replicates: ``"full"`` Fisher scoring to
+#: :func:`boot_tol`; ``"one_step"`` one Fisher step from the simulation point with its expected
+#: information factorised once for all replicates (:mod:`._linboot`); ``"auto"`` (default):
+#: ``"one_step"`` from :data:`LINEAR_REFITS_MIN_ITEMS` items (public m), else ``"full"``.
+BOOTSTRAP_REFITS: str = "auto"
+LINEAR_REFITS_MIN_ITEMS: int | None = None
 #: From this many items the bootstrap's spectral chains are solved by power iteration (m² a
 #: step) rather than a dense solve (⅔ m³), to this largest change of log x between steps, for
 #: at most this many steps (then densely).
@@ -152,6 +159,15 @@ def calibration_replicates(m: int) -> int:
     if m <= 100:
         return CALIBRATION_REPLICATES
     return max(CALIBRATION_MIN_REPLICATES, CALIBRATION_REPLICATES * 100 // m)
+
+
+def bootstrap_refits(m: int) -> str:
+    """The noise-aware bootstrap's refits at ``m`` items (public): :data:`BOOTSTRAP_REFITS`."""
+    if BOOTSTRAP_REFITS not in ("auto", "full", "one_step"):
+        raise ValueError(f"BOOTSTRAP_REFITS must be 'auto', 'full' or 'one_step', got {BOOTSTRAP_REFITS!r}")
+    if BOOTSTRAP_REFITS != "auto":
+        return BOOTSTRAP_REFITS
+    return "one_step" if LINEAR_REFITS_MIN_ITEMS is not None and m >= LINEAR_REFITS_MIN_ITEMS else "full"
 
 
 def _simulated_persons(n: int, m: int) -> int:
@@ -353,18 +369,21 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
                 regularization: float, estimator: str = "spectral",
                 noise_var: float | None = None, on_batch=None,
                 ability: tuple[float, float] | None = None,
-                design: GraphDesign | None = None) -> tuple[np.ndarray, float, float]:
+                design: GraphDesign | None = None, refits: str = "full") -> tuple[np.ndarray, float, float]:
     """``reps`` estimates from data simulated at ``truth`` (abilities fitted to the release):
     the spectral estimate on the clipped counts, or the noise-aware estimate on the
     unclipped ones (``estimator="noise_aware"``, noise variance ``noise_var``).  ``on_batch(r)``,
     if given, is called after each batch of ``r`` replicates (progress); ``ability`` = (μ, τ)
     fitted at a nearby truth starts the ability fit; ``design`` = ``graph_design(G)`` (built
-    here when not given) serves all the noise-aware fits."""
+    here when not given) serves all the noise-aware fits, refitted as ``refits`` says
+    (:data:`BOOTSTRAP_REFITS`)."""
     mu, tau = fit_ability_normal(Y_noisy, G, truth, n, x0=ability)
     if estimator == "noise_aware" and design is None:
         design = graph_design(G)
     tol = boot_tol(n, truth.size, noise_var) if estimator == "noise_aware" else None  # public: once
     mean_pp = _pair_means(truth, mu, tau)
+    point = linear_point(n * mean_pp, design, float(noise_var), tol=tol) \
+        if estimator == "noise_aware" and refits == "one_step" else None
     out = np.empty((reps, truth.size))
     single = estimator == "spectral" and truth.size >= SINGLE_FROM_ITEMS
     table = single and noise_parameter == "sigma" and noise_value < 2.0**20
@@ -387,7 +406,10 @@ def _replicates(rng: np.random.Generator, truth: np.ndarray, Y_noisy: np.ndarray
             _table_noise(rng, noise_value, Y, rates=regularization if fused else None)
         else:
             Y += _noise(rng, noise_parameter, noise_value, Y.shape)
-        if estimator == "noise_aware":
+        if point is not None:
+            out[a:a + X.shape[0]] = one_step_batch(np.where(G[None], Y, 0.0), point, design,
+                                                   float(noise_var), tol=tol)
+        elif estimator == "noise_aware":
             out[a:a + X.shape[0]] = noise_aware_batch(np.where(G[None], Y, 0.0), G, float(noise_var),
                                                       tol=tol, design=design)
         else:
@@ -485,7 +507,8 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     kw = {"noise_parameter": noise_parameter, "noise_value": noise_value, "regularization": regularization,
           "estimator": estimator, "noise_var": noise_var,
           # the graph's part of the noise-aware fits, once for all replicates of all evaluations
-          "design": graph_design(G) if estimator == "noise_aware" else None}
+          "design": graph_design(G) if estimator == "noise_aware" else None,
+          "refits": bootstrap_refits(beta_hat.size) if estimator == "noise_aware" else "full"}
     if n < 2:  # public n: one person identifies no difference between items (as the totals path)
         note = warn_one_person("the spectral estimate")
         se = np.full(beta_hat.size, np.inf)
@@ -533,7 +556,7 @@ def counts_intervals(Y_noisy: np.ndarray, graph: np.ndarray, beta_hat: np.ndarra
     info = {"method": "parametric bootstrap (persons simulated, fresh noise of the released kind)",
             "bootstrap_estimator": estimator, "n_boot": int(n_boot), "confidence": confidence,
             "calibration_replicates": cal_reps, "simulated_persons": _simulated_persons(n, beta_hat.size),
-            "bootstrap_seed": describe_seed(seed)}
+            "bootstrap_seed": describe_seed(seed), "bootstrap_refits": kw["refits"]}
     if a0 < MIN_SLOPE:  # all noise: no truth explains β̂ (docs/intervals.md §3b); stop here
         tick(at=cal_total + int(n_boot))
         se = _unbounded(beta_hat.size, a0)
