@@ -10,11 +10,11 @@ pooled over items and data sets ± its SE over the data sets, the ratio of se's 
 (one-step / full: median, 5 % and 95 %), CPU seconds of the call (this process).
 
 ``--time-only nxm`` (ε = 1) times the default call with one-step refits and estimates the full
-refits' call from ``--full-reps`` replicates (their CPU seconds × the call's replicates, plus
-the one-step call less its own refits), when the full call takes too long to run.
+refits' call from its parts (a full refit, a one-step refit and a linearisation point, timed on
+one replicate), when the full call takes too long to run.
 
     nice python benchmarks/bench_spectral_linboot.py --cells 1000x100x1,10000x300x0.3 --datasets 4
-    nice python benchmarks/bench_spectral_linboot.py --time-only 10000x2000 --full-reps 2
+    nice python benchmarks/bench_spectral_linboot.py --time-only 10000x2000
 """
 
 from __future__ import annotations
@@ -76,26 +76,45 @@ def cell(n: int, m: int, eps: float, datasets: int, n_boot: int | None, k: int) 
               f"{cpu[refits] / datasets:.1f} |", flush=True)
 
 
-def time_only(n: int, m: int, full_reps: int) -> None:
+def time_only(n: int, m: int) -> None:
     X, _ = data(n, m, SEED + 900_000 + m)
     rel = privirt.release_counts(X, epsilon=1.0, delta=1e-5, seed=SEED + 900_001 + m)
     fit, t1 = call(rel, "one_step", SEED + 900_002 + m, None)
     reps = int(fit.info["n_boot"]) + iv.CALIBRATION_STEPS * int(fit.info["calibration_replicates"])
     print(f"one-step call: {t1:.1f} CPU s ({fit.info['n_boot']} replicates + "
           f"{fit.info['calibration_steps']} calibration evaluations), median se {np.median(fit.se):.4f}", flush=True)
-    # the refits alone: full on full_reps replicates, one-step on the same, at the calibrated truth
-    st, G = rel.privacy, rel.graph.to_numpy()
-    Y, nu, truth = rel.Y.to_numpy().astype(float), noise_variance(rel.privacy), np.asarray(fit.info["centre"])
-    per = {}
-    for refits in ("full", "one_step"):
-        c = time.process_time()
-        iv._replicates(np.random.default_rng(1), truth, Y, G, n, full_reps, st.noise_parameter,
-                       float(st.noise_value), 1.0, estimator="noise_aware", noise_var=nu, refits=refits)
-        per[refits] = (time.process_time() - c) / full_reps
-        print(f"{refits}: {per[refits]:.2f} CPU s a replicate ({full_reps} replicates, one simulation "
-              "point; one-step includes its factorisation)", flush=True)
-    est = t1 + reps * (per["full"] - per["one_step"])
-    print(f"full call estimated: {est:.0f} CPU s (one-step call + {reps} replicates × the difference)")
+    # the parts (one BLAS thread, as in the bootstrap): a full refit and a one-step refit of one
+    # noisy replicate of the release's law, and one linearisation point
+    from privirt._threads import one_blas_thread
+    from privirt.private.counts._design import graph_design
+    from privirt.private.counts._linboot import linear_point, one_step_batch
+    from privirt.private.counts.ability import _pair_means, fit_ability_normal
+    from privirt.private.counts.noisy_likelihood import noise_aware_batch
+
+    G, nu = rel.graph.to_numpy(), noise_variance(rel.privacy)
+    truth = fit.beta.to_numpy()
+    d, tol = graph_design(G), iv.boot_tol(n, m, nu)
+    Yx = n * _pair_means(truth, *fit_ability_normal(rel.Y.to_numpy().astype(float), G, truth, n))
+    rng = np.random.default_rng(SEED + 900_003 + m)
+    Y = np.where(G, Yx + np.rint(rng.normal(0.0, np.sqrt(nu), Yx.shape)), 0.0)[None]
+
+    @one_blas_thread
+    def parts() -> tuple[float, float, float]:
+        c0 = time.process_time()
+        noise_aware_batch(Y, G, nu, tol=tol, design=d)
+        c1 = time.process_time()
+        point = linear_point(Yx, d, nu, tol=tol)
+        c2 = time.process_time()
+        one_step_batch(Y, point, d, nu, tol=tol)
+        return c1 - c0, time.process_time() - c2, time.process_time() - c1
+
+    full, one, lin = parts()
+    lin -= one
+    evals = int(fit.info["calibration_steps"]) + 1
+    print(f"a full refit {full:.2f} CPU s, a one-step refit {one:.2f}, a linearisation point {lin:.2f}")
+    est = t1 - evals * lin + reps * (full - one)
+    print(f"full call estimated: {est:.0f} CPU s (the one-step call less {evals} points, "
+          f"{reps} replicates refitted in full instead)")
 
 
 def main() -> None:
@@ -104,11 +123,10 @@ def main() -> None:
     ap.add_argument("--datasets", type=int, default=4)
     ap.add_argument("--n-boot", type=int, default=None, help="replicates (default: the call's default)")
     ap.add_argument("--time-only", default=None, help="nxm: time the default call (see above)")
-    ap.add_argument("--full-reps", type=int, default=2)
     a = ap.parse_args()
     if a.time_only:
         n, m = (int(v) for v in a.time_only.split("x"))
-        time_only(n, m, a.full_reps)
+        time_only(n, m)
         return
     print("| n × m | ε | refits | coverage ± SE | se ratio one-step/full: median (5–95 %) | CPU s a call |")
     print("|---|---|---|---|---|---|")

@@ -70,6 +70,11 @@ def test_auto_decides_by_the_public_number_of_items_only(monkeypatch):
             assert _fit(rel).info["bootstrap_refits"] == want
 
 
+def test_auto_adopts_the_one_step_refits_from_1000_items(monkeypatch):
+    monkeypatch.setattr(iv, "BOOTSTRAP_REFITS", "auto")
+    assert [iv.bootstrap_refits(m) for m in (20, 999, 1000, 5000)] == ["full", "full", "one_step", "one_step"]
+
+
 def test_one_step_of_the_expected_counts_is_their_full_fit():
     # linearised at the full fit of the law's expected counts, one step from there on those
     # counts returns that fit (its τ² by the evidence on the shared factor)
