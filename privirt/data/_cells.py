@@ -40,6 +40,27 @@ def _mostly_non_answers(vals: list) -> bool:
     return 2 * sum(v is None or v not in (0.0, 1.0) for v in given) > len(given)
 
 
+#: column names that suggest a pattern table's frequencies (named in the error hint)
+_FREQUENCY_NAMES = {"frequency", "freq", "count", "counts", "n", "weight", "weights"}
+#: the highest score of an item scored on a scale 0..K (Likert 1-5, 0-10): a numeric column that
+#: stays within it is answers to dichotomise, not labels
+MAX_SCORE = 10
+
+
+def _numeric_labels(vals: np.ndarray) -> bool:
+    """Whether a numeric column reads as labels (ids, codes, years) rather than answers.
+
+    The rule: most non-missing cells are not 0 or 1, and the column either holds a value above
+    ``MAX_SCORE`` or more distinct values than a scale 0..``MAX_SCORE`` has.  Items scored 1-5 or
+    0-10 fail both, so they keep the advice that responses must be 0 or 1; a state code of 41,
+    an id of 49700 or a year does not.
+    """
+    given = vals[~np.isnan(vals)]
+    if 2 * int(np.count_nonzero((given != 0) & (given != 1))) <= given.size:
+        return False
+    return bool(given.max() > MAX_SCORE) or np.unique(given).size > MAX_SCORE + 1
+
+
 def _label_col_hint(name: Any) -> str:
     """The hint for a column of text that is not answers."""
     return (f"column {name!r} looks like a label column, not answers: remove it before the table "
@@ -54,12 +75,21 @@ def _frame_values(frame: pd.DataFrame, describe=None, labelled: bool = False) ->
     found), so a bad first column gets no hint to name it as the person column.
     """
     out = np.empty(frame.shape, dtype=np.float64)
+    numeric_label = None  # the first numeric column that reads as labels: its cell and hint
     for j, (name, col) in enumerate(frame.items()):
         dtype = col.dtype
         if getattr(dtype, "kind", "") == "c":  # numeric to pandas; the cast drops the imaginary part
             raise ValueError(f"responses must be numeric 0/1 with NaN for missing, got dtype {dtype}")
         if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
             out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            frequency = str(name).strip().lower() in _FREQUENCY_NAMES  # (its own hint: weights)
+            if describe is None and numeric_label is None and not frequency:
+                bad = np.flatnonzero(~(np.isnan(out[:, j]) | (out[:, j] == 0) | (out[:, j] == 1)))
+                if bad.size and _numeric_labels(out[:, j]):
+                    hint = _label_col_hint(name)
+                    if j == 0 and not labelled and _all_distinct(col):
+                        hint = f"{_person_col_hint(name)}; otherwise {hint}"
+                    numeric_label = (int(bad[0]), j, out[bad[0], j].item(), hint)
         else:
             obj = col.to_numpy(dtype=object)
             vals = [_cell_number(v, numeric_text=True) for v in obj]
@@ -79,13 +109,19 @@ def _frame_values(frame: pd.DataFrame, describe=None, labelled: bool = False) ->
                     hint = f"most cells of column {name!r} are answers: correct or empty this one"
                 if j == 0 and not labelled and control is None and (_all_distinct(col) or labels):
                     hint = f"{_person_col_hint(name)}; otherwise {hint}"
-                raise ValueError(
-                    f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), "
-                    f"item {name!r} (column {j}): responses must be 0, 1 or missing (NaN); "
-                    f"{hint}"
-                )
+                _raise_cell(frame, i, j, v, hint)
             out[:, j] = vals
+    if numeric_label is not None:  # (after the text columns, whose words may name the persons')
+        _raise_cell(frame, *numeric_label)
     return out
+
+
+def _raise_cell(frame: pd.DataFrame, i: int, j: int, v: Any, hint: str) -> None:
+    """Raise for the cell in row ``i`` and column ``j`` of ``frame`` that is no response."""
+    raise ValueError(
+        f"invalid response {v!r} for person {_py(frame.index[i])!r} (row {i}), item "
+        f"{frame.columns[j]!r} (column {j}): responses must be 0, 1 or missing (NaN); {hint}"
+    )
 
 
 def _cell_number(v: Any, numeric_text: bool = False) -> float | None:

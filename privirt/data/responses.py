@@ -34,7 +34,7 @@ import pandas as pd
 from .._checks import check_flag
 from ..exceptions import EmptyResponsesWarning, user_stacklevel
 from ._codes import array_codes, as_array, observed_rows_cols
-from ._cells import TEXT_ANSWERS_HINT, _cell_number, _first_offender, _frame_values, control_hint
+from ._cells import _FREQUENCY_NAMES, TEXT_ANSWERS_HINT, _cell_number, _first_offender, _frame_values, control_hint
 from ._files import read_path, read_stream
 from ._labels import (_all_distinct, _check_distinct_as_text, _person_col_hint, _py, check_not_long,
                       check_column_names, check_drop_cols, drop_columns, refuse_duplicate_labels, text_labels, unnamed_first)
@@ -45,8 +45,6 @@ __all__ = ["Responses", "as_responses", "private_responses", "ResponsesLike"]
 
 MISSING: int = -1
 EmptyPolicy = Literal["drop", "error", "keep"]
-#: column names that suggest a pattern table's frequencies (named in the error hint)
-_FREQUENCY_NAMES = {"frequency", "freq", "count", "counts", "n", "weight", "weights"}
 
 
 @dataclass(frozen=True, eq=False)
