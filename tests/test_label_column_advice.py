@@ -1,5 +1,6 @@
 """The advice for a roll-call table read as it is: numeric label columns (ids, codes) are named
-as label columns, and items scored 1-5 keep the 0/1 advice."""
+as label columns, items scored 1-5 keep the 0/1 advice, and a text column of distinct names
+anywhere in the table is offered as the person column."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from privirt.cli import main
 from privirt.data.responses import as_responses
 
 
@@ -91,3 +93,46 @@ def test_many_distinct_numbers_or_a_year_are_labels():
         assert msg.endswith(f"; {_drop_hint('code')}"), msg
     frame["code"] = [0, 1] * 5 + [7, 2000]  # mostly answers with two wrong cells: no label hint
     assert "label column" not in _error(frame, person_col="member")
+
+
+def test_a_text_column_of_distinct_names_is_offered_as_the_person_column(tmp_path):
+    """With state and party dropped, 'member' (column 2, all names distinct) was only told to
+    be dropped: the person-column hint was given for column 0 alone."""
+    frame = _rollcalls()
+    path = tmp_path / "votes.csv"
+    frame.to_csv(path, index=False)
+    for data in (frame, path):
+        msg = _error(data, drop_cols=["state", "party"])
+        assert "item 'member' (column 2)" in msg, msg
+        assert msg.endswith(f"; {_person_hint('member')}; otherwise {_drop_hint('member')}"), msg
+        # a text label column with repeats (state) is not offered as the person column
+        assert _error(data).endswith(f"; {_drop_hint('state')}")
+        # named: no hint to name another
+        msg = _error(data, person_col="id", drop_cols=["statecode", "state", "party"])
+        assert msg.endswith(f"; {_drop_hint('member')}"), msg
+        # the full line the hints lead to reads the votes
+        got = as_responses(data, person_col="member", drop_cols=["id", "statecode", "state", "party"])
+        assert got.persons.tolist() == frame["member"].tolist()
+        assert got.items.tolist() == ["rc1", "rc2", "rc3", "rc4"]
+    frame.loc[3, "member"] = np.nan  # a name missing: not a column of person labels
+    assert _error(frame, drop_cols=["state", "party"]).endswith(f"; {_drop_hint('member')}")
+
+
+def test_the_cli_leads_step_by_step_to_the_reading_line(tmp_path, capsys):
+    """Each refusal is one line naming what to do; following them ends in a table that reads."""
+    path = tmp_path / "votes.csv"
+    _rollcalls().to_csv(path, index=False)
+    steps = [
+        ([], "--drop-cols state"),
+        (["--drop-cols", "state,party"], "--person-col member; otherwise"),
+        (["--drop-cols", "state,party", "--person-col", "member"], "--drop-cols id"),
+        (["--drop-cols", "state,party,id", "--person-col", "member"], "--drop-cols statecode"),
+    ]
+    for args, advice in steps:
+        assert main(["estimate", str(path), *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "Traceback" not in err, err
+        assert advice in err, (args, err)
+    assert main(["estimate", str(path), "--person-col", "member",
+                 "--drop-cols", "id,statecode,state,party"]) == 0
+    assert "12 persons × 4 items" in capsys.readouterr().out

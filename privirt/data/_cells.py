@@ -107,13 +107,22 @@ def _frame_values(frame: pd.DataFrame, describe=None, labelled: bool = False) ->
                     hint = _label_col_hint(name)
                 else:  # (one stray text in a column of answers: not a label column)
                     hint = f"most cells of column {name!r} are answers: correct or empty this one"
-                if j == 0 and not labelled and control is None and (_all_distinct(col) or labels):
+                first = j == 0 and control is None and (_all_distinct(col) or labels)
+                # (a label column of distinct names anywhere may be the persons': say both)
+                names = hint == _label_col_hint(name) and _distinct_texts(obj)
+                if not labelled and (first or names):
                     hint = f"{_person_col_hint(name)}; otherwise {hint}"
                 _raise_cell(frame, i, j, v, hint)
             out[:, j] = vals
     if numeric_label is not None:  # (after the text columns, whose words may name the persons')
         _raise_cell(frame, *numeric_label)
     return out
+
+
+def _distinct_texts(obj: np.ndarray) -> bool:
+    """Whether a column's cells are all given (none missing or blank) and all different."""
+    texts = [str(v).strip() for v in obj]
+    return not pd.isna(obj).any() and all(texts) and len(set(texts)) == len(texts)
 
 
 def _raise_cell(frame: pd.DataFrame, i: int, j: int, v: Any, hint: str) -> None:
