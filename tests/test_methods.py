@@ -81,6 +81,16 @@ def test_register_refuses_bad_entries(monkeypatch):
         methods.register("x y", methods._totals, estimate="e")
 
 
+def test_a_model_other_than_rasch_takes_one_method(monkeypatch):
+    # a second 2PL method was taken, and `--model 2pl` then failed with 'too many values to unpack'
+    monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))
+    with pytest.raises(ValueError, match="the 2pl model has its private method already, 'twopl'"):
+        methods.register("twopl_alt", methods._totals, estimate="private_2pl_estimate", model="2pl")
+    assert "twopl_alt" not in methods.METHODS
+    methods.register("another_rasch", methods._totals, estimate="private_totals_estimate")  # Rasch: several
+    methods.register("threepl", methods._totals, estimate="e", model="3pl")  # a new model: its first
+
+
 def test_one_entry_adds_a_method_to_the_command_line(monkeypatch, tmp_path, capsys):
     """A new entry is a --method choice and runs through the generic private path."""
     from privirt.data.datasets import dataset_path

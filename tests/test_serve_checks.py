@@ -176,6 +176,55 @@ def test_serve_run_refuses_more_workers_than_the_machine_can_hold_before_uvicorn
     assert f"--workers must be at most {limit}" in line and f"got {limit + 1}" in line
 
 
+def test_serve_run_lets_go_of_its_own_store_before_uvicorn_starts(tmp_path, monkeypatch):
+    # the parent kept the store it checked the state with, and so (on PostgreSQL) a connection,
+    # for the server's whole life
+    import gc
+    import weakref
+
+    import uvicorn
+
+    from privirt.serve import store as store_module
+
+    state = str(tmp_path / "s.db")
+    cli("serve", "init", state)
+    opened = []
+    real_open = store_module.open_store
+
+    def recording_open(*args, **kwargs):
+        store = real_open(*args, **kwargs)
+        opened.append(weakref.ref(store))
+        return store
+
+    def run(*args, **kwargs):
+        gc.collect()
+        alive.extend(ref for ref in opened if ref() is not None)
+
+    alive: list = []
+    monkeypatch.setattr(store_module, "open_store", recording_open)
+    monkeypatch.setattr(uvicorn, "run", run)
+    from ._serve import free_port
+
+    proc = cli("serve", "run", state, "--port", str(free_port()), check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert opened and not alive
+
+
+def test_the_readable_state_warning_quotes_the_path_in_its_command(tmp_path):
+    # "run: chmod 600 my state.db" changed two other files
+    import os
+    import shlex
+
+    from privirt.serve._modes import readable_by_others
+
+    path = tmp_path / "my state.db"
+    path.write_bytes(b"")
+    os.chmod(path, 0o644)
+    warning = readable_by_others(path, str(path))
+    command = warning.split(" — run: ")[1]
+    assert shlex.split(command) == ["chmod", "600", str(path)]
+
+
 def test_serve_run_names_an_encrypted_tls_key_without_asking_for_its_passphrase(tmp_path, state_without_uvicorn):
     # OpenSSL asked "Enter PEM pass phrase:" on the terminal (twice), and without one the message
     # said the valid pair was "not a PEM certificate and its private key"

@@ -580,6 +580,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.state_deadline is not None:  # (refused for a SQLite state)
         store.set_deadline(args.state_deadline)
     load_datasets(store, keep=False)
+    del store  # (its connection to a postgresql:// state would stay open for the server's whole life)
     _check_listen(args.host, args.port)  # last, so that the address is still free for uvicorn
     if not _is_loopback(args.host) and args.ssl_certfile is None:
         print("privirt: warning: serving without TLS on a non-loopback address; API keys would cross the "

@@ -135,7 +135,8 @@ def register(name: str, load: Callable[[], ModuleType], *, estimate: str,
     Raises
     ------
     ValueError
-        If ``name`` is taken or not an identifier, ``load`` is not callable, an option is one
+        If ``name`` is taken or not an identifier, ``load`` is not callable, ``model`` (other
+        than ``"rasch"``) has a method already (``--model`` runs a model's one method), an option is one
         of :data:`COMMON_OPTIONS`, or ``missing`` names an unknown domain.
     """
     if not isinstance(name, str) or not name.isidentifier():
@@ -144,6 +145,11 @@ def register(name: str, load: Callable[[], ModuleType], *, estimate: str,
         raise ValueError(f"private method {name!r} is already registered")
     if not callable(load):
         raise ValueError(f"the loader of {name!r} must be callable, got {load!r}")
+    taken = [m.name for m in METHODS.values() if m.model == model != "rasch"]
+    if taken:  # (the command line's --model picks a model's one method)
+        raise ValueError(f"private method {name!r}: the {model} model has its private method already, "
+                         f"{taken[0]!r} (--model {model} runs it: one method per model other than the Rasch "
+                         f"model); to replace it, remove {taken[0]!r} from METHODS first")
     clash = sorted(set(options) & COMMON_OPTIONS)
     if clash:
         raise ValueError(f"private method {name!r}: {clash} are common to every method; do not "

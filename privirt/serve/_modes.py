@@ -10,6 +10,7 @@ others can read is named in a warning (:func:`readable_by_others`).
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from contextlib import suppress
 from pathlib import Path
@@ -55,4 +56,4 @@ def readable_by_others(path: Path, shown: str) -> str | None:
     if not mode & 0o044:
         return None
     return (f"the state {shown} is readable by other users (mode {mode:04o}; it holds the raw responses and "
-            f"the API keys' hashes) — run: chmod 600 {shown}")
+            f"the API keys' hashes) — run: chmod 600 {shlex.quote(shown)}")
