@@ -71,11 +71,19 @@ def test_no_private_version_names_the_2pl_too(lsat_csv, capsys):
     assert "no private version" in line and "--model 2pl" in line
 
 
-def test_model_choices_come_from_the_registry(monkeypatch):
-    assert _estimate_action("model").choices == ("rasch", "2pl")
+def test_model_choices_come_from_the_registry(monkeypatch, lsat_csv, capsys):
+    # (checked when the command line is parsed: building the parser imports no numpy, pandas or scipy)
+    check = _estimate_action("model").type
+    assert [check("rasch"), check("2pl")] == ["rasch", "2pl"]
+    with pytest.raises(argparse.ArgumentTypeError, match=r"invalid choice: '3pl' \(choose from 'rasch', '2pl'\)"):
+        check("3pl")
     fake = dataclasses.replace(methods.get("twopl"), name="threepl", model="3pl")
     monkeypatch.setitem(methods.METHODS, "threepl", fake)
-    assert _estimate_action("model").choices == ("rasch", "2pl", "3pl")
+    assert check("3pl") == "3pl"
+    monkeypatch.delitem(methods.METHODS, "threepl")
+    with pytest.raises(SystemExit) as exit_:  # a usage error: argparse's one line, exit 2
+        main(["estimate", lsat_csv, "--model", "3pl", "--epsilon", "1"])
+    assert exit_.value.code == 2 and "argument --model: invalid choice: '3pl'" in _one_error_line(capsys)
 
 
 def test_model_2pl_runs_the_registrys_method(lsat_csv, capsys, monkeypatch):

@@ -82,6 +82,13 @@ def _models() -> tuple[str, ...]:
     return tuple(dict.fromkeys(["rasch", *(methods.get(n).model for n in methods.names(None))]))
 
 
+def _model_name(text: str) -> str:
+    """``--model``: one of :func:`_models`, checked when parsed (as ``--method``: no numpy at build)."""
+    if text not in (known := _models()):
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, known))})")
+    return text
+
+
 def _other_models() -> str:
     """``--model M`` for each model but the Rasch model's (its private methods are no ``--method``)."""
     return " or ".join(f"--model {m} for the {m.upper()}" for m in _models() if m != "rasch")
@@ -116,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "measured most accurate for the public n, m and ε: totals, or spectral = Algorithm 2)"
     )
     parser.add_argument(
-        "--model", choices=_models(), default="rasch",
+        "--model", type=_model_name, default="rasch", metavar="MODEL",
         help="rasch (difficulties; default) or 2pl (discriminations a and difficulties b of the "
         "2PNO, private only: needs --epsilon)",
     )
