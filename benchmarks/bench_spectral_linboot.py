@@ -36,9 +36,9 @@ SEED = 97_300_000
 
 
 def data(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rasch responses and the centred true difficulties."""
-    X, *pars = privirt.simulate_rasch(n, m, seed=seed)
-    beta = next(p for p in pars if np.size(p) == m)
+    """Rasch responses and the centred true difficulties (``simulate_rasch`` returns X, θ, β:
+    unpacked by position, since at n = m the abilities have the difficulties' size too)."""
+    X, _theta, beta = privirt.simulate_rasch(n, m, seed=seed)
     return X, beta - beta.mean()
 
 

@@ -191,3 +191,16 @@ def test_rare_item_bench_masks_item_zero_and_counts_points_outside_their_interva
     monkeypatch.setattr(sys, "argv", ["x", "--n", "200", "--m", "4", "--datasets", "1", "--n-boot", "20"])
     bm.main()
     assert "point outside its interval" in capsys.readouterr().out
+
+
+def test_linboot_benchmark_scores_against_the_difficulties_at_one_person_per_item():
+    # at n = m the abilities have the difficulties' size: the benchmark took θ for the truth there
+    # (the 1000 x 1000 coverage it recorded, 0.38, was the intervals' coverage of the abilities)
+    bench = _load("bench_spectral_linboot")
+    for n, m in ((40, 40), (60, 30)):
+        X, truth = bench.data(n, m, 123)
+        X0, theta, beta = privirt.simulate_rasch(n, m, seed=123)
+        np.testing.assert_array_equal(np.asarray(X), np.asarray(X0))
+        np.testing.assert_allclose(truth, beta - beta.mean())
+        if n == m:
+            assert not np.allclose(truth, theta - theta.mean())
