@@ -79,10 +79,13 @@ def pair_terms(tau, lam, rn, sn, newton, i, j, own, gn, grad, cross):
     in ``newton``), ``gn`` (R, 2, m: the Gauss–Newton τ_iτ_i, ℓ_iℓ_i) and ``grad`` (R, 2, m: the
     gradient's τ and log a parts), and written to ``cross`` (R, 4, P: τ_iτ_j, ℓ_iℓ_j, τ_iℓ_j,
     τ_jℓ_i), for the residuals ``rn`` = (q − P)/sd and SDs ``sn`` of the pairs (R, P)."""
-    R = tau.shape[0]
+    R, m = tau.shape
+    ph = np.empty(m)
     for row in range(R):
         t, lm = tau[row], lam[row]
         nw = newton[row]
+        for a in range(m):  # φ(τ) once an item, not twice a pair (the same operations: the same values)
+            ph[a] = math.exp(-0.5 * t[a] * t[a]) * _INV_SQRT_2PI
         for p in range(i.size):
             a, b = i[p], j[p]
             h, k = t[a], t[b]
@@ -90,8 +93,7 @@ def pair_terms(tau, lam, rn, sn, newton, i, j, own, gn, grad, cross):
             r = la * lb
             q2 = max(1.0 - r * r, 1e-300)
             q = math.sqrt(q2)
-            pha = math.exp(-0.5 * h * h) * _INV_SQRT_2PI
-            phb = math.exp(-0.5 * k * k) * _INV_SQRT_2PI
+            pha, phb = ph[a], ph[b]
             # the orthant's gradients (U_h, U_k, U_r = φ₂)
             uh = -pha * 0.5 * math.erfc(-(r * h - k) / q * _SQRT1_2)
             uk = -phb * 0.5 * math.erfc(-(r * k - h) / q * _SQRT1_2)
