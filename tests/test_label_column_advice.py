@@ -74,6 +74,7 @@ def test_a_numeric_id_first_column_gets_both_hints_when_no_person_column_is_name
     [1, 5, 3, 2, 4, 5, 1, 2, 3, 4, 2, 2],  # a Likert item scored 1-5
     [0, 10, 7, 3, 8, 9, 2, 6, 4, 5, 1, 10],  # scored 0-10: as many distinct values as the scale
     [0.25, 0.5, 0.75, 0.5, 0.25, 1, 0, 0.5, 0.75, 0.25, 0.5, 0.5],  # fractions within 0..1
+    [0.59, 0.12, 0.33, 0.81, 0.47, 0.95, 0.06, 0.28, 0.74, 0.66, 0.21, 0.88],  # 12 distinct proportions
 ])
 def test_items_scored_on_a_small_scale_keep_the_0_1_advice(values):
     """The rule must not read scored items as labels: a column whose values stay within 0..10

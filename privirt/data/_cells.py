@@ -51,14 +51,16 @@ def _numeric_labels(vals: np.ndarray) -> bool:
     """Whether a numeric column reads as labels (ids, codes, years) rather than answers.
 
     The rule: most non-missing cells are not 0 or 1, and the column either holds a value above
-    ``MAX_SCORE`` or more distinct values than a scale 0..``MAX_SCORE`` has.  Items scored 1-5 or
-    0-10 fail both, so they keep the advice that responses must be 0 or 1; a state code of 41,
-    an id of 49700 or a year does not.
+    ``MAX_SCORE`` or (whole numbers only) more distinct values than a scale 0..``MAX_SCORE`` has.
+    Items scored 1-5 or 0-10, and fractions within 0..``MAX_SCORE`` (partial credit,
+    proportions), fail both, so they keep the advice that responses must be 0 or 1; a state
+    code of 41, an id of 49700 or a year does not.
     """
     given = vals[~np.isnan(vals)]
     if 2 * int(np.count_nonzero((given != 0) & (given != 1))) <= given.size:
         return False
-    return bool(given.max() > MAX_SCORE) or np.unique(given).size > MAX_SCORE + 1
+    whole = bool(np.all(given == np.round(given)))
+    return bool(given.max() > MAX_SCORE) or (whole and np.unique(given).size > MAX_SCORE + 1)
 
 
 def _label_col_hint(name: Any) -> str:
