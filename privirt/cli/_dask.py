@@ -67,3 +67,11 @@ def check_engine_args(args: argparse.Namespace) -> None:
                              "also totals)")
     if args.device == "gpu":
         raise ValueError("--engine dask counts on the workers' CPUs; leave out --device gpu")
+    if args.scheduler is None:
+        # the embedded cluster's close, on a loaded machine, can leave a future holding a Timeout
+        # that asyncio logs when it is collected at exit ("Future exception was never retrieved",
+        # three lines on stderr after the command's own one-line answer); this process ends with
+        # the command, and its own errors are raised, not logged
+        import logging
+
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
