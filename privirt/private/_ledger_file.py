@@ -13,7 +13,7 @@ from ..exceptions import LedgerError
 from ._sqlite import _damaged
 from .accounting import MAX_EPSILON, NEIGHBOURING_RELATION
 
-__all__ = ["SCHEMA_VERSION", "check_budget", "check_folders", "check_side_file_names", "check_spends",
+__all__ = ["SCHEMA_VERSION", "budget_delta_ok", "budget_epsilon_ok", "check_budget", "finite_real", "check_folders", "check_side_file_names", "check_spends",
            "check_stored", "file_exists"]
 
 #: the stored values of a spend that :func:`check_spends` checks, in the order given
@@ -56,17 +56,29 @@ def check_stored(path: Path, relation: object, schema_version: object) -> None:
         )
 
 
-def _finite(value: object) -> bool:
+def finite_real(value: object) -> bool:
+    """Whether a stored value is a finite number (a hand edit can store text or an infinity)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def budget_epsilon_ok(epsilon: object) -> bool:
+    """Whether a stored budget ε is a number in (0, MAX_EPSILON] (an infinite one: no limit)."""
+    return finite_real(epsilon) and 0 < epsilon <= MAX_EPSILON
+
+
+def budget_delta_ok(delta: object) -> bool:
+    """Whether a stored budget δ is a number in (0, 1)."""
+    return finite_real(delta) and 0 < delta < 1
 
 
 def check_budget(path: Path, epsilon: object, delta: object) -> tuple[float, float]:
     """The stored budget ``(epsilon, delta)`` as floats, or a damaged-ledger
     :class:`~privirt.exceptions.LedgerError`: a hand edit SQLite's CHECK lets through (text, an
-    infinite ε: an unlimited budget) is refused, with nothing spent."""
-    if not (_finite(epsilon) and 0 < epsilon <= MAX_EPSILON):
+    infinite ε: an unlimited budget) is refused, with nothing spent (the service's state is
+    checked by the same rule, :func:`privirt.serve._budget.stored_budget`)."""
+    if not budget_epsilon_ok(epsilon):
         raise _damaged(path, f"its budget ε is {epsilon!r}, not a number in (0, {MAX_EPSILON:g}]")
-    if not (_finite(delta) and 0 < delta < 1):
+    if not budget_delta_ok(delta):
         raise _damaged(path, f"its budget δ is {delta!r}, not a number in (0, 1)")
     return float(epsilon), float(delta)
 
@@ -79,7 +91,7 @@ def check_spends(path: Path, rows: Iterable[Sequence[object]]) -> None:
         for name, value in zip(SPEND_VALUES, values):
             if value is None and name.startswith("asked_"):
                 continue
-            if not (_finite(value) and 0 <= value <= (1 if name.endswith("delta") else math.inf)):
+            if not (finite_real(value) and 0 <= value <= (1 if name.endswith("delta") else math.inf)):
                 limit = "a number in [0, 1]" if name.endswith("delta") else "a finite number >= 0"
                 raise _damaged(path, f"spend #{spend_id} has {name} = {value!r}, not {limit}")
 

@@ -4,8 +4,7 @@ composition rule applied to them."""
 
 from __future__ import annotations
 
-import math
-
+from ..private._ledger_file import budget_delta_ok, budget_epsilon_ok, finite_real
 from ..private._sums import LEDGER_TOLERANCE
 from ..private._sums import SpendSums as Spent
 from ..private.accounting import MAX_EPSILON
@@ -55,11 +54,9 @@ def damaged(state: str, what: str) -> StateDamaged:
 
 
 def stored_budget(state: str, what: str, epsilon: object, delta: object) -> tuple[float, float]:
-    """A stored (ε, δ) budget as floats, or :func:`damaged` (text, an infinite ε: no limit)."""
-    def finite(v: object) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-    if not (finite(epsilon) and 0 < epsilon <= MAX_EPSILON and finite(delta) and 0 < delta < 1):
+    """A stored (ε, δ) budget as floats, or :func:`damaged` (text, an infinite ε: no limit); the
+    ledger's rule (:func:`~privirt.private._ledger_file.check_budget`)."""
+    if not (budget_epsilon_ok(epsilon) and budget_delta_ok(delta)):
         raise damaged(state, f"{what} has the budget ε = {epsilon!r}, δ = {delta!r}, not numbers in "
                              f"(0, {MAX_EPSILON:g}] and (0, 1)")
     return float(epsilon), float(delta)
@@ -69,7 +66,7 @@ def spent_rows(state: str, rows: list) -> Spent:
     """The exact sums of the spends' ``(rho, epsilon, delta)`` rows, or :func:`damaged` for a value
     that is not a finite number >= 0 (Spent's exact sum overflowed on an infinity)."""
     for r in rows:
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf for v in r):
+        if not all(finite_real(v) and v >= 0 for v in r):
             raise damaged(state, f"a spend holds ρ = {r[0]!r}, ε = {r[1]!r}, δ = {r[2]!r}, not finite numbers >= 0")
     return Spent.of(rows)
 
